@@ -1,0 +1,4 @@
+from agnostophobia.cli import main
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,57 @@
+"""The ``agnostophobia`` command line (also ``python -m agnostophobia``).
+
+Each concept folder contributes its sub-commands through an ``add_commands(subparsers)``
+function, so this file only wires them together. A sub-command parser sets
+``func(args) -> int``.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+import traceback
+
+from agnostophobia import __version__
+from agnostophobia.errors import AgnostophobiaError
+
+# Modules that add sub-commands; each has add_commands(subparsers).
+COMMAND_MODULES = (
+    "agnostophobia.data.cli",
+    "agnostophobia.experiments.cli",
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="agnostophobia",
+        description="Open-set recognition after 'Reducing Network Agnostophobia' (NeurIPS 2018).",
+    )
+    parser.add_argument("--version", action="version", version=f"agnostophobia {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in COMMAND_MODULES:
+        importlib.import_module(name).add_commands(sub)
+    return parser
+
+
+def main(argv=None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(args.func(args) or 0)
+    except (AgnostophobiaError, ValueError, FileNotFoundError) as exc:
+        if os.environ.get("AGNOSTOPHOBIA_DEBUG"):
+            traceback.print_exc()
+        print(f"agnostophobia: error: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("agnostophobia: interrupted (checkpoints written so far are kept; use --resume)",
+              file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

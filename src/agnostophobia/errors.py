@@ -1,0 +1,16 @@
+"""Errors shown to the user as one line (the CLI prints them without a traceback)."""
+
+
+class AgnostophobiaError(ValueError):
+    """Bad input, a missing or malformed file, a bad config value.
+
+    Subclasses ``ValueError`` so library users can catch either.
+    """
+
+
+class DataError(AgnostophobiaError):
+    """A dataset is missing, truncated or malformed; the message says how to get it."""
+
+
+class ConfigError(AgnostophobiaError):
+    """An unknown config key or a bad value; the message names it."""
