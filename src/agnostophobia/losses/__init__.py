@@ -1,0 +1,62 @@
+"""Training losses: softmax, background class, Entropic Open-Set (Sec. 4.1, Eq. 1) and
+Objectosphere (Sec. 4.2, Eq. 2) of Dhamija, Günther and Boult (NeurIPS 2018).
+
+Every loss is an ``nn.Module`` with ``reduction`` in {'mean', 'sum', 'none'}, the
+class attribute ``uses_features`` and the property ``num_outputs`` (C, or C+1 for the
+background class). A trainer can stay generic::
+
+    loss = build_loss("objectosphere", 10, xi=50.0, lambda_=1e-4)
+    model = make_model(num_outputs=loss.num_outputs)
+    value = compute_loss(loss, logits, features, labels)
+
+Labels: ``>= 0`` known class, negative = known-unknown sample (D_b').
+"""
+from __future__ import annotations
+
+import inspect
+
+import torch
+
+from ..errors import ConfigError
+from ._base import LOSSES, REDUCTIONS, OpenSetLoss
+from .baselines import BackgroundClassLoss, SoftmaxLoss
+from .entropic import EntropicOpenSetLoss
+from .objectosphere import ObjectosphereLoss
+from .weights import inverse_frequency_class_weights, sample_weights
+
+__all__ = [
+    "LOSSES",
+    "REDUCTIONS",
+    "OpenSetLoss",
+    "SoftmaxLoss",
+    "BackgroundClassLoss",
+    "EntropicOpenSetLoss",
+    "ObjectosphereLoss",
+    "build_loss",
+    "compute_loss",
+    "inverse_frequency_class_weights",
+    "sample_weights",
+]
+
+
+def build_loss(name: str, num_classes: int, **kwargs) -> OpenSetLoss:
+    """Instantiate the loss registered as ``name`` (see ``LOSSES.names()``).
+
+    Keyword arguments go to the loss class (e.g. ``xi``, ``lambda_``, ``reduction``);
+    a missing or unexpected one raises :class:`~agnostophobia.errors.ConfigError`
+    naming it, since these usually come from a config file.
+    """
+    cls = LOSSES.get(name)
+    try:
+        inspect.signature(cls).bind(num_classes, **kwargs)
+    except TypeError as exc:
+        raise ConfigError(f"loss {name!r}: {exc}") from None
+    return cls(num_classes, **kwargs)
+
+
+def compute_loss(loss: OpenSetLoss, logits: torch.Tensor, features, labels: torch.Tensor,
+                 sample_weight=None) -> torch.Tensor:
+    """Call ``loss`` with or without ``features``, as its ``uses_features`` says."""
+    if loss.uses_features:
+        return loss(logits, features, labels, sample_weight=sample_weight)
+    return loss(logits, labels, sample_weight=sample_weight)

@@ -1,0 +1,161 @@
+"""Shared machinery of the training losses: input checks, reduction, registry.
+
+Label rule: ``label >= 0`` is a known class of D_c', a negative label marks a
+known-unknown sample of D_b' (the paper's "known unknowns", Sec. 3).
+
+Reduction, with optional per-sample weights ``w`` (Keras-style, as the authors trained):
+
+* ``'none'``: the per-sample losses ``w_i * l_i`` (``l_i`` when unweighted), shape (N,).
+* ``'sum'``:  ``sum_i w_i * l_i``.
+* ``'mean'``: ``sum_i w_i * l_i / N`` -- divided by the number of samples, *not* by
+  ``sum_i w_i``. This is what Keras' ``sample_weight`` did, so the weights' overall
+  scale changes the loss scale. :class:`SoftmaxLoss` counts only known samples in N.
+"""
+from __future__ import annotations
+
+import math
+import operator
+
+import torch
+from torch import nn
+
+from ..registry import Registry
+
+#: Training losses by name; each entry is an ``nn.Module`` class taking
+#: ``(num_classes, **kwargs)``.
+LOSSES: Registry = Registry("loss")
+
+REDUCTIONS = ("mean", "sum", "none")
+
+
+def check_num_classes(num_classes) -> int:
+    """A positive integer (numpy integers accepted, bools and floats refused)."""
+    if isinstance(num_classes, bool):
+        raise ValueError(f"num_classes must be a positive integer, got {num_classes!r}")
+    try:
+        value = operator.index(num_classes)
+    except TypeError:
+        raise ValueError(f"num_classes must be a positive integer, got {num_classes!r}") from None
+    if value < 1:
+        raise ValueError(f"num_classes must be a positive integer, got {value}")
+    return value
+
+
+def check_nonnegative(value, name: str) -> float:
+    """A finite real number >= 0, returned as a Python float."""
+    if isinstance(value, bool):
+        raise ValueError(f"{name} must be a number >= 0, got {value!r}")
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a number >= 0, got {value!r}") from None
+    if not math.isfinite(number) or number < 0:
+        raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
+    return number
+
+
+def check_reduction(reduction) -> str:
+    if reduction not in REDUCTIONS:
+        raise ValueError(f"reduction must be one of {', '.join(map(repr, REDUCTIONS))}; got {reduction!r}")
+    return reduction
+
+
+class OpenSetLoss(nn.Module):
+    """Base class: validates inputs and applies the reduction.
+
+    Subclasses set ``uses_features`` (whether ``forward`` takes the deep features) and
+    ``trains_on_unknowns`` (whether unknown samples contribute to the loss), and
+    implement ``num_outputs`` (the width of the logit layer the loss expects).
+    """
+
+    uses_features: bool = False
+    trains_on_unknowns: bool = True
+
+    def __init__(self, num_classes: int, reduction: str = "mean"):
+        super().__init__()
+        self.num_classes = check_num_classes(num_classes)
+        self.reduction = check_reduction(reduction)
+
+    @property
+    def num_outputs(self) -> int:
+        """Number of logit columns this loss expects (C; C+1 for the background class)."""
+        return self.num_classes
+
+    def extra_repr(self) -> str:
+        return f"num_classes={self.num_classes}, reduction={self.reduction!r}"
+
+    # -- input checks -----------------------------------------------------------------
+    def _check_logits(self, logits) -> torch.Tensor:
+        if not isinstance(logits, torch.Tensor):
+            raise ValueError(f"logits must be a torch.Tensor, got {type(logits).__name__}")
+        if logits.dim() != 2:
+            raise ValueError(f"logits must have shape (N, {self.num_outputs}), got shape {tuple(logits.shape)}")
+        if not logits.is_floating_point():
+            raise ValueError(f"logits must be floating point, got dtype {logits.dtype}")
+        if logits.shape[0] == 0:
+            raise ValueError("logits has 0 samples (empty batch)")
+        if logits.shape[1] != self.num_outputs:
+            raise ValueError(
+                f"logits has {logits.shape[1]} columns, but {type(self).__name__}"
+                f"(num_classes={self.num_classes}) expects {self.num_outputs}"
+            )
+        return logits
+
+    def _check_labels(self, labels, logits: torch.Tensor) -> torch.Tensor:
+        labels = torch.as_tensor(labels, device=logits.device)
+        if labels.dim() != 1:
+            raise ValueError(f"labels must have shape (N,), got shape {tuple(labels.shape)}")
+        if labels.dtype == torch.bool or labels.is_floating_point() or labels.is_complex():
+            raise ValueError(f"labels must be integers, got dtype {labels.dtype}")
+        if labels.shape[0] != logits.shape[0]:
+            raise ValueError(f"labels has {labels.shape[0]} entries but logits has {logits.shape[0]} rows")
+        # One host sync per batch; worth it, since an out-of-range label would otherwise
+        # be a device-side assert on CUDA or silently read another row's column.
+        top = int(labels.max())
+        if top >= self.num_classes:
+            raise ValueError(
+                f"labels contains {top}, but num_classes={self.num_classes} "
+                f"(known labels must be 0..{self.num_classes - 1}; negative = unknown)"
+            )
+        return labels.long()
+
+    def _check_sample_weight(self, sample_weight, logits: torch.Tensor):
+        if sample_weight is None:
+            return None
+        weight = torch.as_tensor(sample_weight, device=logits.device)
+        if weight.dim() != 1 or weight.shape[0] != logits.shape[0]:
+            raise ValueError(
+                f"sample_weight must have shape ({logits.shape[0]},) to match logits, got shape {tuple(weight.shape)}"
+            )
+        if weight.dtype == torch.bool or weight.is_complex():
+            raise ValueError(f"sample_weight must be real numbers, got dtype {weight.dtype}")
+        weight = weight.to(logits.dtype)
+        if (~torch.isfinite(weight) | (weight < 0)).any():
+            raise ValueError("sample_weight must be finite and >= 0")
+        return weight
+
+    def _check_features(self, features, logits: torch.Tensor) -> torch.Tensor:
+        if not isinstance(features, torch.Tensor):
+            raise ValueError(f"features must be a torch.Tensor, got {type(features).__name__}")
+        if features.dim() != 2:
+            raise ValueError(f"features must have shape (N, M), got shape {tuple(features.shape)}")
+        if not features.is_floating_point():
+            raise ValueError(f"features must be floating point, got dtype {features.dtype}")
+        if features.shape[0] != logits.shape[0]:
+            raise ValueError(f"features has {features.shape[0]} rows but logits has {logits.shape[0]}")
+        return features
+
+    # -- reduction --------------------------------------------------------------------
+    def _reduce(self, per_sample: torch.Tensor, labels: torch.Tensor, weight) -> torch.Tensor:
+        if weight is not None:
+            per_sample = per_sample * weight
+        if self.reduction == "none":
+            return per_sample
+        total = per_sample.sum()
+        if self.reduction == "sum":
+            return total
+        if self.trains_on_unknowns:
+            return total / per_sample.shape[0]
+        # Unknowns are excluded, so average over knowns only; clamp so that a batch of
+        # only unknowns gives 0 (still attached to the graph) instead of 0/0 = NaN.
+        return total / (labels >= 0).sum().clamp(min=1).to(total.dtype)

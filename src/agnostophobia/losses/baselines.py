@@ -1,0 +1,63 @@
+"""Baseline losses of the paper's comparison (Sec. 3): plain softmax and background class."""
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+from ._base import LOSSES, OpenSetLoss
+
+
+@LOSSES.register("softmax")
+class SoftmaxLoss(OpenSetLoss):
+    r"""Plain softmax cross-entropy on the known classes, :math:`-\log S_c(x)`.
+
+    The paper's softmax baseline is trained on D_c' only, so unknown samples
+    (label < 0) are *excluded*: their per-sample loss is 0 (also under
+    ``reduction='none'``) and ``'mean'`` divides by the number of known samples in the
+    batch (weighted: ``sum_known w_i l_i / N_known``). A batch of only unknowns gives 0,
+    attached to the graph, not NaN. This lets one data loader feed every approach.
+
+    Call ``loss(logits, labels, sample_weight=None)``; ``logits`` is (N, C).
+    """
+
+    uses_features = False
+    trains_on_unknowns = False
+
+    def forward(self, logits: torch.Tensor, labels: torch.Tensor, sample_weight=None) -> torch.Tensor:
+        logits = self._check_logits(logits)
+        labels = self._check_labels(labels, logits)
+        weight = self._check_sample_weight(sample_weight, logits)
+        known = labels >= 0
+        target = torch.where(known, labels, torch.zeros_like(labels))
+        nll = F.cross_entropy(logits, target, reduction="none")
+        # where (not multiply by a mask): keeps the graph and never mixes in inf * 0.
+        per_sample = torch.where(known, nll, torch.zeros_like(nll))
+        return self._reduce(per_sample, labels, weight)
+
+
+@LOSSES.register("background")
+class BackgroundClassLoss(OpenSetLoss):
+    r"""Softmax cross-entropy with an extra background class (Sec. 3).
+
+    Logits have C+1 columns; unknown samples (label < 0) are trained as class C, the
+    last column: :math:`-\log S_{y}(x)` with the softmax over all C+1 outputs and
+    :math:`y = c` for knowns, :math:`y = C` for unknowns. At test time use
+    :func:`agnostophobia.scores.background_scores` (drop the last column *after* the
+    C+1 softmax).
+
+    Call ``loss(logits, labels, sample_weight=None)``.
+    """
+
+    uses_features = False
+    trains_on_unknowns = True
+
+    @property
+    def num_outputs(self) -> int:
+        return self.num_classes + 1
+
+    def forward(self, logits: torch.Tensor, labels: torch.Tensor, sample_weight=None) -> torch.Tensor:
+        logits = self._check_logits(logits)
+        labels = self._check_labels(labels, logits)
+        weight = self._check_sample_weight(sample_weight, logits)
+        target = torch.where(labels >= 0, labels, torch.full_like(labels, self.num_classes))
+        return self._reduce(F.cross_entropy(logits, target, reduction="none"), labels, weight)

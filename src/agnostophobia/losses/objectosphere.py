@@ -1,0 +1,68 @@
+"""Objectosphere loss J_R (Dhamija et al. 2018, Sec. 4.2, Eq. 2)."""
+from __future__ import annotations
+
+import torch
+
+from ._base import LOSSES, OpenSetLoss, check_nonnegative
+from .entropic import entropic_per_sample
+
+
+def objectosphere_penalty(features: torch.Tensor, labels: torch.Tensor, xi: float) -> torch.Tensor:
+    """Per-sample feature-magnitude term of Eq. 2 (without lambda).
+
+    ``max(xi - ||F||, 0)^2`` for knowns, ``||F||^2`` for unknowns. The unknown term uses
+    the squared norm directly (gradient 2F, zero at F = 0). The known term needs
+    ``||F||``, whose gradient F/||F|| is 0/0 at F = 0: sqrt only the positive squared
+    norms (the "double where" trick) so that value and gradient stay finite there.
+    """
+    squared = features.pow(2).sum(dim=1)
+    positive = squared > 0
+    norm = torch.where(positive, torch.sqrt(torch.where(positive, squared, torch.ones_like(squared))),
+                       torch.zeros_like(squared))
+    known_term = torch.clamp(xi - norm, min=0).pow(2)
+    return torch.where(labels >= 0, known_term, squared)
+
+
+@LOSSES.register("objectosphere")
+class ObjectosphereLoss(OpenSetLoss):
+    r"""Objectosphere loss (Sec. 4.2, Eq. 2).
+
+    .. math::
+
+        J_R = J_E + \lambda \begin{cases}
+            \max(\xi - \|F(x)\|, 0)^2 & x \in D_c' \ (\text{label} \ge 0)\\
+            \|F(x)\|^2 & x \in D_b' \ (\text{label} < 0)
+        \end{cases}
+
+    ``J_E`` is the Entropic Open-Set loss (Eq. 1) and ``F`` the deep features feeding
+    the (bias-free) logit layer. Known samples are pushed out to magnitude ``xi``,
+    unknowns to the origin, where J_R has its only minimum (Theorem 2). The authors used
+    ``xi=50, lambda_=1e-4`` for MNIST. Their Keras code wrote the penalty as
+    ``mean((1[known] max(xi-||F||,0) + 1[unknown] ||F||)^2)``, which is the same per
+    sample; ``sample_weight`` multiplies the whole per-sample J_R.
+
+    Call ``loss(logits, features, labels, sample_weight=None)``; ``features`` is (N, M).
+    Reductions and weighting as in :class:`EntropicOpenSetLoss`.
+    """
+
+    uses_features = True
+    trains_on_unknowns = True
+
+    def __init__(self, num_classes: int, xi: float, lambda_: float, reduction: str = "mean"):
+        super().__init__(num_classes, reduction)
+        self.xi = check_nonnegative(xi, "xi")
+        self.lambda_ = check_nonnegative(lambda_, "lambda_")
+
+    def extra_repr(self) -> str:
+        return f"{super().extra_repr()}, xi={self.xi}, lambda_={self.lambda_}"
+
+    def forward(self, logits: torch.Tensor, features: torch.Tensor, labels: torch.Tensor,
+                sample_weight=None) -> torch.Tensor:
+        logits = self._check_logits(logits)
+        features = self._check_features(features, logits)
+        labels = self._check_labels(labels, logits)
+        weight = self._check_sample_weight(sample_weight, logits)
+        per_sample = entropic_per_sample(logits, labels) + self.lambda_ * objectosphere_penalty(
+            features, labels, self.xi
+        ).to(logits.dtype)
+        return self._reduce(per_sample, labels, weight)
