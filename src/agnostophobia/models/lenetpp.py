@@ -1,0 +1,61 @@
+"""LeNet++ (Wen et al. 2016) as the paper's authors built it (Sec. 3, 5).
+
+Three stages of two 5x5 'same' convolutions (32, 64, 128 channels), BatchNorm after
+each pair, 2x2 max-pooling; then a 2-unit fully connected deep-feature layer (with
+bias) and a logit layer **without bias**, so that F = 0 gives equal logits (Theorem 1).
+
+The authors' Keras model has no activation functions at all (Keras ``Conv2D`` is
+linear by default); that is ``activation="none"`` here. Wen et al.'s original uses
+PReLU after every convolution: ``activation="prelu"``, which converges several times
+faster in the 2-D bottleneck (see README, CPU budget).
+"""
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from agnostophobia.models import MODELS
+
+ACTIVATIONS = ("none", "prelu")
+
+
+def _conv_pair(in_ch: int, out_ch: int, activation: str) -> nn.Sequential:
+    layers = []
+    for ch_in in (in_ch, out_ch):
+        layers.append(nn.Conv2d(ch_in, out_ch, kernel_size=5, padding=2))
+        if activation == "prelu":
+            layers.append(nn.PReLU(out_ch))
+    layers += [nn.BatchNorm2d(out_ch), nn.MaxPool2d(2)]
+    return nn.Sequential(*layers)
+
+
+@MODELS.register("lenet++")
+class LeNetPlusPlus(nn.Module):
+    """LeNet++ for (1, 28, 28) inputs; ``forward`` returns ``(logits, features)``.
+
+    Args:
+        num_outputs: logits (C, or C+1 for the background-class approach).
+        feature_dim: size of the deep-feature layer F (2 in the paper).
+        activation: ``"none"`` (the authors' code) or ``"prelu"`` (Wen et al.).
+        in_channels: input channels (1 for grey images).
+    """
+
+    def __init__(self, num_outputs: int = 10, feature_dim: int = 2, activation: str = "none",
+                 in_channels: int = 1):
+        super().__init__()
+        if activation not in ACTIVATIONS:
+            raise ValueError(f"activation must be one of {ACTIVATIONS}, got {activation!r}")
+        if num_outputs < 1 or feature_dim < 1:
+            raise ValueError(f"num_outputs and feature_dim must be >= 1, got {num_outputs}, {feature_dim}")
+        self.backbone = nn.Sequential(
+            _conv_pair(in_channels, 32, activation),
+            _conv_pair(32, 64, activation),
+            _conv_pair(64, 128, activation),  # 28 -> 14 -> 7 -> 3
+            nn.Flatten(),
+        )
+        self.features = nn.Linear(128 * 3 * 3, feature_dim)  # deep features F, with bias
+        self.logits = nn.Linear(feature_dim, num_outputs, bias=False)
+
+    def forward(self, x: torch.Tensor):
+        features = self.features(self.backbone(x))
+        return self.logits(features), features

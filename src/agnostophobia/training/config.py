@@ -1,0 +1,186 @@
+"""Experiment configuration: a YAML file checked strictly against :class:`TrainConfig`.
+
+An unknown key or a value of the wrong type or range raises :class:`ConfigError`
+naming the key, so a typo never silently falls back to a default.
+
+An experiment YAML holds the :class:`TrainConfig` fields plus three experiment keys:
+``approaches`` (list), ``seeds`` (int, how many) and ``budgets``
+(``{budget name: {field: value}}`` overrides, e.g. ``smoke``, ``cpu``, ``paper``).
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any, Dict, List, Optional
+
+import yaml
+
+from agnostophobia.errors import ConfigError
+
+APPROACH_NAMES = ("softmax", "background", "entropic", "objectosphere")
+BUDGETS = ("smoke", "cpu", "paper")
+
+
+@dataclass
+class TrainConfig:
+    """Everything one training run depends on. Defaults are the authors' LeNet++ protocol
+    (REFERENCES.md): Adam, lr 0.01, batch 128, 70 epochs, best validation loss kept,
+    xi = 50, lambda = 1e-4."""
+
+    name: str = "experiment"
+    protocol: str = "lenet++"
+    protocol_limits: Dict[str, Optional[int]] = field(default_factory=dict)
+    model: str = "lenet++"
+    model_kwargs: Dict[str, Any] = field(default_factory=dict)
+    approach: str = "entropic"
+    epochs: int = 70
+    batch_size: int = 128
+    optimizer: str = "adam"
+    lr: float = 0.01
+    momentum: float = 0.9
+    weight_decay: float = 0.0
+    scheduler: str = "none"          # none | cosine | step
+    step_size: int = 30              # for scheduler: step
+    gamma: float = 0.1               # for scheduler: step
+    xi: float = 50.0                 # Objectosphere margin on ||F|| (Eq. 2)
+    lambda_: float = 1e-4            # Objectosphere weight (Eq. 2); YAML key "lambda"
+    sample_weighting: bool = True    # inverse class frequency, unknowns as one class (authors)
+    augment: str = "none"            # none | crop-flip (CIFAR: random crop with padding 4, h-flip)
+    seed: int = 0
+    device: str = "auto"             # auto | cpu | cuda | cuda:N
+    amp: bool = False                # mixed precision (CUDA only)
+    channels_last: bool = True
+    eval_batch_size: int = 1024
+    tensorboard: bool = True
+    progress: bool = True
+    data_dir: Optional[str] = None
+
+    def validate(self) -> "TrainConfig":
+        def need(cond: bool, key: str, what: str):
+            if not cond:
+                raise ConfigError(f"config key {key!r}: {what}, got {getattr(self, key)!r}")
+
+        need(self.approach in APPROACH_NAMES, "approach", f"must be one of {APPROACH_NAMES}")
+        for key in ("epochs", "batch_size", "eval_batch_size", "step_size"):
+            need(isinstance(getattr(self, key), int) and getattr(self, key) >= 1, key, "must be an integer >= 1")
+        need(isinstance(self.seed, int) and self.seed >= 0, "seed", "must be an integer >= 0")
+        for key in ("lr", "momentum", "weight_decay", "xi", "lambda_", "gamma"):
+            need(isinstance(getattr(self, key), (int, float)) and getattr(self, key) >= 0, key,
+                 "must be a number >= 0")
+        need(self.lr > 0, "lr", "must be > 0")
+        need(self.optimizer in ("adam", "sgd"), "optimizer", "must be 'adam' or 'sgd'")
+        need(self.scheduler in ("none", "cosine", "step"), "scheduler", "must be 'none', 'cosine' or 'step'")
+        need(self.augment in ("none", "crop-flip"), "augment", "must be 'none' or 'crop-flip'")
+        need(isinstance(self.model_kwargs, dict), "model_kwargs", "must be a mapping")
+        need(isinstance(self.protocol_limits, dict), "protocol_limits", "must be a mapping")
+        for key in ("sample_weighting", "amp", "channels_last", "tensorboard", "progress"):
+            need(isinstance(getattr(self, key), bool), key, "must be true or false")
+        return self
+
+    def to_dict(self) -> Dict[str, Any]:
+        data = dataclasses.asdict(self)
+        data["lambda"] = data.pop("lambda_")
+        return data
+
+
+@dataclass
+class ExperimentConfig:
+    """A :class:`TrainConfig` shared by several approaches, seeds and budgets."""
+
+    train: TrainConfig
+    approaches: List[str]
+    seeds: int = 1
+    budgets: Dict[str, Dict[str, Any]] = field(default_factory=dict)
+
+    def for_budget(self, budget: Optional[str]) -> "ExperimentConfig":
+        """The experiment with the budget's overrides applied (None: unchanged)."""
+        if budget is None:
+            return self
+        if budget not in self.budgets:
+            raise ConfigError(f"budget {budget!r} is not defined in this config; defined: {sorted(self.budgets)}")
+        overrides = dict(self.budgets[budget])
+        approaches = overrides.pop("approaches", self.approaches)
+        seeds = overrides.pop("seeds", self.seeds)
+        train = _apply(self.train, overrides, f"budgets.{budget}")
+        return ExperimentConfig(train, check_approaches(approaches), _check_seeds(seeds), self.budgets)
+
+    def for_approach(self, approach: str, seed: int) -> TrainConfig:
+        return dataclasses.replace(self.train, approach=approach, seed=seed).validate()
+
+
+_FIELD_NAMES = {f.name for f in fields(TrainConfig)}
+
+
+def _yaml_key(key: str) -> str:
+    return "lambda_" if key == "lambda" else key
+
+
+def _apply(base: TrainConfig, values: Dict[str, Any], where: str) -> TrainConfig:
+    changes = {}
+    for key, value in values.items():
+        name = _yaml_key(key)
+        if name not in _FIELD_NAMES or name == "lambda_" and key != "lambda":
+            raise ConfigError(f"unknown config key {where + '.' if where else ''}{key!r}; "
+                              f"known keys: {sorted(k if k != 'lambda_' else 'lambda' for k in _FIELD_NAMES)}")
+        if isinstance(getattr(base, name), float) and isinstance(value, int) and not isinstance(value, bool):
+            value = float(value)
+        changes[name] = value
+    return dataclasses.replace(base, **changes).validate()
+
+
+def check_approaches(approaches) -> List[str]:
+    if not isinstance(approaches, list) or not approaches:
+        raise ConfigError(f"config key 'approaches': must be a non-empty list, got {approaches!r}")
+    for name in approaches:
+        if name not in APPROACH_NAMES:
+            raise ConfigError(f"config key 'approaches': unknown approach {name!r}; known: {APPROACH_NAMES}")
+    return list(approaches)
+
+
+def _check_seeds(seeds) -> int:
+    if not isinstance(seeds, int) or isinstance(seeds, bool) or seeds < 1:
+        raise ConfigError(f"config key 'seeds': must be an integer >= 1, got {seeds!r}")
+    return seeds
+
+
+def parse_experiment(data: Dict[str, Any], where: str = "") -> ExperimentConfig:
+    if not isinstance(data, dict):
+        raise ConfigError(f"config {where}: top level must be a mapping, got {type(data).__name__}")
+    data = dict(data)
+    approaches = check_approaches(data.pop("approaches", list(APPROACH_NAMES)))
+    seeds = _check_seeds(data.pop("seeds", 1))
+    budgets = data.pop("budgets", {}) or {}
+    if not isinstance(budgets, dict):
+        raise ConfigError("config key 'budgets': must be a mapping of budget name to overrides")
+    for budget, overrides in budgets.items():
+        if not isinstance(overrides, dict):
+            raise ConfigError(f"config key 'budgets.{budget}': must be a mapping")
+    experiment = ExperimentConfig(_apply(TrainConfig(), data, ""), approaches, seeds, budgets)
+    for budget in budgets:  # fail early on a bad override, not after hours of training
+        experiment.for_budget(budget)
+    return experiment
+
+
+def load_experiment(path) -> ExperimentConfig:
+    """Load an experiment YAML: a file path, or the name of a config shipped with the package."""
+    path = resolve_config_path(path)
+    try:
+        data = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"config {path}: not valid YAML: {exc}") from None
+    return parse_experiment(data, str(path))
+
+
+CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs"
+
+
+def resolve_config_path(path) -> Path:
+    candidate = Path(path)
+    if candidate.is_file():
+        return candidate
+    shipped = CONFIG_DIR / f"{path}.yaml"
+    if shipped.is_file():
+        return shipped
+    names = sorted(p.stem for p in CONFIG_DIR.glob("*.yaml"))
+    raise ConfigError(f"config {str(path)!r} is neither a file nor a shipped config; shipped: {names}")

@@ -1,0 +1,301 @@
+"""Training and evaluation loop in the style of torchvision's reference ``train.py``:
+``train_one_epoch``, ``evaluate``, ``fit``.
+
+* Device-agnostic (CPU, CUDA; bf16 autocast with ``amp``), seeded, deterministic on the CPU:
+  the data order of epoch ``e`` depends only on ``(seed, e)``, so a resumed run sees
+  exactly the batches an uninterrupted one would.
+* After every epoch an atomic ``last.pt`` holds model, optimiser, scheduler, epoch,
+  config, RNG state and history; ``best.pt`` holds the weights with the lowest
+  validation loss (the authors kept the best validation loss, REFERENCES.md).
+* ``metrics.csv`` (rewritten atomically from the checkpoint's history, so a kill never
+  leaves duplicate rows) and TensorBoard scalars log every epoch.
+"""
+from __future__ import annotations
+
+import csv
+import io
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Dict, Optional, Tuple
+
+import numpy as np
+import torch
+from tqdm.auto import tqdm
+
+from agnostophobia.errors import ConfigError
+from agnostophobia.losses import build_loss, compute_loss, inverse_frequency_class_weights, sample_weights
+from agnostophobia.models import build_model
+from agnostophobia.training.approaches import APPROACHES
+from agnostophobia.training.checkpoint import (atomic_write, load_checkpoint, rng_state, save_checkpoint,
+                                               seed_everything, set_rng_state)
+from agnostophobia.training.config import TrainConfig
+
+# Keys that may differ between a run and its resumption without changing the result.
+_RESUME_FREE_KEYS = {"progress", "tensorboard", "device", "eval_batch_size", "data_dir"}
+
+
+def resolve_device(name: str) -> torch.device:
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    device = torch.device(name)
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise ConfigError(f"config key 'device': {name!r} requested but CUDA is not available")
+    return device
+
+
+@dataclass
+class TensorData:
+    """Images (uint8, N x C x H x W) and labels (int64, -1 = unknown) as tensors on a device."""
+
+    images: torch.Tensor
+    labels: torch.Tensor
+
+    @classmethod
+    def from_split(cls, split, device, knowns_only: bool = False) -> "TensorData":
+        images, labels = np.asarray(split.images), np.asarray(split.labels, dtype=np.int64)
+        if knowns_only:
+            keep = labels >= 0
+            images, labels = images[keep], labels[keep]
+        return cls(torch.from_numpy(np.ascontiguousarray(images)).to(device),
+                   torch.from_numpy(labels).to(device))
+
+    def __len__(self) -> int:
+        return int(self.labels.shape[0])
+
+
+def epoch_order(n: int, seed: int, epoch: int) -> torch.Tensor:
+    """The shuffled sample order of one epoch, a function of (seed, epoch) only."""
+    generator = torch.Generator().manual_seed(seed * 1_000_003 + epoch)
+    return torch.randperm(n, generator=generator)
+
+
+def to_input(images_u8: torch.Tensor, channels_last: bool) -> torch.Tensor:
+    x = images_u8.float().div_(255.0)
+    return x.contiguous(memory_format=torch.channels_last) if channels_last and x.dim() == 4 else x
+
+
+def crop_flip(x: torch.Tensor, generator: torch.Generator, pad: int = 4) -> torch.Tensor:
+    """Random crop with zero padding and horizontal flip (the usual CIFAR augmentation)."""
+    n, _, h, w = x.shape
+    padded = torch.nn.functional.pad(x, (pad, pad, pad, pad))
+    dy = torch.randint(0, 2 * pad + 1, (n,), generator=generator).tolist()
+    dx = torch.randint(0, 2 * pad + 1, (n,), generator=generator).tolist()
+    flip = torch.rand(n, generator=generator) < 0.5
+    out = torch.stack([padded[i, :, dy[i]:dy[i] + h, dx[i]:dx[i] + w] for i in range(n)])
+    out[flip] = out[flip].flip(-1)
+    return out
+
+
+class Training:
+    """The pieces of one run: model, loss, optimiser, scheduler, data, device."""
+
+    def __init__(self, cfg: TrainConfig, protocol, device: Optional[torch.device] = None):
+        self.cfg = cfg.validate()
+        self.device = device or resolve_device(cfg.device)
+        self.approach = APPROACHES.get(cfg.approach)
+        self.num_classes = protocol.num_classes
+        seed_everything(cfg.seed)
+        loss_kwargs = {"xi": cfg.xi, "lambda_": cfg.lambda_} if cfg.approach == "objectosphere" else {}
+        self.loss_fn = build_loss(cfg.approach, self.num_classes, **loss_kwargs)
+        self.model = build_model(cfg.model, num_outputs=self.loss_fn.num_outputs, **cfg.model_kwargs)
+        self.model.to(self.device)
+        if cfg.channels_last:
+            self.model.to(memory_format=torch.channels_last)
+        knowns_only = not self.approach.uses_unknowns
+        self.train_data = TensorData.from_split(protocol.train, self.device, knowns_only)
+        self.val_data = TensorData.from_split(protocol.val, self.device, knowns_only)
+        if len(self.train_data) == 0:
+            raise ValueError(f"protocol {protocol.name!r}: the training split has no usable samples")
+        self.class_weights = None
+        if cfg.sample_weighting:
+            self.class_weights = inverse_frequency_class_weights(self.train_data.labels.cpu(), self.num_classes)
+            self.class_weights = self.class_weights.to(self.device)
+        self.optimizer = self._optimizer()
+        self.scheduler = self._scheduler()
+        self.autocast = cfg.amp and self.device.type == "cuda"
+
+    def _optimizer(self):
+        params, cfg = self.model.parameters(), self.cfg
+        if cfg.optimizer == "adam":
+            return torch.optim.Adam(params, lr=cfg.lr, weight_decay=cfg.weight_decay)
+        return torch.optim.SGD(params, lr=cfg.lr, momentum=cfg.momentum, weight_decay=cfg.weight_decay,
+                               nesterov=cfg.momentum > 0)
+
+    def _scheduler(self):
+        cfg = self.cfg
+        if cfg.scheduler == "cosine":
+            return torch.optim.lr_scheduler.CosineAnnealingLR(self.optimizer, T_max=cfg.epochs)
+        if cfg.scheduler == "step":
+            return torch.optim.lr_scheduler.StepLR(self.optimizer, step_size=cfg.step_size, gamma=cfg.gamma)
+        return torch.optim.lr_scheduler.LambdaLR(self.optimizer, lambda epoch: 1.0)
+
+    def batch_loss(self, x, y):
+        with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.autocast):
+            logits, features = self.model(x)
+        weights = sample_weights(y, self.class_weights) if self.class_weights is not None else None
+        loss = compute_loss(self.loss_fn, logits.float(), features.float(), y, sample_weight=weights)
+        return loss, logits
+
+    def correct_knowns(self, logits, y) -> torch.Tensor:
+        known = y >= 0
+        return (logits[:, :self.num_classes].argmax(1)[known] == y[known]).sum()
+
+
+def train_one_epoch(run: Training, epoch: int, bar=None) -> Dict[str, float]:
+    """One pass over the training data in the epoch's seeded order."""
+    cfg, data = run.cfg, run.train_data
+    run.model.train()
+    order = epoch_order(len(data), cfg.seed, epoch).to(run.device)
+    augment_rng = torch.Generator().manual_seed(cfg.seed * 7_919 + epoch)
+    loss_sum = torch.zeros((), device=run.device)
+    correct = torch.zeros((), dtype=torch.long, device=run.device)
+    start = time.perf_counter()
+    for i in range(0, len(data), cfg.batch_size):
+        idx = order[i:i + cfg.batch_size]
+        x = to_input(data.images[idx], cfg.channels_last)
+        if cfg.augment == "crop-flip":
+            x = crop_flip(x, augment_rng)
+        y = data.labels[idx]
+        loss, logits = run.batch_loss(x, y)
+        run.optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        run.optimizer.step()
+        # accumulate on the device: no host sync per batch
+        loss_sum += loss.detach() * len(idx)
+        correct += run.correct_knowns(logits.detach(), y)
+        if bar is not None:
+            bar.update(1)
+    run.scheduler.step()
+    seconds = time.perf_counter() - start
+    n_known = int((data.labels >= 0).sum())
+    return {"train_loss": loss_sum.item() / len(data), "train_acc": correct.item() / max(n_known, 1),
+            "train_images_per_s": len(data) / seconds, "train_seconds": seconds}
+
+
+@torch.inference_mode()
+def evaluate(run: Training, data: TensorData) -> Dict[str, float]:
+    """Mean loss (the selection criterion) and accuracy on knowns over ``data``."""
+    run.model.eval()
+    loss_sum, correct = 0.0, 0
+    for i in range(0, len(data), run.cfg.eval_batch_size):
+        x = to_input(data.images[i:i + run.cfg.eval_batch_size], run.cfg.channels_last)
+        y = data.labels[i:i + run.cfg.eval_batch_size]
+        loss, logits = run.batch_loss(x, y)
+        loss_sum += loss.item() * len(y)
+        correct += int(run.correct_knowns(logits, y))
+    n_known = int((data.labels >= 0).sum())
+    return {"val_loss": loss_sum / max(len(data), 1), "val_acc": correct / max(n_known, 1)}
+
+
+@torch.inference_mode()
+def predict(model: torch.nn.Module, images: np.ndarray, batch_size: int = 1024,
+            device: Optional[torch.device] = None, channels_last: bool = False) -> Tuple[np.ndarray, np.ndarray]:
+    """Logits and deep features (float32 numpy) for uint8 images (N x C x H x W)."""
+    device = device or next(model.parameters()).device
+    model.eval()
+    logits, features = [], []
+    for i in range(0, len(images), batch_size):
+        x = to_input(torch.from_numpy(np.ascontiguousarray(images[i:i + batch_size])).to(device), channels_last)
+        out_logits, out_features = model(x)
+        logits.append(out_logits.float().cpu())
+        features.append(out_features.float().cpu())
+    return torch.cat(logits).numpy(), torch.cat(features).numpy()
+
+
+def _check_resumable(saved: Dict, cfg: TrainConfig, path: Path) -> None:
+    current = cfg.to_dict()
+    for key, value in saved.items():
+        if key not in _RESUME_FREE_KEYS and current.get(key) != value:
+            raise ConfigError(
+                f"{path} was trained with {key}={value!r} but the config now says {current.get(key)!r}; "
+                f"use another output directory, or the original config to resume")
+
+
+def _write_history(path: Path, history) -> None:
+    if not history:
+        return
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=list(history[0]))
+    writer.writeheader()
+    writer.writerows(history)
+    atomic_write(path, lambda tmp: Path(tmp).write_text(buffer.getvalue()))
+
+
+def is_finished(run_dir: Path, cfg: TrainConfig) -> bool:
+    last = Path(run_dir) / "last.pt"
+    if not last.exists():
+        return False
+    state = load_checkpoint(last)
+    _check_resumable(state["config"], cfg, last)
+    return bool(state.get("finished"))
+
+
+def fit(cfg: TrainConfig, protocol, run_dir, resume: bool = True, device=None,
+        stop_after_epoch: Optional[int] = None) -> Training:
+    """Train ``cfg.approach`` on ``protocol``; write checkpoints and logs into ``run_dir``.
+
+    With ``resume`` an existing ``run_dir/last.pt`` is continued (a finished run is only
+    reloaded). ``stop_after_epoch`` ends early, as a kill would, for tests.
+    Returns the :class:`Training` with the best-validation weights loaded.
+    """
+    run_dir = Path(run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    run = Training(cfg, protocol, device)
+    state = {"epoch": 0, "history": [], "best_val_loss": float("inf"), "best_epoch": 0}
+    last_path, best_path = run_dir / "last.pt", run_dir / "best.pt"
+    if last_path.exists():
+        if not resume:
+            raise ConfigError(f"{run_dir} already holds a run; pass --resume to continue it or choose another --out")
+        saved = load_checkpoint(last_path, map_location=run.device)
+        _check_resumable(saved["config"], cfg, last_path)
+        run.model.load_state_dict(saved["model"])
+        run.optimizer.load_state_dict(saved["optimizer"])
+        run.scheduler.load_state_dict(saved["scheduler"])
+        set_rng_state(saved["rng"])
+        state = {k: saved[k] for k in state}
+    writer = _tensorboard(run_dir) if cfg.tensorboard else None
+    steps_per_epoch = -(-len(run.train_data) // cfg.batch_size)
+    bar = tqdm(total=steps_per_epoch * cfg.epochs, initial=steps_per_epoch * state["epoch"],
+               disable=not cfg.progress, desc=f"{cfg.approach} (seed {cfg.seed})", unit="batch",
+               dynamic_ncols=True, leave=False)
+    try:
+        for epoch in range(state["epoch"], cfg.epochs):
+            row = {"epoch": epoch + 1, "lr": run.optimizer.param_groups[0]["lr"]}
+            row.update(train_one_epoch(run, epoch, bar))
+            row.update(evaluate(run, run.val_data))
+            bar.set_postfix(loss=f"{row['train_loss']:.3f}", val=f"{row['val_loss']:.3f}",
+                            acc=f"{row['val_acc']:.3f}")
+            state["history"].append(row)
+            state["epoch"] = epoch + 1
+            if row["val_loss"] < state["best_val_loss"]:
+                state["best_val_loss"], state["best_epoch"] = row["val_loss"], epoch + 1
+                save_checkpoint(best_path, {"model": run.model.state_dict(), "epoch": epoch + 1,
+                                            "val_loss": row["val_loss"], "config": cfg.to_dict()})
+            save_checkpoint(last_path, {
+                **state, "model": run.model.state_dict(), "optimizer": run.optimizer.state_dict(),
+                "scheduler": run.scheduler.state_dict(), "config": cfg.to_dict(), "rng": rng_state(),
+                "finished": epoch + 1 == cfg.epochs})
+            _write_history(run_dir / "metrics.csv", state["history"])
+            if writer is not None:
+                for key, value in row.items():
+                    if key != "epoch":
+                        writer.add_scalar(key, value, epoch + 1)
+                writer.flush()
+            if stop_after_epoch is not None and epoch + 1 >= stop_after_epoch:
+                break
+    finally:
+        bar.close()
+        if writer is not None:
+            writer.close()
+    if best_path.exists():
+        run.model.load_state_dict(load_checkpoint(best_path, map_location=run.device)["model"])
+    return run
+
+
+def _tensorboard(run_dir: Path):
+    try:
+        from torch.utils.tensorboard import SummaryWriter
+    except ImportError:  # tensorboard is a dependency, but a logger must never stop a run
+        return None
+    return SummaryWriter(log_dir=str(run_dir / "tb"))
