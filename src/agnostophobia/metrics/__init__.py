@@ -1,0 +1,21 @@
+"""Open-set evaluation (paper Sec. 4.3).
+
+* :mod:`.oscr`: the OSCR curve of Eq. 3 and CCR at fixed FPR (Table 2).
+* :mod:`.ood`: AUROC, FPR at a TPR, PR curve / average precision, and the
+  accuracy- and precision-vs-confidence curves the paper argues against.
+* :mod:`.stats`: Table 1's entropy and feature-magnitude statistics.
+
+Inputs are numpy arrays or torch tensors. ``scores`` is (N, C), ``labels`` (N,) with
+known classes ``0..C-1`` and any negative label for unknown samples.
+"""
+from .ood import (ConfidenceCurve, PRCurve, accuracy_vs_confidence, auroc, fpr_at_tpr,
+                  precision_recall, precision_vs_confidence)
+from .oscr import PAPER_FPR_VALUES, OSCRCurve, ccr_at_fpr, oscr
+from .stats import EntropyMagnitudeStats, MeanStd, entropy_magnitude_stats
+
+__all__ = [
+    "oscr", "ccr_at_fpr", "OSCRCurve", "PAPER_FPR_VALUES",
+    "auroc", "fpr_at_tpr", "precision_recall", "PRCurve",
+    "accuracy_vs_confidence", "precision_vs_confidence", "ConfidenceCurve",
+    "entropy_magnitude_stats", "EntropyMagnitudeStats", "MeanStd",
+]

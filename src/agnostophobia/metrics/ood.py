@@ -1,0 +1,152 @@
+r"""Known-vs-unknown detection measures, and the curves the paper argues against (Sec. 4.3).
+
+Throughout, known samples (label >= 0, D_c) are the *positive* class and unknown samples
+(negative label, D_a) the negative class; a sample is *accepted* (called known) when its
+confidence is at least the threshold.
+
+* :func:`auroc`, :func:`fpr_at_tpr`: threshold-free detection summaries, common in the
+  out-of-distribution literature; they ignore whether accepted knowns are classified
+  correctly.
+* :func:`precision_recall`: the PR curve and its AUC (average precision), which Sec. 4.3
+  shows cannot rank algorithms at a chosen operating point.
+* :func:`accuracy_vs_confidence`, :func:`precision_vs_confidence`: curves over the
+  confidence threshold itself (Lakshminarayanan et al. 2017; paper Fig. 3b), which depend
+  on how scores are scaled -- unlike the OSCR curve, see :mod:`.oscr`.
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+from sklearn.metrics import average_precision_score, precision_recall_curve, roc_auc_score, roc_curve
+
+from .._validation import check_vector
+from ._common import check_confidence, top_class
+
+
+def auroc(confidence, labels) -> float:
+    r"""Area under the ROC curve of known-vs-unknown detection (``sklearn.metrics.roc_auc_score``).
+
+    Equals :math:`P(c(x_k) > c(x_u)) + \tfrac12 P(c(x_k) = c(x_u))` for a random known
+    :math:`x_k` and unknown :math:`x_u`.
+
+    Args:
+        confidence: (N,) per-sample confidence, e.g. the max score; higher = more known.
+        labels: (N,) integers, >= 0 known (positive), < 0 unknown; both must be present.
+    """
+    confidence, known = check_confidence(confidence, labels)
+    return float(roc_auc_score(known, confidence))
+
+
+def fpr_at_tpr(confidence, labels, tpr: float = 0.95) -> float:
+    r"""FPR at the first threshold whose TPR reaches ``tpr`` ("FPR95" for 0.95).
+
+    :math:`\min_\theta \{\mathrm{FPR}(\theta) : \mathrm{TPR}(\theta) \ge \mathrm{tpr}\}`
+    with :math:`\mathrm{TPR}(\theta) = |\{x \in D_c : c(x) \ge \theta\}| / |D_c|` and
+    :math:`\mathrm{FPR}(\theta) = |\{x \in D_a : c(x) \ge \theta\}| / |D_a|`, using
+    ``sklearn.metrics.roc_curve`` (thresholds at every distinct confidence). The
+    comparison with ``tpr`` is exact in floating point (count / |D_c| >= tpr), not
+    interpolated.
+
+    Args:
+        confidence, labels: as for :func:`auroc`.
+        tpr: target true positive rate in (0, 1].
+    """
+    if not np.isscalar(tpr) or not 0 < float(tpr) <= 1:
+        raise ValueError(f"tpr must be a number in (0, 1], got {tpr!r}")
+    confidence, known = check_confidence(confidence, labels)
+    fpr, tpr_curve, _ = roc_curve(known, confidence, drop_intermediate=False)
+    return float(fpr[np.argmax(tpr_curve >= tpr)])  # fpr is non-decreasing: first hit is the min
+
+
+class PRCurve(NamedTuple):
+    """Precision-recall curve of known-vs-unknown detection (``sklearn`` conventions)."""
+
+    precision: np.ndarray          # one more entry than thresholds, ending in 1
+    recall: np.ndarray             # decreasing, ending in 0
+    thresholds: np.ndarray         # increasing distinct confidences
+    average_precision: float       # AP = sum_n (R_n - R_{n-1}) P_n, a step-wise AUC
+
+
+def precision_recall(confidence, labels) -> PRCurve:
+    r"""Precision-recall curve and its area (average precision), knowns positive (Sec. 4.3).
+
+    At threshold :math:`\theta`: precision = :math:`|\{x \in D_c: c \ge \theta\}| /
+    |\{x : c \ge \theta\}|`, recall = TPR. The AUC is ``average_precision_score`` (a step
+    sum, not the trapezoid rule, so it is not over-optimistic; the curve is *not* made
+    monotonic). The paper's objection: two algorithms can have equal AP and very
+    different precision at a chosen recall.
+    """
+    confidence, known = check_confidence(confidence, labels)
+    precision, recall, thresholds = precision_recall_curve(known, confidence)
+    return PRCurve(precision, recall, thresholds, float(average_precision_score(known, confidence)))
+
+
+class ConfidenceCurve(NamedTuple):
+    """A measure over the accepted samples as a function of the confidence threshold."""
+
+    thresholds: np.ndarray   # increasing unless given otherwise
+    value: np.ndarray        # accuracy or precision; NaN where nothing is accepted
+    accepted: np.ndarray     # number of accepted samples, |A(theta)|
+
+
+def _over_accepted(score: np.ndarray, hit: np.ndarray, thresholds) -> ConfidenceCurve:
+    """|{x in A(theta) : hit(x)}| / |A(theta)| with A(theta) = {x : score(x) >= theta}."""
+    order = np.argsort(score)
+    score = score[order]
+    hits_below = np.concatenate([[0], np.cumsum(hit[order])])  # hits among the i lowest scores
+    if thresholds is None:
+        thresholds = score[np.append(True, score[1:] != score[:-1])]  # distinct, increasing
+    else:
+        thresholds = check_vector(thresholds, "thresholds")
+    first = np.searchsorted(score, thresholds, side="left")       # first accepted index
+    accepted = score.size - first
+    with np.errstate(invalid="ignore", divide="ignore"):
+        value = (hits_below[-1] - hits_below[first]) / accepted
+    return ConfidenceCurve(thresholds, np.where(accepted > 0, value, np.nan), accepted)
+
+
+def accuracy_vs_confidence(scores, labels, thresholds=None) -> ConfidenceCurve:
+    r"""Accuracy over the samples accepted at each threshold (Lakshminarayanan et al. 2017).
+
+    Unknowns form an extra class C+1 that no known-class prediction can match, so
+
+    .. math::
+
+        \mathrm{Acc}(\theta) = \frac{|\{x \in A(\theta) \cap D_c : \arg\max_c S_c(x) = y(x)\}|}
+                                  {|A(\theta)|}, \qquad
+        A(\theta) = \{x : \max_c S_c(x) \ge \theta\}.
+
+    An accepted unknown is an error, a rejected sample does not count at all. Sec. 4.3
+    lists the drawbacks: it mixes D_c and D_a (sensitive to their ratio), confidences
+    of different algorithms are not comparable, and it changes under a monotonic
+    rescaling of the scores (e.g. squaring), which OSCR does not.
+
+    Args:
+        scores: (N, C) per-class scores; labels: (N,), negative = unknown. Knowns and
+            unknowns may each be absent.
+        thresholds: confidence thresholds; default every distinct max score, increasing.
+
+    Returns:
+        ``ConfidenceCurve(thresholds, value, accepted)``; ``value`` is NaN where no sample
+        is accepted.
+    """
+    top = top_class(scores, labels, need_known=False, need_unknown=False)
+    return _over_accepted(top.score, top.correct, thresholds)
+
+
+def precision_vs_confidence(scores, labels, thresholds=None) -> ConfidenceCurve:
+    r"""Precision of known-vs-unknown detection against the threshold (paper Fig. 3b).
+
+    .. math::
+
+        \mathrm{Prec}(\theta) = \frac{|A(\theta) \cap D_c|}{|A(\theta)|}, \qquad
+        A(\theta) = \{x : \max_c S_c(x) \ge \theta\}:
+
+    the fraction of accepted samples that are known, whether or not they are classified
+    correctly (that stricter count is :func:`accuracy_vs_confidence`). It is the
+    precision of :func:`precision_recall` for the max score, read at the threshold
+    instead of at a recall. Arguments and result as for :func:`accuracy_vs_confidence`.
+    """
+    top = top_class(scores, labels, need_known=False, need_unknown=False)
+    return _over_accepted(top.score, top.known, thresholds)

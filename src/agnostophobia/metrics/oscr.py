@@ -1,0 +1,140 @@
+r"""Open-Set Classification Rate (OSCR) curve and CCR at fixed FPR (paper Sec. 4.3, Eq. 3).
+
+With :math:`s(x) = \max_c S_c(x)` and :math:`\hat y(x) = \arg\max_c S_c(x)`, Eq. 3 is
+
+.. math::
+
+    \mathrm{FPR}(\theta) = \frac{|\{x \in D_a : s(x) \ge \theta\}|}{|D_a|}, \qquad
+    \mathrm{CCR}(\theta) = \frac{|\{x \in D_c : \hat y(x) = y(x) \wedge s(x) > \theta\}|}{|D_c|}.
+
+Both are step functions of :math:`\theta` that can only change at a sample's score. Exactly
+at a score :math:`v` the two comparisons disagree (an unknown scoring :math:`v` counts,
+a known scoring :math:`v` does not); for every :math:`\theta` in the open gap between
+:math:`v` and the next lower distinct score, ``>=`` and ``>`` agree and
+
+.. math::
+
+    \mathrm{FPR} = |\{x \in D_a : s \ge v\}| / |D_a|, \qquad
+    \mathrm{CCR} = |\{x \in D_c : \hat y = y,\ s \ge v\}| / |D_c|,
+
+which has the same FPR as :math:`\theta = v` and a CCR at least as high. These gap
+points are therefore all the operating points Eq. 3 can reach that are not dominated,
+and they are what :func:`oscr` returns, one per distinct score ``v``: ``thresholds[i] =
+v`` reads as the decision rule "accept a sample when ``s(x) >= v``". Knowns that score
+exactly 1.0 already count at the first point, threshold 1.0 (the authors' code missed
+them until the first lower known).
+
+**CCR@FPR readout (ours).** ``ccr_at_fpr(t)`` is the largest CCR over *all* thresholds
+whose FPR is at most ``t`` -- no interpolation, no "nearest FPR" and no shift by one
+point. Other code reads the same curve differently (openset-imagenet takes the point
+whose FPR is nearest ``t`` within 10 %, which may exceed ``t``; the authors' code reads
+each point one step low), so its numbers can differ slightly from ours on the same scores.
+Where ``t < 1/|D_a|`` the data cannot resolve the rate and the result is NaN (the
+paper's "N/A" in Table 2).
+"""
+from __future__ import annotations
+
+from typing import NamedTuple, Sequence
+
+import numpy as np
+
+from .._validation import check_vector
+from ._common import top_class
+
+#: The FPR columns of the paper's Table 2.
+PAPER_FPR_VALUES = (1e-4, 1e-3, 1e-2, 1e-1)
+
+
+class OSCRCurve(NamedTuple):
+    """Points of an OSCR curve; unpacks as ``fpr, ccr, thresholds``."""
+
+    fpr: np.ndarray         # float64 FPR, or int64 false-positive counts with counts=True
+    ccr: np.ndarray         # float64 CCR
+    thresholds: np.ndarray  # accept s(x) >= thresholds[i]; +inf = accept nothing
+
+
+def oscr(scores, labels, counts: bool = False) -> OSCRCurve:
+    r"""OSCR curve of Eq. 3 (Sec. 4.3): CCR against FPR while the threshold falls.
+
+    Args:
+        scores: (N, C) per-class scores ``S_c(x)`` (numpy or torch), finite.
+        labels: (N,) integers, ``0..C-1`` for known samples (D_c), negative for unknown
+            samples (D_a). Both kinds must be present.
+        counts: if True, the first array holds the raw number of false positives
+            :math:`|\{x \in D_a : s(x) \ge \theta\}|` instead of the rate (Sec. 4.3,
+            last paragraph: compares systems evaluated on different numbers of unknowns).
+
+    Returns:
+        ``OSCRCurve(fpr, ccr, thresholds)``, ordered by decreasing threshold, so FPR and
+        CCR are both non-decreasing. There is one point per distinct max score ``v``
+        (the Eq. 3 values for :math:`\theta` just below ``v``, see the module docstring),
+        preceded by the point ``(0, 0)`` at threshold ``+inf`` only when the highest
+        score belongs to an unknown -- then rejecting everything is the only way to
+        reach FPR 0. Hence the curve always starts at FPR 0, and it ends at FPR 1 with
+        CCR equal to the closed-set accuracy on D_c. No other point is added.
+
+    Cost: one ``argsort`` of the N max scores plus linear passes.
+    """
+    top = top_class(scores, labels)
+    order = np.argsort(top.score)[::-1]        # decreasing score; ties are grouped below
+    score = top.score[order]
+    false_pos = np.cumsum(~top.known[order])   # unknowns with s >= score[i]
+    correct = np.cumsum(top.correct[order])    # correct knowns with s >= score[i]
+    last = np.flatnonzero(np.append(score[1:] != score[:-1], True))  # last sample of each tie group
+    false_pos, correct, thresholds = false_pos[last], correct[last], score[last]
+    if false_pos[0] > 0:                       # top score is an unknown: add "reject all"
+        false_pos = np.concatenate([[0], false_pos])
+        correct = np.concatenate([[0], correct])
+        thresholds = np.concatenate([[np.inf], thresholds]).astype(score.dtype)
+    n_unknown = np.count_nonzero(~top.known)
+    fpr = false_pos if counts else false_pos / n_unknown
+    return OSCRCurve(fpr, correct / np.count_nonzero(top.known), thresholds)
+
+
+def ccr_at_fpr(scores, labels, fpr_values: Sequence[float] = PAPER_FPR_VALUES,
+               counts: bool = False) -> np.ndarray:
+    r"""Correct Classification Rate at fixed False Positive Rates (Table 2, Sec. 4.3).
+
+    For each target ``t``: :math:`\max\{\mathrm{CCR}(\theta) : \mathrm{FPR}(\theta) \le t\}`
+    over all real thresholds, i.e. the highest point of :func:`oscr` with FPR <= ``t``.
+    If ``k`` false positives are allowed, that optimum is
+    :math:`|\{x \in D_c : \hat y = y,\ s > u_{(k+1)}\}| / |D_c|`, with :math:`u_{(k+1)}` the
+    (k+1)-th highest unknown score (no limit once ``k = |D_a|``), so the full curve is
+    never built.
+
+    Args:
+        scores, labels: as for :func:`oscr`.
+        fpr_values: target rates in ``[0, 1]`` (default: the paper's 1e-4 ... 1e-1), a
+            scalar or a sequence.
+        counts: if True, the targets are numbers of false positives (``>= 0``, rounded
+            down); a count above ``|D_a|`` allows every unknown.
+
+    Returns:
+        float64 array aligned with ``fpr_values``. NaN where a rate target is below
+        ``1/|D_a|`` (``t * |D_a| < 1``: too few unknowns to measure such a rate; the
+        paper's "N/A"). With ``counts=True`` the result is never NaN: zero false
+        positives is always reachable (a threshold above every score) and is a
+        well-defined operating point.
+
+    Cost: ``np.sort`` of the unknown and of the correctly classified known scores.
+    """
+    targets = check_vector(fpr_values, "fpr_values")
+    if (targets < 0).any():
+        raise ValueError(f"fpr_values must be >= 0, got {targets[targets < 0][:3].tolist()}")
+    if not counts and (targets > 1).any():
+        raise ValueError(f"fpr_values are rates and must be <= 1, got {targets[targets > 1][:3].tolist()}"
+                         " (pass counts=True for numbers of false positives)")
+    top = top_class(scores, labels)
+    unknown = np.sort(top.score[~top.known])[::-1]      # decreasing
+    correct = np.sort(top.score[top.correct])           # increasing
+    n_unknown = unknown.size
+    if counts:
+        allowed = np.minimum(np.floor(targets), n_unknown).astype(np.int64)
+    else:  # the largest k with k / |D_a| <= t, in the same arithmetic as oscr()'s FPR
+        allowed = np.searchsorted(np.arange(n_unknown + 1) / n_unknown, targets, side="right") - 1
+    limit = np.where(allowed < n_unknown, unknown[np.minimum(allowed, n_unknown - 1)], -np.inf)
+    n_correct = correct.size - np.searchsorted(correct, limit, side="right")  # correct with s > limit
+    ccr = n_correct / np.count_nonzero(top.known)
+    if not counts:
+        ccr[allowed == 0] = np.nan
+    return ccr

@@ -1,0 +1,62 @@
+r"""Table 1 of the paper: mean and standard deviation of softmax entropy and deep feature
+magnitude :math:`\|F(x)\|`, for known (D_c) and unknown (D_a) test samples.
+
+The per-sample values come from :func:`agnostophobia.scores.softmax_entropy` (nats) and
+:func:`agnostophobia.scores.feature_magnitude`.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import NamedTuple
+
+import numpy as np
+
+from .._validation import check_labels, check_scores, split_known_unknown
+
+
+class MeanStd(NamedTuple):
+    """Mean and population standard deviation (``ddof=0``) of ``n`` values."""
+
+    mean: float
+    std: float
+    n: int
+
+    def __str__(self) -> str:  # Table 1 style, e.g. "0.015 ± 0.084"
+        return f"{self.mean:.3f} ± {self.std:.3f}"
+
+
+@dataclass(frozen=True)
+class EntropyMagnitudeStats:
+    """One row of Table 1."""
+
+    known_entropy: MeanStd
+    unknown_entropy: MeanStd
+    known_magnitude: MeanStd
+    unknown_magnitude: MeanStd
+
+
+def _mean_std(values: np.ndarray) -> MeanStd:
+    return MeanStd(float(values.mean()), float(values.std()), int(values.size))
+
+
+def entropy_magnitude_stats(entropy, magnitude, labels) -> EntropyMagnitudeStats:
+    """Mean ± std of ``entropy`` and ``magnitude`` over knowns and over unknowns (Table 1).
+
+    Args:
+        entropy: (N,) softmax entropy per sample, finite.
+        magnitude: (N,) deep feature magnitude per sample, finite and >= 0.
+        labels: (N,) integers, >= 0 known, < 0 unknown; both must be present.
+    """
+    entropy = check_scores(entropy, "entropy", ndim=1)
+    magnitude = check_scores(magnitude, "magnitude", ndim=1)
+    if magnitude.shape != entropy.shape:
+        raise ValueError(f"magnitude has {magnitude.shape[0]} entries but entropy has {entropy.shape[0]}")
+    if (magnitude < 0).any():
+        raise ValueError(f"magnitude must be >= 0 (a norm), got minimum {magnitude.min()}")
+    labels = check_labels(labels, entropy.shape[0])
+    known, unknown = split_known_unknown(labels, need_known=False, need_unknown=False)
+    for mask, kind in ((known, "known (label >= 0)"), (unknown, "unknown (negative label)")):
+        if not mask.any():
+            raise ValueError(f"labels has no {kind} samples; Table 1 needs both")
+    return EntropyMagnitudeStats(_mean_std(entropy[known]), _mean_std(entropy[unknown]),
+                                 _mean_std(magnitude[known]), _mean_std(magnitude[unknown]))
