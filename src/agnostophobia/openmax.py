@@ -1,0 +1,462 @@
+r"""OpenMax (Bendale & Boult, "Towards Open Set Deep Networks", CVPR 2016), without libMR.
+
+OpenMax turns the C logits of a closed-set network into C+1 probabilities, the last
+one being "unknown". It works on *activation vectors* (AVs): the logit vector
+:math:`v(x) \in \mathbb{R}^C` of a sample, i.e. the input of the softmax, not its output.
+
+Fitting (meta-recognition, one model per class :math:`c`):
+
+1. Keep the training samples of class :math:`c` that the network classifies correctly
+   (:math:`\arg\max_j v_j(x) = c`).
+2. Their mean is the mean activation vector :math:`\mu_c` (MAV).
+3. Compute each kept sample's distance :math:`d(v(x), \mu_c)` (see :data:`DISTANCES`).
+4. Fit a Weibull to the ``tail_size`` largest of these distances with libMR's
+   ``FitHigh`` semantics (see :func:`fit_high`): :math:`\rho_c = (k_c, \lambda_c, \ell_c)`.
+
+Recalibration of a test AV :math:`v` (:meth:`OpenMax.predict_proba`):
+
+* rank the classes by activation, rank 1 = largest :math:`v_i`;
+* for the top-:math:`\alpha` classes,
+  :math:`\omega_i = 1 - \frac{\alpha - r_i + 1}{\alpha}\,
+  W_i\big(d(v, \mu_i)\big)` with :math:`W_i` the fitted Weibull CDF of class :math:`i`
+  and :math:`r_i \in \{1..\alpha\}` its rank; all other classes have :math:`\omega_i = 1`;
+* revised activations :math:`\hat v_i = v_i\,\omega_i` and unknown activation
+  :math:`\hat v_0 = \sum_i v_i (1 - \omega_i)`;
+* probabilities :math:`P = \mathrm{softmax}(\hat v_1, \dots, \hat v_C, \hat v_0)`: the
+  unknown probability is the **last** column of the (N, C+1) result.
+
+A property of the method worth knowing: the unknown activation
+:math:`\sum_i v_i (1 - \omega_i)` has the sign of the top logits, so an input whose top-α
+logits are all negative (far from every MAV, but "weak" everywhere) gets a *negative*
+unknown activation and a small unknown probability. OpenMax flags inputs that are far
+from the MAVs *and* strongly activate some class, which is what the paper intends.
+
+Deviations from the authors' MNIST OpenMax (Vastlab/Reducing-Network-Agnostophobia,
+``MNIST/openmax.py``), all deliberate:
+
+* we feed logits, as OpenMax prescribes; the authors fed softmax values;
+* the unknown activation is :math:`\sum_i v_i (1 - \omega_i)` only; the authors also mixed
+  the class-0 score into it;
+* MAVs and Weibull tails use only the *correctly classified* training samples, as in the
+  OpenMax paper; the agnostophobia authors used all training samples;
+* no libMR: the Weibull MLE is our own (:func:`fit_weibull`), with libMR ``FitHigh``'s
+  data transform reproduced exactly (:func:`fit_high`);
+* everything is vectorised over samples (the public implementations loop per sample);
+* Bendale's OSDN code averaged over 10 crops ("channels") of ImageNet images; a single AV
+  per sample is used here, as in every MNIST / CIFAR use of OpenMax.
+* Original OpenMax additionally rejects a sample as unknown when its largest probability is
+  below a threshold; :meth:`OpenMax.predict` is the plain arg-max over the C+1 columns,
+  and :meth:`OpenMax.scores` gives the (N, C) known-class probabilities for OSCR, where the
+  threshold is swept anyway.
+"""
+from __future__ import annotations
+
+import math
+import numbers
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+from scipy.optimize import brentq
+from scipy.special import logsumexp, softmax
+
+from ._validation import check_labels, check_scores, to_numpy
+from .registry import Registry
+
+__all__ = [
+    "DISTANCES",
+    "EUCOS_EUCLIDEAN_DIVISOR",
+    "LIBMR_TRANSLATE_AMOUNT",
+    "OpenMax",
+    "WeibullTail",
+    "alpha_weights",
+    "cosine_distance",
+    "euclidean_distance",
+    "eucos_distance",
+    "fit_high",
+    "fit_weibull",
+    "weibull_cdf",
+]
+
+#: Distance functions by name; each maps ``(x, m)``, two (N, D) arrays (or ``m`` of shape
+#: (D,)), to the (N,) row-wise distances. Look up with ``DISTANCES.get(name)``.
+DISTANCES: Registry[Callable[[np.ndarray, np.ndarray], np.ndarray]] = Registry("distance")
+
+#: 'eucos' = euclidean / 200 + cosine distance. The constant 200 is from Bendale's OSDN
+#: code (``openmax_utils.compute_distance``: ``spd.euclidean(...)/200. + spd.cosine(...)``),
+#: chosen there so that euclidean distances of ImageNet fc8 AVs (hundreds) land on the
+#: scale of the cosine distance ([0, 2]). We keep it for comparability; note that OSDN's
+#: 'euclidean' option was also divided by 200, ours is the plain euclidean distance.
+EUCOS_EUCLIDEAN_DIVISOR = 200.0
+
+#: libMR's ``translate_amount`` as used by the original OpenMax code (the Python ``libmr.MR()``
+#: default in Bendale's OSDN copy of libMR and in the pip ``libmr`` package).
+LIBMR_TRANSLATE_AMOUNT = 10000.0
+
+
+# --------------------------------------------------------------------------- distances
+
+def _pair(x, m) -> tuple[np.ndarray, np.ndarray]:
+    x = np.asarray(x, dtype=np.float64)
+    m = np.asarray(m, dtype=np.float64)
+    if x.ndim == 1:
+        x = x[None, :]
+    return x, np.broadcast_to(m, x.shape)
+
+
+@DISTANCES.register("euclidean")
+def euclidean_distance(x, m) -> np.ndarray:
+    r""":math:`\lVert x - m \rVert_2` per row."""
+    x, m = _pair(x, m)
+    return np.sqrt(np.einsum("nd,nd->n", x - m, x - m))
+
+
+@DISTANCES.register("cosine")
+def cosine_distance(x, m) -> np.ndarray:
+    r""":math:`1 - \frac{x \cdot m}{\lVert x \rVert \lVert m \rVert}` per row, in [0, 2].
+
+    A zero vector has no direction; its cosine distance to anything is defined as 1 (the
+    value for orthogonal vectors) instead of scipy's NaN.
+    """
+    x, m = _pair(x, m)
+    dot = np.einsum("nd,nd->n", x, m)
+    norms = np.sqrt(np.einsum("nd,nd->n", x, x)) * np.sqrt(np.einsum("nd,nd->n", m, m))
+    cos = np.divide(dot, norms, out=np.zeros_like(dot), where=norms > 0)
+    return np.clip(1.0 - cos, 0.0, 2.0)
+
+
+@DISTANCES.register("eucos")
+def eucos_distance(x, m) -> np.ndarray:
+    r"""Bendale & Boult's hybrid: :math:`\lVert x - m \rVert / 200 + d_{\cos}(x, m)`.
+
+    See :data:`EUCOS_EUCLIDEAN_DIVISOR` for the constant.
+    """
+    return euclidean_distance(x, m) / EUCOS_EUCLIDEAN_DIVISOR + cosine_distance(x, m)
+
+
+# --------------------------------------------------------------------------- Weibull
+
+def _check_positive_int(value, name: str, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise ValueError(f"{name} must be an integer, got {value!r}")
+    if value < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {value}")
+    return int(value)
+
+
+def fit_weibull(data) -> tuple[float, float]:
+    r"""Maximum-likelihood fit of a two-parameter Weibull (location fixed at 0).
+
+    Returns ``(shape k, scale λ)`` of :math:`F(x) = 1 - \exp(-(x/\lambda)^k)`, the
+    parametrisation of ``scipy.stats.weibull_min(k, loc=0, scale=λ)``.
+
+    The MLE is computed on :math:`y = \log x`, where the Weibull becomes a (minimum)
+    Gumbel with :math:`\sigma = 1/k`, exactly as libMR's ``weibull_fit`` does. The profile
+    score equation for the shape,
+
+    .. math:: g(k) = \frac{1}{k} + \bar y - \frac{\sum_i y_i e^{k y_i}}{\sum_i e^{k y_i}} = 0,
+
+    is strictly decreasing in :math:`k` (:math:`g' = -1/k^2 - \mathrm{Var}_w(y) < 0`), from
+    :math:`+\infty` to :math:`\bar y - \max_i y_i < 0`, so it has one root, found by
+    bracketing and Brent's method to machine precision (libMR stops at a relative
+    tolerance of 1e-6). The weighted mean is a softmax of :math:`k y`, so nothing
+    overflows even for the very large shapes that libMR's translation produces. Then
+    :math:`\lambda = \big(\tfrac{1}{n}\sum_i x_i^k\big)^{1/k}`, computed in log space.
+
+    ``data`` must be positive, finite, and not all equal (a Weibull needs a spread).
+    """
+    x = to_numpy(data, "data").astype(np.float64, copy=False).ravel()
+    if x.size < 2:
+        raise ValueError(f"data must have at least 2 values to fit a Weibull, got {x.size}")
+    if not np.isfinite(x).all():
+        raise ValueError("data contains non-finite values (NaN or inf)")
+    if (x <= 0).any():
+        raise ValueError(f"data must be > 0 for a Weibull with location 0, got minimum {x.min()!r}")
+    # y relative to the largest value, log(x_i / x_max) = log1p((x_i - x_max) / x_max): the
+    # differences of y stay accurate when the data sit in a narrow band far from 0, as
+    # libMR's translated tails do. g, and so the root, depend only on differences of y.
+    ref = float(x.max())
+    y_rel = np.log1p((x - ref) / ref)
+    y_mean = float(y_rel.mean())
+    yc = y_rel - y_mean
+    top = float(yc.max())
+    if not top > 0:
+        raise ValueError(f"data values are all equal ({x[0]!r}); a Weibull cannot be fitted")
+
+    def score(k: float) -> float:
+        return 1.0 / k - float(np.dot(softmax(k * yc), yc))
+
+    k_lo = 0.5 / top  # g(k) >= 1/k - max(yc) > 0 here
+    k_hi = 2.0 / top
+    while score(k_hi) > 0:  # g -> -max(yc) < 0, so this terminates
+        k_lo, k_hi = k_hi, 2.0 * k_hi
+    while score(k_lo) < 0:  # cannot happen mathematically; guards against rounding
+        k_lo *= 0.5
+    shape = brentq(score, k_lo, k_hi, xtol=1e-300, rtol=4 * np.finfo(float).eps, maxiter=500)
+    scale = ref * math.exp(y_mean + (float(logsumexp(shape * yc)) - math.log(x.size)) / shape)
+    return float(shape), float(scale)
+
+
+def weibull_cdf(x, shape, scale, loc=0.0) -> np.ndarray:
+    r"""Weibull CDF :math:`1 - \exp\big(-((x - \ell)/\lambda)^k\big)` for :math:`x > \ell`, else 0.
+
+    Same function as ``scipy.stats.weibull_min.cdf(x, shape, loc, scale)``, broadcasting
+    over all arguments. Evaluated as ``-expm1(-exp(k * log1p((x - ℓ - λ) / λ)))``, which
+    stays accurate for the huge shapes (k ~ 10^4) that libMR's translation produces.
+    """
+    x = np.asarray(x, dtype=np.float64)
+    shape = np.asarray(shape, dtype=np.float64)
+    scale = np.asarray(scale, dtype=np.float64)
+    z = x - np.asarray(loc, dtype=np.float64)  # translated value, > 0 inside the support
+    positive = z > 0
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        log_ratio = np.log1p(np.where(positive, (z - scale) / scale, 0.0))
+        cdf = -np.expm1(-np.exp(shape * log_ratio))
+    return np.where(positive, cdf, 0.0)
+
+
+@dataclass(frozen=True)
+class WeibullTail:
+    r"""A fitted tail model: :math:`W(d) = F_{\mathrm{Weibull}}(d;\ k, \lambda, \ell)`.
+
+    ``loc`` :math:`\ell` = smallest tail value − ``translate_amount``. ``small_score`` and
+    ``translate_amount`` are kept for reference (libMR stores the same two numbers).
+    """
+
+    shape: float
+    scale: float
+    loc: float
+    small_score: float
+    translate_amount: float
+
+    def cdf(self, d) -> np.ndarray:
+        """W-score of distance(s) ``d``: the fitted Weibull CDF."""
+        return weibull_cdf(d, self.shape, self.scale, self.loc)
+
+
+def fit_high(values, tail_size: int, translate_amount: float = LIBMR_TRANSLATE_AMOUNT) -> WeibullTail:
+    r"""libMR's ``MetaRecognition::FitHigh`` ("larger is better") without libMR.
+
+    What FitHigh computes (read from Vastlab/libMR ``libMR/MetaRecognition.cpp``,
+    ``EvtGeneric``/``CDF``, and ``libMR/weibull.c``, ``weibull_fit``/``weibull_cdf``):
+
+    1. sort the values in decreasing order and keep the ``tail_size`` largest;
+    2. ``small_score`` = the smallest kept value;
+    3. translate: :math:`t_i = s_i + T - \text{small\_score}` with :math:`T` =
+       ``translate_amount``, so the tail lies in :math:`[T, T + \text{range}]`, all positive;
+    4. a two-parameter Weibull MLE (location 0) on the :math:`t_i` gives shape :math:`k`
+       and scale :math:`\lambda` (:func:`fit_weibull` here);
+    5. ``W_score(x) = CDF(x) = weibull_cdf(x + T - small_score)``, which is 0 when the
+       translated value is negative.
+
+    Steps 3-5 are a three-parameter Weibull with its location *fixed* at
+    :math:`\ell = \text{small\_score} - T`, i.e. ``scipy.stats.weibull_min(k, loc=ℓ,
+    scale=λ)``, and the fit is ``weibull_min.fit(tail, floc=ℓ)`` (scipy's generic
+    optimiser finds the same MLE on well-conditioned data but not for the shapes of
+    order :math:`T / \text{range}` that the default :math:`T` gives, hence our own solver).
+
+    :math:`T` = 10000 (default) is the value the original OpenMax code ran with (OSDN's
+    ``libmr.MR()``). With a tail range :math:`r \ll T` the Weibull is then effectively a
+    reversed Gumbel in the original units, whose CDF depends on :math:`T` only through
+    :math:`O(r/T)`. Newer Vastlab libMR wrappers default to :math:`T = 1`, which maps the
+    smallest tail value to 1 and gives a genuine Weibull shape. ``T`` must be > 0.
+
+    Raises ``ValueError`` if there are fewer than ``tail_size`` values or the tail values
+    are all equal.
+    """
+    tail_size = _check_positive_int(tail_size, "tail_size", 2)
+    if not (isinstance(translate_amount, numbers.Real) and math.isfinite(translate_amount)
+            and translate_amount > 0):
+        raise ValueError(f"translate_amount must be a finite number > 0, got {translate_amount!r}")
+    s = to_numpy(values, "values").astype(np.float64, copy=False).ravel()
+    if not np.isfinite(s).all():
+        raise ValueError("values contains non-finite values (NaN or inf)")
+    if s.size < tail_size:
+        raise ValueError(f"values has {s.size} entries, fewer than tail_size={tail_size}")
+    tail = np.sort(s)[-tail_size:]
+    small = float(tail[0])
+    if tail[-1] == small:
+        raise ValueError(f"the {tail_size} largest values are all equal ({small!r}); "
+                         "a Weibull cannot be fitted")
+    shape, scale = fit_weibull((tail - small) + translate_amount)
+    return WeibullTail(shape=shape, scale=scale, loc=small - float(translate_amount),
+                       small_score=small, translate_amount=float(translate_amount))
+
+
+# --------------------------------------------------------------------------- OpenMax
+
+def alpha_weights(alpha: int) -> np.ndarray:
+    r"""Rank weights :math:`(\alpha - r + 1)/\alpha` for ranks :math:`r = 1..\alpha`.
+
+    E.g. ``alpha_weights(3) = [1, 2/3, 1/3]``: the top class can lose all of its activation
+    to the unknown class, the third one at most a third.
+    """
+    alpha = _check_positive_int(alpha, "alpha", 1)
+    return (alpha - np.arange(alpha, dtype=np.float64)) / alpha
+
+
+class OpenMax:
+    r"""OpenMax recalibration of logit vectors (Bendale & Boult, CVPR 2016).
+
+    Parameters
+    ----------
+    tail_size:
+        Number of largest MAV distances per class used for the Weibull fit (>= 2; OSDN
+        used 20, the agnostophobia authors 15). Every class needs at least this many
+        correctly classified training samples.
+    alpha:
+        Number of top-ranked classes whose activations are revised (1 <= alpha <= C;
+        OSDN used 10 of 1000 classes, the agnostophobia authors 5 of 10).
+    distance:
+        ``'eucos'`` (euclidean/200 + cosine, OSDN's default), ``'euclidean'`` or
+        ``'cosine'``; see :data:`DISTANCES`.
+    translate_amount:
+        libMR's translation :math:`T` of the tail (see :func:`fit_high`); default 10000
+        as in the original OpenMax code.
+
+    Attributes after :meth:`fit`
+    ----------------------------
+    ``num_classes_`` (C), ``mav_`` (C, C) mean activation vectors, ``weibull_shape_``,
+    ``weibull_scale_``, ``weibull_loc_`` (C,) Weibull parameters per class, ``tails_``
+    (list of :class:`WeibullTail`), ``n_correct_`` (C,) correctly classified training
+    samples per class.
+
+    The formulas and our deviations from the authors' code are in the module docstring.
+    """
+
+    def __init__(self, tail_size: int = 20, alpha: int = 3, distance: str = "eucos",
+                 translate_amount: float = LIBMR_TRANSLATE_AMOUNT):
+        self.tail_size = _check_positive_int(tail_size, "tail_size", 2)
+        self.alpha = _check_positive_int(alpha, "alpha", 1)
+        if not isinstance(distance, str):
+            raise ValueError(f"distance must be a name, one of {DISTANCES.names()}, got {distance!r}")
+        self._distance_fn = DISTANCES.get(distance)  # ValueError naming the unknown distance
+        self.distance = distance
+        if isinstance(translate_amount, bool) or not isinstance(translate_amount, numbers.Real) \
+                or not math.isfinite(translate_amount) or translate_amount <= 0:
+            raise ValueError(f"translate_amount must be a finite number > 0, got {translate_amount!r}")
+        self.translate_amount = float(translate_amount)
+        self.num_classes_: int | None = None
+
+    def __repr__(self) -> str:
+        return (f"OpenMax(tail_size={self.tail_size}, alpha={self.alpha}, "
+                f"distance={self.distance!r}, translate_amount={self.translate_amount:g})")
+
+    @classmethod
+    def from_parameters(cls, mav, weibull_shape, weibull_scale, weibull_loc, *, alpha: int = 3,
+                        distance: str = "eucos", tail_size: int = 20,
+                        translate_amount: float = LIBMR_TRANSLATE_AMOUNT) -> "OpenMax":
+        """An OpenMax from stored parameters: ``mav`` (C, C), Weibull shape/scale/loc (C,) each.
+
+        For reloading a fitted model (all attributes are plain arrays) and for tests with
+        hand-chosen Weibulls. ``tail_size`` and ``translate_amount`` are only recorded.
+        """
+        model = cls(tail_size=tail_size, alpha=alpha, distance=distance, translate_amount=translate_amount)
+        mav = check_scores(mav, "mav")
+        num_classes = mav.shape[0]
+        if mav.shape != (num_classes, num_classes):
+            raise ValueError(f"mav must have shape (C, C), got {mav.shape}")
+        if model.alpha > num_classes:
+            raise ValueError(f"alpha={model.alpha} exceeds the number of classes C={num_classes}")
+        params = {}
+        for name, value in (("weibull_shape", weibull_shape), ("weibull_scale", weibull_scale),
+                            ("weibull_loc", weibull_loc)):
+            arr = check_scores(value, name, ndim=1)
+            if arr.shape != (num_classes,):
+                raise ValueError(f"{name} must have shape ({num_classes},), got {arr.shape}")
+            if name != "weibull_loc" and (arr <= 0).any():
+                raise ValueError(f"{name} must be > 0, got {arr.tolist()}")
+            params[name] = arr
+        model.mav_ = mav
+        model.weibull_shape_ = params["weibull_shape"]
+        model.weibull_scale_ = params["weibull_scale"]
+        model.weibull_loc_ = params["weibull_loc"]
+        model.tails_ = [WeibullTail(float(k), float(s), float(l), float(l) + model.translate_amount,
+                                    model.translate_amount)
+                        for k, s, l in zip(model.weibull_shape_, model.weibull_scale_, model.weibull_loc_)]
+        model.n_correct_ = None
+        model.num_classes_ = num_classes
+        return model
+
+    # ------------------------------------------------------------------ fitting
+    def fit(self, activations, labels) -> "OpenMax":
+        """Fit MAVs and per-class Weibull tails on training AVs (N, C) and labels 0..C-1."""
+        av = check_scores(activations, "activations")
+        num_classes = av.shape[1]
+        y = check_labels(labels, av.shape[0], num_classes=num_classes, name="labels")
+        if (y < 0).any():
+            raise ValueError(f"labels contains {int((y < 0).sum())} negative (unknown) label(s); "
+                             f"OpenMax is fitted on known classes only, labels must be 0..{num_classes - 1}")
+        if self.alpha > num_classes:
+            raise ValueError(f"alpha={self.alpha} exceeds the number of classes C={num_classes} "
+                             "(activations has that many columns)")
+        correct = av.argmax(axis=1) == y
+        mav = np.empty((num_classes, num_classes))
+        tails: list[WeibullTail] = []
+        n_correct = np.zeros(num_classes, dtype=np.int64)
+        for c in range(num_classes):
+            members = av[correct & (y == c)]
+            n_correct[c] = members.shape[0]
+            if members.shape[0] < self.tail_size:
+                n_label = int((y == c).sum())
+                raise ValueError(
+                    f"class {c} has {members.shape[0]} correctly classified training sample(s) "
+                    f"(of {n_label} labelled {c}), fewer than tail_size={self.tail_size}; "
+                    "every class 0..C-1 needs at least tail_size of them (C = activations' columns)")
+            mav[c] = members.mean(axis=0)
+            dist = self._distance_fn(members, mav[c])
+            try:
+                tails.append(fit_high(dist, self.tail_size, self.translate_amount))
+            except ValueError as exc:
+                raise ValueError(f"class {c}: cannot fit the Weibull tail of its MAV distances: {exc}") from None
+        self.mav_ = mav
+        self.tails_ = tails
+        self.weibull_shape_ = np.array([t.shape for t in tails])
+        self.weibull_scale_ = np.array([t.scale for t in tails])
+        self.weibull_loc_ = np.array([t.loc for t in tails])
+        self.n_correct_ = n_correct
+        self.num_classes_ = num_classes
+        return self
+
+    # ------------------------------------------------------------------ prediction
+    def _check_input(self, activations) -> np.ndarray:
+        if self.num_classes_ is None:
+            raise ValueError("this OpenMax is not fitted yet; call fit(activations, labels) first")
+        av = check_scores(activations, "activations")
+        if av.shape[1] != self.num_classes_:
+            raise ValueError(f"activations has {av.shape[1]} columns but OpenMax was fitted on "
+                             f"{self.num_classes_} classes")
+        return av
+
+    def revised_activations(self, activations) -> np.ndarray:
+        r"""The (N, C+1) revised activations :math:`[\hat v_1..\hat v_C, \hat v_0]` (pre-softmax).
+
+        Vectorised over samples; the only loop is over the :math:`\alpha` ranks.
+        """
+        av = self._check_input(activations)
+        n = av.shape[0]
+        rows = np.arange(n)
+        # Rank by activation, largest first; ties go to the lower class index.
+        order = np.argsort(-av, axis=1, kind="stable")[:, : self.alpha]
+        omega = np.ones_like(av)
+        for r, weight in enumerate(alpha_weights(self.alpha)):
+            cls = order[:, r]
+            dist = self._distance_fn(av, self.mav_[cls])
+            w = weibull_cdf(dist, self.weibull_shape_[cls], self.weibull_scale_[cls], self.weibull_loc_[cls])
+            omega[rows, cls] = 1.0 - weight * w
+        revised = np.empty((n, self.num_classes_ + 1))
+        revised[:, :-1] = av * omega
+        revised[:, -1] = (av * (1.0 - omega)).sum(axis=1)
+        return revised
+
+    def predict_proba(self, activations) -> np.ndarray:
+        """(N, C+1) OpenMax probabilities; the last column is the unknown probability."""
+        return softmax(self.revised_activations(activations), axis=1)
+
+    def predict(self, activations) -> np.ndarray:
+        """(N,) arg-max of :meth:`predict_proba`; the value C means "unknown"."""
+        return self.predict_proba(activations).argmax(axis=1)
+
+    def scores(self, activations) -> np.ndarray:
+        """(N, C) known-class OpenMax probabilities (the first C columns), for OSCR evaluation."""
+        return self.predict_proba(activations)[:, :-1]
