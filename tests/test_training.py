@@ -169,5 +169,6 @@ def test_config_rejects_unknown_keys_and_bad_values():
 
 def test_evaluation_rows_cover_the_scaled_objectosphere_score():
     rows = evaluation_rows(["softmax", "objectosphere"])
-    assert rows == (("softmax", "softmax", "softmax"), ("objectosphere", "objectosphere", "softmax"),
+    assert rows == (("softmax", "softmax", "softmax"), ("openmax", "softmax", "openmax"),
+                    ("objectosphere", "objectosphere", "softmax"),
                     ("objectosphere-scaled", "objectosphere", "objectosphere-scaled"))

@@ -19,6 +19,7 @@ from agnostophobia.errors import AgnostophobiaError
 COMMAND_MODULES = (
     "agnostophobia.data.cli",
     "agnostophobia.experiments.cli",
+    "agnostophobia.plotting.cli",
 )
 
 

@@ -3,7 +3,7 @@
 =============  =====================  ==========================================
 approach       loss (Sec. 4)          scores used for evaluation
 =============  =====================  ==========================================
-softmax        cross-entropy, knowns  max-softmax ("softmax thresholding")
+softmax        cross-entropy, knowns  max-softmax ("softmax thresholding"); OpenMax on its logits
 background     C+1 cross-entropy      softmax over C+1, known columns only
 entropic       J_E (Eq. 1)            max-softmax
 objectosphere  J_R (Eq. 2)            max-softmax and softmax·||F|| ("objectosphere-scaled")
@@ -21,12 +21,13 @@ from agnostophobia.registry import Registry
 class Approach:
     name: str
     uses_unknowns: bool                    # trains on D_b' (softmax thresholding does not)
-    evaluations: Tuple[Tuple[str, str], ...]  # (row name in reports, score name in agnostophobia.scores)
+    evaluations: Tuple[Tuple[str, str], ...]  # (row name in reports, score name in agnostophobia.scores,
+    #                                            or "openmax": fitted on the training knowns' logits)
 
 
 APPROACHES: Registry = Registry("approach")
 for _approach in (
-    Approach("softmax", False, (("softmax", "softmax"),)),
+    Approach("softmax", False, (("softmax", "softmax"), ("openmax", "openmax"))),
     Approach("background", True, (("background", "background"),)),
     Approach("entropic", True, (("entropic", "softmax"),)),
     Approach("objectosphere", True, (("objectosphere", "softmax"), ("objectosphere-scaled", "objectosphere-scaled"))),

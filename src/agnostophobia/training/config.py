@@ -55,6 +55,8 @@ class TrainConfig:
     tensorboard: bool = True
     progress: bool = True
     data_dir: Optional[str] = None
+    # OpenMax on the softmax model's logits (Bendale & Boult 2016; Fig. 1d of the paper)
+    openmax: Dict[str, Any] = field(default_factory=lambda: {"tail_size": 20, "alpha": 3, "distance": "eucos"})
 
     def validate(self) -> "TrainConfig":
         def need(cond: bool, key: str, what: str):
@@ -74,6 +76,8 @@ class TrainConfig:
         need(self.augment in ("none", "crop-flip"), "augment", "must be 'none' or 'crop-flip'")
         need(isinstance(self.model_kwargs, dict), "model_kwargs", "must be a mapping")
         need(isinstance(self.protocol_limits, dict), "protocol_limits", "must be a mapping")
+        need(isinstance(self.openmax, dict) and set(self.openmax) <= {"tail_size", "alpha", "distance"}, "openmax",
+             "must be a mapping with keys among tail_size, alpha, distance")
         for key in ("sample_weighting", "amp", "channels_last", "tensorboard", "progress"):
             need(isinstance(getattr(self, key), bool), key, "must be true or false")
         return self

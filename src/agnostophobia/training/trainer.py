@@ -32,7 +32,7 @@ from agnostophobia.training.checkpoint import (atomic_write, load_checkpoint, rn
 from agnostophobia.training.config import TrainConfig
 
 # Keys that may differ between a run and its resumption without changing the result.
-_RESUME_FREE_KEYS = {"progress", "tensorboard", "device", "eval_batch_size", "data_dir"}
+_RESUME_FREE_KEYS = {"progress", "tensorboard", "device", "eval_batch_size", "data_dir", "openmax"}
 
 
 def resolve_device(name: str) -> torch.device:

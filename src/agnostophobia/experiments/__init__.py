@@ -1,0 +1,1 @@
+"""Experiments: training runs, the paper reproductions and their reports."""

@@ -1,0 +1,80 @@
+"""Sub-commands ``train``, ``evaluate``, ``reproduce`` and ``plot``."""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+
+def add_commands(subparsers) -> None:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--data-dir", help="dataset directory (default: $AGNOSTOPHOBIA_DATA or the user cache)")
+    common.add_argument("--device", help="cpu, cuda or cuda:N (default: cuda when available)")
+    common.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+    p = subparsers.add_parser("reproduce", parents=[common],
+                              help="reproduce a paper experiment end to end (train, evaluate, report, figures)")
+    p.add_argument("experiment", help="lenet++ (Tables 1-2, Figs. 1-2) or a config path")
+    p.add_argument("--budget", choices=("smoke", "cpu", "paper"),
+                   help="smoke (<1 min, not a result), cpu (<=45 min on 2 cores), paper (the authors' protocol); "
+                        "default: paper with CUDA, else cpu")
+    p.add_argument("--seeds", type=int, help="number of seeds (default: the budget's)")
+    p.add_argument("--out", type=Path, help="output directory (default: runs/EXPERIMENT-BUDGET); "
+                                            "an existing one is resumed")
+    p.add_argument("--no-plots", action="store_true", help="skip the figures")
+    p.set_defaults(func=_reproduce)
+
+    p = subparsers.add_parser("train", parents=[common], help="train approaches from an experiment config")
+    p.add_argument("config", help="experiment YAML (path, or the name of a shipped config)")
+    p.add_argument("--approach", action="append", help="train only this approach (repeatable)")
+    p.add_argument("--budget", choices=("smoke", "cpu", "paper"), help="apply this budget's overrides")
+    p.add_argument("--seeds", type=int, help="number of seeds")
+    p.add_argument("--out", type=Path, required=True, help="run directory")
+    p.add_argument("--resume", action="store_true", help="continue the run already in --out")
+    p.set_defaults(func=_train)
+
+    p = subparsers.add_parser("evaluate", parents=[common],
+                              help="metrics and report of a run; optionally on further unknown sets")
+    p.add_argument("run", type=Path, help="run directory written by train or reproduce")
+    p.add_argument("--unknowns", nargs="+", default=[], metavar="NAME_OR_PATH",
+                   help="registered dataset names, .npz files in our layout, or image folders")
+    p.set_defaults(func=_evaluate)
+
+
+def _reproduce(args) -> int:
+    from agnostophobia.experiments.reproduce import reproduce
+    reproduce(args.experiment, budget=args.budget, seeds=args.seeds, out=args.out, data_dir=args.data_dir,
+              device=args.device, progress=not args.no_progress, plots=not args.no_plots)
+    return 0
+
+
+def _train(args) -> int:
+    import dataclasses
+
+    from agnostophobia.experiments.reproduce import train_and_store
+    from agnostophobia.training.config import check_approaches, load_experiment
+
+    experiment = load_experiment(args.config).for_budget(args.budget)
+    if args.approach:
+        experiment.approaches = check_approaches(list(dict.fromkeys(args.approach)))
+    overrides = {"progress": not args.no_progress}
+    if args.data_dir:
+        overrides["data_dir"] = args.data_dir
+    if args.device:
+        overrides["device"] = args.device
+    experiment.train = dataclasses.replace(experiment.train, **overrides).validate()
+    if args.seeds is not None:
+        experiment.seeds = args.seeds
+    out = Path(args.out)
+    if any(out.glob("seed*/*/last.pt")) and not args.resume:
+        raise ValueError(f"--out {out} already holds a run; add --resume to continue it, or choose another --out")
+    out.mkdir(parents=True, exist_ok=True)
+    train_and_store(experiment, out)
+    print(f"trained {', '.join(experiment.approaches)} into {out}; "
+          f"next: agnostophobia evaluate {out}")
+    return 0
+
+
+def _evaluate(args) -> int:
+    from agnostophobia.experiments.evaluate_run import evaluate_run
+    evaluate_run(args.run, unknowns=args.unknowns, data_dir=args.data_dir, device=args.device)
+    return 0

@@ -1,0 +1,120 @@
+"""The main job end to end on the real staged data: ``reproduce lenet++ --budget smoke``,
+its report and metrics, resumption, and ``evaluate --unknowns`` on a user's own data."""
+import json
+import shutil
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from agnostophobia.cli import main
+from agnostophobia.experiments.evaluation import FPR_KEYS
+from agnostophobia.experiments.outputs import load_outputs
+from agnostophobia.training.config import load_experiment
+
+APPROACH_ROWS = {"softmax", "background", "entropic", "objectosphere", "objectosphere-scaled"}
+UNKNOWN_SETS = {"letters", "devanagari", "notmnist", "cifar10"}
+
+
+@pytest.fixture(scope="module")
+def smoke_run(real_data_dir, tmp_path_factory):
+    out = tmp_path_factory.mktemp("smoke") / "run"
+    code = main(["reproduce", "lenet++", "--budget", "smoke", "--out", str(out), "--no-progress",
+                 "--data-dir", str(real_data_dir)])
+    assert code == 0
+    return out
+
+
+def test_smoke_reproduction_writes_metrics_for_every_approach_and_unknown_set(smoke_run):
+    metrics = json.loads((smoke_run / "metrics.json").read_text())
+    pairs = {(r["approach"], r["unknowns"]) for r in metrics["results"]}
+    assert {a for a, _ in pairs} >= APPROACH_ROWS
+    assert {u for _, u in pairs} == UNKNOWN_SETS
+    assert len(pairs) == len(metrics["results"])
+    for result in metrics["results"]:
+        assert set(result["ccr_at_fpr"]) == set(FPR_KEYS)
+        n_unknown = result["num_unknown"]
+        for key, value in result["ccr_at_fpr"].items():
+            # null exactly where the unknown set is too small for the FPR (the paper's N/A)
+            assert (value is None) == (float(key) < 1 / n_unknown), (result["approach"], key)
+            if value is not None:
+                assert 0.0 <= value <= result["closed_set_accuracy"] + 1e-12
+    assert metrics["budget"] == "smoke"
+    assert {row["split"] for row in metrics["table1"]} == UNKNOWN_SETS | {"known"}
+
+
+def test_smoke_report_is_labelled_not_a_result_and_has_both_tables(smoke_run):
+    report = (smoke_run / "report.md").read_text()
+    assert "not a result" in report
+    assert "## Table 2" in report and "## Table 1" in report
+    assert "*paper: entropic*" in report  # the paper's numbers side by side
+    assert "NHCD" in report  # data substitutions are stated
+
+
+def test_stored_outputs_recompute_the_reported_numbers(smoke_run):
+    from agnostophobia.metrics import ccr_at_fpr
+    from agnostophobia.scores import softmax_scores
+
+    outputs = load_outputs(smoke_run / "seed0" / "entropic" / "outputs.npz")
+    known, unknown = outputs["known"], outputs["notmnist"]
+    scores = np.concatenate([softmax_scores(known["logits"]), softmax_scores(unknown["logits"])])
+    labels = np.concatenate([known["labels"], unknown["labels"]])
+    expected = ccr_at_fpr(scores, labels, [1e-1])[0]
+    metrics = json.loads((smoke_run / "metrics.json").read_text())
+    reported = next(r for r in metrics["results"] if r["approach"] == "entropic" and r["unknowns"] == "notmnist")
+    assert reported["ccr_at_fpr"]["1e-1"] == pytest.approx(expected)
+    assert known["features"].shape[1] == 2 and unknown["labels"].tolist() == [-1] * len(unknown["labels"])
+
+
+def test_reproduce_again_resumes_without_retraining(smoke_run, capsys):
+    before = {p: p.stat().st_mtime_ns for p in smoke_run.glob("seed0/*/best.pt")}
+    assert main(["reproduce", "lenet++", "--budget", "smoke", "--out", str(smoke_run), "--no-progress",
+                 "--no-plots"]) == 0
+    assert "finished earlier, kept" in capsys.readouterr().out
+    assert before == {p: p.stat().st_mtime_ns for p in smoke_run.glob("seed0/*/best.pt")}
+
+
+def test_evaluate_adds_a_users_own_unknowns(smoke_run, tmp_path, real_data_dir):
+    run = tmp_path / "run"
+    shutil.copytree(smoke_run, run)
+    # a user's own unknowns: letters from the NIST vowels substitute, as an .npz and as a folder of PNGs
+    vowels = np.load(real_data_dir / "nist_sd19_vowels" / "nist_sd19_vowels.npz")["x_train"][:40]
+    np.savez(tmp_path / "vowels.npz", x_test=vowels)
+    folder = tmp_path / "vowel_pngs"
+    folder.mkdir()
+    for i, image in enumerate(vowels[:25]):
+        Image.fromarray(image).save(folder / f"{i:03d}.png")
+    assert main(["evaluate", str(run), "--unknowns", str(tmp_path / "vowels.npz"), str(folder)]) == 0
+    outputs = load_outputs(run / "seed0" / "objectosphere" / "outputs.npz")
+    assert outputs["vowels"]["logits"].shape == (40, 10)
+    assert outputs["vowel_pngs"]["features"].shape == (25, 2)
+    # the PNG round trip is lossless: both copies of an image give the same outputs
+    np.testing.assert_allclose(outputs["vowel_pngs"]["logits"], outputs["vowels"]["logits"][:25], rtol=1e-5)
+    metrics = json.loads((run / "metrics.json").read_text())
+    assert {"vowels", "vowel_pngs"} <= {r["unknowns"] for r in metrics["results"]}
+
+
+def test_evaluate_rejects_bad_unknowns(smoke_run, tmp_path, capsys):
+    assert main(["evaluate", str(smoke_run), "--unknowns", "no-such-thing"]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "no-such-thing" in err[0]
+    inverted = 255 - np.zeros((5, 28, 28), np.uint8)  # black glyphs on white: wrong polarity
+    np.savez(tmp_path / "inverted.npz", x=inverted)
+    assert main(["evaluate", str(smoke_run), "--unknowns", str(tmp_path / "inverted.npz")]) == 1
+    assert "white on black" in capsys.readouterr().err
+
+
+def test_evaluate_needs_a_run(tmp_path, capsys):
+    assert main(["evaluate", str(tmp_path)]) == 1
+    assert "no trained run" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("budget", ["smoke", "cpu", "paper"])
+def test_shipped_lenet_config_defines_every_budget(budget):
+    experiment = load_experiment("lenet++").for_budget(budget)
+    assert experiment.approaches == ["softmax", "background", "entropic", "objectosphere"]
+    if budget == "paper":  # the authors' protocol (REFERENCES.md)
+        cfg = experiment.train
+        assert (cfg.optimizer, cfg.lr, cfg.batch_size, cfg.epochs, cfg.xi, cfg.lambda_) == \
+            ("adam", 0.01, 128, 70, 50.0, 1e-4)
+        assert cfg.model_kwargs["activation"] == "none" and cfg.protocol_limits == {}
