@@ -1,0 +1,42 @@
+"""Where data and caches live.
+
+The data directory is chosen, in order, by an explicit ``data_dir`` argument (the
+CLI's ``--data-dir``), the ``AGNOSTOPHOBIA_DATA`` environment variable, and finally a
+per-user cache directory (``$XDG_CACHE_HOME/agnostophobia/data``, by default
+``~/.cache/agnostophobia/data``). Derived files (decoded JPEGs) never go into the
+data directory, which may be read-only or shared: they go to ``cache_dir()``.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Optional, Union
+
+PathLike = Union[str, "os.PathLike[str]"]
+
+DATA_ENV = "AGNOSTOPHOBIA_DATA"
+CACHE_ENV = "AGNOSTOPHOBIA_CACHE"
+MIRROR_ENV = "AGNOSTOPHOBIA_MIRROR"
+
+
+def user_cache_root() -> Path:
+    """``$XDG_CACHE_HOME/agnostophobia`` (``~/.cache/agnostophobia`` when unset)."""
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    base = Path(xdg) if xdg else Path.home() / ".cache"
+    return base / "agnostophobia"
+
+
+def data_dir(data_dir: Optional[PathLike] = None) -> Path:
+    """Resolve the data directory (argument > $AGNOSTOPHOBIA_DATA > user cache)."""
+    if data_dir is not None and str(data_dir) != "":
+        return Path(data_dir).expanduser()
+    env = os.environ.get(DATA_ENV)
+    if env:
+        return Path(env).expanduser()
+    return user_cache_root() / "data"
+
+
+def cache_dir() -> Path:
+    """Directory for derived, re-creatable files ($AGNOSTOPHOBIA_CACHE overrides)."""
+    env = os.environ.get(CACHE_ENV)
+    return Path(env).expanduser() if env else user_cache_root() / "decoded"

@@ -1,0 +1,283 @@
+"""The paper's open-set protocols as objects: which data is known (D_c'), which is a
+known unknown for training (D_b', label -1), and which sets are unknown at test time.
+
+``build_protocol(name, data_dir=None, seed=0, **limits)`` builds one by name from
+``PROTOCOLS``. All sampling (validation hold-out and the optional CPU-budget limits)
+is seeded and class-stratified, with a separate random stream per purpose, so that
+changing one limit never changes which samples another part selects.
+"""
+from __future__ import annotations
+
+import zlib
+from dataclasses import dataclass, field
+from typing import Callable, Dict, List, Optional, Tuple
+
+import numpy as np
+
+from agnostophobia.errors import ConfigError
+from agnostophobia.registry import Registry
+from agnostophobia.data.datasets import CIFAR100_COARSE, CIFAR10_CLASSES, DIGITS, DatasetSplit, load_dataset
+from agnostophobia.data.paths import PathLike
+from agnostophobia.data.preprocess import check_polarity, to_chw, to_lenet
+
+
+@dataclass
+class Split:
+    name: str
+    images: np.ndarray   # uint8 (N, C, H, W), preprocessed for the protocol's model
+    labels: np.ndarray   # int64 (N,), known class 0..C-1, or -1 for unknown
+
+    def __len__(self) -> int:
+        return int(self.labels.shape[0])
+
+
+@dataclass
+class OpenSetProtocol:
+    name: str
+    num_classes: int
+    input_shape: tuple                 # (1, 28, 28) or (3, 32, 32)
+    train: Split                       # D_c' knowns + D_b' known unknowns (label -1)
+    val: Split                         # held-out knowns (+ held-out known unknowns, label -1)
+    test_known: Split                  # D_c
+    test_unknowns: Dict[str, Split]    # name -> unknown set, all labels -1
+    notes: List[str]                   # data substitutions and deviations, for reports
+    class_names: List[str] = field(default_factory=list)
+
+    def sizes(self) -> Dict[str, Dict[str, int]]:
+        """Sample counts: ``{"train": {"known": n, "unknown": m}, ...}``."""
+        def count(s: Split) -> Dict[str, int]:
+            return {"known": int((s.labels >= 0).sum()), "unknown": int((s.labels < 0).sum())}
+        out = {"train": count(self.train), "val": count(self.val), "test_known": count(self.test_known)}
+        out.update({f"test_unknowns/{k}": count(v) for k, v in self.test_unknowns.items()})
+        return out
+
+
+PROTOCOLS: Registry[Callable[..., OpenSetProtocol]] = Registry("protocol")
+LIMITS = ("max_known_train", "max_unknown_train", "max_val", "max_test_per_set")
+
+
+def build_protocol(name: str, data_dir: Optional[PathLike] = None, seed: int = 0, **limits) -> OpenSetProtocol:
+    """Build a registered protocol.
+
+    ``limits``: ``max_known_train``, ``max_unknown_train`` (training samples of D_c'
+    and D_b'), ``max_val`` (cap on the held-out knowns and, separately, on the held-out
+    known unknowns), ``max_test_per_set`` (cap on D_c and on every unknown test set);
+    ``None`` keeps all. ``val_fraction`` (default 0.2) sets the hold-out size.
+    """
+    factory = PROTOCOLS.get(name)
+    for key, value in limits.items():
+        if key not in LIMITS + ("val_fraction",):
+            raise ConfigError(f"unknown protocol option {key!r}; known: {', '.join(LIMITS + ('val_fraction',))}")
+        if key == "val_fraction":
+            if not isinstance(value, (int, float)) or not 0 < value < 1:
+                raise ConfigError(f"val_fraction must be in (0, 1), got {value!r}")
+        elif value is not None and (isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1):
+            raise ConfigError(f"{key} must be a positive integer or None, got {value!r}")
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise ConfigError(f"seed must be a non-negative integer, got {seed!r}")
+    return factory(data_dir=data_dir, seed=int(seed), **limits)
+
+
+# ------------------------------------------------------------------ sampling
+def _rng(seed: int, purpose: str) -> np.random.Generator:
+    """An independent, reproducible stream per (seed, purpose)."""
+    return np.random.default_rng(np.random.SeedSequence([seed, zlib.crc32(purpose.encode())]))
+
+
+def _allocate(counts: np.ndarray, total: int) -> np.ndarray:
+    """Split ``total`` over classes proportionally to ``counts`` (largest remainder)."""
+    exact = counts * (total / counts.sum())
+    base = np.floor(exact).astype(np.int64)
+    order = np.argsort(-(exact - base), kind="stable")
+    base[order[: total - base.sum()]] += 1
+    return base
+
+
+def stratified_split(labels: np.ndarray, fraction: float, rng: np.random.Generator) -> Tuple[np.ndarray, np.ndarray]:
+    """Indices ``(keep, held_out)``; ``held_out`` is ``round(fraction * N)`` samples,
+    drawn per class in proportion to the class sizes. Both sorted."""
+    if len(labels) == 0:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    classes, inverse, counts = np.unique(labels, return_inverse=True, return_counts=True)
+    n_held = _allocate(counts, int(round(fraction * len(labels))))
+    held = []
+    for c in range(len(classes)):
+        idx = np.flatnonzero(inverse == c)
+        held.append(rng.permutation(idx)[: n_held[c]])
+    held = np.sort(np.concatenate(held)) if held else np.zeros(0, np.int64)
+    keep = np.setdiff1d(np.arange(len(labels)), held, assume_unique=True)
+    return keep, held
+
+
+def stratified_subset(labels: np.ndarray, n: Optional[int], rng: np.random.Generator) -> np.ndarray:
+    """Sorted indices of ``n`` samples, class proportions preserved; all when ``n`` is None."""
+    if n is None or n >= len(labels):
+        return np.arange(len(labels))
+    _, held = stratified_split(labels, n / len(labels), rng)
+    return held
+
+
+class _Builder:
+    """Collects subsampling, preprocessing and notes for one protocol build."""
+
+    def __init__(self, name: str, seed: int, limits: dict, to_input: Callable[[DatasetSplit, np.ndarray], np.ndarray],
+                 polarity: bool):
+        self.name, self.seed, self.limits = name, seed, limits
+        self.val_fraction = limits.get("val_fraction", 0.2)
+        self.to_input, self.polarity = to_input, polarity
+        self.notes: List[str] = []
+
+    def note(self, text: str) -> None:
+        if text not in self.notes:
+            self.notes.append(text)
+
+    def absorb(self, ds: DatasetSplit) -> DatasetSplit:
+        for n in ds.notes:
+            self.note(n)
+        return ds
+
+    def cap(self, labels: np.ndarray, key: str, purpose: str, what: str) -> np.ndarray:
+        idx = stratified_subset(labels, self.limits.get(key), _rng(self.seed, f"{self.name}/{purpose}"))
+        if len(idx) < len(labels):
+            self.note(f"{what}: subsampled {len(labels)} -> {len(idx)} ({key}, class-stratified, seed {self.seed})")
+        return idx
+
+    def images(self, ds: DatasetSplit, idx: np.ndarray, what: str) -> np.ndarray:
+        x = self.to_input(ds, idx)
+        if self.polarity and ds.dataset != "cifar10":  # natural images have no glyph polarity
+            check_polarity(x, f"{what} ({ds.source})")
+        return x
+
+    def train_val(self, ds: DatasetSplit, labels: np.ndarray, part: str, train_key: str,
+                  what: str) -> Tuple[Split, Split]:
+        """Hold out ``val_fraction`` of ``ds`` (stratified by its own classes), cap both parts."""
+        keep, held = stratified_split(ds.labels, self.val_fraction, _rng(self.seed, f"{self.name}/{part}-val"))
+        keep = keep[self.cap(ds.labels[keep], train_key, f"{part}-train", f"{what} train")]
+        held = held[self.cap(ds.labels[held], "max_val", f"{part}-val-cap", f"{what} validation")]
+        return (Split(f"{part}-train", self.images(ds, keep, what), labels[keep]),
+                Split(f"{part}-val", self.images(ds, held, what), labels[held]))
+
+    def test(self, ds: DatasetSplit, labels: np.ndarray, name: str, what: str) -> Split:
+        idx = self.cap(ds.labels, "max_test_per_set", f"test-{name}", what)
+        return Split(name, self.images(ds, idx, what), labels[idx])
+
+
+def _concat(name: str, *parts: Split) -> Split:
+    return Split(name, np.concatenate([p.images for p in parts]), np.concatenate([p.labels for p in parts]))
+
+
+def _unknown(ds: DatasetSplit) -> np.ndarray:
+    return np.full(len(ds), -1, np.int64)
+
+
+def _lenet_input(ds: DatasetSplit, idx: np.ndarray) -> np.ndarray:
+    return to_lenet(ds.images[idx], padding=ds.meta.get("padding", 0))
+
+
+def _chw_input(ds: DatasetSplit, idx: np.ndarray) -> np.ndarray:
+    return to_chw(ds.images[idx])
+
+
+# ------------------------------------------------------------------ LeNet++
+@PROTOCOLS.register("lenet++")
+def lenet_protocol(data_dir=None, seed: int = 0, **limits) -> OpenSetProtocol:
+    """Sec. 3/5: MNIST digits known, EMNIST letters as D_b', four unknown test sets."""
+    b = _Builder("lenet++", seed, limits, _lenet_input, polarity=True)
+    mnist = b.absorb(load_dataset("mnist", "train", data_dir))
+    k_train, k_val = b.train_val(mnist, mnist.labels, "known", "max_known_train", "MNIST")
+    del mnist
+    letters = b.absorb(load_dataset("letters", "train", data_dir))
+    u_train, u_val = b.train_val(letters, _unknown(letters), "unknown", "max_unknown_train", "letters")
+    del letters
+    mnist_test = b.absorb(load_dataset("mnist", "test", data_dir))
+    test_known = b.test(mnist_test, mnist_test.labels, "known", "MNIST test")
+    unknowns = {}
+    for key, dataset, split, what in (("letters", "letters", "test", "letters test (D_b)"),
+                                      ("devanagari", "devanagari", "test", "Devanagari"),
+                                      ("notmnist", "notmnist", "test", "notMNIST"),
+                                      ("cifar10", "cifar10", "test", "CIFAR-10 test")):
+        ds = b.absorb(load_dataset(dataset, split, data_dir))
+        unknowns[key] = b.test(ds, _unknown(ds), key, what)
+    b.note(f"validation: seeded class-stratified {b.val_fraction:.0%} hold-out of MNIST train and of letters "
+           f"train (the authors split 80/20 without a seed)")
+    b.note("cifar10 unknowns: the CIFAR-10 test set (10,000) instead of the authors' data_batch_1; grey = "
+           "BT.601 luma of RGB (PIL 'L'), upright, antialiased resize to 28x28 (no transpose/BGR bugs)")
+    b.note("polarity: every glyph set is white on black (checked: median border pixel below 128)")
+    return OpenSetProtocol("lenet++", 10, (1, 28, 28), _concat("train", k_train, u_train),
+                           _concat("val", k_val, u_val), test_known, unknowns, b.notes, list(DIGITS))
+
+
+# -------------------------------------------------------------------- CIFAR
+# D_b' = CIFAR-100 super-classes 0-9, D_a = 10-19 (see docs/data.md for why).
+CIFAR_DB_COARSE = tuple(range(10))
+
+
+@PROTOCOLS.register("cifar")
+def cifar_protocol(data_dir=None, seed: int = 0, **limits) -> OpenSetProtocol:
+    """Sec. 5: CIFAR-10 known; half of the CIFAR-100 super-classes as D_b', the other
+    half (test images) and SVHN test as unknowns."""
+    b = _Builder("cifar", seed, limits, _chw_input, polarity=False)
+    # Fail on the optional, usually absent sets before the slow CIFAR-10 decode.
+    c100_train = b.absorb(load_dataset("cifar100", "train", data_dir))
+    c100_test = b.absorb(load_dataset("cifar100", "test", data_dir))
+    svhn = b.absorb(load_dataset("svhn", "test", data_dir))
+    c10 = b.absorb(load_dataset("cifar10", "train", data_dir))
+    k_train, k_val = b.train_val(c10, c10.labels, "known", "max_known_train", "CIFAR-10")
+    del c10
+    db = np.isin(c100_train.extra["coarse"], CIFAR_DB_COARSE)
+    neg = _subset(c100_train, db)
+    u_train, u_val = b.train_val(neg, _unknown(neg), "unknown", "max_unknown_train", "CIFAR-100 D_b'")
+    c10_test = b.absorb(load_dataset("cifar10", "test", data_dir))
+    test_known = b.test(c10_test, c10_test.labels, "known", "CIFAR-10 test")
+    in_db = np.isin(c100_test.extra["coarse"], CIFAR_DB_COARSE)
+    da, db_test = _subset(c100_test, ~in_db), _subset(c100_test, in_db)
+    unknowns = {"cifar100": b.test(da, _unknown(da), "cifar100", "CIFAR-100 D_a test"),
+                "svhn": b.test(svhn, _unknown(svhn), "svhn", "SVHN test"),
+                "cifar100-db": b.test(db_test, _unknown(db_test), "cifar100-db", "CIFAR-100 D_b test")}
+    b.note("CIFAR-100 super-classes 0-9 (" + ", ".join(CIFAR100_COARSE[:10]) + ") are D_b' (training "
+           "negatives); 10-19 (" + ", ".join(CIFAR100_COARSE[10:]) + ") are D_a, test images only")
+    b.note(f"CIFAR-100 D_a test has {len(da)} images (10 super-classes x 500); the paper reports 4,500")
+    b.note(f"validation: seeded class-stratified {b.val_fraction:.0%} hold-out of CIFAR-10 train and of D_b'")
+    return OpenSetProtocol("cifar", 10, (3, 32, 32), _concat("train", k_train, u_train), _concat("val", k_val, u_val),
+                           test_known, unknowns, b.notes, list(CIFAR10_CLASSES))
+
+
+def _subset(ds: DatasetSplit, mask: np.ndarray) -> DatasetSplit:
+    return DatasetSplit(ds.dataset, ds.split, ds.images[mask], ds.labels[mask], ds.class_names, ds.source,
+                        ds.format, list(ds.notes), {k: v[mask] for k, v in ds.extra.items()}, dict(ds.meta))
+
+
+# ----------------------------------------------------------- CIFAR-10 split
+# Each unknown group holds one vehicle and one animal, and each of its classes has a
+# close known sibling (dog~cat, truck~automobile; horse~deer, ship~airplane), so the
+# task is neither "animal vs vehicle" nor far-OOD.
+CIFAR10_KNOWN = (0, 1, 2, 3, 4, 6)      # airplane automobile bird cat deer frog -> 0..5
+CIFAR10_NEGATIVE = (7, 8)               # horse ship: D_b' (training negatives)
+CIFAR10_UNKNOWN = (5, 9)                # dog truck: D_a (test only)
+
+
+@PROTOCOLS.register("cifar10-split")
+def cifar10_split_protocol(data_dir=None, seed: int = 0, **limits) -> OpenSetProtocol:
+    """CIFAR-10 alone: 6 known classes, 2 known-unknown classes, 2 unknown-unknown classes."""
+    b = _Builder("cifar10-split", seed, limits, _chw_input, polarity=False)
+    remap = np.full(10, -1, np.int64)
+    remap[list(CIFAR10_KNOWN)] = np.arange(len(CIFAR10_KNOWN))
+    train = b.absorb(load_dataset("cifar10", "train", data_dir))
+    known = _subset(train, np.isin(train.labels, CIFAR10_KNOWN))
+    k_train, k_val = b.train_val(known, remap[known.labels], "known", "max_known_train", "CIFAR-10 known")
+    neg = _subset(train, np.isin(train.labels, CIFAR10_NEGATIVE))
+    del train, known
+    u_train, u_val = b.train_val(neg, _unknown(neg), "unknown", "max_unknown_train", "CIFAR-10 negatives")
+    test = b.absorb(load_dataset("cifar10", "test", data_dir))
+    tk = _subset(test, np.isin(test.labels, CIFAR10_KNOWN))
+    da, db = _subset(test, np.isin(test.labels, CIFAR10_UNKNOWN)), _subset(test, np.isin(test.labels, CIFAR10_NEGATIVE))
+    names = [CIFAR10_CLASSES[c] for c in CIFAR10_KNOWN]
+    b.note(f"CIFAR-10 split: known {', '.join(names)}; D_b' (training negatives) "
+           f"{', '.join(CIFAR10_CLASSES[c] for c in CIFAR10_NEGATIVE)}; D_a (test only) "
+           f"{', '.join(CIFAR10_CLASSES[c] for c in CIFAR10_UNKNOWN)}")
+    return OpenSetProtocol("cifar10-split", len(CIFAR10_KNOWN), (3, 32, 32), _concat("train", k_train, u_train),
+                           _concat("val", k_val, u_val), b.test(tk, remap[tk.labels], "known", "CIFAR-10 known test"),
+                           {"cifar10-dog-truck": b.test(da, _unknown(da), "cifar10-dog-truck", "CIFAR-10 dog+truck test"),
+                            "cifar10-horse-ship": b.test(db, _unknown(db), "cifar10-horse-ship",
+                                                         "CIFAR-10 horse+ship test")},
+                           b.notes, names)

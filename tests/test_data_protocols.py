@@ -1,0 +1,172 @@
+"""Protocol construction on synthetic files: sizes, label sets, splits, seeds, limits."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from agnostophobia.data import PROTOCOLS, FINE_TO_COARSE, build_protocol, stratified_split, stratified_subset
+from agnostophobia.errors import ConfigError, DataError
+
+
+def rows(images: np.ndarray) -> set:
+    return {img.tobytes() for img in images}
+
+
+def test_registry_names():
+    assert PROTOCOLS.names() == ["cifar", "cifar10-split", "lenet++"]
+
+
+def test_stratified_split_is_exact_disjoint_and_proportional():
+    labels = np.repeat(np.arange(4), [100, 50, 30, 20])
+    keep, held = stratified_split(labels, 0.2, np.random.default_rng(0))
+    assert len(held) == 40 and len(keep) == 160
+    assert np.intersect1d(keep, held).size == 0 and np.union1d(keep, held).size == 200
+    assert np.bincount(labels[held]).tolist() == [20, 10, 6, 4]
+    sub = stratified_subset(labels, 50, np.random.default_rng(0))
+    assert len(sub) == 50 and np.bincount(labels[sub]).tolist() == [25, 13, 7, 5]  # ties: lower class first
+    assert np.array_equal(stratified_subset(labels, None, np.random.default_rng(0)), np.arange(200))
+
+
+def test_lenet_protocol_sizes_and_labels(synth):
+    synth.lenet_set()
+    p = build_protocol("lenet++", synth.root, seed=0)
+    assert p.num_classes == 10 and p.input_shape == (1, 28, 28)
+    assert p.sizes() == {
+        "train": {"known": 240, "unknown": 208}, "val": {"known": 60, "unknown": 52},
+        "test_known": {"known": 100, "unknown": 0},
+        "test_unknowns/letters": {"known": 0, "unknown": 104},
+        "test_unknowns/devanagari": {"known": 0, "unknown": 144},
+        "test_unknowns/notmnist": {"known": 0, "unknown": 100},
+        "test_unknowns/cifar10": {"known": 0, "unknown": 100}}
+    for split in [p.train, p.val, p.test_known, *p.test_unknowns.values()]:
+        assert split.images.dtype == np.uint8 and split.images.shape[1:] == (1, 28, 28)
+        assert split.labels.dtype == np.int64 and len(split.images) == len(split.labels)
+    assert set(np.unique(p.train.labels)) == set(range(-1, 10))
+    assert np.bincount(p.val.labels[p.val.labels >= 0]).tolist() == [6] * 10  # stratified 20 %
+    assert all((s.labels == -1).all() for s in p.test_unknowns.values())
+    assert any("data_batch_1" in n for n in p.notes)
+
+
+def test_lenet_protocol_deterministic_by_seed(synth):
+    synth.lenet_set()
+    a = build_protocol("lenet++", synth.root, seed=3)
+    b = build_protocol("lenet++", synth.root, seed=3)
+    c = build_protocol("lenet++", synth.root, seed=4)
+    for x, y in ((a.train, b.train), (a.val, b.val), (a.test_unknowns["cifar10"], b.test_unknowns["cifar10"])):
+        assert np.array_equal(x.images, y.images) and np.array_equal(x.labels, y.labels)
+    assert not np.array_equal(a.val.images, c.val.images)
+
+
+def test_limits_are_stratified_and_independent(synth):
+    synth.lenet_set()
+    full = build_protocol("lenet++", synth.root, seed=0)
+    small = build_protocol("lenet++", synth.root, seed=0, max_known_train=50, max_unknown_train=26, max_val=20,
+                           max_test_per_set=30)
+    s = small.sizes()
+    assert s["train"] == {"known": 50, "unknown": 26} and s["val"] == {"known": 20, "unknown": 20}
+    assert all(v["unknown"] == 30 for k, v in s.items() if k.startswith("test_unknowns/"))
+    assert s["test_known"]["known"] == 30
+    assert np.bincount(small.train.labels[small.train.labels >= 0]).tolist() == [5] * 10
+    # the validation hold-out does not depend on the training cap
+    capped = build_protocol("lenet++", synth.root, seed=0, max_known_train=50)
+    assert np.array_equal(capped.val.images, full.val.images)
+    assert rows(small.train.images[small.train.labels >= 0]) <= rows(full.train.images[full.train.labels >= 0])
+    assert any("subsampled" in n for n in small.notes)
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"max_trian": 5}, "unknown protocol option 'max_trian'"),
+    ({"max_val": 0}, "positive integer"),
+    ({"max_val": 2.5}, "positive integer"),
+    ({"val_fraction": 1.5}, "val_fraction"),
+    ({"seed": -1}, "seed"),
+])
+def test_bad_options(synth, kwargs, match):
+    with pytest.raises(ConfigError, match=match):
+        build_protocol("lenet++", synth.root, **kwargs)
+
+
+def test_unknown_protocol():
+    with pytest.raises(ValueError, match="unknown protocol 'mnist'"):
+        build_protocol("mnist")
+
+
+def test_inverted_glyph_set_is_rejected(synth):
+    synth.lenet_set()
+    path = synth.root / "nhcd" / "nhcd.npz"
+    with np.load(path) as z:
+        arrays = dict(z)
+    arrays["x"] = 255 - arrays["x"]  # e.g. raw NHCD prepared without inversion
+    np.savez(path, **arrays)
+    with pytest.raises(DataError, match="looks like a black glyph on white"):
+        build_protocol("lenet++", synth.root)
+
+
+def test_lenet_needs_every_set(synth):
+    synth.lenet_set()
+    (synth.root / "notmnist" / "notmnist.npz").unlink()
+    with pytest.raises(DataError, match="notmnist not found in .*agnostophobia data fetch notmnist"):
+        build_protocol("lenet++", synth.root)
+
+
+def cifar_files(synth):
+    c10 = synth.cifar10_python(per_batch=20)
+    c100 = synth.cifar100_python(per_fine=(3, 2))
+    svhn = synth.svhn_mat(n=40)
+    return c10, c100, svhn
+
+
+def test_cifar_protocol(synth):
+    c10, c100, svhn = cifar_files(synth)
+    p = build_protocol("cifar", synth.root, seed=0)
+    assert p.input_shape == (3, 32, 32) and p.num_classes == 10
+    s = p.sizes()
+    assert s["train"] == {"known": 80, "unknown": 120} and s["val"] == {"known": 20, "unknown": 30}
+    assert s["test_known"]["known"] == 20
+    assert {k: v["unknown"] for k, v in s.items() if k.startswith("test_unknowns/")} == {
+        "test_unknowns/cifar100": 100, "test_unknowns/svhn": 40, "test_unknowns/cifar100-db": 100}
+    x100, fine = c100["test"]
+    chw = x100.transpose(0, 3, 1, 2)
+    coarse = FINE_TO_COARSE[fine]
+    assert rows(p.test_unknowns["cifar100"].images) == rows(chw[coarse >= 10])  # D_a: super-classes 10-19
+    assert rows(p.test_unknowns["cifar100-db"].images) == rows(chw[coarse < 10])
+    xtr, ftr = c100["train"]
+    negatives = rows(np.concatenate([p.train.images[p.train.labels < 0], p.val.images[p.val.labels < 0]]))
+    assert negatives == rows(xtr.transpose(0, 3, 1, 2)[FINE_TO_COARSE[ftr] < 10])  # D_b': 0-9 only
+    assert rows(p.test_unknowns["svhn"].images) == rows(svhn[0].transpose(0, 3, 1, 2))
+    assert any("4,500" in n for n in p.notes)
+
+
+def test_cifar_protocol_stops_without_cifar100(synth):
+    synth.cifar10_python()
+    synth.svhn_mat()
+    with pytest.raises(DataError) as err:
+        build_protocol("cifar", synth.root)
+    assert str(err.value).startswith(f"cifar100 not found in {synth.root}; get it with `agnostophobia data fetch cifar100`")
+
+
+def test_cifar_protocol_stops_without_svhn(synth):
+    synth.cifar10_python()
+    synth.cifar100_python()
+    with pytest.raises(DataError, match="svhn not found in .*agnostophobia data fetch svhn"):
+        build_protocol("cifar", synth.root)
+
+
+def test_cifar10_split_protocol(synth):
+    c10 = synth.cifar10_python(per_batch=40)
+    p = build_protocol("cifar10-split", synth.root, seed=0)
+    assert p.num_classes == 6 and p.input_shape == (3, 32, 32)
+    assert p.class_names == ["airplane", "automobile", "bird", "cat", "deer", "frog"]
+    xte, yte = c10["test"]
+    chw = xte.transpose(0, 3, 1, 2)
+    assert rows(p.test_unknowns["cifar10-dog-truck"].images) == rows(chw[np.isin(yte, [5, 9])])
+    assert rows(p.test_unknowns["cifar10-horse-ship"].images) == rows(chw[np.isin(yte, [7, 8])])
+    known = np.isin(yte, [0, 1, 2, 3, 4, 6])
+    assert len(p.test_known) == known.sum() and set(np.unique(p.test_known.labels)) <= set(range(6))
+    frog = np.flatnonzero(yte == 6)[0]  # frog (6) is known class 5
+    idx = [i for i, img in enumerate(p.test_known.images) if img.tobytes() == chw[frog].tobytes()]
+    assert p.test_known.labels[idx[0]] == 5
+    xtr, ytr = c10["train"]
+    train_rows = rows(np.concatenate([p.train.images, p.val.images]))
+    assert not train_rows & rows(xtr.transpose(0, 3, 1, 2)[np.isin(ytr, [5, 9])])  # D_a never in training
+    assert set(np.unique(p.train.labels)) == set(range(-1, 6))
