@@ -13,7 +13,12 @@ def add_commands(subparsers) -> None:
 
     p = subparsers.add_parser("reproduce", parents=[common],
                               help="reproduce a paper experiment end to end (train, evaluate, report, figures)")
-    p.add_argument("experiment", help="lenet++ (Tables 1-2, Figs. 1-2) or a config path")
+    p.add_argument("experiment", help="lenet++ (Tables 1-2, Figs. 1-2), cifar (Table 2, lower half), "
+                                      "ensemble (Fig. 3), or an experiment config path")
+    p.add_argument("--protocol", help="run the experiment on another protocol, e.g. cifar --protocol cifar10-split "
+                                      "(CIFAR-10 alone, runs without CIFAR-100/SVHN)")
+    p.add_argument("--lenet-run", type=Path, help="ensemble only: a LeNet++ reproduction to compare against "
+                                                  "(default: runs/lenet++-BUDGET when it exists)")
     p.add_argument("--budget", choices=("smoke", "cpu", "paper"),
                    help="smoke (<1 min, not a result), cpu (<=45 min on 2 cores), paper (the authors' protocol); "
                         "default: paper with CUDA, else cpu")
@@ -41,9 +46,17 @@ def add_commands(subparsers) -> None:
 
 
 def _reproduce(args) -> int:
+    if args.experiment == "ensemble":
+        from agnostophobia.baselines.ensemble import reproduce_ensemble
+        reproduce_ensemble(budget=args.budget, seeds=args.seeds, out=args.out, data_dir=args.data_dir,
+                           device=args.device, progress=not args.no_progress, plots=not args.no_plots,
+                           lenet_run=args.lenet_run)
+        return 0
+    if args.lenet_run:
+        raise ValueError("--lenet-run applies to 'reproduce ensemble' only")
     from agnostophobia.experiments.reproduce import reproduce
     reproduce(args.experiment, budget=args.budget, seeds=args.seeds, out=args.out, data_dir=args.data_dir,
-              device=args.device, progress=not args.no_progress, plots=not args.no_plots)
+              device=args.device, progress=not args.no_progress, plots=not args.no_plots, protocol=args.protocol)
     return 0
 
 

@@ -87,10 +87,15 @@ def train_and_store(experiment: ExperimentConfig, out: Path, log=print) -> Dict:
 
 def reproduce(experiment_name: str, budget: Optional[str] = None, seeds: Optional[int] = None,
               out: Optional[Path] = None, data_dir: Optional[str] = None, device: Optional[str] = None,
-              progress: bool = True, plots: bool = True, log=print) -> Path:
+              progress: bool = True, plots: bool = True, protocol: Optional[str] = None, log=print) -> Path:
     budget = budget or default_budget()
     experiment = load_experiment(experiment_name).for_budget(budget)
     overrides = {"progress": progress}
+    if protocol and protocol != experiment.train.protocol:
+        from agnostophobia.data import PROTOCOLS
+
+        PROTOCOLS.get(protocol)  # a clear error for an unknown name
+        overrides.update(protocol=protocol, name=f"{experiment.train.name}-{protocol}")
     if data_dir:
         overrides["data_dir"] = str(data_dir)
     if device:

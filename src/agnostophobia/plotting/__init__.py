@@ -1,0 +1,38 @@
+"""Figures of the paper, drawn from any run's stored outputs (``agnostophobia plot RUN``).
+
+* :func:`plot_run`: every figure of a run directory (see :mod:`.run`).
+* Per-panel functions that take plain arrays, for reuse by baselines and other
+  experiments (see :mod:`.panels`): :func:`plot_features`, :func:`plot_softmax_histogram`,
+  :func:`plot_magnitude_histogram`, :func:`plot_oscr`, :func:`plot_confidence_curves`.
+* Fixed colours and names: :mod:`.style`.
+
+Attributes are imported on first use, so ``agnostophobia --help`` does not load matplotlib.
+"""
+from __future__ import annotations
+
+import importlib
+
+_EXPORTS = {
+    "plot_run": "run", "draw_run": "run", "iter_run_figures": "run", "RunFigure": "run",
+    "check_formats": "run",
+    "plot_features": "panels", "plot_softmax_histogram": "panels", "plot_magnitude_histogram": "panels",
+    "plot_oscr": "panels", "plot_confidence_curves": "panels", "CurveSeries": "panels",
+    "oscr_series": "panels", "oscr_on_grid": "panels", "oscr_grid": "panels",
+    "softmax_histogram_values": "panels", "logit_weights": "panels", "class_borders": "panels",
+    "subsample": "panels", "subsample_note": "panels", "new_figure": "panels", "save_figure": "panels",
+    "approach_color": "style", "approach_name": "style", "APPROACH_COLORS": "style",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str):
+    if name in _EXPORTS:
+        value = getattr(importlib.import_module(f"{__name__}.{_EXPORTS[name]}"), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_EXPORTS))

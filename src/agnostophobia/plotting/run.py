@@ -1,0 +1,324 @@
+"""All figures of a run, drawn from its stored per-sample outputs (no retraining).
+
+``plot_run(RUN)`` writes into ``RUN/figures/``, for every unknown set of the run
+(Devanagari first, as in the paper, then the EMNIST letters D_b, then the other D_a sets):
+
+=====================================  =================================================
+``features_<set>.<fmt>``               deep features, one panel per approach (Fig. 1 top);
+                                       2-D feature models only, first seed
+``softmax_hist_<set>.<fmt>``           softmax-score histograms, log counts (Fig. 1 bottom)
+``magnitude_hist_<set>.<fmt>``         normalised ‖F‖ histograms (Fig. 2)
+``oscr_<set>.<fmt>``                   OSCR curves of every evaluation row, log FPR (Fig. 1d)
+``oscr_counts_<set>.<fmt>``            the same against the number of false positives
+=====================================  =================================================
+
+With several seeds the OSCR curves are the seeds' mean with a ± std band; the other
+figures show the first seed.
+"""
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Callable, Dict, Iterator, List, NamedTuple, Optional, Sequence, Tuple
+
+import numpy as np
+from matplotlib.figure import Figure
+
+from agnostophobia.experiments.evaluation import fit_openmax, known_vs_unknown
+from agnostophobia.experiments.outputs import iter_run_outputs, load_fit_outputs
+from agnostophobia.metrics import oscr
+from agnostophobia.plotting import style
+from agnostophobia.plotting.panels import (DEFAULT_MAX_POINTS, logit_weights, new_figure, oscr_series,
+                                           plot_features, plot_magnitude_histogram, plot_oscr,
+                                           plot_softmax_histogram, save_figure, softmax_histogram_values,
+                                           supported_formats)
+from agnostophobia.scores import compute_scores, feature_magnitude
+from agnostophobia.training.approaches import APPROACHES
+
+#: Paper order of approaches; any other registered approach follows alphabetically.
+APPROACH_ORDER = ("softmax", "background", "entropic", "objectosphere", "openmax", "ensemble")
+#: Formats the report can embed, in order of preference (the path returned per figure).
+EMBEDDABLE = ("png", "svg")
+#: Above this relative residual the logits are not ``W F`` (bias, non-linear head): no borders.
+MAX_BORDER_RESIDUAL = 1e-3
+
+Outputs = Dict[str, Dict[str, np.ndarray]]
+
+
+def check_formats(formats: Sequence[str]) -> List[str]:
+    """Lower-cased, de-duplicated formats that matplotlib can write; ValueError otherwise."""
+    if isinstance(formats, str):
+        formats = [formats]
+    wanted = list(dict.fromkeys(f.lower().lstrip(".") for f in formats))
+    if not wanted:
+        raise ValueError("no figure format given (choose from png, pdf, svg)")
+    known = supported_formats()
+    bad = [f for f in wanted if f not in known]
+    if bad:
+        raise ValueError(f"unknown figure format(s) {', '.join(bad)}; matplotlib writes {', '.join(known)}")
+    return wanted
+
+
+def _run_config(run_dir: Path) -> Dict:
+    """The resolved ``config.yaml`` of a reproduction (model name, budget, OpenMax parameters), or {}."""
+    path = run_dir / "config.yaml"
+    if not path.exists():
+        return {}
+    try:
+        import yaml
+        config = yaml.safe_load(path.read_text())
+    except Exception:  # a broken config must not stop the figures
+        return {}
+    return config if isinstance(config, dict) else {}
+
+
+def _approach_key(name: str):
+    return (APPROACH_ORDER.index(name), "") if name in APPROACH_ORDER else (len(APPROACH_ORDER), name)
+
+
+def _unknown_key(split: str, order: List[str]):
+    rank = {"devanagari": 0, "letters": 1}.get(split, 2)
+    return rank, order.index(split)
+
+
+def _probabilities(approach: str, data: Dict[str, np.ndarray]) -> np.ndarray:
+    """Known-class probabilities the approach thresholds: C+1 softmax for background, else softmax."""
+    score = APPROACHES.get(approach).evaluations[0][1]
+    return compute_scores("background" if score == "background" else "softmax", data["logits"])
+
+
+class RunFigure(NamedTuple):
+    """One figure of a run: its report section, file stem (no extension) and the Figure."""
+
+    section: str
+    stem: str
+    figure: Figure
+
+
+def _section_title(split: str) -> str:
+    if split == "letters":
+        return "Known unknowns: EMNIST letters test set (D_b), supplementary figure"
+    if split == "devanagari":
+        return "Devanagari unknowns (D_a): Figs. 1 and 2"
+    return f"{style.unknown_name(split)} unknowns (D_a)"
+
+
+def _file_part(split: str) -> str:
+    """A split name made safe for a file name (names may come from user-given paths)."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", split).strip("._") or "unknowns"
+
+
+def _set_label(split: str) -> str:
+    return style.unknown_name(split) if split == "letters" else f"{style.unknown_name(split)} unknowns"
+
+
+def plot_run(run_dir, formats: Sequence[str] = ("png",), out_dir=None, *,
+             max_points: Optional[int] = DEFAULT_MAX_POINTS,
+             log: Callable[[str], None] = print) -> Dict[str, List[str]]:
+    """Draw every figure of a run into ``out_dir`` (default ``RUN/figures``).
+
+    Args:
+        run_dir: a run directory with ``seed<k>/<approach>/outputs.npz`` files.
+        formats: any of ``png`` (default), ``pdf``, ``svg`` (anything matplotlib writes).
+        max_points: deep-feature plots show at most this many knowns and unknowns (seeded
+            subsample, noted on the plot); None shows all.
+        log: receives one line per figure or panel that is skipped, and why.
+
+    Returns:
+        ``{section title: [figure paths relative to run_dir]}``, one section per unknown set,
+        one path per figure in the first embeddable format requested (png, else svg, else
+        the first format); every requested format is written.
+
+    Raises:
+        FileNotFoundError: ``run_dir`` does not exist.
+        ValueError: no outputs to plot, or a format matplotlib cannot write.
+    """
+    return draw_run(run_dir, formats, out_dir, max_points=max_points, log=log)[0]
+
+
+def draw_run(run_dir, formats: Sequence[str] = ("png",), out_dir=None, *,
+             max_points: Optional[int] = DEFAULT_MAX_POINTS,
+             log: Callable[[str], None] = print) -> Tuple[Dict[str, List[str]], List[Path]]:
+    """:func:`plot_run`, also returning every file written (all formats)."""
+    run_dir = Path(run_dir)
+    formats = check_formats(formats)
+    out_dir = Path(out_dir) if out_dir is not None else run_dir / "figures"
+    preferred = next((f for f in EMBEDDABLE if f in formats), formats[0])
+    sections: Dict[str, List[str]] = {}
+    written: List[Path] = []
+    for item in iter_run_figures(run_dir, max_points=max_points, log=log):
+        written += save_figure(item.figure, out_dir / item.stem, formats)
+        sections.setdefault(item.section, []).append(
+            Path(os.path.relpath(out_dir / f"{item.stem}.{preferred}", run_dir)).as_posix())
+    return sections, written
+
+
+def _load_run(run_dir: Path, log) -> Dict[str, Dict[int, Outputs]]:
+    if not run_dir.is_dir():
+        raise FileNotFoundError(f"run directory {run_dir} does not exist")
+    runs: Dict[str, Dict[int, Outputs]] = {}
+    for seed, approach, outputs in iter_run_outputs(run_dir):
+        if approach not in APPROACHES:
+            log(f"plot: {approach} (seed {seed}) is not a registered approach; skipped")
+        elif "known" not in outputs:
+            log(f"plot: {approach} (seed {seed}) has no 'known' split; skipped")
+        else:
+            runs.setdefault(approach, {})[seed] = outputs
+    if not runs:
+        raise ValueError(f"run directory {run_dir} holds no seed*/<approach>/outputs.npz of a registered "
+                         "approach; nothing to plot")
+    return runs
+
+
+def iter_run_figures(run_dir, *, max_points: Optional[int] = DEFAULT_MAX_POINTS,
+                     log: Callable[[str], None] = print) -> Iterator[RunFigure]:
+    """Build the figures of :func:`plot_run` one at a time, without saving them.
+
+    Yields one :class:`RunFigure` at a time, in report order: per unknown set, ``features_<set>``
+    (2-D feature models only), ``softmax_hist_<set>``, ``magnitude_hist_<set>``,
+    ``oscr_<set>`` and ``oscr_counts_<set>``. The run is read before the first figure, so
+    errors about it are raised by the first ``next()``.
+    """
+    run_dir = Path(run_dir)
+    runs = _load_run(run_dir, log)
+    approaches = sorted(runs, key=_approach_key)
+    first = {a: runs[a][min(runs[a])] for a in approaches}
+    split_order: List[str] = []
+    for a in approaches:
+        for outputs in runs[a].values():
+            split_order += [s for s in outputs if s != "known" and s not in split_order]
+    unknown_sets = sorted(split_order, key=lambda s: _unknown_key(s, split_order))
+    if not unknown_sets:
+        log(f"plot: {run_dir} has no unknown test set (only 'known'); no figures to draw")
+
+    config = _run_config(run_dir)
+    model_title = style.model_name(config["model"]) if config.get("model") else None
+    caveat = " (smoke budget: not a result)" if config.get("budget") == "smoke" else ""
+    openmax = _OpenMaxModels(run_dir, config.get("openmax") if isinstance(config.get("openmax"), dict) else None,
+                             log)
+
+    def suptitle(fig, kind, label, detail):
+        fig.suptitle(style.title(model_title, kind, label, detail) + caveat, fontsize=11)
+
+    def seed_note(approach):
+        return f"seed {min(runs[approach])}"
+
+    # Deep-feature plots need 2-D features; fit the logit weights once per approach.
+    weights: Dict[str, Optional[np.ndarray]] = {}
+    for a in approaches:
+        dim = first[a]["known"]["features"].shape[1]
+        if dim != 2:
+            log(f"plot: no deep-feature plot for {a}: its features are {dim}-D (needs 2-D)")
+            continue
+        w, residual = logit_weights(np.concatenate([d["features"] for d in first[a].values()]),
+                                    np.concatenate([d["logits"] for d in first[a].values()]))
+        if residual > MAX_BORDER_RESIDUAL:
+            log(f"plot: class borders of {a} omitted: its logits are not linear in F "
+                f"(relative residual {residual:.2g}; a logit layer with bias?)")
+            w = None
+        weights[a] = w
+
+    for split in unknown_sets:
+        section, label = _section_title(split), _set_label(split)
+        have = [a for a in approaches if split in first[a] and len(first[a][split]["labels"])]
+        if not have:
+            continue
+
+        with_features = [a for a in have if a in weights]
+        if with_features:
+            fig, axes = new_figure(len(with_features), panel_size=(3.6, 3.7))
+            for ax, a in zip(axes[0], with_features):
+                known, unknown = first[a]["known"], first[a][split]
+                plot_features(known["features"], known["labels"], unknown["features"], weights=weights[a],
+                              ax=ax, num_classes=_probabilities(a, known).shape[1], unknown_label=label,
+                              max_points=max_points, seed=0, title=style.approach_name(a), legend=False)
+            handles, labels = axes[0, 0].get_legend_handles_labels()
+            fig.legend(handles, labels, loc="outside right center", fontsize=8, markerscale=5,
+                       frameon=False, handletextpad=0.2, title="class", title_fontsize=8)
+            suptitle(fig, "deep features", label, seed_note(with_features[0]))
+            yield RunFigure(section, f"features_{_file_part(split)}", fig)
+
+        fig, axes = new_figure(len(have), panel_size=(3.6, 3.0))
+        for ax, a in zip(axes[0], have):
+            known, unknown = first[a]["known"], first[a][split]
+            values = softmax_histogram_values(_probabilities(a, known), known["labels"], _probabilities(a, unknown))
+            plot_softmax_histogram(*values, ax=ax, title=style.approach_name(a), legend=False,
+                                   unknown_label=f"{label}: max known class")
+        _shared_legend(fig, axes[0, 0])
+        suptitle(fig, "softmax scores", label, seed_note(have[0]))
+        yield RunFigure(section, f"softmax_hist_{_file_part(split)}", fig)
+
+        fig, axes = new_figure(len(have), panel_size=(3.6, 3.0))
+        for ax, a in zip(axes[0], have):
+            known, unknown = first[a]["known"], first[a][split]
+            plot_magnitude_histogram(feature_magnitude(known["features"]), feature_magnitude(unknown["features"]),
+                                     ax=ax, title=style.approach_name(a), legend=False, unknown_label=label)
+        _shared_legend(fig, axes[0, 0])
+        suptitle(fig, "deep-feature magnitudes", label, seed_note(have[0]))
+        yield RunFigure(section, f"magnitude_hist_{_file_part(split)}", fig)
+
+        for counts, stem in ((False, f"oscr_{_file_part(split)}"), (True, f"oscr_counts_{_file_part(split)}")):
+            series, n_seeds = _oscr_series(runs, have, split, counts, openmax)
+            fig, axes = new_figure(panel_size=(7.6, 4.4))
+            plot_oscr(series, ax=axes[0, 0], counts=counts)
+            suptitle(fig, "OSCR", label, f"mean ± std over {n_seeds} seeds" if n_seeds > 1 else seed_note(have[0]))
+            yield RunFigure(section, stem, fig)
+
+
+def _shared_legend(fig: Figure, ax) -> None:
+    """One legend below a row of histogram panels (the sample sizes differ per panel: dropped)."""
+    handles, labels = ax.get_legend_handles_labels()
+    fig.legend(handles, [lab.split(" (n=")[0] for lab in labels], loc="outside lower center", ncols=2,
+               fontsize=8, frameon=False)
+
+
+def _oscr_series(runs: Dict[str, Dict[int, Outputs]], approaches: List[str], split: str, counts: bool,
+                 openmax: "_OpenMaxModels"):
+    """One series per evaluation row, averaged over the seeds that have ``split``.
+
+    Scores come from ``experiments.evaluation.known_vs_unknown``, so the curves are those
+    behind the report's numbers; the 'openmax' row needs the fitted OpenMax of its seed
+    and is left out where the run has no ``fit_outputs.npz``.
+    """
+    series, n_seeds = [], 1
+    for a in approaches:
+        seeds = [s for s in sorted(runs[a]) if split in runs[a][s]]
+        n_seeds = max(n_seeds, len(seeds))
+        for row, score in APPROACHES.get(a).evaluations:
+            curves, n_unknown = [], 1
+            for s in seeds:
+                model = openmax.get(a, s) if score == "openmax" else None
+                if score == "openmax" and model is None:
+                    continue
+                scores, labels = known_vs_unknown(runs[a][s], split, score, model)
+                fpr, ccr, _ = oscr(scores, labels, counts=counts)
+                curves.append((fpr, ccr))
+                n_unknown = max(n_unknown, int((labels < 0).sum()))
+            if curves:
+                series.append(oscr_series(row, curves, n_unknown, counts=counts))
+    return series, n_seeds
+
+
+class _OpenMaxModels:
+    """OpenMax fitted once per (approach, seed) on its ``fit_outputs.npz``; None where absent."""
+
+    def __init__(self, run_dir: Path, params: Optional[Dict], log):
+        self.run_dir, self.params, self.log = run_dir, params, log
+        self._models: Dict[Tuple[str, int], object] = {}
+
+    def get(self, approach: str, seed: int):
+        key = (approach, seed)
+        if key not in self._models:
+            fit = load_fit_outputs(self.run_dir / f"seed{seed}" / approach)
+            if fit is None:
+                self.log(f"plot: no OpenMax curve for {approach} seed {seed}: "
+                         f"seed{seed}/{approach}/fit_outputs.npz is missing")
+                self._models[key] = None
+            else:
+                try:
+                    self._models[key] = fit_openmax(fit, self.params)
+                except ValueError as exc:  # e.g. too few training samples for the tail size
+                    self.log(f"plot: no OpenMax curve for {approach} seed {seed}: {exc}")
+                    self._models[key] = None
+        return self._models[key]

@@ -1,0 +1,118 @@
+"""Fixed colours, names and axis labels shared by every figure.
+
+One colour per approach (evaluation row) across all figures, from the colour-blind-safe
+Okabe–Ito palette; the rows that share a trained network also differ in line style
+(``objectosphere-scaled`` is dashed). The ten digit classes use matplotlib's ``tab10``.
+Known and unknown samples keep the paper's green / red meaning, in the Okabe–Ito shades
+that stay apart for red-green colour blindness.
+"""
+from __future__ import annotations
+
+import zlib
+from typing import Dict, List, Optional, Tuple
+
+from matplotlib import colormaps
+
+# Okabe & Ito (2008), "Color Universal Design".
+OKABE_ITO = {
+    "black": "#000000", "orange": "#E69F00", "sky blue": "#56B4E9", "bluish green": "#009E73",
+    "yellow": "#F0E442", "blue": "#0072B2", "vermillion": "#D55E00", "reddish purple": "#CC79A7",
+}
+
+#: Colour of every evaluation row / approach, the same in every figure.
+APPROACH_COLORS: Dict[str, str] = {
+    "softmax": OKABE_ITO["orange"],
+    "background": OKABE_ITO["sky blue"],
+    "entropic": OKABE_ITO["bluish green"],
+    "objectosphere": OKABE_ITO["blue"],
+    "objectosphere-scaled": OKABE_ITO["vermillion"],
+    "openmax": OKABE_ITO["reddish purple"],
+    "ensemble": OKABE_ITO["black"],
+}
+#: Line style per row; rows not listed are solid.
+APPROACH_LINESTYLES: Dict[str, str] = {"objectosphere-scaled": "--", "ensemble": "-."}
+
+#: Display names of approaches / evaluation rows.
+APPROACH_NAMES: Dict[str, str] = {
+    "softmax": "Softmax",
+    "background": "Background",
+    "entropic": "Entropic Open-Set",
+    "objectosphere": "Objectosphere",
+    "objectosphere-scaled": "Objectosphere (S·‖F‖)",
+    "openmax": "OpenMax",
+    "ensemble": "MLP ensemble",
+}
+
+#: Display names of unknown sets (split names of ``experiments.outputs``).
+UNKNOWN_NAMES: Dict[str, str] = {
+    "letters": "EMNIST letters (D_b)",
+    "devanagari": "Devanagari",
+    "notmnist": "notMNIST",
+    "cifar10": "CIFAR-10",
+    "cifar100": "CIFAR-100",
+    "svhn": "SVHN",
+}
+
+MODEL_NAMES: Dict[str, str] = {"lenet++": "LeNet++", "resnet18": "ResNet-18"}
+
+#: Known samples (D_c) and unknown samples (D_a / D_b) in histograms.
+KNOWN_COLOR = OKABE_ITO["bluish green"]
+UNKNOWN_COLOR = OKABE_ITO["vermillion"]
+#: Unknown samples in deep-feature plots (the paper's black dots).
+UNKNOWN_POINT_COLOR = "#000000"
+#: Class borders in deep-feature plots: dark dashes on a white halo (the paper's grey-white).
+BORDER_COLOR = "0.25"
+
+# Fallback for rows that have no fixed colour: matplotlib's colour-blind Tableau palette,
+# picked by a stable hash of the name (so a row keeps its colour from figure to figure).
+_FALLBACK = ["#006BA4", "#FF800E", "#ABABAB", "#595959", "#5F9ED1", "#C85200", "#898989",
+             "#A2C8EC", "#FFBC79", "#CFCFCF"]
+
+LABEL_FPR = "FPR (fraction of unknowns accepted)"
+LABEL_FP_COUNT = "false positives (number of unknowns accepted)"
+LABEL_CCR = "CCR (fraction of knowns correctly classified)"
+LABEL_MAGNITUDE = "‖F‖ (deep-feature magnitude)"
+LABEL_DENSITY = "density (normalised)"
+LABEL_COUNT_LOG = "count (log)"
+LABEL_PROBABILITY = "softmax probability"
+LABEL_THRESHOLD = "confidence threshold θ"
+
+
+def approach_color(name: str) -> str:
+    """Fixed colour of an approach or evaluation row."""
+    if name in APPROACH_COLORS:
+        return APPROACH_COLORS[name]
+    return _FALLBACK[zlib.crc32(name.encode()) % len(_FALLBACK)]
+
+
+def approach_linestyle(name: str) -> str:
+    return APPROACH_LINESTYLES.get(name, "-")
+
+
+def approach_name(name: str) -> str:
+    return APPROACH_NAMES.get(name, name)
+
+
+def unknown_name(split: str) -> str:
+    return UNKNOWN_NAMES.get(split, split)
+
+
+def model_name(model: Optional[str]) -> str:
+    if not model:
+        return "model"
+    return MODEL_NAMES.get(model, model)
+
+
+def class_colors(num_classes: int) -> List[Tuple[float, float, float, float]]:
+    """``tab10`` for up to 10 classes, ``tab20`` up to 20, evenly spaced ``turbo`` beyond."""
+    if num_classes <= 10:
+        return [colormaps["tab10"](i) for i in range(num_classes)]
+    if num_classes <= 20:
+        return [colormaps["tab20"](i) for i in range(num_classes)]
+    cmap = colormaps["turbo"]
+    return [cmap(i / max(num_classes - 1, 1)) for i in range(num_classes)]
+
+
+def title(*parts: Optional[str]) -> str:
+    """``"LeNet++ · Entropic Open-Set · Devanagari unknowns"`` from the non-empty parts."""
+    return " · ".join(p for p in parts if p)
