@@ -118,3 +118,16 @@ def test_shipped_lenet_config_defines_every_budget(budget):
         assert (cfg.optimizer, cfg.lr, cfg.batch_size, cfg.epochs, cfg.xi, cfg.lambda_) == \
             ("adam", 0.01, 128, 70, 50.0, 1e-4)
         assert cfg.model_kwargs["activation"] == "none" and cfg.protocol_limits == {}
+
+
+def test_train_command_trains_selected_approaches_and_protects_existing_runs(real_data_dir, tmp_path, capsys):
+    out = tmp_path / "trained"
+    args = ["train", "lenet++", "--budget", "smoke", "--approach", "entropic", "--out", str(out),
+            "--no-progress", "--data-dir", str(real_data_dir)]
+    assert main(args) == 0
+    assert [p.parent.name for p in out.glob("seed0/*/outputs.npz")] == ["entropic"]
+    assert main(args) == 1  # an existing run is never overwritten silently
+    assert "--resume" in capsys.readouterr().err
+    assert main(args + ["--resume"]) == 0
+    assert main(["train", "lenet++", "--budget", "smoke", "--approach", "magic", "--out", str(out)]) == 1
+    assert "magic" in capsys.readouterr().err

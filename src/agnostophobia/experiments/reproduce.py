@@ -20,6 +20,7 @@ import yaml
 from agnostophobia.data import build_protocol
 from agnostophobia.experiments.outputs import FIT_OUTPUTS, save_outputs
 from agnostophobia.experiments.report import write_metrics, write_report
+from agnostophobia.training.approaches import APPROACHES
 from agnostophobia.training.checkpoint import atomic_write
 from agnostophobia.training.config import ExperimentConfig, TrainConfig, load_experiment
 from agnostophobia.training.trainer import fit, is_finished, predict, resolve_device
@@ -67,7 +68,9 @@ def train_and_store(experiment: ExperimentConfig, out: Path, log=print) -> Dict:
                 protocol = protocol_for(cfg, seed)
                 notes = list(protocol.notes)
             start = time.perf_counter()
-            log(f"[seed {seed}] {approach}: training on {len(protocol.train.labels):,} samples "
+            n_known = int((protocol.train.labels >= 0).sum())
+            n_unknown = len(protocol.train.labels) - n_known if APPROACHES.get(approach).uses_unknowns else 0
+            log(f"[seed {seed}] {approach}: training on {n_known:,} knowns + {n_unknown:,} known unknowns "
                 f"for {cfg.epochs} epoch(s) on {resolve_device(cfg.device)}")
             run = fit(cfg, protocol, run_dir, resume=True)
             if approach == "softmax":  # OpenMax is fitted on the training knowns' logits
