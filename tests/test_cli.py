@@ -1,0 +1,24 @@
+"""The command line: entry points and one-line errors."""
+import subprocess
+import sys
+
+from agnostophobia import __version__
+from agnostophobia.cli import main
+
+
+def test_python_dash_m_entry_point():
+    result = subprocess.run([sys.executable, "-m", "agnostophobia", "--version"], capture_output=True, text=True)
+    assert result.returncode == 0 and result.stdout.strip() == f"agnostophobia {__version__}"
+
+
+def test_every_command_is_wired(capsys):
+    assert main([]) == 2
+    help_text = capsys.readouterr().out
+    for command in ("reproduce", "train", "evaluate", "plot", "data"):
+        assert command in help_text
+
+
+def test_bad_experiment_name_is_one_line(capsys):
+    assert main(["reproduce", "no-such-experiment", "--budget", "smoke"]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "no-such-experiment" in err[0] and "lenet++" in err[0]
