@@ -49,7 +49,7 @@ def main(argv=None) -> int:
         print(f"agnostophobia: error: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
-        print("agnostophobia: interrupted (checkpoints written so far are kept; use --resume)",
+        print("agnostophobia: interrupted (checkpoints written so far are kept; run the same command again to resume)",
               file=sys.stderr)
         return 130
 

@@ -20,7 +20,7 @@ def add_commands(subparsers) -> None:
     p.add_argument("--lenet-run", type=Path, help="ensemble only: a LeNet++ reproduction to compare against "
                                                   "(default: runs/lenet++-BUDGET when it exists)")
     p.add_argument("--budget", choices=("smoke", "cpu", "paper"),
-                   help="smoke (<1 min, not a result), cpu (<=45 min on 2 cores), paper (the authors' protocol); "
+                   help="smoke (<1 min, not a result), cpu (a shortened run for 2 CPU cores: <=45 min for lenet++ and cifar, <=20 min for ensemble), paper (the authors' protocol); "
                         "default: paper with CUDA, else cpu")
     p.add_argument("--seeds", type=int, help="number of seeds (default: the budget's)")
     p.add_argument("--out", type=Path, help="output directory (default: runs/EXPERIMENT-BUDGET); "

@@ -1,0 +1,5 @@
+"""Baselines the paper compares against.
+
+* :mod:`.ensemble`: the adversarially trained deep ensemble of MLPs of Lakshminarayanan
+  et al. (NIPS 2017), paper Fig. 3b/3c (``agnostophobia reproduce ensemble``).
+"""
