@@ -14,10 +14,11 @@ from typing import Callable, Dict, List, Optional, Tuple
 
 import numpy as np
 
-from agnostophobia.errors import ConfigError
+from agnostophobia.errors import ConfigError, DataError
 from agnostophobia.registry import Registry
-from agnostophobia.data.datasets import CIFAR100_COARSE, CIFAR10_CLASSES, DIGITS, DatasetSplit, load_dataset
-from agnostophobia.data.paths import PathLike
+from agnostophobia.data.datasets import (CIFAR100_COARSE, CIFAR10_CLASSES, DATASETS, DIGITS, DatasetSplit,
+                                         load_dataset)
+from agnostophobia.data.paths import PathLike, data_dir as resolve_data_dir
 from agnostophobia.data.preprocess import check_polarity, to_chw, to_lenet
 
 
@@ -76,6 +77,34 @@ def build_protocol(name: str, data_dir: Optional[PathLike] = None, seed: int = 0
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
         raise ConfigError(f"seed must be a non-negative integer, got {seed!r}")
     return factory(data_dir=data_dir, seed=int(seed), **limits)
+
+
+def require_datasets(names, data_dir: Optional[PathLike] = None, needed_by: str = "") -> None:
+    """Raise one :class:`DataError` naming every dataset of ``names`` absent from the data
+    directory, with the single ``agnostophobia data fetch`` command that gets them all."""
+    root = resolve_data_dir(data_dir)
+    missing = [DATASETS.get(n) for n in names if DATASETS.get(n).find(root) is None]
+    if not missing:
+        return
+    targets = " ".join(dict.fromkeys(info.fetch_as or info.name for info in missing))
+    if len(missing) == 1:
+        message = f"{missing[0].name} not found in {root}; {missing[0].fetch_hint()}"
+    else:
+        message = (f"{', '.join(i.name for i in missing[:-1])} and {missing[-1].name} not found in {root}; "
+                   f"get them with `agnostophobia data fetch {targets}`")
+    raise DataError(message + (f" ({needed_by})" if needed_by else ""))
+
+
+# The datasets each protocol reads: `reproduce` checks them before it writes anything.
+PROTOCOL_DATASETS = {"lenet++": ("mnist", "letters", "devanagari", "notmnist", "cifar10"),
+                     "cifar": ("cifar100", "svhn", "cifar10"), "cifar10-split": ("cifar10",)}
+PROTOCOL_DATA_HINTS = {"cifar": "the `cifar` protocol needs CIFAR-10, CIFAR-100 and SVHN; "
+                                "`--protocol cifar10-split` runs on CIFAR-10 alone"}
+
+
+def require_protocol_data(name: str, data_dir: Optional[PathLike] = None) -> None:
+    """:func:`require_datasets` for a registered protocol (no check for other names)."""
+    require_datasets(PROTOCOL_DATASETS.get(name, ()), data_dir, PROTOCOL_DATA_HINTS.get(name, ""))
 
 
 # ------------------------------------------------------------------ sampling
@@ -217,7 +246,8 @@ def cifar_protocol(data_dir=None, seed: int = 0, **limits) -> OpenSetProtocol:
     """Sec. 5: CIFAR-10 known; half of the CIFAR-100 super-classes as D_b', the other
     half (test images) and SVHN test as unknowns."""
     b = _Builder("cifar", seed, limits, _chw_input, polarity=False)
-    # Fail on the optional, usually absent sets before the slow CIFAR-10 decode.
+    # Fail on the optional, usually absent sets, all named at once, before the slow CIFAR-10 decode.
+    require_protocol_data("cifar", data_dir)
     c100_train = b.absorb(load_dataset("cifar100", "train", data_dir))
     c100_test = b.absorb(load_dataset("cifar100", "test", data_dir))
     svhn = b.absorb(load_dataset("svhn", "test", data_dir))

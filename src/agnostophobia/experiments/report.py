@@ -11,7 +11,12 @@ from agnostophobia.experiments.paper_numbers import PAPER_SIZES, TABLE1, TABLE2
 from agnostophobia.training.checkpoint import atomic_write
 
 UNKNOWN_TITLES = {"letters": "EMNIST letters test (D_b, known unknowns)", "devanagari": "Devanagari",
-                  "notmnist": "notMNIST", "cifar10": "CIFAR-10", "cifar100": "CIFAR-100 subset", "svhn": "SVHN"}
+                  "notmnist": "notMNIST", "cifar10": "CIFAR-10", "cifar100": "CIFAR-100 subset", "svhn": "SVHN",
+                  "cifar100-db": "CIFAR-100 D_b test (super-classes 0-9, known unknowns)",
+                  "cifar10-dog-truck": "CIFAR-10 dog + truck test (D_a)",
+                  "cifar10-horse-ship": "CIFAR-10 horse + ship test (D_b, known unknowns)"}
+# Table 1 of the paper is the LeNet++ experiment only.
+TABLE1_EXPERIMENT = "lenet++"
 
 
 def collect_results(run_dir: Path, openmax_params: Optional[Dict] = None):
@@ -87,17 +92,18 @@ def table2_markdown(metrics: Dict, experiment: str) -> str:
     return "\n".join(lines)
 
 
-def table1_markdown(metrics: Dict) -> str:
-    lines = ["| Algorithm | split | n | entropy (nats) | ‖F‖ | paper entropy | paper ‖F‖ |",
-             "|---|---|---:|---:|---:|---:|---:|"]
+def table1_markdown(metrics: Dict, experiment: str = TABLE1_EXPERIMENT) -> str:
+    with_paper = experiment == TABLE1_EXPERIMENT
+    lines = ["| Algorithm | split | n | entropy (nats) | ‖F‖ |" + (" paper entropy | paper ‖F‖ |" * with_paper),
+             "|---|---|---:|---:|---:|" + ("---:|---:|" * with_paper)]
     for row in metrics["table1"]:
         side = "known" if row["split"] == "known" else "unknown"
         paper = TABLE1.get(row["approach"], {}).get(side)
-        paper_cells = (f"{paper[0][0]:.3f} ± {paper[0][1]:.3f} | {paper[1][0]:.2f} ± {paper[1][1]:.2f}"
-                       if paper and row["split"] in ("known", "devanagari") else " | ")
+        paper_cells = (f" {paper[0][0]:.3f} ± {paper[0][1]:.3f} | {paper[1][0]:.2f} ± {paper[1][1]:.2f} |"
+                       if paper and row["split"] in ("known", "devanagari") else " | |") if with_paper else ""
         lines.append(f"| {row['approach']} | {row['split']} | {row['n']:,} | "
                      f"{row['entropy_mean']:.3f} ± {row['entropy_std']:.3f} | "
-                     f"{row['magnitude_mean']:.2f} ± {row['magnitude_std']:.2f} | {paper_cells} |")
+                     f"{row['magnitude_mean']:.2f} ± {row['magnitude_std']:.2f} |{paper_cells}")
     return "\n".join(lines)
 
 
@@ -113,6 +119,12 @@ def write_report(run_dir: Path, metrics: Dict, figures: Optional[Dict[str, List[
     elif budget != "paper":
         lines += [f"> **Shortened run (`{budget}` budget).** Fewer samples and epochs than the paper's protocol "
                   "(see Setup); the numbers are from this run, not the paper's.", ""]
+    if metrics.get("config_protocol"):
+        used = metrics.get("train_config", {}).get("protocol")
+        lines += [f"> **Protocol variant `{used}`, not the paper's `{metrics['config_protocol']}` protocol.** "
+                  f"The paper's numbers for this experiment were measured on a different protocol (other known "
+                  f"classes, other unknowns, other set sizes); they are **not comparable** and are not shown. "
+                  f"Which classes are known, known unknown (D_b') and unknown (D_a) is listed under Data.", ""]
     lines += ["## Setup", ""]
     for key in ("command", "device", "wall_time_s", "seeds", "approaches"):
         if key in metrics:
@@ -123,11 +135,14 @@ def write_report(run_dir: Path, metrics: Dict, figures: Optional[Dict[str, List[
         lines += ["", "### Not evaluated", ""] + [f"- {note}" for note in metrics["skipped"]]
     if metrics.get("data_notes"):
         lines += ["", "### Data", ""] + [f"- {note}" for note in metrics["data_notes"]]
+    paper_note = ("Paper values in italics." if experiment in TABLE2
+                  else "The paper reports no numbers for this run's protocol.")
+    table1_note = ("The paper reports D_a without naming the set; its values are shown beside our Devanagari row."
+                   if experiment == TABLE1_EXPERIMENT else "The paper's Table 1 covers the LeNet++ experiment only.")
     lines += ["", "## Table 2: CCR at FPR", "",
-              f"Readout: {metrics['fpr_readout']}. Paper values in italics.", "",
+              f"Readout: {metrics['fpr_readout']}. {paper_note}", "",
               table2_markdown(metrics, experiment), "## Table 1: entropy and deep-feature magnitude", "",
-              "Mean ± std over samples. The paper reports D_a without naming the set; its values are shown "
-              "beside our Devanagari row.", "", table1_markdown(metrics), ""]
+              f"Mean ± std over samples. {table1_note}", "", table1_markdown(metrics, experiment), ""]
     if figures:
         lines += ["## Figures", ""]
         for title, paths in figures.items():

@@ -94,6 +94,7 @@ def reproduce(experiment_name: str, budget: Optional[str] = None, seeds: Optiona
     budget = budget or default_budget()
     experiment = load_experiment(experiment_name).for_budget(budget)
     overrides = {"progress": progress}
+    config_protocol = experiment.train.protocol
     if protocol and protocol != experiment.train.protocol:
         from agnostophobia.data import PROTOCOLS
 
@@ -110,6 +111,10 @@ def reproduce(experiment_name: str, budget: Optional[str] = None, seeds: Optiona
         experiment.seeds = seeds
     name = experiment.train.name
     out = Path(out or Path("runs") / f"{name}-{budget}")
+    if not out.exists():  # a fresh run: stop on missing data before writing anything
+        from agnostophobia.data.protocols import require_protocol_data
+
+        require_protocol_data(experiment.train.protocol, experiment.train.data_dir)
     out.mkdir(parents=True, exist_ok=True)
     resolved = {**experiment.train.to_dict(), "approaches": experiment.approaches, "seeds": experiment.seeds,
                 "budget": budget}
@@ -129,6 +134,8 @@ def reproduce(experiment_name: str, budget: Optional[str] = None, seeds: Optiona
         "data_notes": stored["data_notes"],
         "timings_s": stored["timings_s"],
     }
+    if experiment.train.protocol != config_protocol:  # a variant: the report must not compare it to the paper
+        meta["config_protocol"] = config_protocol
     atomic_write(out / "run_meta.json", lambda tmp: Path(tmp).write_text(json.dumps(meta, indent=1)))
     finish_run(out, meta, plots=plots, log=log)
     return out
