@@ -144,7 +144,9 @@ def test_cifar10_split_real(real_data_dir):
 def test_cifar_protocol_stops_cleanly_here(real_data_dir):
     from agnostophobia.errors import DataError
 
-    with pytest.raises(DataError, match=r"^cifar100 not found in .*; get it with `agnostophobia data fetch cifar100`"):
+    # both missing sets are named in one message with one command that fetches them
+    with pytest.raises(DataError, match=r"^cifar100 and svhn not found in .*; "
+                                        r"get them with `agnostophobia data fetch cifar100 svhn`"):
         build_protocol("cifar", real_data_dir)
 
 
