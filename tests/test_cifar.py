@@ -42,7 +42,7 @@ def test_paper_budget_is_resnet18_on_the_cifar_protocol():
     assert (objectosphere.xi, objectosphere.lambda_) == (10.0, 0.01)
 
 
-@pytest.mark.parametrize("budget, width, epochs", [("smoke", 8, 1), ("cpu", 16, 10)])
+@pytest.mark.parametrize("budget, width, epochs", [("smoke", 8, 1), ("cpu", 16, 20)])
 def test_shortened_budgets(budget, width, epochs):
     cfg = load_experiment("cifar").for_budget(budget).train
     assert cfg.protocol == "cifar"  # the protocol is chosen with --protocol, never by a budget
