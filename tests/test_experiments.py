@@ -131,3 +131,19 @@ def test_train_command_trains_selected_approaches_and_protects_existing_runs(rea
     assert main(args + ["--resume"]) == 0
     assert main(["train", "lenet++", "--budget", "smoke", "--approach", "magic", "--out", str(out)]) == 1
     assert "magic" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("with_openmax", [True, False])
+def test_report_states_openmax_settings_only_when_it_was_evaluated(tmp_path, with_openmax):
+    from agnostophobia.experiments.report import write_report
+
+    def row(name):
+        return {"approach": name, "unknowns": "notmnist", "num_known": 10, "num_unknown": 20,
+                "ccr_at_fpr": dict.fromkeys(FPR_KEYS), "closed_set_accuracy": 0.9, "auroc": 0.8}
+
+    rows = [row("softmax")] + ([row("openmax")] if with_openmax else [])
+    metrics = {"experiment": "lenet++", "budget": "cpu", "fpr_readout": "x", "results": rows, "table1": [],
+               "train_config": {"openmax": {"tail_size": 20, "alpha": 3, "distance": "eucos"}}}
+    report = write_report(tmp_path, metrics).read_text()
+    assert ("### OpenMax" in report) == with_openmax
+    assert ("class-0 score" in report) == with_openmax

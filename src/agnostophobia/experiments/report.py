@@ -140,6 +140,15 @@ def write_report(run_dir: Path, metrics: Dict, figures: Optional[Dict[str, List[
             lines.append(f"- **{key}**: {metrics[key]}")
     for key, value in metrics.get("train_config", {}).items():
         lines.append(f"- `{key}`: {value}")
+    if any(r["approach"] == "openmax" for r in metrics["results"]):
+        params = metrics.get("train_config", {}).get("openmax", {})
+        lines += ["", "### OpenMax", "",
+                  f"- Bendale & Boult (CVPR 2016) on the softmax model's logits, {params}: mean activation "
+                  "vectors and Weibull tails (libMR FitHigh semantics, our own fit) from correctly classified "
+                  "training knowns; alpha-rank recalibration; softmax over C+1.",
+                  "- Deviations from the agnostophobia authors' OpenMax, all deliberate: logits instead of "
+                  "softmax values; the unknown activation is sum_i v_i (1 - w_i) without mixing in the "
+                  "class-0 score; only correctly classified samples (their code used all)."]
     if metrics.get("skipped"):
         lines += ["", "### Not evaluated", ""] + [f"- {note}" for note in metrics["skipped"]]
     if metrics.get("data_notes"):
