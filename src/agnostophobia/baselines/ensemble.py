@@ -67,8 +67,10 @@ from torch import nn
 
 from agnostophobia.data import check_polarity, load_dataset, stratified_subset, to_lenet
 from agnostophobia.errors import ConfigError
-from agnostophobia.experiments.evaluation import FPR_KEYS, FPR_TARGETS, aggregate_seeds, known_vs_unknown
+from agnostophobia.experiments.evaluation import (FPR_KEYS, FPR_TARGETS, aggregate_seeds, finite_or_none,
+                                                  known_vs_unknown)
 from agnostophobia.experiments.outputs import iter_run_outputs
+from agnostophobia.experiments.report import format_value, json_default
 from agnostophobia.metrics import (accuracy_vs_confidence, auroc, ccr_at_fpr, fpr_at_tpr, oscr,
                                    precision_vs_confidence)
 from agnostophobia.scores import softmax_scores
@@ -475,10 +477,6 @@ def load_probabilities(path: Path) -> Dict[str, Tuple[np.ndarray, np.ndarray]]:
 
 # ------------------------------------------------------------------------ evaluation
 
-def _finite_or_none(value) -> Optional[float]:
-    return float(value) if value is not None and np.isfinite(value) else None
-
-
 def result_row(approach: str, model: str, scores: np.ndarray, labels: np.ndarray, seed: int) -> Dict[str, Any]:
     """CCR at FPR 1e-4..1e-1 (null where |D_a| is too small), closed-set accuracy, AUROC, FPR95."""
     known = labels >= 0
@@ -486,7 +484,7 @@ def result_row(approach: str, model: str, scores: np.ndarray, labels: np.ndarray
     confidence = scores.max(axis=1)
     return {"approach": approach, "model": model, "unknowns": UNKNOWN, "seed": seed,
             "num_known": int(known.sum()), "num_unknown": int((~known).sum()),
-            "ccr_at_fpr": {k: _finite_or_none(v) for k, v in zip(FPR_KEYS, ccr)},
+            "ccr_at_fpr": {k: finite_or_none(v) for k, v in zip(FPR_KEYS, ccr)},
             "closed_set_accuracy": float((scores[known].argmax(1) == labels[known]).mean()),
             "auroc": float(auroc(confidence, labels)),
             "fpr_at_95tpr": float(fpr_at_tpr(confidence, labels, 0.95))}
@@ -608,15 +606,6 @@ def plot_figures(out: Path, collector: _Collector, budget: str) -> Dict[str, Lis
 
 # ---------------------------------------------------------------------------- report
 
-def _fmt(value: Optional[float], std: Optional[float] = None, digits: int = 4) -> str:
-    if value is None:
-        return "N/A"
-    text = f"{value:.{digits}f}"
-    if std:
-        text += f" ± {std:.{digits}f}"
-    return text
-
-
 DEVIATIONS = [
     "**Hyper-parameters we chose.** Lakshminarayanan et al. fix the architecture (3 hidden layers of 200 ReLU "
     "units), M = 5, the NLL, FGSM adversarial training at epsilon = 1 % of the input range and Adam; the "
@@ -658,7 +647,7 @@ def write_report(out: Path, metrics: Dict[str, Any], figures: Optional[Dict[str,
               f"- **device**: {metrics['device']}",
               f"- **wall time of this call**: {metrics['wall_time_s']:.1f} s; training time summed over members "
               f"(including earlier calls): {metrics['train_time_s']:.1f} s; mean training throughput "
-              f"{_fmt(metrics['train_images_per_s'], digits=0)} images/s (with FGSM)",
+              f"{format_value(metrics['train_images_per_s'], digits=0)} images/s (with FGSM)",
               f"- **budget**: `{budget}`; **ensembles (seeds)**: {cfg['seeds']}; **members**: {cfg['members']}",
               f"- **data**: {metrics['data']['train']:,} MNIST training images; knowns: "
               f"{metrics['data']['known']:,} MNIST test; unknowns: {metrics['data'][UNKNOWN]:,} notMNIST",
@@ -670,7 +659,7 @@ def write_report(out: Path, metrics: Dict[str, Any], figures: Optional[Dict[str,
               "last epoch: train loss | train acc. | train time (s) |", "|---:|---:|---:|---:|---:|---:|---:|"]
     for m in metrics["members"]:
         lines.append(f"| {m['seed']} | {m['member']} | {m['member_seed']} | {m['closed_set_accuracy']:.4f} | "
-                     f"{_fmt(m['train_loss'])} | {_fmt(m['train_accuracy'])} | {m['train_time_s']:.1f} |")
+                     f"{format_value(m['train_loss'])} | {format_value(m['train_accuracy'])} | {m['train_time_s']:.1f} |")
     lines += ["", "## CCR at FPR (notMNIST as unknowns)", "",
               f"Readout: {metrics['fpr_readout']}. Mean ± std over seeds where there are several. LeNet++ values "
               "of the paper's Table 2 in italics (the paper gives no table for the ensemble).", "",
@@ -683,11 +672,11 @@ def write_report(out: Path, metrics: Dict[str, Any], figures: Optional[Dict[str,
     for r in metrics["results"]:
         std = r.get("ccr_at_fpr_std") or {}
         lines.append(f"| {r['model']} | {r['display']} | " +
-                     " | ".join(_fmt(r["ccr_at_fpr"][k], std.get(k)) for k in FPR_KEYS) +
-                     f" | {_fmt(r['closed_set_accuracy'], r.get('closed_set_accuracy_std'))} | "
-                     f"{_fmt(r['auroc'])} | {r['num_known']:,} | {r['num_unknown']:,} |")
+                     " | ".join(format_value(r["ccr_at_fpr"][k], std.get(k)) for k in FPR_KEYS) +
+                     f" | {format_value(r['closed_set_accuracy'], r.get('closed_set_accuracy_std'))} | "
+                     f"{format_value(r['auroc'])} | {r['num_known']:,} | {r['num_unknown']:,} |")
         if r["model"] == "lenet++" and r["approach"] in paper:
-            lines.append(f"| *paper* | *{r['display']}* | " + " | ".join(f"*{_fmt(v)}*" for v in paper[r["approach"]])
+            lines.append(f"| *paper* | *{r['display']}* | " + " | ".join(f"*{format_value(v)}*" for v in paper[r["approach"]])
                          + " | | | | |")
     inv = metrics["invariance"]
     lines += ["", "## Scaling invariance (the paper's \"prone to scaling errors\")", ""]
@@ -695,8 +684,8 @@ def write_report(out: Path, metrics: Dict[str, Any], figures: Optional[Dict[str,
         lines.append(f"- seed {item['seed']}: OSCR curves of the ensemble and the squared ensemble identical: "
                      f"**{'yes' if item['oscr_identical'] else 'NO'}** ({item['oscr_points']:,} points); CCR@FPR "
                      f"identical: **{'yes' if item['ccr_at_fpr_identical'] else 'NO'}**; precision-vs-confidence "
-                     f"differs by up to {_fmt(item['precision_max_abs_difference'])} "
-                     f"(at threshold {_fmt(item['at_threshold'], digits=3)}).")
+                     f"differs by up to {format_value(item['precision_max_abs_difference'])} "
+                     f"(at threshold {format_value(item['at_threshold'], digits=3)}).")
     if metrics["lenet_notes"]:
         lines += ["", "## LeNet++ comparison", ""] + [f"- {n}" for n in metrics["lenet_notes"]]
     if figures:
@@ -718,12 +707,6 @@ def write_report(out: Path, metrics: Dict[str, Any], figures: Optional[Dict[str,
 
 
 # ------------------------------------------------------------------------ reproduce
-
-def _json_default(value):
-    if hasattr(value, "item"):
-        return value.item()
-    raise TypeError(f"not JSON serialisable: {type(value).__name__}")
-
 
 def _nan_to_none(values: np.ndarray) -> List[Optional[float]]:
     return [float(v) if np.isfinite(v) else None for v in values]
@@ -885,7 +868,7 @@ def reproduce_ensemble(budget: Optional[str] = None, seeds: Optional[int] = None
     figures = plot_figures(out, collector, budget) if plots else None
     metrics["wall_time_s"] = round(time.perf_counter() - began, 1)
     atomic_write(out / "metrics.json",
-                 lambda tmp: Path(tmp).write_text(json.dumps(metrics, indent=1, default=_json_default)))
+                 lambda tmp: Path(tmp).write_text(json.dumps(metrics, indent=1, default=json_default)))
     report = write_report(out, metrics, figures)
     log(f"report: {report}\nmetrics: {out / 'metrics.json'}")
     return out

@@ -78,7 +78,7 @@ def evaluate_outputs(approach: str, outputs: Dict[str, Dict[str, np.ndarray]],
                 "unknowns": unknown,
                 "num_known": int(known.sum()),
                 "num_unknown": int((~known).sum()),
-                "ccr_at_fpr": {key: _finite_or_none(v) for key, v in zip(_keys(fpr_targets), ccr)},
+                "ccr_at_fpr": {key: finite_or_none(v) for key, v in zip(_keys(fpr_targets), ccr)},
                 "closed_set_accuracy": float((scores[known].argmax(1) == labels[known]).mean()),
                 "auroc": float(auroc(confidence, labels)),
                 "fpr_at_95tpr": float(fpr_at_tpr(confidence, labels, 0.95)),
@@ -123,7 +123,7 @@ def _keys(targets: Sequence[float]) -> List[str]:
     return [f"{t:.0e}".replace("e-0", "e-") for t in targets]
 
 
-def _finite_or_none(value) -> float | None:
+def finite_or_none(value) -> float | None:
     return None if value is None or not np.isfinite(value) else float(value)
 
 

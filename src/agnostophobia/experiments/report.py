@@ -55,17 +55,17 @@ def write_metrics(run_dir: Path, meta: Dict) -> Dict:
         "per_seed": per_seed,
     }
     atomic_write(Path(run_dir) / "metrics.json",
-                 lambda tmp: Path(tmp).write_text(json.dumps(metrics, indent=1, default=_json_default)))
+                 lambda tmp: Path(tmp).write_text(json.dumps(metrics, indent=1, default=json_default)))
     return metrics
 
 
-def _json_default(value):
+def json_default(value):
     if hasattr(value, "item"):
         return value.item()
     raise TypeError(f"not JSON serialisable: {type(value).__name__}")
 
 
-def _fmt(value: Optional[float], std: Optional[float] = None, digits: int = 4) -> str:
+def format_value(value: Optional[float], std: Optional[float] = None, digits: int = 4) -> str:
     if value is None:
         return "N/A"
     text = f"{value:.{digits}f}"
@@ -90,12 +90,12 @@ def table2_markdown(metrics: Dict, experiment: str) -> str:
                   "|---|" + "---:|" * (len(FPR_KEYS) + 2)]
         for r in results:
             std = r.get("ccr_at_fpr_std") or {}
-            cells = [_fmt(r["ccr_at_fpr"][k], std.get(k)) for k in FPR_KEYS]
+            cells = [format_value(r["ccr_at_fpr"][k], std.get(k)) for k in FPR_KEYS]
             lines.append(f"| {r['approach']} | " + " | ".join(cells) +
-                         f" | {_fmt(r['closed_set_accuracy'])} | {_fmt(r['auroc'])} |")
+                         f" | {format_value(r['closed_set_accuracy'])} | {format_value(r['auroc'])} |")
             reference = paper.get(unknown, {}).get(r["approach"])
             if reference:
-                lines.append(f"| *paper: {r['approach']}* | " + " | ".join(f"*{_fmt(v)}*" for v in reference) +
+                lines.append(f"| *paper: {r['approach']}* | " + " | ".join(f"*{format_value(v)}*" for v in reference) +
                              " | | |")
         lines.append("")
     return "\n".join(lines)
