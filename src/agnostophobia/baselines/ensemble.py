@@ -74,7 +74,8 @@ from agnostophobia.experiments.report import format_value, json_default
 from agnostophobia.metrics import (accuracy_vs_confidence, auroc, ccr_at_fpr, fpr_at_tpr, oscr,
                                    precision_vs_confidence)
 from agnostophobia.scores import softmax_scores
-from agnostophobia.training.checkpoint import atomic_write, load_checkpoint, save_checkpoint, seed_everything
+from agnostophobia._atomic import atomic_write
+from agnostophobia.training.checkpoint import load_checkpoint, save_checkpoint, seed_everything
 from agnostophobia.training.trainer import epoch_order, resolve_device
 
 CONFIG_PATH = Path(__file__).resolve().parent.parent / "configs" / "ensemble.yaml"

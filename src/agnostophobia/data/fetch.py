@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence
 
 from agnostophobia import __version__
+from agnostophobia._atomic import atomic_write
 from agnostophobia.errors import DataError
 from agnostophobia.data.datasets import DATASETS, DatasetInfo, Resource, SplitUnavailable, load_dataset
 from agnostophobia.data.formats import md5_file, sha256_file
@@ -54,14 +55,8 @@ def _record_sum(directory: Path, filename: str, sha256: str) -> Path:
     sums = read_sums(directory)
     sums[filename] = sha256
     path = directory / SUMS_FILE
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{SUMS_FILE}.", suffix=".part")
-    try:
-        with os.fdopen(fd, "w") as fh:
-            fh.writelines(f"{h}  {name}\n" for name, h in sorted(sums.items()))
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
+    text = "".join(f"{h}  {name}\n" for name, h in sorted(sums.items()))
+    atomic_write(path, lambda tmp: Path(tmp).write_text(text))
     return path
 
 

@@ -16,7 +16,6 @@ import os
 import pickle
 import struct
 import tarfile
-import tempfile
 import zipfile
 import zlib
 from pathlib import Path
@@ -24,6 +23,7 @@ from typing import Callable, Dict, Iterable, Iterator, Optional, Sequence, Tuple
 
 import numpy as np
 
+from agnostophobia._atomic import atomic_write
 from agnostophobia.errors import DataError
 from agnostophobia.data.paths import cache_dir
 
@@ -344,16 +344,12 @@ def decode_jpeg_npz(path: Path, buf_key: str, off_key: str, hw: Tuple[int, int] 
 
 def _save_cache(target: Path, arr: np.ndarray) -> None:
     """Atomically write a cache file; an unwritable cache only costs time."""
+    def write(tmp: str) -> None:
+        with open(tmp, "wb") as fh:  # a file object: np.save would append ".npy" to a name
+            np.save(fh, arr)
+
     try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".tmp-", suffix=".npy")
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                np.save(fh, arr)
-            os.replace(tmp, target)
-        finally:
-            if os.path.exists(tmp):
-                os.remove(tmp)
+        atomic_write(target, write)
     except OSError:
         pass
 

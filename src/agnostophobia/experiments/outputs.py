@@ -14,13 +14,13 @@ Layout of a run directory::
 """
 from __future__ import annotations
 
-import os
 import re
-import tempfile
 from pathlib import Path
 from typing import Dict, Iterator, Tuple
 
 import numpy as np
+
+from agnostophobia._atomic import atomic_write
 
 SplitOutputs = Dict[str, np.ndarray]  # keys: logits, features, labels
 _FIELDS = ("logits", "features", "labels")
@@ -34,16 +34,11 @@ def save_outputs(path: Path, outputs: Dict[str, SplitOutputs]) -> None:
             raise ValueError(f"split name {split!r} must not contain '__'")
         for field in _FIELDS:
             arrays[f"{split}__{field}"] = np.asarray(fields[field])
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".npz")
-    os.close(fd)
-    try:
-        np.savez(tmp, **arrays)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
+    def write(tmp: str) -> None:
+        with open(tmp, "wb") as fh:  # a file object: np.savez would append ".npz" to a name
+            np.savez(fh, **arrays)
+
+    atomic_write(path, write)
 
 
 def load_outputs(path: Path) -> Dict[str, SplitOutputs]:

@@ -8,7 +8,7 @@ from typing import Dict, List, Optional
 from agnostophobia.experiments.evaluation import FPR_KEYS, aggregate_seeds, entropy_magnitude_table, evaluate_outputs
 from agnostophobia.experiments.outputs import iter_run_outputs, load_fit_outputs
 from agnostophobia.experiments.paper_numbers import PAPER_SIZES, TABLE1, TABLE2
-from agnostophobia.training.checkpoint import atomic_write
+from agnostophobia._atomic import atomic_write
 
 UNKNOWN_TITLES = {"letters": "EMNIST letters test (D_b, known unknowns)", "devanagari": "Devanagari",
                   "notmnist": "notMNIST", "cifar10": "CIFAR-10", "cifar100": "CIFAR-100 subset", "svhn": "SVHN",

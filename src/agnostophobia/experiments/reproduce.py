@@ -21,7 +21,7 @@ from agnostophobia.data import build_protocol
 from agnostophobia.experiments.outputs import FIT_OUTPUTS, save_outputs
 from agnostophobia.experiments.report import write_metrics, write_report
 from agnostophobia.training.approaches import APPROACHES
-from agnostophobia.training.checkpoint import atomic_write
+from agnostophobia._atomic import atomic_write
 from agnostophobia.training.config import ExperimentConfig, TrainConfig, load_experiment
 from agnostophobia.training.trainer import fit, is_finished, predict, resolve_device
 

@@ -1,28 +1,14 @@
 """Atomic checkpoints: nothing the user has is lost when a run is killed mid-write."""
 from __future__ import annotations
 
-import os
 import random
-import tempfile
 from pathlib import Path
 from typing import Any, Dict
 
 import numpy as np
 import torch
 
-
-def atomic_write(path: Path, write) -> None:
-    """Call ``write(tmp_path)``, then rename over ``path`` (same directory, so atomic)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(fd)
-    try:
-        write(tmp)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
+from agnostophobia._atomic import atomic_write
 
 
 def save_checkpoint(path: Path, state: Dict[str, Any]) -> None:

@@ -27,7 +27,8 @@ from agnostophobia.errors import ConfigError
 from agnostophobia.losses import build_loss, compute_loss, inverse_frequency_class_weights, sample_weights
 from agnostophobia.models import build_model
 from agnostophobia.training.approaches import APPROACHES
-from agnostophobia.training.checkpoint import (atomic_write, load_checkpoint, rng_state, save_checkpoint,
+from agnostophobia._atomic import atomic_write
+from agnostophobia.training.checkpoint import (load_checkpoint, rng_state, save_checkpoint,
                                                seed_everything, set_rng_state)
 from agnostophobia.training.config import TrainConfig
 
