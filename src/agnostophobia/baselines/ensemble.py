@@ -53,7 +53,6 @@ import platform
 import sys
 import time
 import warnings
-import zlib
 from contextlib import contextmanager
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -65,7 +64,7 @@ import torch.nn.functional as F
 import yaml
 from torch import nn
 
-from agnostophobia.data import check_polarity, load_dataset, stratified_subset, to_lenet
+from agnostophobia.data import check_polarity, load_dataset, purpose_rng, stratified_subset, to_lenet
 from agnostophobia.errors import ConfigError
 from agnostophobia.experiments.evaluation import (FPR_KEYS, FPR_TARGETS, aggregate_seeds, finite_or_none,
                                                   known_vs_unknown)
@@ -331,10 +330,6 @@ class EnsembleData:
     notes: List[str]
 
 
-def _rng(seed: int, purpose: str) -> np.random.Generator:
-    return np.random.default_rng(np.random.SeedSequence([seed, zlib.crc32(purpose.encode())]))
-
-
 def _flat(split, name: str) -> np.ndarray:
     images = to_lenet(split.images)
     check_polarity(images, name)
@@ -351,7 +346,7 @@ def load_data(cfg: EnsembleConfig, data_dir=None, seed: int = 0) -> EnsembleData
         notes += [n for n in ds.notes if n not in notes]
 
     def pick(labels, limit, purpose, what):
-        idx = stratified_subset(labels, limit, _rng(seed, f"ensemble/{purpose}"))
+        idx = stratified_subset(labels, limit, purpose_rng(seed, f"ensemble/{purpose}"))
         if len(idx) < len(labels):
             notes.append(f"{what}: subsampled {len(labels):,} -> {len(idx):,} (class-stratified, seed {seed})")
         return idx

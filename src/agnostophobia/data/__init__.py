@@ -16,12 +16,13 @@ from agnostophobia.data.datasets import (DATASETS, DatasetInfo, DatasetSplit, FI
 from agnostophobia.data.fetch import download, fetch, fetch_dataset
 from agnostophobia.data.paths import cache_dir, data_dir
 from agnostophobia.data.preprocess import border_mean, check_polarity, rgb_to_grey, to_chw, to_lenet
-from agnostophobia.data.protocols import (PROTOCOLS, OpenSetProtocol, Split, build_protocol, stratified_split,
-                                          stratified_subset)
+from agnostophobia.data.protocols import (PROTOCOLS, OpenSetProtocol, Split, build_protocol, purpose_rng,
+                                          stratified_split, stratified_subset)
 
 __all__ = [
     "DATASETS", "DatasetInfo", "DatasetSplit", "FINE_TO_COARSE", "Resource", "SplitUnavailable", "load_dataset",
     "download", "fetch", "fetch_dataset", "check", "check_dataset", "cache_dir", "data_dir",
     "border_mean", "check_polarity", "rgb_to_grey", "to_chw", "to_lenet",
-    "PROTOCOLS", "OpenSetProtocol", "Split", "build_protocol", "stratified_split", "stratified_subset",
+    "PROTOCOLS", "OpenSetProtocol", "Split", "build_protocol", "purpose_rng", "stratified_split",
+    "stratified_subset",
 ]

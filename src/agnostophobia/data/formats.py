@@ -354,20 +354,20 @@ def _save_cache(target: Path, arr: np.ndarray) -> None:
         pass
 
 
-def sha256_file(path: Path, chunk: int = 1 << 20) -> str:
-    h = hashlib.sha256()
+def _file_digest(path: Path, algorithm: str, chunk: int = 1 << 20) -> str:
+    h = hashlib.new(algorithm)
     with open(path, "rb") as fh:
         for block in iter(lambda: fh.read(chunk), b""):
             h.update(block)
     return h.hexdigest()
 
 
-def md5_file(path: Path, chunk: int = 1 << 20) -> str:
-    h = hashlib.md5()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(chunk), b""):
-            h.update(block)
-    return h.hexdigest()
+def sha256_file(path: Path) -> str:
+    return _file_digest(path, "sha256")
+
+
+def md5_file(path: Path) -> str:
+    return _file_digest(path, "md5")
 
 
 def first_existing(candidates: Sequence[Path]) -> Optional[Path]:

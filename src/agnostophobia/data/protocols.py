@@ -108,7 +108,7 @@ def require_protocol_data(name: str, data_dir: Optional[PathLike] = None) -> Non
 
 
 # ------------------------------------------------------------------ sampling
-def _rng(seed: int, purpose: str) -> np.random.Generator:
+def purpose_rng(seed: int, purpose: str) -> np.random.Generator:
     """An independent, reproducible stream per (seed, purpose)."""
     return np.random.default_rng(np.random.SeedSequence([seed, zlib.crc32(purpose.encode())]))
 
@@ -166,7 +166,7 @@ class _Builder:
         return ds
 
     def cap(self, labels: np.ndarray, key: str, purpose: str, what: str) -> np.ndarray:
-        idx = stratified_subset(labels, self.limits.get(key), _rng(self.seed, f"{self.name}/{purpose}"))
+        idx = stratified_subset(labels, self.limits.get(key), purpose_rng(self.seed, f"{self.name}/{purpose}"))
         if len(idx) < len(labels):
             self.note(f"{what}: subsampled {len(labels)} -> {len(idx)} ({key}, class-stratified, seed {self.seed})")
         return idx
@@ -180,7 +180,7 @@ class _Builder:
     def train_val(self, ds: DatasetSplit, labels: np.ndarray, part: str, train_key: str,
                   what: str) -> Tuple[Split, Split]:
         """Hold out ``val_fraction`` of ``ds`` (stratified by its own classes), cap both parts."""
-        keep, held = stratified_split(ds.labels, self.val_fraction, _rng(self.seed, f"{self.name}/{part}-val"))
+        keep, held = stratified_split(ds.labels, self.val_fraction, purpose_rng(self.seed, f"{self.name}/{part}-val"))
         keep = keep[self.cap(ds.labels[keep], train_key, f"{part}-train", f"{what} train")]
         held = held[self.cap(ds.labels[held], "max_val", f"{part}-val-cap", f"{what} validation")]
         return (Split(f"{part}-train", self.images(ds, keep, what), labels[keep]),

@@ -11,13 +11,20 @@ from typing import Dict, List, Optional, Sequence
 
 import numpy as np
 
-from agnostophobia.metrics import auroc, ccr_at_fpr, fpr_at_tpr
+from agnostophobia.metrics import PAPER_FPR_VALUES, auroc, ccr_at_fpr, fpr_at_tpr
 from agnostophobia.openmax import OpenMax
 from agnostophobia.scores import compute_scores, feature_magnitude, softmax_entropy
 from agnostophobia.training.approaches import APPROACHES
 
-FPR_TARGETS = (1e-4, 1e-3, 1e-2, 1e-1)
-FPR_KEYS = ("1e-4", "1e-3", "1e-2", "1e-1")
+FPR_TARGETS = PAPER_FPR_VALUES  # the columns of the paper's Table 2
+
+
+def fpr_keys(targets: Sequence[float]) -> List[str]:
+    """JSON keys of FPR targets: 1e-4 -> "1e-4"."""
+    return [f"{t:.0e}".replace("e-0", "e-") for t in targets]
+
+
+FPR_KEYS = tuple(fpr_keys(FPR_TARGETS))
 
 
 def fit_openmax(fit_outputs: Optional[Dict[str, np.ndarray]], params: Optional[Dict] = None) -> OpenMax:
@@ -78,7 +85,7 @@ def evaluate_outputs(approach: str, outputs: Dict[str, Dict[str, np.ndarray]],
                 "unknowns": unknown,
                 "num_known": int(known.sum()),
                 "num_unknown": int((~known).sum()),
-                "ccr_at_fpr": {key: finite_or_none(v) for key, v in zip(_keys(fpr_targets), ccr)},
+                "ccr_at_fpr": {key: finite_or_none(v) for key, v in zip(fpr_keys(fpr_targets), ccr)},
                 "closed_set_accuracy": float((scores[known].argmax(1) == labels[known]).mean()),
                 "auroc": float(auroc(confidence, labels)),
                 "fpr_at_95tpr": float(fpr_at_tpr(confidence, labels, 0.95)),
@@ -117,10 +124,6 @@ def aggregate_seeds(per_seed: List[Dict], keys: Sequence[str]) -> List[Dict]:
                 first[field + "_std"] = _std([g[field] for g in group])
         merged.append(first)
     return merged
-
-
-def _keys(targets: Sequence[float]) -> List[str]:
-    return [f"{t:.0e}".replace("e-0", "e-") for t in targets]
 
 
 def finite_or_none(value) -> float | None:
