@@ -101,6 +101,11 @@ class OpenSetLoss(nn.Module):
             )
         return logits
 
+    def _check_inputs(self, logits, labels, sample_weight):
+        """Validated ``(logits, labels, weight)``: the prologue of every ``forward``."""
+        logits = self._check_logits(logits)
+        return logits, self._check_labels(labels, logits), self._check_sample_weight(sample_weight, logits)
+
     def _check_labels(self, labels, logits: torch.Tensor) -> torch.Tensor:
         labels = torch.as_tensor(labels, device=logits.device)
         if labels.dim() != 1:

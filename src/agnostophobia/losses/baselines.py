@@ -24,9 +24,7 @@ class SoftmaxLoss(OpenSetLoss):
     trains_on_unknowns = False
 
     def forward(self, logits: torch.Tensor, labels: torch.Tensor, sample_weight=None) -> torch.Tensor:
-        logits = self._check_logits(logits)
-        labels = self._check_labels(labels, logits)
-        weight = self._check_sample_weight(sample_weight, logits)
+        logits, labels, weight = self._check_inputs(logits, labels, sample_weight)
         known = labels >= 0
         target = torch.where(known, labels, torch.zeros_like(labels))
         nll = F.cross_entropy(logits, target, reduction="none")
@@ -56,8 +54,6 @@ class BackgroundClassLoss(OpenSetLoss):
         return self.num_classes + 1
 
     def forward(self, logits: torch.Tensor, labels: torch.Tensor, sample_weight=None) -> torch.Tensor:
-        logits = self._check_logits(logits)
-        labels = self._check_labels(labels, logits)
-        weight = self._check_sample_weight(sample_weight, logits)
+        logits, labels, weight = self._check_inputs(logits, labels, sample_weight)
         target = torch.where(labels >= 0, labels, torch.full_like(labels, self.num_classes))
         return self._reduce(F.cross_entropy(logits, target, reduction="none"), labels, weight)

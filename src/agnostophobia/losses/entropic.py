@@ -45,7 +45,5 @@ class EntropicOpenSetLoss(OpenSetLoss):
     trains_on_unknowns = True
 
     def forward(self, logits: torch.Tensor, labels: torch.Tensor, sample_weight=None) -> torch.Tensor:
-        logits = self._check_logits(logits)
-        labels = self._check_labels(labels, logits)
-        weight = self._check_sample_weight(sample_weight, logits)
+        logits, labels, weight = self._check_inputs(logits, labels, sample_weight)
         return self._reduce(entropic_per_sample(logits, labels), labels, weight)

@@ -58,10 +58,8 @@ class ObjectosphereLoss(OpenSetLoss):
 
     def forward(self, logits: torch.Tensor, features: torch.Tensor, labels: torch.Tensor,
                 sample_weight=None) -> torch.Tensor:
-        logits = self._check_logits(logits)
+        logits, labels, weight = self._check_inputs(logits, labels, sample_weight)
         features = self._check_features(features, logits)
-        labels = self._check_labels(labels, logits)
-        weight = self._check_sample_weight(sample_weight, logits)
         per_sample = entropic_per_sample(logits, labels) + self.lambda_ * objectosphere_penalty(
             features, labels, self.xi
         ).to(logits.dtype)
