@@ -9,20 +9,13 @@ from agnostophobia.experiments.evaluation import FPR_KEYS, aggregate_seeds, entr
 from agnostophobia.experiments.outputs import iter_run_outputs, load_fit_outputs
 from agnostophobia.experiments.paper_numbers import PAPER_SIZES, TABLE1, TABLE2
 from agnostophobia._atomic import atomic_write
+from agnostophobia.training.approaches import row_sort_key
 
 UNKNOWN_TITLES = {"letters": "EMNIST letters test (D_b, known unknowns)", "devanagari": "Devanagari",
                   "notmnist": "notMNIST", "cifar10": "CIFAR-10", "cifar100": "CIFAR-100 subset", "svhn": "SVHN",
                   "cifar100-db": "CIFAR-100 D_b test (super-classes 0-9, known unknowns)",
                   "cifar10-dog-truck": "CIFAR-10 dog + truck test (D_a)",
                   "cifar10-horse-ship": "CIFAR-10 horse + ship test (D_b, known unknowns)"}
-# Rows in the paper's order; rows not listed follow in the order found.
-ROW_ORDER = ("softmax", "openmax", "background", "entropic", "objectosphere", "objectosphere-scaled")
-
-
-def _row_rank(name: str) -> int:
-    return ROW_ORDER.index(name) if name in ROW_ORDER else len(ROW_ORDER)
-
-
 # Table 1 of the paper is the LeNet++ experiment only.
 TABLE1_EXPERIMENT = "lenet++"
 
@@ -81,7 +74,7 @@ def table2_markdown(metrics: Dict, experiment: str) -> str:
     for result in metrics["results"]:
         by_unknown.setdefault(result["unknowns"], []).append(result)
     for unknown, results in by_unknown.items():
-        results = sorted(results, key=lambda r: _row_rank(r["approach"]))
+        results = sorted(results, key=lambda r: row_sort_key(r["approach"]))
         n = results[0]["num_unknown"]
         size = f"{n:,}" + (f" (paper: {PAPER_SIZES[unknown]:,})" if unknown in PAPER_SIZES else "")
         lines += [f"#### Unknowns: {UNKNOWN_TITLES.get(unknown, unknown)} — {size} samples, "
@@ -105,7 +98,7 @@ def table1_markdown(metrics: Dict, experiment: str = TABLE1_EXPERIMENT) -> str:
     with_paper = experiment == TABLE1_EXPERIMENT
     lines = ["| Algorithm | split | n | entropy (nats) | ‖F‖ |" + (" paper entropy | paper ‖F‖ |" * with_paper),
              "|---|---|---:|---:|---:|" + ("---:|---:|" * with_paper)]
-    for row in sorted(metrics["table1"], key=lambda r: _row_rank(r["approach"])):
+    for row in sorted(metrics["table1"], key=lambda r: row_sort_key(r["approach"])):
         side = "known" if row["split"] == "known" else "unknown"
         paper = TABLE1.get(row["approach"], {}).get(side)
         paper_cells = (f" {paper[0][0]:.3f} ± {paper[0][1]:.3f} | {paper[1][0]:.2f} ± {paper[1][1]:.2f} |"

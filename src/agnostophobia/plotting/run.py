@@ -34,10 +34,8 @@ from agnostophobia.plotting.panels import (DEFAULT_MAX_POINTS, logit_weights, ne
                                            plot_softmax_histogram, save_figure, softmax_histogram_values,
                                            supported_formats)
 from agnostophobia.scores import compute_scores, feature_magnitude
-from agnostophobia.training.approaches import APPROACHES
+from agnostophobia.training.approaches import APPROACHES, row_sort_key
 
-#: Paper order of approaches; any other registered approach follows alphabetically.
-APPROACH_ORDER = ("softmax", "background", "entropic", "objectosphere", "openmax", "ensemble")
 #: Formats the report can embed, in order of preference (the path returned per figure).
 EMBEDDABLE = ("png", "svg")
 #: Above this relative residual the logits are not ``W F`` (bias, non-linear head): no borders.
@@ -71,10 +69,6 @@ def _run_config(run_dir: Path) -> Dict:
     except Exception:  # a broken config must not stop the figures
         return {}
     return config if isinstance(config, dict) else {}
-
-
-def _approach_key(name: str):
-    return (APPROACH_ORDER.index(name), "") if name in APPROACH_ORDER else (len(APPROACH_ORDER), name)
 
 
 def _unknown_key(split: str, order: List[str]):
@@ -182,7 +176,7 @@ def iter_run_figures(run_dir, *, max_points: Optional[int] = DEFAULT_MAX_POINTS,
     """
     run_dir = Path(run_dir)
     runs = _load_run(run_dir, log)
-    approaches = sorted(runs, key=_approach_key)
+    approaches = sorted(runs, key=row_sort_key)
     first = {a: runs[a][min(runs[a])] for a in approaches}
     split_order: List[str] = []
     for a in approaches:

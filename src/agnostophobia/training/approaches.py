@@ -35,6 +35,14 @@ for _approach in (
     APPROACHES.register(_approach.name)(_approach)
 
 
+# Rows in the paper's order, for every table and figure; names not listed follow, by name.
+ROW_ORDER = ("softmax", "openmax", "background", "entropic", "objectosphere", "objectosphere-scaled", "ensemble")
+
+
+def row_sort_key(name: str):
+    return (ROW_ORDER.index(name), "") if name in ROW_ORDER else (len(ROW_ORDER), name)
+
+
 def evaluation_rows(approaches) -> Tuple[Tuple[str, str, str], ...]:
     """``(row name, trained approach, score name)`` for every evaluated score."""
     return tuple((row, name, score) for name in approaches for row, score in APPROACHES.get(name).evaluations)
