@@ -54,7 +54,7 @@ import sys
 import time
 import warnings
 from contextlib import contextmanager
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
@@ -74,6 +74,7 @@ from agnostophobia.metrics import (accuracy_vs_confidence, auroc, ccr_at_fpr, fp
                                    precision_vs_confidence)
 from agnostophobia.scores import softmax_scores
 from agnostophobia._atomic import atomic_write
+from agnostophobia.training.config import apply_overrides
 from agnostophobia.training.checkpoint import load_checkpoint, save_checkpoint, seed_everything
 from agnostophobia.training.trainer import epoch_order, resolve_device
 
@@ -157,20 +158,6 @@ class EnsembleConfig:
         return {k: v for k, v in self.to_dict().items() if k not in _RESUME_FREE_KEYS}
 
 
-_FIELDS = {f.name: f for f in fields(EnsembleConfig)}
-
-
-def _apply(base: EnsembleConfig, values: Dict[str, Any], where: str) -> EnsembleConfig:
-    changes = {}
-    for key, value in values.items():
-        if key not in _FIELDS:
-            raise ConfigError(f"unknown config key {where + str(key)!r}; known keys: {sorted(_FIELDS)}")
-        if isinstance(getattr(base, key), float) and isinstance(value, int) and not isinstance(value, bool):
-            value = float(value)
-        changes[key] = value
-    return dataclasses.replace(base, **changes).validate()
-
-
 def parse_config(data: Any, where: str = "ensemble config") -> Tuple[EnsembleConfig, Dict[str, Dict[str, Any]]]:
     """The top-level configuration and the budgets' overrides, all checked (fail early)."""
     if not isinstance(data, dict):
@@ -179,13 +166,13 @@ def parse_config(data: Any, where: str = "ensemble config") -> Tuple[EnsembleCon
     budgets = data.pop("budgets", {}) or {}
     if not isinstance(budgets, dict):
         raise ConfigError(f"config key 'budgets': must be a mapping of budget name to overrides, got {budgets!r}")
-    base = _apply(EnsembleConfig(), data, "")
+    base = apply_overrides(EnsembleConfig(), data, "")
     for budget, overrides in budgets.items():
         if budget not in BUDGETS:
             raise ConfigError(f"unknown config key 'budgets.{budget}'; known budgets: {list(BUDGETS)}")
         if not isinstance(overrides, dict):
             raise ConfigError(f"config key 'budgets.{budget}': must be a mapping, got {overrides!r}")
-        _apply(base, overrides, f"budgets.{budget}.")
+        apply_overrides(base, overrides, f"budgets.{budget}.")
     return base, budgets
 
 
@@ -201,7 +188,7 @@ def load_config(budget: Optional[str] = None, path=None) -> EnsembleConfig:
         return base
     if budget not in budgets:
         raise ConfigError(f"budget {budget!r} is not defined in {path}; defined: {sorted(budgets)}")
-    return _apply(base, budgets[budget], f"budgets.{budget}.")
+    return apply_overrides(base, budgets[budget], f"budgets.{budget}.")
 
 
 @contextmanager

@@ -106,27 +106,32 @@ class ExperimentConfig:
         overrides = dict(self.budgets[budget])
         approaches = overrides.pop("approaches", self.approaches)
         seeds = overrides.pop("seeds", self.seeds)
-        train = _apply(self.train, overrides, f"budgets.{budget}")
+        train = apply_overrides(self.train, overrides, f"budgets.{budget}.", TRAIN_ALIASES)
         return ExperimentConfig(train, check_approaches(approaches), _check_seeds(seeds), self.budgets)
 
     def for_approach(self, approach: str, seed: int) -> TrainConfig:
         return dataclasses.replace(self.train, approach=approach, seed=seed).validate()
 
 
-_FIELD_NAMES = {f.name for f in fields(TrainConfig)}
+# YAML spellings of fields whose Python name differs ("lambda" is a Python keyword).
+TRAIN_ALIASES = {"lambda": "lambda_"}
 
 
-def _yaml_key(key: str) -> str:
-    return "lambda_" if key == "lambda" else key
+def apply_overrides(base, values: Dict[str, Any], where: str = "", aliases: Optional[Dict[str, str]] = None):
+    """``base`` (a config dataclass with ``validate()``) with ``values`` applied and validated.
 
-
-def _apply(base: TrainConfig, values: Dict[str, Any], where: str) -> TrainConfig:
+    An unknown key raises :class:`ConfigError` naming its full path (``where`` is the
+    prefix, e.g. ``"budgets.smoke."``); an integer given for a float field becomes a float.
+    """
+    aliases = aliases or {}
+    spelled = {field: yaml for yaml, field in aliases.items()}
+    names = {f.name for f in fields(base)}
     changes = {}
     for key, value in values.items():
-        name = _yaml_key(key)
-        if name not in _FIELD_NAMES or name == "lambda_" and key != "lambda":
-            raise ConfigError(f"unknown config key {where + '.' if where else ''}{key!r}; "
-                              f"known keys: {sorted(k if k != 'lambda_' else 'lambda' for k in _FIELD_NAMES)}")
+        name = aliases.get(key, key)
+        if name not in names or (name in spelled and key != spelled[name]):
+            known = sorted(spelled.get(n, n) for n in names)
+            raise ConfigError(f"unknown config key {where + str(key)!r}; known keys: {known}")
         if isinstance(getattr(base, name), float) and isinstance(value, int) and not isinstance(value, bool):
             value = float(value)
         changes[name] = value
@@ -160,7 +165,7 @@ def parse_experiment(data: Dict[str, Any], where: str = "") -> ExperimentConfig:
     for budget, overrides in budgets.items():
         if not isinstance(overrides, dict):
             raise ConfigError(f"config key 'budgets.{budget}': must be a mapping")
-    experiment = ExperimentConfig(_apply(TrainConfig(), data, ""), approaches, seeds, budgets)
+    experiment = ExperimentConfig(apply_overrides(TrainConfig(), data, "", TRAIN_ALIASES), approaches, seeds, budgets)
     for budget in budgets:  # fail early on a bad override, not after hours of training
         experiment.for_budget(budget)
     return experiment
