@@ -10,6 +10,8 @@ import tempfile
 from pathlib import Path
 from typing import Callable
 
+from agnostophobia._killpoints import kill_point
+
 
 def atomic_write(path, write: Callable[[str], None]) -> None:
     """Call ``write(tmp_path)``, then rename it over ``path``.
@@ -24,6 +26,7 @@ def atomic_write(path, write: Callable[[str], None]) -> None:
     os.close(fd)
     try:
         write(tmp)
+        kill_point(f"write:{path.name}")
         os.replace(tmp, path)
     finally:
         if os.path.exists(tmp):

@@ -28,6 +28,7 @@ from agnostophobia.losses import build_loss, compute_loss, inverse_frequency_cla
 from agnostophobia.models import build_model
 from agnostophobia.training.approaches import APPROACHES
 from agnostophobia._atomic import atomic_write
+from agnostophobia._killpoints import kill_point
 from agnostophobia.training.checkpoint import (load_checkpoint, rng_state, save_checkpoint,
                                                seed_everything, set_rng_state)
 from agnostophobia.training.config import TrainConfig
@@ -162,6 +163,7 @@ def train_one_epoch(run: Training, epoch: int, bar=None) -> Dict[str, float]:
         run.optimizer.zero_grad(set_to_none=True)
         loss.backward()
         run.optimizer.step()
+        kill_point("train-step")
         # accumulate on the device: no host sync per batch
         loss_sum += loss.detach() * len(idx)
         correct += run.correct_knowns(logits.detach(), y)
@@ -278,6 +280,7 @@ def fit(cfg: TrainConfig, protocol, run_dir, resume: bool = True, device=None,
                 "scheduler": run.scheduler.state_dict(), "config": cfg.to_dict(), "rng": rng_state(),
                 "finished": epoch + 1 == cfg.epochs})
             _write_history(run_dir / "metrics.csv", state["history"])
+            kill_point("epoch-end")
             if writer is not None:
                 for key, value in row.items():
                     if key != "epoch":

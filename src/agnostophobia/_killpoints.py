@@ -1,0 +1,32 @@
+"""Named places where a test may kill the process, chosen by name rather than by timing.
+
+A crash-safety test sets ``AGNOSTOPHOBIA_KILL_AT=NAME`` (or ``NAME:K`` for the K-th time the
+point is reached, counting from 1) and runs a command in a subprocess; when the process
+reaches that point it sends itself SIGKILL, exactly as an out-of-memory killer or a
+pulled plug would: no ``finally`` block, no atexit handler runs. Unset (always, outside
+tests), :func:`kill_point` costs one dictionary lookup.
+
+Points: ``train-step`` (after an optimiser step), ``epoch-end`` (after an epoch's
+checkpoint), ``write:<file name>`` (a file's temporary copy is complete but not yet renamed
+into place; see :mod:`agnostophobia._atomic`).
+"""
+from __future__ import annotations
+
+import os
+import signal
+from collections import Counter
+
+ENV = "AGNOSTOPHOBIA_KILL_AT"
+_reached: Counter = Counter()
+
+
+def kill_point(name: str) -> None:
+    spec = os.environ.get(ENV)
+    if not spec:
+        return
+    target, _, nth = spec.rpartition(":") if spec.rpartition(":")[2].isdigit() else (spec, "", "1")
+    if name != target:
+        return
+    _reached[name] += 1
+    if _reached[name] == int(nth):
+        os.kill(os.getpid(), signal.SIGKILL)
