@@ -23,8 +23,16 @@ COMMAND_MODULES = (
 )
 
 
+class OneLineErrorParser(argparse.ArgumentParser):
+    """Argument errors as one line naming the flag, pointing at ``--help`` (exit code 2),
+    instead of argparse's multi-line usage block. Sub-command parsers inherit the class."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineErrorParser(
         prog="agnostophobia",
         description="Open-set recognition after 'Reducing Network Agnostophobia' (NeurIPS 2018).",
     )
@@ -43,7 +51,7 @@ def main(argv=None) -> int:
         return 2
     try:
         return int(args.func(args) or 0)
-    except (AgnostophobiaError, ValueError, FileNotFoundError) as exc:
+    except (AgnostophobiaError, ValueError, OSError) as exc:  # OSError: permissions, a full disk
         if os.environ.get("AGNOSTOPHOBIA_DEBUG"):
             traceback.print_exc()
         print(f"agnostophobia: error: {exc}", file=sys.stderr)

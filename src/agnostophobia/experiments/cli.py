@@ -5,6 +5,17 @@ import argparse
 from pathlib import Path
 
 
+def positive_int(text: str) -> int:
+    """argparse type for counts: ``--seeds 0`` would train nothing and report success."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 1, got {text!r}")
+    return value
+
+
 def add_commands(subparsers) -> None:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--data-dir", help="dataset directory (default: $AGNOSTOPHOBIA_DATA or the user cache)")
@@ -22,7 +33,7 @@ def add_commands(subparsers) -> None:
     p.add_argument("--budget", choices=("smoke", "cpu", "paper"),
                    help="smoke (<1 min, not a result), cpu (a shortened run for 2 CPU cores: <=45 min for lenet++ and cifar, <=20 min for ensemble), paper (the authors' protocol); "
                         "default: paper with CUDA, else cpu")
-    p.add_argument("--seeds", type=int, help="number of seeds (default: the budget's)")
+    p.add_argument("--seeds", type=positive_int, help="number of seeds (default: the budget's)")
     p.add_argument("--out", type=Path, help="output directory (default: runs/EXPERIMENT-BUDGET); "
                                             "an existing one is resumed")
     p.add_argument("--no-plots", action="store_true", help="skip the figures")
@@ -32,7 +43,7 @@ def add_commands(subparsers) -> None:
     p.add_argument("config", help="experiment YAML (path, or the name of a shipped config)")
     p.add_argument("--approach", action="append", help="train only this approach (repeatable)")
     p.add_argument("--budget", choices=("smoke", "cpu", "paper"), help="apply this budget's overrides")
-    p.add_argument("--seeds", type=int, help="number of seeds")
+    p.add_argument("--seeds", type=positive_int, help="number of seeds (default: the config's)")
     p.add_argument("--out", type=Path, required=True, help="run directory")
     p.add_argument("--resume", action="store_true", help="continue the run already in --out")
     p.set_defaults(func=_train)
@@ -61,29 +72,10 @@ def _reproduce(args) -> int:
 
 
 def _train(args) -> int:
-    import dataclasses
+    from agnostophobia.experiments.reproduce import train_run
 
-    from agnostophobia.experiments.reproduce import train_and_store
-    from agnostophobia.training.config import check_approaches, load_experiment
-
-    experiment = load_experiment(args.config).for_budget(args.budget)
-    if args.approach:
-        experiment.approaches = check_approaches(list(dict.fromkeys(args.approach)))
-    overrides = {"progress": not args.no_progress}
-    if args.data_dir:
-        overrides["data_dir"] = args.data_dir
-    if args.device:
-        overrides["device"] = args.device
-    experiment.train = dataclasses.replace(experiment.train, **overrides).validate()
-    if args.seeds is not None:
-        experiment.seeds = args.seeds
-    out = Path(args.out)
-    if any(out.glob("seed*/*/last.pt")) and not args.resume:
-        raise ValueError(f"--out {out} already holds a run; add --resume to continue it, or choose another --out")
-    out.mkdir(parents=True, exist_ok=True)
-    train_and_store(experiment, out)
-    print(f"trained {', '.join(experiment.approaches)} into {out}; "
-          f"next: agnostophobia evaluate {out}")
+    train_run(args.config, args.out, budget=args.budget, approaches=args.approach, seeds=args.seeds,
+              resume=args.resume, data_dir=args.data_dir, device=args.device, progress=not args.no_progress)
     return 0
 
 

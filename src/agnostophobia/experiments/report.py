@@ -114,8 +114,11 @@ def write_report(run_dir: Path, metrics: Dict, figures: Optional[Dict[str, List[
     run_dir = Path(run_dir)
     budget = metrics.get("budget")
     experiment = metrics.get("experiment", "")
-    lines = [f"# Reproduction: {experiment} (budget `{budget}`)", ""]
-    if budget == "smoke":
+    title = f"budget `{budget}`" if budget else "the config as written, no budget applied"
+    lines = [f"# Reproduction: {experiment} ({title})", ""]
+    if budget is None:
+        pass  # `train CONFIG` without --budget: the config is the user's own protocol, not a shortened paper run
+    elif budget == "smoke":
         lines += ["> **Smoke budget: not a result.** A few hundred samples and one epoch, to check that the "
                   "pipeline runs end to end. Do not read anything into these numbers.", ""]
     elif budget != "paper":
@@ -128,7 +131,7 @@ def write_report(run_dir: Path, metrics: Dict, figures: Optional[Dict[str, List[
                   f"classes, other unknowns, other set sizes); they are **not comparable** and are not shown. "
                   f"Which classes are known, known unknown (D_b') and unknown (D_a) is listed under Data.", ""]
     lines += ["## Setup", ""]
-    for key in ("command", "device", "wall_time_s", "seeds", "approaches"):
+    for key in ("command", "device", "wall_time_s", "seeds", "seeds_varied", "approaches"):
         if key in metrics:
             lines.append(f"- **{key}**: {metrics[key]}")
     for key, value in metrics.get("train_config", {}).items():

@@ -12,7 +12,7 @@ import platform
 import sys
 import time
 from pathlib import Path
-from typing import Dict, Optional
+from typing import Dict, List, Optional
 
 import torch
 import yaml
@@ -22,16 +22,20 @@ from agnostophobia.experiments.outputs import FIT_OUTPUTS, save_outputs
 from agnostophobia.experiments.report import write_metrics, write_report
 from agnostophobia.training.approaches import APPROACHES
 from agnostophobia._atomic import atomic_write
-from agnostophobia.training.config import ExperimentConfig, TrainConfig, load_experiment
-from agnostophobia.training.trainer import fit, is_finished, predict, resolve_device
+from agnostophobia.training.config import (ExperimentConfig, TrainConfig, check_approaches, check_seeds,
+                                           load_experiment)
+from agnostophobia.training.trainer import check_resumable, fit, is_finished, predict, resolve_device
+from agnostophobia._runlock import run_lock
 
 
 def default_budget() -> str:
     return "paper" if torch.cuda.is_available() else "cpu"
 
 
-def protocol_for(cfg: TrainConfig, seed: int):
-    return build_protocol(cfg.protocol, data_dir=cfg.data_dir, seed=seed, **cfg.protocol_limits)
+def protocol_for(cfg: TrainConfig):
+    """The run's protocol, drawn with the data seed (not the training seed): every training
+    seed of a run sees the same validation split and training subsample."""
+    return build_protocol(cfg.protocol, data_dir=cfg.data_dir, seed=cfg.data_seed, **cfg.protocol_limits)
 
 
 def run_outputs(run, protocol) -> Dict[str, Dict]:
@@ -55,9 +59,8 @@ def train_and_store(experiment: ExperimentConfig, out: Path, log=print) -> Dict:
     """Train (or resume) every approach and seed; returns the protocol notes and timings."""
     timings_path = out / "timings.json"
     timings = json.loads(timings_path.read_text()) if timings_path.exists() else {}
-    notes = []
+    notes, protocol = [], None
     for seed in range(experiment.seeds):
-        protocol = None
         for approach in experiment.approaches:
             cfg = experiment.for_approach(approach, seed)
             run_dir = out / f"seed{seed}" / approach
@@ -65,7 +68,7 @@ def train_and_store(experiment: ExperimentConfig, out: Path, log=print) -> Dict:
                 log(f"[seed {seed}] {approach}: finished earlier, kept")
                 continue
             if protocol is None:
-                protocol = protocol_for(cfg, seed)
+                protocol = protocol_for(cfg)
                 notes = list(protocol.notes)
             start = time.perf_counter()
             n_known = int((protocol.train.labels >= 0).sum())
@@ -88,44 +91,50 @@ def train_and_store(experiment: ExperimentConfig, out: Path, log=print) -> Dict:
     return {"data_notes": notes, "timings_s": timings}
 
 
-def reproduce(experiment_name: str, budget: Optional[str] = None, seeds: Optional[int] = None,
-              out: Optional[Path] = None, data_dir: Optional[str] = None, device: Optional[str] = None,
-              progress: bool = True, plots: bool = True, protocol: Optional[str] = None, log=print) -> Path:
-    budget = budget or default_budget()
-    experiment = load_experiment(experiment_name).for_budget(budget)
-    overrides = {"progress": progress}
-    config_protocol = experiment.train.protocol
-    if protocol and protocol != experiment.train.protocol:
-        from agnostophobia.data import PROTOCOLS
-
-        PROTOCOLS.get(protocol)  # a clear error for an unknown name
-        overrides.update(protocol=protocol, name=f"{experiment.train.name}-{protocol}")
+def configure(experiment: ExperimentConfig, seeds: Optional[int] = None, data_dir=None,
+              device: Optional[str] = None, progress: bool = True, **train_overrides) -> ExperimentConfig:
+    """The experiment with the command line's choices applied (and checked)."""
+    overrides = {"progress": progress, **train_overrides}
     if data_dir:
         overrides["data_dir"] = str(data_dir)
     if device:
         overrides["device"] = device
     experiment.train = dataclasses.replace(experiment.train, **overrides).validate()
     if seeds is not None:
-        if seeds < 1:
-            raise ValueError(f"--seeds must be >= 1, got {seeds}")
-        experiment.seeds = seeds
-    name = experiment.train.name
-    out = Path(out or Path("runs") / f"{name}-{budget}")
-    if not out.exists():  # a fresh run: stop on missing data before writing anything
-        from agnostophobia.data.protocols import require_protocol_data
+        experiment.seeds = check_seeds(seeds, "--seeds")
+    return experiment
 
-        require_protocol_data(experiment.train.protocol, experiment.train.data_dir)
-    out.mkdir(parents=True, exist_ok=True)
+
+def check_existing_run(experiment: ExperimentConfig, out: Path) -> None:
+    """Refuse, before anything is written, to continue a run trained with another config."""
+    for seed in range(experiment.seeds):
+        for approach in experiment.approaches:
+            check_resumable(out / f"seed{seed}" / approach, experiment.for_approach(approach, seed))
+
+
+def write_config(out: Path, experiment: ExperimentConfig, budget: Optional[str]) -> None:
     resolved = {**experiment.train.to_dict(), "approaches": experiment.approaches, "seeds": experiment.seeds,
                 "budget": budget}
     atomic_write(out / "config.yaml", lambda tmp: Path(tmp).write_text(yaml.safe_dump(resolved, sort_keys=False)))
-    log(f"agnostophobia reproduce {name}: budget {budget}, {experiment.seeds} seed(s), output in {out}")
-    stored = train_and_store(experiment, out, log)
+
+
+def seeds_varied(experiment: ExperimentConfig) -> str:
+    """What differs between the seeds of a run, for its report."""
+    seeds = experiment.seeds
+    trained = "training seed 0" if seeds == 1 else f"training seeds 0-{seeds - 1}"
+    return (f"{trained} (network initialisation, data order, augmentation); data seed "
+            f"{experiment.train.data_seed} fixed (validation split, training subsample)")
+
+
+def write_run_record(out: Path, experiment: ExperimentConfig, budget: Optional[str], stored: Dict,
+                     command: str, config_protocol: Optional[str] = None) -> Dict:
+    """``run_meta.json``: what ``evaluate``, ``plot`` and ``predict`` need to know of a run."""
     train_cfg = experiment.train
     meta = {
-        "experiment": name, "budget": budget, "seeds": experiment.seeds, "approaches": experiment.approaches,
+        "experiment": train_cfg.name, "budget": budget, "seeds": experiment.seeds,
+        "seeds_varied": seeds_varied(experiment), "approaches": experiment.approaches,
         "command": " ".join(["agnostophobia"] + sys.argv[1:]) if sys.argv and "agnostophobia" in sys.argv[0]
-        else f"agnostophobia reproduce {experiment_name} --budget {budget}",
+        else command,
         "device": f"{resolve_device(train_cfg.device)} ({platform.processor() or platform.machine()}, "
                   f"{torch.get_num_threads()} threads)",
         "wall_time_s": round(sum(stored["timings_s"].values()), 1),
@@ -134,10 +143,59 @@ def reproduce(experiment_name: str, budget: Optional[str] = None, seeds: Optiona
         "data_notes": stored["data_notes"],
         "timings_s": stored["timings_s"],
     }
-    if experiment.train.protocol != config_protocol:  # a variant: the report must not compare it to the paper
+    if config_protocol and train_cfg.protocol != config_protocol:  # a variant: not comparable to the paper
         meta["config_protocol"] = config_protocol
     atomic_write(out / "run_meta.json", lambda tmp: Path(tmp).write_text(json.dumps(meta, indent=1)))
-    finish_run(out, meta, plots=plots, log=log)
+    return meta
+
+
+def train_run(config, out: Path, budget: Optional[str] = None, approaches: Optional[List[str]] = None,
+              seeds: Optional[int] = None, resume: bool = False, data_dir=None, device: Optional[str] = None,
+              progress: bool = True, log=print) -> Path:
+    """``agnostophobia train``: train the approaches of an experiment config into ``out``
+    and leave the same record (``config.yaml``, ``run_meta.json``) as ``reproduce``."""
+    experiment = configure(load_experiment(config).for_budget(budget), seeds, data_dir, device, progress)
+    if approaches:
+        experiment.approaches = check_approaches(list(dict.fromkeys(approaches)))
+    out = Path(out)
+    if any(out.glob("seed*/*/last.pt")) and not resume:
+        raise ValueError(f"--out {out} already holds a run; add --resume to continue it, or choose another --out")
+    check_existing_run(experiment, out)
+    with run_lock(out):
+        write_config(out, experiment, budget)
+        stored = train_and_store(experiment, out, log)
+        write_run_record(out, experiment, budget, stored, f"agnostophobia train {config} --out {out}")
+    log(f"trained {', '.join(experiment.approaches)} into {out}; next: agnostophobia evaluate {out}")
+    return out
+
+
+def reproduce(experiment_name: str, budget: Optional[str] = None, seeds: Optional[int] = None,
+              out: Optional[Path] = None, data_dir: Optional[str] = None, device: Optional[str] = None,
+              progress: bool = True, plots: bool = True, protocol: Optional[str] = None, log=print) -> Path:
+    budget = budget or default_budget()
+    experiment = load_experiment(experiment_name).for_budget(budget)
+    config_protocol = experiment.train.protocol
+    variant = {}
+    if protocol and protocol != experiment.train.protocol:
+        from agnostophobia.data import PROTOCOLS
+
+        PROTOCOLS.get(protocol)  # a clear error for an unknown name
+        variant = {"protocol": protocol, "name": f"{experiment.train.name}-{protocol}"}
+    experiment = configure(experiment, seeds, data_dir, device, progress, **variant)
+    name = experiment.train.name
+    out = Path(out or Path("runs") / f"{name}-{budget}")
+    check_existing_run(experiment, out)  # check first, write after: a refused resume changes nothing
+    if not out.exists():  # a fresh run: stop on missing data before writing anything
+        from agnostophobia.data.protocols import require_protocol_data
+
+        require_protocol_data(experiment.train.protocol, experiment.train.data_dir)
+    with run_lock(out):
+        write_config(out, experiment, budget)
+        log(f"agnostophobia reproduce {name}: budget {budget}, {experiment.seeds} seed(s), output in {out}")
+        stored = train_and_store(experiment, out, log)
+        meta = write_run_record(out, experiment, budget, stored,
+                                f"agnostophobia reproduce {experiment_name} --budget {budget}", config_protocol)
+        finish_run(out, meta, plots=plots, log=log)
     return out
 
 

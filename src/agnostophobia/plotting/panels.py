@@ -21,6 +21,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.ticker import LogLocator, MaxNLocator
 
+from agnostophobia._atomic import atomic_write
 from agnostophobia.plotting import style
 
 #: Deep-feature plots show at most this many knowns and this many unknowns.
@@ -57,7 +58,7 @@ def save_figure(fig: Figure, stem: Union[str, Path], formats: Sequence[str] = ("
     for fmt in formats:
         path = stem.with_name(f"{stem.name}.{fmt}")
         # metadata=None keeps matplotlib's defaults; a fixed date would need per-format keys.
-        fig.savefig(path, format=fmt, dpi=DPI)
+        atomic_write(path, lambda tmp: fig.savefig(tmp, format=fmt, dpi=DPI))  # a killed run leaves no half figure
         paths.append(path)
     return paths
 

@@ -10,6 +10,7 @@ An experiment YAML holds the :class:`TrainConfig` fields plus three experiment k
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Dict, List, Optional
@@ -47,7 +48,8 @@ class TrainConfig:
     lambda_: float = 1e-4            # Objectosphere weight (Eq. 2); YAML key "lambda"
     sample_weighting: bool = True    # inverse class frequency, unknowns as one class (authors)
     augment: str = "none"            # none | crop-flip (CIFAR: random crop with padding 4, h-flip)
-    seed: int = 0
+    seed: int = 0                    # training seed: initialisation, data order, augmentation
+    data_seed: int = 0               # data seed: validation split and training subsample, fixed across seeds
     device: str = "auto"             # auto | cpu | cuda | cuda:N
     amp: bool = False                # mixed precision (CUDA only)
     channels_last: bool = True
@@ -65,11 +67,12 @@ class TrainConfig:
 
         need(self.approach in APPROACH_NAMES, "approach", f"must be one of {APPROACH_NAMES}")
         for key in ("epochs", "batch_size", "eval_batch_size", "step_size"):
-            need(isinstance(getattr(self, key), int) and getattr(self, key) >= 1, key, "must be an integer >= 1")
-        need(isinstance(self.seed, int) and self.seed >= 0, "seed", "must be an integer >= 0")
+            need(_is_int(getattr(self, key)) and getattr(self, key) >= 1, key, "must be an integer >= 1")
+        for key in ("seed", "data_seed"):
+            need(_is_int(getattr(self, key)) and getattr(self, key) >= 0, key, "must be an integer >= 0")
         for key in ("lr", "momentum", "weight_decay", "xi", "lambda_", "gamma"):
-            need(isinstance(getattr(self, key), (int, float)) and getattr(self, key) >= 0, key,
-                 "must be a number >= 0")
+            value = getattr(self, key)
+            need(_is_number(value) and math.isfinite(value) and value >= 0, key, "must be a finite number >= 0")
         need(self.lr > 0, "lr", "must be > 0")
         need(self.optimizer in ("adam", "sgd"), "optimizer", "must be 'adam' or 'sgd'")
         need(self.scheduler in ("none", "cosine", "step"), "scheduler", "must be 'none', 'cosine' or 'step'")
@@ -86,6 +89,15 @@ class TrainConfig:
         data = dataclasses.asdict(self)
         data["lambda"] = data.pop("lambda_")
         return data
+
+
+def _is_int(value) -> bool:
+    # bool is a subclass of int in Python: `epochs: true` must not pass as 1
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 @dataclass
@@ -107,7 +119,7 @@ class ExperimentConfig:
         approaches = overrides.pop("approaches", self.approaches)
         seeds = overrides.pop("seeds", self.seeds)
         train = apply_overrides(self.train, overrides, f"budgets.{budget}.", TRAIN_ALIASES)
-        return ExperimentConfig(train, check_approaches(approaches), _check_seeds(seeds), self.budgets)
+        return ExperimentConfig(train, check_approaches(approaches), check_seeds(seeds), self.budgets)
 
     def for_approach(self, approach: str, seed: int) -> TrainConfig:
         return dataclasses.replace(self.train, approach=approach, seed=seed).validate()
@@ -147,9 +159,9 @@ def check_approaches(approaches) -> List[str]:
     return list(approaches)
 
 
-def _check_seeds(seeds) -> int:
-    if not isinstance(seeds, int) or isinstance(seeds, bool) or seeds < 1:
-        raise ConfigError(f"config key 'seeds': must be an integer >= 1, got {seeds!r}")
+def check_seeds(seeds, where: str = "config key 'seeds'") -> int:
+    if not _is_int(seeds) or seeds < 1:
+        raise ConfigError(f"{where}: must be an integer >= 1 (0 seeds would train nothing), got {seeds!r}")
     return seeds
 
 
@@ -158,7 +170,7 @@ def parse_experiment(data: Dict[str, Any], where: str = "") -> ExperimentConfig:
         raise ConfigError(f"config {where}: top level must be a mapping, got {type(data).__name__}")
     data = dict(data)
     approaches = check_approaches(data.pop("approaches", list(APPROACH_NAMES)))
-    seeds = _check_seeds(data.pop("seeds", 1))
+    seeds = check_seeds(data.pop("seeds", 1))
     budgets = data.pop("budgets", {}) or {}
     if not isinstance(budgets, dict):
         raise ConfigError("config key 'budgets': must be a mapping of budget name to overrides")

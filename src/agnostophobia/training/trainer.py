@@ -225,6 +225,13 @@ def _write_history(path: Path, history) -> None:
     atomic_write(path, lambda tmp: Path(tmp).write_text(buffer.getvalue()))
 
 
+def check_resumable(run_dir: Path, cfg: TrainConfig) -> None:
+    """Raise :class:`ConfigError` if ``run_dir`` holds a checkpoint trained with another config."""
+    last = Path(run_dir) / "last.pt"
+    if last.exists():
+        _check_resumable(load_checkpoint(last)["config"], cfg, last)
+
+
 def is_finished(run_dir: Path, cfg: TrainConfig) -> bool:
     last = Path(run_dir) / "last.pt"
     if not last.exists():

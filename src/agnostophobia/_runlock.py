@@ -1,0 +1,69 @@
+"""One command at a time on a run directory.
+
+Two commands writing into one run (a second ``reproduce`` started while the first trains,
+or ``evaluate`` during training) would interleave checkpoints, outputs and reports. The
+command that owns a run holds an exclusive ``flock`` on ``RUN/.lock`` for as long as it
+works; a second one stops at once with a message naming the run and the holder.
+
+The lock is the operating system's, not the file's existence: it ends with the process
+that holds it, so a lock left by a killed process (SIGKILL, power loss) never blocks the
+next run. It belongs to the command that owns the run (the parent process; rank 0 under
+DDP), never to each worker: workers started by the owner run inside its lock.
+
+Where ``fcntl`` is missing (Windows) runs are not locked; that platform is not supported
+for concurrent commands.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+from pathlib import Path
+
+from agnostophobia.errors import AgnostophobiaError
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - Windows
+    fcntl = None
+
+LOCK_NAME = ".lock"
+
+
+class RunInUse(AgnostophobiaError):
+    """Another process is working on the same run directory."""
+
+
+def _command_line() -> str:
+    return " ".join(["agnostophobia", *sys.argv[1:]]) if sys.argv else "agnostophobia"
+
+
+@contextlib.contextmanager
+def run_lock(run_dir, command: str | None = None, create: bool = True):
+    """Hold the run's lock for the ``with`` block; raise :class:`RunInUse` if another holds it.
+
+    Creates ``run_dir`` if needed and ``create`` is set (a command that only reads and adds
+    to a run passes ``create=False`` and gets an error for a missing one). ``command`` (default: this process's command line) is
+    written into the lock file so that a refused command can say who holds the run.
+    """
+    run_dir = Path(run_dir)
+    if fcntl is None:  # pragma: no cover
+        yield
+        return
+    if create:
+        run_dir.mkdir(parents=True, exist_ok=True)
+    elif not run_dir.is_dir():
+        raise AgnostophobiaError(f"run directory {run_dir} does not exist")
+    fd = os.open(run_dir / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 4096, 0).decode(errors="replace").strip() or "another process"
+            raise RunInUse(f"run {run_dir} is in use by {holder}; wait for it to finish or stop it, "
+                           f"then run this command again") from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"process {os.getpid()} ({command or _command_line()})\n".encode(), 0)
+        yield
+    finally:
+        os.close(fd)  # closing the descriptor releases the flock
