@@ -38,6 +38,15 @@ def _command_line() -> str:
     return " ".join(["agnostophobia", *sys.argv[1:]]) if sys.argv else "agnostophobia"
 
 
+def _remove_stale_temporaries(run_dir: Path) -> None:
+    """Temporary files of :func:`agnostophobia._atomic.atomic_write` left by a killed writer.
+
+    Safe only under the lock: no other process can be writing into the run now."""
+    for tmp in run_dir.rglob(".*.tmp"):
+        if tmp.is_file():
+            tmp.unlink(missing_ok=True)
+
+
 @contextlib.contextmanager
 def run_lock(run_dir, command: str | None = None, create: bool = True):
     """Hold the run's lock for the ``with`` block; raise :class:`RunInUse` if another holds it.
@@ -64,6 +73,7 @@ def run_lock(run_dir, command: str | None = None, create: bool = True):
                            f"then run this command again") from None
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"process {os.getpid()} ({command or _command_line()})\n".encode(), 0)
+        _remove_stale_temporaries(run_dir)
         yield
     finally:
         os.close(fd)  # closing the descriptor releases the flock

@@ -16,6 +16,7 @@ import numpy as np
 
 from agnostophobia.data import DATASETS, check_polarity, load_dataset, to_chw, to_lenet
 from agnostophobia.errors import DataError
+from agnostophobia._runlock import run_lock
 from agnostophobia.experiments.outputs import load_outputs, save_outputs
 from agnostophobia.models import build_model
 from agnostophobia.training.checkpoint import load_checkpoint
@@ -97,13 +98,14 @@ def evaluate_run(run_dir, unknowns: Sequence[str] = (), data_dir=None, device: O
     if not model_dirs:
         raise DataError(f"{run_dir} holds no trained run (seed*/<approach>/outputs.npz); "
                         f"train one with `agnostophobia reproduce` or `agnostophobia train`")
-    for spec in unknowns:
-        raw_name, raw = read_unknowns(spec, data_dir)
-        for model_dir in model_dirs:
-            _add_unknown_set(model_dir, raw_name, raw, device, log)
-    meta_path = run_dir / "run_meta.json"
-    meta = json.loads(meta_path.read_text()) if meta_path.exists() else {"experiment": "", "budget": None}
-    return finish_run(run_dir, meta, plots=plots, log=log)
+    with run_lock(run_dir, create=False):
+        for spec in unknowns:
+            raw_name, raw = read_unknowns(spec, data_dir)
+            for model_dir in model_dirs:
+                _add_unknown_set(model_dir, raw_name, raw, device, log)
+        meta_path = run_dir / "run_meta.json"
+        meta = json.loads(meta_path.read_text()) if meta_path.exists() else {"experiment": "", "budget": None}
+        return finish_run(run_dir, meta, plots=plots, log=log)
 
 
 def _add_unknown_set(model_dir: Path, name: str, raw: np.ndarray, device, log) -> None:

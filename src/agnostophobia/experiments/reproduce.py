@@ -100,6 +100,7 @@ def configure(experiment: ExperimentConfig, seeds: Optional[int] = None, data_di
     if device:
         overrides["device"] = device
     experiment.train = dataclasses.replace(experiment.train, **overrides).validate()
+    resolve_device(experiment.train.device)  # "cuda" without a GPU stops here, not after the run is set up
     if seeds is not None:
         experiment.seeds = check_seeds(seeds, "--seeds")
     return experiment

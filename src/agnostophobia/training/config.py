@@ -11,13 +11,16 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
 import yaml
 
+from agnostophobia.data.protocols import PROTOCOLS
 from agnostophobia.errors import ConfigError
+from agnostophobia.models import MODELS
 
 APPROACH_NAMES = ("softmax", "background", "entropic", "objectosphere")
 BUDGETS = ("smoke", "cpu", "paper")
@@ -66,6 +69,12 @@ class TrainConfig:
                 raise ConfigError(f"config key {key!r}: {what}, got {getattr(self, key)!r}")
 
         need(self.approach in APPROACH_NAMES, "approach", f"must be one of {APPROACH_NAMES}")
+        # names are checked here, before a run directory is written, not when training starts
+        need(isinstance(self.protocol, str) and self.protocol in PROTOCOLS, "protocol",
+             f"must be one of {PROTOCOLS.names()}")
+        need(isinstance(self.model, str) and self.model in MODELS, "model", f"must be one of {MODELS.names()}")
+        need(isinstance(self.device, str) and re.fullmatch(r"auto|cpu|mps|cuda(:\d+)?", self.device) is not None,
+             "device", "must be auto, cpu, mps, cuda or cuda:N")
         for key in ("epochs", "batch_size", "eval_batch_size", "step_size"):
             need(_is_int(getattr(self, key)) and getattr(self, key) >= 1, key, "must be an integer >= 1")
         for key in ("seed", "data_seed"):

@@ -1,0 +1,185 @@
+"""Runs that survive kills and concurrent commands, and records that match what happened
+(issue 13): kill points chosen by name, the run lock, config checks before writes,
+``train``'s run record and the data seed."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+import yaml
+
+from agnostophobia.cli import main
+from agnostophobia.training.config import TrainConfig, parse_experiment
+
+# A LeNet++ run on the real protocol, small enough for a test: two approaches (softmax for
+# the OpenMax path, entropic with known unknowns), two epochs of a few dozen images.
+TINY = {
+    "name": "lenet++", "protocol": "lenet++",
+    "protocol_limits": {"max_known_train": 64, "max_unknown_train": 64, "max_val": 32, "max_test_per_set": 48},
+    "model": "lenet++", "model_kwargs": {"activation": "prelu", "feature_dim": 2},
+    "approaches": ["softmax", "entropic"], "epochs": 2, "batch_size": 32, "lr": 0.001, "tensorboard": False,
+    "openmax": {"tail_size": 3, "alpha": 2, "distance": "eucos"},
+    "budgets": {"smoke": {}},
+}
+# Keys of metrics.json that describe the process, not the result.
+PROCESS_KEYS = {"timings_s", "wall_time_s", "command", "device"}
+
+
+def write_config(path: Path, **changes) -> Path:
+    path.write_text(yaml.safe_dump({**TINY, **changes}))
+    return path
+
+
+def run_cli(args, kill_at=None, cwd=None) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    env.pop("AGNOSTOPHOBIA_KILL_AT", None)
+    if kill_at:
+        env["AGNOSTOPHOBIA_KILL_AT"] = kill_at
+    return subprocess.run([sys.executable, "-m", "agnostophobia", *map(str, args)], capture_output=True,
+                          text=True, env=env, cwd=cwd, timeout=300)
+
+
+def reproduce_args(config, out, data_dir):
+    return ["reproduce", config, "--budget", "smoke", "--out", out, "--no-progress", "--data-dir", data_dir]
+
+
+def result_numbers(run: Path) -> dict:
+    metrics = json.loads((run / "metrics.json").read_text())
+    return {k: v for k, v in metrics.items() if k not in PROCESS_KEYS}
+
+
+@pytest.fixture(scope="module")
+def tiny_config(tmp_path_factory):
+    return write_config(tmp_path_factory.mktemp("config") / "tiny.yaml")
+
+
+@pytest.fixture(scope="module")
+def tiny_run(real_data_dir, tiny_config, tmp_path_factory):
+    """An uninterrupted reproduction in its own process (the reference for the kill test)."""
+    out = tmp_path_factory.mktemp("tiny") / "run"
+    result = run_cli(reproduce_args(tiny_config, out, real_data_dir))
+    assert result.returncode == 0, result.stderr
+    return out
+
+
+# ------------------------------------------------------------------------- kills anywhere
+# Each kill happens in a fresh process on the same run directory, so the run survives all of
+# them in turn: training mid-epoch (softmax's epoch 2), writing stored outputs, the end of
+# entropic's last epoch, metrics.json, a figure and report.md.
+KILL_POINTS = ["train-step:3", "write:outputs.npz", "epoch-end:2", "write:metrics.json",
+               "write:oscr_notmnist.png", "write:report.md"]
+
+
+def test_reproduce_survives_sigkill_at_every_kill_point(tiny_run, tiny_config, real_data_dir, tmp_path):
+    out = tmp_path / "killed"
+    leftovers = set()
+    for point in KILL_POINTS:
+        result = run_cli(reproduce_args(tiny_config, out, real_data_dir), kill_at=point)
+        assert result.returncode == -signal.SIGKILL, f"{point} was never reached: {result.stderr[-500:]}"
+        leftovers |= {p.name for p in out.rglob(".*.tmp")}
+    assert any(name.startswith(".outputs.npz.") for name in leftovers)  # the kills did hit half-done writes
+    assert not (out / "report.md").exists()  # the last kill came before the report was in place
+    result = run_cli(reproduce_args(tiny_config, out, real_data_dir))
+    assert result.returncode == 0, result.stderr
+    assert result_numbers(out) == result_numbers(tiny_run)
+    # the kills inside atomic writes left temporary files; the next owner of the run removed them
+    assert sorted(p.name for p in out.rglob(".*.tmp")) == []
+
+
+# ------------------------------------------------------------------------------ the lock
+HOLD_SCRIPT = textwrap.dedent("""
+    import sys, time
+    from agnostophobia._runlock import run_lock
+    with run_lock(sys.argv[1], command="agnostophobia reproduce (test holder)"):
+        print("locked", flush=True)
+        time.sleep(120)
+""")
+
+
+def hold_lock(run: Path) -> subprocess.Popen:
+    holder = subprocess.Popen([sys.executable, "-c", HOLD_SCRIPT, str(run)], stdout=subprocess.PIPE, text=True)
+    assert holder.stdout.readline().strip() == "locked"
+    return holder
+
+
+def test_a_second_command_on_a_run_in_use_stops_and_names_the_holder(tiny_run, tiny_config, real_data_dir,
+                                                                     capsys):
+    config_before = (tiny_run / "config.yaml").read_bytes()
+    holder = hold_lock(tiny_run)
+    try:
+        for args in (["evaluate", tiny_run], ["plot", tiny_run],
+                     reproduce_args(tiny_config, tiny_run, real_data_dir)):
+            assert main([str(a) for a in args]) == 1
+            err = capsys.readouterr().err.strip().splitlines()
+            assert len(err) == 1 and str(tiny_run) in err[0] and f"process {holder.pid}" in err[0], (args, err)
+    finally:
+        holder.kill()  # SIGKILL: the holder gets no chance to release anything
+        holder.wait()
+    assert (tiny_run / "config.yaml").read_bytes() == config_before
+    # a lock left by a killed process does not block the next command
+    assert main(["evaluate", str(tiny_run), "--no-progress"]) == 0
+
+
+# ---------------------------------------------------------------------- records that match
+def test_a_refused_resume_leaves_the_runs_config_unchanged(tiny_run, tmp_path, real_data_dir, capsys):
+    before = {p: p.read_bytes() for p in tiny_run.rglob("*") if p.is_file()}
+    other = write_config(tmp_path / "other.yaml", lr=0.01)
+    assert main(reproduce_args(str(other), str(tiny_run), str(real_data_dir))) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "lr=0.001" in err[0]
+    assert {p: p.read_bytes() for p in tiny_run.rglob("*") if p.is_file()} == before
+
+
+def test_train_leaves_the_record_that_evaluate_needs(tiny_config, tmp_path, real_data_dir):
+    out = tmp_path / "trained"
+    result = run_cli(["train", tiny_config, "--budget", "smoke", "--out", out, "--no-progress",
+                      "--data-dir", real_data_dir])
+    assert result.returncode == 0, result.stderr
+    meta = json.loads((out / "run_meta.json").read_text())
+    assert meta["budget"] == "smoke" and meta["train_config"]["openmax"]["tail_size"] == 3
+    assert yaml.safe_load((out / "config.yaml").read_text())["approaches"] == ["softmax", "entropic"]
+    assert main(["evaluate", str(out), "--no-progress"]) == 0
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["train_config"]["openmax"] == TINY["openmax"]  # the custom OpenMax setting is kept
+    report = (out / "report.md").read_text()
+    assert "`None`" not in report and "training seed 0" in report
+
+
+def test_train_without_a_budget_is_not_called_a_shortened_run(tmp_path, real_data_dir):
+    out = tmp_path / "trained"
+    config = write_config(tmp_path / "tiny.yaml", epochs=1, approaches=["entropic"])
+    assert main(["train", str(config), "--out", str(out), "--no-progress", "--data-dir", str(real_data_dir)]) == 0
+    assert json.loads((out / "run_meta.json").read_text())["budget"] is None
+    assert main(["evaluate", str(out), "--no-progress"]) == 0
+    report = (out / "report.md").read_text()
+    assert "Shortened run" not in report and "None" not in report.splitlines()[0]
+
+
+def test_every_seed_draws_the_same_data_and_the_report_says_so(monkeypatch):
+    from agnostophobia.experiments import reproduce as reproduce_module
+    from agnostophobia.training.config import ExperimentConfig
+
+    seen = []
+    monkeypatch.setattr(reproduce_module, "build_protocol", lambda name, data_dir, seed, **limits: seen.append(seed))
+    for seed in (0, 1, 5):
+        reproduce_module.protocol_for(TrainConfig(seed=seed, data_seed=7))
+    assert seen == [7, 7, 7]
+    experiment = ExperimentConfig(TrainConfig(data_seed=7), ["entropic"], seeds=3)
+    assert reproduce_module.seeds_varied(experiment) == (
+        "training seeds 0-2 (network initialisation, data order, augmentation); "
+        "data seed 7 fixed (validation split, training subsample)")
+
+
+# --------------------------------------------------------------------- config and flag checks
+@pytest.mark.parametrize("key, value", [("lr", True), ("epochs", True), ("xi", "50"), ("lr", float("nan")),
+                                        ("seed", 1.5), ("data_seed", -1), ("seeds", True), ("seeds", 0),
+                                        ("device", "tpu"), ("protocol", "imagenet"), ("model", "vgg")])
+def test_config_values_of_the_wrong_kind_are_refused_by_key(key, value):
+    from agnostophobia.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=f"'{key}'"):
+        parse_experiment({key: value})
