@@ -23,6 +23,7 @@ from agnostophobia.errors import DataError
 from agnostophobia.registry import Registry
 from agnostophobia.data import formats as F
 from agnostophobia.data.paths import PathLike, data_dir as resolve_data_dir
+from agnostophobia.data.preprocess import KINDS
 
 
 class SplitUnavailable(DataError):
@@ -76,7 +77,7 @@ class DatasetInfo:
     required_splits: Tuple[str, ...]     # splits every copy must have
     num_classes: int
     class_names: Tuple[str, ...]
-    kind: str                            # "glyph" (white on black) or "natural"
+    kind: str                            # "glyph" (white on black; polarity checked) or "natural"
     label_convention: str
     npz_layout: str
     official_layout: str
@@ -102,6 +103,8 @@ DATASETS: Registry[DatasetInfo] = Registry("dataset")
 
 
 def _register(info: DatasetInfo) -> DatasetInfo:
+    if info.kind not in KINDS:  # the kind decides the polarity check: a typo must not skip it
+        raise ValueError(f"dataset {info.name!r}: kind must be one of {KINDS}, got {info.kind!r}")
     DATASETS.register(info.name)(info)
     return info
 

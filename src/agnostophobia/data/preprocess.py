@@ -1,5 +1,10 @@
 """Turning stored images into each model's input, keeping uint8 to save memory.
 
+:func:`prepare_images` is the one path from stored images to a model's input: the
+protocols call it for every training, validation and test set, and ``evaluate``
+(and prediction) call it for sets a user brings, with the :class:`InputSpec` of the
+protocol the run was trained on, so both see exactly the same pixels.
+
 LeNet++ input is ``uint8 (N, 1, 28, 28)``, white glyph on black for every dataset
 (MNIST's convention; the model side does ``x.float() / 255``). ResNet input is
 ``uint8 (N, 3, 32, 32)`` RGB.
@@ -13,11 +18,101 @@ mode, images stay upright, and all glyph sets share one polarity.
 """
 from __future__ import annotations
 
-from typing import Optional
+from dataclasses import dataclass
+from typing import Optional, Sequence, Union
 
 import numpy as np
 
 from agnostophobia.errors import DataError
+
+# What a set of images shows: DatasetInfo.kind of a registered dataset, InputSpec.kind of a protocol.
+GLYPH, NATURAL = "glyph", "natural"
+KINDS = (GLYPH, NATURAL)
+
+
+@dataclass(frozen=True)
+class InputSpec:
+    """A model's input and the kind of images its protocol trains it on.
+
+    ``channels`` 1 is grey (BT.601 luma), 3 is RGB; ``size`` is the square side.
+    A model trained on glyphs (``kind`` "glyph") expects white glyphs on black.
+    """
+
+    channels: int
+    size: int
+    kind: str
+
+    def __post_init__(self):
+        if self.channels not in (1, 3) or self.size < 1 or self.kind not in KINDS:
+            raise ValueError(f"bad input spec {self}")
+
+    @property
+    def shape(self) -> tuple:
+        return (self.channels, self.size, self.size)
+
+
+# Sec. 5: LeNet++ on 28x28 grey digits, ResNet-18 on 32x32 RGB CIFAR-10.
+LENET_INPUT = InputSpec(1, 28, GLYPH)
+RESNET_INPUT = InputSpec(3, 32, NATURAL)
+
+StoredImages = Union[np.ndarray, Sequence[np.ndarray]]
+
+
+def prepare_images(images: StoredImages, spec: InputSpec, *, name: str, kind: Optional[str] = None,
+                   padding: int = 0) -> np.ndarray:
+    """Stored images -> ``uint8 (N, *spec.shape)`` model input; the one preparation path.
+
+    ``images`` is ``uint8 (N, H, W)`` grey or ``(N, H, W, 3)`` RGB, or a sequence of
+    single ``(H, W)`` / ``(H, W, 3)`` images of mixed sizes (a folder), each of which is
+    resized once, straight to the model's size. Grey input goes to RGB by repeating the
+    channel, RGB input to grey by BT.601 luma (:func:`rgb_to_grey`); other sizes are
+    resized with antialiasing (:func:`resize`). ``padding``: the width of a blank frame
+    the dataset declares around its glyph box (DHCD: 2, in ``DatasetSplit.meta``), cropped
+    instead of resized when every image's frame is blank; it is never guessed.
+
+    ``kind`` is what the images show (``DatasetInfo.kind``); ``None`` (a user's own set)
+    means the kind the model was trained on. Glyph sets for a glyph model must be white on
+    black (:func:`check_polarity`); natural images have no glyph polarity and are not
+    checked. ``name`` names the set in error messages.
+    """
+    if kind is not None and kind not in KINDS:
+        raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
+    if isinstance(images, np.ndarray):
+        out = _convert(_check_stored(images, name), spec, padding)
+    else:
+        out = _convert_each_size(images, spec, padding, name)
+    if spec.kind == GLYPH and (kind or spec.kind) == GLYPH:
+        check_polarity(out, name)
+    return out
+
+
+def _check_stored(images: np.ndarray, name: str) -> np.ndarray:
+    if images.dtype != np.uint8 or not (images.ndim == 3 or (images.ndim == 4 and images.shape[-1] == 3)):
+        raise DataError(f"{name}: images must be uint8 (N, H, W) grey or (N, H, W, 3) RGB, "
+                        f"got {images.dtype} {images.shape}")
+    return images
+
+
+def _convert_each_size(images: Sequence[np.ndarray], spec: InputSpec, padding: int, name: str) -> np.ndarray:
+    """Images of mixed sizes: each group of one size is converted as a batch, in place."""
+    out = np.empty((len(images), *spec.shape), np.uint8)
+    groups: dict = {}
+    for i, image in enumerate(images):
+        groups.setdefault(np.shape(image), []).append(i)
+    for idx in groups.values():
+        out[idx] = _convert(_check_stored(np.stack([images[i] for i in idx]), name), spec, padding)
+    return out
+
+
+def _convert(images: np.ndarray, spec: InputSpec, padding: int) -> np.ndarray:
+    if spec.channels == 1:
+        grey = rgb_to_grey(images) if images.ndim == 4 else images
+        if padding > 0 and grey.shape[1] - 2 * padding == spec.size == grey.shape[2] - 2 * padding \
+                and not border_pixels(grey, padding).any():
+            grey = crop_border(grey, padding)  # lossless, keeps the glyph scale
+        return np.ascontiguousarray(resize(grey, spec.size)[:, None])
+    rgb = images if images.ndim == 4 else np.repeat(images[..., None], 3, axis=-1)
+    return to_chw(resize(rgb, spec.size))
 
 
 def rgb_to_grey(images: np.ndarray) -> np.ndarray:
@@ -34,16 +129,16 @@ def rgb_to_grey(images: np.ndarray) -> np.ndarray:
 
 
 def resize(images: np.ndarray, size: int) -> np.ndarray:
-    """Resize (N, H, W) grey uint8 images to ``size`` x ``size``.
+    """Resize (N, H, W) grey or (N, H, W, 3) RGB uint8 images to ``size`` x ``size``.
 
     Pillow's bilinear filter widens its support by the scale factor when shrinking,
     i.e. it antialiases (unlike OpenCV's INTER_CUBIC on a 32->28 shrink, which samples).
     """
     from PIL import Image
 
-    if images.shape[1:] == (size, size):
+    if images.shape[1:3] == (size, size):
         return images
-    out = np.empty((images.shape[0], size, size), np.uint8)
+    out = np.empty((images.shape[0], size, size, *images.shape[3:]), np.uint8)
     for i, img in enumerate(images):
         out[i] = np.asarray(Image.fromarray(img).resize((size, size), Image.Resampling.BILINEAR))
     return out
@@ -79,26 +174,10 @@ def check_polarity(images: np.ndarray, name: str, limit: float = 128.0) -> float
     return median
 
 
-def to_lenet(images: np.ndarray, padding: Optional[int] = None) -> np.ndarray:
-    """Any stored images -> uint8 (N, 1, 28, 28) grey.
-
-    RGB goes to BT.601 luma first. A blank ``padding`` frame around a 28x28 glyph box
-    (DHCD: 32x32 = 28x28 plus 2 blank pixels each side) is cropped, which is lossless
-    and keeps the glyph scale; ``padding=None`` crops such a frame whenever every image
-    of a grey batch has one, ``0`` never crops. Anything else that is not 28x28 is
-    resized with antialiasing.
-    """
-    if images.ndim == 4 and images.shape[-1] == 3:
-        images = rgb_to_grey(images)
-    elif padding is None:
-        padding = (images.shape[1] - 28) // 2 if images.ndim == 3 else 0
-    if images.ndim != 3 or images.dtype != np.uint8:
-        raise ValueError(f"expected uint8 (N, H, W) or (N, H, W, 3) images, got {images.dtype} {images.shape}")
-    if padding and padding > 0 and images.shape[1] - 2 * padding == 28 == images.shape[2] - 2 * padding \
-            and not border_pixels(images, padding).any():
-        images = crop_border(images, padding)
-    images = resize(images, 28)
-    return np.ascontiguousarray(images[:, None])
+def to_lenet(images: np.ndarray, padding: int = 0) -> np.ndarray:
+    """Any stored images -> uint8 (N, 1, 28, 28) grey: :func:`prepare_images` for LeNet++
+    without the polarity check, for callers that check (or need not check) themselves."""
+    return _convert(_check_stored(images, "images"), LENET_INPUT, padding)
 
 
 def to_chw(images: np.ndarray) -> np.ndarray:

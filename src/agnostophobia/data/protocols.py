@@ -19,7 +19,7 @@ from agnostophobia.registry import Registry
 from agnostophobia.data.datasets import (CIFAR100_COARSE, CIFAR10_CLASSES, DATASETS, DIGITS, DatasetSplit,
                                          load_dataset)
 from agnostophobia.data.paths import PathLike, data_dir as resolve_data_dir
-from agnostophobia.data.preprocess import check_polarity, to_chw, to_lenet
+from agnostophobia.data.preprocess import LENET_INPUT, RESNET_INPUT, InputSpec, prepare_images
 
 
 @dataclass
@@ -102,6 +102,21 @@ PROTOCOL_DATA_HINTS = {"cifar": "the `cifar` protocol needs CIFAR-10, CIFAR-100 
                                 "`--protocol cifar10-split` runs on CIFAR-10 alone"}
 
 
+# How each protocol prepares its images (model input, and the kind of images it trains on).
+# `evaluate` reads the protocol name from a run's config and prepares a user's set with the
+# same spec, so an evaluate-time set takes exactly the path the protocol's own sets took.
+PROTOCOL_INPUTS: Dict[str, InputSpec] = {"lenet++": LENET_INPUT, "cifar": RESNET_INPUT,
+                                         "cifar10-split": RESNET_INPUT}
+
+
+def protocol_input(name: str) -> InputSpec:
+    """The :class:`InputSpec` a registered protocol prepares its images with."""
+    PROTOCOLS.get(name)  # a clear error for an unknown name
+    if name not in PROTOCOL_INPUTS:
+        raise ConfigError(f"protocol {name!r} declares no input preparation (data.protocols.PROTOCOL_INPUTS)")
+    return PROTOCOL_INPUTS[name]
+
+
 def require_protocol_data(name: str, data_dir: Optional[PathLike] = None) -> None:
     """:func:`require_datasets` for a registered protocol (no check for other names)."""
     require_datasets(PROTOCOL_DATASETS.get(name, ()), data_dir, PROTOCOL_DATA_HINTS.get(name, ""))
@@ -149,11 +164,10 @@ def stratified_subset(labels: np.ndarray, n: Optional[int], rng: np.random.Gener
 class _Builder:
     """Collects subsampling, preprocessing and notes for one protocol build."""
 
-    def __init__(self, name: str, seed: int, limits: dict, to_input: Callable[[DatasetSplit, np.ndarray], np.ndarray],
-                 polarity: bool):
+    def __init__(self, name: str, seed: int, limits: dict):
         self.name, self.seed, self.limits = name, seed, limits
         self.val_fraction = limits.get("val_fraction", 0.2)
-        self.to_input, self.polarity = to_input, polarity
+        self.input = PROTOCOL_INPUTS[name]
         self.notes: List[str] = []
 
     def note(self, text: str) -> None:
@@ -172,10 +186,8 @@ class _Builder:
         return idx
 
     def images(self, ds: DatasetSplit, idx: np.ndarray, what: str) -> np.ndarray:
-        x = self.to_input(ds, idx)
-        if self.polarity and ds.dataset != "cifar10":  # natural images have no glyph polarity
-            check_polarity(x, f"{what} ({ds.source})")
-        return x
+        return prepare_images(ds.images[idx], self.input, name=f"{what} ({ds.source})",
+                              kind=DATASETS.get(ds.dataset).kind, padding=ds.meta.get("padding", 0))
 
     def train_val(self, ds: DatasetSplit, labels: np.ndarray, part: str, train_key: str,
                   what: str) -> Tuple[Split, Split]:
@@ -199,19 +211,11 @@ def _unknown(ds: DatasetSplit) -> np.ndarray:
     return np.full(len(ds), -1, np.int64)
 
 
-def _lenet_input(ds: DatasetSplit, idx: np.ndarray) -> np.ndarray:
-    return to_lenet(ds.images[idx], padding=ds.meta.get("padding", 0))
-
-
-def _chw_input(ds: DatasetSplit, idx: np.ndarray) -> np.ndarray:
-    return to_chw(ds.images[idx])
-
-
 # ------------------------------------------------------------------ LeNet++
 @PROTOCOLS.register("lenet++")
 def lenet_protocol(data_dir=None, seed: int = 0, **limits) -> OpenSetProtocol:
     """Sec. 3/5: MNIST digits known, EMNIST letters as D_b', four unknown test sets."""
-    b = _Builder("lenet++", seed, limits, _lenet_input, polarity=True)
+    b = _Builder("lenet++", seed, limits)
     mnist = b.absorb(load_dataset("mnist", "train", data_dir))
     k_train, k_val = b.train_val(mnist, mnist.labels, "known", "max_known_train", "MNIST")
     del mnist
@@ -232,7 +236,7 @@ def lenet_protocol(data_dir=None, seed: int = 0, **limits) -> OpenSetProtocol:
     b.note("cifar10 unknowns: the CIFAR-10 test set (10,000) instead of the authors' data_batch_1; grey = "
            "BT.601 luma of RGB (PIL 'L'), upright, antialiased resize to 28x28 (no transpose/BGR bugs)")
     b.note("polarity: every glyph set is white on black (checked: median border pixel below 128)")
-    return OpenSetProtocol("lenet++", 10, (1, 28, 28), _concat("train", k_train, u_train),
+    return OpenSetProtocol("lenet++", 10, b.input.shape, _concat("train", k_train, u_train),
                            _concat("val", k_val, u_val), test_known, unknowns, b.notes, list(DIGITS))
 
 
@@ -245,7 +249,7 @@ CIFAR_DB_COARSE = tuple(range(10))
 def cifar_protocol(data_dir=None, seed: int = 0, **limits) -> OpenSetProtocol:
     """Sec. 5: CIFAR-10 known; half of the CIFAR-100 super-classes as D_b', the other
     half (test images) and SVHN test as unknowns."""
-    b = _Builder("cifar", seed, limits, _chw_input, polarity=False)
+    b = _Builder("cifar", seed, limits)
     # Fail on the optional, usually absent sets, all named at once, before the slow CIFAR-10 decode.
     require_protocol_data("cifar", data_dir)
     c100_train = b.absorb(load_dataset("cifar100", "train", data_dir))
@@ -268,7 +272,7 @@ def cifar_protocol(data_dir=None, seed: int = 0, **limits) -> OpenSetProtocol:
            "negatives); 10-19 (" + ", ".join(CIFAR100_COARSE[10:]) + ") are D_a, test images only")
     b.note(f"CIFAR-100 D_a test has {len(da)} images (10 super-classes x 500); the paper reports 4,500")
     b.note(f"validation: seeded class-stratified {b.val_fraction:.0%} hold-out of CIFAR-10 train and of D_b'")
-    return OpenSetProtocol("cifar", 10, (3, 32, 32), _concat("train", k_train, u_train), _concat("val", k_val, u_val),
+    return OpenSetProtocol("cifar", 10, b.input.shape, _concat("train", k_train, u_train), _concat("val", k_val, u_val),
                            test_known, unknowns, b.notes, list(CIFAR10_CLASSES))
 
 
@@ -289,7 +293,7 @@ CIFAR10_UNKNOWN = (5, 9)                # dog truck: D_a (test only)
 @PROTOCOLS.register("cifar10-split")
 def cifar10_split_protocol(data_dir=None, seed: int = 0, **limits) -> OpenSetProtocol:
     """CIFAR-10 alone: 6 known classes, 2 known-unknown classes, 2 unknown-unknown classes."""
-    b = _Builder("cifar10-split", seed, limits, _chw_input, polarity=False)
+    b = _Builder("cifar10-split", seed, limits)
     remap = np.full(10, -1, np.int64)
     remap[list(CIFAR10_KNOWN)] = np.arange(len(CIFAR10_KNOWN))
     train = b.absorb(load_dataset("cifar10", "train", data_dir))
@@ -305,7 +309,7 @@ def cifar10_split_protocol(data_dir=None, seed: int = 0, **limits) -> OpenSetPro
     b.note(f"CIFAR-10 split: known {', '.join(names)}; D_b' (training negatives) "
            f"{', '.join(CIFAR10_CLASSES[c] for c in CIFAR10_NEGATIVE)}; D_a (test only) "
            f"{', '.join(CIFAR10_CLASSES[c] for c in CIFAR10_UNKNOWN)}")
-    return OpenSetProtocol("cifar10-split", len(CIFAR10_KNOWN), (3, 32, 32), _concat("train", k_train, u_train),
+    return OpenSetProtocol("cifar10-split", len(CIFAR10_KNOWN), b.input.shape, _concat("train", k_train, u_train),
                            _concat("val", k_val, u_val), b.test(tk, remap[tk.labels], "known", "CIFAR-10 known test"),
                            {"cifar10-dog-truck": b.test(da, _unknown(da), "cifar10-dog-truck", "CIFAR-10 dog+truck test"),
                             "cifar10-horse-ship": b.test(db, _unknown(db), "cifar10-horse-ship",

@@ -53,6 +53,8 @@ def add_commands(subparsers) -> None:
     p.add_argument("run", type=Path, help="run directory written by train or reproduce")
     p.add_argument("--unknowns", nargs="+", default=[], metavar="NAME_OR_PATH",
                    help="registered dataset names, .npz files in our layout, or image folders")
+    p.add_argument("--replace", action="store_true",
+                   help="replace unknown sets of the same name that the run already holds")
     p.set_defaults(func=_evaluate)
 
 
@@ -81,5 +83,6 @@ def _train(args) -> int:
 
 def _evaluate(args) -> int:
     from agnostophobia.experiments.evaluate_run import evaluate_run
-    evaluate_run(args.run, unknowns=args.unknowns, data_dir=args.data_dir, device=args.device)
+    evaluate_run(args.run, unknowns=args.unknowns, data_dir=args.data_dir, device=args.device,
+                 replace=args.replace)
     return 0

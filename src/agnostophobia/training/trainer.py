@@ -40,7 +40,10 @@ _RESUME_FREE_KEYS = {"progress", "tensorboard", "device", "eval_batch_size", "da
 def resolve_device(name: str) -> torch.device:
     if name == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    device = torch.device(name)
+    try:
+        device = torch.device(name)
+    except (RuntimeError, TypeError):
+        raise ConfigError(f"device {name!r}: not a device name (auto, cpu, cuda, cuda:N)") from None
     if device.type == "cuda" and not torch.cuda.is_available():
         raise ConfigError(f"config key 'device': {name!r} requested but CUDA is not available")
     return device

@@ -1,0 +1,258 @@
+"""``evaluate --unknowns``: a user's set is prepared exactly like the run's protocol prepared
+its own sets (one ``prepare_images``), polarity is checked by the kind of images, and every
+bad input or name is refused in one line before any model runs or any file changes.
+
+Everything here runs on small synthetic files; the one trained run is LeNet++ at the smoke
+budget on them (a few seconds).
+"""
+from __future__ import annotations
+
+import shutil
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from conftest import Synth, glyphs
+from agnostophobia.cli import main
+from agnostophobia.data import build_protocol
+from agnostophobia.errors import DataError
+from agnostophobia.experiments import evaluate_run as ev
+from agnostophobia.experiments.outputs import load_outputs
+
+LENET_RUN = {"protocol": "lenet++", "model": "lenet++"}
+CIFAR_RUN = {"protocol": "cifar10-split", "model": "resnet18"}
+
+
+def bright_photos(rng: np.random.Generator, n: int, size: int = 32) -> np.ndarray:
+    """Photograph stand-ins with a bright background (sky, a wall) and a darker object."""
+    x = rng.integers(200, 256, (n, size, size, 3), dtype=np.uint8)
+    x[:, size // 4:-size // 4, size // 4:-size // 4] = rng.integers(0, 120, (n, size // 2, size // 2, 3))
+    return x
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    """A data directory for the lenet++ and cifar10-split protocols: DHCD (a declared 2-px
+    frame) as the Devanagari set, CIFAR-10 test images with bright backgrounds."""
+    root = tmp_path_factory.mktemp("data")
+    synth = Synth(root)
+    synth.mnist_npz()
+    synth.letters_npz()
+    synth.dhcd_npz()
+    synth.notmnist_npz()
+    cifar = synth.cifar10_npz()
+    np.savez_compressed(root / "cifar10" / "cifar10.npz", x_test=bright_photos(synth.rng, len(cifar["y_test"])),
+                        y_test=cifar["y_test"].astype(np.uint8))
+    return root
+
+
+def evaluate_path(spec, cfg, data_dir=None) -> np.ndarray:
+    """What `evaluate` feeds a model of a run trained with ``cfg`` for ``--unknowns spec``."""
+    return ev.model_input(ev.read_unknowns(str(spec), data_dir), cfg)
+
+
+def save_pngs(folder, images) -> None:
+    folder.mkdir()
+    for i, image in enumerate(images):
+        Image.fromarray(image).save(folder / f"{i:03d}.png")
+
+
+# ------------------------------------------------------------- one preparation
+def test_evaluate_prepares_like_the_lenet_protocol(data, tmp_path):
+    """LeNet++ (grey): registered sets, an .npz and a folder of the same raw images go through
+    exactly the protocol's path: DHCD's declared frame cropped, CIFAR-10 to luma and resized,
+    and CIFAR-10's bright photographs not refused as 'glyphs on white'."""
+    protocol = build_protocol("lenet++", data, seed=0)
+    assert set(protocol.test_unknowns) == {"letters", "devanagari", "notmnist", "cifar10"}
+    for name, split in protocol.test_unknowns.items():
+        assert np.array_equal(evaluate_path(name, LENET_RUN, data), split.images), name
+    raw_notmnist = np.load(data / "notmnist" / "notmnist.npz")["x_test"]
+    np.savez(tmp_path / "mine.npz", x=raw_notmnist)
+    save_pngs(tmp_path / "mine_pngs", raw_notmnist)
+    expected = protocol.test_unknowns["notmnist"].images
+    assert np.array_equal(evaluate_path(tmp_path / "mine.npz", LENET_RUN), expected)
+    assert np.array_equal(evaluate_path(tmp_path / "mine_pngs", LENET_RUN), expected)
+
+
+def test_evaluate_prepares_like_the_cifar_protocol(data, tmp_path):
+    """ResNet (RGB): the protocol's dog+truck test set and the same raw images given as an
+    .npz, as a folder and as part of the registered CIFAR-10 test set are the same input."""
+    from agnostophobia.data.protocols import CIFAR10_UNKNOWN
+
+    protocol = build_protocol("cifar10-split", data, seed=0)
+    expected = protocol.test_unknowns["cifar10-dog-truck"].images
+    with np.load(data / "cifar10" / "cifar10.npz") as z:
+        raw = z["x_test"][np.isin(z["y_test"], CIFAR10_UNKNOWN)]
+    np.savez(tmp_path / "dog_truck.npz", x_test=raw)
+    save_pngs(tmp_path / "dog_truck_pngs", raw)
+    assert expected.shape == (len(raw), 3, 32, 32)
+    assert np.array_equal(evaluate_path(tmp_path / "dog_truck.npz", CIFAR_RUN), expected)
+    assert np.array_equal(evaluate_path(tmp_path / "dog_truck_pngs", CIFAR_RUN), expected)
+    with np.load(data / "cifar10" / "cifar10.npz") as z:
+        registered = evaluate_path("cifar10", CIFAR_RUN, data)[np.isin(z["y_test"], CIFAR10_UNKNOWN)]
+    assert np.array_equal(registered, expected)
+
+
+def mixed_size_images(rng) -> list:
+    """White-on-black glyphs, grey and RGB, at four sizes; the first is not a model's size."""
+    images = []
+    for i, (h, w) in enumerate([(40, 40), (28, 28), (36, 50), (32, 32)]):
+        img = np.zeros((h, w), np.uint8)
+        box = img[h // 4:3 * h // 4, w // 3:2 * w // 3]
+        box[:] = rng.integers(100, 256, box.shape)
+        images.append(np.stack([img, img // 5 * 4, img // 5 * 3], -1) if i % 2 else img)
+    return images
+
+
+@pytest.mark.parametrize("cfg, mode, size", [(LENET_RUN, "L", 28), (CIFAR_RUN, "RGB", 32)])
+def test_a_folder_of_mixed_sizes_is_resized_once(tmp_path, cfg, mode, size):
+    folder = tmp_path / "mixed"
+    folder.mkdir()
+    for i, image in enumerate(mixed_size_images(np.random.default_rng(0))):
+        Image.fromarray(image).save(folder / f"{i}.png")
+    expected = []
+    for file in sorted(folder.iterdir()):
+        with Image.open(file) as img:  # one antialiased resize, straight from the file to the model's size
+            img = img.convert(mode)
+            expected.append(np.asarray(img if img.size == (size, size)
+                                       else img.resize((size, size), Image.Resampling.BILINEAR)))
+    expected = np.stack(expected)
+    expected = expected[:, None] if mode == "L" else expected.transpose(0, 3, 1, 2)
+    assert np.array_equal(evaluate_path(folder, cfg), expected)
+
+
+def test_an_undeclared_frame_is_resized_not_cropped(tmp_path):
+    """A user's 32x32 glyphs with a blank border: no dataset declares a frame for them, so
+    they are resized like every such set in the protocol, not cropped as a guess."""
+    x = glyphs(np.random.default_rng(0), np.arange(12), 32, pad=2)
+    assert not x[:, :2].any() and not x[:, :, -2:].any()
+    np.savez(tmp_path / "framed.npz", x=x)
+    resized = np.stack([np.asarray(Image.fromarray(im).resize((28, 28), Image.Resampling.BILINEAR)) for im in x])
+    assert np.array_equal(evaluate_path(tmp_path / "framed.npz", LENET_RUN)[:, 0], resized)
+
+
+# ------------------------------------------------------------------- polarity
+def test_polarity_is_checked_by_the_kind_of_images(data, tmp_path):
+    photos = bright_photos(np.random.default_rng(1), 20)
+    np.savez(tmp_path / "photos.npz", x=photos)
+    inverted = 255 - glyphs(np.random.default_rng(2), np.arange(20))
+    np.savez(tmp_path / "inverted.npz", x=inverted)
+    # a run trained on photographs: a user's bright photographs are fine
+    assert evaluate_path(tmp_path / "photos.npz", CIFAR_RUN).shape == (20, 3, 32, 32)
+    # a run trained on glyphs: a registered photo set (kind "natural") is fine ...
+    assert evaluate_path("cifar10", LENET_RUN, data).shape[1:] == (1, 28, 28)
+    # ... a user's own set is taken to be glyphs, so black on white is refused, naming the file
+    for name in ("inverted.npz", "photos.npz"):
+        with pytest.raises(DataError, match=f"{name}: looks like a black glyph on white"):
+            evaluate_path(tmp_path / name, LENET_RUN)
+
+
+# --------------------------------------------------- refusals on a trained run
+@pytest.fixture(scope="module")
+def lenet_run(data, tmp_path_factory):
+    out = tmp_path_factory.mktemp("runs") / "lenet"
+    assert main(["train", "lenet++", "--budget", "smoke", "--approach", "entropic", "--out", str(out),
+                 "--no-progress", "--data-dir", str(data)]) == 0
+    return out
+
+
+def snapshot(run) -> dict:
+    return {p: (p.stat().st_mtime_ns, p.read_bytes()) for p in sorted(run.rglob("*")) if p.is_file()}
+
+
+def one_error_line(capsys) -> str:
+    captured = capsys.readouterr()
+    lines = captured.err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("agnostophobia: error: "), captured.err
+    assert "Traceback" not in captured.err + captured.out
+    return lines[0]
+
+
+@pytest.fixture
+def no_model_loading(monkeypatch):
+    """Fail the test if `evaluate` loads a checkpoint (the first step of running a model)."""
+    def refuse(*args, **kwargs):
+        raise RuntimeError("a checkpoint was loaded before the input was refused")
+    monkeypatch.setattr(ev, "load_checkpoint", refuse)
+
+
+def _truncated(path):
+    np.savez(path, x=glyphs(np.random.default_rng(0), np.arange(50)))
+    path.write_bytes(path.read_bytes()[:300])
+
+
+def _folder(path, files):
+    path.mkdir()
+    for name, data in files.items():
+        (path / name).write_bytes(data)
+
+
+BAD_INPUTS = {
+    "truncated": ("bad.npz", _truncated, "bad.npz: not a readable npz file"),
+    "empty": ("bad.npz", lambda p: np.savez(p, x=np.zeros((0, 28, 28), np.uint8)), "bad.npz: x: contains 0 images"),
+    "float": ("bad.npz", lambda p: np.savez(p, x=np.zeros((3, 28, 28), np.float32)), "bad.npz: x: images must be uint8"),
+    "shape": ("bad.npz", lambda p: np.savez(p, x=np.zeros((3, 784), np.uint8)), "bad.npz: x: images have shape (3, 784)"),
+    "no image array": ("bad.npz", lambda p: np.savez(p, y=np.zeros(3)), "bad.npz: no image array"),
+    "no images in folder": ("bad", lambda p: _folder(p, {"notes.txt": b"hi"}), "bad: no image files"),
+    "unreadable image": ("bad", lambda p: _folder(p, {"a.png": b"not a png"}), "a.png: cannot decode image"),
+    "missing path": ("bad.npz", lambda p: None, "bad.npz: no such file or folder"),
+}
+
+
+@pytest.mark.parametrize("case", BAD_INPUTS)
+def test_bad_input_is_one_line_before_any_model_runs(lenet_run, tmp_path, capsys, no_model_loading, case):
+    """Also when a good set comes first: nothing is evaluated or written until all inputs are read."""
+    good = tmp_path / "good.npz"
+    np.savez(good, x=glyphs(np.random.default_rng(3), np.arange(10)))
+    name, make, message = BAD_INPUTS[case]
+    make(tmp_path / name)
+    before = snapshot(lenet_run)
+    assert main(["evaluate", str(lenet_run), "--unknowns", str(good), str(tmp_path / name)]) == 1
+    assert message in one_error_line(capsys)
+    assert snapshot(lenet_run) == before
+
+
+@pytest.mark.parametrize("spec", ["known.npz", "known"])
+def test_a_set_called_known_is_refused_before_any_work(lenet_run, tmp_path, capsys, no_model_loading, spec):
+    if spec == "known":  # a folder, not even read: the name alone is refused
+        (tmp_path / spec).mkdir()
+    else:
+        np.savez(tmp_path / spec, x=glyphs(np.random.default_rng(4), np.arange(10)))
+    before = snapshot(lenet_run)
+    assert main(["evaluate", str(lenet_run), "--unknowns", str(tmp_path / spec)]) == 1
+    assert "must not be called 'known'" in one_error_line(capsys)
+    assert snapshot(lenet_run) == before
+
+
+def test_two_sets_of_one_name_are_refused(lenet_run, tmp_path, capsys, no_model_loading):
+    for sub in ("a", "b"):
+        (tmp_path / sub).mkdir()
+        np.savez(tmp_path / sub / "mine.npz", x=glyphs(np.random.default_rng(5), np.arange(10)))
+    before = snapshot(lenet_run)
+    assert main(["evaluate", str(lenet_run), "--unknowns", str(tmp_path / "a" / "mine.npz"),
+                 str(tmp_path / "b" / "mine.npz")]) == 1
+    assert "more than one set would be called 'mine'" in one_error_line(capsys)
+    assert snapshot(lenet_run) == before
+
+
+def test_replacing_a_set_needs_replace(lenet_run, tmp_path, capsys, monkeypatch):
+    run = tmp_path / "run"
+    shutil.copytree(lenet_run, run)
+    first, second = tmp_path / "first" / "mine.npz", tmp_path / "second" / "mine.npz"
+    for path, n in ((first, 12), (second, 7)):
+        path.parent.mkdir()
+        np.savez(path, x=glyphs(np.random.default_rng(n), np.arange(n)))
+    assert main(["evaluate", str(run), "--unknowns", str(first)]) == 0
+    assert len(load_outputs(run / "seed0" / "entropic" / "outputs.npz")["mine"]["labels"]) == 12
+    capsys.readouterr()
+    before = snapshot(run)
+    for spec in (str(second), "letters"):  # a user's set, and one of the protocol's own sets
+        with monkeypatch.context() as m:
+            m.setattr(ev, "load_checkpoint", lambda *a, **k: pytest.fail("checkpoint loaded before refusing"))
+            assert main(["evaluate", str(run), "--unknowns", spec, "--data-dir", "/nonexistent"]) == 1
+        line = one_error_line(capsys)
+        assert "already holds" in line and "--replace" in line
+        assert snapshot(run) == before
+    assert main(["evaluate", str(run), "--unknowns", str(second), "--replace"]) == 0
+    assert len(load_outputs(run / "seed0" / "entropic" / "outputs.npz")["mine"]["labels"]) == 7
