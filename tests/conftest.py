@@ -297,3 +297,22 @@ def synth(tmp_path) -> Synth:
     root = tmp_path / "data"
     root.mkdir()
     return Synth(root)
+
+
+# --------------------------------------------------------------- whole commands
+@pytest.fixture(scope="session")
+def tiny_config(tmp_path_factory):
+    from runs import write_config
+
+    return write_config(tmp_path_factory.mktemp("config") / "tiny.yaml")
+
+
+@pytest.fixture(scope="session")
+def tiny_run(real_data_dir, tiny_config, tmp_path_factory):
+    """An uninterrupted tiny reproduction (tests/runs.py) in its own process, trained once."""
+    from runs import reproduce_args, run_cli
+
+    out = tmp_path_factory.mktemp("tiny") / "run"
+    result = run_cli(reproduce_args(tiny_config, out, real_data_dir))
+    assert result.returncode == 0, result.stderr
+    return out

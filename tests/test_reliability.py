@@ -11,59 +11,19 @@ from pathlib import Path
 
 import pytest
 import yaml
+from runs import TINY, reproduce_args, run_cli, write_config
 
 from agnostophobia.cli import main
 from agnostophobia.training.config import TrainConfig, parse_experiment
 
-# A LeNet++ run on the real protocol, small enough for a test: two approaches (softmax for
-# the OpenMax path, entropic with known unknowns), two epochs of a few dozen images.
-TINY = {
-    "name": "lenet++", "protocol": "lenet++",
-    "protocol_limits": {"max_known_train": 64, "max_unknown_train": 64, "max_val": 32, "max_test_per_set": 48},
-    "model": "lenet++", "model_kwargs": {"activation": "prelu", "feature_dim": 2},
-    "approaches": ["softmax", "entropic"], "epochs": 2, "batch_size": 32, "lr": 0.001, "tensorboard": False,
-    "openmax": {"tail_size": 3, "alpha": 2, "distance": "eucos"},
-    "budgets": {"smoke": {}},
-}
 # Keys of metrics.json that describe the process, not the result.
 PROCESS_KEYS = {"timings_s", "wall_time_s", "command", "device"}
-
-
-def write_config(path: Path, **changes) -> Path:
-    path.write_text(yaml.safe_dump({**TINY, **changes}))
-    return path
-
-
-def run_cli(args, kill_at=None, cwd=None) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    env.pop("AGNOSTOPHOBIA_KILL_AT", None)
-    if kill_at:
-        env["AGNOSTOPHOBIA_KILL_AT"] = kill_at
-    return subprocess.run([sys.executable, "-m", "agnostophobia", *map(str, args)], capture_output=True,
-                          text=True, env=env, cwd=cwd, timeout=300)
-
-
-def reproduce_args(config, out, data_dir):
-    return ["reproduce", config, "--budget", "smoke", "--out", out, "--no-progress", "--data-dir", data_dir]
 
 
 def result_numbers(run: Path) -> dict:
     metrics = json.loads((run / "metrics.json").read_text())
     return {k: v for k, v in metrics.items() if k not in PROCESS_KEYS}
 
-
-@pytest.fixture(scope="module")
-def tiny_config(tmp_path_factory):
-    return write_config(tmp_path_factory.mktemp("config") / "tiny.yaml")
-
-
-@pytest.fixture(scope="module")
-def tiny_run(real_data_dir, tiny_config, tmp_path_factory):
-    """An uninterrupted reproduction in its own process (the reference for the kill test)."""
-    out = tmp_path_factory.mktemp("tiny") / "run"
-    result = run_cli(reproduce_args(tiny_config, out, real_data_dir))
-    assert result.returncode == 0, result.stderr
-    return out
 
 
 # ------------------------------------------------------------------------- kills anywhere

@@ -54,7 +54,9 @@ def main(argv=None) -> int:
     except (AgnostophobiaError, ValueError, OSError) as exc:  # OSError: permissions, a full disk
         if os.environ.get("AGNOSTOPHOBIA_DEBUG"):
             traceback.print_exc()
-        print(f"agnostophobia: error: {exc}", file=sys.stderr)
+        # one line, whatever a library underneath put into the message
+        message = "; ".join(line.strip() for line in str(exc).splitlines() if line.strip())
+        print(f"agnostophobia: error: {message}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print("agnostophobia: interrupted (checkpoints written so far are kept; run the same command again to resume)",

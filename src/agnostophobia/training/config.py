@@ -198,7 +198,9 @@ def load_experiment(path) -> ExperimentConfig:
     try:
         data = yaml.safe_load(path.read_text())
     except yaml.YAMLError as exc:
-        raise ConfigError(f"config {path}: not valid YAML: {exc}") from None
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        raise ConfigError(f"config {path}: not valid YAML{where}: {getattr(exc, 'problem', None) or exc}") from None
     return parse_experiment(data, str(path))
 
 

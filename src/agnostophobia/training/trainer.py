@@ -46,6 +46,8 @@ def resolve_device(name: str) -> torch.device:
         raise ConfigError(f"device {name!r}: not a device name (auto, cpu, cuda, cuda:N)") from None
     if device.type == "cuda" and not torch.cuda.is_available():
         raise ConfigError(f"config key 'device': {name!r} requested but CUDA is not available")
+    if device.type == "cuda" and (device.index or 0) >= torch.cuda.device_count():
+        raise ConfigError(f"config key 'device': {name!r} requested but only {torch.cuda.device_count()} GPU(s) exist")
     return device
 
 

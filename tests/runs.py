@@ -1,0 +1,39 @@
+"""A tiny LeNet++ run on the real protocol, for tests of whole commands (kills, locks,
+records, bad inputs): two approaches (softmax for the OpenMax path, entropic with known
+unknowns), two epochs of a few dozen images, one process per command as a user runs it."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+
+TINY = {
+    "name": "lenet++", "protocol": "lenet++",
+    "protocol_limits": {"max_known_train": 64, "max_unknown_train": 64, "max_val": 32, "max_test_per_set": 48},
+    "model": "lenet++", "model_kwargs": {"activation": "prelu", "feature_dim": 2},
+    "approaches": ["softmax", "entropic"], "epochs": 2, "batch_size": 32, "lr": 0.001, "tensorboard": False,
+    "openmax": {"tail_size": 3, "alpha": 2, "distance": "eucos"},
+    "budgets": {"smoke": {}},
+}
+
+
+def write_config(path: Path, **changes) -> Path:
+    path.write_text(yaml.safe_dump({**TINY, **changes}))
+    return path
+
+
+def run_cli(args, kill_at=None, cwd=None) -> subprocess.CompletedProcess:
+    """``agnostophobia ARGS`` in a fresh process; ``kill_at`` names a kill point (see _killpoints)."""
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    env.pop("AGNOSTOPHOBIA_KILL_AT", None)
+    if kill_at:
+        env["AGNOSTOPHOBIA_KILL_AT"] = kill_at
+    return subprocess.run([sys.executable, "-m", "agnostophobia", *map(str, args)], capture_output=True,
+                          text=True, env=env, cwd=cwd, timeout=300)
+
+
+def reproduce_args(config, out, data_dir):
+    return ["reproduce", config, "--budget", "smoke", "--out", out, "--no-progress", "--data-dir", data_dir]

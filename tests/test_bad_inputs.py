@@ -1,0 +1,156 @@
+"""One table of bad command-line inputs: files, configs, flags and run directories.
+
+Each case must end with a non-zero exit code and exactly one line on stderr that names
+the input, with no traceback, and must leave every file of an existing run as it was.
+"""
+import hashlib
+import subprocess
+import sys
+import zipfile
+
+import numpy as np
+import pytest
+from runs import write_config
+
+from agnostophobia.cli import main
+
+
+def snapshot(run):
+    return {p.relative_to(run): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(run.rglob("*"))
+            if p.is_file()} | {"(files)": sorted(str(p.relative_to(run)) for p in run.rglob("*"))}
+
+
+def yaml_file(tmp, text):
+    path = tmp / "bad.yaml"
+    path.write_text(text)
+    return path
+
+
+def npz(tmp, name="set.npz", **arrays):
+    path = tmp / name
+    np.savez(path, **arrays)
+    return path
+
+
+def truncated_npz(tmp):
+    good = npz(tmp, "whole.npz", x=np.zeros((20, 28, 28), np.uint8))
+    path = tmp / "truncated.npz"
+    path.write_bytes(good.read_bytes()[:300])
+    return path
+
+
+def empty_folder(tmp):
+    (tmp / "no_images").mkdir()
+    (tmp / "no_images" / "readme.txt").write_text("no pictures here")
+    return tmp / "no_images"
+
+
+def broken_image_folder(tmp):
+    (tmp / "broken").mkdir()
+    (tmp / "broken" / "a.png").write_bytes(b"\x89PNG not really")
+    return tmp / "broken"
+
+
+def not_an_archive(tmp):
+    path = tmp / "notzip.npz"
+    path.write_text("this is text")
+    return path
+
+
+def zip_without_arrays(tmp):
+    path = tmp / "other.npz"
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr("hello.txt", "hi")
+    return path
+
+
+# (id, argv as a function of (run, tmp, data), text the one line must contain, exit code)
+CASES = [
+    # flags
+    ("budget-choice", lambda r, t, d: ["reproduce", "lenet++", "--budget", "huge"], "--budget", 2),
+    ("seeds-zero", lambda r, t, d: ["reproduce", "lenet++", "--seeds", "0", "--out", r], "--seeds", 2),
+    ("seeds-word", lambda r, t, d: ["train", "lenet++", "--seeds", "two", "--out", r], "--seeds", 2),
+    ("train-no-out", lambda r, t, d: ["train", "lenet++"], "--out", 2),
+    ("unknown-command", lambda r, t, d: ["frobnicate"], "frobnicate", 2),
+    ("unknown-flag", lambda r, t, d: ["evaluate", r, "--unknown-flag"], "--unknown-flag", 2),
+    ("plot-format", lambda r, t, d: ["plot", r, "--format", "bmpx"], "bmpx", 1),
+    ("plot-max-points", lambda r, t, d: ["plot", r, "--max-points", "0"], "--max-points", 1),
+    ("device-name", lambda r, t, d: ["evaluate", r, "--device", "tpu"], "tpu", 1),
+    ("device-no-cuda", lambda r, t, d: ["reproduce", "lenet++", "--device", "cuda:7", "--out", r], "cuda:7", 1),
+    ("experiment-name", lambda r, t, d: ["reproduce", "no-such-experiment", "--out", r], "no-such-experiment", 1),
+    ("protocol-name", lambda r, t, d: ["reproduce", "cifar", "--protocol", "imagenet-p9", "--out", r],
+     "imagenet-p9", 1),
+    ("lenet-run-outside-ensemble", lambda r, t, d: ["reproduce", "lenet++", "--lenet-run", r, "--out", r],
+     "--lenet-run", 1),
+    # configs
+    ("config-missing", lambda r, t, d: ["train", t / "missing.yaml", "--out", r], "missing.yaml", 1),
+    ("config-not-yaml", lambda r, t, d: ["train", yaml_file(t, "epochs: [1,\n"), "--out", r], "bad.yaml", 1),
+    ("config-top-list", lambda r, t, d: ["train", yaml_file(t, "- 1\n- 2\n"), "--out", r], "bad.yaml", 1),
+    ("config-unknown-key", lambda r, t, d: ["train", yaml_file(t, "epochz: 3\n"), "--out", r], "epochz", 1),
+    ("config-lr-bool", lambda r, t, d: ["train", yaml_file(t, "lr: true\n"), "--out", r], "'lr'", 1),
+    ("config-lr-nan", lambda r, t, d: ["train", yaml_file(t, "lr: .nan\n"), "--out", r], "'lr'", 1),
+    ("config-seeds-zero", lambda r, t, d: ["train", yaml_file(t, "seeds: 0\n"), "--out", r], "'seeds'", 1),
+    ("config-approach", lambda r, t, d: ["train", yaml_file(t, "approaches: [magic]\n"), "--out", r], "magic", 1),
+    ("config-budget-key", lambda r, t, d: ["train", yaml_file(t, "budgets: {smoke: {epoch: 1}}\n"), "--out", r],
+     "budgets.smoke.epoch", 1),
+    ("config-protocol", lambda r, t, d: ["train", yaml_file(t, "protocol: imagenet\n"), "--out", r], "'protocol'", 1),
+    ("config-model", lambda r, t, d: ["train", yaml_file(t, "model: vgg\n"), "--out", r], "'model'", 1),
+    ("config-budget-undefined", lambda r, t, d: ["train", write_config(t / "tiny.yaml"), "--budget", "cpu",
+                                                  "--out", r], "budget 'cpu'", 1),
+    # run directories
+    ("run-missing", lambda r, t, d: ["evaluate", t / "no-run"], "no-run", 1),
+    ("run-empty", lambda r, t, d: ["evaluate", t], "no trained run", 1),
+    ("plot-run-missing", lambda r, t, d: ["plot", t / "no-run"], "no-run", 1),
+    ("resume-other-config", lambda r, t, d: ["reproduce", write_config(t / "tiny.yaml", lr=0.5), "--budget", "smoke",
+                                             "--out", r, "--data-dir", d], "lr=0.001", 1),
+    ("train-over-existing", lambda r, t, d: ["train", write_config(t / "tiny.yaml"), "--budget", "smoke",
+                                             "--out", r, "--data-dir", d], "--resume", 1),
+    # files given as unknowns
+    ("unknowns-truncated", lambda r, t, d: ["evaluate", r, "--unknowns", truncated_npz(t)], "truncated.npz", 1),
+    ("unknowns-empty", lambda r, t, d: ["evaluate", r, "--unknowns", npz(t, "empty.npz",
+                                                                          x=np.zeros((0, 28, 28), np.uint8))],
+     "empty.npz", 1),
+    ("unknowns-float", lambda r, t, d: ["evaluate", r, "--unknowns", npz(t, "floats.npz",
+                                                                          x=np.zeros((4, 28, 28)))], "floats.npz", 1),
+    ("unknowns-no-array", lambda r, t, d: ["evaluate", r, "--unknowns", npz(t, "labels.npz", y=np.zeros(4))],
+     "labels.npz", 1),
+    ("unknowns-not-zip", lambda r, t, d: ["evaluate", r, "--unknowns", not_an_archive(t)], "notzip.npz", 1),
+    ("unknowns-zip-no-arrays", lambda r, t, d: ["evaluate", r, "--unknowns", zip_without_arrays(t)], "other.npz", 1),
+    ("unknowns-missing", lambda r, t, d: ["evaluate", r, "--unknowns", t / "nowhere.npz"], "nowhere.npz", 1),
+    ("unknowns-no-images", lambda r, t, d: ["evaluate", r, "--unknowns", empty_folder(t)], "no_images", 1),
+    ("unknowns-broken-image", lambda r, t, d: ["evaluate", r, "--unknowns", broken_image_folder(t)], "a.png", 1),
+    ("unknowns-inverted", lambda r, t, d: ["evaluate", r, "--unknowns", npz(t, "inverted.npz",
+                                                                             x=np.full((5, 28, 28), 255, np.uint8))],
+     "inverted.npz", 1),
+    ("unknowns-named-known", lambda r, t, d: ["evaluate", r, "--unknowns", npz(t, "known.npz",
+                                                                                x=np.zeros((5, 28, 28), np.uint8))],
+     "known", 1),
+    ("unknowns-existing-set", lambda r, t, d: ["evaluate", r, "--unknowns", "notmnist", "--data-dir", d],
+     "--replace", 1),
+]
+
+
+@pytest.mark.parametrize("case_id, argv, names, code", CASES, ids=[c[0] for c in CASES])
+def test_bad_input_gives_one_line_and_changes_nothing(case_id, argv, names, code, tiny_run, tmp_path,
+                                                      real_data_dir, capsys):
+    before = snapshot(tiny_run)
+    args = [str(a) for a in argv(tiny_run, tmp_path, real_data_dir)]
+    try:
+        result = main(args)
+    except SystemExit as exc:  # argparse exits by itself
+        result = exc.code
+    err = capsys.readouterr().err.strip().splitlines()
+    assert result == code, (args, err)
+    assert len(err) == 1, err
+    assert names in err[0] and "Traceback" not in err[0], err
+    assert snapshot(tiny_run) == before
+
+
+def test_the_table_is_large_and_one_case_runs_as_a_user_would(tiny_run):
+    assert len(CASES) >= 25
+    # the same contract through the installed entry point, not only main(): no traceback on stderr
+    result = subprocess.run([sys.executable, "-m", "agnostophobia", "reproduce", "lenet++", "--seeds", "0"],
+                            capture_output=True, text=True)
+    assert result.returncode == 2 and result.stderr.count("\n") == 1 and "--seeds" in result.stderr
+    assert "--help" in result.stderr and "Traceback" not in result.stderr
+
