@@ -13,7 +13,7 @@ example made from the current weights at every step:
 
 with ``epsilon`` = 1 % of the input range (inputs are ``x / 255``, so 0.01). The ensemble's
 probabilities are the mean of the members' softmax outputs. Inputs get the LeNet++
-preprocessing (``data.to_lenet``: white glyph on black, 28x28), scaled to [0, 1] and
+preprocessing (``data.preprocess.prepare_images``: white glyph on black, 28x28), scaled to [0, 1] and
 flattened.
 
 **Evaluation (paper Sec. 4.3).** MNIST test are the knowns D_c, notMNIST (18,724) the
@@ -64,7 +64,8 @@ import torch.nn.functional as F
 import yaml
 from torch import nn
 
-from agnostophobia.data import check_polarity, load_dataset, purpose_rng, stratified_subset, to_lenet
+from agnostophobia.data import DATASETS, load_dataset, purpose_rng, stratified_subset
+from agnostophobia.data.preprocess import LENET_INPUT, prepare_images
 from agnostophobia.errors import ConfigError
 from agnostophobia.experiments.evaluation import (FPR_KEYS, FPR_TARGETS, aggregate_seeds, finite_or_none,
                                                   known_vs_unknown)
@@ -318,8 +319,8 @@ class EnsembleData:
 
 
 def _flat(split, name: str) -> np.ndarray:
-    images = to_lenet(split.images)
-    check_polarity(images, name)
+    # the LeNet++ protocol's preparation (one path for every model), then flattened for the MLPs
+    images = prepare_images(split.images, LENET_INPUT, name=name, kind=DATASETS.get(split.dataset).kind)
     return np.ascontiguousarray(images.reshape(len(images), -1))
 
 
@@ -602,7 +603,7 @@ DEVIATIONS = [
     "**Adversarial examples are clipped to [0, 1]**, the valid pixel range, and made from the gradient of the "
     "batch-mean NLL with the weights of the current step (its sign per pixel is that of each sample's own "
     "NLL). Clean and adversarial NLL have equal weight.",
-    "**Preprocessing of the LeNet++ experiment**: white-on-black 28x28 (`data.to_lenet`), x / 255, "
+    "**Preprocessing of the LeNet++ experiment**: white-on-black 28x28 (`data.preprocess.prepare_images`), x / 255, "
     "flattened; no mean/std normalisation, so epsilon = 0.01 is 1 % of the input range.",
     "**Unknowns are notMNIST_small (18,724)**, the set of the paper's Table 2; knowns are the 10,000 MNIST "
     "test images. The confidence is the ensemble's maximum averaged probability.",
