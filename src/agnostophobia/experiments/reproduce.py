@@ -90,7 +90,8 @@ def train_and_store(experiment: ExperimentConfig, out: Path, log=print) -> Dict:
 
 def reproduce(experiment_name: str, budget: Optional[str] = None, seeds: Optional[int] = None,
               out: Optional[Path] = None, data_dir: Optional[str] = None, device: Optional[str] = None,
-              progress: bool = True, plots: bool = True, protocol: Optional[str] = None, log=print) -> Path:
+              progress: bool = True, plots: bool = True, protocol: Optional[str] = None, log=print,
+              fetch: bool = True, allow_unverified: bool = False) -> Path:
     budget = budget or default_budget()
     experiment = load_experiment(experiment_name).for_budget(budget)
     overrides = {"progress": progress}
@@ -111,11 +112,18 @@ def reproduce(experiment_name: str, budget: Optional[str] = None, seeds: Optiona
         experiment.seeds = seeds
     name = experiment.train.name
     out = Path(out or Path("runs") / f"{name}-{budget}")
-    if not out.exists():  # a fresh run: stop on missing data before writing anything
+    fetched = []
+    if not out.exists():  # a fresh run: fetch missing data (or stop and explain) before writing anything
         from agnostophobia.data.protocols import require_protocol_data
 
-        require_protocol_data(experiment.train.protocol, experiment.train.data_dir)
+        fetched = require_protocol_data(experiment.train.protocol, experiment.train.data_dir, fetch=fetch,
+                                        allow_unverified=allow_unverified, progress=None if progress else False,
+                                        log=log)
     out.mkdir(parents=True, exist_ok=True)
+    if fetched:
+        from agnostophobia.data.fetch import write_fetch_record
+
+        write_fetch_record(out, fetched)
     resolved = {**experiment.train.to_dict(), "approaches": experiment.approaches, "seeds": experiment.seeds,
                 "budget": budget}
     atomic_write(out / "config.yaml", lambda tmp: Path(tmp).write_text(yaml.safe_dump(resolved, sort_keys=False)))
