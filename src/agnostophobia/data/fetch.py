@@ -87,9 +87,9 @@ def _record_sum(directory: Path, filename: str, sha256: str) -> Path:
     return path
 
 
-def _verified(path: Path, res: Resource) -> bool:
+def _verified(path: Path, res: Resource, sha256: str) -> bool:
     if res.sha256:
-        return sha256_file(path) == res.sha256
+        return sha256 == res.sha256
     if res.md5:
         return md5_file(path) == res.md5
     return False
@@ -162,9 +162,10 @@ def fetch_file(res: Resource, directory: PathLike, mirror: Optional[str] = None,
         raise DataError(f"{res.filename}: no published checksum ({res.checksum_source}); "
                         f"rerun with --allow-unverified to download it and record its sha256")
     if target.exists():
-        if _verified(target, res) or (not res.verifiable and read_sums(directory).get(res.filename) == sha256_file(target)):
+        sha = sha256_file(target)
+        if _verified(target, res, sha) or (not res.verifiable and read_sums(directory).get(res.filename) == sha):
             log(f"{target}: already present, checksum ok")
-            return FetchedFile(dataset, res.filename, str(target), None, sha256_file(target), res.verifiable)
+            return FetchedFile(dataset, res.filename, str(target), None, sha, res.verifiable)
         log(f"{target}: present but does not match its checksum; downloading again")
     top = _make_dir(directory)
     try:
