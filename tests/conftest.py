@@ -29,6 +29,30 @@ def _data_cache_in_tmp(tmp_path_factory):
     mp.undo()
 
 
+_LOOPBACK = {None, "", "localhost", "127.0.0.1", "::1", "0.0.0.0", "::"}
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _no_internet():
+    """Only loopback hosts resolve, so no test downloads anything: ``reproduce`` fetches
+    missing data by itself, and a test of a missing-data path must see an unreachable
+    network on every machine (the fetch tests serve their files on 127.0.0.1)."""
+    import socket
+
+    real = socket.getaddrinfo
+
+    def loopback_only(host, *args, **kwargs):
+        name = host.decode() if isinstance(host, bytes) else host
+        if name not in _LOOPBACK:
+            raise socket.gaierror(socket.EAI_NONAME, f"{name}: no network in tests")
+        return real(host, *args, **kwargs)
+
+    mp = pytest.MonkeyPatch()
+    mp.setattr(socket, "getaddrinfo", loopback_only)
+    yield
+    mp.undo()
+
+
 @pytest.fixture(scope="session")
 def real_data_dir() -> Path:
     value = os.environ.get("AGNOSTOPHOBIA_DATA")

@@ -4,22 +4,26 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import http.server
+import json
 import threading
 
 import numpy as np
 import pytest
 
+from conftest import Synth
 from agnostophobia.cli import main
-from agnostophobia.data import DATASETS, Resource, download, fetch_dataset, load_dataset
-from agnostophobia.data.fetch import read_sums
+from agnostophobia.data import DATASETS, Resource, build_protocol, download, fetch_dataset, load_dataset
+from agnostophobia.data.fetch import FetchedFile, LoginRequired, fetch_missing, read_sums, write_fetch_record
+from agnostophobia.experiments.report import write_report
 from agnostophobia.errors import DataError
 
 
 class Server:
-    """Serves ``files`` by name; names in ``dying`` announce twice their length and hang up halfway."""
+    """Serves ``files`` by name; names in ``dying`` announce twice their length and hang up halfway;
+    ``answers`` maps a name to (status, Content-Type) for a login wall or a web page."""
 
     def __init__(self):
-        self.files, self.dying, self.requests = {}, set(), []
+        self.files, self.dying, self.requests, self.answers = {}, set(), [], {}
         server = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
@@ -27,6 +31,15 @@ class Server:
                 name = self.path.lstrip("/")
                 server.requests.append(name)
                 data = server.files.get(name)
+                if name in server.answers:
+                    status, content_type = server.answers[name]
+                    page = b"<html><body>Sign in to continue</body></html>"
+                    self.send_response(status)
+                    self.send_header("Content-Type", content_type)
+                    self.send_header("Content-Length", str(len(page)))
+                    self.end_headers()
+                    self.wfile.write(page)
+                    return
                 if data is None:
                     self.send_error(404)
                     return
@@ -225,3 +238,150 @@ def test_read_only_data_dir_is_refused_even_for_root(server, tmp_path):
         assert list(ro.iterdir()) == [] and server.requests == []
     finally:
         ro.chmod(0o755)
+
+
+# ------------------------------------------------- a first run fetches its own data
+def _one_error_line(capsys) -> str:
+    captured = capsys.readouterr()
+    err = captured.err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("agnostophobia: error: "), captured.err
+    assert "Traceback" not in captured.err + captured.out
+    return err[0]
+
+
+def _publish(monkeypatch, name, files):
+    """Give a registered dataset the checksums of the synthetic files the server serves."""
+    info = DATASETS.get(name)
+    monkeypatch.setitem(DATASETS._items, name, dataclasses.replace(info, resources=tuple(
+        dataclasses.replace(r, md5=hashlib.md5(files[r.filename]).hexdigest()) for r in info.resources)))
+
+
+@pytest.fixture
+def lenet_server(server, tmp_path, monkeypatch):
+    """Official-format files of every dataset of the lenet++ protocol (synthetic content) on the
+    loopback server, which replaces every official URL. mnist, letters and cifar10 are verified
+    against the checksums of these files; notMNIST and NHCD have none, as in the registry."""
+    made = Synth(tmp_path / "made")
+    made.mnist_idx(gz=True)
+    made.emnist_zip()
+    made.nhcd_folder(as_zip=True)
+    made.notmnist_archive(as_tar=True, broken=0)
+    made.cifar10_python(as_tar=True)
+    server.files.update({p.name: p.read_bytes() for p in made.root.rglob("*") if p.is_file()})
+    for name in ("mnist", "letters", "cifar10"):
+        _publish(monkeypatch, name, server.files)
+    monkeypatch.setenv("AGNOSTOPHOBIA_MIRROR", server.url)
+    return server
+
+
+def _reproduce(tmp_path, *flags):
+    return main(["reproduce", "lenet++", "--budget", "smoke", "--data-dir", str(tmp_path / "data"),
+                 "--out", str(tmp_path / "run"), "--no-progress", "--no-plots", *flags])
+
+
+class TrainingStarted(Exception):
+    pass
+
+
+def test_reproduce_fetches_missing_data_then_trains(lenet_server, tmp_path, monkeypatch):
+    def stop(experiment, out, log=print):  # the run got as far as training: stop there, it takes seconds
+        raise TrainingStarted(out)
+
+    monkeypatch.setattr("agnostophobia.experiments.reproduce.train_and_store", stop)
+    with pytest.raises(TrainingStarted):
+        _reproduce(tmp_path, "--allow-unverified")
+    data, run = tmp_path / "data", tmp_path / "run"
+    for name, payload in lenet_server.files.items():
+        assert next(data.rglob(name)).read_bytes() == payload
+    assert leftovers(data / "mnist") == [] and (run / "config.yaml").exists()
+    assert build_protocol("lenet++", data).sizes()["test_unknowns/notmnist"] == {"known": 0, "unknown": 30}
+    record = json.loads((run / "data_fetched.json").read_text())["files"]
+    by_file = {r["file"]: r for r in record}
+    assert set(by_file) == set(lenet_server.files)
+    for name, row in by_file.items():
+        assert row["sha256"] == hashlib.sha256(lenet_server.files[name]).hexdigest()
+        assert row["url"] == f"{lenet_server.url}/{name}"
+    assert {r["dataset"] for r in record if not r["verified"]} == {"notmnist", "nhcd"}
+    assert {r["dataset"] for r in record if r["verified"]} == {"mnist", "letters", "cifar10"}
+
+
+def test_report_lists_the_files_fetched_for_the_run(tmp_path):
+    rows = [FetchedFile("notmnist", "notMNIST_small.tar.gz", "/x", "http://h/notMNIST_small.tar.gz", "ab" * 32, False),
+            FetchedFile("mnist", "t10k-labels-idx1-ubyte.gz", "/y", "http://h/t10k", "cd" * 32, True)]
+    write_fetch_record(tmp_path, rows)
+    metrics = {"experiment": "lenet++", "budget": "smoke", "results": [], "table1": [], "fpr_readout": "Eq. 3"}
+    report = write_report(tmp_path, metrics).read_text()
+    assert ("- notmnist: `notMNIST_small.tar.gz` from http://h/notMNIST_small.tar.gz, sha256 `" + "ab" * 32 +
+            "` — **unverified**: no published checksum") in report.splitlines()
+    assert f"- mnist: `t10k-labels-idx1-ubyte.gz` from http://h/t10k, sha256 `{'cd' * 32}`" in report.splitlines()
+
+
+def test_reproduce_without_allow_unverified_stops_once_before_downloading(lenet_server, tmp_path, capsys):
+    assert _reproduce(tmp_path) == 1
+    line = _one_error_line(capsys)
+    assert "devanagari-character-dataset.zip (nhcd), notMNIST_small.tar.gz (notmnist) have no published checksum" in line
+    assert "--allow-unverified" in line and "nothing was downloaded" in line
+    assert lenet_server.requests == []
+    assert not (tmp_path / "data").exists() and not (tmp_path / "run").exists()
+
+
+def test_reproduce_no_fetch_stops_and_explains_as_before(lenet_server, tmp_path, capsys):
+    assert _reproduce(tmp_path, "--no-fetch", "--allow-unverified") == 1
+    assert _one_error_line(capsys) == (
+        f"agnostophobia: error: mnist, letters, devanagari, notmnist and cifar10 not found in {tmp_path / 'data'}; "
+        f"get them with `agnostophobia data fetch mnist letters nhcd notmnist cifar10`")
+    assert lenet_server.requests == [] and not (tmp_path / "run").exists()
+
+
+def test_reproduce_with_unreachable_network_stops_with_the_usual_line(tmp_path, capsys, monkeypatch):
+    # No server: the official host does not resolve (tests have no network), a mirror refuses.
+    for mirror in (None, "http://127.0.0.1:9"):
+        if mirror:
+            monkeypatch.setenv("AGNOSTOPHOBIA_MIRROR", mirror)
+        assert main(["reproduce", "cifar", "--protocol", "cifar10-split", "--budget", "smoke", "--no-progress",
+                     "--data-dir", str(tmp_path / "data"), "--out", str(tmp_path / "run")]) == 1
+        line = _one_error_line(capsys)
+        assert line.startswith(f"agnostophobia: error: cifar10 not found in {tmp_path / 'data'}; "
+                               f"get it with `agnostophobia data fetch cifar10`; automatic download failed: ")
+        assert not (tmp_path / "data").exists() and not (tmp_path / "run").exists()
+
+
+def test_fetch_missing_turns_a_timeout_into_the_usual_line(tmp_path, monkeypatch):
+    import socket
+
+    silent = socket.create_server(("127.0.0.1", 0))  # accepts connections, never answers
+    try:
+        monkeypatch.setenv("AGNOSTOPHOBIA_MIRROR", f"http://127.0.0.1:{silent.getsockname()[1]}")
+        with pytest.raises(DataError, match=r"^svhn not found; get it \(here\); automatic download failed: "
+                                            r"test_32x32.mat: download failed: .*timed out"):
+            fetch_missing(["svhn"], tmp_path / "data", "svhn not found; get it (here)", timeout=0.2, log=quiet)
+    finally:
+        silent.close()
+    assert not (tmp_path / "data").exists()
+
+
+def test_read_only_data_dir_is_never_fetched_into(lenet_server, tmp_path, capsys):
+    ro = tmp_path / "data"
+    ro.mkdir()
+    ro.chmod(0o555)
+    try:
+        assert _reproduce(tmp_path, "--allow-unverified") == 1
+        line = _one_error_line(capsys)
+        assert f"not found in {ro}; get them with `agnostophobia data fetch" in line
+        assert line.endswith(f"nothing downloaded: {ro} is read-only")
+        assert list(ro.iterdir()) == [] and lenet_server.requests == []
+    finally:
+        ro.chmod(0o755)
+
+
+@pytest.mark.parametrize("status, content_type", [(401, "application/json"), (200, "text/html; charset=utf-8"),
+                                                  (403, "text/html")])
+def test_source_behind_a_login_says_so_and_where_to_put_the_file(server, tmp_path, status, content_type):
+    server.answers["devanagari-character-dataset.zip"] = (status, content_type)
+    with pytest.raises(LoginRequired) as err:
+        fetch_dataset("nhcd", data_dir=tmp_path, allow_unverified=True, mirror=server.url, log=quiet)
+    message = str(err.value)
+    target = tmp_path / "nhcd" / "devanagari-character-dataset.zip"
+    assert "needs a login" in message and f"save it as {target}" in message
+    assert "kaggle.com" in message  # where a person downloads it by hand
+    assert not (tmp_path / "nhcd").exists() and read_sums(tmp_path / "nhcd") == {}

@@ -113,7 +113,7 @@ def test_evaluate_needs_a_run(tmp_path, capsys):
 def test_shipped_lenet_config_defines_every_budget(budget):
     experiment = load_experiment("lenet++").for_budget(budget)
     assert experiment.approaches == ["softmax", "background", "entropic", "objectosphere"]
-    if budget == "paper":  # the authors' protocol (REFERENCES.md)
+    if budget == "paper":  # the authors' protocol (docs/references.md)
         cfg = experiment.train
         assert (cfg.optimizer, cfg.lr, cfg.batch_size, cfg.epochs, cfg.xi, cfg.lambda_) == \
             ("adam", 0.01, 128, 70, 50.0, 1e-4)

@@ -609,7 +609,7 @@ DEVIATIONS = [
     "test images. The confidence is the ensemble's maximum averaged probability.",
     "**Squared MLP** = the averaged probabilities squared element-wise, not renormalised (the paper's "
     "\"softmax scores scaled by simply squaring them\").",
-    "**Dhamija et al. published no ensemble code** (REFERENCES.md), so their own training settings for "
+    "**Dhamija et al. published no ensemble code** (docs/references.md), so their own training settings for "
     "Fig. 3 are unknown; this is our reading of Lakshminarayanan et al.",
 ]
 

@@ -10,16 +10,26 @@ loaders (no extraction, no conversion).
 
 ``AGNOSTOPHOBIA_MIRROR`` (or ``mirror=``) replaces every official URL with
 ``MIRROR/<filename>``, for offline mirrors and for tests.
+
+:func:`fetch_missing` is what ``agnostophobia reproduce`` calls on a fresh run: it
+refuses, before downloading anything, what it cannot fetch unattended (a read-only data
+directory, files without a published checksum unless ``allow_unverified``), turns an
+unreachable network into the usual "not found; get them with ..." line, and returns one
+record per file (dataset, file, url, sha256, verified) that the run stores in
+``RUN/data_fetched.json``. A source that answers with a login (HTTP 401) or a web page
+instead of the file is reported as such, with where to save a copy downloaded by hand.
 """
 from __future__ import annotations
 
 import hashlib
 import http.client
+import json
 import os
 import stat
 import tempfile
 import urllib.error
 import urllib.request
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence
 
@@ -31,7 +41,24 @@ from agnostophobia.data.formats import md5_file, sha256_file
 from agnostophobia.data.paths import MIRROR_ENV, PathLike, data_dir as resolve_data_dir
 
 SUMS_FILE = "SHA256SUMS"
+FETCH_RECORD = "data_fetched.json"  # in a run directory: the files fetched for that run
 _NETWORK_ERRORS = (urllib.error.URLError, http.client.HTTPException, OSError, TimeoutError)
+
+
+class LoginRequired(DataError):
+    """The source answered with a login (HTTP 401) or a web page instead of the file."""
+
+
+@dataclass(frozen=True)
+class FetchedFile:
+    """One official file of a dataset as it is in the data directory after a fetch."""
+
+    dataset: str
+    file: str
+    path: str
+    url: Optional[str]      # None: it was already present and kept
+    sha256: str
+    verified: bool          # matched a published checksum (False: only its sha256 is known)
 
 
 def _urls(res: Resource, mirror: Optional[str]) -> List[str]:
@@ -60,9 +87,9 @@ def _record_sum(directory: Path, filename: str, sha256: str) -> Path:
     return path
 
 
-def _verified(path: Path, res: Resource) -> bool:
+def _verified(path: Path, res: Resource, sha256: str) -> bool:
     if res.sha256:
-        return sha256_file(path) == res.sha256
+        return sha256 == res.sha256
     if res.md5:
         return md5_file(path) == res.md5
     return False
@@ -75,7 +102,9 @@ def _stream(url: str, tmp_fd: int, filename: str, progress: Optional[bool], time
     md5, sha = hashlib.md5(), hashlib.sha256()
     n = 0
     request = urllib.request.Request(url, headers={"User-Agent": f"agnostophobia/{__version__}"})
-    with os.fdopen(tmp_fd, "wb") as out, urllib.request.urlopen(request, timeout=timeout) as resp:
+    with os.fdopen(tmp_fd, "wb") as out, _open(request, timeout) as resp:
+        if _is_web_page(resp.headers):  # a login or landing page, never a dataset file
+            raise LoginRequired(f"{url} answered with a web page instead of the file")
         length = resp.headers.get("Content-Length")
         total = int(length) if length and length.isdigit() else None
         # disable=None: a bar on a terminal, silence in logs and tests.
@@ -97,6 +126,19 @@ def _stream(url: str, tmp_fd: int, filename: str, progress: Optional[bool], time
     return md5.hexdigest(), sha.hexdigest(), n
 
 
+def _is_web_page(headers) -> bool:
+    return (headers.get("Content-Type") or "").split(";")[0].strip().lower() in ("text/html", "application/xhtml+xml")
+
+
+def _open(request: urllib.request.Request, timeout: float):
+    try:
+        return urllib.request.urlopen(request, timeout=timeout)
+    except urllib.error.HTTPError as exc:
+        if exc.code == 401 or (exc.code == 403 and _is_web_page(exc.headers)):
+            raise LoginRequired(f"{request.full_url} asks for a login (HTTP {exc.code})") from None
+        raise
+
+
 def download(res: Resource, directory: PathLike, mirror: Optional[str] = None, allow_unverified: bool = False,
              progress: Optional[bool] = None, timeout: float = 60.0,
              log: Callable[[str], None] = print) -> Path:
@@ -107,19 +149,27 @@ def download(res: Resource, directory: PathLike, mirror: Optional[str] = None, a
     checksum the download is refused unless ``allow_unverified``; then the sha256 it
     got is printed and recorded in ``directory/SHA256SUMS``.
     """
+    return Path(fetch_file(res, directory, mirror, allow_unverified, progress, timeout, log).path)
+
+
+def fetch_file(res: Resource, directory: PathLike, mirror: Optional[str] = None, allow_unverified: bool = False,
+               progress: Optional[bool] = None, timeout: float = 60.0, log: Callable[[str], None] = print,
+               dataset: str = "") -> FetchedFile:
+    """:func:`download`, returning what was fetched (url, sha256, verified) with the path."""
     directory = Path(directory)
     target = directory / res.filename
     if not res.verifiable and not allow_unverified:
         raise DataError(f"{res.filename}: no published checksum ({res.checksum_source}); "
                         f"rerun with --allow-unverified to download it and record its sha256")
     if target.exists():
-        if _verified(target, res) or (not res.verifiable and read_sums(directory).get(res.filename) == sha256_file(target)):
+        sha = sha256_file(target)
+        if _verified(target, res, sha) or (not res.verifiable and read_sums(directory).get(res.filename) == sha):
             log(f"{target}: already present, checksum ok")
-            return target
+            return FetchedFile(dataset, res.filename, str(target), None, sha, res.verifiable)
         log(f"{target}: present but does not match its checksum; downloading again")
     top = _make_dir(directory)
     try:
-        return _download_into(res, directory, target, mirror, progress, timeout, log)
+        return _download_into(res, directory, target, mirror, progress, timeout, log, dataset)
     except BaseException:
         _remove_empty(directory, top)  # a failed fetch leaves no trace, not even empty folders
         raise
@@ -131,11 +181,9 @@ def _make_dir(directory: Path) -> Optional[Path]:
     Read-only locations are refused by their mode bits: running as root would otherwise
     write into a read-only shared copy of the data.
     """
-    existing = directory
-    while not existing.exists() and existing.parent != existing:
-        existing = existing.parent
-    if not existing.stat().st_mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH):
-        raise DataError(f"{existing}: read-only; fetch into a writable --data-dir")
+    read_only = read_only_ancestor(directory)
+    if read_only is not None:
+        raise DataError(f"{read_only}: read-only; fetch into a writable --data-dir")
     if directory.is_dir():
         return None
     top = directory
@@ -146,6 +194,15 @@ def _make_dir(directory: Path) -> Optional[Path]:
     except OSError as exc:
         raise DataError(f"{directory}: cannot create the data directory ({exc})") from None
     return top
+
+
+def read_only_ancestor(directory: Path) -> Optional[Path]:
+    """The nearest existing folder at or above ``directory`` when its mode bits forbid
+    writing (None when writable): checked by mode, not by access, so root is refused too."""
+    existing = Path(directory)
+    while not existing.exists() and existing.parent != existing:
+        existing = existing.parent
+    return None if existing.stat().st_mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH) else existing
 
 
 def _remove_empty(directory: Path, top: Optional[Path]) -> None:
@@ -160,8 +217,8 @@ def _remove_empty(directory: Path, top: Optional[Path]) -> None:
 
 
 def _download_into(res: Resource, directory: Path, target: Path, mirror: Optional[str], progress: Optional[bool],
-                   timeout: float, log: Callable[[str], None]) -> Path:
-    failures = []
+                   timeout: float, log: Callable[[str], None], dataset: str) -> FetchedFile:
+    failures, logins = [], []
     for url in _urls(res, mirror):
         try:
             fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{res.filename}.", suffix=".part")
@@ -175,6 +232,9 @@ def _download_into(res: Resource, directory: Path, target: Path, mirror: Optiona
             if res.sha256 and sha != res.sha256:
                 raise DataError(f"sha256 {sha} does not match the published {res.sha256}")
             os.replace(tmp, target)
+        except LoginRequired as exc:
+            logins.append(str(exc))
+            continue
         except (DataError,) + _NETWORK_ERRORS as exc:
             failures.append(f"{url}: {exc}")
             continue
@@ -188,17 +248,28 @@ def _download_into(res: Resource, directory: Path, target: Path, mirror: Optiona
             log(f"{target}: {n} bytes, UNVERIFIED (no published checksum); sha256 {sha} recorded in {sums}")
             if res.size and n != res.size:
                 log(f"warning: {res.filename} has {n} bytes, the documented size is {res.size}")
-        return target
+        return FetchedFile(dataset, res.filename, str(target), url, sha, res.verifiable)
+    if logins:  # a person can get past a login; say where the file they download goes
+        raise LoginRequired(f"{res.filename}: {'; '.join(logins)}: the source needs a login; download it by hand "
+                            f"(logged in) from {res.urls[0]} and save it as {target}, then run the command again")
     raise DataError(f"{res.filename}: download failed: " + " | ".join(failures))
+
+
+def _fetch_source(name: str) -> DatasetInfo:
+    """The entry whose files ``fetch name`` downloads (``devanagari`` fetches ``nhcd``)."""
+    info = DATASETS.get(name)
+    return DATASETS.get(info.fetch_as) if info.fetch_as else info
 
 
 def fetch_dataset(name: str, data_dir: Optional[PathLike] = None, allow_unverified: bool = False,
                   mirror: Optional[str] = None, force: bool = False, progress: Optional[bool] = None,
-                  log: Callable[[str], None] = print) -> List[Path]:
+                  log: Callable[[str], None] = print, timeout: float = 60.0,
+                  records: Optional[List[FetchedFile]] = None) -> List[Path]:
     """Fetch the official files of a registered dataset into ``DATA/<directory>/`` and
-    check that the result loads. Returns the paths of the files."""
+    check that the result loads. Returns the paths of the files; ``records`` (a list)
+    receives a :class:`FetchedFile` for each."""
     info: DatasetInfo = DATASETS.get(name)
-    source = DATASETS.get(info.fetch_as) if info.fetch_as else info
+    source = _fetch_source(name)
     root = resolve_data_dir(data_dir)
     if not source.resources:
         raise DataError(f"{name} has no official download; prepare it as described in docs/data.md")
@@ -210,8 +281,11 @@ def fetch_dataset(name: str, data_dir: Optional[PathLike] = None, allow_unverifi
         for res in source.resources:
             if not res.verifiable:
                 download(res, root / source.directory, allow_unverified=False)
-    paths = [download(res, root / source.directory, mirror, allow_unverified, progress, log=log)
-             for res in source.resources]
+    fetched = [fetch_file(res, root / source.directory, mirror, allow_unverified, progress, timeout, log, source.name)
+               for res in source.resources]
+    if records is not None:
+        records.extend(fetched)
+    paths = [Path(f.path) for f in fetched]
     for split in info.splits:
         try:
             ds = load_dataset(name, split, root)
@@ -226,3 +300,60 @@ def fetch(names: Sequence[str], **kwargs) -> Dict[str, List[Path]]:
     for name in names:
         DATASETS.get(name)  # unknown names fail before any download
     return {name: fetch_dataset(name, **kwargs) for name in names}
+
+
+def fetch_missing(names: Sequence[str], data_dir: Optional[PathLike], explanation: str,
+                  allow_unverified: bool = False, mirror: Optional[str] = None, progress: Optional[bool] = None,
+                  timeout: float = 60.0, log: Callable[[str], None] = print) -> List[FetchedFile]:
+    """Fetch the missing datasets ``names`` for a run, or raise one :class:`DataError` line.
+
+    ``explanation`` is the "not found; get them with ..." line the caller would raise
+    without fetching; it is raised, with the reason appended, when the data cannot be
+    fetched unattended: a dataset without an official download, a read-only data
+    directory, or an unreachable or failing source. Files without a published checksum
+    are refused before anything is downloaded unless ``allow_unverified``. A source that
+    needs a login raises :class:`LoginRequired`, which says where to save the file.
+    """
+    root = resolve_data_dir(data_dir)
+    sources = {_fetch_source(n).name: _fetch_source(n) for n in names}
+    if any(not info.resources for info in sources.values()):
+        raise DataError(explanation)
+    read_only = read_only_ancestor(root)
+    if read_only is not None:
+        raise DataError(f"{explanation}; nothing downloaded: {read_only} is read-only")
+    unverified = [(info.name, res.filename) for info in sources.values() for res in info.resources
+                  if not res.verifiable]
+    if unverified and not allow_unverified:
+        files = ", ".join(f"{f} ({n})" for n, f in unverified)
+        one = len(unverified) == 1
+        raise DataError(f"{explanation}; {files} {'has' if one else 'have'} no published checksum: rerun with "
+                        f"--allow-unverified to download {'it' if one else 'them'} anyway (the sha256 received is "
+                        f"recorded in the run's {FETCH_RECORD}); nothing was downloaded")
+    records: List[FetchedFile] = []
+    for name in sources:
+        try:
+            fetch_dataset(name, root, allow_unverified=allow_unverified, mirror=mirror, progress=progress,
+                          log=log, timeout=timeout, records=records)
+        except LoginRequired:
+            raise
+        except DataError as exc:
+            raise DataError(f"{explanation}; automatic download failed: {exc}") from None
+    return records
+
+
+def write_fetch_record(run_dir: PathLike, records: Sequence[FetchedFile]) -> Path:
+    """``RUN/data_fetched.json``: ``{"files": [{dataset, file, url, sha256, verified}, ...]}``."""
+    path = Path(run_dir) / FETCH_RECORD
+    rows = [{k: v for k, v in asdict(r).items() if k != "path"} for r in records]
+    atomic_write(path, lambda tmp: Path(tmp).write_text(json.dumps({"files": rows}, indent=1)))
+    return path
+
+
+def fetch_record_lines(run_dir: PathLike) -> List[str]:
+    """Markdown list items for a report: the files fetched for the run, with their sha256."""
+    path = Path(run_dir) / FETCH_RECORD
+    if not path.exists():
+        return []
+    return [f"- {r['dataset']}: `{r['file']}` " + (f"from {r['url']}" if r["url"] else "(already present)") +
+            f", sha256 `{r['sha256']}`" + ("" if r["verified"] else " — **unverified**: no published checksum")
+            for r in json.loads(path.read_text())["files"]]

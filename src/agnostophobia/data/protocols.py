@@ -18,6 +18,7 @@ from agnostophobia.errors import ConfigError, DataError
 from agnostophobia.registry import Registry
 from agnostophobia.data.datasets import (CIFAR100_COARSE, CIFAR10_CLASSES, DATASETS, DIGITS, DatasetSplit,
                                          load_dataset)
+from agnostophobia.data.fetch import FetchedFile, fetch_missing
 from agnostophobia.data.paths import PathLike, data_dir as resolve_data_dir
 from agnostophobia.data.preprocess import LENET_INPUT, RESNET_INPUT, InputSpec, prepare_images
 
@@ -79,20 +80,31 @@ def build_protocol(name: str, data_dir: Optional[PathLike] = None, seed: int = 0
     return factory(data_dir=data_dir, seed=int(seed), **limits)
 
 
-def require_datasets(names, data_dir: Optional[PathLike] = None, needed_by: str = "") -> None:
-    """Raise one :class:`DataError` naming every dataset of ``names`` absent from the data
-    directory, with the single ``agnostophobia data fetch`` command that gets them all."""
+def require_datasets(names, data_dir: Optional[PathLike] = None, needed_by: str = "", fetch: bool = False,
+                     allow_unverified: bool = False, progress: Optional[bool] = None,
+                     log: Callable[[str], None] = print) -> List[FetchedFile]:
+    """Make sure every dataset of ``names`` is in the data directory.
+
+    Without ``fetch``, raise one :class:`DataError` naming every absent dataset, with the
+    single ``agnostophobia data fetch`` command that gets them all. With ``fetch``, download
+    them instead (:func:`~agnostophobia.data.fetch.fetch_missing`; that line is still
+    raised when they cannot be fetched). Returns the records of the files fetched.
+    """
     root = resolve_data_dir(data_dir)
     missing = [DATASETS.get(n) for n in names if DATASETS.get(n).find(root) is None]
     if not missing:
-        return
+        return []
     targets = " ".join(dict.fromkeys(info.fetch_as or info.name for info in missing))
     if len(missing) == 1:
         message = f"{missing[0].name} not found in {root}; {missing[0].fetch_hint()}"
     else:
         message = (f"{', '.join(i.name for i in missing[:-1])} and {missing[-1].name} not found in {root}; "
                    f"get them with `agnostophobia data fetch {targets}`")
-    raise DataError(message + (f" ({needed_by})" if needed_by else ""))
+    message += f" ({needed_by})" if needed_by else ""
+    if not fetch:
+        raise DataError(message)
+    return fetch_missing([i.name for i in missing], root, message, allow_unverified=allow_unverified,
+                         progress=progress, log=log)
 
 
 # The datasets each protocol reads: `reproduce` checks them before it writes anything.
@@ -117,9 +129,12 @@ def protocol_input(name: str) -> InputSpec:
     return PROTOCOL_INPUTS[name]
 
 
-def require_protocol_data(name: str, data_dir: Optional[PathLike] = None) -> None:
+def require_protocol_data(name: str, data_dir: Optional[PathLike] = None, fetch: bool = False,
+                          allow_unverified: bool = False, progress: Optional[bool] = None,
+                          log: Callable[[str], None] = print) -> List[FetchedFile]:
     """:func:`require_datasets` for a registered protocol (no check for other names)."""
-    require_datasets(PROTOCOL_DATASETS.get(name, ()), data_dir, PROTOCOL_DATA_HINTS.get(name, ""))
+    return require_datasets(PROTOCOL_DATASETS.get(name, ()), data_dir, PROTOCOL_DATA_HINTS.get(name, ""),
+                            fetch=fetch, allow_unverified=allow_unverified, progress=progress, log=log)
 
 
 # ------------------------------------------------------------------ sampling

@@ -37,6 +37,10 @@ def add_commands(subparsers) -> None:
     p.add_argument("--out", type=Path, help="output directory (default: runs/EXPERIMENT-BUDGET); "
                                             "an existing one is resumed")
     p.add_argument("--no-plots", action="store_true", help="skip the figures")
+    p.add_argument("--no-fetch", action="store_true", help="stop and explain instead of downloading missing datasets")
+    p.add_argument("--allow-unverified", action="store_true",
+                   help="also download datasets without a published checksum (notMNIST, NHCD); the sha256 "
+                        "received is recorded in OUT/data_fetched.json")
     p.set_defaults(func=_reproduce)
 
     p = subparsers.add_parser("train", parents=[common], help="train approaches from an experiment config")
@@ -69,7 +73,8 @@ def _reproduce(args) -> int:
         raise ValueError("--lenet-run applies to 'reproduce ensemble' only")
     from agnostophobia.experiments.reproduce import reproduce
     reproduce(args.experiment, budget=args.budget, seeds=args.seeds, out=args.out, data_dir=args.data_dir,
-              device=args.device, progress=not args.no_progress, plots=not args.no_plots, protocol=args.protocol)
+              device=args.device, progress=not args.no_progress, plots=not args.no_plots, protocol=args.protocol,
+              fetch=not args.no_fetch, allow_unverified=args.allow_unverified)
     return 0
 
 

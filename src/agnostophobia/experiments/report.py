@@ -9,6 +9,7 @@ from agnostophobia.experiments.evaluation import FPR_KEYS, aggregate_seeds, entr
 from agnostophobia.experiments.outputs import iter_run_outputs, load_fit_outputs
 from agnostophobia.experiments.paper_numbers import PAPER_SIZES, TABLE1, TABLE2
 from agnostophobia._atomic import atomic_write
+from agnostophobia.data.fetch import fetch_record_lines
 from agnostophobia.training.approaches import row_sort_key
 
 UNKNOWN_TITLES = {"letters": "EMNIST letters test (D_b, known unknowns)", "devanagari": "Devanagari",
@@ -149,6 +150,8 @@ def write_report(run_dir: Path, metrics: Dict, figures: Optional[Dict[str, List[
         lines += ["", "### Not evaluated", ""] + [f"- {note}" for note in metrics["skipped"]]
     if metrics.get("data_notes"):
         lines += ["", "### Data", ""] + [f"- {note}" for note in metrics["data_notes"]]
+    if fetched := fetch_record_lines(run_dir):  # RUN/data_fetched.json: what reproduce downloaded
+        lines += ["", "### Data fetched for this run", ""] + fetched
     paper_note = ("Paper values in italics." if experiment in TABLE2
                   else "The paper reports no numbers for this run's protocol.")
     table1_note = ("The paper reports D_a without naming the set; its values are shown beside our Devanagari row."

@@ -172,7 +172,8 @@ def train_run(config, out: Path, budget: Optional[str] = None, approaches: Optio
 
 def reproduce(experiment_name: str, budget: Optional[str] = None, seeds: Optional[int] = None,
               out: Optional[Path] = None, data_dir: Optional[str] = None, device: Optional[str] = None,
-              progress: bool = True, plots: bool = True, protocol: Optional[str] = None, log=print) -> Path:
+              progress: bool = True, plots: bool = True, protocol: Optional[str] = None, log=print,
+              fetch: bool = True, allow_unverified: bool = False) -> Path:
     budget = budget or default_budget()
     experiment = load_experiment(experiment_name).for_budget(budget)
     config_protocol = experiment.train.protocol
@@ -186,11 +187,18 @@ def reproduce(experiment_name: str, budget: Optional[str] = None, seeds: Optiona
     name = experiment.train.name
     out = Path(out or Path("runs") / f"{name}-{budget}")
     check_existing_run(experiment, out)  # check first, write after: a refused resume changes nothing
-    if not out.exists():  # a fresh run: stop on missing data before writing anything
+    fetched = []
+    if not out.exists():  # a fresh run: fetch missing data (or stop and explain) before writing anything
         from agnostophobia.data.protocols import require_protocol_data
 
-        require_protocol_data(experiment.train.protocol, experiment.train.data_dir)
+        fetched = require_protocol_data(experiment.train.protocol, experiment.train.data_dir, fetch=fetch,
+                                        allow_unverified=allow_unverified, progress=None if progress else False,
+                                        log=log)
     with run_lock(out):
+        if fetched:
+            from agnostophobia.data.fetch import write_fetch_record
+
+            write_fetch_record(out, fetched)
         write_config(out, experiment, budget)
         log(f"agnostophobia reproduce {name}: budget {budget}, {experiment.seeds} seed(s), output in {out}")
         stored = train_and_store(experiment, out, log)

@@ -29,7 +29,7 @@ BUDGETS = ("smoke", "cpu", "paper")
 @dataclass
 class TrainConfig:
     """Everything one training run depends on. Defaults are the authors' LeNet++ protocol
-    (REFERENCES.md): Adam, lr 0.01, batch 128, 70 epochs, best validation loss kept,
+    (docs/references.md): Adam, lr 0.01, batch 128, 70 epochs, best validation loss kept,
     xi = 50, lambda = 1e-4."""
 
     name: str = "experiment"

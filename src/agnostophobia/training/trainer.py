@@ -6,7 +6,7 @@
   exactly the batches an uninterrupted one would.
 * After every epoch an atomic ``last.pt`` holds model, optimiser, scheduler, epoch,
   config, RNG state and history; ``best.pt`` holds the weights with the lowest
-  validation loss (the authors kept the best validation loss, REFERENCES.md).
+  validation loss (the authors kept the best validation loss, docs/references.md).
 * ``metrics.csv`` (rewritten atomically from the checkpoint's history, so a kill never
   leaves duplicate rows) and TensorBoard scalars log every epoch.
 """
