@@ -14,7 +14,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 SCANNED = [ROOT / "README.md"] + [p for top in ("src", "tests", "docs", "benchmarks") if (ROOT / top).is_dir()
                                   for p in sorted((ROOT / top).rglob("*"))
-                                  if p.is_file() and "__pycache__" not in p.parts]
+                                  if p.is_file() and "__pycache__" not in p.parts
+                                  and not any(part.endswith(".egg-info") for part in p.parts)]  # build output
 # Markdown files a run writes into its output folder, not part of the repository.
 RUN_OUTPUTS = {"report.md"}
 MARKDOWN_NAME = re.compile(r"(?<![\w.+/-])((?:[\w.+-]+/)*[\w.+-]+\.md)\b")
