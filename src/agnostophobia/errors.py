@@ -14,3 +14,7 @@ class DataError(AgnostophobiaError):
 
 class ConfigError(AgnostophobiaError):
     """An unknown config key or a bad value; the message names it."""
+
+
+class TrainingDiverged(AgnostophobiaError):
+    """The training or validation loss became non-finite; the last good checkpoint is kept."""

@@ -55,6 +55,7 @@ class TrainConfig:
     data_seed: int = 0               # data seed: validation split and training subsample, fixed across seeds
     device: str = "auto"             # auto | cpu | cuda | cuda:N
     amp: bool = False                # mixed precision (CUDA only)
+    deterministic: bool = False      # deterministic algorithms: bit-identical reruns and resumes on CUDA too
     channels_last: bool = True
     eval_batch_size: int = 1024
     tensorboard: bool = True
@@ -92,6 +93,7 @@ class TrainConfig:
              "must be a mapping with keys among tail_size, alpha, distance")
         for key in ("sample_weighting", "amp", "channels_last", "tensorboard", "progress"):
             need(isinstance(getattr(self, key), bool), key, "must be true or false")
+        need(isinstance(self.deterministic, bool), "deterministic", "must be true or false")
         return self
 
     def to_dict(self) -> Dict[str, Any]:

@@ -3,7 +3,13 @@
 
 * Device-agnostic (CPU, CUDA; bf16 autocast with ``amp``), seeded, deterministic on the CPU:
   the data order of epoch ``e`` depends only on ``(seed, e)``, so a resumed run sees
-  exactly the batches an uninterrupted one would.
+  exactly the batches an uninterrupted one would. On CUDA a resumed run restores the same
+  state (weights, optimiser, every RNG, epoch, data order) and is bit-identical to an
+  uninterrupted one only with ``deterministic: true`` (:func:`use_deterministic_algorithms`).
+* A non-finite training loss is noticed without a host synchronisation per batch (a flag
+  kept on the device, read every :data:`DIVERGENCE_CHECK_EVERY` steps and at the epoch's
+  end), as is a non-finite validation loss: the run stops with :class:`TrainingDiverged`
+  and keeps the checkpoints of the last good epoch.
 * After every epoch an atomic ``last.pt`` holds model, optimiser, scheduler, epoch,
   config, RNG state and history; ``best.pt`` holds the weights with the lowest
   validation loss (the authors kept the best validation loss, docs/references.md).
@@ -14,6 +20,8 @@ from __future__ import annotations
 
 import csv
 import io
+import math
+import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,7 +31,7 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from agnostophobia.errors import ConfigError
+from agnostophobia.errors import ConfigError, TrainingDiverged
 from agnostophobia.losses import build_loss, compute_loss, inverse_frequency_class_weights, sample_weights
 from agnostophobia.models import build_model
 from agnostophobia.training.approaches import APPROACHES
@@ -33,8 +41,13 @@ from agnostophobia.training.checkpoint import (load_checkpoint, rng_state, save_
                                                seed_everything, set_rng_state)
 from agnostophobia.training.config import TrainConfig
 
-# Keys that may differ between a run and its resumption without changing the result.
+# Keys that may differ between a run and its resumption without changing the result
+# ("deterministic" is not one: on CUDA it changes which algorithms compute the result).
 _RESUME_FREE_KEYS = {"progress", "tensorboard", "device", "eval_batch_size", "data_dir", "openmax"}
+
+# Optimiser steps between two reads of the device-side divergence flag (one host
+# synchronisation each); the flag is also read at every epoch's end.
+DIVERGENCE_CHECK_EVERY = 50
 
 
 def resolve_device(name: str) -> torch.device:
@@ -49,6 +62,21 @@ def resolve_device(name: str) -> torch.device:
     if device.type == "cuda" and (device.index or 0) >= torch.cuda.device_count():
         raise ConfigError(f"config key 'device': {name!r} requested but only {torch.cuda.device_count()} GPU(s) exist")
     return device
+
+
+def use_deterministic_algorithms(device: torch.device) -> None:
+    """Deterministic algorithms for bit-identical reruns and resumes on CUDA (``deterministic: true``).
+
+    Process-wide and not undone after the run: ``torch.use_deterministic_algorithms``,
+    cuDNN autotuning off, and on CUDA ``CUBLAS_WORKSPACE_CONFIG=:4096:8`` unless the
+    environment sets it already (cuBLAS needs it for deterministic matrix products).
+    Operations without a deterministic implementation (e.g. the backward pass of
+    ``AdaptiveAvgPool2d`` on CUDA) run anyway, and PyTorch warns naming them.
+    """
+    if device.type == "cuda":
+        os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+    torch.backends.cudnn.benchmark = False
+    torch.use_deterministic_algorithms(True, warn_only=True)
 
 
 @dataclass
@@ -100,6 +128,8 @@ class Training:
     def __init__(self, cfg: TrainConfig, protocol, device: Optional[torch.device] = None):
         self.cfg = cfg.validate()
         self.device = device or resolve_device(cfg.device)
+        if cfg.deterministic:
+            use_deterministic_algorithms(self.device)
         self.approach = APPROACHES.get(cfg.approach)
         self.num_classes = protocol.num_classes
         seed_everything(cfg.seed)
@@ -121,6 +151,10 @@ class Training:
         self.optimizer = self._optimizer()
         self.scheduler = self._scheduler()
         self.autocast = cfg.amp and self.device.type == "cuda"
+
+    @property
+    def steps_per_epoch(self) -> int:
+        return -(-len(self.train_data) // self.cfg.batch_size)
 
     def _optimizer(self):
         params, cfg = self.model.parameters(), self.cfg
@@ -149,16 +183,56 @@ class Training:
         return (logits[:, :self.num_classes].argmax(1)[known] == y[known]).sum()
 
 
+class DivergenceWatch:
+    """Notices a non-finite training loss without a host synchronisation per batch.
+
+    Two scalars stay on the device: whether a non-finite loss has been seen, and how many
+    steps of the epoch came before the first one. Only :meth:`check` reads them.
+    """
+
+    def __init__(self, run: Training, epoch: int):
+        self.run, self.epoch = run, epoch
+        self.seen = torch.zeros((), dtype=torch.bool, device=run.device)
+        self.steps_before = torch.zeros((), dtype=torch.long, device=run.device)
+
+    def update(self, loss: torch.Tensor) -> None:
+        self.seen |= ~torch.isfinite(loss.detach())
+        self.steps_before += ~self.seen
+
+    def check(self) -> None:
+        """Raise :class:`TrainingDiverged` if a loss so far was non-finite (one host synchronisation)."""
+        seen, steps_before = torch.stack([self.seen.long(), self.steps_before]).tolist()
+        if seen:
+            step, steps_per_epoch = steps_before + 1, self.run.steps_per_epoch
+            global_step = self.epoch * steps_per_epoch + step
+            raise diverged(self.run.cfg, self.epoch + 1,
+                           f"the training loss became non-finite at step {step} of {steps_per_epoch} "
+                           f"of the epoch (global step {global_step}, counting from 1)")
+
+
+def diverged(cfg: TrainConfig, epoch: int, what: str) -> TrainingDiverged:
+    """The one-line error for a run whose ``epoch`` (counting from 1) produced a non-finite loss."""
+    kept = (f"the checkpoints of epoch {epoch - 1} are kept" if epoch > 1
+            else "no epoch finished, so no checkpoint was written")
+    return TrainingDiverged(f"{cfg.approach} (seed {cfg.seed}) diverged in epoch {epoch}: {what}; {kept}; "
+                            f"try a lower lr")
+
+
 def train_one_epoch(run: Training, epoch: int, bar=None) -> Dict[str, float]:
-    """One pass over the training data in the epoch's seeded order."""
+    """One pass over the training data in the epoch's seeded order.
+
+    Raises :class:`TrainingDiverged` when a loss is non-finite (noticed within
+    :data:`DIVERGENCE_CHECK_EVERY` steps, and at the latest at the epoch's end).
+    """
     cfg, data = run.cfg, run.train_data
     run.model.train()
     order = epoch_order(len(data), cfg.seed, epoch).to(run.device)
     augment_rng = torch.Generator().manual_seed(cfg.seed * 7_919 + epoch)
     loss_sum = torch.zeros((), device=run.device)
     correct = torch.zeros((), dtype=torch.long, device=run.device)
+    watch = DivergenceWatch(run, epoch)
     start = time.perf_counter()
-    for i in range(0, len(data), cfg.batch_size):
+    for step, i in enumerate(range(0, len(data), cfg.batch_size)):
         idx = order[i:i + cfg.batch_size]
         x = to_input(data.images[idx], cfg.channels_last)
         if cfg.augment == "crop-flip":
@@ -172,8 +246,12 @@ def train_one_epoch(run: Training, epoch: int, bar=None) -> Dict[str, float]:
         # accumulate on the device: no host sync per batch
         loss_sum += loss.detach() * len(idx)
         correct += run.correct_knowns(logits.detach(), y)
+        watch.update(loss)
+        if (step + 1) % DIVERGENCE_CHECK_EVERY == 0:
+            watch.check()
         if bar is not None:
             bar.update(1)
+    watch.check()
     run.scheduler.step()
     seconds = time.perf_counter() - start
     n_known = int((data.labels >= 0).sum())
@@ -185,15 +263,17 @@ def train_one_epoch(run: Training, epoch: int, bar=None) -> Dict[str, float]:
 def evaluate(run: Training, data: TensorData) -> Dict[str, float]:
     """Mean loss (the selection criterion) and accuracy on knowns over ``data``."""
     run.model.eval()
-    loss_sum, correct = 0.0, 0
+    # accumulated on the device (float64, as Python floats were) and read once at the end
+    loss_sum = torch.zeros((), dtype=torch.float64, device=run.device)
+    correct = torch.zeros((), dtype=torch.long, device=run.device)
     for i in range(0, len(data), run.cfg.eval_batch_size):
         x = to_input(data.images[i:i + run.cfg.eval_batch_size], run.cfg.channels_last)
         y = data.labels[i:i + run.cfg.eval_batch_size]
         loss, logits = run.batch_loss(x, y)
-        loss_sum += loss.item() * len(y)
-        correct += int(run.correct_knowns(logits, y))
+        loss_sum += loss.double() * len(y)
+        correct += run.correct_knowns(logits, y)
     n_known = int((data.labels >= 0).sum())
-    return {"val_loss": loss_sum / max(len(data), 1), "val_acc": correct / max(n_known, 1)}
+    return {"val_loss": loss_sum.item() / max(len(data), 1), "val_acc": correct.item() / max(n_known, 1)}
 
 
 @torch.inference_mode()
@@ -218,6 +298,14 @@ def _check_resumable(saved: Dict, cfg: TrainConfig, path: Path) -> None:
             raise ConfigError(
                 f"{path} was trained with {key}={value!r} but the config now says {current.get(key)!r}; "
                 f"use another output directory, or the original config to resume")
+
+
+def _remove_stale_temps(run_dir: Path) -> None:
+    """Delete the temporary copies a killed run left behind (``atomic_write`` names them
+    ``.<file>.<random>.tmp``); they never replaced a file, so nothing of the run is lost."""
+    for name in ("last.pt", "best.pt", "metrics.csv"):
+        for tmp in run_dir.glob(f".{name}.*.tmp"):
+            tmp.unlink(missing_ok=True)
 
 
 def _write_history(path: Path, history) -> None:
@@ -251,7 +339,9 @@ def fit(cfg: TrainConfig, protocol, run_dir, resume: bool = True, device=None,
     """Train ``cfg.approach`` on ``protocol``; write checkpoints and logs into ``run_dir``.
 
     With ``resume`` an existing ``run_dir/last.pt`` is continued (a finished run is only
-    reloaded). ``stop_after_epoch`` ends early, as a kill would, for tests.
+    reloaded); temporary files a killed run left behind are deleted. ``stop_after_epoch``
+    ends early, as a kill would, for tests. Raises :class:`TrainingDiverged` when a training
+    or validation loss is non-finite; the checkpoints of the last good epoch stay as they were.
     Returns the :class:`Training` with the best-validation weights loaded.
     """
     run_dir = Path(run_dir)
@@ -262,16 +352,17 @@ def fit(cfg: TrainConfig, protocol, run_dir, resume: bool = True, device=None,
     if last_path.exists():
         if not resume:
             raise ConfigError(f"{run_dir} already holds a run; pass --resume to continue it or choose another --out")
-        saved = load_checkpoint(last_path, map_location=run.device)
+        # on the CPU: torch.set_rng_state takes CPU tensors only; load_state_dict moves the rest
+        saved = load_checkpoint(last_path)
         _check_resumable(saved["config"], cfg, last_path)
         run.model.load_state_dict(saved["model"])
         run.optimizer.load_state_dict(saved["optimizer"])
         run.scheduler.load_state_dict(saved["scheduler"])
         set_rng_state(saved["rng"])
         state = {k: saved[k] for k in state}
+    _remove_stale_temps(run_dir)
     writer = _tensorboard(run_dir) if cfg.tensorboard else None
-    steps_per_epoch = -(-len(run.train_data) // cfg.batch_size)
-    bar = tqdm(total=steps_per_epoch * cfg.epochs, initial=steps_per_epoch * state["epoch"],
+    bar = tqdm(total=run.steps_per_epoch * cfg.epochs, initial=run.steps_per_epoch * state["epoch"],
                disable=not cfg.progress, desc=f"{cfg.approach} (seed {cfg.seed})", unit="batch",
                dynamic_ncols=True, leave=False)
     try:
@@ -279,6 +370,8 @@ def fit(cfg: TrainConfig, protocol, run_dir, resume: bool = True, device=None,
             row = {"epoch": epoch + 1, "lr": run.optimizer.param_groups[0]["lr"]}
             row.update(train_one_epoch(run, epoch, bar))
             row.update(evaluate(run, run.val_data))
+            if not math.isfinite(row["val_loss"]):
+                raise diverged(cfg, epoch + 1, f"the validation loss is {row['val_loss']}")
             bar.set_postfix(loss=f"{row['train_loss']:.3f}", val=f"{row['val_loss']:.3f}",
                             acc=f"{row['val_acc']:.3f}")
             state["history"].append(row)
@@ -305,7 +398,7 @@ def fit(cfg: TrainConfig, protocol, run_dir, resume: bool = True, device=None,
         if writer is not None:
             writer.close()
     if best_path.exists():
-        run.model.load_state_dict(load_checkpoint(best_path, map_location=run.device)["model"])
+        run.model.load_state_dict(load_checkpoint(best_path)["model"])
     return run
 
 
