@@ -13,6 +13,24 @@ from typing import Callable
 from agnostophobia._killpoints import kill_point
 
 
+TMP_SUFFIX = ".tmp"
+
+
+def remove_stale_temporaries(directory, names=None, recursive: bool = False) -> None:
+    """Delete temporary files that a killed :func:`atomic_write` left in ``directory``.
+
+    They never replaced their target, so nothing is lost. Call this only where no other
+    process can be writing (under the run lock, or at the start of a run): ``names``
+    limits it to the temporaries of those target file names.
+    """
+    directory = Path(directory)
+    patterns = [f".{name}.*{TMP_SUFFIX}" for name in names] if names else [f".*{TMP_SUFFIX}"]
+    for pattern in patterns:
+        for tmp in (directory.rglob(pattern) if recursive else directory.glob(pattern)):
+            if tmp.is_file():
+                tmp.unlink(missing_ok=True)
+
+
 def atomic_write(path, write: Callable[[str], None]) -> None:
     """Call ``write(tmp_path)``, then rename it over ``path``.
 
@@ -22,7 +40,7 @@ def atomic_write(path, write: Callable[[str], None]) -> None:
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=TMP_SUFFIX)
     os.close(fd)
     try:
         write(tmp)

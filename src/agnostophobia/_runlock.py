@@ -20,6 +20,7 @@ import os
 import sys
 from pathlib import Path
 
+from agnostophobia._atomic import remove_stale_temporaries
 from agnostophobia.errors import AgnostophobiaError
 
 try:
@@ -36,15 +37,6 @@ class RunInUse(AgnostophobiaError):
 
 def _command_line() -> str:
     return " ".join(["agnostophobia", *sys.argv[1:]]) if sys.argv else "agnostophobia"
-
-
-def _remove_stale_temporaries(run_dir: Path) -> None:
-    """Temporary files of :func:`agnostophobia._atomic.atomic_write` left by a killed writer.
-
-    Safe only under the lock: no other process can be writing into the run now."""
-    for tmp in run_dir.rglob(".*.tmp"):
-        if tmp.is_file():
-            tmp.unlink(missing_ok=True)
 
 
 @contextlib.contextmanager
@@ -73,7 +65,7 @@ def run_lock(run_dir, command: str | None = None, create: bool = True):
                            f"then run this command again") from None
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"process {os.getpid()} ({command or _command_line()})\n".encode(), 0)
-        _remove_stale_temporaries(run_dir)
+        remove_stale_temporaries(run_dir, recursive=True)  # safe: no other process can be writing now
         yield
     finally:
         os.close(fd)  # closing the descriptor releases the flock

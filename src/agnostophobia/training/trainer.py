@@ -35,7 +35,7 @@ from agnostophobia.errors import ConfigError, TrainingDiverged
 from agnostophobia.losses import build_loss, compute_loss, inverse_frequency_class_weights, sample_weights
 from agnostophobia.models import build_model
 from agnostophobia.training.approaches import APPROACHES
-from agnostophobia._atomic import atomic_write
+from agnostophobia._atomic import atomic_write, remove_stale_temporaries
 from agnostophobia._killpoints import kill_point
 from agnostophobia.training.checkpoint import (load_checkpoint, rng_state, save_checkpoint,
                                                seed_everything, set_rng_state)
@@ -300,14 +300,6 @@ def _check_resumable(saved: Dict, cfg: TrainConfig, path: Path) -> None:
                 f"use another output directory, or the original config to resume")
 
 
-def _remove_stale_temps(run_dir: Path) -> None:
-    """Delete the temporary copies a killed run left behind (``atomic_write`` names them
-    ``.<file>.<random>.tmp``); they never replaced a file, so nothing of the run is lost."""
-    for name in ("last.pt", "best.pt", "metrics.csv"):
-        for tmp in run_dir.glob(f".{name}.*.tmp"):
-            tmp.unlink(missing_ok=True)
-
-
 def _write_history(path: Path, history) -> None:
     if not history:
         return
@@ -360,7 +352,7 @@ def fit(cfg: TrainConfig, protocol, run_dir, resume: bool = True, device=None,
         run.scheduler.load_state_dict(saved["scheduler"])
         set_rng_state(saved["rng"])
         state = {k: saved[k] for k in state}
-    _remove_stale_temps(run_dir)
+    remove_stale_temporaries(run_dir, ("last.pt", "best.pt", "metrics.csv"))  # left by a killed run
     writer = _tensorboard(run_dir) if cfg.tensorboard else None
     bar = tqdm(total=run.steps_per_epoch * cfg.epochs, initial=run.steps_per_epoch * state["epoch"],
                disable=not cfg.progress, desc=f"{cfg.approach} (seed {cfg.seed})", unit="batch",
