@@ -37,7 +37,7 @@ def test_paper_budget_is_resnet18_on_the_cifar_protocol():
     assert cfg.model_kwargs == {"feature_dim": 1024, "width": 64}
     assert (cfg.optimizer, cfg.lr, cfg.momentum, cfg.weight_decay, cfg.scheduler, cfg.batch_size, cfg.epochs) == \
         ("sgd", 0.1, 0.9, 5e-4, "cosine", 128, 200)
-    assert cfg.augment == "crop-flip" and cfg.amp and cfg.channels_last
+    assert cfg.augment == "crop-flip" and cfg.precision == "auto" and cfg.channels_last
     objectosphere = experiment.for_approach("objectosphere", 0)
     assert (objectosphere.xi, objectosphere.lambda_) == (10.0, 0.01)
 

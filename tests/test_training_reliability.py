@@ -84,8 +84,8 @@ def nan_loss_from(monkeypatch, training_step=None, evaluation=None):
     real = Training.batch_loss
     train_calls, eval_calls = itertools.count(1), itertools.count(1)
 
-    def batch_loss(self, x, y):
-        loss, logits = real(self, x, y)
+    def batch_loss(self, x, y, weights=None):
+        loss, logits = real(self, x, y, weights)
         calls, first = (train_calls, training_step) if self.model.training else (eval_calls, evaluation)
         if first is not None and next(calls) >= first:
             loss = loss * float("nan")
@@ -151,9 +151,10 @@ def test_train_command_exits_with_one_line_when_training_diverges(tmp_path, monk
 
 
 def count_host_reads(cfg, run_dir) -> int:
-    """How often the trainer's code copies a tensor's value to the host with ``item()`` or
-    ``tolist()`` during ``fit`` (PyTorch's own calls, e.g. on Adam's CPU step counter, aside)."""
-    package = os.path.dirname(trainer.__file__)
+    """How often agnostophobia's code (trainer, losses, weights) copies a tensor's value to
+    the host (``item()``, ``tolist()``, ``int()``, ``float()``, ``bool()``) during ``fit``
+    (PyTorch's own calls, e.g. on Adam's CPU step counter, aside)."""
+    package = os.path.dirname(os.path.dirname(trainer.__file__))
     reads = []
 
     def counted(real):
@@ -163,15 +164,16 @@ def count_host_reads(cfg, run_dir) -> int:
         return read
 
     with pytest.MonkeyPatch.context() as mp:
-        for name in ("item", "tolist"):
+        for name in ("item", "tolist", "__int__", "__float__", "__bool__", "__index__"):
             mp.setattr(torch.Tensor, name, counted(getattr(torch.Tensor, name)))
         fit(cfg, synthetic_protocol(), run_dir)
     return sum(reads)
 
 
 def test_trainer_reads_tensors_on_the_host_per_epoch_not_per_batch(tmp_path):
-    """The loop reads nothing back per batch (the losses' input checks still do):
-    3 training and 1 validation batches cost as many reads as 9 and 6."""
+    """Neither the loop nor the losses' input checks read anything back per batch (labels and
+    weights are checked once per dataset): 3 training and 1 validation batches cost as many
+    reads as 9 and 6."""
     few = count_host_reads(tiny_config(epochs=1, batch_size=24, eval_batch_size=18), tmp_path / "few")
     many = count_host_reads(tiny_config(epochs=1, batch_size=8, eval_batch_size=3), tmp_path / "many")
     assert few == many

@@ -49,6 +49,9 @@ def main(argv=None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
+    from agnostophobia.training.allocator import keep_freed_memory
+
+    keep_freed_memory()  # training steps reuse their buffers instead of faulting pages in again
     try:
         return int(args.func(args) or 0)
     except (AgnostophobiaError, ValueError, OSError) as exc:  # OSError: permissions, a full disk

@@ -24,6 +24,7 @@ from agnostophobia.training.approaches import APPROACHES
 from agnostophobia._atomic import atomic_write
 from agnostophobia.training.config import (ExperimentConfig, TrainConfig, check_approaches, check_seeds,
                                            load_experiment)
+from agnostophobia.training.precision import resolve_precision
 from agnostophobia.training.trainer import check_resumable, fit, is_finished, predict, resolve_device
 from agnostophobia._runlock import run_lock
 
@@ -100,7 +101,9 @@ def configure(experiment: ExperimentConfig, seeds: Optional[int] = None, data_di
     if device:
         overrides["device"] = device
     experiment.train = dataclasses.replace(experiment.train, **overrides).validate()
-    resolve_device(experiment.train.device)  # "cuda" without a GPU stops here, not after the run is set up
+    device = resolve_device(experiment.train.device)  # "cuda" without a GPU stops here, before any write
+    # "auto" becomes what this device gets, so that config.yaml, checkpoints and reports say it
+    experiment.train.precision = resolve_precision(experiment.train.precision, device)
     if seeds is not None:
         experiment.seeds = check_seeds(seeds, "--seeds")
     return experiment

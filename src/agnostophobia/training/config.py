@@ -21,6 +21,7 @@ import yaml
 from agnostophobia.data.protocols import PROTOCOLS
 from agnostophobia.errors import ConfigError
 from agnostophobia.models import MODELS
+from agnostophobia.training.precision import PRECISIONS
 
 APPROACH_NAMES = ("softmax", "background", "entropic", "objectosphere")
 BUDGETS = ("smoke", "cpu", "paper")
@@ -54,7 +55,7 @@ class TrainConfig:
     seed: int = 0                    # training seed: initialisation, data order, augmentation
     data_seed: int = 0               # data seed: validation split and training subsample, fixed across seeds
     device: str = "auto"             # auto | cpu | cuda | cuda:N
-    amp: bool = False                # mixed precision (CUDA only)
+    precision: str = "auto"          # fp32 | bf16 (autocast) | auto: bf16 where the device computes it natively
     deterministic: bool = False      # deterministic algorithms: bit-identical reruns and resumes on CUDA too
     channels_last: bool = True
     eval_batch_size: int = 1024
@@ -91,7 +92,8 @@ class TrainConfig:
         need(isinstance(self.protocol_limits, dict), "protocol_limits", "must be a mapping")
         need(isinstance(self.openmax, dict) and set(self.openmax) <= {"tail_size", "alpha", "distance"}, "openmax",
              "must be a mapping with keys among tail_size, alpha, distance")
-        for key in ("sample_weighting", "amp", "channels_last", "tensorboard", "progress"):
+        need(self.precision in PRECISIONS, "precision", f"must be one of {PRECISIONS}")
+        for key in ("sample_weighting", "channels_last", "tensorboard", "progress"):
             need(isinstance(getattr(self, key), bool), key, "must be true or false")
         need(isinstance(self.deterministic, bool), "deterministic", "must be true or false")
         return self

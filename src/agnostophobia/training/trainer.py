@@ -1,7 +1,7 @@
 """Training and evaluation loop in the style of torchvision's reference ``train.py``:
 ``train_one_epoch``, ``evaluate``, ``fit``.
 
-* Device-agnostic (CPU, CUDA; bf16 autocast with ``amp``), seeded, deterministic on the CPU:
+* Device-agnostic (CPU, CUDA; ``precision``: fp32 or bf16 autocast where native), seeded, deterministic on the CPU:
   the data order of epoch ``e`` depends only on ``(seed, e)``, so a resumed run sees
   exactly the batches an uninterrupted one would. On CUDA a resumed run restores the same
   state (weights, optimiser, every RNG, epoch, data order) and is bit-identical to an
@@ -40,6 +40,7 @@ from agnostophobia._killpoints import kill_point
 from agnostophobia.training.checkpoint import (load_checkpoint, rng_state, save_checkpoint,
                                                seed_everything, set_rng_state)
 from agnostophobia.training.config import TrainConfig
+from agnostophobia.training.precision import autocast, resolve_precision
 
 # Keys that may differ between a run and its resumption without changing the result
 # ("deterministic" is not one: on CUDA it changes which algorithms compute the result).
@@ -81,10 +82,12 @@ def use_deterministic_algorithms(device: torch.device) -> None:
 
 @dataclass
 class TensorData:
-    """Images (uint8, N x C x H x W) and labels (int64, -1 = unknown) as tensors on a device."""
+    """Images (uint8, N x C x H x W), labels (int64, -1 = unknown) and, with sample
+    weighting, each sample's loss weight, as tensors on a device."""
 
     images: torch.Tensor
     labels: torch.Tensor
+    weights: Optional[torch.Tensor] = None
 
     @classmethod
     def from_split(cls, split, device, knowns_only: bool = False) -> "TensorData":
@@ -144,13 +147,25 @@ class Training:
         self.val_data = TensorData.from_split(protocol.val, self.device, knowns_only)
         if len(self.train_data) == 0:
             raise ValueError(f"protocol {protocol.name!r}: the training split has no usable samples")
+        self._check_labels(protocol)
         self.class_weights = None
         if cfg.sample_weighting:
             self.class_weights = inverse_frequency_class_weights(self.train_data.labels.cpu(), self.num_classes)
             self.class_weights = self.class_weights.to(self.device)
+            for data in (self.train_data, self.val_data):  # once per dataset, not once per batch
+                data.weights = sample_weights(data.labels, self.class_weights)
         self.optimizer = self._optimizer()
         self.scheduler = self._scheduler()
-        self.autocast = cfg.amp and self.device.type == "cuda"
+        self.precision = resolve_precision(cfg.precision, self.device)
+
+    def _check_labels(self, protocol) -> None:
+        """Check every label once (on the host), so the loss need not read labels back per batch."""
+        for name in ("train", "val"):
+            labels = np.asarray(getattr(protocol, name).labels)
+            if len(labels) and int(labels.max()) >= self.num_classes:
+                raise ValueError(f"protocol {protocol.name!r}: the {name} split has label {int(labels.max())}, "
+                                 f"but only {self.num_classes} known classes (0..{self.num_classes - 1})")
+        self.loss_fn.check_values = False
 
     @property
     def steps_per_epoch(self) -> int:
@@ -171,10 +186,9 @@ class Training:
             return torch.optim.lr_scheduler.StepLR(self.optimizer, step_size=cfg.step_size, gamma=cfg.gamma)
         return torch.optim.lr_scheduler.LambdaLR(self.optimizer, lambda epoch: 1.0)
 
-    def batch_loss(self, x, y):
-        with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.autocast):
+    def batch_loss(self, x, y, weights=None):
+        with autocast(self.device, self.precision):
             logits, features = self.model(x)
-        weights = sample_weights(y, self.class_weights) if self.class_weights is not None else None
         loss = compute_loss(self.loss_fn, logits.float(), features.float(), y, sample_weight=weights)
         return loss, logits
 
@@ -238,7 +252,7 @@ def train_one_epoch(run: Training, epoch: int, bar=None) -> Dict[str, float]:
         if cfg.augment == "crop-flip":
             x = crop_flip(x, augment_rng)
         y = data.labels[idx]
-        loss, logits = run.batch_loss(x, y)
+        loss, logits = run.batch_loss(x, y, None if data.weights is None else data.weights[idx])
         run.optimizer.zero_grad(set_to_none=True)
         loss.backward()
         run.optimizer.step()
@@ -267,9 +281,10 @@ def evaluate(run: Training, data: TensorData) -> Dict[str, float]:
     loss_sum = torch.zeros((), dtype=torch.float64, device=run.device)
     correct = torch.zeros((), dtype=torch.long, device=run.device)
     for i in range(0, len(data), run.cfg.eval_batch_size):
-        x = to_input(data.images[i:i + run.cfg.eval_batch_size], run.cfg.channels_last)
-        y = data.labels[i:i + run.cfg.eval_batch_size]
-        loss, logits = run.batch_loss(x, y)
+        batch = slice(i, i + run.cfg.eval_batch_size)
+        x = to_input(data.images[batch], run.cfg.channels_last)
+        y = data.labels[batch]
+        loss, logits = run.batch_loss(x, y, None if data.weights is None else data.weights[batch])
         loss_sum += loss.double() * len(y)
         correct += run.correct_knowns(logits, y)
     n_known = int((data.labels >= 0).sum())

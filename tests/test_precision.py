@@ -1,0 +1,39 @@
+"""``precision: fp32 | bf16 | auto``: one config key, resolved per device, used by the trainer."""
+import pytest
+import torch
+from synthetic import synthetic_protocol
+
+from agnostophobia.errors import ConfigError
+from agnostophobia.training import precision as precision_module
+from agnostophobia.training.config import TrainConfig, parse_experiment
+from agnostophobia.training.precision import resolve_precision
+from agnostophobia.training.trainer import Training
+
+
+@pytest.mark.parametrize("native, expected", [(True, "bf16"), (False, "fp32")])
+def test_auto_is_bf16_exactly_where_the_cpu_computes_it_natively(monkeypatch, native, expected):
+    monkeypatch.setattr(precision_module, "_cpu_has_native_bf16", lambda: native)
+    assert resolve_precision("auto", "cpu") == expected
+    assert resolve_precision("fp32", "cpu") == "fp32" and resolve_precision("bf16", "cpu") == "bf16"
+
+
+def test_precision_is_one_checked_key_and_amp_is_gone():
+    with pytest.raises(ConfigError, match="'precision'"):
+        parse_experiment({"precision": "fp16"})
+    with pytest.raises(ConfigError, match="'amp'"):
+        parse_experiment({"amp": True})
+
+
+@pytest.mark.parametrize("precision, dtype", [("bf16", torch.bfloat16), ("fp32", torch.float32)])
+def test_the_trainer_computes_convolutions_in_the_chosen_precision(precision, dtype):
+    cfg = TrainConfig(approach="objectosphere", epochs=1, batch_size=8, precision=precision, device="cpu",
+                      model_kwargs={"activation": "prelu"}, tensorboard=False, progress=False)
+    run = Training(cfg, synthetic_protocol())
+    seen = []
+    conv = next(m for m in run.model.modules() if isinstance(m, torch.nn.Conv2d))
+    conv.register_forward_hook(lambda module, inputs, output: seen.append(output.dtype))
+    x = torch.rand(4, 1, 28, 28)
+    loss, logits = run.batch_loss(x, torch.tensor([0, 1, -1, 2]))
+    assert seen == [dtype]
+    assert loss.dtype == torch.float32 and torch.isfinite(loss)  # the loss itself stays in fp32
+    assert next(run.model.parameters()).dtype == torch.float32   # and so do the weights
