@@ -37,3 +37,22 @@ def test_the_trainer_computes_convolutions_in_the_chosen_precision(precision, dt
     assert seen == [dtype]
     assert loss.dtype == torch.float32 and torch.isfinite(loss)  # the loss itself stays in fp32
     assert next(run.model.parameters()).dtype == torch.float32   # and so do the weights
+
+
+@pytest.mark.parametrize("model_name", ["lenet++", "resnet18"])
+def test_the_open_set_head_stays_fp32_under_bf16_autocast(model_name):
+    from agnostophobia.models import build_model
+
+    torch.manual_seed(0)
+    model = build_model(model_name, num_outputs=5, **({"width": 4} if model_name == "resnet18" else {})).eval()
+    x = torch.rand(3, 1 if model_name == "lenet++" else 3, 28 if model_name == "lenet++" else 32,
+                   28 if model_name == "lenet++" else 32)
+    with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16):
+        logits, features = model(x)
+        hidden = model.backbone(x)
+    assert hidden.dtype == torch.bfloat16  # the convolutions do run in bf16
+    assert logits.dtype == features.dtype == torch.float32
+    with torch.no_grad():
+        expected = model.features(hidden.float())
+    torch.testing.assert_close(features, expected, rtol=0, atol=0)
+    torch.testing.assert_close(logits, model.logits(expected), rtol=0, atol=0)

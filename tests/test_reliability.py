@@ -3,6 +3,7 @@
 ``train``'s run record and the data seed."""
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -143,3 +144,23 @@ def test_config_values_of_the_wrong_kind_are_refused_by_key(key, value):
 
     with pytest.raises(ConfigError, match=f"'{key}'"):
         parse_experiment({key: value})
+
+
+def test_evaluate_predicts_a_set_exactly_as_the_run_predicted_its_own(tiny_run, tmp_path, real_data_dir):
+    """Same preparation, memory format and precision (bf16 where native): the run's own
+    notMNIST test images, given back to ``evaluate --unknowns`` as a user's .npz, get the
+    stored outputs bit for bit."""
+    import numpy as np
+
+    from agnostophobia.data import build_protocol
+    from agnostophobia.experiments.outputs import load_outputs
+
+    protocol = build_protocol("lenet++", real_data_dir, seed=0, **TINY["protocol_limits"])
+    np.savez(tmp_path / "own.npz", x=protocol.test_unknowns["notmnist"].images[:, 0])
+    run = tmp_path / "run"
+    shutil.copytree(tiny_run, run)
+    assert main(["evaluate", str(run), "--unknowns", str(tmp_path / "own.npz"), "--no-progress"]) == 0
+    for approach in TINY["approaches"]:
+        outputs = load_outputs(run / "seed0" / approach / "outputs.npz")
+        for field in ("logits", "features"):
+            np.testing.assert_array_equal(outputs["own"][field], outputs["notmnist"][field])

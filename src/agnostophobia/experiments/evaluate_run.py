@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
 import numpy as np
+import torch
 
 from agnostophobia.data import DATASETS, load_dataset
 from agnostophobia.data import formats as F
@@ -34,6 +35,7 @@ from agnostophobia._runlock import run_lock
 from agnostophobia.experiments.outputs import load_outputs, save_outputs
 from agnostophobia.models import build_model
 from agnostophobia.training.checkpoint import load_checkpoint
+from agnostophobia.training.precision import resolve_precision
 from agnostophobia.training.trainer import predict, resolve_device
 
 IMAGE_SUFFIXES = {".png", ".jpg", ".jpeg", ".bmp", ".gif", ".tif", ".tiff", ".webp"}
@@ -167,9 +169,14 @@ def _add_unknown_sets(model_dir: Path, names: Sequence[str], inputs: Sequence[np
     model.load_state_dict(state)
     target = resolve_device(device or cfg.get("device", "auto"))
     model.to(target)
+    channels_last = cfg.get("channels_last", False)
+    if channels_last:
+        model.to(memory_format=torch.channels_last)
+    precision = resolve_precision(cfg.get("precision", "fp32"), target)
     outputs = load_outputs(model_dir / "outputs.npz")
     for name, images in zip(names, inputs):
-        logits, features = predict(model, images, cfg.get("eval_batch_size", 1024), target)
+        # as the run's own test sets were predicted: same memory format, same precision
+        logits, features = predict(model, images, cfg.get("eval_batch_size", 1024), target, channels_last, precision)
         outputs[name] = {"logits": logits, "features": features, "labels": np.full(len(logits), -1, np.int64)}
         log(f"{model_dir}: evaluated {len(logits):,} samples of {name!r}")
     save_outputs(model_dir / "outputs.npz", outputs)

@@ -44,7 +44,7 @@ def run_outputs(run, protocol) -> Dict[str, Dict]:
     outputs = {}
     for name, split in [("known", protocol.test_known), *protocol.test_unknowns.items()]:
         logits, features = predict(run.model, split.images, run.cfg.eval_batch_size, run.device,
-                                   run.cfg.channels_last)
+                                   run.cfg.channels_last, run.precision)
         outputs[name] = {"logits": logits, "features": features, "labels": split.labels}
     return outputs
 
@@ -52,7 +52,7 @@ def run_outputs(run, protocol) -> Dict[str, Dict]:
 def fit_outputs(run, protocol) -> Dict:
     known = protocol.train.labels >= 0
     logits, features = predict(run.model, protocol.train.images[known], run.cfg.eval_batch_size, run.device,
-                               run.cfg.channels_last)
+                               run.cfg.channels_last, run.precision)
     return {"logits": logits, "features": features, "labels": protocol.train.labels[known]}
 
 

@@ -15,6 +15,7 @@ import torch
 from torch import nn
 
 from agnostophobia.models import MODELS
+from agnostophobia.models.head import open_set_head
 
 ACTIVATIONS = ("none", "prelu")
 
@@ -57,5 +58,4 @@ class LeNetPlusPlus(nn.Module):
         self.logits = nn.Linear(feature_dim, num_outputs, bias=False)
 
     def forward(self, x: torch.Tensor):
-        features = self.features(self.backbone(x))
-        return self.logits(features), features
+        return open_set_head(self.backbone(x), self.features, self.logits)

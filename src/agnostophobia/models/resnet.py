@@ -13,6 +13,7 @@ from torch import nn
 from torchvision.models.resnet import BasicBlock
 
 from agnostophobia.models import MODELS
+from agnostophobia.models.head import open_set_head
 
 
 def _stage(in_ch: int, out_ch: int, stride: int) -> nn.Sequential:
@@ -43,5 +44,4 @@ class ResNet18(nn.Module):
         self.logits = nn.Linear(feature_dim, num_outputs, bias=False)
 
     def forward(self, x: torch.Tensor):
-        features = self.features(self.backbone(x))
-        return self.logits(features), features
+        return open_set_head(self.backbone(x), self.features, self.logits)

@@ -293,14 +293,20 @@ def evaluate(run: Training, data: TensorData) -> Dict[str, float]:
 
 @torch.inference_mode()
 def predict(model: torch.nn.Module, images: np.ndarray, batch_size: int = 1024,
-            device: Optional[torch.device] = None, channels_last: bool = False) -> Tuple[np.ndarray, np.ndarray]:
-    """Logits and deep features (float32 numpy) for uint8 images (N x C x H x W)."""
+            device: Optional[torch.device] = None, channels_last: bool = False,
+            precision: str = "fp32") -> Tuple[np.ndarray, np.ndarray]:
+    """Logits and deep features (float32 numpy) for uint8 images (N x C x H x W).
+
+    ``precision`` is the one the model was trained with (a resolved value, fp32 or bf16):
+    the backbone runs in it, the head in fp32 (:func:`agnostophobia.models.head.open_set_head`).
+    """
     device = device or next(model.parameters()).device
     model.eval()
     logits, features = [], []
     for i in range(0, len(images), batch_size):
         x = to_input(torch.from_numpy(np.ascontiguousarray(images[i:i + batch_size])).to(device), channels_last)
-        out_logits, out_features = model(x)
+        with autocast(device, precision):
+            out_logits, out_features = model(x)
         logits.append(out_logits.float().cpu())
         features.append(out_features.float().cpu())
     return torch.cat(logits).numpy(), torch.cat(features).numpy()
