@@ -37,7 +37,7 @@ from agnostophobia.training.trainer import Training, epoch_order, train_one_epoc
 BATCH = 128
 
 
-def best_seconds(fn, repeats: int = 5) -> float:
+def best_seconds(fn, repeats: int = 10) -> float:
     fn()  # warm-up: kernel selection, allocator
     times = []
     for _ in range(repeats):
@@ -153,6 +153,19 @@ def trainer_images_per_s(activation: str, precision: str, protocol, repeats: int
     return max(rates), usage.system_share, usage.faults / steps
 
 
+def peaks(precisions):
+    reference = build_model("lenet++", num_outputs=10)
+    conv, in_shape, _ = largest_conv(reference)
+    roofline = {}
+    for precision in precisions:
+        dtype = torch.float32 if precision == "fp32" else torch.bfloat16
+        mm, cv = matmul_gflops(dtype), conv_gflops(reference, dtype)
+        roofline[precision] = max(mm, cv)
+        print(f"   {precision}: matmul 2048^2 {mm:7.1f}   LeNet++ conv {conv.in_channels}->{conv.out_channels} "
+              f"5x5 on {tuple(in_shape)} {cv:7.1f}   roofline {roofline[precision]:7.1f}")
+    return roofline
+
+
 def measure(activation, precisions, protocol, repeats, flops, roofline):
     """Bare fp32 loop and trainer in each precision: prints a line each, returns the figures."""
     bare = bare_images_per_s(activation, protocol, repeats)
@@ -178,16 +191,8 @@ def main() -> int:
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, "
           f"bf16 native: {bf16_is_native()}, batch {BATCH}, {args.samples} images/epoch, best of {args.repeats}")
 
-    print("\n1. peak GFLOP/s (roofline = the higher of the two)")
-    reference = build_model("lenet++", num_outputs=10)
-    conv, in_shape, _ = largest_conv(reference)
-    roofline = {}
-    for precision in precisions:
-        dtype = torch.float32 if precision == "fp32" else torch.bfloat16
-        mm, cv = matmul_gflops(dtype), conv_gflops(reference, dtype)
-        roofline[precision] = max(mm, cv)
-        print(f"   {precision}: matmul 2048^2 {mm:7.1f}   LeNet++ conv {conv.in_channels}->{conv.out_channels} "
-              f"5x5 on {tuple(in_shape)} {cv:7.1f}   roofline {roofline[precision]:7.1f}")
+    print("\n1. peak GFLOP/s (roofline = the higher of the two; measured again at the end, the best kept)")
+    roofline = peaks(precisions)
 
     protocol = make_protocol(args.samples)
     flops = {}
@@ -200,6 +205,14 @@ def main() -> int:
     print("\n4. the same with freed memory kept in the process (training.allocator.keep_freed_memory, "
           f"applied: {keep_freed_memory()}), as the command line runs")
     results = {a: measure(a, precisions, protocol, args.repeats, flops[a], roofline) for a in ("none", "prelu")}
+    print("\n   peaks again, after the training measurements:")
+    again = peaks(precisions)
+    if any(again[p] > roofline[p] for p in precisions):  # the first measurement was disturbed: re-rate
+        roofline = {p: max(roofline[p], again[p]) for p in precisions}
+        print(f"   roofline now {roofline}; the fractions above used the lower first value")
+        for activation in results:
+            bare, ours, _ = results[activation]
+            results[activation] = (bare, ours, {p: ours[p] * flops[activation] / 1e9 / roofline[p] for p in ours})
     bare, ours, share = results["prelu"]
     best = precisions[-1]
     ratio = ours[best] / bare
