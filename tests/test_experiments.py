@@ -53,7 +53,7 @@ def test_smoke_report_is_labelled_not_a_result_and_has_both_tables(smoke_run):
 
 def test_stored_outputs_recompute_the_reported_numbers(smoke_run):
     from agnostophobia.metrics import ccr_at_fpr
-    from agnostophobia.scores import softmax_scores
+    from agnostophobia.detectors import softmax_scores
 
     outputs = load_outputs(smoke_run / "seed0" / "entropic" / "outputs.npz")
     known, unknown = outputs["known"], outputs["notmnist"]

@@ -21,7 +21,7 @@ from agnostophobia.plotting import (APPROACH_COLORS, CurveSeries, class_borders,
                                     plot_softmax_histogram, softmax_histogram_values, subsample_note)
 from agnostophobia.plotting import style
 from agnostophobia.plotting.panels import BORDER_GID, ORIGIN_AXIS_GID, SUBSAMPLE_NOTE_GID
-from agnostophobia.scores import background_scores, softmax_scores
+from agnostophobia.detectors import background_scores, softmax_scores
 from agnostophobia.training.approaches import APPROACHES, evaluation_rows
 
 

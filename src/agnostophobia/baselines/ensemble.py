@@ -73,7 +73,7 @@ from agnostophobia.experiments.outputs import iter_run_outputs
 from agnostophobia.experiments.report import format_value, json_default
 from agnostophobia.metrics import (accuracy_vs_confidence, auroc, ccr_at_fpr, fpr_at_tpr, oscr,
                                    precision_vs_confidence)
-from agnostophobia.scores import softmax_scores
+from agnostophobia.detectors import softmax_scores
 from agnostophobia._atomic import atomic_write
 from agnostophobia.training.config import apply_overrides
 from agnostophobia.training.checkpoint import load_checkpoint, save_checkpoint, seed_everything

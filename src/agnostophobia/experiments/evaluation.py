@@ -12,8 +12,7 @@ from typing import Dict, List, Optional, Sequence
 import numpy as np
 
 from agnostophobia.metrics import PAPER_FPR_VALUES, auroc, ccr_at_fpr, fpr_at_tpr
-from agnostophobia.openmax import OpenMax
-from agnostophobia.scores import compute_scores, feature_magnitude, softmax_entropy
+from agnostophobia.detectors import OpenMax, build_detector, feature_magnitude, softmax_entropy
 from agnostophobia.training.approaches import APPROACHES
 
 FPR_TARGETS = PAPER_FPR_VALUES  # the columns of the paper's Table 2
@@ -32,14 +31,14 @@ def fit_openmax(fit_outputs: Optional[Dict[str, np.ndarray]], params: Optional[D
     if fit_outputs is None:
         raise ValueError("the 'openmax' row needs the training outputs (fit_outputs.npz) of the softmax model")
     known = fit_outputs["labels"] >= 0
-    return OpenMax(**(params or {})).fit(fit_outputs["logits"][known], fit_outputs["labels"][known])
+    return OpenMax(**(params or {})).fit(fit_outputs["logits"][known], None, fit_outputs["labels"][known])
 
 
 def split_scores(score: str, split: Dict[str, np.ndarray], openmax: Optional[OpenMax] = None) -> np.ndarray:
     """(N, C) scores of one split; ``openmax`` is the fitted model for the 'openmax' score."""
     if score == "openmax":
         return openmax.scores(split["logits"])
-    return compute_scores(score, split["logits"], split["features"])
+    return build_detector(score).scores(split["logits"], split["features"])
 
 
 def known_vs_unknown(outputs: Dict[str, Dict[str, np.ndarray]], unknown: str, score: str,

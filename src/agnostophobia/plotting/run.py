@@ -33,7 +33,7 @@ from agnostophobia.plotting.panels import (DEFAULT_MAX_POINTS, logit_weights, ne
                                            plot_features, plot_magnitude_histogram, plot_oscr,
                                            plot_softmax_histogram, save_figure, softmax_histogram_values,
                                            supported_formats)
-from agnostophobia.scores import compute_scores, feature_magnitude
+from agnostophobia.detectors import build_detector, feature_magnitude
 from agnostophobia.training.approaches import APPROACHES, row_sort_key
 
 #: Formats the report can embed, in order of preference (the path returned per figure).
@@ -79,7 +79,7 @@ def _unknown_key(split: str, order: List[str]):
 def _probabilities(approach: str, data: Dict[str, np.ndarray]) -> np.ndarray:
     """Known-class probabilities the approach thresholds: C+1 softmax for background, else softmax."""
     score = APPROACHES.get(approach).evaluations[0][1]
-    return compute_scores("background" if score == "background" else "softmax", data["logits"])
+    return build_detector("background" if score == "background" else "softmax").scores(data["logits"])
 
 
 class RunFigure(NamedTuple):

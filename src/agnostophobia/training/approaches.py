@@ -21,7 +21,7 @@ from agnostophobia.registry import Registry
 class Approach:
     name: str
     uses_unknowns: bool                    # trains on D_b' (softmax thresholding does not)
-    evaluations: Tuple[Tuple[str, str], ...]  # (row name in reports, score name in agnostophobia.scores,
+    evaluations: Tuple[Tuple[str, str], ...]  # (row name in reports, detector name in agnostophobia.detectors,
     #                                            or "openmax": fitted on the training knowns' logits)
 
 
