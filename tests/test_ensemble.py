@@ -16,7 +16,7 @@ from agnostophobia.baselines import ensemble as ens
 from agnostophobia.cli import main
 from agnostophobia.errors import ConfigError
 from agnostophobia.experiments.evaluation import FPR_KEYS
-from agnostophobia.experiments.outputs import save_outputs
+from agnostophobia.training.outputs import save_outputs
 from agnostophobia.metrics import ccr_at_fpr, oscr, precision_vs_confidence
 from agnostophobia.training.checkpoint import seed_everything
 

@@ -11,7 +11,8 @@ import pytest
 import torch
 
 from agnostophobia.errors import ConfigError
-from agnostophobia.training.approaches import APPROACHES, evaluation_rows
+from agnostophobia.losses import build_loss
+from agnostophobia.training.approaches import APPROACHES
 from agnostophobia.training.checkpoint import load_checkpoint
 from agnostophobia.training.config import TrainConfig, parse_experiment
 from agnostophobia.training.trainer import epoch_order, fit, predict
@@ -167,8 +168,8 @@ def test_config_rejects_unknown_keys_and_bad_values():
         experiment.for_budget("cpu")
 
 
-def test_evaluation_rows_cover_the_scaled_objectosphere_score():
-    rows = evaluation_rows(["softmax", "objectosphere"])
-    assert rows == (("softmax", "softmax", "softmax"), ("openmax", "softmax", "openmax"),
-                    ("objectosphere", "objectosphere", "softmax"),
-                    ("objectosphere-scaled", "objectosphere", "objectosphere-scaled"))
+def test_the_background_approach_is_the_one_with_an_extra_output():
+    assert [name for name in APPROACHES if APPROACHES.get(name).background_class] == ["background"]
+    for name in APPROACHES:  # the network width the trainer builds agrees with the flag
+        loss = build_loss(name, 10, **({"xi": 1.0, "lambda_": 1.0} if name == "objectosphere" else {}))
+        assert loss.num_outputs == 10 + APPROACHES.get(name).background_class

@@ -67,9 +67,8 @@ from torch import nn
 from agnostophobia.data import DATASETS, load_dataset, purpose_rng, stratified_subset
 from agnostophobia.data.preprocess import LENET_INPUT, prepare_images
 from agnostophobia.errors import ConfigError
-from agnostophobia.experiments.evaluation import (FPR_KEYS, FPR_TARGETS, aggregate_seeds, finite_or_none,
-                                                  known_vs_unknown)
-from agnostophobia.experiments.outputs import iter_run_outputs
+from agnostophobia.experiments.evaluation import FPR_KEYS, FPR_TARGETS, aggregate_seeds, finite_or_none
+from agnostophobia.training.outputs import iter_run_outputs
 from agnostophobia.experiments.report import format_value, json_default
 from agnostophobia.metrics import (accuracy_vs_confidence, auroc, ccr_at_fpr, fpr_at_tpr, oscr,
                                    precision_vs_confidence)
@@ -530,7 +529,8 @@ def lenet_results(run_dir: Path, collector: _Collector) -> List[str]:
     for seed, approach, outputs in iter_run_outputs(run_dir):
         if approach not in LENET_APPROACHES or "known" not in outputs or UNKNOWN not in outputs:
             continue
-        scores, labels = known_vs_unknown(outputs, UNKNOWN, "softmax")
+        scores = np.concatenate([softmax_scores(outputs["known"]["logits"]), softmax_scores(outputs[UNKNOWN]["logits"])])
+        labels = np.concatenate([outputs["known"]["labels"], np.full(len(outputs[UNKNOWN]["labels"]), -1)])
         from agnostophobia.plotting.style import approach_name
 
         collector.add(approach, "lenet++", approach_name(approach), scores, labels, seed)

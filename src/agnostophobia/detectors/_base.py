@@ -44,6 +44,8 @@ def register(name: str):
 
     def add(cls):
         cls.name = name
+        if "title" not in vars(cls):
+            cls.title = name
         return DETECTORS.register(name)(cls)
 
     return add
@@ -66,8 +68,14 @@ def place_in_predicted_column(per_sample: np.ndarray, known_logits: np.ndarray) 
     n, num_classes = known_logits.shape
     if per_sample.shape != (n,):
         raise ValueError(f"per-sample scores have shape {per_sample.shape}, expected ({n},)")
-    out = np.repeat((per_sample - 1.0 - np.abs(per_sample))[:, None], num_classes, axis=1)
-    out[np.arange(n), known_logits.argmax(axis=1)] = per_sample
+    return scores_from_top(known_logits.argmax(axis=1), per_sample, num_classes)
+
+
+def scores_from_top(predicted: np.ndarray, score: np.ndarray, num_classes: int) -> np.ndarray:
+    """(N, C) scores whose arg-max is ``predicted`` and whose maximum is ``score``: all an
+    open-set metric reads of a score matrix (see :func:`place_in_predicted_column`)."""
+    out = np.repeat((score - 1.0 - np.abs(score))[:, None], num_classes, axis=1)
+    out[np.arange(len(score)), predicted] = score
     return out
 
 
@@ -82,7 +90,9 @@ class Detector:
     * ``reads_background_column``: True when ``logits`` must include a background
       class as the last column (applicable only to such networks);
     * ``keeps_prediction``: True when the arg-max of the scores is always the arg-max of
-      the C known logits (False for OpenMax, whose recalibration may change it).
+      the C known logits (False for OpenMax, whose recalibration may change it);
+    * ``title``: the name shown in reports; ``report_note``: what a report says about how
+      the detector was applied (empty: nothing beyond its title and settings).
     """
 
     name: ClassVar[str] = "detector"
@@ -90,6 +100,8 @@ class Detector:
     needs_features: ClassVar[bool] = False
     reads_background_column: ClassVar[bool] = False
     keeps_prediction: ClassVar[bool] = True
+    title: ClassVar[str] = "detector"
+    report_note: ClassVar[str] = ""
 
     _fitted: bool = False
 

@@ -84,6 +84,9 @@ class KNNDetector(Detector):
 
     needs_fit = True
     needs_features = True
+    title = "k-NN"
+    report_note = ("Sun et al. (ICML 2022): minus the distance to the k-th nearest training-known deep feature, "
+                   "fitted on each model's own training knowns; exact, chunked search.")
 
     def __init__(self, k: int = 50, normalize: bool = True, class_conditional: bool = False,
                  query_chunk: int = 1024, reference_chunk: int = 8192):

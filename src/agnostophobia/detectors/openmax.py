@@ -334,6 +334,13 @@ class OpenMax(Detector):
 
     needs_fit = True
     keeps_prediction = False  # the alpha-rank recalibration can reorder the known classes
+    title = "OpenMax"
+    report_note = (
+        "Bendale & Boult (CVPR 2016) on each model's logits: mean activation vectors and Weibull tails "
+        "(libMR FitHigh semantics, our own fit) from its correctly classified training knowns; alpha-rank "
+        "recalibration; softmax over C+1. Deviations from the agnostophobia authors' OpenMax, all deliberate: "
+        "logits instead of softmax values; the unknown activation is sum_i v_i (1 - w_i) without mixing in the "
+        "class-0 score; only correctly classified samples (their code used all).")
 
     def __init__(self, tail_size: int = 20, alpha: int = 3, distance: str = "eucos",
                  translate_amount: float = LIBMR_TRANSLATE_AMOUNT):

@@ -84,6 +84,8 @@ class SoftmaxDetector(Detector):
     r"""Maximum softmax probability: :math:`S_c = e^{l_c} / \sum_j e^{l_j}` (Sec. 3,
     "softmax thresholding"; Hendrycks & Gimpel, ICLR 2017)."""
 
+    title = "max-softmax"
+
     def _scores(self, logits, features):
         return softmax(logits, axis=1)
 
@@ -94,6 +96,7 @@ class BackgroundDetector(Detector):
     :math:`S_c = e^{l_c} / \sum_{j=1}^{C+1} e^{l_j}` for the C known classes."""
 
     reads_background_column = True
+    title = "background (C+1 softmax)"
 
     def _scores(self, logits, features):
         return background_scores(logits)
@@ -102,9 +105,11 @@ class BackgroundDetector(Detector):
 @register("objectosphere-scaled")
 class ScaledObjectosphereDetector(Detector):
     r"""Softmax times deep-feature magnitude, :math:`S_c \cdot \lVert F \rVert`
-    (Scaled Objectosphere, Sec. 4.2, last paragraph)."""
+    (Scaled Objectosphere, Sec. 4.2, last paragraph). A zero feature vector scores 0 for
+    every class."""
 
     needs_features = True
+    title = "softmax·‖F‖"
 
     def _scores(self, logits, features):
         return softmax(logits, axis=1) * np.linalg.norm(features, axis=1)[:, None]
@@ -140,6 +145,7 @@ class MagnitudeDetector(Detector):
     class's column."""
 
     needs_features = True
+    title = "‖F‖"
 
     def _scores(self, logits, features):
         return place_in_predicted_column(np.linalg.norm(features, axis=1), logits)

@@ -60,8 +60,11 @@ class TrainConfig:
     tensorboard: bool = True
     progress: bool = True
     data_dir: Optional[str] = None
-    # OpenMax on the softmax model's logits (Bendale & Boult 2016; Fig. 1d of the paper)
+    # Settings of the detectors fitted on each model's training knowns (agnostophobia.detectors):
+    # OpenMax on the logits (Bendale & Boult 2016; Fig. 1d of the paper), k-NN on the deep features
+    # (Sun et al. 2022: k = 50, L2-normalised, not class-conditional)
     openmax: Dict[str, Any] = field(default_factory=lambda: {"tail_size": 20, "alpha": 3, "distance": "eucos"})
+    knn: Dict[str, Any] = field(default_factory=lambda: {"k": 50, "normalize": True, "class_conditional": False})
 
     def validate(self) -> "TrainConfig":
         def need(cond: bool, key: str, what: str):
@@ -90,6 +93,11 @@ class TrainConfig:
         need(isinstance(self.protocol_limits, dict), "protocol_limits", "must be a mapping")
         need(isinstance(self.openmax, dict) and set(self.openmax) <= {"tail_size", "alpha", "distance"}, "openmax",
              "must be a mapping with keys among tail_size, alpha, distance")
+        need(isinstance(self.knn, dict) and set(self.knn) <= {"k", "normalize", "class_conditional"}, "knn",
+             "must be a mapping with keys among k, normalize, class_conditional")
+        need(_is_int(self.knn.get("k", 1)) and self.knn.get("k", 1) >= 1, "knn", "k must be an integer >= 1")
+        need(all(isinstance(self.knn.get(key, False), bool) for key in ("normalize", "class_conditional")), "knn",
+             "normalize and class_conditional must be true or false")
         for key in ("sample_weighting", "amp", "channels_last", "tensorboard", "progress"):
             need(isinstance(getattr(self, key), bool), key, "must be true or false")
         return self

@@ -34,7 +34,7 @@ from agnostophobia.training.checkpoint import (load_checkpoint, rng_state, save_
 from agnostophobia.training.config import TrainConfig
 
 # Keys that may differ between a run and its resumption without changing the result.
-_RESUME_FREE_KEYS = {"progress", "tensorboard", "device", "eval_batch_size", "data_dir", "openmax"}
+_RESUME_FREE_KEYS = {"progress", "tensorboard", "device", "eval_batch_size", "data_dir", "openmax", "knn"}
 
 
 def resolve_device(name: str) -> torch.device:
