@@ -21,9 +21,10 @@ import yaml
 from agnostophobia.data.protocols import PROTOCOLS
 from agnostophobia.errors import ConfigError
 from agnostophobia.models import MODELS
+from agnostophobia.training.approaches import APPROACHES
 
-APPROACH_NAMES = ("softmax", "background", "entropic", "objectosphere")
-BUDGETS = ("smoke", "cpu", "paper")
+#: The registered approaches in the paper's order (the registry is the one list).
+APPROACH_NAMES = tuple(APPROACHES.registered())
 
 
 @dataclass
