@@ -1,5 +1,6 @@
-"""Tests of agnostophobia.detectors.openmax (the ``openmax`` detector): Weibull fitting (libMR FitHigh semantics), distances,
-alpha-rank recalibration, vectorised vs per-sample reference, and input validation."""
+"""Tests of agnostophobia.detectors.openmax (the ``openmax`` detector): Weibull fitting (libMR
+FitHigh semantics), distances, alpha-rank recalibration, vectorised vs per-sample reference,
+and input validation."""
 from __future__ import annotations
 
 import math
@@ -292,7 +293,8 @@ def _loop_reference(model: OpenMax, activations: np.ndarray) -> np.ndarray:
                                                       ("cosine", 6, 1e4), ("eucos", 4, 1.0)])
 def test_vectorised_equals_loop_reference(distance, alpha, translate):
     rng = np.random.default_rng(11)
-    model = OpenMax(tail_size=15, alpha=alpha, distance=distance, translate_amount=translate).fit(TRAIN_X, None, TRAIN_Y)
+    model = OpenMax(tail_size=15, alpha=alpha, distance=distance, translate_amount=translate)
+    model.fit(TRAIN_X, None, TRAIN_Y)
     x = np.concatenate([TEST_X[::3], 10 * rng.standard_normal((100, C)), rng.uniform(5, 20, (50, C))])
     got = model.predict_proba(x)
     ref = _loop_reference(model, x)

@@ -173,3 +173,21 @@ def test_the_background_approach_is_the_one_with_an_extra_output():
     for name in APPROACHES:  # the network width the trainer builds agrees with the flag
         loss = build_loss(name, 10, **({"xi": 1.0, "lambda_": 1.0} if name == "objectosphere" else {}))
         assert loss.num_outputs == 10 + APPROACHES.get(name).background_class
+
+
+def test_adversarial_training_adds_the_loss_of_fgsm_examples():
+    from agnostophobia.training.adversarial import fgsm_step
+    from agnostophobia.training.trainer import Training, to_input
+
+    protocol = synthetic_protocol()
+    run = Training(tiny_config(approach="softmax", adversarial_epsilon=0.05), protocol)
+    x, y = to_input(run.train_data.images[:8], False), run.train_data.labels[:8]
+    loss, _ = run.training_loss(x, y)
+    inputs = x.clone().requires_grad_(True)
+    clean, _ = run.batch_loss(inputs, y)
+    (grad,) = torch.autograd.grad(clean, inputs)
+    adversarial, _ = run.batch_loss(fgsm_step(x, grad, 0.05), y)
+    torch.testing.assert_close(loss, clean + adversarial)
+    assert adversarial > clean
+    plain = Training(tiny_config(approach="softmax"), protocol)  # same seed, same weights, no FGSM
+    torch.testing.assert_close(plain.training_loss(x, y)[0], clean)

@@ -73,10 +73,9 @@ def check_budget(config: str, budget) -> None:
 
 
 def _reproduce(args) -> int:
-    if args.experiment != "ensemble":  # TODO ensemble config
-        check_budget(args.experiment, args.budget)
+    check_budget(args.experiment, args.budget)
     if args.experiment == "ensemble":
-        from agnostophobia.baselines.ensemble import reproduce_ensemble
+        from agnostophobia.experiments.ensemble import reproduce_ensemble
         reproduce_ensemble(budget=args.budget, seeds=args.seeds, out=args.out, data_dir=args.data_dir,
                            device=args.device, progress=not args.no_progress, plots=not args.no_plots,
                            lenet_run=args.lenet_run)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Sequence
 
 from agnostophobia._atomic import atomic_write
 from agnostophobia.detectors import DETECTORS, build_detector
@@ -87,20 +87,27 @@ def table2_markdown(metrics: Dict, experiment: str) -> str:
         n = results[0]["num_unknown"]
         size = f"{n:,}" + (f" (paper: {PAPER_SIZES[unknown]:,})" if unknown in PAPER_SIZES else "")
         lines += [f"#### Unknowns: {UNKNOWN_TITLES.get(unknown, unknown)} — {size} samples, "
-                  f"{results[0]['num_known']:,} knowns", "",
-                  "| Algorithm | " + " | ".join(f"CCR@{k}" for k in FPR_KEYS) + " | closed-set acc. | AUROC |",
-                  "|---|" + "---:|" * (len(FPR_KEYS) + 2)]
-        for r in results:
-            std = r.get("ccr_at_fpr_std") or {}
-            cells = [format_value(r["ccr_at_fpr"][k], std.get(k)) for k in FPR_KEYS]
-            lines.append(f"| {r['row']} | " + " | ".join(cells) +
-                         f" | {format_value(r['closed_set_accuracy'])} | {format_value(r['auroc'])} |")
-            reference = paper.get(unknown, {}).get(r["row"])
-            if reference:
-                lines.append(f"| *paper: {r['row']}* | " + " | ".join(f"*{format_value(v)}*" for v in reference) +
-                             " | | |")
-        lines.append("")
+                  f"{results[0]['num_known']:,} knowns", ""]
+        lines += ccr_table_markdown(results, lambda r: r["row"], paper.get(unknown, {})) + [""]
     return "\n".join(lines)
+
+
+def ccr_table_markdown(results: List[Dict], label, paper: Optional[Dict[str, Sequence]] = None) -> List[str]:
+    """Rows of CCR at FPR (mean ± std over seeds), closed-set accuracy and AUROC; ``label(r)``
+    is a row's first cell; a row whose ``row`` has numbers in ``paper`` gets them below it."""
+    paper = paper or {}
+    lines = ["| Algorithm | " + " | ".join(f"CCR@{k}" for k in FPR_KEYS) + " | closed-set acc. | AUROC |",
+             "|---|" + "---:|" * (len(FPR_KEYS) + 2)]
+    for r in results:
+        std = r.get("ccr_at_fpr_std") or {}
+        cells = [format_value(r["ccr_at_fpr"][k], std.get(k)) for k in FPR_KEYS]
+        accuracy = format_value(r["closed_set_accuracy"], r.get("closed_set_accuracy_std"))
+        lines.append(f"| {label(r)} | " + " | ".join(cells) + f" | {accuracy} | {format_value(r['auroc'])} |")
+        reference = paper.get(r["row"])
+        if reference:
+            lines.append(f"| *paper: {label(r)}* | " + " | ".join(f"*{format_value(v)}*" for v in reference) +
+                         " | | |")
+    return lines
 
 
 def table1_markdown(metrics: Dict, experiment: str = TABLE1_EXPERIMENT) -> str:
@@ -187,8 +194,11 @@ def additions_markdown(metrics: Dict) -> str:
     return "\n".join(lines)
 
 
-def write_report(run_dir: Path, metrics: Dict, figures: Optional[Dict[str, List[str]]] = None) -> Path:
-    """``report.md``: setup, Table 2 and Table 1 with the paper's numbers, figures."""
+def write_report(run_dir: Path, metrics: Dict, figures: Optional[Dict[str, List[str]]] = None,
+                 sections: Sequence[str] = ()) -> Path:
+    """``report.md``: setup, Table 2 and Table 1 with the paper's numbers, the approach x
+    detector matrix, figures. ``sections``: markdown lines of an experiment's own results
+    (e.g. the ensemble of Fig. 3), placed before Table 2."""
     run_dir = Path(run_dir)
     budget = metrics.get("budget")
     experiment = metrics.get("experiment", "")
@@ -223,6 +233,7 @@ def write_report(run_dir: Path, metrics: Dict, figures: Optional[Dict[str, List[
                   else "The paper reports no numbers for this run's protocol.")
     table1_note = ("The paper reports D_a without naming the set; its values are shown beside our Devanagari row."
                    if experiment == TABLE1_EXPERIMENT else "The paper's Table 1 covers the LeNet++ experiment only.")
+    lines += list(sections)
     lines += ["", "## Table 2: CCR at FPR", "",
               f"Readout: {metrics['fpr_readout']}. {paper_note}", "",
               table2_markdown(metrics, experiment), "## Table 1: entropy and deep-feature magnitude", "",

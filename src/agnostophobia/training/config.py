@@ -56,6 +56,8 @@ class TrainConfig:
     data_seed: int = 0               # data seed: validation split and training subsample, fixed across seeds
     device: str = "auto"             # auto | cpu | cuda | cuda:N
     amp: bool = False                # mixed precision (CUDA only)
+    adversarial_epsilon: float = 0.0  # > 0: FGSM adversarial training, step in input units (training.adversarial)
+    cpu_threads: Optional[int] = None  # torch intra-op threads on the CPU; None: PyTorch's default
     channels_last: bool = True
     eval_batch_size: int = 1024
     tensorboard: bool = True
@@ -83,10 +85,13 @@ class TrainConfig:
             need(_is_int(getattr(self, key)) and getattr(self, key) >= 1, key, "must be an integer >= 1")
         for key in ("seed", "data_seed"):
             need(_is_int(getattr(self, key)) and getattr(self, key) >= 0, key, "must be an integer >= 0")
-        for key in ("lr", "momentum", "weight_decay", "xi", "lambda_", "gamma"):
+        for key in ("lr", "momentum", "weight_decay", "xi", "lambda_", "gamma", "adversarial_epsilon"):
             value = getattr(self, key)
             need(_is_number(value) and math.isfinite(value) and value >= 0, key, "must be a finite number >= 0")
         need(self.lr > 0, "lr", "must be > 0")
+        need(self.adversarial_epsilon <= 1, "adversarial_epsilon", "must be <= 1 (inputs are in [0, 1])")
+        need(self.cpu_threads is None or _is_int(self.cpu_threads) and self.cpu_threads >= 1, "cpu_threads",
+             "must be null (PyTorch's default) or an integer >= 1")
         need(self.optimizer in ("adam", "sgd"), "optimizer", "must be 'adam' or 'sgd'")
         need(self.scheduler in ("none", "cosine", "step"), "scheduler", "must be 'none', 'cosine' or 'step'")
         need(self.augment in ("none", "crop-flip"), "augment", "must be 'none' or 'crop-flip'")
