@@ -1,4 +1,4 @@
-"""Benchmark: vectorised agnostophobia.openmax.OpenMax against a per-sample Python loop.
+"""Benchmark: vectorised agnostophobia.detectors.OpenMax (the ``openmax`` detector) against a per-sample Python loop.
 
 The loop version is written the way the public OpenMax code is (Bendale's OSDN,
 OpenOOD): one sample at a time, scipy.spatial.distance per class, a scalar W-score call
@@ -16,13 +16,13 @@ import time
 import numpy as np
 import scipy.spatial.distance as spd
 
-from agnostophobia.openmax import OpenMax, fit_high
+from agnostophobia.detectors.openmax import OpenMax, fit_high
 
 
 # --------------------------------------------------------------------------- loop version
 
 class LoopOpenMax:
-    """Straightforward per-sample OpenMax (same maths as agnostophobia.openmax.OpenMax)."""
+    """Straightforward per-sample OpenMax (same maths as agnostophobia.detectors.OpenMax)."""
 
     def __init__(self, tail_size=20, alpha=3, distance="eucos"):
         self.tail_size, self.alpha, self.distance = tail_size, alpha, distance
@@ -91,9 +91,9 @@ def main():
     x, y = make_data(args.n, args.classes)
     print(f"OpenMax benchmark: {args.n:,} x {args.classes} activations, tail_size=20, alpha=3, eucos")
 
-    t_fit_vec, vec = timed(lambda: OpenMax(tail_size=20, alpha=3, distance="eucos").fit(x, y), args.repeat)
+    t_fit_vec, vec = timed(lambda: OpenMax(tail_size=20, alpha=3, distance="eucos").fit(x, None, y), args.repeat)
     t_pred_vec, p_vec = timed(lambda: vec.predict_proba(x), args.repeat)
-    t_fit_loop, loop = timed(lambda: LoopOpenMax(tail_size=20, alpha=3, distance="eucos").fit(x, y))
+    t_fit_loop, loop = timed(lambda: LoopOpenMax(tail_size=20, alpha=3, distance="eucos").fit(x, None, y))
     t_pred_loop, p_loop = timed(lambda: loop.predict_proba(x))
 
     np.testing.assert_allclose(np.array(loop.mav), vec.mav_, rtol=1e-10, atol=1e-12)

@@ -67,7 +67,7 @@ def zip_without_arrays(tmp):
 # (id, argv as a function of (run, tmp, data), text the one line must contain, exit code)
 CASES = [
     # flags
-    ("budget-choice", lambda r, t, d: ["reproduce", "lenet++", "--budget", "huge"], "--budget", 2),
+    ("budget-undefined", lambda r, t, d: ["reproduce", "lenet++", "--budget", "huge"], "--budget 'huge'", 1),
     ("seeds-zero", lambda r, t, d: ["reproduce", "lenet++", "--seeds", "0", "--out", r], "--seeds", 2),
     ("seeds-word", lambda r, t, d: ["train", "lenet++", "--seeds", "two", "--out", r], "--seeds", 2),
     ("train-no-out", lambda r, t, d: ["train", "lenet++"], "--out", 2),

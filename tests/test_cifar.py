@@ -20,7 +20,7 @@ from agnostophobia.cli import main
 from agnostophobia.data import build_protocol
 from agnostophobia.data.protocols import require_datasets
 from agnostophobia.errors import DataError
-from agnostophobia.experiments.outputs import load_outputs
+from agnostophobia.training.outputs import load_outputs
 from agnostophobia.experiments.paper_numbers import TABLE2
 from agnostophobia.training.config import load_experiment
 
@@ -161,7 +161,7 @@ def cifar_smoke_run(real_data_dir, tmp_path_factory):
 def test_cifar_smoke_evaluates_every_approach_on_svhn_and_cifar100(cifar_smoke_run):
     metrics = json.loads((cifar_smoke_run / "metrics.json").read_text())
     assert metrics["experiment"] == "cifar" and metrics["budget"] == "smoke" and "config_protocol" not in metrics
-    pairs = {(r["approach"], r["unknowns"]) for r in metrics["results"]}
+    pairs = {(r["row"], r["unknowns"]) for r in metrics["results"]}
     assert {u for _, u in pairs} == {"svhn", "cifar100", "cifar100-db"}
     assert {a for a, _ in pairs} >= ROWS - {"openmax"}  # OpenMax needs enough correct knowns per class
     outputs = load_outputs(cifar_smoke_run / "seed0" / "objectosphere" / "outputs.npz")
@@ -197,7 +197,7 @@ def test_cifar10_split_smoke_runs_on_the_real_data(split_smoke_run):
     metrics = json.loads((split_smoke_run / "metrics.json").read_text())
     assert metrics["experiment"] == "cifar-cifar10-split" and metrics["config_protocol"] == "cifar"
     assert metrics["train_config"]["protocol"] == "cifar10-split"
-    pairs = {(r["approach"], r["unknowns"]) for r in metrics["results"]}
+    pairs = {(r["row"], r["unknowns"]) for r in metrics["results"]}
     assert {u for _, u in pairs} == {"cifar10-dog-truck", "cifar10-horse-ship"}
     assert {a for a, _ in pairs} >= ROWS - {"openmax"}
     outputs = load_outputs(split_smoke_run / "seed0" / "entropic" / "outputs.npz")

@@ -22,3 +22,19 @@ def test_bad_experiment_name_is_one_line(capsys):
     assert main(["reproduce", "no-such-experiment", "--budget", "smoke"]) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "no-such-experiment" in err[0] and "lenet++" in err[0]
+
+
+def test_budgets_are_the_ones_the_experiment_config_defines(tmp_path, capsys):
+    from agnostophobia.cli import build_parser
+
+    assert main(["reproduce", "lenet++", "--budget", "huge"]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["agnostophobia: error: --budget 'huge' is not defined in the config lenet++; "
+                   "defined budgets: cpu, paper, smoke"]
+    # a budget a user's config defines is a valid --budget: the CLI holds no list of its own
+    config = tmp_path / "mine.yaml"
+    config.write_text("name: mine\nbudgets: {tiny: {epochs: 1}}\n")
+    args = build_parser().parse_args(["train", str(config), "--budget", "tiny", "--out", str(tmp_path / "o")])
+    assert args.budget == "tiny"
+    assert main(["train", str(config), "--budget", "smoke", "--out", str(tmp_path / "o")]) == 1
+    assert "--budget 'smoke'" in capsys.readouterr().err and not (tmp_path / "o").exists()

@@ -13,7 +13,21 @@ def rows(images: np.ndarray) -> set:
 
 
 def test_registry_names():
-    assert PROTOCOLS.names() == ["cifar", "cifar10-split", "lenet++"]
+    assert PROTOCOLS.names() == ["cifar", "cifar10-split", "lenet++", "mnist-notmnist"]
+
+
+def test_mnist_notmnist_protocol_has_no_validation_and_no_known_unknowns(synth):
+    synth.lenet_set()
+    p = build_protocol("mnist-notmnist", synth.root, seed=0, max_known_train=200, max_test_per_set=50)
+    assert p.num_classes == 10 and p.input_shape == (1, 28, 28)
+    assert p.sizes() == {"train": {"known": 200, "unknown": 0}, "val": {"known": 0, "unknown": 0},
+                         "test_known": {"known": 50, "unknown": 0},
+                         "test_unknowns/notmnist": {"known": 0, "unknown": 50}}
+    assert p.val.images.shape == (0, 1, 28, 28) and p.train.labels.dtype == np.int64
+    assert np.bincount(p.train.labels).tolist() == [20] * 10  # class-stratified cap
+    whole = build_protocol("mnist-notmnist", synth.root, seed=0)
+    assert rows(p.train.images) <= rows(whole.train.images)
+    assert any("no validation split" in note for note in p.notes)
 
 
 def test_stratified_split_is_exact_disjoint_and_proportional():

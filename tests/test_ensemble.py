@@ -1,6 +1,7 @@
 """The adversarially trained MLP ensemble baseline (paper Fig. 3b/3c, ``reproduce ensemble``):
-scaling invariance of OSCR, FGSM, ensemble averaging, per-epoch resumption, the config,
-and the smoke reproduction on the real staged data."""
+scaling invariance of OSCR, FGSM, ensemble averaging, members trained and resumed by the
+shared trainer, the config (an experiment YAML like every other), and the smoke
+reproduction on the real staged data."""
 import json
 import shutil
 
@@ -12,13 +13,20 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from synthetic import synthetic_protocol
+
 from agnostophobia.baselines import ensemble as ens
 from agnostophobia.cli import main
+from agnostophobia.detectors import softmax_scores
 from agnostophobia.errors import ConfigError
+from agnostophobia.experiments.ensemble import reproduce_ensemble
 from agnostophobia.experiments.evaluation import FPR_KEYS
-from agnostophobia.experiments.outputs import save_outputs
 from agnostophobia.metrics import ccr_at_fpr, oscr, precision_vs_confidence
-from agnostophobia.training.checkpoint import seed_everything
+from agnostophobia.training.adversarial import adversarial_loss
+from agnostophobia.training.checkpoint import load_checkpoint, seed_everything
+from agnostophobia.training.config import CONFIG_DIR, TrainConfig, load_experiment
+from agnostophobia.training.outputs import load_outputs, save_outputs
+from agnostophobia.training.trainer import fit
 
 GRID = np.linspace(0, 1, 101)
 
@@ -139,11 +147,16 @@ def test_adversarial_training_loss_is_nll_of_clean_plus_nll_of_fgsm_example():
     model = _fixed_model(2)
     x = torch.rand(8, 784, generator=torch.Generator().manual_seed(3))
     y = torch.arange(8) % 10
-    loss, clean, adv, x_adv, _ = ens.adversarial_nll(model, x, y, 0.01)
-    assert torch.equal(x_adv, ens.fgsm(model, x, y, 0.01))
+
+    def nll(inputs, labels):
+        logits = model(inputs)
+        return F.cross_entropy(logits, labels), logits
+
+    loss, logits = adversarial_loss(nll, x, y, 0.01)  # what the trainer adds with adversarial_epsilon
+    x_adv = ens.fgsm(model, x, y, 0.01)
     with torch.no_grad():
-        torch.testing.assert_close(clean, F.cross_entropy(model(x), y))
-        torch.testing.assert_close(adv, F.cross_entropy(model(x_adv), y))
+        clean, adv = F.cross_entropy(model(x), y), F.cross_entropy(model(x_adv), y)
+        torch.testing.assert_close(logits, model(x))
     torch.testing.assert_close(loss, clean + adv)
     assert adv > clean
 
@@ -168,63 +181,64 @@ def test_ensemble_probabilities_are_the_mean_of_member_softmaxes_and_members_dif
     np.testing.assert_array_equal(ens.average_probabilities(list(members)), mean)
 
 
-def _tiny_cfg(**changes):
-    return ens.EnsembleConfig(hidden=[16], batch_size=50, epochs=2, **changes).validate()
+def _tiny_member_cfg(**changes):
+    return TrainConfig(**{"approach": "softmax", "model": "mlp", "model_kwargs": {"hidden": [16]},
+                          "adversarial_epsilon": 0.01, "sample_weighting": False, "channels_last": False,
+                          "batch_size": 50, "epochs": 2, "lr": 1e-3, "tensorboard": False, "progress": False,
+                          "seed": 7, **changes}).validate()
 
 
-def test_an_interrupted_member_resumes_after_its_last_epoch_with_identical_weights(tmp_path, monkeypatch):
-    rng = np.random.default_rng(0)
-    images = rng.integers(0, 256, (300, 784), dtype=np.uint8)
-    labels = rng.integers(0, 10, 300)
-    cfg = _tiny_cfg()
-    reference, history = ens.train_member(cfg, 7, images, labels, tmp_path / "straight", log=lambda s: None)
-    assert [h["epoch"] for h in history] == [1, 2]
+def _without_validation(protocol):
+    protocol.val.images, protocol.val.labels = protocol.val.images[:0], protocol.val.labels[:0]
+    return protocol
 
-    real_save = ens.save_checkpoint
 
-    def save_then_die(path, state):
-        real_save(path, state)
-        raise KeyboardInterrupt
-
-    monkeypatch.setattr(ens, "save_checkpoint", save_then_die)
-    with pytest.raises(KeyboardInterrupt):
-        ens.train_member(cfg, 7, images, labels, tmp_path / "cut", log=lambda s: None)
-    monkeypatch.setattr(ens, "save_checkpoint", real_save)
-    messages = []
-    resumed, history = ens.train_member(cfg, 7, images, labels, tmp_path / "cut", log=messages.append)
-    assert any("resuming after epoch 1/2" in m for m in messages)
-    assert [h["epoch"] for h in history] == [1, 2]
-    for a, b in zip(reference.state_dict().values(), resumed.state_dict().values()):
+def test_an_interrupted_member_resumes_after_its_last_epoch_with_identical_weights(tmp_path):
+    """A member is an ordinary run of the shared trainer: MLP, FGSM, no validation data."""
+    protocol = _without_validation(synthetic_protocol(num_classes=10, n_known=300, n_unknown=0))
+    cfg = _tiny_member_cfg()
+    reference = fit(cfg, protocol, tmp_path / "straight")
+    assert [row["epoch"] for row in load_checkpoint(tmp_path / "straight" / "last.pt")["history"]] == [1, 2]
+    fit(cfg, protocol, tmp_path / "cut", stop_after_epoch=1)  # as a kill after epoch 1 would leave it
+    resumed = fit(cfg, protocol, tmp_path / "cut")
+    for a, b in zip(reference.model.state_dict().values(), resumed.model.state_dict().values()):
+        assert torch.equal(a, b)
+    # without validation data the last epoch's weights are the ones kept
+    best = load_checkpoint(tmp_path / "cut" / "best.pt")
+    assert best["epoch"] == 2
+    for a, b in zip(best["model"].values(), resumed.model.state_dict().values()):
         assert torch.equal(a, b)
     with pytest.raises(ConfigError, match="lr"):  # another configuration never continues this member
-        ens.train_member(_tiny_cfg(lr=0.01), 7, images, labels, tmp_path / "cut", log=lambda s: None)
+        fit(_tiny_member_cfg(lr=0.01), protocol, tmp_path / "cut")
 
 
 # ----------------------------------------------------------------------------- config
 
 def test_shipped_config_budgets():
-    smoke, cpu, paper = (ens.load_config(b) for b in ("smoke", "cpu", "paper"))
-    assert (smoke.epochs, smoke.train_samples, smoke.test_samples) == (1, 1000, 500)
-    assert cpu.train_samples is None and cpu.test_samples is None and 1 <= cpu.epochs <= paper.epochs
-    for cfg in (smoke, cpu, paper):
-        assert (cfg.members, cfg.hidden, cfg.epsilon, cfg.optimizer, cfg.adversarial) == \
-            (5, [200, 200, 200], 0.01, "adam", True)
+    smoke, cpu, paper = (load_experiment("ensemble").for_budget(b) for b in ("smoke", "cpu", "paper"))
+    assert smoke.train.epochs == 1
+    assert smoke.train.protocol_limits == {"max_known_train": 1000, "max_test_per_set": 500}
+    assert cpu.train.protocol_limits == {} and 1 <= cpu.train.epochs <= paper.train.epochs
+    for experiment in (smoke, cpu, paper):
+        cfg = experiment.train
+        assert (experiment.seeds, cfg.model, cfg.model_kwargs["hidden"], cfg.adversarial_epsilon, cfg.optimizer,
+                experiment.approaches) == (5, "mlp", [200, 200, 200], 0.01, "adam", ["softmax"])
 
 
 @pytest.mark.parametrize("edit, named", [
     (lambda d: d.update(bogus_key=1), "bogus_key"),
     (lambda d: d["budgets"]["smoke"].update(epoch=3), "budgets.smoke.epoch"),
-    (lambda d: d["budgets"].update(huge={"epochs": 3}), "budgets.huge"),
-    (lambda d: d.update(epsilon="0.01"), "epsilon"),
-    (lambda d: d.update(members=0), "members"),
+    (lambda d: d["budgets"].update(huge={"epoch": 3}), "budgets.huge"),
+    (lambda d: d.update(adversarial_epsilon="0.01"), "adversarial_epsilon"),
+    (lambda d: d.update(seeds=0), "seeds"),
 ])
 def test_config_errors_name_the_key(tmp_path, edit, named):
-    data = yaml.safe_load(ens.CONFIG_PATH.read_text())
+    data = yaml.safe_load((CONFIG_DIR / "ensemble.yaml").read_text())
     edit(data)
     path = tmp_path / "ensemble.yaml"
     path.write_text(yaml.safe_dump(data))
     with pytest.raises(ConfigError, match=named.replace(".", r"\.")):
-        ens.load_config("smoke", path)
+        load_experiment(path).for_budget("smoke")
 
 
 # ------------------------------------------------------- smoke run on the real data
@@ -235,17 +249,17 @@ def smoke_run(real_data_dir, tmp_path_factory):
     messages = []
     with pytest.MonkeyPatch.context() as mp:
         mp.chdir(base)  # no runs/lenet++-smoke here: no LeNet++ rows by default
-        out = ens.reproduce_ensemble(budget="smoke", out=base / "run", data_dir=real_data_dir, progress=False,
-                                     plots=True, log=messages.append)
+        out = reproduce_ensemble(budget="smoke", out=base / "run", data_dir=real_data_dir, progress=False,
+                                 plots=True, log=messages.append)
     return out, messages
 
 
 def test_smoke_run_writes_ensemble_rows_and_is_labelled_not_a_result(smoke_run):
     out, messages = smoke_run
-    assert sum("training on 1,000 images" in m for m in messages) == 5
+    assert sum("softmax: training on 1,000 knowns" in m for m in messages) == 5  # five members
     metrics = json.loads((out / "metrics.json").read_text())
     assert metrics["budget"] == "smoke"
-    rows = {r["approach"]: r for r in metrics["results"]}
+    rows = {r["row"]: r for r in metrics["ensemble"]["results"]}
     assert set(rows) == {"ensemble", "ensemble-squared"}
     for r in rows.values():
         assert set(r["ccr_at_fpr"]) == set(FPR_KEYS) and (r["num_known"], r["num_unknown"]) == (500, 500)
@@ -253,36 +267,38 @@ def test_smoke_run_writes_ensemble_rows_and_is_labelled_not_a_result(smoke_run):
         assert r["ccr_at_fpr"]["1e-1"] is not None
     assert rows["ensemble"]["ccr_at_fpr"] == rows["ensemble-squared"]["ccr_at_fpr"]
     assert rows["ensemble"]["closed_set_accuracy"] == rows["ensemble-squared"]["closed_set_accuracy"]
-    (inv,) = metrics["invariance"]
+    inv = metrics["ensemble"]["invariance"]
     assert inv["oscr_identical"] and inv["ccr_at_fpr_identical"] and inv["precision_max_abs_difference"] > 0
-    curves = metrics["confidence_curves"]["rows"]
+    curves = metrics["ensemble"]["confidence_curves"]["rows"]
     assert curves["ensemble"]["precision"] != curves["ensemble-squared"]["precision"]
-    for key in ("epochs", "lr", "batch_size", "epsilon", "members", "hidden"):
-        assert key in metrics["config"]
-    assert metrics["wall_time_s"] > 0 and metrics["lenet_run"] is None
+    for key in ("epochs", "lr", "batch_size", "adversarial_epsilon", "model_kwargs"):
+        assert key in metrics["train_config"]
+    assert metrics["seeds"] == 5 and metrics["ensemble"]["members"] == [0, 1, 2, 3, 4]
+    assert metrics["wall_time_s"] > 0 and metrics["ensemble"]["lenet_run"] is None
+    # the members are evaluated like every trained model: every detector, in the shared tables
+    assert {r["detector"] for r in metrics["results"]} >= {"softmax", "max-logit", "energy", "knn"}
     report = (out / "report.md").read_text()
-    assert "not a result" in report and "Deviations" in report and "| MLP ensemble |" in report
+    assert "not a result" in report and "Deviations" in report and "| mlp-ensemble: MLP ensemble |" in report
+    assert "## Every detector on every trained approach" in report
     for name in ("fig3b_confidence.png", "fig3c_oscr.png"):
         assert (out / "figures" / name).stat().st_size > 10_000 and f"figures/{name}" in report
 
 
-def test_stored_probabilities_recompute_the_numbers_and_members_differ(smoke_run):
+def test_stored_outputs_recompute_the_numbers_and_members_differ(smoke_run):
     out, _ = smoke_run
-    stored = ens.load_probabilities(out / "seed0" / "ensemble_probabilities.npz")
-    members = [ens.load_probabilities(out / "seed0" / f"member{m}" / "probabilities.npz") for m in range(5)]
-    for split in ("known", "notmnist"):
-        np.testing.assert_allclose(stored[split][0], np.mean([m[split][0] for m in members], axis=0), rtol=1e-12)
+    members = [load_outputs(out / f"seed{m}" / "softmax" / "outputs.npz") for m in range(5)]
+    probs = {split: [softmax_scores(m[split]["logits"]) for m in members] for split in ("known", "notmnist")}
     for a in range(5):
         for b in range(a + 1, 5):
-            assert np.abs(members[a]["known"][0] - members[b]["known"][0]).max() > 1e-3
-    scores = np.concatenate([stored["known"][0], stored["notmnist"][0]])
-    labels = np.concatenate([stored["known"][1], stored["notmnist"][1]])
-    assert (stored["notmnist"][1] == -1).all() and set(stored["known"][1].tolist()) == set(range(10))
+            assert np.abs(probs["known"][a] - probs["known"][b]).max() > 1e-3
+    scores = np.concatenate([np.mean(probs["known"], axis=0), np.mean(probs["notmnist"], axis=0)])
+    labels = np.concatenate([members[0]["known"]["labels"], members[0]["notmnist"]["labels"]])
+    assert (members[0]["notmnist"]["labels"] == -1).all()
+    assert set(members[0]["known"]["labels"].tolist()) == set(range(10))
     metrics = json.loads((out / "metrics.json").read_text())
-    row = next(r for r in metrics["results"] if r["approach"] == "ensemble")
+    row = next(r for r in metrics["ensemble"]["results"] if r["row"] == "ensemble")
     assert row["ccr_at_fpr"]["1e-1"] == pytest.approx(ccr_at_fpr(scores, labels, [1e-1])[0])
-    seeds = {m["member_seed"] for m in metrics["members"]}
-    assert len(seeds) == 5
+    assert members[0]["known"]["features"].shape == (500, 200)  # the last hidden layer
 
 
 def _fake_lenet_run(root):
@@ -304,34 +320,33 @@ def test_second_call_resumes_without_retraining_and_adds_lenet_rows(smoke_run, t
     out, _ = smoke_run
     run = tmp_path / "run"
     shutil.copytree(out, run)
-    stamps = {p: p.stat().st_mtime_ns for p in run.glob("seed0/member*/*")}
-    assert len(stamps) == 10
+    stamps = {p: p.stat().st_mtime_ns for p in run.glob("seed*/softmax/*.pt")}
+    assert len(stamps) == 10  # last.pt and best.pt of five members
     lenet = _fake_lenet_run(tmp_path / "lenet")
     assert main(["reproduce", "ensemble", "--budget", "smoke", "--out", str(run), "--no-progress", "--no-plots",
                  "--lenet-run", str(lenet)]) == 0
     printed = capsys.readouterr().out
     assert printed.count("finished earlier, kept") == 5 and "training on" not in printed
-    assert stamps == {p: p.stat().st_mtime_ns for p in run.glob("seed0/member*/*")}
+    assert stamps == {p: p.stat().st_mtime_ns for p in run.glob("seed*/softmax/*.pt")}
     metrics = json.loads((run / "metrics.json").read_text())
-    rows = {(r["model"], r["approach"]): r for r in metrics["results"]}
+    rows = {(r["model"], r["row"]): r for r in metrics["ensemble"]["results"]}
     assert set(rows) == {("mlp-ensemble", "ensemble"), ("mlp-ensemble", "ensemble-squared"),
                          ("lenet++", "softmax"), ("lenet++", "entropic"), ("lenet++", "objectosphere")}
     assert (rows[("lenet++", "entropic")]["num_known"], rows[("lenet++", "entropic")]["num_unknown"]) == (60, 40)
-    assert set(metrics["confidence_curves"]["rows"]) >= {"softmax", "entropic", "objectosphere"}
+    assert set(metrics["ensemble"]["confidence_curves"]["rows"]) >= {"softmax", "entropic", "objectosphere"}
     report = (run / "report.md").read_text()
-    assert "| lenet++ | Entropic Open-Set |" in report and "| *paper* | *Entropic Open-Set* |" in report
+    assert "| lenet++: Entropic Open-Set |" in report and "| *paper: lenet++: Entropic Open-Set* |" in report
 
 
 def test_a_run_with_other_settings_is_not_mixed_in(smoke_run, tmp_path):
     out, _ = smoke_run
-    data = yaml.safe_load(ens.CONFIG_PATH.read_text())
+    data = yaml.safe_load((CONFIG_DIR / "ensemble.yaml").read_text())
     data["budgets"]["smoke"]["epochs"] = 2
     path = tmp_path / "ensemble.yaml"
     path.write_text(yaml.safe_dump(data))
     run = tmp_path / "run"
     shutil.copytree(out, run)
     with pytest.raises(ConfigError, match="epochs"):
-        ens.reproduce_ensemble(budget="smoke", out=run, config=path, progress=False, plots=False,
-                               log=lambda s: None)
+        reproduce_ensemble(budget="smoke", out=run, config=path, progress=False, plots=False, log=lambda s: None)
     with pytest.raises(ValueError, match="no such directory"):
-        ens.reproduce_ensemble(budget="smoke", out=run, lenet_run=tmp_path / "missing", log=lambda s: None)
+        reproduce_ensemble(budget="smoke", out=run, lenet_run=tmp_path / "missing", log=lambda s: None)

@@ -18,7 +18,7 @@ from agnostophobia.cli import main
 from agnostophobia.data import build_protocol
 from agnostophobia.errors import DataError
 from agnostophobia.experiments import evaluate_run as ev
-from agnostophobia.experiments.outputs import load_outputs
+from agnostophobia.training.outputs import load_outputs
 
 LENET_RUN = {"protocol": "lenet++", "model": "lenet++"}
 CIFAR_RUN = {"protocol": "cifar10-split", "model": "resnet18"}

@@ -9,11 +9,12 @@ from PIL import Image
 
 from agnostophobia.cli import main
 from agnostophobia.experiments.evaluation import FPR_KEYS
-from agnostophobia.experiments.outputs import load_outputs
+from agnostophobia.training.outputs import load_outputs
 from agnostophobia.training.config import load_experiment
 
 APPROACH_ROWS = {"softmax", "background", "entropic", "objectosphere", "objectosphere-scaled"}
 UNKNOWN_SETS = {"letters", "devanagari", "notmnist", "cifar10"}
+APPROACHES = ("softmax", "background", "entropic", "objectosphere")
 
 
 @pytest.fixture(scope="module")
@@ -27,7 +28,7 @@ def smoke_run(real_data_dir, tmp_path_factory):
 
 def test_smoke_reproduction_writes_metrics_for_every_approach_and_unknown_set(smoke_run):
     metrics = json.loads((smoke_run / "metrics.json").read_text())
-    pairs = {(r["approach"], r["unknowns"]) for r in metrics["results"]}
+    pairs = {(r["row"], r["unknowns"]) for r in metrics["results"]}
     assert {a for a, _ in pairs} >= APPROACH_ROWS
     assert {u for _, u in pairs} == UNKNOWN_SETS
     assert len(pairs) == len(metrics["results"])
@@ -36,11 +37,50 @@ def test_smoke_reproduction_writes_metrics_for_every_approach_and_unknown_set(sm
         n_unknown = result["num_unknown"]
         for key, value in result["ccr_at_fpr"].items():
             # null exactly where the unknown set is too small for the FPR (the paper's N/A)
-            assert (value is None) == (float(key) < 1 / n_unknown), (result["approach"], key)
+            assert (value is None) == (float(key) < 1 / n_unknown), (result["row"], key)
             if value is not None:
                 assert 0.0 <= value <= result["closed_set_accuracy"] + 1e-12
+        assert 0.0 <= result["oscr_auc"] <= result["closed_set_accuracy"] + 1e-12
+        assert 0.0 <= result["oscr_auc_log"] <= result["closed_set_accuracy"] + 1e-12
     assert metrics["budget"] == "smoke"
     assert {row["split"] for row in metrics["table1"]} == UNKNOWN_SETS | {"known"}
+
+
+def test_every_applicable_detector_is_evaluated_on_every_trained_approach(smoke_run):
+    from agnostophobia.detectors import DETECTORS
+
+    metrics = json.loads((smoke_run / "metrics.json").read_text())
+    cells = [(r["approach"], r["detector"], r["unknowns"]) for r in metrics["results"]]
+    assert len(cells) == len(set(cells))  # a row appears once
+    rows = {(r["approach"], r["detector"]): r["row"] for r in metrics["results"]}
+    assert len(set(rows.values())) == len(rows)
+    # the paper's display names stay
+    assert rows[("softmax", "softmax")] == "softmax" and rows[("entropic", "softmax")] == "entropic"
+    assert rows[("objectosphere", "objectosphere-scaled")] == "objectosphere-scaled"
+    assert rows[("entropic", "max-logit")] == "entropic/max-logit"
+    for approach in APPROACHES:  # every model stored its training knowns, so k-NN is fitted on each
+        assert (smoke_run / "seed0" / approach / "fit_outputs.npz").exists()
+        evaluated = {d for a, d in rows if a == approach}
+        skipped = {d for d in DETECTORS.names() if any(n.startswith(f"{d} on the {approach} model")
+                                                       for n in metrics["skipped"])}
+        applicable = {d for d in DETECTORS.names() if approach == "background"
+                      or not DETECTORS.get(d).reads_background_column}
+        assert evaluated | skipped == applicable and not evaluated & skipped, approach
+        assert "knn" in evaluated
+    assert {u for a, d, u in cells if (a, d) == ("background", "knn")} == UNKNOWN_SETS
+
+
+def test_smoke_report_has_the_approach_by_detector_matrix(smoke_run):
+    report = (smoke_run / "report.md").read_text()
+    matrix = report.split("## Every detector on every trained approach: CCR at FPR 1e-2", 1)[1]
+    notmnist = matrix.split("#### Unknowns: notMNIST", 1)[1].split("####", 1)[0]
+    header = next(line for line in notmnist.splitlines() if line.startswith("| approach |"))
+    assert "k-NN" in header and "max-logit" in header and "energy" in header and "background (C+1 softmax)" in header
+    for approach in APPROACHES:
+        assert f"\n| {approach} | " in notmnist
+    background_cells = [line for line in notmnist.splitlines() if line.startswith("| softmax |")][0]
+    assert "—" in background_cells  # the background score does not apply to the softmax model
+    assert report.index("## Table 1") < report.index("## Every detector on every trained approach")
 
 
 def test_smoke_report_is_labelled_not_a_result_and_has_both_tables(smoke_run):
@@ -53,7 +93,7 @@ def test_smoke_report_is_labelled_not_a_result_and_has_both_tables(smoke_run):
 
 def test_stored_outputs_recompute_the_reported_numbers(smoke_run):
     from agnostophobia.metrics import ccr_at_fpr
-    from agnostophobia.scores import softmax_scores
+    from agnostophobia.detectors import softmax_scores
 
     outputs = load_outputs(smoke_run / "seed0" / "entropic" / "outputs.npz")
     known, unknown = outputs["known"], outputs["notmnist"]
@@ -61,7 +101,7 @@ def test_stored_outputs_recompute_the_reported_numbers(smoke_run):
     labels = np.concatenate([known["labels"], unknown["labels"]])
     expected = ccr_at_fpr(scores, labels, [1e-1])[0]
     metrics = json.loads((smoke_run / "metrics.json").read_text())
-    reported = next(r for r in metrics["results"] if r["approach"] == "entropic" and r["unknowns"] == "notmnist")
+    reported = next(r for r in metrics["results"] if r["row"] == "entropic" and r["unknowns"] == "notmnist")
     assert reported["ccr_at_fpr"]["1e-1"] == pytest.approx(expected)
     assert known["features"].shape[1] == 2 and unknown["labels"].tolist() == [-1] * len(unknown["labels"])
 
@@ -137,13 +177,13 @@ def test_train_command_trains_selected_approaches_and_protects_existing_runs(rea
 def test_report_states_openmax_settings_only_when_it_was_evaluated(tmp_path, with_openmax):
     from agnostophobia.experiments.report import write_report
 
-    def row(name):
-        return {"approach": name, "unknowns": "notmnist", "num_known": 10, "num_unknown": 20,
-                "ccr_at_fpr": dict.fromkeys(FPR_KEYS), "closed_set_accuracy": 0.9, "auroc": 0.8}
+    def row(detector, label):
+        return {"approach": "softmax", "detector": detector, "row": label, "unknowns": "notmnist", "num_known": 10,
+                "num_unknown": 20, "ccr_at_fpr": dict.fromkeys(FPR_KEYS), "closed_set_accuracy": 0.9, "auroc": 0.8}
 
-    rows = [row("softmax")] + ([row("openmax")] if with_openmax else [])
+    rows = [row("softmax", "softmax")] + ([row("openmax", "openmax")] if with_openmax else [])
     metrics = {"experiment": "lenet++", "budget": "cpu", "fpr_readout": "x", "results": rows, "table1": [],
-               "train_config": {"openmax": {"tail_size": 20, "alpha": 3, "distance": "eucos"}}}
+               "detectors": {"openmax": {"tail_size": 20, "alpha": 3, "distance": "eucos"}}}
     report = write_report(tmp_path, metrics).read_text()
     assert ("### OpenMax" in report) == with_openmax
     assert ("class-0 score" in report) == with_openmax

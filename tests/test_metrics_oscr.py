@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agnostophobia.metrics import accuracy_vs_confidence, ccr_at_fpr, oscr
+from agnostophobia.metrics import accuracy_vs_confidence, ccr_at_fpr, class_ccr_at_fpr, oscr, oscr_area
 
 VALUES = (0.0, 0.25, 0.5, 0.9, 1.0)  # few values: many ties, scores saturated at 1.0
 
@@ -261,3 +261,90 @@ def test_bad_fpr_values(targets, counts, match):
 
 def test_scalar_target():
     assert ccr_at_fpr(GOOD_SCORES, GOOD_LABELS, 1.0).shape == (1,)
+
+
+# ------------------------------------------- OSCR area and per-class CCR (brute force)
+def brute_ccr_with_false_positives(scores, labels, k):
+    """The best Eq. 3 CCR over all thresholds that let at most k unknowns through."""
+    s, pred = top(scores)
+    return max(c for f, c in (eq3(s, pred, labels, th, counts=True) for th in all_thetas(s)) if f <= k)
+
+
+def brute_oscr_area(scores, labels, log_fpr=False, min_fpr=1e-4):
+    """Sum over k of (CCR with <= k false positives) x (width of FPR [k/n, (k+1)/n) on the axis)."""
+    n_unknown = sum(1 for y in labels if y < 0)
+    area = 0.0
+    for k in range(n_unknown):
+        low, high = k / n_unknown, (k + 1) / n_unknown
+        if log_fpr:
+            width = (math.log10(max(high, min_fpr)) - math.log10(max(low, min_fpr))) / -math.log10(min_fpr)
+        else:
+            width = high - low
+        area += brute_ccr_with_false_positives(scores, labels, k) * width
+    return area
+
+
+@settings(max_examples=200, deadline=None)
+@given(open_set_case(), st.sampled_from([1e-4, 0.05, 0.3]))
+def test_oscr_area_matches_brute_force(case, min_fpr):
+    scores, labels = case
+    assert oscr_area(scores, labels) == pytest.approx(brute_oscr_area(scores, labels), abs=1e-12)
+    assert oscr_area(scores, labels, log_fpr=True, min_fpr=min_fpr) == pytest.approx(
+        brute_oscr_area(scores, labels, True, min_fpr), abs=1e-12)
+
+
+def test_oscr_area_is_the_integral_of_the_ccr_at_fpr_readout():
+    rng = np.random.default_rng(5)
+    labels = np.concatenate([rng.integers(0, 3, 400), -np.ones(300, int)])
+    scores = rng.random((700, 3)) + (labels[:, None] == np.arange(3)) * rng.random((700, 1))
+    grid = (np.arange(200_000) + 0.5) / 200_000  # midpoint rule on [0, 1]
+    readout = ccr_at_fpr(scores, labels, grid, counts=False)
+    readout[np.isnan(readout)] = brute_ccr_with_false_positives(scores, labels, 0)  # below 1/|D_a|: 0 FP
+    assert oscr_area(scores, labels) == pytest.approx(readout.mean(), abs=1e-4)
+    log_grid = 10 ** (-4 + 4 * (np.arange(200_000) + 0.5) / 200_000)
+    readout = ccr_at_fpr(scores, labels, log_grid)
+    readout[np.isnan(readout)] = brute_ccr_with_false_positives(scores, labels, 0)
+    assert oscr_area(scores, labels, log_fpr=True) == pytest.approx(readout.mean(), abs=1e-4)
+    # a perfect separation with every known correct has area 1 on both axes
+    perfect = np.eye(3)[np.r_[0, 1, 2, 0]] * np.array([[2.0], [2.0], [2.0], [2.0]])
+    perfect = np.concatenate([perfect, np.full((3, 3), 0.1)])
+    assert oscr_area(perfect, np.r_[0, 1, 2, 0, -1, -1, -1]) == 1.0
+    assert oscr_area(perfect, np.r_[0, 1, 2, 0, -1, -1, -1], log_fpr=True) == pytest.approx(1.0)
+
+
+def brute_class_ccr(scores, labels, fpr):
+    """Per class: CCR at the lowest threshold that keeps FPR <= fpr (Eq. 3, >= for FPR, > for CCR)."""
+    s, pred = top(scores)
+    n_unknown = sum(1 for y in labels if y < 0)
+    classes = len(scores[0])
+    if fpr < 1 / n_unknown:
+        return [math.nan] * classes
+    theta = min(th for th in all_thetas(s) if eq3(s, pred, labels, th)[0] <= fpr)
+    out = []
+    for c in range(classes):
+        members = [i for i, y in enumerate(labels) if y == c]
+        hits = sum(1 for i in members if pred[i] == c and s[i] > theta)
+        out.append(hits / len(members) if members else math.nan)
+    return out
+
+
+@settings(max_examples=300, deadline=None)
+@given(open_set_case(), st.sampled_from([0.01, 0.1, 0.25, 0.5, 1.0]))
+def test_class_ccr_at_fpr_matches_brute_force(case, fpr):
+    scores, labels = case
+    np.testing.assert_allclose(class_ccr_at_fpr(scores, labels, fpr), brute_class_ccr(scores, labels, fpr),
+                               rtol=0, atol=1e-12)
+
+
+def test_class_ccr_weighted_by_class_size_is_ccr_at_fpr():
+    rng = np.random.default_rng(2)
+    labels = np.concatenate([rng.integers(0, 4, 500), -np.ones(400, int)])
+    scores = rng.random((900, 4)) + (labels[:, None] == np.arange(4)) * 0.6
+    per_class = class_ccr_at_fpr(scores, labels, 0.05)
+    sizes = np.bincount(labels[labels >= 0], minlength=4)
+    assert per_class @ sizes / sizes.sum() == pytest.approx(ccr_at_fpr(scores, labels, [0.05])[0], abs=1e-12)
+    assert per_class.min() < per_class.max()
+    with pytest.raises(ValueError, match="one rate"):
+        class_ccr_at_fpr(scores, labels, [0.01, 0.1])
+    with pytest.raises(ValueError, match="min_fpr"):
+        oscr_area(scores, labels, log_fpr=True, min_fpr=0.0)

@@ -14,15 +14,15 @@ from matplotlib.colors import to_hex
 from PIL import Image
 
 from agnostophobia.cli import main
-from agnostophobia.experiments.outputs import save_outputs
+from agnostophobia.training.outputs import save_outputs
 from agnostophobia.plotting import (APPROACH_COLORS, CurveSeries, class_borders, draw_run, iter_run_figures,
                                     logit_weights, oscr_on_grid, oscr_series, plot_confidence_curves,
                                     plot_features, plot_magnitude_histogram, plot_oscr, plot_run,
                                     plot_softmax_histogram, softmax_histogram_values, subsample_note)
 from agnostophobia.plotting import style
 from agnostophobia.plotting.panels import BORDER_GID, ORIGIN_AXIS_GID, SUBSAMPLE_NOTE_GID
-from agnostophobia.scores import background_scores, softmax_scores
-from agnostophobia.training.approaches import APPROACHES, evaluation_rows
+from agnostophobia.detectors import background_scores, softmax_scores
+from agnostophobia.metrics.rows import ROW_ORDER
 
 
 def unit(degrees) -> np.ndarray:
@@ -59,7 +59,7 @@ def split(rng, n, angles=None, radius=(3.0, 6.0), dim=2):
 def make_run(root: Path, approaches=("softmax", "background", "objectosphere"), seeds=1, n_known=120,
              n_unknown=60, dim=2, bias=0.0, config="model: lenet++\nbudget: cpu\nopenmax: {tail_size: 5}\n",
              fit_outputs=True, unknowns=("letters", "devanagari")) -> Path:
-    """A run directory in the layout of ``experiments.outputs``; the softmax model also gets the
+    """A run directory in the layout of ``training.outputs``; the softmax model also gets the
     training outputs (``fit_outputs.npz``) that its OpenMax row is fitted on."""
     for seed in range(seeds):
         rng = np.random.default_rng(seed)
@@ -312,7 +312,7 @@ def test_plot_confidence_curves():
 
 
 def test_palette_fixed_and_distinct_for_every_row_and_baseline():
-    rows = list(dict.fromkeys([row for row, _, _ in evaluation_rows(APPROACHES.names())] + ["openmax", "ensemble"]))
+    rows = list(ROW_ORDER)  # the paper's rows and the ensemble of Fig. 3
     colors = [style.approach_color(row) for row in rows]
     assert all(row in APPROACH_COLORS for row in rows)
     assert len(set(colors)) == len(rows)
@@ -373,7 +373,7 @@ def test_run_figures_draw_the_expected_series(run_figures):
 
 def test_plot_run_oscr_is_the_metric_curve(run_dir, run_figures):
     """The drawn softmax curve equals metrics.oscr on the stored outputs."""
-    from agnostophobia.experiments.outputs import load_outputs
+    from agnostophobia.training.outputs import load_outputs
     from agnostophobia.metrics import oscr
 
     data = load_outputs(run_dir / "seed0" / "softmax" / "outputs.npz")
@@ -465,3 +465,33 @@ def test_plotting_uses_no_pyplot_and_cli_import_is_lazy(tmp_path):
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
+
+
+def test_metrics_and_figures_share_one_fitted_openmax_with_the_settings_of_config_yaml(tmp_path, monkeypatch):
+    from agnostophobia.detectors import OpenMax
+    from agnostophobia.experiments.report import write_metrics
+
+    run = make_run(tmp_path / "run", approaches=("softmax",), n_known=60, n_unknown=30, unknowns=("devanagari",))
+    fits = []
+    original = OpenMax.fit
+    monkeypatch.setattr(OpenMax, "fit", lambda self, *args: fits.append(self.tail_size) or original(self, *args))
+    # run_meta's copy of the settings is not a second source: config.yaml's tail_size 5 is used
+    metrics = write_metrics(run, {"train_config": {"openmax": {"tail_size": 1000}}})
+    figures = {f.stem: f.figure for f in iter_run_figures(run, log=lambda _: None)}
+    assert fits == [5]  # fitted once, for the metrics and the figures together
+    row = next(r for r in metrics["results"] if r["row"] == "openmax")
+    line = next(line for line in figures["oscr_devanagari"].axes[0].lines if line.get_label() == "OpenMax")
+    assert line.get_ydata()[-1] == pytest.approx(row["closed_set_accuracy"])
+
+
+def test_no_code_outside_detectors_chooses_behaviour_by_comparing_a_name_with_openmax():
+    import re
+
+    import agnostophobia
+
+    package = Path(agnostophobia.__file__).parent
+    comparison = re.compile(r"""(==|!=|\bin\b|\bis\b)\s*[\(\[{]?\s*["']openmax["']|["']openmax["']\s*(==|!=|\bin\b)""")
+    offenders = [f"{path.relative_to(package)}:{number}: {line.strip()}"
+                 for path in package.rglob("*.py") if "detectors" not in path.parts
+                 for number, line in enumerate(path.read_text().splitlines(), 1) if comparison.search(line)]
+    assert offenders == []

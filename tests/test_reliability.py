@@ -153,7 +153,7 @@ def test_evaluate_predicts_a_set_exactly_as_the_run_predicted_its_own(tiny_run, 
     import numpy as np
 
     from agnostophobia.data import build_protocol
-    from agnostophobia.experiments.outputs import load_outputs
+    from agnostophobia.training.outputs import load_outputs
 
     protocol = build_protocol("lenet++", real_data_dir, seed=0, **TINY["protocol_limits"])
     np.savez(tmp_path / "own.npz", x=protocol.test_unknowns["notmnist"].images[:, 0])

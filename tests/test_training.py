@@ -12,7 +12,8 @@ import torch
 
 from agnostophobia._killpoints import ENV as KILL_ENV
 from agnostophobia.errors import ConfigError
-from agnostophobia.training.approaches import APPROACHES, evaluation_rows
+from agnostophobia.losses import build_loss
+from agnostophobia.training.approaches import APPROACHES
 from agnostophobia.training.checkpoint import load_checkpoint
 from agnostophobia.training.config import TrainConfig, parse_experiment
 from agnostophobia.training.trainer import epoch_order, fit, predict
@@ -169,8 +170,26 @@ def test_config_rejects_unknown_keys_and_bad_values():
         experiment.for_budget("cpu")
 
 
-def test_evaluation_rows_cover_the_scaled_objectosphere_score():
-    rows = evaluation_rows(["softmax", "objectosphere"])
-    assert rows == (("softmax", "softmax", "softmax"), ("openmax", "softmax", "openmax"),
-                    ("objectosphere", "objectosphere", "softmax"),
-                    ("objectosphere-scaled", "objectosphere", "objectosphere-scaled"))
+def test_the_background_approach_is_the_one_with_an_extra_output():
+    assert [name for name in APPROACHES if APPROACHES.get(name).background_class] == ["background"]
+    for name in APPROACHES:  # the network width the trainer builds agrees with the flag
+        loss = build_loss(name, 10, **({"xi": 1.0, "lambda_": 1.0} if name == "objectosphere" else {}))
+        assert loss.num_outputs == 10 + APPROACHES.get(name).background_class
+
+
+def test_adversarial_training_adds_the_loss_of_fgsm_examples():
+    from agnostophobia.training.adversarial import fgsm_step
+    from agnostophobia.training.trainer import Training, to_input
+
+    protocol = synthetic_protocol()
+    run = Training(tiny_config(approach="softmax", adversarial_epsilon=0.05), protocol)
+    x, y = to_input(run.train_data.images[:8], False), run.train_data.labels[:8]
+    loss, _ = run.training_loss(x, y)
+    inputs = x.clone().requires_grad_(True)
+    clean, _ = run.batch_loss(inputs, y)
+    (grad,) = torch.autograd.grad(clean, inputs)
+    adversarial, _ = run.batch_loss(fgsm_step(x, grad, 0.05), y)
+    torch.testing.assert_close(loss, clean + adversarial)
+    assert adversarial > clean
+    plain = Training(tiny_config(approach="softmax"), protocol)  # same seed, same weights, no FGSM
+    torch.testing.assert_close(plain.training_loss(x, y)[0], clean)

@@ -38,6 +38,10 @@ class Registry(Generic[T]):
     def names(self) -> List[str]:
         return sorted(self._items)
 
+    def registered(self) -> List[str]:
+        """Names in the order they were registered (e.g. the paper's order of approaches)."""
+        return list(self._items)
+
     def __contains__(self, name: object) -> bool:
         return name in self._items
 

@@ -109,7 +109,8 @@ def require_datasets(names, data_dir: Optional[PathLike] = None, needed_by: str 
 
 # The datasets each protocol reads: `reproduce` checks them before it writes anything.
 PROTOCOL_DATASETS = {"lenet++": ("mnist", "letters", "devanagari", "notmnist", "cifar10"),
-                     "cifar": ("cifar100", "svhn", "cifar10"), "cifar10-split": ("cifar10",)}
+                     "cifar": ("cifar100", "svhn", "cifar10"), "cifar10-split": ("cifar10",),
+                     "mnist-notmnist": ("mnist", "notmnist")}
 PROTOCOL_DATA_HINTS = {"cifar": "the `cifar` protocol needs CIFAR-10, CIFAR-100 and SVHN; "
                                 "`--protocol cifar10-split` runs on CIFAR-10 alone"}
 
@@ -118,7 +119,7 @@ PROTOCOL_DATA_HINTS = {"cifar": "the `cifar` protocol needs CIFAR-10, CIFAR-100 
 # `evaluate` reads the protocol name from a run's config and prepares a user's set with the
 # same spec, so an evaluate-time set takes exactly the path the protocol's own sets took.
 PROTOCOL_INPUTS: Dict[str, InputSpec] = {"lenet++": LENET_INPUT, "cifar": RESNET_INPUT,
-                                         "cifar10-split": RESNET_INPUT}
+                                         "cifar10-split": RESNET_INPUT, "mnist-notmnist": LENET_INPUT}
 
 
 def protocol_input(name: str) -> InputSpec:
@@ -253,6 +254,29 @@ def lenet_protocol(data_dir=None, seed: int = 0, **limits) -> OpenSetProtocol:
     b.note("polarity: every glyph set is white on black (checked: median border pixel below 128)")
     return OpenSetProtocol("lenet++", 10, b.input.shape, _concat("train", k_train, u_train),
                            _concat("val", k_val, u_val), test_known, unknowns, b.notes, list(DIGITS))
+
+
+# ------------------------------------------------------- MNIST vs notMNIST
+@PROTOCOLS.register("mnist-notmnist")
+def mnist_notmnist_protocol(data_dir=None, seed: int = 0, **limits) -> OpenSetProtocol:
+    """Fig. 3 (Sec. 4.3): MNIST digits known, notMNIST the unknowns, no known unknowns and no
+    validation split: the adversarially trained MLP ensemble (Lakshminarayanan et al. 2017)
+    trains on every MNIST training image and keeps its last epoch. ``max_known_train`` and
+    ``max_test_per_set`` cap the sets (class-stratified); ``max_val`` has nothing to cap."""
+    b = _Builder("mnist-notmnist", seed, limits)
+    mnist = b.absorb(load_dataset("mnist", "train", data_dir))
+    idx = b.cap(mnist.labels, "max_known_train", "known-train", "MNIST train")
+    train = Split("train", b.images(mnist, idx, "MNIST"), mnist.labels[idx].astype(np.int64))
+    del mnist
+    mnist_test = b.absorb(load_dataset("mnist", "test", data_dir))
+    test_known = b.test(mnist_test, mnist_test.labels.astype(np.int64), "known", "MNIST test")
+    notmnist = b.absorb(load_dataset("notmnist", "test", data_dir))
+    unknowns = {"notmnist": b.test(notmnist, _unknown(notmnist), "notmnist", "notMNIST")}
+    b.note("no validation split: every MNIST training image is trained on and the last epoch is kept")
+    b.note("polarity: every glyph set is white on black (checked: median border pixel below 128)")
+    no_val = Split("val", train.images[:0], train.labels[:0])
+    return OpenSetProtocol("mnist-notmnist", 10, b.input.shape, train, no_val, test_known, unknowns, b.notes,
+                           list(DIGITS))
 
 
 # -------------------------------------------------------------------- CIFAR

@@ -32,7 +32,7 @@ from agnostophobia.data.preprocess import StoredImages, prepare_images
 from agnostophobia.data.protocols import protocol_input
 from agnostophobia.errors import DataError
 from agnostophobia._runlock import run_lock
-from agnostophobia.experiments.outputs import load_outputs, save_outputs
+from agnostophobia.training.outputs import load_outputs, save_outputs
 from agnostophobia.models import build_model
 from agnostophobia.training.checkpoint import load_checkpoint
 from agnostophobia.training.precision import resolve_precision

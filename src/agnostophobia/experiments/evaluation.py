@@ -1,95 +1,38 @@
 """Numbers of a run, computed from its stored per-sample outputs (no retraining).
 
-For every evaluation row (approach x score, see ``training.approaches``) and every
-unknown set: CCR at FPR 1e-4..1e-1 (Sec. 4.3, ``metrics.ccr_at_fpr``; NaN/null where
-the unknown set is too small for the FPR), closed-set accuracy, AUROC and FPR at 95 %
-TPR of the max score, and Table 1's entropy and feature-magnitude statistics.
+Every applicable detector is evaluated on every trained approach (``detectors.stored``:
+fitted detectors are fitted once, on each model's own training knowns); each
+(approach, detector) pair is one row (``metrics.rows``: the paper's pairs keep the
+paper's names) and gets, per unknown set, the numbers of ``metrics.summary``: CCR at
+FPR 1e-4..1e-1 (Sec. 4.3; null where the unknown set is too small for the FPR),
+closed-set accuracy, AUROC, FPR at 95 % TPR, the areas under the OSCR curve and the
+worst and best class's CCR at FPR 1e-2. Table 1's entropy and feature-magnitude
+statistics are per trained approach.
 """
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, List, Sequence
 
 import numpy as np
 
-from agnostophobia.metrics import PAPER_FPR_VALUES, auroc, ccr_at_fpr, fpr_at_tpr
-from agnostophobia.openmax import OpenMax
-from agnostophobia.scores import compute_scores, feature_magnitude, softmax_entropy
-from agnostophobia.training.approaches import APPROACHES
+from agnostophobia.detectors import feature_magnitude, softmax_entropy
+from agnostophobia.detectors.stored import ModelScores
+from agnostophobia.metrics import PAPER_FPR_VALUES, summarize
+from agnostophobia.metrics.rows import row_label
+from agnostophobia.metrics.summary import FPR_KEYS, finite_or_none, fpr_keys  # noqa: F401  (re-exported)
 
 FPR_TARGETS = PAPER_FPR_VALUES  # the columns of the paper's Table 2
 
 
-def fpr_keys(targets: Sequence[float]) -> List[str]:
-    """JSON keys of FPR targets: 1e-4 -> "1e-4"."""
-    return [f"{t:.0e}".replace("e-0", "e-") for t in targets]
-
-
-FPR_KEYS = tuple(fpr_keys(FPR_TARGETS))
-
-
-def fit_openmax(fit_outputs: Optional[Dict[str, np.ndarray]], params: Optional[Dict] = None) -> OpenMax:
-    """OpenMax fitted on the training knowns' logits (activation vectors)."""
-    if fit_outputs is None:
-        raise ValueError("the 'openmax' row needs the training outputs (fit_outputs.npz) of the softmax model")
-    known = fit_outputs["labels"] >= 0
-    return OpenMax(**(params or {})).fit(fit_outputs["logits"][known], fit_outputs["labels"][known])
-
-
-def split_scores(score: str, split: Dict[str, np.ndarray], openmax: Optional[OpenMax] = None) -> np.ndarray:
-    """(N, C) scores of one split; ``openmax`` is the fitted model for the 'openmax' score."""
-    if score == "openmax":
-        return openmax.scores(split["logits"])
-    return compute_scores(score, split["logits"], split["features"])
-
-
-def known_vs_unknown(outputs: Dict[str, Dict[str, np.ndarray]], unknown: str, score: str,
-                     openmax: Optional[OpenMax] = None):
-    """Scores (N, C) and labels (N,) of D_c followed by one unknown set."""
-    known, other = outputs["known"], outputs[unknown]
-    scores = np.concatenate([split_scores(score, known, openmax), split_scores(score, other, openmax)])
-    labels = np.concatenate([known["labels"], np.full(len(other["labels"]), -1, dtype=np.int64)])
-    return scores, labels
-
-
-def evaluate_outputs(approach: str, outputs: Dict[str, Dict[str, np.ndarray]],
-                     fpr_targets: Sequence[float] = FPR_TARGETS, fit_outputs=None,
-                     openmax_params: Optional[Dict] = None, skipped: Optional[List[str]] = None) -> List[Dict]:
-    """One result dict per (evaluation row of ``approach``, unknown set).
-
-    The 'openmax' row is evaluated only when ``fit_outputs`` (the training knowns'
-    outputs) are given; when OpenMax cannot be fitted (e.g. a class has fewer correctly
-    classified training samples than the tail size) the row is left out and the reason
-    appended to ``skipped``."""
+def evaluate_model(approach: str, scores: ModelScores, fpr_targets: Sequence[float] = FPR_TARGETS) -> List[Dict]:
+    """One result dict per (detector evaluated on the ``approach`` model, unknown set)."""
     results = []
-    unknown_sets = [name for name in outputs if name != "known"]
-    for row, score in APPROACHES.get(approach).evaluations:
-        openmax = None
-        if score == "openmax":
-            if fit_outputs is None:
-                continue
-            try:
-                openmax = fit_openmax(fit_outputs, openmax_params)
-            except ValueError as exc:
-                if skipped is not None:
-                    skipped.append(f"{row} ({approach} model): not evaluated, OpenMax could not be fitted: {exc}")
-                continue
-        for unknown in unknown_sets:
-            scores, labels = known_vs_unknown(outputs, unknown, score, openmax)
-            confidence = scores.max(axis=1)
-            ccr = ccr_at_fpr(scores, labels, fpr_targets)
-            known = labels >= 0
-            results.append({
-                "approach": row,
-                "trained": approach,
-                "score": score,
-                "unknowns": unknown,
-                "num_known": int(known.sum()),
-                "num_unknown": int((~known).sum()),
-                "ccr_at_fpr": {key: finite_or_none(v) for key, v in zip(fpr_keys(fpr_targets), ccr)},
-                "closed_set_accuracy": float((scores[known].argmax(1) == labels[known]).mean()),
-                "auroc": float(auroc(confidence, labels)),
-                "fpr_at_95tpr": float(fpr_at_tpr(confidence, labels, 0.95)),
-            })
+    for detector in scores.detectors:
+        row = row_label(approach, detector)
+        for unknown in scores.unknown_sets:
+            values, labels = scores.known_vs_unknown(detector, unknown)
+            results.append({"approach": approach, "detector": detector, "unknowns": unknown, "row": row,
+                            **summarize(values, labels, fpr_targets)})
     return results
 
 
@@ -106,7 +49,7 @@ def entropy_magnitude_table(approach: str, outputs: Dict[str, Dict[str, np.ndarr
 
 
 def aggregate_seeds(per_seed: List[Dict], keys: Sequence[str]) -> List[Dict]:
-    """Mean and std over seeds of results that share ``keys`` (e.g. approach, unknowns)."""
+    """Mean and std over seeds of results that share ``keys`` (e.g. row, unknowns)."""
     groups: Dict[tuple, List[Dict]] = {}
     for result in per_seed:
         groups.setdefault(tuple(result[k] for k in keys), []).append(result)
@@ -124,10 +67,6 @@ def aggregate_seeds(per_seed: List[Dict], keys: Sequence[str]) -> List[Dict]:
                 first[field + "_std"] = _std([g[field] for g in group])
         merged.append(first)
     return merged
-
-
-def finite_or_none(value) -> float | None:
-    return None if value is None or not np.isfinite(value) else float(value)
 
 
 def _mean(values):

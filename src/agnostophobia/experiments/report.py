@@ -3,14 +3,16 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Sequence
 
-from agnostophobia.experiments.evaluation import FPR_KEYS, aggregate_seeds, entropy_magnitude_table, evaluate_outputs
-from agnostophobia.experiments.outputs import iter_run_outputs, load_fit_outputs
-from agnostophobia.experiments.paper_numbers import PAPER_SIZES, TABLE1, TABLE2
 from agnostophobia._atomic import atomic_write
 from agnostophobia.data.fetch import fetch_record_lines
-from agnostophobia.training.approaches import row_sort_key
+from agnostophobia.detectors import DETECTORS, build_detector
+from agnostophobia.detectors.stored import detector_settings, model_scores
+from agnostophobia.experiments.evaluation import FPR_KEYS, aggregate_seeds, entropy_magnitude_table, evaluate_model
+from agnostophobia.experiments.paper_numbers import PAPER_SIZES, TABLE1, TABLE2
+from agnostophobia.metrics.rows import PAPER_ROWS, is_paper_row, row_sort_key
+from agnostophobia.training.outputs import OUTPUTS, iter_model_dirs, load_outputs, run_config
 
 UNKNOWN_TITLES = {"letters": "EMNIST letters test (D_b, known unknowns)", "devanagari": "Devanagari",
                   "notmnist": "notMNIST", "cifar10": "CIFAR-10", "cifar100": "CIFAR-100 subset", "svhn": "SVHN",
@@ -21,29 +23,34 @@ UNKNOWN_TITLES = {"letters": "EMNIST letters test (D_b, known unknowns)", "devan
 TABLE1_EXPERIMENT = "lenet++"
 
 
-def collect_results(run_dir: Path, openmax_params: Optional[Dict] = None):
-    """Per-seed results and Table 1 rows from every ``seed*/<approach>/outputs.npz``."""
+def collect_results(run_dir: Path, settings: Optional[Dict[str, Dict]] = None):
+    """Per-seed results (every detector on every model), Table 1 rows and the notes on
+    detectors that could not be evaluated, from every ``seed*/<approach>/outputs.npz``."""
     per_seed, table1, skipped = [], [], []
-    for seed, approach, outputs in iter_run_outputs(run_dir):
-        fit_outputs = load_fit_outputs(Path(run_dir) / f"seed{seed}" / approach)
-        for result in evaluate_outputs(approach, outputs, fit_outputs=fit_outputs, openmax_params=openmax_params,
-                                       skipped=skipped):
-            per_seed.append({**result, "seed": seed})
-        for row in entropy_magnitude_table(approach, outputs):
-            table1.append({**row, "seed": seed})
+    for seed, approach, model_dir in iter_model_dirs(run_dir):
+        scores = model_scores(model_dir, approach, settings)
+        per_seed += [{**result, "seed": seed} for result in evaluate_model(approach, scores)]
+        skipped += [f"{detector} on the {approach} model (seed {seed}): {note}"
+                    for detector, note in scores.notes.items()]
+        outputs = load_outputs(model_dir / OUTPUTS)
+        table1 += [{**row, "seed": seed} for row in entropy_magnitude_table(approach, outputs)]
     if not per_seed:
         raise ValueError(f"run directory {run_dir} holds no seed*/<approach>/outputs.npz; nothing to report")
     return per_seed, table1, skipped
 
 
 def write_metrics(run_dir: Path, meta: Dict) -> Dict:
-    """Compute every number of the run and write ``metrics.json`` atomically."""
-    per_seed, table1, skipped = collect_results(run_dir, meta.get("train_config", {}).get("openmax"))
+    """Compute every number of the run and write ``metrics.json`` atomically.
+
+    Detector settings come from the run's ``config.yaml``, from where the figures read them."""
+    settings = detector_settings(run_config(run_dir))
+    per_seed, table1, skipped = collect_results(run_dir, settings)
     metrics = {
         **meta,
         "fpr_readout": "CCR at FPR t = the largest CCR(theta) over thresholds with FPR(theta) <= t "
                        "(Eq. 3 of the paper); null where t < 1/#unknowns",
-        "results": aggregate_seeds(per_seed, ("approach", "unknowns")),
+        "detectors": {name: build_detector(name, **settings.get(name, {})).settings() for name in DETECTORS.names()},
+        "results": aggregate_seeds(per_seed, ("row", "unknowns")),
         "table1": aggregate_seeds(table1, ("approach", "split")),
         "skipped": skipped,
         "per_seed": per_seed,
@@ -75,24 +82,33 @@ def table2_markdown(metrics: Dict, experiment: str) -> str:
     for result in metrics["results"]:
         by_unknown.setdefault(result["unknowns"], []).append(result)
     for unknown, results in by_unknown.items():
-        results = sorted(results, key=lambda r: row_sort_key(r["approach"]))
+        results = sorted((r for r in results if is_paper_row(r["row"])), key=lambda r: row_sort_key(r["row"]))
+        if not results:
+            continue
         n = results[0]["num_unknown"]
         size = f"{n:,}" + (f" (paper: {PAPER_SIZES[unknown]:,})" if unknown in PAPER_SIZES else "")
         lines += [f"#### Unknowns: {UNKNOWN_TITLES.get(unknown, unknown)} — {size} samples, "
-                  f"{results[0]['num_known']:,} knowns", "",
-                  "| Algorithm | " + " | ".join(f"CCR@{k}" for k in FPR_KEYS) + " | closed-set acc. | AUROC |",
-                  "|---|" + "---:|" * (len(FPR_KEYS) + 2)]
-        for r in results:
-            std = r.get("ccr_at_fpr_std") or {}
-            cells = [format_value(r["ccr_at_fpr"][k], std.get(k)) for k in FPR_KEYS]
-            lines.append(f"| {r['approach']} | " + " | ".join(cells) +
-                         f" | {format_value(r['closed_set_accuracy'])} | {format_value(r['auroc'])} |")
-            reference = paper.get(unknown, {}).get(r["approach"])
-            if reference:
-                lines.append(f"| *paper: {r['approach']}* | " + " | ".join(f"*{format_value(v)}*" for v in reference) +
-                             " | | |")
-        lines.append("")
+                  f"{results[0]['num_known']:,} knowns", ""]
+        lines += ccr_table_markdown(results, lambda r: r["row"], paper.get(unknown, {})) + [""]
     return "\n".join(lines)
+
+
+def ccr_table_markdown(results: List[Dict], label, paper: Optional[Dict[str, Sequence]] = None) -> List[str]:
+    """Rows of CCR at FPR (mean ± std over seeds), closed-set accuracy and AUROC; ``label(r)``
+    is a row's first cell; a row whose ``row`` has numbers in ``paper`` gets them below it."""
+    paper = paper or {}
+    lines = ["| Algorithm | " + " | ".join(f"CCR@{k}" for k in FPR_KEYS) + " | closed-set acc. | AUROC |",
+             "|---|" + "---:|" * (len(FPR_KEYS) + 2)]
+    for r in results:
+        std = r.get("ccr_at_fpr_std") or {}
+        cells = [format_value(r["ccr_at_fpr"][k], std.get(k)) for k in FPR_KEYS]
+        accuracy = format_value(r["closed_set_accuracy"], r.get("closed_set_accuracy_std"))
+        lines.append(f"| {label(r)} | " + " | ".join(cells) + f" | {accuracy} | {format_value(r['auroc'])} |")
+        reference = paper.get(r["row"])
+        if reference:
+            lines.append(f"| *paper: {label(r)}* | " + " | ".join(f"*{format_value(v)}*" for v in reference) +
+                         " | | |")
+    return lines
 
 
 def table1_markdown(metrics: Dict, experiment: str = TABLE1_EXPERIMENT) -> str:
@@ -110,8 +126,80 @@ def table1_markdown(metrics: Dict, experiment: str = TABLE1_EXPERIMENT) -> str:
     return "\n".join(lines)
 
 
-def write_report(run_dir: Path, metrics: Dict, figures: Optional[Dict[str, List[str]]] = None) -> Path:
-    """``report.md``: setup, Table 2 and Table 1 with the paper's numbers, figures."""
+def detector_notes(metrics: Dict) -> List[str]:
+    """A section per evaluated detector that has something to say about how it was applied
+    (its ``report_note``), with the settings it ran with."""
+    lines = []
+    for name in dict.fromkeys(r.get("detector") for r in metrics["results"]):
+        if name in DETECTORS and DETECTORS.get(name).report_note:
+            detector = DETECTORS.get(name)
+            settings = metrics.get("detectors", {}).get(name, {})
+            lines += ["", f"### {detector.title}", "", f"- {detector.report_note}", f"- settings: {settings}"]
+    return lines
+
+
+def _detector_columns(results: List[Dict]) -> List[str]:
+    """Detectors in report order: those of the paper's rows first, in their order, then by name."""
+    paper = [detector for _, detector, _ in PAPER_ROWS]
+    found = {r["detector"] for r in results}
+    return [d for d in dict.fromkeys(paper) if d in found] + sorted(found - set(paper))
+
+
+def _title(detector: str) -> str:
+    return DETECTORS.get(detector).title if detector in DETECTORS else detector
+
+
+def matrix_markdown(metrics: Dict, fpr_key: str = "1e-2") -> str:
+    """The approach x detector matrix: CCR at one FPR per unknown set, bold where best."""
+    results = [r for r in metrics["results"] if "detector" in r]
+    if not results:
+        return ""
+    detectors = _detector_columns(results)
+    approaches = sorted({r["approach"] for r in results}, key=row_sort_key)
+    lines = []
+    for unknown in dict.fromkeys(r["unknowns"] for r in results):
+        cell = {(r["approach"], r["detector"]): r for r in results if r["unknowns"] == unknown}
+        values = [r["ccr_at_fpr"][fpr_key] for r in cell.values() if r["ccr_at_fpr"][fpr_key] is not None]
+        best = max(values) if values else None
+        lines += [f"#### Unknowns: {UNKNOWN_TITLES.get(unknown, unknown)}", "",
+                  "| approach | " + " | ".join(_title(d) for d in detectors) + " |",
+                  "|---|" + "---:|" * len(detectors)]
+        for approach in approaches:
+            cells = []
+            for detector in detectors:
+                r = cell.get((approach, detector))
+                if r is None:
+                    cells.append("—")
+                    continue
+                value = r["ccr_at_fpr"][fpr_key]
+                text = format_value(value, (r.get("ccr_at_fpr_std") or {}).get(fpr_key))
+                cells.append(f"**{text}**" if value is not None and value == best else text)
+            lines.append(f"| {approach} | " + " | ".join(cells) + " |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def additions_markdown(metrics: Dict) -> str:
+    """Areas under the OSCR curve and the worst / best class's CCR at FPR 1e-2, per paper row."""
+    rows = sorted((r for r in metrics["results"] if is_paper_row(r.get("row", "")) and "oscr_auc" in r),
+                  key=lambda r: row_sort_key(r["row"]))
+    if not rows:
+        return ""
+    lines = ["| unknowns | row | OSCR area (linear FPR) | OSCR area (log FPR 1e-4..1) | worst class CCR@1e-2 "
+             "| best class CCR@1e-2 |", "|---|---|---:|---:|---:|---:|"]
+    for unknown in dict.fromkeys(r["unknowns"] for r in metrics["results"]):
+        for r in (r for r in rows if r["unknowns"] == unknown):
+            lines.append(f"| {unknown} | {r['row']} | {format_value(r['oscr_auc'])} | "
+                         f"{format_value(r['oscr_auc_log'])} | {format_value(r['class_ccr_worst'])} | "
+                         f"{format_value(r['class_ccr_best'])} |")
+    return "\n".join(lines)
+
+
+def write_report(run_dir: Path, metrics: Dict, figures: Optional[Dict[str, List[str]]] = None,
+                 sections: Sequence[str] = ()) -> Path:
+    """``report.md``: setup, Table 2 and Table 1 with the paper's numbers, the approach x
+    detector matrix, figures. ``sections``: markdown lines of an experiment's own results
+    (e.g. the ensemble of Fig. 3), placed before Table 2."""
     run_dir = Path(run_dir)
     budget = metrics.get("budget")
     experiment = metrics.get("experiment", "")
@@ -137,15 +225,7 @@ def write_report(run_dir: Path, metrics: Dict, figures: Optional[Dict[str, List[
             lines.append(f"- **{key}**: {metrics[key]}")
     for key, value in metrics.get("train_config", {}).items():
         lines.append(f"- `{key}`: {value}")
-    if any(r["approach"] == "openmax" for r in metrics["results"]):
-        params = metrics.get("train_config", {}).get("openmax", {})
-        lines += ["", "### OpenMax", "",
-                  f"- Bendale & Boult (CVPR 2016) on the softmax model's logits, {params}: mean activation "
-                  "vectors and Weibull tails (libMR FitHigh semantics, our own fit) from correctly classified "
-                  "training knowns; alpha-rank recalibration; softmax over C+1.",
-                  "- Deviations from the agnostophobia authors' OpenMax, all deliberate: logits instead of "
-                  "softmax values; the unknown activation is sum_i v_i (1 - w_i) without mixing in the "
-                  "class-0 score; only correctly classified samples (their code used all)."]
+    lines += detector_notes(metrics)
     if metrics.get("skipped"):
         lines += ["", "### Not evaluated", ""] + [f"- {note}" for note in metrics["skipped"]]
     if metrics.get("data_notes"):
@@ -156,10 +236,24 @@ def write_report(run_dir: Path, metrics: Dict, figures: Optional[Dict[str, List[
                   else "The paper reports no numbers for this run's protocol.")
     table1_note = ("The paper reports D_a without naming the set; its values are shown beside our Devanagari row."
                    if experiment == TABLE1_EXPERIMENT else "The paper's Table 1 covers the LeNet++ experiment only.")
+    lines += list(sections)
     lines += ["", "## Table 2: CCR at FPR", "",
               f"Readout: {metrics['fpr_readout']}. {paper_note}", "",
               table2_markdown(metrics, experiment), "## Table 1: entropy and deep-feature magnitude", "",
               f"Mean ± std over samples. {table1_note}", "", table1_markdown(metrics, experiment), ""]
+    matrix = matrix_markdown(metrics)
+    if matrix:
+        lines += ["## Every detector on every trained approach: CCR at FPR 1e-2", "",
+                  "Rows: the trained networks; columns: the detectors (`agnostophobia.detectors`) applied to "
+                  "them; the background network's detectors see its C known columns, only the background "
+                  "score reads its extra column. Bold: the best cell per unknown set; N/A: fewer than 100 "
+                  "unknowns; —: the detector does not apply or could not be fitted (see Setup). Every cell's "
+                  "full numbers are in `metrics.json` (`row` `<approach>/<detector>`, or the paper's name).", "",
+                  matrix, "### Areas under the OSCR curve and per-class CCR (the paper's rows)", "",
+                  "OSCR area: the CCR-at-FPR step curve integrated over FPR in [0, 1], and over log10 FPR "
+                  "from 1e-4 to 1 divided by 4 (both in [0, closed-set accuracy]). Per class: the CCR of the "
+                  "worst and the best known class at the single threshold that gives FPR 1e-2.", "",
+                  additions_markdown(metrics), ""]
     if figures:
         lines += ["## Figures", ""]
         for title, paths in figures.items():

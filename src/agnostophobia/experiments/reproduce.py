@@ -18,7 +18,7 @@ import torch
 import yaml
 
 from agnostophobia.data import build_protocol
-from agnostophobia.experiments.outputs import FIT_OUTPUTS, save_outputs
+from agnostophobia.training.outputs import FIT_OUTPUTS, save_outputs
 from agnostophobia.experiments.report import write_metrics, write_report
 from agnostophobia.training.approaches import APPROACHES
 from agnostophobia._atomic import atomic_write
@@ -77,8 +77,8 @@ def train_and_store(experiment: ExperimentConfig, out: Path, log=print) -> Dict:
             log(f"[seed {seed}] {approach}: training on {n_known:,} knowns + {n_unknown:,} known unknowns "
                 f"for {cfg.epochs} epoch(s) on {resolve_device(cfg.device)}")
             run = fit(cfg, protocol, run_dir, resume=True)
-            if approach == "softmax":  # OpenMax is fitted on the training knowns' logits
-                save_outputs(run_dir / FIT_OUTPUTS, {"train": fit_outputs(run, protocol)})
+            # every model's training knowns: fitted detectors (k-NN, OpenMax) learn from its own
+            save_outputs(run_dir / FIT_OUTPUTS, {"train": fit_outputs(run, protocol)})
             save_outputs(run_dir / "outputs.npz", run_outputs(run, protocol))
             key = f"seed{seed}/{approach}"
             timings[key] = timings.get(key, 0.0) + time.perf_counter() - start

@@ -40,7 +40,7 @@ class BackgroundClassLoss(OpenSetLoss):
     Logits have C+1 columns; unknown samples (label < 0) are trained as class C, the
     last column: :math:`-\log S_{y}(x)` with the softmax over all C+1 outputs and
     :math:`y = c` for knowns, :math:`y = C` for unknowns. At test time use
-    :func:`agnostophobia.scores.background_scores` (drop the last column *after* the
+    :func:`agnostophobia.detectors.background_scores` (drop the last column *after* the
     C+1 softmax).
 
     Call ``loss(logits, labels, sample_weight=None)``.

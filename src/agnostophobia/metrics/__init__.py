@@ -4,17 +4,21 @@
 * :mod:`.ood`: AUROC, FPR at a TPR, PR curve / average precision, and the
   accuracy- and precision-vs-confidence curves the paper argues against.
 * :mod:`.stats`: Table 1's entropy and feature-magnitude statistics.
+* :mod:`.summary`: every number of one evaluation row (CCR@FPR, AUROC, OSCR areas,
+  worst / best class CCR), JSON-ready; :mod:`.rows`: row labels and order.
 
 Inputs are numpy arrays or torch tensors. ``scores`` is (N, C), ``labels`` (N,) with
 known classes ``0..C-1`` and any negative label for unknown samples.
 """
 from .ood import (ConfidenceCurve, PRCurve, accuracy_vs_confidence, auroc, fpr_at_tpr,
                   precision_recall, precision_vs_confidence)
-from .oscr import PAPER_FPR_VALUES, OSCRCurve, ccr_at_fpr, oscr
+from .oscr import PAPER_FPR_VALUES, OSCRCurve, ccr_at_fpr, class_ccr_at_fpr, oscr, oscr_area
 from .stats import EntropyMagnitudeStats, MeanStd, entropy_magnitude_stats
+from .summary import FPR_KEYS, finite_or_none, fpr_keys, summarize
 
 __all__ = [
-    "oscr", "ccr_at_fpr", "OSCRCurve", "PAPER_FPR_VALUES",
+    "oscr", "ccr_at_fpr", "OSCRCurve", "PAPER_FPR_VALUES", "oscr_area", "class_ccr_at_fpr",
+    "summarize", "fpr_keys", "FPR_KEYS", "finite_or_none",
     "auroc", "fpr_at_tpr", "precision_recall", "PRCurve",
     "accuracy_vs_confidence", "precision_vs_confidence", "ConfidenceCurve",
     "entropy_magnitude_stats", "EntropyMagnitudeStats", "MeanStd",

@@ -15,6 +15,7 @@ confidence is at least the threshold.
 """
 from __future__ import annotations
 
+import warnings
 from typing import NamedTuple
 
 import numpy as np
@@ -150,3 +151,19 @@ def precision_vs_confidence(scores, labels, thresholds=None) -> ConfidenceCurve:
     """
     top = top_class(scores, labels, need_known=False, need_unknown=False)
     return _over_accepted(top.score, top.known, thresholds)
+
+
+#: Thresholds at which confidence curves are reported and drawn (Fig. 3b).
+CONFIDENCE_GRID = np.linspace(0.0, 1.0, 201)
+
+
+def mean_confidence_curves(pairs, thresholds=CONFIDENCE_GRID) -> dict:
+    """``{"precision": ..., "accuracy": ...}`` vs ``thresholds``, each the mean over the
+    ``(scores, labels)`` pairs (e.g. seeds); NaN where no pair accepts anything."""
+    curves = {"precision": [], "accuracy": []}
+    for scores, labels in pairs:
+        curves["precision"].append(precision_vs_confidence(scores, labels, thresholds).value)
+        curves["accuracy"].append(accuracy_vs_confidence(scores, labels, thresholds).value)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN columns: nothing accepted
+        return {kind: np.nanmean(np.stack(values), axis=0) for kind, values in curves.items()}

@@ -38,8 +38,8 @@ from typing import NamedTuple, Sequence
 
 import numpy as np
 
-from .._validation import check_vector
-from ._common import top_class
+from .._validation import check_labels, check_scores, check_vector
+from ._common import _float_input, top_class
 
 #: The FPR columns of the paper's Table 2.
 PAPER_FPR_VALUES = (1e-4, 1e-3, 1e-2, 1e-1)
@@ -118,23 +118,92 @@ def ccr_at_fpr(scores, labels, fpr_values: Sequence[float] = PAPER_FPR_VALUES,
 
     Cost: ``np.sort`` of the unknown and of the correctly classified known scores.
     """
+    targets = _check_targets(fpr_values, counts)
+    top = top_class(scores, labels)
+    allowed, limit = _score_limits(top, targets, counts)
+    correct = np.sort(top.score[top.correct])           # increasing
+    n_correct = correct.size - np.searchsorted(correct, limit, side="right")  # correct with s > limit
+    ccr = n_correct / np.count_nonzero(top.known)
+    if not counts:
+        ccr[allowed == 0] = np.nan
+    return ccr
+
+
+def _check_targets(fpr_values, counts: bool) -> np.ndarray:
     targets = check_vector(fpr_values, "fpr_values")
     if (targets < 0).any():
         raise ValueError(f"fpr_values must be >= 0, got {targets[targets < 0][:3].tolist()}")
     if not counts and (targets > 1).any():
         raise ValueError(f"fpr_values are rates and must be <= 1, got {targets[targets > 1][:3].tolist()}"
                          " (pass counts=True for numbers of false positives)")
-    top = top_class(scores, labels)
+    return targets
+
+
+def _score_limits(top, targets: np.ndarray, counts: bool):
+    """For each target: the number k of false positives it allows and the score limit
+    :math:`u_{(k+1)}` (the (k+1)-th highest unknown score; -inf once every unknown is
+    allowed) above which a sample is accepted: the single threshold of the readout."""
     unknown = np.sort(top.score[~top.known])[::-1]      # decreasing
-    correct = np.sort(top.score[top.correct])           # increasing
     n_unknown = unknown.size
     if counts:
         allowed = np.minimum(np.floor(targets), n_unknown).astype(np.int64)
     else:  # the largest k with k / |D_a| <= t, in the same arithmetic as oscr()'s FPR
         allowed = np.searchsorted(np.arange(n_unknown + 1) / n_unknown, targets, side="right") - 1
     limit = np.where(allowed < n_unknown, unknown[np.minimum(allowed, n_unknown - 1)], -np.inf)
-    n_correct = correct.size - np.searchsorted(correct, limit, side="right")  # correct with s > limit
-    ccr = n_correct / np.count_nonzero(top.known)
-    if not counts:
-        ccr[allowed == 0] = np.nan
+    return allowed, limit
+
+
+def class_ccr_at_fpr(scores, labels, fpr: float = 1e-2) -> np.ndarray:
+    r"""CCR of each known class at the single threshold that gives FPR ``fpr``, (C,).
+
+    The threshold is that of :func:`ccr_at_fpr` (accept :math:`s > u_{(k+1)}` with ``k``
+    the false positives ``fpr`` allows); class ``c`` then has
+    :math:`\mathrm{CCR}_c = |\{x \in D_c : y = c = \hat y,\ s > u_{(k+1)}\}| / |\{x \in D_c : y = c\}|`.
+    Their mean weighted by class size is ``ccr_at_fpr``; the smallest and largest say how
+    unevenly the classes are served. NaN for a class without known samples, and for
+    every class where ``fpr < 1/|D_a|`` (as in :func:`ccr_at_fpr`).
+    """
+    targets = _check_targets(fpr, counts=False)
+    if targets.size != 1:
+        raise ValueError(f"fpr must be one rate, got {targets.size} values")
+    scores = check_scores(_float_input(scores), "scores", ndim=2, keep_float32=True)
+    top = top_class(scores, labels)
+    allowed, limit = _score_limits(top, targets, counts=False)
+    y = check_labels(labels, scores.shape[0])
+    size = np.bincount(y[top.known], minlength=scores.shape[1])
+    accepted = top.correct & (top.score > limit[0])  # correct: the label is the predicted class
+    hits = np.bincount(y[accepted], minlength=scores.shape[1])
+    ccr = np.full(scores.shape[1], np.nan)
+    if allowed[0] > 0:
+        ccr[size > 0] = hits[size > 0] / size[size > 0]
     return ccr
+
+
+def oscr_area(scores, labels, log_fpr: bool = False, min_fpr: float = 1e-4) -> float:
+    r"""Area under the OSCR curve, read as the step function of :func:`ccr_at_fpr`.
+
+    The curve is :math:`\mathrm{CCR}(f) = \max\{\mathrm{CCR}(	heta) : \mathrm{FPR}(	heta) \le f\}`,
+    constant between the reachable FPRs :math:`k/|D_a|` (no interpolation between
+    operating points, as for CCR at FPR); below :math:`1/|D_a|` it is the CCR with zero
+    false positives.
+
+    * ``log_fpr=False``: :math:`\int_0^1 \mathrm{CCR}(f)\,df`, in [0, closed-set accuracy].
+    * ``log_fpr=True``: :math:`rac{1}{-\log_{10} f_0}\int_{\log_{10} f_0}^{0}
+      \mathrm{CCR}(10^u)\,du` with :math:`f_0` = ``min_fpr`` (default 10⁻⁴, the paper's
+      smallest FPR), i.e. the area over a log FPR axis from ``min_fpr`` to 1 normalised to
+      [0, 1]; it weights the low-FPR region the paper's Fig. 1d and Table 2 focus on.
+    """
+    if not (isinstance(min_fpr, (int, float)) and 0 < min_fpr < 1):
+        raise ValueError(f"min_fpr must be in (0, 1), got {min_fpr!r}")
+    top = top_class(scores, labels)
+    n_unknown = int(np.count_nonzero(~top.known))
+    allowed = np.arange(n_unknown)  # k false positives hold for f in [k / |D_a|, (k + 1) / |D_a|)
+    _, limit = _score_limits(top, allowed.astype(np.float64), counts=True)
+    correct = np.sort(top.score[top.correct])
+    ccr = (correct.size - np.searchsorted(correct, limit, side="right")) / np.count_nonzero(top.known)
+    low, high = allowed / n_unknown, (allowed + 1) / n_unknown
+    if not log_fpr:
+        return float(np.sum(ccr * (high - low)))
+    low = np.maximum(low, min_fpr)
+    width = np.log10(np.maximum(high, min_fpr)) - np.log10(low)  # 0 for steps entirely below min_fpr
+    return float(np.sum(ccr * width) / -np.log10(min_fpr))

@@ -1,8 +1,8 @@
 r"""Table 1 of the paper: mean and standard deviation of softmax entropy and deep feature
 magnitude :math:`\|F(x)\|`, for known (D_c) and unknown (D_a) test samples.
 
-The per-sample values come from :func:`agnostophobia.scores.softmax_entropy` (nats) and
-:func:`agnostophobia.scores.feature_magnitude`.
+The per-sample values come from :func:`agnostophobia.detectors.softmax_entropy` (nats) and
+:func:`agnostophobia.detectors.feature_magnitude`.
 """
 from __future__ import annotations
 

@@ -13,8 +13,9 @@ def build_model(name: str, num_outputs: int, **kwargs):
     return MODELS.get(name)(num_outputs=num_outputs, **kwargs)
 
 
-from agnostophobia.models import lenetpp, resnet  # noqa: E402,F401  (register models)
+from agnostophobia.models import lenetpp, mlp, resnet  # noqa: E402,F401  (register models)
 from agnostophobia.models.lenetpp import LeNetPlusPlus  # noqa: E402
+from agnostophobia.models.mlp import MLP, build_mlp  # noqa: E402
 from agnostophobia.models.resnet import ResNet18  # noqa: E402
 
-__all__ = ["MODELS", "build_model", "LeNetPlusPlus", "ResNet18"]
+__all__ = ["MODELS", "build_model", "LeNetPlusPlus", "MLP", "ResNet18", "build_mlp"]

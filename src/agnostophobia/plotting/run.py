@@ -8,12 +8,14 @@
                                        2-D feature models only, first seed
 ``softmax_hist_<set>.<fmt>``           softmax-score histograms, log counts (Fig. 1 bottom)
 ``magnitude_hist_<set>.<fmt>``         normalised ‖F‖ histograms (Fig. 2)
-``oscr_<set>.<fmt>``                   OSCR curves of every evaluation row, log FPR (Fig. 1d)
+``oscr_<set>.<fmt>``                   OSCR curves of the paper's rows, log FPR (Fig. 1d)
 ``oscr_counts_<set>.<fmt>``            the same against the number of false positives
 =====================================  =================================================
 
 With several seeds the OSCR curves are the seeds' mean with a ± std band; the other
-figures show the first seed.
+figures show the first seed. The OSCR curves are drawn from the same stored detector
+scores as the run's metrics (``detectors.stored.model_scores``: OpenMax is fitted once
+per model, with the settings of the run's ``config.yaml``).
 """
 from __future__ import annotations
 
@@ -25,16 +27,17 @@ from typing import Callable, Dict, Iterator, List, NamedTuple, Optional, Sequenc
 import numpy as np
 from matplotlib.figure import Figure
 
-from agnostophobia.experiments.evaluation import fit_openmax, known_vs_unknown
-from agnostophobia.experiments.outputs import iter_run_outputs, load_fit_outputs
+from agnostophobia.detectors import build_detector, feature_magnitude
+from agnostophobia.detectors.stored import ModelScores, detector_inputs, detector_settings, model_scores
 from agnostophobia.metrics import oscr
+from agnostophobia.metrics.rows import own_detector, paper_rows, row_sort_key
 from agnostophobia.plotting import style
 from agnostophobia.plotting.panels import (DEFAULT_MAX_POINTS, logit_weights, new_figure, oscr_series,
                                            plot_features, plot_magnitude_histogram, plot_oscr,
                                            plot_softmax_histogram, save_figure, softmax_histogram_values,
                                            supported_formats)
-from agnostophobia.scores import compute_scores, feature_magnitude
-from agnostophobia.training.approaches import APPROACHES, row_sort_key
+from agnostophobia.training.approaches import APPROACHES
+from agnostophobia.training.outputs import iter_model_dirs, load_outputs, run_config
 
 #: Formats the report can embed, in order of preference (the path returned per figure).
 EMBEDDABLE = ("png", "svg")
@@ -58,28 +61,17 @@ def check_formats(formats: Sequence[str]) -> List[str]:
     return wanted
 
 
-def _run_config(run_dir: Path) -> Dict:
-    """The resolved ``config.yaml`` of a reproduction (model name, budget, OpenMax parameters), or {}."""
-    path = run_dir / "config.yaml"
-    if not path.exists():
-        return {}
-    try:
-        import yaml
-        config = yaml.safe_load(path.read_text())
-    except Exception:  # a broken config must not stop the figures
-        return {}
-    return config if isinstance(config, dict) else {}
-
-
 def _unknown_key(split: str, order: List[str]):
     rank = {"devanagari": 0, "letters": 1}.get(split, 2)
     return rank, order.index(split)
 
 
 def _probabilities(approach: str, data: Dict[str, np.ndarray]) -> np.ndarray:
-    """Known-class probabilities the approach thresholds: C+1 softmax for background, else softmax."""
-    score = APPROACHES.get(approach).evaluations[0][1]
-    return compute_scores("background" if score == "background" else "softmax", data["logits"])
+    """Known-class probabilities the paper thresholds the approach with (its own detector:
+    the softmax, or the C+1 softmax of the background network)."""
+    detector = build_detector(own_detector(approach) or "softmax")
+    num_classes = data["logits"].shape[1] - int(APPROACHES.get(approach).background_class)
+    return detector.scores(detector_inputs(detector, data["logits"], num_classes))
 
 
 class RunFigure(NamedTuple):
@@ -152,7 +144,8 @@ def _load_run(run_dir: Path, log) -> Dict[str, Dict[int, Outputs]]:
     if not run_dir.is_dir():
         raise FileNotFoundError(f"run directory {run_dir} does not exist")
     runs: Dict[str, Dict[int, Outputs]] = {}
-    for seed, approach, outputs in iter_run_outputs(run_dir):
+    for seed, approach, model_dir in iter_model_dirs(run_dir):
+        outputs = load_outputs(model_dir / "outputs.npz")
         if approach not in APPROACHES:
             log(f"plot: {approach} (seed {seed}) is not a registered approach; skipped")
         elif "known" not in outputs:
@@ -186,11 +179,10 @@ def iter_run_figures(run_dir, *, max_points: Optional[int] = DEFAULT_MAX_POINTS,
     if not unknown_sets:
         log(f"plot: {run_dir} has no unknown test set (only 'known'); no figures to draw")
 
-    config = _run_config(run_dir)
+    config = run_config(run_dir)
     model_title = style.model_name(config["model"]) if config.get("model") else None
     caveat = " (smoke budget: not a result)" if config.get("budget") == "smoke" else ""
-    openmax = _OpenMaxModels(run_dir, config.get("openmax") if isinstance(config.get("openmax"), dict) else None,
-                             log)
+    scores = _StoredScores(run_dir, detector_settings(config), log)
 
     def suptitle(fig, kind, label, detail):
         fig.suptitle(style.title(model_title, kind, label, detail) + caveat, fontsize=11)
@@ -253,7 +245,7 @@ def iter_run_figures(run_dir, *, max_points: Optional[int] = DEFAULT_MAX_POINTS,
         yield RunFigure(section, f"magnitude_hist_{_file_part(split)}", fig)
 
         for counts, stem in ((False, f"oscr_{_file_part(split)}"), (True, f"oscr_counts_{_file_part(split)}")):
-            series, n_seeds = _oscr_series(runs, have, split, counts, openmax)
+            series, n_seeds = _oscr_series(runs, have, split, counts, scores)
             fig, axes = new_figure(panel_size=(7.6, 4.4))
             plot_oscr(series, ax=axes[0, 0], counts=counts)
             suptitle(fig, "OSCR", label, f"mean ± std over {n_seeds} seeds" if n_seeds > 1 else seed_note(have[0]))
@@ -268,25 +260,25 @@ def _shared_legend(fig: Figure, ax) -> None:
 
 
 def _oscr_series(runs: Dict[str, Dict[int, Outputs]], approaches: List[str], split: str, counts: bool,
-                 openmax: "_OpenMaxModels"):
-    """One series per evaluation row, averaged over the seeds that have ``split``.
+                 stored: "_StoredScores"):
+    """One series per paper row of each approach, averaged over the seeds that have ``split``.
 
-    Scores come from ``experiments.evaluation.known_vs_unknown``, so the curves are those
-    behind the report's numbers; the 'openmax' row needs the fitted OpenMax of its seed
-    and is left out where the run has no ``fit_outputs.npz``.
+    The scores are the run's stored detector scores, so the curves are those behind the
+    report's numbers; a row whose detector could not be evaluated for a seed (e.g. no
+    training outputs to fit OpenMax on) is left out for that seed.
     """
     series, n_seeds = [], 1
     for a in approaches:
         seeds = [s for s in sorted(runs[a]) if split in runs[a][s]]
         n_seeds = max(n_seeds, len(seeds))
-        for row, score in APPROACHES.get(a).evaluations:
+        for detector, row in paper_rows(a):
             curves, n_unknown = [], 1
             for s in seeds:
-                model = openmax.get(a, s) if score == "openmax" else None
-                if score == "openmax" and model is None:
+                model = stored.get(a, s, detector)
+                if model is None:
                     continue
-                scores, labels = known_vs_unknown(runs[a][s], split, score, model)
-                fpr, ccr, _ = oscr(scores, labels, counts=counts)
+                values, labels = model.known_vs_unknown(detector, split)
+                fpr, ccr, _ = oscr(values, labels, counts=counts)
                 curves.append((fpr, ccr))
                 n_unknown = max(n_unknown, int((labels < 0).sum()))
             if curves:
@@ -294,25 +286,24 @@ def _oscr_series(runs: Dict[str, Dict[int, Outputs]], approaches: List[str], spl
     return series, n_seeds
 
 
-class _OpenMaxModels:
-    """OpenMax fitted once per (approach, seed) on its ``fit_outputs.npz``; None where absent."""
+class _StoredScores:
+    """The stored detector scores of each (approach, seed), read once; says once per model
+    and detector why a curve is missing."""
 
-    def __init__(self, run_dir: Path, params: Optional[Dict], log):
-        self.run_dir, self.params, self.log = run_dir, params, log
-        self._models: Dict[Tuple[str, int], object] = {}
+    def __init__(self, run_dir: Path, settings: Dict[str, Dict], log):
+        self.run_dir, self.settings, self.log = run_dir, settings, log
+        self._models: Dict[Tuple[str, int], ModelScores] = {}
+        self._said: set = set()
 
-    def get(self, approach: str, seed: int):
+    def get(self, approach: str, seed: int, detector: str) -> Optional[ModelScores]:
         key = (approach, seed)
         if key not in self._models:
-            fit = load_fit_outputs(self.run_dir / f"seed{seed}" / approach)
-            if fit is None:
-                self.log(f"plot: no OpenMax curve for {approach} seed {seed}: "
-                         f"seed{seed}/{approach}/fit_outputs.npz is missing")
-                self._models[key] = None
-            else:
-                try:
-                    self._models[key] = fit_openmax(fit, self.params)
-                except ValueError as exc:  # e.g. too few training samples for the tail size
-                    self.log(f"plot: no OpenMax curve for {approach} seed {seed}: {exc}")
-                    self._models[key] = None
-        return self._models[key]
+            self._models[key] = model_scores(self.run_dir / f"seed{seed}" / approach, approach, self.settings)
+        model = self._models[key]
+        if detector in model.detectors:
+            return model
+        if (approach, seed, detector) not in self._said:
+            self._said.add((approach, seed, detector))
+            reason = model.notes.get(detector, "it does not apply to this model")
+            self.log(f"plot: no {detector} curve for {approach} seed {seed}: {reason}")
+        return None

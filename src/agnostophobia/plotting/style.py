@@ -43,7 +43,7 @@ APPROACH_NAMES: Dict[str, str] = {
     "ensemble": "MLP ensemble",
 }
 
-#: Display names of unknown sets (split names of ``experiments.outputs``).
+#: Display names of unknown sets (split names of ``training.outputs``).
 UNKNOWN_NAMES: Dict[str, str] = {
     "letters": "EMNIST letters (D_b)",
     "devanagari": "Devanagari",

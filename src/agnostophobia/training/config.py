@@ -22,9 +22,10 @@ from agnostophobia.data.protocols import PROTOCOLS
 from agnostophobia.errors import ConfigError
 from agnostophobia.models import MODELS
 from agnostophobia.training.precision import PRECISIONS
+from agnostophobia.training.approaches import APPROACHES
 
-APPROACH_NAMES = ("softmax", "background", "entropic", "objectosphere")
-BUDGETS = ("smoke", "cpu", "paper")
+#: The registered approaches in the paper's order (the registry is the one list).
+APPROACH_NAMES = tuple(APPROACHES.registered())
 
 
 @dataclass
@@ -57,13 +58,18 @@ class TrainConfig:
     device: str = "auto"             # auto | cpu | cuda | cuda:N
     precision: str = "auto"          # fp32 | bf16 (autocast) | auto: bf16 where the device computes it natively
     deterministic: bool = False      # deterministic algorithms: bit-identical reruns and resumes on CUDA too
+    adversarial_epsilon: float = 0.0  # > 0: FGSM adversarial training, step in input units (training.adversarial)
+    cpu_threads: Optional[int] = None  # torch intra-op threads on the CPU; None: PyTorch's default
     channels_last: bool = True
     eval_batch_size: int = 1024
     tensorboard: bool = True
     progress: bool = True
     data_dir: Optional[str] = None
-    # OpenMax on the softmax model's logits (Bendale & Boult 2016; Fig. 1d of the paper)
+    # Settings of the detectors fitted on each model's training knowns (agnostophobia.detectors):
+    # OpenMax on the logits (Bendale & Boult 2016; Fig. 1d of the paper), k-NN on the deep features
+    # (Sun et al. 2022: k = 50, L2-normalised, not class-conditional)
     openmax: Dict[str, Any] = field(default_factory=lambda: {"tail_size": 20, "alpha": 3, "distance": "eucos"})
+    knn: Dict[str, Any] = field(default_factory=lambda: {"k": 50, "normalize": True, "class_conditional": False})
 
     def validate(self) -> "TrainConfig":
         def need(cond: bool, key: str, what: str):
@@ -81,10 +87,13 @@ class TrainConfig:
             need(_is_int(getattr(self, key)) and getattr(self, key) >= 1, key, "must be an integer >= 1")
         for key in ("seed", "data_seed"):
             need(_is_int(getattr(self, key)) and getattr(self, key) >= 0, key, "must be an integer >= 0")
-        for key in ("lr", "momentum", "weight_decay", "xi", "lambda_", "gamma"):
+        for key in ("lr", "momentum", "weight_decay", "xi", "lambda_", "gamma", "adversarial_epsilon"):
             value = getattr(self, key)
             need(_is_number(value) and math.isfinite(value) and value >= 0, key, "must be a finite number >= 0")
         need(self.lr > 0, "lr", "must be > 0")
+        need(self.adversarial_epsilon <= 1, "adversarial_epsilon", "must be <= 1 (inputs are in [0, 1])")
+        need(self.cpu_threads is None or _is_int(self.cpu_threads) and self.cpu_threads >= 1, "cpu_threads",
+             "must be null (PyTorch's default) or an integer >= 1")
         need(self.optimizer in ("adam", "sgd"), "optimizer", "must be 'adam' or 'sgd'")
         need(self.scheduler in ("none", "cosine", "step"), "scheduler", "must be 'none', 'cosine' or 'step'")
         need(self.augment in ("none", "crop-flip"), "augment", "must be 'none' or 'crop-flip'")
@@ -92,6 +101,11 @@ class TrainConfig:
         need(isinstance(self.protocol_limits, dict), "protocol_limits", "must be a mapping")
         need(isinstance(self.openmax, dict) and set(self.openmax) <= {"tail_size", "alpha", "distance"}, "openmax",
              "must be a mapping with keys among tail_size, alpha, distance")
+        need(isinstance(self.knn, dict) and set(self.knn) <= {"k", "normalize", "class_conditional"}, "knn",
+             "must be a mapping with keys among k, normalize, class_conditional")
+        need(_is_int(self.knn.get("k", 1)) and self.knn.get("k", 1) >= 1, "knn", "k must be an integer >= 1")
+        need(all(isinstance(self.knn.get(key, False), bool) for key in ("normalize", "class_conditional")), "knn",
+             "normalize and class_conditional must be true or false")
         need(self.precision in PRECISIONS, "precision", f"must be one of {PRECISIONS}")
         for key in ("sample_weighting", "channels_last", "tensorboard", "progress"):
             need(isinstance(getattr(self, key), bool), key, "must be true or false")

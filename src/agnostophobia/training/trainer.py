@@ -34,6 +34,7 @@ from tqdm.auto import tqdm
 from agnostophobia.errors import ConfigError, TrainingDiverged
 from agnostophobia.losses import build_loss, compute_loss, inverse_frequency_class_weights, sample_weights
 from agnostophobia.models import build_model
+from agnostophobia.training.adversarial import adversarial_loss
 from agnostophobia.training.approaches import APPROACHES
 from agnostophobia._atomic import atomic_write, remove_stale_temporaries
 from agnostophobia._killpoints import kill_point
@@ -44,7 +45,8 @@ from agnostophobia.training.precision import autocast, resolve_precision
 
 # Keys that may differ between a run and its resumption without changing the result
 # ("deterministic" is not one: on CUDA it changes which algorithms compute the result).
-_RESUME_FREE_KEYS = {"progress", "tensorboard", "device", "eval_batch_size", "data_dir", "openmax"}
+_RESUME_FREE_KEYS = {"progress", "tensorboard", "device", "eval_batch_size", "data_dir", "openmax", "knn",
+                     "cpu_threads"}
 
 # Optimiser steps between two reads of the device-side divergence flag (one host
 # synchronisation each); the flag is also read at every epoch's end.
@@ -192,6 +194,14 @@ class Training:
         loss = compute_loss(self.loss_fn, logits.float(), features.float(), y, sample_weight=weights)
         return loss, logits
 
+    def training_loss(self, x, y, weights=None):
+        """:meth:`batch_loss`, plus the loss of FGSM examples when the config asks for adversarial
+        training (``adversarial_epsilon > 0``; ``training.adversarial``)."""
+        if self.cfg.adversarial_epsilon > 0:
+            return adversarial_loss(lambda xs, ys: self.batch_loss(xs, ys, weights), x, y,
+                                    self.cfg.adversarial_epsilon)
+        return self.batch_loss(x, y, weights)
+
     def correct_knowns(self, logits, y) -> torch.Tensor:
         known = y >= 0
         return (logits[:, :self.num_classes].argmax(1)[known] == y[known]).sum()
@@ -252,7 +262,7 @@ def train_one_epoch(run: Training, epoch: int, bar=None) -> Dict[str, float]:
         if cfg.augment == "crop-flip":
             x = crop_flip(x, augment_rng)
         y = data.labels[idx]
-        loss, logits = run.batch_loss(x, y, None if data.weights is None else data.weights[idx])
+        loss, logits = run.training_loss(x, y, None if data.weights is None else data.weights[idx])
         run.optimizer.zero_grad(set_to_none=True)
         loss.backward()
         run.optimizer.step()
@@ -288,7 +298,9 @@ def evaluate(run: Training, data: TensorData) -> Dict[str, float]:
         loss_sum += loss.double() * len(y)
         correct += run.correct_knowns(logits, y)
     n_known = int((data.labels >= 0).sum())
-    return {"val_loss": loss_sum.item() / max(len(data), 1), "val_acc": correct.item() / max(n_known, 1)}
+    if not len(data):  # no validation split: nothing measured (fit then keeps the last epoch)
+        return {"val_loss": float("nan"), "val_acc": float("nan")}
+    return {"val_loss": loss_sum.item() / len(data), "val_acc": correct.item() / max(n_known, 1)}
 
 
 @torch.inference_mode()
@@ -374,6 +386,7 @@ def fit(cfg: TrainConfig, protocol, run_dir, resume: bool = True, device=None,
         set_rng_state(saved["rng"])
         state = {k: saved[k] for k in state}
     remove_stale_temporaries(run_dir, ("last.pt", "best.pt", "metrics.csv"))  # left by a killed run
+    restore_threads = limit_cpu_threads(run.device, cfg.cpu_threads)
     writer = _tensorboard(run_dir) if cfg.tensorboard else None
     bar = tqdm(total=run.steps_per_epoch * cfg.epochs, initial=run.steps_per_epoch * state["epoch"],
                disable=not cfg.progress, desc=f"{cfg.approach} (seed {cfg.seed})", unit="batch",
@@ -383,13 +396,13 @@ def fit(cfg: TrainConfig, protocol, run_dir, resume: bool = True, device=None,
             row = {"epoch": epoch + 1, "lr": run.optimizer.param_groups[0]["lr"]}
             row.update(train_one_epoch(run, epoch, bar))
             row.update(evaluate(run, run.val_data))
-            if not math.isfinite(row["val_loss"]):
+            if len(run.val_data) and not math.isfinite(row["val_loss"]):  # NaN is "not measured" without val data
                 raise diverged(cfg, epoch + 1, f"the validation loss is {row['val_loss']}")
             bar.set_postfix(loss=f"{row['train_loss']:.3f}", val=f"{row['val_loss']:.3f}",
                             acc=f"{row['val_acc']:.3f}")
             state["history"].append(row)
             state["epoch"] = epoch + 1
-            if row["val_loss"] < state["best_val_loss"]:
+            if row["val_loss"] < state["best_val_loss"] or not len(run.val_data):  # no validation data: keep the last
                 state["best_val_loss"], state["best_epoch"] = row["val_loss"], epoch + 1
                 save_checkpoint(best_path, {"model": run.model.state_dict(), "epoch": epoch + 1,
                                             "val_loss": row["val_loss"], "config": cfg.to_dict()})
@@ -407,12 +420,26 @@ def fit(cfg: TrainConfig, protocol, run_dir, resume: bool = True, device=None,
             if stop_after_epoch is not None and epoch + 1 >= stop_after_epoch:
                 break
     finally:
+        restore_threads()
         bar.close()
         if writer is not None:
             writer.close()
     if best_path.exists():
         run.model.load_state_dict(load_checkpoint(best_path)["model"])
     return run
+
+
+def limit_cpu_threads(device: torch.device, threads: Optional[int]):
+    """Use ``threads`` intra-op threads on the CPU (None: PyTorch's default); returns the undo.
+
+    Small matrix products (an MLP with batch 100) gain little from a second thread and, next to
+    another busy process, two threads slowed training 160-fold on a 2-core machine.
+    """
+    if torch.device(device).type != "cpu" or threads is None:
+        return lambda: None
+    previous = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    return lambda: torch.set_num_threads(previous)
 
 
 def _tensorboard(run_dir: Path):

@@ -1,5 +1,6 @@
-"""Tests of agnostophobia.openmax: Weibull fitting (libMR FitHigh semantics), distances,
-alpha-rank recalibration, vectorised vs per-sample reference, and input validation."""
+"""Tests of agnostophobia.detectors.openmax (the ``openmax`` detector): Weibull fitting (libMR
+FitHigh semantics), distances, alpha-rank recalibration, vectorised vs per-sample reference,
+and input validation."""
 from __future__ import annotations
 
 import math
@@ -9,7 +10,7 @@ import pytest
 import torch
 from scipy.stats import weibull_min
 
-from agnostophobia.openmax import (
+from agnostophobia.detectors.openmax import (
     DISTANCES,
     LIBMR_TRANSLATE_AMOUNT,
     OpenMax,
@@ -38,7 +39,7 @@ TEST_X, TEST_Y = clusters(150, seed=2)
 
 @pytest.fixture(scope="module")
 def model() -> OpenMax:
-    return OpenMax(tail_size=20, alpha=3, distance="eucos").fit(TRAIN_X, TRAIN_Y)
+    return OpenMax(tail_size=20, alpha=3, distance="eucos").fit(TRAIN_X, None, TRAIN_Y)
 
 
 # ----------------------------------------------------------------------------- Weibull
@@ -219,7 +220,7 @@ def test_known_members_low_unknown_far_inputs_high_unknown(model):
                           12.0 * (np.eye(C) + np.roll(np.eye(C), 1, axis=1))])  # between two means
     far_proba = model.predict_proba(far)
     assert np.all(far_proba[:, -1] > 0.5), far_proba[:, -1].min()
-    assert np.all(model.predict(far) == C)
+    assert np.all(model.predict(far) == -1)  # -1: unknown, as everywhere in the package
 
 
 def test_scores_are_the_known_columns(model):
@@ -236,8 +237,8 @@ def test_fit_uses_only_correctly_classified_samples():
     wrong[:, 1] = 100.0
     x2 = np.concatenate([x, wrong])
     y2 = np.concatenate([y, np.zeros(30, dtype=int)])
-    a = OpenMax().fit(x, y)
-    b = OpenMax().fit(x2, y2)
+    a = OpenMax().fit(x, None, y)
+    b = OpenMax().fit(x2, None, y2)
     np.testing.assert_array_equal(a.mav_, b.mav_)
     np.testing.assert_array_equal(a.weibull_shape_, b.weibull_shape_)
     correct0 = x[(y == 0) & (x.argmax(1) == 0)]
@@ -247,7 +248,7 @@ def test_fit_uses_only_correctly_classified_samples():
 
 @pytest.mark.parametrize("distance", ["eucos", "euclidean", "cosine"])
 def test_probabilities_valid(distance):
-    model = OpenMax(tail_size=10, alpha=2, distance=distance).fit(TRAIN_X, TRAIN_Y)
+    model = OpenMax(tail_size=10, alpha=2, distance=distance).fit(TRAIN_X, None, TRAIN_Y)
     rng = np.random.default_rng(4)
     x = np.concatenate([TEST_X, 30 * rng.standard_normal((200, C)), 500 * rng.standard_normal((20, C)),
                         np.zeros((1, C))])
@@ -258,8 +259,8 @@ def test_probabilities_valid(distance):
 
 
 def test_torch_and_float32_inputs():
-    model = OpenMax(tail_size=10).fit(torch.tensor(TRAIN_X, dtype=torch.float32), torch.tensor(TRAIN_Y))
-    ref = OpenMax(tail_size=10).fit(TRAIN_X.astype(np.float32), TRAIN_Y)
+    model = OpenMax(tail_size=10).fit(torch.tensor(TRAIN_X, dtype=torch.float32), None, torch.tensor(TRAIN_Y))
+    ref = OpenMax(tail_size=10).fit(TRAIN_X.astype(np.float32), None, TRAIN_Y)
     np.testing.assert_allclose(model.predict_proba(torch.tensor(TEST_X[:20])), ref.predict_proba(TEST_X[:20]))
 
 
@@ -292,7 +293,8 @@ def _loop_reference(model: OpenMax, activations: np.ndarray) -> np.ndarray:
                                                       ("cosine", 6, 1e4), ("eucos", 4, 1.0)])
 def test_vectorised_equals_loop_reference(distance, alpha, translate):
     rng = np.random.default_rng(11)
-    model = OpenMax(tail_size=15, alpha=alpha, distance=distance, translate_amount=translate).fit(TRAIN_X, TRAIN_Y)
+    model = OpenMax(tail_size=15, alpha=alpha, distance=distance, translate_amount=translate)
+    model.fit(TRAIN_X, None, TRAIN_Y)
     x = np.concatenate([TEST_X[::3], 10 * rng.standard_normal((100, C)), rng.uniform(5, 20, (50, C))])
     got = model.predict_proba(x)
     ref = _loop_reference(model, x)
@@ -321,7 +323,7 @@ def test_bad_parameters(kwargs, match):
 
 def test_alpha_larger_than_classes():
     with pytest.raises(ValueError, match=r"alpha=7 exceeds the number of classes C=6"):
-        OpenMax(alpha=7).fit(TRAIN_X, TRAIN_Y)
+        OpenMax(alpha=7).fit(TRAIN_X, None, TRAIN_Y)
 
 
 def test_too_few_correct_samples_names_class_and_counts():
@@ -331,13 +333,13 @@ def test_too_few_correct_samples_names_class_and_counts():
     n_correct = int(((x.argmax(1) == y) & (y == 4)).sum())
     with pytest.raises(ValueError, match=rf"class 4 has {n_correct} correctly classified training "
                                          rf"sample\(s\) \(of 150 labelled 4\), fewer than tail_size=20"):
-        OpenMax(tail_size=20).fit(x, y)
+        OpenMax(tail_size=20).fit(x, None, y)
 
 
 def test_class_without_samples():
     keep = TRAIN_Y != 2
     with pytest.raises(ValueError, match=r"class 2 has 0 correctly classified training sample\(s\) \(of 0"):
-        OpenMax().fit(TRAIN_X[keep], TRAIN_Y[keep])
+        OpenMax().fit(TRAIN_X[keep], None, TRAIN_Y[keep])
 
 
 @pytest.mark.parametrize("labels,match", [
@@ -348,27 +350,27 @@ def test_class_without_samples():
 ])
 def test_bad_labels(labels, match):
     with pytest.raises(ValueError, match=match):
-        OpenMax().fit(TRAIN_X, labels)
+        OpenMax().fit(TRAIN_X, None, labels)
 
 
 @pytest.mark.parametrize("bad,kind", [(np.nan, "NaN"), (np.inf, "inf")])
-def test_non_finite_activations(model, bad, kind):
+def test_non_finite_logits(model, bad, kind):
     x = TRAIN_X.copy()
     x[3, 2] = bad
-    with pytest.raises(ValueError, match=rf"activations contains 1 non-finite value\(s\) \({kind}\)"):
-        OpenMax().fit(x, TRAIN_Y)
-    with pytest.raises(ValueError, match=rf"activations contains 1 non-finite value\(s\) \({kind}\)"):
+    with pytest.raises(ValueError, match=rf"train_logits contains 1 non-finite value\(s\) \({kind}\)"):
+        OpenMax().fit(x, None, TRAIN_Y)
+    with pytest.raises(ValueError, match=rf"logits contains 1 non-finite value\(s\) \({kind}\)"):
         model.predict_proba(x)
 
 
 def test_width_mismatch_and_shape_errors(model):
-    with pytest.raises(ValueError, match="activations has 7 columns but OpenMax was fitted on 6 classes"):
+    with pytest.raises(ValueError, match="logits has 7 columns but OpenMax was fitted on 6 classes"):
         model.predict_proba(np.zeros((4, 7)))
-    with pytest.raises(ValueError, match="activations has 5 columns but OpenMax was fitted on 6 classes"):
+    with pytest.raises(ValueError, match="logits has 5 columns but OpenMax was fitted on 6 classes"):
         model.scores(np.zeros((4, 5)))
-    with pytest.raises(ValueError, match=r"activations must have shape \(N, C\)"):
+    with pytest.raises(ValueError, match=r"logits must have shape \(N, C\)"):
         model.predict(np.zeros(6))
-    with pytest.raises(ValueError, match="activations is empty"):
+    with pytest.raises(ValueError, match="logits is empty"):
         model.predict(np.zeros((0, 6)))
 
 
@@ -381,7 +383,7 @@ def test_identical_tail_distances():
     x = np.tile(MEANS, (30, 1))  # every sample sits exactly on its class mean
     y = np.tile(np.arange(C), 30)
     with pytest.raises(ValueError, match=r"class 0: cannot fit the Weibull tail .* all equal"):
-        OpenMax(tail_size=5).fit(x, y)
+        OpenMax(tail_size=5).fit(x, None, y)
 
 
 def test_weibull_helpers_reject_bad_data():

@@ -1,4 +1,5 @@
-r"""OpenMax (Bendale & Boult, "Towards Open Set Deep Networks", CVPR 2016), without libMR.
+r"""OpenMax (Bendale & Boult, "Towards Open Set Deep Networks", CVPR 2016), without libMR:
+the detector ``openmax``, fitted once per trained model on its training knowns' logits.
 
 OpenMax turns the C logits of a closed-set network into C+1 probabilities, the last
 one being "unknown". It works on *activation vectors* (AVs): the logit vector
@@ -45,8 +46,9 @@ Deviations from the authors' MNIST OpenMax (Vastlab/Reducing-Network-Agnostophob
 * Bendale's OSDN code averaged over 10 crops ("channels") of ImageNet images; a single AV
   per sample is used here, as in every MNIST / CIFAR use of OpenMax.
 * Original OpenMax additionally rejects a sample as unknown when its largest probability is
-  below a threshold; :meth:`OpenMax.predict` is the plain arg-max over the C+1 columns,
-  and :meth:`OpenMax.scores` gives the (N, C) known-class probabilities for OSCR, where the
+  below a threshold; :meth:`OpenMax.predict` is the plain arg-max over the C+1 columns
+  (-1 for the unknown column, the package's label for "unknown"), and
+  :meth:`OpenMax.scores` gives the (N, C) known-class probabilities for OSCR, where the
   threshold is swept anyway.
 """
 from __future__ import annotations
@@ -60,8 +62,10 @@ import numpy as np
 from scipy.optimize import brentq
 from scipy.special import logsumexp, softmax
 
-from ._validation import check_labels, check_scores, to_numpy
-from .registry import Registry
+from agnostophobia._validation import check_scores, to_numpy
+from agnostophobia.registry import Registry
+
+from ._base import Detector, NotFittedError, check_training_data, register
 
 __all__ = [
     "DISTANCES",
@@ -295,8 +299,12 @@ def alpha_weights(alpha: int) -> np.ndarray:
     return (alpha - np.arange(alpha, dtype=np.float64)) / alpha
 
 
-class OpenMax:
+@register("openmax")
+class OpenMax(Detector):
     r"""OpenMax recalibration of logit vectors (Bendale & Boult, CVPR 2016).
+
+    A detector: :meth:`fit` on the training knowns' logits (features are not used),
+    :meth:`scores` the (N, C) known-class OpenMax probabilities.
 
     Parameters
     ----------
@@ -324,6 +332,16 @@ class OpenMax:
     The formulas and our deviations from the authors' code are in the module docstring.
     """
 
+    needs_fit = True
+    keeps_prediction = False  # the alpha-rank recalibration can reorder the known classes
+    title = "OpenMax"
+    report_note = (
+        "Bendale & Boult (CVPR 2016) on each model's logits: mean activation vectors and Weibull tails "
+        "(libMR FitHigh semantics, our own fit) from its correctly classified training knowns; alpha-rank "
+        "recalibration; softmax over C+1. Deviations from the agnostophobia authors' OpenMax, all deliberate: "
+        "logits instead of softmax values; the unknown activation is sum_i v_i (1 - w_i) without mixing in the "
+        "class-0 score; only correctly classified samples (their code used all).")
+
     def __init__(self, tail_size: int = 20, alpha: int = 3, distance: str = "eucos",
                  translate_amount: float = LIBMR_TRANSLATE_AMOUNT):
         self.tail_size = _check_positive_int(tail_size, "tail_size", 2)
@@ -338,9 +356,9 @@ class OpenMax:
         self.translate_amount = float(translate_amount)
         self.num_classes_: int | None = None
 
-    def __repr__(self) -> str:
-        return (f"OpenMax(tail_size={self.tail_size}, alpha={self.alpha}, "
-                f"distance={self.distance!r}, translate_amount={self.translate_amount:g})")
+    def settings(self):
+        return {"tail_size": self.tail_size, "alpha": self.alpha, "distance": self.distance,
+                "translate_amount": self.translate_amount}
 
     @classmethod
     def from_parameters(cls, mav, weibull_shape, weibull_scale, weibull_loc, *, alpha: int = 3,
@@ -376,20 +394,18 @@ class OpenMax:
                         for k, s, l in zip(model.weibull_shape_, model.weibull_scale_, model.weibull_loc_)]
         model.n_correct_ = None
         model.num_classes_ = num_classes
+        model._fitted = True
         return model
 
     # ------------------------------------------------------------------ fitting
-    def fit(self, activations, labels) -> "OpenMax":
-        """Fit MAVs and per-class Weibull tails on training AVs (N, C) and labels 0..C-1."""
-        av = check_scores(activations, "activations")
+    def fit(self, train_logits, train_features, train_labels) -> "OpenMax":
+        """Fit MAVs and per-class Weibull tails on the training knowns' logits (N, C) (the
+        activation vectors) and labels 0..C-1; ``train_features`` are not used (may be None)."""
+        av, _, y = check_training_data(train_logits, None, train_labels, need_features=False)
         num_classes = av.shape[1]
-        y = check_labels(labels, av.shape[0], num_classes=num_classes, name="labels")
-        if (y < 0).any():
-            raise ValueError(f"labels contains {int((y < 0).sum())} negative (unknown) label(s); "
-                             f"OpenMax is fitted on known classes only, labels must be 0..{num_classes - 1}")
         if self.alpha > num_classes:
             raise ValueError(f"alpha={self.alpha} exceeds the number of classes C={num_classes} "
-                             "(activations has that many columns)")
+                             "(train_logits has that many columns)")
         correct = av.argmax(axis=1) == y
         mav = np.empty((num_classes, num_classes))
         tails: list[WeibullTail] = []
@@ -402,7 +418,7 @@ class OpenMax:
                 raise ValueError(
                     f"class {c} has {members.shape[0]} correctly classified training sample(s) "
                     f"(of {n_label} labelled {c}), fewer than tail_size={self.tail_size}; "
-                    "every class 0..C-1 needs at least tail_size of them (C = activations' columns)")
+                    "every class 0..C-1 needs at least tail_size of them (C = train_logits' columns)")
             mav[c] = members.mean(axis=0)
             dist = self._distance_fn(members, mav[c])
             try:
@@ -416,24 +432,26 @@ class OpenMax:
         self.weibull_loc_ = np.array([t.loc for t in tails])
         self.n_correct_ = n_correct
         self.num_classes_ = num_classes
+        self._fitted = True
         return self
 
     # ------------------------------------------------------------------ prediction
-    def _check_input(self, activations) -> np.ndarray:
-        if self.num_classes_ is None:
-            raise ValueError("this OpenMax is not fitted yet; call fit(activations, labels) first")
-        av = check_scores(activations, "activations")
+    def _check_input(self, logits) -> np.ndarray:
+        if not self._fitted:
+            raise NotFittedError("detector 'openmax' is not fitted; call fit(train_logits, train_features, "
+                                 "train_labels) on the training knowns first")
+        av = check_scores(logits, "logits")
         if av.shape[1] != self.num_classes_:
-            raise ValueError(f"activations has {av.shape[1]} columns but OpenMax was fitted on "
+            raise ValueError(f"logits has {av.shape[1]} columns but OpenMax was fitted on "
                              f"{self.num_classes_} classes")
         return av
 
-    def revised_activations(self, activations) -> np.ndarray:
+    def revised_activations(self, logits) -> np.ndarray:
         r"""The (N, C+1) revised activations :math:`[\hat v_1..\hat v_C, \hat v_0]` (pre-softmax).
 
         Vectorised over samples; the only loop is over the :math:`\alpha` ranks.
         """
-        av = self._check_input(activations)
+        av = self._check_input(logits)
         n = av.shape[0]
         rows = np.arange(n)
         # Rank by activation, largest first; ties go to the lower class index.
@@ -449,14 +467,16 @@ class OpenMax:
         revised[:, -1] = (av * (1.0 - omega)).sum(axis=1)
         return revised
 
-    def predict_proba(self, activations) -> np.ndarray:
+    def predict_proba(self, logits) -> np.ndarray:
         """(N, C+1) OpenMax probabilities; the last column is the unknown probability."""
-        return softmax(self.revised_activations(activations), axis=1)
+        return softmax(self.revised_activations(logits), axis=1)
 
-    def predict(self, activations) -> np.ndarray:
-        """(N,) arg-max of :meth:`predict_proba`; the value C means "unknown"."""
-        return self.predict_proba(activations).argmax(axis=1)
+    def predict(self, logits) -> np.ndarray:
+        """(N,) arg-max of :meth:`predict_proba`: a known class 0..C-1, or -1 for "unknown"."""
+        predicted = self.predict_proba(logits).argmax(axis=1)
+        predicted[predicted == self.num_classes_] = -1
+        return predicted
 
-    def scores(self, activations) -> np.ndarray:
+    def _scores(self, logits, features) -> np.ndarray:
         """(N, C) known-class OpenMax probabilities (the first C columns), for OSCR evaluation."""
-        return self.predict_proba(activations)[:, :-1]
+        return self.predict_proba(logits)[:, :-1]

@@ -1,22 +1,23 @@
 """Per-sample outputs of a trained run, stored so that every number and figure can be
-recomputed without retraining.
+recomputed without retraining; read by detectors, metrics, plotting and experiments.
 
 Layout of a run directory::
 
+    RUN/config.yaml                      the resolved configuration (read by run_config)
     RUN/seed<k>/<approach>/outputs.npz   # one file per trained approach and seed
         <split>__logits    float32 (N, C or C+1)
         <split>__features  float32 (N, D)       deep features F that feed the logit layer
         <split>__labels    int64   (N,)         known class, or -1 for unknown samples
     splits: "known" (D_c, the known test set) and one entry per unknown set
     ("letters" = D_b, "devanagari", "notmnist", "cifar10", ... = D_a)
-    RUN/seed<k>/softmax/fit_outputs.npz   # split "train": the training knowns' outputs,
-                                          # which OpenMax is fitted on
+    RUN/seed<k>/<approach>/fit_outputs.npz   # split "train": the training knowns' outputs,
+                                             # which fitted detectors (k-NN, OpenMax) learn from
 """
 from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Dict, Iterator, Tuple
+from typing import Dict, Iterator, Optional, Tuple
 
 import numpy as np
 
@@ -24,6 +25,9 @@ from agnostophobia._atomic import atomic_write
 
 SplitOutputs = Dict[str, np.ndarray]  # keys: logits, features, labels
 _FIELDS = ("logits", "features", "labels")
+OUTPUTS = "outputs.npz"
+FIT_OUTPUTS = "fit_outputs.npz"
+CONFIG = "config.yaml"
 
 
 def save_outputs(path: Path, outputs: Dict[str, SplitOutputs]) -> None:
@@ -51,18 +55,37 @@ def load_outputs(path: Path) -> Dict[str, SplitOutputs]:
     return result
 
 
-FIT_OUTPUTS = "fit_outputs.npz"
-
-
-def load_fit_outputs(model_dir: Path):
-    """The training outputs stored beside ``outputs.npz`` (for OpenMax), or None."""
+def load_fit_outputs(model_dir: Path) -> Optional[SplitOutputs]:
+    """The training knowns' outputs stored beside ``outputs.npz`` (for fitted detectors), or None."""
     path = Path(model_dir) / FIT_OUTPUTS
     return load_outputs(path)["train"] if path.exists() else None
 
 
-def iter_run_outputs(run_dir: Path) -> Iterator[Tuple[int, str, Dict[str, SplitOutputs]]]:
-    """Yield ``(seed, approach, outputs)`` for every ``seed<k>/<approach>/outputs.npz``."""
-    for path in sorted(Path(run_dir).glob("seed*/*/outputs.npz")):
+def iter_model_dirs(run_dir: Path) -> Iterator[Tuple[int, str, Path]]:
+    """Yield ``(seed, approach, model_dir)`` for every ``seed<k>/<approach>/outputs.npz``."""
+    for path in sorted(Path(run_dir).glob(f"seed*/*/{OUTPUTS}")):
         match = re.fullmatch(r"seed(\d+)", path.parent.parent.name)
         if match:
-            yield int(match.group(1)), path.parent.name, load_outputs(path)
+            yield int(match.group(1)), path.parent.name, path.parent
+
+
+def iter_run_outputs(run_dir: Path) -> Iterator[Tuple[int, str, Dict[str, SplitOutputs]]]:
+    """Yield ``(seed, approach, outputs)`` for every ``seed<k>/<approach>/outputs.npz``."""
+    for seed, approach, model_dir in iter_model_dirs(run_dir):
+        yield seed, approach, load_outputs(model_dir / OUTPUTS)
+
+
+def run_config(run_dir: Path) -> Dict:
+    """The resolved ``config.yaml`` of a run (model, budget, detector settings), or {}.
+
+    A missing or unreadable file gives {}: figures and metrics then use the defaults.
+    """
+    path = Path(run_dir) / CONFIG
+    if not path.exists():
+        return {}
+    try:
+        import yaml
+        config = yaml.safe_load(path.read_text())
+    except Exception:  # a broken config must not stop the figures or the metrics
+        return {}
+    return config if isinstance(config, dict) else {}

@@ -1,4 +1,4 @@
-"""Tests of agnostophobia.scores against scipy / explicit formulas."""
+"""Tests of the post-hoc detectors (agnostophobia.detectors.posthoc) against scipy / explicit formulas."""
 from __future__ import annotations
 
 import math
@@ -11,15 +11,21 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agnostophobia.scores import (
-    SCORES,
+from agnostophobia.detectors import (
+    DETECTORS,
     background_scores,
-    compute_scores,
+    build_detector,
     feature_magnitude,
     scaled_objectosphere_scores,
     softmax_entropy,
     softmax_scores,
 )
+
+POST_HOC = [name for name in DETECTORS.names() if not DETECTORS.get(name).needs_fit]
+
+
+def compute_scores(name, logits, features=None):
+    return build_detector(name).scores(logits, features)
 
 RNG = np.random.default_rng(0)
 LOGITS = 4 * RNG.standard_normal((30, 6))
@@ -96,7 +102,7 @@ def held(value):
     lambda a: a.astype(np.float32),
 ], ids=["torch64", "torch32", "bfloat16", "requires_grad", "list", "numpy32"])
 def test_numpy_and_torch_inputs_agree(convert):
-    for name in SCORES.names():
+    for name in POST_HOC:
         logits, features = convert(LOGITS), convert(FEATURES)
         # Compare on the values the converted input actually holds (float32 rounding etc.).
         held_logits, held_features = held(logits), held(features)
@@ -113,13 +119,14 @@ def test_cuda_tensors_accepted():
 
 
 def test_registry():
-    assert SCORES.names() == ["background", "objectosphere-scaled", "softmax"]
+    assert POST_HOC == ["background", "energy", "entropy", "magnitude", "max-logit", "objectosphere-scaled",
+                        "softmax"]
     np.testing.assert_array_equal(compute_scores("softmax", LOGITS), softmax_scores(LOGITS))
     np.testing.assert_array_equal(compute_scores("background", LOGITS, FEATURES), background_scores(LOGITS))
     np.testing.assert_array_equal(compute_scores("objectosphere-scaled", LOGITS, FEATURES),
                                   scaled_objectosphere_scores(LOGITS, FEATURES))
-    with pytest.raises(ValueError, match="unknown score 'openmax'"):
-        compute_scores("openmax", LOGITS, FEATURES)
+    with pytest.raises(ValueError, match="unknown detector 'openmax-v2'"):
+        compute_scores("openmax-v2", LOGITS, FEATURES)
 
 
 @pytest.mark.parametrize("call, argument", [

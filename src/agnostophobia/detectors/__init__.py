@@ -1,0 +1,34 @@
+"""Detectors: everything that turns a trained network's (logits, deep features) into
+per-class scores (N, C), larger = more known -- the input of OSCR (Eq. 3), CCR at FPR
+and every figure.
+
+One interface (:class:`Detector`): ``fit(train_logits, train_features, train_labels)``
+(a no-op for post-hoc scores) and ``scores(logits, features) -> (N, C)``; found by name
+in :data:`DETECTORS`::
+
+    detector = build_detector("knn", k=50).fit(train_logits, train_features, train_labels)
+    scores = detector.scores(test_logits, test_features)
+
+=======================  ======================================================
+``softmax``              max-softmax (Sec. 3)
+``background``           C+1 softmax, known columns (Sec. 3)
+``objectosphere-scaled`` softmax * ||F|| (Sec. 4.2)
+``entropy``              negative softmax entropy (Sec. 4.1, Table 1)
+``magnitude``            ||F|| (Sec. 4.2, Table 1)
+``max-logit``            maximum logit (Vaze et al., ICLR 2022)
+``energy``               negative energy, T logsumexp(l / T) (Liu et al., NeurIPS 2020)
+``knn``                  k-th nearest training feature (Sun et al., ICML 2022); fitted
+``openmax``              OpenMax (Bendale & Boult, CVPR 2016); fitted
+=======================  ======================================================
+"""
+from ._base import DETECTORS, Detector, NotFittedError, build_detector, place_in_predicted_column, register
+from .knn import KNNDetector, kth_neighbour_distance, l2_normalize
+from .openmax import OpenMax
+from .posthoc import (background_scores, feature_magnitude, scaled_objectosphere_scores, softmax_entropy,
+                      softmax_scores)
+
+__all__ = [
+    "DETECTORS", "Detector", "NotFittedError", "build_detector", "register", "place_in_predicted_column",
+    "KNNDetector", "OpenMax", "kth_neighbour_distance", "l2_normalize",
+    "softmax_scores", "background_scores", "feature_magnitude", "scaled_objectosphere_scores", "softmax_entropy",
+]

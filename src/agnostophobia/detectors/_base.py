@@ -1,0 +1,160 @@
+"""The one interface every detector implements, and the registry that finds them by name.
+
+A *detector* turns what a trained network outputs for a sample -- its logits and its deep
+features F (the input of the logit layer) -- into per-class scores ``(N, C)``, larger =
+more known, so that OSCR (Eq. 3), CCR at FPR and every figure work unchanged:
+
+* ``fit(train_logits, train_features, train_labels)``: learns from the training knowns
+  (k-NN, OpenMax); a no-op that returns ``self`` for post-hoc scores;
+* ``scores(logits, features) -> (N, C)`` float64.
+
+``logits`` are the C known-class logits; a network trained with a background class
+(Sec. 3) has one more column, which only a detector with ``reads_background_column``
+receives (the ``background`` score); every other detector sees its C known columns.
+
+A detector whose score is one number per sample s(x) (entropy, magnitude, energy, k-NN)
+puts it in the column of the predicted class (the arg-max of the C known logits) and a
+smaller finite value in every other column (:func:`place_in_predicted_column`), so the
+prediction stays the network's and the threshold acts on s(x).
+
+Adding a detector is one registered class (``@register("name")``) plus its tests, which
+are parametrised over :data:`DETECTORS`.
+"""
+from __future__ import annotations
+
+import inspect
+from typing import Any, ClassVar, Dict, Optional
+
+import numpy as np
+
+from agnostophobia._validation import check_labels, check_scores
+from agnostophobia.errors import AgnostophobiaError, ConfigError
+from agnostophobia.registry import Registry
+
+#: Detector classes by name; ``build_detector(name, **settings)`` makes one.
+DETECTORS: Registry = Registry("detector")
+
+
+class NotFittedError(AgnostophobiaError):
+    """A detector that learns from training data was asked for scores before ``fit``."""
+
+
+def register(name: str):
+    """Class decorator: register a :class:`Detector` subclass as ``name`` (its ``name`` attribute)."""
+
+    def add(cls):
+        cls.name = name
+        if "title" not in vars(cls):
+            cls.title = name
+        return DETECTORS.register(name)(cls)
+
+    return add
+
+
+def as_float64(value, name: str, ndim: int = 2) -> np.ndarray:
+    """Finite float64 array; torch tensors (any device, bfloat16 too) are upcast first."""
+    if hasattr(value, "detach") and hasattr(value, "double"):
+        value = value.detach().double()
+    return check_scores(value, name, ndim=ndim)
+
+
+def place_in_predicted_column(per_sample: np.ndarray, known_logits: np.ndarray) -> np.ndarray:
+    r"""(N, C) scores holding ``per_sample`` s(x) in the column of the predicted class
+    :math:`\arg\max_c l_c(x)` and :math:`s - 1 - |s|` (strictly smaller, finite) elsewhere.
+
+    The gap of at least 1 and of the order of :math:`|s|` keeps the arg-max through any
+    strictly increasing transform of the whole matrix that does not overflow.
+    """
+    n, num_classes = known_logits.shape
+    if per_sample.shape != (n,):
+        raise ValueError(f"per-sample scores have shape {per_sample.shape}, expected ({n},)")
+    return scores_from_top(known_logits.argmax(axis=1), per_sample, num_classes)
+
+
+def scores_from_top(predicted: np.ndarray, score: np.ndarray, num_classes: int) -> np.ndarray:
+    """(N, C) scores whose arg-max is ``predicted`` and whose maximum is ``score``: all an
+    open-set metric reads of a score matrix (see :func:`place_in_predicted_column`)."""
+    out = np.repeat((score - 1.0 - np.abs(score))[:, None], num_classes, axis=1)
+    out[np.arange(len(score)), predicted] = score
+    return out
+
+
+class Detector:
+    """Base class: post-hoc by default (``fit`` does nothing).
+
+    Class attributes a subclass sets:
+
+    * ``needs_fit``: True when :meth:`fit` learns from training knowns; :meth:`scores`
+      then raises :class:`NotFittedError` until it has been called;
+    * ``needs_features``: True when :meth:`scores` reads the deep features;
+    * ``reads_background_column``: True when ``logits`` must include a background
+      class as the last column (applicable only to such networks);
+    * ``keeps_prediction``: True when the arg-max of the scores is always the arg-max of
+      the C known logits (False for OpenMax, whose recalibration may change it);
+    * ``title``: the name shown in reports; ``report_note``: what a report says about how
+      the detector was applied (empty: nothing beyond its title and settings).
+    """
+
+    name: ClassVar[str] = "detector"
+    needs_fit: ClassVar[bool] = False
+    needs_features: ClassVar[bool] = False
+    reads_background_column: ClassVar[bool] = False
+    keeps_prediction: ClassVar[bool] = True
+    title: ClassVar[str] = "detector"
+    report_note: ClassVar[str] = ""
+
+    _fitted: bool = False
+
+    def fit(self, train_logits, train_features, train_labels) -> "Detector":
+        """Learn from the training knowns (labels ``0..C-1``); post-hoc detectors return ``self``."""
+        return self
+
+    def scores(self, logits, features=None) -> np.ndarray:
+        """(N, C) float64 per-class scores, larger = more known."""
+        if self.needs_fit and not self._fitted:
+            raise NotFittedError(f"detector {self.name!r} is not fitted; call fit(train_logits, train_features, "
+                                 "train_labels) on the training knowns first")
+        logits = as_float64(logits, "logits")
+        if self.needs_features:  # a detector that does not read them ignores whatever is passed
+            features = as_float64(features, "features")
+            if features.shape[0] != logits.shape[0]:
+                raise ValueError(f"features has {features.shape[0]} rows but logits has {logits.shape[0]}")
+        return self._scores(logits, features)
+
+    def _scores(self, logits: np.ndarray, features: Optional[np.ndarray]) -> np.ndarray:
+        raise NotImplementedError
+
+    def settings(self) -> Dict[str, Any]:
+        """The constructor arguments, for records (reports, caches)."""
+        return {}
+
+    def __repr__(self) -> str:
+        args = ", ".join(f"{k}={v!r}" for k, v in self.settings().items())
+        return f"{type(self).__name__}({args})"
+
+
+def check_training_data(train_logits, train_features, train_labels, need_features: bool):
+    """Validated training knowns: logits (N, C), features (N, D) or None, labels 0..C-1."""
+    logits = as_float64(train_logits, "train_logits")
+    features = as_float64(train_features, "train_features") if need_features else None
+    if features is not None and features.shape[0] != logits.shape[0]:
+        raise ValueError(f"train_features has {features.shape[0]} rows but train_logits has {logits.shape[0]}")
+    labels = check_labels(train_labels, logits.shape[0], num_classes=logits.shape[1], name="train_labels")
+    if (labels < 0).any():
+        raise ValueError(f"train_labels contains {int((labels < 0).sum())} negative (unknown) label(s); "
+                         f"detectors are fitted on training knowns only, labels 0..{logits.shape[1] - 1}")
+    return logits, features, labels
+
+
+def build_detector(name: str, **settings) -> Detector:
+    """The detector registered as ``name`` (see ``DETECTORS.names()``) with ``settings``.
+
+    A setting the detector does not take raises :class:`ConfigError` naming it, since
+    settings usually come from a config file.
+    """
+    cls = DETECTORS.get(name)
+    try:
+        inspect.signature(cls).bind(**settings)
+    except TypeError as exc:
+        raise ConfigError(f"detector {name!r}: {exc}") from None
+    return cls(**settings)

@@ -1,0 +1,139 @@
+r"""k-nearest-neighbour distance in deep-feature space (Sun, Ming, Zhu & Li, "Out-of-Distribution
+Detection with Deep Nearest Neighbors", ICML 2022).
+
+With :math:`z = F / \lVert F \rVert` the L2-normalised deep feature of a sample and
+:math:`z_1, \dots, z_n` those of the training knowns, the score is
+
+.. math:: s(x) = -\lVert z(x) - z_{(k)}(x) \rVert_2,
+
+minus the Euclidean distance to the k-th nearest training feature: larger = more known.
+Sun et al. normalise (``normalize=True``, the default here; without it the raw features
+are compared) and search all training samples regardless of class
+(``class_conditional=False``, the default; with True only the training samples of the
+predicted class are searched). Their k: 50 for CIFAR-10 (the default here), 1000 for
+ImageNet. A zero feature vector has no direction; it is kept as the zero vector, at
+distance 1 from every normalised training feature.
+
+The search is exact and chunked: at most ``query_chunk x reference_chunk`` distances
+exist at a time (64 MB in float64 by default) while a running top-k per query is kept,
+so 100,000 queries against 100,000 training features never hold the full distance
+matrix (``benchmarks/bench_knn.py``).
+"""
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+import torch
+
+from ._base import Detector, check_training_data, place_in_predicted_column, register
+
+
+def _positive_int(value, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
+        raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
+    return int(value)
+
+
+def l2_normalize(features: np.ndarray) -> np.ndarray:
+    """Rows divided by their Euclidean norm; zero rows stay zero."""
+    norms = np.linalg.norm(features, axis=1, keepdims=True)
+    return np.divide(features, norms, out=np.zeros_like(features), where=norms > 0)
+
+
+def _smallest(values: torch.Tensor, k: int) -> torch.Tensor:
+    return torch.topk(values, min(k, values.shape[1]), dim=1, largest=False, sorted=False).values
+
+
+def kth_neighbour_distance(queries: np.ndarray, reference: np.ndarray, k: int, query_chunk: int = 1024,
+                           reference_chunk: int = 8192) -> np.ndarray:
+    r"""(M,) Euclidean distance of each query row to its k-th nearest reference row.
+
+    Squared distances :math:`\lVert q \rVert^2 + \lVert r \rVert^2 - 2 q \cdot r` in float64,
+    one ``query_chunk x reference_chunk`` block at a time; the k smallest per query are
+    carried from block to block, so memory does not grow with the number of references.
+    """
+    n_ref = reference.shape[0]
+    if not 1 <= k <= n_ref:
+        raise ValueError(f"k={k} needs at least k reference samples, got {n_ref}")
+    ref = torch.from_numpy(np.ascontiguousarray(reference, dtype=np.float64))
+    ref_sq = (ref * ref).sum(dim=1)
+    out = np.empty(queries.shape[0])
+    for q0 in range(0, queries.shape[0], query_chunk):
+        q = torch.from_numpy(np.ascontiguousarray(queries[q0:q0 + query_chunk], dtype=np.float64))
+        q_sq = (q * q).sum(dim=1, keepdim=True)
+        best = None  # (m, <=k) smallest of ||r||^2 - 2 q.r so far; ||q||^2 is added at the end
+        for r0 in range(0, n_ref, reference_chunk):
+            block = torch.addmm(ref_sq[r0:r0 + reference_chunk], q, ref[r0:r0 + reference_chunk].T, alpha=-2.0)
+            part = _smallest(block, k)  # reduce the block first: only (m, 2k) values are ever concatenated
+            best = part if best is None else _smallest(torch.cat([best, part], dim=1), k)
+        out[q0:q0 + len(q)] = (best.max(dim=1).values + q_sq[:, 0]).clamp_min(0.0).sqrt().numpy()
+    return out
+
+
+@register("knn")
+class KNNDetector(Detector):
+    r"""Minus the distance to the k-th nearest training feature (Sun et al., ICML 2022).
+
+    Parameters: ``k`` (default 50), ``normalize`` (L2-normalise features first, default
+    True), ``class_conditional`` (search only the predicted class's training samples,
+    default False), ``query_chunk`` / ``reference_chunk`` (block sizes of the search).
+    Fitted on the training knowns' deep features. One number per sample, in the
+    predicted class's column.
+    """
+
+    needs_fit = True
+    needs_features = True
+    title = "k-NN"
+    report_note = ("Sun et al. (ICML 2022): minus the distance to the k-th nearest training-known deep feature, "
+                   "fitted on each model's own training knowns; exact, chunked search.")
+
+    def __init__(self, k: int = 50, normalize: bool = True, class_conditional: bool = False,
+                 query_chunk: int = 1024, reference_chunk: int = 8192):
+        self.k = _positive_int(k, "k")
+        for name, value in (("normalize", normalize), ("class_conditional", class_conditional)):
+            if not isinstance(value, bool):
+                raise ValueError(f"{name} must be true or false, got {value!r}")
+        self.normalize, self.class_conditional = normalize, class_conditional
+        self.query_chunk = _positive_int(query_chunk, "query_chunk")
+        self.reference_chunk = _positive_int(reference_chunk, "reference_chunk")
+
+    def settings(self):
+        return {"k": self.k, "normalize": self.normalize, "class_conditional": self.class_conditional}
+
+    def _prepare(self, features: np.ndarray) -> np.ndarray:
+        return l2_normalize(features) if self.normalize else features
+
+    def fit(self, train_logits, train_features, train_labels) -> "KNNDetector":
+        logits, features, labels = check_training_data(train_logits, train_features, train_labels, True)
+        counts = np.bincount(labels, minlength=logits.shape[1]) if self.class_conditional else [len(labels)]
+        smallest = int(min(counts))
+        if smallest < self.k:
+            where = "a class" if self.class_conditional else "the training knowns"
+            raise ValueError(f"k={self.k} exceeds the {smallest} training sample(s) of {where}; "
+                             "choose a smaller k")
+        self.reference_ = self._prepare(features)
+        self.reference_labels_ = labels
+        self.num_classes_ = logits.shape[1]
+        self._fitted = True
+        return self
+
+    def _distance(self, queries: np.ndarray, reference: np.ndarray) -> np.ndarray:
+        return kth_neighbour_distance(queries, reference, self.k, self.query_chunk, self.reference_chunk)
+
+    def _scores(self, logits, features):
+        if logits.shape[1] != self.num_classes_:
+            raise ValueError(f"logits has {logits.shape[1]} columns but the detector was fitted on "
+                             f"{self.num_classes_} classes")
+        if features.shape[1] != self.reference_.shape[1]:
+            raise ValueError(f"features has {features.shape[1]} dimensions but the detector was fitted on "
+                             f"{self.reference_.shape[1]}")
+        queries = self._prepare(features)
+        if not self.class_conditional:
+            return place_in_predicted_column(-self._distance(queries, self.reference_), logits)
+        predicted = logits.argmax(axis=1)
+        distance = np.empty(len(queries))
+        for c in np.unique(predicted):
+            rows = predicted == c
+            distance[rows] = self._distance(queries[rows], self.reference_[self.reference_labels_ == c])
+        return place_in_predicted_column(-distance, logits)

@@ -1,0 +1,173 @@
+r"""Post-hoc detectors: scores computed from one sample's logits and deep features alone.
+
+All work is done in float64 with numerically stable ``scipy.special`` routines; inputs
+are torch tensors (any device, any float dtype) or numpy arrays / sequences, outputs
+float64 numpy arrays. Notation: :math:`l \in \mathbb{R}^C` the known-class logits,
+:math:`S_c = e^{l_c} / \sum_j e^{l_j}` the softmax, :math:`F` the deep feature vector.
+
+============================  ==============================================  ===============================
+name                          per-class score (larger = more known)            source
+============================  ==============================================  ===============================
+``softmax``                   :math:`S_c`                                      Sec. 3 (softmax thresholding);
+                                                                               Hendrycks & Gimpel, ICLR 2017
+``background``                :math:`S_c` of the C+1 softmax, c < C            Sec. 3 (background class)
+``objectosphere-scaled``      :math:`S_c \cdot \lVert F \rVert`                Sec. 4.2, last paragraph
+``max-logit``                 :math:`l_c`                                      Vaze et al., ICLR 2022 (MLS)
+``entropy``                   :math:`-H(S) = \sum_c S_c \ln S_c`  (*)          Sec. 4.1, Table 1
+``magnitude``                 :math:`\lVert F \rVert`  (*)                     Sec. 4.2, Table 1
+``energy``                    :math:`T \ln \sum_c e^{l_c / T}`  (*)            Liu et al., NeurIPS 2020
+============================  ==============================================  ===============================
+
+(*) one number per sample, placed in the column of the predicted class
+(:func:`~agnostophobia.detectors._base.place_in_predicted_column`).
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+import numpy as np
+from scipy.special import log_softmax, logsumexp, softmax
+
+from ._base import Detector, as_float64, place_in_predicted_column, register
+
+
+# ------------------------------------------------------------------ score functions
+
+def softmax_scores(logits) -> np.ndarray:
+    """Softmax over the logits' columns, (N, C)."""
+    return softmax(as_float64(logits, "logits"), axis=1)
+
+
+def background_scores(logits) -> np.ndarray:
+    """Known-class scores of a background-class network, (N, C).
+
+    ``logits`` has C+1 columns, the last being the background class. The softmax runs
+    over all C+1 outputs and only then is the background column dropped, so the rows
+    sum to 1 - S_background (they do not sum to 1).
+    """
+    arr = as_float64(logits, "logits")
+    if arr.shape[1] < 2:
+        raise ValueError(f"logits must have C+1 >= 2 columns for background scores, got {arr.shape[1]}")
+    return softmax(arr, axis=1)[:, :-1]
+
+
+def feature_magnitude(features) -> np.ndarray:
+    """Euclidean norm ||F|| of each deep feature vector, (N,).
+
+    Computed in float64, so squares of float32-range values cannot overflow.
+    """
+    return np.linalg.norm(as_float64(features, "features"), axis=1)
+
+
+def scaled_objectosphere_scores(logits, features) -> np.ndarray:
+    """Softmax times deep feature magnitude, S_c(x) * ||F(x)|| (Sec. 4.2, last paragraph), (N, C)."""
+    probs = softmax_scores(logits)
+    magnitude = feature_magnitude(features)
+    if magnitude.shape[0] != probs.shape[0]:
+        raise ValueError(f"features has {magnitude.shape[0]} rows but logits has {probs.shape[0]}")
+    return probs * magnitude[:, None]
+
+
+def softmax_entropy(logits) -> np.ndarray:
+    """Entropy of the softmax in nats (natural log), (N,); at most ln C.
+
+    Uses log_softmax, so a probability that underflows to 0 contributes 0 * finite = 0.
+    """
+    log_p = log_softmax(as_float64(logits, "logits"), axis=1)
+    return -(np.exp(log_p) * log_p).sum(axis=1)
+
+
+# ------------------------------------------------------------------ detectors
+
+@register("softmax")
+class SoftmaxDetector(Detector):
+    r"""Maximum softmax probability: :math:`S_c = e^{l_c} / \sum_j e^{l_j}` (Sec. 3,
+    "softmax thresholding"; Hendrycks & Gimpel, ICLR 2017)."""
+
+    title = "max-softmax"
+
+    def _scores(self, logits, features):
+        return softmax(logits, axis=1)
+
+
+@register("background")
+class BackgroundDetector(Detector):
+    r"""Known-class columns of the C+1 softmax of a background-class network (Sec. 3):
+    :math:`S_c = e^{l_c} / \sum_{j=1}^{C+1} e^{l_j}` for the C known classes."""
+
+    reads_background_column = True
+    title = "background (C+1 softmax)"
+
+    def _scores(self, logits, features):
+        return background_scores(logits)
+
+
+@register("objectosphere-scaled")
+class ScaledObjectosphereDetector(Detector):
+    r"""Softmax times deep-feature magnitude, :math:`S_c \cdot \lVert F \rVert`
+    (Scaled Objectosphere, Sec. 4.2, last paragraph). A zero feature vector scores 0 for
+    every class."""
+
+    needs_features = True
+    title = "softmax·‖F‖"
+
+    def _scores(self, logits, features):
+        return softmax(logits, axis=1) * np.linalg.norm(features, axis=1)[:, None]
+
+
+@register("max-logit")
+class MaxLogitDetector(Detector):
+    r"""The logits themselves, :math:`l_c`: thresholding the largest one is the maximum
+    logit score (MLS) of Vaze, Han, Vedaldi & Zisserman, "Open-Set Recognition: a Good
+    Closed-Set Classifier is All You Need", ICLR 2022 (also Hendrycks et al., ICML 2022)."""
+
+    def _scores(self, logits, features):
+        return logits.copy()
+
+
+@register("entropy")
+class EntropyDetector(Detector):
+    r"""Negative softmax entropy :math:`-H(S) = \sum_c S_c \ln S_c` in nats, in [-ln C, 0].
+
+    The Entropic Open-Set loss (Sec. 4.1, Eq. 1) drives unknowns to maximal entropy ln C;
+    Table 1 reports H. One number per sample, in the predicted class's column.
+    """
+
+    def _scores(self, logits, features):
+        log_p = log_softmax(logits, axis=1)
+        return place_in_predicted_column((np.exp(log_p) * log_p).sum(axis=1), logits)
+
+
+@register("magnitude")
+class MagnitudeDetector(Detector):
+    r"""Deep-feature magnitude :math:`\lVert F \rVert` (Sec. 4.2: Objectosphere pushes
+    unknowns' features towards 0; Table 1). One number per sample, in the predicted
+    class's column."""
+
+    needs_features = True
+    title = "‖F‖"
+
+    def _scores(self, logits, features):
+        return place_in_predicted_column(np.linalg.norm(features, axis=1), logits)
+
+
+@register("energy")
+class EnergyDetector(Detector):
+    r"""Negative free energy :math:`-E(x; T) = T \ln \sum_c e^{l_c / T}` (Liu, Wang, Owens &
+    Li, "Energy-based Out-of-distribution Detection", NeurIPS 2020, Eq. 5 with the sign
+    flipped so that larger = more known). ``temperature`` T > 0, default 1 as in their
+    evaluation. One number per sample, in the predicted class's column.
+    """
+
+    def __init__(self, temperature: float = 1.0):
+        if isinstance(temperature, bool) or not isinstance(temperature, (int, float)) \
+                or not np.isfinite(temperature) or temperature <= 0:
+            raise ValueError(f"temperature must be a finite number > 0, got {temperature!r}")
+        self.temperature = float(temperature)
+
+    def settings(self):
+        return {"temperature": self.temperature}
+
+    def _scores(self, logits, features: Optional[np.ndarray]):
+        t = self.temperature
+        return place_in_predicted_column(t * logsumexp(logits / t, axis=1), logits)

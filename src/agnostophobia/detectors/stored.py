@@ -1,0 +1,182 @@
+"""The scores of every applicable detector on one stored model, fitted once, kept on disk.
+
+A run stores each trained model's per-sample outputs (``training.outputs``); metrics and
+figures both read the detectors' scores through :func:`model_scores`, which fits each
+fitted detector (k-NN, OpenMax) once on the model's own training knowns
+(``fit_outputs.npz``), scores every split, and keeps the result beside the outputs in
+``detector_scores.npz``. The file is reused while the outputs, the training outputs,
+the detector settings and the package version are unchanged (a content fingerprint),
+so a run's metrics and its figures show the same fitted detectors.
+
+What is kept per (detector, split) is what every open-set metric reads of an (N, C)
+score matrix: the predicted class and its score; :meth:`ModelScores.scores` rebuilds an
+equivalent matrix (:func:`~agnostophobia.detectors._base.scores_from_top`).
+
+Applicability: a detector that ``reads_background_column`` applies to a network trained
+with a background class only (``Approach.background_class``) and sees all C+1 logits;
+every other detector applies to every network and sees its C known columns.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Dict, List, Optional, Tuple
+
+import numpy as np
+
+import agnostophobia
+from agnostophobia._atomic import atomic_write
+from agnostophobia.training.approaches import APPROACHES
+from agnostophobia.training.outputs import FIT_OUTPUTS, OUTPUTS, load_fit_outputs, load_outputs
+
+from ._base import DETECTORS, Detector, build_detector, scores_from_top
+
+SCORES_FILE = "detector_scores.npz"
+_FORMAT = 1  # bump when the file's layout or the meaning of a stored value changes
+
+Settings = Dict[str, Dict]
+
+
+def detector_settings(config: Dict) -> Settings:
+    """Settings per detector from a run's resolved config: a mapping under a key named
+    like the detector (``openmax: {tail_size: 20, ...}``, ``knn: {k: 50}``)."""
+    return {name: dict(config[name]) for name in DETECTORS.names() if isinstance(config.get(name), dict)}
+
+
+def applicable_detectors(background_class: bool) -> List[str]:
+    """Registered detectors that apply to a network with (or without) a background class."""
+    return [name for name in DETECTORS.names()
+            if background_class or not DETECTORS.get(name).reads_background_column]
+
+
+def detector_inputs(detector: Detector, logits: np.ndarray, num_classes: int) -> np.ndarray:
+    """The logit columns ``detector`` reads: all (background class included) or the C known ones."""
+    return logits if detector.reads_background_column else logits[:, :num_classes]
+
+
+@dataclass
+class ModelScores:
+    """Every applicable detector's scores on every split of one trained model."""
+
+    num_classes: int
+    labels: Dict[str, np.ndarray]                                   # split -> (N,)
+    top: Dict[str, Dict[str, Tuple[np.ndarray, np.ndarray]]]        # detector -> split -> (predicted, score)
+    notes: Dict[str, str] = field(default_factory=dict)             # detector -> why it was not evaluated
+
+    @property
+    def detectors(self) -> List[str]:
+        return list(self.top)
+
+    @property
+    def unknown_sets(self) -> List[str]:
+        return [split for split in self.labels if split != "known"]
+
+    def scores(self, detector: str, split: str) -> np.ndarray:
+        """(N, C) scores of ``detector`` on ``split`` (arg-max and maximum as computed)."""
+        predicted, score = self.top[detector][split]
+        return scores_from_top(predicted, score, self.num_classes)
+
+    def known_vs_unknown(self, detector: str, unknown: str) -> Tuple[np.ndarray, np.ndarray]:
+        """Scores (N, C) and labels (N,) of D_c followed by one unknown set (labels -1)."""
+        scores = np.concatenate([self.scores(detector, "known"), self.scores(detector, unknown)])
+        labels = np.concatenate([self.labels["known"], np.full(len(self.labels[unknown]), -1, dtype=np.int64)])
+        return scores, labels
+
+
+def score_outputs(outputs: Dict[str, Dict[str, np.ndarray]], fit_outputs: Optional[Dict[str, np.ndarray]],
+                  background_class: bool, settings: Optional[Settings] = None) -> ModelScores:
+    """Fit (once) and run every applicable detector on stored outputs; see :func:`model_scores`."""
+    settings = settings or {}
+    num_classes = next(iter(outputs.values()))["logits"].shape[1] - int(background_class)
+    top: Dict[str, Dict[str, Tuple[np.ndarray, np.ndarray]]] = {}
+    notes: Dict[str, str] = {}
+    for name in applicable_detectors(background_class):
+        detector = build_detector(name, **settings.get(name, {}))
+        if detector.needs_fit:
+            if fit_outputs is None:
+                notes[name] = f"not evaluated: no training outputs ({FIT_OUTPUTS}) are stored for this model"
+                continue
+            try:
+                detector.fit(fit_outputs["logits"][:, :num_classes], fit_outputs["features"], fit_outputs["labels"])
+            except ValueError as exc:  # e.g. fewer correctly classified samples than OpenMax's tail size
+                notes[name] = f"not evaluated: it could not be fitted: {exc}"
+                continue
+        top[name] = {}
+        for split, data in outputs.items():
+            scores = detector.scores(detector_inputs(detector, data["logits"], num_classes), data["features"])
+            predicted = scores.argmax(axis=1)
+            top[name][split] = (predicted, scores[np.arange(len(predicted)), predicted])
+    labels = {split: np.asarray(data["labels"], dtype=np.int64) for split, data in outputs.items()}
+    return ModelScores(num_classes, labels, top, notes)
+
+
+def model_scores(model_dir: Path, approach: str, settings: Optional[Settings] = None) -> ModelScores:
+    """The detectors' scores of the model stored in ``model_dir`` (trained as ``approach``),
+    read from ``detector_scores.npz`` when it matches, else computed and written there."""
+    model_dir = Path(model_dir)
+    settings = settings or {}
+    background_class = APPROACHES.get(approach).background_class
+    fingerprint = _fingerprint(model_dir, background_class, settings)
+    path = model_dir / SCORES_FILE
+    cached = _read(path, fingerprint)
+    if cached is not None:
+        return cached
+    result = score_outputs(load_outputs(model_dir / OUTPUTS), load_fit_outputs(model_dir), background_class,
+                           settings)
+    try:
+        _write(path, fingerprint, result)
+    except OSError:  # a read-only run: the scores are recomputed next time
+        pass
+    return result
+
+
+def _fingerprint(model_dir: Path, background_class: bool, settings: Settings) -> str:
+    digest = hashlib.sha256()
+    digest.update(json.dumps([_FORMAT, agnostophobia.__version__, DETECTORS.names(), background_class,
+                              settings], sort_keys=True, default=str).encode())
+    for name in (OUTPUTS, FIT_OUTPUTS):
+        path = model_dir / name
+        digest.update(name.encode())
+        if path.exists():
+            with open(path, "rb") as handle:
+                for block in iter(lambda: handle.read(1 << 20), b""):
+                    digest.update(block)
+    return digest.hexdigest()
+
+
+def _write(path: Path, fingerprint: str, result: ModelScores) -> None:
+    arrays = {"__fingerprint": np.array(fingerprint), "__num_classes": np.array(result.num_classes),
+              "__notes": np.array(json.dumps(result.notes))}
+    for split, labels in result.labels.items():
+        arrays[f"labels__{split}"] = labels
+    for detector, splits in result.top.items():
+        for split, (predicted, score) in splits.items():
+            arrays[f"{detector}__{split}__predicted"] = predicted
+            arrays[f"{detector}__{split}__score"] = score
+
+    def write(tmp: str) -> None:
+        with open(tmp, "wb") as handle:  # a file object: np.savez would append ".npz" to a name
+            np.savez(handle, **arrays)
+
+    atomic_write(path, write)
+
+
+def _read(path: Path, fingerprint: str) -> Optional[ModelScores]:
+    if not path.exists():
+        return None
+    try:
+        with np.load(path) as data:
+            if str(data["__fingerprint"]) != fingerprint:
+                return None
+            labels, top = {}, {}
+            for key in data.files:
+                parts = key.split("__")
+                if parts[0] == "labels":
+                    labels[parts[1]] = data[key]
+                elif len(parts) == 3 and parts[2] == "predicted":
+                    top.setdefault(parts[0], {})[parts[1]] = (data[key], data[f"{parts[0]}__{parts[1]}__score"])
+            return ModelScores(int(data["__num_classes"]), labels, top, json.loads(str(data["__notes"])))
+    except Exception:  # a damaged or foreign file is recomputed, never trusted
+        return None

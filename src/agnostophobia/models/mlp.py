@@ -1,0 +1,58 @@
+"""The multi-layer perceptron of the deep-ensemble baseline (Lakshminarayanan, Pritzel &
+Blundell, NIPS 2017; the paper's Fig. 3): ``784 -> 200 -> 200 -> 200 -> 10`` with ReLU.
+
+Unlike LeNet++ and ResNet-18 its logit layer has a bias, as in Lakshminarayanan et al.;
+the deep features F are the last hidden layer's activations.
+"""
+from __future__ import annotations
+
+from typing import List, Sequence
+
+import torch
+from torch import nn
+
+from agnostophobia.models import MODELS
+
+
+def build_mlp(hidden: Sequence[int] = (200, 200, 200), num_classes: int = 10, input_dim: int = 784,
+              batch_norm: bool = False) -> nn.Sequential:
+    """Flatten, ``Linear -> [BatchNorm1d] -> ReLU`` per hidden layer, linear logits (the last module).
+
+    PyTorch's default initialisation; seed first (``training.checkpoint.seed_everything``)
+    for a seeded one.
+    """
+    layers: List[nn.Module] = [nn.Flatten()]
+    width = input_dim
+    for h in hidden:
+        layers.append(nn.Linear(width, h))
+        if batch_norm:
+            layers.append(nn.BatchNorm1d(h))
+        layers.append(nn.ReLU())
+        width = h
+    layers.append(nn.Linear(width, num_classes))
+    return nn.Sequential(*layers)
+
+
+@MODELS.register("mlp")
+class MLP(nn.Module):
+    """:func:`build_mlp` returning ``(logits, features)``; inputs (N, 1, 28, 28) or (N, 784).
+
+    Args:
+        num_outputs: logits (C).
+        hidden: hidden layer widths (Lakshminarayanan et al.: three of 200).
+        batch_norm: BatchNorm1d after every hidden linear layer.
+        input_dim: flattened input size.
+    """
+
+    def __init__(self, num_outputs: int = 10, hidden: Sequence[int] = (200, 200, 200), batch_norm: bool = False,
+                 input_dim: int = 784):
+        super().__init__()
+        if num_outputs < 1 or not hidden or any(int(h) < 1 for h in hidden):
+            raise ValueError(f"num_outputs and every hidden width must be >= 1, got {num_outputs}, {list(hidden)}")
+        layers = build_mlp(hidden, num_outputs, input_dim, batch_norm)
+        self.body = layers[:-1]
+        self.logits = layers[-1]
+
+    def forward(self, x: torch.Tensor):
+        features = self.body(x)
+        return self.logits(features), features

@@ -1,0 +1,247 @@
+"""The detector interface, parametrised over the registry (every detector: shape, finite values,
+the network's prediction kept, OSCR invariance under monotonic transforms, fit state), and the
+exact checks: max-logit = largest logit, energy = logsumexp, k-NN = brute force, OpenMax =
+the numbers of the implementation it replaced."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import scipy.special
+import scipy.stats
+import torch
+
+from agnostophobia.detectors import (DETECTORS, NotFittedError, OpenMax, build_detector, kth_neighbour_distance,
+                                     place_in_predicted_column)
+from agnostophobia.errors import ConfigError
+from agnostophobia.metrics import ccr_at_fpr, oscr
+
+C = 5
+# small settings so that the tiny training set below is enough for the fitted detectors
+SETTINGS = {"knn": {"k": 4}, "openmax": {"tail_size": 8, "alpha": 2}}
+
+
+# a bias-free logit layer: class directions +-e1, +-e2, e3; the background class last, along e4
+WEIGHTS = 4.0 * np.array([[1, 0, 0, 0], [0, 1, 0, 0], [0, 0, 1, 0], [-1, 0, 0, 0], [0, -1, 0, 0], [0, 0, 0, 0.5]])
+
+
+def unit_rows(x):
+    return x / np.linalg.norm(x, axis=1, keepdims=True)
+
+
+def network_outputs(seed: int, n: int, unknown: bool = False):
+    """Logits (N, C+1: the last column is a background class) and 4-D features of a
+    linear head; knowns cluster on their class direction, unknowns near the origin."""
+    rng = np.random.default_rng(seed)
+    labels = np.full(n, -1) if unknown else rng.integers(0, C, n)
+    directions = unit_rows(WEIGHTS[labels]) * rng.uniform(2, 4, (n, 1)) if not unknown else 0.0
+    features = directions + 0.3 * rng.normal(size=(n, 4))
+    return features @ WEIGHTS.T, features, labels
+
+
+TRAIN_LOGITS, TRAIN_FEATURES, TRAIN_LABELS = network_outputs(0, 200)
+KNOWN_LOGITS, KNOWN_FEATURES, KNOWN_LABELS = network_outputs(1, 120)
+UNKNOWN_LOGITS, UNKNOWN_FEATURES, UNKNOWN_LABELS = network_outputs(2, 80, unknown=True)
+TEST_LOGITS = np.concatenate([KNOWN_LOGITS, UNKNOWN_LOGITS])
+TEST_FEATURES = np.concatenate([KNOWN_FEATURES, UNKNOWN_FEATURES])
+TEST_LABELS = np.concatenate([KNOWN_LABELS, UNKNOWN_LABELS])
+
+
+def columns(detector, logits):
+    """What a detector sees of a background-class network: all C+1 columns or the C known ones."""
+    return logits if detector.reads_background_column else logits[:, :C]
+
+
+def fitted(name: str):
+    detector = build_detector(name, **SETTINGS.get(name, {}))
+    known = TRAIN_LABELS >= 0
+    train_logits = columns(detector, TRAIN_LOGITS)[:, :C]  # fitting always sees the C known classes
+    return detector.fit(train_logits[known], TRAIN_FEATURES[known], TRAIN_LABELS[known])
+
+
+def test_registry_lists_the_paper_scores_and_todays_post_hoc_scores():
+    assert set(DETECTORS.names()) >= {"softmax", "background", "objectosphere-scaled", "entropy", "magnitude",
+                                      "max-logit", "energy", "knn", "openmax"}
+
+
+@pytest.fixture(scope="module", params=DETECTORS.names())
+def detector(request):
+    return fitted(request.param)
+
+
+def test_scores_have_shape_n_by_c_and_are_finite_float64(detector):
+    scores = detector.scores(columns(detector, TEST_LOGITS), TEST_FEATURES)
+    assert scores.shape == (len(TEST_LABELS), C) and scores.dtype == np.float64
+    assert np.isfinite(scores).all()
+
+
+def test_the_prediction_stays_the_networks(detector):
+    scores = detector.scores(columns(detector, TEST_LOGITS), TEST_FEATURES)
+    same = scores.argmax(1) == TEST_LOGITS[:, :C].argmax(1)
+    if detector.keeps_prediction:
+        assert same.all()
+    else:  # OpenMax may reorder classes, but not for the well-separated knowns here
+        assert same[TEST_LABELS >= 0].mean() > 0.95
+
+
+def test_scores_separate_knowns_from_unknowns_on_clear_data(detector):
+    scores = detector.scores(columns(detector, TEST_LOGITS), TEST_FEATURES)
+    assert ccr_at_fpr(scores, TEST_LABELS, [0.5])[0] > 0.5  # far above chance on this easy case
+
+
+def _monotonic_transforms(scores):
+    transforms = {"affine": lambda s: 3.0 * s + 7.0, "cube root": np.cbrt}
+    if (scores > 0).all():  # log and square are strictly increasing on positive scores only
+        transforms.update({"log": np.log, "square": np.square})
+    return transforms
+
+
+def test_oscr_is_invariant_under_monotonic_transforms_of_the_score(detector):
+    scores = detector.scores(columns(detector, TEST_LOGITS), TEST_FEATURES)
+    curve = oscr(scores, TEST_LABELS)
+    assert len(curve.fpr) > 20
+    for name, transform in _monotonic_transforms(scores).items():
+        other = oscr(transform(scores), TEST_LABELS)
+        np.testing.assert_array_equal(other.fpr, curve.fpr, err_msg=name)
+        np.testing.assert_array_equal(other.ccr, curve.ccr, err_msg=name)
+
+
+@pytest.mark.parametrize("name", DETECTORS.names())
+def test_fit_state(name):
+    detector = build_detector(name, **SETTINGS.get(name, {}))
+    logits = columns(detector, TEST_LOGITS)
+    if detector.needs_fit:
+        with pytest.raises(NotFittedError, match=f"detector '{name}' is not fitted"):
+            detector.scores(logits, TEST_FEATURES)
+    else:  # post-hoc: fit is a no-op returning the detector itself
+        before = detector.scores(logits, TEST_FEATURES)
+        assert detector.fit(TRAIN_LOGITS[:, :C], TRAIN_FEATURES, TRAIN_LABELS) is detector
+        np.testing.assert_array_equal(detector.scores(logits, TEST_FEATURES), before)
+
+
+@pytest.mark.parametrize("name", DETECTORS.names())
+def test_torch_inputs_give_the_numpy_scores(name):
+    detector = fitted(name)
+    logits = columns(detector, TEST_LOGITS)
+    np.testing.assert_allclose(detector.scores(torch.tensor(logits), torch.tensor(TEST_FEATURES)),
+                               detector.scores(logits, TEST_FEATURES), rtol=1e-12)
+
+
+def test_one_number_per_sample_sits_in_the_predicted_column():
+    per_sample = np.array([-3.0, 0.0, 2.5, 1e300])
+    logits = np.array([[0.0, 1.0, 0.5], [2.0, 1.0, 0.0], [0.0, 0.0, 3.0], [1.0, 0.0, 0.0]])
+    scores = place_in_predicted_column(per_sample, logits)
+    np.testing.assert_array_equal(scores.max(1), per_sample)
+    np.testing.assert_array_equal(scores.argmax(1), [1, 0, 2, 0])
+    assert np.isfinite(scores).all() and ((scores < per_sample[:, None]).sum(1) == 2).all()
+
+
+def test_bad_settings_name_the_setting():
+    with pytest.raises(ConfigError, match="knn.*neighbours"):
+        build_detector("knn", neighbours=3)
+    with pytest.raises(ValueError, match="k must be an integer >= 1"):
+        build_detector("knn", k=0)
+    with pytest.raises(ValueError, match="temperature"):
+        build_detector("energy", temperature=-1.0)
+
+
+# ------------------------------------------------------------------ exact checks
+
+def test_max_logit_is_the_largest_logit():
+    scores = build_detector("max-logit").scores(KNOWN_LOGITS[:, :C])
+    np.testing.assert_array_equal(scores, KNOWN_LOGITS[:, :C])
+    np.testing.assert_array_equal(scores.max(1), KNOWN_LOGITS[:, :C].max(1))
+
+
+@pytest.mark.parametrize("temperature", [1.0, 2.5])
+def test_energy_is_temperature_times_logsumexp(temperature):
+    scores = build_detector("energy", temperature=temperature).scores(KNOWN_LOGITS[:, :C])
+    expected = temperature * scipy.special.logsumexp(KNOWN_LOGITS[:, :C] / temperature, axis=1)
+    np.testing.assert_allclose(scores.max(1), expected, rtol=1e-13)
+    # stable where a naive exp would overflow
+    big = build_detector("energy").scores(np.array([[1000.0, 999.0]]))
+    assert big.max() == pytest.approx(1000.0 + np.log1p(np.exp(-1.0)), rel=1e-14)
+
+
+def test_entropy_and_magnitude_are_the_table_1_quantities():
+    logits = KNOWN_LOGITS[:, :C]
+    entropy = scipy.stats.entropy(scipy.special.softmax(logits, axis=1), axis=1)
+    np.testing.assert_allclose(build_detector("entropy").scores(logits).max(1), -entropy, rtol=1e-10)
+    magnitude = np.sqrt((KNOWN_FEATURES ** 2).sum(1))
+    np.testing.assert_allclose(build_detector("magnitude").scores(logits, KNOWN_FEATURES).max(1), magnitude,
+                               rtol=1e-13)
+
+
+def brute_force_kth_distance(queries, reference, k):
+    distances = np.sqrt(((queries[:, None, :] - reference[None, :, :]) ** 2).sum(-1))
+    return np.sort(distances, axis=1)[:, k - 1]
+
+
+@pytest.mark.parametrize("k", [1, 4, 17])
+def test_knn_equals_brute_force_on_normalised_features(k):
+    known = TRAIN_LABELS >= 0
+    detector = build_detector("knn", k=k, query_chunk=7, reference_chunk=11).fit(
+        TRAIN_LOGITS[known, :C], TRAIN_FEATURES[known], TRAIN_LABELS[known])
+    scores = detector.scores(TEST_LOGITS[:, :C], TEST_FEATURES)
+    expected = brute_force_kth_distance(unit_rows(TEST_FEATURES), unit_rows(TRAIN_FEATURES[known]), k)
+    np.testing.assert_allclose(scores.max(1), -expected, rtol=0, atol=1e-9)
+
+
+def test_knn_without_normalisation_and_class_conditional_equal_brute_force():
+    raw = build_detector("knn", k=3, normalize=False).fit(TRAIN_LOGITS[:, :C], TRAIN_FEATURES, TRAIN_LABELS)
+    np.testing.assert_allclose(raw.scores(TEST_LOGITS[:, :C], TEST_FEATURES).max(1),
+                               -brute_force_kth_distance(TEST_FEATURES, TRAIN_FEATURES, 3), atol=1e-9)
+    per_class = build_detector("knn", k=3, class_conditional=True).fit(
+        TRAIN_LOGITS[:, :C], TRAIN_FEATURES, TRAIN_LABELS)
+    predicted = TEST_LOGITS[:, :C].argmax(1)
+    expected = [brute_force_kth_distance(unit_rows(TEST_FEATURES[i:i + 1]),
+                                         unit_rows(TRAIN_FEATURES[TRAIN_LABELS == predicted[i]]), 3)[0]
+                for i in range(len(predicted))]
+    np.testing.assert_allclose(per_class.scores(TEST_LOGITS[:, :C], TEST_FEATURES).max(1), -np.array(expected),
+                               atol=1e-9)
+
+
+def test_knn_chunks_do_not_change_the_result_and_k_is_checked():
+    rng = np.random.default_rng(3)
+    queries, reference = rng.normal(size=(50, 6)), rng.normal(size=(300, 6))
+    whole = kth_neighbour_distance(queries, reference, 10, query_chunk=1000, reference_chunk=1000)
+    np.testing.assert_allclose(kth_neighbour_distance(queries, reference, 10, 3, 7), whole, rtol=1e-12)
+    np.testing.assert_allclose(whole, brute_force_kth_distance(queries, reference, 10), atol=1e-9)
+    with pytest.raises(ValueError, match="k=201 exceeds the 200 training sample"):
+        build_detector("knn", k=201).fit(TRAIN_LOGITS[:, :C], TRAIN_FEATURES, TRAIN_LABELS)
+    with pytest.raises(ValueError, match="train_labels contains 3 negative"):
+        build_detector("knn", k=2).fit(TRAIN_LOGITS[:3, :C], TRAIN_FEATURES[:3], [-1, -1, -1])
+
+
+def test_knn_zero_feature_is_at_distance_one_from_every_normalised_training_feature():
+    detector = build_detector("knn", k=2).fit(TRAIN_LOGITS[:, :C], TRAIN_FEATURES, TRAIN_LABELS)
+    assert detector.scores(TEST_LOGITS[:1, :C], np.zeros((1, 4))).max() == pytest.approx(-1.0, abs=1e-12)
+
+
+REFERENCE = json.loads((Path(__file__).parent / "data" / "openmax_reference.json").read_text())
+
+
+def _reference_training_data():
+    rng = np.random.default_rng(1)
+    labels = np.repeat(np.arange(6), 150)
+    return 8.0 * np.eye(6)[labels] + rng.standard_normal((labels.size, 6)), labels
+
+
+@pytest.mark.parametrize("case", REFERENCE["cases"], ids=lambda case: case["params"]["distance"])
+def test_openmax_equals_the_numbers_of_the_implementation_it_replaced(case):
+    train_x, train_y = _reference_training_data()
+    test_x = np.array(REFERENCE["test_activations"])
+    detector = build_detector("openmax", **case["params"]).fit(train_x, None, train_y)
+    assert isinstance(detector, OpenMax)
+    np.testing.assert_allclose(detector.weibull_shape_, case["weibull_shape"], rtol=1e-12)
+    np.testing.assert_allclose(detector.weibull_scale_, case["weibull_scale"], rtol=1e-12)
+    np.testing.assert_allclose(detector.weibull_loc_, case["weibull_loc"], rtol=1e-12)
+    probabilities = np.array(case["probabilities"])
+    np.testing.assert_allclose(detector.predict_proba(test_x), probabilities, rtol=1e-10, atol=1e-300)
+    np.testing.assert_allclose(detector.scores(test_x), probabilities[:, :-1], rtol=1e-10, atol=1e-300)
+    # the old predict answered C (= 6) for "unknown"; the detector answers -1 like the rest of the package
+    old = np.array(case["predict"])
+    assert (old == 6).any()
+    np.testing.assert_array_equal(detector.predict(test_x), np.where(old == 6, -1, old))

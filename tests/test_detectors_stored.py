@@ -1,0 +1,103 @@
+"""Scores of every applicable detector on a stored model (``detectors.stored``): the right
+logit columns per network, fitted detectors fitted once, the file reused while nothing changed."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from agnostophobia.detectors import DETECTORS, KNNDetector, OpenMax, build_detector
+from agnostophobia.detectors.stored import SCORES_FILE, detector_settings, model_scores
+from agnostophobia.training.outputs import save_outputs
+
+C = 4
+SETTINGS = {"knn": {"k": 5}, "openmax": {"tail_size": 10, "alpha": 2}}
+
+
+def split(rng, n, unknown=False, background=False):
+    labels = np.full(n, -1) if unknown else rng.integers(0, C, n)
+    features = rng.normal(0, 0.3, (n, C)) + (0 if unknown else np.eye(C)[labels])
+    weights = np.concatenate([np.eye(C) * 3, np.full((1, C), 0.25)]) if background else np.eye(C) * 3
+    return {"logits": (features @ weights.T).astype(np.float32), "features": features.astype(np.float32),
+            "labels": labels}
+
+
+def make_model(model_dir, background=False, seed=0, fit=True, unknowns=("devanagari",)):
+    rng = np.random.default_rng(seed)
+    outputs = {"known": split(rng, 80, background=background),
+               **{name: split(rng, 40, unknown=True, background=background) for name in unknowns}}
+    save_outputs(model_dir / "outputs.npz", outputs)
+    if fit:
+        save_outputs(model_dir / "fit_outputs.npz", {"train": split(rng, 120, background=background)})
+    return outputs
+
+
+def test_every_applicable_detector_scores_the_right_columns(tmp_path):
+    outputs = make_model(tmp_path / "bg", background=True)
+    stored = model_scores(tmp_path / "bg", "background", SETTINGS)
+    assert stored.num_classes == C and stored.unknown_sets == ["devanagari"]
+    assert set(stored.detectors) == set(DETECTORS.names())  # the background score applies here
+    known = outputs["known"]
+    for name in stored.detectors:
+        detector = build_detector(name, **SETTINGS.get(name, {}))
+        if detector.needs_fit:
+            continue
+        logits = known["logits"] if detector.reads_background_column else known["logits"][:, :C]
+        direct = detector.scores(logits, known["features"])
+        got = stored.scores(name, "known")
+        np.testing.assert_array_equal(got.argmax(1), direct.argmax(1), err_msg=name)
+        np.testing.assert_array_equal(got.max(1), direct.max(1), err_msg=name)
+    # a network without a background class: the background score does not apply
+    make_model(tmp_path / "ent")
+    assert set(model_scores(tmp_path / "ent", "entropic", SETTINGS).detectors) == set(DETECTORS.names()) - {
+        name for name in DETECTORS.names() if DETECTORS.get(name).reads_background_column}
+
+
+def test_known_vs_unknown_labels_and_the_fitted_detectors_see_the_known_columns(tmp_path):
+    make_model(tmp_path / "bg", background=True)
+    stored = model_scores(tmp_path / "bg", "background", SETTINGS)
+    scores, labels = stored.known_vs_unknown("knn", "devanagari")
+    assert scores.shape == (120, C) and (labels[80:] == -1).all() and (labels[:80] >= 0).all()
+    assert "openmax" in stored.detectors and "knn" in stored.detectors
+
+
+def test_fitted_detectors_are_fitted_once_and_the_stored_scores_reused(tmp_path, monkeypatch):
+    fits = []
+    for cls in (KNNDetector, OpenMax):
+        original = cls.fit
+        monkeypatch.setattr(cls, "fit", lambda self, *a, _f=original: fits.append(self.name) or _f(self, *a))
+    make_model(tmp_path, seed=1)
+    first = model_scores(tmp_path, "entropic", SETTINGS)
+    assert sorted(fits) == ["knn", "openmax"] and (tmp_path / SCORES_FILE).exists()
+    again = model_scores(tmp_path, "entropic", SETTINGS)
+    assert sorted(fits) == ["knn", "openmax"]  # read back, not refitted
+    for name in first.detectors:
+        np.testing.assert_array_equal(again.scores(name, "devanagari"), first.scores(name, "devanagari"))
+    model_scores(tmp_path, "entropic", {**SETTINGS, "knn": {"k": 7}})  # other settings: computed anew
+    assert sorted(fits) == ["knn", "knn", "openmax", "openmax"]
+    make_model(tmp_path, seed=1, unknowns=("devanagari", "notmnist"))  # outputs changed (a set added)
+    assert model_scores(tmp_path, "entropic", SETTINGS).unknown_sets == ["devanagari", "notmnist"]
+    assert len(fits) == 6
+
+
+def test_missing_training_outputs_and_failed_fits_are_notes(tmp_path):
+    make_model(tmp_path / "a", fit=False)
+    stored = model_scores(tmp_path / "a", "softmax", SETTINGS)
+    assert "knn" not in stored.detectors and "fit_outputs.npz" in stored.notes["knn"]
+    make_model(tmp_path / "b")
+    stored = model_scores(tmp_path / "b", "softmax", {"openmax": {"tail_size": 1000}})
+    assert "openmax" not in stored.detectors and "tail_size=1000" in stored.notes["openmax"]
+
+
+def test_a_damaged_scores_file_is_recomputed(tmp_path):
+    make_model(tmp_path)
+    before = model_scores(tmp_path, "objectosphere", SETTINGS)
+    (tmp_path / SCORES_FILE).write_bytes(b"not an npz")
+    after = model_scores(tmp_path, "objectosphere", SETTINGS)
+    np.testing.assert_array_equal(after.scores("knn", "known"), before.scores("knn", "known"))
+
+
+def test_settings_are_read_from_keys_named_like_detectors():
+    config = {"openmax": {"tail_size": 5}, "knn": {"k": 3}, "lr": 0.1, "model": "lenet++"}
+    assert detector_settings(config) == {"openmax": {"tail_size": 5}, "knn": {"k": 3}}
+    with pytest.raises(ValueError, match="knn"):
+        build_detector("knn", **{"neighbours": 3})
