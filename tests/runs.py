@@ -37,3 +37,9 @@ def run_cli(args, kill_at=None, cwd=None) -> subprocess.CompletedProcess:
 
 def reproduce_args(config, out, data_dir):
     return ["reproduce", config, "--budget", "smoke", "--out", out, "--no-progress", "--data-dir", data_dir]
+
+
+def snapshot(run: Path) -> dict:
+    """Every file of a run directory with its modification time and bytes: equal snapshots
+    mean nothing in the run was written, added or removed."""
+    return {p: (p.stat().st_mtime_ns, p.read_bytes()) for p in sorted(Path(run).rglob("*")) if p.is_file()}

@@ -3,21 +3,15 @@
 Each case must end with a non-zero exit code and exactly one line on stderr that names
 the input, with no traceback, and must leave every file of an existing run as it was.
 """
-import hashlib
 import subprocess
 import sys
 import zipfile
 
 import numpy as np
 import pytest
-from runs import write_config
+from runs import snapshot, write_config
 
 from agnostophobia.cli import main
-
-
-def snapshot(run):
-    return {p.relative_to(run): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(run.rglob("*"))
-            if p.is_file()} | {"(files)": sorted(str(p.relative_to(run)) for p in run.rglob("*"))}
 
 
 def yaml_file(tmp, text):

@@ -11,6 +11,7 @@ import shutil
 
 import numpy as np
 import pytest
+from runs import snapshot
 from PIL import Image
 
 from conftest import Synth, glyphs
@@ -150,15 +151,9 @@ def test_polarity_is_checked_by_the_kind_of_images(data, tmp_path):
 
 # --------------------------------------------------- refusals on a trained run
 @pytest.fixture(scope="module")
-def lenet_run(data, tmp_path_factory):
-    out = tmp_path_factory.mktemp("runs") / "lenet"
-    assert main(["train", "lenet++", "--budget", "smoke", "--approach", "entropic", "--out", str(out),
-                 "--no-progress", "--data-dir", str(data)]) == 0
-    return out
-
-
-def snapshot(run) -> dict:
-    return {p: (p.stat().st_mtime_ns, p.read_bytes()) for p in sorted(run.rglob("*")) if p.is_file()}
+def lenet_run(tiny_run):
+    """The session's tiny LeNet++ run (tests/runs.py); refusals must leave it untouched."""
+    return tiny_run
 
 
 def one_error_line(capsys) -> str:
