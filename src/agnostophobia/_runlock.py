@@ -44,17 +44,18 @@ def run_lock(run_dir, command: str | None = None, create: bool = True):
     """Hold the run's lock for the ``with`` block; raise :class:`RunInUse` if another holds it.
 
     Creates ``run_dir`` if needed and ``create`` is set (a command that only reads and adds
-    to a run passes ``create=False`` and gets an error for a missing one). ``command`` (default: this process's command line) is
-    written into the lock file so that a refused command can say who holds the run.
+    to a run passes ``create=False`` and gets an error for a missing one). ``command``
+    (default: this process's command line) is written into the lock file so that a refused
+    command can say who holds the run.
     """
     run_dir = Path(run_dir)
-    if fcntl is None:  # pragma: no cover
-        yield
-        return
     if create:
         run_dir.mkdir(parents=True, exist_ok=True)
     elif not run_dir.is_dir():
         raise AgnostophobiaError(f"run directory {run_dir} does not exist")
+    if fcntl is None:  # pragma: no cover
+        yield
+        return
     fd = os.open(run_dir / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
     try:
         try:

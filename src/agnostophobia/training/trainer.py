@@ -103,6 +103,10 @@ class TensorData:
     def __len__(self) -> int:
         return int(self.labels.shape[0])
 
+    def weights_of(self, batch) -> Optional[torch.Tensor]:
+        """The loss weights of the samples ``batch`` (indices or a slice); None without weighting."""
+        return None if self.weights is None else self.weights[batch]
+
 
 def epoch_order(n: int, seed: int, epoch: int) -> torch.Tensor:
     """The shuffled sample order of one epoch, a function of (seed, epoch) only."""
@@ -262,7 +266,7 @@ def train_one_epoch(run: Training, epoch: int, bar=None) -> Dict[str, float]:
         if cfg.augment == "crop-flip":
             x = crop_flip(x, augment_rng)
         y = data.labels[idx]
-        loss, logits = run.training_loss(x, y, None if data.weights is None else data.weights[idx])
+        loss, logits = run.training_loss(x, y, data.weights_of(idx))
         run.optimizer.zero_grad(set_to_none=True)
         loss.backward()
         run.optimizer.step()
@@ -294,7 +298,7 @@ def evaluate(run: Training, data: TensorData) -> Dict[str, float]:
         batch = slice(i, i + run.cfg.eval_batch_size)
         x = to_input(data.images[batch], run.cfg.channels_last)
         y = data.labels[batch]
-        loss, logits = run.batch_loss(x, y, None if data.weights is None else data.weights[batch])
+        loss, logits = run.batch_loss(x, y, data.weights_of(batch))
         loss_sum += loss.double() * len(y)
         correct += run.correct_knowns(logits, y)
     n_known = int((data.labels >= 0).sum())
