@@ -1,13 +1,16 @@
 """Tiny synthetic open-set protocols for fast trainer tests (no real data needed).
 
 Each known class is a bright square at its own position; unknowns are noise, so a
-network can learn something in one epoch of a few dozen samples.
+network can learn something in one epoch of a few dozen samples. With
+``negative_classes=K`` the unknowns of the training and validation splits carry a class
+identity (``negative_class``, round robin over K classes ``neg0``..), as the letters of
+the LeNet++ protocol do, for cross-class calibration.
 """
 from __future__ import annotations
 
-from types import SimpleNamespace
-
 import numpy as np
+
+from agnostophobia.data.protocols import OpenSetProtocol, Split
 
 
 def _images(labels: np.ndarray, rng: np.random.Generator, channels: int, size: int) -> np.ndarray:
@@ -19,23 +22,28 @@ def _images(labels: np.ndarray, rng: np.random.Generator, channels: int, size: i
     return images
 
 
-def _split(name, labels, rng, channels, size):
+def _split(name, labels, rng, channels, size, negative_classes: int = 0):
     labels = np.asarray(labels, dtype=np.int64)
-    return SimpleNamespace(name=name, images=_images(labels, rng, channels, size), labels=labels)
+    negative_class = None
+    if negative_classes:
+        negative_class = np.where(labels < 0, np.cumsum(labels < 0) % negative_classes, -1).astype(np.int64)
+    return Split(name, _images(labels, rng, channels, size), labels, negative_class)
 
 
 def synthetic_protocol(num_classes: int = 3, n_known: int = 48, n_unknown: int = 24, seed: int = 0,
-                       channels: int = 1, size: int = 28):
+                       channels: int = 1, size: int = 28, negative_classes: int = 0) -> OpenSetProtocol:
     rng = np.random.default_rng(seed)
 
     def labels(n_k, n_u):
         return np.concatenate([np.arange(n_k) % num_classes, -np.ones(n_u, dtype=np.int64)])
 
-    return SimpleNamespace(
+    return OpenSetProtocol(
         name="synthetic", num_classes=num_classes, input_shape=(channels, size, size),
-        train=_split("train", labels(n_known, n_unknown), rng, channels, size),
-        val=_split("val", labels(n_known // 4, n_unknown // 4), rng, channels, size),
+        train=_split("train", labels(n_known, n_unknown), rng, channels, size, negative_classes),
+        val=_split("val", labels(n_known // 4, n_unknown // 4), rng, channels, size, negative_classes),
         test_known=_split("known", labels(n_known // 2, 0), rng, channels, size),
         test_unknowns={"noise": _split("noise", labels(0, n_unknown), rng, channels, size)},
         notes=["synthetic test data"],
+        class_names=[f"class{c}" for c in range(num_classes)],
+        negative_class_names=[f"neg{k}" for k in range(negative_classes)],
     )

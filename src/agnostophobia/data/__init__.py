@@ -4,7 +4,8 @@
   stored (uint8 images, int64 labels 0..C-1, class names, source, notes).
 - ``fetch(names, ...)`` / ``fetch_dataset``: verified, atomic download of the official files.
 - ``check(names, data_dir)``: presence, counts, histograms, broken-file detection.
-- ``PROTOCOLS`` / ``build_protocol(name, data_dir=None, seed=0, **limits) -> OpenSetProtocol``.
+- ``PROTOCOLS`` / ``build_protocol(name, data_dir=None, seed=0, **limits) -> OpenSetProtocol``;
+  ``hold_out_negative_classes(protocol, seed)``: its variant for cross-class calibration (Sec. 6).
 - ``to_lenet`` / ``to_chw`` / ``rgb_to_grey``: model-input preprocessing (uint8).
 
 The data directory: ``data_dir`` argument > ``$AGNOSTOPHOBIA_DATA`` > ``~/.cache/agnostophobia/data``.
@@ -16,7 +17,8 @@ from agnostophobia.data.datasets import (DATASETS, DatasetInfo, DatasetSplit, FI
 from agnostophobia.data.fetch import download, fetch, fetch_dataset
 from agnostophobia.data.paths import cache_dir, data_dir
 from agnostophobia.data.preprocess import border_mean, check_polarity, rgb_to_grey, to_chw, to_lenet
-from agnostophobia.data.protocols import (PROTOCOLS, OpenSetProtocol, Split, build_protocol, purpose_rng,
+from agnostophobia.data.protocols import (PROTOCOLS, OpenSetProtocol, Split, build_protocol,
+                                          hold_out_negative_classes, purpose_rng, split_negative_classes,
                                           stratified_split, stratified_subset)
 
 __all__ = [
@@ -24,5 +26,5 @@ __all__ = [
     "download", "fetch", "fetch_dataset", "check", "check_dataset", "cache_dir", "data_dir",
     "border_mean", "check_polarity", "rgb_to_grey", "to_chw", "to_lenet",
     "PROTOCOLS", "OpenSetProtocol", "Split", "build_protocol", "purpose_rng", "stratified_split",
-    "stratified_subset",
+    "stratified_subset", "split_negative_classes", "hold_out_negative_classes",
 ]

@@ -16,8 +16,8 @@ import numpy as np
 
 from agnostophobia.errors import ConfigError, DataError
 from agnostophobia.registry import Registry
-from agnostophobia.data.datasets import (CIFAR100_COARSE, CIFAR10_CLASSES, DATASETS, DIGITS, DatasetSplit,
-                                         load_dataset)
+from agnostophobia.data.datasets import (CIFAR100_COARSE, CIFAR10_CLASSES, DATASETS, DIGITS, LETTERS,
+                                         DatasetSplit, load_dataset)
 from agnostophobia.data.fetch import FetchedFile, fetch_missing
 from agnostophobia.data.paths import PathLike, data_dir as resolve_data_dir
 from agnostophobia.data.preprocess import LENET_INPUT, RESNET_INPUT, InputSpec, prepare_images
@@ -28,6 +28,7 @@ class Split:
     name: str
     images: np.ndarray   # uint8 (N, C, H, W), preprocessed for the protocol's model
     labels: np.ndarray   # int64 (N,), known class 0..C-1, or -1 for unknown
+    negative_class: Optional[np.ndarray] = None  # int64 (N,): index into OpenSetProtocol.negative_class_names of each negative's source class, -1 for knowns; None where unknown
 
     def __len__(self) -> int:
         return int(self.labels.shape[0])
@@ -44,6 +45,7 @@ class OpenSetProtocol:
     test_unknowns: Dict[str, Split]    # name -> unknown set, all labels -1
     notes: List[str]                   # data substitutions and deviations, for reports
     class_names: List[str] = field(default_factory=list)
+    negative_class_names: List[str] = field(default_factory=list)
 
     def sizes(self) -> Dict[str, Dict[str, int]]:
         """Sample counts: ``{"train": {"known": n, "unknown": m}, ...}``."""
@@ -206,21 +208,36 @@ class _Builder:
                               kind=DATASETS.get(ds.dataset).kind, padding=ds.meta.get("padding", 0))
 
     def train_val(self, ds: DatasetSplit, labels: np.ndarray, part: str, train_key: str,
-                  what: str) -> Tuple[Split, Split]:
-        """Hold out ``val_fraction`` of ``ds`` (stratified by its own classes), cap both parts."""
+                  what: str, negative_class: Optional[np.ndarray] = None) -> Tuple[Split, Split]:
+        """Hold out ``val_fraction`` of ``ds`` (stratified by its own classes), cap both parts.
+        ``negative_class`` (per sample of ``ds``, or None) follows the samples kept."""
         keep, held = stratified_split(ds.labels, self.val_fraction, purpose_rng(self.seed, f"{self.name}/{part}-val"))
         keep = keep[self.cap(ds.labels[keep], train_key, f"{part}-train", f"{what} train")]
         held = held[self.cap(ds.labels[held], "max_val", f"{part}-val-cap", f"{what} validation")]
-        return (Split(f"{part}-train", self.images(ds, keep, what), labels[keep]),
-                Split(f"{part}-val", self.images(ds, held, what), labels[held]))
+        return (Split(f"{part}-train", self.images(ds, keep, what), labels[keep], _take(negative_class, keep)),
+                Split(f"{part}-val", self.images(ds, held, what), labels[held], _take(negative_class, held)))
 
     def test(self, ds: DatasetSplit, labels: np.ndarray, name: str, what: str) -> Split:
         idx = self.cap(ds.labels, "max_test_per_set", f"test-{name}", what)
         return Split(name, self.images(ds, idx, what), labels[idx])
 
 
+def _take(values: Optional[np.ndarray], idx: np.ndarray) -> Optional[np.ndarray]:
+    return None if values is None else np.asarray(values, np.int64)[idx]
+
+
+def _negative_class_of(split: Split) -> Optional[np.ndarray]:
+    """The split's ``negative_class``; a split of knowns only has none to lose: all -1."""
+    if split.negative_class is not None:
+        return split.negative_class
+    return np.full(len(split), -1, np.int64) if (split.labels >= 0).all() else None
+
+
 def _concat(name: str, *parts: Split) -> Split:
-    return Split(name, np.concatenate([p.images for p in parts]), np.concatenate([p.labels for p in parts]))
+    marks = [_negative_class_of(p) for p in parts]
+    negative_class = None if any(m is None for m in marks) else np.concatenate(marks)
+    return Split(name, np.concatenate([p.images for p in parts]), np.concatenate([p.labels for p in parts]),
+                 negative_class)
 
 
 def _unknown(ds: DatasetSplit) -> np.ndarray:
@@ -236,7 +253,8 @@ def lenet_protocol(data_dir=None, seed: int = 0, **limits) -> OpenSetProtocol:
     k_train, k_val = b.train_val(mnist, mnist.labels, "known", "max_known_train", "MNIST")
     del mnist
     letters = b.absorb(load_dataset("letters", "train", data_dir))
-    u_train, u_val = b.train_val(letters, _unknown(letters), "unknown", "max_unknown_train", "letters")
+    u_train, u_val = b.train_val(letters, _unknown(letters), "unknown", "max_unknown_train", "letters",
+                                 negative_class=letters.labels)  # letter a-z = 0..25
     del letters
     mnist_test = b.absorb(load_dataset("mnist", "test", data_dir))
     test_known = b.test(mnist_test, mnist_test.labels, "known", "MNIST test")
@@ -253,7 +271,8 @@ def lenet_protocol(data_dir=None, seed: int = 0, **limits) -> OpenSetProtocol:
            "BT.601 luma of RGB (PIL 'L'), upright, antialiased resize to 28x28 (no transpose/BGR bugs)")
     b.note("polarity: every glyph set is white on black (checked: median border pixel below 128)")
     return OpenSetProtocol("lenet++", 10, b.input.shape, _concat("train", k_train, u_train),
-                           _concat("val", k_val, u_val), test_known, unknowns, b.notes, list(DIGITS))
+                           _concat("val", k_val, u_val), test_known, unknowns, b.notes, list(DIGITS),
+                           negative_class_names=list(LETTERS))
 
 
 # ------------------------------------------------------- MNIST vs notMNIST
@@ -299,7 +318,10 @@ def cifar_protocol(data_dir=None, seed: int = 0, **limits) -> OpenSetProtocol:
     del c10
     db = np.isin(c100_train.extra["coarse"], CIFAR_DB_COARSE)
     neg = _subset(c100_train, db)
-    u_train, u_val = b.train_val(neg, _unknown(neg), "unknown", "max_unknown_train", "CIFAR-100 D_b'")
+    db_index = np.full(len(CIFAR100_COARSE), -1, np.int64)  # super-class -> its index among D_b' classes
+    db_index[list(CIFAR_DB_COARSE)] = np.arange(len(CIFAR_DB_COARSE))
+    u_train, u_val = b.train_val(neg, _unknown(neg), "unknown", "max_unknown_train", "CIFAR-100 D_b'",
+                                 negative_class=db_index[neg.extra["coarse"]])
     c10_test = b.absorb(load_dataset("cifar10", "test", data_dir))
     test_known = b.test(c10_test, c10_test.labels, "known", "CIFAR-10 test")
     in_db = np.isin(c100_test.extra["coarse"], CIFAR_DB_COARSE)
@@ -312,7 +334,8 @@ def cifar_protocol(data_dir=None, seed: int = 0, **limits) -> OpenSetProtocol:
     b.note(f"CIFAR-100 D_a test has {len(da)} images (10 super-classes x 500); the paper reports 4,500")
     b.note(f"validation: seeded class-stratified {b.val_fraction:.0%} hold-out of CIFAR-10 train and of D_b'")
     return OpenSetProtocol("cifar", 10, b.input.shape, _concat("train", k_train, u_train), _concat("val", k_val, u_val),
-                           test_known, unknowns, b.notes, list(CIFAR10_CLASSES))
+                           test_known, unknowns, b.notes, list(CIFAR10_CLASSES),
+                           negative_class_names=[CIFAR100_COARSE[c] for c in CIFAR_DB_COARSE])
 
 
 def _subset(ds: DatasetSplit, mask: np.ndarray) -> DatasetSplit:
@@ -340,7 +363,10 @@ def cifar10_split_protocol(data_dir=None, seed: int = 0, **limits) -> OpenSetPro
     k_train, k_val = b.train_val(known, remap[known.labels], "known", "max_known_train", "CIFAR-10 known")
     neg = _subset(train, np.isin(train.labels, CIFAR10_NEGATIVE))
     del train, known
-    u_train, u_val = b.train_val(neg, _unknown(neg), "unknown", "max_unknown_train", "CIFAR-10 negatives")
+    negative_index = np.full(10, -1, np.int64)
+    negative_index[list(CIFAR10_NEGATIVE)] = np.arange(len(CIFAR10_NEGATIVE))
+    u_train, u_val = b.train_val(neg, _unknown(neg), "unknown", "max_unknown_train", "CIFAR-10 negatives",
+                                 negative_class=negative_index[neg.labels])
     test = b.absorb(load_dataset("cifar10", "test", data_dir))
     tk = _subset(test, np.isin(test.labels, CIFAR10_KNOWN))
     da, db = _subset(test, np.isin(test.labels, CIFAR10_UNKNOWN)), _subset(test, np.isin(test.labels, CIFAR10_NEGATIVE))
@@ -353,4 +379,66 @@ def cifar10_split_protocol(data_dir=None, seed: int = 0, **limits) -> OpenSetPro
                            {"cifar10-dog-truck": b.test(da, _unknown(da), "cifar10-dog-truck", "CIFAR-10 dog+truck test"),
                             "cifar10-horse-ship": b.test(db, _unknown(db), "cifar10-horse-ship",
                                                          "CIFAR-10 horse+ship test")},
-                           b.notes, names)
+                           b.notes, names, [CIFAR10_CLASSES[c] for c in CIFAR10_NEGATIVE])
+
+
+# ------------------------------------------------------- cross-class calibration
+#: The evaluation set of unknowns in a :func:`hold_out_negative_classes` protocol.
+HELD_OUT_NEGATIVES = "held-out-classes"
+
+
+def split_negative_classes(protocol: OpenSetProtocol, seed: int) -> Tuple[List[int], List[int]]:
+    """Sec. 6, cross-class calibration: the protocol's negative classes (D_b') in two halves,
+    ``(trained, held_out)``, sorted indices into ``protocol.negative_class_names``.
+
+    The halves are disjoint and cover every negative class; a seeded permutation (its own
+    random stream) decides, so one data seed always gives the same halves. With an odd
+    number of classes the trained half has the extra one. Raises :class:`DataError` where
+    the protocol does not keep its negatives' classes or has fewer than two.
+    """
+    names = protocol.negative_class_names
+    if not names or protocol.train.negative_class is None or protocol.val.negative_class is None:
+        raise DataError(f"protocol {protocol.name!r} does not keep the class of its negatives (D_b'), "
+                        f"so its negative classes cannot be split for cross-class calibration")
+    if len(names) < 2:
+        raise DataError(f"protocol {protocol.name!r} has {len(names)} negative class; cross-class calibration "
+                        f"needs at least two (one to train on, one held out)")
+    order = purpose_rng(seed, f"{protocol.name}/cross-class").permutation(len(names))
+    n_trained = len(names) - len(names) // 2
+    return sorted(order[:n_trained].tolist()), sorted(order[n_trained:].tolist())
+
+
+def _select(split: Split, mask: np.ndarray, name: Optional[str] = None) -> Split:
+    return Split(name or split.name, split.images[mask], split.labels[mask], _take(split.negative_class, mask))
+
+
+def hold_out_negative_classes(protocol: OpenSetProtocol, seed: int) -> OpenSetProtocol:
+    """The protocol for cross-class calibration (Sec. 6): train on the knowns and the
+    negatives of one half of the negative classes (:func:`split_negative_classes`), and
+    evaluate on validation data only.
+
+    * ``train``: the knowns and the trained half's negatives; the held-out half's training
+      images are dropped (never seen).
+    * ``val`` (model selection by validation loss, as in every run): the validation knowns
+      and the trained half's validation negatives.
+    * ``test_known``: the validation knowns; ``test_unknowns[HELD_OUT_NEGATIVES]``: the
+      validation negatives of the held-out classes, which no training step has seen.
+      The protocol's own test sets are dropped, so tuning on this protocol never reads
+      test data.
+    """
+    trained, held_out = split_negative_classes(protocol, seed)
+    names = protocol.negative_class_names
+    in_held = {part: np.isin(getattr(protocol, part).negative_class, held_out) for part in ("train", "val")}
+    unseen = _select(protocol.val, in_held["val"], HELD_OUT_NEGATIVES)
+    train = _select(protocol.train, ~in_held["train"])
+    if len(unseen) == 0 or not (train.labels < 0).any():
+        raise DataError(f"protocol {protocol.name!r}: cross-class calibration needs training negatives of the "
+                        f"trained classes and validation negatives of the held-out ones; got {int((train.labels < 0).sum())} "
+                        f"and {len(unseen)} (raise max_unknown_train / max_val)")
+    note = (f"cross-class calibration (Sec. 6), data seed {seed}: trained on the negatives of "
+            f"{', '.join(names[i] for i in trained)}; validation unknowns = held-out validation negatives of "
+            f"{', '.join(names[i] for i in held_out)} (never trained on); test data not used")
+    return OpenSetProtocol(protocol.name, protocol.num_classes, protocol.input_shape, train,
+                           _select(protocol.val, ~in_held["val"]),
+                           _select(protocol.val, protocol.val.labels >= 0, "known"), {HELD_OUT_NEGATIVES: unseen},
+                           protocol.notes + [note], list(protocol.class_names), list(names))

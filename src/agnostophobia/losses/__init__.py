@@ -33,6 +33,7 @@ __all__ = [
     "EntropicOpenSetLoss",
     "ObjectosphereLoss",
     "build_loss",
+    "loss_parameters",
     "compute_loss",
     "inverse_frequency_class_weights",
     "sample_weights",
@@ -52,6 +53,15 @@ def build_loss(name: str, num_classes: int, **kwargs) -> OpenSetLoss:
     except TypeError as exc:
         raise ConfigError(f"loss {name!r}: {exc}") from None
     return cls(num_classes, **kwargs)
+
+
+def loss_parameters(name: str) -> tuple:
+    """The hyper-parameters the loss registered as ``name`` reads, e.g. ``("xi", "lambda_")``
+    for Objectosphere (Eq. 2) and ``()`` for the others: its constructor's keyword
+    arguments besides ``num_classes`` and ``reduction``. The trainer passes exactly these
+    from the config, and ``tune`` tunes only approaches whose loss reads what it varies."""
+    signature = inspect.signature(LOSSES.get(name))
+    return tuple(p for p in signature.parameters if p not in ("num_classes", "reduction"))
 
 
 def compute_loss(loss: OpenSetLoss, logits: torch.Tensor, features, labels: torch.Tensor,

@@ -32,7 +32,8 @@ import torch
 from tqdm.auto import tqdm
 
 from agnostophobia.errors import ConfigError, TrainingDiverged
-from agnostophobia.losses import build_loss, compute_loss, inverse_frequency_class_weights, sample_weights
+from agnostophobia.losses import (build_loss, compute_loss, inverse_frequency_class_weights, loss_parameters,
+                                  sample_weights)
 from agnostophobia.models import build_model
 from agnostophobia.training.adversarial import adversarial_loss
 from agnostophobia.training.approaches import APPROACHES
@@ -142,7 +143,7 @@ class Training:
         self.approach = APPROACHES.get(cfg.approach)
         self.num_classes = protocol.num_classes
         seed_everything(cfg.seed)
-        loss_kwargs = {"xi": cfg.xi, "lambda_": cfg.lambda_} if cfg.approach == "objectosphere" else {}
+        loss_kwargs = {name: getattr(cfg, name) for name in loss_parameters(cfg.approach)}
         self.loss_fn = build_loss(cfg.approach, self.num_classes, **loss_kwargs)
         self.model = build_model(cfg.model, num_outputs=self.loss_fn.num_outputs, **cfg.model_kwargs)
         self.model.to(self.device)
