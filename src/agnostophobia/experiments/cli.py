@@ -1,4 +1,4 @@
-"""Sub-commands ``train``, ``evaluate``, ``reproduce`` and ``plot``."""
+"""Sub-commands ``train``, ``evaluate``, ``reproduce``, ``tune`` and ``plot``."""
 from __future__ import annotations
 
 import argparse
@@ -62,6 +62,27 @@ def add_commands(subparsers) -> None:
                    help="replace unknown sets of the same name that the run already holds")
     p.set_defaults(func=_evaluate)
 
+    p = subparsers.add_parser("tune", parents=[common],
+                              help="choose loss parameters (xi, lambda) by cross-class calibration (paper Sec. 6): "
+                                   "train on half of the negative classes, score on the other half")
+    p.add_argument("config", help="experiment YAML (path, or the name of a shipped config, e.g. lenet++)")
+    p.add_argument("--param", action="append", default=[], metavar="NAME=V1,V2,...",
+                   help="a parameter and its values (repeatable; the grid is their product), e.g. "
+                        "--param xi=10,50,100 --param lambda=1e-4,1e-3,1e-2")
+    p.add_argument("--budget", help="a budget of the config (default: its 'tune' budget where it has one)")
+    p.add_argument("--out", type=Path, help="output directory, one run per grid point "
+                                            "(default: runs/EXPERIMENT-tune)")
+    p.add_argument("--fpr", type=float, default=1e-2,
+                   help="choose by the validation CCR at this FPR (default 1e-2)")
+    p.add_argument("--seeds", type=positive_int, help="training seeds per point (default: the budget's)")
+    p.add_argument("--approach", action="append",
+                   help="tune this approach (repeatable; default: every approach of the config whose loss reads "
+                        "a tuned parameter, i.e. objectosphere for xi and lambda)")
+    p.add_argument("--detector", help="score to threshold (default: each approach's paper score)")
+    p.add_argument("--resume", action="store_true", help="continue the tuning run in --out: finished points are "
+                                                         "kept, an interrupted one resumes from its last epoch")
+    p.set_defaults(func=_tune)
+
 
 def check_budget(config: str, budget) -> None:
     """``--budget`` must name a budget the experiment's YAML defines (the list lives there only)."""
@@ -106,4 +127,14 @@ def _evaluate(args) -> int:
     from agnostophobia.experiments.evaluate_run import evaluate_run
     evaluate_run(args.run, unknowns=args.unknowns, data_dir=args.data_dir, device=args.device,
                  replace=args.replace)
+    return 0
+
+
+def _tune(args) -> int:
+    from agnostophobia.experiments.tune import tune
+
+    check_budget(args.config, args.budget)
+    tune(args.config, args.param, budget=args.budget, out=args.out, fpr=args.fpr, seeds=args.seeds,
+         resume=args.resume, approaches=args.approach, detector=args.detector, data_dir=args.data_dir,
+         device=args.device, progress=not args.no_progress)
     return 0

@@ -12,7 +12,7 @@ import platform
 import sys
 import time
 from pathlib import Path
-from typing import Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional
 
 import torch
 import yaml
@@ -56,8 +56,12 @@ def fit_outputs(run, protocol) -> Dict:
     return {"logits": logits, "features": features, "labels": protocol.train.labels[known]}
 
 
-def train_and_store(experiment: ExperimentConfig, out: Path, log=print) -> Dict:
-    """Train (or resume) every approach and seed; returns the protocol notes and timings."""
+def train_and_store(experiment: ExperimentConfig, out: Path, log=print,
+                    make_protocol: Optional[Callable[[TrainConfig], Any]] = None) -> Dict:
+    """Train (or resume) every approach and seed; returns the protocol notes and timings.
+
+    ``make_protocol(cfg)`` gives the protocol to train on when one is needed (default
+    :func:`protocol_for`; ``tune`` passes its cross-class variant)."""
     timings_path = out / "timings.json"
     timings = json.loads(timings_path.read_text()) if timings_path.exists() else {}
     notes, protocol = [], None
@@ -69,7 +73,7 @@ def train_and_store(experiment: ExperimentConfig, out: Path, log=print) -> Dict:
                 log(f"[seed {seed}] {approach}: finished earlier, kept")
                 continue
             if protocol is None:
-                protocol = protocol_for(cfg)
+                protocol = (make_protocol or protocol_for)(cfg)
                 notes = list(protocol.notes)
             start = time.perf_counter()
             n_known = int((protocol.train.labels >= 0).sum())
