@@ -14,7 +14,7 @@ def test_python_dash_m_entry_point():
 def test_every_command_is_wired(capsys):
     assert main([]) == 2
     help_text = capsys.readouterr().out
-    for command in ("reproduce", "train", "evaluate", "plot", "data"):
+    for command in ("reproduce", "train", "evaluate", "tune", "plot", "data"):
         assert command in help_text
 
 
@@ -30,7 +30,7 @@ def test_budgets_are_the_ones_the_experiment_config_defines(tmp_path, capsys):
     assert main(["reproduce", "lenet++", "--budget", "huge"]) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert err == ["agnostophobia: error: --budget 'huge' is not defined in the config lenet++; "
-                   "defined budgets: cpu, paper, smoke"]
+                   "defined budgets: cpu, paper, smoke, tune"]
     # a budget a user's config defines is a valid --budget: the CLI holds no list of its own
     config = tmp_path / "mine.yaml"
     config.write_text("name: mine\nbudgets: {tiny: {epochs: 1}}\n")

@@ -53,7 +53,7 @@ from agnostophobia.training.config import TRAIN_ALIASES, ExperimentConfig, load_
 #: The FPR the choice is made at, unless ``--fpr`` says otherwise.
 DEFAULT_FPR = 1e-2
 #: FPRs shown beside it in the table, for information.
-INFO_FPRS = (1e-3, 1e-1)
+INFO_FPRS = (1e-3, 1e-2, 1e-1)
 
 
 # ------------------------------------------------------------------ the grid
@@ -325,8 +325,11 @@ def tune_record(tuning: TuneSetup, rows: List[Dict], split: Dict, protocol, out:
         best = choose([r for r in rows if r["approach"] == approach], tuning.base, index)
         if best is None:
             chosen[approach] = None
-            not_chosen[approach] = (f"no point has a validation CCR at FPR {tuning.fpr:g}: {n_unknown} validation "
-                                    f"unknowns cannot resolve it (or every point diverged)")
+            trained = any(r["status"] == "trained" for r in rows if r["approach"] == approach)
+            not_chosen[approach] = (
+                f"nothing chosen: {n_unknown} validation unknowns cannot resolve FPR {tuning.fpr:g} (that needs "
+                f"{math.ceil(1 / tuning.fpr)}); the same command with --resume --fpr {resolvable_fpr(n_unknown):g} "
+                f"chooses from the points trained" if trained else "nothing chosen: every point diverged")
             continue
         configs[approach] = write_chosen_config(out, tuning, approach, best["params"])
         values = ", ".join(f"{n} = {format_value(v)}" for n, v in best["params"].items())
@@ -354,6 +357,11 @@ def tune_record(tuning: TuneSetup, rows: List[Dict], split: Dict, protocol, out:
         "grid": rows, "chosen": chosen, "not_chosen": not_chosen,
         "wall_time_s": round(sum(r["wall_s"] for r in rows), 1), "data_notes": protocol.notes,
     }
+
+
+def resolvable_fpr(n_unknown: int) -> float:
+    """The smallest power of ten at least one false positive among ``n_unknown`` resolves."""
+    return 10.0 ** math.ceil(math.log10(1 / n_unknown)) if n_unknown else 1.0
 
 
 def write_chosen_config(out: Path, tuning: TuneSetup, approach: str, values: Dict[str, float]) -> Path:
