@@ -123,10 +123,11 @@ def tuned_approaches(candidates: Sequence[str], params: Sequence[str],
     """``(tuned, not tuned)``: the approaches whose loss reads at least one tuned parameter,
     among ``requested`` (each must read one) or else among the config's ``candidates``."""
     fields = {tunable_parameters()[p] for p in params}
+    for approach in requested or ():
+        APPROACHES.get(approach)  # a clear error for an unknown name
     reads = {a: fields & set(loss_parameters(a)) for a in dict.fromkeys([*candidates, *(requested or [])])}
     if requested:
         for approach in requested:
-            APPROACHES.get(approach)  # a clear error for an unknown name
             if not reads[approach]:
                 raise ConfigError(f"--approach {approach}: its loss reads none of {', '.join(params)}, so every "
                                   f"grid point would train the same network")
