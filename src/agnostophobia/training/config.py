@@ -41,7 +41,7 @@ class TrainConfig:
     model_kwargs: Dict[str, Any] = field(default_factory=dict)
     approach: str = "entropic"
     epochs: int = 70
-    batch_size: int = 128
+    batch_size: int = 128              # the global batch: split over the processes under DDP (torchrun)
     optimizer: str = "adam"
     lr: float = 0.01
     momentum: float = 0.9
