@@ -130,6 +130,16 @@ def test_bad_weights_are_one_clear_line(weights, message):
     assert "\n" not in str(error.value)
 
 
+@pytest.mark.parametrize("options, message", [
+    ({"feature_dim": "512"}, "feature_dim must be integers >= 1, got 4, '512'"),
+    ({"freeze_backbone": "yes"}, "freeze_backbone must be true or false, got 'yes'"),
+    ({"dropout_rate": 0.1}, "unexpected keyword argument 'dropout_rate'"),
+])
+def test_bad_options_are_one_clear_line(options, message):
+    with pytest.raises(ConfigError, match=f"torchvision/resnet18: .*{message}"):
+        backbone("resnet18", **options)
+
+
 def test_a_file_for_another_model_is_refused_naming_it(tmp_path):
     other = tmp_path / "mobilenet.pth"
     torch.save(torchvision.models.mobilenet_v3_small().state_dict(), other)

@@ -10,7 +10,6 @@ processes each (one thread apiece, a time limit, everything they start is ended)
 """
 import csv
 import os
-import shutil
 import signal
 import socket
 import subprocess
@@ -149,11 +148,11 @@ def fit_start_weights(cfg):
 
 
 def run_torchrun(args, env, cwd):
-    """``torchrun --standalone --nproc_per_node 2 ARGS``; on a time-out the whole process group ends."""
-    torchrun = shutil.which("torchrun", path=os.path.dirname(sys.executable)) or "torchrun"
-    process = subprocess.Popen([torchrun, "--standalone", "--nproc_per_node", "2", "--monitor_interval", "0.2",
-                                *map(str, args)], env=env, cwd=cwd, stdout=subprocess.PIPE,
-                               stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    """``torchrun --standalone --nproc_per_node 2 ARGS`` (torchrun is ``python -m torch.distributed.run``);
+    on a time-out the whole process group ends."""
+    process = subprocess.Popen([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
+                                "--monitor_interval", "0.2", *map(str, args)], env=env, cwd=cwd,
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
     try:
         output, _ = process.communicate(timeout=TIME_LIMIT_S)
     except subprocess.TimeoutExpired:

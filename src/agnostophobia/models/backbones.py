@@ -91,9 +91,9 @@ class TorchvisionBackbone(nn.Module):
                  weights: Optional[str] = None, freeze_backbone: bool = False,
                  mean: Optional[Sequence[float]] = None, std: Optional[Sequence[float]] = None, **builder_kwargs):
         super().__init__()
-        if num_outputs < 1 or feature_dim < 1:
-            raise ConfigError(f"{PREFIX}{architecture}: num_outputs and feature_dim must be >= 1, "
-                              f"got {num_outputs}, {feature_dim}")
+        if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 1 for v in (num_outputs, feature_dim)):
+            raise ConfigError(f"{PREFIX}{architecture}: num_outputs and feature_dim must be integers >= 1, "
+                              f"got {num_outputs!r}, {feature_dim!r}")
         if not isinstance(freeze_backbone, bool):
             raise ConfigError(f"{PREFIX}{architecture}: freeze_backbone must be true or false, got {freeze_backbone!r}")
         preset, weights_file = resolve_weights(architecture, weights)
