@@ -175,7 +175,10 @@ def train_run(config, out: Path, budget: Optional[str] = None, approaches: Optio
               seeds: Optional[int] = None, resume: bool = False, data_dir=None, device: Optional[str] = None,
               progress: bool = True, log=print) -> Path:
     """``agnostophobia train``: train the approaches of an experiment config into ``out``
-    and leave the same record (``config.yaml``, ``run_meta.json``) as ``reproduce``."""
+    and leave the same record (``config.yaml``, ``run_meta.json``) as ``reproduce``.
+
+    Started by torchrun, every process calls this and trains with DDP; rank 0 alone holds the
+    run's lock and writes (``training.distributed``)."""
     experiment = configure(load_experiment(config).for_budget(budget), seeds, data_dir, device, progress)
     if approaches:
         experiment.approaches = check_approaches(list(dict.fromkeys(approaches)))

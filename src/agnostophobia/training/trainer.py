@@ -15,6 +15,8 @@
   validation loss (the authors kept the best validation loss, docs/references.md).
 * ``metrics.csv`` (rewritten atomically from the checkpoint's history, so a kill never
   leaves duplicate rows) and TensorBoard scalars log every epoch.
+* Started by torchrun, every process runs this loop on its shard of each global batch in
+  DistributedDataParallel; rank 0 alone writes (:mod:`agnostophobia.training.distributed`).
 """
 from __future__ import annotations
 
