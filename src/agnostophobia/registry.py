@@ -5,7 +5,10 @@ the command line; tests are parametrised over ``registry.names()``.
 """
 from __future__ import annotations
 
+from difflib import SequenceMatcher
 from typing import Callable, Dict, Generic, Iterator, List, TypeVar
+
+from agnostophobia.errors import ConfigError
 
 T = TypeVar("T")
 
@@ -32,8 +35,28 @@ class Registry(Generic[T]):
         try:
             return self._items[name]
         except KeyError:
-            known = ", ".join(sorted(self._items)) or "(none)"
-            raise ValueError(f"unknown {self.kind} {name!r}; known: {known}") from None
+            raise ConfigError(f"unknown {self.kind} {name!r}; {self.hint(name)}") from None
+
+    def hint(self, name: str, listed: int = 12) -> str:
+        """What to say about the unknown ``name``: every name of a short registry, the closest
+        ones of a long one (the models hold every torchvision architecture)."""
+        names = self.names()
+        if len(names) <= listed:
+            return f"known: {', '.join(names) or '(none)'}"
+        close = self.closest(name)
+        return f"{'close: ' + ', '.join(close) if close else 'e.g. ' + ', '.join(names[:5])} ({len(names)} known)"
+
+    def closest(self, name: str, n: int = 5, cutoff: float = 0.6) -> List[str]:
+        """Up to ``n`` registered names most like ``name``, compared without a ``family/`` prefix
+        (``resnet50`` finds ``torchvision/resnet50``, ``torchvision/foo`` no torchvision model)."""
+        family, _, member = str(name).rpartition("/")
+
+        def likeness(candidate: str) -> float:  # a tie goes to the name's own family
+            candidate_family, _, candidate_member = candidate.rpartition("/")
+            return SequenceMatcher(None, member, candidate_member).ratio() + 0.01 * (family == candidate_family)
+
+        scored = sorted(((likeness(c), c) for c in self._items), key=lambda pair: (-pair[0], pair[1]))
+        return [candidate for score, candidate in scored[:n] if score >= cutoff]
 
     def names(self) -> List[str]:
         return sorted(self._items)

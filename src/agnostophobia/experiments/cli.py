@@ -45,7 +45,8 @@ def add_commands(subparsers) -> None:
                         "received is recorded in OUT/data_fetched.json")
     p.set_defaults(func=_reproduce)
 
-    p = subparsers.add_parser("train", parents=[common], help="train approaches from an experiment config")
+    p = subparsers.add_parser("train", parents=[common],
+                              help="train approaches from an experiment config (also under torchrun: DDP)")
     p.add_argument("config", help="experiment YAML (path, or the name of a shipped config)")
     p.add_argument("--approach", action="append", help="train only this approach (repeatable)")
     p.add_argument("--budget", help="apply the overrides of this budget of the config")
@@ -99,6 +100,9 @@ def check_budget(config: str, budget) -> None:
 
 
 def _reproduce(args) -> int:
+    from agnostophobia.training.distributed import require_one_process
+
+    require_one_process("reproduce")
     check_budget(args.experiment, args.budget)
     if args.experiment == "ensemble":
         from agnostophobia.experiments.ensemble import reproduce_ensemble
@@ -126,6 +130,9 @@ def _train(args) -> int:
 
 def _evaluate(args) -> int:
     from agnostophobia.experiments.evaluate_run import evaluate_run
+    from agnostophobia.training.distributed import require_one_process
+
+    require_one_process("evaluate")
     evaluate_run(args.run, unknowns=args.unknowns, data_dir=args.data_dir, device=args.device,
                  replace=args.replace)
     return 0

@@ -165,7 +165,9 @@ def _add_unknown_sets(model_dir: Path, names: Sequence[str], inputs: Sequence[np
     best = load_checkpoint(model_dir / "best.pt")
     cfg = best["config"]
     state = best["model"]
-    model = build_model(cfg["model"], num_outputs=state["logits.weight"].shape[0], **cfg["model_kwargs"])
+    # the trained weights replace any pretrained ones: those are neither downloaded nor read again
+    model = build_model(cfg["model"], num_outputs=state["logits.weight"].shape[0], load_weights=False,
+                        **cfg["model_kwargs"])
     model.load_state_dict(state)
     target = resolve_device(device or cfg.get("device", "auto"))
     model.to(target)

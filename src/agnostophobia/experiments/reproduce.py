@@ -6,6 +6,7 @@ from its last epoch checkpoint.
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import platform
@@ -20,6 +21,7 @@ import yaml
 from agnostophobia.data import build_protocol
 from agnostophobia.training.outputs import FIT_OUTPUTS, save_outputs
 from agnostophobia.experiments.report import write_metrics, write_report
+from agnostophobia.training import distributed
 from agnostophobia.training.approaches import APPROACHES
 from agnostophobia._atomic import atomic_write
 from agnostophobia.training.config import (ExperimentConfig, TrainConfig, check_approaches, check_seeds,
@@ -61,15 +63,20 @@ def train_and_store(experiment: ExperimentConfig, out: Path, log=print,
     """Train (or resume) every approach and seed; returns the protocol notes and timings.
 
     ``make_protocol(cfg)`` gives the protocol to train on when one is needed (default
-    :func:`protocol_for`; ``tune`` passes its cross-class variant)."""
+    :func:`protocol_for`; ``tune`` passes its cross-class variant). Under DDP every process
+    trains; rank 0 alone reads and writes ``out`` and predicts the stored outputs (in dataset
+    order, on whole sets) while the others wait (``training.distributed``).
+    """
+    world = distributed.current()
+    log = log if world.is_main else (lambda message: None)
     timings_path = out / "timings.json"
-    timings = json.loads(timings_path.read_text()) if timings_path.exists() else {}
+    timings = json.loads(timings_path.read_text()) if world.is_main and timings_path.exists() else {}
     notes, protocol = [], None
     for seed in range(experiment.seeds):
         for approach in experiment.approaches:
             cfg = experiment.for_approach(approach, seed)
             run_dir = out / f"seed{seed}" / approach
-            if (run_dir / "outputs.npz").exists() and is_finished(run_dir, cfg):
+            if world.from_main(lambda: (run_dir / "outputs.npz").exists() and is_finished(run_dir, cfg)):
                 log(f"[seed {seed}] {approach}: finished earlier, kept")
                 continue
             if protocol is None:
@@ -81,19 +88,28 @@ def train_and_store(experiment: ExperimentConfig, out: Path, log=print,
             log(f"[seed {seed}] {approach}: training on {n_known:,} knowns + {n_unknown:,} known unknowns "
                 f"for {cfg.epochs} epoch(s) on {resolve_device(cfg.device)}")
             run = fit(cfg, protocol, run_dir, resume=True)
-            # every model's training knowns: fitted detectors (k-NN, OpenMax) learn from its own
-            save_outputs(run_dir / FIT_OUTPUTS, {"train": fit_outputs(run, protocol)})
-            save_outputs(run_dir / "outputs.npz", run_outputs(run, protocol))
-            key = f"seed{seed}/{approach}"
-            timings[key] = timings.get(key, 0.0) + time.perf_counter() - start
-            atomic_write(timings_path, lambda tmp: Path(tmp).write_text(json.dumps(timings, indent=1)))
-            log(f"[seed {seed}] {approach}: done in {timings[key]:.0f} s")
+            if world.is_main:
+                store_outputs(run, protocol, run_dir)
+                key = f"seed{seed}/{approach}"
+                timings[key] = timings.get(key, 0.0) + time.perf_counter() - start
+                atomic_write(timings_path, lambda tmp: Path(tmp).write_text(json.dumps(timings, indent=1)))
+                log(f"[seed {seed}] {approach}: done in {timings[key]:.0f} s")
+            world.barrier()  # the other processes wait while rank 0 predicts
+    if not world.is_main:
+        return {"data_notes": notes, "timings_s": timings}
     if not notes:
         notes_path = out / "data_notes.json"
         notes = json.loads(notes_path.read_text()) if notes_path.exists() else []
     else:
         atomic_write(out / "data_notes.json", lambda tmp: Path(tmp).write_text(json.dumps(notes, indent=1)))
     return {"data_notes": notes, "timings_s": timings}
+
+
+def store_outputs(run, protocol, run_dir: Path) -> None:
+    """The per-sample outputs of a trained model on the test sets, and on its training knowns,
+    from which fitted detectors (k-NN, OpenMax) learn."""
+    save_outputs(run_dir / FIT_OUTPUTS, {"train": fit_outputs(run, protocol)})
+    save_outputs(run_dir / "outputs.npz", run_outputs(run, protocol))
 
 
 def configure(experiment: ExperimentConfig, seeds: Optional[int] = None, data_dir=None,
@@ -138,13 +154,14 @@ def write_run_record(out: Path, experiment: ExperimentConfig, budget: Optional[s
                      command: str, config_protocol: Optional[str] = None) -> Dict:
     """``run_meta.json``: what ``evaluate``, ``plot`` and ``predict`` need to know of a run."""
     train_cfg = experiment.train
+    world = distributed.current()
     meta = {
         "experiment": train_cfg.name, "budget": budget, "seeds": experiment.seeds,
         "seeds_varied": seeds_varied(experiment), "approaches": experiment.approaches,
         "command": " ".join(["agnostophobia"] + sys.argv[1:]) if sys.argv and "agnostophobia" in sys.argv[0]
         else command,
         "device": f"{resolve_device(train_cfg.device)} ({platform.processor() or platform.machine()}, "
-                  f"{torch.get_num_threads()} threads)",
+                  f"{torch.get_num_threads()} threads)" + (f" x {world.size} processes (DDP)" if world.distributed else ""),
         "wall_time_s": round(sum(stored["timings_s"].values()), 1),
         "train_config": {k: v for k, v in train_cfg.to_dict().items()
                          if k not in ("approach", "seed", "progress", "tensorboard", "data_dir", "name")},
@@ -161,20 +178,38 @@ def train_run(config, out: Path, budget: Optional[str] = None, approaches: Optio
               seeds: Optional[int] = None, resume: bool = False, data_dir=None, device: Optional[str] = None,
               progress: bool = True, log=print) -> Path:
     """``agnostophobia train``: train the approaches of an experiment config into ``out``
-    and leave the same record (``config.yaml``, ``run_meta.json``) as ``reproduce``."""
+    and leave the same record (``config.yaml``, ``run_meta.json``) as ``reproduce``.
+
+    Started by torchrun, every process calls this and trains with DDP; rank 0 alone holds the
+    run's lock and writes (``training.distributed``)."""
     experiment = configure(load_experiment(config).for_budget(budget), seeds, data_dir, device, progress)
     if approaches:
         experiment.approaches = check_approaches(list(dict.fromkeys(approaches)))
     out = Path(out)
-    if any(out.glob("seed*/*/last.pt")) and not resume:
-        raise ValueError(f"--out {out} already holds a run; add --resume to continue it, or choose another --out")
-    check_existing_run(experiment, out)
-    with run_lock(out):
-        write_config(out, experiment, budget)
+    # under torchrun: join the other processes (one process: nothing happens)
+    with distributed.process_group(resolve_device(experiment.train.device)) as world, contextlib.ExitStack() as lock:
+        world.check_batch_size(experiment.train.batch_size)
+
+        def claim() -> None:
+            lock.enter_context(claim_run(experiment, out, resume))
+
+        world.from_main(claim)  # rank 0 checks and locks the run; the others wait, and stop with its error
+        if world.is_main:
+            write_config(out, experiment, budget)
         stored = train_and_store(experiment, out, log)
+        if not world.is_main:
+            return out
         write_run_record(out, experiment, budget, stored, f"agnostophobia train {config} --out {out}")
     log(f"trained {', '.join(experiment.approaches)} into {out}; next: agnostophobia evaluate {out}")
     return out
+
+
+def claim_run(experiment: ExperimentConfig, out: Path, resume: bool):
+    """The run lock of ``out``, after the checks that it may be (re)used for ``experiment``."""
+    if any(out.glob("seed*/*/last.pt")) and not resume:
+        raise ValueError(f"--out {out} already holds a run; add --resume to continue it, or choose another --out")
+    check_existing_run(experiment, out)
+    return run_lock(out)
 
 
 def reproduce(experiment_name: str, budget: Optional[str] = None, seeds: Optional[int] = None,

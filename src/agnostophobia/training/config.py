@@ -41,7 +41,7 @@ class TrainConfig:
     model_kwargs: Dict[str, Any] = field(default_factory=dict)
     approach: str = "entropic"
     epochs: int = 70
-    batch_size: int = 128
+    batch_size: int = 128              # the global batch: split over the processes under DDP (torchrun)
     optimizer: str = "adam"
     lr: float = 0.01
     momentum: float = 0.9
@@ -80,7 +80,8 @@ class TrainConfig:
         # names are checked here, before a run directory is written, not when training starts
         need(isinstance(self.protocol, str) and self.protocol in PROTOCOLS, "protocol",
              f"must be one of {PROTOCOLS.names()}")
-        need(isinstance(self.model, str) and self.model in MODELS, "model", f"must be one of {MODELS.names()}")
+        need(isinstance(self.model, str) and self.model in MODELS, "model",
+             f"must be a registered model (torchvision/NAME for a torchvision one; {MODELS.hint(str(self.model))})")
         need(isinstance(self.device, str) and re.fullmatch(r"auto|cpu|mps|cuda(:\d+)?", self.device) is not None,
              "device", "must be auto, cpu, mps, cuda or cuda:N")
         for key in ("epochs", "batch_size", "eval_batch_size", "step_size"):

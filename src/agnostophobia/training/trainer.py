@@ -15,6 +15,8 @@
   validation loss (the authors kept the best validation loss, docs/references.md).
 * ``metrics.csv`` (rewritten atomically from the checkpoint's history, so a kill never
   leaves duplicate rows) and TensorBoard scalars log every epoch.
+* Started by torchrun, every process runs this loop on its shard of each global batch in
+  DistributedDataParallel; rank 0 alone writes (:mod:`agnostophobia.training.distributed`).
 """
 from __future__ import annotations
 
@@ -39,6 +41,7 @@ from agnostophobia.training.adversarial import adversarial_loss
 from agnostophobia.training.approaches import APPROACHES
 from agnostophobia._atomic import atomic_write, remove_stale_temporaries
 from agnostophobia._killpoints import kill_point
+from agnostophobia.training import distributed
 from agnostophobia.training.checkpoint import (load_checkpoint, rng_state, save_checkpoint,
                                                seed_everything, set_rng_state)
 from agnostophobia.training.config import TrainConfig
@@ -120,13 +123,20 @@ def to_input(images_u8: torch.Tensor, channels_last: bool) -> torch.Tensor:
     return x.contiguous(memory_format=torch.channels_last) if channels_last and x.dim() == 4 else x
 
 
-def crop_flip(x: torch.Tensor, generator: torch.Generator, pad: int = 4) -> torch.Tensor:
-    """Random crop with zero padding and horizontal flip (the usual CIFAR augmentation)."""
+def crop_flip(x: torch.Tensor, generator: torch.Generator, pad: int = 4, offset: int = 0,
+              batch_size: Optional[int] = None) -> torch.Tensor:
+    """Random crop with zero padding and horizontal flip (the usual CIFAR augmentation).
+
+    ``x`` may be the part from ``offset`` of a batch of ``batch_size`` (a DDP process's shard):
+    the draws are those of the whole batch, so each sample is augmented as in one process.
+    """
     n, _, h, w = x.shape
+    batch_size = batch_size or n
     padded = torch.nn.functional.pad(x, (pad, pad, pad, pad))
-    dy = torch.randint(0, 2 * pad + 1, (n,), generator=generator).tolist()
-    dx = torch.randint(0, 2 * pad + 1, (n,), generator=generator).tolist()
-    flip = torch.rand(n, generator=generator) < 0.5
+    mine = slice(offset, offset + n)
+    dy = torch.randint(0, 2 * pad + 1, (batch_size,), generator=generator)[mine].tolist()
+    dx = torch.randint(0, 2 * pad + 1, (batch_size,), generator=generator)[mine].tolist()
+    flip = (torch.rand(batch_size, generator=generator) < 0.5)[mine]
     out = torch.stack([padded[i, :, dy[i]:dy[i] + h, dx[i]:dx[i] + w] for i in range(n)])
     out[flip] = out[flip].flip(-1)
     return out
@@ -137,7 +147,9 @@ class Training:
 
     def __init__(self, cfg: TrainConfig, protocol, device: Optional[torch.device] = None):
         self.cfg = cfg.validate()
-        self.device = device or resolve_device(cfg.device)
+        self.world = distributed.current()  # one process, or this one's place under torchrun
+        self.world.check_batch_size(cfg.batch_size)
+        self.device = self.world.place(device or resolve_device(cfg.device))
         if cfg.deterministic:
             use_deterministic_algorithms(self.device)
         self.approach = APPROACHES.get(cfg.approach)
@@ -149,6 +161,7 @@ class Training:
         self.model.to(self.device)
         if cfg.channels_last:
             self.model.to(memory_format=torch.channels_last)
+        self.network = self.world.wrap(self.model, self.device)  # DDP under torchrun, else the model
         knowns_only = not self.approach.uses_unknowns
         self.train_data = TensorData.from_split(protocol.train, self.device, knowns_only)
         self.val_data = TensorData.from_split(protocol.val, self.device, knowns_only)
@@ -176,7 +189,7 @@ class Training:
 
     @property
     def steps_per_epoch(self) -> int:
-        return -(-len(self.train_data) // self.cfg.batch_size)
+        return self.world.steps_per_epoch(len(self.train_data), self.cfg.batch_size)
 
     def _optimizer(self):
         params, cfg = self.model.parameters(), self.cfg
@@ -194,8 +207,10 @@ class Training:
         return torch.optim.lr_scheduler.LambdaLR(self.optimizer, lambda epoch: 1.0)
 
     def batch_loss(self, x, y, weights=None):
+        """The loss (mean over the batch) and logits. In training mode through :attr:`network`
+        (DDP under torchrun); in eval mode through the plain model, which syncs nothing."""
         with autocast(self.device, self.precision):
-            logits, features = self.model(x)
+            logits, features = (self.network if self.model.training else self.model)(x)
         loss = compute_loss(self.loss_fn, logits.float(), features.float(), y, sample_weight=weights)
         return loss, logits
 
@@ -230,7 +245,10 @@ class DivergenceWatch:
 
     def check(self) -> None:
         """Raise :class:`TrainingDiverged` if a loss so far was non-finite (one host synchronisation)."""
-        seen, steps_before = torch.stack([self.seen.long(), self.steps_before]).tolist()
+        flags = torch.stack([self.seen.long(), -self.steps_before])
+        self.run.world.max_(flags)  # under DDP: a non-finite loss in any process, at the earliest step
+        seen, steps_before = flags.tolist()
+        steps_before = -steps_before
         if seen:
             step, steps_per_epoch = steps_before + 1, self.run.steps_per_epoch
             global_step = self.epoch * steps_per_epoch + step
@@ -253,27 +271,31 @@ def train_one_epoch(run: Training, epoch: int, bar=None) -> Dict[str, float]:
     Raises :class:`TrainingDiverged` when a loss is non-finite (noticed within
     :data:`DIVERGENCE_CHECK_EVERY` steps, and at the latest at the epoch's end).
     """
-    cfg, data = run.cfg, run.train_data
+    cfg, data, world = run.cfg, run.train_data, run.world
     run.model.train()
+    world.seed_epoch(cfg.seed, epoch)
     order = epoch_order(len(data), cfg.seed, epoch).to(run.device)
+    known_labels = None if run.loss_fn.trains_on_unknowns else data.labels  # what the loss averages over
     augment_rng = torch.Generator().manual_seed(cfg.seed * 7_919 + epoch)
     loss_sum = torch.zeros((), device=run.device)
     correct = torch.zeros((), dtype=torch.long, device=run.device)
     watch = DivergenceWatch(run, epoch)
     start = time.perf_counter()
-    for step, i in enumerate(range(0, len(data), cfg.batch_size)):
-        idx = order[i:i + cfg.batch_size]
+    for step, shard in enumerate(world.shards(order, cfg.batch_size, known_labels)):
+        idx = shard.indices
         x = to_input(data.images[idx], cfg.channels_last)
         if cfg.augment == "crop-flip":
-            x = crop_flip(x, augment_rng)
+            x = crop_flip(x, augment_rng, offset=shard.offset, batch_size=shard.global_size)
         y = data.labels[idx]
         loss, logits = run.training_loss(x, y, data.weights_of(idx))
+        if shard.loss_scale is not None:  # DDP: this process's share of the global-batch mean
+            loss = loss * shard.loss_scale
         run.optimizer.zero_grad(set_to_none=True)
         loss.backward()
         run.optimizer.step()
         kill_point("train-step")
-        # accumulate on the device: no host sync per batch
-        loss_sum += loss.detach() * len(idx)
+        # accumulate on the device: no host sync per batch (loss * global batch / W, summed over processes)
+        loss_sum += loss.detach() * (shard.global_size / world.size)
         correct += run.correct_knowns(logits.detach(), y)
         watch.update(loss)
         if (step + 1) % DIVERGENCE_CHECK_EVERY == 0:
@@ -282,6 +304,8 @@ def train_one_epoch(run: Training, epoch: int, bar=None) -> Dict[str, float]:
             bar.update(1)
     watch.check()
     run.scheduler.step()
+    world.sum_(loss_sum, correct)
+    world.sync_buffers(run.model)
     seconds = time.perf_counter() - start
     n_known = int((data.labels >= 0).sum())
     return {"train_loss": loss_sum.item() / len(data), "train_acc": correct.item() / max(n_known, 1),
@@ -295,13 +319,14 @@ def evaluate(run: Training, data: TensorData) -> Dict[str, float]:
     # accumulated on the device (float64, as Python floats were) and read once at the end
     loss_sum = torch.zeros((), dtype=torch.float64, device=run.device)
     correct = torch.zeros((), dtype=torch.long, device=run.device)
-    for i in range(0, len(data), run.cfg.eval_batch_size):
+    for i in run.world.eval_starts(len(data), run.cfg.eval_batch_size):  # all batches in one process
         batch = slice(i, i + run.cfg.eval_batch_size)
         x = to_input(data.images[batch], run.cfg.channels_last)
         y = data.labels[batch]
         loss, logits = run.batch_loss(x, y, data.weights_of(batch))
         loss_sum += loss.double() * len(y)
         correct += run.correct_knowns(logits, y)
+    run.world.sum_(loss_sum, correct)
     n_known = int((data.labels >= 0).sum())
     if not len(data):  # no validation split: nothing measured (fit then keeps the last epoch)
         return {"val_loss": float("nan"), "val_acc": float("nan")}
@@ -373,29 +398,29 @@ def fit(cfg: TrainConfig, protocol, run_dir, resume: bool = True, device=None,
     ends early, as a kill would, for tests. Raises :class:`TrainingDiverged` when a training
     or validation loss is non-finite; the checkpoints of the last good epoch stay as they were.
     Returns the :class:`Training` with the best-validation weights loaded.
+
+    Under DDP (``training.distributed``) every process calls this; rank 0 alone reads and writes
+    ``run_dir`` and returns the best weights, the others return the last ones.
     """
     run_dir = Path(run_dir)
-    run_dir.mkdir(parents=True, exist_ok=True)
     run = Training(cfg, protocol, device)
+    world = run.world
     state = {"epoch": 0, "history": [], "best_val_loss": float("inf"), "best_epoch": 0}
-    last_path, best_path = run_dir / "last.pt", run_dir / "best.pt"
-    if last_path.exists():
-        if not resume:
-            raise ConfigError(f"{run_dir} already holds a run; pass --resume to continue it or choose another --out")
-        # on the CPU: torch.set_rng_state takes CPU tensors only; load_state_dict moves the rest
-        saved = load_checkpoint(last_path)
-        _check_resumable(saved["config"], cfg, last_path)
+    best_path = run_dir / "best.pt"
+    saved = world.from_main(lambda: _saved_run(run_dir, cfg, resume))  # every process continues rank 0's run
+    if saved is not None:
         run.model.load_state_dict(saved["model"])
         run.optimizer.load_state_dict(saved["optimizer"])
         run.scheduler.load_state_dict(saved["scheduler"])
         set_rng_state(saved["rng"])
         state = {k: saved[k] for k in state}
-    remove_stale_temporaries(run_dir, ("last.pt", "best.pt", "metrics.csv"))  # left by a killed run
+    if world.is_main:
+        remove_stale_temporaries(run_dir, ("last.pt", "best.pt", "metrics.csv"))  # left by a killed run
     restore_threads = limit_cpu_threads(run.device, cfg.cpu_threads)
-    writer = _tensorboard(run_dir) if cfg.tensorboard else None
+    writer = _tensorboard(run_dir) if cfg.tensorboard and world.is_main else None
     bar = tqdm(total=run.steps_per_epoch * cfg.epochs, initial=run.steps_per_epoch * state["epoch"],
-               disable=not cfg.progress, desc=f"{cfg.approach} (seed {cfg.seed})", unit="batch",
-               dynamic_ncols=True, leave=False)
+               disable=not (cfg.progress and world.is_main), desc=f"{cfg.approach} (seed {cfg.seed})",
+               unit="batch", dynamic_ncols=True, leave=False)
     try:
         for epoch in range(state["epoch"], cfg.epochs):
             row = {"epoch": epoch + 1, "lr": run.optimizer.param_groups[0]["lr"]}
@@ -407,21 +432,11 @@ def fit(cfg: TrainConfig, protocol, run_dir, resume: bool = True, device=None,
                             acc=f"{row['val_acc']:.3f}")
             state["history"].append(row)
             state["epoch"] = epoch + 1
-            if row["val_loss"] < state["best_val_loss"] or not len(run.val_data):  # no validation data: keep the last
+            improved = row["val_loss"] < state["best_val_loss"] or not len(run.val_data)  # no validation data: keep the last
+            if improved:
                 state["best_val_loss"], state["best_epoch"] = row["val_loss"], epoch + 1
-                save_checkpoint(best_path, {"model": run.model.state_dict(), "epoch": epoch + 1,
-                                            "val_loss": row["val_loss"], "config": cfg.to_dict()})
-            save_checkpoint(last_path, {
-                **state, "model": run.model.state_dict(), "optimizer": run.optimizer.state_dict(),
-                "scheduler": run.scheduler.state_dict(), "config": cfg.to_dict(), "rng": rng_state(),
-                "finished": epoch + 1 == cfg.epochs})
-            _write_history(run_dir / "metrics.csv", state["history"])
-            kill_point("epoch-end")
-            if writer is not None:
-                for key, value in row.items():
-                    if key != "epoch":
-                        writer.add_scalar(key, value, epoch + 1)
-                writer.flush()
+            if world.is_main:
+                _record_epoch(run, run_dir, state, row, improved, writer)
             if stop_after_epoch is not None and epoch + 1 >= stop_after_epoch:
                 break
     finally:
@@ -429,9 +444,43 @@ def fit(cfg: TrainConfig, protocol, run_dir, resume: bool = True, device=None,
         bar.close()
         if writer is not None:
             writer.close()
-    if best_path.exists():
+    if world.is_main and best_path.exists():
         run.model.load_state_dict(load_checkpoint(best_path)["model"])
     return run
+
+
+def _saved_run(run_dir: Path, cfg: TrainConfig, resume: bool) -> Optional[Dict]:
+    """The checkpoint of the run in ``run_dir`` to continue, or None for a new run (``run_dir`` is created)."""
+    run_dir.mkdir(parents=True, exist_ok=True)
+    last_path = run_dir / "last.pt"
+    if not last_path.exists():
+        return None
+    if not resume:
+        raise ConfigError(f"{run_dir} already holds a run; pass --resume to continue it or choose another --out")
+    # on the CPU: torch.set_rng_state takes CPU tensors only; load_state_dict moves the rest
+    saved = load_checkpoint(last_path)
+    _check_resumable(saved["config"], cfg, last_path)
+    return saved
+
+
+def _record_epoch(run: Training, run_dir: Path, state: Dict, row: Dict, improved: bool, writer) -> None:
+    """The files of the epoch just trained: ``best.pt`` if it ``improved``, ``last.pt``, ``metrics.csv``,
+    TensorBoard scalars. A checkpoint holds the plain model's state dict, also under DDP."""
+    cfg, epoch = run.cfg, state["epoch"]
+    if improved:
+        save_checkpoint(run_dir / "best.pt", {"model": run.model.state_dict(), "epoch": epoch,
+                                              "val_loss": row["val_loss"], "config": cfg.to_dict()})
+    save_checkpoint(run_dir / "last.pt", {
+        **state, "model": run.model.state_dict(), "optimizer": run.optimizer.state_dict(),
+        "scheduler": run.scheduler.state_dict(), "config": cfg.to_dict(), "rng": rng_state(),
+        "finished": epoch == cfg.epochs})
+    _write_history(run_dir / "metrics.csv", state["history"])
+    kill_point("epoch-end")
+    if writer is not None:
+        for key, value in row.items():
+            if key != "epoch":
+                writer.add_scalar(key, value, epoch)
+        writer.flush()
 
 
 def limit_cpu_threads(device: torch.device, threads: Optional[int]):
