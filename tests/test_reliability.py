@@ -122,10 +122,11 @@ def test_train_without_a_budget_is_not_called_a_shortened_run(tmp_path, real_dat
 
 def test_every_seed_draws_the_same_data_and_the_report_says_so(monkeypatch):
     from agnostophobia.experiments import reproduce as reproduce_module
+    from agnostophobia.training import config as config_module
     from agnostophobia.training.config import ExperimentConfig
 
     seen = []
-    monkeypatch.setattr(reproduce_module, "build_protocol", lambda name, data_dir, seed, **limits: seen.append(seed))
+    monkeypatch.setattr(config_module, "build_protocol", lambda name, data_dir, seed, **limits: seen.append(seed))
     for seed in (0, 1, 5):
         reproduce_module.protocol_for(TrainConfig(seed=seed, data_seed=7))
     assert seen == [7, 7, 7]

@@ -20,6 +20,7 @@ COMMAND_MODULES = (
     "agnostophobia.data.cli",
     "agnostophobia.experiments.cli",
     "agnostophobia.plotting.cli",
+    "agnostophobia.deploy.cli",
 )
 
 

@@ -85,6 +85,33 @@ class ModelScores:
         return scores, labels
 
 
+class NotFitted(ValueError):
+    """A fitted detector that cannot be fitted on a model's stored training outputs."""
+
+
+def fitted_detector(name: str, fit_outputs: Optional[Dict[str, np.ndarray]], num_classes: int,
+                    settings: Optional[Settings] = None) -> Detector:
+    """The detector ``name`` with the run's ``settings``, fitted on the model's own training
+    knowns (``fit_outputs.npz``) when it learns from them; :class:`NotFitted` says why not."""
+    detector = build_detector(name, **(settings or {}).get(name, {}))
+    if not detector.needs_fit:
+        return detector
+    if fit_outputs is None:
+        raise NotFitted(f"no training outputs ({FIT_OUTPUTS}) are stored for this model")
+    try:
+        return detector.fit(fit_outputs["logits"][:, :num_classes], fit_outputs["features"], fit_outputs["labels"])
+    except ValueError as exc:  # e.g. fewer correctly classified samples than OpenMax's tail size
+        raise NotFitted(f"it could not be fitted: {exc}") from None
+
+
+def top_scores(detector: Detector, outputs: Dict[str, np.ndarray], num_classes: int) -> Tuple[np.ndarray, np.ndarray]:
+    """``(predicted class, its score)`` per sample of one split's stored outputs: the
+    per-sample score every threshold acts on."""
+    scores = detector.scores(detector_inputs(detector, outputs["logits"], num_classes), outputs["features"])
+    predicted = scores.argmax(axis=1)
+    return predicted, scores[np.arange(len(predicted)), predicted]
+
+
 def score_outputs(outputs: Dict[str, Dict[str, np.ndarray]], fit_outputs: Optional[Dict[str, np.ndarray]],
                   background_class: bool, settings: Optional[Settings] = None) -> ModelScores:
     """Fit (once) and run every applicable detector on stored outputs; see :func:`model_scores`."""
@@ -93,21 +120,12 @@ def score_outputs(outputs: Dict[str, Dict[str, np.ndarray]], fit_outputs: Option
     top: Dict[str, Dict[str, Tuple[np.ndarray, np.ndarray]]] = {}
     notes: Dict[str, str] = {}
     for name in applicable_detectors(background_class):
-        detector = build_detector(name, **settings.get(name, {}))
-        if detector.needs_fit:
-            if fit_outputs is None:
-                notes[name] = f"not evaluated: no training outputs ({FIT_OUTPUTS}) are stored for this model"
-                continue
-            try:
-                detector.fit(fit_outputs["logits"][:, :num_classes], fit_outputs["features"], fit_outputs["labels"])
-            except ValueError as exc:  # e.g. fewer correctly classified samples than OpenMax's tail size
-                notes[name] = f"not evaluated: it could not be fitted: {exc}"
-                continue
-        top[name] = {}
-        for split, data in outputs.items():
-            scores = detector.scores(detector_inputs(detector, data["logits"], num_classes), data["features"])
-            predicted = scores.argmax(axis=1)
-            top[name][split] = (predicted, scores[np.arange(len(predicted)), predicted])
+        try:
+            detector = fitted_detector(name, fit_outputs, num_classes, settings)
+        except NotFitted as exc:
+            notes[name] = f"not evaluated: {exc}"
+            continue
+        top[name] = {split: top_scores(detector, data, num_classes) for split, data in outputs.items()}
     labels = {split: np.asarray(data["labels"], dtype=np.int64) for split, data in outputs.items()}
     return ModelScores(num_classes, labels, top, notes)
 

@@ -19,93 +19,21 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence
+from typing import Optional, Sequence
 
 import numpy as np
-import torch
 
-from agnostophobia.data import DATASETS, load_dataset
-from agnostophobia.data import formats as F
-from agnostophobia.data.preprocess import StoredImages, prepare_images
+from agnostophobia.data.inputs import model_input, read_unknowns, unknown_set_name
 from agnostophobia.data.protocols import protocol_input
 from agnostophobia.errors import DataError
 from agnostophobia._runlock import run_lock
 from agnostophobia.training.outputs import load_outputs, save_outputs
-from agnostophobia.models import build_model
 from agnostophobia.training.checkpoint import load_checkpoint
-from agnostophobia.training.precision import resolve_precision
-from agnostophobia.training.trainer import predict, resolve_device
+from agnostophobia.training.trained import load_trained_model
+from agnostophobia.training.trainer import resolve_device
 
-IMAGE_SUFFIXES = {".png", ".jpg", ".jpeg", ".bmp", ".gif", ".tif", ".tiff", ".webp"}
-NPZ_IMAGE_KEYS = ("x_test", "x", "images")
 KNOWN = "known"  # the run's own known test set (D_c) in outputs.npz
-
-
-@dataclass
-class UnknownSet:
-    """An unknown set as stored, before it is prepared for a run's models."""
-
-    name: str                     # its split name in outputs.npz
-    source: str                   # what it was read from, for messages
-    images: StoredImages
-    kind: Optional[str] = None    # a registered dataset's kind; None: the kind the run was trained on
-    padding: int = 0              # a blank frame the dataset declares (DHCD: 2); never guessed
-
-
-def unknown_set_name(spec: str) -> str:
-    """The split name ``spec`` will be stored under; a DataError when it names nothing usable."""
-    path = Path(spec)
-    if path.is_dir():
-        return path.name
-    if path.is_file():
-        if path.suffix.lower() != ".npz":
-            raise DataError(f"--unknowns {spec}: not an .npz file nor a folder of images")
-        return path.stem
-    if spec in DATASETS:
-        return spec
-    raise DataError(f"--unknowns {spec}: no such file or folder, and not a registered dataset "
-                    f"({', '.join(DATASETS.names())})")
-
-
-def read_unknowns(spec: str, data_dir=None) -> UnknownSet:
-    """Read one ``--unknowns`` argument; every problem is a one-line DataError naming it."""
-    name = unknown_set_name(spec)
-    path = Path(spec)
-    if path.is_dir():
-        return UnknownSet(name, str(path), read_image_folder(path))
-    if path.is_file():
-        return UnknownSet(name, str(path), _read_npz(path))
-    info = DATASETS.get(spec)
-    ds = load_dataset(spec, "test" if "test" in info.splits else info.splits[0], data_dir)
-    return UnknownSet(name, f"{spec} ({ds.source})", ds.images, info.kind, ds.meta.get("padding", 0))
-
-
-def _read_npz(path: Path) -> np.ndarray:
-    with F.open_npz(path) as npz:
-        key = next((k for k in NPZ_IMAGE_KEYS if k in npz.files), None)
-        if key is None:
-            raise DataError(f"{path}: no image array; expected one of {', '.join(NPZ_IMAGE_KEYS)} "
-                            f"(it has: {', '.join(npz.files) or 'none'})")
-        images = F.npz_array(npz, path, key)
-    return F.check_images(images, f"{path}: {key}", channels=3 if images.ndim == 4 else 1)
-
-
-def read_image_folder(folder: Path) -> List[np.ndarray]:
-    """Every image under ``folder`` (sorted, recursively) as RGB, each at its own size."""
-    files = F.Archive(folder).iter_files(lambda name: Path(name).suffix.lower() in IMAGE_SUFFIXES)
-    images = [F.decode_image(data, str(folder / name), "RGB") for name, data in files]
-    if not images:
-        raise DataError(f"{folder}: no image files ({', '.join(sorted(IMAGE_SUFFIXES))}) found")
-    return images
-
-
-def model_input(unknown: UnknownSet, cfg: Dict) -> np.ndarray:
-    """``unknown`` as input of a model trained with ``cfg`` (a run's config dict): prepared
-    with the spec of the run's protocol, as that protocol prepared its own sets."""
-    return prepare_images(unknown.images, protocol_input(cfg["protocol"]), name=unknown.source,
-                          kind=unknown.kind, padding=unknown.padding)
 
 
 def check_set_names(specs: Sequence[str], names: Sequence[str], run_dir: Path, model_dirs: Sequence[Path],
@@ -162,23 +90,10 @@ def evaluate_run(run_dir, unknowns: Sequence[str] = (), data_dir=None, device: O
 
 
 def _add_unknown_sets(model_dir: Path, names: Sequence[str], inputs: Sequence[np.ndarray], device, log) -> None:
-    best = load_checkpoint(model_dir / "best.pt")
-    cfg = best["config"]
-    state = best["model"]
-    # the trained weights replace any pretrained ones: those are neither downloaded nor read again
-    model = build_model(cfg["model"], num_outputs=state["logits.weight"].shape[0], load_weights=False,
-                        **cfg["model_kwargs"])
-    model.load_state_dict(state)
-    target = resolve_device(device or cfg.get("device", "auto"))
-    model.to(target)
-    channels_last = cfg.get("channels_last", False)
-    if channels_last:
-        model.to(memory_format=torch.channels_last)
-    precision = resolve_precision(cfg.get("precision", "fp32"), target)
+    trained = load_trained_model(model_dir, device)  # as the run's own test sets were predicted
     outputs = load_outputs(model_dir / "outputs.npz")
     for name, images in zip(names, inputs):
-        # as the run's own test sets were predicted: same memory format, same precision
-        logits, features = predict(model, images, cfg.get("eval_batch_size", 1024), target, channels_last, precision)
+        logits, features = trained.outputs(images)
         outputs[name] = {"logits": logits, "features": features, "labels": np.full(len(logits), -1, np.int64)}
         log(f"{model_dir}: evaluated {len(logits):,} samples of {name!r}")
     save_outputs(model_dir / "outputs.npz", outputs)

@@ -18,14 +18,13 @@ from typing import Any, Callable, Dict, List, Optional
 import torch
 import yaml
 
-from agnostophobia.data import build_protocol
-from agnostophobia.training.outputs import FIT_OUTPUTS, save_outputs
+from agnostophobia.training.outputs import FIT_OUTPUTS, VAL_OUTPUTS, save_outputs
 from agnostophobia.experiments.report import write_metrics, write_report
 from agnostophobia.training import distributed
 from agnostophobia.training.approaches import APPROACHES
 from agnostophobia._atomic import atomic_write
 from agnostophobia.training.config import (ExperimentConfig, TrainConfig, check_approaches, check_seeds,
-                                           load_experiment)
+                                           load_experiment, protocol_for)
 from agnostophobia.training.precision import resolve_precision
 from agnostophobia.training.trainer import check_resumable, fit, is_finished, predict, resolve_device
 from agnostophobia._runlock import run_lock
@@ -33,12 +32,6 @@ from agnostophobia._runlock import run_lock
 
 def default_budget() -> str:
     return "paper" if torch.cuda.is_available() else "cpu"
-
-
-def protocol_for(cfg: TrainConfig):
-    """The run's protocol, drawn with the data seed (not the training seed): every training
-    seed of a run sees the same validation split and training subsample."""
-    return build_protocol(cfg.protocol, data_dir=cfg.data_dir, seed=cfg.data_seed, **cfg.protocol_limits)
 
 
 def run_outputs(run, protocol) -> Dict[str, Dict]:
@@ -56,6 +49,14 @@ def fit_outputs(run, protocol) -> Dict:
     logits, features = predict(run.model, protocol.train.images[known], run.cfg.eval_batch_size, run.device,
                                run.cfg.channels_last, run.precision)
     return {"logits": logits, "features": features, "labels": protocol.train.labels[known]}
+
+
+def val_outputs(run, protocol) -> Dict:
+    """The validation split's outputs, held-out knowns and held-out negatives (label -1) alike:
+    ``calibrate`` chooses its thresholds on them, never on test data."""
+    logits, features = predict(run.model, protocol.val.images, run.cfg.eval_batch_size, run.device,
+                               run.cfg.channels_last, run.precision)
+    return {"logits": logits, "features": features, "labels": protocol.val.labels}
 
 
 def train_and_store(experiment: ExperimentConfig, out: Path, log=print,
@@ -96,19 +97,29 @@ def train_and_store(experiment: ExperimentConfig, out: Path, log=print,
                 log(f"[seed {seed}] {approach}: done in {timings[key]:.0f} s")
             world.barrier()  # the other processes wait while rank 0 predicts
     if not world.is_main:
-        return {"data_notes": notes, "timings_s": timings}
+        return {"data_notes": notes, "timings_s": timings, "class_names": None}
     if not notes:
         notes_path = out / "data_notes.json"
         notes = json.loads(notes_path.read_text()) if notes_path.exists() else []
     else:
         atomic_write(out / "data_notes.json", lambda tmp: Path(tmp).write_text(json.dumps(notes, indent=1)))
-    return {"data_notes": notes, "timings_s": timings}
+    return {"data_notes": notes, "timings_s": timings, "class_names": class_names(out, protocol)}
+
+
+def class_names(out: Path, protocol) -> Optional[List[str]]:
+    """The known classes' names (``predict`` prints them): the protocol's, or those an earlier
+    command recorded when every model was trained before and no protocol was built."""
+    if protocol is not None:
+        return list(protocol.class_names) or None
+    meta_path = out / "run_meta.json"
+    return json.loads(meta_path.read_text()).get("class_names") if meta_path.exists() else None
 
 
 def store_outputs(run, protocol, run_dir: Path) -> None:
-    """The per-sample outputs of a trained model on the test sets, and on its training knowns,
-    from which fitted detectors (k-NN, OpenMax) learn."""
+    """The per-sample outputs of a trained model on the test sets, on its training knowns (from
+    which fitted detectors, k-NN and OpenMax, learn) and on the validation split."""
     save_outputs(run_dir / FIT_OUTPUTS, {"train": fit_outputs(run, protocol)})
+    save_outputs(run_dir / VAL_OUTPUTS, {"val": val_outputs(run, protocol)})  # calibrate reads these
     save_outputs(run_dir / "outputs.npz", run_outputs(run, protocol))
 
 
@@ -168,6 +179,8 @@ def write_run_record(out: Path, experiment: ExperimentConfig, budget: Optional[s
         "data_notes": stored["data_notes"],
         "timings_s": stored["timings_s"],
     }
+    if stored.get("class_names"):
+        meta["class_names"] = stored["class_names"]
     if config_protocol and train_cfg.protocol != config_protocol:  # a variant: not comparable to the paper
         meta["config_protocol"] = config_protocol
     atomic_write(out / "run_meta.json", lambda tmp: Path(tmp).write_text(json.dumps(meta, indent=1)))

@@ -153,6 +153,53 @@ def _score_limits(top, targets: np.ndarray, counts: bool):
     return allowed, limit
 
 
+class OperatingPoint(NamedTuple):
+    """One threshold and what it gives: accept a sample when ``s(x) >= threshold``."""
+
+    threshold: float   # NaN where the unknowns are too few to resolve the target FPR
+    fpr: float         # |{x in D_a : s >= threshold}| / |D_a|
+    ccr: float         # |{x in D_c : correct, s >= threshold}| / |D_c|
+    allowed: int       # the false positives the target allows, k (0: too few unknowns)
+
+
+def threshold_at_fpr(scores, labels, fpr: float) -> OperatingPoint:
+    r"""The smallest threshold whose FPR on the unknowns (labels < 0) is at most ``fpr``, and
+    the FPR and CCR (Eq. 3) it gives on the same samples.
+
+    With ``k`` the false positives ``fpr`` allows (the largest ``k`` with ``k / |D_a| <= fpr``)
+    and :math:`u_{(k+1)}` the (k+1)-th highest unknown score, every threshold above
+    :math:`u_{(k+1)}` has FPR <= ``fpr`` and none at or below it has; the threshold is the
+    smallest float64 above :math:`u_{(k+1)}`, so "accept ``s >= threshold``" is exactly the
+    rule :func:`ccr_at_fpr` reads its optimum with ("accept ``s > u_(k+1)``"), and the CCR
+    returned here is that optimum. Where every unknown is allowed (``fpr = 1``) it is the
+    smallest score, accepting every sample. Where ``fpr < 1/|D_a|`` no threshold can be
+    told apart from rejecting every unknown: threshold, FPR and CCR are NaN (as in
+    :func:`ccr_at_fpr`) and ``allowed`` is 0. ``calibrate`` chooses a deployed threshold this way on validation
+    data (Sec. 4.3: an operating point is a threshold on the score).
+    """
+    targets = _check_targets(fpr, counts=False)
+    if targets.size != 1:
+        raise ValueError(f"fpr must be one rate, got {targets.size} values")
+    top = top_class(scores, labels)
+    allowed, limit = _score_limits(top, targets, counts=False)
+    if allowed[0] == 0:
+        return OperatingPoint(float("nan"), float("nan"), float("nan"), 0)
+    threshold = float(np.nextafter(limit[0], np.inf)) if np.isfinite(limit[0]) else float(top.score.min())
+    return OperatingPoint(threshold, *_rates(top, threshold), int(allowed[0]))
+
+
+def rates_at_threshold(scores, labels, threshold: float):
+    """``(fpr, ccr)`` of the single threshold "accept ``s(x) >= threshold``" (Eq. 3): the
+    share of unknowns accepted and of knowns accepted and correctly classified."""
+    return _rates(top_class(scores, labels), float(threshold))
+
+
+def _rates(top, threshold: float):
+    accepted = top.score >= threshold
+    return (float(np.count_nonzero(accepted & ~top.known) / np.count_nonzero(~top.known)),
+            float(np.count_nonzero(accepted & top.correct) / np.count_nonzero(top.known)))
+
+
 def class_ccr_at_fpr(scores, labels, fpr: float = 1e-2) -> np.ndarray:
     r"""CCR of each known class at the single threshold that gives FPR ``fpr``, (C,).
 

@@ -14,11 +14,11 @@ import math
 import re
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Union
 
 import yaml
 
-from agnostophobia.data.protocols import PROTOCOLS
+from agnostophobia.data.protocols import PROTOCOLS, build_protocol
 from agnostophobia.errors import ConfigError
 from agnostophobia.models import MODELS
 from agnostophobia.training.precision import PRECISIONS
@@ -122,6 +122,16 @@ class TrainConfig:
 def _is_int(value) -> bool:
     # bool is a subclass of int in Python: `epochs: true` must not pass as 1
     return isinstance(value, int) and not isinstance(value, bool)
+
+
+def protocol_for(cfg: Union["TrainConfig", Dict[str, Any]], data_dir=None):
+    """The run's protocol, drawn with the data seed (not the training seed): every training
+    seed of a run sees the same validation split and training subsample. ``cfg`` is a
+    :class:`TrainConfig` or a checkpoint's config dict; ``data_dir`` overrides its data
+    directory (a run moved to another machine)."""
+    values = cfg.to_dict() if isinstance(cfg, TrainConfig) else cfg
+    return build_protocol(values["protocol"], data_dir=data_dir or values.get("data_dir"),
+                          seed=values.get("data_seed", 0), **(values.get("protocol_limits") or {}))
 
 
 def _is_number(value) -> bool:

@@ -12,6 +12,9 @@ Layout of a run directory::
     ("letters" = D_b, "devanagari", "notmnist", "cifar10", ... = D_a)
     RUN/seed<k>/<approach>/fit_outputs.npz   # split "train": the training knowns' outputs,
                                              # which fitted detectors (k-NN, OpenMax) learn from
+    RUN/seed<k>/<approach>/val_outputs.npz   # split "val": the validation split's outputs, held-out
+                                             # knowns and held-out negatives (label -1), from which
+                                             # `calibrate` chooses a threshold (never from test data)
 """
 from __future__ import annotations
 
@@ -27,6 +30,7 @@ SplitOutputs = Dict[str, np.ndarray]  # keys: logits, features, labels
 _FIELDS = ("logits", "features", "labels")
 OUTPUTS = "outputs.npz"
 FIT_OUTPUTS = "fit_outputs.npz"
+VAL_OUTPUTS = "val_outputs.npz"
 CONFIG = "config.yaml"
 
 
@@ -59,6 +63,13 @@ def load_fit_outputs(model_dir: Path) -> Optional[SplitOutputs]:
     """The training knowns' outputs stored beside ``outputs.npz`` (for fitted detectors), or None."""
     path = Path(model_dir) / FIT_OUTPUTS
     return load_outputs(path)["train"] if path.exists() else None
+
+
+def load_val_outputs(model_dir: Path) -> Optional[SplitOutputs]:
+    """The validation split's outputs stored beside ``outputs.npz`` (for calibration), or None
+    for a run trained before they were stored."""
+    path = Path(model_dir) / VAL_OUTPUTS
+    return load_outputs(path)["val"] if path.exists() else None
 
 
 def iter_model_dirs(run_dir: Path) -> Iterator[Tuple[int, str, Path]]:

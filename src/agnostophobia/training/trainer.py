@@ -118,8 +118,9 @@ def epoch_order(n: int, seed: int, epoch: int) -> torch.Tensor:
     return torch.randperm(n, generator=generator)
 
 
-def to_input(images_u8: torch.Tensor, channels_last: bool) -> torch.Tensor:
-    x = images_u8.float().div_(255.0)
+def to_input(images: torch.Tensor, channels_last: bool) -> torch.Tensor:
+    """Model input in [0, 1]: stored uint8 images divided by 255; float images as they are."""
+    x = images.float().div_(255.0) if images.dtype == torch.uint8 else images.float()
     return x.contiguous(memory_format=torch.channels_last) if channels_last and x.dim() == 4 else x
 
 
@@ -334,19 +335,24 @@ def evaluate(run: Training, data: TensorData) -> Dict[str, float]:
 
 
 @torch.inference_mode()
-def predict(model: torch.nn.Module, images: np.ndarray, batch_size: int = 1024,
+def predict(model: torch.nn.Module, images, batch_size: int = 1024,
             device: Optional[torch.device] = None, channels_last: bool = False,
             precision: str = "fp32") -> Tuple[np.ndarray, np.ndarray]:
-    """Logits and deep features (float32 numpy) for uint8 images (N x C x H x W).
+    """Logits and deep features (float32 numpy) for images (N x C x H x W): uint8 as stored
+    (numpy or torch; divided by 255 here, as in training) or a float tensor already in [0, 1].
 
     ``precision`` is the one the model was trained with (a resolved value, fp32 or bf16):
     the backbone runs in it, the head in fp32 (:func:`agnostophobia.models.head.open_set_head`).
+    An empty input gives empty (0, C) and (0, D) arrays.
     """
     device = device or next(model.parameters()).device
     model.eval()
     logits, features = [], []
-    for i in range(0, len(images), batch_size):
-        x = to_input(torch.from_numpy(np.ascontiguousarray(images[i:i + batch_size])).to(device), channels_last)
+    for i in range(0, max(len(images), 1), batch_size):  # one empty batch for an empty input: the widths
+        batch = images[i:i + batch_size]
+        if isinstance(batch, np.ndarray):
+            batch = torch.from_numpy(np.ascontiguousarray(batch))
+        x = to_input(batch.to(device), channels_last)
         with autocast(device, precision):
             out_logits, out_features = model(x)
         logits.append(out_logits.float().cpu())

@@ -1,0 +1,129 @@
+"""Images a user brings: single image files, folders of images, ``.npz`` files in our layout
+and registered datasets, read as stored and prepared for a run's models by the one
+preparation path, :func:`agnostophobia.data.preprocess.prepare_images`.
+
+Shared by ``evaluate --unknowns`` (an unknown set per path), ``predict`` and the Python
+API (one row per image), so every command sees the same pixels the run's protocol
+prepared its own sets with (Sec. 5):
+
+* an image file (:data:`IMAGE_SUFFIXES`) is one sample, decoded to RGB at its own size;
+* a folder is every image file below it, recursively, in the order of their sorted
+  relative paths, each at its own size (resized once, straight to the model's size);
+* an ``.npz`` holds ``x_test``, ``x`` or ``images`` (the first found): uint8 (N, H, W) grey
+  or (N, H, W, 3) RGB, samples in array order.
+
+Every problem is a one-line :class:`~agnostophobia.errors.DataError` naming the file.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Dict, List, Optional, Tuple
+
+import numpy as np
+
+from agnostophobia.data import formats as F
+from agnostophobia.data.datasets import DATASETS, load_dataset
+from agnostophobia.data.preprocess import StoredImages, prepare_images
+from agnostophobia.data.protocols import protocol_input
+from agnostophobia.errors import DataError
+
+IMAGE_SUFFIXES = {".png", ".jpg", ".jpeg", ".bmp", ".gif", ".tif", ".tiff", ".webp"}
+NPZ_IMAGE_KEYS = ("x_test", "x", "images")
+
+
+@dataclass
+class UnknownSet:
+    """A set of images as stored, before it is prepared for a run's models."""
+
+    name: str                     # its split name in outputs.npz
+    source: str                   # what it was read from, for messages
+    images: StoredImages
+    kind: Optional[str] = None    # a registered dataset's kind; None: the kind the run was trained on
+    padding: int = 0              # a blank frame the dataset declares (DHCD: 2); never guessed
+    samples: List[str] = field(default_factory=list)  # where each image came from (a file, file.npz[i])
+
+
+def is_image_file(path: Path) -> bool:
+    return Path(path).suffix.lower() in IMAGE_SUFFIXES
+
+
+def read_image_file(path: Path) -> np.ndarray:
+    """One image file as RGB uint8 (H, W, 3), at its own size."""
+    path = Path(path)
+    if not path.is_file():
+        raise DataError(f"{path}: no such file")
+    return F.decode_image(path.read_bytes(), str(path), "RGB")
+
+
+def read_image_folder(folder: Path) -> Tuple[List[str], List[np.ndarray]]:
+    """Every image under ``folder``, recursively, in the order of their sorted relative paths:
+    ``(paths, RGB images at their own sizes)``."""
+    folder = Path(folder)
+    files = sorted(F.Archive(folder).iter_files(is_image_file))
+    if not files:
+        raise DataError(f"{folder}: no image files ({', '.join(sorted(IMAGE_SUFFIXES))}) found")
+    return ([str(folder / name) for name, _ in files],
+            [F.decode_image(data, str(folder / name), "RGB") for name, data in files])
+
+
+def read_npz_images(path: Path) -> np.ndarray:
+    """The image array of an ``.npz`` in our layout (:data:`NPZ_IMAGE_KEYS`), checked."""
+    path = Path(path)
+    with F.open_npz(path) as npz:
+        key = next((k for k in NPZ_IMAGE_KEYS if k in npz.files), None)
+        if key is None:
+            raise DataError(f"{path}: no image array; expected one of {', '.join(NPZ_IMAGE_KEYS)} "
+                            f"(it has: {', '.join(npz.files) or 'none'})")
+        images = F.npz_array(npz, path, key)
+    return F.check_images(images, f"{path}: {key}", channels=3 if images.ndim == 4 else 1)
+
+
+def read_images(spec: str, name: Optional[str] = None) -> UnknownSet:
+    """An image file, a folder of images or an ``.npz`` as one set, with each sample's source."""
+    path = Path(spec)
+    if path.is_dir():
+        samples, images = read_image_folder(path)
+        return UnknownSet(name or path.name, str(path), images, samples=samples)
+    if not path.exists():
+        raise DataError(f"{spec}: no such file or folder")
+    if path.suffix.lower() == ".npz":
+        images = read_npz_images(path)
+        return UnknownSet(name or path.stem, str(path), images, samples=[f"{path}[{i}]" for i in range(len(images))])
+    if is_image_file(path):
+        return UnknownSet(name or path.stem, str(path), [read_image_file(path)], samples=[str(path)])
+    raise DataError(f"{spec}: not an image file ({', '.join(sorted(IMAGE_SUFFIXES))}), "
+                    f"a folder of images nor an .npz")
+
+
+def unknown_set_name(spec: str) -> str:
+    """The split name ``evaluate --unknowns spec`` stores a set under; a DataError when
+    ``spec`` names nothing usable (a folder, an ``.npz`` or a registered dataset)."""
+    path = Path(spec)
+    if path.is_dir():
+        return path.name
+    if path.is_file():
+        if path.suffix.lower() != ".npz":
+            raise DataError(f"--unknowns {spec}: not an .npz file nor a folder of images")
+        return path.stem
+    if spec in DATASETS:
+        return spec
+    raise DataError(f"--unknowns {spec}: no such file or folder, and not a registered dataset "
+                    f"({', '.join(DATASETS.names())})")
+
+
+def read_unknowns(spec: str, data_dir=None) -> UnknownSet:
+    """Read one ``--unknowns`` argument; every problem is a one-line DataError naming it."""
+    name = unknown_set_name(spec)
+    if Path(spec).exists():
+        return read_images(spec, name)
+    info = DATASETS.get(spec)
+    ds = load_dataset(spec, "test" if "test" in info.splits else info.splits[0], data_dir)
+    return UnknownSet(name, f"{spec} ({ds.source})", ds.images, info.kind, ds.meta.get("padding", 0))
+
+
+def model_input(images: UnknownSet, cfg: Dict) -> np.ndarray:
+    """``images`` as input of a model trained with ``cfg`` (a run's config dict): prepared
+    with the spec of the run's protocol, as that protocol prepared its own sets."""
+    return prepare_images(images.images, protocol_input(cfg["protocol"]), name=images.source, kind=images.kind,
+                          padding=images.padding)

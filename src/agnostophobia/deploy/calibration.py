@@ -1,0 +1,317 @@
+"""``agnostophobia calibrate RUN --fpr T``: a threshold on each trained model's score chosen on
+the **validation** split alone (held-out knowns and held-out negatives, label -1), never on
+test data, stored in ``RUN/calibration.json``.
+
+Table 2 reads CCR at a fixed FPR by choosing the threshold on the test set itself (Sec. 4.3,
+Eq. 3): an oracle no deployed system has. Here the threshold is the smallest whose FPR on
+the validation negatives is at most T (:func:`agnostophobia.metrics.threshold_at_fpr`);
+what it then gives on the test sets is in the report's section "At the threshold chosen on
+validation data" (:func:`threshold_results`), beside the oracle.
+
+``calibration.json``::
+
+    {"format": 1, "rule": "...", "class_names": [...],
+     "entries": [{"approach", "detector", "seed", "target_fpr", "threshold" (null: see "reason"),
+                  "val_fpr", "val_ccr", "val_knowns", "val_negatives", "false_positives_allowed",
+                  "detector_settings", "rule", "reason"}, ...]}
+
+One entry per (approach, detector, seed); calibrating again replaces the entries it
+recomputes and keeps the others. Validation outputs are stored at training time
+(``val_outputs.npz``); for a run trained before that, they are computed once from
+``best.pt`` and the run's protocol, rebuilt with the run's config and data seed, and stored.
+"""
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from agnostophobia._atomic import atomic_write
+from agnostophobia._runlock import run_lock
+from agnostophobia.detectors import DETECTORS
+from agnostophobia.detectors.stored import (NotFitted, Settings, detector_settings, fitted_detector, model_scores,
+                                            top_scores)
+from agnostophobia.detectors._base import scores_from_top
+from agnostophobia.errors import AgnostophobiaError
+from agnostophobia.metrics import ccr_at_fpr, rates_at_threshold, threshold_at_fpr
+from agnostophobia.metrics.rows import own_detector
+from agnostophobia.training.approaches import APPROACHES
+from agnostophobia.training.config import protocol_for
+from agnostophobia.training.outputs import (VAL_OUTPUTS, SplitOutputs, iter_model_dirs, load_fit_outputs,
+                                            load_val_outputs, run_config, save_outputs)
+from agnostophobia.training.checkpoint import load_checkpoint
+from agnostophobia.training.trained import BEST, load_trained_model
+
+CALIBRATION = "calibration.json"
+_FORMAT = 1
+RULE = ("threshold = the smallest with FPR <= target on the validation negatives (label -1): just above the "
+        "(k+1)-th highest negative score, k = floor(target x #negatives) false positives allowed; a sample is "
+        "accepted as its predicted class when its score >= threshold, else 'unknown'; validation CCR counts the "
+        "validation knowns classified correctly with score >= threshold; no test data is used")
+
+
+# ----------------------------------------------------------------------- the run's models
+def trained_models(run_dir: Path) -> List[Tuple[int, str, Path]]:
+    """``(seed, approach, model_dir)`` of every trained model, in the run's order of approaches."""
+    run_dir = Path(run_dir)
+    if not run_dir.is_dir():
+        raise AgnostophobiaError(f"run directory {run_dir} does not exist")
+    models = list(iter_model_dirs(run_dir))
+    if not models:
+        raise AgnostophobiaError(f"{run_dir} holds no trained run (seed*/<approach>/outputs.npz); "
+                                 f"train one with `agnostophobia reproduce` or `agnostophobia train`")
+    order = {name: i for i, name in enumerate(run_config(run_dir).get("approaches") or [])}
+    return sorted(models, key=lambda m: (m[0], order.get(m[1], len(order)), m[1]))
+
+
+def default_approach(run_dir: Path) -> str:
+    """The run's first approach trained with negatives (the paper's point), else its first."""
+    approaches = list(dict.fromkeys(approach for _, approach, _ in trained_models(run_dir)))
+    with_negatives = [a for a in approaches if a in APPROACHES and APPROACHES.get(a).uses_unknowns]
+    return (with_negatives or approaches)[0]
+
+
+def default_detector(approach: str) -> str:
+    """The score the paper thresholds ``approach`` with (as the report's Table 2 does)."""
+    return own_detector(approach) or "softmax"
+
+
+def check_applicable(detector: str, approach: str, run_dir: Path) -> None:
+    cls = DETECTORS.get(detector)  # an unknown name: one line listing the registered ones
+    if cls.reads_background_column and not APPROACHES.get(approach).background_class:
+        raise AgnostophobiaError(f"{run_dir}: detector {detector!r} reads a background class, which the "
+                                 f"{approach} model does not have; choose another --detector")
+
+
+def resolve_model(run_dir: Path, approach: Optional[str] = None, detector: Optional[str] = None,
+                  seed: int = 0) -> Tuple[Path, str, str]:
+    """``(model_dir, approach, detector)`` of one trained model, defaults filled in; a
+    one-line error naming what the run does not hold."""
+    models = trained_models(run_dir)
+    approach = approach or default_approach(run_dir)
+    seeds = sorted(s for s, a, _ in models if a == approach)
+    if not seeds:
+        trained = ", ".join(dict.fromkeys(a for _, a, _ in models))
+        raise AgnostophobiaError(f"{run_dir}: no trained approach {approach!r}; trained: {trained}")
+    if seed not in seeds:
+        raise AgnostophobiaError(f"{run_dir}: approach {approach!r} has no seed {seed}; trained seeds: "
+                                 f"{', '.join(map(str, seeds))}")
+    detector = detector or default_detector(approach)
+    check_applicable(detector, approach, run_dir)
+    return Path(run_dir) / f"seed{seed}" / approach, approach, detector
+
+
+# ------------------------------------------------------------------------ validation data
+class Protocols:
+    """The run's protocols, built once per (protocol, data seed, limits) for all its models."""
+
+    def __init__(self, data_dir=None):
+        self.data_dir = data_dir
+        self._built: Dict[str, object] = {}
+
+    def for_config(self, cfg: Dict):
+        key = json.dumps([cfg["protocol"], cfg.get("data_seed", 0), cfg.get("protocol_limits") or {}],
+                         sort_keys=True)
+        if key not in self._built:
+            self._built[key] = protocol_for(cfg, self.data_dir)
+        return self._built[key]
+
+
+def validation_outputs(model_dir: Path, protocols: Protocols, device: Optional[str] = None,
+                       log: Callable[[str], None] = print) -> SplitOutputs:
+    """The model's outputs on the validation split: stored at training time, or computed from
+    ``best.pt`` on the run's rebuilt protocol (and stored, so this happens once)."""
+    stored = load_val_outputs(model_dir)
+    if stored is not None:
+        return stored
+    trained = load_trained_model(model_dir, device)
+    val = protocols.for_config(trained.config).val
+    logits, features = trained.outputs(val.images)
+    outputs = {"logits": logits, "features": features, "labels": np.asarray(val.labels, np.int64)}
+    save_outputs(Path(model_dir) / VAL_OUTPUTS, {"val": outputs})
+    log(f"{model_dir}: validation outputs computed from best.pt ({len(logits):,} samples), stored in {VAL_OUTPUTS}")
+    return outputs
+
+
+def check_target(fpr) -> float:
+    if isinstance(fpr, bool) or not isinstance(fpr, (int, float)) or not 0 < fpr <= 1:
+        raise AgnostophobiaError(f"--fpr {fpr!r}: the target false positive rate must be in (0, 1]")
+    return float(fpr)
+
+
+def calibrate_model(val: SplitOutputs, approach: str, detector_name: str, seed: int, fpr: float,
+                    fit_outputs: Optional[SplitOutputs], settings: Settings) -> Dict:
+    """One entry of ``calibration.json``: the threshold on ``detector_name``'s score of one
+    model's validation outputs ``val`` that reaches FPR <= ``fpr`` on their negatives."""
+    labels = np.asarray(val["labels"], np.int64)
+    n_known, n_negative = int((labels >= 0).sum()), int((labels < 0).sum())
+    entry = {"approach": approach, "detector": detector_name, "seed": seed, "target_fpr": fpr, "threshold": None,
+             "val_fpr": None, "val_ccr": None, "val_knowns": n_known, "val_negatives": n_negative,
+             "false_positives_allowed": None, "detector_settings": settings.get(detector_name, {}), "rule": RULE,
+             "reason": None}
+    if n_negative == 0:
+        return {**entry, "reason": "the validation split holds no negatives (label -1): this protocol validates "
+                                   "without known unknowns, so no FPR can be measured on validation data"}
+    if n_known == 0:
+        return {**entry, "reason": "the validation split holds no knowns"}
+    num_classes = val["logits"].shape[1] - int(APPROACHES.get(approach).background_class)
+    try:
+        detector = fitted_detector(detector_name, fit_outputs, num_classes, settings)
+    except NotFitted as exc:
+        return {**entry, "reason": f"detector {detector_name!r}: {exc}"}
+    predicted, score = top_scores(detector, val, num_classes)
+    point = threshold_at_fpr(scores_from_top(predicted, score, num_classes), labels, fpr)
+    if point.allowed == 0:
+        return {**entry, "reason": f"the validation split holds {n_negative} negative(s), too few to resolve FPR "
+                                   f"{fpr:g}: it needs at least ceil(1/{fpr:g}) = {math.ceil(round(1 / fpr, 9))}"}
+    return {**entry, "threshold": point.threshold, "val_fpr": point.fpr, "val_ccr": point.ccr,
+            "false_positives_allowed": point.allowed}
+
+
+# ------------------------------------------------------------------------ calibration.json
+def read_calibration(run_dir: Path) -> Optional[Dict]:
+    path = Path(run_dir) / CALIBRATION
+    if not path.exists():
+        return None
+    try:
+        data = json.loads(path.read_text())
+        if not isinstance(data, dict) or not isinstance(data.get("entries"), list):
+            raise ValueError("no list of entries")
+    except ValueError as exc:
+        raise AgnostophobiaError(f"{path}: not a calibration file ({exc}); run `agnostophobia calibrate "
+                                 f"{run_dir} --fpr T` again") from None
+    return data
+
+
+def _key(entry: Dict) -> Tuple[str, str, int]:
+    return entry["approach"], entry["detector"], entry["seed"]
+
+
+def calibrate_models(run_dir: Path, fpr: float, models: Iterable[Tuple[int, str, str]], data_dir=None,
+                     device: Optional[str] = None, log: Callable[[str], None] = print) -> Dict:
+    """Calibrate ``(seed, approach, detector)`` models of ``run_dir`` at ``fpr`` and merge their
+    entries into ``calibration.json`` (written atomically, under the run's lock)."""
+    run_dir = Path(run_dir)
+    fpr = check_target(fpr)
+    settings = detector_settings(run_config(run_dir))
+    protocols = Protocols(data_dir)
+    with run_lock(run_dir, create=False):
+        calibration = read_calibration(run_dir) or {}
+        entries = {_key(e): e for e in calibration.get("entries", [])}
+        for seed, approach, detector in models:
+            model_dir = run_dir / f"seed{seed}" / approach
+            val = validation_outputs(model_dir, protocols, device, log)
+            entry = calibrate_model(val, approach, detector, seed, fpr, load_fit_outputs(model_dir), settings)
+            entries[_key(entry)] = entry
+            log(describe(entry))
+        order = {approach: i for i, (_, approach, _) in enumerate(trained_models(run_dir))}
+        calibration = {"format": _FORMAT, "rule": RULE,
+                       "class_names": calibration.get("class_names") or class_names(run_dir, protocols),
+                       "entries": sorted(entries.values(), key=lambda e: (e["seed"], order.get(e["approach"], -1),
+                                                                          e["detector"]))}
+        atomic_write(run_dir / CALIBRATION, lambda tmp: Path(tmp).write_text(json.dumps(calibration, indent=1)))
+    return calibration
+
+
+def calibrate_run(run_dir, fpr: float, approaches: Optional[Sequence[str]] = None, detector: Optional[str] = None,
+                  data_dir=None, device: Optional[str] = None, log: Callable[[str], None] = print) -> Path:
+    """``agnostophobia calibrate``: every trained approach (or ``approaches``) and seed, each
+    with its paper score (or ``detector``, on the models it applies to)."""
+    run_dir = Path(run_dir)
+    check_target(fpr)
+    models = trained_models(run_dir)
+    trained = list(dict.fromkeys(a for _, a, _ in models))
+    for approach in approaches or ():
+        if approach not in trained:
+            raise AgnostophobiaError(f"{run_dir}: no trained approach {approach!r}; trained: {', '.join(trained)}")
+    background_only = detector is not None and DETECTORS.get(detector).reads_background_column
+    chosen = [(seed, approach, detector or default_detector(approach)) for seed, approach, _ in models
+              if (not approaches or approach in approaches)
+              and not (background_only and not APPROACHES.get(approach).background_class)]
+    if not chosen:
+        raise AgnostophobiaError(f"{run_dir}: detector {detector!r} reads a background class, which none of the "
+                                 f"models {', '.join(approaches or trained)} has; choose another --detector")
+    calibrate_models(run_dir, fpr, chosen, data_dir, device, log)
+    path = run_dir / CALIBRATION
+    log(f"calibration: {path}; `agnostophobia evaluate {run_dir}` adds what these thresholds give on the "
+        f"test sets to the report")
+    return path
+
+
+def describe(entry: Dict) -> str:
+    head = f"[seed {entry['seed']}] {entry['approach']} / {entry['detector']} at FPR <= {entry['target_fpr']:g}"
+    if entry["threshold"] is None:
+        return f"{head}: no threshold: {entry['reason']}"
+    return (f"{head}: threshold {entry['threshold']:.6g} (validation: FPR {entry['val_fpr']:.4f} on "
+            f"{entry['val_negatives']:,} negatives, CCR {entry['val_ccr']:.4f} on {entry['val_knowns']:,} knowns)")
+
+
+def class_names(run_dir: Path, protocols: Protocols) -> List[str]:
+    """The known classes' names: recorded in ``run_meta.json`` at training time, or from the
+    run's rebuilt protocol for a run trained before they were."""
+    meta_path = Path(run_dir) / "run_meta.json"
+    meta = json.loads(meta_path.read_text()) if meta_path.exists() else {}
+    if meta.get("class_names"):
+        return list(meta["class_names"])
+    _, _, model_dir = trained_models(run_dir)[0]
+    protocol = protocols.for_config(load_checkpoint(model_dir / BEST)["config"])
+    return list(protocol.class_names) or [str(c) for c in range(protocol.num_classes)]
+
+
+def calibration_entry(run_dir: Path, approach: str, detector: str, seed: int) -> Dict:
+    """The stored entry of one model and score; a one-line error telling what to run when
+    there is none or it has no threshold."""
+    calibration = read_calibration(run_dir)
+    hint = (f"run `agnostophobia calibrate {run_dir} --fpr T --approach {approach} --detector {detector}` "
+            f"(or pass --fpr T)")
+    if calibration is None:
+        raise AgnostophobiaError(f"{run_dir} has no {CALIBRATION}: no threshold was chosen on validation data yet; "
+                                 f"{hint}")
+    entry = next((e for e in calibration["entries"] if _key(e) == (approach, detector, seed)), None)
+    if entry is None:
+        raise AgnostophobiaError(f"{run_dir}/{CALIBRATION} has no threshold for approach {approach!r}, detector "
+                                 f"{detector!r}, seed {seed}; {hint}")
+    if entry.get("threshold") is None:
+        raise AgnostophobiaError(f"{run_dir}/{CALIBRATION}: no threshold for {approach}/{detector} (seed {seed}) "
+                                 f"at FPR {entry['target_fpr']:g}: {entry.get('reason')}")
+    return {**entry, "class_names": calibration.get("class_names")}
+
+
+# ------------------------------------------------------------------ test sets at the thresholds
+def threshold_results(run_dir: Path, settings: Optional[Settings] = None) -> Tuple[List[Dict], List[str]]:
+    """Per (calibration entry, unknown set): the test CCR on D_c and the test FPR on the unknown
+    set at the validation-chosen threshold, beside the oracle CCR at the target FPR read
+    from the test set itself (Table 2's readout); and notes on entries without numbers."""
+    calibration = read_calibration(run_dir)
+    if calibration is None:
+        return [], []
+    rows, notes, scores = [], [], {}
+    for entry in calibration["entries"]:
+        approach, detector, seed = _key(entry)
+        model_dir = Path(run_dir) / f"seed{seed}" / approach
+        if not (model_dir / "outputs.npz").exists():
+            notes.append(f"{approach}/{detector} (seed {seed}): the model is no longer in the run")
+            continue
+        if entry.get("threshold") is None:
+            notes.append(f"{approach}/{detector} (seed {seed}) at FPR {entry['target_fpr']:g}: no threshold: "
+                         f"{entry.get('reason')}")
+            continue
+        if model_dir not in scores:
+            scores[model_dir] = model_scores(model_dir, approach, settings)
+        stored = scores[model_dir]
+        if detector not in stored.top:
+            notes.append(f"{approach}/{detector} (seed {seed}): {stored.notes.get(detector, 'not evaluated')}")
+            continue
+        for unknown in stored.unknown_sets:
+            values, labels = stored.known_vs_unknown(detector, unknown)
+            test_fpr, test_ccr = rates_at_threshold(values, labels, entry["threshold"])
+            oracle = float(ccr_at_fpr(values, labels, entry["target_fpr"])[0])
+            rows.append({"approach": approach, "detector": detector, "seed": seed, "target_fpr": entry["target_fpr"],
+                         "unknowns": unknown, "threshold": entry["threshold"], "val_fpr": entry["val_fpr"],
+                         "val_ccr": entry["val_ccr"], "test_fpr": test_fpr, "test_ccr": test_ccr,
+                         "oracle_ccr": oracle if np.isfinite(oracle) else None,
+                         "num_known": int((labels >= 0).sum()), "num_unknown": int((labels < 0).sum())})
+    return rows, notes

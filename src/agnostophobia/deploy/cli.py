@@ -1,0 +1,95 @@
+"""Sub-commands ``calibrate``, ``predict`` and ``export``."""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+
+def fpr_rate(text: str) -> float:
+    """argparse type for ``--fpr``: a false positive rate in (0, 1]."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0 < value <= 1:
+        raise argparse.ArgumentTypeError(f"must be a rate in (0, 1], e.g. 0.01, got {text!r}")
+    return value
+
+
+def seed_number(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 0, got {text!r}")
+    return value
+
+
+def add_commands(subparsers) -> None:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("run", type=Path, help="run directory written by reproduce or train")
+    common.add_argument("--data-dir", help="dataset directory, to rebuild the validation split of a run trained "
+                                           "before validation outputs were stored (default: $AGNOSTOPHOBIA_DATA)")
+    one_model = argparse.ArgumentParser(add_help=False)
+    one_model.add_argument("--approach", help="trained approach (default: the run's first trained with negatives)")
+    one_model.add_argument("--detector", help="registered detector (default: the approach's paper score)")
+    one_model.add_argument("--seed", type=seed_number, default=0, help="training seed (default: 0)")
+
+    p = subparsers.add_parser("calibrate", parents=[common],
+                              help="choose each model's threshold on validation data (FPR <= T on its negatives)")
+    p.add_argument("--fpr", type=fpr_rate, required=True, metavar="T",
+                   help="target false positive rate on the validation negatives, in (0, 1]")
+    p.add_argument("--detector", help="registered detector for every approach (default: each approach's "
+                                      "paper score)")
+    p.add_argument("--approach", action="append", help="calibrate only this approach (repeatable; default: all)")
+    p.add_argument("--device", help="cpu, cuda or cuda:N, for validation outputs not stored (default: the run's)")
+    p.set_defaults(func=_calibrate)
+
+    p = subparsers.add_parser("predict", parents=[common, one_model],
+                              help="classify images with a run's model: a class or 'unknown'")
+    p.add_argument("inputs", nargs="+", metavar="INPUT", help="image files, folders of images, or .npz files "
+                                                              "(x_test, x or images)")
+    p.add_argument("--out", type=Path, help="write the rows to FILE.csv or FILE.json (default: a table on stdout)")
+    p.add_argument("--fpr", type=fpr_rate, metavar="T", help="calibrate the threshold on validation data first")
+    p.add_argument("--device", help="cpu, cuda or cuda:N (default: the run's)")
+    p.set_defaults(func=_predict)
+
+    p = subparsers.add_parser("export", parents=[common, one_model],
+                              help="one file with network, score and threshold: TorchScript, torch.export or ONNX")
+    p.add_argument("--format", required=True, choices=("torchscript", "pt2", "onnx"))
+    p.add_argument("--out", type=Path, required=True, help="the file to write")
+    p.add_argument("--fpr", type=fpr_rate, metavar="T", help="calibrate the threshold on validation data first")
+    p.set_defaults(func=_export)
+
+
+def _calibrate(args) -> int:
+    from agnostophobia.deploy.calibration import calibrate_run
+
+    calibrate_run(args.run, args.fpr, approaches=args.approach, detector=args.detector, data_dir=args.data_dir,
+                  device=args.device)
+    return 0
+
+
+def _predict(args) -> int:
+    from agnostophobia.deploy.predict import check_output, format_table, predict_files, write_rows
+
+    check_output(args.out)
+    log = print if args.out else (lambda message: None)  # stdout holds the table alone
+    rows = predict_files(args.run, args.inputs, args.approach, args.detector, args.seed, fpr=args.fpr,
+                         data_dir=args.data_dir, device=args.device, log=log)
+    if args.out:
+        write_rows(rows, args.out)
+        unknown = sum(row["label"] == "unknown" for row in rows)
+        print(f"{len(rows):,} predictions ({unknown:,} unknown): {args.out}")
+    else:
+        print(format_table(rows))
+    return 0
+
+
+def _export(args) -> int:
+    from agnostophobia.deploy.export import export_run
+
+    export_run(args.run, args.out, args.format, args.approach, args.detector, args.seed, fpr=args.fpr,
+               data_dir=args.data_dir)
+    return 0

@@ -1,0 +1,78 @@
+"""``agnostophobia predict RUN INPUT...``: one row per image, ``source, label, score, threshold``,
+with ``label`` a class name or ``unknown`` (score below the validation-chosen threshold).
+
+Inputs are image files, folders (every image below them, in sorted path order) and ``.npz``
+files (array order), read by :mod:`agnostophobia.data.inputs` and prepared by the function
+that prepared the training data, with the run's input spec; each is read and checked before
+any model is loaded, and a problem is one line naming the file.
+"""
+from __future__ import annotations
+
+import csv
+import io
+import json
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence
+
+from agnostophobia._atomic import atomic_write
+from agnostophobia.data.inputs import model_input, read_images
+from agnostophobia.errors import AgnostophobiaError
+from agnostophobia.training.checkpoint import load_checkpoint
+from agnostophobia.training.trained import BEST
+
+from .calibration import calibration_entry, check_target, resolve_model
+from .classifier import OpenSetClassifier
+
+COLUMNS = ("source", "label", "score", "threshold")
+OUTPUT_SUFFIXES = (".csv", ".json")
+
+
+def predict_files(run_dir, inputs: Sequence[str], approach: Optional[str] = None, detector: Optional[str] = None,
+                  seed: int = 0, fpr: Optional[float] = None, data_dir=None, device: Optional[str] = None,
+                  log=print) -> List[Dict]:
+    """Rows ``{source, label, score, threshold}`` for every image of ``inputs``, in order."""
+    run_dir = Path(run_dir)
+    model_dir, approach, detector = resolve_model(run_dir, approach, detector, seed)
+    if fpr is None:
+        calibration_entry(run_dir, approach, detector, seed)  # stop before reading anything without a threshold
+    else:
+        check_target(fpr)
+    config = load_checkpoint(model_dir / BEST)["config"]
+    sets = [read_images(spec) for spec in inputs]
+    prepared = [model_input(images, config) for images in sets]  # every input checked before anything runs
+    classifier = OpenSetClassifier.from_run(run_dir, approach, detector, seed, device=device, fpr=fpr,
+                                            data_dir=data_dir, log=log)
+    rows = []
+    for images, x in zip(sets, prepared):
+        labels, scores = classifier.decide(x)
+        rows += [{"source": source, "label": name, "score": float(score), "threshold": classifier.threshold}
+                 for source, name, score in zip(images.samples, classifier.label_names(labels), scores)]
+    return rows
+
+
+def check_output(out: Optional[Path]) -> None:
+    if out is not None and Path(out).suffix.lower() not in OUTPUT_SUFFIXES:
+        raise AgnostophobiaError(f"--out {out}: must end in .csv or .json")
+
+
+def write_rows(rows: List[Dict], out: Path) -> None:
+    """``rows`` as CSV (``source,label,score,threshold``) or JSON (a list of such objects)."""
+    out = Path(out)
+    check_output(out)
+    if out.suffix.lower() == ".json":
+        text = json.dumps(rows, indent=1)
+    else:
+        buffer = io.StringIO()
+        writer = csv.DictWriter(buffer, fieldnames=COLUMNS, lineterminator="\n")
+        writer.writeheader()
+        writer.writerows({k: repr(v) if isinstance(v, float) else v for k, v in row.items()} for row in rows)
+        text = buffer.getvalue()
+    atomic_write(out, lambda tmp: Path(tmp).write_text(text))
+
+
+def format_table(rows: List[Dict]) -> str:
+    """An aligned plain-text table of ``rows`` for the terminal."""
+    cells = [list(COLUMNS)] + [[row["source"], row["label"], f"{row['score']:.6g}", f"{row['threshold']:.6g}"]
+                               for row in rows]
+    widths = [max(len(line[i]) for line in cells) for i in range(len(COLUMNS))]
+    return "\n".join("  ".join(cell.ljust(width) for cell, width in zip(line, widths)).rstrip() for line in cells)

@@ -1,0 +1,62 @@
+"""A trained model of a run, loaded from its best-validation checkpoint (``best.pt``) and run
+exactly as the run ran its own test sets: same memory format, same precision, so outputs
+computed later (``evaluate --unknowns``, ``calibrate``, ``predict``) are those the run
+would have stored."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Dict, Optional, Tuple
+
+import numpy as np
+import torch
+
+from agnostophobia.errors import AgnostophobiaError
+from agnostophobia.models import build_model
+from agnostophobia.training.checkpoint import load_checkpoint
+from agnostophobia.training.precision import resolve_precision
+from agnostophobia.training.trainer import predict, resolve_device
+
+BEST = "best.pt"
+
+
+@dataclass
+class TrainedModel:
+    """A network with the settings it is run with; :meth:`outputs` gives (logits, features)."""
+
+    model: torch.nn.Module
+    config: Dict[str, Any]       # the training config stored in the checkpoint
+    device: torch.device
+    precision: str               # resolved: fp32 or bf16
+    channels_last: bool
+    batch_size: int
+
+    @property
+    def num_outputs(self) -> int:
+        return int(self.model.logits.out_features)
+
+    def outputs(self, images) -> Tuple[np.ndarray, np.ndarray]:
+        """Float32 logits (N, C or C+1) and deep features (N, D) of uint8 images (N, C, H, W)
+        as stored, or of a float tensor in [0, 1]."""
+        return predict(self.model, images, self.batch_size, self.device, self.channels_last, self.precision)
+
+
+def load_trained_model(model_dir: Path, device: Optional[str] = None, precision: Optional[str] = None) -> TrainedModel:
+    """The best-validation network of ``model_dir`` on ``device`` (default: the run's), in the
+    run's precision unless ``precision`` (fp32 | bf16 | auto) says otherwise."""
+    path = Path(model_dir) / BEST
+    if not path.is_file():
+        raise AgnostophobiaError(f"{path}: no such checkpoint; the model was not trained to the end of an epoch")
+    best = load_checkpoint(path)
+    cfg, state = best["config"], best["model"]
+    # the trained weights replace any pretrained ones: those are neither downloaded nor read again
+    model = build_model(cfg["model"], num_outputs=state["logits.weight"].shape[0], load_weights=False,
+                        **cfg["model_kwargs"])
+    model.load_state_dict(state)
+    target = resolve_device(device or cfg.get("device", "auto"))
+    model.to(target).eval()
+    channels_last = bool(cfg.get("channels_last", False))
+    if channels_last:
+        model.to(memory_format=torch.channels_last)
+    resolved = resolve_precision(precision or cfg.get("precision", "fp32"), target)
+    return TrainedModel(model, cfg, target, resolved, channels_last, int(cfg.get("eval_batch_size", 1024)))
