@@ -18,6 +18,9 @@ import torch
 import yaml
 
 from agnostophobia.data import build_protocol
+from agnostophobia.data.file_protocols import is_file_protocol
+from agnostophobia.errors import ConfigError
+from agnostophobia.models import build_model
 from agnostophobia.training.outputs import FIT_OUTPUTS, save_outputs
 from agnostophobia.experiments.report import write_metrics, write_report
 from agnostophobia.training.approaches import APPROACHES
@@ -35,8 +38,33 @@ def default_budget() -> str:
 
 def protocol_for(cfg: TrainConfig):
     """The run's protocol, drawn with the data seed (not the training seed): every training
-    seed of a run sees the same validation split and training subsample."""
+    seed of a run sees the same validation split and training subsample. A protocol from
+    files is checked first (every image opened) and refused with every problem listed."""
     return build_protocol(cfg.protocol, data_dir=cfg.data_dir, seed=cfg.data_seed, **cfg.protocol_limits)
+
+
+def file_protocol_first(cfg: TrainConfig):
+    """A protocol from files, built (and so checked) before anything of the run is written,
+    and the model tried on its input; None for a registered protocol (built when needed)."""
+    if not is_file_protocol(cfg.protocol):
+        return None
+    protocol = protocol_for(cfg)
+    check_model_input(cfg, protocol)
+    return protocol
+
+
+def check_model_input(cfg: TrainConfig, protocol) -> None:
+    """One forward pass of the untrained model on two blank inputs of the protocol's shape,
+    so that a model that cannot take them (LeNet++ needs 1x28x28) is one clear line."""
+    model = build_model(cfg.model, num_outputs=protocol.num_classes + 1, **cfg.model_kwargs).eval()
+    try:
+        with torch.no_grad():
+            model(torch.zeros(2, *protocol.input_shape))
+    except RuntimeError as exc:
+        shape = "x".join(map(str, protocol.input_shape))
+        raise ConfigError(f"config key 'model': {cfg.model!r} cannot take the protocol's {shape} input "
+                          f"(image_size and channels of the protocol; model_kwargs): "
+                          f"{str(exc).splitlines()[0]}") from None
 
 
 def run_outputs(run, protocol) -> Dict[str, Dict]:
@@ -56,11 +84,11 @@ def fit_outputs(run, protocol) -> Dict:
     return {"logits": logits, "features": features, "labels": protocol.train.labels[known]}
 
 
-def train_and_store(experiment: ExperimentConfig, out: Path, log=print) -> Dict:
-    """Train (or resume) every approach and seed; returns the protocol notes and timings."""
+def train_and_store(experiment: ExperimentConfig, out: Path, log=print, protocol=None) -> Dict:
+    """Train (or resume) every approach and seed; returns the protocol notes, class names
+    and timings. ``protocol``: the run's protocol when already built (else built if needed)."""
     timings_path = out / "timings.json"
     timings = json.loads(timings_path.read_text()) if timings_path.exists() else {}
-    notes, protocol = [], None
     for seed in range(experiment.seeds):
         for approach in experiment.approaches:
             cfg = experiment.for_approach(approach, seed)
@@ -70,7 +98,6 @@ def train_and_store(experiment: ExperimentConfig, out: Path, log=print) -> Dict:
                 continue
             if protocol is None:
                 protocol = protocol_for(cfg)
-                notes = list(protocol.notes)
             start = time.perf_counter()
             n_known = int((protocol.train.labels >= 0).sum())
             n_unknown = len(protocol.train.labels) - n_known if APPROACHES.get(approach).uses_unknowns else 0
@@ -84,12 +111,26 @@ def train_and_store(experiment: ExperimentConfig, out: Path, log=print) -> Dict:
             timings[key] = timings.get(key, 0.0) + time.perf_counter() - start
             atomic_write(timings_path, lambda tmp: Path(tmp).write_text(json.dumps(timings, indent=1)))
             log(f"[seed {seed}] {approach}: done in {timings[key]:.0f} s")
-    if not notes:
-        notes_path = out / "data_notes.json"
-        notes = json.loads(notes_path.read_text()) if notes_path.exists() else []
-    else:
-        atomic_write(out / "data_notes.json", lambda tmp: Path(tmp).write_text(json.dumps(notes, indent=1)))
-    return {"data_notes": notes, "timings_s": timings}
+    return {"data_notes": _record(out, "data_notes.json", list(protocol.notes) if protocol else None, []),
+            "classes": _record(out, "classes.json", protocol_classes(protocol) if protocol else None, {}),
+            "timings_s": timings}
+
+
+def protocol_classes(protocol) -> Dict[str, List[str]]:
+    """The class names a run's reports and outputs carry (and the negatives' source classes)."""
+    classes = {"class_names": list(protocol.class_names)}
+    if protocol.negative_class_names:
+        classes["negative_class_names"] = list(protocol.negative_class_names)
+    return classes
+
+
+def _record(out: Path, name: str, value, default):
+    """Write ``value`` to ``out/name`` as JSON; None: read what an earlier call wrote (or ``default``)."""
+    path = out / name
+    if value is None:
+        return json.loads(path.read_text()) if path.exists() else default
+    atomic_write(path, lambda tmp: Path(tmp).write_text(json.dumps(value, indent=1)))
+    return value
 
 
 def configure(experiment: ExperimentConfig, seeds: Optional[int] = None, data_dir=None,
@@ -144,6 +185,7 @@ def write_run_record(out: Path, experiment: ExperimentConfig, budget: Optional[s
         "wall_time_s": round(sum(stored["timings_s"].values()), 1),
         "train_config": {k: v for k, v in train_cfg.to_dict().items()
                          if k not in ("approach", "seed", "progress", "tensorboard", "data_dir", "name")},
+        **stored.get("classes", {}),
         "data_notes": stored["data_notes"],
         "timings_s": stored["timings_s"],
     }
@@ -165,9 +207,10 @@ def train_run(config, out: Path, budget: Optional[str] = None, approaches: Optio
     if any(out.glob("seed*/*/last.pt")) and not resume:
         raise ValueError(f"--out {out} already holds a run; add --resume to continue it, or choose another --out")
     check_existing_run(experiment, out)
+    protocol = file_protocol_first(experiment.train)  # a broken one stops here: nothing written
     with run_lock(out):
         write_config(out, experiment, budget)
-        stored = train_and_store(experiment, out, log)
+        stored = train_and_store(experiment, out, log, protocol)
         write_run_record(out, experiment, budget, stored, f"agnostophobia train {config} --out {out}")
     log(f"trained {', '.join(experiment.approaches)} into {out}; next: agnostophobia evaluate {out}")
     return out
@@ -190,6 +233,7 @@ def reproduce(experiment_name: str, budget: Optional[str] = None, seeds: Optiona
     name = experiment.train.name
     out = Path(out or Path("runs") / f"{name}-{budget}")
     check_existing_run(experiment, out)  # check first, write after: a refused resume changes nothing
+    protocol = file_protocol_first(experiment.train)
     fetched = []
     if not out.exists():  # a fresh run: fetch missing data (or stop and explain) before writing anything
         from agnostophobia.data.protocols import require_protocol_data
@@ -204,7 +248,7 @@ def reproduce(experiment_name: str, budget: Optional[str] = None, seeds: Optiona
             write_fetch_record(out, fetched)
         write_config(out, experiment, budget)
         log(f"agnostophobia reproduce {name}: budget {budget}, {experiment.seeds} seed(s), output in {out}")
-        stored = train_and_store(experiment, out, log)
+        stored = train_and_store(experiment, out, log, protocol)
         meta = write_run_record(out, experiment, budget, stored,
                                 f"agnostophobia reproduce {experiment_name} --budget {budget}", config_protocol)
         finish_run(out, meta, plots=plots, log=log)
