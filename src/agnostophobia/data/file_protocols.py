@@ -342,8 +342,9 @@ def raise_problems(spec: FileProtocolSpec, problems: Sequence[str]) -> None:
     """One :class:`DataError` listing up to ``MAX_SHOWN`` problems, then a count of the rest."""
     if not problems:
         return
-    lines = [f"{_title(spec)}: {len(problems)} problem(s); nothing is trained "
-             f"until they are fixed:"] + [f"  - {p}" for p in problems[:MAX_SHOWN]]
+    # one line per problem; the CLI joins them with "; " into its one error line
+    lines = [f"{_title(spec)}: {len(problems)} problem(s), nothing is trained until they are fixed"]
+    lines += [f"  {i}. {p}" for i, p in enumerate(problems[:MAX_SHOWN], 1)]
     if len(problems) > MAX_SHOWN:
         lines.append(f"  ... and {len(problems) - MAX_SHOWN} more")
     raise DataError("\n".join(lines))
