@@ -4,7 +4,9 @@
   stored (uint8 images, int64 labels 0..C-1, class names, source, notes).
 - ``fetch(names, ...)`` / ``fetch_dataset``: verified, atomic download of the official files.
 - ``check(names, data_dir)``: presence, counts, histograms, broken-file detection.
-- ``PROTOCOLS`` / ``build_protocol(name, data_dir=None, seed=0, **limits) -> OpenSetProtocol``.
+- ``PROTOCOLS`` / ``build_protocol(name, data_dir=None, seed=0, **limits) -> OpenSetProtocol``; ``name``
+  may also be the mapping of a protocol from files (a folder tree or ``path,label`` CSV files,
+  ``file_protocols``), whose problems ``check_file_protocol`` lists.
 - ``to_lenet`` / ``to_chw`` / ``rgb_to_grey``: model-input preprocessing (uint8).
 
 The data directory: ``data_dir`` argument > ``$AGNOSTOPHOBIA_DATA`` > ``~/.cache/agnostophobia/data``.
@@ -18,11 +20,12 @@ from agnostophobia.data.paths import cache_dir, data_dir
 from agnostophobia.data.preprocess import border_mean, check_polarity, rgb_to_grey, to_chw, to_lenet
 from agnostophobia.data.protocols import (PROTOCOLS, OpenSetProtocol, Split, build_protocol, purpose_rng,
                                           stratified_split, stratified_subset)
+from agnostophobia.data.file_protocols import build_file_protocol, check_file_protocol
 
 __all__ = [
     "DATASETS", "DatasetInfo", "DatasetSplit", "FINE_TO_COARSE", "Resource", "SplitUnavailable", "load_dataset",
     "download", "fetch", "fetch_dataset", "check", "check_dataset", "cache_dir", "data_dir",
     "border_mean", "check_polarity", "rgb_to_grey", "to_chw", "to_lenet",
     "PROTOCOLS", "OpenSetProtocol", "Split", "build_protocol", "purpose_rng", "stratified_split",
-    "stratified_subset",
+    "stratified_subset", "build_file_protocol", "check_file_protocol",
 ]

@@ -397,9 +397,11 @@ def _reason(exc: Exception) -> str:
 
 # ------------------------------------------------------------------ building
 # (part, split, the labels it takes, the limit that caps it)
-PARTS = (("train-known", "train", "known", "max_known_train"), ("train-negative", "train", "negative",
-         "max_unknown_train"), ("val-known", "val", "known", "max_val"), ("val-negative", "val", "negative",
-         "max_val"), ("test-known", "test", "known", "max_test_per_set"),
+PARTS = (("train-known", "train", "known", "max_known_train"),
+         ("train-negative", "train", "negative", "max_unknown_train"),
+         ("val-known", "val", "known", "max_val"),
+         ("val-negative", "val", "negative", "max_val"),
+         ("test-known", "test", "known", "max_test_per_set"),
          ("test-negative", "test", "negative", "max_test_per_set"),
          ("test-unknown", "test", "unknown", "max_test_per_set"))
 
