@@ -142,7 +142,7 @@ def main(argv=None) -> int:
     write_text(out / "experiment.yaml", yaml.safe_dump(experiment(protocol), sort_keys=False))
     total = sum(len(images) for groups in data.values() for _, _, images in groups)
     print(f"wrote {total} images and {out / 'experiment.yaml'}; next:\n"
-          f"  agnostophobia train {out / 'experiment.yaml'} --out runs/{out.name}\n"
+          f"  agnostophobia train {args.out / 'experiment.yaml'} --out runs/{out.name}\n"
           f"  agnostophobia evaluate runs/{out.name}")
     return 0
 
