@@ -284,7 +284,7 @@ class TrainingStarted(Exception):
 
 
 def test_reproduce_fetches_missing_data_then_trains(lenet_server, tmp_path, monkeypatch):
-    def stop(experiment, out, log=print):  # the run got as far as training: stop there, it takes seconds
+    def stop(experiment, out, log=print, protocol=None):  # the run got as far as training: stop there, it takes seconds
         raise TrainingStarted(out)
 
     monkeypatch.setattr("agnostophobia.experiments.reproduce.train_and_store", stop)

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 from runs import snapshot
 from PIL import Image
+from torchvision.transforms.v2 import CenterCrop, Resize
 
 from conftest import Synth, glyphs
 from agnostophobia.cli import main
@@ -114,10 +115,9 @@ def test_a_folder_of_mixed_sizes_is_resized_once(tmp_path, cfg, mode, size):
         Image.fromarray(image).save(folder / f"{i}.png")
     expected = []
     for file in sorted(folder.iterdir()):
-        with Image.open(file) as img:  # one antialiased resize, straight from the file to the model's size
-            img = img.convert(mode)
-            expected.append(np.asarray(img if img.size == (size, size)
-                                       else img.resize((size, size), Image.Resampling.BILINEAR)))
+        with Image.open(file) as img:  # one antialiased resize of the shorter side, straight from the file
+            # to the model's size, then the centre crop: torchvision's Resize + CenterCrop on the PIL image
+            expected.append(np.asarray(CenterCrop(size)(Resize(size)(img.convert(mode)))))
     expected = np.stack(expected)
     expected = expected[:, None] if mode == "L" else expected.transpose(0, 3, 1, 2)
     assert np.array_equal(evaluate_path(folder, cfg), expected)

@@ -14,6 +14,7 @@ import hashlib
 import io
 import os
 import pickle
+import re
 import struct
 import tarfile
 import zipfile
@@ -34,6 +35,7 @@ _CORRUPT = (zipfile.BadZipFile, tarfile.TarError, EOFError, zlib.error, gzip.Bad
 
 def _short(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    text = re.sub(r"\s*<[^<>]* object at 0x[0-9a-fA-F]+>", "", text)  # Pillow names its BytesIO: noise to a user
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 

@@ -66,7 +66,9 @@ def prepare_images(images: StoredImages, spec: InputSpec, *, name: str, kind: Op
     single ``(H, W)`` / ``(H, W, 3)`` images of mixed sizes (a folder), each of which is
     resized once, straight to the model's size. Grey input goes to RGB by repeating the
     channel, RGB input to grey by BT.601 luma (:func:`rgb_to_grey`); other sizes are
-    resized with antialiasing (:func:`resize`). ``padding``: the width of a blank frame
+    resized with antialiasing, the shorter side to the model's size and then centre-cropped
+    to a square (:func:`resize`; square images, as in every built-in dataset, are simply
+    resized). ``padding``: the width of a blank frame
     the dataset declares around its glyph box (DHCD: 2, in ``DatasetSplit.meta``), cropped
     instead of resized when every image's frame is blank; it is never guessed.
 
@@ -129,7 +131,10 @@ def rgb_to_grey(images: np.ndarray) -> np.ndarray:
 
 
 def resize(images: np.ndarray, size: int) -> np.ndarray:
-    """Resize (N, H, W) grey or (N, H, W, 3) RGB uint8 images to ``size`` x ``size``.
+    """Resize (N, H, W) grey or (N, H, W, 3) RGB uint8 images to ``size`` x ``size``:
+    the shorter side to ``size``, then the centre ``size`` x ``size`` crop, so a non-square
+    image keeps its aspect ratio instead of being squashed (torchvision's ``Resize(size)``
+    followed by ``CenterCrop(size)``, same rounding). A square image is one plain resize.
 
     Pillow's bilinear filter widens its support by the scale factor when shrinking,
     i.e. it antialiases (unlike OpenCV's INTER_CUBIC on a 32->28 shrink, which samples).
@@ -138,10 +143,21 @@ def resize(images: np.ndarray, size: int) -> np.ndarray:
 
     if images.shape[1:3] == (size, size):
         return images
+    new_h, new_w = shorter_side_to(images.shape[1], images.shape[2], size)
+    top, left = int(round((new_h - size) / 2.0)), int(round((new_w - size) / 2.0))
     out = np.empty((images.shape[0], size, size, *images.shape[3:]), np.uint8)
     for i, img in enumerate(images):
-        out[i] = np.asarray(Image.fromarray(img).resize((size, size), Image.Resampling.BILINEAR))
+        resized = np.asarray(Image.fromarray(img).resize((new_w, new_h), Image.Resampling.BILINEAR))
+        out[i] = resized[top:top + size, left:left + size]
     return out
+
+
+def shorter_side_to(height: int, width: int, size: int) -> tuple:
+    """``(height, width)`` scaled so that the shorter side is ``size`` (the longer one
+    truncated, as torchvision does)."""
+    if height <= width:
+        return size, int(size * width / height)
+    return int(size * height / width), size
 
 
 def crop_border(images: np.ndarray, width: int) -> np.ndarray:

@@ -60,15 +60,25 @@ PROTOCOLS: Registry[Callable[..., OpenSetProtocol]] = Registry("protocol")
 LIMITS = ("max_known_train", "max_unknown_train", "max_val", "max_test_per_set")
 
 
-def build_protocol(name: str, data_dir: Optional[PathLike] = None, seed: int = 0, **limits) -> OpenSetProtocol:
-    """Build a registered protocol.
+def build_protocol(name, data_dir: Optional[PathLike] = None, seed: int = 0, **limits) -> OpenSetProtocol:
+    """Build a registered protocol, or a protocol from files when ``name`` is a mapping
+    (:func:`agnostophobia.data.file_protocols.build_file_protocol`; ``data_dir`` unused).
 
     ``limits``: ``max_known_train``, ``max_unknown_train`` (training samples of D_c'
     and D_b'), ``max_val`` (cap on the held-out knowns and, separately, on the held-out
     known unknowns), ``max_test_per_set`` (cap on D_c and on every unknown test set);
     ``None`` keeps all. ``val_fraction`` (default 0.2) sets the hold-out size.
     """
-    factory = PROTOCOLS.get(name)
+    check_limits(limits, seed)
+    if isinstance(name, dict):
+        from agnostophobia.data.file_protocols import build_file_protocol  # imports this module
+
+        return build_file_protocol(name, seed=int(seed), **limits)
+    return PROTOCOLS.get(name)(data_dir=data_dir, seed=int(seed), **limits)
+
+
+def check_limits(limits: Dict, seed) -> None:
+    """A :class:`ConfigError` naming the first bad protocol limit or seed."""
     for key, value in limits.items():
         if key not in LIMITS + ("val_fraction",):
             raise ConfigError(f"unknown protocol option {key!r}; known: {', '.join(LIMITS + ('val_fraction',))}")
@@ -79,7 +89,6 @@ def build_protocol(name: str, data_dir: Optional[PathLike] = None, seed: int = 0
             raise ConfigError(f"{key} must be a positive integer or None, got {value!r}")
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
         raise ConfigError(f"seed must be a non-negative integer, got {seed!r}")
-    return factory(data_dir=data_dir, seed=int(seed), **limits)
 
 
 def require_datasets(names, data_dir: Optional[PathLike] = None, needed_by: str = "", fetch: bool = False,
@@ -124,18 +133,26 @@ PROTOCOL_INPUTS: Dict[str, InputSpec] = {"lenet++": LENET_INPUT, "cifar": RESNET
                                          "cifar10-split": RESNET_INPUT, "mnist-notmnist": LENET_INPUT}
 
 
-def protocol_input(name: str) -> InputSpec:
-    """The :class:`InputSpec` a registered protocol prepares its images with."""
-    PROTOCOLS.get(name)  # a clear error for an unknown name
-    if name not in PROTOCOL_INPUTS:
-        raise ConfigError(f"protocol {name!r} declares no input preparation (data.protocols.PROTOCOL_INPUTS)")
-    return PROTOCOL_INPUTS[name]
+def protocol_input(protocol) -> InputSpec:
+    """The :class:`InputSpec` a protocol prepares its images with: a registered protocol's
+    name, or the mapping of a protocol from files (as a run's config stores it)."""
+    if isinstance(protocol, dict):
+        from agnostophobia.data.file_protocols import file_protocol_input  # imports this module
+
+        return file_protocol_input(protocol)
+    PROTOCOLS.get(protocol)  # a clear error for an unknown name
+    if protocol not in PROTOCOL_INPUTS:
+        raise ConfigError(f"protocol {protocol!r} declares no input preparation (data.protocols.PROTOCOL_INPUTS)")
+    return PROTOCOL_INPUTS[protocol]
 
 
-def require_protocol_data(name: str, data_dir: Optional[PathLike] = None, fetch: bool = False,
+def require_protocol_data(name, data_dir: Optional[PathLike] = None, fetch: bool = False,
                           allow_unverified: bool = False, progress: Optional[bool] = None,
                           log: Callable[[str], None] = print) -> List[FetchedFile]:
-    """:func:`require_datasets` for a registered protocol (no check for other names)."""
+    """:func:`require_datasets` for a registered protocol (no check for other names, nor for
+    a protocol from files, which reads no registered dataset)."""
+    if not isinstance(name, str):
+        return []
     return require_datasets(PROTOCOL_DATASETS.get(name, ()), data_dir, PROTOCOL_DATA_HINTS.get(name, ""),
                             fetch=fetch, allow_unverified=allow_unverified, progress=progress, log=log)
 

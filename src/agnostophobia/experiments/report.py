@@ -19,7 +19,9 @@ UNKNOWN_TITLES = {"letters": "EMNIST letters test (D_b, known unknowns)", "devan
                   "notmnist": "notMNIST", "cifar10": "CIFAR-10", "cifar100": "CIFAR-100 subset", "svhn": "SVHN",
                   "cifar100-db": "CIFAR-100 D_b test (super-classes 0-9, known unknowns)",
                   "cifar10-dog-truck": "CIFAR-10 dog + truck test (D_a)",
-                  "cifar10-horse-ship": "CIFAR-10 horse + ship test (D_b, known unknowns)"}
+                  "cifar10-horse-ship": "CIFAR-10 horse + ship test (D_b, known unknowns)",
+                  # the two unknown sets of a protocol from files (data.file_protocols)
+                  "negatives": "test negatives (D_b, known unknowns)", "unknowns": "test unknowns (D_a)"}
 # Table 1 of the paper is the LeNet++ experiment only.
 TABLE1_EXPERIMENT = "lenet++"
 
@@ -274,7 +276,8 @@ def write_report(run_dir: Path, metrics: Dict, figures: Optional[Dict[str, List[
                   f"classes, other unknowns, other set sizes); they are **not comparable** and are not shown. "
                   f"Which classes are known, known unknown (D_b') and unknown (D_a) is listed under Data.", ""]
     lines += ["## Setup", ""]
-    for key in ("command", "device", "wall_time_s", "seeds", "seeds_varied", "approaches"):
+    for key in ("command", "device", "wall_time_s", "seeds", "seeds_varied", "approaches", "class_names",
+                "negative_class_names"):
         if key in metrics:
             lines.append(f"- **{key}**: {metrics[key]}")
     for key, value in metrics.get("train_config", {}).items():

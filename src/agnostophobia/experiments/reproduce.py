@@ -18,6 +18,9 @@ from typing import Any, Callable, Dict, List, Optional
 import torch
 import yaml
 
+from agnostophobia.data.file_protocols import is_file_protocol
+from agnostophobia.errors import ConfigError
+from agnostophobia.models import build_model
 from agnostophobia.training.outputs import FIT_OUTPUTS, VAL_OUTPUTS, save_outputs
 from agnostophobia.experiments.report import write_metrics, write_report
 from agnostophobia.training import distributed
@@ -32,6 +35,30 @@ from agnostophobia._runlock import run_lock
 
 def default_budget() -> str:
     return "paper" if torch.cuda.is_available() else "cpu"
+
+
+def file_protocol_first(cfg: TrainConfig):
+    """A protocol from files, built (and so checked) before anything of the run is written,
+    and the model tried on its input; None for a registered protocol (built when needed)."""
+    if not is_file_protocol(cfg.protocol):
+        return None
+    protocol = protocol_for(cfg)
+    check_model_input(cfg, protocol)
+    return protocol
+
+
+def check_model_input(cfg: TrainConfig, protocol) -> None:
+    """One forward pass of the untrained model on two blank inputs of the protocol's shape,
+    so that a model that cannot take them (LeNet++ needs 1x28x28) is one clear line."""
+    model = build_model(cfg.model, num_outputs=protocol.num_classes + 1, **cfg.model_kwargs).eval()
+    try:
+        with torch.no_grad():
+            model(torch.zeros(2, *protocol.input_shape))
+    except RuntimeError as exc:
+        shape = "x".join(map(str, protocol.input_shape))
+        raise ConfigError(f"config key 'model': {cfg.model!r} cannot take the protocol's {shape} input "
+                          f"(image_size and channels of the protocol; model_kwargs): "
+                          f"{str(exc).splitlines()[0]}") from None
 
 
 def run_outputs(run, protocol) -> Dict[str, Dict]:
@@ -60,8 +87,9 @@ def val_outputs(run, protocol) -> Dict:
 
 
 def train_and_store(experiment: ExperimentConfig, out: Path, log=print,
-                    make_protocol: Optional[Callable[[TrainConfig], Any]] = None) -> Dict:
-    """Train (or resume) every approach and seed; returns the protocol notes and timings.
+                    make_protocol: Optional[Callable[[TrainConfig], Any]] = None, protocol=None) -> Dict:
+    """Train (or resume) every approach and seed; returns the protocol notes, class names and
+    timings. ``protocol``: the run's protocol when already built (else built when needed).
 
     ``make_protocol(cfg)`` gives the protocol to train on when one is needed (default
     :func:`protocol_for`; ``tune`` passes its cross-class variant). Under DDP every process
@@ -72,7 +100,6 @@ def train_and_store(experiment: ExperimentConfig, out: Path, log=print,
     log = log if world.is_main else (lambda message: None)
     timings_path = out / "timings.json"
     timings = json.loads(timings_path.read_text()) if world.is_main and timings_path.exists() else {}
-    notes, protocol = [], None
     for seed in range(experiment.seeds):
         for approach in experiment.approaches:
             cfg = experiment.for_approach(approach, seed)
@@ -82,7 +109,6 @@ def train_and_store(experiment: ExperimentConfig, out: Path, log=print,
                 continue
             if protocol is None:
                 protocol = (make_protocol or protocol_for)(cfg)
-                notes = list(protocol.notes)
             start = time.perf_counter()
             n_known = int((protocol.train.labels >= 0).sum())
             n_unknown = len(protocol.train.labels) - n_known if APPROACHES.get(approach).uses_unknowns else 0
@@ -97,22 +123,27 @@ def train_and_store(experiment: ExperimentConfig, out: Path, log=print,
                 log(f"[seed {seed}] {approach}: done in {timings[key]:.0f} s")
             world.barrier()  # the other processes wait while rank 0 predicts
     if not world.is_main:
-        return {"data_notes": notes, "timings_s": timings, "class_names": None}
-    if not notes:
-        notes_path = out / "data_notes.json"
-        notes = json.loads(notes_path.read_text()) if notes_path.exists() else []
-    else:
-        atomic_write(out / "data_notes.json", lambda tmp: Path(tmp).write_text(json.dumps(notes, indent=1)))
-    return {"data_notes": notes, "timings_s": timings, "class_names": class_names(out, protocol)}
+        return {"timings_s": timings}
+    return {"data_notes": _record(out, "data_notes.json", list(protocol.notes) if protocol else None, []),
+            "classes": _record(out, "classes.json", protocol_classes(protocol) if protocol else None, {}),
+            "timings_s": timings}
 
 
-def class_names(out: Path, protocol) -> Optional[List[str]]:
-    """The known classes' names (``predict`` prints them): the protocol's, or those an earlier
-    command recorded when every model was trained before and no protocol was built."""
-    if protocol is not None:
-        return list(protocol.class_names) or None
-    meta_path = out / "run_meta.json"
-    return json.loads(meta_path.read_text()).get("class_names") if meta_path.exists() else None
+def protocol_classes(protocol) -> Dict[str, List[str]]:
+    """The class names a run's reports and outputs carry (and the negatives' source classes)."""
+    classes = {"class_names": list(protocol.class_names)}
+    if protocol.negative_class_names:
+        classes["negative_class_names"] = list(protocol.negative_class_names)
+    return classes
+
+
+def _record(out: Path, name: str, value, default):
+    """Write ``value`` to ``out/name`` as JSON; None: read what an earlier call wrote (or ``default``)."""
+    path = out / name
+    if value is None:
+        return json.loads(path.read_text()) if path.exists() else default
+    atomic_write(path, lambda tmp: Path(tmp).write_text(json.dumps(value, indent=1)))
+    return value
 
 
 def store_outputs(run, protocol, run_dir: Path) -> None:
@@ -176,11 +207,10 @@ def write_run_record(out: Path, experiment: ExperimentConfig, budget: Optional[s
         "wall_time_s": round(sum(stored["timings_s"].values()), 1),
         "train_config": {k: v for k, v in train_cfg.to_dict().items()
                          if k not in ("approach", "seed", "progress", "tensorboard", "data_dir", "name")},
+        **stored.get("classes", {}),
         "data_notes": stored["data_notes"],
         "timings_s": stored["timings_s"],
     }
-    if stored.get("class_names"):
-        meta["class_names"] = stored["class_names"]
     if config_protocol and train_cfg.protocol != config_protocol:  # a variant: not comparable to the paper
         meta["config_protocol"] = config_protocol
     atomic_write(out / "run_meta.json", lambda tmp: Path(tmp).write_text(json.dumps(meta, indent=1)))
@@ -207,9 +237,10 @@ def train_run(config, out: Path, budget: Optional[str] = None, approaches: Optio
             lock.enter_context(claim_run(experiment, out, resume))
 
         world.from_main(claim)  # rank 0 checks and locks the run; the others wait, and stop with its error
+        protocol = file_protocol_first(experiment.train)  # a broken one stops here: nothing written
         if world.is_main:
             write_config(out, experiment, budget)
-        stored = train_and_store(experiment, out, log)
+        stored = train_and_store(experiment, out, log, protocol=protocol)
         if not world.is_main:
             return out
         write_run_record(out, experiment, budget, stored, f"agnostophobia train {config} --out {out}")
@@ -242,6 +273,7 @@ def reproduce(experiment_name: str, budget: Optional[str] = None, seeds: Optiona
     name = experiment.train.name
     out = Path(out or Path("runs") / f"{name}-{budget}")
     check_existing_run(experiment, out)  # check first, write after: a refused resume changes nothing
+    protocol = file_protocol_first(experiment.train)
     fetched = []
     if not out.exists():  # a fresh run: fetch missing data (or stop and explain) before writing anything
         from agnostophobia.data.protocols import require_protocol_data
@@ -256,7 +288,7 @@ def reproduce(experiment_name: str, budget: Optional[str] = None, seeds: Optiona
             write_fetch_record(out, fetched)
         write_config(out, experiment, budget)
         log(f"agnostophobia reproduce {name}: budget {budget}, {experiment.seeds} seed(s), output in {out}")
-        stored = train_and_store(experiment, out, log)
+        stored = train_and_store(experiment, out, log, protocol=protocol)
         meta = write_run_record(out, experiment, budget, stored,
                                 f"agnostophobia reproduce {experiment_name} --budget {budget}", config_protocol)
         finish_run(out, meta, plots=plots, log=log)

@@ -87,6 +87,8 @@ def _section_title(split: str) -> str:
         return "Known unknowns: EMNIST letters test set (D_b), supplementary figure"
     if split == "devanagari":
         return "Devanagari unknowns (D_a): Figs. 1 and 2"
+    if split in NAMED_SETS:
+        return NAMED_SETS[split]
     return f"{style.unknown_name(split)} unknowns (D_a)"
 
 
@@ -96,7 +98,13 @@ def _file_part(split: str) -> str:
 
 
 def _set_label(split: str) -> str:
-    return style.unknown_name(split) if split == "letters" else f"{style.unknown_name(split)} unknowns"
+    named = split == "letters" or split in NAMED_SETS
+    return style.unknown_name(split) if named else f"{style.unknown_name(split)} unknowns"
+
+
+# The two unknown sets of a protocol from files (data.file_protocols), named by their role.
+NAMED_SETS = {"negatives": "Known unknowns: the protocol's test negatives (D_b)",
+              "unknowns": "Unknown unknowns: the protocol's test unknowns (D_a)"}
 
 
 def plot_run(run_dir, formats: Sequence[str] = ("png",), out_dir=None, *,

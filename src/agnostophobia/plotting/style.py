@@ -51,6 +51,8 @@ UNKNOWN_NAMES: Dict[str, str] = {
     "cifar10": "CIFAR-10",
     "cifar100": "CIFAR-100",
     "svhn": "SVHN",
+    "negatives": "Test negatives (D_b)",   # the two unknown sets of a protocol from files
+    "unknowns": "Test unknowns (D_a)",
 }
 
 MODEL_NAMES: Dict[str, str] = {"lenet++": "LeNet++", "resnet18": "ResNet-18"}

@@ -18,6 +18,7 @@ from typing import Any, Dict, List, Optional, Union
 
 import yaml
 
+from agnostophobia.data.file_protocols import is_file_protocol, parse_file_protocol, resolve_paths
 from agnostophobia.data.protocols import PROTOCOLS, build_protocol
 from agnostophobia.errors import ConfigError
 from agnostophobia.models import MODELS
@@ -35,7 +36,7 @@ class TrainConfig:
     xi = 50, lambda = 1e-4."""
 
     name: str = "experiment"
-    protocol: str = "lenet++"
+    protocol: Union[str, Dict[str, Any]] = "lenet++"  # a registered name, or a protocol from files (a mapping)
     protocol_limits: Dict[str, Optional[int]] = field(default_factory=dict)
     model: str = "lenet++"
     model_kwargs: Dict[str, Any] = field(default_factory=dict)
@@ -78,8 +79,11 @@ class TrainConfig:
 
         need(self.approach in APPROACH_NAMES, "approach", f"must be one of {APPROACH_NAMES}")
         # names are checked here, before a run directory is written, not when training starts
-        need(isinstance(self.protocol, str) and self.protocol in PROTOCOLS, "protocol",
-             f"must be one of {PROTOCOLS.names()}")
+        if is_file_protocol(self.protocol):
+            parse_file_protocol(self.protocol)  # its keys and values; the files are checked when it is built
+        else:
+            need(isinstance(self.protocol, str) and self.protocol in PROTOCOLS, "protocol",
+                 f"must be one of {PROTOCOLS.names()}, or a mapping describing a protocol from files")
         need(isinstance(self.model, str) and self.model in MODELS, "model",
              f"must be a registered model (torchvision/NAME for a torchvision one; {MODELS.hint(str(self.model))})")
         need(isinstance(self.device, str) and re.fullmatch(r"auto|cpu|mps|cuda(:\d+)?", self.device) is not None,
@@ -203,10 +207,12 @@ def check_seeds(seeds, where: str = "config key 'seeds'") -> int:
     return seeds
 
 
-def parse_experiment(data: Dict[str, Any], where: str = "") -> ExperimentConfig:
+def parse_experiment(data: Dict[str, Any], where: str = "", base_dir=None) -> ExperimentConfig:
+    """An experiment from a YAML's contents. The paths of a protocol from files are made
+    absolute against ``base_dir`` (the YAML file's directory; default: the working directory)."""
     if not isinstance(data, dict):
         raise ConfigError(f"config {where}: top level must be a mapping, got {type(data).__name__}")
-    data = dict(data)
+    data = _absolute_protocol_paths(data, base_dir)
     approaches = check_approaches(data.pop("approaches", list(APPROACH_NAMES)))
     seeds = check_seeds(data.pop("seeds", 1))
     budgets = data.pop("budgets", {}) or {}
@@ -215,6 +221,7 @@ def parse_experiment(data: Dict[str, Any], where: str = "") -> ExperimentConfig:
     for budget, overrides in budgets.items():
         if not isinstance(overrides, dict):
             raise ConfigError(f"config key 'budgets.{budget}': must be a mapping")
+    budgets = {budget: _absolute_protocol_paths(overrides, base_dir) for budget, overrides in budgets.items()}
     experiment = ExperimentConfig(apply_overrides(TrainConfig(), data, "", TRAIN_ALIASES), approaches, seeds, budgets)
     for budget in budgets:  # fail early on a bad override, not after hours of training
         experiment.for_budget(budget)
@@ -230,7 +237,16 @@ def load_experiment(path) -> ExperimentConfig:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
         raise ConfigError(f"config {path}: not valid YAML{where}: {getattr(exc, 'problem', None) or exc}") from None
-    return parse_experiment(data, str(path))
+    return parse_experiment(data, str(path), base_dir=path.parent)
+
+
+def _absolute_protocol_paths(data: Dict[str, Any], base_dir) -> Dict[str, Any]:
+    """``data`` with the paths of a ``protocol:`` mapping made absolute, so that a run's
+    config.yaml (and its checkpoints) find the files from any working directory."""
+    data = dict(data)
+    if is_file_protocol(data.get("protocol")):
+        data["protocol"] = resolve_paths(data["protocol"], base_dir or ".")
+    return data
 
 
 CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs"

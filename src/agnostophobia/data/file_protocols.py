@@ -1,0 +1,514 @@
+"""Open-set protocols described by files: a folder tree, or ``path,label`` CSV files.
+
+A protocol names the paper's sets (Sec. 1, used throughout Sec. 5): known classes (D_c'
+for training, D_c for testing), known unknowns or *negatives* (D_b' in training and
+validation with label -1, D_b in testing) and unknown unknowns (D_a, test only).
+
+``type: folders``
+    ``ROOT/<split>/<class>/<image>`` for split = train, val, test, and three lists of
+    class-folder names: ``known`` (class index = position in sorted order), ``negative``
+    (D_b', D_b) and ``unknown`` (D_a, test only).
+``type: csv``
+    one file per split, ``path,label`` with image paths relative to ``root``: label >= 0
+    a known class, -1 a negative, -2 an unknown (test only). This is the convention of
+    openset-imagenet (Palechor, Bhoumik, Guenther, WACV 2023), so its protocol files work
+    as they are: no header (a ``path,label`` header line is recognised), spaces after the
+    comma allowed. An optional third column names a negative's source class (name or id);
+    it is ignored on other lines. Optional ``class_names``: a file with one name per line.
+
+In an experiment YAML the ``protocol`` key takes the mapping (:func:`parse_file_protocol`).
+Every path in it is relative to the YAML file's directory; :func:`resolve_paths` makes
+them absolute when the file is loaded, so a run's ``config.yaml`` resolves them from
+anywhere. Images are decoded with :func:`~agnostophobia.data.formats.decode_image` and
+prepared by :func:`~agnostophobia.data.preprocess.prepare_images` (shorter side resized,
+centre-cropped to ``image_size``), the path every protocol's images take.
+
+Before anything is built, one pass lists every problem of the protocol, each naming its
+file or class (:func:`check_file_protocol`); :func:`build_file_protocol` raises them as
+one :class:`DataError`. The test negatives and test unknowns become two unknown test
+sets, ``negatives`` (D_b) and ``unknowns`` (D_a).
+"""
+from __future__ import annotations
+
+import csv
+import io
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+
+import numpy as np
+
+from agnostophobia.data.formats import decode_image
+from agnostophobia.data.preprocess import KINDS, NATURAL, InputSpec, prepare_images
+from agnostophobia.data.protocols import LIMITS, OpenSetProtocol, Split, purpose_rng, stratified_subset
+from agnostophobia.errors import ConfigError, DataError
+
+TYPES = ("csv", "folders")
+SPLITS = ("train", "val", "test")
+NEGATIVE, UNKNOWN = -1, -2
+COMMON_KEYS = ("type", "root", "image_size", "channels", "kind")
+TYPE_KEYS = {"csv": ("train", "val", "test", "class_names"), "folders": ("known", "negative", "unknown")}
+PATH_KEYS = ("root", "train", "val", "test", "class_names")
+TEST_SETS = {"negatives": NEGATIVE, "unknowns": UNKNOWN}  # the unknown test sets: D_b and D_a
+MAX_SHOWN = 20      # problems listed in the error; the rest are counted
+CHUNK = 2048        # images decoded before they are prepared (and their originals dropped)
+
+
+# ------------------------------------------------------------------ the mapping
+@dataclass(frozen=True)
+class FileProtocolSpec:
+    """A checked ``protocol:`` mapping; paths as given (relative ones to the working directory)."""
+
+    type: str
+    root: Path
+    image_size: int
+    channels: int
+    kind: str = NATURAL
+    files: Dict[str, Path] = field(default_factory=dict)   # csv: split -> CSV file
+    class_names: Optional[Path] = None                      # csv: one name per line
+    known: Tuple[str, ...] = ()                             # folders: class-folder names
+    negative: Tuple[str, ...] = ()
+    unknown: Tuple[str, ...] = ()
+
+    @property
+    def input(self) -> InputSpec:
+        return InputSpec(self.channels, self.image_size, self.kind)
+
+    def source(self, split: str) -> str:
+        """What a problem of a whole split names: its CSV file or its folder."""
+        return str(self.files[split]) if self.type == "csv" else str(self.root / split)
+
+
+def is_file_protocol(protocol: Any) -> bool:
+    """True for a ``protocol:`` mapping, False for a registered protocol's name."""
+    return isinstance(protocol, dict)
+
+
+def parse_file_protocol(mapping: Mapping[str, Any], where: str = "protocol") -> FileProtocolSpec:
+    """Check the keys and values of a ``protocol:`` mapping (no file is read); a bad one
+    raises :class:`ConfigError` naming the key, e.g. ``config key 'protocol.channels'``."""
+    def bad(key: str, what: str):
+        return ConfigError(f"config key '{where}.{key}': {what}, got {mapping.get(key)!r}")
+
+    if not is_file_protocol(mapping):
+        raise ConfigError(f"config key {where!r}: must be a protocol name or a mapping, got {mapping!r}")
+    kind = mapping.get("type")
+    if kind not in TYPES:
+        raise bad("type", f"must be one of {', '.join(TYPES)}")
+    allowed = COMMON_KEYS + TYPE_KEYS[kind]
+    for key in mapping:
+        if key not in allowed:
+            raise ConfigError(f"unknown config key '{where}.{key}' for a protocol of type {kind}; "
+                              f"known: {', '.join(allowed)}")
+    required = ("root", "image_size", "channels") + (("train", "val", "test") if kind == "csv" else ("known",))
+    for key in required:
+        if key not in mapping:
+            raise ConfigError(f"config key '{where}.{key}' is missing (a protocol of type {kind} needs "
+                              f"{', '.join(required)})")
+    for key in PATH_KEYS:
+        if key in mapping and not (isinstance(mapping[key], str) and mapping[key]):
+            raise bad(key, "must be a path")
+    size = mapping["image_size"]
+    if not isinstance(size, int) or isinstance(size, bool) or not 8 <= size <= 4096:
+        raise bad("image_size", "must be an integer from 8 to 4096 (the square side in pixels)")
+    if mapping["channels"] not in (1, 3) or isinstance(mapping["channels"], bool):
+        raise bad("channels", "must be 1 (grey) or 3 (RGB)")
+    if mapping.get("kind", NATURAL) not in KINDS:
+        raise bad("kind", f"must be one of {', '.join(KINDS)}")
+    lists = {key: _names(mapping, key, where, bad) for key in TYPE_KEYS["folders"]}
+    if kind == "folders" and not lists["known"]:
+        raise bad("known", "must list at least one class folder")
+    return FileProtocolSpec(kind, Path(mapping["root"]), size, mapping["channels"], mapping.get("kind", NATURAL),
+                            {s: Path(mapping[s]) for s in SPLITS if s in mapping},
+                            Path(mapping["class_names"]) if "class_names" in mapping else None, **lists)
+
+
+def _names(mapping, key: str, where: str, bad) -> Tuple[str, ...]:
+    value = mapping.get(key, [])
+    if not isinstance(value, list) or not all(isinstance(v, (str, int)) and not isinstance(v, bool) for v in value):
+        raise bad(key, "must be a list of class-folder names")
+    return tuple(str(v) for v in value)
+
+
+def resolve_paths(mapping: Mapping[str, Any], base_dir) -> Dict[str, Any]:
+    """The mapping with every path made absolute against ``base_dir`` (the directory of
+    the YAML file it came from); absolute paths are kept."""
+    base = Path(base_dir).absolute()
+    out = dict(mapping)
+    for key in PATH_KEYS:
+        if isinstance(out.get(key), str) and out[key]:
+            out[key] = os.path.normpath(base / Path(out[key]).expanduser())
+    return out
+
+
+def file_protocol_input(mapping: Mapping[str, Any]) -> InputSpec:
+    """The :class:`InputSpec` a protocol from files prepares its images with."""
+    return parse_file_protocol(mapping).input
+
+
+# ------------------------------------------------------------------ listing
+@dataclass
+class Item:
+    """One image of the protocol, before it is read."""
+
+    path: Path
+    label: int              # >= 0 known class, -1 negative, -2 unknown
+    source: Optional[str]   # a negative's source class; None where not given
+    where: str              # what a problem names: "train.csv:12", or the image file itself
+
+    @property
+    def name(self) -> str:
+        return self.where if self.where == str(self.path) else f"{self.where}: {self.path}"
+
+
+@dataclass
+class Listing:
+    """Every image of every split, the class names, and the problems found so far."""
+
+    splits: Dict[str, List[Item]]
+    class_names: List[str]
+    negative_class_names: List[str]
+    problems: List[str]
+
+
+def list_protocol(spec: FileProtocolSpec) -> Listing:
+    """Read the CSV files or walk the folders; structural problems are collected, not raised."""
+    listing = _list_csv(spec) if spec.type == "csv" else _list_folders(spec)
+    _check_split_contents(spec, listing)
+    return listing
+
+
+def _check_split_contents(spec: FileProtocolSpec, listing: Listing) -> None:
+    """Sets the protocol cannot do without: a validation split, knowns to test (D_c) and
+    something unknown to test (D_b or D_a); not repeated where the split's file or folder
+    already has a problem."""
+    def need(split: str, present: bool, what: str) -> None:
+        source = spec.source(split)
+        if not present and not any(p.startswith(source) for p in listing.problems):
+            listing.problems.append(f"{source}: {what}")
+
+    test = [item.label for item in listing.splits["test"]]
+    need("val", bool(listing.splits["val"]), "no validation images")
+    need("test", any(label >= 0 for label in test), "no known test images (D_c)")
+    need("test", any(label < 0 for label in test), "no negatives (D_b) and no unknowns (D_a) to test on")
+
+
+# ------------------------------------------------------------------ CSV files
+def _list_csv(spec: FileProtocolSpec) -> Listing:
+    problems: List[str] = []
+    names = _read_class_names(spec.class_names, problems) if spec.class_names else None
+    splits = {split: _read_csv(spec.files[split], spec.root, split, problems) for split in SPLITS}
+    labels = [item.label for items in splits.values() for item in items]
+    if names is None:
+        names = [str(c) for c in range(max(labels, default=-1) + 1)]
+    for items in splits.values():
+        for item in items:
+            if item.label >= len(names):
+                problems.append(f"{item.where}: label {item.label} out of range 0..{len(names) - 1} "
+                                f"({spec.class_names} has {len(names)} names)")
+    trained = {item.label for item in splits["train"]}
+    problems += [f"{spec.files['train']}: known class {c} ({name!r}) has no training image (known labels must "
+                 f"be 0..{len(names) - 1} without gaps)" for c, name in enumerate(names) if c not in trained]
+    return Listing(splits, names, _negative_sources(splits, problems), problems)
+
+
+def _read_class_names(path: Path, problems: List[str]) -> Optional[List[str]]:
+    try:
+        names = [line.strip() for line in path.read_text(encoding="utf-8-sig").splitlines() if line.strip()]
+    except (OSError, UnicodeDecodeError) as exc:
+        problems.append(f"{path}: class-names file cannot be read ({_reason(exc)})")
+        return None
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        problems.append(f"{path}: class name {twice[0]!r} appears more than once")
+    return names
+
+
+def _read_csv(path: Path, root: Path, split: str, problems: List[str]) -> List[Item]:
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except (OSError, UnicodeDecodeError) as exc:
+        problems.append(f"{path}: {split} file cannot be read ({_reason(exc)})")
+        return []
+    items, first = [], True
+    for number, fields in enumerate(csv.reader(io.StringIO(text), skipinitialspace=True), 1):
+        fields = [f.strip() for f in fields]
+        if not any(fields):
+            continue
+        if first and len(fields) >= 2 and fields[1].lower() == "label":
+            first = False
+            continue  # a header line
+        first = False
+        item = _csv_item(fields, f"{path}:{number}", root, split, problems)
+        if item is not None:
+            items.append(item)
+    return items
+
+
+def _csv_item(fields: List[str], where: str, root: Path, split: str, problems: List[str]) -> Optional[Item]:
+    if len(fields) not in (2, 3) or not fields[0]:
+        problems.append(f"{where}: malformed line, expected path,label (optionally ,source class)")
+        return None
+    try:
+        label = int(fields[1])
+    except ValueError:
+        problems.append(f"{where}: label {fields[1]!r} is not an integer")
+        return None
+    if label < UNKNOWN:
+        problems.append(f"{where}: label {label} out of range (>= 0 known class, -1 negative, -2 unknown)")
+        return None
+    if label == UNKNOWN and split != "test":
+        problems.append(f"{where}: an unknown (-2) in the {split} split; unknowns (D_a) are test only")
+        return None
+    source = fields[2] if len(fields) == 3 and fields[2] and label == NEGATIVE else None
+    return Item(root / fields[0], label, source, where)
+
+
+def _negative_sources(splits: Dict[str, List[Item]], problems: List[str]) -> List[str]:
+    """The negatives' source classes (third column): all or none of the negatives name one."""
+    negatives = [item for items in splits.values() for item in items if item.label == NEGATIVE]
+    named = {item.source for item in negatives if item.source is not None}
+    if not named:
+        return []
+    problems += [f"{item.where}: a negative without a source class (third column), while other negatives "
+                 f"name theirs" for item in negatives if item.source is None]
+    return sorted(named, key=lambda s: (not s.isdigit(), int(s) if s.isdigit() else 0, s))
+
+
+# ------------------------------------------------------------------ folders
+def _list_folders(spec: FileProtocolSpec) -> Listing:
+    known, negative = sorted(set(spec.known)), sorted(set(spec.negative))
+    roles = {**{c: UNKNOWN for c in spec.unknown}, **{c: NEGATIVE for c in negative},
+             **{c: i for i, c in enumerate(known)}}
+    problems = _overlaps(spec)
+    splits = {split: _list_split_folder(spec.root / split, split, roles, problems) for split in SPLITS}
+    for split, classes, what in (("train", known, "known"), ("train", negative, "negative"),
+                                 ("test", spec.unknown, "unknown")):
+        present = {item.path.relative_to(spec.root / split).parts[0] for item in splits[split]}
+        if (spec.root / split).is_dir():  # (a missing split folder is one problem, not one per class)
+            problems += [f"{spec.root / split / c}: {what} class has no {split} images (no such folder)"
+                         for c in classes if c not in present and not (spec.root / split / c).is_dir()]
+    return Listing(splits, known, negative, problems)
+
+
+def _overlaps(spec: FileProtocolSpec) -> List[str]:
+    lists = {"known": spec.known, "negative": spec.negative, "unknown": spec.unknown}
+    problems = []
+    for i, a in enumerate(lists):
+        for b in list(lists)[i + 1:]:
+            problems += [f"class {c!r} is listed as both {a} and {b}" for c in sorted(set(lists[a]) & set(lists[b]))]
+    return problems
+
+
+def _list_split_folder(folder: Path, split: str, roles: Dict[str, int], problems: List[str]) -> List[Item]:
+    if not folder.is_dir():
+        problems.append(f"{folder}: missing {split} folder (expected ROOT/{split}/<class>/<image>)")
+        return []
+    items = []
+    for entry in sorted(folder.iterdir()):
+        if entry.name.startswith("."):
+            continue  # .DS_Store and the like
+        if not entry.is_dir():
+            problems.append(f"{entry}: a file outside any class folder")
+        elif entry.name not in roles:
+            problems.append(f"{entry}: class folder listed in none of known, negative, unknown")
+        elif roles[entry.name] == UNKNOWN and split != "test":
+            problems.append(f"{entry}: unknown class in the {split} split; unknowns (D_a) are test only")
+        else:
+            files = [p for p in sorted(entry.rglob("*")) if p.is_file() and not p.name.startswith(".")]
+            if not files:
+                problems.append(f"{entry}: empty class folder")
+            source = entry.name if roles[entry.name] == NEGATIVE else None
+            items += [Item(p, roles[entry.name], source, str(p)) for p in files]
+    return items
+
+
+# ------------------------------------------------------------------ reading images
+def check_file_protocol(protocol) -> List[str]:
+    """Every problem of a protocol from files (a mapping or a :class:`FileProtocolSpec`),
+    each naming its file or class: a class both known and negative, an unknown in train or
+    val, an empty class, a missing, unreadable, truncated or non-image file, a label out of
+    range, a malformed CSV line. This opens and fully decodes every image file once."""
+    spec = protocol if isinstance(protocol, FileProtocolSpec) else parse_file_protocol(protocol)
+    listing = list_protocol(spec)
+    problems = list(listing.problems)
+    for split in SPLITS:
+        _read_split(listing.splits[split], set(), spec, split, problems)
+    return problems
+
+
+def raise_problems(spec: FileProtocolSpec, problems: Sequence[str]) -> None:
+    """One :class:`DataError` listing up to ``MAX_SHOWN`` problems, then a count of the rest."""
+    if not problems:
+        return
+    # one line per problem; the CLI joins them with "; " into its one error line
+    lines = [f"{_title(spec)}: {len(problems)} problem(s), nothing is trained until they are fixed"]
+    lines += [f"  {i}. {p}" for i, p in enumerate(problems[:MAX_SHOWN], 1)]
+    if len(problems) > MAX_SHOWN:
+        lines.append(f"  ... and {len(problems) - MAX_SHOWN} more")
+    raise DataError("\n".join(lines))
+
+
+def _read_split(items: List[Item], keep: set, spec: FileProtocolSpec, split: str, problems: List[str]) -> np.ndarray:
+    """Decode every image of ``items`` (the check); the ones whose index is in ``keep`` are
+    prepared as model input, in chunks so that few originals are held at once."""
+    mode = "L" if spec.channels == 1 else "RGB"
+    prepared, batch = [], []
+    for i, item in enumerate(items):
+        image = _read_image(item, mode, problems)
+        if image is not None and i in keep:
+            batch.append(image)
+        if len(batch) == CHUNK or (batch and i == len(items) - 1):
+            prepared.append(_prepare(batch, spec, spec.source(split), problems))
+            batch = []
+    return np.concatenate(prepared) if prepared else np.zeros((0, *spec.input.shape), np.uint8)
+
+
+def _read_image(item: Item, mode: str, problems: List[str]) -> Optional[np.ndarray]:
+    try:
+        data = item.path.read_bytes()
+    except FileNotFoundError:
+        problems.append(f"{item.name}: missing image")
+        return None
+    except OSError as exc:
+        problems.append(f"{item.name}: unreadable image ({_reason(exc)})")
+        return None
+    try:
+        return decode_image(data, item.name, mode)  # converts every pixel, so truncation shows here
+    except DataError as exc:
+        problems.append(f"{exc} (not an image, or a truncated one)")
+        return None
+
+
+def _prepare(batch: List[np.ndarray], spec: FileProtocolSpec, where: str, problems: List[str]) -> np.ndarray:
+    if problems:  # nothing will be built; keep checking, skip the preparation
+        return np.zeros((0, *spec.input.shape), np.uint8)
+    try:
+        return prepare_images(batch, spec.input, name=where)
+    except DataError as exc:  # e.g. a glyph protocol whose images are black on white
+        problems.append(str(exc))
+        return np.zeros((0, *spec.input.shape), np.uint8)
+
+
+def _reason(exc: Exception) -> str:
+    return getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
+
+
+# ------------------------------------------------------------------ building
+# (part, split, the labels it takes, the limit that caps it)
+PARTS = (("train-known", "train", "known", "max_known_train"),
+         ("train-negative", "train", "negative", "max_unknown_train"),
+         ("val-known", "val", "known", "max_val"),
+         ("val-negative", "val", "negative", "max_val"),
+         ("test-known", "test", "known", "max_test_per_set"),
+         ("test-negative", "test", "negative", "max_test_per_set"),
+         ("test-unknown", "test", "unknown", "max_test_per_set"))
+
+
+def build_file_protocol(mapping, seed: int = 0, **limits) -> OpenSetProtocol:
+    """The :class:`OpenSetProtocol` a mapping describes, after the check pass (every image is
+    opened; any problem raises one :class:`DataError` listing them, before anything is built).
+
+    ``limits`` as for the registered protocols (``max_known_train``, ``max_unknown_train``,
+    ``max_val``, ``max_test_per_set``): seeded, stratified by class (negatives by their
+    source class where known). ``val_fraction`` does not apply: the protocol has its own val.
+    """
+    if "val_fraction" in limits:
+        raise ConfigError("protocol_limits: val_fraction does not apply to a protocol from files "
+                          "(its val split is given)")
+    spec = mapping if isinstance(mapping, FileProtocolSpec) else parse_file_protocol(mapping)
+    listing = list_protocol(spec)
+    chosen, notes = _choose(listing, seed, limits)
+    problems = list(listing.problems)
+    prepared = {}
+    for split in SPLITS:
+        keep = sorted(set().union(*(chosen[p] for p, s, _, _ in PARTS if s == split)))
+        images = _read_split(listing.splits[split], set(keep), spec, split, problems)
+        prepared[split] = dict(zip(keep, images)) if not problems else {}
+    raise_problems(spec, problems)
+    return _assemble(spec, listing, chosen, prepared, notes)
+
+
+def _role(label: int) -> str:
+    return "known" if label >= 0 else "negative" if label == NEGATIVE else "unknown"
+
+
+def _choose(listing: Listing, seed: int, limits: Dict) -> Tuple[Dict[str, List[int]], List[str]]:
+    """Indices (into each split's items) of every part, capped by ``limits``."""
+    chosen, notes = {}, []
+    sources = {name: i for i, name in enumerate(listing.negative_class_names)}
+    for part, split, role, key in PARTS:
+        items = listing.splits[split]
+        idx = np.array([i for i, item in enumerate(items) if _role(item.label) == role], np.int64)
+        strata = np.array([items[i].label if role == "known" else sources.get(items[i].source, -1) for i in idx],
+                          np.int64)
+        keep = idx[stratified_subset(strata, limits.get(key), purpose_rng(seed, f"files/{part}"))]
+        if len(keep) < len(idx):
+            notes.append(f"{part}: subsampled {len(idx)} -> {len(keep)} ({key}, class-stratified, seed {seed})")
+        chosen[part] = keep.tolist()
+    return chosen, notes
+
+
+def _split(name: str, idx: Sequence[int], items: List[Item], images: Dict[int, np.ndarray], shape,
+           sources: Optional[Dict[str, int]]) -> Split:
+    idx = sorted(idx)
+    labels = np.array([max(items[i].label, NEGATIVE) for i in idx], np.int64)  # unknowns (-2) are -1 here
+    negative_class = None
+    if sources is not None:
+        negative_class = np.array([sources[items[i].source] if items[i].label == NEGATIVE else -1 for i in idx],
+                                  np.int64)
+    stacked = np.stack([images[i] for i in idx]) if idx else np.zeros((0, *shape), np.uint8)
+    return Split(name, stacked, labels, negative_class)
+
+
+def _assemble(spec: FileProtocolSpec, listing: Listing, chosen, prepared, notes: List[str]) -> OpenSetProtocol:
+    names = listing.negative_class_names
+    sources = {n: i for i, n in enumerate(names)} if names else None
+    shape = spec.input.shape
+
+    def split(name, split_name, *parts, with_sources=True):
+        idx = [i for p in parts for i in chosen[p]]
+        return _split(name, idx, listing.splits[split_name], prepared[split_name], shape,
+                      sources if with_sources else None)
+
+    unknowns = {"negatives": split("negatives", "test", "test-negative"),
+                "unknowns": split("unknowns", "test", "test-unknown", with_sources=False)}
+    unknowns = {k: v for k, v in unknowns.items() if len(v)}
+    protocol = OpenSetProtocol(f"{spec.type}:{spec.root}", len(listing.class_names), shape,
+                               split("train", "train", "train-known", "train-negative"),
+                               split("val", "val", "val-known", "val-negative"),
+                               split("known", "test", "test-known"), unknowns, [], list(listing.class_names),
+                               list(names))
+    protocol.notes = describe(spec, listing, protocol) + notes
+    return protocol
+
+
+def describe(spec: FileProtocolSpec, listing: Listing, protocol: OpenSetProtocol) -> List[str]:
+    """Notes for the report: the sets, the class names (shortened) and the preparation."""
+    def some(names: Sequence[str]) -> str:
+        return ", ".join(names[:30]) + (f", ... ({len(names) - 30} more)" if len(names) > 30 else "")
+
+    sizes = protocol.sizes()
+    notes = [_title(spec),
+             f"known classes D_c ({protocol.num_classes}): {some(listing.class_names)}"]
+    if spec.type == "folders":
+        notes.append(f"negatives D_b' / D_b ({len(spec.negative)}): {some(sorted(set(spec.negative))) or 'none'}; "
+                     f"unknowns D_a, test only ({len(spec.unknown)}): {some(list(spec.unknown)) or 'none'}")
+    elif listing.negative_class_names:
+        notes.append(f"negatives' source classes ({len(listing.negative_class_names)}): "
+                     f"{some(listing.negative_class_names)}")
+    notes.append(f"train: {sizes['train']['known']} knowns + {sizes['train']['unknown']} negatives (D_b'); "
+                 f"val: {sizes['val']['known']} + {sizes['val']['unknown']}; test sets: known (D_c) "
+                 f"{sizes['test_known']['known']}, " + ", ".join(
+                     f"{k} ({'D_b' if k == 'negatives' else 'D_a'}) {len(v)}" for k, v in protocol.test_unknowns.items()))
+    colour = "grey (BT.601 luma)" if spec.channels == 1 else "RGB"
+    notes.append(f"images: {colour}, shorter side resized to {spec.image_size} (antialiased bilinear), centre "
+                 f"crop {spec.image_size}x{spec.image_size}; kind {spec.kind}"
+                 + ("; glyph polarity checked (white on black)" if spec.kind == "glyph" else ""))
+    return notes
+
+
+def _title(spec: FileProtocolSpec) -> str:
+    return (f"protocol from a folder tree under {spec.root}" if spec.type == "folders"
+            else f"protocol from CSV files ({', '.join(str(spec.files[s]) for s in SPLITS)}; images under {spec.root})")
