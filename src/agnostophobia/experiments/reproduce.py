@@ -229,6 +229,7 @@ def train_run(config, out: Path, budget: Optional[str] = None, approaches: Optio
     if approaches:
         experiment.approaches = check_approaches(list(dict.fromkeys(approaches)))
     out = Path(out)
+    protocol = file_protocol_first(experiment.train)  # a broken one stops here: nothing written
     # under torchrun: join the other processes (one process: nothing happens)
     with distributed.process_group(resolve_device(experiment.train.device)) as world, contextlib.ExitStack() as lock:
         world.check_batch_size(experiment.train.batch_size)
@@ -237,7 +238,6 @@ def train_run(config, out: Path, budget: Optional[str] = None, approaches: Optio
             lock.enter_context(claim_run(experiment, out, resume))
 
         world.from_main(claim)  # rank 0 checks and locks the run; the others wait, and stop with its error
-        protocol = file_protocol_first(experiment.train)  # a broken one stops here: nothing written
         if world.is_main:
             write_config(out, experiment, budget)
         stored = train_and_store(experiment, out, log, protocol=protocol)
