@@ -41,7 +41,7 @@ import numpy as np
 
 from agnostophobia.data.formats import decode_image
 from agnostophobia.data.preprocess import KINDS, NATURAL, InputSpec, prepare_images
-from agnostophobia.data.protocols import LIMITS, OpenSetProtocol, Split, purpose_rng, stratified_subset
+from agnostophobia.data.protocols import OpenSetProtocol, Split, purpose_rng, stratified_subset
 from agnostophobia.errors import ConfigError, DataError
 
 TYPES = ("csv", "folders")
@@ -50,7 +50,6 @@ NEGATIVE, UNKNOWN = -1, -2
 COMMON_KEYS = ("type", "root", "image_size", "channels", "kind")
 TYPE_KEYS = {"csv": ("train", "val", "test", "class_names"), "folders": ("known", "negative", "unknown")}
 PATH_KEYS = ("root", "train", "val", "test", "class_names")
-TEST_SETS = {"negatives": NEGATIVE, "unknowns": UNKNOWN}  # the unknown test sets: D_b and D_a
 MAX_SHOWN = 20      # problems listed in the error; the rest are counted
 CHUNK = 2048        # images decoded before they are prepared (and their originals dropped)
 
