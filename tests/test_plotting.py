@@ -495,3 +495,11 @@ def test_no_code_outside_detectors_chooses_behaviour_by_comparing_a_name_with_op
                  for path in package.rglob("*.py") if "detectors" not in path.parts
                  for number, line in enumerate(path.read_text().splitlines(), 1) if comparison.search(line)]
     assert offenders == []
+
+
+@pytest.mark.parametrize("split", ["cifar10-horse-ship", "cifar100-db", "negatives"])
+def test_the_test_sets_of_training_negatives_are_titled_known_unknowns(split):
+    from agnostophobia.plotting.run import _section_title
+
+    title = _section_title(split)
+    assert title.startswith("Known unknowns") and "(D_b" in title and "D_a" not in title

@@ -102,9 +102,12 @@ def _set_label(split: str) -> str:
     return style.unknown_name(split) if named else f"{style.unknown_name(split)} unknowns"
 
 
-# The two unknown sets of a protocol from files (data.file_protocols), named by their role.
+# Unknown sets named by their role: the two of a protocol from files (data.file_protocols), and
+# the test sets of the CIFAR protocols' training negatives, which are D_b, not D_a.
 NAMED_SETS = {"negatives": "Known unknowns: the protocol's test negatives (D_b)",
-              "unknowns": "Unknown unknowns: the protocol's test unknowns (D_a)"}
+              "unknowns": "Unknown unknowns: the protocol's test unknowns (D_a)",
+              "cifar10-horse-ship": "Known unknowns: CIFAR-10 horse + ship test (D_b)",
+              "cifar100-db": "Known unknowns: CIFAR-100 super-classes 0-9 test (D_b)"}
 
 
 def plot_run(run_dir, formats: Sequence[str] = ("png",), out_dir=None, *,
