@@ -61,29 +61,29 @@ def check_model_input(cfg: TrainConfig, protocol) -> None:
                           f"{str(exc).splitlines()[0]}") from None
 
 
+def split_outputs(run, images, labels) -> Dict:
+    """Per-sample logits, features and labels of ``images``, predicted as the run trained
+    (its memory format, precision and evaluation batch size)."""
+    logits, features = predict(run.model, images, run.cfg.eval_batch_size, run.device,
+                               run.cfg.channels_last, run.precision)
+    return {"logits": logits, "features": features, "labels": labels}
+
+
 def run_outputs(run, protocol) -> Dict[str, Dict]:
     """Per-sample logits, features and labels on D_c and every unknown set."""
-    outputs = {}
-    for name, split in [("known", protocol.test_known), *protocol.test_unknowns.items()]:
-        logits, features = predict(run.model, split.images, run.cfg.eval_batch_size, run.device,
-                                   run.cfg.channels_last, run.precision)
-        outputs[name] = {"logits": logits, "features": features, "labels": split.labels}
-    return outputs
+    return {name: split_outputs(run, split.images, split.labels)
+            for name, split in [("known", protocol.test_known), *protocol.test_unknowns.items()]}
 
 
 def fit_outputs(run, protocol) -> Dict:
     known = protocol.train.labels >= 0
-    logits, features = predict(run.model, protocol.train.images[known], run.cfg.eval_batch_size, run.device,
-                               run.cfg.channels_last, run.precision)
-    return {"logits": logits, "features": features, "labels": protocol.train.labels[known]}
+    return split_outputs(run, protocol.train.images[known], protocol.train.labels[known])
 
 
 def val_outputs(run, protocol) -> Dict:
     """The validation split's outputs, held-out knowns and held-out negatives (label -1) alike:
     ``calibrate`` chooses its thresholds on them, never on test data."""
-    logits, features = predict(run.model, protocol.val.images, run.cfg.eval_batch_size, run.device,
-                               run.cfg.channels_last, run.precision)
-    return {"logits": logits, "features": features, "labels": protocol.val.labels}
+    return split_outputs(run, protocol.val.images, protocol.val.labels)
 
 
 def train_and_store(experiment: ExperimentConfig, out: Path, log=print,
