@@ -40,7 +40,8 @@ def protocol_for(cfg: TrainConfig):
     """The run's protocol, drawn with the data seed (not the training seed): every training
     seed of a run sees the same validation split and training subsample. A protocol from
     files is checked first (every image opened) and refused with every problem listed."""
-    return build_protocol(cfg.protocol, data_dir=cfg.data_dir, seed=cfg.data_seed, **cfg.protocol_limits)
+    return build_protocol(cfg.protocol, data_dir=cfg.data_dir, seed=cfg.data_seed, data_loading=cfg.data_loading,
+                          **cfg.protocol_limits)
 
 
 def file_protocol_first(cfg: TrainConfig):

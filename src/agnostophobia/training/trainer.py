@@ -41,12 +41,13 @@ from agnostophobia._killpoints import kill_point
 from agnostophobia.training.checkpoint import (load_checkpoint, rng_state, save_checkpoint,
                                                seed_everything, set_rng_state)
 from agnostophobia.training.config import TrainConfig
+from agnostophobia.training.loaders import StreamedData, device_data
 from agnostophobia.training.precision import autocast, resolve_precision
 
 # Keys that may differ between a run and its resumption without changing the result
 # ("deterministic" is not one: on CUDA it changes which algorithms compute the result).
 _RESUME_FREE_KEYS = {"progress", "tensorboard", "device", "eval_batch_size", "data_dir", "openmax", "knn",
-                     "cpu_threads"}
+                     "cpu_threads", "num_workers"}
 
 # Optimiser steps between two reads of the device-side divergence flag (one host
 # synchronisation each); the flag is also read at every epoch's end.
@@ -149,8 +150,9 @@ class Training:
         if cfg.channels_last:
             self.model.to(memory_format=torch.channels_last)
         knowns_only = not self.approach.uses_unknowns
-        self.train_data = TensorData.from_split(protocol.train, self.device, knowns_only)
-        self.val_data = TensorData.from_split(protocol.val, self.device, knowns_only)
+        # a split of image files (a streamed protocol from files) is read through worker processes
+        self.train_data = device_data(protocol.train, self.device, knowns_only, TensorData.from_split)
+        self.val_data = device_data(protocol.val, self.device, knowns_only, TensorData.from_split)
         if len(self.train_data) == 0:
             raise ValueError(f"protocol {protocol.name!r}: the training split has no usable samples")
         self._check_labels(protocol)
@@ -254,16 +256,20 @@ def train_one_epoch(run: Training, epoch: int, bar=None) -> Dict[str, float]:
     """
     cfg, data = run.cfg, run.train_data
     run.model.train()
-    order = epoch_order(len(data), cfg.seed, epoch).to(run.device)
+    streamed = isinstance(data, StreamedData)  # augmented as it is decoded (training.loaders)
+    if streamed:
+        batches = data.batches(cfg, epoch, epoch_order)
+    else:
+        order = epoch_order(len(data), cfg.seed, epoch).to(run.device)
+        batches = ((idx, data.images[idx]) for idx in order.split(cfg.batch_size))
     augment_rng = torch.Generator().manual_seed(cfg.seed * 7_919 + epoch)
     loss_sum = torch.zeros((), device=run.device)
     correct = torch.zeros((), dtype=torch.long, device=run.device)
     watch = DivergenceWatch(run, epoch)
     start = time.perf_counter()
-    for step, i in enumerate(range(0, len(data), cfg.batch_size)):
-        idx = order[i:i + cfg.batch_size]
-        x = to_input(data.images[idx], cfg.channels_last)
-        if cfg.augment == "crop-flip":
+    for step, (idx, images) in enumerate(batches):
+        x = to_input(images, cfg.channels_last)
+        if cfg.augment == "crop-flip" and not streamed:
             x = crop_flip(x, augment_rng)
         y = data.labels[idx]
         loss, logits = run.training_loss(x, y, data.weights_of(idx))
