@@ -60,7 +60,7 @@ class StreamingDataset(torch.utils.data.Dataset):
     def __getitem__(self, key: Tuple[int, int]):
         epoch, index = key
         try:
-            image = torch.from_numpy(self.files.load(index))
+            image = torch.from_numpy(np.require(self.files.load(index), requirements="W"))  # decoded: read-only
         except DataError as exc:
             return index, torch.zeros(self.files.spec.shape, dtype=torch.uint8), str(exc)
         if self.transform is not None:
