@@ -23,7 +23,7 @@ import tempfile
 import time
 from pathlib import Path
 
-KNOWN, NEGATIVE, UNKNOWN = range(6), (6, 7), (8, 9)
+KNOWN, NEGATIVE, UNKNOWN = tuple(range(6)), (6, 7), (8, 9)
 
 
 def rss_mb(who=resource.RUSAGE_SELF) -> float:
@@ -40,7 +40,8 @@ def write_tree(root: Path, n_train: int, data_dir: str) -> dict:
     digits = load_dataset("mnist", "train", data_dir)
     names = {d: f"d{d}" for d in range(10)}
     held = {d: np.flatnonzero(digits.labels == d)[-20:] for d in range(10)}  # val and test: never trained on
-    usable = np.setdiff1d(np.flatnonzero(np.isin(digits.labels, KNOWN + NEGATIVE)), np.concatenate(list(held.values())))
+    usable = np.setdiff1d(np.flatnonzero(np.isin(digits.labels, KNOWN + NEGATIVE)),
+                          np.concatenate(list(held.values())))
 
     def save(split, index, name):
         folder = root / split / names[int(digits.labels[index])]
