@@ -61,7 +61,7 @@ def write_tree(root: Path, n_train: int, data_dir: str) -> dict:
             "image_size": 28, "channels": 1, "kind": "glyph"}
 
 
-def measure(mapping: dict, mode: str, workers, device: str) -> dict:
+def measure(mapping: dict, mode: str, workers, device: str, train_max) -> dict:
     """In a fresh process: build, one loader pass (streaming), one training epoch."""
     from agnostophobia.data import build_protocol
     from agnostophobia.training.config import TrainConfig
@@ -80,15 +80,16 @@ def measure(mapping: dict, mode: str, workers, device: str) -> dict:
         for _ in run.train_data.batches(cfg, 0, epoch_order):
             pass
         row["loader_images_per_s"] = len(protocol.train) / (time.perf_counter() - start)
-    row["train_images_per_s"] = train_one_epoch(run, 0)["train_images_per_s"]
+    if train_max is None or len(protocol.train) <= train_max:
+        row["train_images_per_s"] = train_one_epoch(run, 0)["train_images_per_s"]
     row["peak_rss_mb"] = rss_mb()
     row["worker_peak_rss_mb"] = rss_mb(resource.RUSAGE_CHILDREN)
     row["device"] = str(run.device)
     return row
 
 
-def child(mapping: dict, mode: str, workers, device: str) -> dict:
-    args = [sys.executable, __file__, "--child", json.dumps([mapping, mode, workers, device])]
+def child(mapping: dict, mode: str, workers, device: str, train_max) -> dict:
+    args = [sys.executable, __file__, "--child", json.dumps([mapping, mode, workers, device, train_max])]
     result = subprocess.run(args, capture_output=True, text=True)
     if result.returncode != 0:
         raise SystemExit(f"child ({mode}) failed:\n{result.stderr}")
@@ -100,6 +101,8 @@ def main(argv=None) -> int:
     parser.add_argument("--sizes", type=int, nargs="+", default=[2000, 20000], help="training PNGs per run")
     parser.add_argument("--workers", type=int, default=None, help="num_workers (default: min(4, CPUs))")
     parser.add_argument("--device", default="auto")
+    parser.add_argument("--train-max", type=int, default=None,
+                        help="train an epoch only up to this many images (a slow CPU); the loader pass always runs")
     parser.add_argument("--data-dir", default=None)
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -120,13 +123,13 @@ def main(argv=None) -> int:
             mapping = write_tree(Path(tmp) / f"n{size}", size, str(root))
             print(f"wrote {size} PNGs in {time.perf_counter() - start:.1f} s", file=sys.stderr)
             modes = ("stream", "memory") if i == 0 else ("stream",)
-            rows += [child(mapping, mode, args.workers, args.device) for mode in modes]
+            rows += [child(mapping, mode, args.workers, args.device, args.train_max) for mode in modes]
     header = f"{'mode':<7} {'train images':>12} {'build s':>8} {'loader img/s':>13} {'train img/s':>12} " \
              f"{'peak RSS MiB':>13} {'worker RSS MiB':>15}  device"
     print(header)
     for r in rows:
-        loader = f"{r['loader_images_per_s']:.0f}" if "loader_images_per_s" in r else "-"
-        print(f"{r['mode']:<7} {r['n']:>12,} {r['build_s']:>8.1f} {loader:>13} {r['train_images_per_s']:>12.0f} "
+        loader, train = (f"{r[key]:.0f}" if key in r else "-" for key in ("loader_images_per_s", "train_images_per_s"))
+        print(f"{r['mode']:<7} {r['n']:>12,} {r['build_s']:>8.1f} {loader:>13} {train:>12} "
               f"{r['peak_rss_mb']:>13.0f} {r['worker_peak_rss_mb']:>15.0f}  {r['device']}")
     return 0
 
