@@ -41,6 +41,7 @@ import numpy as np
 
 from agnostophobia.data.formats import decode_image
 from agnostophobia.data.preprocess import KINDS, NATURAL, InputSpec, prepare_images
+from agnostophobia.data.image_files import ImageFiles, choose_loading
 from agnostophobia.data.protocols import OpenSetProtocol, Split, purpose_rng, stratified_subset
 from agnostophobia.errors import ConfigError, DataError
 
@@ -405,9 +406,15 @@ PARTS = (("train-known", "train", "known", "max_known_train"),
          ("test-unknown", "test", "unknown", "max_test_per_set"))
 
 
-def build_file_protocol(mapping, seed: int = 0, **limits) -> OpenSetProtocol:
+def build_file_protocol(mapping, seed: int = 0, data_loading: str = "memory", **limits) -> OpenSetProtocol:
     """The :class:`OpenSetProtocol` a mapping describes, after the check pass (every image is
     opened; any problem raises one :class:`DataError` listing them, before anything is built).
+
+    ``data_loading`` (``data.image_files.choose_loading``): ``memory`` prepares every image now;
+    ``stream`` keeps the paths (each split's images are an :class:`ImageFiles`, decoded when
+    read) after the same check pass, and prepares only a first chunk of each split, so that
+    the set-level checks of ``prepare_images`` (glyph polarity) still run; ``auto`` streams
+    when the decoded training set would not fit comfortably in memory.
 
     ``limits`` as for the registered protocols (``max_known_train``, ``max_unknown_train``,
     ``max_val``, ``max_test_per_set``): seeded, stratified by class (negatives by their
@@ -419,13 +426,18 @@ def build_file_protocol(mapping, seed: int = 0, **limits) -> OpenSetProtocol:
     spec = mapping if isinstance(mapping, FileProtocolSpec) else parse_file_protocol(mapping)
     listing = list_protocol(spec)
     chosen, notes = _choose(listing, seed, limits)
+    n_train = sum(len(chosen[p]) for p, s, _, _ in PARTS if s == "train")
+    stream = choose_loading(data_loading, n_train, spec.input.shape) == "stream"
     problems = list(listing.problems)
     prepared = {}
     for split in SPLITS:
         keep = sorted(set().union(*(chosen[p] for p, s, _, _ in PARTS if s == split)))
-        images = _read_split(listing.splits[split], set(keep), spec, split, problems)
-        prepared[split] = dict(zip(keep, images)) if not problems else {}
+        images = _read_split(listing.splits[split], set(keep[:CHUNK] if stream else keep), spec, split, problems)
+        prepared[split] = None if stream else dict(zip(keep, images)) if not problems else {}
     raise_problems(spec, problems)
+    if stream:
+        notes.append(f"data loading: streamed ({n_train} training images decoded on the fly, "
+                     f"data_loading: {data_loading})")
     return _assemble(spec, listing, chosen, prepared, notes)
 
 
@@ -449,32 +461,35 @@ def _choose(listing: Listing, seed: int, limits: Dict) -> Tuple[Dict[str, List[i
     return chosen, notes
 
 
-def _split(name: str, idx: Sequence[int], items: List[Item], images: Dict[int, np.ndarray], shape,
-           sources: Optional[Dict[str, int]]) -> Split:
+def _split(name: str, idx: Sequence[int], items: List[Item], images: Optional[Dict[int, np.ndarray]],
+           spec: FileProtocolSpec, sources: Optional[Dict[str, int]]) -> Split:
+    """The split of the items ``idx``; ``images`` None: streamed (their files, read on demand)."""
     idx = sorted(idx)
     labels = np.array([max(items[i].label, NEGATIVE) for i in idx], np.int64)  # unknowns (-2) are -1 here
     negative_class = None
     if sources is not None:
         negative_class = np.array([sources[items[i].source] if items[i].label == NEGATIVE else -1 for i in idx],
                                   np.int64)
-    stacked = np.stack([images[i] for i in idx]) if idx else np.zeros((0, *shape), np.uint8)
+    if images is None:
+        stacked = ImageFiles([items[i].path for i in idx], spec.input)
+    else:
+        stacked = np.stack([images[i] for i in idx]) if idx else np.zeros((0, *spec.input.shape), np.uint8)
     return Split(name, stacked, labels, negative_class)
 
 
 def _assemble(spec: FileProtocolSpec, listing: Listing, chosen, prepared, notes: List[str]) -> OpenSetProtocol:
     names = listing.negative_class_names
     sources = {n: i for i, n in enumerate(names)} if names else None
-    shape = spec.input.shape
 
     def split(name, split_name, *parts, with_sources=True):
         idx = [i for p in parts for i in chosen[p]]
-        return _split(name, idx, listing.splits[split_name], prepared[split_name], shape,
+        return _split(name, idx, listing.splits[split_name], prepared[split_name], spec,
                       sources if with_sources else None)
 
     unknowns = {"negatives": split("negatives", "test", "test-negative"),
                 "unknowns": split("unknowns", "test", "test-unknown", with_sources=False)}
     unknowns = {k: v for k, v in unknowns.items() if len(v)}
-    protocol = OpenSetProtocol(f"{spec.type}:{spec.root}", len(listing.class_names), shape,
+    protocol = OpenSetProtocol(f"{spec.type}:{spec.root}", len(listing.class_names), spec.input.shape,
                                split("train", "train", "train-known", "train-negative"),
                                split("val", "val", "val-known", "val-negative"),
                                split("known", "test", "test-known"), unknowns, [], list(listing.class_names),

@@ -88,6 +88,15 @@ def prepare_images(images: StoredImages, spec: InputSpec, *, name: str, kind: Op
     return out
 
 
+def prepare_image(image: np.ndarray, spec: InputSpec, *, name: str) -> np.ndarray:
+    """One stored image, uint8 ``(H, W)`` grey or ``(H, W, 3)`` RGB -> ``uint8 spec.shape``:
+    the conversion :func:`prepare_images` applies to each image (streaming decodes one image
+    at a time, ``data.streaming``), so both paths give the same pixels. The glyph polarity
+    check is a property of a set, not of one image (a glyph may fill its frame): whoever
+    streams a set checks it once on a sample of the set (``file_protocols``)."""
+    return _convert(_check_stored(image[None], name), spec, 0)[0]
+
+
 def _check_stored(images: np.ndarray, name: str) -> np.ndarray:
     if images.dtype != np.uint8 or not (images.ndim == 3 or (images.ndim == 4 and images.shape[-1] == 3)):
         raise DataError(f"{name}: images must be uint8 (N, H, W) grey or (N, H, W, 3) RGB, "

@@ -60,7 +60,8 @@ PROTOCOLS: Registry[Callable[..., OpenSetProtocol]] = Registry("protocol")
 LIMITS = ("max_known_train", "max_unknown_train", "max_val", "max_test_per_set")
 
 
-def build_protocol(name, data_dir: Optional[PathLike] = None, seed: int = 0, **limits) -> OpenSetProtocol:
+def build_protocol(name, data_dir: Optional[PathLike] = None, seed: int = 0, data_loading: str = "memory",
+                   **limits) -> OpenSetProtocol:
     """Build a registered protocol, or a protocol from files when ``name`` is a mapping
     (:func:`agnostophobia.data.file_protocols.build_file_protocol`; ``data_dir`` unused).
 
@@ -68,12 +69,14 @@ def build_protocol(name, data_dir: Optional[PathLike] = None, seed: int = 0, **l
     and D_b'), ``max_val`` (cap on the held-out knowns and, separately, on the held-out
     known unknowns), ``max_test_per_set`` (cap on D_c and on every unknown test set);
     ``None`` keeps all. ``val_fraction`` (default 0.2) sets the hold-out size.
+    ``data_loading`` (memory, stream, auto) applies to a protocol from files only; the
+    registered protocols are always held in memory (``data.streaming``).
     """
     check_limits(limits, seed)
     if isinstance(name, dict):
         from agnostophobia.data.file_protocols import build_file_protocol  # imports this module
 
-        return build_file_protocol(name, seed=int(seed), **limits)
+        return build_file_protocol(name, seed=int(seed), data_loading=data_loading, **limits)
     return PROTOCOLS.get(name)(data_dir=data_dir, seed=int(seed), **limits)
 
 

@@ -19,6 +19,7 @@ from typing import Any, Dict, List, Optional, Union
 import yaml
 
 from agnostophobia.data.file_protocols import is_file_protocol, parse_file_protocol, resolve_paths
+from agnostophobia.data.image_files import LOADINGS
 from agnostophobia.data.protocols import PROTOCOLS, build_protocol
 from agnostophobia.errors import ConfigError
 from agnostophobia.models import MODELS
@@ -66,6 +67,10 @@ class TrainConfig:
     tensorboard: bool = True
     progress: bool = True
     data_dir: Optional[str] = None
+    # A protocol from files: images held in memory, or decoded on the fly by worker processes
+    # (auto: streamed from 2 GiB of decoded training images on; data.image_files.choose_loading)
+    data_loading: str = "auto"       # auto | memory | stream
+    num_workers: Optional[int] = None  # streaming's decoding processes; None: min(4, CPU count)
     # Settings of the detectors fitted on each model's training knowns (agnostophobia.detectors):
     # OpenMax on the logits (Bendale & Boult 2016; Fig. 1d of the paper), k-NN on the deep features
     # (Sun et al. 2022: k = 50, L2-normalised, not class-conditional)
@@ -112,6 +117,9 @@ class TrainConfig:
         need(all(isinstance(self.knn.get(key, False), bool) for key in ("normalize", "class_conditional")), "knn",
              "normalize and class_conditional must be true or false")
         need(self.precision in PRECISIONS, "precision", f"must be one of {PRECISIONS}")
+        need(self.data_loading in LOADINGS, "data_loading", f"must be one of {', '.join(LOADINGS)}")
+        need(self.num_workers is None or _is_int(self.num_workers) and self.num_workers >= 0, "num_workers",
+             "must be null (min(4, CPU count)) or an integer >= 0 (0: decode in the training process)")
         for key in ("sample_weighting", "channels_last", "tensorboard", "progress"):
             need(isinstance(getattr(self, key), bool), key, "must be true or false")
         need(isinstance(self.deterministic, bool), "deterministic", "must be true or false")
@@ -135,7 +143,8 @@ def protocol_for(cfg: Union["TrainConfig", Dict[str, Any]], data_dir=None):
     directory (a run moved to another machine)."""
     values = cfg.to_dict() if isinstance(cfg, TrainConfig) else cfg
     return build_protocol(values["protocol"], data_dir=data_dir or values.get("data_dir"),
-                          seed=values.get("data_seed", 0), **(values.get("protocol_limits") or {}))
+                          seed=values.get("data_seed", 0), data_loading=values.get("data_loading", "auto"),
+                          **(values.get("protocol_limits") or {}))
 
 
 def _is_number(value) -> bool:

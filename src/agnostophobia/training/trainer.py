@@ -27,7 +27,7 @@ import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, Optional, Tuple
+from typing import Dict, Iterable, Iterator, Optional, Tuple
 
 import numpy as np
 import torch
@@ -45,12 +45,13 @@ from agnostophobia.training import distributed
 from agnostophobia.training.checkpoint import (load_checkpoint, rng_state, save_checkpoint,
                                                seed_everything, set_rng_state)
 from agnostophobia.training.config import TrainConfig
+from agnostophobia.training.loaders import device_data
 from agnostophobia.training.precision import autocast, resolve_precision
 
 # Keys that may differ between a run and its resumption without changing the result
 # ("deterministic" is not one: on CUDA it changes which algorithms compute the result).
 _RESUME_FREE_KEYS = {"progress", "tensorboard", "device", "eval_batch_size", "data_dir", "openmax", "knn",
-                     "cpu_threads"}
+                     "cpu_threads", "num_workers"}
 
 # Optimiser steps between two reads of the device-side divergence flag (one host
 # synchronisation each); the flag is also read at every epoch's end.
@@ -111,6 +112,14 @@ class TensorData:
         """The loss weights of the samples ``batch`` (indices or a slice); None without weighting."""
         return None if self.weights is None else self.weights[batch]
 
+    augmented_on_read = False  # crop-flip is drawn per batch by the training loop
+
+    def read(self, shards: Iterable, cfg, epoch: int) -> Iterator[Tuple[object, torch.Tensor]]:
+        """``(shard, uint8 images of its indices)`` for each shard of an epoch (the interface
+        :class:`~agnostophobia.training.loaders.StreamedData` shares)."""
+        for shard in shards:
+            yield shard, self.images[shard.indices]
+
 
 def epoch_order(n: int, seed: int, epoch: int) -> torch.Tensor:
     """The shuffled sample order of one epoch, a function of (seed, epoch) only."""
@@ -164,8 +173,9 @@ class Training:
             self.model.to(memory_format=torch.channels_last)
         self.network = self.world.wrap(self.model, self.device)  # DDP under torchrun, else the model
         knowns_only = not self.approach.uses_unknowns
-        self.train_data = TensorData.from_split(protocol.train, self.device, knowns_only)
-        self.val_data = TensorData.from_split(protocol.val, self.device, knowns_only)
+        # a split of image files (a streamed protocol from files) is read through worker processes
+        self.train_data = device_data(protocol.train, self.device, knowns_only, TensorData.from_split)
+        self.val_data = device_data(protocol.val, self.device, knowns_only, TensorData.from_split)
         if len(self.train_data) == 0:
             raise ValueError(f"protocol {protocol.name!r}: the training split has no usable samples")
         self._check_labels(protocol)
@@ -282,10 +292,11 @@ def train_one_epoch(run: Training, epoch: int, bar=None) -> Dict[str, float]:
     correct = torch.zeros((), dtype=torch.long, device=run.device)
     watch = DivergenceWatch(run, epoch)
     start = time.perf_counter()
-    for step, shard in enumerate(world.shards(order, cfg.batch_size, known_labels)):
+    shards = world.shards(order, cfg.batch_size, known_labels)
+    for step, (shard, images) in enumerate(data.read(shards, cfg, epoch)):
         idx = shard.indices
-        x = to_input(data.images[idx], cfg.channels_last)
-        if cfg.augment == "crop-flip":
+        x = to_input(images, cfg.channels_last)
+        if cfg.augment == "crop-flip" and not data.augmented_on_read:
             x = crop_flip(x, augment_rng, offset=shard.offset, batch_size=shard.global_size)
         y = data.labels[idx]
         loss, logits = run.training_loss(x, y, data.weights_of(idx))
@@ -350,8 +361,8 @@ def predict(model: torch.nn.Module, images, batch_size: int = 1024,
     logits, features = [], []
     for i in range(0, max(len(images), 1), batch_size):  # one empty batch for an empty input: the widths
         batch = images[i:i + batch_size]
-        if isinstance(batch, np.ndarray):
-            batch = torch.from_numpy(np.ascontiguousarray(batch))
+        if not isinstance(batch, torch.Tensor):  # an array, or image files decoded here (streamed)
+            batch = torch.from_numpy(np.ascontiguousarray(np.asarray(batch)))
         x = to_input(batch.to(device), channels_last)
         with autocast(device, precision):
             out_logits, out_features = model(x)
