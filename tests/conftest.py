@@ -8,6 +8,7 @@ need real images use ``real_data_dir`` and are skipped only when the variable is
 from __future__ import annotations
 
 import gzip
+import importlib.util
 import io
 import os
 import pickle
@@ -340,3 +341,15 @@ def tiny_run(real_data_dir, tiny_config, tmp_path_factory):
     result = run_cli(reproduce_args(tiny_config, out, real_data_dir))
     assert result.returncode == 0, result.stderr
     return out
+
+
+EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "make_folder_protocol.py"
+
+
+def make_example(out: Path, data_dir: Path, fmt: str, per_class: int = 6) -> Path:
+    """``python examples/make_folder_protocol.py --out OUT --per-class N --format FMT`` (in this process)."""
+    spec = importlib.util.spec_from_file_location("make_folder_protocol", EXAMPLE)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert module.main(["--out", str(out), "--per-class", str(per_class), "--format", fmt, "--data-dir", str(data_dir)]) == 0
+    return out / "experiment.yaml"

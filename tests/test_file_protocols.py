@@ -7,7 +7,6 @@ The unit tests use small synthetic white-on-black glyphs (tests/conftest.py ``gl
 """
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
@@ -17,7 +16,7 @@ import yaml
 from PIL import Image
 from torchvision.transforms.v2 import CenterCrop, Resize
 
-from conftest import glyphs, png_bytes
+from conftest import glyphs, make_example, png_bytes
 from agnostophobia.cli import main
 from agnostophobia.data import build_protocol
 from agnostophobia.data.file_protocols import MAX_SHOWN, check_file_protocol
@@ -26,7 +25,6 @@ from agnostophobia.data.protocols import protocol_input
 from agnostophobia.errors import ConfigError, DataError
 from agnostophobia.training.config import load_experiment
 
-EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "make_folder_protocol.py"
 RNG = np.random.default_rng(0)
 
 
@@ -226,15 +224,6 @@ def test_shorter_side_resize_then_centre_crop_and_square_images_unchanged():
 
 
 # ------------------------------------------------------------------ end to end
-def make_example(out: Path, data_dir: Path, fmt: str) -> Path:
-    """``python examples/make_folder_protocol.py --out OUT --per-class 6 --format FMT`` (in this process)."""
-    spec = importlib.util.spec_from_file_location("make_folder_protocol", EXAMPLE)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    assert module.main(["--out", str(out), "--per-class", "6", "--format", fmt, "--data-dir", str(data_dir)]) == 0
-    return out / "experiment.yaml"
-
-
 def cli(*args) -> None:
     assert main([str(a) for a in args]) == 0
 

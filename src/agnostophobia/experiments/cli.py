@@ -1,4 +1,4 @@
-"""Sub-commands ``train``, ``evaluate``, ``reproduce``, ``tune`` and ``plot``."""
+"""Sub-commands ``train``, ``evaluate``, ``reproduce``, ``tune``, ``ablate`` and ``plot``."""
 from __future__ import annotations
 
 import argparse
@@ -85,6 +85,19 @@ def add_commands(subparsers) -> None:
                                                          "kept, an interrupted one resumes from its last epoch")
     p.set_defaults(func=_tune)
 
+    p = subparsers.add_parser("ablate", parents=[common],
+                              help="the config's ablation steps, each a reproduction adding one factor toward the "
+                                   "authors' protocol, and one table of them")
+    p.add_argument("config", help="experiment YAML with an 'ablation:' list (e.g. the shipped lenet++)")
+    p.add_argument("--out", type=Path, help="output directory, one run per step (default: runs/EXPERIMENT-ablation); "
+                                            "finished steps are kept, an interrupted one resumes")
+    p.add_argument("--seeds", type=positive_int, help="seeds per step (default: each step's budget's)")
+    p.add_argument("--step", action="append", metavar="BUDGET",
+                   help="run only this step (repeatable); the table shows every finished step")
+    p.add_argument("--fpr", action="append", metavar="FPR",
+                   help="a readout of the table, of 1e-4 1e-3 1e-2 1e-1 (repeatable; default: 1e-3 and 1e-2)")
+    p.set_defaults(func=_ablate)
+
 
 def check_budget(config: str, budget) -> None:
     """``--budget`` must name a budget the experiment's YAML defines (the list lives there only)."""
@@ -145,4 +158,14 @@ def _tune(args) -> int:
     tune(args.config, args.param, budget=args.budget, out=args.out, fpr=args.fpr, seeds=args.seeds,
          resume=args.resume, approaches=args.approach, detector=args.detector, data_dir=args.data_dir,
          device=args.device, progress=not args.no_progress)
+    return 0
+
+
+def _ablate(args) -> int:
+    from agnostophobia.experiments.ablate import ablate
+    from agnostophobia.training.distributed import require_one_process
+
+    require_one_process("ablate")
+    ablate(args.config, out=args.out, seeds=args.seeds, steps=args.step, data_dir=args.data_dir,
+           device=args.device, progress=not args.no_progress, **({"fprs": args.fpr} if args.fpr else {}))
     return 0

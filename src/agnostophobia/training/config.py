@@ -159,6 +159,8 @@ class ExperimentConfig:
     approaches: List[str]
     seeds: int = 1
     budgets: Dict[str, Dict[str, Any]] = field(default_factory=dict)
+    # ``agnostophobia ablate``: budgets that each add one factor to the one before ({budget, adds})
+    ablation: List[Dict[str, str]] = field(default_factory=list)
 
     def for_budget(self, budget: Optional[str]) -> "ExperimentConfig":
         """The experiment with the budget's overrides applied (None: unchanged)."""
@@ -170,7 +172,7 @@ class ExperimentConfig:
         approaches = overrides.pop("approaches", self.approaches)
         seeds = overrides.pop("seeds", self.seeds)
         train = apply_overrides(self.train, overrides, f"budgets.{budget}.", TRAIN_ALIASES)
-        return ExperimentConfig(train, check_approaches(approaches), check_seeds(seeds), self.budgets)
+        return ExperimentConfig(train, check_approaches(approaches), check_seeds(seeds), self.budgets, self.ablation)
 
     def for_approach(self, approach: str, seed: int) -> TrainConfig:
         return dataclasses.replace(self.train, approach=approach, seed=seed).validate()
@@ -216,6 +218,25 @@ def check_seeds(seeds, where: str = "config key 'seeds'") -> int:
     return seeds
 
 
+def check_ablation(steps, budgets: Dict[str, Any]) -> List[Dict[str, str]]:
+    """The ``ablation:`` list: ``{budget: NAME, adds: TEXT}`` steps, each naming a defined budget once."""
+    where = "config key 'ablation'"
+    if not isinstance(steps, list):
+        raise ConfigError(f"{where}: must be a list of {{budget: NAME, adds: TEXT}}, got {type(steps).__name__}")
+    seen = set()
+    for i, step in enumerate(steps):
+        if not isinstance(step, dict) or set(step) != {"budget", "adds"} or not all(
+                isinstance(v, str) and v for v in step.values()):
+            raise ConfigError(f"{where}[{i}]: must be {{budget: NAME, adds: TEXT}} (two non-empty strings), "
+                              f"got {step!r}")
+        if step["budget"] not in budgets:
+            raise ConfigError(f"{where}[{i}]: budget {step['budget']!r} is not defined under 'budgets'")
+        if step["budget"] in seen:
+            raise ConfigError(f"{where}[{i}]: budget {step['budget']!r} is listed twice")
+        seen.add(step["budget"])
+    return [dict(step) for step in steps]
+
+
 def parse_experiment(data: Dict[str, Any], where: str = "", base_dir=None) -> ExperimentConfig:
     """An experiment from a YAML's contents. The paths of a protocol from files are made
     absolute against ``base_dir`` (the YAML file's directory; default: the working directory)."""
@@ -231,7 +252,9 @@ def parse_experiment(data: Dict[str, Any], where: str = "", base_dir=None) -> Ex
         if not isinstance(overrides, dict):
             raise ConfigError(f"config key 'budgets.{budget}': must be a mapping")
     budgets = {budget: _absolute_protocol_paths(overrides, base_dir) for budget, overrides in budgets.items()}
-    experiment = ExperimentConfig(apply_overrides(TrainConfig(), data, "", TRAIN_ALIASES), approaches, seeds, budgets)
+    ablation = check_ablation(data.pop("ablation", []) or [], budgets)
+    experiment = ExperimentConfig(apply_overrides(TrainConfig(), data, "", TRAIN_ALIASES), approaches, seeds, budgets,
+                                  ablation)
     for budget in budgets:  # fail early on a bad override, not after hours of training
         experiment.for_budget(budget)
     return experiment
