@@ -49,6 +49,8 @@ def test_every_step_is_a_reproduction_and_the_table_holds_their_numbers(experime
         assert all(value is not None for value in got.values())  # 20+ unknowns per set: FPR 1e-1 reachable
         for row in step["rows"]:
             assert f"{row['1e-1']['mean']:.3f}" in table
+            assert row["closed_set_accuracy"]["mean"] == next(
+                r["closed_set_accuracy"] for r in metrics["results"] if r["row"] == row["approach"])
     first = record["steps"][0]["rows"][0]
     assert f"| {first['unknowns']} | {first['approach']} | – |" in table  # no paper numbers for this protocol
     assert "1. `longer`" in table and "2 epochs" in table
@@ -105,5 +107,7 @@ def test_the_paper_column_is_table_2():
         "1e-4": 0.0, "1e-3": 0.0, "1e-2": 0.0777, "1e-1": 0.9007}}}, "steps": [{
             "budget": "s0", "adds": "base", "seeds": 2, "wall_time_s": 10.0, "rows": [{
                 "unknowns": "devanagari", "approach": "softmax", "1e-3": {"mean": 0.5, "std": 0.01},
-                "1e-2": {"mean": 0.9081, "std": 0.02}}]}]}
-    assert "| devanagari | softmax | 0.000 / 0.078 | 0.500 ± 0.010 / 0.908 ± 0.020 |" in ablation_markdown(record)
+                "1e-2": {"mean": 0.9081, "std": 0.02}, "closed_set_accuracy": {"mean": 0.97, "std": None}}]}]}
+    table = ablation_markdown(record)
+    assert "| devanagari | softmax | 0.000 / 0.078 | 0.500 ± 0.010 / 0.908 ± 0.020 |" in table
+    assert "| softmax | 0.970 |" in table

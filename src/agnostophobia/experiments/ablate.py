@@ -102,13 +102,14 @@ def ablation_record(experiment: ExperimentConfig, out: Path, fprs: Sequence[str]
             continue
         metrics = json.loads(path.read_text())
         rows = [{"unknowns": r["unknowns"], "approach": r["row"], **{
-                    f: {"mean": r["ccr_at_fpr"].get(f), "std": (r.get("ccr_at_fpr_std") or {}).get(f)} for f in fprs}}
+                    f: {"mean": r["ccr_at_fpr"].get(f), "std": (r.get("ccr_at_fpr_std") or {}).get(f)} for f in fprs},
+                 "closed_set_accuracy": {"mean": r["closed_set_accuracy"], "std": r.get("closed_set_accuracy_std")}}
                 for r in metrics["results"] if r["row"] in experiment.approaches]  # the paper's score per approach
         steps.append({**step, "seeds": metrics["seeds"], "wall_time_s": metrics.get("wall_time_s"),
                       "train_config": metrics.get("train_config", {}), "rows": rows})
     paper_rows = {unknowns: {approach: dict(zip(PAPER_FPRS, values)) for approach, values in by_approach.items()}
                   for unknowns, by_approach in paper.items()}
-    return {"experiment": experiment.train.name, "fprs": list(fprs), "steps": steps, "paper": paper_rows}
+    return {"experiment": experiment.train.name, "approaches": list(experiment.approaches), "fprs": list(fprs), "steps": steps, "paper": paper_rows}
 
 
 def write_ablation(out: Path, record: Dict) -> None:
@@ -129,7 +130,8 @@ def _paper(value) -> str:
 
 
 def ablation_markdown(record: Dict) -> str:
-    """One table: rows (unknown set, approach), columns the paper and each step; each cell
+    """One table: rows (unknown set, then approach in the config's order), columns the paper and
+    each step; each cell
     ``CCR@1e-3 / CCR@1e-2`` (mean ± std over the step's seeds)."""
     steps = record["steps"]
     lines = [f"# Ablation: {record['experiment']}, from a reduced budget toward the authors' protocol", "",
@@ -140,7 +142,10 @@ def ablation_markdown(record: Dict) -> str:
                   "paper: Table 2.", ""]
     lines.append("| unknowns | approach | paper | " + " | ".join(f"{i}. {s['budget']}" for i, s in enumerate(steps)) + " |")
     lines.append("|---|---|---|" + "---|" * len(steps))
-    keys = list(dict.fromkeys((r["unknowns"], r["approach"]) for s in steps for r in s["rows"]))
+    sets = list(dict.fromkeys(r["unknowns"] for s in steps for r in s["rows"]))
+    approaches = record.get("approaches") or sorted({r["approach"] for s in steps for r in s["rows"]})
+    keys = [(u, a) for u in sets for a in approaches
+            if any((r["unknowns"], r["approach"]) == (u, a) for s in steps for r in s["rows"])]
     for unknowns, approach in keys:
         paper = record["paper"].get(unknowns, {}).get(approach)
         paper_text = " / ".join(_paper(paper.get(f)) for f in record["fprs"]) if paper else "–"
@@ -149,4 +154,13 @@ def ablation_markdown(record: Dict) -> str:
             row = next((r for r in s["rows"] if (r["unknowns"], r["approach"]) == (unknowns, approach)), None)
             cells.append(" / ".join(_value(row and row[f]) for f in record["fprs"]) if row else "–")
         lines.append(f"| {unknowns} | {approach} | {paper_text} | " + " | ".join(cells) + " |")
+    lines += ["", "Closed-set accuracy on the test knowns, mean ± std over seeds (how far each step trained):", "",
+              "| approach | " + " | ".join(f"{i}. {s['budget']}" for i, s in enumerate(steps)) + " |",
+              "|---|" + "---|" * len(steps)]
+    for approach in approaches:
+        cells = []
+        for s in steps:
+            row = next((r for r in s["rows"] if r["approach"] == approach), None)  # the same for every set
+            cells.append(_value(row["closed_set_accuracy"]) if row else "–")
+        lines.append(f"| {approach} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
