@@ -52,6 +52,9 @@ from agnostophobia.training.precision import autocast, resolve_precision
 # ("deterministic" is not one: on CUDA it changes which algorithms compute the result).
 _RESUME_FREE_KEYS = {"progress", "tensorboard", "device", "eval_batch_size", "data_dir", "openmax", "knn",
                      "cpu_threads", "num_workers"}
+# Keys that change results and came after runs were trained: a checkpoint without one was trained
+# with this value, so a resume that asks for another is refused like any other change.
+_VALUE_WHEN_ABSENT = {"preprocessing": "ours"}
 
 # Optimiser steps between two reads of the device-side divergence flag (one host
 # synchronisation each); the flag is also read at every epoch's end.
@@ -373,6 +376,7 @@ def predict(model: torch.nn.Module, images, batch_size: int = 1024,
 
 def _check_resumable(saved: Dict, cfg: TrainConfig, path: Path) -> None:
     current = cfg.to_dict()
+    saved = {**_VALUE_WHEN_ABSENT, **saved}
     for key, value in saved.items():
         if key not in _RESUME_FREE_KEYS and current.get(key) != value:
             raise ConfigError(
