@@ -5,7 +5,7 @@ and every command that reads a run preparing inputs the way the run was trained.
 What the authors' code did (Vastlab/Reducing-Network-Agnostophobia, MNIST/data_prep.py):
 ``read_images`` returns ``255 - x`` of the idx files (MNIST, EMNIST letters), ``NOT_MNIST``
 returns ``1 - x`` of the PNGs, ``hindi_letters`` reads the NHCD JPEGs as published (black glyph
-on light paper; our staged copy is ``255 - original``, PROVENANCE.md) and resizes them with
+on light paper; our staged copy is ``255 - original``, docs/data.md) and resizes them with
 INTER_CUBIC, ``cifar_prep`` reshapes ``data_batch_1`` with ``order='F'`` (a transpose), applies
 ``COLOR_BGR2GRAY`` to RGB data and resizes with INTER_CUBIC.
 """
