@@ -19,7 +19,7 @@ Two preparations exist, chosen by ``InputSpec.preprocessing`` (config key ``prep
   ``order='F'``) and made grey as if RGB were BGR (their ``COLOR_BGR2GRAY`` on RGB data);
   MNIST, letters and notMNIST inverted (255 - x) and Devanagari read as published, which
   (NHCD is published black on white) leaves every glyph set black on white; bicubic resizing
-  (their ``INTER_CUBIC``); no polarity check. :func:`authors_recipe` says what applies to
+  (their ``INTER_CUBIC``); no polarity check. :func:`recipe_for` says what applies to
   which set, :data:`AUTHORS_NOTES` lists it for reports.
 """
 from __future__ import annotations

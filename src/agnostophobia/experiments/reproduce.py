@@ -274,7 +274,7 @@ def reproduce(experiment_name: str, budget: Optional[str] = None, seeds: Optiona
               fetch: bool = True, allow_unverified: bool = False, preprocessing: Optional[str] = None) -> Path:
     """``agnostophobia reproduce``; ``preprocessing`` (ours | authors) overrides the config's data
     preparation. A run prepared otherwise than ``ours`` goes by default to ``runs/NAME-BUDGET-PREPROCESSING``
-    (an ``ours`` run is never asked to resume it); it keeps the experiment's name, so its report still
+    (so it never lands in, or resumes, an ``ours`` run); it keeps the experiment's name, so its report still
     shows the paper's numbers, which the authors measured on their own preparation."""
     budget = budget or default_budget()
     experiment = load_experiment(experiment_name).for_budget(budget)

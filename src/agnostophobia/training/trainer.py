@@ -42,6 +42,7 @@ from agnostophobia.training.approaches import APPROACHES
 from agnostophobia._atomic import atomic_write, remove_stale_temporaries
 from agnostophobia._killpoints import kill_point
 from agnostophobia.training import distributed
+from agnostophobia.data.preprocess import OURS
 from agnostophobia.training.checkpoint import (load_checkpoint, rng_state, save_checkpoint,
                                                seed_everything, set_rng_state)
 from agnostophobia.training.config import TrainConfig
@@ -54,7 +55,7 @@ _RESUME_FREE_KEYS = {"progress", "tensorboard", "device", "eval_batch_size", "da
                      "cpu_threads", "num_workers"}
 # Keys that change results and came after runs were trained: a checkpoint without one was trained
 # with this value, so a resume that asks for another is refused like any other change.
-_VALUE_WHEN_ABSENT = {"preprocessing": "ours"}
+_VALUE_WHEN_ABSENT = {"preprocessing": OURS}
 
 # Optimiser steps between two reads of the device-side divergence flag (one host
 # synchronisation each); the flag is also read at every epoch's end.
