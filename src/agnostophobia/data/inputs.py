@@ -24,7 +24,7 @@ import numpy as np
 
 from agnostophobia.data import formats as F
 from agnostophobia.data.datasets import DATASETS, load_dataset
-from agnostophobia.data.preprocess import StoredImages, prepare_images
+from agnostophobia.data.preprocess import OURS, InputSpec, StoredImages, prepare_images
 from agnostophobia.data.protocols import protocol_input
 from agnostophobia.errors import DataError
 
@@ -122,8 +122,21 @@ def read_unknowns(spec: str, data_dir=None) -> UnknownSet:
     return UnknownSet(name, f"{spec} ({ds.source})", ds.images, info.kind, ds.meta.get("padding", 0))
 
 
+def run_input(cfg: Dict) -> InputSpec:
+    """The :class:`InputSpec` of a model trained with ``cfg`` (a run's config dict): its
+    protocol's, with the run's ``preprocessing`` (``ours`` for runs from before that key).
+    The one place a run's input is derived: ``evaluate --unknowns``, ``predict``,
+    :class:`~agnostophobia.deploy.OpenSetClassifier` and ``export`` all read it here.
+
+    Under ``authors`` a user's own images (no registered dataset) are prepared as the
+    authors prepared their known training set, MNIST: our convention is expected (white
+    glyph on black, checked) and the images are inverted (``data.preprocess.AUTHORS_USER``);
+    a registered dataset takes the authors' recipe of its kind."""
+    return protocol_input(cfg["protocol"], cfg.get("preprocessing", OURS))
+
+
 def model_input(images: UnknownSet, cfg: Dict) -> np.ndarray:
     """``images`` as input of a model trained with ``cfg`` (a run's config dict): prepared
-    with the spec of the run's protocol, as that protocol prepared its own sets."""
-    return prepare_images(images.images, protocol_input(cfg["protocol"]), name=images.source, kind=images.kind,
+    with the run's input spec (:func:`run_input`), as its protocol prepared its own sets."""
+    return prepare_images(images.images, run_input(cfg), name=images.source, kind=images.kind,
                           padding=images.padding)

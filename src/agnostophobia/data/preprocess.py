@@ -9,16 +9,22 @@ LeNet++ input is ``uint8 (N, 1, 28, 28)``, white glyph on black for every datase
 (MNIST's convention; the model side does ``x.float() / 255``). ResNet input is
 ``uint8 (N, 3, 32, 32)`` RGB.
 
-The authors' data preparation had three bugs we deliberately do not copy:
-CIFAR images were reshaped with ``order='F'`` (every image transposed), converted
-with ``COLOR_BGR2GRAY`` on RGB data (R and B weights swapped), and the foreground
-polarity differed between sets (MNIST, letters and notMNIST inverted, CIFAR and
-Devanagari not). Here grey is ITU-R BT.601 luma on RGB exactly as Pillow's ``'L'``
-mode, images stay upright, and all glyph sets share one polarity.
+Two preparations exist, chosen by ``InputSpec.preprocessing`` (config key ``preprocessing``):
+
+* ``ours`` (default): grey is ITU-R BT.601 luma on RGB exactly as Pillow's ``'L'`` mode,
+  images stay upright, resizing is bilinear and antialiased, and every glyph set is white on
+  black, checked (:func:`check_polarity`).
+* ``authors``: the preparation of the authors' ``MNIST/data_prep.py`` (Vastlab Keras code),
+  on the same loaders, for the LeNet++ protocol: CIFAR images transposed (their reshape with
+  ``order='F'``) and made grey as if RGB were BGR (their ``COLOR_BGR2GRAY`` on RGB data);
+  MNIST, letters and notMNIST inverted (255 - x) and Devanagari read as published, which
+  (NHCD is published black on white) leaves every glyph set black on white; bicubic resizing
+  (their ``INTER_CUBIC``); no polarity check. :func:`recipe_for` says what applies to
+  which set, :data:`AUTHORS_NOTES` lists it for reports.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Optional, Sequence, Union
 
 import numpy as np
@@ -29,21 +35,28 @@ from agnostophobia.errors import DataError
 GLYPH, NATURAL = "glyph", "natural"
 KINDS = (GLYPH, NATURAL)
 
+# How a run prepares its images: the config key ``preprocessing``.
+OURS, AUTHORS = "ours", "authors"
+PREPROCESSINGS = (OURS, AUTHORS)
+
 
 @dataclass(frozen=True)
 class InputSpec:
-    """A model's input and the kind of images its protocol trains it on.
+    """A model's input, the kind of images its protocol trains it on, and how they are prepared.
 
     ``channels`` 1 is grey (BT.601 luma), 3 is RGB; ``size`` is the square side.
-    A model trained on glyphs (``kind`` "glyph") expects white glyphs on black.
+    A model trained on glyphs (``kind`` "glyph") expects white glyphs on black under
+    ``preprocessing`` ``ours``, black glyphs on white under ``authors`` (grey input only).
     """
 
     channels: int
     size: int
     kind: str
+    preprocessing: str = OURS
 
     def __post_init__(self):
-        if self.channels not in (1, 3) or self.size < 1 or self.kind not in KINDS:
+        if self.channels not in (1, 3) or self.size < 1 or self.kind not in KINDS \
+                or self.preprocessing not in PREPROCESSINGS or (self.preprocessing == AUTHORS and self.channels != 1):
             raise ValueError(f"bad input spec {self}")
 
     @property
@@ -56,6 +69,71 @@ LENET_INPUT = InputSpec(1, 28, GLYPH)
 RESNET_INPUT = InputSpec(3, 32, NATURAL)
 
 StoredImages = Union[np.ndarray, Sequence[np.ndarray]]
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """How one set of stored images (upright; glyphs white on black) becomes model input."""
+
+    resample: str = "bilinear"   # the filter of every resize (PIL)
+    crop_padding: bool = True    # a blank frame the dataset declares is cropped, not resized
+    check_polarity: bool = True  # a glyph set for a glyph model must be white on black
+    invert: bool = False         # 255 - x, the last step
+    transpose: bool = False      # H and W swapped (the authors' CIFAR reshape with order='F')
+    bgr: bool = False            # grey with the luma weights on reversed channels (their COLOR_BGR2GRAY on RGB)
+
+
+OURS_RECIPE = Recipe()
+# The authors' MNIST/data_prep.py. Glyph sets: read_images() and NOT_MNIST() invert MNIST, letters and
+# notMNIST (published white on black); hindi_letters() reads NHCD as published, black on light paper,
+# which our copies hold inverted. Either way each ends black on white: 255 - our stored image.
+AUTHORS_GLYPHS = Recipe("bicubic", crop_padding=False, check_polarity=False, invert=True)
+# Natural images: their CIFAR-10 (cifar_prep), transposed and made grey as if RGB were BGR.
+AUTHORS_NATURAL = Recipe("bicubic", crop_padding=False, check_polarity=False, transpose=True, bgr=True)
+# A user's own images for an `authors` run (the authors defined nothing for them): prepared as their
+# known training set, MNIST, i.e. inverted, after the check that they follow our convention (white on
+# black), so that one file serves runs of either preparation.
+AUTHORS_USER = replace(AUTHORS_GLYPHS, check_polarity=True)
+
+#: How the ``authors`` preparation differs from ``ours``, for a run's report (every quirk copied).
+AUTHORS_NOTES = (
+    "preprocessing `authors`: the data preparation of the authors' MNIST/data_prep.py (Vastlab Keras code) on "
+    "our loaders, instead of our corrected one; numbers are not comparable with runs prepared `ours`",
+    "polarity: MNIST, letters and notMNIST inverted as the authors inverted them (255 - x: black glyph on white); "
+    "Devanagari read as the authors read NHCD, as published, black glyph on light paper, which is 255 - our "
+    "white-on-black copy (DHCD, where it substitutes NHCD, is inverted likewise); so every glyph set is black on "
+    "white, as in the authors' code",
+    "polarity check skipped: the authors checked no set, so a wrongly inverted set is not refused "
+    "(`ours` refuses a glyph set whose median border pixel is 128 or more)",
+    "natural images (CIFAR-10): each image transposed, H and W swapped (the authors' reshape with order='F'), and "
+    "made grey with the BT.601 weights on reversed channels, 0.299 B + 0.587 G + 0.114 R (their COLOR_BGR2GRAY on "
+    "RGB data; Pillow's fixed-point rounding)",
+    "resizing: bicubic, the whole image straight to 28x28 with no blank-frame crop (the authors' cv2 INTER_CUBIC; "
+    "here PIL BICUBIC, which antialiases when it shrinks, cv2 does not); MNIST, letters, notMNIST and NHCD are "
+    "stored 28x28, so of the lenet++ sets only CIFAR-10 (32x32) is resized",
+    "images a user brings (evaluate --unknowns, predict, OpenSetClassifier): the authors defined nothing for them; "
+    "they are prepared as the authors prepared MNIST: expected white on black (checked), then inverted; "
+    "registered natural sets as the authors prepared CIFAR-10",
+)
+
+#: What the input of an exported model must look like, by preparation (``export``'s metadata).
+INPUT_CONVENTIONS = {
+    OURS: "as for training: grey = BT.601 luma, white glyph on black for glyph models, resized to the model's "
+          "size, pixel / 255",
+    AUTHORS: "as for training with the authors' preparation: grey = BT.601 luma, resized bicubic to the model's "
+             "size, black glyph on white (255 - a white-on-black image), pixel / 255",
+}
+
+
+def recipe_for(spec: InputSpec, kind: Optional[str]) -> Recipe:
+    """The recipe of a set of ``kind`` (a registered dataset's ``DatasetInfo.kind``; None: a
+    user's own set) for a model of ``spec``: :data:`OURS_RECIPE` under ``ours``, else the
+    authors' recipe for natural images, for glyphs, or for a user's own images."""
+    if spec.preprocessing == OURS:
+        return OURS_RECIPE
+    if kind is None:
+        return AUTHORS_USER
+    return AUTHORS_NATURAL if kind == NATURAL else AUTHORS_GLYPHS
 
 
 def prepare_images(images: StoredImages, spec: InputSpec, *, name: str, kind: Optional[str] = None,
@@ -76,16 +154,21 @@ def prepare_images(images: StoredImages, spec: InputSpec, *, name: str, kind: Op
     means the kind the model was trained on. Glyph sets for a glyph model must be white on
     black (:func:`check_polarity`); natural images have no glyph polarity and are not
     checked. ``name`` names the set in error messages.
+
+    That is ``spec.preprocessing`` ``ours``. Under ``authors`` the authors' recipe of the
+    set's kind applies instead (:func:`recipe_for`): bicubic resizing, no frame crop, glyph
+    sets inverted, natural images transposed and made grey as BGR, registered sets unchecked.
     """
     if kind is not None and kind not in KINDS:
         raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
+    recipe = recipe_for(spec, kind)
     if isinstance(images, np.ndarray):
-        out = _convert(_check_stored(images, name), spec, padding)
+        out = _convert(_check_stored(images, name), spec, recipe, padding)
     else:
-        out = _convert_each_size(images, spec, padding, name)
-    if spec.kind == GLYPH and (kind or spec.kind) == GLYPH:
+        out = _convert_each_size(images, spec, recipe, padding, name)
+    if recipe.check_polarity and spec.kind == GLYPH and (kind or spec.kind) == GLYPH:
         check_polarity(out, name)
-    return out
+    return _finish(out, recipe)
 
 
 def prepare_image(image: np.ndarray, spec: InputSpec, *, name: str) -> np.ndarray:
@@ -94,7 +177,8 @@ def prepare_image(image: np.ndarray, spec: InputSpec, *, name: str) -> np.ndarra
     at a time, ``data.streaming``), so both paths give the same pixels. The glyph polarity
     check is a property of a set, not of one image (a glyph may fill its frame): whoever
     streams a set checks it once on a sample of the set (``file_protocols``)."""
-    return _convert(_check_stored(image[None], name), spec, 0)[0]
+    recipe = recipe_for(spec, None)
+    return _finish(_convert(_check_stored(image[None], name), spec, recipe, 0), recipe)[0]
 
 
 def _check_stored(images: np.ndarray, name: str) -> np.ndarray:
@@ -104,26 +188,41 @@ def _check_stored(images: np.ndarray, name: str) -> np.ndarray:
     return images
 
 
-def _convert_each_size(images: Sequence[np.ndarray], spec: InputSpec, padding: int, name: str) -> np.ndarray:
+def _convert_each_size(images: Sequence[np.ndarray], spec: InputSpec, recipe: Recipe, padding: int,
+                       name: str) -> np.ndarray:
     """Images of mixed sizes: each group of one size is converted as a batch, in place."""
     out = np.empty((len(images), *spec.shape), np.uint8)
     groups: dict = {}
     for i, image in enumerate(images):
         groups.setdefault(np.shape(image), []).append(i)
     for idx in groups.values():
-        out[idx] = _convert(_check_stored(np.stack([images[i] for i in idx]), name), spec, padding)
+        out[idx] = _convert(_check_stored(np.stack([images[i] for i in idx]), name), spec, recipe, padding)
     return out
 
 
-def _convert(images: np.ndarray, spec: InputSpec, padding: int) -> np.ndarray:
+def _convert(images: np.ndarray, spec: InputSpec, recipe: Recipe, padding: int) -> np.ndarray:
+    """Grey or RGB, resized to the model's size; everything of the recipe but the inversion."""
+    if recipe.transpose:
+        images = np.ascontiguousarray(images.swapaxes(1, 2))
     if spec.channels == 1:
-        grey = rgb_to_grey(images) if images.ndim == 4 else images
-        if padding > 0 and grey.shape[1] - 2 * padding == spec.size == grey.shape[2] - 2 * padding \
-                and not border_pixels(grey, padding).any():
+        grey = rgb_to_grey(images[..., ::-1] if recipe.bgr else images) if images.ndim == 4 else images
+        if recipe.crop_padding and _blank_frame_fits(grey, padding, spec.size):
             grey = crop_border(grey, padding)  # lossless, keeps the glyph scale
-        return np.ascontiguousarray(resize(grey, spec.size)[:, None])
+        return np.ascontiguousarray(resize(grey, spec.size, recipe.resample)[:, None])
     rgb = images if images.ndim == 4 else np.repeat(images[..., None], 3, axis=-1)
-    return to_chw(resize(rgb, spec.size))
+    return to_chw(resize(rgb, spec.size, recipe.resample))
+
+
+def _blank_frame_fits(grey: np.ndarray, padding: int, size: int) -> bool:
+    """Whether cropping the declared ``padding`` frame leaves the model's size and drops only 0s."""
+    return padding > 0 and grey.shape[1] - 2 * padding == size == grey.shape[2] - 2 * padding \
+        and not border_pixels(grey, padding).any()
+
+
+def _finish(images: np.ndarray, recipe: Recipe) -> np.ndarray:
+    """The recipe's last step, after the polarity check: the inversion (a new array: ``images``
+    may be a view of the caller's stored images)."""
+    return 255 - images if recipe.invert else images
 
 
 def rgb_to_grey(images: np.ndarray) -> np.ndarray:
@@ -139,24 +238,31 @@ def rgb_to_grey(images: np.ndarray) -> np.ndarray:
     return luma.astype(np.uint8)
 
 
-def resize(images: np.ndarray, size: int) -> np.ndarray:
+RESAMPLE_FILTERS = ("bilinear", "bicubic")
+
+
+def resize(images: np.ndarray, size: int, resample: str = "bilinear") -> np.ndarray:
     """Resize (N, H, W) grey or (N, H, W, 3) RGB uint8 images to ``size`` x ``size``:
     the shorter side to ``size``, then the centre ``size`` x ``size`` crop, so a non-square
     image keeps its aspect ratio instead of being squashed (torchvision's ``Resize(size)``
     followed by ``CenterCrop(size)``, same rounding). A square image is one plain resize.
 
-    Pillow's bilinear filter widens its support by the scale factor when shrinking,
-    i.e. it antialiases (unlike OpenCV's INTER_CUBIC on a 32->28 shrink, which samples).
+    ``resample``: Pillow's ``bilinear`` (ours) or ``bicubic`` (the authors' preparation).
+    Both widen their support by the scale factor when shrinking, i.e. they antialias
+    (unlike OpenCV's INTER_CUBIC on a 32->28 shrink, which samples).
     """
     from PIL import Image
 
+    if resample not in RESAMPLE_FILTERS:
+        raise ValueError(f"resample must be one of {RESAMPLE_FILTERS}, got {resample!r}")
     if images.shape[1:3] == (size, size):
         return images
+    pil_filter = Image.Resampling.BICUBIC if resample == "bicubic" else Image.Resampling.BILINEAR
     new_h, new_w = shorter_side_to(images.shape[1], images.shape[2], size)
     top, left = int(round((new_h - size) / 2.0)), int(round((new_w - size) / 2.0))
     out = np.empty((images.shape[0], size, size, *images.shape[3:]), np.uint8)
     for i, img in enumerate(images):
-        resized = np.asarray(Image.fromarray(img).resize((new_w, new_h), Image.Resampling.BILINEAR))
+        resized = np.asarray(Image.fromarray(img).resize((new_w, new_h), pil_filter))
         out[i] = resized[top:top + size, left:left + size]
     return out
 
@@ -202,7 +308,7 @@ def check_polarity(images: np.ndarray, name: str, limit: float = 128.0) -> float
 def to_lenet(images: np.ndarray, padding: int = 0) -> np.ndarray:
     """Any stored images -> uint8 (N, 1, 28, 28) grey: :func:`prepare_images` for LeNet++
     without the polarity check, for callers that check (or need not check) themselves."""
-    return _convert(_check_stored(images, "images"), LENET_INPUT, padding)
+    return _convert(_check_stored(images, "images"), LENET_INPUT, OURS_RECIPE, padding)
 
 
 def to_chw(images: np.ndarray) -> np.ndarray:

@@ -9,7 +9,7 @@ changing one limit never changes which samples another part selects.
 from __future__ import annotations
 
 import zlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable, Dict, List, Optional, Tuple
 
 import numpy as np
@@ -20,7 +20,8 @@ from agnostophobia.data.datasets import (CIFAR100_COARSE, CIFAR10_CLASSES, DATAS
                                          DatasetSplit, load_dataset)
 from agnostophobia.data.fetch import FetchedFile, fetch_missing
 from agnostophobia.data.paths import PathLike, data_dir as resolve_data_dir
-from agnostophobia.data.preprocess import LENET_INPUT, RESNET_INPUT, InputSpec, prepare_images
+from agnostophobia.data.preprocess import (AUTHORS, AUTHORS_NOTES, LENET_INPUT, OURS, PREPROCESSINGS, RESNET_INPUT,
+                                           InputSpec, prepare_images)
 
 
 @dataclass
@@ -46,6 +47,8 @@ class OpenSetProtocol:
     notes: List[str]                   # data substitutions and deviations, for reports
     class_names: List[str] = field(default_factory=list)
     negative_class_names: List[str] = field(default_factory=list)
+    # How the images were prepared, where that is not our preparation (preprocessing: authors), for reports
+    preprocessing_notes: List[str] = field(default_factory=list)
 
     def sizes(self) -> Dict[str, Dict[str, int]]:
         """Sample counts: ``{"train": {"known": n, "unknown": m}, ...}``."""
@@ -61,9 +64,12 @@ LIMITS = ("max_known_train", "max_unknown_train", "max_val", "max_test_per_set")
 
 
 def build_protocol(name, data_dir: Optional[PathLike] = None, seed: int = 0, data_loading: str = "memory",
-                   **limits) -> OpenSetProtocol:
+                   preprocessing: str = OURS, **limits) -> OpenSetProtocol:
     """Build a registered protocol, or a protocol from files when ``name`` is a mapping
     (:func:`agnostophobia.data.file_protocols.build_file_protocol`; ``data_dir`` unused).
+
+    ``preprocessing``: ``ours`` (default) or ``authors``, the authors' data preparation
+    (``data.preprocess``), which applies to :data:`AUTHORS_PROTOCOLS` only.
 
     ``limits``: ``max_known_train``, ``max_unknown_train`` (training samples of D_c'
     and D_b'), ``max_val`` (cap on the held-out knowns and, separately, on the held-out
@@ -73,11 +79,12 @@ def build_protocol(name, data_dir: Optional[PathLike] = None, seed: int = 0, dat
     registered protocols are always held in memory (``data.streaming``).
     """
     check_limits(limits, seed)
+    check_preprocessing(name, preprocessing)
     if isinstance(name, dict):
         from agnostophobia.data.file_protocols import build_file_protocol  # imports this module
 
         return build_file_protocol(name, seed=int(seed), data_loading=data_loading, **limits)
-    return PROTOCOLS.get(name)(data_dir=data_dir, seed=int(seed), **limits)
+    return PROTOCOLS.get(name)(data_dir=data_dir, seed=int(seed), preprocessing=preprocessing, **limits)
 
 
 def check_limits(limits: Dict, seed) -> None:
@@ -136,17 +143,36 @@ PROTOCOL_INPUTS: Dict[str, InputSpec] = {"lenet++": LENET_INPUT, "cifar": RESNET
                                          "cifar10-split": RESNET_INPUT, "mnist-notmnist": LENET_INPUT}
 
 
-def protocol_input(protocol) -> InputSpec:
+# The protocols the authors' data preparation applies to: its sets are those of their MNIST/data_prep.py.
+AUTHORS_PROTOCOLS = ("lenet++",)
+
+
+def check_preprocessing(protocol, preprocessing) -> None:
+    """A :class:`ConfigError` naming the config key ``preprocessing`` unless ``protocol`` (a
+    registered name, or the mapping of a protocol from files) can be prepared that way."""
+    if preprocessing not in PREPROCESSINGS:
+        raise ConfigError(f"config key 'preprocessing': must be one of {', '.join(PREPROCESSINGS)}, "
+                          f"got {preprocessing!r}")
+    if preprocessing == AUTHORS and not (isinstance(protocol, str) and protocol in AUTHORS_PROTOCOLS):
+        what = "a protocol from files" if isinstance(protocol, dict) else f"protocol {protocol!r}"
+        raise ConfigError(f"config key 'preprocessing': 'authors' (the authors' MNIST/data_prep.py) applies to "
+                          f"the {', '.join(AUTHORS_PROTOCOLS)} protocol only, not to {what}; use 'ours'")
+
+
+def protocol_input(protocol, preprocessing: str = OURS) -> InputSpec:
     """The :class:`InputSpec` a protocol prepares its images with: a registered protocol's
-    name, or the mapping of a protocol from files (as a run's config stores it)."""
+    name, or the mapping of a protocol from files (as a run's config stores it), prepared
+    as ``preprocessing`` says (:func:`check_preprocessing`)."""
     if isinstance(protocol, dict):
         from agnostophobia.data.file_protocols import file_protocol_input  # imports this module
 
+        check_preprocessing(protocol, preprocessing)
         return file_protocol_input(protocol)
     PROTOCOLS.get(protocol)  # a clear error for an unknown name
     if protocol not in PROTOCOL_INPUTS:
         raise ConfigError(f"protocol {protocol!r} declares no input preparation (data.protocols.PROTOCOL_INPUTS)")
-    return PROTOCOL_INPUTS[protocol]
+    check_preprocessing(protocol, preprocessing)
+    return replace(PROTOCOL_INPUTS[protocol], preprocessing=preprocessing)
 
 
 def require_protocol_data(name, data_dir: Optional[PathLike] = None, fetch: bool = False,
@@ -202,11 +228,16 @@ def stratified_subset(labels: np.ndarray, n: Optional[int], rng: np.random.Gener
 class _Builder:
     """Collects subsampling, preprocessing and notes for one protocol build."""
 
-    def __init__(self, name: str, seed: int, limits: dict):
+    def __init__(self, name: str, seed: int, limits: dict, preprocessing: str = OURS):
         self.name, self.seed, self.limits = name, seed, limits
         self.val_fraction = limits.get("val_fraction", 0.2)
-        self.input = PROTOCOL_INPUTS[name]
+        self.input = protocol_input(name, preprocessing)
         self.notes: List[str] = []
+        self.preprocessing_notes: List[str] = list(AUTHORS_NOTES) if preprocessing == AUTHORS else []
+
+    @property
+    def authors(self) -> bool:
+        return self.input.preprocessing == AUTHORS
 
     def note(self, text: str) -> None:
         if text not in self.notes:
@@ -266,9 +297,9 @@ def _unknown(ds: DatasetSplit) -> np.ndarray:
 
 # ------------------------------------------------------------------ LeNet++
 @PROTOCOLS.register("lenet++")
-def lenet_protocol(data_dir=None, seed: int = 0, **limits) -> OpenSetProtocol:
+def lenet_protocol(data_dir=None, seed: int = 0, preprocessing: str = OURS, **limits) -> OpenSetProtocol:
     """Sec. 3/5: MNIST digits known, EMNIST letters as D_b', four unknown test sets."""
-    b = _Builder("lenet++", seed, limits)
+    b = _Builder("lenet++", seed, limits, preprocessing)
     mnist = b.absorb(load_dataset("mnist", "train", data_dir))
     k_train, k_val = b.train_val(mnist, mnist.labels, "known", "max_known_train", "MNIST")
     del mnist
@@ -287,22 +318,28 @@ def lenet_protocol(data_dir=None, seed: int = 0, **limits) -> OpenSetProtocol:
         unknowns[key] = b.test(ds, _unknown(ds), key, what)
     b.note(f"validation: seeded class-stratified {b.val_fraction:.0%} hold-out of MNIST train and of letters "
            f"train (the authors split 80/20 without a seed)")
-    b.note("cifar10 unknowns: the CIFAR-10 test set (10,000) instead of the authors' data_batch_1; grey = "
-           "BT.601 luma of RGB (PIL 'L'), upright, antialiased resize to 28x28 (no transpose/BGR bugs)")
-    b.note("polarity: every glyph set is white on black (checked: median border pixel below 128)")
+    if b.authors:
+        b.note("cifar10 unknowns: the CIFAR-10 test set (10,000) instead of the authors' data_batch_1")
+        b.preprocessing_notes.append(
+            "cifar10 unknowns: still the CIFAR-10 test set, not the authors' data_batch_1 (the first 10,000 "
+            "training images): our staged CIFAR-10 training images are a JPEG re-encoded, class-sorted copy")
+    else:
+        b.note("cifar10 unknowns: the CIFAR-10 test set (10,000) instead of the authors' data_batch_1; grey = "
+               "BT.601 luma of RGB (PIL 'L'), upright, antialiased resize to 28x28 (no transpose/BGR bugs)")
+        b.note("polarity: every glyph set is white on black (checked: median border pixel below 128)")
     return OpenSetProtocol("lenet++", 10, b.input.shape, _concat("train", k_train, u_train),
                            _concat("val", k_val, u_val), test_known, unknowns, b.notes, list(DIGITS),
-                           negative_class_names=list(LETTERS))
+                           negative_class_names=list(LETTERS), preprocessing_notes=b.preprocessing_notes)
 
 
 # ------------------------------------------------------- MNIST vs notMNIST
 @PROTOCOLS.register("mnist-notmnist")
-def mnist_notmnist_protocol(data_dir=None, seed: int = 0, **limits) -> OpenSetProtocol:
+def mnist_notmnist_protocol(data_dir=None, seed: int = 0, preprocessing: str = OURS, **limits) -> OpenSetProtocol:
     """Fig. 3 (Sec. 4.3): MNIST digits known, notMNIST the unknowns, no known unknowns and no
     validation split: the adversarially trained MLP ensemble (Lakshminarayanan et al. 2017)
     trains on every MNIST training image and keeps its last epoch. ``max_known_train`` and
     ``max_test_per_set`` cap the sets (class-stratified); ``max_val`` has nothing to cap."""
-    b = _Builder("mnist-notmnist", seed, limits)
+    b = _Builder("mnist-notmnist", seed, limits, preprocessing)
     mnist = b.absorb(load_dataset("mnist", "train", data_dir))
     idx = b.cap(mnist.labels, "max_known_train", "known-train", "MNIST train")
     train = Split("train", b.images(mnist, idx, "MNIST"), mnist.labels[idx].astype(np.int64))
@@ -324,10 +361,10 @@ CIFAR_DB_COARSE = tuple(range(10))
 
 
 @PROTOCOLS.register("cifar")
-def cifar_protocol(data_dir=None, seed: int = 0, **limits) -> OpenSetProtocol:
+def cifar_protocol(data_dir=None, seed: int = 0, preprocessing: str = OURS, **limits) -> OpenSetProtocol:
     """Sec. 5: CIFAR-10 known; half of the CIFAR-100 super-classes as D_b', the other
     half (test images) and SVHN test as unknowns."""
-    b = _Builder("cifar", seed, limits)
+    b = _Builder("cifar", seed, limits, preprocessing)
     # Fail on the optional, usually absent sets, all named at once, before the slow CIFAR-10 decode.
     require_protocol_data("cifar", data_dir)
     c100_train = b.absorb(load_dataset("cifar100", "train", data_dir))
@@ -373,9 +410,9 @@ CIFAR10_UNKNOWN = (5, 9)                # dog truck: D_a (test only)
 
 
 @PROTOCOLS.register("cifar10-split")
-def cifar10_split_protocol(data_dir=None, seed: int = 0, **limits) -> OpenSetProtocol:
+def cifar10_split_protocol(data_dir=None, seed: int = 0, preprocessing: str = OURS, **limits) -> OpenSetProtocol:
     """CIFAR-10 alone: 6 known classes, 2 known-unknown classes, 2 unknown-unknown classes."""
-    b = _Builder("cifar10-split", seed, limits)
+    b = _Builder("cifar10-split", seed, limits, preprocessing)
     remap = np.full(10, -1, np.int64)
     remap[list(CIFAR10_KNOWN)] = np.arange(len(CIFAR10_KNOWN))
     train = b.absorb(load_dataset("cifar10", "train", data_dir))
@@ -461,4 +498,5 @@ def hold_out_negative_classes(protocol: OpenSetProtocol, seed: int) -> OpenSetPr
     return OpenSetProtocol(protocol.name, protocol.num_classes, protocol.input_shape, train,
                            _select(protocol.val, ~in_held["val"]),
                            _select(protocol.val, protocol.val.labels >= 0, "known"), {HELD_OUT_NEGATIVES: unseen},
-                           protocol.notes + [note], list(protocol.class_names), list(names))
+                           protocol.notes + [note], list(protocol.class_names), list(names),
+                           list(protocol.preprocessing_notes))

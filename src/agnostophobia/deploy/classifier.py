@@ -8,8 +8,8 @@ from typing import List, Optional, Sequence, Tuple
 import numpy as np
 import torch
 
+from agnostophobia.data.inputs import run_input
 from agnostophobia.data.preprocess import prepare_images
-from agnostophobia.data.protocols import protocol_input
 from agnostophobia.detectors import Detector
 from agnostophobia.detectors.stored import NotFitted, detector_settings, fitted_detector, top_scores
 from agnostophobia.errors import AgnostophobiaError
@@ -35,9 +35,11 @@ class OpenSetClassifier:
         print([clf.class_names[c] if c >= 0 else "unknown" for c in labels], clf.threshold)
 
     ``x`` is a float tensor or array (N, C, H, W) in [0, 1], prepared as for training (LeNet++:
-    grey 28x28, white glyph on black, pixel / 255), or uint8 images as stored ((N, H, W) grey,
-    (N, H, W, 3) RGB, any size), which go through the one preparation path,
-    :func:`agnostophobia.data.preprocess.prepare_images`, with the run's input spec.
+    grey 28x28, white glyph on black, pixel / 255; black on white for a run with ``preprocessing:
+    authors``), or uint8 images as stored ((N, H, W) grey, (N, H, W, 3) RGB, any size; glyphs
+    white on black whatever the run), which go through the one preparation path,
+    :func:`agnostophobia.data.preprocess.prepare_images`, with the run's input spec
+    (:func:`agnostophobia.data.inputs.run_input`).
     The network runs on ``device`` (default: the run's, e.g. CUDA) in the run's precision
     (``precision`` overrides it: the exported files compute in fp32, see ``export``); the
     score is the registered detector's (:mod:`agnostophobia.detectors`), the one the
@@ -54,7 +56,7 @@ class OpenSetClassifier:
         self.seed = seed
         self.calibration = calibration or {}
         self.num_classes = trained.num_outputs - int(APPROACHES.get(approach).background_class)
-        self.input_spec = protocol_input(trained.config["protocol"])
+        self.input_spec = run_input(trained.config)
 
     @classmethod
     def from_run(cls, run_dir, approach: Optional[str] = None, detector: Optional[str] = None, seed: int = 0,

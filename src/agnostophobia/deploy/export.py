@@ -3,8 +3,9 @@ holding the network (normalisation inside), the score as torch operations and th
 validation-chosen threshold, usable without agnostophobia installed.
 
 The file's model takes a float tensor (N, C, H, W) with values in [0, 1], prepared exactly
-as for training (LeNet++: grey 28x28, white glyph on black, pixel / 255; CIFAR ResNet:
-RGB 32x32, pixel / 255), and returns ``(labels, scores)``: int64 labels (N,), -1 for
+as for training (LeNet++: grey 28x28, white glyph on black, pixel / 255, or black on white for
+a run with ``preprocessing: authors``; CIFAR ResNet: RGB 32x32, pixel / 255; the file's
+metadata says which), and returns ``(labels, scores)``: int64 labels (N,), -1 for
 "unknown", and float64 scores (N,), the per-sample score the decision compares with the
 threshold. The network runs in fp32 (whatever precision the run trained in: bf16 does not
 export portably); the score is computed in float64 from the fp32 logits and features, as
@@ -36,6 +37,7 @@ from torch import nn
 
 import agnostophobia
 from agnostophobia._atomic import atomic_write
+from agnostophobia.data.preprocess import INPUT_CONVENTIONS
 from agnostophobia.detectors import Detector
 from agnostophobia.errors import AgnostophobiaError
 
@@ -190,8 +192,7 @@ def metadata(classifier: OpenSetClassifier, fmt: str) -> str:
         "detector": classifier.detector_name, "seed": classifier.seed, "threshold": classifier.threshold,
         "target_fpr": classifier.calibration.get("target_fpr"), "class_names": classifier.class_names,
         "input": {"shape": ["N", *spec.shape], "dtype": "float32", "range": [0, 1], "kind": spec.kind,
-                  "preparation": "as for training: grey = BT.601 luma, white glyph on black for glyph models, "
-                                 "resized to the model's size, pixel / 255"},
+                  "preprocessing": spec.preprocessing, "preparation": INPUT_CONVENTIONS[spec.preprocessing]},
         "outputs": {"labels": "int64 (N,), the class index, -1 = unknown",
                     "scores": "float64 (N,), accepted when >= threshold"},
         "precision": "fp32 network, float64 score"})

@@ -4,6 +4,12 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from agnostophobia.data.preprocess import PREPROCESSINGS
+
+PREPROCESSING_HELP = ("data preparation, overriding the config key 'preprocessing': ours (default: corrected) or "
+                      "authors (the authors' MNIST/data_prep.py: per-set inversion, CIFAR transposed and grey as BGR, "
+                      "bicubic resizing, no polarity check; lenet++ only; docs/data.md)")
+
 
 def positive_int(text: str) -> int:
     """argparse type for counts: ``--seeds 0`` would train nothing and report success."""
@@ -43,6 +49,8 @@ def add_commands(subparsers) -> None:
     p.add_argument("--allow-unverified", action="store_true",
                    help="also download datasets without a published checksum (notMNIST, NHCD); the sha256 "
                         "received is recorded in OUT/data_fetched.json")
+    p.add_argument("--preprocessing", choices=PREPROCESSINGS, help=PREPROCESSING_HELP + "; the default --out "
+                                                                   "gains the suffix -authors")
     p.set_defaults(func=_reproduce)
 
     p = subparsers.add_parser("train", parents=[common],
@@ -53,6 +61,7 @@ def add_commands(subparsers) -> None:
     p.add_argument("--seeds", type=positive_int, help="number of seeds (default: the config's)")
     p.add_argument("--out", type=Path, required=True, help="run directory")
     p.add_argument("--resume", action="store_true", help="continue the run already in --out")
+    p.add_argument("--preprocessing", choices=PREPROCESSINGS, help=PREPROCESSING_HELP)
     p.set_defaults(func=_train)
 
     p = subparsers.add_parser("evaluate", parents=[common],
@@ -121,14 +130,14 @@ def _reproduce(args) -> int:
         from agnostophobia.experiments.ensemble import reproduce_ensemble
         reproduce_ensemble(budget=args.budget, seeds=args.seeds, out=args.out, data_dir=args.data_dir,
                            device=args.device, progress=not args.no_progress, plots=not args.no_plots,
-                           lenet_run=args.lenet_run)
+                           lenet_run=args.lenet_run, preprocessing=args.preprocessing)
         return 0
     if args.lenet_run:
         raise ValueError("--lenet-run applies to 'reproduce ensemble' only")
     from agnostophobia.experiments.reproduce import reproduce
     reproduce(args.experiment, budget=args.budget, seeds=args.seeds, out=args.out, data_dir=args.data_dir,
               device=args.device, progress=not args.no_progress, plots=not args.no_plots, protocol=args.protocol,
-              fetch=not args.no_fetch, allow_unverified=args.allow_unverified)
+              fetch=not args.no_fetch, allow_unverified=args.allow_unverified, preprocessing=args.preprocessing)
     return 0
 
 
@@ -137,7 +146,8 @@ def _train(args) -> int:
 
     check_budget(args.config, args.budget)
     train_run(args.config, args.out, budget=args.budget, approaches=args.approach, seeds=args.seeds,
-              resume=args.resume, data_dir=args.data_dir, device=args.device, progress=not args.no_progress)
+              resume=args.resume, data_dir=args.data_dir, device=args.device, progress=not args.no_progress,
+              preprocessing=args.preprocessing)
     return 0
 
 

@@ -67,7 +67,7 @@ DEVIATIONS = [
 
 def reproduce_ensemble(budget: Optional[str] = None, seeds: Optional[int] = None, out=None, data_dir=None,
                        device: Optional[str] = None, progress: bool = True, plots: bool = True, lenet_run=None,
-                       config=None, log=print) -> Path:
+                       config=None, preprocessing: Optional[str] = None, log=print) -> Path:
     """Train (or resume) the members, evaluate the ensemble against notMNIST, write metrics,
     figures and report.
 
@@ -78,10 +78,11 @@ def reproduce_ensemble(budget: Optional[str] = None, seeds: Optional[int] = None
         lenet_run: a LeNet++ reproduction whose softmax / entropic / objectosphere models are
             compared (default ``runs/lenet++-BUDGET`` when it exists).
         config: another experiment YAML instead of the shipped ``configs/ensemble.yaml``.
+        preprocessing: overrides the config key (``authors`` is refused: it applies to lenet++ only).
     """
     budget = budget or default_budget()
     experiment = configure(load_experiment(config or "ensemble").for_budget(budget), seeds, data_dir, device,
-                           progress)
+                           progress, preprocessing)
     lenet_run = _lenet_run(lenet_run, budget)
     out = Path(out) if out is not None else Path("runs") / f"{experiment.train.name}-{budget}"
     check_existing_run(experiment, out)  # check first, write after: a refused resume changes nothing

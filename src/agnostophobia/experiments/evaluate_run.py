@@ -24,8 +24,7 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from agnostophobia.data.inputs import model_input, read_unknowns, unknown_set_name
-from agnostophobia.data.protocols import protocol_input
+from agnostophobia.data.inputs import model_input, read_unknowns, run_input, unknown_set_name
 from agnostophobia.errors import DataError
 from agnostophobia._runlock import run_lock
 from agnostophobia.training.outputs import load_outputs, save_outputs
@@ -75,14 +74,14 @@ def evaluate_run(run_dir, unknowns: Sequence[str] = (), data_dir=None, device: O
         sets = [read_unknowns(spec, data_dir) for spec in unknowns]
         configs = {d: load_checkpoint(d / "best.pt")["config"] for d in model_dirs}
         for cfg in configs.values():  # one preparation per input spec, shared by the models trained with it
-            spec = protocol_input(cfg["protocol"])
+            spec = run_input(cfg)
             if spec not in prepared:
                 prepared[spec] = [model_input(s, cfg) for s in sets]
         names = [s.name for s in sets]
         del sets  # the prepared copies are all that is needed from here on
     with run_lock(run_dir, create=False):
         for model_dir in model_dirs if unknowns else ():
-            spec = protocol_input(configs[model_dir]["protocol"])
+            spec = run_input(configs[model_dir])
             _add_unknown_sets(model_dir, names, prepared[spec], device, log)
         meta_path = run_dir / "run_meta.json"
         meta = json.loads(meta_path.read_text()) if meta_path.exists() else {"experiment": "", "budget": None}

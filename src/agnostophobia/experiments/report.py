@@ -287,6 +287,9 @@ def write_report(run_dir: Path, metrics: Dict, figures: Optional[Dict[str, List[
         lines += ["", "### Not evaluated", ""] + [f"- {note}" for note in metrics["skipped"]]
     if metrics.get("data_notes"):
         lines += ["", "### Data", ""] + [f"- {note}" for note in metrics["data_notes"]]
+    if metrics.get("preprocessing_notes"):  # preprocessing: authors, every quirk of their data preparation
+        lines += ["", "### Preprocessing: the authors' data preparation", ""] + \
+            [f"- {note}" for note in metrics["preprocessing_notes"]]
     if fetched := fetch_record_lines(run_dir):  # RUN/data_fetched.json: what reproduce downloaded
         lines += ["", "### Data fetched for this run", ""] + fetched
     paper_note = ("Paper values in italics." if experiment in TABLE2

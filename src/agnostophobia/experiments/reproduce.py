@@ -19,6 +19,7 @@ import torch
 import yaml
 
 from agnostophobia.data.file_protocols import is_file_protocol
+from agnostophobia.data.preprocess import OURS
 from agnostophobia.errors import ConfigError
 from agnostophobia.models import build_model
 from agnostophobia.training.outputs import FIT_OUTPUTS, VAL_OUTPUTS, save_outputs
@@ -124,8 +125,11 @@ def train_and_store(experiment: ExperimentConfig, out: Path, log=print,
             world.barrier()  # the other processes wait while rank 0 predicts
     if not world.is_main:
         return {"timings_s": timings}
+    # written only where there are any (preprocessing: authors); a resumed run reads them back
+    preprocessing_notes = list(protocol.preprocessing_notes) if protocol else []
     return {"data_notes": _record(out, "data_notes.json", list(protocol.notes) if protocol else None, []),
             "classes": _record(out, "classes.json", protocol_classes(protocol) if protocol else None, {}),
+            "preprocessing_notes": _record(out, "preprocessing_notes.json", preprocessing_notes or None, []),
             "timings_s": timings}
 
 
@@ -155,13 +159,17 @@ def store_outputs(run, protocol, run_dir: Path) -> None:
 
 
 def configure(experiment: ExperimentConfig, seeds: Optional[int] = None, data_dir=None,
-              device: Optional[str] = None, progress: bool = True, **train_overrides) -> ExperimentConfig:
-    """The experiment with the command line's choices applied (and checked)."""
+              device: Optional[str] = None, progress: bool = True, preprocessing: Optional[str] = None,
+              **train_overrides) -> ExperimentConfig:
+    """The experiment with the command line's choices applied (and checked); ``preprocessing``
+    (``--preprocessing``) overrides the config key of that name."""
     overrides = {"progress": progress, **train_overrides}
     if data_dir:
         overrides["data_dir"] = str(data_dir)
     if device:
         overrides["device"] = device
+    if preprocessing:
+        overrides["preprocessing"] = preprocessing
     experiment.train = dataclasses.replace(experiment.train, **overrides).validate()
     device = resolve_device(experiment.train.device)  # "cuda" without a GPU stops here, before any write
     # "auto" becomes what this device gets, so that config.yaml, checkpoints and reports say it
@@ -211,6 +219,8 @@ def write_run_record(out: Path, experiment: ExperimentConfig, budget: Optional[s
         "data_notes": stored["data_notes"],
         "timings_s": stored["timings_s"],
     }
+    if stored.get("preprocessing_notes"):  # preprocessing: authors, every quirk for the report
+        meta["preprocessing_notes"] = stored["preprocessing_notes"]
     if config_protocol and train_cfg.protocol != config_protocol:  # a variant: not comparable to the paper
         meta["config_protocol"] = config_protocol
     atomic_write(out / "run_meta.json", lambda tmp: Path(tmp).write_text(json.dumps(meta, indent=1)))
@@ -219,13 +229,15 @@ def write_run_record(out: Path, experiment: ExperimentConfig, budget: Optional[s
 
 def train_run(config, out: Path, budget: Optional[str] = None, approaches: Optional[List[str]] = None,
               seeds: Optional[int] = None, resume: bool = False, data_dir=None, device: Optional[str] = None,
-              progress: bool = True, log=print) -> Path:
+              progress: bool = True, preprocessing: Optional[str] = None, log=print) -> Path:
     """``agnostophobia train``: train the approaches of an experiment config into ``out``
     and leave the same record (``config.yaml``, ``run_meta.json``) as ``reproduce``.
+    ``preprocessing`` (ours | authors) overrides the config's data preparation.
 
     Started by torchrun, every process calls this and trains with DDP; rank 0 alone holds the
     run's lock and writes (``training.distributed``)."""
-    experiment = configure(load_experiment(config).for_budget(budget), seeds, data_dir, device, progress)
+    experiment = configure(load_experiment(config).for_budget(budget), seeds, data_dir, device, progress,
+                           preprocessing)
     if approaches:
         experiment.approaches = check_approaches(list(dict.fromkeys(approaches)))
     out = Path(out)
@@ -259,7 +271,11 @@ def claim_run(experiment: ExperimentConfig, out: Path, resume: bool):
 def reproduce(experiment_name: str, budget: Optional[str] = None, seeds: Optional[int] = None,
               out: Optional[Path] = None, data_dir: Optional[str] = None, device: Optional[str] = None,
               progress: bool = True, plots: bool = True, protocol: Optional[str] = None, log=print,
-              fetch: bool = True, allow_unverified: bool = False) -> Path:
+              fetch: bool = True, allow_unverified: bool = False, preprocessing: Optional[str] = None) -> Path:
+    """``agnostophobia reproduce``; ``preprocessing`` (ours | authors) overrides the config's data
+    preparation. A run prepared otherwise than ``ours`` goes by default to ``runs/NAME-BUDGET-PREPROCESSING``
+    (so it never lands in, or resumes, an ``ours`` run); it keeps the experiment's name, so its report still
+    shows the paper's numbers, which the authors measured on their own preparation."""
     budget = budget or default_budget()
     experiment = load_experiment(experiment_name).for_budget(budget)
     config_protocol = experiment.train.protocol
@@ -269,9 +285,10 @@ def reproduce(experiment_name: str, budget: Optional[str] = None, seeds: Optiona
 
         PROTOCOLS.get(protocol)  # a clear error for an unknown name
         variant = {"protocol": protocol, "name": f"{experiment.train.name}-{protocol}"}
-    experiment = configure(experiment, seeds, data_dir, device, progress, **variant)
+    experiment = configure(experiment, seeds, data_dir, device, progress, preprocessing, **variant)
     name = experiment.train.name
-    out = Path(out or Path("runs") / f"{name}-{budget}")
+    prepared = "" if experiment.train.preprocessing == OURS else f"-{experiment.train.preprocessing}"
+    out = Path(out or Path("runs") / f"{name}-{budget}{prepared}")
     check_existing_run(experiment, out)  # check first, write after: a refused resume changes nothing
     protocol = file_protocol_first(experiment.train)
     fetched = []

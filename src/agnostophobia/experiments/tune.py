@@ -356,7 +356,7 @@ def tune_record(tuning: TuneSetup, rows: List[Dict], split: Dict, protocol, out:
         "validation": {"known": int((protocol.test_known.labels >= 0).sum()), "unknown": n_unknown,
                        "unknown_set": HELD_OUT_NEGATIVES},
         "grid": rows, "chosen": chosen, "not_chosen": not_chosen,
-        "wall_time_s": round(sum(r["wall_s"] for r in rows), 1), "data_notes": protocol.notes,
+        "wall_time_s": round(sum(r["wall_s"] for r in rows), 1), "data_notes": protocol.notes + protocol.preprocessing_notes,
     }
 
 

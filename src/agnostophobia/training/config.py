@@ -20,7 +20,8 @@ import yaml
 
 from agnostophobia.data.file_protocols import is_file_protocol, parse_file_protocol, resolve_paths
 from agnostophobia.data.image_files import LOADINGS
-from agnostophobia.data.protocols import PROTOCOLS, build_protocol
+from agnostophobia.data.preprocess import OURS
+from agnostophobia.data.protocols import PROTOCOLS, build_protocol, check_preprocessing
 from agnostophobia.errors import ConfigError
 from agnostophobia.models import MODELS
 from agnostophobia.training.precision import PRECISIONS
@@ -39,6 +40,8 @@ class TrainConfig:
     name: str = "experiment"
     protocol: Union[str, Dict[str, Any]] = "lenet++"  # a registered name, or a protocol from files (a mapping)
     protocol_limits: Dict[str, Optional[int]] = field(default_factory=dict)
+    # ours | authors: our corrected data preparation, or the authors' data_prep.py (lenet++ only; data.preprocess)
+    preprocessing: str = OURS
     model: str = "lenet++"
     model_kwargs: Dict[str, Any] = field(default_factory=dict)
     approach: str = "entropic"
@@ -89,6 +92,7 @@ class TrainConfig:
         else:
             need(isinstance(self.protocol, str) and self.protocol in PROTOCOLS, "protocol",
                  f"must be one of {PROTOCOLS.names()}, or a mapping describing a protocol from files")
+        check_preprocessing(self.protocol, self.preprocessing)
         need(isinstance(self.model, str) and self.model in MODELS, "model",
              f"must be a registered model (torchvision/NAME for a torchvision one; {MODELS.hint(str(self.model))})")
         need(isinstance(self.device, str) and re.fullmatch(r"auto|cpu|mps|cuda(:\d+)?", self.device) is not None,
@@ -144,7 +148,7 @@ def protocol_for(cfg: Union["TrainConfig", Dict[str, Any]], data_dir=None):
     values = cfg.to_dict() if isinstance(cfg, TrainConfig) else cfg
     return build_protocol(values["protocol"], data_dir=data_dir or values.get("data_dir"),
                           seed=values.get("data_seed", 0), data_loading=values.get("data_loading", "auto"),
-                          **(values.get("protocol_limits") or {}))
+                          preprocessing=values.get("preprocessing", OURS), **(values.get("protocol_limits") or {}))
 
 
 def _is_number(value) -> bool:

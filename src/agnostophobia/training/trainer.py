@@ -42,6 +42,7 @@ from agnostophobia.training.approaches import APPROACHES
 from agnostophobia._atomic import atomic_write, remove_stale_temporaries
 from agnostophobia._killpoints import kill_point
 from agnostophobia.training import distributed
+from agnostophobia.data.preprocess import OURS
 from agnostophobia.training.checkpoint import (load_checkpoint, rng_state, save_checkpoint,
                                                seed_everything, set_rng_state)
 from agnostophobia.training.config import TrainConfig
@@ -52,6 +53,9 @@ from agnostophobia.training.precision import autocast, resolve_precision
 # ("deterministic" is not one: on CUDA it changes which algorithms compute the result).
 _RESUME_FREE_KEYS = {"progress", "tensorboard", "device", "eval_batch_size", "data_dir", "openmax", "knn",
                      "cpu_threads", "num_workers"}
+# Keys that change results and came after runs were trained: a checkpoint without one was trained
+# with this value, so a resume that asks for another is refused like any other change.
+_VALUE_WHEN_ABSENT = {"preprocessing": OURS}
 
 # Optimiser steps between two reads of the device-side divergence flag (one host
 # synchronisation each); the flag is also read at every epoch's end.
@@ -373,6 +377,7 @@ def predict(model: torch.nn.Module, images, batch_size: int = 1024,
 
 def _check_resumable(saved: Dict, cfg: TrainConfig, path: Path) -> None:
     current = cfg.to_dict()
+    saved = {**_VALUE_WHEN_ABSENT, **saved}
     for key, value in saved.items():
         if key not in _RESUME_FREE_KEYS and current.get(key) != value:
             raise ConfigError(
