@@ -111,3 +111,19 @@ def test_the_paper_column_is_table_2():
     table = ablation_markdown(record)
     assert "| devanagari | softmax | 0.000 / 0.078 | 0.500 ± 0.010 / 0.908 ± 0.020 |" in table
     assert "| softmax | 0.970 |" in table
+
+
+def test_each_step_of_the_shipped_lenet_ablation_adds_one_factor():
+    """The shipped steps: each differs from the one before in exactly one config key, in the
+    issue's order, and the first is our reduced cpu setting (corrected preparation, PReLU)."""
+    experiment = load_experiment("lenet++")
+    configs = [experiment.for_budget(step["budget"]) for step in experiment.ablation]
+    changed = []
+    for before, after in zip(configs, configs[1:]):
+        a, b = before.train.to_dict(), after.train.to_dict()
+        changed.append([key for key in a if a[key] != b[key]])
+    assert changed == [["preprocessing"], ["model_kwargs"], ["lr"], ["epochs"], ["protocol_limits"]]
+    first, last = configs[0].train, configs[-1].train
+    assert (first.preprocessing, first.model_kwargs["activation"], first.lr) == ("ours", "prelu", 1e-3)
+    assert (last.preprocessing, last.model_kwargs["activation"], last.lr) == ("authors", "none", 1e-2)
+    assert all(c.seeds == 2 and c.approaches == experiment.approaches for c in configs)
