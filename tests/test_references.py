@@ -17,7 +17,7 @@ SCANNED = [ROOT / "README.md"] + [p for top in ("src", "tests", "docs", "benchma
                                   if p.is_file() and "__pycache__" not in p.parts
                                   and not any(part.endswith(".egg-info") for part in p.parts)]  # build output
 # Markdown files a run writes into its output folder, not part of the repository.
-RUN_OUTPUTS = {"report.md", "tune.md"}
+RUN_OUTPUTS = {"report.md", "tune.md", "ablation.md"}
 MARKDOWN_NAME = re.compile(r"(?<![\w.+/-])((?:[\w.+-]+/)*[\w.+-]+\.md)\b")
 # Notes kept outside the repository were cited by these names, with or without ".md".
 OUTSIDE_NOTES = re.compile(r"\b(?:REFERENCES|PROVENANCE)\b")
