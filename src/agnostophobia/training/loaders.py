@@ -28,6 +28,7 @@ from agnostophobia.data.image_files import ImageFiles
 from agnostophobia.data.streaming import StreamingDataset
 from agnostophobia.errors import DataError
 
+
 def default_workers() -> int:
     """Decoding processes when ``num_workers`` is not set: up to 4, never more than the CPUs."""
     return min(4, os.cpu_count() or 1)
