@@ -22,13 +22,28 @@ def positive_int(text: str) -> int:
     return value
 
 
+def concurrent_runs(text: str):
+    """argparse type for ``--concurrent-runs``: auto or an integer >= 1."""
+    from agnostophobia.training.concurrent import check_concurrent_runs
+
+    try:
+        return check_concurrent_runs(text, "--concurrent-runs")
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc).split(": ", 1)[1]) from None
+
+
 def add_commands(subparsers) -> None:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--data-dir", help="dataset directory (default: $AGNOSTOPHOBIA_DATA or the user cache)")
     common.add_argument("--device", help="cpu, cuda or cuda:N (default: cuda when available)")
     common.add_argument("--no-progress", action="store_true", help="no progress bar")
+    runs = argparse.ArgumentParser(add_help=False)
+    runs.add_argument("--concurrent-runs", type=concurrent_runs, metavar="auto|N",
+                      help="runs (approaches x seeds) trained at the same time, one process each, the threads "
+                           "shared out (default: the config's concurrent_runs; auto: 2 on a CPU with 2+ cores, "
+                           "4 on a GPU, 1 for runs of under 50,000 training images)")
 
-    p = subparsers.add_parser("reproduce", parents=[common],
+    p = subparsers.add_parser("reproduce", parents=[common, runs],
                               help="reproduce a paper experiment end to end (train, evaluate, report, figures)")
     p.add_argument("experiment", help="lenet++ (Tables 1-2, Figs. 1-2), cifar (Table 2, lower half), "
                                       "ensemble (Fig. 3), or an experiment config path")
@@ -53,7 +68,7 @@ def add_commands(subparsers) -> None:
                                                                    "gains the suffix -authors")
     p.set_defaults(func=_reproduce)
 
-    p = subparsers.add_parser("train", parents=[common],
+    p = subparsers.add_parser("train", parents=[common, runs],
                               help="train approaches from an experiment config (also under torchrun: DDP)")
     p.add_argument("config", help="experiment YAML (path, or the name of a shipped config)")
     p.add_argument("--approach", action="append", help="train only this approach (repeatable)")
@@ -137,7 +152,8 @@ def _reproduce(args) -> int:
     from agnostophobia.experiments.reproduce import reproduce
     reproduce(args.experiment, budget=args.budget, seeds=args.seeds, out=args.out, data_dir=args.data_dir,
               device=args.device, progress=not args.no_progress, plots=not args.no_plots, protocol=args.protocol,
-              fetch=not args.no_fetch, allow_unverified=args.allow_unverified, preprocessing=args.preprocessing)
+              fetch=not args.no_fetch, allow_unverified=args.allow_unverified, preprocessing=args.preprocessing,
+              concurrent_runs=args.concurrent_runs)
     return 0
 
 
@@ -147,7 +163,7 @@ def _train(args) -> int:
     check_budget(args.config, args.budget)
     train_run(args.config, args.out, budget=args.budget, approaches=args.approach, seeds=args.seeds,
               resume=args.resume, data_dir=args.data_dir, device=args.device, progress=not args.no_progress,
-              preprocessing=args.preprocessing)
+              preprocessing=args.preprocessing, concurrent_runs=args.concurrent_runs)
     return 0
 
 

@@ -26,12 +26,17 @@ from agnostophobia.training.outputs import FIT_OUTPUTS, VAL_OUTPUTS, save_output
 from agnostophobia.experiments.report import write_metrics, write_report
 from agnostophobia.training import distributed
 from agnostophobia.training.approaches import APPROACHES
+from agnostophobia.training.concurrent import (Job, check_concurrent_runs, resolve_concurrent_runs, run_jobs,
+                                               threads_per_run)
 from agnostophobia._atomic import atomic_write
 from agnostophobia.training.config import (ExperimentConfig, TrainConfig, check_approaches, check_seeds,
                                            load_experiment, protocol_for)
 from agnostophobia.training.precision import resolve_precision
 from agnostophobia.training.trainer import check_resumable, fit, is_finished, predict, resolve_device
 from agnostophobia._runlock import run_lock
+
+
+WALL_TIME = "wall_time.json"  # the training's wall time (less than the runs' sum when they run concurrently)
 
 
 def default_budget() -> str:
@@ -93,44 +98,91 @@ def train_and_store(experiment: ExperimentConfig, out: Path, log=print,
     timings. ``protocol``: the run's protocol when already built (else built when needed).
 
     ``make_protocol(cfg)`` gives the protocol to train on when one is needed (default
-    :func:`protocol_for`; ``tune`` passes its cross-class variant). Under DDP every process
-    trains; rank 0 alone reads and writes ``out`` and predicts the stored outputs (in dataset
-    order, on whole sets) while the others wait (``training.distributed``).
+    :func:`protocol_for`; ``tune`` passes its cross-class variant). The runs train one after
+    another, or ``experiment.concurrent_runs`` at a time in child processes
+    (:mod:`agnostophobia.training.concurrent`). Under DDP every process trains each run in turn;
+    rank 0 alone reads and writes ``out`` and predicts the stored outputs (in dataset order, on
+    whole sets) while the others wait (``training.distributed``).
     """
     world = distributed.current()
     log = log if world.is_main else (lambda message: None)
-    timings_path = out / "timings.json"
+    timings_path, wall_path = out / "timings.json", out / WALL_TIME
     timings = json.loads(timings_path.read_text()) if world.is_main and timings_path.exists() else {}
+    # a run from before wall_time.json trained one run after another: its wall time was the sum
+    wall = json.loads(wall_path.read_text()) if world.is_main and wall_path.exists() else {
+        "training_s": sum(timings.values()), "concurrent_runs": 1}
+    pending = []
     for seed in range(experiment.seeds):
         for approach in experiment.approaches:
             cfg = experiment.for_approach(approach, seed)
             run_dir = out / f"seed{seed}" / approach
             if world.from_main(lambda: (run_dir / "outputs.npz").exists() and is_finished(run_dir, cfg)):
                 log(f"[seed {seed}] {approach}: finished earlier, kept")
-                continue
-            if protocol is None:
-                protocol = (make_protocol or protocol_for)(cfg)
-            start = time.perf_counter()
-            n_known = int((protocol.train.labels >= 0).sum())
-            n_unknown = len(protocol.train.labels) - n_known if APPROACHES.get(approach).uses_unknowns else 0
-            log(f"[seed {seed}] {approach}: training on {n_known:,} knowns + {n_unknown:,} known unknowns "
-                f"for {cfg.epochs} epoch(s) on {resolve_device(cfg.device)}")
+            else:
+                pending.append((cfg, run_dir))
+    if pending and protocol is None:
+        protocol = (make_protocol or protocol_for)(pending[0][0])
+    device = resolve_device(experiment.train.device)
+    processes = 1 if world.distributed or not pending else resolve_concurrent_runs(
+        experiment.concurrent_runs, device, len(pending), experiment.train.epochs * len(protocol.train.labels))
+    start = time.perf_counter()
+
+    def done(cfg: TrainConfig, seconds: float) -> None:
+        key = run_key(cfg)
+        timings[key] = timings.get(key, 0.0) + seconds
+        atomic_write(timings_path, lambda tmp: Path(tmp).write_text(json.dumps(timings, indent=1)))
+        log(f"[seed {cfg.seed}] {cfg.approach}: done in {timings[key]:.0f} s")
+
+    if processes == 1:
+        for cfg, run_dir in pending:
+            log(starting(cfg, protocol, device))
+            run_start = time.perf_counter()
             run = fit(cfg, protocol, run_dir, resume=True)
             if world.is_main:
                 store_outputs(run, protocol, run_dir)
-                key = f"seed{seed}/{approach}"
-                timings[key] = timings.get(key, 0.0) + time.perf_counter() - start
-                atomic_write(timings_path, lambda tmp: Path(tmp).write_text(json.dumps(timings, indent=1)))
-                log(f"[seed {seed}] {approach}: done in {timings[key]:.0f} s")
+                done(cfg, time.perf_counter() - run_start)
             world.barrier()  # the other processes wait while rank 0 predicts
+    else:
+        threads = threads_per_run(processes)
+        log(f"training {len(pending)} runs, {processes} at a time in their own processes, "
+            f"{threads} thread(s) each (concurrent_runs: {experiment.concurrent_runs})")
+        # one bar per process would garble the terminal: each run logs its start and end instead
+        jobs = [Job(run_key(cfg), fit_and_store, (dataclasses.replace(cfg, progress=False), protocol, run_dir))
+                for cfg, run_dir in pending]
+        configs = {run_key(cfg): cfg for cfg, _ in pending}
+        run_jobs(jobs, processes, threads, on_start=lambda job: log(starting(configs[job.name], protocol, device)),
+                 on_done=lambda job, seconds: done(configs[job.name], seconds))
     if not world.is_main:
         return {"timings_s": timings}
+    if pending:  # the training's wall time, summed over the invocations that trained something
+        wall = {"training_s": wall["training_s"] + time.perf_counter() - start, "concurrent_runs": processes}
+        atomic_write(wall_path, lambda tmp: Path(tmp).write_text(json.dumps(wall, indent=1)))
     # written only where there are any (preprocessing: authors); a resumed run reads them back
     preprocessing_notes = list(protocol.preprocessing_notes) if protocol else []
     return {"data_notes": _record(out, "data_notes.json", list(protocol.notes) if protocol else None, []),
             "classes": _record(out, "classes.json", protocol_classes(protocol) if protocol else None, {}),
             "preprocessing_notes": _record(out, "preprocessing_notes.json", preprocessing_notes or None, []),
-            "timings_s": timings}
+            "timings_s": timings, "training_wall_s": wall["training_s"], "concurrent_runs": wall["concurrent_runs"]}
+
+
+def run_key(cfg: TrainConfig) -> str:
+    """A run's name in ``timings.json`` and in messages: ``seedS/APPROACH``."""
+    return f"seed{cfg.seed}/{cfg.approach}"
+
+
+def starting(cfg: TrainConfig, protocol, device) -> str:
+    n_known = int((protocol.train.labels >= 0).sum())
+    n_unknown = len(protocol.train.labels) - n_known if APPROACHES.get(cfg.approach).uses_unknowns else 0
+    return (f"[seed {cfg.seed}] {cfg.approach}: training on {n_known:,} knowns + {n_unknown:,} known unknowns "
+            f"for {cfg.epochs} epoch(s) on {device}")
+
+
+def fit_and_store(cfg: TrainConfig, protocol, run_dir: Path) -> float:
+    """Train (or resume) one run and store its outputs; returns the seconds it took. What a child
+    process of a concurrent reproduction does (one process, no DDP)."""
+    start = time.perf_counter()
+    store_outputs(fit(cfg, protocol, run_dir, resume=True), protocol, run_dir)
+    return time.perf_counter() - start
 
 
 def protocol_classes(protocol) -> Dict[str, List[str]]:
@@ -160,9 +212,10 @@ def store_outputs(run, protocol, run_dir: Path) -> None:
 
 def configure(experiment: ExperimentConfig, seeds: Optional[int] = None, data_dir=None,
               device: Optional[str] = None, progress: bool = True, preprocessing: Optional[str] = None,
-              **train_overrides) -> ExperimentConfig:
+              concurrent_runs=None, **train_overrides) -> ExperimentConfig:
     """The experiment with the command line's choices applied (and checked); ``preprocessing``
-    (``--preprocessing``) overrides the config key of that name."""
+    (``--preprocessing``) and ``concurrent_runs`` (``--concurrent-runs``) override the config keys
+    of those names."""
     overrides = {"progress": progress, **train_overrides}
     if data_dir:
         overrides["data_dir"] = str(data_dir)
@@ -176,6 +229,8 @@ def configure(experiment: ExperimentConfig, seeds: Optional[int] = None, data_di
     experiment.train.precision = resolve_precision(experiment.train.precision, device)
     if seeds is not None:
         experiment.seeds = check_seeds(seeds, "--seeds")
+    if concurrent_runs is not None:
+        experiment.concurrent_runs = check_concurrent_runs(concurrent_runs, "--concurrent-runs")
     return experiment
 
 
@@ -205,14 +260,17 @@ def write_run_record(out: Path, experiment: ExperimentConfig, budget: Optional[s
     """``run_meta.json``: what ``evaluate``, ``plot`` and ``predict`` need to know of a run."""
     train_cfg = experiment.train
     world = distributed.current()
+    runs = stored["concurrent_runs"]
     meta = {
         "experiment": train_cfg.name, "budget": budget, "seeds": experiment.seeds,
         "seeds_varied": seeds_varied(experiment), "approaches": experiment.approaches,
         "command": " ".join(["agnostophobia"] + sys.argv[1:]) if sys.argv and "agnostophobia" in sys.argv[0]
         else command,
         "device": f"{resolve_device(train_cfg.device)} ({platform.processor() or platform.machine()}, "
-                  f"{torch.get_num_threads()} threads)" + (f" x {world.size} processes (DDP)" if world.distributed else ""),
-        "wall_time_s": round(sum(stored["timings_s"].values()), 1),
+                  f"{torch.get_num_threads()} threads)" + (f" x {world.size} processes (DDP)" if world.distributed else "")
+                  + (f", {runs} runs at a time, {threads_per_run(runs)} thread(s) each" if runs > 1 else ""),
+        "wall_time_s": round(stored["training_wall_s"], 1),
+        "concurrent_runs": runs,
         "train_config": {k: v for k, v in train_cfg.to_dict().items()
                          if k not in ("approach", "seed", "progress", "tensorboard", "data_dir", "name")},
         **stored.get("classes", {}),
@@ -229,7 +287,8 @@ def write_run_record(out: Path, experiment: ExperimentConfig, budget: Optional[s
 
 def train_run(config, out: Path, budget: Optional[str] = None, approaches: Optional[List[str]] = None,
               seeds: Optional[int] = None, resume: bool = False, data_dir=None, device: Optional[str] = None,
-              progress: bool = True, preprocessing: Optional[str] = None, log=print) -> Path:
+              progress: bool = True, preprocessing: Optional[str] = None, concurrent_runs=None,
+              log=print) -> Path:
     """``agnostophobia train``: train the approaches of an experiment config into ``out``
     and leave the same record (``config.yaml``, ``run_meta.json``) as ``reproduce``.
     ``preprocessing`` (ours | authors) overrides the config's data preparation.
@@ -237,7 +296,7 @@ def train_run(config, out: Path, budget: Optional[str] = None, approaches: Optio
     Started by torchrun, every process calls this and trains with DDP; rank 0 alone holds the
     run's lock and writes (``training.distributed``)."""
     experiment = configure(load_experiment(config).for_budget(budget), seeds, data_dir, device, progress,
-                           preprocessing)
+                           preprocessing, concurrent_runs)
     if approaches:
         experiment.approaches = check_approaches(list(dict.fromkeys(approaches)))
     out = Path(out)
@@ -271,7 +330,8 @@ def claim_run(experiment: ExperimentConfig, out: Path, resume: bool):
 def reproduce(experiment_name: str, budget: Optional[str] = None, seeds: Optional[int] = None,
               out: Optional[Path] = None, data_dir: Optional[str] = None, device: Optional[str] = None,
               progress: bool = True, plots: bool = True, protocol: Optional[str] = None, log=print,
-              fetch: bool = True, allow_unverified: bool = False, preprocessing: Optional[str] = None) -> Path:
+              fetch: bool = True, allow_unverified: bool = False, preprocessing: Optional[str] = None,
+              concurrent_runs=None) -> Path:
     """``agnostophobia reproduce``; ``preprocessing`` (ours | authors) overrides the config's data
     preparation. A run prepared otherwise than ``ours`` goes by default to ``runs/NAME-BUDGET-PREPROCESSING``
     (so it never lands in, or resumes, an ``ours`` run); it keeps the experiment's name, so its report still
@@ -285,7 +345,7 @@ def reproduce(experiment_name: str, budget: Optional[str] = None, seeds: Optiona
 
         PROTOCOLS.get(protocol)  # a clear error for an unknown name
         variant = {"protocol": protocol, "name": f"{experiment.train.name}-{protocol}"}
-    experiment = configure(experiment, seeds, data_dir, device, progress, preprocessing, **variant)
+    experiment = configure(experiment, seeds, data_dir, device, progress, preprocessing, concurrent_runs, **variant)
     name = experiment.train.name
     prepared = "" if experiment.train.preprocessing == OURS else f"-{experiment.train.preprocessing}"
     out = Path(out or Path("runs") / f"{name}-{budget}{prepared}")

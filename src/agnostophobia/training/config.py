@@ -26,6 +26,7 @@ from agnostophobia.errors import ConfigError
 from agnostophobia.models import MODELS
 from agnostophobia.training.precision import PRECISIONS
 from agnostophobia.training.approaches import APPROACHES
+from agnostophobia.training.concurrent import check_concurrent_runs
 
 #: The registered approaches in the paper's order (the registry is the one list).
 APPROACH_NAMES = tuple(APPROACHES.registered())
@@ -165,6 +166,8 @@ class ExperimentConfig:
     budgets: Dict[str, Dict[str, Any]] = field(default_factory=dict)
     # ``agnostophobia ablate``: budgets that each add one factor to the one before ({budget, adds})
     ablation: List[Dict[str, str]] = field(default_factory=list)
+    # runs (approaches x seeds) trained at the same time, one process each: "auto" or N (training.concurrent)
+    concurrent_runs: Union[str, int] = "auto"
 
     def for_budget(self, budget: Optional[str]) -> "ExperimentConfig":
         """The experiment with the budget's overrides applied (None: unchanged)."""
@@ -175,8 +178,11 @@ class ExperimentConfig:
         overrides = dict(self.budgets[budget])
         approaches = overrides.pop("approaches", self.approaches)
         seeds = overrides.pop("seeds", self.seeds)
+        concurrent_runs = check_concurrent_runs(overrides.pop("concurrent_runs", self.concurrent_runs),
+                                                f"config key 'budgets.{budget}.concurrent_runs'")
         train = apply_overrides(self.train, overrides, f"budgets.{budget}.", TRAIN_ALIASES)
-        return ExperimentConfig(train, check_approaches(approaches), check_seeds(seeds), self.budgets, self.ablation)
+        return ExperimentConfig(train, check_approaches(approaches), check_seeds(seeds), self.budgets, self.ablation,
+                                concurrent_runs)
 
     def for_approach(self, approach: str, seed: int) -> TrainConfig:
         return dataclasses.replace(self.train, approach=approach, seed=seed).validate()
@@ -257,8 +263,9 @@ def parse_experiment(data: Dict[str, Any], where: str = "", base_dir=None) -> Ex
             raise ConfigError(f"config key 'budgets.{budget}': must be a mapping")
     budgets = {budget: _absolute_protocol_paths(overrides, base_dir) for budget, overrides in budgets.items()}
     ablation = check_ablation(data.pop("ablation", []) or [], budgets)
+    concurrent_runs = check_concurrent_runs(data.pop("concurrent_runs", "auto"))
     experiment = ExperimentConfig(apply_overrides(TrainConfig(), data, "", TRAIN_ALIASES), approaches, seeds, budgets,
-                                  ablation)
+                                  ablation, concurrent_runs)
     for budget in budgets:  # fail early on a bad override, not after hours of training
         experiment.for_budget(budget)
     return experiment
