@@ -18,7 +18,7 @@ from agnostophobia.cli import main
 from agnostophobia.training.config import TrainConfig, parse_experiment
 
 # Keys of metrics.json that describe the process, not the result.
-PROCESS_KEYS = {"timings_s", "wall_time_s", "command", "device"}
+PROCESS_KEYS = {"timings_s", "wall_time_s", "command", "device", "concurrent_runs"}
 
 
 def result_numbers(run: Path) -> dict:

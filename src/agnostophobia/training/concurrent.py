@@ -18,7 +18,8 @@ between the running processes.
 
 Each run is a child process started with ``spawn`` (the start method CUDA needs). Its
 checkpoints are its own, so an interrupted reproduction resumes each run from its last
-epoch as before. Children die with their parent (``PR_SET_PDEATHSIG`` on Linux): a killed
+epoch as before. When fewer runs are left than processes (the end of a reproduction), the
+last ones are given the threads of those that finished. Children die with their parent (``PR_SET_PDEATHSIG`` on Linux): a killed
 reproduction leaves no orphan writing into the run. A run that fails stops new ones from
 starting; those already running finish (their work would otherwise be lost), then the
 first failure is raised, naming the run.
@@ -38,7 +39,7 @@ from typing import Any, Callable, Dict, List, Sequence, Tuple
 
 import torch
 
-from agnostophobia.errors import ConfigError
+from agnostophobia.errors import AgnostophobiaError, ConfigError
 
 AUTO = "auto"
 # A child process needs about 4 s to start here (importing torch, torchvision and the package,
@@ -47,10 +48,13 @@ AUTO = "auto"
 AUTO_MIN_IMAGES_PER_RUN = 50_000
 GPU_AUTO_RUNS = 4  # LeNet++-sized runs sharing one GPU; a choice, not a measurement (see module doc)
 _PR_SET_PDEATHSIG = 1
+# parent -> child: "read your thread count again"; None where there are no POSIX signal masks
+_MORE_THREADS = signal.SIGUSR1 if hasattr(signal, "pthread_sigmask") else None
 
 
-class RunProcessFailed(RuntimeError):
-    """A run's process ended without finishing (killed, out of memory); its checkpoints are kept."""
+class RunProcessFailed(AgnostophobiaError):
+    """A run's process ended without finishing (killed, out of memory); its checkpoints are kept.
+    One of the errors the command line shows as one line: the message says how to resume."""
 
 
 def check_concurrent_runs(value, where: str = "config key 'concurrent_runs'"):
@@ -102,32 +106,59 @@ def run_jobs(jobs: Sequence[Job], processes: int, threads: int, on_start: Callab
     """
     context = multiprocessing.get_context("spawn")
     pending: List[Job] = list(jobs)
-    running: Dict[int, Tuple[Job, Any, Any]] = {}  # sentinel -> (job, process, receiving end)
+    running: Dict[int, Tuple[Job, Any, Any, Any]] = {}  # sentinel -> (job, process, receiving end, threads)
     failures: List[BaseException] = []
     try:
         while pending and not failures or running:
             while pending and len(running) < processes and not failures:
                 job = pending.pop(0)
                 receive, send = context.Pipe(duplex=False)
-                process = context.Process(target=_child, args=(job, threads, send, os.getpid()), name=f"agnostophobia {job.name}")
-                process.start()
+                share = context.Value("i", threads, lock=False)  # the child's thread count, raised later
+                process = context.Process(target=_child, args=(job, share, send, os.getpid()),
+                                          name=f"agnostophobia {job.name}")
+                _start_with_signal_blocked(process)
                 send.close()  # the child holds the other end; EOF here once it exits
-                running[process.sentinel] = (job, process, receive)
+                running[process.sentinel] = (job, process, receive, share)
                 on_start(job)
             for sentinel in wait(list(running)):
-                job, process, receive = running.pop(sentinel)
+                job, process, receive, _ = running.pop(sentinel)
                 outcome = _outcome(job, process, receive)
                 if isinstance(outcome, BaseException):
                     failures.append(outcome)
                 else:
                     on_done(job, outcome)
+            if running and (failures or not pending):
+                _share_out(processes * threads, running.values())
     finally:  # an error or Ctrl-C here: stop the children; each resumes from its last epoch
-        for _, process, _ in running.values():
+        for _, process, _, _ in running.values():
             process.terminate()
-        for _, process, _ in running.values():
+        for _, process, _, _ in running.values():
             process.join()
     if failures:
         raise failures[0]
+
+
+def _share_out(total_threads: int, running) -> None:
+    """Give the last runs the threads of those that finished (the end of a reproduction, when
+    fewer runs are left than processes): each gets its share of ``total_threads``."""
+    share = max(1, total_threads // len(running))
+    for _, process, _, threads in running:
+        if _MORE_THREADS is not None and share > threads.value:
+            threads.value = share
+            os.kill(process.pid, _MORE_THREADS)
+
+
+def _start_with_signal_blocked(process) -> None:
+    """Start ``process`` with :data:`_MORE_THREADS` blocked: a signal sent before the child
+    has its handler waits instead of killing it (the mask survives fork and exec)."""
+    if _MORE_THREADS is None:
+        process.start()
+        return
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, {_MORE_THREADS})
+    try:
+        process.start()
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
 def _outcome(job: Job, process, receive):
@@ -150,13 +181,16 @@ def _outcome(job: Job, process, receive):
     return message[1]  # the result, or the exception (already made transferable by the child)
 
 
-def _child(job: Job, threads: int, send, parent: int) -> None:
+def _child(job: Job, threads, send, parent: int) -> None:
     _die_with_parent(parent)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C goes to the parent, which stops the children
+    torch.set_num_threads(threads.value)
+    if _MORE_THREADS is not None:  # the parent gives this run more threads when others have ended
+        signal.signal(_MORE_THREADS, lambda *_: torch.set_num_threads(threads.value))
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {_MORE_THREADS})
     from agnostophobia.training.allocator import keep_freed_memory
 
     keep_freed_memory()  # as the command line does in the parent
-    torch.set_num_threads(threads)
     try:
         result = ("ok", job.function(*job.args))
     except BaseException as exc:  # noqa: BLE001 - every failure goes to the parent, which raises it
