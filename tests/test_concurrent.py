@@ -115,6 +115,14 @@ def test_the_last_run_gets_the_threads_of_those_that_ended():
     assert done["long"] == [1, 2]  # started with its share, raised to both threads once "short" ended
 
 
+def test_threads_set_by_the_caller_are_kept_for_the_last_run():
+    done = {}
+    jobs = [Job("short", _threads_and_value, (0,)), Job("long", _threads_seen, (3,))]
+    run_jobs(jobs, processes=2, threads=1, on_start=lambda job: None,
+             on_done=lambda job, result: done.__setitem__(job.name, result), share_out=False)
+    assert done["long"] == [1]
+
+
 def test_a_failure_is_raised_as_itself_after_the_running_jobs_finish():
     done = []
     jobs = [Job("slow", _sleep, (1.0,)), Job("bad", _raise, (TrainingDiverged("entropic diverged at epoch 3"),)),
@@ -143,8 +151,9 @@ PARENT = textwrap.dedent("""
     from agnostophobia.training.concurrent import Job, run_jobs
     from test_concurrent import _write_pid_and_sleep
 
-    run_jobs([Job("a", _write_pid_and_sleep, (sys.argv[1],)), Job("b", _write_pid_and_sleep, (sys.argv[2],))],
-             processes=2, threads=1, on_start=lambda job: None, on_done=lambda job, result: None)
+    if __name__ == "__main__":  # spawn imports this file again in each child
+        run_jobs([Job("a", _write_pid_and_sleep, (sys.argv[1],)), Job("b", _write_pid_and_sleep, (sys.argv[2],))],
+                 processes=2, threads=1, on_start=lambda job: None, on_done=lambda job, result: None)
 """)
 
 

@@ -143,7 +143,8 @@ def train_and_store(experiment: ExperimentConfig, out: Path, log=print,
                 done(cfg, time.perf_counter() - run_start)
             world.barrier()  # the other processes wait while rank 0 predicts
     else:
-        threads = threads_per_run(processes)
+        # a cpu_threads the config sets is kept as it is, also for the last runs
+        threads = experiment.train.cpu_threads or threads_per_run(processes)
         log(f"training {len(pending)} runs, {processes} at a time in their own processes, "
             f"{threads} thread(s) each (concurrent_runs: {experiment.concurrent_runs})")
         # one bar per process would garble the terminal: each run logs its start and end instead
@@ -151,7 +152,8 @@ def train_and_store(experiment: ExperimentConfig, out: Path, log=print,
                 for cfg, run_dir in pending]
         configs = {run_key(cfg): cfg for cfg, _ in pending}
         run_jobs(jobs, processes, threads, on_start=lambda job: log(starting(configs[job.name], protocol, device)),
-                 on_done=lambda job, seconds: done(configs[job.name], seconds))
+                 on_done=lambda job, seconds: done(configs[job.name], seconds),
+                 share_out=experiment.train.cpu_threads is None)
     if not world.is_main:
         return {"timings_s": timings}
     if pending:  # the training's wall time, summed over the invocations that trained something
@@ -268,7 +270,7 @@ def write_run_record(out: Path, experiment: ExperimentConfig, budget: Optional[s
         else command,
         "device": f"{resolve_device(train_cfg.device)} ({platform.processor() or platform.machine()}, "
                   f"{torch.get_num_threads()} threads)" + (f" x {world.size} processes (DDP)" if world.distributed else "")
-                  + (f", {runs} runs at a time, {threads_per_run(runs)} thread(s) each" if runs > 1 else ""),
+                  + (f", {runs} runs at a time, {train_cfg.cpu_threads or threads_per_run(runs)} thread(s) each" if runs > 1 else ""),
         "wall_time_s": round(stored["training_wall_s"], 1),
         "concurrent_runs": runs,
         "train_config": {k: v for k, v in train_cfg.to_dict().items()

@@ -98,8 +98,9 @@ class Job:
 
 
 def run_jobs(jobs: Sequence[Job], processes: int, threads: int, on_start: Callable[[Job], None],
-             on_done: Callable[[Job, Any], None]) -> None:
-    """Run ``jobs`` in at most ``processes`` child processes at a time, ``threads`` torch threads each.
+             on_done: Callable[[Job, Any], None], share_out: bool = True) -> None:
+    """Run ``jobs`` in at most ``processes`` child processes at a time, ``threads`` torch threads each
+    (with ``share_out``, raised for the last jobs when fewer are left than processes).
 
     ``on_start(job)`` and ``on_done(job, result)`` are called in this process as jobs start and finish
     (results arrive in the order the jobs finish). Raises the first failure after the running jobs end.
@@ -127,7 +128,7 @@ def run_jobs(jobs: Sequence[Job], processes: int, threads: int, on_start: Callab
                     failures.append(outcome)
                 else:
                     on_done(job, outcome)
-            if running and (failures or not pending):
+            if share_out and running and (failures or not pending):
                 _share_out(processes * threads, running.values())
     finally:  # an error or Ctrl-C here: stop the children; each resumes from its last epoch
         for _, process, _, _ in running.values():
