@@ -35,8 +35,9 @@ class PReLU(nn.PReLU):
     """
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if x.dim() < 2 or x.shape[1] != self.num_parameters and self.num_parameters != 1:
-            return super().forward(x)  # torch's kernel names the mismatch
+        if x.dim() < 2:  # no channel dimension: torch's kernel
+            return super().forward(x)
+        # a wrong channel count is torch's broadcasting error, naming both sizes
         slope = self.weight.to(x.dtype).view(1, -1, *([1] * (x.dim() - 2)))
         return torch.relu(x) - slope * torch.relu(-x)
 
