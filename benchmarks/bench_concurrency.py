@@ -22,7 +22,7 @@ import numpy as np
 import torch
 
 from agnostophobia.training.allocator import keep_freed_memory
-from agnostophobia.training.concurrent import Job, available_cores, run_jobs
+from agnostophobia.training.concurrent import Job, available_cores, run_jobs, threads_per_run
 from agnostophobia.training.config import TrainConfig
 from agnostophobia.training.precision import resolve_precision
 from agnostophobia.training.trainer import Training, train_one_epoch
@@ -62,7 +62,7 @@ def concurrent_rate(network: str, runs: int, samples: int, repeats: int) -> floa
     barrier = multiprocessing.get_context("spawn").Barrier(runs)
     rates = []
     run_jobs([Job(f"run{i}", trainer_rate, (network, samples, repeats, barrier)) for i in range(runs)],
-             processes=runs, threads=max(1, available_cores() // runs), on_start=lambda job: None,
+             processes=runs, threads=threads_per_run(runs), on_start=lambda job: None,
              on_done=lambda job, rate: rates.append(rate))
     return sum(rates)
 
@@ -85,7 +85,7 @@ def main() -> int:
     keep_freed_memory()  # as the command line does
     threads = torch.get_num_threads()
     print(f"torch {torch.__version__}, {available_cores()} cores, {threads} threads for (a), {args.runs} runs x "
-          f"{max(1, available_cores() // args.runs)} thread(s) for (b), precision "
+          f"{threads_per_run(args.runs)} thread(s) for (b), precision "
           f"{resolve_precision('auto', torch.device('cpu'))}, batch 128, {args.samples} images/epoch, "
           f"best of {args.repeats}")
     roofline = flops = None

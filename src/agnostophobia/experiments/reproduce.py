@@ -136,11 +136,9 @@ def train_and_store(experiment: ExperimentConfig, out: Path, log=print,
     if processes == 1:
         for cfg, run_dir in pending:
             log(starting(cfg, protocol, device))
-            run_start = time.perf_counter()
-            run = fit(cfg, protocol, run_dir, resume=True)
+            seconds = fit_and_store(cfg, protocol, run_dir)
             if world.is_main:
-                store_outputs(run, protocol, run_dir)
-                done(cfg, time.perf_counter() - run_start)
+                done(cfg, seconds)
             world.barrier()  # the other processes wait while rank 0 predicts
     else:
         # a cpu_threads the config sets is kept as it is, also for the last runs
@@ -180,10 +178,13 @@ def starting(cfg: TrainConfig, protocol, device) -> str:
 
 
 def fit_and_store(cfg: TrainConfig, protocol, run_dir: Path) -> float:
-    """Train (or resume) one run and store its outputs; returns the seconds it took. What a child
-    process of a concurrent reproduction does (one process, no DDP)."""
+    """Train (or resume) one run and store its outputs; returns the seconds it took. Under DDP
+    every process trains and rank 0 alone stores; a child process of a concurrent reproduction
+    is one process."""
     start = time.perf_counter()
-    store_outputs(fit(cfg, protocol, run_dir, resume=True), protocol, run_dir)
+    run = fit(cfg, protocol, run_dir, resume=True)
+    if distributed.current().is_main:
+        store_outputs(run, protocol, run_dir)
     return time.perf_counter() - start
 
 

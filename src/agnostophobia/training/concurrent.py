@@ -19,8 +19,8 @@ between the running processes.
 Each run is a child process started with ``spawn`` (the start method CUDA needs). Its
 checkpoints are its own, so an interrupted reproduction resumes each run from its last
 epoch as before. When fewer runs are left than processes (the end of a reproduction), the
-last ones are given the threads of those that finished. Children die with their parent (``PR_SET_PDEATHSIG`` on Linux): a killed
-reproduction leaves no orphan writing into the run. A run that fails stops new ones from
+last ones are given the threads of those that finished. Children die with their parent
+(``PR_SET_PDEATHSIG`` on Linux): a killed reproduction leaves no orphan writing into the run. A run that fails stops new ones from
 starting; those already running finish (their work would otherwise be lost), then the
 first failure is raised, naming the run.
 """
