@@ -88,25 +88,30 @@ def _substitute_loader(name: str, offset: int, note: str):
     return load
 
 
-register_dataset(DatasetInfo(
-    name="nist_sd19_vowels", title="NIST SD19 handprinted vowels rendered EMNIST-style (substitute)",
-    directory="nist_sd19_vowels", splits=("train",), required_splits=("train",), num_classes=26,
-    class_names=LETTERS, kind="glyph", optional=True,
+def _register_substitute(name: str, title: str, offset: int, label_convention: str, npz_layout: str,
+                         official_layout: str, note: str) -> None:
+    """A letter set that stands in for EMNIST letters: optional, one split "train" read from
+    ``<name>/<name>.npz`` (file labels from ``offset``), no official download."""
+    register_dataset(DatasetInfo(
+        name=name, title=title, directory=name, splits=("train",), required_splits=("train",), num_classes=26,
+        class_names=LETTERS, kind="glyph", optional=True,
+        label_convention=label_convention, npz_layout=npz_layout, official_layout=official_layout,
+        candidates=(f"{name}/{name}.npz",), resources=(),
+        loader=_substitute_loader(name, offset, note),
+    ))
+
+
+_register_substitute(
+    "nist_sd19_vowels", "NIST SD19 handprinted vowels rendered EMNIST-style (substitute)", offset=1,
     label_convention="a=1..z=26 in the file (only a, e, i, o, u occur); returned as a=0..z=25",
     npz_layout="nist_sd19_vowels/nist_sd19_vowels.npz: x_train uint8 (10000,28,28), y_train 1..26",
     official_layout="none: built from NIST SD19 by_class PNGs (see the data provenance)",
-    candidates=("nist_sd19_vowels/nist_sd19_vowels.npz",), resources=(),
-    loader=_substitute_loader("nist_sd19_vowels", 1, "nist_sd19_vowels: 5 of 26 letters, EMNIST-like "
-                              "rendering of NIST SD19, not EMNIST itself"),
-))
-register_dataset(DatasetInfo(
-    name="az_handwritten_sample", title="Sample of the Kaggle 'A-Z Handwritten Data' (substitute)",
-    directory="az_handwritten_sample", splits=("train",), required_splits=("train",), num_classes=26,
-    class_names=LETTERS, kind="glyph", optional=True,
+    note="nist_sd19_vowels: 5 of 26 letters, EMNIST-like rendering of NIST SD19, not EMNIST itself",
+)
+_register_substitute(
+    "az_handwritten_sample", "Sample of the Kaggle 'A-Z Handwritten Data' (substitute)", offset=0,
     label_convention="A=0..Z=25 in the file (Kaggle convention), unchanged",
     npz_layout="az_handwritten_sample/az_handwritten_sample.npz: x_train uint8 (5934,28,28), y_train 0..25",
     official_layout="none: a random sample of a Kaggle dataset",
-    candidates=("az_handwritten_sample/az_handwritten_sample.npz",), resources=(),
-    loader=_substitute_loader("az_handwritten_sample", 0, "az_handwritten_sample: a 5,934-image sample, "
-                              "upper case only, skewed class balance"),
-))
+    note="az_handwritten_sample: a 5,934-image sample, upper case only, skewed class balance",
+)
