@@ -22,7 +22,8 @@ from agnostophobia.errors import ConfigError
 from agnostophobia.experiments.ensemble import reproduce_ensemble
 from agnostophobia.experiments.evaluation import FPR_KEYS
 from agnostophobia.metrics import ccr_at_fpr, oscr, precision_vs_confidence
-from agnostophobia.training.adversarial import adversarial_loss
+from agnostophobia.models.mlp import build_mlp
+from agnostophobia.training.adversarial import adversarial_loss, fgsm
 from agnostophobia.training.checkpoint import load_checkpoint, seed_everything
 from agnostophobia.training.config import CONFIG_DIR, TrainConfig, load_experiment
 from agnostophobia.training.outputs import load_outputs, save_outputs
@@ -107,7 +108,7 @@ def test_oscr_and_ccr_are_invariant_under_random_monotonic_transforms(data, n, c
 
 def _fixed_model(seed=0, batch_norm=False):
     seed_everything(seed)
-    return ens.build_mlp([32, 32], 10, 784, batch_norm).eval()
+    return build_mlp([32, 32], 10, 784, batch_norm).eval()
 
 
 def test_fgsm_moves_every_pixel_by_epsilon_along_the_gradient_sign_and_raises_the_loss():
@@ -123,7 +124,7 @@ def test_fgsm_moves_every_pixel_by_epsilon_along_the_gradient_sign_and_raises_th
     loss = F.cross_entropy(model(xg), y)
     (grad,) = torch.autograd.grad(loss, xg)
 
-    adv = ens.fgsm(model, x, y, eps)
+    adv = fgsm(model, x, y, eps)
     assert all(p.grad is None for p in model.parameters())  # the model is left alone
     up, down = grad > 0, grad < 0
     assert up.sum() > 1000 and down.sum() > 1000
@@ -140,7 +141,7 @@ def test_fgsm_moves_every_pixel_by_epsilon_along_the_gradient_sign_and_raises_th
         per_sample = F.cross_entropy(model(adv), y, reduction="none") - F.cross_entropy(model(x), y, reduction="none")
     assert (per_sample > 0).all()
     # the batch-mean gradient gives each sample the step of its own loss (no batch norm)
-    torch.testing.assert_close(ens.fgsm(model, x[3:4], y[3:4], eps), adv[3:4], atol=0, rtol=0)
+    torch.testing.assert_close(fgsm(model, x[3:4], y[3:4], eps), adv[3:4], atol=0, rtol=0)
 
 
 def test_adversarial_training_loss_is_nll_of_clean_plus_nll_of_fgsm_example():
@@ -153,7 +154,7 @@ def test_adversarial_training_loss_is_nll_of_clean_plus_nll_of_fgsm_example():
         return F.cross_entropy(logits, labels), logits
 
     loss, logits = adversarial_loss(nll, x, y, 0.01)  # what the trainer adds with adversarial_epsilon
-    x_adv = ens.fgsm(model, x, y, 0.01)
+    x_adv = fgsm(model, x, y, 0.01)
     with torch.no_grad():
         clean, adv = F.cross_entropy(model(x), y), F.cross_entropy(model(x_adv), y)
         torch.testing.assert_close(logits, model(x))
@@ -167,7 +168,7 @@ def test_ensemble_probabilities_are_the_mean_of_member_softmaxes_and_members_dif
     models = []
     for seed in (0, 1, 2):
         seed_everything(seed)
-        models.append(ens.build_mlp())
+        models.append(build_mlp())
     images = np.random.default_rng(0).integers(0, 256, (20, 784), dtype=np.uint8)
     mean, members = ens.ensemble_probabilities(models, images, batch_size=7)
     with torch.no_grad():

@@ -1,12 +1,12 @@
 r"""Adversarially trained deep ensemble of MLPs (Lakshminarayanan, Pritzel & Blundell, NIPS
 2017), the baseline of the paper's Fig. 3b and 3c.
 
-**Method.** ``M`` MLPs ``784 -> 200 -> 200 -> 200 -> 10`` (ReLU; ``models.mlp``) are trained
-on MNIST, each from its own random initialisation and with its own data order (member m
-is training seed m), on the negative log-likelihood plus the NLL of a fast-gradient-sign
-adversarial example made from the current weights at every step
-(``training.adversarial``; the trainer does it for any config with
-``adversarial_epsilon > 0``):
+**Method.** ``M`` MLPs ``784 -> 200 -> 200 -> 200 -> 10`` (ReLU;
+:func:`agnostophobia.models.mlp.build_mlp`) are trained on MNIST, each from its own random
+initialisation and with its own data order (member m is training seed m), on the negative
+log-likelihood plus the NLL of a fast-gradient-sign adversarial example made from the
+current weights at every step (:func:`agnostophobia.training.adversarial.fgsm`; the
+trainer does it for any config with ``adversarial_epsilon > 0``):
 
 .. math::
 
@@ -36,8 +36,6 @@ from torch import nn
 from agnostophobia.detectors import softmax_scores
 from agnostophobia.metrics import PAPER_FPR_VALUES, ccr_at_fpr, oscr, precision_vs_confidence
 from agnostophobia.metrics.ood import CONFIDENCE_GRID
-from agnostophobia.models.mlp import build_mlp  # noqa: F401  (the members' network)
-from agnostophobia.training.adversarial import fgsm  # noqa: F401  (the members' adversarial examples)
 
 
 def _as_float_input(images: np.ndarray, device) -> torch.Tensor:

@@ -70,8 +70,3 @@ class StreamingDataset(torch.utils.data.Dataset):
                 torch.manual_seed(item_seed(self.seed, epoch, index))
                 image = self.transform(image)
         return index, image, ""
-
-
-def is_streamed(images) -> bool:
-    """True where a split's images are files read on demand rather than an array in memory."""
-    return isinstance(images, ImageFiles)

@@ -87,7 +87,7 @@ class SoftmaxDetector(Detector):
     title = "max-softmax"
 
     def _scores(self, logits, features):
-        return softmax(logits, axis=1)
+        return softmax_scores(logits)
 
 
 @register("background")
@@ -112,7 +112,7 @@ class ScaledObjectosphereDetector(Detector):
     title = "softmax·‖F‖"
 
     def _scores(self, logits, features):
-        return softmax(logits, axis=1) * np.linalg.norm(features, axis=1)[:, None]
+        return scaled_objectosphere_scores(logits, features)
 
 
 @register("max-logit")
@@ -134,8 +134,7 @@ class EntropyDetector(Detector):
     """
 
     def _scores(self, logits, features):
-        log_p = log_softmax(logits, axis=1)
-        return place_in_predicted_column((np.exp(log_p) * log_p).sum(axis=1), logits)
+        return place_in_predicted_column(-softmax_entropy(logits), logits)
 
 
 @register("magnitude")
@@ -148,7 +147,7 @@ class MagnitudeDetector(Detector):
     title = "‖F‖"
 
     def _scores(self, logits, features):
-        return place_in_predicted_column(np.linalg.norm(features, axis=1), logits)
+        return place_in_predicted_column(feature_magnitude(features), logits)
 
 
 @register("energy")

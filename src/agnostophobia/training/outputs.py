@@ -80,12 +80,6 @@ def iter_model_dirs(run_dir: Path) -> Iterator[Tuple[int, str, Path]]:
             yield int(match.group(1)), path.parent.name, path.parent
 
 
-def iter_run_outputs(run_dir: Path) -> Iterator[Tuple[int, str, Dict[str, SplitOutputs]]]:
-    """Yield ``(seed, approach, outputs)`` for every ``seed<k>/<approach>/outputs.npz``."""
-    for seed, approach, model_dir in iter_model_dirs(run_dir):
-        yield seed, approach, load_outputs(model_dir / OUTPUTS)
-
-
 def run_config(run_dir: Path) -> Dict:
     """The resolved ``config.yaml`` of a run (model, budget, detector settings), or {}.
 

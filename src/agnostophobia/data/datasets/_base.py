@@ -1,0 +1,181 @@
+"""What every dataset module shares: the registry :data:`DATASETS`, the record of a dataset
+(:class:`DatasetInfo`, its official files :class:`Resource`), one loaded split
+(:class:`DatasetSplit`), :func:`load_dataset`, and the readers of the prepared ``.npz`` and
+idx files that several loaders use.
+
+A dataset family's module registers its :class:`DatasetInfo` with
+:func:`register_dataset`, beside its loader.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from agnostophobia.errors import DataError
+from agnostophobia.registry import Registry
+from agnostophobia.data import formats as F
+from agnostophobia.data.paths import PathLike, data_dir as resolve_data_dir
+from agnostophobia.data.preprocess import KINDS
+
+
+class SplitUnavailable(DataError):
+    """The dataset is present but this (optional) split is not in its files."""
+
+
+@dataclass(frozen=True)
+class Resource:
+    """One official file: where to download it and how to verify it."""
+
+    filename: str
+    urls: Tuple[str, ...]
+    md5: Optional[str] = None
+    sha256: Optional[str] = None
+    size: Optional[int] = None
+    checksum_source: str = ""  # where the checksum comes from, or why there is none
+
+    @property
+    def verifiable(self) -> bool:
+        return bool(self.md5 or self.sha256)
+
+
+@dataclass
+class DatasetSplit:
+    """One split of one dataset, as stored (no model-specific preprocessing)."""
+
+    dataset: str
+    split: str
+    images: np.ndarray                 # uint8 (N, H, W) or (N, H, W, 3) RGB
+    labels: np.ndarray                 # int64 (N,), 0..num_classes-1
+    class_names: List[str]
+    source: str                        # file or directory it was read from
+    format: str                        # "npz", "idx", "cifar-python", "mat", "images", "jpeg-npz"
+    notes: List[str] = field(default_factory=list)      # substitutions, deviations
+    extra: Dict[str, np.ndarray] = field(default_factory=dict)  # per-sample side info
+    meta: Dict[str, Any] = field(default_factory=dict)  # e.g. {"padding": 2}
+
+    def __len__(self) -> int:
+        return int(self.labels.shape[0])
+
+    def histogram(self) -> np.ndarray:
+        return np.bincount(self.labels, minlength=len(self.class_names))
+
+
+@dataclass(frozen=True)
+class DatasetInfo:
+    name: str
+    title: str
+    directory: str                       # sub-directory of the data dir
+    splits: Tuple[str, ...]              # splits the dataset can have
+    required_splits: Tuple[str, ...]     # splits every copy must have
+    num_classes: int
+    class_names: Tuple[str, ...]
+    kind: str                            # "glyph" (white on black; polarity checked) or "natural"
+    label_convention: str
+    npz_layout: str
+    official_layout: str
+    candidates: Tuple[str, ...]          # files/dirs that mean "present", in preference order
+    resources: Tuple[Resource, ...]      # official downloads (empty: none exists)
+    loader: Callable[[Path, str], DatasetSplit]
+    optional: bool = False               # not needed by the default LeNet++ experiment
+    fetch_as: Optional[str] = None       # fetch another entry's files instead
+    notes: Tuple[str, ...] = ()
+
+    def find(self, root: Path) -> Optional[Path]:
+        """The first candidate file or directory present under ``root``."""
+        return F.first_existing([root / c for c in self.candidates])
+
+    def fetch_hint(self) -> str:
+        target = self.fetch_as or self.name
+        if not self.resources and not self.fetch_as:
+            return f"{self.name} has no official download; prepare it as described in docs/data.md"
+        return f"get it with `agnostophobia data fetch {target}`"
+
+
+DATASETS: Registry[DatasetInfo] = Registry("dataset")
+
+
+def register_dataset(info: DatasetInfo) -> DatasetInfo:
+    """Add ``info`` to :data:`DATASETS` under its name (once), after checking its kind."""
+    if info.kind not in KINDS:  # the kind decides the polarity check: a typo must not skip it
+        raise ValueError(f"dataset {info.name!r}: kind must be one of {KINDS}, got {info.kind!r}")
+    DATASETS.register(info.name)(info)
+    return info
+
+
+# ------------------------------------------------------------ shared readers
+def npz_xy(path: Path, split: str, xkey: str, ykey: str, hw, channels: int,
+           num_classes: int, offset: int = 0) -> Tuple[np.ndarray, np.ndarray]:
+    """Checked images and labels (file labels ``offset..``, returned from 0) of one split of a
+    prepared ``.npz``; :class:`SplitUnavailable` where the file has neither array."""
+    with F.open_npz(path) as npz:
+        if xkey not in npz.files and ykey not in npz.files:
+            raise SplitUnavailable(f"{path}: has no {split} split (arrays {xkey}, {ykey})")
+        x = F.check_images(F.npz_array(npz, path, xkey), f"{path}: {xkey}", hw, channels)
+        y = F.check_labels(F.npz_array(npz, path, ykey), f"{path}: {ykey}", len(x), num_classes, offset)
+    return x, y
+
+
+def npz_optional(path: Path, key: str, n: int) -> Optional[np.ndarray]:
+    """The per-sample array ``key`` (``n`` rows) of a prepared ``.npz``, or None where it is absent."""
+    with F.open_npz(path) as npz:
+        if key not in npz.files:
+            return None
+        arr = F.npz_array(npz, path, key)
+    if arr.shape[:1] != (n,):
+        raise DataError(f"{path}: {key} has shape {arr.shape}, expected ({n},)")
+    return arr
+
+
+def npz_strings(path: Path, key: str) -> Optional[List[str]]:
+    """The strings stored as ``key`` in a prepared ``.npz``, or None where it is absent."""
+    with F.open_npz(path) as npz:
+        if key not in npz.files:
+            return None
+        return [str(s) for s in F.npz_array(npz, path, key)]
+
+
+def unknown_split(info_name: str, split: str, splits: Sequence[str]) -> DataError:
+    """The error for a split name the dataset does not have."""
+    return DataError(f"{info_name} has no split {split!r}; splits: {', '.join(splits)}")
+
+
+def idx_pair(directory: Path, stems: Tuple[str, str], what: str) -> Tuple[np.ndarray, np.ndarray, Path]:
+    """Images and labels of an idx file pair (``<stem>.gz`` or ``<stem>``), and the images' path."""
+    arrays = []
+    for stem in stems:
+        path = F.first_existing([directory / (stem + ".gz"), directory / stem])
+        if path is None:
+            raise DataError(f"{directory / stem}(.gz): missing {what} file")
+        arrays.append((F.read_idx(path), path))
+    (x, xp), (y, yp) = arrays
+    return x, y, xp
+
+
+# --------------------------------------------------------------------- API
+def _with_hint(info: DatasetInfo, exc: DataError) -> DataError:
+    msg = str(exc)
+    hint = info.fetch_hint()
+    cls = type(exc)
+    return cls(msg if hint in msg else f"{msg}; {hint}")
+
+
+def load_dataset(name: str, split: str, data_dir: Optional[PathLike] = None) -> DatasetSplit:
+    """Load one split of a registered dataset.
+
+    Raises :class:`DataError` with a one-line message (file, problem, how to get the
+    data) when the dataset is missing or a file is malformed.
+    """
+    info = DATASETS.get(name)
+    root = resolve_data_dir(data_dir)
+    if split not in info.splits:
+        raise unknown_split(name, split, info.splits)
+    if info.find(root) is None:
+        raise DataError(f"{name} not found in {root}; {info.fetch_hint()} "
+                        f"(looked for {', '.join(info.candidates[:3])})")
+    try:
+        return info.loader(root, split)
+    except DataError as exc:
+        raise _with_hint(info, exc) from None
