@@ -5,6 +5,8 @@ import dataclasses
 import hashlib
 import http.server
 import json
+import os
+import stat
 import threading
 
 import numpy as np
@@ -213,6 +215,23 @@ def test_cli_fetch_unverified_notmnist(server, synth, tmp_path, capsys):
     assert hashlib.sha256(tar.read_bytes()).hexdigest() in err
     assert "notmnist test: 30 images" in err
     assert main(["data", "check", "notmnist", "--data-dir", str(root)]) == 0
+
+
+def test_cli_fetch_gives_its_files_the_mode_of_the_umask(server, synth, tmp_path, capsys):
+    """A shared data folder stays readable by the group: the download and SHA256SUMS get the
+    mode a plain open() gives (0o640 under umask 0o027), not mkstemp's 0o600."""
+    synth.notmnist_archive(as_tar=True, broken=0)
+    server.files["notMNIST_small.tar.gz"] = (synth.root / "notmnist" / "notMNIST_small.tar.gz").read_bytes()
+    root = tmp_path / "group-data"
+    old = os.umask(0o027)
+    try:
+        rc = main(["data", "fetch", "notmnist", "--data-dir", str(root), "--allow-unverified", "--mirror", server.url])
+    finally:
+        os.umask(old)
+    assert rc == 0, capsys.readouterr().err
+    files = sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file())
+    assert files == ["notmnist/SHA256SUMS", "notmnist/notMNIST_small.tar.gz"]
+    assert {stat.S_IMODE(p.stat().st_mode) for p in root.rglob("*") if p.is_file()} == {0o640}
 
 
 def test_cli_fetch_refusal_is_one_line(tmp_path, capsys):
