@@ -6,8 +6,10 @@ import hashlib
 import http.server
 import json
 import os
+import shlex
 import stat
 import threading
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -322,6 +324,37 @@ def test_reproduce_fetches_missing_data_then_trains(lenet_server, tmp_path, monk
         assert row["url"] == f"{lenet_server.url}/{name}"
     assert {r["dataset"] for r in record if not r["verified"]} == {"notmnist", "nhcd"}
     assert {r["dataset"] for r in record if r["verified"]} == {"mnist", "letters", "cifar10"}
+
+
+def quick_start_commands():
+    """The commands of the README's Quick start, as a user types them."""
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    section = readme.split("\n## Quick start\n", 1)[1].split("\n## ", 1)[0]
+    block = section.split("```bash\n", 1)[1].split("```", 1)[0]
+    return [shlex.split(line, comments=True) for line in block.splitlines() if line.strip()]
+
+
+def test_the_quick_start_main_job_fetches_its_data_then_trains_as_written(lenet_server, tmp_path, monkeypatch):
+    """A fresh machine: no AGNOSTOPHOBIA_DATA, an empty user cache, the internet (here the
+    loopback server behind every official URL). The command runs as written; only the
+    budget is the smoke one, for the small synthetic sets, and training stops once it starts."""
+    commands = quick_start_commands()
+    assert commands[0] == ["make", "test"]
+    program, *args = commands[1]
+    assert program == ".venv/bin/agnostophobia" and args[:2] == ["reproduce", "lenet++"]
+    monkeypatch.delenv("AGNOSTOPHOBIA_DATA", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))  # the user's default data directory
+    monkeypatch.chdir(tmp_path)
+
+    def stop(experiment, out, log=print, protocol=None):
+        raise TrainingStarted(out)
+
+    monkeypatch.setattr("agnostophobia.experiments.reproduce.train_and_store", stop)
+    with pytest.raises(TrainingStarted):
+        main([*args, "--budget", "smoke", "--no-progress"])
+    data = tmp_path / "cache" / "agnostophobia" / "data"
+    assert {p.name for p in data.rglob("*") if p.is_file()} >= set(lenet_server.files)
+    assert (tmp_path / "runs" / "lenet++-smoke" / "config.yaml").exists()
 
 
 def test_report_lists_the_files_fetched_for_the_run(tmp_path):
