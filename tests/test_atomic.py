@@ -8,6 +8,7 @@ import stat
 from pathlib import Path
 
 import pytest
+from runs import unwritable_folder
 
 from agnostophobia import _atomic
 from agnostophobia._atomic import TMP_SUFFIX, atomic_write, current_umask
@@ -84,26 +85,8 @@ def test_a_failed_rename_names_the_target(tmp_path):
     assert leftovers(tmp_path) == []
 
 
-def unwritable_folder(tmp_path: Path) -> Path:
-    """A folder no file can be created in: a read-only one, or for root (who writes anywhere)
-    /sys; skip where neither refuses."""
-    folder = tmp_path / "read-only"
-    folder.mkdir()
-    folder.chmod(0o555)
-    for candidate in (folder, Path("/sys")):
-        try:
-            (candidate / ".probe").touch()
-        except OSError:
-            return candidate
-        (candidate / ".probe").unlink()
-    pytest.skip("no folder here refuses new files")
-
-
 def test_an_unwritable_folder_is_named_with_the_target_file(tmp_path):
     target = unwritable_folder(tmp_path) / "predictions.csv"
-    try:
-        with pytest.raises(PermissionError) as caught:
-            atomic_write(target, write_text("a,b\n"))
-    finally:
-        (tmp_path / "read-only").chmod(0o755)
+    with pytest.raises(PermissionError) as caught:
+        atomic_write(target, write_text("a,b\n"))
     assert str(caught.value) == f"[Errno {errno.EACCES}] {os.strerror(errno.EACCES)}: '{target}'"

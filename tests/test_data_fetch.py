@@ -8,6 +8,7 @@ import json
 import os
 import shlex
 import stat
+import tempfile
 import threading
 from pathlib import Path
 
@@ -247,6 +248,17 @@ def test_failed_fetch_leaves_no_new_folders(server, tmp_path):
     with pytest.raises(DataError, match="404"):
         download(res_for(b"x"), root / "mnist", mirror=server.url, log=quiet)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_temporary_download_that_cannot_be_made_is_named_by_its_target(server, tmp_path, monkeypatch):
+    """The OS names the ``.part`` file it could not create; the user is told the file asked for."""
+    def refused(dir, prefix, suffix):
+        raise PermissionError(13, "Permission denied", f"{dir}/{prefix}k2j4x{suffix}")
+
+    monkeypatch.setattr(tempfile, "mkstemp", refused)
+    with pytest.raises(DataError) as caught:
+        download(res_for(b"x"), tmp_path, mirror=server.url, log=quiet)
+    assert str(caught.value) == f"{tmp_path}: not writable ([Errno 13] Permission denied: '{tmp_path / 'blob.bin'}')"
 
 
 def test_read_only_data_dir_is_refused_even_for_root(server, tmp_path):
