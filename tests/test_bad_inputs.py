@@ -104,6 +104,9 @@ CASES = [
                                        "--out", t / "no-run", "--resume", "--data-dir", d], "holds no run", 1),
     ("resume-folder-without-run", lambda r, t, d: ["train", write_config(t / "tiny.yaml"), "--budget", "smoke",
                                                    "--out", t, "--resume", "--data-dir", d], "holds no run", 1),
+    ("tune-resume-no-run", lambda r, t, d: ["tune", "lenet++", "--budget", "smoke", "--param", "xi=10",
+                                            "--out", t / "no-run", "--resume", "--data-dir", d],
+     "holds no tuning run", 1),
     # data directories
     ("data-dir-is-a-file", lambda r, t, d: ["data", "check", "--data-dir", yaml_file(t, "x: 1\n")],
      "bad.yaml is not a folder", 1),
