@@ -43,3 +43,20 @@ def snapshot(run: Path) -> dict:
     """Every file of a run directory with its modification time and bytes: equal snapshots
     mean nothing in the run was written, added or removed."""
     return {p: (p.stat().st_mtime_ns, p.read_bytes()) for p in sorted(Path(run).rglob("*")) if p.is_file()}
+
+
+def unwritable_folder(tmp: Path) -> Path:
+    """A folder in which no file can be created: a read-only one under ``tmp`` (made writable
+    again by pytest's clean-up), or for root, who writes anywhere, /sys."""
+    import pytest
+
+    folder = tmp / "read-only"
+    folder.mkdir(exist_ok=True)
+    folder.chmod(0o555)
+    for candidate in (folder, Path("/sys")):
+        try:
+            (candidate / ".probe").touch()
+        except OSError:
+            return candidate
+        (candidate / ".probe").unlink()
+    pytest.skip("no folder here refuses new files")

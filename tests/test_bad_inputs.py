@@ -3,13 +3,14 @@
 Each case must end with a non-zero exit code and exactly one line on stderr that names
 the input, with no traceback, and must leave every file of an existing run as it was.
 """
+import shutil
 import subprocess
 import sys
 import zipfile
 
 import numpy as np
 import pytest
-from runs import snapshot, write_config
+from runs import snapshot, unwritable_folder, write_config
 
 from agnostophobia.cli import main
 
@@ -99,6 +100,22 @@ CASES = [
                                              "--out", r, "--data-dir", d], "lr=0.001", 1),
     ("train-over-existing", lambda r, t, d: ["train", write_config(t / "tiny.yaml"), "--budget", "smoke",
                                              "--out", r, "--data-dir", d], "--resume", 1),
+    ("resume-no-run", lambda r, t, d: ["train", write_config(t / "tiny.yaml"), "--budget", "smoke",
+                                       "--out", t / "no-run", "--resume", "--data-dir", d], "holds no run", 1),
+    ("resume-folder-without-run", lambda r, t, d: ["train", write_config(t / "tiny.yaml"), "--budget", "smoke",
+                                                   "--out", t, "--resume", "--data-dir", d], "holds no run", 1),
+    ("tune-resume-no-run", lambda r, t, d: ["tune", "lenet++", "--budget", "smoke", "--param", "xi=10",
+                                            "--out", t / "no-run", "--resume", "--data-dir", d],
+     "holds no tuning run", 1),
+    # data directories
+    ("data-dir-is-a-file", lambda r, t, d: ["data", "check", "--data-dir", yaml_file(t, "x: 1\n")],
+     "bad.yaml is not a folder", 1),
+    ("data-dir-missing", lambda r, t, d: ["data", "check", "--data-dir", t / "no-data"], "no-data does not exist", 1),
+    ("data-dir-missing-named", lambda r, t, d: ["data", "check", "mnist", "--data-dir", t / "no-data"],
+     "no-data does not exist; `agnostophobia data fetch mnist`", 1),
+    ("reproduce-data-dir-is-a-file", lambda r, t, d: ["reproduce", write_config(t / "tiny.yaml"), "--budget", "smoke",
+                                                      "--out", t / "new", "--data-dir", yaml_file(t, "x: 1\n")],
+     "bad.yaml is not a folder", 1),
     # files given as unknowns
     ("unknowns-truncated", lambda r, t, d: ["evaluate", r, "--unknowns", truncated_npz(t)], "truncated.npz", 1),
     ("unknowns-empty", lambda r, t, d: ["evaluate", r, "--unknowns", npz(t, "empty.npz",
@@ -147,4 +164,41 @@ def test_the_table_is_large_and_one_case_runs_as_a_user_would(tiny_run):
                             capture_output=True, text=True)
     assert result.returncode == 2 and result.stderr.count("\n") == 1 and "--seeds" in result.stderr
     assert "--help" in result.stderr and "Traceback" not in result.stderr
+
+
+
+def _one_line(capsys) -> str:
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "Traceback" not in err[0], err
+    return err[0]
+
+
+@pytest.mark.parametrize("out", ["no-run", "."])
+def test_resume_without_a_run_starts_nothing(out, tmp_path, capsys):
+    """``train --resume`` into a folder that holds no run stops before anything is written
+    (it used to start a new training there); no data is needed to find that out."""
+    config = write_config(tmp_path / "tiny.yaml")
+    out = tmp_path / out
+    before = sorted(tmp_path.rglob("*"))
+    assert main(["train", str(config), "--budget", "smoke", "--out", str(out), "--resume", "--no-progress",
+                 "--data-dir", str(tmp_path / "data")]) == 1
+    assert _one_line(capsys) == (f"agnostophobia: error: --resume: --out {out} holds no run to continue "
+                                 f"(no config.yaml, no checkpoint); leave out --resume to start one there")
+    assert sorted(tmp_path.rglob("*")) == before
+
+
+def test_the_data_directory_from_the_environment_that_is_a_file_is_named(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("AGNOSTOPHOBIA_DATA", str(yaml_file(tmp_path, "x: 1\n")))
+    assert main(["data", "check"]) == 1
+    assert _one_line(capsys) == f"agnostophobia: error: $AGNOSTOPHOBIA_DATA {tmp_path / 'bad.yaml'} is not a folder"
+
+
+def test_an_os_error_names_the_users_file_never_a_temporary_one(tiny_run, tmp_path, capsys):
+    """``predict --out`` into a folder that refuses new files: the line names the CSV asked for."""
+    run = shutil.copytree(tiny_run, tmp_path / "run")  # --fpr writes the run's calibration.json
+    images = npz(tmp_path, "digits.npz", x=np.zeros((3, 28, 28), np.uint8))
+    target = unwritable_folder(tmp_path) / "predictions.csv"
+    assert main(["predict", str(run), str(images), "--fpr", "0.1", "--out", str(target)]) == 1
+    line = _one_line(capsys)
+    assert line.endswith(f"Permission denied: '{target}'") and ".tmp" not in line, line
 

@@ -5,7 +5,12 @@ import dataclasses
 import hashlib
 import http.server
 import json
+import os
+import shlex
+import stat
+import tempfile
 import threading
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -215,6 +220,23 @@ def test_cli_fetch_unverified_notmnist(server, synth, tmp_path, capsys):
     assert main(["data", "check", "notmnist", "--data-dir", str(root)]) == 0
 
 
+def test_cli_fetch_gives_its_files_the_mode_of_the_umask(server, synth, tmp_path, capsys):
+    """A shared data folder stays readable by the group: the download and SHA256SUMS get the
+    mode a plain open() gives (0o640 under umask 0o027), not mkstemp's 0o600."""
+    synth.notmnist_archive(as_tar=True, broken=0)
+    server.files["notMNIST_small.tar.gz"] = (synth.root / "notmnist" / "notMNIST_small.tar.gz").read_bytes()
+    root = tmp_path / "group-data"
+    old = os.umask(0o027)
+    try:
+        rc = main(["data", "fetch", "notmnist", "--data-dir", str(root), "--allow-unverified", "--mirror", server.url])
+    finally:
+        os.umask(old)
+    assert rc == 0, capsys.readouterr().err
+    files = sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file())
+    assert files == ["notmnist/SHA256SUMS", "notmnist/notMNIST_small.tar.gz"]
+    assert {stat.S_IMODE(p.stat().st_mode) for p in root.rglob("*") if p.is_file()} == {0o640}
+
+
 def test_cli_fetch_refusal_is_one_line(tmp_path, capsys):
     rc = main(["data", "fetch", "dhcd", "--data-dir", str(tmp_path)])
     err = capsys.readouterr().err.strip().splitlines()
@@ -226,6 +248,17 @@ def test_failed_fetch_leaves_no_new_folders(server, tmp_path):
     with pytest.raises(DataError, match="404"):
         download(res_for(b"x"), root / "mnist", mirror=server.url, log=quiet)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_temporary_download_that_cannot_be_made_is_named_by_its_target(server, tmp_path, monkeypatch):
+    """The OS names the ``.part`` file it could not create; the user is told the file asked for."""
+    def refused(dir, prefix, suffix):
+        raise PermissionError(13, "Permission denied", f"{dir}/{prefix}k2j4x{suffix}")
+
+    monkeypatch.setattr(tempfile, "mkstemp", refused)
+    with pytest.raises(DataError) as caught:
+        download(res_for(b"x"), tmp_path, mirror=server.url, log=quiet)
+    assert str(caught.value) == f"{tmp_path}: not writable ([Errno 13] Permission denied: '{tmp_path / 'blob.bin'}')"
 
 
 def test_read_only_data_dir_is_refused_even_for_root(server, tmp_path):
@@ -303,6 +336,37 @@ def test_reproduce_fetches_missing_data_then_trains(lenet_server, tmp_path, monk
         assert row["url"] == f"{lenet_server.url}/{name}"
     assert {r["dataset"] for r in record if not r["verified"]} == {"notmnist", "nhcd"}
     assert {r["dataset"] for r in record if r["verified"]} == {"mnist", "letters", "cifar10"}
+
+
+def quick_start_commands():
+    """The commands of the README's Quick start, as a user types them."""
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    section = readme.split("\n## Quick start\n", 1)[1].split("\n## ", 1)[0]
+    block = section.split("```bash\n", 1)[1].split("```", 1)[0]
+    return [shlex.split(line, comments=True) for line in block.splitlines() if line.strip()]
+
+
+def test_the_quick_start_main_job_fetches_its_data_then_trains_as_written(lenet_server, tmp_path, monkeypatch):
+    """A fresh machine: no AGNOSTOPHOBIA_DATA, an empty user cache, the internet (here the
+    loopback server behind every official URL). The command runs as written; only the
+    budget is the smoke one, for the small synthetic sets, and training stops once it starts."""
+    commands = quick_start_commands()
+    assert commands[0] == ["make", "test"]
+    program, *args = commands[1]
+    assert program == ".venv/bin/agnostophobia" and args[:2] == ["reproduce", "lenet++"]
+    monkeypatch.delenv("AGNOSTOPHOBIA_DATA", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))  # the user's default data directory
+    monkeypatch.chdir(tmp_path)
+
+    def stop(experiment, out, log=print, protocol=None):
+        raise TrainingStarted(out)
+
+    monkeypatch.setattr("agnostophobia.experiments.reproduce.train_and_store", stop)
+    with pytest.raises(TrainingStarted):
+        main([*args, "--budget", "smoke", "--no-progress"])
+    data = tmp_path / "cache" / "agnostophobia" / "data"
+    assert {p.name for p in data.rglob("*") if p.is_file()} >= set(lenet_server.files)
+    assert (tmp_path / "runs" / "lenet++-smoke" / "config.yaml").exists()
 
 
 def test_report_lists_the_files_fetched_for_the_run(tmp_path):

@@ -1,8 +1,9 @@
-"""The package's layers (docs: ../shared/LAYOUT.md, README "Layout"): data flows one way,
-and a folder imports only from folders below it and from the small shared helpers."""
+"""The package's layers (README.md, section "Layout"): data flows one way, and a folder
+imports only from folders below it and from the small shared helpers."""
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import agnostophobia
@@ -56,3 +57,11 @@ def test_no_module_imports_from_a_higher_layer():
 def test_every_folder_is_a_known_layer():
     folders = {p.name for p in PACKAGE.iterdir() if p.is_dir() and (p / "__init__.py").exists()}
     assert folders <= set(LAYERS)
+
+
+def test_the_readme_layout_section_lists_the_layers_in_this_order():
+    """The document this test cites, inside the repository: README.md, section "Layout"."""
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    section = readme.split("\n## Layout\n", 1)[1].split("\n## ", 1)[0]
+    folders = re.findall(r"^  (\w+)/ ", section, flags=re.MULTILINE)  # the tree under src/agnostophobia/
+    assert [f for f in folders if f != "configs"] == list(LAYERS)

@@ -348,6 +348,43 @@ def test_bad_batches_raise_value_error_naming_the_argument(name):
             compute_loss(loss, **{**good, **change})
 
 
+@pytest.mark.parametrize("check_values", [True, False], ids=["checked", "trainer"])
+@pytest.mark.parametrize("name", LOSSES.names())
+def test_tensors_without_values_or_not_dense_name_the_argument(name, check_values):
+    """A meta tensor (a shape, no values) or a sparse one fails in one ValueError naming the
+    argument, also with the value checks off as the trainer runs them: before, meta logits
+    gave a meta "loss" silently there, and a deep torch error otherwise."""
+    logits, features, labels, w = make_batch(name, n=6)
+    good = dict(logits=logits, features=features, labels=labels, sample_weight=w)
+    loss = make_loss(name)
+    loss.check_values = check_values
+    arguments = ["logits", "labels", "sample_weight"] + (["features"] if loss.uses_features else [])
+    for argument in arguments:
+        for bad, problem in ((good[argument].to("meta"), "is on the meta device"),
+                             (good[argument].to_sparse(), "must be a dense tensor")):
+            with pytest.raises(ValueError, match=f"^{argument} {problem}"):
+                compute_loss(loss, **{**good, argument: bad})
+
+
+def test_weight_helpers_refuse_meta_tensors_naming_the_argument():
+    with pytest.raises(ValueError, match="^labels is on the meta device"):
+        sample_weights(torch.tensor([0, 1]).to("meta"), torch.ones(3))
+    with pytest.raises(ValueError, match="^class_weights is on the meta device"):
+        sample_weights(torch.tensor([0, 1]), torch.ones(3, device="meta"))
+    with pytest.raises(ValueError, match="^labels is on the meta device"):
+        inverse_frequency_class_weights(torch.tensor([0, 1]).to("meta"), 2)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
+def test_features_on_another_device_than_the_logits_name_both():
+    logits, features, labels, _ = make_batch("objectosphere", n=6, dtype=torch.float32)
+    with pytest.raises(ValueError, match="^features is on cpu but logits on cuda:0"):
+        make_loss("objectosphere")(logits.cuda(), features, labels.cuda())
+    # labels and weights hold no gradient: they are moved to the logits' device
+    loss = make_loss("objectosphere")(logits.cuda(), features.cuda(), labels, sample_weight=torch.ones(6))
+    assert loss.device.type == "cuda"
+
+
 def test_bad_features_raise_value_error():
     logits, features, labels, _ = make_batch("objectosphere", n=6)
     loss = make_loss("objectosphere")

@@ -14,6 +14,8 @@ def to_numpy(value, name: str) -> np.ndarray:
     if value is None:
         raise ValueError(f"{name} is None; expected an array")
     if hasattr(value, "detach") and hasattr(value, "cpu"):  # torch.Tensor without importing torch
+        if getattr(value, "is_meta", False):
+            raise ValueError(f"{name} is on the meta device (a shape without values)")
         value = value.detach().cpu().numpy()
     try:
         arr = np.asarray(value)

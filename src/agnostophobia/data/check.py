@@ -5,6 +5,7 @@ Exit policy: datasets named explicitly must be present and sound (missing = fail
 With no names every registered dataset is reported; an absent one is listed as
 missing with the fetch hint but only a *present but broken* file fails the check,
 because several datasets (CIFAR-100, SVHN, the letter substitutes) are optional.
+A data directory that does not exist, or is not a folder, fails in one line.
 """
 from __future__ import annotations
 
@@ -65,9 +66,13 @@ def check(names: Sequence[str] = (), data_dir: Optional[PathLike] = None) -> dic
     explicit = bool(names)
     for n in names:
         DATASETS.get(n)  # unknown names are an error before any work
-    statuses = [check_dataset(n, data_dir) for n in (names or DATASETS.names())]
+    root = resolve_data_dir(data_dir)
+    if not root.exists():  # a mistyped --data-dir, or nothing fetched yet: nothing to check
+        raise DataError(f"data directory {root} does not exist; `agnostophobia data fetch "
+                        f"{' '.join(names) or 'NAME ...'}` downloads datasets into it")
+    statuses = [check_dataset(n, root) for n in (names or DATASETS.names())]
     failed = [s for s in statuses if s.status == "error" or (explicit and s.status == "missing")]
-    return {"data_dir": str(resolve_data_dir(data_dir)), "ok": not failed,
+    return {"data_dir": str(root), "ok": not failed,
             "datasets": {s.name: {k: v for k, v in asdict(s).items() if k != "name"} for s in statuses},
             "failures": [s.message for s in failed]}
 

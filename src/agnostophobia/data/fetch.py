@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence
 
 from agnostophobia import __version__
-from agnostophobia._atomic import atomic_write
+from agnostophobia._atomic import atomic_write, naming_target, new_file_mode
 from agnostophobia.errors import DataError
 from agnostophobia.data.datasets import DATASETS, DatasetInfo, Resource, SplitUnavailable, load_dataset
 from agnostophobia.data.formats import md5_file, sha256_file
@@ -223,8 +223,9 @@ def _download_into(res: Resource, directory: Path, target: Path, mirror: Optiona
         try:
             fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{res.filename}.", suffix=".part")
         except OSError as exc:
-            raise DataError(f"{directory}: not writable ({exc})") from None
+            raise DataError(f"{directory}: not writable ({naming_target(exc, target, exc.filename)})") from None
         try:
+            os.fchmod(fd, new_file_mode(target))  # mkstemp's 0o600 would hide a shared data folder from its users
             log(f"downloading {url}")
             md5, sha, n = _stream(url, fd, res.filename, progress, timeout)
             if res.md5 and md5 != res.md5:

@@ -12,6 +12,8 @@ import os
 from pathlib import Path
 from typing import Optional, Union
 
+from agnostophobia.errors import DataError
+
 PathLike = Union[str, "os.PathLike[str]"]
 
 DATA_ENV = "AGNOSTOPHOBIA_DATA"
@@ -27,13 +29,23 @@ def user_cache_root() -> Path:
 
 
 def data_dir(data_dir: Optional[PathLike] = None) -> Path:
-    """Resolve the data directory (argument > $AGNOSTOPHOBIA_DATA > user cache)."""
+    """Resolve the data directory (argument > $AGNOSTOPHOBIA_DATA > user cache).
+
+    It need not exist yet (``fetch`` creates it), but a path that exists and is not a folder
+    stops every command here, in one line, instead of every dataset being reported missing.
+    """
     if data_dir is not None and str(data_dir) != "":
-        return Path(data_dir).expanduser()
+        return _folder_or_nothing(Path(data_dir).expanduser(), "data directory")
     env = os.environ.get(DATA_ENV)
     if env:
-        return Path(env).expanduser()
-    return user_cache_root() / "data"
+        return _folder_or_nothing(Path(env).expanduser(), f"${DATA_ENV}")
+    return _folder_or_nothing(user_cache_root() / "data", "data directory")
+
+
+def _folder_or_nothing(path: Path, what: str) -> Path:
+    if path.exists() and not path.is_dir():
+        raise DataError(f"{what} {path} is not a folder")
+    return path
 
 
 def cache_dir() -> Path:

@@ -323,9 +323,15 @@ def train_run(config, out: Path, budget: Optional[str] = None, approaches: Optio
 
 
 def claim_run(experiment: ExperimentConfig, out: Path, resume: bool):
-    """The run lock of ``out``, after the checks that it may be (re)used for ``experiment``."""
-    if any(out.glob("seed*/*/last.pt")) and not resume:
+    """The run lock of ``out``, after the checks that it may be (re)used for ``experiment``:
+    a run there is continued only with ``resume``, and ``resume`` needs a run there (its
+    ``config.yaml``, written first, or a checkpoint) rather than starting a new one."""
+    checkpoints = any(out.glob("seed*/*/last.pt"))
+    if checkpoints and not resume:
         raise ValueError(f"--out {out} already holds a run; add --resume to continue it, or choose another --out")
+    if resume and not (checkpoints or (out / "config.yaml").is_file()):
+        raise ValueError(f"--resume: --out {out} holds no run to continue (no config.yaml, no checkpoint); "
+                         f"leave out --resume to start one there")
     check_existing_run(experiment, out)
     return run_lock(out)
 

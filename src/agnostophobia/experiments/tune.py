@@ -257,6 +257,9 @@ def tune(config: str, params: Sequence[str], budget: Optional[str] = None, out: 
     points = grid_points(tuning.params)
     if any(out.glob("*/seed*/*/last.pt")) and not resume:
         raise ConfigError(f"--out {out} already holds a tuning run; add --resume to continue it, or choose another --out")
+    if resume and not (any(out.glob("*/config.yaml")) or any(out.glob("*/seed*/*/last.pt"))):
+        raise ConfigError(f"--resume: --out {out} holds no tuning run to continue (no grid point); "
+                          f"leave out --resume to start one there")
     for point in points:  # a refused resume changes nothing
         check_existing_run(tuning.experiment_at(point), out / point_name(point))
     log(f"agnostophobia tune {config}: budget {tuning.budget or 'none (the config as is)'}, "

@@ -60,6 +60,23 @@ def check_reduction(reduction) -> str:
     return reduction
 
 
+def check_tensor_storage(tensor: torch.Tensor, name: str, device=None) -> torch.Tensor:
+    """A dense tensor that holds values, on ``device`` when one is given.
+
+    A tensor on the meta device has a shape and no values, and a sparse one lacks the
+    operations the losses use: either would fail deep inside torch. ``features`` carry
+    gradients, so they are not moved to the logits' device behind the caller's back.
+    """
+    if tensor.is_meta:
+        raise ValueError(f"{name} is on the meta device (a shape without values); create or load it on "
+                         f"the device the model runs on")
+    if tensor.layout != torch.strided:
+        raise ValueError(f"{name} must be a dense tensor, got layout {tensor.layout}")
+    if device is not None and tensor.device != device:
+        raise ValueError(f"{name} is on {tensor.device} but logits on {device}; move both to one device")
+    return tensor
+
+
 class OpenSetLoss(nn.Module):
     """Base class: validates inputs and applies the reduction.
 
@@ -92,6 +109,7 @@ class OpenSetLoss(nn.Module):
     def _check_logits(self, logits) -> torch.Tensor:
         if not isinstance(logits, torch.Tensor):
             raise ValueError(f"logits must be a torch.Tensor, got {type(logits).__name__}")
+        check_tensor_storage(logits, "logits")
         if logits.dim() != 2:
             raise ValueError(f"logits must have shape (N, {self.num_outputs}), got shape {tuple(logits.shape)}")
         if not logits.is_floating_point():
@@ -111,6 +129,8 @@ class OpenSetLoss(nn.Module):
         return logits, self._check_labels(labels, logits), self._check_sample_weight(sample_weight, logits)
 
     def _check_labels(self, labels, logits: torch.Tensor) -> torch.Tensor:
+        if isinstance(labels, torch.Tensor):  # moved to the logits' device (no gradient to lose)
+            check_tensor_storage(labels, "labels")
         labels = torch.as_tensor(labels, device=logits.device)
         if labels.dim() != 1:
             raise ValueError(f"labels must have shape (N,), got shape {tuple(labels.shape)}")
@@ -131,6 +151,8 @@ class OpenSetLoss(nn.Module):
     def _check_sample_weight(self, sample_weight, logits: torch.Tensor):
         if sample_weight is None:
             return None
+        if isinstance(sample_weight, torch.Tensor):
+            check_tensor_storage(sample_weight, "sample_weight")
         weight = torch.as_tensor(sample_weight, device=logits.device)
         if weight.dim() != 1 or weight.shape[0] != logits.shape[0]:
             raise ValueError(
@@ -146,6 +168,7 @@ class OpenSetLoss(nn.Module):
     def _check_features(self, features, logits: torch.Tensor) -> torch.Tensor:
         if not isinstance(features, torch.Tensor):
             raise ValueError(f"features must be a torch.Tensor, got {type(features).__name__}")
+        check_tensor_storage(features, "features", logits.device)
         if features.dim() != 2:
             raise ValueError(f"features must have shape (N, M), got shape {tuple(features.shape)}")
         if not features.is_floating_point():

@@ -11,7 +11,7 @@ from __future__ import annotations
 import torch
 
 from .._validation import check_labels, to_numpy
-from ._base import check_num_classes
+from ._base import check_num_classes, check_tensor_storage
 
 
 def inverse_frequency_class_weights(labels, num_classes: int, per_class_total: float | None = None) -> torch.Tensor:
@@ -48,6 +48,9 @@ def sample_weights(labels, class_weights) -> torch.Tensor:
     """Per-sample weights for a batch: ``class_weights[label]``, or ``class_weights[C]``
     for unknowns (label < 0). Returned on ``labels``' device, in ``class_weights``' dtype.
     """
+    for value, name in ((labels, "labels"), (class_weights, "class_weights")):
+        if isinstance(value, torch.Tensor):
+            check_tensor_storage(value, name)
     labels = torch.as_tensor(labels)
     class_weights = torch.as_tensor(class_weights)
     if class_weights.dim() != 1 or class_weights.shape[0] < 2:
