@@ -376,8 +376,8 @@ def _read_image(item: Item, mode: str, problems: List[str]) -> Optional[np.ndarr
         return None
     try:
         return decode_image(data, item.name, mode)  # converts every pixel, so truncation shows here
-    except DataError as exc:
-        problems.append(f"{exc} (not an image, or a truncated one)")
+    except DataError as exc:  # not an image, truncated, or a mode the decoder refuses
+        problems.append(str(exc))
         return None
 
 
