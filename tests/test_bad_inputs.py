@@ -45,6 +45,15 @@ def broken_image_folder(tmp):
     return tmp / "broken"
 
 
+def image_folder(tmp, name, pixels):
+    """A folder holding one image file ``name`` of ``pixels`` (a mode the decoder must refuse)."""
+    from PIL import Image
+
+    (tmp / "images").mkdir(exist_ok=True)
+    Image.fromarray(pixels).save(tmp / "images" / name)
+    return tmp / "images"
+
+
 def not_an_archive(tmp):
     path = tmp / "notzip.npz"
     path.write_text("this is text")
@@ -113,6 +122,10 @@ CASES = [
     ("unknowns-missing", lambda r, t, d: ["evaluate", r, "--unknowns", t / "nowhere.npz"], "nowhere.npz", 1),
     ("unknowns-no-images", lambda r, t, d: ["evaluate", r, "--unknowns", empty_folder(t)], "no_images", 1),
     ("unknowns-broken-image", lambda r, t, d: ["evaluate", r, "--unknowns", broken_image_folder(t)], "a.png", 1),
+    ("unknowns-float-image-0-255", lambda r, t, d: ["evaluate", r, "--unknowns", image_folder(
+        t, "f.tif", np.full((28, 28), 255, np.float32))], "f.tif: float pixels must lie in [0, 1]", 1),
+    ("unknowns-32-bit-image", lambda r, t, d: ["evaluate", r, "--unknowns", image_folder(
+        t, "i.tif", np.full((28, 28), 1 << 20, np.int32))], "i.tif: 32-bit integer pixels", 1),
     ("unknowns-inverted", lambda r, t, d: ["evaluate", r, "--unknowns", npz(t, "inverted.npz",
                                                                              x=np.full((5, 28, 28), 255, np.uint8))],
      "inverted.npz", 1),
