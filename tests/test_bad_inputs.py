@@ -54,6 +54,19 @@ def image_folder(tmp, name, pixels):
     return tmp / "images"
 
 
+def leaking_protocol(tmp):
+    """A folder protocol whose test image is a symlink to a training image (issue 22, item 5)."""
+    from PIL import Image
+
+    for name in ("train/a/0.png", "train/n/0.png", "val/a/0.png", "test/n/0.png"):
+        (tmp / "tree" / name).parent.mkdir(parents=True, exist_ok=True)
+        Image.fromarray(np.full((28, 28), 9, np.uint8)).save(tmp / "tree" / name)
+    (tmp / "tree" / "test" / "a").mkdir()
+    (tmp / "tree" / "test" / "a" / "0.png").symlink_to(tmp / "tree" / "train" / "a" / "0.png")
+    return yaml_file(tmp, "protocol: {type: folders, root: tree, known: [a], negative: [n], image_size: 28, "
+                          "channels: 1}\napproaches: [softmax]\n")
+
+
 def not_an_archive(tmp):
     path = tmp / "notzip.npz"
     path.write_text("this is text")
@@ -98,6 +111,8 @@ CASES = [
      "budgets.smoke.epoch", 1),
     ("config-protocol", lambda r, t, d: ["train", yaml_file(t, "protocol: imagenet\n"), "--out", r], "'protocol'", 1),
     ("config-model", lambda r, t, d: ["train", yaml_file(t, "model: vgg\n"), "--out", r], "'model'", 1),
+    ("config-protocol-leakage", lambda r, t, d: ["train", leaking_protocol(t), "--out", t / "run"],
+     "is in the train and the test split", 1),
     ("config-budget-undefined", lambda r, t, d: ["train", write_config(t / "tiny.yaml"), "--budget", "cpu",
                                                   "--out", r], "budget 'cpu'", 1),
     # run directories
