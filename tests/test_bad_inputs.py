@@ -46,6 +46,28 @@ def broken_image_folder(tmp):
     return tmp / "broken"
 
 
+def image_folder(tmp, name, pixels):
+    """A folder holding one image file ``name`` of ``pixels`` (a mode the decoder must refuse)."""
+    from PIL import Image
+
+    (tmp / "images").mkdir(exist_ok=True)
+    Image.fromarray(pixels).save(tmp / "images" / name)
+    return tmp / "images"
+
+
+def leaking_protocol(tmp):
+    """A folder protocol whose test image is a symlink to a training image (issue 22, item 5)."""
+    from PIL import Image
+
+    for name in ("train/a/0.png", "train/n/0.png", "val/a/0.png", "test/n/0.png"):
+        (tmp / "tree" / name).parent.mkdir(parents=True, exist_ok=True)
+        Image.fromarray(np.full((28, 28), 9, np.uint8)).save(tmp / "tree" / name)
+    (tmp / "tree" / "test" / "a").mkdir()
+    (tmp / "tree" / "test" / "a" / "0.png").symlink_to(tmp / "tree" / "train" / "a" / "0.png")
+    return yaml_file(tmp, "protocol: {type: folders, root: tree, known: [a], negative: [n], image_size: 28, "
+                          "channels: 1}\napproaches: [softmax]\n")
+
+
 def not_an_archive(tmp):
     path = tmp / "notzip.npz"
     path.write_text("this is text")
@@ -90,6 +112,8 @@ CASES = [
      "budgets.smoke.epoch", 1),
     ("config-protocol", lambda r, t, d: ["train", yaml_file(t, "protocol: imagenet\n"), "--out", r], "'protocol'", 1),
     ("config-model", lambda r, t, d: ["train", yaml_file(t, "model: vgg\n"), "--out", r], "'model'", 1),
+    ("config-protocol-leakage", lambda r, t, d: ["train", leaking_protocol(t), "--out", t / "run"],
+     "is in the train and the test split", 1),
     ("config-budget-undefined", lambda r, t, d: ["train", write_config(t / "tiny.yaml"), "--budget", "cpu",
                                                   "--out", r], "budget 'cpu'", 1),
     # run directories
@@ -130,6 +154,10 @@ CASES = [
     ("unknowns-missing", lambda r, t, d: ["evaluate", r, "--unknowns", t / "nowhere.npz"], "nowhere.npz", 1),
     ("unknowns-no-images", lambda r, t, d: ["evaluate", r, "--unknowns", empty_folder(t)], "no_images", 1),
     ("unknowns-broken-image", lambda r, t, d: ["evaluate", r, "--unknowns", broken_image_folder(t)], "a.png", 1),
+    ("unknowns-float-image-0-255", lambda r, t, d: ["evaluate", r, "--unknowns", image_folder(
+        t, "f.tif", np.full((28, 28), 255, np.float32))], "f.tif: float pixels must lie in [0, 1]", 1),
+    ("unknowns-32-bit-image", lambda r, t, d: ["evaluate", r, "--unknowns", image_folder(
+        t, "i.tif", np.full((28, 28), 1 << 20, np.int32))], "i.tif: 32-bit integer pixels", 1),
     ("unknowns-inverted", lambda r, t, d: ["evaluate", r, "--unknowns", npz(t, "inverted.npz",
                                                                              x=np.full((5, 28, 28), 255, np.uint8))],
      "inverted.npz", 1),

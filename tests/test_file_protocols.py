@@ -8,6 +8,7 @@ The unit tests use small synthetic white-on-black glyphs (tests/conftest.py ``gl
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import numpy as np
@@ -95,9 +96,9 @@ def test_csv_openset_imagenet_convention(tmp_path, header):
 
 
 def test_csv_class_names_file_and_no_source_column(tmp_path):
-    images(tmp_path / "img", ["a.png", "b.png", "c.png", "d.png", "e.png"])
+    images(tmp_path / "img", ["a.png", "b.png", "c.png", "d.png", "e.png", "f.png"])
     (tmp_path / "names.txt").write_text("tench\ngoldfish\n")
-    protocol = build_protocol(csv_protocol(tmp_path, "a.png,0\nb.png,1\nc.png,-1\n", "a.png,0\n",
+    protocol = build_protocol(csv_protocol(tmp_path, "a.png,0\nb.png,1\nc.png,-1\n", "f.png,0\n",
                                            "d.png,1\ne.png,-1\n", class_names=str(tmp_path / "names.txt")))
     assert protocol.class_names == ["tench", "goldfish"] and protocol.negative_class_names == []
     assert protocol.train.negative_class is None and list(protocol.test_unknowns) == ["negatives"]
@@ -166,12 +167,12 @@ def test_check_lists_every_problem_of_a_broken_tree(tmp_path):
 
 
 def test_check_lists_every_problem_of_broken_csv_files(tmp_path):
-    images(tmp_path / "img", ["a.png", "b.png"])
+    images(tmp_path / "img", ["a.png", "b.png", "c.png", "d.png"])
     (tmp_path / "names.txt").write_text("x\ny\nz\n")
     train, val, test = (tmp_path / f"{s}.csv" for s in ("train", "val", "test"))
     problems = "\n".join(check_file_protocol(csv_protocol(
         tmp_path, "a.png,0\nb.png\nmissing.png,1\nbad.png,-2\na.png,-3\n", "a.png,five\nb.png,7\n",
-        "a.png,0\nb.png,-1\n", class_names=str(tmp_path / "names.txt"))))
+        "c.png,0\nd.png,-1\n", class_names=str(tmp_path / "names.txt"))))
     for line in (f"{train}:2: malformed line", f"{train}:3: {tmp_path / 'img' / 'missing.png'}: missing image",
                  f"{train}:4: an unknown (-2) in the train split", f"{train}:5: label -3 out of range",
                  f"{val}:1: label 'five' is not an integer", f"{val}:2: label 7 out of range 0..2",
@@ -181,10 +182,10 @@ def test_check_lists_every_problem_of_broken_csv_files(tmp_path):
 
 
 def test_more_than_twenty_problems_are_counted(tmp_path):
-    images(tmp_path / "img", ["a.png", "b.png"])
+    images(tmp_path / "img", ["a.png", "b.png", "c.png", "d.png"])
     train = "a.png,0\n" + "".join(f"gone{i}.png,0\n" for i in range(25))
     with pytest.raises(DataError) as err:
-        build_protocol(csv_protocol(tmp_path, train, "a.png,0\n", "a.png,0\nb.png,-2\n"))
+        build_protocol(csv_protocol(tmp_path, train, "c.png,0\n", "d.png,0\nb.png,-2\n"))
     lines = str(err.value).splitlines()
     assert "25 problem(s)" in lines[0] and len(lines) == 1 + MAX_SHOWN + 1
     assert lines[-1].strip() == f"... and {25 - MAX_SHOWN} more" and f"{MAX_SHOWN}. " in lines[-2]
@@ -278,3 +279,80 @@ def test_a_broken_protocol_or_a_model_that_cannot_take_it_writes_nothing(tmp_pat
     assert main(["train", str(config), "--out", str(tmp_path / "run"), "--no-progress"]) == 1
     assert "config key 'model': 'lenet++' cannot take the protocol's 1x40x40" in capsys.readouterr().err
     assert not (tmp_path / "run").exists()
+
+
+# ------------------------------------------------------------------ leakage (issue 22, item 5)
+def real(path) -> str:
+    return os.path.realpath(path)
+
+
+def test_a_csv_file_in_two_splits_is_refused_naming_both_lines(tmp_path):
+    """The same file after resolving its path: spelled ``sub/../a.png``, or a symlink."""
+    images(tmp_path / "img", ["a.png", "b.png", "c.png", "d.png", "e.png"])
+    (tmp_path / "img" / "sub").mkdir()
+    (tmp_path / "img" / "link.png").symlink_to(tmp_path / "img" / "b.png")
+    mapping = csv_protocol(tmp_path, "a.png,0\nb.png,1\nc.png,-1\n", "d.png,0\n",
+                           "sub/../a.png,0\nlink.png,1\ne.png,-2\n")
+    train, test = tmp_path / "train.csv", tmp_path / "test.csv"
+    expected = [f"{train}:1 and {test}:1: the same file {real(tmp_path / 'img' / 'a.png')} is in the train and "
+                f"the test split", f"{train}:2 and {test}:2: the same file {real(tmp_path / 'img' / 'b.png')} is in "
+                f"the train and the test split"]
+    problems = check_file_protocol(mapping)
+    assert len(problems) == 2 and all(any(line in p for p in problems) for line in expected), problems
+    with pytest.raises(DataError) as err:
+        build_protocol(mapping)
+    assert all(line in str(err.value) for line in expected)
+    with pytest.raises(DataError, match="in the train and the test split"):  # allow_duplicates is within a split
+        build_protocol({**mapping, "allow_duplicates": True})
+
+
+def test_a_folder_file_in_two_splits_is_refused_naming_both_paths(tmp_path):
+    root = tree(tmp_path / "tree", GOOD_TREE)
+    (root / "test" / "ant" / "link.png").symlink_to(root / "train" / "ant" / "0.png")
+    (root / "val" / "cat" / "rel.png").symlink_to(Path("..", "..", "train", "dog", "..", "cat", "1.png"))
+    problems = check_file_protocol(folders(root))
+    expected = [f"{root / 'train' / 'ant' / '0.png'} and {root / 'test' / 'ant' / 'link.png'}: the same file "
+                f"{real(root / 'train' / 'ant' / '0.png')} is in the train and the test split",
+                f"{root / 'train' / 'cat' / '1.png'} and {root / 'val' / 'cat' / 'rel.png'}: the same file "
+                f"{real(root / 'train' / 'cat' / '1.png')} is in the train and the val split"]
+    assert len(problems) == 2 and all(any(line in p for p in problems) for line in expected), problems
+
+
+def test_a_file_twice_in_a_split_is_refused_unless_allowed(tmp_path):
+    images(tmp_path / "img", ["a.png", "b.png", "c.png", "d.png", "e.png"])
+    mapping = csv_protocol(tmp_path, "a.png,0\nb.png,1\n./a.png,0\nc.png,-1\nb.png,1\n", "d.png,0\n",
+                           "e.png,1\nc2.png,-2\n")
+    image(tmp_path / "img" / "c2.png")
+    train = tmp_path / "train.csv"
+    problems = check_file_protocol(mapping)
+    assert [p.split(": the same file")[0] for p in problems] == [f"{train}:1 and {train}:3", f"{train}:2 and {train}:5"]
+    assert all("listed twice in the train split (allow_duplicates: true" in p for p in problems)
+    protocol = build_protocol({**mapping, "allow_duplicates": True})
+    assert protocol.train.labels.tolist() == [0, 1, 0, -1, 1]  # each entry a sample
+    assert "allow_duplicates: 2 train entries repeat a file listed earlier in the split; each entry counts as a " \
+           "sample" in protocol.notes
+    assert not any("allow_duplicates" in note for note in build_protocol(csv_protocol(
+        tmp_path, "a.png,0\nb.png,1\nc.png,-1\n", "d.png,0\n", "e.png,1\nc2.png,-2\n"), ).notes)
+
+
+def test_a_file_with_two_labels_in_a_split_is_refused_even_when_duplicates_are_allowed(tmp_path):
+    root = tree(tmp_path / "tree", GOOD_TREE)
+    (root / "train" / "cat" / "ant.png").symlink_to(root / "train" / "ant" / "2.png")
+    problems = check_file_protocol(folders(root, allow_duplicates=True))
+    assert problems == [f"{root / 'train' / 'ant' / '2.png'} and {root / 'train' / 'cat' / 'ant.png'}: the same file "
+                        f"{real(root / 'train' / 'ant' / '2.png')} is listed twice in the train split, with different "
+                        f"labels"]
+    with pytest.raises(ConfigError, match=r"'protocol.allow_duplicates': must be true or false, got 'yes'"):
+        check_file_protocol(folders(root, allow_duplicates="yes"))
+
+
+def test_allowed_duplicates_reach_the_runs_data_notes(tmp_path):
+    root = tree(tmp_path / "tree", GOOD_TREE)
+    (root / "train" / "dog" / "again.png").symlink_to(root / "train" / "dog" / "0.png")
+    config = tmp_path / "exp.yaml"
+    config.write_text(yaml.safe_dump({"protocol": folders("tree", allow_duplicates=True), "approaches": ["softmax"],
+                                      "epochs": 1, "tensorboard": False}))
+    assert main(["train", str(config), "--out", str(tmp_path / "run"), "--no-progress"]) == 0
+    notes = json.loads((tmp_path / "run" / "data_notes.json").read_text())
+    assert "allow_duplicates: 1 train entries repeat a file listed earlier in the split; each entry counts as a " \
+           "sample" in notes

@@ -24,9 +24,10 @@ prepared by :func:`~agnostophobia.data.preprocess.prepare_images` (shorter side 
 centre-cropped to ``image_size``), the path every protocol's images take.
 
 Before anything is built, one pass lists every problem of the protocol, each naming its
-file or class (:func:`check_file_protocol`); :func:`build_file_protocol` raises them as
-one :class:`DataError`. The test negatives and test unknowns become two unknown test
-sets, ``negatives`` (D_b) and ``unknowns`` (D_a).
+file or class (:func:`check_file_protocol`), leakage included: the same file (its real path)
+in two splits, or twice in one split unless ``allow_duplicates: true``;
+:func:`build_file_protocol` raises them as one :class:`DataError`. The test negatives and
+test unknowns become two unknown test sets, ``negatives`` (D_b) and ``unknowns`` (D_a).
 """
 from __future__ import annotations
 
@@ -48,7 +49,7 @@ from agnostophobia.errors import ConfigError, DataError
 TYPES = ("csv", "folders")
 SPLITS = ("train", "val", "test")
 NEGATIVE, UNKNOWN = -1, -2
-COMMON_KEYS = ("type", "root", "image_size", "channels", "kind")
+COMMON_KEYS = ("type", "root", "image_size", "channels", "kind", "allow_duplicates")
 TYPE_KEYS = {"csv": ("train", "val", "test", "class_names"), "folders": ("known", "negative", "unknown")}
 PATH_KEYS = ("root", "train", "val", "test", "class_names")
 MAX_SHOWN = 20      # problems listed in the error; the rest are counted
@@ -70,6 +71,7 @@ class FileProtocolSpec:
     known: Tuple[str, ...] = ()                             # folders: class-folder names
     negative: Tuple[str, ...] = ()
     unknown: Tuple[str, ...] = ()
+    allow_duplicates: bool = False                          # a file listed twice within a split
 
     @property
     def input(self) -> InputSpec:
@@ -116,12 +118,15 @@ def parse_file_protocol(mapping: Mapping[str, Any], where: str = "protocol") -> 
         raise bad("channels", "must be 1 (grey) or 3 (RGB)")
     if mapping.get("kind", NATURAL) not in KINDS:
         raise bad("kind", f"must be one of {', '.join(KINDS)}")
+    if not isinstance(mapping.get("allow_duplicates", False), bool):
+        raise bad("allow_duplicates", "must be true or false")
     lists = {key: _names(mapping, key, where, bad) for key in TYPE_KEYS["folders"]}
     if kind == "folders" and not lists["known"]:
         raise bad("known", "must list at least one class folder")
     return FileProtocolSpec(kind, Path(mapping["root"]), size, mapping["channels"], mapping.get("kind", NATURAL),
                             {s: Path(mapping[s]) for s in SPLITS if s in mapping},
-                            Path(mapping["class_names"]) if "class_names" in mapping else None, **lists)
+                            Path(mapping["class_names"]) if "class_names" in mapping else None, **lists,
+                            allow_duplicates=mapping.get("allow_duplicates", False))
 
 
 def _names(mapping, key: str, where: str, bad) -> Tuple[str, ...]:
@@ -170,12 +175,14 @@ class Listing:
     class_names: List[str]
     negative_class_names: List[str]
     problems: List[str]
+    repeats: Dict[str, int] = field(default_factory=dict)  # split -> entries repeating an earlier one (allowed)
 
 
 def list_protocol(spec: FileProtocolSpec) -> Listing:
     """Read the CSV files or walk the folders; structural problems are collected, not raised."""
     listing = _list_csv(spec) if spec.type == "csv" else _list_folders(spec)
     _check_split_contents(spec, listing)
+    _check_duplicates(spec, listing)
     return listing
 
 
@@ -192,6 +199,32 @@ def _check_split_contents(spec: FileProtocolSpec, listing: Listing) -> None:
     need("val", bool(listing.splits["val"]), "no validation images")
     need("test", any(label >= 0 for label in test), "no known test images (D_c)")
     need("test", any(label < 0 for label in test), "no negatives (D_b) and no unknowns (D_a) to test on")
+
+
+def _check_duplicates(spec: FileProtocolSpec, listing: Listing) -> None:
+    """Leakage: the same file (after resolving its path: symlinks, ``..``) in two splits is a
+    problem, since testing on training images gives a silent wrong number. One listed twice
+    within a split is a problem too unless ``allow_duplicates: true`` (then counted in
+    ``listing.repeats`` for the report), and always when the two entries give it different
+    labels. Each problem names both entries (CSV ``file:line``, or both image paths)."""
+    first: Dict[str, Tuple[str, Item]] = {}
+    for split in SPLITS:
+        for item in listing.splits[split]:
+            real = os.path.realpath(item.path)
+            seen_split, seen = first.setdefault(real, (split, item))
+            if seen is item:
+                continue
+            both = f"{seen.where} and {item.where}: the same file {real}"
+            if seen_split != split:
+                listing.problems.append(f"{both} is in the {seen_split} and the {split} split (leakage: a file "
+                                        f"may be in one split only)")
+            elif (seen.label, seen.source) != (item.label, item.source):
+                listing.problems.append(f"{both} is listed twice in the {split} split, with different labels")
+            elif not spec.allow_duplicates:
+                listing.problems.append(f"{both} is listed twice in the {split} split (allow_duplicates: true in "
+                                        f"the protocol mapping keeps repeated entries)")
+            else:
+                listing.repeats[split] = listing.repeats.get(split, 0) + 1
 
 
 # ------------------------------------------------------------------ CSV files
@@ -329,7 +362,8 @@ def check_file_protocol(protocol) -> List[str]:
     """Every problem of a protocol from files (a mapping or a :class:`FileProtocolSpec`),
     each naming its file or class: a class both known and negative, an unknown in train or
     val, an empty class, a missing, unreadable, truncated or non-image file, a label out of
-    range, a malformed CSV line. This opens and fully decodes every image file once."""
+    range, a malformed CSV line, a file in two splits or twice in one (:func:`_check_duplicates`).
+    This opens and fully decodes every image file once."""
     spec = protocol if isinstance(protocol, FileProtocolSpec) else parse_file_protocol(protocol)
     listing = list_protocol(spec)
     problems = list(listing.problems)
@@ -376,8 +410,8 @@ def _read_image(item: Item, mode: str, problems: List[str]) -> Optional[np.ndarr
         return None
     try:
         return decode_image(data, item.name, mode)  # converts every pixel, so truncation shows here
-    except DataError as exc:
-        problems.append(f"{exc} (not an image, or a truncated one)")
+    except DataError as exc:  # not an image, truncated, or a mode the decoder refuses
+        problems.append(str(exc))
         return None
 
 
@@ -435,6 +469,10 @@ def build_file_protocol(mapping, seed: int = 0, data_loading: str = "memory", **
         images = _read_split(listing.splits[split], set(keep[:CHUNK] if stream else keep), spec, split, problems)
         prepared[split] = None if stream else dict(zip(keep, images)) if not problems else {}
     raise_problems(spec, problems)
+    if listing.repeats:
+        notes.append("allow_duplicates: " + ", ".join(f"{n} {split} entries repeat a file listed earlier in the "
+                                                      f"split" for split, n in listing.repeats.items())
+                     + "; each entry counts as a sample")
     if stream:
         notes.append(f"data loading: streamed ({n_train} training images decoded on the fly, "
                      f"data_loading: {data_loading})")

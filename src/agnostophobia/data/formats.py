@@ -266,15 +266,107 @@ def read_svhn_mat(path: Path) -> Tuple[np.ndarray, np.ndarray]:
 
 
 # --------------------------------------------------------------------- images
+#: Pillow modes read as stored, and what each other mode is read as before any colour
+#: conversion (the rule of :func:`decode_image`; README "Your own data", docs/data.md).
+_EIGHT_BIT = ("L", "RGB")
+_SIXTEEN_BIT = ("I;16", "I;16L", "I;16B", "I;16N", "I")
+_ALPHA = ("LA", "RGBA", "PA", "P", "La", "RGBa")
+_COLOUR_SPACES = ("CMYK", "YCbCr")
+_OTHER = ("1", "F", "RGBX")
+IMAGE_MODES = _EIGHT_BIT + _SIXTEEN_BIT + _ALPHA + _COLOUR_SPACES + _OTHER
+
+
 def decode_image(data: bytes, name: str, mode: str = "L") -> np.ndarray:
-    """Decode one PNG/JPEG to a uint8 array (raises DataError when unreadable)."""
+    """Decode one image file to uint8 ``mode`` (``L`` grey or ``RGB``) by its real bit depth.
+
+    Every image file of the package (the official archives, a user's files and folders,
+    protocols from files, streamed ones) is decoded here. Each Pillow mode is first read
+    as 8-bit grey or RGB by one rule, and only then converted to ``mode`` (RGB to grey by
+    BT.601 luma, grey to RGB by repetition):
+
+    * ``L``, ``RGB``: as stored; ``1`` (1-bit): 0 and 255; ``RGBX``: the padding byte dropped.
+    * 16-bit integers (``I;16``, ``I;16B``, ``I;16L``, and ``I`` whose values lie in
+      0..65535): 0..65535 to 0..255, ``round(v / 257)``, so that ×257 values come back exact.
+      ``I`` values outside 0..65535 are refused (their scale cannot be told). Pillow reads
+      16-bit RGB, RGBA and grey+alpha PNGs as 8-bit itself, keeping each sample's high byte
+      (``v // 256``: exact for ×257 values, within 1 of the rule otherwise).
+    * ``F`` (32-bit float): 0..1 to 0..255, rounded; a value outside [0, 1], or NaN, is refused.
+    * ``P`` (palette) and ``PA``: through the palette, its transparency becoming alpha.
+    * alpha (``LA``, ``RGBA``, ``PA``, ``P``, and ``L``/``RGB`` with a transparent colour):
+      composited on **black**, ``round(c * a / 255)``: the package's glyphs are white on
+      black, so a transparent background reads as the black background. Premultiplied
+      ``La``/``RGBa`` are already composited on black.
+    * ``CMYK`` and ``YCbCr``: to RGB by Pillow's formulas (no colour profile is applied).
+    * anything else (e.g. ``LAB``, ``I;16S``, ``HSV``) and files with several frames (an
+      animation, a multi-page TIFF) are refused; an MPO camera file gives its primary image.
+
+    Every refusal, and a file Pillow cannot open or decode, is a one-line
+    :class:`DataError` naming ``name``.
+    """
     from PIL import Image
 
     try:
         with Image.open(io.BytesIO(data)) as img:
-            return np.asarray(img.convert(mode), dtype=np.uint8)
+            frames = getattr(img, "n_frames", 1)
+            if frames > 1 and img.format != "MPO":
+                raise DataError(f"{name}: has {frames} frames (an animation or a multi-page file); "
+                                f"which one to use is ambiguous, save it as a single image")
+            img.load()
+            return np.asarray(Image.fromarray(_eight_bit(img, name)).convert(mode), dtype=np.uint8)
+    except DataError:
+        raise
     except Exception as exc:
-        raise DataError(f"{name}: cannot decode image ({_short(exc)})") from None
+        raise DataError(f"{name}: cannot decode image: not an image, or a truncated or corrupt one "
+                        f"({_short(exc)})") from None
+
+
+def _eight_bit(img, name: str) -> np.ndarray:
+    """``img`` as uint8 (H, W) grey or (H, W, 3) RGB by the rule of :func:`decode_image`."""
+    mode = img.mode
+    if mode not in IMAGE_MODES:
+        raise DataError(f"{name}: image mode {mode!r} is not supported (supported: {', '.join(IMAGE_MODES)})")
+    if mode in _SIXTEEN_BIT:
+        return _keyed(_from_sixteen_bit(np.asarray(img), name), np.asarray(img), img.info.get("transparency"))
+    if mode == "F":
+        return _from_unit_float(np.asarray(img), name)
+    if mode in ("La", "RGBa"):
+        return np.asarray(img)[..., :-1].squeeze(-1) if mode == "La" else np.asarray(img)[..., :3]
+    if mode in ("P", "PA") or (mode in ("L", "RGB", "1") and "transparency" in img.info):
+        img = img.convert("RGBA")  # the palette or the transparent colour, as alpha
+    elif mode in ("1", "RGBX") + _COLOUR_SPACES:
+        img = img.convert("L" if mode == "1" else "RGB")
+    pixels = np.asarray(img)
+    if img.mode in ("LA", "RGBA"):
+        return _on_black(pixels[..., :-1], pixels[..., -1])
+    return pixels
+
+
+def _from_sixteen_bit(values: np.ndarray, name: str) -> np.ndarray:
+    low, high = int(values.min(initial=0)), int(values.max(initial=0))
+    if low < 0 or high > 65535:
+        raise DataError(f"{name}: 32-bit integer pixels range over {low}..{high}, outside 0..65535; "
+                        f"their scale cannot be told (save 8- or 16-bit images)")
+    return ((values.astype(np.uint32) + 128) // 257).astype(np.uint8)  # round(v / 257): v / 257 is never k + 1/2
+
+
+def _from_unit_float(values: np.ndarray, name: str) -> np.ndarray:
+    outside = ~((values >= 0) & (values <= 1))  # NaN included
+    if outside.any():
+        bad = values[outside].flat[0]
+        raise DataError(f"{name}: float pixels must lie in [0, 1]; {int(outside.sum())} do not "
+                        f"(e.g. {float(bad)!r}), their scale cannot be told")
+    return np.rint(values.astype(np.float64) * 255).astype(np.uint8)
+
+
+def _keyed(grey: np.ndarray, values: np.ndarray, key) -> np.ndarray:
+    """A 16-bit image's transparent value (PNG tRNS) composited on black."""
+    return grey if key is None else np.where(values == key, np.uint8(0), grey)
+
+
+def _on_black(colour: np.ndarray, alpha: np.ndarray) -> np.ndarray:
+    """``round(c * a / 255)``: ``colour`` (H, W, C) over a black background."""
+    mixed = (colour.astype(np.uint32) * alpha[..., None] + 127) // 255  # c * a / 255 is never k + 1/2
+    return mixed.astype(np.uint8).squeeze(-1) if mixed.shape[-1] == 1 else mixed.astype(np.uint8)
 
 
 def decode_images(items: Iterable[Tuple[str, bytes]], source: str, hw: Tuple[int, int],
