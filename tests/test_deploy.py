@@ -654,3 +654,14 @@ def test_a_threshold_chosen_in_another_arithmetic_is_never_used_as_is(bf16_run, 
     assert clf.threshold == fp32["threshold"] and clf.calibration["precision"] == "fp32"
     assert "chosen on bf16 scores" in capsys.readouterr().out
     assert snapshot(run) == before  # chosen in memory
+
+
+def test_the_report_says_when_its_test_rates_come_from_another_arithmetic(bf16_run, tmp_path):
+    from agnostophobia.deploy.calibration import threshold_results
+
+    run = tmp_path / "run"
+    shutil.copytree(bf16_run, run)
+    rows, notes = threshold_results(run)
+    assert rows and notes == ["entropic (seed 0): the thresholds were chosen on validation scores with the network in "
+                              "fp32, as deployed; the test rates beside them are read on the run's stored test "
+                              "outputs, computed in bf16"]

@@ -395,6 +395,11 @@ def threshold_results(run_dir: Path, settings: Optional[Settings] = None) -> Tup
             continue
         if model_dir not in scores:
             scores[model_dir] = model_scores(model_dir, approach, settings)
+            stored_in = trained_precision(load_checkpoint(model_dir / BEST)["config"])
+            if stored_in != entry_precision(entry, model_dir):
+                notes.append(f"{approach} (seed {seed}): the thresholds were chosen on validation scores with the "
+                             f"network in {entry_precision(entry, model_dir)}, as deployed; the test rates beside them "
+                             f"are read on the run's stored test outputs, computed in {stored_in}")
         stored = scores[model_dir]
         if detector not in stored.top:
             notes.append(f"{approach}/{detector} (seed {seed}): {stored.notes.get(detector, 'not evaluated')}")
