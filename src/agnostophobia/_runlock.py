@@ -118,6 +118,9 @@ def run_read_lock(run_dir):
     except FileNotFoundError:  # a run this user cannot write, never locked: no writer can be in it
         yield
         return
+    except PermissionError:
+        raise AgnostophobiaError(f"{path}: this user may not read the run's lock file, so cannot tell whether a "
+                                 f"command is writing the run; ask its owner to make it readable") from None
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
