@@ -230,3 +230,59 @@ def test_an_os_error_names_the_users_file_never_a_temporary_one(tiny_run, tmp_pa
     line = _one_line(capsys)
     assert line.endswith(f"Permission denied: '{target}'") and ".tmp" not in line, line
 
+
+# ------------------------------------------------------------------ the Python API names the argument
+@pytest.fixture(scope="module")
+def classifier():
+    """An :class:`OpenSetClassifier` around an untrained LeNet++ (no run, no data): its arguments
+    are checked before any number is computed."""
+    import torch
+
+    from agnostophobia.deploy import OpenSetClassifier
+    from agnostophobia.detectors.stored import fitted_detector
+    from agnostophobia.models import build_model
+    from agnostophobia.training.trained import TrainedModel
+
+    model = build_model("lenet++", 10, activation="prelu").eval()
+    trained = TrainedModel(model, {"protocol": "lenet++"}, torch.device("cpu"), "fp32", False, 8)
+    return OpenSetClassifier(trained, fitted_detector("softmax", None, 10, {}), 0.5, [str(d) for d in range(10)],
+                             "softmax", 0)
+
+
+def _tensor(*shape, dtype="float32", device="cpu"):
+    import torch
+
+    return torch.zeros(*shape, dtype=getattr(torch, dtype), device=device)
+
+
+def _meta(*shape, dtype="float32"):
+    return _tensor(*shape, dtype=dtype, device="meta")
+
+
+API_CASES = [  # (id, call on the classifier, what the one line must say)
+    ("label-names-99", lambda c: c.label_names([0, 99]), "labels[1]: class id 99 is neither a class of this model "
+                                                         "(0..9) nor -1 (unknown)"),
+    ("label-names-minus-5", lambda c: c.label_names(np.array([-1, 3, -5])), "labels[2]: class id -5"),
+    ("label-names-float", lambda c: c.label_names([0.5, 1.0]), "labels: expected a sequence of integer class ids"),
+    ("label-names-2d", lambda c: c.label_names([[0, 1]]), "labels: expected a sequence of integer class ids"),
+    ("predict-meta", lambda c: c.predict(_meta(2, 1, 28, 28)), "x: a tensor on the meta device holds no values"),
+    ("scores-meta", lambda c: c.scores(_meta(2, 1, 28, 28)), "x: a tensor on the meta device holds no values"),
+    ("predict-meta-uint8", lambda c: c.predict(_meta(2, 28, 28, dtype="uint8")),
+     "x: a tensor on the meta device"),
+    ("predict-int32", lambda c: c.predict(_tensor(2, 1, 28, 28, dtype="int32")),
+     "x: expected a float tensor (N, 1, 28, 28) in [0, 1] or uint8 images, got torch.int32"),
+    ("scores-wrong-shape", lambda c: c.scores(_tensor(2, 3, 32, 32)),
+     "x: expected a float tensor (N, 1, 28, 28)"),
+    ("predict-strings", lambda c: c.predict(["a", "b"]), "x: expected a float tensor (N, 1, 28, 28) in [0, 1] or "
+                                                         "uint8 images, got list"),
+    ("predict-nan", lambda c: c.predict(np.full((1, 1, 28, 28), np.nan, np.float32)), "x: float input must lie in"),
+]
+
+
+@pytest.mark.parametrize("call, names", [c[1:] for c in API_CASES], ids=[c[0] for c in API_CASES])
+def test_the_api_names_the_argument_in_one_line(classifier, call, names):
+    from agnostophobia.errors import AgnostophobiaError
+
+    with pytest.raises(AgnostophobiaError) as info:
+        call(classifier)
+    assert names in str(info.value) and "\n" not in str(info.value)

@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 import torch
 from PIL import Image
-from runs import TINY, snapshot
+from runs import TINY, reproduce_args, run_cli, snapshot, write_config
 
 from agnostophobia.cli import main
 from agnostophobia.data import build_protocol
@@ -190,7 +190,7 @@ def test_calibration_json_is_computed_from_validation_outputs_only(calibrated):
     entries = {(e["approach"], e["detector"], e["seed"]): e for e in calibration["entries"]}
     assert set(entries) == {("softmax", "softmax", 0), ("entropic", "softmax", 0)}  # each approach's paper score
     for (approach, _, _), entry in entries.items():
-        val = load_outputs(calibrated / "seed0" / approach / VAL_OUTPUTS)["val"]
+        val = deployed_val(calibrated / "seed0" / approach)  # the network in fp32, as every deployed form
         probs = softmax(val["logits"])
         score, correct = probs.max(axis=1), probs.argmax(axis=1) == val["labels"]
         negative = val["labels"] < 0
@@ -199,10 +199,18 @@ def test_calibration_json_is_computed_from_validation_outputs_only(calibrated):
         assert entry["val_fpr"] == np.mean(score[negative] >= entry["threshold"]) <= FPR
         assert entry["val_ccr"] == np.sum(correct & (score >= entry["threshold"])) / np.sum(~negative)
         assert (entry["val_knowns"], entry["val_negatives"], entry["target_fpr"]) == (32, 32, FPR)
+        assert (entry["precision"], entry["arithmetic"]) == ("fp32", "fp32 network, float64 score")
+
+
+def deployed_val(model_dir):
+    """The stored validation outputs with the network in fp32: split "val" of a run trained in
+    fp32, "val_fp32" beside it for a run trained in another precision."""
+    splits = load_outputs(model_dir / VAL_OUTPUTS)
+    return splits["val_fp32"] if "val_fp32" in splits else splits["val"]
 
 
 def test_a_run_without_validation_outputs_gets_them_from_best_pt(run, calibrated):
-    stored = {a: load_outputs(run / "seed0" / a / VAL_OUTPUTS)["val"] for a in TINY["approaches"]}
+    stored = {a: deployed_val(run / "seed0" / a) for a in TINY["approaches"]}
     for approach in TINY["approaches"]:
         (run / "seed0" / approach / VAL_OUTPUTS).unlink()
     meta = json.loads((run / "run_meta.json").read_text())
@@ -210,7 +218,7 @@ def test_a_run_without_validation_outputs_gets_them_from_best_pt(run, calibrated
     (run / "run_meta.json").write_text(json.dumps(meta))
     assert main(["calibrate", str(run), "--fpr", str(FPR)]) == 0
     for approach, val in stored.items():  # the run's protocol rebuilt with its data seed: the same split
-        again = load_outputs(run / "seed0" / approach / VAL_OUTPUTS)["val"]
+        again = deployed_val(run / "seed0" / approach)
         for field in ("logits", "features", "labels"):
             np.testing.assert_array_equal(again[field], val[field])
     assert json.loads((run / "calibration.json").read_text()) == json.loads((calibrated / "calibration.json").read_text())
@@ -256,18 +264,29 @@ def test_the_report_shows_test_rates_at_the_validation_threshold(calibrated, tmp
 
 # ------------------------------------------------------------------ OpenSetClassifier
 def test_the_classifier_scores_new_images_as_the_run_scored_its_own(calibrated, real_data_dir):
+    from agnostophobia.deploy.calibration import trained_precision
+
     protocol = build_protocol("lenet++", real_data_dir, seed=0, **TINY["protocol_limits"])
     clf = OpenSetClassifier.from_run(calibrated)  # default: entropic (trained with negatives), softmax, seed 0
     entry = next(e for e in json.loads((calibrated / "calibration.json").read_text())["entries"]
                  if e["approach"] == "entropic")
     assert (clf.approach, clf.detector_name, clf.threshold, clf.class_names) == ("entropic", "softmax",
                                                                                  entry["threshold"], DIGITS)
-    stored = load_outputs(calibrated / "seed0" / "entropic" / "outputs.npz")["notmnist"]
+    assert clf.trained.precision == "fp32"  # the deployment arithmetic, whatever the run trained in
     images = protocol.test_unknowns["notmnist"].images
-    logits, _ = clf.trained.outputs(images)  # the run's precision and memory format: its stored outputs
+    # in the run's own precision the network gives the outputs the run stored, and the threshold
+    # is the one chosen on its validation outputs in that precision
+    own = OpenSetClassifier.from_run(calibrated, precision=trained_precision(clf.trained.config))
+    stored = load_outputs(calibrated / "seed0" / "entropic" / "outputs.npz")["notmnist"]
+    logits, _ = own.trained.outputs(images)
     np.testing.assert_array_equal(logits, stored["logits"])
-    labels, scores = clf.decide(images)
+    labels, scores = own.decide(images)
     probs = softmax(stored["logits"])
+    np.testing.assert_array_equal(scores, probs.max(axis=1))
+    np.testing.assert_array_equal(labels, np.where(scores >= own.threshold, probs.argmax(axis=1), -1))
+    # the default classifier: the same rule on the fp32 network's outputs
+    labels, scores = clf.decide(images)
+    probs = softmax(clf.trained.outputs(images)[0])
     np.testing.assert_array_equal(scores, probs.max(axis=1))
     np.testing.assert_array_equal(labels, np.where(scores >= clf.threshold, probs.argmax(axis=1), -1))
     as_float = torch.from_numpy(images).float() / 255  # (N, C, H, W) in [0, 1]
@@ -470,7 +489,7 @@ def test_an_exported_file_decides_as_predict_on_1000_real_images(calibrated, exp
     x = test_images.astype(np.float32) / 255  # (N, 1, 28, 28) in [0, 1], as for training
     labels, scores = run_file(x)
     assert labels.dtype == np.int64 and labels.shape == (1000,) and scores.shape == (1000,)
-    clf = OpenSetClassifier.from_run(calibrated, precision="fp32")  # the file's network runs in fp32
+    clf = OpenSetClassifier.from_run(calibrated)  # fp32 network, float64 score, as the file
     expected_labels, expected_scores = clf.decide(torch.from_numpy(x))
     assert 0 < (expected_labels == -1).sum() < 1000  # both decisions occur
     np.testing.assert_allclose(scores, expected_scores, rtol=1e-5, atol=1e-6)
@@ -504,9 +523,145 @@ def test_predict_and_the_exported_files_agree_on_png_images(calibrated, exported
                              *(str(tmp_path / "pngs" / n) for n in names)], capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr
     for fmt, (labels, scores) in json.loads(result.stdout).items():
-        for row, label, score in zip(rows, labels, scores, strict=True):
-            # predict runs the run's precision (bf16 where native), the files fp32: a decision may
-            # differ only where the threshold lies between the two scores
-            between = min(row["score"], score) < row["threshold"] <= max(row["score"], score)
-            assert row["label"] == (DIGITS[label] if label >= 0 else "unknown") or between, fmt
-            assert abs(row["score"] - score) < 0.05, fmt
+        # predict and the files compute alike (fp32 network, float64 score): the same decisions
+        assert [row["label"] for row in rows] == [DIGITS[c] if c >= 0 else "unknown" for c in labels], fmt
+        np.testing.assert_allclose(scores, [row["score"] for row in rows], rtol=1e-5, atol=0, err_msg=fmt)
+
+
+# ------------------------------------------------------------------ one deployment arithmetic (issue 22, item 6)
+def train_bf16_run(folder, data_dir):
+    """A tiny entropic LeNet++ run trained in bf16 autocast on ``data_dir``, calibrated at FPR 0.1."""
+    config = write_config(folder / "bf16.yaml", precision="bf16", approaches=["entropic"])
+    result = run_cli(reproduce_args(config, folder / "run", data_dir))
+    assert result.returncode == 0, result.stderr
+    assert main(["calibrate", str(folder / "run"), "--fpr", str(FPR)]) == 0
+    return folder / "run"
+
+
+@pytest.fixture(scope="module")
+def bf16_run(real_data_dir, tmp_path_factory):
+    return train_bf16_run(tmp_path_factory.mktemp("bf16"), real_data_dir)
+
+
+@pytest.fixture(scope="module")
+def synthetic_bf16_run(tmp_path_factory):
+    """The same on synthetic stand-in data (no real data needed): its data directory and run."""
+    from conftest import Synth
+
+    folder = tmp_path_factory.mktemp("synthetic-bf16")
+    Synth(folder / "data").lenet_set()
+    return folder / "data", train_bf16_run(folder, folder / "data")
+
+
+def deployed_decisions(run, images, tmp, capsys):
+    """``(labels, scores)`` of the run's default model on uint8 ``images`` (N, 1, 28, 28), as
+    decided by ``predict`` (an .npz file), :class:`OpenSetClassifier` and every exported file
+    (loaded by plain torch / onnxruntime), with the threshold each of them uses."""
+    np.savez(tmp / "check.npz", x=images[:, 0])
+    code, _, err = run_main(["predict", run, tmp / "check.npz", "--out", tmp / "rows.json"], capsys)
+    assert code == 0, err
+    rows = json.loads((tmp / "rows.json").read_text())
+    decided = {"predict": (np.array([DIGITS.index(r["label"]) if r["label"] != "unknown" else -1 for r in rows]),
+                           np.array([r["score"] for r in rows]), rows[0]["threshold"])}
+    clf = OpenSetClassifier.from_run(run)
+    decided["OpenSetClassifier"] = (*clf.decide(images), clf.threshold)
+    x = images.astype(np.float32) / 255
+    for fmt in FORMATS:
+        assert main(["export", str(run), "--format", fmt, "--out", str(tmp / f"model.{fmt}")]) == 0
+        labels, scores = load_exported(tmp / f"model.{fmt}", fmt)(x)
+        decided[fmt] = (labels, scores, exported_threshold(tmp / f"model.{fmt}", fmt))
+    return decided
+
+
+def exported_threshold(path, fmt):
+    """The threshold an exported file carries in its metadata."""
+    if fmt == "onnx":
+        import onnx
+
+        props = {p.key: p.value for p in onnx.load(str(path)).metadata_props}
+        return json.loads(props["agnostophobia.json"])["threshold"]
+    files = {"agnostophobia.json": ""}
+    if fmt == "torchscript":
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", FutureWarning)
+            torch.jit.load(str(path), _extra_files=files)
+    else:
+        torch.export.load(str(path), extra_files=files)
+    return json.loads(files["agnostophobia.json"])["threshold"]
+
+
+def fp32_validation_threshold(run, data_dir):
+    """The threshold at FPR 0.1 on validation scores computed here with best.pt in fp32 on the
+    run's rebuilt validation split (float64 softmax score)."""
+    from agnostophobia.training.trained import load_trained_model
+
+    protocol = build_protocol("lenet++", data_dir, seed=0, **TINY["protocol_limits"])
+    logits, features = load_trained_model(run / "seed0" / "entropic", "cpu", "fp32").outputs(protocol.val.images)
+    val = {"logits": logits, "features": features, "labels": np.asarray(protocol.val.labels)}
+    return calibrate_model(val, "entropic", "softmax", 0, FPR, None, {})["threshold"]
+
+
+def check_one_arithmetic(run, data_dir, images, tmp, capsys):
+    """Every deployed form of a bf16-trained run decides alike on ``images``: identical
+    decisions, scores within 1e-5 relative, each threshold chosen on fp32 validation scores."""
+    from agnostophobia.training.checkpoint import load_checkpoint
+
+    assert load_checkpoint(run / "seed0" / "entropic" / "best.pt")["config"]["precision"] == "bf16"
+    decided = deployed_decisions(run, images, tmp, capsys)
+    threshold = fp32_validation_threshold(run, data_dir)
+    labels, scores, _ = decided["predict"]
+    assert 0 < (labels == -1).sum() < len(images)  # both decisions occur
+    measured = {name: (int((other[0] != labels).sum()), float(np.max(np.abs(other[1] - scores) / np.abs(scores))))
+                for name, other in decided.items()}
+    print(f"{len(images)} images, against predict: " + "; ".join(
+        f"{name} {differ} decisions differ, scores within {relative:.2e} relative, threshold "
+        f"{decided[name][2]!r}" for name, (differ, relative) in measured.items()) + f"; fp32 validation {threshold!r}")
+    for name, (differ, relative) in measured.items():
+        assert differ == 0 and relative <= 1e-5, name
+        assert decided[name][2] == threshold, name  # chosen on validation scores in fp32, as it computes
+    # the run's own precision is not silently given the fp32 threshold: one chosen on bf16 validation scores
+    bf16 = OpenSetClassifier.from_run(run, precision="bf16")
+    val = load_outputs(run / "seed0" / "entropic" / VAL_OUTPUTS)["val"]  # stored in the run's precision, bf16
+    assert bf16.threshold == calibrate_model(val, "entropic", "softmax", 0, FPR, None, {})["threshold"]
+    assert bf16.calibration["precision"] == "bf16"
+
+
+def test_a_bf16_run_decides_alike_everywhere_on_1000_real_images(bf16_run, real_data_dir, test_images, tmp_path,
+                                                                 capsys):
+    check_one_arithmetic(bf16_run, real_data_dir, test_images, tmp_path, capsys)
+
+
+def test_a_bf16_run_decides_alike_everywhere_on_synthetic_data(synthetic_bf16_run, tmp_path, capsys):
+    data_dir, run = synthetic_bf16_run
+    protocol = build_protocol("lenet++", data_dir, seed=0, **{**TINY["protocol_limits"], "max_test_per_set": 200})
+    images = np.concatenate([protocol.test_known.images, *(s.images for s in protocol.test_unknowns.values())])
+    check_one_arithmetic(run, data_dir, images, tmp_path, capsys)
+
+
+def test_a_threshold_chosen_in_another_arithmetic_is_never_used_as_is(bf16_run, tmp_path, capsys):
+    """A calibration.json from before thresholds recorded their arithmetic was chosen on the
+    run's stored (bf16) validation outputs: the fp32 classifier chooses its own, and says so."""
+    run = tmp_path / "run"
+    shutil.copytree(bf16_run, run)
+    calibration = json.loads((run / "calibration.json").read_text())
+    val = load_outputs(run / "seed0" / "entropic" / VAL_OUTPUTS)["val"]
+    old = calibrate_model(val, "entropic", "softmax", 0, FPR, None, {})  # on the run's bf16 validation outputs
+    calibration["entries"] = [{k: v for k, v in old.items() if k not in ("precision", "arithmetic")}]
+    (run / "calibration.json").write_text(json.dumps(calibration))
+    before = snapshot(run)
+    clf = OpenSetClassifier.from_run(run)
+    fp32 = calibrate_model(deployed_val(run / "seed0" / "entropic"), "entropic", "softmax", 0, FPR, None, {})
+    assert clf.threshold == fp32["threshold"] and clf.calibration["precision"] == "fp32"
+    assert "chosen on bf16 scores" in capsys.readouterr().out
+    assert snapshot(run) == before  # chosen in memory
+
+
+def test_the_report_says_when_its_test_rates_come_from_another_arithmetic(bf16_run, tmp_path):
+    from agnostophobia.deploy.calibration import threshold_results
+
+    run = tmp_path / "run"
+    shutil.copytree(bf16_run, run)
+    rows, notes = threshold_results(run)
+    assert rows and notes == ["entropic (seed 0): the thresholds were chosen on validation scores with the network in "
+                              "fp32, as deployed; the test rates beside them are read on the run's stored test "
+                              "outputs, computed in bf16"]

@@ -10,12 +10,19 @@ that holds it, so a lock left by a killed process (SIGKILL, power loss) never bl
 next run. It belongs to the command that owns the run (the parent process; rank 0 under
 DDP), never to each worker: workers started by the owner run inside its lock.
 
+Commands that only read a run (``plot``, ``predict``, ``export``) take a *shared* lock
+(:func:`run_read_lock`) on the same file: any number of them read at once, none while a
+writer holds the exclusive lock, so a reader never sees a half-updated run. A reader opens
+the lock file read-only and writes nothing: on a run the user cannot write it creates no
+lock file either, as no writer can be working in such a run without having created one.
+
 Where ``fcntl`` is missing (Windows) runs are not locked; that platform is not supported
 for concurrent commands.
 """
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import sys
 from pathlib import Path
@@ -33,6 +40,18 @@ LOCK_NAME = ".lock"
 
 class RunInUse(AgnostophobiaError):
     """Another process is working on the same run directory."""
+
+
+def run_is_writable(run_dir) -> bool:
+    """Whether this process may create and replace files in ``run_dir`` (False on a read-only
+    directory or file system)."""
+    return os.access(run_dir, os.W_OK | os.X_OK)
+
+
+def _in_use(run_dir: Path, fd: int) -> RunInUse:
+    holder = os.pread(fd, 4096, 0).decode(errors="replace").strip() or "another process (a command reading it)"
+    return RunInUse(f"run {run_dir} is in use by {holder}; wait for it to finish or stop it, "
+                    f"then run this command again")
 
 
 def _command_line() -> str:
@@ -56,17 +75,57 @@ def run_lock(run_dir, command: str | None = None, create: bool = True):
     if fcntl is None:  # pragma: no cover
         yield
         return
-    fd = os.open(run_dir / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fd = os.open(run_dir / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as exc:
+        if exc.errno not in (errno.EACCES, errno.EPERM, errno.EROFS):
+            raise
+        raise AgnostophobiaError(f"run {run_dir}: this user may not write it, and {command or _command_line()} "
+                                 f"writes into it") from None
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            holder = os.pread(fd, 4096, 0).decode(errors="replace").strip() or "another process"
-            raise RunInUse(f"run {run_dir} is in use by {holder}; wait for it to finish or stop it, "
-                           f"then run this command again") from None
+            raise _in_use(run_dir, fd) from None
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"process {os.getpid()} ({command or _command_line()})\n".encode(), 0)
         remove_stale_temporaries(run_dir, recursive=True)  # safe: no other process can be writing now
-        yield
+        try:
+            yield
+        finally:
+            os.ftruncate(fd, 0)  # the holder's line names a live writer only (a reader may block the next one)
     finally:
         os.close(fd)  # closing the descriptor releases the flock
+
+
+@contextlib.contextmanager
+def run_read_lock(run_dir):
+    """Hold a shared lock on the run for the ``with`` block: no writer (:func:`run_lock`) works
+    in it meanwhile; raise :class:`RunInUse`, naming the writer, if one holds it now.
+
+    Writes nothing into the run: the lock file is opened read-only, and created (empty) only
+    where the user may write the run, so that a writer starting later waits for this reader.
+    """
+    run_dir = Path(run_dir)
+    if not run_dir.is_dir():
+        raise AgnostophobiaError(f"run directory {run_dir} does not exist")
+    if fcntl is None:  # pragma: no cover
+        yield
+        return
+    path = run_dir / LOCK_NAME
+    try:
+        fd = os.open(path, os.O_RDONLY | (os.O_CREAT if run_is_writable(run_dir) else 0), 0o644)
+    except FileNotFoundError:  # a run this user cannot write, never locked: no writer can be in it
+        yield
+        return
+    except PermissionError:
+        raise AgnostophobiaError(f"{path}: this user may not read the run's lock file, so cannot tell whether a "
+                                 f"command is writing the run; ask its owner to make it readable") from None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise _in_use(run_dir, fd) from None
+        yield
+    finally:
+        os.close(fd)

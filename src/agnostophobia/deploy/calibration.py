@@ -13,21 +13,36 @@ validation data" (:func:`threshold_results`), beside the oracle.
     {"format": 1, "rule": "...", "class_names": [...],
      "entries": [{"approach", "detector", "seed", "target_fpr", "threshold" (null: see "reason"),
                   "val_fpr", "val_ccr", "val_knowns", "val_negatives", "false_positives_allowed",
-                  "detector_settings", "rule", "reason"}, ...]}
+                  "detector_settings", "rule", "reason", "precision", "arithmetic"}, ...]}
 
 One entry per (approach, detector, seed); calibrating again replaces the entries it
-recomputes and keeps the others. Validation outputs are stored at training time
-(``val_outputs.npz``); for a run trained before that, they are computed once from
-``best.pt`` and the run's protocol, rebuilt with the run's config and data seed, and stored.
+recomputes and keeps the others.
+
+**One deployment arithmetic.** A threshold is only valid for scores computed as the ones it
+was chosen on: a score in bf16 differs from the same score in fp32 by far more than the gap
+between neighbouring validation scores. Every deployed decision (``predict``,
+:class:`~agnostophobia.deploy.OpenSetClassifier` by default, every exported file) computes
+the network in fp32 and the score in float64 (:data:`DEPLOY_PRECISION`), whatever precision
+the run trained in, and ``calibrate`` chooses thresholds on validation outputs in that
+arithmetic, recorded in each entry (``precision``, ``arithmetic``). A consumer computing in
+another precision (``OpenSetClassifier(precision="bf16")``) gets a threshold chosen again on
+validation outputs in its own precision, never the stored one.
+
+Validation outputs are stored at training time (``val_outputs.npz``: split "val" in the run's
+precision and, for a run not trained in fp32, "val_fp32"); for a run trained before that, they
+are computed from ``best.pt`` and the run's protocol, rebuilt with the run's config and data
+seed, and stored (where the run may be written; else kept in memory).
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 from pathlib import Path
 from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
 import numpy as np
+import torch
 
 from agnostophobia._atomic import atomic_write
 from agnostophobia._runlock import run_lock
@@ -41,12 +56,16 @@ from agnostophobia.metrics.rows import own_detector
 from agnostophobia.training.approaches import APPROACHES
 from agnostophobia.training.config import protocol_for
 from agnostophobia.training.outputs import (VAL_OUTPUTS, SplitOutputs, iter_model_dirs, load_fit_outputs,
-                                            load_val_outputs, run_config, save_outputs)
+                                            load_outputs, load_val_outputs, run_config, save_outputs, val_split)
 from agnostophobia.training.checkpoint import load_checkpoint
-from agnostophobia.training.trained import BEST, load_trained_model
+from agnostophobia.training.precision import resolve_precision
+from agnostophobia.training.trained import BEST, TrainedModel, load_trained_model
+from agnostophobia.training.trainer import resolve_device
 
 CALIBRATION = "calibration.json"
 _FORMAT = 1
+#: The network's precision in every deployed decision; the score is computed in float64.
+DEPLOY_PRECISION = "fp32"
 RULE = ("threshold = the smallest with FPR <= target on the validation negatives (label -1): just above the "
         "(k+1)-th highest negative score, k = floor(target x #negatives) false positives allowed; a sample is "
         "accepted as its predicted class when its score >= threshold, else 'unknown'; validation CCR counts the "
@@ -120,19 +139,65 @@ class Protocols:
         return self._built[key]
 
 
+def arithmetic(precision: str) -> str:
+    """How a score is computed: the network's precision and the score's dtype."""
+    return f"{precision} network, float64 score"
+
+
+def trained_precision(config: Dict) -> str:
+    """The precision a run computed its stored outputs in (resolved when it trained; ``auto``
+    in a run's config from before that, resolved on the run's device)."""
+    precision = config.get("precision", "fp32")
+    if precision != "auto":
+        return precision
+    try:
+        return resolve_precision(precision, resolve_device(config.get("device", "auto")))
+    except AgnostophobiaError:  # the run's device (a GPU) is absent here
+        return resolve_precision(precision, "cpu")
+
+
+@contextlib.contextmanager
+def exact_fp32():
+    """No TF32 in CUDA matrix products and convolutions (cuDNN allows it by default): fp32
+    means fp32 here, as on the CPU and in the exported files."""
+    saved = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = False
+    try:
+        yield
+    finally:
+        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = saved
+
+
+def network_outputs(trained: TrainedModel, images) -> Tuple[np.ndarray, np.ndarray]:
+    """``trained``'s (logits, features) of ``images`` in its precision (fp32: without TF32)."""
+    if trained.precision != "fp32":
+        return trained.outputs(images)
+    with exact_fp32():
+        return trained.outputs(images)
+
+
 def validation_outputs(model_dir: Path, protocols: Protocols, device: Optional[str] = None,
-                       log: Callable[[str], None] = print) -> SplitOutputs:
-    """The model's outputs on the validation split: stored at training time, or computed from
-    ``best.pt`` on the run's rebuilt protocol (and stored, so this happens once)."""
-    stored = load_val_outputs(model_dir)
+                       log: Callable[[str], None] = print, precision: str = DEPLOY_PRECISION,
+                       store: bool = True) -> SplitOutputs:
+    """The model's outputs on the validation split with the network in ``precision``: stored
+    at training time, or computed from ``best.pt`` on the run's rebuilt protocol (and stored
+    where ``store`` is set, so this happens once)."""
+    model_dir = Path(model_dir)
+    split = val_split(precision, trained_precision(load_checkpoint(model_dir / BEST)["config"])) \
+        if (model_dir / BEST).is_file() else "val"
+    stored = load_val_outputs(model_dir, split)
     if stored is not None:
         return stored
-    trained = load_trained_model(model_dir, device)
+    trained = load_trained_model(model_dir, device, precision)
     val = protocols.for_config(trained.config).val
-    logits, features = trained.outputs(val.images)
+    logits, features = network_outputs(trained, val.images)
     outputs = {"logits": logits, "features": features, "labels": np.asarray(val.labels, np.int64)}
-    save_outputs(Path(model_dir) / VAL_OUTPUTS, {"val": outputs})
-    log(f"{model_dir}: validation outputs computed from best.pt ({len(logits):,} samples), stored in {VAL_OUTPUTS}")
+    where = "kept in memory"
+    if store:
+        path = model_dir / VAL_OUTPUTS
+        save_outputs(path, {**(load_outputs(path) if path.exists() else {}), split: outputs})
+        where = f"stored in {VAL_OUTPUTS} (split {split!r})"
+    log(f"{model_dir}: validation outputs in {precision} computed from best.pt ({len(logits):,} samples), {where}")
     return outputs
 
 
@@ -143,15 +208,17 @@ def check_target(fpr) -> float:
 
 
 def calibrate_model(val: SplitOutputs, approach: str, detector_name: str, seed: int, fpr: float,
-                    fit_outputs: Optional[SplitOutputs], settings: Settings) -> Dict:
+                    fit_outputs: Optional[SplitOutputs], settings: Settings,
+                    precision: str = DEPLOY_PRECISION) -> Dict:
     """One entry of ``calibration.json``: the threshold on ``detector_name``'s score of one
-    model's validation outputs ``val`` that reaches FPR <= ``fpr`` on their negatives."""
+    model's validation outputs ``val`` (computed with the network in ``precision``) that
+    reaches FPR <= ``fpr`` on their negatives."""
     labels = np.asarray(val["labels"], np.int64)
     n_known, n_negative = int((labels >= 0).sum()), int((labels < 0).sum())
     entry = {"approach": approach, "detector": detector_name, "seed": seed, "target_fpr": fpr, "threshold": None,
              "val_fpr": None, "val_ccr": None, "val_knowns": n_known, "val_negatives": n_negative,
              "false_positives_allowed": None, "detector_settings": settings.get(detector_name, {}), "rule": RULE,
-             "reason": None}
+             "reason": None, "precision": precision, "arithmetic": arithmetic(precision)}
     if n_negative == 0:
         return {**entry, "reason": "the validation split holds no negatives (label -1): this protocol validates "
                                    "without known unknowns, so no FPR can be measured on validation data"}
@@ -203,7 +270,7 @@ def calibrate_models(run_dir: Path, fpr: float, models: Iterable[Tuple[int, str,
         entries = {_key(e): e for e in calibration.get("entries", [])}
         for seed, approach, detector in models:
             model_dir = run_dir / f"seed{seed}" / approach
-            val = validation_outputs(model_dir, protocols, device, log)
+            val = validation_outputs(model_dir, protocols, device, log)  # in DEPLOY_PRECISION
             entry = calibrate_model(val, approach, detector, seed, fpr, load_fit_outputs(model_dir), settings)
             entries[_key(entry)] = entry
             log(describe(entry))
@@ -274,10 +341,37 @@ def calibration_entry(run_dir: Path, approach: str, detector: str, seed: int) ->
     if entry is None:
         raise AgnostophobiaError(f"{run_dir}/{CALIBRATION} has no threshold for approach {approach!r}, detector "
                                  f"{detector!r}, seed {seed}; {hint}")
-    if entry.get("threshold") is None:
-        raise AgnostophobiaError(f"{run_dir}/{CALIBRATION}: no threshold for {approach}/{detector} (seed {seed}) "
-                                 f"at FPR {entry['target_fpr']:g}: {entry.get('reason')}")
+    check_threshold(entry, run_dir / CALIBRATION)
     return {**entry, "class_names": calibration.get("class_names")}
+
+
+def check_threshold(entry: Dict, source) -> None:
+    if entry.get("threshold") is None:
+        raise AgnostophobiaError(f"{source}: no threshold for {entry['approach']}/{entry['detector']} (seed "
+                                 f"{entry['seed']}) at FPR {entry['target_fpr']:g}: {entry.get('reason')}")
+
+
+def entry_precision(entry: Dict, model_dir: Path) -> str:
+    """The network precision ``entry``'s threshold was chosen in: recorded, or (an entry from
+    before that was recorded) the run's own, whose stored validation outputs it was chosen on."""
+    return entry.get("precision") or trained_precision(load_checkpoint(Path(model_dir) / BEST)["config"])
+
+
+def calibrate_in_memory(run_dir: Path, approach: str, detector: str, seed: int, fpr: float, precision: str,
+                        data_dir=None, device: Optional[str] = None, log: Callable[[str], None] = print) -> Dict:
+    """The entry :func:`calibrate_models` would store, with the network in ``precision``,
+    computed and returned without writing anything into the run (a read-only run, or a
+    consumer computing in another precision than the stored threshold's)."""
+    run_dir = Path(run_dir)
+    fpr = check_target(fpr)
+    model_dir = run_dir / f"seed{seed}" / approach
+    protocols = Protocols(data_dir)
+    val = validation_outputs(model_dir, protocols, device, log, precision, store=False)
+    entry = calibrate_model(val, approach, detector, seed, fpr, load_fit_outputs(model_dir),
+                            detector_settings(run_config(run_dir)), precision)
+    check_threshold(entry, f"{run_dir} (validation outputs in {precision})")
+    stored = read_calibration(run_dir) or {}
+    return {**entry, "class_names": stored.get("class_names") or class_names(run_dir, protocols)}
 
 
 # ------------------------------------------------------------------ test sets at the thresholds
@@ -301,6 +395,11 @@ def threshold_results(run_dir: Path, settings: Optional[Settings] = None) -> Tup
             continue
         if model_dir not in scores:
             scores[model_dir] = model_scores(model_dir, approach, settings)
+            stored_in = trained_precision(load_checkpoint(model_dir / BEST)["config"])
+            if stored_in != entry_precision(entry, model_dir):
+                notes.append(f"{approach} (seed {seed}): the thresholds were chosen on validation scores with the "
+                             f"network in {entry_precision(entry, model_dir)}, as deployed; the test rates beside them "
+                             f"are read on the run's stored test outputs, computed in {stored_in}")
         stored = scores[model_dir]
         if detector not in stored.top:
             notes.append(f"{approach}/{detector} (seed {seed}): {stored.notes.get(detector, 'not evaluated')}")

@@ -3,11 +3,12 @@ falls below the threshold chosen on validation data (``calibrate``)."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 import torch
 
+from agnostophobia._runlock import run_is_writable, run_read_lock
 from agnostophobia.data.inputs import run_input
 from agnostophobia.data.preprocess import prepare_images
 from agnostophobia.detectors import Detector
@@ -17,10 +18,27 @@ from agnostophobia.training.approaches import APPROACHES
 from agnostophobia.training.outputs import load_fit_outputs, run_config
 from agnostophobia.training.trained import TrainedModel, load_trained_model
 
-from .calibration import calibrate_models, calibration_entry, resolve_model
+from .calibration import (CALIBRATION, DEPLOY_PRECISION, calibrate_in_memory, calibrate_models, calibration_entry,
+                          entry_precision, network_outputs, resolve_model)
 
 UNKNOWN = -1
 UNKNOWN_NAME = "unknown"
+
+
+def threshold_in(entry: Dict, trained: TrainedModel, run_dir: Path, data_dir=None, device: Optional[str] = None,
+                 log=print) -> Dict:
+    """``entry`` if its threshold was chosen in ``trained``'s precision; else the threshold
+    chosen again, in memory, at the same target FPR on validation outputs in that precision:
+    a threshold is never compared with scores computed in another arithmetic."""
+    chosen_in = entry_precision(entry, run_dir / f"seed{entry['seed']}" / entry["approach"])
+    if chosen_in == trained.precision:
+        return entry
+    again = calibrate_in_memory(run_dir, entry["approach"], entry["detector"], entry["seed"], entry["target_fpr"],
+                                trained.precision, data_dir, str(trained.device), log)
+    log(f"{run_dir}: the stored threshold was chosen on {chosen_in} scores and this classifier computes in "
+        f"{trained.precision}: threshold {again['threshold']:.6g} chosen on validation outputs in "
+        f"{trained.precision} at FPR <= {entry['target_fpr']:g} (in memory)")
+    return {**again, "class_names": entry.get("class_names") or again.get("class_names")}
 
 
 class OpenSetClassifier:
@@ -40,10 +58,14 @@ class OpenSetClassifier:
     white on black whatever the run), which go through the one preparation path,
     :func:`agnostophobia.data.preprocess.prepare_images`, with the run's input spec
     (:func:`agnostophobia.data.inputs.run_input`).
-    The network runs on ``device`` (default: the run's, e.g. CUDA) in the run's precision
-    (``precision`` overrides it: the exported files compute in fp32, see ``export``); the
-    score is the registered detector's (:mod:`agnostophobia.detectors`), the one the
-    threshold was chosen on: the score in the predicted class's column.
+    The network runs on ``device`` (default: the run's, e.g. CUDA) in fp32 and the score in
+    float64, whatever precision the run trained in: the deployment arithmetic
+    (:mod:`.calibration`) that ``calibrate`` chose the threshold in and the exported files
+    compute in, so all three decide alike. ``precision="bf16"`` runs the network in bf16
+    autocast; the threshold is then chosen again, in memory, on validation outputs in bf16
+    (a bf16 score compared with an fp32 threshold would move decisions). The score is the
+    registered detector's (:mod:`agnostophobia.detectors`): the score in the predicted
+    class's column.
     """
 
     def __init__(self, trained: TrainedModel, detector: Detector, threshold: float, class_names: Sequence[str],
@@ -64,43 +86,64 @@ class OpenSetClassifier:
                  data_dir=None, log=print) -> "OpenSetClassifier":
         """The model ``seed<seed>/<approach>`` of ``run_dir`` (default: the run's first approach
         trained with negatives) with ``detector`` (default: its paper score) and the stored
-        threshold; ``fpr`` calibrates that threshold first (FPR <= fpr on validation data)."""
+        threshold; ``fpr`` calibrates that threshold first (FPR <= fpr on validation data),
+        stored in ``calibration.json``, or kept in memory on a run this user cannot write."""
         run_dir = Path(run_dir)
         model_dir, approach, detector = resolve_model(run_dir, approach, detector, seed)
-        if fpr is not None:
-            calibrate_models(run_dir, fpr, [(seed, approach, detector)], data_dir, device, log)
-        entry = calibration_entry(run_dir, approach, detector, seed)
-        trained = load_trained_model(model_dir, device, precision)
-        num_classes = trained.num_outputs - int(APPROACHES.get(approach).background_class)
-        try:
-            fitted = fitted_detector(detector, load_fit_outputs(model_dir), num_classes,
-                                     detector_settings(run_config(run_dir)))
-        except NotFitted as exc:
-            raise AgnostophobiaError(f"{model_dir}: detector {detector!r}: {exc}") from None
+        precision = precision or DEPLOY_PRECISION
+        if fpr is not None and run_is_writable(run_dir):
+            calibrate_models(run_dir, fpr, [(seed, approach, detector)], data_dir, device, log)  # the exclusive lock
+            fpr = None
+        with run_read_lock(run_dir):  # no writer changes the run while its records are read
+            if fpr is None:
+                entry = calibration_entry(run_dir, approach, detector, seed)
+            else:
+                entry = calibrate_in_memory(run_dir, approach, detector, seed, fpr, DEPLOY_PRECISION, data_dir,
+                                            device, log)
+                log(f"{run_dir} is read-only: threshold {entry['threshold']:.6g} chosen on validation data at FPR "
+                    f"<= {fpr:g} in memory, not stored in {CALIBRATION}")
+            trained = load_trained_model(model_dir, device, precision)
+            entry = threshold_in(entry, trained, run_dir, data_dir, device, log)
+            num_classes = trained.num_outputs - int(APPROACHES.get(approach).background_class)
+            try:
+                fitted = fitted_detector(detector, load_fit_outputs(model_dir), num_classes,
+                                         detector_settings(run_config(run_dir)))
+            except NotFitted as exc:
+                raise AgnostophobiaError(f"{model_dir}: detector {detector!r}: {exc}") from None
         names = entry.get("class_names") or [str(c) for c in range(num_classes)]
         return cls(trained, fitted, entry["threshold"], names, approach, seed, entry)
 
     # ------------------------------------------------------------------ inputs
-    def model_input(self, x):
-        """``x`` as the network's input: a float tensor in [0, 1], or prepared uint8 images."""
+    def model_input(self, x, name: str = "x"):
+        """``x`` as the network's input: a float tensor in [0, 1], or prepared uint8 images; a
+        one-line error naming ``name`` and what is wrong with it otherwise."""
+        shape = f"(N, {', '.join(map(str, self.input_spec.shape))})"
+        if isinstance(x, torch.Tensor) and x.device.type == "meta":
+            raise AgnostophobiaError(f"{name}: a tensor on the meta device holds no values; pass a {shape} "
+                                     f"tensor on the CPU or a GPU")
         if isinstance(x, torch.Tensor) and x.dtype == torch.uint8:
             x = x.cpu().numpy()
         if isinstance(x, np.ndarray) and x.dtype == np.uint8:
             if x.ndim == 4 and x.shape[1:] == self.input_spec.shape:
                 return x  # prepared already
-            return prepare_images(x, self.input_spec, name="x")
-        x = torch.as_tensor(x)
+            return prepare_images(x, self.input_spec, name=name)
+        try:
+            x = torch.as_tensor(x)
+        except (TypeError, ValueError, RuntimeError) as exc:
+            raise AgnostophobiaError(f"{name}: expected a float tensor {shape} in [0, 1] or uint8 images, got "
+                                     f"{type(x).__name__} ({str(exc).splitlines()[0]})") from None
         if not x.is_floating_point() or x.ndim != 4 or tuple(x.shape[1:]) != self.input_spec.shape:
-            raise AgnostophobiaError(f"x: expected a float tensor (N, {', '.join(map(str, self.input_spec.shape))}) "
-                                     f"in [0, 1] or uint8 images, got {x.dtype} {tuple(x.shape)}")
+            raise AgnostophobiaError(f"{name}: expected a float tensor {shape} in [0, 1] or uint8 images, got "
+                                     f"{x.dtype} {tuple(x.shape)}")
         if x.numel() and not (torch.isfinite(x).all() and x.min() >= 0 and x.max() <= 1):
-            raise AgnostophobiaError("x: float input must lie in [0, 1] (pixel / 255); pass stored images as uint8")
+            raise AgnostophobiaError(f"{name}: float input must lie in [0, 1] (pixel / 255); pass stored images "
+                                     f"as uint8")
         return x
 
     # ------------------------------------------------------------------ decisions
     def decide(self, x) -> Tuple[np.ndarray, np.ndarray]:
         """``(labels, scores)``: int64 labels (N,), -1 for unknown, and float64 scores (N,)."""
-        logits, features = self.trained.outputs(self.model_input(x))
+        logits, features = network_outputs(self.trained, self.model_input(x))
         if not len(logits):
             return np.empty(0, np.int64), np.empty(0)
         predicted, score = top_scores(self.detector, {"logits": logits, "features": features}, self.num_classes)
@@ -115,7 +158,17 @@ class OpenSetClassifier:
         return self.decide(x)[0]
 
     def label_names(self, labels: Sequence[int]) -> List[str]:
-        return [self.class_names[c] if c >= 0 else UNKNOWN_NAME for c in labels]
+        """The class name of each label, ``unknown`` for -1; a one-line error naming the first
+        label that is neither a class index (0..C-1) nor -1."""
+        values = np.asarray(labels)
+        if values.ndim != 1 or not (values.size == 0 or np.issubdtype(values.dtype, np.integer)):
+            raise AgnostophobiaError(f"labels: expected a sequence of integer class ids, got {values.dtype} "
+                                     f"{values.shape}")
+        bad = np.flatnonzero((values < UNKNOWN) | (values >= len(self.class_names)))
+        if bad.size:
+            raise AgnostophobiaError(f"labels[{bad[0]}]: class id {values[bad[0]]} is neither a class of this model "
+                                     f"(0..{len(self.class_names) - 1}) nor {UNKNOWN} (unknown)")
+        return [self.class_names[c] if c >= 0 else UNKNOWN_NAME for c in values.tolist()]
 
     @property
     def detector_name(self) -> str:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 
@@ -75,7 +76,7 @@ def _predict(args) -> int:
     from agnostophobia.deploy.predict import check_output, format_table, predict_files, write_rows
 
     check_output(args.out)
-    log = print if args.out else (lambda message: None)  # stdout holds the table alone
+    log = print if args.out else (lambda message: print(message, file=sys.stderr))  # stdout holds the table alone
     rows = predict_files(args.run, args.inputs, args.approach, args.detector, args.seed, fpr=args.fpr,
                          data_dir=args.data_dir, device=args.device, log=log)
     if args.out:

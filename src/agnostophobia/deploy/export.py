@@ -9,8 +9,10 @@ metadata says which), and returns ``(labels, scores)``: int64 labels (N,), -1 fo
 "unknown", and float64 scores (N,), the per-sample score the decision compares with the
 threshold. The network runs in fp32 (whatever precision the run trained in: bf16 does not
 export portably); the score is computed in float64 from the fp32 logits and features, as
-:mod:`agnostophobia.detectors` computes it for ``calibrate``, so the file decides exactly
-as :class:`~agnostophobia.deploy.OpenSetClassifier` with ``precision="fp32"`` does.
+:mod:`agnostophobia.detectors` computes it: the deployment arithmetic
+(:mod:`.calibration`) in which ``calibrate`` chose the threshold on validation outputs and
+in which ``predict`` and :class:`~agnostophobia.deploy.OpenSetClassifier` decide, so the
+file decides as they do.
 
 Scores: every closed-form detector (``softmax``, ``background``, ``objectosphere-scaled``,
 ``max-logit``, ``entropy``, ``magnitude``, ``energy``) and ``knn``, whose normalised
@@ -41,7 +43,7 @@ from agnostophobia.data.preprocess import INPUT_CONVENTIONS
 from agnostophobia.detectors import Detector
 from agnostophobia.errors import AgnostophobiaError
 
-from .calibration import resolve_model
+from .calibration import DEPLOY_PRECISION, arithmetic, resolve_model
 from .classifier import OpenSetClassifier
 
 FORMATS = ("torchscript", "pt2", "onnx")
@@ -195,7 +197,7 @@ def metadata(classifier: OpenSetClassifier, fmt: str) -> str:
                   "preprocessing": spec.preprocessing, "preparation": INPUT_CONVENTIONS[spec.preprocessing]},
         "outputs": {"labels": "int64 (N,), the class index, -1 = unknown",
                     "scores": "float64 (N,), accepted when >= threshold"},
-        "precision": "fp32 network, float64 score"})
+        "precision": arithmetic(DEPLOY_PRECISION)})
 
 
 def export_classifier(classifier: OpenSetClassifier, out: Path, fmt: str) -> Path:
@@ -243,8 +245,8 @@ def export_run(run_dir, out: Path, fmt: str, approach: Optional[str] = None, det
         raise AgnostophobiaError(f"--format {fmt!r}: must be one of {', '.join(FORMATS)}")
     _, approach, detector = resolve_model(Path(run_dir), approach, detector, seed)
     check_exportable(detector)  # before any work: a calibration with --fpr writes
-    classifier = OpenSetClassifier.from_run(run_dir, approach, detector, seed, device="cpu", precision="fp32",
-                                            fpr=fpr, data_dir=data_dir, log=log)
+    classifier = OpenSetClassifier.from_run(run_dir, approach, detector, seed, device="cpu",
+                                            precision=DEPLOY_PRECISION, fpr=fpr, data_dir=data_dir, log=log)
     path = export_classifier(classifier, Path(out), fmt)
     log(f"exported {classifier.approach} (seed {classifier.seed}) with {classifier.detector_name} >= "
         f"{classifier.threshold:.6g} as {fmt}: {path} (fp32; input float (N, "

@@ -22,7 +22,7 @@ from agnostophobia.data.file_protocols import is_file_protocol
 from agnostophobia.data.preprocess import OURS
 from agnostophobia.errors import ConfigError
 from agnostophobia.models import build_model
-from agnostophobia.training.outputs import FIT_OUTPUTS, VAL_OUTPUTS, save_outputs
+from agnostophobia.training.outputs import FIT_OUTPUTS, VAL_OUTPUTS, save_outputs, val_split
 from agnostophobia.experiments.report import write_metrics, write_report
 from agnostophobia.training import distributed
 from agnostophobia.training.approaches import APPROACHES
@@ -67,11 +67,11 @@ def check_model_input(cfg: TrainConfig, protocol) -> None:
                           f"{str(exc).splitlines()[0]}") from None
 
 
-def split_outputs(run, images, labels) -> Dict:
+def split_outputs(run, images, labels, precision: Optional[str] = None) -> Dict:
     """Per-sample logits, features and labels of ``images``, predicted as the run trained
-    (its memory format, precision and evaluation batch size)."""
+    (its memory format, precision unless ``precision`` says otherwise, evaluation batch size)."""
     logits, features = predict(run.model, images, run.cfg.eval_batch_size, run.device,
-                               run.cfg.channels_last, run.precision)
+                               run.cfg.channels_last, precision or run.precision)
     return {"logits": logits, "features": features, "labels": labels}
 
 
@@ -88,8 +88,13 @@ def fit_outputs(run, protocol) -> Dict:
 
 def val_outputs(run, protocol) -> Dict:
     """The validation split's outputs, held-out knowns and held-out negatives (label -1) alike:
-    ``calibrate`` chooses its thresholds on them, never on test data."""
-    return split_outputs(run, protocol.val.images, protocol.val.labels)
+    ``calibrate`` chooses its thresholds on them, never on test data. Split "val" is in the
+    run's precision; a run not in fp32 adds "val_fp32", in the arithmetic deployed models
+    compute in (:mod:`agnostophobia.deploy`), so that calibrating it needs no data."""
+    splits = {"val": split_outputs(run, protocol.val.images, protocol.val.labels)}
+    if run.precision != "fp32":
+        splits[val_split("fp32", run.precision)] = split_outputs(run, protocol.val.images, protocol.val.labels, "fp32")
+    return splits
 
 
 def train_and_store(experiment: ExperimentConfig, out: Path, log=print,
@@ -209,7 +214,7 @@ def store_outputs(run, protocol, run_dir: Path) -> None:
     """The per-sample outputs of a trained model on the test sets, on its training knowns (from
     which fitted detectors, k-NN and OpenMax, learn) and on the validation split."""
     save_outputs(run_dir / FIT_OUTPUTS, {"train": fit_outputs(run, protocol)})
-    save_outputs(run_dir / VAL_OUTPUTS, {"val": val_outputs(run, protocol)})  # calibrate reads these
+    save_outputs(run_dir / VAL_OUTPUTS, val_outputs(run, protocol))  # calibrate reads these
     save_outputs(run_dir / "outputs.npz", run_outputs(run, protocol))
 
 

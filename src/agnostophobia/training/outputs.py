@@ -14,7 +14,9 @@ Layout of a run directory::
                                              # which fitted detectors (k-NN, OpenMax) learn from
     RUN/seed<k>/<approach>/val_outputs.npz   # split "val": the validation split's outputs, held-out
                                              # knowns and held-out negatives (label -1), from which
-                                             # `calibrate` chooses a threshold (never from test data)
+                                             # `calibrate` chooses a threshold (never from test data);
+                                             # a run not trained in fp32 adds split "val_fp32", the same
+                                             # in fp32, the arithmetic deployed models compute in
 """
 from __future__ import annotations
 
@@ -65,11 +67,17 @@ def load_fit_outputs(model_dir: Path) -> Optional[SplitOutputs]:
     return load_outputs(path)["train"] if path.exists() else None
 
 
-def load_val_outputs(model_dir: Path) -> Optional[SplitOutputs]:
-    """The validation split's outputs stored beside ``outputs.npz`` (for calibration), or None
-    for a run trained before they were stored."""
+def val_split(precision: str, run_precision: str) -> str:
+    """The split of ``val_outputs.npz`` holding the validation outputs computed in ``precision``
+    by a run that trained (and stored split "val") in ``run_precision``."""
+    return "val" if precision == run_precision else f"val_{precision}"
+
+
+def load_val_outputs(model_dir: Path, split: str = "val") -> Optional[SplitOutputs]:
+    """The validation split's outputs stored beside ``outputs.npz`` (for calibration) as
+    ``split`` (see :func:`val_split`), or None for a run trained before they were stored."""
     path = Path(model_dir) / VAL_OUTPUTS
-    return load_outputs(path)["val"] if path.exists() else None
+    return load_outputs(path).get(split) if path.exists() else None
 
 
 def iter_model_dirs(run_dir: Path) -> Iterator[Tuple[int, str, Path]]:
