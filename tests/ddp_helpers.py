@@ -25,12 +25,20 @@ def synthetic_factory(data_dir=None, seed: int = 0, **limits):
     return synthetic_protocol(**SIZES)
 
 
+def synthetic_spec():
+    """The declaration of the ``synthetic`` protocol (1x28x28 grey squares, as LeNet++ takes)."""
+    from agnostophobia.data.preprocess import LENET_INPUT
+    from agnostophobia.data.protocols import ProtocolSpec
+
+    return ProtocolSpec("synthetic", synthetic_factory, LENET_INPUT)
+
+
 def register_synthetic(items=None) -> None:
     """Add ``synthetic`` to the protocols (``items``: the registry's dict, e.g. monkeypatched)."""
     from agnostophobia.data.protocols import PROTOCOLS
 
     items = PROTOCOLS._items if items is None else items
-    items.setdefault("synthetic", synthetic_factory)
+    items.setdefault("synthetic", synthetic_spec())
 
 
 def record_writes(watched: Path, log: Path) -> None:

@@ -4,7 +4,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from agnostophobia.data import PROTOCOLS, FINE_TO_COARSE, build_protocol, stratified_split, stratified_subset
+from agnostophobia.data import (PROTOCOLS, FINE_TO_COARSE, build_protocol, paper_protocols, stratified_split,
+                                stratified_subset)
+from agnostophobia.data.preprocess import RESNET_INPUT, InputSpec
+from agnostophobia.data.protocols import protocol_input, protocol_spec, register_protocol, require_protocol_data
 from agnostophobia.errors import ConfigError, DataError
 
 
@@ -184,3 +187,49 @@ def test_cifar10_split_protocol(synth):
     train_rows = rows(np.concatenate([p.train.images, p.val.images]))
     assert not train_rows & rows(xtr.transpose(0, 3, 1, 2)[np.isin(ytr, [5, 9])])  # D_a never in training
     assert set(np.unique(p.train.labels)) == set(range(-1, 6))
+
+
+# ------------------------------------------------------------------ declarations
+@pytest.mark.parametrize("name", ["lenet++", "mnist-notmnist", "cifar", "cifar10-split"])
+def test_a_protocol_reads_exactly_the_datasets_it_declares(name, synth, monkeypatch):
+    """The declaration registered beside the builder says what the builder does: the datasets
+    `reproduce` checks (or fetches) before it writes anything, and the input `evaluate` prepares."""
+    synth.lenet_set() if name in ("lenet++", "mnist-notmnist") else cifar_files(synth)
+    loaded, load = set(), paper_protocols.load_dataset
+    monkeypatch.setattr(paper_protocols, "load_dataset", lambda dataset, *a, **k: loaded.add(dataset) or load(
+        dataset, *a, **k))
+    spec = PROTOCOLS.get(name)
+    assert spec.name == name and spec.require_data(synth.root) == []
+    assert build_protocol(name, synth.root, seed=0).input_shape == spec.input.shape
+    assert loaded == set(spec.datasets)
+
+
+def test_protocol_spec_tells_a_name_from_a_mapping(tmp_path):
+    assert protocol_spec("lenet++") is PROTOCOLS.get("lenet++") and not protocol_spec("lenet++").check_by_building
+    assert protocol_spec("lenet++").config_value(tmp_path) == "lenet++"
+    mapping = {"type": "folders", "root": "tree", "image_size": 32, "channels": 3, "known": ["cat"]}
+    files = protocol_spec(mapping)
+    assert files.input == InputSpec(3, 32, "natural") and files.datasets == () and files.check_by_building
+    assert files.config_value(tmp_path) == {**mapping, "root": str(tmp_path / "tree")}  # paths from the YAML's folder
+    assert require_protocol_data(mapping) == []  # reads no registered dataset
+    with pytest.raises(ConfigError, match=r"config key 'protocol': must be one of \['cifar', .*\], or a mapping"):
+        protocol_spec("imagenet", "protocol")
+    with pytest.raises(ConfigError, match="unknown protocol 'imagenet'; known: cifar, "):
+        protocol_spec("imagenet")
+    with pytest.raises(ConfigError, match=r"config key 'protocol.channels': must be 1 \(grey\) or 3"):
+        protocol_spec({**mapping, "channels": 2})
+    with pytest.raises(ConfigError, match="'authors' .* applies to the lenet\\+\\+ protocol only, not to a protocol "
+                                          "from files"):
+        protocol_input(mapping, "authors")
+
+
+def test_a_new_protocol_is_one_registered_declaration(monkeypatch, tmp_path):
+    monkeypatch.setattr(PROTOCOLS, "_items", dict(PROTOCOLS._items))
+    register_protocol("toy", RESNET_INPUT, datasets=("svhn",), data_hint="toy needs SVHN")(lambda **kw: kw)
+    assert protocol_input("toy") == RESNET_INPUT and "toy" in PROTOCOLS
+    assert build_protocol("toy", tmp_path, seed=2, max_val=3) == {"data_dir": tmp_path, "seed": 2,
+                                                                   "preprocessing": "ours", "max_val": 3}
+    with pytest.raises(ConfigError, match="applies to the lenet\\+\\+ protocol only, not to protocol 'toy'; use"):
+        protocol_input("toy", "authors")
+    with pytest.raises(DataError, match=r"^svhn not found in .*agnostophobia data fetch svhn.* \(toy needs SVHN\)$"):
+        require_protocol_data("toy", tmp_path)

@@ -200,7 +200,7 @@ def test_train_under_torchrun_writes_on_rank_0_only_and_resumes_in_one_process(t
     from agnostophobia.cli import main
     from agnostophobia.data.protocols import PROTOCOLS
 
-    monkeypatch.setitem(PROTOCOLS._items, "synthetic", ddp_helpers.synthetic_factory)
+    monkeypatch.setitem(PROTOCOLS._items, "synthetic", ddp_helpers.synthetic_spec())
     monkeypatch.delenv("AGNOSTOPHOBIA_KILL_AT", raising=False)
     assert main(["train", str(config), "--out", str(out), "--resume", "--no-progress"]) == 0
     rows = metrics(entropic / "metrics.csv")

@@ -342,6 +342,33 @@ def fetch_missing(names: Sequence[str], data_dir: Optional[PathLike], explanatio
     return records
 
 
+def require_datasets(names, data_dir: Optional[PathLike] = None, needed_by: str = "", fetch: bool = False,
+                     allow_unverified: bool = False, progress: Optional[bool] = None,
+                     log: Callable[[str], None] = print) -> List[FetchedFile]:
+    """Make sure every dataset of ``names`` is in the data directory.
+
+    Without ``fetch``, raise one :class:`DataError` naming every absent dataset, with the
+    single ``agnostophobia data fetch`` command that gets them all. With ``fetch``, download
+    them instead (:func:`~agnostophobia.data.fetch.fetch_missing`; that line is still
+    raised when they cannot be fetched). Returns the records of the files fetched.
+    """
+    root = resolve_data_dir(data_dir)
+    missing = [DATASETS.get(n) for n in names if DATASETS.get(n).find(root) is None]
+    if not missing:
+        return []
+    targets = " ".join(dict.fromkeys(info.fetch_as or info.name for info in missing))
+    if len(missing) == 1:
+        message = f"{missing[0].name} not found in {root}; {missing[0].fetch_hint()}"
+    else:
+        message = (f"{', '.join(i.name for i in missing[:-1])} and {missing[-1].name} not found in {root}; "
+                   f"get them with `agnostophobia data fetch {targets}`")
+    message += f" ({needed_by})" if needed_by else ""
+    if not fetch:
+        raise DataError(message)
+    return fetch_missing([i.name for i in missing], root, message, allow_unverified=allow_unverified,
+                         progress=progress, log=log)
+
+
 def write_fetch_record(run_dir: PathLike, records: Sequence[FetchedFile]) -> Path:
     """``RUN/data_fetched.json``: ``{"files": [{dataset, file, url, sha256, verified}, ...]}``."""
     path = Path(run_dir) / FETCH_RECORD

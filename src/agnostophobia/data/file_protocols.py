@@ -41,9 +41,9 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 import numpy as np
 
 from agnostophobia.data.formats import decode_image
-from agnostophobia.data.preprocess import KINDS, NATURAL, InputSpec, prepare_images
+from agnostophobia.data.preprocess import KINDS, NATURAL, OURS, InputSpec, prepare_images
 from agnostophobia.data.image_files import ImageFiles, choose_loading
-from agnostophobia.data.protocols import OpenSetProtocol, Split, purpose_rng, stratified_subset
+from agnostophobia.data.protocol_types import OpenSetProtocol, ProtocolSpec, Split, purpose_rng, stratified_subset
 from agnostophobia.errors import ConfigError, DataError
 
 TYPES = ("csv", "folders")
@@ -147,9 +147,35 @@ def resolve_paths(mapping: Mapping[str, Any], base_dir) -> Dict[str, Any]:
     return out
 
 
-def file_protocol_input(mapping: Mapping[str, Any]) -> InputSpec:
-    """The :class:`InputSpec` a protocol from files prepares its images with."""
-    return parse_file_protocol(mapping).input
+@dataclass(frozen=True)
+class FileProtocol(ProtocolSpec):
+    """The declaration of a protocol from files, like a registered protocol's
+    (:func:`file_protocol_spec`): it reads no registered dataset and allows ``ours`` only."""
+
+    mapping: Mapping[str, Any] = field(default_factory=dict)  # the config's ``protocol`` value
+    files: Optional[FileProtocolSpec] = None                  # the checked mapping
+    check_by_building = True  # its files are checked when it is built (the check pass)
+
+    @property
+    def what(self) -> str:
+        return "a protocol from files"
+
+    def config_value(self, base_dir) -> Dict[str, Any]:
+        return resolve_paths(self.mapping, base_dir)
+
+    def make(self, data_dir=None, seed: int = 0, preprocessing: str = OURS, data_loading: str = "memory",
+             **limits) -> OpenSetProtocol:
+        """:func:`build_file_protocol` (``data_dir`` unused: every path is in the mapping)."""
+        self.check_preprocessing(preprocessing)
+        return self.build(self.files, seed=seed, data_loading=data_loading, **limits)
+
+
+def file_protocol_spec(mapping: Mapping[str, Any], where: str = "protocol") -> FileProtocol:
+    """The declaration of the protocol a ``protocol:`` mapping describes (checked by
+    :func:`parse_file_protocol`; no file is read)."""
+    files = parse_file_protocol(mapping, where)
+    return FileProtocol(f"{files.type}:{files.root}", build_file_protocol, files.input, mapping=dict(mapping),
+                        files=files)
 
 
 # ------------------------------------------------------------------ listing

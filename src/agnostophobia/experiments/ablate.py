@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
 from agnostophobia._atomic import atomic_write
+from agnostophobia.data.protocols import protocol_spec
 from agnostophobia.errors import ConfigError
 from agnostophobia.experiments.paper_numbers import TABLE2
 from agnostophobia.training.config import ExperimentConfig, load_experiment
@@ -93,8 +94,7 @@ def check_fprs(fprs: Sequence[str]) -> List[str]:
 
 def ablation_record(experiment: ExperimentConfig, out: Path, fprs: Sequence[str] = FPRS) -> Dict:
     """The table's numbers, read from every finished step's ``metrics.json``."""
-    protocol = experiment.train.protocol  # a name, or the mapping of a protocol from files (no paper numbers)
-    paper = TABLE2.get(protocol, {}) if isinstance(protocol, str) else {}
+    paper = TABLE2.get(protocol_spec(experiment.train.protocol).name, {})  # none for a protocol from files
     steps = []
     for step in experiment.ablation:
         path = out / step["budget"] / "metrics.json"

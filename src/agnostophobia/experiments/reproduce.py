@@ -18,7 +18,7 @@ from typing import Any, Callable, Dict, List, Optional
 import torch
 import yaml
 
-from agnostophobia.data.file_protocols import is_file_protocol
+from agnostophobia.data.protocols import protocol_spec
 from agnostophobia.data.preprocess import OURS
 from agnostophobia.errors import ConfigError
 from agnostophobia.models import build_model
@@ -46,7 +46,7 @@ def default_budget() -> str:
 def file_protocol_first(cfg: TrainConfig):
     """A protocol from files, built (and so checked) before anything of the run is written,
     and the model tried on its input; None for a registered protocol (built when needed)."""
-    if not is_file_protocol(cfg.protocol):
+    if not protocol_spec(cfg.protocol).check_by_building:
         return None
     protocol = protocol_for(cfg)
     check_model_input(cfg, protocol)

@@ -37,7 +37,7 @@ import torchvision
 from torch import nn
 
 from agnostophobia.errors import ConfigError
-from agnostophobia.models import MODELS
+from agnostophobia.models._base import MODELS
 from agnostophobia.models.head import open_set_head
 
 PREFIX = "torchvision/"

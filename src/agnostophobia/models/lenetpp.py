@@ -14,7 +14,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from agnostophobia.models import MODELS
+from agnostophobia.models._base import MODELS
 from agnostophobia.models.head import open_set_head
 
 ACTIVATIONS = ("none", "prelu")

@@ -11,7 +11,7 @@ from typing import List, Sequence
 import torch
 from torch import nn
 
-from agnostophobia.models import MODELS
+from agnostophobia.models._base import MODELS
 
 
 def build_mlp(hidden: Sequence[int] = (200, 200, 200), num_classes: int = 10, input_dim: int = 784,

@@ -12,7 +12,7 @@ import torch
 from torch import nn
 from torchvision.models.resnet import BasicBlock
 
-from agnostophobia.models import MODELS
+from agnostophobia.models._base import MODELS
 from agnostophobia.models.head import open_set_head
 
 

@@ -18,10 +18,9 @@ from typing import Any, Dict, List, Optional, Union
 
 import yaml
 
-from agnostophobia.data.file_protocols import is_file_protocol, parse_file_protocol, resolve_paths
 from agnostophobia.data.image_files import LOADINGS
 from agnostophobia.data.preprocess import OURS
-from agnostophobia.data.protocols import PROTOCOLS, build_protocol, check_preprocessing
+from agnostophobia.data.protocols import build_protocol, protocol_spec
 from agnostophobia.errors import ConfigError
 from agnostophobia.models import MODELS
 from agnostophobia.training.precision import PRECISIONS
@@ -88,12 +87,8 @@ class TrainConfig:
 
         need(self.approach in APPROACH_NAMES, "approach", f"must be one of {APPROACH_NAMES}")
         # names are checked here, before a run directory is written, not when training starts
-        if is_file_protocol(self.protocol):
-            parse_file_protocol(self.protocol)  # its keys and values; the files are checked when it is built
-        else:
-            need(isinstance(self.protocol, str) and self.protocol in PROTOCOLS, "protocol",
-                 f"must be one of {PROTOCOLS.names()}, or a mapping describing a protocol from files")
-        check_preprocessing(self.protocol, self.preprocessing)
+        # (a protocol from files: its keys and values; the files are checked when it is built)
+        protocol_spec(self.protocol, "protocol").check_preprocessing(self.preprocessing)
         need(isinstance(self.model, str) and self.model in MODELS, "model",
              f"must be a registered model (torchvision/NAME for a torchvision one; {MODELS.hint(str(self.model))})")
         need(isinstance(self.device, str) and re.fullmatch(r"auto|cpu|mps|cuda(:\d+)?", self.device) is not None,
@@ -287,8 +282,8 @@ def _absolute_protocol_paths(data: Dict[str, Any], base_dir) -> Dict[str, Any]:
     """``data`` with the paths of a ``protocol:`` mapping made absolute, so that a run's
     config.yaml (and its checkpoints) find the files from any working directory."""
     data = dict(data)
-    if is_file_protocol(data.get("protocol")):
-        data["protocol"] = resolve_paths(data["protocol"], base_dir or ".")
+    if "protocol" in data:
+        data["protocol"] = protocol_spec(data["protocol"], "protocol").config_value(base_dir or ".")
     return data
 
 

@@ -1,0 +1,241 @@
+"""Protocol types, their declarations and the registry, and the seeded sampling every
+protocol builder uses: the module below the builders (``data.paper_protocols``, the paper's;
+``data.file_protocols``, protocols from files) and the factory above them (``data.protocols``).
+
+An open-set protocol (Sec. 1, used throughout Sec. 5) says which data is known (D_c'), which
+is a known unknown for training (D_b', label -1), and which sets are unknown at test time.
+Each protocol is declared once, as a :class:`ProtocolSpec` registered beside its builder
+(:func:`register_protocol`), the way a dataset is one ``DatasetInfo``.
+"""
+from __future__ import annotations
+
+import zlib
+from dataclasses import dataclass, field, replace
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+import numpy as np
+
+from agnostophobia.errors import ConfigError, DataError
+from agnostophobia.registry import Registry
+from agnostophobia.data.fetch import FetchedFile, require_datasets
+from agnostophobia.data.paths import PathLike
+from agnostophobia.data.preprocess import OURS, PREPROCESSINGS, InputSpec
+
+
+@dataclass
+class Split:
+    name: str
+    images: np.ndarray   # uint8 (N, C, H, W), preprocessed for the protocol's model
+    labels: np.ndarray   # int64 (N,), known class 0..C-1, or -1 for unknown
+    negative_class: Optional[np.ndarray] = None  # int64 (N,): index into OpenSetProtocol.negative_class_names of each negative's source class, -1 for knowns; None where unknown
+
+    def __len__(self) -> int:
+        return int(self.labels.shape[0])
+
+
+@dataclass
+class OpenSetProtocol:
+    name: str
+    num_classes: int
+    input_shape: tuple                 # (1, 28, 28) or (3, 32, 32)
+    train: Split                       # D_c' knowns + D_b' known unknowns (label -1)
+    val: Split                         # held-out knowns (+ held-out known unknowns, label -1)
+    test_known: Split                  # D_c
+    test_unknowns: Dict[str, Split]    # name -> unknown set, all labels -1
+    notes: List[str]                   # data substitutions and deviations, for reports
+    class_names: List[str] = field(default_factory=list)
+    negative_class_names: List[str] = field(default_factory=list)
+    # How the images were prepared, where that is not our preparation (preprocessing: authors), for reports
+    preprocessing_notes: List[str] = field(default_factory=list)
+
+    def sizes(self) -> Dict[str, Dict[str, int]]:
+        """Sample counts: ``{"train": {"known": n, "unknown": m}, ...}``."""
+        def count(s: Split) -> Dict[str, int]:
+            return {"known": int((s.labels >= 0).sum()), "unknown": int((s.labels < 0).sum())}
+        out = {"train": count(self.train), "val": count(self.val), "test_known": count(self.test_known)}
+        out.update({f"test_unknowns/{k}": count(v) for k, v in self.test_unknowns.items()})
+        return out
+
+
+@dataclass(frozen=True)
+class ProtocolSpec:
+    """Everything about one protocol that is known before it is built, declared once.
+
+    ``build(data_dir=None, seed=0, preprocessing="ours", **limits)`` builds it; ``input`` is how it
+    prepares its images (model input and image kind; ``evaluate`` prepares a user's set the same
+    way); ``datasets`` the registered datasets it reads (checked, or fetched, before a run writes
+    anything; ``data_hint`` is added to that error); ``preprocessings`` the data preparations it
+    allows (``data.preprocess``; ``authors`` only where the authors' own sets exist).
+    """
+
+    name: str
+    build: Callable[..., OpenSetProtocol]
+    input: InputSpec
+    datasets: Tuple[str, ...] = ()
+    preprocessings: Tuple[str, ...] = (OURS,)
+    data_hint: str = ""
+    # True where building is what checks the protocol (its files): `reproduce` builds it before
+    # anything of the run is written; the others' data is checked by `require_data`.
+    check_by_building = False
+
+    @property
+    def what(self) -> str:
+        """How an error names the protocol."""
+        return f"protocol {self.name!r}"
+
+    def config_value(self, base_dir: PathLike) -> Any:
+        """What a config's ``protocol`` key holds for this protocol, any file path in it made
+        absolute against ``base_dir`` (a registered protocol: its name)."""
+        return self.name
+
+    def check_preprocessing(self, preprocessing) -> None:
+        """A :class:`ConfigError` naming the config key ``preprocessing`` unless the protocol
+        can be prepared that way."""
+        if preprocessing not in PREPROCESSINGS:
+            raise ConfigError(f"config key 'preprocessing': must be one of {', '.join(PREPROCESSINGS)}, "
+                              f"got {preprocessing!r}")
+        if preprocessing not in self.preprocessings:
+            allowing = [name for name in PROTOCOLS.registered() if preprocessing in PROTOCOLS.get(name).preprocessings]
+            raise ConfigError(f"config key 'preprocessing': {preprocessing!r} (the authors' MNIST/data_prep.py) "
+                              f"applies to the {', '.join(allowing)} protocol only, not to {self.what}; use 'ours'")
+
+    def input_for(self, preprocessing: str = OURS) -> InputSpec:
+        """The :class:`InputSpec` the protocol prepares its images with, prepared as
+        ``preprocessing`` says (:meth:`check_preprocessing`)."""
+        self.check_preprocessing(preprocessing)
+        return replace(self.input, preprocessing=preprocessing)
+
+    def require_data(self, data_dir: Optional[PathLike] = None, fetch: bool = False, allow_unverified: bool = False,
+                     progress: Optional[bool] = None, log: Callable[[str], None] = print) -> List[FetchedFile]:
+        """:func:`~agnostophobia.data.fetch.require_datasets` for the datasets it reads."""
+        return require_datasets(self.datasets, data_dir, self.data_hint, fetch=fetch,
+                                allow_unverified=allow_unverified, progress=progress, log=log)
+
+    def make(self, data_dir: Optional[PathLike] = None, seed: int = 0, preprocessing: str = OURS,
+             data_loading: str = "memory", **limits) -> OpenSetProtocol:
+        """Build it. ``data_loading`` applies to a protocol from files only: a registered
+        protocol is always held in memory (``data.streaming``)."""
+        self.check_preprocessing(preprocessing)
+        return self.build(data_dir=data_dir, seed=seed, preprocessing=preprocessing, **limits)
+
+
+PROTOCOLS: Registry[ProtocolSpec] = Registry("protocol")
+
+
+def register_protocol(name: str, input: InputSpec, datasets: Tuple[str, ...] = (),
+                      preprocessings: Tuple[str, ...] = (OURS,), data_hint: str = ""):
+    """Decorator: register the builder it decorates as protocol ``name``, with its declaration
+    (:class:`ProtocolSpec`); the builder is returned unchanged."""
+    def add(build: Callable[..., OpenSetProtocol]) -> Callable[..., OpenSetProtocol]:
+        PROTOCOLS.register(name)(ProtocolSpec(name, build, input, tuple(datasets), tuple(preprocessings), data_hint))
+        return build
+
+    return add
+
+
+# ------------------------------------------------------------------ sampling
+def purpose_rng(seed: int, purpose: str) -> np.random.Generator:
+    """An independent, reproducible stream per (seed, purpose)."""
+    return np.random.default_rng(np.random.SeedSequence([seed, zlib.crc32(purpose.encode())]))
+
+
+def _allocate(counts: np.ndarray, total: int) -> np.ndarray:
+    """Split ``total`` over classes proportionally to ``counts`` (largest remainder)."""
+    exact = counts * (total / counts.sum())
+    base = np.floor(exact).astype(np.int64)
+    order = np.argsort(-(exact - base), kind="stable")
+    base[order[: total - base.sum()]] += 1
+    return base
+
+
+def stratified_split(labels: np.ndarray, fraction: float, rng: np.random.Generator) -> Tuple[np.ndarray, np.ndarray]:
+    """Indices ``(keep, held_out)``; ``held_out`` is ``round(fraction * N)`` samples,
+    drawn per class in proportion to the class sizes. Both sorted."""
+    if len(labels) == 0:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    classes, inverse, counts = np.unique(labels, return_inverse=True, return_counts=True)
+    n_held = _allocate(counts, int(round(fraction * len(labels))))
+    held = []
+    for c in range(len(classes)):
+        idx = np.flatnonzero(inverse == c)
+        held.append(rng.permutation(idx)[: n_held[c]])
+    held = np.sort(np.concatenate(held)) if held else np.zeros(0, np.int64)
+    keep = np.setdiff1d(np.arange(len(labels)), held, assume_unique=True)
+    return keep, held
+
+
+def stratified_subset(labels: np.ndarray, n: Optional[int], rng: np.random.Generator) -> np.ndarray:
+    """Sorted indices of ``n`` samples, class proportions preserved; all when ``n`` is None."""
+    if n is None or n >= len(labels):
+        return np.arange(len(labels))
+    _, held = stratified_split(labels, n / len(labels), rng)
+    return held
+
+
+def select_rows(values: Optional[np.ndarray], idx: np.ndarray) -> Optional[np.ndarray]:
+    """``values[idx]`` as int64 (a split's ``negative_class``); None stays None."""
+    return None if values is None else np.asarray(values, np.int64)[idx]
+
+
+
+# ------------------------------------------------------- cross-class calibration
+#: The evaluation set of unknowns in a :func:`hold_out_negative_classes` protocol.
+HELD_OUT_NEGATIVES = "held-out-classes"
+
+
+def split_negative_classes(protocol: OpenSetProtocol, seed: int) -> Tuple[List[int], List[int]]:
+    """Sec. 6, cross-class calibration: the protocol's negative classes (D_b') in two halves,
+    ``(trained, held_out)``, sorted indices into ``protocol.negative_class_names``.
+
+    The halves are disjoint and cover every negative class; a seeded permutation (its own
+    random stream) decides, so one data seed always gives the same halves. With an odd
+    number of classes the trained half has the extra one. Raises :class:`DataError` where
+    the protocol does not keep its negatives' classes or has fewer than two.
+    """
+    names = protocol.negative_class_names
+    if not names or protocol.train.negative_class is None or protocol.val.negative_class is None:
+        raise DataError(f"protocol {protocol.name!r} does not keep the class of its negatives (D_b'), "
+                        f"so its negative classes cannot be split for cross-class calibration")
+    if len(names) < 2:
+        raise DataError(f"protocol {protocol.name!r} has {len(names)} negative class; cross-class calibration "
+                        f"needs at least two (one to train on, one held out)")
+    order = purpose_rng(seed, f"{protocol.name}/cross-class").permutation(len(names))
+    n_trained = len(names) - len(names) // 2
+    return sorted(order[:n_trained].tolist()), sorted(order[n_trained:].tolist())
+
+
+def _select(split: Split, mask: np.ndarray, name: Optional[str] = None) -> Split:
+    return Split(name or split.name, split.images[mask], split.labels[mask], select_rows(split.negative_class, mask))
+
+
+def hold_out_negative_classes(protocol: OpenSetProtocol, seed: int) -> OpenSetProtocol:
+    """The protocol for cross-class calibration (Sec. 6): train on the knowns and the
+    negatives of one half of the negative classes (:func:`split_negative_classes`), and
+    evaluate on validation data only.
+
+    * ``train``: the knowns and the trained half's negatives; the held-out half's training
+      images are dropped (never seen).
+    * ``val`` (model selection by validation loss, as in every run): the validation knowns
+      and the trained half's validation negatives.
+    * ``test_known``: the validation knowns; ``test_unknowns[HELD_OUT_NEGATIVES]``: the
+      validation negatives of the held-out classes, which no training step has seen.
+      The protocol's own test sets are dropped, so tuning on this protocol never reads
+      test data.
+    """
+    trained, held_out = split_negative_classes(protocol, seed)
+    names = protocol.negative_class_names
+    in_held = {part: np.isin(getattr(protocol, part).negative_class, held_out) for part in ("train", "val")}
+    unseen = _select(protocol.val, in_held["val"], HELD_OUT_NEGATIVES)
+    train = _select(protocol.train, ~in_held["train"])
+    if len(unseen) == 0 or not (train.labels < 0).any():
+        raise DataError(f"protocol {protocol.name!r}: cross-class calibration needs training negatives of the "
+                        f"trained classes and validation negatives of the held-out ones; got {int((train.labels < 0).sum())} "
+                        f"and {len(unseen)} (raise max_unknown_train / max_val)")
+    note = (f"cross-class calibration (Sec. 6), data seed {seed}: trained on the negatives of "
+            f"{', '.join(names[i] for i in trained)}; validation unknowns = held-out validation negatives of "
+            f"{', '.join(names[i] for i in held_out)} (never trained on); test data not used")
+    return OpenSetProtocol(protocol.name, protocol.num_classes, protocol.input_shape, train,
+                           _select(protocol.val, ~in_held["val"]),
+                           _select(protocol.val, protocol.val.labels >= 0, "known"), {HELD_OUT_NEGATIVES: unseen},
+                           protocol.notes + [note], list(protocol.class_names), list(names),
+                           list(protocol.preprocessing_notes))
