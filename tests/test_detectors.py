@@ -20,7 +20,7 @@ from agnostophobia.metrics import ccr_at_fpr, oscr
 
 C = 5
 # small settings so that the tiny training set below is enough for the fitted detectors
-SETTINGS = {"knn": {"k": 4}, "openmax": {"tail_size": 8, "alpha": 2}}
+SETTINGS = {"knn": {"k": 4}, "openmax": {"tail_size": 8, "alpha": 2}, "evm": {"tail_size": 10}}
 
 
 # a bias-free logit layer: class directions +-e1, +-e2, e3; the background class last, along e4
