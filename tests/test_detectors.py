@@ -1,7 +1,7 @@
 """The detector interface, parametrised over the registry (every detector: shape, finite values,
 the network's prediction kept, OSCR invariance under monotonic transforms, fit state), and the
 exact checks: max-logit = largest logit, energy = logsumexp, k-NN = brute force, OpenMax =
-the numbers of the implementation it replaced."""
+the numbers of the implementation it replaced (EVM, PostMax, GHOST: in their own test files)."""
 from __future__ import annotations
 
 import json
@@ -63,7 +63,7 @@ def fitted(name: str):
 
 def test_registry_lists_the_paper_scores_and_todays_post_hoc_scores():
     assert set(DETECTORS.names()) >= {"softmax", "background", "objectosphere-scaled", "entropy", "magnitude",
-                                      "max-logit", "energy", "knn", "openmax"}
+                                      "max-logit", "energy", "knn", "openmax", "evm", "postmax", "ghost"}
 
 
 @pytest.fixture(scope="module", params=DETECTORS.names())
@@ -127,6 +127,19 @@ def test_torch_inputs_give_the_numpy_scores(name):
     logits = columns(detector, TEST_LOGITS)
     np.testing.assert_allclose(detector.scores(torch.tensor(logits), torch.tensor(TEST_FEATURES)),
                                detector.scores(logits, TEST_FEATURES), rtol=1e-12)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
+@pytest.mark.parametrize("name", DETECTORS.names())
+def test_cuda_tensors_give_the_cpu_scores(name):
+    cpu = fitted(name)
+    logits = columns(cpu, TEST_LOGITS)
+    known = TRAIN_LABELS >= 0
+    cuda = build_detector(name, **SETTINGS.get(name, {})).fit(
+        torch.tensor(TRAIN_LOGITS[known, :C]).cuda(), torch.tensor(TRAIN_FEATURES[known]).cuda(),
+        torch.tensor(TRAIN_LABELS[known]).cuda())
+    np.testing.assert_allclose(cuda.scores(torch.tensor(logits).cuda(), torch.tensor(TEST_FEATURES).cuda()),
+                               cpu.scores(logits, TEST_FEATURES), rtol=0, atol=1e-6)
 
 
 def test_one_number_per_sample_sits_in_the_predicted_column():
