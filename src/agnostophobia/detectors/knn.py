@@ -78,9 +78,10 @@ class _Metric:
         return torch.addmm(bias, q, reference.T, alpha=-2.0 if self.name == "euclidean" else -1.0)
 
     def finish(self, partial: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
+        """The distances, computed in place in ``partial`` (a fresh block: no copies of it)."""
         if self.name == "cosine":
-            return (partial + 1.0).clamp(0.0, 2.0)
-        return (partial + (q * q).sum(dim=1, keepdim=True)).clamp_min(0.0).sqrt()
+            return partial.add_(1.0).clamp_(0.0, 2.0)
+        return partial.add_((q * q).sum(dim=1, keepdim=True)).clamp_min_(0.0).sqrt_()
 
     def block(self, q: torch.Tensor, reference: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
         """The full (m, n) distances of prepared rows ``q`` to prepared rows ``reference``."""
