@@ -19,16 +19,23 @@ in :data:`DETECTORS`::
 ``energy``               negative energy, T logsumexp(l / T) (Liu et al., NeurIPS 2020)
 ``knn``                  k-th nearest training feature (Sun et al., ICML 2022); fitted
 ``openmax``              OpenMax (Bendale & Boult, CVPR 2016); fitted
+``evm``                  Extreme Value Machine (Rudd et al., TPAMI 2018); fitted
+``postmax``              PostMax (Cruz et al., ECCV 2024); fitted
+``ghost``                GHOST (Rabinowitz et al., AAAI 2025); fitted
 =======================  ======================================================
 """
 from ._base import DETECTORS, Detector, NotFittedError, build_detector, place_in_predicted_column, register
-from .knn import KNNDetector, kth_neighbour_distance, l2_normalize
+from .evm import EVM
+from .ghost import GHOST
+from .knn import KNNDetector, k_smallest_distances, kth_neighbour_distance, l2_normalize
 from .openmax import OpenMax
+from .postmax import PostMax
 from .posthoc import (background_scores, feature_magnitude, scaled_objectosphere_scores, softmax_entropy,
                       softmax_scores)
 
 __all__ = [
     "DETECTORS", "Detector", "NotFittedError", "build_detector", "register", "place_in_predicted_column",
-    "KNNDetector", "OpenMax", "kth_neighbour_distance", "l2_normalize",
+    "KNNDetector", "OpenMax", "EVM", "PostMax", "GHOST", "k_smallest_distances", "kth_neighbour_distance",
+    "l2_normalize",
     "softmax_scores", "background_scores", "feature_magnitude", "scaled_objectosphere_scores", "softmax_entropy",
 ]

@@ -45,30 +45,80 @@ def _smallest(values: torch.Tensor, k: int) -> torch.Tensor:
     return torch.topk(values, min(k, values.shape[1]), dim=1, largest=False, sorted=False).values
 
 
-def kth_neighbour_distance(queries: np.ndarray, reference: np.ndarray, k: int, query_chunk: int = 1024,
-                           reference_chunk: int = 8192) -> np.ndarray:
-    r"""(M,) Euclidean distance of each query row to its k-th nearest reference row.
+#: Distances the chunked search computes: ``euclidean`` and ``cosine`` (1 - cos, in [0, 2]).
+METRICS = ("euclidean", "cosine")
 
-    Squared distances :math:`\lVert q \rVert^2 + \lVert r \rVert^2 - 2 q \cdot r` in float64,
-    one ``query_chunk x reference_chunk`` block at a time; the k smallest per query are
-    carried from block to block, so memory does not grow with the number of references.
+
+class _Metric:
+    r"""A distance as a matrix product plus per-row terms, so that blocks are one ``addmm``.
+
+    ``partial(q, block)`` is strictly increasing in the distance for a fixed query row
+    and cheap (the query's own term is left out); ``finish(partial, q)`` turns it into
+    the distance. Euclidean: :math:`\lVert r \rVert^2 - 2 q \cdot r`, finished by adding
+    :math:`\lVert q \rVert^2` and taking the square root. Cosine: :math:`-\hat q \cdot \hat r`
+    on L2-normalised rows, finished by adding 1 (a zero row stays zero: distance 1 to
+    everything, as :func:`agnostophobia.detectors.openmax.cosine_distance` defines it).
+    """
+
+    def __init__(self, name: str):
+        if name not in METRICS:
+            raise ValueError(f"distance must be one of {', '.join(METRICS)}, got {name!r}")
+        self.name = name
+
+    def prepare(self, rows: np.ndarray) -> torch.Tensor:
+        rows = np.ascontiguousarray(rows, dtype=np.float64)
+        return torch.from_numpy(l2_normalize(rows) if self.name == "cosine" else rows)
+
+    def bias(self, reference: torch.Tensor) -> torch.Tensor:
+        if self.name == "cosine":
+            return torch.zeros(reference.shape[0], dtype=reference.dtype)
+        return (reference * reference).sum(dim=1)
+
+    def partial(self, q: torch.Tensor, reference: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
+        return torch.addmm(bias, q, reference.T, alpha=-2.0 if self.name == "euclidean" else -1.0)
+
+    def finish(self, partial: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
+        """The distances, computed in place in ``partial`` (a fresh block: no copies of it)."""
+        if self.name == "cosine":
+            return partial.add_(1.0).clamp_(0.0, 2.0)
+        return partial.add_((q * q).sum(dim=1, keepdim=True)).clamp_min_(0.0).sqrt_()
+
+    def block(self, q: torch.Tensor, reference: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
+        """The full (m, n) distances of prepared rows ``q`` to prepared rows ``reference``."""
+        return self.finish(self.partial(q, reference, bias), q)
+
+
+def k_smallest_distances(queries: np.ndarray, reference: np.ndarray, k: int, query_chunk: int = 1024,
+                         reference_chunk: int = 8192, distance: str = "euclidean") -> np.ndarray:
+    r"""(M, k) distances of each query row to its k nearest reference rows, ascending.
+
+    One ``query_chunk x reference_chunk`` block of :class:`_Metric` ``partial`` values
+    (float64) at a time; the k smallest per query are carried from block to block, so
+    memory does not grow with the number of references.
     """
     n_ref = reference.shape[0]
     if not 1 <= k <= n_ref:
         raise ValueError(f"k={k} needs at least k reference samples, got {n_ref}")
-    ref = torch.from_numpy(np.ascontiguousarray(reference, dtype=np.float64))
-    ref_sq = (ref * ref).sum(dim=1)
-    out = np.empty(queries.shape[0])
+    metric = _Metric(distance)
+    ref = metric.prepare(reference)
+    bias = metric.bias(ref)
+    out = np.empty((queries.shape[0], k))
     for q0 in range(0, queries.shape[0], query_chunk):
-        q = torch.from_numpy(np.ascontiguousarray(queries[q0:q0 + query_chunk], dtype=np.float64))
-        q_sq = (q * q).sum(dim=1, keepdim=True)
-        best = None  # (m, <=k) smallest of ||r||^2 - 2 q.r so far; ||q||^2 is added at the end
+        q = metric.prepare(queries[q0:q0 + query_chunk])
+        best = None  # (m, <=k) smallest partial values so far
         for r0 in range(0, n_ref, reference_chunk):
-            block = torch.addmm(ref_sq[r0:r0 + reference_chunk], q, ref[r0:r0 + reference_chunk].T, alpha=-2.0)
-            part = _smallest(block, k)  # reduce the block first: only (m, 2k) values are ever concatenated
+            part = _smallest(metric.partial(q, ref[r0:r0 + reference_chunk], bias[r0:r0 + reference_chunk]), k)
+            # reduce the block first: only (m, 2k) values are ever concatenated
             best = part if best is None else _smallest(torch.cat([best, part], dim=1), k)
-        out[q0:q0 + len(q)] = (best.max(dim=1).values + q_sq[:, 0]).clamp_min(0.0).sqrt().numpy()
+        out[q0:q0 + len(q)] = metric.finish(best.sort(dim=1).values, q).numpy()
     return out
+
+
+def kth_neighbour_distance(queries: np.ndarray, reference: np.ndarray, k: int, query_chunk: int = 1024,
+                           reference_chunk: int = 8192) -> np.ndarray:
+    r"""(M,) Euclidean distance of each query row to its k-th nearest reference row
+    (the last column of :func:`k_smallest_distances`)."""
+    return k_smallest_distances(queries, reference, k, query_chunk, reference_chunk)[:, k - 1]
 
 
 @register("knn")

@@ -1,0 +1,133 @@
+r"""PostMax (Cruz, Rabinowitz, Günther & Boult, "Operational Open-Set Recognition and PostMax
+Refinement", ECCV 2024, the PostMax method): the detector ``postmax``, and the generalized Pareto fit
+that GHOST (:mod:`.ghost`) shares.
+
+The maximum logit grows with the deep-feature magnitude, so PostMax first divides it by
+that magnitude, the *normalised maximum logit*
+
+.. math:: v(x) = \frac{\max_c l_c(x)}{\lVert F(x) \rVert_2},
+
+and then maps it through the CDF of a generalized Pareto distribution (GPD)
+
+.. math:: P(x) = G_{\xi, \mu, \sigma}\big(v(x)\big), \qquad
+          G(v) = 1 - \Big(1 + \xi \frac{v - \mu}{\sigma}\Big)^{-1/\xi}
+          \ (\xi \ne 0), \quad 1 - e^{-(v - \mu)/\sigma}\ (\xi = 0),
+
+whose shape :math:`\xi`, location :math:`\mu` and scale :math:`\sigma` are the maximum-
+likelihood fit (``scipy.stats.genpareto.fit``, all three free) to :math:`v` of the
+correctly classified training knowns. :math:`P` is the probability that the sample is
+known; one GPD serves all classes.
+
+Setting: ``tail_fraction`` :math:`f \in (0, 1]`, the GPD fit threshold: the GPD is fitted
+to the largest :math:`\lceil f n \rceil` of the :math:`n` training values (the
+peaks over the :math:`(1 - f)` quantile). The default 1 fits all of them, as the
+authors' code (Vastlab/PostMax-OOSA, ``PostMax.train``) does.
+
+(N, C) scores: :math:`P(x)` in the column of the predicted class (the arg-max of the
+logits, which PostMax keeps) and a smaller value in every other column
+(:func:`~agnostophobia.detectors._base.place_in_predicted_column`), so the prediction
+stays the network's and a threshold acts on :math:`P`. A zero feature vector (whose
+logits a bias-free logit layer makes 0 too) has :math:`v = 0`.
+
+The CDF is a closed form in torch operations as well (a future ``export``), but it
+saturates: values above the fitted support's upper end (:math:`\xi < 0`) all score 1, and
+values below :math:`\mu` all score 0.
+"""
+from __future__ import annotations
+
+import math
+import numbers
+import warnings
+
+import numpy as np
+import scipy.stats
+
+from ._base import Detector, check_training_data, place_in_predicted_column, register
+
+#: Fewest values a GPD is fitted to.
+MIN_GPD_VALUES = 10
+
+
+def fit_gpd(values: np.ndarray, what: str) -> tuple[float, float, float]:
+    """Maximum-likelihood ``(shape ξ, location μ, scale σ)`` of a generalized Pareto
+    distribution (``scipy.stats.genpareto.fit``, all three free) to ``values``; ``what``
+    names them in the error raised when they cannot be fitted."""
+    values = np.asarray(values, dtype=np.float64)
+    if values.size < MIN_GPD_VALUES:
+        raise ValueError(f"{what}: {values.size} value(s), a generalized Pareto fit needs at least "
+                         f"{MIN_GPD_VALUES}")
+    if values.min() == values.max():
+        raise ValueError(f"{what}: all {values.size} values are equal ({values[0]!r}); "
+                         "a generalized Pareto distribution cannot be fitted")
+    with warnings.catch_warnings():  # scipy's optimiser warns on its way; the result is checked below
+        warnings.simplefilter("ignore", RuntimeWarning)
+        shape, loc, scale = scipy.stats.genpareto.fit(values)
+    if not (np.isfinite([shape, loc, scale]).all() and scale > 0):
+        raise ValueError(f"{what}: the generalized Pareto fit failed (shape {shape!r}, location {loc!r}, "
+                         f"scale {scale!r})")
+    return float(shape), float(loc), float(scale)
+
+
+def gpd_cdf(values: np.ndarray, shape, loc, scale) -> np.ndarray:
+    """The GPD CDF, broadcasting over the parameters (one per sample for GHOST's classes)."""
+    return scipy.stats.genpareto.cdf(values, shape, loc=loc, scale=scale)
+
+
+def normalised_max_logit(logits: np.ndarray, features: np.ndarray) -> np.ndarray:
+    r""":math:`\max_c l_c / \lVert F \rVert_2` per row; 0 where :math:`F = 0`."""
+    norm = np.linalg.norm(features, axis=1)
+    top = logits.max(axis=1)
+    return np.divide(top, norm, out=np.zeros_like(top), where=norm > 0)
+
+
+def check_columns(detector: Detector, logits: np.ndarray, features: np.ndarray, num_classes: int,
+                  dimensions: int) -> None:
+    """Test logits and features have the fitted detector's classes and feature dimensions."""
+    if logits.shape[1] != num_classes:
+        raise ValueError(f"logits has {logits.shape[1]} columns but the detector {detector.name!r} was fitted on "
+                         f"{num_classes} classes")
+    if features.shape[1] != dimensions:
+        raise ValueError(f"features has {features.shape[1]} dimensions but the detector {detector.name!r} was "
+                         f"fitted on {dimensions}")
+
+
+@register("postmax")
+class PostMax(Detector):
+    r"""GPD CDF of the normalised maximum logit :math:`\max_c l_c / \lVert F \rVert`
+    (Cruz et al., ECCV 2024); formulas in the module docstring.
+
+    Parameter: ``tail_fraction`` in (0, 1], the GPD fit threshold (default 1: all correctly
+    classified training knowns). Attributes after :meth:`fit`: ``gpd_`` (shape, location,
+    scale), ``num_classes_``, ``feature_dim_``.
+    """
+
+    needs_fit = True
+    needs_features = True
+    title = "PostMax"
+    report_note = ("Cruz et al. (ECCV 2024): the maximum logit divided by ||F||, through the CDF of a generalized "
+                   "Pareto distribution fitted by maximum likelihood on each model's correctly classified "
+                   "training knowns.")
+
+    def __init__(self, tail_fraction: float = 1.0):
+        if isinstance(tail_fraction, bool) or not isinstance(tail_fraction, numbers.Real) \
+                or not 0 < tail_fraction <= 1:
+            raise ValueError(f"tail_fraction must be a number in (0, 1], got {tail_fraction!r}")
+        self.tail_fraction = float(tail_fraction)
+
+    def settings(self):
+        return {"tail_fraction": self.tail_fraction}
+
+    def fit(self, train_logits, train_features, train_labels) -> "PostMax":
+        logits, features, labels = check_training_data(train_logits, train_features, train_labels, True)
+        correct = logits.argmax(axis=1) == labels
+        values = np.sort(normalised_max_logit(logits[correct], features[correct]))
+        tail = values[len(values) - math.ceil(self.tail_fraction * len(values)):]
+        self.gpd_ = fit_gpd(tail, f"the normalised maximum logits of {len(values)} correctly classified "
+                                  f"training knowns (tail_fraction={self.tail_fraction})")
+        self.num_classes_, self.feature_dim_ = logits.shape[1], features.shape[1]
+        self._fitted = True
+        return self
+
+    def _scores(self, logits, features):
+        check_columns(self, logits, features, self.num_classes_, self.feature_dim_)
+        return place_in_predicted_column(gpd_cdf(normalised_max_logit(logits, features), *self.gpd_), logits)
