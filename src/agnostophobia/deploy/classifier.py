@@ -13,7 +13,7 @@ from agnostophobia.data.preprocess import prepare_images
 from agnostophobia.detectors import Detector
 from agnostophobia.detectors.stored import NotFitted, detector_settings, fitted_detector, top_scores
 from agnostophobia.errors import AgnostophobiaError
-from agnostophobia.training.approaches import APPROACHES
+from agnostophobia.losses import known_columns
 from agnostophobia.training.outputs import load_fit_outputs, run_config
 from agnostophobia.training.trained import TrainedModel, load_trained_model
 
@@ -55,7 +55,7 @@ class OpenSetClassifier:
         self.approach = approach
         self.seed = seed
         self.calibration = calibration or {}
-        self.num_classes = trained.num_outputs - int(APPROACHES.get(approach).background_class)
+        self.num_classes = known_columns(approach, trained.num_outputs)
         self.input_spec = run_input(trained.config)
 
     @classmethod
@@ -71,7 +71,7 @@ class OpenSetClassifier:
             calibrate_models(run_dir, fpr, [(seed, approach, detector)], data_dir, device, log)
         entry = calibration_entry(run_dir, approach, detector, seed)
         trained = load_trained_model(model_dir, device, precision)
-        num_classes = trained.num_outputs - int(APPROACHES.get(approach).background_class)
+        num_classes = known_columns(approach, trained.num_outputs)
         try:
             fitted = fitted_detector(detector, load_fit_outputs(model_dir), num_classes,
                                      detector_settings(run_config(run_dir)))

@@ -21,14 +21,15 @@ in :data:`DETECTORS`::
 ``openmax``              OpenMax (Bendale & Boult, CVPR 2016); fitted
 =======================  ======================================================
 """
-from ._base import DETECTORS, Detector, NotFittedError, build_detector, place_in_predicted_column, register
+from ._base import (DETECTORS, Detector, NotFittedError, build_detector, detector_applies, place_in_predicted_column,
+                    register)
 from .knn import KNNDetector, kth_neighbour_distance, l2_normalize
 from .openmax import OpenMax
 from .posthoc import (background_scores, feature_magnitude, scaled_objectosphere_scores, softmax_entropy,
                       softmax_scores)
 
 __all__ = [
-    "DETECTORS", "Detector", "NotFittedError", "build_detector", "register", "place_in_predicted_column",
+    "DETECTORS", "Detector", "NotFittedError", "build_detector", "detector_applies", "register", "place_in_predicted_column",
     "KNNDetector", "OpenMax", "kth_neighbour_distance", "l2_normalize",
     "softmax_scores", "background_scores", "feature_magnitude", "scaled_objectosphere_scores", "softmax_entropy",
 ]
