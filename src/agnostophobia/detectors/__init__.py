@@ -29,7 +29,8 @@ from .posthoc import (background_scores, feature_magnitude, scaled_objectosphere
                       softmax_scores)
 
 __all__ = [
-    "DETECTORS", "Detector", "NotFittedError", "build_detector", "detector_applies", "register", "place_in_predicted_column",
+    "DETECTORS", "Detector", "NotFittedError", "build_detector", "detector_applies", "register",
+    "place_in_predicted_column",
     "KNNDetector", "OpenMax", "kth_neighbour_distance", "l2_normalize",
     "softmax_scores", "background_scores", "feature_magnitude", "scaled_objectosphere_scores", "softmax_entropy",
 ]

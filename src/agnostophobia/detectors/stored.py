@@ -28,9 +28,8 @@ import numpy as np
 
 import agnostophobia
 from agnostophobia._atomic import atomic_write
-from agnostophobia.training.outputs import FIT_OUTPUTS, OUTPUTS, load_fit_outputs, load_outputs
-
 from agnostophobia.losses import LOSSES, known_columns
+from agnostophobia.training.outputs import FIT_OUTPUTS, OUTPUTS, load_fit_outputs, load_outputs
 
 from ._base import DETECTORS, Detector, build_detector, detector_applies, scores_from_top
 

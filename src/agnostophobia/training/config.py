@@ -84,7 +84,8 @@ class TrainConfig:
             if not cond:
                 raise ConfigError(f"config key {key!r}: {what}, got {getattr(self, key)!r}")
 
-        need(isinstance(self.approach, str) and self.approach in LOSSES, "approach", f"must be one of {tuple(LOSSES.registered())}")
+        need(isinstance(self.approach, str) and self.approach in LOSSES, "approach",
+             f"must be one of {tuple(LOSSES.registered())}")  # an approach is its loss
         # names are checked here, before a run directory is written, not when training starts
         if is_file_protocol(self.protocol):
             parse_file_protocol(self.protocol)  # its keys and values; the files are checked when it is built
