@@ -12,11 +12,10 @@ import torch
 
 from agnostophobia._killpoints import ENV as KILL_ENV
 from agnostophobia.errors import ConfigError
-from agnostophobia.losses import build_loss
-from agnostophobia.training.approaches import APPROACHES
+from agnostophobia.losses import LOSSES, build_loss, known_columns
 from agnostophobia.training.checkpoint import load_checkpoint
 from agnostophobia.training.config import TrainConfig, parse_experiment
-from agnostophobia.training.trainer import epoch_order, fit, predict
+from agnostophobia.training.trainer import Training, epoch_order, fit, predict
 from synthetic import synthetic_protocol
 
 
@@ -37,7 +36,7 @@ def assert_same_weights(a, b):
         assert torch.equal(a[key], b[key]), key
 
 
-@pytest.mark.parametrize("approach", APPROACHES.names())
+@pytest.mark.parametrize("approach", LOSSES.registered())
 def test_every_approach_trains_and_predicts(approach, tmp_path):
     protocol = synthetic_protocol()
     run = fit(tiny_config(approach=approach, epochs=1), protocol, tmp_path)
@@ -171,10 +170,12 @@ def test_config_rejects_unknown_keys_and_bad_values():
 
 
 def test_the_background_approach_is_the_one_with_an_extra_output():
-    assert [name for name in APPROACHES if APPROACHES.get(name).background_class] == ["background"]
-    for name in APPROACHES:  # the network width the trainer builds agrees with the flag
+    assert LOSSES.registered() == ["softmax", "background", "entropic", "objectosphere"]  # the paper's order
+    assert [name for name in LOSSES.registered() if LOSSES.get(name).background_class] == ["background"]
+    for name in LOSSES.registered():  # the network width the trainer builds agrees with the flag
         loss = build_loss(name, 10, **({"xi": 1.0, "lambda_": 1.0} if name == "objectosphere" else {}))
-        assert loss.num_outputs == 10 + APPROACHES.get(name).background_class
+        assert loss.num_outputs == 10 + LOSSES.get(name).background_class
+        assert known_columns(name, loss.num_outputs) == 10
 
 
 def test_adversarial_training_adds_the_loss_of_fgsm_examples():
@@ -193,3 +194,20 @@ def test_adversarial_training_adds_the_loss_of_fgsm_examples():
     assert adversarial > clean
     plain = Training(tiny_config(approach="softmax"), protocol)  # same seed, same weights, no FGSM
     torch.testing.assert_close(plain.training_loss(x, y)[0], clean)
+
+
+def test_old_top_level_xi_and_lambda_still_set_the_objectosphere_loss():
+    experiment = parse_experiment({"approaches": ["objectosphere"], "xi": 10, "lambda": 1e-3})
+    cfg = experiment.for_approach("objectosphere", 0)
+    assert (cfg.xi, cfg.lambda_, cfg.loss) == (10.0, 1e-3, {})
+    assert cfg.loss_settings() == {"xi": 10.0, "lambda_": 1e-3}
+    loss = Training(cfg, synthetic_protocol()).loss_fn
+    assert (loss.xi, loss.lambda_) == (10.0, 1e-3)
+    assert experiment.for_approach("entropic", 0).loss_settings() == {}  # J_E reads neither
+
+
+def test_loss_settings_are_checked_against_the_losses_signatures():
+    with pytest.raises(ConfigError, match="'loss.margin': no registered loss declares it"):
+        parse_experiment({"loss": {"margin": 1.0}})
+    with pytest.raises(ConfigError, match="config key 'loss': must be a mapping"):
+        parse_experiment({"loss": [1]})

@@ -46,14 +46,14 @@ import torch
 
 from agnostophobia._atomic import atomic_write
 from agnostophobia._runlock import run_lock
-from agnostophobia.detectors import DETECTORS
+from agnostophobia.detectors import DETECTORS, detector_applies
 from agnostophobia.detectors.stored import (NotFitted, Settings, detector_settings, fitted_detector, model_scores,
                                             top_scores)
 from agnostophobia.detectors._base import scores_from_top
 from agnostophobia.errors import AgnostophobiaError
+from agnostophobia.losses import LOSSES, known_columns
 from agnostophobia.metrics import ccr_at_fpr, rates_at_threshold, threshold_at_fpr
 from agnostophobia.metrics.rows import own_detector
-from agnostophobia.training.approaches import APPROACHES
 from agnostophobia.training.config import protocol_for
 from agnostophobia.training.outputs import (VAL_OUTPUTS, SplitOutputs, iter_model_dirs, load_fit_outputs,
                                             load_outputs, load_val_outputs, run_config, save_outputs, val_split)
@@ -89,7 +89,7 @@ def trained_models(run_dir: Path) -> List[Tuple[int, str, Path]]:
 def default_approach(run_dir: Path) -> str:
     """The run's first approach trained with negatives (the paper's point), else its first."""
     approaches = list(dict.fromkeys(approach for _, approach, _ in trained_models(run_dir)))
-    with_negatives = [a for a in approaches if a in APPROACHES and APPROACHES.get(a).uses_unknowns]
+    with_negatives = [a for a in approaches if a in LOSSES and LOSSES.get(a).trains_on_unknowns]
     return (with_negatives or approaches)[0]
 
 
@@ -99,8 +99,7 @@ def default_detector(approach: str) -> str:
 
 
 def check_applicable(detector: str, approach: str, run_dir: Path) -> None:
-    cls = DETECTORS.get(detector)  # an unknown name: one line listing the registered ones
-    if cls.reads_background_column and not APPROACHES.get(approach).background_class:
+    if not detector_applies(detector, approach):  # an unknown name: one line listing the registered ones
         raise AgnostophobiaError(f"{run_dir}: detector {detector!r} reads a background class, which the "
                                  f"{approach} model does not have; choose another --detector")
 
@@ -224,7 +223,7 @@ def calibrate_model(val: SplitOutputs, approach: str, detector_name: str, seed: 
                                    "without known unknowns, so no FPR can be measured on validation data"}
     if n_known == 0:
         return {**entry, "reason": "the validation split holds no knowns"}
-    num_classes = val["logits"].shape[1] - int(APPROACHES.get(approach).background_class)
+    num_classes = known_columns(approach, val["logits"].shape[1])
     try:
         detector = fitted_detector(detector_name, fit_outputs, num_classes, settings)
     except NotFitted as exc:
@@ -294,10 +293,11 @@ def calibrate_run(run_dir, fpr: float, approaches: Optional[Sequence[str]] = Non
     for approach in approaches or ():
         if approach not in trained:
             raise AgnostophobiaError(f"{run_dir}: no trained approach {approach!r}; trained: {', '.join(trained)}")
-    background_only = detector is not None and DETECTORS.get(detector).reads_background_column
+    if detector is not None:
+        DETECTORS.get(detector)  # an unknown name: one line listing the registered ones
     chosen = [(seed, approach, detector or default_detector(approach)) for seed, approach, _ in models
               if (not approaches or approach in approaches)
-              and not (background_only and not APPROACHES.get(approach).background_class)]
+              and (detector is None or detector_applies(detector, approach))]
     if not chosen:
         raise AgnostophobiaError(f"{run_dir}: detector {detector!r} reads a background class, which none of the "
                                  f"models {', '.join(approaches or trained)} has; choose another --detector")

@@ -14,7 +14,7 @@ from agnostophobia.data.preprocess import prepare_images
 from agnostophobia.detectors import Detector
 from agnostophobia.detectors.stored import NotFitted, detector_settings, fitted_detector, top_scores
 from agnostophobia.errors import AgnostophobiaError
-from agnostophobia.training.approaches import APPROACHES
+from agnostophobia.losses import known_columns
 from agnostophobia.training.outputs import load_fit_outputs, run_config
 from agnostophobia.training.trained import TrainedModel, load_trained_model
 
@@ -77,7 +77,7 @@ class OpenSetClassifier:
         self.approach = approach
         self.seed = seed
         self.calibration = calibration or {}
-        self.num_classes = trained.num_outputs - int(APPROACHES.get(approach).background_class)
+        self.num_classes = known_columns(approach, trained.num_outputs)
         self.input_spec = run_input(trained.config)
 
     @classmethod
@@ -104,7 +104,7 @@ class OpenSetClassifier:
                     f"<= {fpr:g} in memory, not stored in {CALIBRATION}")
             trained = load_trained_model(model_dir, device, precision)
             entry = threshold_in(entry, trained, run_dir, data_dir, device, log)
-            num_classes = trained.num_outputs - int(APPROACHES.get(approach).background_class)
+            num_classes = known_columns(approach, trained.num_outputs)
             try:
                 fitted = fitted_detector(detector, load_fit_outputs(model_dir), num_classes,
                                          detector_settings(run_config(run_dir)))

@@ -24,7 +24,8 @@ in :data:`DETECTORS`::
 ``ghost``                GHOST (Rabinowitz et al., AAAI 2025); fitted
 =======================  ======================================================
 """
-from ._base import DETECTORS, Detector, NotFittedError, build_detector, place_in_predicted_column, register
+from ._base import (DETECTORS, Detector, NotFittedError, build_detector, detector_applies, place_in_predicted_column,
+                    register)
 from .evm import EVM
 from .ghost import GHOST
 from .knn import KNNDetector, k_smallest_distances, kth_neighbour_distance, l2_normalize
@@ -34,8 +35,8 @@ from .posthoc import (background_scores, feature_magnitude, scaled_objectosphere
                       softmax_scores)
 
 __all__ = [
-    "DETECTORS", "Detector", "NotFittedError", "build_detector", "register", "place_in_predicted_column",
-    "KNNDetector", "OpenMax", "EVM", "PostMax", "GHOST", "k_smallest_distances", "kth_neighbour_distance",
-    "l2_normalize",
+    "DETECTORS", "Detector", "NotFittedError", "build_detector", "detector_applies", "register",
+    "place_in_predicted_column", "KNNDetector", "OpenMax", "EVM", "PostMax", "GHOST", "k_smallest_distances",
+    "kth_neighbour_distance", "l2_normalize",
     "softmax_scores", "background_scores", "feature_magnitude", "scaled_objectosphere_scores", "softmax_entropy",
 ]

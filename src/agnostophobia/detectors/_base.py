@@ -29,6 +29,7 @@ import numpy as np
 
 from agnostophobia._validation import check_labels, check_scores
 from agnostophobia.errors import AgnostophobiaError, ConfigError
+from agnostophobia.losses import LOSSES
 from agnostophobia.registry import Registry
 
 #: Detector classes by name; ``build_detector(name, **settings)`` makes one.
@@ -49,6 +50,13 @@ def register(name: str):
         return DETECTORS.register(name)(cls)
 
     return add
+
+
+def detector_applies(detector: str, approach: str) -> bool:
+    """Whether the detector registered as ``detector`` can score a network trained with the
+    loss registered as ``approach``: one that reads the background column needs a network
+    with a background class (Sec. 3). An unknown name of either raises one line naming it."""
+    return not DETECTORS.get(detector).reads_background_column or LOSSES.get(approach).background_class
 
 
 def as_float64(value, name: str, ndim: int = 2) -> np.ndarray:

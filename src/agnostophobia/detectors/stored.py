@@ -13,7 +13,7 @@ score matrix: the predicted class and its score; :meth:`ModelScores.scores` rebu
 equivalent matrix (:func:`~agnostophobia.detectors._base.scores_from_top`).
 
 Applicability: a detector that ``reads_background_column`` applies to a network trained
-with a background class only (``Approach.background_class``) and sees all C+1 logits;
+with a background class only (the loss's ``background_class``; :func:`detector_applies`) and sees all C+1 logits;
 every other detector applies to every network and sees its C known columns.
 """
 from __future__ import annotations
@@ -28,10 +28,10 @@ import numpy as np
 
 import agnostophobia
 from agnostophobia._atomic import atomic_write
-from agnostophobia.training.approaches import APPROACHES
+from agnostophobia.losses import LOSSES, known_columns
 from agnostophobia.training.outputs import FIT_OUTPUTS, OUTPUTS, load_fit_outputs, load_outputs
 
-from ._base import DETECTORS, Detector, build_detector, scores_from_top
+from ._base import DETECTORS, Detector, build_detector, detector_applies, scores_from_top
 
 SCORES_FILE = "detector_scores.npz"
 _FORMAT = 1  # bump when the file's layout or the meaning of a stored value changes
@@ -45,10 +45,9 @@ def detector_settings(config: Dict) -> Settings:
     return {name: dict(config[name]) for name in DETECTORS.names() if isinstance(config.get(name), dict)}
 
 
-def applicable_detectors(background_class: bool) -> List[str]:
-    """Registered detectors that apply to a network with (or without) a background class."""
-    return [name for name in DETECTORS.names()
-            if background_class or not DETECTORS.get(name).reads_background_column]
+def applicable_detectors(approach: str) -> List[str]:
+    """Registered detectors that apply to a network trained with the loss ``approach``."""
+    return [name for name in DETECTORS.names() if detector_applies(name, approach)]
 
 
 def detector_inputs(detector: Detector, logits: np.ndarray, num_classes: int) -> np.ndarray:
@@ -113,13 +112,13 @@ def top_scores(detector: Detector, outputs: Dict[str, np.ndarray], num_classes: 
 
 
 def score_outputs(outputs: Dict[str, Dict[str, np.ndarray]], fit_outputs: Optional[Dict[str, np.ndarray]],
-                  background_class: bool, settings: Optional[Settings] = None) -> ModelScores:
+                  approach: str, settings: Optional[Settings] = None) -> ModelScores:
     """Fit (once) and run every applicable detector on stored outputs; see :func:`model_scores`."""
     settings = settings or {}
-    num_classes = next(iter(outputs.values()))["logits"].shape[1] - int(background_class)
+    num_classes = known_columns(approach, next(iter(outputs.values()))["logits"].shape[1])
     top: Dict[str, Dict[str, Tuple[np.ndarray, np.ndarray]]] = {}
     notes: Dict[str, str] = {}
-    for name in applicable_detectors(background_class):
+    for name in applicable_detectors(approach):
         try:
             detector = fitted_detector(name, fit_outputs, num_classes, settings)
         except NotFitted as exc:
@@ -135,13 +134,13 @@ def model_scores(model_dir: Path, approach: str, settings: Optional[Settings] = 
     read from ``detector_scores.npz`` when it matches, else computed and written there."""
     model_dir = Path(model_dir)
     settings = settings or {}
-    background_class = APPROACHES.get(approach).background_class
+    background_class = LOSSES.get(approach).background_class
     fingerprint = _fingerprint(model_dir, background_class, settings)
     path = model_dir / SCORES_FILE
     cached = _read(path, fingerprint)
     if cached is not None:
         return cached
-    result = score_outputs(load_outputs(model_dir / OUTPUTS), load_fit_outputs(model_dir), background_class,
+    result = score_outputs(load_outputs(model_dir / OUTPUTS), load_fit_outputs(model_dir), approach,
                            settings)
     try:
         _write(path, fingerprint, result)

@@ -21,11 +21,11 @@ import yaml
 from agnostophobia.data.protocols import protocol_spec
 from agnostophobia.data.preprocess import OURS
 from agnostophobia.errors import ConfigError
+from agnostophobia.losses import LOSSES
 from agnostophobia.models import build_model
 from agnostophobia.training.outputs import FIT_OUTPUTS, VAL_OUTPUTS, save_outputs, val_split
 from agnostophobia.experiments.report import write_metrics, write_report
 from agnostophobia.training import distributed
-from agnostophobia.training.approaches import APPROACHES
 from agnostophobia.training.concurrent import (Job, check_concurrent_runs, resolve_concurrent_runs, run_jobs,
                                                threads_per_run)
 from agnostophobia._atomic import atomic_write
@@ -177,7 +177,7 @@ def run_key(cfg: TrainConfig) -> str:
 
 def starting(cfg: TrainConfig, protocol, device) -> str:
     n_known = int((protocol.train.labels >= 0).sum())
-    n_unknown = len(protocol.train.labels) - n_known if APPROACHES.get(cfg.approach).uses_unknowns else 0
+    n_unknown = len(protocol.train.labels) - n_known if LOSSES.get(cfg.approach).trains_on_unknowns else 0
     return (f"[seed {cfg.seed}] {cfg.approach}: training on {n_known:,} knowns + {n_unknown:,} known unknowns "
             f"for {cfg.epochs} epoch(s) on {device}")
 

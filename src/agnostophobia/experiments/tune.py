@@ -38,7 +38,7 @@ import yaml
 from agnostophobia._atomic import atomic_write
 from agnostophobia._runlock import run_lock
 from agnostophobia.data.protocols import HELD_OUT_NEGATIVES, hold_out_negative_classes, split_negative_classes
-from agnostophobia.detectors import DETECTORS
+from agnostophobia.detectors import DETECTORS, detector_applies
 from agnostophobia.detectors.stored import detector_settings, model_scores
 from agnostophobia.errors import ConfigError, TrainingDiverged
 from agnostophobia.experiments.reproduce import (check_existing_run, configure, default_budget, protocol_for,
@@ -47,7 +47,6 @@ from agnostophobia.losses import LOSSES, loss_parameters
 from agnostophobia.metrics import ccr_at_fpr
 from agnostophobia.metrics.rows import own_detector
 from agnostophobia.metrics.summary import finite_or_none
-from agnostophobia.training.approaches import APPROACHES
 from agnostophobia.training.config import TRAIN_ALIASES, ExperimentConfig, load_experiment, resolve_config_path
 
 #: The FPR the choice is made at, unless ``--fpr`` says otherwise.
@@ -124,7 +123,8 @@ def tuned_approaches(candidates: Sequence[str], params: Sequence[str],
     among ``requested`` (each must read one) or else among the config's ``candidates``."""
     fields = {tunable_parameters()[p] for p in params}
     for approach in requested or ():
-        APPROACHES.get(approach)  # a clear error for an unknown name
+        if approach not in LOSSES:  # a clear error for an unknown name
+            raise ConfigError(f"unknown approach {approach!r}; {LOSSES.hint(approach)}")
     reads = {a: fields & set(loss_parameters(a)) for a in dict.fromkeys([*candidates, *(requested or [])])}
     if requested:
         for approach in requested:
@@ -220,7 +220,7 @@ def check_detectors(approaches: Sequence[str], detector: Optional[str]) -> Dict[
     for approach in approaches:
         name = detector or own_detector(approach) or "softmax"
         DETECTORS.get(name)  # a clear error for an unknown name
-        if DETECTORS.get(name).reads_background_column and not APPROACHES.get(approach).background_class:
+        if not detector_applies(name, approach):
             raise ConfigError(f"--detector {name}: applies to a network with a background class only, "
                               f"not to {approach}")
         chosen[approach] = name
@@ -341,7 +341,7 @@ def tune_record(tuning: TuneSetup, rows: List[Dict], split: Dict, protocol, out:
                             "summary": f"chosen {values} (validation CCR {best['ccr'][index]:.4f} at FPR "
                                        f"{tuning.fpr:g}); train with it: {final_command(tuning, configs[approach])}",
                             "config": configs[approach].name, "command": final_command(tuning, configs[approach])}
-    images = len(protocol.train) if any(APPROACHES.get(a).uses_unknowns for a in tuning.approaches) \
+    images = len(protocol.train) if any(LOSSES.get(a).trains_on_unknowns for a in tuning.approaches) \
         else int((protocol.train.labels >= 0).sum())
     return {
         "command": "tune", "config": tuning.config, "experiment": train_cfg.name, "budget": tuning.budget,

@@ -18,7 +18,7 @@ import inspect
 import torch
 
 from ..errors import ConfigError
-from ._base import LOSSES, REDUCTIONS, OpenSetLoss
+from ._base import LOSSES, REDUCTIONS, OpenSetLoss, known_columns
 from .baselines import BackgroundClassLoss, SoftmaxLoss
 from .entropic import EntropicOpenSetLoss
 from .objectosphere import ObjectosphereLoss
@@ -33,6 +33,7 @@ __all__ = [
     "EntropicOpenSetLoss",
     "ObjectosphereLoss",
     "build_loss",
+    "known_columns",
     "loss_parameters",
     "compute_loss",
     "inverse_frequency_class_weights",

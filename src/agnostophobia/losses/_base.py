@@ -22,7 +22,10 @@ from torch import nn
 from ..registry import Registry
 
 #: Training losses by name; each entry is an ``nn.Module`` class taking
-#: ``(num_classes, **kwargs)``.
+#: ``(num_classes, **kwargs)``. An approach of the paper (Sec. 3-4) *is* its loss: the
+#: approach names are these names, in the paper's order (softmax, background, entropic,
+#: objectosphere: the order of registration), and each class declares the facts the
+#: trainer and the detectors need (``trains_on_unknowns``, ``background_class``).
 LOSSES: Registry = Registry("loss")
 
 REDUCTIONS = ("mean", "sum", "none")
@@ -80,13 +83,16 @@ def check_tensor_storage(tensor: torch.Tensor, name: str, device=None) -> torch.
 class OpenSetLoss(nn.Module):
     """Base class: validates inputs and applies the reduction.
 
-    Subclasses set ``uses_features`` (whether ``forward`` takes the deep features) and
-    ``trains_on_unknowns`` (whether unknown samples contribute to the loss), and
-    implement ``num_outputs`` (the width of the logit layer the loss expects).
+    Subclasses set ``uses_features`` (whether ``forward`` takes the deep features),
+    ``trains_on_unknowns`` (whether unknown samples of D_b' are trained on; softmax
+    thresholding does not) and ``background_class`` (one logit more than known classes,
+    the background class, last). Their hyper-parameters are their constructor's keyword
+    arguments (:func:`agnostophobia.losses.loss_parameters`).
     """
 
     uses_features: bool = False
     trains_on_unknowns: bool = True
+    background_class: bool = False
     #: Value checks that read a tensor back to the host (label range, weight finiteness), one
     #: synchronisation each per call. A trainer that checked its whole dataset once turns
     #: them off so that a GPU step never waits for the host; shape and dtype checks stay.
@@ -100,7 +106,13 @@ class OpenSetLoss(nn.Module):
     @property
     def num_outputs(self) -> int:
         """Number of logit columns this loss expects (C; C+1 for the background class)."""
-        return self.num_classes
+        return self.num_classes + int(self.background_class)
+
+    @classmethod
+    def known_logits(cls, width: int) -> int:
+        """How many of ``width`` logit columns are known classes (C): all but the background
+        class, when the loss has one."""
+        return width - int(cls.background_class)
 
     def extra_repr(self) -> str:
         return f"num_classes={self.num_classes}, reduction={self.reduction!r}"
@@ -191,3 +203,9 @@ class OpenSetLoss(nn.Module):
         # Unknowns are excluded, so average over knowns only; clamp so that a batch of
         # only unknowns gives 0 (still attached to the graph) instead of 0/0 = NaN.
         return total / (labels >= 0).sum().clamp(min=1).to(total.dtype)
+
+
+def known_columns(approach: str, width: int) -> int:
+    """The number of known-class logit columns (C) of a network ``width`` logits wide that
+    was trained with the loss registered as ``approach``."""
+    return LOSSES.get(approach).known_logits(width)

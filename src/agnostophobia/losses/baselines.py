@@ -48,10 +48,7 @@ class BackgroundClassLoss(OpenSetLoss):
 
     uses_features = False
     trains_on_unknowns = True
-
-    @property
-    def num_outputs(self) -> int:
-        return self.num_classes + 1
+    background_class = True
 
     def forward(self, logits: torch.Tensor, labels: torch.Tensor, sample_weight=None) -> torch.Tensor:
         logits, labels, weight = self._check_inputs(logits, labels, sample_weight)

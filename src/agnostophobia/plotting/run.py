@@ -28,6 +28,7 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from agnostophobia.detectors import build_detector, feature_magnitude
+from agnostophobia.losses import LOSSES, known_columns
 from agnostophobia.detectors.stored import ModelScores, detector_inputs, detector_settings, model_scores
 from agnostophobia.metrics import oscr
 from agnostophobia.metrics.rows import own_detector, paper_rows, row_sort_key
@@ -36,7 +37,6 @@ from agnostophobia.plotting.panels import (DEFAULT_MAX_POINTS, logit_weights, ne
                                            plot_features, plot_magnitude_histogram, plot_oscr,
                                            plot_softmax_histogram, save_figure, softmax_histogram_values,
                                            supported_formats)
-from agnostophobia.training.approaches import APPROACHES
 from agnostophobia.training.outputs import iter_model_dirs, load_outputs, run_config
 
 #: Formats the report can embed, in order of preference (the path returned per figure).
@@ -70,7 +70,7 @@ def _probabilities(approach: str, data: Dict[str, np.ndarray]) -> np.ndarray:
     """Known-class probabilities the paper thresholds the approach with (its own detector:
     the softmax, or the C+1 softmax of the background network)."""
     detector = build_detector(own_detector(approach) or "softmax")
-    num_classes = data["logits"].shape[1] - int(APPROACHES.get(approach).background_class)
+    num_classes = known_columns(approach, data["logits"].shape[1])
     return detector.scores(detector_inputs(detector, data["logits"], num_classes))
 
 
@@ -157,7 +157,7 @@ def _load_run(run_dir: Path, log) -> Dict[str, Dict[int, Outputs]]:
     runs: Dict[str, Dict[int, Outputs]] = {}
     for seed, approach, model_dir in iter_model_dirs(run_dir):
         outputs = load_outputs(model_dir / "outputs.npz")
-        if approach not in APPROACHES:
+        if approach not in LOSSES:
             log(f"plot: {approach} (seed {seed}) is not a registered approach; skipped")
         elif "known" not in outputs:
             log(f"plot: {approach} (seed {seed}) has no 'known' split; skipped")

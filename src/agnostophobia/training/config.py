@@ -22,14 +22,10 @@ from agnostophobia.data.image_files import LOADINGS
 from agnostophobia.data.preprocess import OURS
 from agnostophobia.data.protocols import build_protocol, protocol_spec
 from agnostophobia.errors import ConfigError
+from agnostophobia.losses import LOSSES, build_loss, loss_parameters
 from agnostophobia.models import MODELS
 from agnostophobia.training.precision import PRECISIONS
-from agnostophobia.training.approaches import APPROACHES
 from agnostophobia.training.concurrent import check_concurrent_runs
-
-#: The registered approaches in the paper's order (the registry is the one list).
-APPROACH_NAMES = tuple(APPROACHES.registered())
-
 
 @dataclass
 class TrainConfig:
@@ -56,6 +52,8 @@ class TrainConfig:
     gamma: float = 0.1               # for scheduler: step
     xi: float = 50.0                 # Objectosphere margin on ||F|| (Eq. 2)
     lambda_: float = 1e-4            # Objectosphere weight (Eq. 2); YAML key "lambda"
+    # Settings of any other registered loss, by its constructor's keyword names (loss_settings)
+    loss: Dict[str, Any] = field(default_factory=dict)
     sample_weighting: bool = True    # inverse class frequency, unknowns as one class (authors)
     augment: str = "none"            # none | crop-flip (CIFAR: random crop with padding 4, h-flip)
     seed: int = 0                    # training seed: initialisation, data order, augmentation
@@ -85,7 +83,8 @@ class TrainConfig:
             if not cond:
                 raise ConfigError(f"config key {key!r}: {what}, got {getattr(self, key)!r}")
 
-        need(self.approach in APPROACH_NAMES, "approach", f"must be one of {APPROACH_NAMES}")
+        need(isinstance(self.approach, str) and self.approach in LOSSES, "approach",
+             f"must be one of {tuple(LOSSES.registered())}")  # an approach is its loss
         # names are checked here, before a run directory is written, not when training starts
         # (a protocol from files: its keys and values; the files are checked when it is built)
         protocol_spec(self.protocol, "protocol").check_preprocessing(self.preprocessing)
@@ -123,7 +122,33 @@ class TrainConfig:
         for key in ("sample_weighting", "channels_last", "tensorboard", "progress"):
             need(isinstance(getattr(self, key), bool), key, "must be true or false")
         need(isinstance(self.deterministic, bool), "deterministic", "must be true or false")
+        self._check_loss_settings()
         return self
+
+    def loss_settings(self) -> Dict[str, Any]:
+        """The keyword arguments of the approach's loss: each parameter its constructor
+        declares (:func:`~agnostophobia.losses.loss_parameters`), from ``loss:``, or from the
+        top-level key of that name (``xi`` and ``lambda`` of Objectosphere, Eq. 2, where
+        configs have always set them). A parameter set nowhere keeps the loss's default."""
+        names = {f.name for f in fields(self)}
+        return {name: self.loss[name] if name in self.loss else getattr(self, name)
+                for name in loss_parameters(self.approach) if name in self.loss or name in names}
+
+    def _check_loss_settings(self) -> None:
+        """``loss:`` names only parameters some registered loss declares (besides the
+        top-level ones), and the approach's loss accepts its settings."""
+        if not isinstance(self.loss, dict):
+            raise ConfigError(f"config key 'loss': must be a mapping of loss settings, got {self.loss!r}")
+        top_level = {f.name for f in fields(self)}
+        declared = {p for name in LOSSES.registered() for p in loss_parameters(name)} - top_level
+        for key in self.loss:
+            if key not in declared:
+                raise ConfigError(f"config key 'loss.{key}': no registered loss declares it (xi and lambda are "
+                                  f"top-level keys); loss settings: {sorted(declared) or 'none'}")
+        try:
+            build_loss(self.approach, 1, **self.loss_settings())
+        except ValueError as exc:
+            raise ConfigError(f"config key 'loss' (approach {self.approach}): {exc}") from None
 
     def to_dict(self) -> Dict[str, Any]:
         data = dataclasses.asdict(self)
@@ -212,8 +237,9 @@ def check_approaches(approaches) -> List[str]:
     if not isinstance(approaches, list) or not approaches:
         raise ConfigError(f"config key 'approaches': must be a non-empty list, got {approaches!r}")
     for name in approaches:
-        if name not in APPROACH_NAMES:
-            raise ConfigError(f"config key 'approaches': unknown approach {name!r}; known: {APPROACH_NAMES}")
+        if not isinstance(name, str) or name not in LOSSES:
+            raise ConfigError(f"config key 'approaches': unknown approach {name!r}; "
+                              f"known: {tuple(LOSSES.registered())}")
     return list(approaches)
 
 
@@ -248,7 +274,7 @@ def parse_experiment(data: Dict[str, Any], where: str = "", base_dir=None) -> Ex
     if not isinstance(data, dict):
         raise ConfigError(f"config {where}: top level must be a mapping, got {type(data).__name__}")
     data = _absolute_protocol_paths(data, base_dir)
-    approaches = check_approaches(data.pop("approaches", list(APPROACH_NAMES)))
+    approaches = check_approaches(data.pop("approaches", LOSSES.registered()))  # an approach is its loss
     seeds = check_seeds(data.pop("seeds", 1))
     budgets = data.pop("budgets", {}) or {}
     if not isinstance(budgets, dict):

@@ -34,11 +34,10 @@ import torch
 from tqdm.auto import tqdm
 
 from agnostophobia.errors import ConfigError, TrainingDiverged
-from agnostophobia.losses import (build_loss, compute_loss, inverse_frequency_class_weights, loss_parameters,
+from agnostophobia.losses import (build_loss, compute_loss, inverse_frequency_class_weights,
                                   sample_weights)
 from agnostophobia.models import build_model
 from agnostophobia.training.adversarial import adversarial_loss
-from agnostophobia.training.approaches import APPROACHES
 from agnostophobia._atomic import atomic_write, remove_stale_temporaries
 from agnostophobia._killpoints import kill_point
 from agnostophobia.training import distributed
@@ -166,17 +165,15 @@ class Training:
         self.device = self.world.place(device or resolve_device(cfg.device))
         if cfg.deterministic:
             use_deterministic_algorithms(self.device)
-        self.approach = APPROACHES.get(cfg.approach)
         self.num_classes = protocol.num_classes
         seed_everything(cfg.seed)
-        loss_kwargs = {name: getattr(cfg, name) for name in loss_parameters(cfg.approach)}
-        self.loss_fn = build_loss(cfg.approach, self.num_classes, **loss_kwargs)
+        self.loss_fn = build_loss(cfg.approach, self.num_classes, **cfg.loss_settings())
         self.model = build_model(cfg.model, num_outputs=self.loss_fn.num_outputs, **cfg.model_kwargs)
         self.model.to(self.device)
         if cfg.channels_last:
             self.model.to(memory_format=torch.channels_last)
         self.network = self.world.wrap(self.model, self.device)  # DDP under torchrun, else the model
-        knowns_only = not self.approach.uses_unknowns
+        knowns_only = not self.loss_fn.trains_on_unknowns
         # a split of image files (a streamed protocol from files) is read through worker processes
         self.train_data = device_data(protocol.train, self.device, knowns_only, TensorData.from_split)
         self.val_data = device_data(protocol.val, self.device, knowns_only, TensorData.from_split)
