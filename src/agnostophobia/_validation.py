@@ -6,6 +6,8 @@ traceback from deep inside numpy or torch, or a silently wrong number.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 
@@ -101,3 +103,73 @@ def check_vector(values, name: str) -> np.ndarray:
     if not np.isfinite(arr).all():
         raise ValueError(f"{name} contains non-finite values: {arr[~np.isfinite(arr)][:3].tolist()}")
     return arr
+
+
+def check_arguments(target, values, where: str) -> None:
+    """Check a config mapping ``values`` against what ``target`` (a class or function) accepts:
+    every key a parameter of its signature (unless it takes ``**kwargs``) and every value of
+    the type its annotation declares (int, float, bool, str, sequences of them, Optional).
+
+    Raises :class:`~agnostophobia.errors.ConfigError` naming the key path ``where.key``
+    (e.g. ``model_kwargs.feature_dim``); values of parameters without a simple annotation
+    are left to the consumer, which the caller then runs (constructs) to check them.
+    """
+    import inspect
+    import typing
+
+    from agnostophobia.errors import ConfigError
+
+    if not isinstance(values, dict):
+        raise ConfigError(f"config key {where!r}: must be a mapping, got {values!r}")
+    init = target.__init__ if inspect.isclass(target) else target
+    parameters = inspect.signature(target).parameters
+    try:
+        hints = typing.get_type_hints(init)
+    except Exception:  # an annotation that does not resolve: left to the consumer
+        hints = {}
+    open_ended = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values())
+    for key, value in values.items():
+        path = f"{where}.{key}"
+        if key not in parameters:
+            if open_ended:
+                continue
+            known = [n for n, p in parameters.items() if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+            raise ConfigError(f"unknown config key {path!r}; known: {', '.join(known)}")
+        expected = hints.get(key)
+        if expected is not None and _describe_mismatch(value, expected) is not None:
+            raise ConfigError(f"config key {path!r}: must be {_describe_mismatch(value, expected)}, got {value!r}")
+
+
+_SIMPLE = {int: "an integer", float: "a number", bool: "true or false", str: "a string"}
+_PLURAL = {int: "integers", float: "numbers", bool: "true/false values", str: "strings"}
+
+
+def _describe_mismatch(value, expected):
+    """What ``value`` should be to match the annotation ``expected``, or None when it matches
+    (or the annotation is not one of the simple kinds checked here)."""
+    import collections.abc
+    import typing
+
+    origin, args = typing.get_origin(expected), typing.get_args(expected)
+    if origin is typing.Union:
+        options = [a for a in args if a is not type(None)]
+        if value is None and len(options) < len(args):
+            return None
+        wrong = [_describe_mismatch(value, a) for a in options]
+        return None if any(w is None for w in wrong) else " or ".join(w for w in wrong if w) or None
+    if origin in (list, tuple, collections.abc.Sequence) and args and args[0] in _SIMPLE:
+        items = f"a list of {_PLURAL[args[0]]}"
+        if not isinstance(value, (list, tuple)):
+            return items
+        return None if all(_describe_mismatch(v, args[0]) is None for v in value) else items
+    if expected not in _SIMPLE:
+        return None
+    if expected is bool:
+        ok = isinstance(value, bool)
+    elif expected is int:
+        ok = isinstance(value, int) and not isinstance(value, bool)
+    elif expected is float:
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    else:
+        ok = isinstance(value, str)
+    return None if ok else _SIMPLE[expected] + (" (finite)" if expected is float else "")

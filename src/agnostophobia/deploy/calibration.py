@@ -57,6 +57,7 @@ from agnostophobia.metrics.rows import own_detector
 from agnostophobia.training.config import protocol_for
 from agnostophobia.training.outputs import (VAL_OUTPUTS, SplitOutputs, iter_model_dirs, load_fit_outputs,
                                             load_outputs, load_val_outputs, run_config, save_outputs, val_split)
+from agnostophobia.training import records
 from agnostophobia.training.checkpoint import load_checkpoint
 from agnostophobia.training.precision import resolve_precision
 from agnostophobia.training.trained import BEST, TrainedModel, load_trained_model
@@ -239,17 +240,12 @@ def calibrate_model(val: SplitOutputs, approach: str, detector_name: str, seed: 
 
 # ------------------------------------------------------------------------ calibration.json
 def read_calibration(run_dir: Path) -> Optional[Dict]:
-    path = Path(run_dir) / CALIBRATION
-    if not path.exists():
-        return None
+    """``RUN/calibration.json`` checked by the run records' reader (a NaN or non-number
+    threshold, a missing key: one line naming the file and the entry), or None."""
     try:
-        data = json.loads(path.read_text())
-        if not isinstance(data, dict) or not isinstance(data.get("entries"), list):
-            raise ValueError("no list of entries")
-    except ValueError as exc:
-        raise AgnostophobiaError(f"{path}: not a calibration file ({exc}); run `agnostophobia calibrate "
-                                 f"{run_dir} --fpr T` again") from None
-    return data
+        return records.read_calibration(run_dir)
+    except records.RecordError as exc:
+        raise AgnostophobiaError(f"{exc}; run `agnostophobia calibrate {run_dir} --fpr T` again") from None
 
 
 def _key(entry: Dict) -> Tuple[str, str, int]:
@@ -288,6 +284,7 @@ def calibrate_run(run_dir, fpr: float, approaches: Optional[Sequence[str]] = Non
     with its paper score (or ``detector``, on the models it applies to)."""
     run_dir = Path(run_dir)
     check_target(fpr)
+    records.check_run(run_dir)  # every record valid and in agreement before anything is written
     models = trained_models(run_dir)
     trained = list(dict.fromkeys(a for _, a, _ in models))
     for approach in approaches or ():
@@ -319,8 +316,7 @@ def describe(entry: Dict) -> str:
 def class_names(run_dir: Path, protocols: Protocols) -> List[str]:
     """The known classes' names: recorded in ``run_meta.json`` at training time, or from the
     run's rebuilt protocol for a run trained before they were."""
-    meta_path = Path(run_dir) / "run_meta.json"
-    meta = json.loads(meta_path.read_text()) if meta_path.exists() else {}
+    meta = records.read_run_meta(run_dir) or {}
     if meta.get("class_names"):
         return list(meta["class_names"])
     _, _, model_dir = trained_models(run_dir)[0]

@@ -29,20 +29,61 @@ import numpy as np
 import agnostophobia
 from agnostophobia._atomic import atomic_write
 from agnostophobia.losses import LOSSES, known_columns
+from agnostophobia._validation import check_arguments
+from agnostophobia.errors import ConfigError
 from agnostophobia.training.outputs import FIT_OUTPUTS, OUTPUTS, load_fit_outputs, load_outputs
+from agnostophobia.training.records import CONFIG, SCORES_FILE, RecordError, read_detector_scores
 
 from ._base import DETECTORS, Detector, build_detector, detector_applies, scores_from_top
 
-SCORES_FILE = "detector_scores.npz"
 _FORMAT = 1  # bump when the file's layout or the meaning of a stored value changes
 
 Settings = Dict[str, Dict]
 
 
-def detector_settings(config: Dict) -> Settings:
+def detector_settings(config: Dict, where: str = "") -> Settings:
     """Settings per detector from a run's resolved config: a mapping under a key named
-    like the detector (``openmax: {tail_size: 20, ...}``, ``knn: {k: 50}``)."""
-    return {name: dict(config[name]) for name in DETECTORS.names() if isinstance(config.get(name), dict)}
+    like the detector (``openmax: {tail_size: 20, ...}``, ``knn: {k: 50}``).
+
+    Each is checked against the detector's constructor (signature, annotations, and the
+    detector built with it), so settings that could not score are a :class:`ConfigError`
+    naming the key path (``where`` prefixes it: ``budgets.cpu.``) before anything trains or
+    is written."""
+    settings = {}
+    for name in DETECTORS.names():
+        if config.get(name) is None:
+            continue
+        check_detector_settings(name, config[name], f"{where}{name}")
+        settings[name] = dict(config[name])
+    return settings
+
+
+def run_detector_settings(run_dir: Path, config: Dict) -> Settings:
+    """:func:`detector_settings` of a run's ``config.yaml`` (read and checked by
+    ``training.records``); an error names that file."""
+    try:
+        return detector_settings(config)
+    except ConfigError as exc:
+        raise ConfigError(f"{Path(run_dir) / CONFIG}: {exc}") from None
+
+
+def check_detector_settings(name: str, values, where: str) -> None:
+    """``values`` as the detector ``name`` accepts them; a :class:`ConfigError` naming ``where.key``."""
+    check_arguments(DETECTORS.get(name), values, where)
+    try:
+        build_detector(name, **values)
+    except ValueError as exc:  # the constructor's own checks (ranges, names): find the setting it refused
+        culprit = next((key for key in values if not _builds(name, {key: values[key]})), None)
+        path = f"{where}.{culprit}" if culprit else where
+        raise ConfigError(f"config key {path!r}: {str(exc).splitlines()[0]}") from None
+
+
+def _builds(name: str, values: Dict) -> bool:
+    try:
+        build_detector(name, **values)
+    except ValueError:
+        return False
+    return True
 
 
 def applicable_detectors(approach: str) -> List[str]:
@@ -181,19 +222,15 @@ def _write(path: Path, fingerprint: str, result: ModelScores) -> None:
 
 
 def _read(path: Path, fingerprint: str) -> Optional[ModelScores]:
+    """The stored scores when the file is valid (the records' reader checks it) and of these
+    outputs and settings; None otherwise: a cache that is stale, damaged or foreign is
+    recomputed, never trusted."""
     if not path.exists():
         return None
     try:
-        with np.load(path) as data:
-            if str(data["__fingerprint"]) != fingerprint:
-                return None
-            labels, top = {}, {}
-            for key in data.files:
-                parts = key.split("__")
-                if parts[0] == "labels":
-                    labels[parts[1]] = data[key]
-                elif len(parts) == 3 and parts[2] == "predicted":
-                    top.setdefault(parts[0], {})[parts[1]] = (data[key], data[f"{parts[0]}__{parts[1]}__score"])
-            return ModelScores(int(data["__num_classes"]), labels, top, json.loads(str(data["__notes"])))
-    except Exception:  # a damaged or foreign file is recomputed, never trusted
+        stored = read_detector_scores(path)
+    except RecordError:
         return None
+    if stored["fingerprint"] != fingerprint:
+        return None
+    return ModelScores(stored["num_classes"], stored["labels"], stored["top"], stored["notes"])

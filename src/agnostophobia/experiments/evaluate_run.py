@@ -17,7 +17,7 @@ get written.
 """
 from __future__ import annotations
 
-import json
+import sys
 from collections import Counter
 from pathlib import Path
 from typing import Optional, Sequence
@@ -27,8 +27,9 @@ import numpy as np
 from agnostophobia.data.inputs import model_input, read_unknowns, run_input, unknown_set_name
 from agnostophobia.errors import DataError
 from agnostophobia._runlock import run_lock
+from agnostophobia.detectors.stored import run_detector_settings
 from agnostophobia.training.outputs import load_outputs, save_outputs
-from agnostophobia.training.checkpoint import load_checkpoint
+from agnostophobia.training.records import BEST, check_run, read_checkpoint_config
 from agnostophobia.training.trained import load_trained_model
 from agnostophobia.training.trainer import resolve_device
 
@@ -64,15 +65,17 @@ def evaluate_run(run_dir, unknowns: Sequence[str] = (), data_dir=None, device: O
     run_dir = Path(run_dir)
     if device:
         resolve_device(device)  # a bad --device stops before any work
-    model_dirs = sorted(p.parent for p in run_dir.glob("seed*/*/outputs.npz"))
-    if not model_dirs:
-        raise DataError(f"{run_dir} holds no trained run (seed*/<approach>/outputs.npz); "
-                        f"train one with `agnostophobia reproduce` or `agnostophobia train`")
+    records = check_run(run_dir)  # every record valid and in agreement, before anything is written
+    run_detector_settings(run_dir, records.config)  # settings the metrics could not score with stop here, not midway
+    warning = records.version_warning()
+    if warning:
+        print(warning, file=sys.stderr)
+    model_dirs = sorted(model_dir for _, _, model_dir in records.models)
     prepared, names = {}, []
     if unknowns:  # every input is checked, read and prepared before the run is touched
         check_set_names(unknowns, [unknown_set_name(spec) for spec in unknowns], run_dir, model_dirs, replace)
         sets = [read_unknowns(spec, data_dir) for spec in unknowns]
-        configs = {d: load_checkpoint(d / "best.pt")["config"] for d in model_dirs}
+        configs = {d: records.checkpoint_configs.get(d) or read_checkpoint_config(d / BEST) for d in model_dirs}
         for cfg in configs.values():  # one preparation per input spec, shared by the models trained with it
             spec = run_input(cfg)
             if spec not in prepared:
@@ -83,8 +86,7 @@ def evaluate_run(run_dir, unknowns: Sequence[str] = (), data_dir=None, device: O
         for model_dir in model_dirs if unknowns else ():
             spec = run_input(configs[model_dir])
             _add_unknown_sets(model_dir, names, prepared[spec], device, log)
-        meta_path = run_dir / "run_meta.json"
-        meta = json.loads(meta_path.read_text()) if meta_path.exists() else {"experiment": "", "budget": None}
+        meta = records.meta or {"experiment": "", "budget": None}  # a run whose training did not finish
         return finish_run(run_dir, meta, plots=plots, log=log)
 
 

@@ -22,6 +22,7 @@ from agnostophobia.data.protocols import protocol_spec
 from agnostophobia.data.preprocess import OURS
 from agnostophobia.errors import ConfigError
 from agnostophobia.losses import LOSSES
+from agnostophobia.detectors.stored import detector_settings
 from agnostophobia.models import build_model
 from agnostophobia.training.outputs import FIT_OUTPUTS, VAL_OUTPUTS, save_outputs, val_split
 from agnostophobia.experiments.report import write_metrics, write_report
@@ -32,6 +33,7 @@ from agnostophobia._atomic import atomic_write
 from agnostophobia.training.config import (ExperimentConfig, TrainConfig, check_approaches, check_seeds,
                                            load_experiment, protocol_for)
 from agnostophobia.training.precision import resolve_precision
+from agnostophobia.training.records import library_versions
 from agnostophobia.training.trainer import check_resumable, fit, is_finished, predict, resolve_device
 from agnostophobia._runlock import run_lock
 
@@ -232,6 +234,7 @@ def configure(experiment: ExperimentConfig, seeds: Optional[int] = None, data_di
     if preprocessing:
         overrides["preprocessing"] = preprocessing
     experiment.train = dataclasses.replace(experiment.train, **overrides).validate()
+    check_detectors(experiment)
     device = resolve_device(experiment.train.device)  # "cuda" without a GPU stops here, before any write
     # "auto" becomes what this device gets, so that config.yaml, checkpoints and reports say it
     experiment.train.precision = resolve_precision(experiment.train.precision, device)
@@ -240,6 +243,14 @@ def configure(experiment: ExperimentConfig, seeds: Optional[int] = None, data_di
     if concurrent_runs is not None:
         experiment.concurrent_runs = check_concurrent_runs(concurrent_runs, "--concurrent-runs")
     return experiment
+
+
+def check_detectors(experiment: ExperimentConfig) -> None:
+    """The detector settings of the config and of every budget, built as the evaluation will
+    build them: a run that could not be evaluated is never trained (``budgets.cpu.openmax.tail_size``)."""
+    for budget, overrides in experiment.budgets.items():
+        detector_settings(overrides, f"budgets.{budget}.")
+    detector_settings(experiment.train.to_dict())
 
 
 def check_existing_run(experiment: ExperimentConfig, out: Path) -> None:
@@ -284,6 +295,7 @@ def write_run_record(out: Path, experiment: ExperimentConfig, budget: Optional[s
         **stored.get("classes", {}),
         "data_notes": stored["data_notes"],
         "timings_s": stored["timings_s"],
+        "versions": library_versions(),  # evaluate and predict name a library that differs later
     }
     if stored.get("preprocessing_notes"):  # preprocessing: authors, every quirk for the report
         meta["preprocessing_notes"] = stored["preprocessing_notes"]

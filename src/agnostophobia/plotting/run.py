@@ -29,7 +29,8 @@ from matplotlib.figure import Figure
 
 from agnostophobia.detectors import build_detector, feature_magnitude
 from agnostophobia.losses import LOSSES, known_columns
-from agnostophobia.detectors.stored import ModelScores, detector_inputs, detector_settings, model_scores
+from agnostophobia.detectors.stored import (ModelScores, detector_inputs, detector_settings, model_scores,
+                                            run_detector_settings)
 from agnostophobia.metrics import oscr
 from agnostophobia.metrics.rows import own_detector, paper_rows, row_sort_key
 from agnostophobia.plotting import style
@@ -38,6 +39,7 @@ from agnostophobia.plotting.panels import (DEFAULT_MAX_POINTS, logit_weights, ne
                                            plot_softmax_histogram, save_figure, softmax_histogram_values,
                                            supported_formats)
 from agnostophobia.training.outputs import iter_model_dirs, load_outputs, run_config
+from agnostophobia.training.records import check_run
 
 #: Formats the report can embed, in order of preference (the path returned per figure).
 EMBEDDABLE = ("png", "svg")
@@ -149,6 +151,12 @@ def draw_run(run_dir, formats: Sequence[str] = ("png",), out_dir=None, *,
         sections.setdefault(item.section, []).append(
             Path(os.path.relpath(out_dir / f"{item.stem}.{preferred}", run_dir)).as_posix())
     return sections, written
+
+
+def check_run_records(run_dir) -> None:
+    """Every record the figures read, checked and in agreement (``training.records.check_run``),
+    and the detector settings of its config able to score; raises one line otherwise."""
+    run_detector_settings(run_dir, check_run(run_dir, "plot").config)
 
 
 def _load_run(run_dir: Path, log) -> Dict[str, Dict[int, Outputs]]:

@@ -20,10 +20,11 @@ import yaml
 
 from agnostophobia.data.image_files import LOADINGS
 from agnostophobia.data.preprocess import OURS
-from agnostophobia.data.protocols import build_protocol, protocol_spec
+from agnostophobia._validation import check_arguments
+from agnostophobia.data.protocols import build_protocol, check_limits, protocol_spec
 from agnostophobia.errors import ConfigError
 from agnostophobia.losses import LOSSES, build_loss, loss_parameters
-from agnostophobia.models import MODELS
+from agnostophobia.models import MODELS, build_model
 from agnostophobia.training.precision import PRECISIONS
 from agnostophobia.training.concurrent import check_concurrent_runs
 
@@ -78,16 +79,18 @@ class TrainConfig:
     openmax: Dict[str, Any] = field(default_factory=lambda: {"tail_size": 20, "alpha": 3, "distance": "eucos"})
     knn: Dict[str, Any] = field(default_factory=lambda: {"k": 50, "normalize": True, "class_conditional": False})
 
-    def validate(self) -> "TrainConfig":
+    def validate(self, where: str = "") -> "TrainConfig":
+        """Check every value, nested mappings included; ``where`` prefixes the key paths
+        named in errors (``budgets.cpu.``)."""
         def need(cond: bool, key: str, what: str):
             if not cond:
-                raise ConfigError(f"config key {key!r}: {what}, got {getattr(self, key)!r}")
+                raise ConfigError(f"config key {where + key!r}: {what}, got {getattr(self, key)!r}")
 
         need(isinstance(self.approach, str) and self.approach in LOSSES, "approach",
              f"must be one of {tuple(LOSSES.registered())}")  # an approach is its loss
         # names are checked here, before a run directory is written, not when training starts
         # (a protocol from files: its keys and values; the files are checked when it is built)
-        protocol_spec(self.protocol, "protocol").check_preprocessing(self.preprocessing)
+        protocol_spec(self.protocol, f"{where}protocol").check_preprocessing(self.preprocessing)
         need(isinstance(self.model, str) and self.model in MODELS, "model",
              f"must be a registered model (torchvision/NAME for a torchvision one; {MODELS.hint(str(self.model))})")
         need(isinstance(self.device, str) and re.fullmatch(r"auto|cpu|mps|cuda(:\d+)?", self.device) is not None,
@@ -107,7 +110,13 @@ class TrainConfig:
         need(self.scheduler in ("none", "cosine", "step"), "scheduler", "must be 'none', 'cosine' or 'step'")
         need(self.augment in ("none", "crop-flip"), "augment", "must be 'none' or 'crop-flip'")
         need(isinstance(self.model_kwargs, dict), "model_kwargs", "must be a mapping")
+        check_model_kwargs(self.model, self.model_kwargs, f"{where}model_kwargs")
         need(isinstance(self.protocol_limits, dict), "protocol_limits", "must be a mapping")
+        for key, value in self.protocol_limits.items():  # checked by the protocol builder's own rule
+            try:
+                check_limits({key: value}, 0)
+            except ConfigError as exc:
+                raise ConfigError(f"config key '{where}protocol_limits.{key}': {exc}") from None
         need(isinstance(self.openmax, dict) and set(self.openmax) <= {"tail_size", "alpha", "distance"}, "openmax",
              "must be a mapping with keys among tail_size, alpha, distance")
         need(isinstance(self.knn, dict) and set(self.knn) <= {"k", "normalize", "class_conditional"}, "knn",
@@ -154,6 +163,53 @@ class TrainConfig:
         data = dataclasses.asdict(self)
         data["lambda"] = data.pop("lambda_")
         return data
+
+
+def check_model_kwargs(model: str, kwargs: Dict[str, Any], where: str = "model_kwargs") -> None:
+    """``kwargs`` checked against the model constructor's signature and annotations, then the
+    model built with them once (cheap, no weights loaded): a config whose network cannot be
+    built is refused before anything trains, naming the key path."""
+    if "num_outputs" in kwargs:
+        raise ConfigError(f"config key '{where}.num_outputs': set by the protocol (its classes), not by the config")
+    check_arguments(MODELS.get(model), kwargs, where)
+    key = (model, repr(sorted(kwargs.items())))
+    if key in _BUILT_MODELS:
+        return
+    try:
+        _build(model, kwargs)
+    except Exception as exc:  # the constructor's own checks (ranges, names), whatever it raises
+        message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        culprit = next((k for k in kwargs if not _builds(model, {k: kwargs[k]})), None) if len(kwargs) > 1 else \
+            next(iter(kwargs), None)
+        path = f"{where}.{culprit}" if culprit else where
+        raise ConfigError(f"config key {path!r}: model {model!r} cannot be built with it: {message}") from None
+    _BUILT_MODELS.add(key)
+
+
+def _builds(model: str, kwargs: Dict[str, Any]) -> bool:
+    try:
+        _build(model, kwargs)
+    except Exception:
+        return False
+    return True
+
+
+def _build(model: str, kwargs: Dict[str, Any]) -> None:
+    """Build ``model`` with ``kwargs`` on the meta device (shapes only: no memory, no arithmetic,
+    so even a large torchvision network costs little), or on the CPU where a builder needs real
+    tensors (RegNet computes widths from them)."""
+    import torch
+
+    try:
+        with torch.device("meta"):
+            build_model(model, num_outputs=2, load_weights=False, **kwargs)
+    except (ValueError, TypeError):
+        raise
+    except Exception:  # not a refusal of the settings: the builder needs real tensors
+        build_model(model, num_outputs=2, load_weights=False, **kwargs)
+
+
+_BUILT_MODELS: set = set()  # (model, kwargs) already built once in this process
 
 
 def _is_int(value) -> bool:
@@ -230,7 +286,7 @@ def apply_overrides(base, values: Dict[str, Any], where: str = "", aliases: Opti
         if isinstance(getattr(base, name), float) and isinstance(value, int) and not isinstance(value, bool):
             value = float(value)
         changes[name] = value
-    return dataclasses.replace(base, **changes).validate()
+    return dataclasses.replace(base, **changes).validate(where)
 
 
 def check_approaches(approaches) -> List[str]:
@@ -295,13 +351,21 @@ def parse_experiment(data: Dict[str, Any], where: str = "", base_dir=None) -> Ex
 def load_experiment(path) -> ExperimentConfig:
     """Load an experiment YAML: a file path, or the name of a config shipped with the package."""
     path = resolve_config_path(path)
+    return parse_experiment(read_yaml(path), str(path), base_dir=path.parent)
+
+
+def read_yaml(path: Path):
+    """The contents of a YAML file; unparsable YAML or an unreadable file is a one-line
+    :class:`ConfigError` naming the file (and line)."""
     try:
-        data = yaml.safe_load(path.read_text())
+        return yaml.safe_load(Path(path).read_text())
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
         raise ConfigError(f"config {path}: not valid YAML{where}: {getattr(exc, 'problem', None) or exc}") from None
-    return parse_experiment(data, str(path), base_dir=path.parent)
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"config {path}: cannot be read ({exc.strerror or exc})"
+                          if isinstance(exc, OSError) else f"config {path}: not a text file") from None
 
 
 def _absolute_protocol_paths(data: Dict[str, Any], base_dir) -> Dict[str, Any]:

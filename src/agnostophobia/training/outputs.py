@@ -20,20 +20,17 @@ Layout of a run directory::
 """
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Dict, Iterator, Optional, Tuple
 
 import numpy as np
 
 from agnostophobia._atomic import atomic_write
+from agnostophobia.training.records import (CONFIG, FIELDS, FIT_OUTPUTS, OUTPUTS, VAL_OUTPUTS, model_dirs,  # noqa: F401
+                                            read_outputs, read_run_config)
 
 SplitOutputs = Dict[str, np.ndarray]  # keys: logits, features, labels
-_FIELDS = ("logits", "features", "labels")
-OUTPUTS = "outputs.npz"
-FIT_OUTPUTS = "fit_outputs.npz"
-VAL_OUTPUTS = "val_outputs.npz"
-CONFIG = "config.yaml"
+_FIELDS = FIELDS
 
 
 def save_outputs(path: Path, outputs: Dict[str, SplitOutputs]) -> None:
@@ -52,13 +49,9 @@ def save_outputs(path: Path, outputs: Dict[str, SplitOutputs]) -> None:
 
 
 def load_outputs(path: Path) -> Dict[str, SplitOutputs]:
-    """Read a file written by :func:`save_outputs`."""
-    with np.load(path) as data:
-        result: Dict[str, SplitOutputs] = {}
-        for key in data.files:
-            split, field = key.split("__", 1)
-            result.setdefault(split, {})[field] = data[key]
-    return result
+    """Read a file written by :func:`save_outputs`, checked by the run records' reader
+    (:func:`agnostophobia.training.records.read_outputs`)."""
+    return read_outputs(path)
 
 
 def load_fit_outputs(model_dir: Path) -> Optional[SplitOutputs]:
@@ -81,24 +74,15 @@ def load_val_outputs(model_dir: Path, split: str = "val") -> Optional[SplitOutpu
 
 
 def iter_model_dirs(run_dir: Path) -> Iterator[Tuple[int, str, Path]]:
-    """Yield ``(seed, approach, model_dir)`` for every ``seed<k>/<approach>/outputs.npz``."""
-    for path in sorted(Path(run_dir).glob(f"seed*/*/{OUTPUTS}")):
-        match = re.fullmatch(r"seed(\d+)", path.parent.parent.name)
-        if match:
-            yield int(match.group(1)), path.parent.name, path.parent
+    """Yield ``(seed, approach, model_dir)`` for every ``seed<k>/<approach>/outputs.npz``
+    (seed folders checked by :func:`agnostophobia.training.records.model_dirs`)."""
+    yield from model_dirs(run_dir)
 
 
 def run_config(run_dir: Path) -> Dict:
-    """The resolved ``config.yaml`` of a run (model, budget, detector settings), or {}.
+    """The resolved ``config.yaml`` of a run (model, budget, detector settings), checked; {}
+    only where there is no such file (outputs stored by hand, without a run's records).
 
-    A missing or unreadable file gives {}: figures and metrics then use the defaults.
-    """
-    path = Path(run_dir) / CONFIG
-    if not path.exists():
-        return {}
-    try:
-        import yaml
-        config = yaml.safe_load(path.read_text())
-    except Exception:  # a broken config must not stop the figures or the metrics
-        return {}
-    return config if isinstance(config, dict) else {}
+    An empty, unparsable or wrongly typed file is a one-line :class:`RecordError`: a broken
+    config is never replaced by the defaults (which would re-score the run otherwise)."""
+    return read_run_config(run_dir, required=False)

@@ -15,6 +15,7 @@ from agnostophobia.errors import AgnostophobiaError
 from agnostophobia.models import build_model
 from agnostophobia.training.checkpoint import load_checkpoint
 from agnostophobia.training.precision import resolve_precision
+from agnostophobia.training.records import checkpoint_config
 from agnostophobia.training.trainer import predict, resolve_device
 
 BEST = "best.pt"
@@ -48,7 +49,9 @@ def load_trained_model(model_dir: Path, device: Optional[str] = None, precision:
     if not path.is_file():
         raise AgnostophobiaError(f"{path}: no such checkpoint; the model was not trained to the end of an epoch")
     best = load_checkpoint(path)
-    cfg, state = best["config"], best["model"]
+    cfg, state = checkpoint_config(best, path), best.get("model")
+    if not isinstance(state, dict) or not isinstance(state.get("logits.weight"), torch.Tensor):
+        raise AgnostophobiaError(f"{path}: model: not the state dict of a trained network (no logits.weight)")
     # the trained weights replace any pretrained ones: those are neither downloaded nor read again
     model = build_model(cfg["model"], num_outputs=state["logits.weight"].shape[0], load_weights=False,
                         **cfg["model_kwargs"])

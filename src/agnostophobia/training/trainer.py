@@ -41,20 +41,18 @@ from agnostophobia.training.adversarial import adversarial_loss
 from agnostophobia._atomic import atomic_write, remove_stale_temporaries
 from agnostophobia._killpoints import kill_point
 from agnostophobia.training import distributed
-from agnostophobia.data.preprocess import OURS
 from agnostophobia.training.checkpoint import (load_checkpoint, rng_state, save_checkpoint,
                                                seed_everything, set_rng_state)
 from agnostophobia.training.config import TrainConfig
 from agnostophobia.training.loaders import device_data
 from agnostophobia.training.precision import autocast, resolve_precision
+from agnostophobia.training.records import RESUME_FREE_KEYS, VALUE_WHEN_ABSENT
 
-# Keys that may differ between a run and its resumption without changing the result
-# ("deterministic" is not one: on CUDA it changes which algorithms compute the result).
-_RESUME_FREE_KEYS = {"progress", "tensorboard", "device", "eval_batch_size", "data_dir", "openmax", "knn",
-                     "cpu_threads", "num_workers"}
-# Keys that change results and came after runs were trained: a checkpoint without one was trained
-# with this value, so a resume that asks for another is refused like any other change.
-_VALUE_WHEN_ABSENT = {"preprocessing": OURS}
+# Keys that may differ between a run and its resumption without changing the result, and the
+# values of keys older checkpoints lack: one list, shared with the run records' agreement check
+# ("deterministic" is not free: on CUDA it changes which algorithms compute the result).
+_RESUME_FREE_KEYS = RESUME_FREE_KEYS
+_VALUE_WHEN_ABSENT = VALUE_WHEN_ABSENT
 
 # Optimiser steps between two reads of the device-side divergence flag (one host
 # synchronisation each); the flag is also read at every epoch's end.

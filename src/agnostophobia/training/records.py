@@ -1,0 +1,491 @@
+"""The one validating reader of a run's records: every command reads them through here.
+
+A run directory holds (``training.outputs`` has the layout)::
+
+    config.yaml            the resolved configuration (+ approaches, seeds, budget)
+    run_meta.json          what the command that trained it recorded (+ library versions)
+    calibration.json       thresholds chosen on validation data (``calibrate``)
+    seed<N>/<approach>/    one trained model: best.pt / last.pt (with the config it was trained
+                           with), outputs.npz, fit_outputs.npz, val_outputs.npz, detector_scores.npz
+
+Each reader checks what it reads (a readable file, the expected keys, types, shapes, finite
+numbers) and raises :class:`RecordError`, one line naming the file and the key path, instead
+of a traceback from deep inside or a value silently replaced by a default.
+
+:func:`check_run` reads every record a command will read, before the command writes
+anything, and checks that they agree (:func:`check_agreement`): a run whose records
+disagree is refused and nothing in it changes.
+"""
+from __future__ import annotations
+
+import json
+import math
+import re
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Tuple
+
+import numpy as np
+
+from agnostophobia.data.preprocess import OURS
+from agnostophobia.errors import AgnostophobiaError, ConfigError
+from agnostophobia.losses import LOSSES
+from agnostophobia.training.precision import PRECISIONS
+from agnostophobia.training.config import (TRAIN_ALIASES, TrainConfig, apply_overrides, check_approaches,
+                                           check_seeds, read_yaml)
+
+CONFIG = "config.yaml"
+RUN_META = "run_meta.json"
+CALIBRATION = "calibration.json"
+BEST = "best.pt"
+OUTPUTS = "outputs.npz"
+FIT_OUTPUTS = "fit_outputs.npz"
+VAL_OUTPUTS = "val_outputs.npz"
+SCORES_FILE = "detector_scores.npz"
+FIELDS = ("logits", "features", "labels")
+#: The one split each stored-outputs file other than outputs.npz holds.
+SPLIT_OF = {FIT_OUTPUTS: "train", VAL_OUTPUTS: "val"}
+#: The libraries whose versions a run records; a run re-read under others is named, not refused.
+VERSIONED = ("torch", "torchvision", "numpy")
+
+# Config keys that may differ between a model's checkpoint and the run's config.yaml: how and
+# where the run was computed, and the detectors' settings (evaluation, not training; a resumed
+# run may change them). Every other key changes what was trained.
+RESUME_FREE_KEYS = {"progress", "tensorboard", "device", "eval_batch_size", "data_dir", "openmax", "knn",
+                    "cpu_threads", "num_workers"}
+# Keys that change results and came after runs were trained: a checkpoint without one was trained
+# with this value.
+VALUE_WHEN_ABSENT = {"preprocessing": OURS}
+# Keys of a model's checkpoint config that belong to that model, not to the run.
+PER_MODEL_KEYS = {"approach", "seed"}
+
+
+class RecordError(AgnostophobiaError):
+    """A run record that is missing, unreadable, malformed or disagrees with another record."""
+
+
+def _fail(path, what: str, key: Optional[str] = None):
+    raise RecordError(f"{path}: {key + ': ' if key else ''}{what}")
+
+
+# ------------------------------------------------------------------------------- config
+def parse_run_config(data, path) -> Dict[str, Any]:
+    """A run's resolved config (``config.yaml``, or the config inside a checkpoint) checked by the
+    one config parser (:mod:`agnostophobia.training.config`); returns the mapping as written."""
+    if data is None:
+        _fail(path, "is empty; it should hold the run's resolved configuration")
+    if not isinstance(data, dict):
+        _fail(path, f"top level must be a mapping of config keys, got {type(data).__name__}")
+    values = dict(data)
+    try:
+        for key, check in (("approaches", check_approaches), ("seeds", check_seeds)):
+            if key in values:
+                check(values.pop(key))
+        budget = values.pop("budget", None)
+        if budget is not None and not isinstance(budget, str):
+            raise ConfigError(f"config key 'budget': must be a budget name or null, got {budget!r}")
+        apply_overrides(TrainConfig(), values, "", TRAIN_ALIASES)
+    except ConfigError as exc:
+        raise RecordError(f"{path}: {exc}") from None
+    return data
+
+
+def read_run_config(run_dir, required: bool = True) -> Dict[str, Any]:
+    """``RUN/config.yaml``, checked; {} for a missing file only when not ``required``."""
+    path = Path(run_dir) / CONFIG
+    if not path.is_file():
+        if required:
+            _fail(path, "missing; every run written by train or reproduce has one (its configuration)")
+        return {}
+    try:
+        data = read_yaml(path)
+    except ConfigError as exc:
+        raise RecordError(str(exc)) from None
+    return parse_run_config(data, path)
+
+
+def read_checkpoint_config(path) -> Dict[str, Any]:
+    """The training config stored inside a checkpoint, checked like config.yaml."""
+    from agnostophobia.training.checkpoint import load_checkpoint
+
+    return checkpoint_config(load_checkpoint(path), path)
+
+
+def checkpoint_config(state, path) -> Dict[str, Any]:
+    """The config of a loaded checkpoint ``state`` (read from ``path``), checked."""
+    if not isinstance(state, dict) or not isinstance(state.get("config"), dict):
+        _fail(path, "holds no training config (key 'config')")
+    for key in PER_MODEL_KEYS:
+        if key not in state["config"]:
+            _fail(path, "missing", f"config.{key}")
+    return parse_run_config(state["config"], f"{path} (its config)")
+
+
+# ------------------------------------------------------------------------------ run_meta
+def read_run_meta(run_dir) -> Optional[Dict[str, Any]]:
+    """``RUN/run_meta.json``, checked, or None where the training never finished a command."""
+    path = Path(run_dir) / RUN_META
+    if not path.exists():
+        return None
+    meta = _read_json(path)
+    if not isinstance(meta, dict):
+        _fail(path, f"top level must be a mapping, got {type(meta).__name__}")
+    expected = {"experiment": str, "budget": (str, type(None)), "seeds": int, "approaches": list,
+                "train_config": dict, "class_names": list, "versions": dict}
+    for key, kind in expected.items():
+        if key in meta and (not isinstance(meta[key], kind) or isinstance(meta[key], bool)):
+            _fail(path, f"wrong type {type(meta[key]).__name__}", key)
+    for key in ("class_names", "approaches"):
+        if not all(isinstance(v, str) for v in meta.get(key, [])):
+            _fail(path, "must be a list of strings", key)
+    for name, version in meta.get("versions", {}).items():
+        if not isinstance(version, str):
+            _fail(path, "must be a version string", f"versions.{name}")
+    return meta
+
+
+def library_versions() -> Dict[str, str]:
+    """The versions of the libraries a run is made with, recorded in ``run_meta.json``."""
+    import torch
+    import torchvision
+
+    return {"torch": torch.__version__, "torchvision": torchvision.__version__, "numpy": np.__version__}
+
+
+def version_mismatch(run_dir, meta: Optional[Dict]) -> Optional[str]:
+    """One line naming the libraries whose version differs from the run's, or None. A run
+    recorded before versions were (no ``versions``) gets None: nothing is known to differ."""
+    recorded = (meta or {}).get("versions") or {}
+    now = library_versions()
+    differ = [f"{name} {recorded[name]} (now {now[name]})" for name in VERSIONED
+              if name in recorded and recorded[name] != now[name]]
+    if not differ:
+        return None
+    return (f"warning: {run_dir} was made with {', '.join(differ)}; results may differ slightly from the run's "
+            f"own")
+
+
+# --------------------------------------------------------------------------- seed folders
+def model_dirs(run_dir) -> List[Tuple[int, str, Path]]:
+    """``(seed, approach, model_dir)`` of every ``seed<N>/<approach>/outputs.npz``, checked:
+    seed folders and model folders are real directories (not links), named ``seed<N>``
+    (N without leading zeros, so no two name one seed): a link to another seed would count
+    one model twice (a second seed with std 0)."""
+    run_dir = Path(run_dir)
+    found = []
+    for seed_dir in sorted(run_dir.glob("seed*")):
+        if not re.fullmatch(r"seed\d+", seed_dir.name) or not seed_dir.is_dir():
+            continue
+        if not re.fullmatch(r"seed(0|[1-9]\d*)", seed_dir.name):
+            _fail(seed_dir, "a seed folder is named seed<N> without leading zeros (seed0, seed1, ...)")
+        for model_dir in sorted(seed_dir.iterdir()):
+            if not (model_dir / OUTPUTS).exists():
+                continue
+            for path in (seed_dir, model_dir, model_dir / OUTPUTS):
+                if path.is_symlink():
+                    _fail(path, "is a symbolic link; a run's seeds and models must be its own folders and files, "
+                                "not links to others (which would count one model twice)")
+            found.append((int(seed_dir.name[4:]), model_dir.name, model_dir))
+    return found
+
+
+# ------------------------------------------------------------------------- stored outputs
+def _open_npz(path):
+    try:
+        data = np.load(path, allow_pickle=False)
+    except FileNotFoundError:
+        _fail(path, "missing")
+    except (zipfile.BadZipFile, OSError, ValueError, EOFError) as exc:
+        _fail(path, f"not a readable npz archive, truncated or damaged ({type(exc).__name__}: "
+                    f"{(str(exc).splitlines() or [''])[0]})")
+    if not isinstance(data, np.lib.npyio.NpzFile):
+        _fail(path, "is a single array, not an npz archive")
+    return data
+
+
+def _array(data, path, key: str) -> np.ndarray:
+    try:
+        return data[key]
+    except (zipfile.BadZipFile, OSError, ValueError, EOFError, KeyError) as exc:
+        _fail(path, f"cannot be read, truncated or damaged ({type(exc).__name__})", key)
+
+
+def read_outputs(path) -> Dict[str, Dict[str, np.ndarray]]:
+    """A stored-outputs file (``outputs.npz``, ``fit_outputs.npz``, ``val_outputs.npz``):
+    ``{split: {logits, features, labels}}``, checked: every split has all three arrays,
+    float logits (N, C) and features (N, D) with finite values, integer labels (N,) below C,
+    the same C and D in every split; ``outputs.npz`` holds the ``known`` split, the other two
+    their one split, whose labels are training knowns (fit) or knowns and -1 (val)."""
+    path = Path(path)
+    with _open_npz(path) as data:
+        result: Dict[str, Dict[str, np.ndarray]] = {}
+        for key in data.files:
+            split, sep, name = key.partition("__")
+            if not sep or name not in FIELDS or not split:
+                _fail(path, f"unexpected array (expected <split>__{{{','.join(FIELDS)}}})", key)
+            result.setdefault(split, {})[name] = _array(data, path, key)
+    expected = SPLIT_OF.get(path.name)
+    # val_outputs.npz may add the same split computed in another arithmetic ("val_fp32", the deployed one)
+    allowed = {expected} | ({f"val_{p}" for p in PRECISIONS if p != "auto"} if expected == "val" else set())
+    if expected is not None and (expected not in result or not set(result) <= allowed):
+        _fail(path, f"must hold the split {expected!r}{' (and val_<precision>)' if expected == 'val' else ' alone'}, "
+                    f"holds {sorted(result)}")
+    if path.name == OUTPUTS and "known" not in result:
+        _fail(path, "missing", "known (the known test set)")
+    widths = {}
+    for split, arrays in result.items():
+        _check_split(path, split, arrays, widths)
+    if expected == "train" and (result["train"]["labels"] < 0).any():
+        _fail(path, "training knowns only: negative (unknown) labels found", "train__labels")
+    return result
+
+
+def _check_split(path, split: str, arrays: Dict[str, np.ndarray], widths: Dict[str, int]) -> None:
+    for name in FIELDS:
+        if name not in arrays:
+            _fail(path, "missing", f"{split}__{name}")
+    n = len(arrays["labels"])
+    for name in ("logits", "features"):
+        value = arrays[name]
+        key = f"{split}__{name}"
+        if value.ndim != 2 or not np.issubdtype(value.dtype, np.floating):
+            _fail(path, f"must be a float array (N, width), got {value.dtype} {value.shape}", key)
+        if len(value) != n:
+            _fail(path, f"{len(value)} rows but {n} labels", key)
+        if widths.setdefault(name, value.shape[1]) != value.shape[1]:
+            _fail(path, f"{value.shape[1]} columns, other splits have {widths[name]}", key)
+        if not np.isfinite(value).all():
+            _fail(path, f"{int((~np.isfinite(value)).sum())} non-finite value(s)", key)
+    labels = arrays["labels"]
+    if labels.ndim != 1 or not np.issubdtype(labels.dtype, np.integer):
+        _fail(path, f"must be integer labels (N,), got {labels.dtype} {labels.shape}", f"{split}__labels")
+    if n and labels.max() >= arrays["logits"].shape[1]:
+        _fail(path, f"label {int(labels.max())} but only {arrays['logits'].shape[1]} logit columns",
+              f"{split}__labels")
+
+
+def read_detector_scores(path) -> Dict[str, Any]:
+    """``detector_scores.npz``, checked: ``{fingerprint, num_classes, notes, labels: {split},
+    top: {detector: {split: (predicted, score)}}}`` with integer predictions below the number
+    of classes, finite scores and one label per sample of every split."""
+    path = Path(path)
+    with _open_npz(path) as data:
+        arrays = {key: _array(data, path, key) for key in data.files}
+    for key in ("__fingerprint", "__num_classes", "__notes"):
+        if key not in arrays:
+            _fail(path, "missing", key)
+    num_classes = arrays["__num_classes"]
+    if num_classes.shape != () or not np.issubdtype(num_classes.dtype, np.integer) or int(num_classes) < 1:
+        _fail(path, f"must be one integer >= 1, got {num_classes!r}", "__num_classes")
+    try:
+        notes = json.loads(str(arrays["__notes"]))
+    except ValueError:
+        notes = None
+    if not isinstance(notes, dict):
+        _fail(path, "must be a JSON mapping", "__notes")
+    labels, top = {}, {}
+    for key, value in arrays.items():
+        parts = key.split("__")
+        if key.startswith("__"):
+            continue
+        if parts[0] == "labels" and len(parts) == 2:
+            if value.ndim != 1 or not np.issubdtype(value.dtype, np.integer):
+                _fail(path, f"must be integer labels (N,), got {value.dtype} {value.shape}", key)
+            labels[parts[1]] = value
+        elif len(parts) == 3 and parts[2] in ("predicted", "score"):
+            top.setdefault(parts[0], {}).setdefault(parts[1], {})[parts[2]] = value
+        else:
+            _fail(path, "unexpected array", key)
+    pairs: Dict[str, Dict[str, Tuple[np.ndarray, np.ndarray]]] = {}
+    for detector, splits in top.items():
+        for split, got in splits.items():
+            key = f"{detector}__{split}"
+            if set(got) != {"predicted", "score"} or split not in labels:
+                _fail(path, "needs __predicted, __score and labels__<split>", key)
+            predicted, score = got["predicted"], got["score"]
+            n = len(labels[split])
+            if predicted.shape != (n,) or not np.issubdtype(predicted.dtype, np.integer) \
+                    or (n and not 0 <= predicted.min() <= predicted.max() < int(num_classes)):
+                _fail(path, f"must be {n} class indices below {int(num_classes)}", f"{key}__predicted")
+            if score.shape != (n,) or not np.issubdtype(score.dtype, np.floating) or not np.isfinite(score).all():
+                _fail(path, f"must be {n} finite float scores", f"{key}__score")
+            pairs.setdefault(detector, {})[split] = (predicted, score)
+    return {"fingerprint": str(arrays["__fingerprint"]), "num_classes": int(num_classes), "notes": notes,
+            "labels": labels, "top": pairs}
+
+
+# ------------------------------------------------------------------------ calibration.json
+def read_calibration(run_dir) -> Optional[Dict[str, Any]]:
+    """``RUN/calibration.json``, checked (None when the run was not calibrated): ``format`` 1,
+    ``class_names`` strings, every entry a known approach, a detector name, a seed >= 0, a
+    target FPR in (0, 1] and a finite threshold, or null with a reason."""
+    path = Path(run_dir) / CALIBRATION
+    if not path.exists():
+        return None
+    data = _read_json(path)
+    if not isinstance(data, dict):
+        _fail(path, f"top level must be a mapping, got {type(data).__name__}")
+    if data.get("format") != 1 or isinstance(data.get("format"), bool):
+        _fail(path, f"must be 1 (the only format there is), got {data.get('format')!r}", "format")
+    names = data.get("class_names")
+    if names is not None and not (isinstance(names, list) and all(isinstance(n, str) for n in names)):
+        _fail(path, "must be a list of strings", "class_names")
+    entries = data.get("entries")
+    if not isinstance(entries, list):
+        _fail(path, "must be a list", "entries")
+    for i, entry in enumerate(entries):
+        _check_entry(path, f"entries[{i}]", entry)
+    return data
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _check_entry(path, where: str, entry) -> None:
+    if not isinstance(entry, dict):
+        _fail(path, "must be a mapping", where)
+    for key in ("approach", "detector"):
+        if not isinstance(entry.get(key), str):
+            _fail(path, f"must be a name, got {entry.get(key)!r}", f"{where}.{key}")
+    if entry["approach"] not in LOSSES:
+        _fail(path, f"unknown approach {entry['approach']!r}", f"{where}.approach")
+    seed = entry.get("seed")
+    if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
+        _fail(path, f"must be an integer >= 0, got {seed!r}", f"{where}.seed")
+    fpr = entry.get("target_fpr")
+    if not _is_number(fpr) or not 0 < fpr <= 1:
+        _fail(path, f"must be a rate in (0, 1], got {fpr!r}", f"{where}.target_fpr")
+    threshold = entry.get("threshold")
+    if threshold is None:
+        if not isinstance(entry.get("reason"), str):
+            _fail(path, "a null threshold needs a reason (a string)", f"{where}.reason")
+    elif not _is_number(threshold):
+        _fail(path, f"must be a finite number (or null with a reason), got {threshold!r}", f"{where}.threshold")
+    for key in ("val_fpr", "val_ccr"):
+        if entry.get(key) is not None and not _is_number(entry[key]):
+            _fail(path, f"must be a finite number or null, got {entry[key]!r}", f"{where}.{key}")
+
+
+def _read_json(path):
+    try:
+        return json.loads(Path(path).read_text())
+    except (OSError, UnicodeDecodeError) as exc:
+        _fail(path, f"cannot be read ({exc})")
+    except ValueError as exc:
+        _fail(path, f"not valid JSON ({exc})")
+
+
+# ---------------------------------------------------------------------- the whole run
+@dataclass
+class RunRecords:
+    """Everything :func:`check_run` read and checked."""
+
+    run_dir: Path
+    config: Dict[str, Any]
+    meta: Optional[Dict[str, Any]]
+    models: List[Tuple[int, str, Path]]
+    calibration: Optional[Dict[str, Any]] = None
+    checkpoint_configs: Dict[Path, Dict[str, Any]] = field(default_factory=dict)
+
+    def version_warning(self) -> Optional[str]:
+        return version_mismatch(self.run_dir, self.meta)
+
+
+def check_run(run_dir, command: str = "evaluate") -> RunRecords:
+    """Read and check every record of ``run_dir`` that ``evaluate``, ``plot``, ``calibrate`` and
+    ``predict`` read, and that they agree; a :class:`RecordError` (one line) otherwise.
+
+    Call it before a command writes anything into the run: a refused run stays as it was."""
+    run_dir = Path(run_dir)
+    if not run_dir.is_dir():
+        raise AgnostophobiaError(f"run directory {run_dir} does not exist")
+    models = model_dirs(run_dir)
+    if not models:
+        raise AgnostophobiaError(f"{run_dir} holds no trained run (seed*/<approach>/outputs.npz), nothing to "
+                                 f"{command}; train one with `agnostophobia reproduce` or `agnostophobia train`")
+    config = read_run_config(run_dir)
+    meta = read_run_meta(run_dir)
+    records = RunRecords(run_dir, config, meta, models, read_calibration(run_dir))
+    for seed, approach, model_dir in models:
+        widths = {}
+        for name in (OUTPUTS, FIT_OUTPUTS, VAL_OUTPUTS):
+            if (model_dir / name).exists() or name == OUTPUTS:
+                for arrays in read_outputs(model_dir / name).values():
+                    _same_widths(model_dir / name, arrays, widths)
+        if (model_dir / SCORES_FILE).exists():
+            read_detector_scores(model_dir / SCORES_FILE)
+        if (model_dir / BEST).exists():
+            records.checkpoint_configs[model_dir] = read_checkpoint_config(model_dir / BEST)
+    check_agreement(records)
+    return records
+
+
+def _same_widths(path, arrays, widths) -> None:
+    for name in ("logits", "features"):
+        if widths.setdefault(name, arrays[name].shape[1]) != arrays[name].shape[1]:
+            _fail(path, f"{arrays[name].shape[1]} columns, but the model's other stored outputs have "
+                        f"{widths[name]}", name)
+
+
+def check_agreement(records: RunRecords) -> None:
+    """The records of one run must agree; the rule:
+
+    * ``run_meta.json`` (when present) and ``config.yaml`` were written by the same command:
+      experiment name, budget, approaches, seeds and every key of ``train_config`` equal;
+    * each model's checkpoint (``best.pt``) was trained as its folder says (``seed<N>/<approach>``)
+      with the run's config: every key that changes what is trained equal to ``config.yaml``
+      (all but :data:`RESUME_FREE_KEYS`; a key missing from ``config.yaml`` disagrees too);
+    * the approach of every model folder is a registered approach.
+    """
+    config, meta = records.config, records.meta
+    config_path = records.run_dir / CONFIG
+    if meta is not None:
+        meta_path = records.run_dir / RUN_META
+        pairs = [("experiment", "name"), ("budget", "budget"), ("approaches", "approaches"), ("seeds", "seeds")]
+        pairs += [(f"train_config.{key}", key) for key in meta.get("train_config", {})]
+        for meta_key, config_key in pairs:
+            recorded = _lookup(meta, meta_key)
+            if recorded is _ABSENT:
+                continue
+            if config.get(config_key, _ABSENT) != recorded:
+                raise RecordError(f"{meta_path} and {config_path} disagree: {meta_key} is {recorded!r} in one and "
+                                  f"{_shown(config.get(config_key, _ABSENT))} in the other; the run's records were "
+                                  f"changed or the command that made it did not finish (run it again)")
+    for seed, approach, model_dir in records.models:
+        if approach not in LOSSES:
+            _fail(model_dir, f"{approach!r} is not a registered approach")
+        saved = records.checkpoint_configs.get(model_dir)
+        if saved is None:
+            continue
+        best = model_dir / BEST
+        if (saved["approach"], saved["seed"]) != (approach, seed):
+            _fail(best, f"was trained as seed{saved['seed']}/{saved['approach']} but lies in {model_dir}")
+        for key, value in {**VALUE_WHEN_ABSENT, **saved}.items():
+            if key in RESUME_FREE_KEYS or key in PER_MODEL_KEYS:
+                continue
+            if config.get(key, VALUE_WHEN_ABSENT.get(key, _ABSENT)) != value:
+                raise RecordError(f"{best} and {config_path} disagree: the model was trained with {key}={value!r}, "
+                                  f"the run's config says {_shown(config.get(key, _ABSENT))}")
+
+
+class _Absent:
+    def __repr__(self) -> str:
+        return "nothing"
+
+
+_ABSENT = _Absent()
+
+
+def _lookup(mapping: Dict, dotted: str):
+    value: Any = mapping
+    for part in dotted.split("."):
+        if not isinstance(value, dict) or part not in value:
+            return _ABSENT
+        value = value[part]
+    return value
+
+
+def _shown(value) -> str:
+    return "missing" if value is _ABSENT else repr(value)

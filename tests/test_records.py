@@ -1,0 +1,264 @@
+"""The one validating reader of run records (``training.records``, issue 22 item 3): each
+record's checks, the agreement rule, and the library versions a run records."""
+import json
+import os
+import shutil
+
+import numpy as np
+import pytest
+import yaml
+from runs import TINY
+
+from agnostophobia.cli import main
+from agnostophobia.detectors.stored import SCORES_FILE, model_scores
+from agnostophobia.training import records
+from agnostophobia.training.outputs import save_outputs
+from agnostophobia.training.records import RecordError
+
+
+def split(n=6, classes=3, dim=2, unknown=False):
+    rng = np.random.default_rng(n)
+    labels = np.full(n, -1) if unknown else np.arange(n) % classes
+    return {"logits": rng.normal(size=(n, classes)).astype(np.float32),
+            "features": rng.normal(size=(n, dim)).astype(np.float32), "labels": labels.astype(np.int64)}
+
+
+def write(path, outputs=None, **arrays):
+    if arrays:
+        np.savez(path, **arrays)
+    else:
+        save_outputs(path, outputs)
+    return path
+
+
+# ------------------------------------------------------------------------- stored outputs
+def test_valid_outputs_are_read_back_as_written(tmp_path):
+    written = {"known": split(), "letters": split(4, unknown=True)}
+    read = records.read_outputs(write(tmp_path / "outputs.npz", written))
+    for name, fields in written.items():
+        for field, value in fields.items():
+            np.testing.assert_array_equal(read[name][field], value)
+
+
+def arrays_of(outputs):
+    return {f"{s}__{f}": v for s, fields in outputs.items() for f, v in fields.items()}
+
+
+BROKEN_OUTPUTS = [
+    ("nan-logits", lambda a: a["known__logits"].__setitem__((0, 0), np.nan), "known__logits: 1 non-finite"),
+    ("inf-features", lambda a: a["known__features"].__setitem__((1, 1), np.inf), "known__features: 1 non-finite"),
+    ("no-features", lambda a: a.pop("known__features"), "known__features: missing"),
+    ("rows", lambda a: a.update(known__labels=a["known__labels"][:-1]), "known__logits: 6 rows but 5 labels"),
+    ("float-labels", lambda a: a.update(known__labels=a["known__labels"].astype(float)), "known__labels"),
+    ("label-too-large", lambda a: a["known__labels"].__setitem__(0, 7), "label 7 but only 3 logit columns"),
+    ("widths", lambda a: a.update(letters__logits=np.zeros((4, 5), np.float32)), "letters__logits: 5 columns"),
+    ("int-logits", lambda a: a.update(known__logits=a["known__logits"].astype(np.int64)), "known__logits"),
+    ("stray-key", lambda a: a.update(readme=np.zeros(1)), "readme: unexpected array"),
+    ("no-known", lambda a: [a.pop(k) for k in list(a) if k.startswith("known")], "known (the known test set)"),
+]
+
+
+@pytest.mark.parametrize("change, message", [c[1:] for c in BROKEN_OUTPUTS], ids=[c[0] for c in BROKEN_OUTPUTS])
+def test_broken_outputs_name_the_file_and_the_key(tmp_path, change, message):
+    arrays = arrays_of({"known": split(), "letters": split(4, unknown=True)})
+    change(arrays)
+    path = write(tmp_path / "outputs.npz", **arrays)
+    with pytest.raises(RecordError, match="outputs.npz") as error:
+        records.read_outputs(path)
+    assert message in str(error.value) and "\n" not in str(error.value)
+
+
+@pytest.mark.parametrize("keep", [0, 30, 300, -20])
+def test_a_truncated_or_empty_outputs_file_is_one_line(tmp_path, keep):
+    path = write(tmp_path / "outputs.npz", {"known": split(200)})
+    path.write_bytes(path.read_bytes()[:keep])
+    with pytest.raises(RecordError, match="outputs.npz: .*(not a readable npz|cannot be read)"):
+        records.read_outputs(path)
+
+
+def test_fit_and_val_outputs_hold_their_one_split(tmp_path):
+    with pytest.raises(RecordError, match="must hold the split 'train' alone"):
+        records.read_outputs(write(tmp_path / "fit_outputs.npz", {"val": split()}))
+    with pytest.raises(RecordError, match="train__labels: training knowns only"):
+        records.read_outputs(write(tmp_path / "fit_outputs.npz", {"train": split(unknown=True)}))
+    assert set(records.read_outputs(write(tmp_path / "val_outputs.npz", {"val": split()}))) == {"val"}
+
+
+# ---------------------------------------------------------------------- detector_scores.npz
+@pytest.mark.parametrize("change", ["nan-score", "predicted-out-of-range", "no-notes"])
+def test_a_damaged_scores_cache_is_never_trusted_but_recomputed(tmp_path, change):
+    model = tmp_path / "seed0" / "entropic"
+    save_outputs(model / "outputs.npz", {"known": split(), "letters": split(4, unknown=True)})
+    first = model_scores(model, "entropic")
+    with np.load(model / SCORES_FILE) as data:
+        arrays = dict(data)
+    if change == "nan-score":
+        arrays["softmax__known__score"][0] = np.nan
+    elif change == "predicted-out-of-range":
+        arrays["softmax__known__predicted"][0] = 9
+    else:
+        del arrays["__notes"]
+    np.savez(model / SCORES_FILE, **arrays)  # the fingerprint still matches
+    with pytest.raises(RecordError, match=SCORES_FILE):
+        records.read_detector_scores(model / SCORES_FILE)
+    again = model_scores(model, "entropic")
+    np.testing.assert_array_equal(again.top["softmax"]["known"][1], first.top["softmax"]["known"][1])
+    records.read_detector_scores(model / SCORES_FILE)  # rewritten whole
+
+
+# --------------------------------------------------------------------------- calibration.json
+def calibration(**entry):
+    base = {"approach": "entropic", "detector": "softmax", "seed": 0, "target_fpr": 0.1, "threshold": 0.5,
+            "val_fpr": 0.1, "val_ccr": 0.9, "reason": None}
+    return {"format": 1, "rule": "r", "class_names": ["0", "1"], "entries": [{**base, **entry}]}
+
+
+@pytest.mark.parametrize("entry, message", [
+    ({"threshold": float("nan")}, "entries[0].threshold: must be a finite number"),
+    ({"threshold": "0.5"}, "entries[0].threshold"),
+    ({"threshold": True}, "entries[0].threshold"),
+    ({"threshold": None}, "entries[0].reason: a null threshold needs a reason"),
+    ({"seed": "0"}, "entries[0].seed"),
+    ({"target_fpr": 2}, "entries[0].target_fpr"),
+    ({"approach": "magic"}, "entries[0].approach: unknown approach"),
+    ({"val_ccr": float("inf")}, "entries[0].val_ccr"),
+])
+def test_calibration_entries_are_checked_key_by_key(tmp_path, entry, message):
+    (tmp_path / "calibration.json").write_text(json.dumps(calibration(**entry)))
+    with pytest.raises(RecordError, match="calibration.json") as error:
+        records.read_calibration(tmp_path)
+    assert message in str(error.value)
+
+
+def test_a_valid_calibration_and_a_null_threshold_with_reason_are_read(tmp_path):
+    (tmp_path / "calibration.json").write_text(json.dumps(calibration(threshold=None, reason="too few")))
+    assert records.read_calibration(tmp_path)["entries"][0]["reason"] == "too few"
+    assert records.read_calibration(tmp_path / "elsewhere") is None
+
+
+# ------------------------------------------------------------------------------- config.yaml
+@pytest.mark.parametrize("text, message", [
+    ("", "is empty"), ("- 1\n", "top level must be a mapping"), ("epochs: [1,\n", "not valid YAML at line"),
+    ("epochs: two\n", "'epochs'"), ("openmax: 3\n", "'openmax'"), ("seeds: 0\n", "'seeds'"),
+    ("budget: 3\n", "'budget'"), ("epochz: 1\n", "epochz"), ("model_kwargs: {feature_dim: two}\n",
+                                                            "model_kwargs.feature_dim"),
+])
+def test_a_broken_config_yaml_is_never_replaced_by_defaults(tmp_path, text, message):
+    (tmp_path / "config.yaml").write_text(text)
+    with pytest.raises(RecordError, match="config.yaml") as error:
+        records.read_run_config(tmp_path)
+    assert message in str(error.value)
+    from agnostophobia.training.outputs import run_config
+
+    with pytest.raises(RecordError):  # the figures' and metrics' reader: the same check, no {} fallback
+        run_config(tmp_path)
+
+
+def test_a_missing_config_yaml_is_an_error_for_a_run_and_empty_for_outputs_stored_by_hand(tmp_path):
+    with pytest.raises(RecordError, match="config.yaml: missing"):
+        records.read_run_config(tmp_path)
+    assert records.read_run_config(tmp_path, required=False) == {}
+
+
+# ----------------------------------------------------------------------------- seed folders
+def model(run, seed="seed0", approach="softmax"):
+    save_outputs(run / seed / approach / "outputs.npz", {"known": split()})
+    return run / seed / approach
+
+
+def test_seed_folders_are_real_distinct_and_named_seed_n(tmp_path):
+    model(tmp_path)
+    model(tmp_path, "seed1")
+    (tmp_path / "seeds.txt").write_text("not a seed")
+    assert [(s, a) for s, a, _ in records.model_dirs(tmp_path)] == [(0, "softmax"), (1, "softmax")]
+    os.symlink("seed0", tmp_path / "seed2")
+    with pytest.raises(RecordError, match="seed2: is a symbolic link"):
+        records.model_dirs(tmp_path)
+    (tmp_path / "seed2").unlink()
+    os.symlink(tmp_path / "seed0" / "softmax", tmp_path / "seed1" / "entropic")
+    with pytest.raises(RecordError, match="entropic: is a symbolic link"):
+        records.model_dirs(tmp_path)
+    (tmp_path / "seed1" / "entropic").unlink()
+    shutil.copytree(tmp_path / "seed1", tmp_path / "seed01")
+    with pytest.raises(RecordError, match="seed01: a seed folder is named seed<N> without leading zeros"):
+        records.model_dirs(tmp_path)
+
+
+# ------------------------------------------------------------------------ agreement, versions
+def run_records(tmp_path, config, meta=None):
+    model(tmp_path)
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
+    if meta is not None:
+        (tmp_path / "run_meta.json").write_text(json.dumps(meta))
+    return tmp_path
+
+
+CONFIG = {"name": "x", "approaches": ["softmax"], "seeds": 1, "budget": "smoke", "openmax": {"tail_size": 3}}
+
+
+@pytest.mark.parametrize("meta, message", [
+    ({"seeds": 2}, "seeds is 2 in one and 1 in the other"),
+    ({"approaches": ["entropic"]}, "approaches"),
+    ({"budget": "cpu"}, "budget"),
+    ({"experiment": "y"}, "experiment"),
+    ({"train_config": {"openmax": {"tail_size": 20}}}, "train_config.openmax"),
+    ({"train_config": {"lr": 0.5}}, "train_config.lr is 0.5 in one and missing in the other"),
+])
+def test_run_meta_and_config_yaml_must_agree(tmp_path, meta, message):
+    run = run_records(tmp_path, CONFIG, meta)
+    with pytest.raises(RecordError, match="run_meta.json and .*config.yaml disagree") as error:
+        records.check_run(run)
+    assert message in str(error.value)
+
+
+def test_agreeing_records_pass_and_a_run_without_run_meta_is_an_unfinished_one(tmp_path):
+    run = run_records(tmp_path, CONFIG, {"seeds": 1, "approaches": ["softmax"], "budget": "smoke",
+                                         "experiment": "x", "train_config": {"openmax": {"tail_size": 3}}})
+    assert records.check_run(run).config["openmax"] == {"tail_size": 3}
+    (run / "run_meta.json").unlink()
+    assert records.check_run(run).meta is None
+
+
+def test_a_checkpoint_must_agree_with_its_folder_and_the_runs_config(tiny_run, tmp_path):
+    run = tmp_path / "run"
+    shutil.copytree(tiny_run, run)
+    checked = records.check_run(run)
+    assert {m.name for m in checked.checkpoint_configs} == set(TINY["approaches"])
+    config = yaml.safe_load((run / "config.yaml").read_text())
+    records.check_agreement(records.RunRecords(run, {**config, "device": "cuda:3", "openmax": {"tail_size": 5}},
+                                               None, checked.models, None, checked.checkpoint_configs))
+    for key, value in (("xi", 7.0), ("model_kwargs", {"feature_dim": 3}), ("data_seed", 1)):
+        with pytest.raises(RecordError, match=f"best.pt and .*config.yaml disagree: the model was trained with {key}="):
+            records.check_agreement(records.RunRecords(run, {**config, key: value}, None, checked.models, None,
+                                                       checked.checkpoint_configs))
+
+
+def test_runs_record_their_library_versions_and_a_mismatch_is_one_warning(tiny_run, tmp_path, capsys):
+    meta = json.loads((tiny_run / "run_meta.json").read_text())
+    assert meta["versions"] == records.library_versions()
+    assert set(meta["versions"]) == {"torch", "torchvision", "numpy"}
+    run = tmp_path / "run"
+    shutil.copytree(tiny_run, run)
+    meta["versions"]["torch"] = "1.0.0"
+    (run / "run_meta.json").write_text(json.dumps(meta))
+    assert main(["evaluate", str(run), "--no-progress"]) == 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "warning:" in err[0] and "torch 1.0.0" in err[0] and "numpy" not in err[0], err
+    assert main(["calibrate", str(run), "--fpr", "0.1"]) == 0
+    capsys.readouterr()
+    np.savez(tmp_path / "x.npz", x=np.zeros((2, 28, 28), np.uint8))
+    assert main(["predict", str(run), str(tmp_path / "x.npz")]) == 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "torch 1.0.0" in err[0], err
+
+
+def test_a_run_recorded_before_versions_evaluates_calibrates_and_predicts_without_a_word(tiny_run, tmp_path, capsys):
+    run = tmp_path / "run"
+    shutil.copytree(tiny_run, run)
+    meta = json.loads((run / "run_meta.json").read_text())
+    del meta["versions"]  # as the code before issue 22 wrote it
+    (run / "run_meta.json").write_text(json.dumps(meta))
+    np.savez(tmp_path / "x.npz", x=np.zeros((2, 28, 28), np.uint8))
+    for args in (["evaluate", run, "--no-progress"], ["calibrate", run, "--fpr", "0.1"], ["predict", run, tmp_path / "x.npz"]):
+        assert main([str(a) for a in args]) == 0
+        assert capsys.readouterr().err == ""
