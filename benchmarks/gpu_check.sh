@@ -4,9 +4,11 @@
 #
 #   benchmarks/gpu_check.sh DATA_DIR OUT_DIR
 #
-# DATA_DIR: the lenet++ sets unpacked into DATA_DIR (mnist/, letters/, devanagari/ or nhcd/,
-#   notmnist/, cifar10/, as `agnostophobia data fetch` lays them out). A packed archive of them is
-#   unpacked first, e.g. `mkdir -p DATA_DIR && tar -xf ARCHIVE -C DATA_DIR`.
+# DATA_DIR: the lenet++ sets unpacked into DATA_DIR (NAME/NAME.npz for mnist, letters, nhcd or
+#   devanagari, notmnist, cifar10, as `agnostophobia data fetch` lays them out). A packed bundle of
+#   xz-compressed sets (NAME.npz.xz files, perhaps with a CUT.txt naming cut splits) is unpacked by
+#   this script into OUT_DIR/data (NAME.npz.xz -> NAME/NAME.npz) and CUT.txt copied to
+#   OUT_DIR/data-cuts.txt; any other archive (.tar, .zip) is unpacked into DATA_DIR first by hand.
 # OUT_DIR: logs, metrics and reports go here; run the script again with the same OUT_DIR to
 #   continue a reproduction the time limit cut (each run resumes from its last finished epoch).
 #
@@ -24,7 +26,7 @@
 set -u
 
 usage() {
-    sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'
+    awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"
 }
 
 if [ $# -ne 2 ]; then
@@ -40,18 +42,22 @@ export PYTHONPATH="$REPO/src${PYTHONPATH:+:$PYTHONPATH}"
 export MPLBACKEND=Agg
 START=$SECONDS
 
-if ! "$PY" -c "import torch" 2>/dev/null; then
-    echo "gpu_check: $PY cannot import torch; set PYTHON to a Python with torch >= 2.11" >&2
-    exit 1
-fi
-if ! "$PY" -c "import sys, torch; v = tuple(int(p) for p in torch.__version__.split('+')[0].split('.')[:2]); sys.exit(v < (2, 11))"; then
-    echo "gpu_check: torch $("$PY" -c 'import torch; print(torch.__version__)') is older than 2.11" >&2
-    exit 1
-fi
-if ! "$PY" -c "import sys, torch; sys.exit(not torch.cuda.is_available())"; then
-    echo "no CUDA device"
-    exit 0
-fi
+# one Python start (torch takes seconds to import): a missing or old torch, or no CUDA device
+TORCH_STATE=$("$PY" -c "
+import sys
+try:
+    import torch
+except ImportError:
+    sys.exit('missing')
+version = tuple(int(part) for part in torch.__version__.split('+')[0].split('.')[:2])
+print(('cuda' if torch.cuda.is_available() else 'nocuda') if version >= (2, 11) else 'old ' + torch.__version__)
+" 2>&1)
+case "$TORCH_STATE" in
+    cuda) ;;
+    nocuda) echo "no CUDA device"; exit 0 ;;
+    missing|"") echo "gpu_check: $PY cannot import torch; set PYTHON to a Python with torch >= 2.11" >&2; exit 1 ;;
+    *) echo "gpu_check: $PY: torch >= 2.11 needed, found: $TORCH_STATE" >&2; exit 1 ;;
+esac
 if [ ! -d "$DATA_DIR" ]; then
     echo "gpu_check: DATA_DIR $DATA_DIR is not a directory" >&2
     exit 2
@@ -67,6 +73,29 @@ DATA_DIR=$(cd "$DATA_DIR" && pwd)
 cd "$REPO" || exit 2
 SUMMARY="$OUT_DIR/summary.txt"
 echo "=== gpu_check $(date -u +%FT%TZ), limit ${TOTAL}s" >> "$SUMMARY"
+
+# a bundle of xz-compressed sets: unpacked into OUT_DIR/data (once; DATA_DIR is only read)
+if compgen -G "$DATA_DIR/*.npz.xz" > /dev/null; then
+    "$PY" - "$DATA_DIR" "$OUT_DIR/data" <<'EOF' || { echo "gpu_check: cannot unpack $DATA_DIR" >&2; exit 2; }
+import lzma, sys
+from pathlib import Path
+source, target = Path(sys.argv[1]), Path(sys.argv[2])
+for packed in sorted(source.glob("*.npz.xz")):
+    name = packed.name[:-len(".npz.xz")]
+    out = target / name / f"{name}.npz"
+    if not (out.exists() and out.stat().st_size):
+        out.parent.mkdir(parents=True, exist_ok=True)
+        part = out.with_suffix(".part")
+        part.write_bytes(lzma.decompress(packed.read_bytes()))
+        part.rename(out)
+    print(f"unpacked {packed.name} -> {out}")
+EOF
+    if [ -f "$DATA_DIR/CUT.txt" ]; then
+        cp "$DATA_DIR/CUT.txt" "$OUT_DIR/data-cuts.txt"
+    fi
+    DATA_DIR="$OUT_DIR/data"
+    echo "data: unpacked into $DATA_DIR; cuts: $(tr '\n' ';' < "$OUT_DIR/data-cuts.txt" 2>/dev/null)" | tee -a "$SUMMARY"
+fi
 
 left() { echo $((TOTAL - (SECONDS - START))); }
 
