@@ -353,3 +353,16 @@ def make_example(out: Path, data_dir: Path, fmt: str, per_class: int = 6) -> Pat
     spec.loader.exec_module(module)
     assert module.main(["--out", str(out), "--per-class", str(per_class), "--format", fmt, "--data-dir", str(data_dir)]) == 0
     return out / "experiment.yaml"
+
+
+def pytest_collection_modifyitems(config, items):
+    """``@pytest.mark.cuda`` tests need a CUDA device: skipped without one (``pytest -m cuda`` runs them
+    alone, as ``benchmarks/gpu_check.sh`` does on a GPU machine)."""
+    import torch
+
+    if torch.cuda.is_available():
+        return
+    skip = pytest.mark.skip(reason="no CUDA device")
+    for item in items:
+        if "cuda" in item.keywords:
+            item.add_marker(skip)

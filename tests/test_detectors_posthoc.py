@@ -112,6 +112,7 @@ def test_numpy_and_torch_inputs_agree(convert):
     np.testing.assert_allclose(softmax_entropy(convert(LOGITS)), softmax_entropy(held(convert(LOGITS))), rtol=1e-12)
 
 
+@pytest.mark.cuda
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
 def test_cuda_tensors_accepted():
     got = compute_scores("objectosphere-scaled", torch.as_tensor(LOGITS).cuda(), torch.as_tensor(FEATURES).cuda())

@@ -270,6 +270,7 @@ def test_output_dtype_follows_input(name):
                                    compute_loss(make_loss(name), logits, features, labels.tolist()))
 
 
+@pytest.mark.cuda
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
 @pytest.mark.parametrize("name", LOSSES.names())
 def test_cuda_matches_cpu(name):

@@ -17,7 +17,8 @@ from agnostophobia.errors import AgnostophobiaError, ConfigError, TrainingDiverg
 from agnostophobia.experiments import reproduce
 from agnostophobia.training import trainer
 from agnostophobia.training.checkpoint import load_checkpoint, rng_state, save_checkpoint, set_rng_state
-from agnostophobia.training.trainer import DivergenceWatch, Training, fit
+from agnostophobia.training.hostsync import HostCopy
+from agnostophobia.training.trainer import Training, fit
 from synthetic import synthetic_protocol
 from test_training import assert_same_weights, tiny_config, train_in_subprocess
 
@@ -61,6 +62,7 @@ def test_deterministic_flag_switches_on_deterministic_algorithms_and_must_match_
         fit(tiny_config(epochs=1, deterministic=False), synthetic_protocol(), tmp_path, resume=True)
 
 
+@pytest.mark.cuda
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 def test_cuda_resume_after_sigkill_equals_uninterrupted(tmp_path):
     """On CUDA, with deterministic algorithms, a killed and resumed run is bit-identical;
@@ -111,14 +113,16 @@ def test_nonfinite_training_loss_stops_and_keeps_the_last_good_epoch(tmp_path, m
 
 
 def test_divergence_flag_is_read_every_n_steps_yet_names_the_first_bad_step(tmp_path, monkeypatch):
+    """The flag is copied every DIVERGENCE_CHECK_EVERY // 2 steps (read at once on the CPU) and at
+    each epoch's end, so a run stops within DIVERGENCE_CHECK_EVERY steps even where the copy lags."""
     monkeypatch.setattr(trainer, "DIVERGENCE_CHECK_EVERY", 4)
     reads = []
-    real_check = DivergenceWatch.check
-    monkeypatch.setattr(DivergenceWatch, "check", lambda self: reads.append(1) or real_check(self))
+    real_read = HostCopy.read
+    monkeypatch.setattr(HostCopy, "read", lambda self: reads.append(1) or real_read(self))
     nan_loss_from(monkeypatch, training_step=STEPS_PER_EPOCH + 1)  # the first step of epoch 2
     with pytest.raises(TrainingDiverged, match=r"in epoch 2: .* at step 1 of 5 of the epoch \(global step 6,"):
         fit(tiny_config(epochs=3), synthetic_protocol(), tmp_path)
-    # epoch 1: after step 4 and at its end; epoch 2: after step 4, where the NaN of step 1 is seen
+    # epoch 1: after steps 2 and 4 (its end reads with the loss); epoch 2: after step 2, seeing step 1's NaN
     assert len(reads) == 3
     assert load_checkpoint(tmp_path / "last.pt")["epoch"] == 1
 
@@ -151,10 +155,15 @@ def test_train_command_exits_with_one_line_when_training_diverges(tmp_path, monk
 
 
 def count_host_reads(cfg, run_dir) -> int:
-    """How often agnostophobia's code (trainer, losses, weights) copies a tensor's value to
-    the host (``item()``, ``tolist()``, ``int()``, ``float()``, ``bool()``) during ``fit``
-    (PyTorch's own calls, e.g. on Adam's CPU step counter, aside)."""
+    """How often agnostophobia's code (trainer, losses, weights) reads a tensor's value on the
+    host during ``fit``: ``item()``, ``tolist()``, ``int()``, ``float()``, ``bool()``, and the
+    operations that read values inside (a boolean mask, ``nonzero``, ``unique``, ...: each a
+    host synchronisation on a GPU). PyTorch's own reads (e.g. of Adam's CPU step counter) aside."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+    from test_training_sync import DATA_DEPENDENT, INDEXING
+
     package = os.path.dirname(os.path.dirname(trainer.__file__))
+    torch_dir = os.path.dirname(torch.__file__)
     reads = []
 
     def counted(real):
@@ -163,7 +172,18 @@ def count_host_reads(cfg, run_dir) -> int:
             return real(self)
         return read
 
-    with pytest.MonkeyPatch.context() as mp:
+    class ValueReadingOps(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            name = func._schema.name
+            masked = name in INDEXING and any(t is not None and t.dtype in (torch.bool, torch.uint8) for t in args[1])
+            if masked or (name in DATA_DEPENDENT and name != "aten::_local_scalar_dense"):  # those: counted above
+                frame = sys._getframe(1)
+                while frame.f_code.co_filename.startswith(torch_dir):  # to the code that called PyTorch
+                    frame = frame.f_back
+                reads.append(frame.f_code.co_filename.startswith(package))
+            return func(*args, **(kwargs or {}))
+
+    with pytest.MonkeyPatch.context() as mp, ValueReadingOps():
         for name in ("item", "tolist", "__int__", "__float__", "__bool__", "__index__"):
             mp.setattr(torch.Tensor, name, counted(getattr(torch.Tensor, name)))
         fit(cfg, synthetic_protocol(), run_dir)
@@ -172,11 +192,14 @@ def count_host_reads(cfg, run_dir) -> int:
 
 def test_trainer_reads_tensors_on_the_host_per_epoch_not_per_batch(tmp_path):
     """Neither the loop nor the losses' input checks read anything back per batch (labels and
-    weights are checked once per dataset): 3 training and 1 validation batches cost as many
-    reads as 9 and 6."""
-    few = count_host_reads(tiny_config(epochs=1, batch_size=24, eval_batch_size=18), tmp_path / "few")
-    many = count_host_reads(tiny_config(epochs=1, batch_size=8, eval_batch_size=3), tmp_path / "many")
-    assert few == many
+    weights are checked once per dataset), nor does the accuracy use a boolean mask: 3 training
+    and 1 validation batches cost as many reads as 9 and 6, with crop-flip augmentation too."""
+    for augment in ("none", "crop-flip"):
+        few = count_host_reads(tiny_config(epochs=1, batch_size=24, eval_batch_size=18, augment=augment),
+                               tmp_path / augment / "few")
+        many = count_host_reads(tiny_config(epochs=1, batch_size=8, eval_batch_size=3, augment=augment),
+                                tmp_path / augment / "many")
+        assert few == many, augment
 
 
 # ------------------------------------------------------------------ files from elsewhere

@@ -1,8 +1,18 @@
 """The open-set head every model shares: deep features F, then a bias-free logit layer."""
 from __future__ import annotations
 
+import contextlib
+
 import torch
 from torch import nn
+
+
+def _no_autocast(device_type: str):
+    """Autocast switched off; nothing to switch off on a device without autocast (``meta``, on
+    which tests trace a training step without data)."""
+    if torch.amp.is_autocast_available(device_type):
+        return torch.autocast(device_type, enabled=False)
+    return contextlib.nullcontext()
 
 
 def open_set_head(backbone_output: torch.Tensor, features: nn.Linear, logits: nn.Linear):
@@ -14,6 +24,6 @@ def open_set_head(backbone_output: torch.Tensor, features: nn.Linear, logits: nn
     8 bits of mantissa, so it would round ‖F‖ and turn nearly equal scores into ties that
     OSCR then counts together (Eq. 3).
     """
-    with torch.autocast(backbone_output.device.type, enabled=False):
+    with _no_autocast(backbone_output.device.type):
         deep_features = features(backbone_output.float())
         return logits(deep_features), deep_features

@@ -68,7 +68,9 @@ class StreamedData:
 
     def __init__(self, files: ImageFiles, labels: np.ndarray, device: torch.device):
         self.files, self.device = files, torch.device(device)
-        self.labels = torch.from_numpy(np.asarray(labels, dtype=np.int64)).to(self.device)
+        labels = np.asarray(labels, dtype=np.int64)
+        self.labels = torch.from_numpy(labels).to(self.device)
+        self.num_known = int((labels >= 0).sum())  # counted on the host
         self.weights: Optional[torch.Tensor] = None
         self.loader: Optional[torch.utils.data.DataLoader] = None
 
@@ -99,7 +101,10 @@ class StreamedData:
         shards = list(shards)
         if self.loader is None:
             self.loader = self._loader(cfg)
-        self.loader.batch_sampler.plan(epoch, [shard.indices.tolist() for shard in shards])
+        # the epoch's indices in one read from the device (one host synchronisation per epoch, not per batch)
+        flat = torch.cat([shard.indices for shard in shards]).tolist() if shards else []
+        ends = np.cumsum([len(shard.indices) for shard in shards]).tolist()
+        self.loader.batch_sampler.plan(epoch, [flat[a:b] for a, b in zip([0] + ends[:-1], ends)])
         for shard, (_, images, errors) in zip(shards, self.loader):
             error = next((e for e in errors if e), None)
             if error is not None:

@@ -6,10 +6,13 @@
   exactly the batches an uninterrupted one would. On CUDA a resumed run restores the same
   state (weights, optimiser, every RNG, epoch, data order) and is bit-identical to an
   uninterrupted one only with ``deterministic: true`` (:func:`use_deterministic_algorithms`).
-* A non-finite training loss is noticed without a host synchronisation per batch (a flag
-  kept on the device, read every :data:`DIVERGENCE_CHECK_EVERY` steps and at the epoch's
-  end), as is a non-finite validation loss: the run stops with :class:`TrainingDiverged`
-  and keeps the checkpoints of the last good epoch.
+* No host synchronisation per step (issue 21): sums, counts and the divergence flag stay on
+  the device, host data reaches it by asynchronous copies (:mod:`.hostsync`), and each
+  epoch's training and validation read their results back once, at their end.
+* A non-finite training loss is noticed within :data:`DIVERGENCE_CHECK_EVERY` steps all the
+  same (a flag kept on the device, copied to the host without waiting), as is a non-finite
+  validation loss: the run stops with :class:`TrainingDiverged` and keeps the checkpoints
+  of the last good epoch.
 * After every epoch an atomic ``last.pt`` holds model, optimiser, scheduler, epoch,
   config, RNG state and history; ``best.pt`` holds the weights with the lowest
   validation loss (the authors kept the best validation loss, docs/references.md).
@@ -44,6 +47,7 @@ from agnostophobia.training import distributed
 from agnostophobia.training.checkpoint import (load_checkpoint, rng_state, save_checkpoint,
                                                seed_everything, set_rng_state)
 from agnostophobia.training.config import TrainConfig
+from agnostophobia.training.hostsync import HostCopy, read_once, to_device
 from agnostophobia.training.loaders import device_data
 from agnostophobia.training.precision import autocast, resolve_precision
 from agnostophobia.training.records import RESUME_FREE_KEYS, VALUE_WHEN_ABSENT
@@ -54,8 +58,8 @@ from agnostophobia.training.records import RESUME_FREE_KEYS, VALUE_WHEN_ABSENT
 _RESUME_FREE_KEYS = RESUME_FREE_KEYS
 _VALUE_WHEN_ABSENT = VALUE_WHEN_ABSENT
 
-# Optimiser steps between two reads of the device-side divergence flag (one host
-# synchronisation each); the flag is also read at every epoch's end.
+# A non-finite training loss stops the run within this many optimiser steps (DivergenceWatch);
+# the flag is also read at every epoch's end.
 DIVERGENCE_CHECK_EVERY = 50
 
 
@@ -96,6 +100,7 @@ class TensorData:
     images: torch.Tensor
     labels: torch.Tensor
     weights: Optional[torch.Tensor] = None
+    num_known: Optional[int] = None  # samples with a label >= 0, counted on the host (None: not yet)
 
     @classmethod
     def from_split(cls, split, device, knowns_only: bool = False) -> "TensorData":
@@ -104,7 +109,7 @@ class TensorData:
             keep = labels >= 0
             images, labels = images[keep], labels[keep]
         return cls(torch.from_numpy(np.ascontiguousarray(images)).to(device),
-                   torch.from_numpy(labels).to(device))
+                   torch.from_numpy(labels).to(device), num_known=int((labels >= 0).sum()))
 
     def __len__(self) -> int:
         return int(self.labels.shape[0])
@@ -120,6 +125,19 @@ class TensorData:
         :class:`~agnostophobia.training.loaders.StreamedData` shares)."""
         for shard in shards:
             yield shard, self.images[shard.indices]
+
+
+def known_count(data) -> int:
+    """How many samples of ``data`` have a known label (counted once, on the host where it can be)."""
+    if getattr(data, "num_known", None) is None:
+        data.num_known = int((data.labels >= 0).sum())
+    return data.num_known
+
+
+def host_labels(split, knowns_only: bool) -> np.ndarray:
+    """The labels of ``split`` the trainer keeps (knowns only for an approach without unknowns)."""
+    labels = np.asarray(split.labels, dtype=np.int64)
+    return labels[labels >= 0] if knowns_only else labels
 
 
 def epoch_order(n: int, seed: int, epoch: int) -> torch.Tensor:
@@ -140,17 +158,23 @@ def crop_flip(x: torch.Tensor, generator: torch.Generator, pad: int = 4, offset:
 
     ``x`` may be the part from ``offset`` of a batch of ``batch_size`` (a DDP process's shard):
     the draws are those of the whole batch, so each sample is augmented as in one process.
+    The draws come from the host ``generator`` (the same on every device) and reach the device
+    in one asynchronous copy; the crops are one gather there, with no host synchronisation.
     """
-    n, _, h, w = x.shape
+    n, channels, h, w = x.shape
     batch_size = batch_size or n
-    padded = torch.nn.functional.pad(x, (pad, pad, pad, pad))
     mine = slice(offset, offset + n)
-    dy = torch.randint(0, 2 * pad + 1, (batch_size,), generator=generator)[mine].tolist()
-    dx = torch.randint(0, 2 * pad + 1, (batch_size,), generator=generator)[mine].tolist()
+    dy = torch.randint(0, 2 * pad + 1, (batch_size,), generator=generator)[mine]
+    dx = torch.randint(0, 2 * pad + 1, (batch_size,), generator=generator)[mine]
     flip = (torch.rand(batch_size, generator=generator) < 0.5)[mine]
-    out = torch.stack([padded[i, :, dy[i]:dy[i] + h, dx[i]:dx[i] + w] for i in range(n)])
-    out[flip] = out[flip].flip(-1)
-    return out
+    dy, dx, flip = to_device(torch.stack([dy, dx, flip.long()]), x.device)
+    padded = torch.nn.functional.pad(x, (pad, pad, pad, pad))
+    rows = dy[:, None] + torch.arange(h, device=x.device)                      # (n, h)
+    cols = torch.arange(w, device=x.device)
+    cols = torch.where(flip[:, None] > 0, w - 1 - cols, cols) + dx[:, None]   # (n, w), mirrored where flipped
+    samples = torch.arange(n, device=x.device)[:, None, None, None]
+    planes = torch.arange(channels, device=x.device)[None, :, None, None]
+    return padded[samples, planes, rows[:, None, :, None], cols[:, None, None, :]].contiguous()
 
 
 class Training:
@@ -179,11 +203,13 @@ class Training:
             raise ValueError(f"protocol {protocol.name!r}: the training split has no usable samples")
         self._check_labels(protocol)
         self.class_weights = None
-        if cfg.sample_weighting:
-            self.class_weights = inverse_frequency_class_weights(self.train_data.labels.cpu(), self.num_classes)
+        if cfg.sample_weighting:  # from the labels on the host: nothing is read back from the device
+            train_labels = host_labels(protocol.train, knowns_only)
+            self.class_weights = inverse_frequency_class_weights(train_labels, self.num_classes)
+            val_labels = host_labels(protocol.val, knowns_only)
+            for data, labels in ((self.train_data, train_labels), (self.val_data, val_labels)):
+                data.weights = sample_weights(torch.from_numpy(labels), self.class_weights).to(self.device)
             self.class_weights = self.class_weights.to(self.device)
-            for data in (self.train_data, self.val_data):  # once per dataset, not once per batch
-                data.weights = sample_weights(data.labels, self.class_weights)
         self.optimizer = self._optimizer()
         self.scheduler = self._scheduler()
         self.precision = resolve_precision(cfg.precision, self.device)
@@ -233,34 +259,52 @@ class Training:
         return self.batch_loss(x, y, weights)
 
     def correct_knowns(self, logits, y) -> torch.Tensor:
-        known = y >= 0
-        return (logits[:, :self.num_classes].argmax(1)[known] == y[known]).sum()
+        """Known samples classified correctly (a device tensor). No mask: an unknown's label is
+        negative and never equals a predicted class, and a boolean mask would cost a host sync."""
+        return (logits[:, :self.num_classes].argmax(1) == y).sum()
 
 
 class DivergenceWatch:
     """Notices a non-finite training loss without a host synchronisation per batch.
 
     Two scalars stay on the device: whether a non-finite loss has been seen, and how many
-    steps of the epoch came before the first one. Only :meth:`check` reads them.
+    steps of the epoch came before the first one. Every ``DIVERGENCE_CHECK_EVERY // 2`` steps
+    (:meth:`update`) they are copied to the host without waiting (:class:`.hostsync.HostCopy`);
+    a copy is read at once if it has arrived (always on the CPU), else at the next such step,
+    waiting then if the device is still that far behind (on a GPU it never is in practice). So a
+    non-finite loss stops the run within :data:`DIVERGENCE_CHECK_EVERY` steps; the epoch's end
+    reads the flags with its other results (:meth:`flags`, :meth:`raise_if_diverged`).
     """
 
     def __init__(self, run: Training, epoch: int):
         self.run, self.epoch = run, epoch
         self.seen = torch.zeros((), dtype=torch.bool, device=run.device)
         self.steps_before = torch.zeros((), dtype=torch.long, device=run.device)
+        self.every = max(1, DIVERGENCE_CHECK_EVERY // 2)
+        self.copy = HostCopy(run.device)
 
-    def update(self, loss: torch.Tensor) -> None:
+    def update(self, loss: torch.Tensor, step: int) -> None:
+        """After training step ``step`` (counting from 0) with the batch loss ``loss``."""
         self.seen |= ~torch.isfinite(loss.detach())
         self.steps_before += ~self.seen
+        if (step + 1) % self.every:
+            return
+        if self.copy.started:  # from `every` steps ago: on a GPU it has long arrived
+            self.raise_if_diverged(*self.copy.read())
+        self.copy.start(self.flags())
+        if self.copy.done():
+            self.raise_if_diverged(*self.copy.read())
 
-    def check(self) -> None:
-        """Raise :class:`TrainingDiverged` if a loss so far was non-finite (one host synchronisation)."""
+    def flags(self) -> torch.Tensor:
+        """``[seen, -steps_before]`` on the device; under DDP the earliest non-finite loss of any process."""
         flags = torch.stack([self.seen.long(), -self.steps_before])
-        self.run.world.max_(flags)  # under DDP: a non-finite loss in any process, at the earliest step
-        seen, steps_before = flags.tolist()
-        steps_before = -steps_before
+        self.run.world.max_(flags)
+        return flags
+
+    def raise_if_diverged(self, seen, minus_steps_before) -> None:
+        """Raise :class:`TrainingDiverged` for the values of :meth:`flags` read on the host."""
         if seen:
-            step, steps_per_epoch = steps_before + 1, self.run.steps_per_epoch
+            step, steps_per_epoch = int(-minus_steps_before) + 1, self.run.steps_per_epoch
             global_step = self.epoch * steps_per_epoch + step
             raise diverged(self.run.cfg, self.epoch + 1,
                            f"the training loss became non-finite at step {step} of {steps_per_epoch} "
@@ -275,22 +319,26 @@ def diverged(cfg: TrainConfig, epoch: int, what: str) -> TrainingDiverged:
                             f"try a lower lr")
 
 
-def train_one_epoch(run: Training, epoch: int, bar=None) -> Dict[str, float]:
-    """One pass over the training data in the epoch's seeded order.
+@dataclass
+class EpochSums:
+    """What the steps of an epoch accumulate on the device; read once, at the epoch's end."""
 
-    Raises :class:`TrainingDiverged` when a loss is non-finite (noticed within
-    :data:`DIVERGENCE_CHECK_EVERY` steps, and at the latest at the epoch's end).
-    """
+    loss_sum: torch.Tensor   # the batch losses times the batch sizes (summed over DDP processes at the end)
+    correct: torch.Tensor    # known samples classified correctly
+    watch: DivergenceWatch
+
+
+def train_steps(run: Training, epoch: int, bar=None) -> EpochSums:
+    """The optimiser steps of one epoch, in its seeded order, with no host synchronisation on
+    the way (except a rare :class:`DivergenceWatch` wait); results stay on the device."""
     cfg, data, world = run.cfg, run.train_data, run.world
     run.model.train()
     world.seed_epoch(cfg.seed, epoch)
-    order = epoch_order(len(data), cfg.seed, epoch).to(run.device)
+    order = to_device(epoch_order(len(data), cfg.seed, epoch), run.device)
     known_labels = None if run.loss_fn.trains_on_unknowns else data.labels  # what the loss averages over
     augment_rng = torch.Generator().manual_seed(cfg.seed * 7_919 + epoch)
-    loss_sum = torch.zeros((), device=run.device)
-    correct = torch.zeros((), dtype=torch.long, device=run.device)
-    watch = DivergenceWatch(run, epoch)
-    start = time.perf_counter()
+    sums = EpochSums(torch.zeros((), device=run.device), torch.zeros((), dtype=torch.long, device=run.device),
+                     DivergenceWatch(run, epoch))
     shards = world.shards(order, cfg.batch_size, known_labels)
     for step, (shard, images) in enumerate(data.read(shards, cfg, epoch)):
         idx = shard.indices
@@ -305,29 +353,51 @@ def train_one_epoch(run: Training, epoch: int, bar=None) -> Dict[str, float]:
         loss.backward()
         run.optimizer.step()
         kill_point("train-step")
-        # accumulate on the device: no host sync per batch (loss * global batch / W, summed over processes)
-        loss_sum += loss.detach() * (shard.global_size / world.size)
-        correct += run.correct_knowns(logits.detach(), y)
-        watch.update(loss)
-        if (step + 1) % DIVERGENCE_CHECK_EVERY == 0:
-            watch.check()
+        # loss * global batch / W, summed over processes at the end
+        sums.loss_sum += loss.detach() * (shard.global_size / world.size)
+        sums.correct += run.correct_knowns(logits.detach(), y)
+        sums.watch.update(loss, step)
         if bar is not None:
             bar.update(1)
-    watch.check()
+    return sums
+
+
+def train_one_epoch(run: Training, epoch: int, bar=None) -> Dict[str, float]:
+    """One pass over the training data in the epoch's seeded order (:func:`train_steps`), its
+    results read back in one host synchronisation at the end.
+
+    Raises :class:`TrainingDiverged` when a loss is non-finite (noticed within
+    :data:`DIVERGENCE_CHECK_EVERY` steps, and at the latest at the epoch's end).
+    """
+    start = time.perf_counter()
+    sums = train_steps(run, epoch, bar)
+    flags = sums.watch.flags()
+    run.world.sum_(sums.loss_sum, sums.correct)
+    seen, minus_steps_before, loss_sum, correct = read_once(flags, sums.loss_sum, sums.correct)
+    sums.watch.raise_if_diverged(seen, minus_steps_before)
     run.scheduler.step()
-    world.sum_(loss_sum, correct)
-    world.sync_buffers(run.model)
-    seconds = time.perf_counter() - start
-    n_known = int((data.labels >= 0).sum())
-    return {"train_loss": loss_sum.item() / len(data), "train_acc": correct.item() / max(n_known, 1),
+    run.world.sync_buffers(run.model)
+    seconds = time.perf_counter() - start  # after the read: on a GPU, every step has run by then
+    data = run.train_data
+    return {"train_loss": loss_sum / len(data), "train_acc": int(correct) / max(known_count(data), 1),
             "train_images_per_s": len(data) / seconds, "train_seconds": seconds}
 
 
 @torch.inference_mode()
 def evaluate(run: Training, data: TensorData) -> Dict[str, float]:
     """Mean loss (the selection criterion) and accuracy on knowns over ``data``."""
+    loss_sum, correct = evaluation_sums(run, data)
+    if not len(data):  # no validation split: nothing measured (fit then keeps the last epoch)
+        return {"val_loss": float("nan"), "val_acc": float("nan")}
+    loss_sum, correct = read_once(loss_sum, correct)  # the one host synchronisation of the evaluation
+    return {"val_loss": loss_sum / len(data), "val_acc": int(correct) / max(known_count(data), 1)}
+
+
+@torch.inference_mode()
+def evaluation_sums(run: Training, data: TensorData) -> Tuple[torch.Tensor, torch.Tensor]:
+    """The summed loss (float64, as Python floats were) and the correct knowns over ``data``,
+    accumulated on the device without a host synchronisation (summed over DDP processes)."""
     run.model.eval()
-    # accumulated on the device (float64, as Python floats were) and read once at the end
     loss_sum = torch.zeros((), dtype=torch.float64, device=run.device)
     correct = torch.zeros((), dtype=torch.long, device=run.device)
     for i in run.world.eval_starts(len(data), run.cfg.eval_batch_size):  # all batches in one process
@@ -338,10 +408,7 @@ def evaluate(run: Training, data: TensorData) -> Dict[str, float]:
         loss_sum += loss.double() * len(y)
         correct += run.correct_knowns(logits, y)
     run.world.sum_(loss_sum, correct)
-    n_known = int((data.labels >= 0).sum())
-    if not len(data):  # no validation split: nothing measured (fit then keeps the last epoch)
-        return {"val_loss": float("nan"), "val_acc": float("nan")}
-    return {"val_loss": loss_sum.item() / len(data), "val_acc": correct.item() / max(n_known, 1)}
+    return loss_sum, correct
 
 
 @torch.inference_mode()
