@@ -23,7 +23,7 @@ ensemble's (Fig. 3c), while the precision- and accuracy-vs-confidence curves mov
 (Fig. 3b) -- the paper's "prone to scaling errors" argument (:func:`scaling_invariance`).
 
 The experiment (``agnostophobia reproduce ensemble``, ``configs/ensemble.yaml``) runs
-through the machinery of every experiment: ``experiments.ensemble``.
+through the machinery of every experiment: ``experiments.reproduce_ensemble``.
 """
 from __future__ import annotations
 

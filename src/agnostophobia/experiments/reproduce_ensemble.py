@@ -22,7 +22,7 @@ from agnostophobia._runlock import run_lock
 from agnostophobia.baselines.ensemble import average_probabilities, scaling_invariance, squared_scores
 from agnostophobia.detectors import softmax_scores
 from agnostophobia.detectors.stored import detector_settings, model_scores
-from agnostophobia.experiments.evaluation import aggregate_seeds
+from agnostophobia.experiments.run_metrics import aggregate_seeds
 from agnostophobia.experiments.paper_numbers import TABLE2
 from agnostophobia.experiments.report import ccr_table_markdown, format_value, write_metrics, write_report
 from agnostophobia.experiments.reproduce import (check_existing_run, configure, default_budget, train_and_store,
