@@ -37,6 +37,10 @@ from agnostophobia.detectors import softmax_scores
 from agnostophobia.metrics import PAPER_FPR_VALUES, ccr_at_fpr, oscr, precision_vs_confidence
 from agnostophobia.metrics.ood import CONFIDENCE_GRID
 
+#: Display names of the ensemble's evaluation rows (reports and figures): the averaged
+#: probabilities and their square.
+ROW_TITLES = {"ensemble": "MLP ensemble", "ensemble-squared": "Squared MLP ensemble"}
+
 
 def _as_float_input(images: np.ndarray, device) -> torch.Tensor:
     return torch.from_numpy(np.ascontiguousarray(images)).to(device).float().div_(255.0)

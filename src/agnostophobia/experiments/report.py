@@ -163,7 +163,7 @@ def detector_notes(metrics: Dict) -> List[str]:
 
 def _detector_columns(results: List[Dict]) -> List[str]:
     """Detectors in report order: those of the paper's rows first, in their order, then by name."""
-    paper = [detector for _, detector, _ in PAPER_ROWS]
+    paper = [row.detector for row in PAPER_ROWS]
     found = {r["detector"] for r in results}
     return [d for d in dict.fromkeys(paper) if d in found] + sorted(found - set(paper))
 
