@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from agnostophobia.data.protocols import OpenSetProtocol, Split
+from agnostophobia.data.protocols import OpenSetProtocol, ProtocolSplit
 
 
 def _images(labels: np.ndarray, rng: np.random.Generator, channels: int, size: int) -> np.ndarray:
@@ -27,7 +27,7 @@ def _split(name, labels, rng, channels, size, negative_classes: int = 0):
     negative_class = None
     if negative_classes:
         negative_class = np.where(labels < 0, np.cumsum(labels < 0) % negative_classes, -1).astype(np.int64)
-    return Split(name, _images(labels, rng, channels, size), labels, negative_class)
+    return ProtocolSplit(name, _images(labels, rng, channels, size), labels, negative_class)
 
 
 def synthetic_protocol(num_classes: int = 3, n_known: int = 48, n_unknown: int = 24, seed: int = 0,

@@ -235,7 +235,7 @@ def test_calibrating_another_detector_keeps_the_other_entries(run, capsys):
 
 
 def test_the_report_shows_test_rates_at_the_validation_threshold(calibrated, tmp_path):
-    from agnostophobia.experiments.evaluate_run import evaluate_run
+    from agnostophobia.experiments.evaluate_unknowns import evaluate_run
 
     run = tmp_path / "run"
     shutil.copytree(calibrated, run)

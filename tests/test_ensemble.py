@@ -19,8 +19,8 @@ from agnostophobia.baselines import ensemble as ens
 from agnostophobia.cli import main
 from agnostophobia.detectors import softmax_scores
 from agnostophobia.errors import ConfigError
-from agnostophobia.experiments.ensemble import reproduce_ensemble
-from agnostophobia.experiments.evaluation import FPR_KEYS
+from agnostophobia.experiments.reproduce_ensemble import reproduce_ensemble
+from agnostophobia.experiments.run_metrics import FPR_KEYS
 from agnostophobia.metrics import ccr_at_fpr, oscr, precision_vs_confidence
 from agnostophobia.models.mlp import build_mlp
 from agnostophobia.training.adversarial import adversarial_loss, fgsm

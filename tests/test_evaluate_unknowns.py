@@ -19,7 +19,7 @@ from conftest import Synth, glyphs
 from agnostophobia.cli import main
 from agnostophobia.data import build_protocol
 from agnostophobia.errors import DataError
-from agnostophobia.experiments import evaluate_run as ev
+from agnostophobia.experiments import evaluate_unknowns as ev
 from agnostophobia.training.outputs import load_outputs
 
 LENET_RUN = {"protocol": "lenet++", "model": "lenet++"}

@@ -8,7 +8,7 @@ import pytest
 from PIL import Image
 
 from agnostophobia.cli import main
-from agnostophobia.experiments.evaluation import FPR_KEYS
+from agnostophobia.experiments.run_metrics import FPR_KEYS
 from agnostophobia.training.outputs import load_outputs
 from agnostophobia.training.config import load_experiment
 

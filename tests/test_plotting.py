@@ -311,6 +311,23 @@ def test_plot_confidence_curves():
     assert ax.get_ylabel() == "precision" and "threshold" in ax.get_xlabel()
 
 
+def test_display_names_are_the_titles_declared_by_losses_detectors_and_baselines(monkeypatch):
+    """One source: figures show the ``title`` a loss or detector declares beside its code, in
+    its own rows too; other rows keep their name."""
+    from agnostophobia.baselines.ensemble import ROW_TITLES
+    from agnostophobia.detectors import DETECTORS
+    from agnostophobia.losses import LOSSES
+
+    assert [style.approach_name(a) for a in LOSSES.names()] == [LOSSES.get(a).title for a in LOSSES.names()]
+    monkeypatch.setattr(LOSSES.get("objectosphere"), "title", "Ring")
+    monkeypatch.setattr(DETECTORS.get("openmax"), "title", "EVT")
+    assert style.approach_name("objectosphere") == "Ring"
+    assert style.approach_name("objectosphere-scaled") == "Ring (S·‖F‖)"
+    assert style.approach_name("openmax") == "EVT"
+    assert style.approach_name("ensemble") == ROW_TITLES["ensemble"]
+    assert style.approach_name("entropic/knn") == "entropic/knn"
+
+
 def test_palette_fixed_and_distinct_for_every_row_and_baseline():
     rows = list(ROW_ORDER)  # the paper's rows and the ensemble of Fig. 3
     colors = [style.approach_color(row) for row in rows]

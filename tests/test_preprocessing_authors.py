@@ -230,7 +230,7 @@ def test_predict_prepares_inputs_as_the_run_trained(authors_run, digits, tmp_pat
 
 
 def test_evaluate_unknowns_prepares_as_the_run_trained(authors_run, digits, tmp_path):
-    from agnostophobia.experiments.evaluate_run import evaluate_run
+    from agnostophobia.experiments.evaluate_unknowns import evaluate_run
     from agnostophobia.training.outputs import load_outputs
     from agnostophobia.training.trained import load_trained_model
 

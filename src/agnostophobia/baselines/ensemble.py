@@ -23,7 +23,7 @@ ensemble's (Fig. 3c), while the precision- and accuracy-vs-confidence curves mov
 (Fig. 3b) -- the paper's "prone to scaling errors" argument (:func:`scaling_invariance`).
 
 The experiment (``agnostophobia reproduce ensemble``, ``configs/ensemble.yaml``) runs
-through the machinery of every experiment: ``experiments.ensemble``.
+through the machinery of every experiment: ``experiments.reproduce_ensemble``.
 """
 from __future__ import annotations
 
@@ -36,6 +36,10 @@ from torch import nn
 from agnostophobia.detectors import softmax_scores
 from agnostophobia.metrics import PAPER_FPR_VALUES, ccr_at_fpr, oscr, precision_vs_confidence
 from agnostophobia.metrics.ood import CONFIDENCE_GRID
+
+#: Display names of the ensemble's evaluation rows (reports and figures): the averaged
+#: probabilities and their square.
+ROW_TITLES = {"ensemble": "MLP ensemble", "ensemble-squared": "Squared MLP ensemble"}
 
 
 def _as_float_input(images: np.ndarray, device) -> torch.Tensor:

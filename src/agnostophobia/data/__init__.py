@@ -19,7 +19,7 @@ from agnostophobia.data.datasets import (DATASETS, DatasetInfo, DatasetSplit, FI
 from agnostophobia.data.fetch import download, fetch, fetch_dataset
 from agnostophobia.data.paths import cache_dir, data_dir
 from agnostophobia.data.preprocess import border_mean, check_polarity, rgb_to_grey, to_chw, to_lenet
-from agnostophobia.data.protocols import (PROTOCOLS, OpenSetProtocol, Split, build_protocol,
+from agnostophobia.data.protocols import (PROTOCOLS, OpenSetProtocol, ProtocolSplit, build_protocol,
                                           hold_out_negative_classes, purpose_rng, split_negative_classes,
                                           stratified_split, stratified_subset)
 from agnostophobia.data.file_protocols import build_file_protocol, check_file_protocol
@@ -28,7 +28,7 @@ __all__ = [
     "DATASETS", "DatasetInfo", "DatasetSplit", "FINE_TO_COARSE", "Resource", "SplitUnavailable", "load_dataset",
     "download", "fetch", "fetch_dataset", "check", "check_dataset", "cache_dir", "data_dir",
     "border_mean", "check_polarity", "rgb_to_grey", "to_chw", "to_lenet",
-    "PROTOCOLS", "OpenSetProtocol", "Split", "build_protocol", "purpose_rng", "stratified_split",
+    "PROTOCOLS", "OpenSetProtocol", "ProtocolSplit", "build_protocol", "purpose_rng", "stratified_split",
     "stratified_subset", "split_negative_classes", "hold_out_negative_classes",
     "build_file_protocol", "check_file_protocol",
 ]

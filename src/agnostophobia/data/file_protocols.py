@@ -43,7 +43,8 @@ import numpy as np
 from agnostophobia.data.formats import decode_image
 from agnostophobia.data.preprocess import KINDS, NATURAL, OURS, InputSpec, prepare_images
 from agnostophobia.data.image_files import ImageFiles, choose_loading
-from agnostophobia.data.protocol_types import OpenSetProtocol, ProtocolSpec, Split, purpose_rng, stratified_subset
+from agnostophobia.data.protocol_types import (OpenSetProtocol, ProtocolSpec, ProtocolSplit, purpose_rng,
+                                               stratified_subset)
 from agnostophobia.errors import ConfigError, DataError
 
 TYPES = ("csv", "folders")
@@ -526,7 +527,7 @@ def _choose(listing: Listing, seed: int, limits: Dict) -> Tuple[Dict[str, List[i
 
 
 def _split(name: str, idx: Sequence[int], items: List[Item], images: Optional[Dict[int, np.ndarray]],
-           spec: FileProtocolSpec, sources: Optional[Dict[str, int]]) -> Split:
+           spec: FileProtocolSpec, sources: Optional[Dict[str, int]]) -> ProtocolSplit:
     """The split of the items ``idx``; ``images`` None: streamed (their files, read on demand)."""
     idx = sorted(idx)
     labels = np.array([max(items[i].label, NEGATIVE) for i in idx], np.int64)  # unknowns (-2) are -1 here
@@ -538,7 +539,7 @@ def _split(name: str, idx: Sequence[int], items: List[Item], images: Optional[Di
         stacked = ImageFiles([items[i].path for i in idx], spec.input)
     else:
         stacked = np.stack([images[i] for i in idx]) if idx else np.zeros((0, *spec.input.shape), np.uint8)
-    return Split(name, stacked, labels, negative_class)
+    return ProtocolSplit(name, stacked, labels, negative_class)
 
 
 def _assemble(spec: FileProtocolSpec, listing: Listing, chosen, prepared, notes: List[str]) -> OpenSetProtocol:

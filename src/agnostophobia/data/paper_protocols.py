@@ -15,8 +15,8 @@ import numpy as np
 from agnostophobia.data.datasets import (CIFAR100_COARSE, CIFAR10_CLASSES, DATASETS, DIGITS, LETTERS,
                                          DatasetSplit, load_dataset)
 from agnostophobia.data.preprocess import AUTHORS, AUTHORS_NOTES, LENET_INPUT, OURS, RESNET_INPUT, prepare_images
-from agnostophobia.data.protocol_types import (PROTOCOLS, OpenSetProtocol, Split, purpose_rng, register_protocol,
-                                               select_rows, stratified_split, stratified_subset)
+from agnostophobia.data.protocol_types import (PROTOCOLS, OpenSetProtocol, ProtocolSplit, purpose_rng,
+                                               register_protocol, select_rows, stratified_split, stratified_subset)
 
 
 class _Builder:
@@ -37,7 +37,9 @@ class _Builder:
         if text not in self.notes:
             self.notes.append(text)
 
-    def absorb(self, ds: DatasetSplit) -> DatasetSplit:
+    def load(self, dataset: str, split: str, data_dir) -> DatasetSplit:
+        """One split of ``dataset`` as stored; its notes (substitutions) join the protocol's."""
+        ds = load_dataset(dataset, split, data_dir)
         for n in ds.notes:
             self.note(n)
         return ds
@@ -53,31 +55,33 @@ class _Builder:
                               kind=DATASETS.get(ds.dataset).kind, padding=ds.meta.get("padding", 0))
 
     def train_val(self, ds: DatasetSplit, labels: np.ndarray, part: str, train_key: str,
-                  what: str, negative_class: Optional[np.ndarray] = None) -> Tuple[Split, Split]:
+                  what: str, negative_class: Optional[np.ndarray] = None) -> Tuple[ProtocolSplit, ProtocolSplit]:
         """Hold out ``val_fraction`` of ``ds`` (stratified by its own classes), cap both parts.
         ``negative_class`` (per sample of ``ds``, or None) follows the samples kept."""
         keep, held = stratified_split(ds.labels, self.val_fraction, purpose_rng(self.seed, f"{self.name}/{part}-val"))
         keep = keep[self.cap(ds.labels[keep], train_key, f"{part}-train", f"{what} train")]
         held = held[self.cap(ds.labels[held], "max_val", f"{part}-val-cap", f"{what} validation")]
-        return (Split(f"{part}-train", self.images(ds, keep, what), labels[keep], select_rows(negative_class, keep)),
-                Split(f"{part}-val", self.images(ds, held, what), labels[held], select_rows(negative_class, held)))
+        return (ProtocolSplit(f"{part}-train", self.images(ds, keep, what), labels[keep],
+                              select_rows(negative_class, keep)),
+                ProtocolSplit(f"{part}-val", self.images(ds, held, what), labels[held],
+                              select_rows(negative_class, held)))
 
-    def test(self, ds: DatasetSplit, labels: np.ndarray, name: str, what: str) -> Split:
+    def test(self, ds: DatasetSplit, labels: np.ndarray, name: str, what: str) -> ProtocolSplit:
         idx = self.cap(ds.labels, "max_test_per_set", f"test-{name}", what)
-        return Split(name, self.images(ds, idx, what), labels[idx])
+        return ProtocolSplit(name, self.images(ds, idx, what), labels[idx])
 
 
-def _negative_class_of(split: Split) -> Optional[np.ndarray]:
+def _negative_class_of(split: ProtocolSplit) -> Optional[np.ndarray]:
     """The split's ``negative_class``; a split of knowns only has none to lose: all -1."""
     if split.negative_class is not None:
         return split.negative_class
     return np.full(len(split), -1, np.int64) if (split.labels >= 0).all() else None
 
 
-def _concat(name: str, *parts: Split) -> Split:
+def _concat(name: str, *parts: ProtocolSplit) -> ProtocolSplit:
     marks = [_negative_class_of(p) for p in parts]
     negative_class = None if any(m is None for m in marks) else np.concatenate(marks)
-    return Split(name, np.concatenate([p.images for p in parts]), np.concatenate([p.labels for p in parts]),
+    return ProtocolSplit(name, np.concatenate([p.images for p in parts]), np.concatenate([p.labels for p in parts]),
                  negative_class)
 
 
@@ -91,21 +95,21 @@ def _unknown(ds: DatasetSplit) -> np.ndarray:
 def lenet_protocol(data_dir=None, seed: int = 0, preprocessing: str = OURS, **limits) -> OpenSetProtocol:
     """Sec. 3/5: MNIST digits known, EMNIST letters as D_b', four unknown test sets."""
     b = _Builder("lenet++", seed, limits, preprocessing)
-    mnist = b.absorb(load_dataset("mnist", "train", data_dir))
+    mnist = b.load("mnist", "train", data_dir)
     k_train, k_val = b.train_val(mnist, mnist.labels, "known", "max_known_train", "MNIST")
     del mnist
-    letters = b.absorb(load_dataset("letters", "train", data_dir))
+    letters = b.load("letters", "train", data_dir)
     u_train, u_val = b.train_val(letters, _unknown(letters), "unknown", "max_unknown_train", "letters",
                                  negative_class=letters.labels)  # letter a-z = 0..25
     del letters
-    mnist_test = b.absorb(load_dataset("mnist", "test", data_dir))
+    mnist_test = b.load("mnist", "test", data_dir)
     test_known = b.test(mnist_test, mnist_test.labels, "known", "MNIST test")
     unknowns = {}
     for key, dataset, split, what in (("letters", "letters", "test", "letters test (D_b)"),
                                       ("devanagari", "devanagari", "test", "Devanagari"),
                                       ("notmnist", "notmnist", "test", "notMNIST"),
                                       ("cifar10", "cifar10", "test", "CIFAR-10 test")):
-        ds = b.absorb(load_dataset(dataset, split, data_dir))
+        ds = b.load(dataset, split, data_dir)
         unknowns[key] = b.test(ds, _unknown(ds), key, what)
     b.note(f"validation: seeded class-stratified {b.val_fraction:.0%} hold-out of MNIST train and of letters "
            f"train (the authors split 80/20 without a seed)")
@@ -131,17 +135,17 @@ def mnist_notmnist_protocol(data_dir=None, seed: int = 0, preprocessing: str = O
     trains on every MNIST training image and keeps its last epoch. ``max_known_train`` and
     ``max_test_per_set`` cap the sets (class-stratified); ``max_val`` has nothing to cap."""
     b = _Builder("mnist-notmnist", seed, limits, preprocessing)
-    mnist = b.absorb(load_dataset("mnist", "train", data_dir))
+    mnist = b.load("mnist", "train", data_dir)
     idx = b.cap(mnist.labels, "max_known_train", "known-train", "MNIST train")
-    train = Split("train", b.images(mnist, idx, "MNIST"), mnist.labels[idx].astype(np.int64))
+    train = ProtocolSplit("train", b.images(mnist, idx, "MNIST"), mnist.labels[idx].astype(np.int64))
     del mnist
-    mnist_test = b.absorb(load_dataset("mnist", "test", data_dir))
+    mnist_test = b.load("mnist", "test", data_dir)
     test_known = b.test(mnist_test, mnist_test.labels.astype(np.int64), "known", "MNIST test")
-    notmnist = b.absorb(load_dataset("notmnist", "test", data_dir))
+    notmnist = b.load("notmnist", "test", data_dir)
     unknowns = {"notmnist": b.test(notmnist, _unknown(notmnist), "notmnist", "notMNIST")}
     b.note("no validation split: every MNIST training image is trained on and the last epoch is kept")
     b.note("polarity: every glyph set is white on black (checked: median border pixel below 128)")
-    no_val = Split("val", train.images[:0], train.labels[:0])
+    no_val = ProtocolSplit("val", train.images[:0], train.labels[:0])
     return OpenSetProtocol("mnist-notmnist", 10, b.input.shape, train, no_val, test_known, unknowns, b.notes,
                            list(DIGITS))
 
@@ -160,10 +164,10 @@ def cifar_protocol(data_dir=None, seed: int = 0, preprocessing: str = OURS, **li
     b = _Builder("cifar", seed, limits, preprocessing)
     # Fail on the optional, usually absent sets, all named at once, before the slow CIFAR-10 decode.
     PROTOCOLS.get("cifar").require_data(data_dir)
-    c100_train = b.absorb(load_dataset("cifar100", "train", data_dir))
-    c100_test = b.absorb(load_dataset("cifar100", "test", data_dir))
-    svhn = b.absorb(load_dataset("svhn", "test", data_dir))
-    c10 = b.absorb(load_dataset("cifar10", "train", data_dir))
+    c100_train = b.load("cifar100", "train", data_dir)
+    c100_test = b.load("cifar100", "test", data_dir)
+    svhn = b.load("svhn", "test", data_dir)
+    c10 = b.load("cifar10", "train", data_dir)
     k_train, k_val = b.train_val(c10, c10.labels, "known", "max_known_train", "CIFAR-10")
     del c10
     db = np.isin(c100_train.extra["coarse"], CIFAR_DB_COARSE)
@@ -172,7 +176,7 @@ def cifar_protocol(data_dir=None, seed: int = 0, preprocessing: str = OURS, **li
     db_index[list(CIFAR_DB_COARSE)] = np.arange(len(CIFAR_DB_COARSE))
     u_train, u_val = b.train_val(neg, _unknown(neg), "unknown", "max_unknown_train", "CIFAR-100 D_b'",
                                  negative_class=db_index[neg.extra["coarse"]])
-    c10_test = b.absorb(load_dataset("cifar10", "test", data_dir))
+    c10_test = b.load("cifar10", "test", data_dir)
     test_known = b.test(c10_test, c10_test.labels, "known", "CIFAR-10 test")
     in_db = np.isin(c100_test.extra["coarse"], CIFAR_DB_COARSE)
     da, db_test = _subset(c100_test, ~in_db), _subset(c100_test, in_db)
@@ -208,7 +212,7 @@ def cifar10_split_protocol(data_dir=None, seed: int = 0, preprocessing: str = OU
     b = _Builder("cifar10-split", seed, limits, preprocessing)
     remap = np.full(10, -1, np.int64)
     remap[list(CIFAR10_KNOWN)] = np.arange(len(CIFAR10_KNOWN))
-    train = b.absorb(load_dataset("cifar10", "train", data_dir))
+    train = b.load("cifar10", "train", data_dir)
     known = _subset(train, np.isin(train.labels, CIFAR10_KNOWN))
     k_train, k_val = b.train_val(known, remap[known.labels], "known", "max_known_train", "CIFAR-10 known")
     neg = _subset(train, np.isin(train.labels, CIFAR10_NEGATIVE))
@@ -217,7 +221,7 @@ def cifar10_split_protocol(data_dir=None, seed: int = 0, preprocessing: str = OU
     negative_index[list(CIFAR10_NEGATIVE)] = np.arange(len(CIFAR10_NEGATIVE))
     u_train, u_val = b.train_val(neg, _unknown(neg), "unknown", "max_unknown_train", "CIFAR-10 negatives",
                                  negative_class=negative_index[neg.labels])
-    test = b.absorb(load_dataset("cifar10", "test", data_dir))
+    test = b.load("cifar10", "test", data_dir)
     tk = _subset(test, np.isin(test.labels, CIFAR10_KNOWN))
     da, db = _subset(test, np.isin(test.labels, CIFAR10_UNKNOWN)), _subset(test, np.isin(test.labels, CIFAR10_NEGATIVE))
     names = [CIFAR10_CLASSES[c] for c in CIFAR10_KNOWN]

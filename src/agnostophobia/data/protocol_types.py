@@ -23,7 +23,11 @@ from agnostophobia.data.preprocess import OURS, PREPROCESSINGS, InputSpec
 
 
 @dataclass
-class Split:
+class ProtocolSplit:
+    """One split of an open-set protocol (train, val, the known test set or one unknown set):
+    images prepared for the protocol's model, open-set labels (-1: unknown). Built from
+    datasets' :class:`~agnostophobia.data.datasets.DatasetSplit` (as stored, own labels)."""
+
     name: str
     images: np.ndarray   # uint8 (N, C, H, W), preprocessed for the protocol's model
     labels: np.ndarray   # int64 (N,), known class 0..C-1, or -1 for unknown
@@ -38,10 +42,10 @@ class OpenSetProtocol:
     name: str
     num_classes: int
     input_shape: tuple                 # (1, 28, 28) or (3, 32, 32)
-    train: Split                       # D_c' knowns + D_b' known unknowns (label -1)
-    val: Split                         # held-out knowns (+ held-out known unknowns, label -1)
-    test_known: Split                  # D_c
-    test_unknowns: Dict[str, Split]    # name -> unknown set, all labels -1
+    train: ProtocolSplit                       # D_c' knowns + D_b' known unknowns (label -1)
+    val: ProtocolSplit                         # held-out knowns (+ held-out known unknowns, label -1)
+    test_known: ProtocolSplit                  # D_c
+    test_unknowns: Dict[str, ProtocolSplit]    # name -> unknown set, all labels -1
     notes: List[str]                   # data substitutions and deviations, for reports
     class_names: List[str] = field(default_factory=list)
     negative_class_names: List[str] = field(default_factory=list)
@@ -50,7 +54,7 @@ class OpenSetProtocol:
 
     def sizes(self) -> Dict[str, Dict[str, int]]:
         """Sample counts: ``{"train": {"known": n, "unknown": m}, ...}``."""
-        def count(s: Split) -> Dict[str, int]:
+        def count(s: ProtocolSplit) -> Dict[str, int]:
             return {"known": int((s.labels >= 0).sum()), "unknown": int((s.labels < 0).sum())}
         out = {"train": count(self.train), "val": count(self.val), "test_known": count(self.test_known)}
         out.update({f"test_unknowns/{k}": count(v) for k, v in self.test_unknowns.items()})
@@ -204,8 +208,9 @@ def split_negative_classes(protocol: OpenSetProtocol, seed: int) -> Tuple[List[i
     return sorted(order[:n_trained].tolist()), sorted(order[n_trained:].tolist())
 
 
-def _select(split: Split, mask: np.ndarray, name: Optional[str] = None) -> Split:
-    return Split(name or split.name, split.images[mask], split.labels[mask], select_rows(split.negative_class, mask))
+def _select(split: ProtocolSplit, mask: np.ndarray, name: Optional[str] = None) -> ProtocolSplit:
+    return ProtocolSplit(name or split.name, split.images[mask], split.labels[mask],
+                         select_rows(split.negative_class, mask))
 
 
 def hold_out_negative_classes(protocol: OpenSetProtocol, seed: int) -> OpenSetProtocol:

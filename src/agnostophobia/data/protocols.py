@@ -26,14 +26,14 @@ from agnostophobia.data.paper_protocols import (CIFAR10_KNOWN, CIFAR10_NEGATIVE,
 from agnostophobia.data.paths import PathLike
 from agnostophobia.data.preprocess import OURS, InputSpec
 from agnostophobia.data.protocol_types import (HELD_OUT_NEGATIVES, PROTOCOLS, OpenSetProtocol,
-                                               ProtocolSpec, Split, hold_out_negative_classes, purpose_rng,
+                                               ProtocolSpec, ProtocolSplit, hold_out_negative_classes, purpose_rng,
                                                register_protocol, split_negative_classes, stratified_split,
                                                stratified_subset)
 
 __all__ = [
     "PROTOCOLS", "ProtocolSpec", "register_protocol", "protocol_spec", "build_protocol", "check_limits", "LIMITS",
     "check_preprocessing", "protocol_input", "require_protocol_data", "require_datasets", "FetchedFile",
-    "OpenSetProtocol", "Split", "purpose_rng", "stratified_split", "stratified_subset",
+    "OpenSetProtocol", "ProtocolSplit", "purpose_rng", "stratified_split", "stratified_subset",
     "HELD_OUT_NEGATIVES", "split_negative_classes", "hold_out_negative_classes",
     "lenet_protocol", "mnist_notmnist_protocol", "cifar_protocol", "cifar10_split_protocol",
     "CIFAR_DB_COARSE", "CIFAR10_KNOWN", "CIFAR10_NEGATIVE", "CIFAR10_UNKNOWN",

@@ -4,11 +4,11 @@ The in-memory path (every image decoded and prepared once, held as ``uint8``) st
 paper's protocols: it is what makes them fast. A protocol from files whose training set would
 not fit (:func:`~agnostophobia.data.image_files.choose_loading`) keeps its image *paths* instead:
 
-* :class:`~agnostophobia.data.image_files.ImageFiles` stands where a :class:`~agnostophobia.data.protocols.Split` holds its
-  ``uint8 (N, C, S, S)`` array: indexing with a slice, a mask or indices gives another
-  :class:`ImageFiles` (a view, no decoding), an integer gives one prepared image, and
-  ``np.asarray`` decodes the view. So prediction over a split (``predict`` slices it in
-  batches) decodes one batch at a time.
+* :class:`~agnostophobia.data.image_files.ImageFiles` stands where a
+  :class:`~agnostophobia.data.protocols.ProtocolSplit` holds its ``uint8 (N, C, S, S)`` array:
+  indexing with a slice, a mask or indices gives another :class:`ImageFiles` (a view, no
+  decoding), an integer gives one prepared image, and ``np.asarray`` decodes the view. So
+  prediction over a split (``predict`` slices it in batches) decodes one batch at a time.
 * :class:`StreamingDataset` is the ``torch.utils.data.Dataset`` the training loop reads
   through worker processes (``training.loaders``). Its keys are ``(epoch, index)``, so the
   random crop and flip of ``augment: crop-flip`` (torchvision transforms v2) are drawn from

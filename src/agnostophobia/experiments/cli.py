@@ -142,7 +142,7 @@ def _reproduce(args) -> int:
     require_one_process("reproduce")
     check_budget(args.experiment, args.budget)
     if args.experiment == "ensemble":
-        from agnostophobia.experiments.ensemble import reproduce_ensemble
+        from agnostophobia.experiments.reproduce_ensemble import reproduce_ensemble
         reproduce_ensemble(budget=args.budget, seeds=args.seeds, out=args.out, data_dir=args.data_dir,
                            device=args.device, progress=not args.no_progress, plots=not args.no_plots,
                            lenet_run=args.lenet_run, preprocessing=args.preprocessing)
@@ -168,7 +168,7 @@ def _train(args) -> int:
 
 
 def _evaluate(args) -> int:
-    from agnostophobia.experiments.evaluate_run import evaluate_run
+    from agnostophobia.experiments.evaluate_unknowns import evaluate_run
     from agnostophobia.training.distributed import require_one_process
 
     require_one_process("evaluate")

@@ -10,7 +10,7 @@ from agnostophobia.data.fetch import fetch_record_lines
 from agnostophobia.deploy.calibration import RULE, threshold_results
 from agnostophobia.detectors import DETECTORS, build_detector
 from agnostophobia.detectors.stored import detector_settings, model_scores
-from agnostophobia.experiments.evaluation import FPR_KEYS, aggregate_seeds, entropy_magnitude_table, evaluate_model
+from agnostophobia.experiments.run_metrics import FPR_KEYS, aggregate_seeds, entropy_magnitude_table, evaluate_model
 from agnostophobia.experiments.paper_numbers import PAPER_SIZES, TABLE1, TABLE2
 from agnostophobia.metrics.rows import PAPER_ROWS, is_paper_row, row_sort_key
 from agnostophobia.training.outputs import OUTPUTS, iter_model_dirs, load_outputs, run_config
@@ -163,7 +163,7 @@ def detector_notes(metrics: Dict) -> List[str]:
 
 def _detector_columns(results: List[Dict]) -> List[str]:
     """Detectors in report order: those of the paper's rows first, in their order, then by name."""
-    paper = [detector for _, detector, _ in PAPER_ROWS]
+    paper = [row.detector for row in PAPER_ROWS]
     found = {r["detector"] for r in results}
     return [d for d in dict.fromkeys(paper) if d in found] + sorted(found - set(paper))
 

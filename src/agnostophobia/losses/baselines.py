@@ -20,6 +20,7 @@ class SoftmaxLoss(OpenSetLoss):
     Call ``loss(logits, labels, sample_weight=None)``; ``logits`` is (N, C).
     """
 
+    title = "Softmax"  # display name in reports and figures
     uses_features = False
     trains_on_unknowns = False
 
@@ -46,6 +47,7 @@ class BackgroundClassLoss(OpenSetLoss):
     Call ``loss(logits, labels, sample_weight=None)``.
     """
 
+    title = "Background"  # display name in reports and figures
     uses_features = False
     trains_on_unknowns = True
     background_class = True

@@ -41,6 +41,7 @@ class EntropicOpenSetLoss(OpenSetLoss):
     ``sum_i w_i l_i / N`` (Keras-style), see :func:`inverse_frequency_class_weights`.
     """
 
+    title = "Entropic Open-Set"  # display name in reports and figures
     uses_features = False
     trains_on_unknowns = True
 

@@ -45,6 +45,7 @@ class ObjectosphereLoss(OpenSetLoss):
     Reductions and weighting as in :class:`EntropicOpenSetLoss`.
     """
 
+    title = "Objectosphere"  # display name in reports and figures
     uses_features = True
     trains_on_unknowns = True
 

@@ -13,6 +13,9 @@ from typing import Dict, List, Optional, Tuple
 
 from matplotlib import colormaps
 
+from agnostophobia.baselines.ensemble import ROW_TITLES as BASELINE_TITLES
+from agnostophobia.metrics.rows import row_title
+
 # Okabe & Ito (2008), "Color Universal Design".
 OKABE_ITO = {
     "black": "#000000", "orange": "#E69F00", "sky blue": "#56B4E9", "bluish green": "#009E73",
@@ -31,17 +34,6 @@ APPROACH_COLORS: Dict[str, str] = {
 }
 #: Line style per row; rows not listed are solid.
 APPROACH_LINESTYLES: Dict[str, str] = {"objectosphere-scaled": "--", "ensemble": "-."}
-
-#: Display names of approaches / evaluation rows.
-APPROACH_NAMES: Dict[str, str] = {
-    "softmax": "Softmax",
-    "background": "Background",
-    "entropic": "Entropic Open-Set",
-    "objectosphere": "Objectosphere",
-    "objectosphere-scaled": "Objectosphere (S·‖F‖)",
-    "openmax": "OpenMax",
-    "ensemble": "MLP ensemble",
-}
 
 #: Display names of unknown sets (split names of ``training.outputs``).
 UNKNOWN_NAMES: Dict[str, str] = {
@@ -92,7 +84,9 @@ def approach_linestyle(name: str) -> str:
 
 
 def approach_name(name: str) -> str:
-    return APPROACH_NAMES.get(name, name)
+    """Display name of an approach or evaluation row, as declared beside its code: the loss's or
+    detector's ``title`` (``metrics.rows.row_title``) or the baseline's (``baselines``)."""
+    return BASELINE_TITLES.get(name) or row_title(name)
 
 
 def unknown_name(split: str) -> str:

@@ -43,7 +43,8 @@ class Resource:
 
 @dataclass
 class DatasetSplit:
-    """One split of one dataset, as stored (no model-specific preprocessing)."""
+    """One split of one dataset, as stored (no model-specific preprocessing, the dataset's own
+    labels); protocols build their :class:`~agnostophobia.data.protocol_types.ProtocolSplit` from it."""
 
     dataset: str
     split: str

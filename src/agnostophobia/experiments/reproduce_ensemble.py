@@ -19,10 +19,10 @@ from typing import Dict, List, Optional, Tuple
 import numpy as np
 
 from agnostophobia._runlock import run_lock
-from agnostophobia.baselines.ensemble import average_probabilities, scaling_invariance, squared_scores
+from agnostophobia.baselines.ensemble import ROW_TITLES, average_probabilities, scaling_invariance, squared_scores
 from agnostophobia.detectors import softmax_scores
 from agnostophobia.detectors.stored import detector_settings, model_scores
-from agnostophobia.experiments.evaluation import aggregate_seeds
+from agnostophobia.experiments.run_metrics import aggregate_seeds
 from agnostophobia.experiments.paper_numbers import TABLE2
 from agnostophobia.experiments.report import ccr_table_markdown, format_value, write_metrics, write_report
 from agnostophobia.experiments.reproduce import (check_existing_run, configure, default_budget, train_and_store,
@@ -37,8 +37,6 @@ from agnostophobia.training.outputs import OUTPUTS, iter_model_dirs, load_output
 UNKNOWN = "notmnist"
 #: LeNet++ models drawn beside the ensemble, each thresholded by its max softmax as in Fig. 3.
 LENET_APPROACHES = ("softmax", "entropic", "objectosphere")
-#: The ensemble's rows: (row, display name).
-ENSEMBLE_ROWS = (("ensemble", "MLP ensemble"), ("ensemble-squared", "Squared MLP ensemble"))
 
 DEVIATIONS = [
     "**Hyper-parameters we chose.** Lakshminarayanan et al. fix the architecture (3 hidden layers of 200 ReLU "
@@ -147,10 +145,10 @@ def evaluate_ensemble(run_dir: Path, lenet_run: Optional[Path] = None):
     its square and the LeNet++ rows with the shared row numbers, the scaling-invariance check
     and the confidence curves of Fig. 3b."""
     scores, labels, members = _member_scores(run_dir)
-    compared = {"ensemble": ("MLP ensemble", [(scores, labels)]),
-                "ensemble-squared": ("Squared MLP ensemble", [(squared_scores(scores), labels)])}
+    compared = {"ensemble": (ROW_TITLES["ensemble"], [(scores, labels)]),
+                "ensemble-squared": (ROW_TITLES["ensemble-squared"], [(squared_scores(scores), labels)])}
     results = [{"model": "mlp-ensemble", "row": row, "display": compared[row][0], "unknowns": UNKNOWN,
-                "members": len(members), **summarize(*compared[row][1][0])} for row, _ in ENSEMBLE_ROWS]
+                "members": len(members), **summarize(*compared[row][1][0])} for row in ROW_TITLES]
     notes = ["no LeNet++ run (none given with --lenet-run, and runs/lenet++-BUDGET does not exist)"]
     if lenet_run is not None:
         lenet = _lenet_scores(lenet_run)
