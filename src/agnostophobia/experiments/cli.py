@@ -151,7 +151,7 @@ def _reproduce(args) -> int:
         raise ValueError("--lenet-run applies to 'reproduce ensemble' only")
     from agnostophobia.experiments.reproduce import reproduce
     reproduce(args.experiment, budget=args.budget, seeds=args.seeds, out=args.out, data_dir=args.data_dir,
-              device=args.device, progress=not args.no_progress, plots=not args.no_plots, protocol=args.protocol,
+              device=args.device, progress=not args.no_progress, plots=not args.no_plots, protocol_name=args.protocol,
               fetch=not args.no_fetch, allow_unverified=args.allow_unverified, preprocessing=args.preprocessing,
               concurrent_runs=args.concurrent_runs)
     return 0

@@ -13,7 +13,7 @@ import platform
 import sys
 import time
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, ContextManager, Dict, List, Optional
 
 import torch
 import yaml
@@ -24,7 +24,7 @@ from agnostophobia.errors import ConfigError
 from agnostophobia.losses import LOSSES
 from agnostophobia.detectors.stored import detector_settings
 from agnostophobia.models import build_model
-from agnostophobia.training.outputs import FIT_OUTPUTS, VAL_OUTPUTS, save_outputs, val_split
+from agnostophobia.training.outputs import store_outputs
 from agnostophobia.experiments.report import write_metrics, write_report
 from agnostophobia.training import distributed
 from agnostophobia.training.concurrent import (Job, check_concurrent_runs, resolve_concurrent_runs, run_jobs,
@@ -34,7 +34,7 @@ from agnostophobia.training.config import (ExperimentConfig, TrainConfig, check_
                                            load_experiment, protocol_for)
 from agnostophobia.training.precision import resolve_precision
 from agnostophobia.training.records import library_versions
-from agnostophobia.training.trainer import check_resumable, fit, is_finished, predict, resolve_device
+from agnostophobia.training.trainer import check_resumable, fit, is_finished, resolve_device
 from agnostophobia._runlock import run_lock
 
 
@@ -67,36 +67,6 @@ def check_model_input(cfg: TrainConfig, protocol) -> None:
         raise ConfigError(f"config key 'model': {cfg.model!r} cannot take the protocol's {shape} input "
                           f"(image_size and channels of the protocol; model_kwargs): "
                           f"{str(exc).splitlines()[0]}") from None
-
-
-def split_outputs(run, images, labels, precision: Optional[str] = None) -> Dict:
-    """Per-sample logits, features and labels of ``images``, predicted as the run trained
-    (its memory format, precision unless ``precision`` says otherwise, evaluation batch size)."""
-    logits, features = predict(run.model, images, run.cfg.eval_batch_size, run.device,
-                               run.cfg.channels_last, precision or run.precision)
-    return {"logits": logits, "features": features, "labels": labels}
-
-
-def run_outputs(run, protocol) -> Dict[str, Dict]:
-    """Per-sample logits, features and labels on D_c and every unknown set."""
-    return {name: split_outputs(run, split.images, split.labels)
-            for name, split in [("known", protocol.test_known), *protocol.test_unknowns.items()]}
-
-
-def fit_outputs(run, protocol) -> Dict:
-    known = protocol.train.labels >= 0
-    return split_outputs(run, protocol.train.images[known], protocol.train.labels[known])
-
-
-def val_outputs(run, protocol) -> Dict:
-    """The validation split's outputs, held-out knowns and held-out negatives (label -1) alike:
-    ``calibrate`` chooses its thresholds on them, never on test data. Split "val" is in the
-    run's precision; a run not in fp32 adds "val_fp32", in the arithmetic deployed models
-    compute in (:mod:`agnostophobia.deploy`), so that calibrating it needs no data."""
-    splits = {"val": split_outputs(run, protocol.val.images, protocol.val.labels)}
-    if run.precision != "fp32":
-        splits[val_split("fp32", run.precision)] = split_outputs(run, protocol.val.images, protocol.val.labels, "fp32")
-    return splits
 
 
 def train_and_store(experiment: ExperimentConfig, out: Path, log=print,
@@ -212,14 +182,6 @@ def _record(out: Path, name: str, value, default):
     return value
 
 
-def store_outputs(run, protocol, run_dir: Path) -> None:
-    """The per-sample outputs of a trained model on the test sets, on its training knowns (from
-    which fitted detectors, k-NN and OpenMax, learn) and on the validation split."""
-    save_outputs(run_dir / FIT_OUTPUTS, {"train": fit_outputs(run, protocol)})
-    save_outputs(run_dir / VAL_OUTPUTS, val_outputs(run, protocol))  # calibrate reads these
-    save_outputs(run_dir / "outputs.npz", run_outputs(run, protocol))
-
-
 def configure(experiment: ExperimentConfig, seeds: Optional[int] = None, data_dir=None,
               device: Optional[str] = None, progress: bool = True, preprocessing: Optional[str] = None,
               concurrent_runs=None, **train_overrides) -> ExperimentConfig:
@@ -321,22 +283,40 @@ def train_run(config, out: Path, budget: Optional[str] = None, approaches: Optio
         experiment.approaches = check_approaches(list(dict.fromkeys(approaches)))
     out = Path(out)
     protocol = file_protocol_first(experiment.train)  # a broken one stops here: nothing written
-    # under torchrun: join the other processes (one process: nothing happens)
+    meta = train_and_record(experiment, out, budget, f"agnostophobia train {config} --out {out}",
+                            claim=lambda: claim_run(experiment, out, resume), protocol=protocol, log=log)
+    if meta is not None:  # rank 0
+        log(f"trained {', '.join(experiment.approaches)} into {out}; next: agnostophobia evaluate {out}")
+    return out
+
+
+def train_and_record(experiment: ExperimentConfig, out: Path, budget: Optional[str], command: str,
+                     claim: Callable[[], ContextManager], protocol=None, config_protocol: Optional[str] = None,
+                     first: Callable[[], None] = lambda: None, then: Callable[[Dict], Any] = lambda meta: None,
+                     log=print) -> Optional[Dict]:
+    """The sequence of ``train`` and ``reproduce`` once the experiment is configured: lock the run
+    (``claim()``: its checks, then its lock), write its records (``first()``, then ``config.yaml``),
+    train and store every run, record it (``run_meta.json``), then ``then(meta)``, all inside the
+    lock. ``protocol``: the run's protocol when already built (else built when needed).
+
+    Under torchrun every process joins the group here (one process: nothing happens) and trains;
+    rank 0 alone claims, writes and records, and gets the run record (the others get None)."""
     with distributed.process_group(resolve_device(experiment.train.device)) as world, contextlib.ExitStack() as lock:
         world.check_batch_size(experiment.train.batch_size)
 
-        def claim() -> None:
-            lock.enter_context(claim_run(experiment, out, resume))
+        def locked() -> None:
+            lock.enter_context(claim())
 
-        world.from_main(claim)  # rank 0 checks and locks the run; the others wait, and stop with its error
+        world.from_main(locked)  # rank 0 checks and locks the run; the others wait, and stop with its error
         if world.is_main:
+            first()
             write_config(out, experiment, budget)
         stored = train_and_store(experiment, out, log, protocol=protocol)
         if not world.is_main:
-            return out
-        write_run_record(out, experiment, budget, stored, f"agnostophobia train {config} --out {out}")
-    log(f"trained {', '.join(experiment.approaches)} into {out}; next: agnostophobia evaluate {out}")
-    return out
+            return None
+        meta = write_run_record(out, experiment, budget, stored, command, config_protocol)
+        then(meta)
+    return meta
 
 
 def claim_run(experiment: ExperimentConfig, out: Path, resume: bool):
@@ -355,7 +335,7 @@ def claim_run(experiment: ExperimentConfig, out: Path, resume: bool):
 
 def reproduce(experiment_name: str, budget: Optional[str] = None, seeds: Optional[int] = None,
               out: Optional[Path] = None, data_dir: Optional[str] = None, device: Optional[str] = None,
-              progress: bool = True, plots: bool = True, protocol: Optional[str] = None, log=print,
+              progress: bool = True, plots: bool = True, protocol_name: Optional[str] = None, log=print,
               fetch: bool = True, allow_unverified: bool = False, preprocessing: Optional[str] = None,
               concurrent_runs=None) -> Path:
     """``agnostophobia reproduce``; ``preprocessing`` (ours | authors) overrides the config's data
@@ -366,11 +346,11 @@ def reproduce(experiment_name: str, budget: Optional[str] = None, seeds: Optiona
     experiment = load_experiment(experiment_name).for_budget(budget)
     config_protocol = experiment.train.protocol
     variant = {}
-    if protocol and protocol != experiment.train.protocol:
+    if protocol_name and protocol_name != experiment.train.protocol:
         from agnostophobia.data import PROTOCOLS
 
-        PROTOCOLS.get(protocol)  # a clear error for an unknown name
-        variant = {"protocol": protocol, "name": f"{experiment.train.name}-{protocol}"}
+        PROTOCOLS.get(protocol_name)  # a clear error for an unknown name
+        variant = {"protocol": protocol_name, "name": f"{experiment.train.name}-{protocol_name}"}
     experiment = configure(experiment, seeds, data_dir, device, progress, preprocessing, concurrent_runs, **variant)
     name = experiment.train.name
     prepared = "" if experiment.train.preprocessing == OURS else f"-{experiment.train.preprocessing}"
@@ -384,17 +364,17 @@ def reproduce(experiment_name: str, budget: Optional[str] = None, seeds: Optiona
         fetched = require_protocol_data(experiment.train.protocol, experiment.train.data_dir, fetch=fetch,
                                         allow_unverified=allow_unverified, progress=None if progress else False,
                                         log=log)
-    with run_lock(out):
+
+    def first() -> None:
         if fetched:
             from agnostophobia.data.fetch import write_fetch_record
 
             write_fetch_record(out, fetched)
-        write_config(out, experiment, budget)
         log(f"agnostophobia reproduce {name}: budget {budget}, {experiment.seeds} seed(s), output in {out}")
-        stored = train_and_store(experiment, out, log, protocol=protocol)
-        meta = write_run_record(out, experiment, budget, stored,
-                                f"agnostophobia reproduce {experiment_name} --budget {budget}", config_protocol)
-        finish_run(out, meta, plots=plots, log=log)
+
+    train_and_record(experiment, out, budget, f"agnostophobia reproduce {experiment_name} --budget {budget}",
+                     claim=lambda: run_lock(out), protocol=protocol, config_protocol=config_protocol, first=first,
+                     then=lambda meta: finish_run(out, meta, plots=plots, log=log), log=log)
     return out
 
 

@@ -1,5 +1,7 @@
 """Per-sample outputs of a trained run, stored so that every number and figure can be
-recomputed without retraining; read by detectors, metrics, plotting and experiments.
+recomputed without retraining; written once per trained model by :func:`store_outputs`
+(each split predicted as the run trained, :func:`split_outputs`), read by detectors,
+metrics, plotting, deploy and experiments.
 
 Layout of a run directory::
 
@@ -28,9 +30,48 @@ import numpy as np
 from agnostophobia._atomic import atomic_write
 from agnostophobia.training.records import (CONFIG, FIELDS, FIT_OUTPUTS, OUTPUTS, VAL_OUTPUTS, model_dirs,  # noqa: F401
                                             read_outputs, read_run_config)
+from agnostophobia.training.trainer import predict
 
 SplitOutputs = Dict[str, np.ndarray]  # keys: logits, features, labels
 _FIELDS = FIELDS
+
+
+def store_outputs(run, protocol, run_dir: Path) -> None:
+    """The per-sample outputs of a trained model on the test sets, on its training knowns (from
+    which fitted detectors, k-NN and OpenMax, learn) and on the validation split."""
+    save_outputs(run_dir / FIT_OUTPUTS, {"train": fit_outputs(run, protocol)})
+    save_outputs(run_dir / VAL_OUTPUTS, val_outputs(run, protocol))  # calibrate reads these
+    save_outputs(run_dir / OUTPUTS, run_outputs(run, protocol))
+
+
+def fit_outputs(run, protocol) -> Dict:
+    known = protocol.train.labels >= 0
+    return split_outputs(run, protocol.train.images[known], protocol.train.labels[known])
+
+
+def val_outputs(run, protocol) -> Dict:
+    """The validation split's outputs, held-out knowns and held-out negatives (label -1) alike:
+    ``calibrate`` chooses its thresholds on them, never on test data. Split "val" is in the
+    run's precision; a run not in fp32 adds "val_fp32", in the arithmetic deployed models
+    compute in (:mod:`agnostophobia.deploy`), so that calibrating it needs no data."""
+    splits = {"val": split_outputs(run, protocol.val.images, protocol.val.labels)}
+    if run.precision != "fp32":
+        splits[val_split("fp32", run.precision)] = split_outputs(run, protocol.val.images, protocol.val.labels, "fp32")
+    return splits
+
+
+def run_outputs(run, protocol) -> Dict[str, Dict]:
+    """Per-sample logits, features and labels on D_c and every unknown set."""
+    return {name: split_outputs(run, split.images, split.labels)
+            for name, split in [("known", protocol.test_known), *protocol.test_unknowns.items()]}
+
+
+def split_outputs(run, images, labels, precision: Optional[str] = None) -> Dict:
+    """Per-sample logits, features and labels of ``images``, predicted as the run trained
+    (its memory format, precision unless ``precision`` says otherwise, evaluation batch size)."""
+    logits, features = predict(run.model, images, run.cfg.eval_batch_size, run.device,
+                               run.cfg.channels_last, precision or run.precision)
+    return {"logits": logits, "features": features, "labels": labels}
 
 
 def save_outputs(path: Path, outputs: Dict[str, SplitOutputs]) -> None:
