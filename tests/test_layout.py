@@ -1,4 +1,4 @@
-"""The package's layers (README.md, section "Layout"): data flows one way, and a folder
+"""The package's layers (README.md, section "Layout"; docs/architecture.md): data flows one way, and a folder
 imports only from folders below it and from the small shared helpers."""
 from __future__ import annotations
 
