@@ -216,6 +216,16 @@ def test_resume_without_a_run_starts_nothing(out, tmp_path, capsys):
     assert sorted(tmp_path.rglob("*")) == before
 
 
+def test_train_without_its_data_writes_nothing(tmp_path, capsys):
+    """``train`` on a registered protocol whose datasets are absent stops in one line before the run
+    folder, its ``config.yaml`` or its lock exist (it used to write them first)."""
+    config = yaml_file(tmp_path, "protocol: lenet++\nepochs: 1\n")
+    out, data = tmp_path / "run", tmp_path / "empty-data"
+    data.mkdir()
+    assert main(["train", str(config), "--out", str(out), "--no-progress", "--data-dir", str(data)]) == 1
+    assert "not found in" in _one_line(capsys) and not out.exists()
+
+
 def test_the_data_directory_from_the_environment_that_is_a_file_is_named(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("AGNOSTOPHOBIA_DATA", str(yaml_file(tmp_path, "x: 1\n")))
     assert main(["data", "check"]) == 1

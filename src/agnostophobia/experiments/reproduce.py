@@ -18,8 +18,8 @@ from typing import Any, Callable, ContextManager, Dict, List, Optional
 import torch
 import yaml
 
-from agnostophobia.data.protocols import protocol_spec
 from agnostophobia.data.preprocess import OURS
+from agnostophobia.data.protocols import protocol_spec, require_protocol_data
 from agnostophobia.errors import ConfigError
 from agnostophobia.losses import LOSSES
 from agnostophobia.detectors.stored import detector_settings
@@ -283,6 +283,8 @@ def train_run(config, out: Path, budget: Optional[str] = None, approaches: Optio
         experiment.approaches = check_approaches(list(dict.fromkeys(approaches)))
     out = Path(out)
     protocol = file_protocol_first(experiment.train)  # a broken one stops here: nothing written
+    if not resume and not out.exists():  # a fresh run: its datasets must be there before anything is written
+        require_protocol_data(experiment.train.protocol, experiment.train.data_dir)
     meta = train_and_record(experiment, out, budget, f"agnostophobia train {config} --out {out}",
                             claim=lambda: claim_run(experiment, out, resume), protocol=protocol, log=log)
     if meta is not None:  # rank 0
@@ -359,8 +361,6 @@ def reproduce(experiment_name: str, budget: Optional[str] = None, seeds: Optiona
     protocol = file_protocol_first(experiment.train)
     fetched = []
     if not out.exists():  # a fresh run: fetch missing data (or stop and explain) before writing anything
-        from agnostophobia.data.protocols import require_protocol_data
-
         fetched = require_protocol_data(experiment.train.protocol, experiment.train.data_dir, fetch=fetch,
                                         allow_unverified=allow_unverified, progress=None if progress else False,
                                         log=log)
