@@ -12,7 +12,7 @@ from agnostophobia._runlock import run_is_writable, run_read_lock
 from agnostophobia.data.inputs import run_input
 from agnostophobia.data.preprocess import prepare_images
 from agnostophobia.detectors import Detector
-from agnostophobia.detectors.stored import NotFitted, detector_settings, fitted_detector, top_scores
+from agnostophobia.detectors.stored import NotFitted, fitted_detector, run_model_settings, top_scores
 from agnostophobia.errors import AgnostophobiaError
 from agnostophobia.losses import known_columns
 from agnostophobia.training.outputs import load_fit_outputs, run_config
@@ -107,7 +107,7 @@ class OpenSetClassifier:
             num_classes = known_columns(approach, trained.num_outputs)
             try:
                 fitted = fitted_detector(detector, load_fit_outputs(model_dir), num_classes,
-                                         detector_settings(run_config(run_dir)))
+                                         run_model_settings(run_dir, run_config(run_dir), approach))
             except NotFitted as exc:
                 raise AgnostophobiaError(f"{model_dir}: detector {detector!r}: {exc}") from None
         names = entry.get("class_names") or [str(c) for c in range(num_classes)]
