@@ -105,9 +105,14 @@ class OpenSetClassifier:
             trained = load_trained_model(model_dir, device, precision)
             entry = threshold_in(entry, trained, run_dir, data_dir, device, log)
             num_classes = known_columns(approach, trained.num_outputs)
+            settings = run_model_settings(run_dir, run_config(run_dir), approach)
+            if entry.get("detector_settings", settings.get(detector, {})) != settings.get(detector, {}):
+                raise AgnostophobiaError(
+                    f"{run_dir}: the {approach}/{detector} threshold was calibrated with the settings "
+                    f"{entry['detector_settings']}, the run's detector settings are now {settings.get(detector, {})} "
+                    f"(tune-detectors or config.yaml changed them); run `agnostophobia calibrate {run_dir}` again")
             try:
-                fitted = fitted_detector(detector, load_fit_outputs(model_dir), num_classes,
-                                         run_model_settings(run_dir, run_config(run_dir), approach))
+                fitted = fitted_detector(detector, load_fit_outputs(model_dir), num_classes, settings)
             except NotFitted as exc:
                 raise AgnostophobiaError(f"{model_dir}: detector {detector!r}: {exc}") from None
         names = entry.get("class_names") or [str(c) for c in range(num_classes)]
