@@ -122,7 +122,7 @@ class TrainConfig:
                 raise ConfigError(f"config key '{where}protocol_limits.{key}': {exc}") from None
         # detector settings: mappings here; their names and values are checked against the
         # detectors' own declarations one layer up (detectors.stored.detector_settings)
-        for key in ("openmax", "knn", "detectors"):
+        for key in DETECTOR_KEYS:
             need(isinstance(getattr(self, key), dict), key, "must be a mapping")
         for name, values in self.detectors.items():
             if not isinstance(values, dict):
@@ -267,6 +267,9 @@ class ExperimentConfig:
     def for_approach(self, approach: str, seed: int) -> TrainConfig:
         return dataclasses.replace(self.train, approach=approach, seed=seed).validate()
 
+
+# The fields holding detector settings: ``detectors`` and the two older keys named like a detector.
+DETECTOR_KEYS = ("detectors", "openmax", "knn")
 
 # YAML spellings of fields whose Python name differs ("lambda" is a Python keyword).
 TRAIN_ALIASES = {"lambda": "lambda_"}
