@@ -140,3 +140,15 @@ def test_model_settings_override_the_config_per_approach_only():
     tuned = {"entropic": {"knn": {"k": 7}}}
     assert model_settings(config, tuned, "entropic") == {"knn": {"k": 7, "normalize": True}, "openmax": {"tail_size": 20}}
     assert model_settings(config, tuned, "softmax") == config
+
+
+def test_an_experiment_config_carries_the_detectors_mapping_and_old_configs_load_unchanged():
+    from agnostophobia.training.config import parse_experiment
+
+    new = parse_experiment({"approaches": ["entropic"], "detectors": {"knn": {"k": 7}, "evm": {"tail_size": 20}}})
+    # the config's knn defaults (the older key), k from detectors.knn
+    assert detector_settings(new.train.to_dict())["knn"] == {"k": 7, "normalize": True, "class_conditional": False}
+    assert detector_settings(new.train.to_dict())["evm"] == {"tail_size": 20}
+    old = parse_experiment({"approaches": ["entropic"], "openmax": {"tail_size": 3, "alpha": 2}, "knn": {"k": 4}})
+    assert old.train.detectors == {}
+    assert detector_settings(old.train.to_dict()) == {"openmax": {"tail_size": 3, "alpha": 2}, "knn": {"k": 4}}

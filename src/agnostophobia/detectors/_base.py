@@ -17,8 +17,10 @@ puts it in the column of the predicted class (the arg-max of the C known logits)
 smaller finite value in every other column (:func:`place_in_predicted_column`), so the
 prediction stays the network's and the threshold acts on s(x).
 
-Adding a detector is one registered class (``@register("name")``) plus its tests, which
-are parametrised over :data:`DETECTORS`.
+Adding a detector is one registered class (``@register("name")``) declaring its settings
+(``SETTINGS``: one :class:`Setting` per constructor keyword, with the grid that
+``tune-detectors`` searches) plus its tests, which are parametrised over :data:`DETECTORS`;
+a config then sets them under ``detectors: {name: {...}}`` with no config edit.
 """
 from __future__ import annotations
 
