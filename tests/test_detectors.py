@@ -260,3 +260,50 @@ def test_openmax_equals_the_numbers_of_the_implementation_it_replaced(case):
     old = np.array(case["predict"])
     assert (old == 6).any()
     np.testing.assert_array_equal(detector.predict(test_x), np.where(old == 6, -1, old))
+
+
+# ------------------------------------------------------------------ settings declared once (issue 23, item 4)
+@pytest.mark.parametrize("name", DETECTORS.names())
+def test_every_constructor_keyword_is_declared_with_the_constructors_default(name):
+    import inspect
+
+    cls = DETECTORS.get(name)
+    parameters = inspect.signature(cls).parameters
+    assert list(cls.SETTINGS) == list(parameters)
+    for key, setting in cls.SETTINGS.items():
+        assert setting.default == parameters[key].default, key
+        assert setting.problem(setting.default) is None, key
+
+
+@pytest.mark.parametrize("name", DETECTORS.names())
+def test_every_grid_value_is_inside_its_range_and_builds(name):
+    from agnostophobia.detectors import setting_grid
+
+    for key, setting in DETECTORS.get(name).SETTINGS.items():
+        assert len(set(setting.grid)) == len(setting.grid), key
+        for value in setting.grid:
+            assert setting.problem(value) is None, (key, value)
+            assert build_detector(name, **{key: value}).settings()[key] == value
+    grid = setting_grid(name)
+    assert len(grid) <= 12  # tune-detectors fits every point on every model
+    for point in grid:
+        build_detector(name, **point)
+
+
+def test_the_settings_the_issue_names_are_tuned():
+    from agnostophobia.detectors import setting_grid
+
+    tuned = {name: set(setting_grid(name)[0]) for name in DETECTORS.names() if setting_grid(name)}
+    assert tuned == {"knn": {"k"}, "openmax": {"tail_size", "alpha"}, "evm": {"tail_size", "cover_threshold"},
+                     "postmax": {"tail_fraction"}}
+
+
+@pytest.mark.parametrize("name", DETECTORS.names())
+def test_a_value_outside_the_declared_range_is_refused_by_the_declaration_and_the_constructor(name):
+    for key, setting in DETECTORS.get(name).SETTINGS.items():
+        if setting.type not in (int, float) or setting.low is None:
+            continue
+        below = setting.low if setting.low_open else setting.low - 1
+        assert setting.problem(below) is not None
+        with pytest.raises(ValueError):
+            build_detector(name, **{key: below})

@@ -7,6 +7,7 @@ import pytest
 
 from agnostophobia.detectors import DETECTORS, KNNDetector, OpenMax, build_detector
 from agnostophobia.detectors.stored import SCORES_FILE, detector_settings, model_scores
+from agnostophobia.errors import ConfigError
 from agnostophobia.training.outputs import save_outputs
 
 C = 4
@@ -101,3 +102,53 @@ def test_settings_are_read_from_keys_named_like_detectors():
     assert detector_settings(config) == {"openmax": {"tail_size": 5}, "knn": {"k": 3}}
     with pytest.raises(ValueError, match="knn"):
         build_detector("knn", **{"neighbours": 3})
+
+
+# ------------------------------------------------------------------ detectors: {NAME: {setting: value}}
+def test_any_detectors_settings_are_read_from_the_detectors_mapping():
+    config = {"detectors": {"evm": {"tail_size": 10, "cover_threshold": 0.7}, "postmax": {"tail_fraction": 0.5}}}
+    assert detector_settings(config) == config["detectors"]
+
+
+def test_the_old_top_level_keys_mean_the_same_and_detectors_wins_where_both_set_a_key():
+    old = {"openmax": {"tail_size": 5, "alpha": 2}, "knn": {"k": 3}}
+    assert detector_settings(old) == detector_settings({"detectors": old}) == old
+    both = {"knn": {"k": 3, "normalize": False}, "detectors": {"knn": {"k": 7}}}
+    assert detector_settings(both) == {"knn": {"k": 7, "normalize": False}}
+
+
+@pytest.mark.parametrize("config, path", [
+    ({"detectors": {"knn": {"k": "x"}}}, "detectors.knn.k"),
+    ({"detectors": {"knn": {"neighbours": 3}}}, "detectors.knn.neighbours"),
+    ({"detectors": {"knm": {"k": 3}}}, "detectors.knm"),
+    ({"detectors": {"postmax": {"tail_fraction": 0}}}, "detectors.postmax.tail_fraction"),
+    ({"detectors": {"evm": {"cover_threshold": True}}}, "detectors.evm.cover_threshold"),
+    ({"detectors": {"knn": 5}}, "detectors.knn"),
+    ({"knn": {"k": 0}}, "knn.k"),
+])
+def test_a_bad_setting_is_one_line_naming_its_key_path(config, path):
+    with pytest.raises(ConfigError) as info:
+        detector_settings(config, "budgets.cpu.")
+    message = str(info.value)
+    assert f"'budgets.cpu.{path}'" in message and "\n" not in message
+
+
+def test_model_settings_override_the_config_per_approach_only():
+    from agnostophobia.detectors.stored import model_settings
+
+    config = {"knn": {"k": 50, "normalize": True}, "openmax": {"tail_size": 20}}
+    tuned = {"entropic": {"knn": {"k": 7}}}
+    assert model_settings(config, tuned, "entropic") == {"knn": {"k": 7, "normalize": True}, "openmax": {"tail_size": 20}}
+    assert model_settings(config, tuned, "softmax") == config
+
+
+def test_an_experiment_config_carries_the_detectors_mapping_and_old_configs_load_unchanged():
+    from agnostophobia.training.config import parse_experiment
+
+    new = parse_experiment({"approaches": ["entropic"], "detectors": {"knn": {"k": 7}, "evm": {"tail_size": 20}}})
+    # the config's knn defaults (the older key), k from detectors.knn
+    assert detector_settings(new.train.to_dict())["knn"] == {"k": 7, "normalize": True, "class_conditional": False}
+    assert detector_settings(new.train.to_dict())["evm"] == {"tail_size": 20}
+    old = parse_experiment({"approaches": ["entropic"], "openmax": {"tail_size": 3, "alpha": 2}, "knn": {"k": 4}})
+    assert old.train.detectors == {}
+    assert detector_settings(old.train.to_dict()) == {"openmax": {"tail_size": 3, "alpha": 2}, "knn": {"k": 4}}

@@ -136,6 +136,35 @@ def test_a_valid_calibration_and_a_null_threshold_with_reason_are_read(tmp_path)
     assert records.read_calibration(tmp_path / "elsewhere") is None
 
 
+# ------------------------------------------------------------------ detector_settings.json (tune-detectors)
+TUNED = {"format": 1, "target_fpr": 0.01, "split": "val", "chosen": {"entropic": {"knn": {"k": 20}}}}
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"format": 2}, "format"), ({"target_fpr": 0}, "target_fpr"), ({"chosen": []}, "chosen"),
+    ({"chosen": {"magic": {}}}, "chosen.magic: unknown approach"),
+    ({"chosen": {"entropic": {"knn": {"k": [20]}}}}, "chosen.entropic.knn"),
+    ({"chosen": {"entropic": {"knn": {"k": "x"}}}}, "chosen.entropic.knn.k"),
+    ({"chosen": {"entropic": {"knm": {"k": 3}}}}, "chosen.entropic.knm"),
+])
+def test_tuned_detector_settings_are_checked_on_read(tmp_path, change, message):
+    from agnostophobia.detectors.stored import run_tuned_settings
+    from agnostophobia.errors import AgnostophobiaError
+
+    (tmp_path / records.TUNED_SETTINGS).write_text(json.dumps({**TUNED, **change}))
+    with pytest.raises(AgnostophobiaError, match="detector_settings.json") as error:
+        run_tuned_settings(tmp_path)
+    assert message in str(error.value) and "\n" not in str(error.value)
+
+
+def test_valid_tuned_settings_are_read_and_an_untuned_run_has_none(tmp_path):
+    from agnostophobia.detectors.stored import run_tuned_settings
+
+    assert records.read_tuned_settings(tmp_path) is None and run_tuned_settings(tmp_path) == {}
+    (tmp_path / records.TUNED_SETTINGS).write_text(json.dumps(TUNED))
+    assert run_tuned_settings(tmp_path) == {"entropic": {"knn": {"k": 20}}}
+
+
 # ------------------------------------------------------------------------------- config.yaml
 @pytest.mark.parametrize("text, message", [
     ("", "is empty"), ("- 1\n", "top level must be a mapping"), ("epochs: [1,\n", "not valid YAML at line"),

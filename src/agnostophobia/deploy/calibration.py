@@ -48,6 +48,7 @@ from agnostophobia._atomic import atomic_write
 from agnostophobia._runlock import run_lock
 from agnostophobia.detectors import DETECTORS, detector_applies
 from agnostophobia.detectors.stored import (NotFitted, Settings, detector_settings, fitted_detector, model_scores,
+                                            model_settings, run_model_settings, run_tuned_settings,
                                             top_scores)
 from agnostophobia.detectors._base import scores_from_top
 from agnostophobia.errors import AgnostophobiaError
@@ -258,7 +259,7 @@ def calibrate_models(run_dir: Path, fpr: float, models: Iterable[Tuple[int, str,
     entries into ``calibration.json`` (written atomically, under the run's lock)."""
     run_dir = Path(run_dir)
     fpr = check_target(fpr)
-    settings = detector_settings(run_config(run_dir))
+    settings, tuned = detector_settings(run_config(run_dir)), run_tuned_settings(run_dir)
     protocols = Protocols(data_dir)
     with run_lock(run_dir, create=False):
         calibration = read_calibration(run_dir) or {}
@@ -266,7 +267,8 @@ def calibrate_models(run_dir: Path, fpr: float, models: Iterable[Tuple[int, str,
         for seed, approach, detector in models:
             model_dir = run_dir / f"seed{seed}" / approach
             val = validation_outputs(model_dir, protocols, device, log)  # in DEPLOY_PRECISION
-            entry = calibrate_model(val, approach, detector, seed, fpr, load_fit_outputs(model_dir), settings)
+            entry = calibrate_model(val, approach, detector, seed, fpr, load_fit_outputs(model_dir),
+                                    model_settings(settings, tuned, approach))
             entries[_key(entry)] = entry
             log(describe(entry))
         order = {approach: i for i, (_, approach, _) in enumerate(trained_models(run_dir))}
@@ -364,7 +366,7 @@ def calibrate_in_memory(run_dir: Path, approach: str, detector: str, seed: int, 
     protocols = Protocols(data_dir)
     val = validation_outputs(model_dir, protocols, device, log, precision, store=False)
     entry = calibrate_model(val, approach, detector, seed, fpr, load_fit_outputs(model_dir),
-                            detector_settings(run_config(run_dir)), precision)
+                            run_model_settings(run_dir, run_config(run_dir), approach), precision)
     check_threshold(entry, f"{run_dir} (validation outputs in {precision})")
     stored = read_calibration(run_dir) or {}
     return {**entry, "class_names": stored.get("class_names") or class_names(run_dir, protocols)}
@@ -390,7 +392,8 @@ def threshold_results(run_dir: Path, settings: Optional[Settings] = None) -> Tup
                          f"{entry.get('reason')}")
             continue
         if model_dir not in scores:
-            scores[model_dir] = model_scores(model_dir, approach, settings)
+            scores[model_dir] = model_scores(model_dir, approach,
+                                             model_settings(settings or {}, run_tuned_settings(run_dir), approach))
             stored_in = trained_precision(load_checkpoint(model_dir / BEST)["config"])
             if stored_in != entry_precision(entry, model_dir):
                 notes.append(f"{approach} (seed {seed}): the thresholds were chosen on validation scores with the "

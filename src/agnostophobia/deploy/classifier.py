@@ -12,7 +12,7 @@ from agnostophobia._runlock import run_is_writable, run_read_lock
 from agnostophobia.data.inputs import run_input
 from agnostophobia.data.preprocess import prepare_images
 from agnostophobia.detectors import Detector
-from agnostophobia.detectors.stored import NotFitted, detector_settings, fitted_detector, top_scores
+from agnostophobia.detectors.stored import NotFitted, fitted_detector, run_model_settings, top_scores
 from agnostophobia.errors import AgnostophobiaError
 from agnostophobia.losses import known_columns
 from agnostophobia.training.outputs import load_fit_outputs, run_config
@@ -105,9 +105,14 @@ class OpenSetClassifier:
             trained = load_trained_model(model_dir, device, precision)
             entry = threshold_in(entry, trained, run_dir, data_dir, device, log)
             num_classes = known_columns(approach, trained.num_outputs)
+            settings = run_model_settings(run_dir, run_config(run_dir), approach)
+            if entry.get("detector_settings", settings.get(detector, {})) != settings.get(detector, {}):
+                raise AgnostophobiaError(
+                    f"{run_dir}: the {approach}/{detector} threshold was calibrated with the settings "
+                    f"{entry['detector_settings']}, the run's detector settings are now {settings.get(detector, {})} "
+                    f"(tune-detectors or config.yaml changed them); run `agnostophobia calibrate {run_dir}` again")
             try:
-                fitted = fitted_detector(detector, load_fit_outputs(model_dir), num_classes,
-                                         detector_settings(run_config(run_dir)))
+                fitted = fitted_detector(detector, load_fit_outputs(model_dir), num_classes, settings)
             except NotFitted as exc:
                 raise AgnostophobiaError(f"{model_dir}: detector {detector!r}: {exc}") from None
         names = entry.get("class_names") or [str(c) for c in range(num_classes)]

@@ -24,8 +24,8 @@ in :data:`DETECTORS`::
 ``ghost``                GHOST (Rabinowitz et al., AAAI 2025); fitted
 =======================  ======================================================
 """
-from ._base import (DETECTORS, Detector, NotFittedError, build_detector, detector_applies, place_in_predicted_column,
-                    register)
+from ._base import (DETECTORS, Detector, NotFittedError, Setting, build_detector, detector_applies,
+                    place_in_predicted_column, register, setting_grid)
 from .evm import EVM
 from .ghost import GHOST
 from .knn import KNNDetector, k_smallest_distances, kth_neighbour_distance, l2_normalize
@@ -35,7 +35,7 @@ from .posthoc import (background_scores, feature_magnitude, scaled_objectosphere
                       softmax_scores)
 
 __all__ = [
-    "DETECTORS", "Detector", "NotFittedError", "build_detector", "detector_applies", "register",
+    "DETECTORS", "Detector", "NotFittedError", "Setting", "setting_grid", "build_detector", "detector_applies", "register",
     "place_in_predicted_column", "KNNDetector", "OpenMax", "EVM", "PostMax", "GHOST", "k_smallest_distances",
     "kth_neighbour_distance", "l2_normalize",
     "softmax_scores", "background_scores", "feature_magnitude", "scaled_objectosphere_scores", "softmax_entropy",

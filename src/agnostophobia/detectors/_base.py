@@ -17,13 +17,18 @@ puts it in the column of the predicted class (the arg-max of the C known logits)
 smaller finite value in every other column (:func:`place_in_predicted_column`), so the
 prediction stays the network's and the threshold acts on s(x).
 
-Adding a detector is one registered class (``@register("name")``) plus its tests, which
-are parametrised over :data:`DETECTORS`.
+Adding a detector is one registered class (``@register("name")``) declaring its settings
+(``SETTINGS``: one :class:`Setting` per constructor keyword, with the grid that
+``tune-detectors`` searches) plus its tests, which are parametrised over :data:`DETECTORS`;
+a config then sets them under ``detectors: {name: {...}}`` with no config edit.
 """
 from __future__ import annotations
 
 import inspect
-from typing import Any, ClassVar, Dict, Optional
+import itertools
+import math
+from dataclasses import dataclass
+from typing import Any, ClassVar, Dict, List, Optional, Tuple
 
 import numpy as np
 
@@ -34,6 +39,70 @@ from agnostophobia.registry import Registry
 
 #: Detector classes by name; ``build_detector(name, **settings)`` makes one.
 DETECTORS: Registry = Registry("detector")
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One constructor keyword of a detector, declared beside its code: its ``type`` (int,
+    float, bool or str), ``default``, allowed values (``low``..``high``, ``low`` excluded
+    when ``low_open``; or ``choices``) and the small ``grid`` that ``tune-detectors``
+    searches (empty: not tuned, the value is the config's). Config validation
+    (:func:`check_setting`), tuning and the metrics' records read it."""
+
+    type: type
+    default: Any
+    low: Optional[float] = None
+    high: Optional[float] = None
+    low_open: bool = False
+    choices: Tuple = ()
+    grid: Tuple = ()
+
+    def problem(self, value) -> Optional[str]:
+        """What is wrong with ``value`` for this setting (None: nothing)."""
+        numeric = self.type in (int, float)
+        if isinstance(value, bool) and self.type is not bool or not isinstance(value, self.type) and not (
+                self.type is float and isinstance(value, int) and not isinstance(value, bool)):
+            return f"must be {_KINDS.get(self.type, self.type.__name__)}"
+        if numeric and not math.isfinite(value):
+            return "must be finite"
+        if self.choices and value not in self.choices:
+            return f"must be one of {', '.join(map(str, self.choices))}"
+        if numeric and (self.low is not None and (value < self.low or self.low_open and value == self.low)
+                        or self.high is not None and value > self.high):
+            return f"must be in {self.describe_range()}"
+        return None
+
+    def describe_range(self) -> str:
+        low = "-inf" if self.low is None else f"{self.low:g}"
+        high = "inf" if self.high is None else f"{self.high:g}"
+        return f"{'(' if self.low_open or self.low is None else '['}{low}, {high}{']' if self.high is not None else ')'}"
+
+
+_KINDS = {int: "an integer", float: "a number", bool: "true or false", str: "a string"}
+
+
+def check_setting(detector: str, key: str, value, where: str) -> None:
+    """``value`` for the setting ``key`` of the detector ``detector`` as its declaration
+    allows; a :class:`ConfigError` naming the key path ``where`` otherwise."""
+    declared = DETECTORS.get(detector).SETTINGS
+    if key not in declared:
+        raise ConfigError(f"config key {where!r}: detector {detector!r} has no setting {key!r}; "
+                          f"its settings: {', '.join(declared) or 'none'}")
+    problem = declared[key].problem(value)
+    if problem:
+        raise ConfigError(f"config key {where!r}: {problem}, got {value!r}")
+
+
+def setting_grid(detector: str) -> List[Dict[str, Any]]:
+    """Every point of the detector's declared tuning grid (the product of its settings'
+    grids), as constructor keywords; empty when it declares nothing to tune."""
+    tuned = {key: setting.grid for key, setting in DETECTORS.get(detector).SETTINGS.items() if setting.grid}
+    return [dict(zip(tuned, values)) for values in itertools.product(*tuned.values())] if tuned else []
+
+
+def default_settings(detector: str) -> Dict[str, Any]:
+    """The declared defaults of the detector's tuned settings (those with a grid)."""
+    return {key: s.default for key, s in DETECTORS.get(detector).SETTINGS.items() if s.grid}
 
 
 class NotFittedError(AgnostophobiaError):
@@ -99,6 +168,7 @@ class Detector:
       class as the last column (applicable only to such networks);
     * ``keeps_prediction``: True when the arg-max of the scores is always the arg-max of
       the C known logits (False for OpenMax, whose recalibration may change it);
+    * ``SETTINGS``: one :class:`Setting` per constructor keyword (type, range, default, grid);
     * ``title``: the name shown in reports; ``report_note``: what a report says about how
       the detector was applied (empty: nothing beyond its title and settings).
     """
@@ -110,6 +180,8 @@ class Detector:
     keeps_prediction: ClassVar[bool] = True
     title: ClassVar[str] = "detector"
     report_note: ClassVar[str] = ""
+    #: One :class:`Setting` per constructor keyword (none for a detector without settings).
+    SETTINGS: ClassVar[Dict[str, Setting]] = {}
 
     _fitted: bool = False
 

@@ -57,7 +57,7 @@ import numbers
 import numpy as np
 import torch
 
-from ._base import Detector, check_training_data, register
+from ._base import Detector, Setting, check_training_data, register
 from .knn import METRICS, _Metric, _positive_int, k_smallest_distances
 from .openmax import fit_weibull_rows
 
@@ -133,6 +133,11 @@ class EVM(Detector):
     report_note = ("Rudd et al. (TPAMI 2018) on each model's deep features: per correctly classified training "
                    "known, a Weibull on half its distances to the nearest other-class samples; greedy set cover "
                    "of extreme vectors; class score = max inclusion probability over the class's extreme vectors.")
+
+    SETTINGS = {"tail_size": Setting(int, 50, low=2, grid=(10, 20, 50, 100)),
+                "cover_threshold": Setting(float, 0.5, low=0, high=1, low_open=True, grid=(0.3, 0.5, 0.7)),
+                "distance": Setting(str, "cosine", choices=METRICS),
+                "query_chunk": Setting(int, 1024, low=1), "reference_chunk": Setting(int, 8192, low=1)}
 
     def __init__(self, tail_size: int = 50, cover_threshold: float = 0.5, distance: str = "cosine",
                  query_chunk: int = 1024, reference_chunk: int = 8192):

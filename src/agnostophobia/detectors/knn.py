@@ -26,7 +26,7 @@ import numbers
 import numpy as np
 import torch
 
-from ._base import Detector, check_training_data, place_in_predicted_column, register
+from ._base import Detector, Setting, check_training_data, place_in_predicted_column, register
 
 
 def _positive_int(value, name: str) -> int:
@@ -137,6 +137,11 @@ class KNNDetector(Detector):
     title = "k-NN"
     report_note = ("Sun et al. (ICML 2022): minus the distance to the k-th nearest training-known deep feature, "
                    "fitted on each model's own training knowns; exact, chunked search.")
+
+    # Sun et al. (2022) chose k on validation data too; the grid spans their CIFAR-10 choice.
+    SETTINGS = {"k": Setting(int, 50, low=1, grid=(1, 5, 10, 20, 50, 100)),
+                "normalize": Setting(bool, True), "class_conditional": Setting(bool, False),
+                "query_chunk": Setting(int, 1024, low=1), "reference_chunk": Setting(int, 8192, low=1)}
 
     def __init__(self, k: int = 50, normalize: bool = True, class_conditional: bool = False,
                  query_chunk: int = 1024, reference_chunk: int = 8192):

@@ -64,7 +64,7 @@ from scipy.special import logsumexp, softmax
 from agnostophobia._validation import check_scores, to_numpy
 from agnostophobia.registry import Registry
 
-from ._base import Detector, NotFittedError, check_training_data, register
+from ._base import Detector, NotFittedError, Setting, check_training_data, register
 
 __all__ = [
     "DISTANCES",
@@ -386,6 +386,11 @@ class OpenMax(Detector):
         "recalibration; softmax over C+1. Deviations from the agnostophobia authors' OpenMax, all deliberate: "
         "logits instead of softmax values; the unknown activation is sum_i v_i (1 - w_i) without mixing in the "
         "class-0 score; only correctly classified samples (their code used all).")
+
+    SETTINGS = {"tail_size": Setting(int, 20, low=2, grid=(10, 20, 50)),
+                "alpha": Setting(int, 3, low=1, grid=(1, 2, 3, 5)),  # <= C, checked when fitted
+                "distance": Setting(str, "eucos", choices=tuple(DISTANCES.names())),
+                "translate_amount": Setting(float, LIBMR_TRANSLATE_AMOUNT, low=0, low_open=True)}
 
     def __init__(self, tail_size: int = 20, alpha: int = 3, distance: str = "eucos",
                  translate_amount: float = LIBMR_TRANSLATE_AMOUNT):

@@ -28,7 +28,7 @@ from typing import Optional
 import numpy as np
 from scipy.special import log_softmax, logsumexp, softmax
 
-from ._base import Detector, as_float64, place_in_predicted_column, register
+from ._base import Detector, Setting, as_float64, place_in_predicted_column, register
 
 
 # ------------------------------------------------------------------ score functions
@@ -157,6 +157,8 @@ class EnergyDetector(Detector):
     flipped so that larger = more known). ``temperature`` T > 0, default 1 as in their
     evaluation. One number per sample, in the predicted class's column.
     """
+
+    SETTINGS = {"temperature": Setting(float, 1.0, low=0, low_open=True)}
 
     def __init__(self, temperature: float = 1.0):
         if isinstance(temperature, bool) or not isinstance(temperature, (int, float)) \

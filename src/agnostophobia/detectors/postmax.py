@@ -42,7 +42,7 @@ import warnings
 import numpy as np
 import scipy.stats
 
-from ._base import Detector, check_training_data, place_in_predicted_column, register
+from ._base import Detector, Setting, check_training_data, place_in_predicted_column, register
 
 #: Fewest values a GPD is fitted to.
 MIN_GPD_VALUES = 10
@@ -107,6 +107,9 @@ class PostMax(Detector):
     report_note = ("Cruz et al. (ECCV 2024): the maximum logit divided by ||F||, through the CDF of a generalized "
                    "Pareto distribution fitted by maximum likelihood on each model's correctly classified "
                    "training knowns.")
+
+    SETTINGS = {"tail_fraction": Setting(float, 1.0, low=0, high=1, low_open=True,
+                                         grid=(0.1, 0.25, 0.5, 0.75, 1.0))}
 
     def __init__(self, tail_fraction: float = 1.0):
         if isinstance(tail_fraction, bool) or not isinstance(tail_fraction, numbers.Real) \

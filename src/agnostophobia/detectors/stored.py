@@ -32,9 +32,10 @@ from agnostophobia.losses import LOSSES, known_columns
 from agnostophobia._validation import check_arguments
 from agnostophobia.errors import ConfigError
 from agnostophobia.training.outputs import FIT_OUTPUTS, OUTPUTS, load_fit_outputs, load_outputs
-from agnostophobia.training.records import CONFIG, SCORES_FILE, RecordError, read_detector_scores
+from agnostophobia.training.records import (CONFIG, SCORES_FILE, TUNED_SETTINGS, RecordError, read_detector_scores,
+                                            read_tuned_settings)
 
-from ._base import DETECTORS, Detector, build_detector, detector_applies, scores_from_top
+from ._base import DETECTORS, Detector, build_detector, check_setting, detector_applies, scores_from_top
 
 _FORMAT = 1  # bump when the file's layout or the meaning of a stored value changes
 
@@ -42,19 +43,34 @@ Settings = Dict[str, Dict]
 
 
 def detector_settings(config: Dict, where: str = "") -> Settings:
-    """Settings per detector from a run's resolved config: a mapping under a key named
-    like the detector (``openmax: {tail_size: 20, ...}``, ``knn: {k: 50}``).
+    """Settings per detector from a run's resolved config: ``detectors: {NAME: {setting:
+    value}}`` for any registered detector, and the older top-level keys named like a detector
+    (``openmax: {tail_size: 20, ...}``, ``knn: {k: 50}``), which mean the same;
+    ``detectors.NAME`` wins where both set a key.
 
-    Each is checked against the detector's constructor (signature, annotations, and the
-    detector built with it), so settings that could not score are a :class:`ConfigError`
-    naming the key path (``where`` prefixes it: ``budgets.cpu.``) before anything trains or
-    is written."""
+    Each value is checked against the :class:`~agnostophobia.detectors._base.Setting` its
+    detector declares, then the detector is built with them, so settings that could not
+    score are a :class:`ConfigError` naming the key path (``where`` prefixes it:
+    ``budgets.cpu.``) before anything trains or is written."""
+    nested = config.get("detectors") or {}
+    if not isinstance(nested, dict):
+        raise ConfigError(f"config key '{where}detectors': must be a mapping of detector name to settings, "
+                          f"got {nested!r}")
+    for name in nested:
+        if name not in DETECTORS:
+            raise ConfigError(f"config key '{where}detectors.{name}': no such detector; "
+                              f"registered: {', '.join(DETECTORS.names())}")
     settings = {}
     for name in DETECTORS.names():
-        if config.get(name) is None:
-            continue
-        check_detector_settings(name, config[name], f"{where}{name}")
-        settings[name] = dict(config[name])
+        merged = {}
+        for path, values in ((f"{where}{name}", config.get(name)), (f"{where}detectors.{name}", nested.get(name))):
+            if values is None:
+                continue
+            check_detector_settings(name, values, path)
+            merged.update(values)
+        if config.get(name) is not None or name in nested:
+            check_detector_settings(name, merged, f"{where}detectors.{name}")
+            settings[name] = merged
     return settings
 
 
@@ -67,8 +83,47 @@ def run_detector_settings(run_dir: Path, config: Dict) -> Settings:
         raise ConfigError(f"{Path(run_dir) / CONFIG}: {exc}") from None
 
 
+def run_tuned_settings(run_dir: Path) -> Dict[str, Settings]:
+    """The settings ``tune-detectors`` chose on the run's validation data, per approach
+    (``{approach: {detector: {setting: value}}}``, from ``detector_settings.json``, read by the
+    run records' reader and each value checked against its detector's declaration); {} when
+    the run was never tuned. A damaged file is one line naming it and the key."""
+    path = Path(run_dir) / TUNED_SETTINGS
+    try:
+        stored = read_tuned_settings(run_dir)
+        if stored is None:
+            return {}
+        for approach, detectors in stored["chosen"].items():
+            for name, values in detectors.items():
+                if name not in DETECTORS:
+                    raise ConfigError(f"key 'chosen.{approach}.{name}': no such detector")
+                check_detector_settings(name, values, f"chosen.{approach}.{name}")
+    except (RecordError, ConfigError) as exc:
+        raise ConfigError(str(exc) if isinstance(exc, RecordError) else f"{path}: {exc}") from None
+    return stored["chosen"]
+
+
+def model_settings(settings: Settings, tuned: Dict[str, Settings], approach: str) -> Settings:
+    """The settings the detectors of the ``approach`` model score with: the config's
+    ``settings``, each detector's overridden by what ``tune-detectors`` chose for that
+    approach (``tuned``: :func:`run_tuned_settings`)."""
+    chosen = tuned.get(approach, {})
+    return {**settings, **{name: {**settings.get(name, {}), **values} for name, values in chosen.items()}}
+
+
+def run_model_settings(run_dir: Path, config: Dict, approach: str) -> Settings:
+    """The settings the detectors of the run's ``approach`` model score with: the config's
+    (:func:`detector_settings`) with the validation-chosen ones (:func:`run_tuned_settings`)."""
+    return model_settings(detector_settings(config), run_tuned_settings(run_dir), approach)
+
+
 def check_detector_settings(name: str, values, where: str) -> None:
-    """``values`` as the detector ``name`` accepts them; a :class:`ConfigError` naming ``where.key``."""
+    """``values`` as the detector ``name`` declares and accepts them; a :class:`ConfigError`
+    naming ``where.key``."""
+    if not isinstance(values, dict):
+        raise ConfigError(f"config key {where!r}: must be a mapping of settings, got {values!r}")
+    for key, value in values.items():
+        check_setting(name, key, value, f"{where}.{key}")
     check_arguments(DETECTORS.get(name), values, where)
     try:
         build_detector(name, **values)

@@ -1,4 +1,4 @@
-"""Sub-commands ``train``, ``evaluate``, ``reproduce``, ``tune``, ``ablate`` and ``plot``."""
+"""Sub-commands ``train``, ``evaluate``, ``reproduce``, ``tune``, ``tune-detectors``, ``ablate`` and ``plot``."""
 from __future__ import annotations
 
 import argparse
@@ -109,6 +109,16 @@ def add_commands(subparsers) -> None:
                                                          "kept, an interrupted one resumes from its last epoch")
     p.set_defaults(func=_tune)
 
+    p = subparsers.add_parser("tune-detectors",
+                              help="choose each detector's settings (k-NN's k, OpenMax's tail size and alpha, EVM's "
+                                   "tail size and cover threshold, PostMax's tail fraction) by CCR at an FPR on the "
+                                   "run's validation knowns and negatives; stored in RUN/detector_settings.json")
+    p.add_argument("run", type=Path, help="a run directory (reproduce/train output)")
+    p.add_argument("--fpr", type=float, default=1e-2, help="target FPR of the validation CCR (default 0.01)")
+    p.add_argument("--detector", nargs="+", help="detectors to tune (default: every one that declares a grid)")
+    p.add_argument("--approach", nargs="+", help="trained approaches to tune for (default: every one of the run)")
+    p.set_defaults(func=_tune_detectors)
+
     p = subparsers.add_parser("ablate", parents=[common],
                               help="the config's ablation steps, each a reproduction adding one factor toward the "
                                    "authors' protocol, and one table of them")
@@ -184,6 +194,13 @@ def _tune(args) -> int:
     tune(args.config, args.param, budget=args.budget, out=args.out, fpr=args.fpr, seeds=args.seeds,
          resume=args.resume, approaches=args.approach, detector=args.detector, data_dir=args.data_dir,
          device=args.device, progress=not args.no_progress)
+    return 0
+
+
+def _tune_detectors(args) -> int:
+    from agnostophobia.experiments.tune_detectors import tune_detectors
+
+    tune_detectors(args.run, args.fpr, args.detector, args.approach)
     return 0
 
 

@@ -5,11 +5,19 @@ import json
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
+import numpy as np
+
 from agnostophobia._atomic import atomic_write
 from agnostophobia.data.fetch import fetch_record_lines
 from agnostophobia.deploy.calibration import RULE, threshold_results
 from agnostophobia.detectors import DETECTORS, build_detector
-from agnostophobia.detectors.stored import detector_settings, model_scores
+from agnostophobia.detectors.stored import (NotFitted, detector_settings, fitted_detector, model_scores, model_settings,
+                                            run_tuned_settings, top_scores)
+from agnostophobia.detectors._base import scores_from_top
+from agnostophobia.losses import known_columns
+from agnostophobia.metrics import ccr_at_fpr
+from agnostophobia.training.outputs import load_fit_outputs
+from agnostophobia.training.records import read_tuned_settings
 from agnostophobia.experiments.run_metrics import FPR_KEYS, aggregate_seeds, entropy_magnitude_table, evaluate_model
 from agnostophobia.experiments.paper_numbers import PAPER_SIZES, TABLE1, TABLE2
 from agnostophobia.metrics.rows import PAPER_ROWS, is_paper_row, row_sort_key
@@ -30,8 +38,9 @@ def collect_results(run_dir: Path, settings: Optional[Dict[str, Dict]] = None):
     """Per-seed results (every detector on every model), Table 1 rows and the notes on
     detectors that could not be evaluated, from every ``seed*/<approach>/outputs.npz``."""
     per_seed, table1, skipped = [], [], []
+    tuned = run_tuned_settings(run_dir)  # settings chosen on validation data (tune-detectors)
     for seed, approach, model_dir in iter_model_dirs(run_dir):
-        scores = model_scores(model_dir, approach, settings)
+        scores = model_scores(model_dir, approach, model_settings(settings or {}, tuned, approach))
         per_seed += [{**result, "seed": seed} for result in evaluate_model(approach, scores)]
         skipped += [f"{detector} on the {approach} model (seed {seed}): {note}"
                     for detector, note in scores.notes.items()]
@@ -58,12 +67,84 @@ def write_metrics(run_dir: Path, meta: Dict) -> Dict:
         "skipped": skipped,
         "per_seed": per_seed,
     }
+    tuned = tuned_detector_metrics(run_dir, settings)
+    if tuned:
+        metrics["tuned_detectors"] = tuned
     at_threshold = validation_threshold_metrics(run_dir, settings)
     if at_threshold:
         metrics["at_validation_threshold"] = at_threshold
     atomic_write(Path(run_dir) / "metrics.json",
                  lambda tmp: Path(tmp).write_text(json.dumps(metrics, indent=1, default=json_default)))
     return metrics
+
+
+def tuned_detector_metrics(run_dir: Path, settings: Dict[str, Dict]) -> Optional[Dict]:
+    """Per (approach, detector) that ``tune-detectors`` tuned and unknown set: the config's and
+    the validation-chosen settings, and the test CCR at the tuning's target FPR with each (mean
+    and std over seeds); None when the run was not tuned."""
+    stored = read_tuned_settings(run_dir)
+    if not stored:
+        return None
+    fpr, tuned = stored["target_fpr"], run_tuned_settings(run_dir)
+    per_seed = []
+    for seed, approach, model_dir in iter_model_dirs(run_dir):
+        outputs, fit = load_outputs(model_dir / OUTPUTS), load_fit_outputs(model_dir)
+        chosen_settings = model_settings(settings, tuned, approach)
+        for detector in tuned.get(approach, {}):
+            variants = {"config": settings, "chosen": chosen_settings}
+            ccrs = {name: _test_ccrs(detector, outputs, fit, approach, values, fpr) for name, values in variants.items()}
+            for unknown in ccrs["chosen"]:
+                per_seed.append({"approach": approach, "detector": detector, "unknowns": unknown, "seed": seed,
+                                 "config_settings": _shown(build_detector(detector, **settings.get(detector, {}))),
+                                 "chosen_settings": _shown(build_detector(detector, **chosen_settings[detector])),
+                                 "test_ccr_config": ccrs["config"].get(unknown), "test_ccr_chosen": ccrs["chosen"][unknown]})
+    return {"target_fpr": fpr, "split": stored.get("split", "val"),
+            "results": aggregate_seeds(per_seed, ("approach", "detector", "unknowns"))}
+
+
+def _shown(detector) -> str:
+    """A detector's settings as ``key=value, ...`` (a string: seeds are averaged key by key otherwise)."""
+    return ", ".join(f"{key}={value}" for key, value in detector.settings().items())
+
+
+def _test_ccrs(detector: str, outputs, fit, approach: str, settings: Dict[str, Dict], fpr: float) -> Dict:
+    """{unknown set: test CCR at ``fpr``} of ``detector`` with ``settings`` (None: not fitted or
+    unreachable FPR)."""
+    num_classes = known_columns(approach, outputs["known"]["logits"].shape[1])
+    try:
+        fitted = fitted_detector(detector, fit, num_classes, settings)
+    except NotFitted:
+        return {unknown: None for unknown in outputs if unknown != "known"}
+    top = {split: top_scores(fitted, data, num_classes) for split, data in outputs.items()}
+    result = {}
+    for unknown in (split for split in outputs if split != "known"):
+        scores = np.concatenate([scores_from_top(*top[split], num_classes) for split in ("known", unknown)])
+        labels = np.concatenate([outputs["known"]["labels"], np.full(len(outputs[unknown]["labels"]), -1)])
+        ccr = float(ccr_at_fpr(scores, labels.astype(np.int64), [fpr])[0])
+        result[unknown] = None if np.isnan(ccr) else ccr
+    return result
+
+
+def tuned_detectors_markdown(metrics: Dict) -> List[str]:
+    """The section on settings chosen on validation data: per tuned detector, the config's and
+    the chosen settings and the test CCR with each, side by side."""
+    section = metrics.get("tuned_detectors")
+    if not section:
+        return []
+    fpr = section["target_fpr"]
+    lines = ["", "## Detector settings chosen on validation data", "",
+             f"`agnostophobia tune-detectors` chose each setting by CCR at FPR {fpr:g} on the validation knowns and "
+             "negatives (`val_outputs.npz`), the detectors fitted on the training knowns; the test sets were not "
+             "read. The `<approach>/<detector>` rows above use the chosen settings; the paper's own rows keep the "
+             f"config's. Test CCR at FPR {fpr:g}, mean ± std over seeds.", "",
+             "| approach | detector | unknowns | config's settings | chosen settings | test CCR (config) "
+             "| test CCR (chosen) |", "|---|---|---|---|---|---:|---:|"]
+    for r in sorted(section["results"], key=lambda r: (row_sort_key(r["approach"]), r["detector"], r["unknowns"])):
+        lines.append(f"| {r['approach']} | {_title(r['detector'])} | {UNKNOWN_TITLES.get(r['unknowns'], r['unknowns'])}"
+                     f" | {r['config_settings']} | {r['chosen_settings']} | "
+                     f"{format_value(r['test_ccr_config'], r.get('test_ccr_config_std'))} | "
+                     f"{format_value(r['test_ccr_chosen'], r.get('test_ccr_chosen_std'))} |")
+    return lines + [""]
 
 
 # The keys that tell one validation-chosen threshold (and the unknown set it is read on) apart.
@@ -301,6 +382,7 @@ def write_report(run_dir: Path, metrics: Dict, figures: Optional[Dict[str, List[
               f"Readout: {metrics['fpr_readout']}. {paper_note}", "",
               table2_markdown(metrics, experiment)]
     lines += validation_threshold_markdown(metrics)
+    lines += tuned_detectors_markdown(metrics)
     lines += ["## Table 1: entropy and deep-feature magnitude", "",
               f"Mean ± std over samples. {table1_note}", "", table1_markdown(metrics, experiment), ""]
     matrix = matrix_markdown(metrics)

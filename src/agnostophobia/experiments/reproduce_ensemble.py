@@ -21,7 +21,7 @@ import numpy as np
 from agnostophobia._runlock import run_lock
 from agnostophobia.baselines.ensemble import ROW_TITLES, average_probabilities, scaling_invariance, squared_scores
 from agnostophobia.detectors import softmax_scores
-from agnostophobia.detectors.stored import detector_settings, model_scores
+from agnostophobia.detectors.stored import detector_settings, model_scores, model_settings, run_tuned_settings
 from agnostophobia.experiments.run_metrics import aggregate_seeds
 from agnostophobia.experiments.paper_numbers import TABLE2
 from agnostophobia.experiments.report import ccr_table_markdown, format_value, write_metrics, write_report
@@ -130,11 +130,11 @@ def _member_scores(run_dir: Path) -> Tuple[np.ndarray, np.ndarray, List[int]]:
 def _lenet_scores(lenet_run: Path) -> Dict[str, List[Tuple[np.ndarray, np.ndarray]]]:
     """Max-softmax scores of the LeNet++ models on their own D_c and notMNIST, per approach and seed,
     read from the run's stored detector scores (the same ones as its own report)."""
-    settings = detector_settings(run_config(lenet_run))
+    settings, tuned = detector_settings(run_config(lenet_run)), run_tuned_settings(lenet_run)  # as its report
     found: Dict[str, List[Tuple[np.ndarray, np.ndarray]]] = {}
     for _, approach, model_dir in iter_model_dirs(lenet_run):
         if approach in LENET_APPROACHES:
-            stored = model_scores(model_dir, approach, settings)
+            stored = model_scores(model_dir, approach, model_settings(settings, tuned, approach))
             if UNKNOWN in stored.unknown_sets and "softmax" in stored.detectors:
                 found.setdefault(approach, []).append(stored.known_vs_unknown("softmax", UNKNOWN))
     return found

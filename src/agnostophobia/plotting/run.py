@@ -30,7 +30,7 @@ from matplotlib.figure import Figure
 from agnostophobia.detectors import build_detector, feature_magnitude
 from agnostophobia.losses import LOSSES, known_columns
 from agnostophobia.detectors.stored import (ModelScores, detector_inputs, detector_settings, model_scores,
-                                            run_detector_settings)
+                                            model_settings, run_detector_settings, run_tuned_settings)
 from agnostophobia.metrics import oscr
 from agnostophobia.metrics.rows import own_detector, paper_rows, row_sort_key
 from agnostophobia.plotting import style
@@ -311,13 +311,15 @@ class _StoredScores:
 
     def __init__(self, run_dir: Path, settings: Dict[str, Dict], log):
         self.run_dir, self.settings, self.log = run_dir, settings, log
+        self.tuned = run_tuned_settings(run_dir)  # the metrics' settings: the figures show the same detectors
         self._models: Dict[Tuple[str, int], ModelScores] = {}
         self._said: set = set()
 
     def get(self, approach: str, seed: int, detector: str) -> Optional[ModelScores]:
         key = (approach, seed)
         if key not in self._models:
-            self._models[key] = model_scores(self.run_dir / f"seed{seed}" / approach, approach, self.settings)
+            self._models[key] = model_scores(self.run_dir / f"seed{seed}" / approach, approach,
+                                             model_settings(self.settings, self.tuned, approach))
         model = self._models[key]
         if detector in model.detectors:
             return model

@@ -73,7 +73,10 @@ class TrainConfig:
     # (auto: streamed from 2 GiB of decoded training images on; data.image_files.choose_loading)
     data_loading: str = "auto"       # auto | memory | stream
     num_workers: Optional[int] = None  # streaming's decoding processes; None: min(4, CPU count)
-    # Settings of the detectors fitted on each model's training knowns (agnostophobia.detectors):
+    # Settings of any registered detector, by name: {knn: {k: 20}, evm: {tail_size: 20}}; each is
+    # checked against the settings the detector declares (detectors.stored.detector_settings)
+    detectors: Dict[str, Any] = field(default_factory=dict)
+    # The older spelling of two of them, still read (detectors.NAME wins where both set a key):
     # OpenMax on the logits (Bendale & Boult 2016; Fig. 1d of the paper), k-NN on the deep features
     # (Sun et al. 2022: k = 50, L2-normalised, not class-conditional)
     openmax: Dict[str, Any] = field(default_factory=lambda: {"tail_size": 20, "alpha": 3, "distance": "eucos"})
@@ -117,13 +120,14 @@ class TrainConfig:
                 check_limits({key: value}, 0)
             except ConfigError as exc:
                 raise ConfigError(f"config key '{where}protocol_limits.{key}': {exc}") from None
-        need(isinstance(self.openmax, dict) and set(self.openmax) <= {"tail_size", "alpha", "distance"}, "openmax",
-             "must be a mapping with keys among tail_size, alpha, distance")
-        need(isinstance(self.knn, dict) and set(self.knn) <= {"k", "normalize", "class_conditional"}, "knn",
-             "must be a mapping with keys among k, normalize, class_conditional")
-        need(_is_int(self.knn.get("k", 1)) and self.knn.get("k", 1) >= 1, "knn", "k must be an integer >= 1")
-        need(all(isinstance(self.knn.get(key, False), bool) for key in ("normalize", "class_conditional")), "knn",
-             "normalize and class_conditional must be true or false")
+        # detector settings: mappings here; their names and values are checked against the
+        # detectors' own declarations one layer up (detectors.stored.detector_settings)
+        for key in DETECTOR_KEYS:
+            need(isinstance(getattr(self, key), dict), key, "must be a mapping")
+        for name, values in self.detectors.items():
+            if not isinstance(values, dict):
+                raise ConfigError(f"config key '{where}detectors.{name}': must be a mapping of settings, "
+                                  f"got {values!r}")
         need(self.precision in PRECISIONS, "precision", f"must be one of {PRECISIONS}")
         need(self.data_loading in LOADINGS, "data_loading", f"must be one of {', '.join(LOADINGS)}")
         need(self.num_workers is None or _is_int(self.num_workers) and self.num_workers >= 0, "num_workers",
@@ -263,6 +267,9 @@ class ExperimentConfig:
     def for_approach(self, approach: str, seed: int) -> TrainConfig:
         return dataclasses.replace(self.train, approach=approach, seed=seed).validate()
 
+
+# The fields holding detector settings: ``detectors`` and the two older keys named like a detector.
+DETECTOR_KEYS = ("detectors", "openmax", "knn")
 
 # YAML spellings of fields whose Python name differs ("lambda" is a Python keyword).
 TRAIN_ALIASES = {"lambda": "lambda_"}

@@ -38,6 +38,7 @@ from agnostophobia.training.config import (TRAIN_ALIASES, TrainConfig, apply_ove
 CONFIG = "config.yaml"
 RUN_META = "run_meta.json"
 CALIBRATION = "calibration.json"
+TUNED_SETTINGS = "detector_settings.json"
 BEST = "best.pt"
 OUTPUTS = "outputs.npz"
 FIT_OUTPUTS = "fit_outputs.npz"
@@ -53,7 +54,7 @@ VERSIONED = ("torch", "torchvision", "numpy")
 # where the run was computed, and the detectors' settings (evaluation, not training; a resumed
 # run may change them). Every other key changes what was trained.
 RESUME_FREE_KEYS = {"progress", "tensorboard", "device", "eval_batch_size", "data_dir", "openmax", "knn",
-                    "cpu_threads", "num_workers"}
+                    "detectors", "cpu_threads", "num_workers"}
 # Keys that change results and came after runs were trained: a checkpoint without one was trained
 # with this value.
 VALUE_WHEN_ABSENT = {"preprocessing": OURS}
@@ -343,6 +344,39 @@ def _is_number(value) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
+def read_tuned_settings(run_dir) -> Optional[Dict[str, Any]]:
+    """``RUN/detector_settings.json`` (written by ``tune-detectors``), checked; None when the
+    run's detector settings were never tuned: ``format`` 1, a ``target_fpr`` in (0, 1] and
+    ``chosen`` as ``{approach: {detector: {setting: value}}}`` with known approaches and
+    scalar values (each value is checked against its detector's declaration by its reader,
+    ``detectors.stored.run_tuned_settings``)."""
+    path = Path(run_dir) / TUNED_SETTINGS
+    if not path.exists():
+        return None
+    data = _read_json(path)
+    if not isinstance(data, dict):
+        _fail(path, f"top level must be a mapping, got {type(data).__name__}")
+    if data.get("format") != 1 or isinstance(data.get("format"), bool):
+        _fail(path, f"must be 1 (the only format there is), got {data.get('format')!r}", "format")
+    fpr = data.get("target_fpr")
+    if not _is_number(fpr) or not 0 < fpr <= 1:
+        _fail(path, f"must be a rate in (0, 1], got {fpr!r}", "target_fpr")
+    chosen = data.get("chosen")
+    if not isinstance(chosen, dict):
+        _fail(path, "must be a mapping {approach: {detector: {setting: value}}}", "chosen")
+    for approach, detectors in chosen.items():
+        if approach not in LOSSES:
+            _fail(path, f"unknown approach {approach!r}", f"chosen.{approach}")
+        if not isinstance(detectors, dict):
+            _fail(path, "must be a mapping {detector: {setting: value}}", f"chosen.{approach}")
+        for detector, values in detectors.items():
+            where = f"chosen.{approach}.{detector}"
+            if not isinstance(values, dict) or not all(
+                    isinstance(key, str) and (isinstance(v, (bool, str)) or _is_number(v)) for key, v in values.items()):
+                _fail(path, f"must be a mapping of setting to a number, true/false or a name, got {values!r}", where)
+    return data
+
+
 def _check_entry(path, where: str, entry) -> None:
     if not isinstance(entry, dict):
         _fail(path, "must be a mapping", where)
@@ -408,6 +442,7 @@ def check_run(run_dir, command: str = "evaluate") -> RunRecords:
     config = read_run_config(run_dir)
     meta = read_run_meta(run_dir)
     records = RunRecords(run_dir, config, meta, models, read_calibration(run_dir))
+    read_tuned_settings(run_dir)
     for seed, approach, model_dir in models:
         widths = {}
         for name in (OUTPUTS, FIT_OUTPUTS, VAL_OUTPUTS):

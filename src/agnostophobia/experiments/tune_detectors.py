@@ -1,0 +1,177 @@
+"""``agnostophobia tune-detectors RUN [--fpr T] [--detector D ...] [--approach A ...]``: each
+detector's settings chosen on the run's validation data, never on test data.
+
+Bisgin, Palechor, Suter & Günther (2024) choose a post-processor's settings by CCR at an FPR
+on validation knowns and validation negatives. Here, for every trained model of the run:
+
+1. each detector with a declared grid (:class:`~agnostophobia.detectors._base.Setting`; k of
+   k-NN, tail size and alpha of OpenMax, tail size and cover threshold of EVM, the GPD tail
+   fraction of PostMax) is fitted on the model's own training knowns (``fit_outputs.npz``) at
+   every point of its grid, the config's other settings kept;
+2. each point is scored on the stored validation split (``val_outputs.npz``, split ``val``:
+   validation knowns and the negatives held out of training) by the CCR at ``--fpr``
+   (Eq. 3, :func:`agnostophobia.metrics.ccr_at_fpr`), the mean over the run's seeds;
+3. the best point per (approach, detector) is kept (ties: the config's setting, then the
+   grid's order) in ``RUN/detector_settings.json``, written atomically under the run's lock.
+
+The detector matrix (``<approach>/<detector>`` rows of ``evaluate``/``reproduce``),
+``calibrate``, ``predict`` and ``export`` then score with the chosen settings
+(:func:`~agnostophobia.detectors.stored.model_settings`); the paper's own rows of Table 2
+(e.g. the softmax model's ``openmax``) are not tuned and keep the config's settings.
+A run whose validation split holds no negatives (``mnist-notmnist``) is refused.
+"""
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Callable, Dict, List, Optional, Sequence
+
+import numpy as np
+
+from agnostophobia._atomic import atomic_write
+from agnostophobia._runlock import run_lock
+from agnostophobia.detectors import DETECTORS
+from agnostophobia.detectors._base import setting_grid
+from agnostophobia.detectors.stored import (NotFitted, applicable_detectors, detector_inputs, fitted_detector,
+                                            run_detector_settings, run_tuned_settings)
+from agnostophobia.errors import AgnostophobiaError
+from agnostophobia.losses import known_columns
+from agnostophobia.metrics import ccr_at_fpr
+from agnostophobia.metrics.rows import paper_rows
+from agnostophobia.training.outputs import load_fit_outputs, load_val_outputs
+from agnostophobia.training.records import TUNED_SETTINGS, VAL_OUTPUTS, check_run, read_tuned_settings
+
+DEFAULT_FPR = 1e-2
+_FORMAT = 1
+
+
+def tunable_detectors() -> List[str]:
+    """Registered detectors that declare a tuning grid."""
+    return [name for name in DETECTORS.names() if setting_grid(name)]
+
+
+def tune_detectors(run_dir, fpr: float = DEFAULT_FPR, detectors: Optional[Sequence[str]] = None,
+                   approaches: Optional[Sequence[str]] = None, log: Callable[[str], None] = print) -> Dict:
+    """Choose, store and return the settings (see the module docstring)."""
+    run_dir = Path(run_dir)
+    if not (isinstance(fpr, (int, float)) and 0 < fpr <= 1):
+        raise AgnostophobiaError(f"--fpr: must be a rate in (0, 1], got {fpr!r}")
+    records = check_run(run_dir, "tune")
+    settings = run_detector_settings(run_dir, records.config)
+    models = _selected_models(run_dir, records.models, approaches)
+    detectors = _selected_detectors(detectors)
+    validation = {model_dir: _validation(model_dir) for _, _, model_dir in models}
+    chosen, candidates = {}, {}
+    for approach in dict.fromkeys(approach for _, approach, _ in models):
+        dirs = [model_dir for _, a, model_dir in models if a == approach]
+        kept = {detector for detector, _ in paper_rows(approach)}  # the paper's rows keep the config's settings
+        for name in [d for d in detectors if d in applicable_detectors(approach) and d not in kept]:
+            grid = _score_grid(name, settings.get(name, {}), dirs, validation, approach, float(fpr))
+            best = _best(name, grid, settings.get(name, {}))
+            candidates.setdefault(approach, {})[name] = grid
+            if best is None:
+                log(f"{approach}/{name}: no setting of its grid could be fitted; not tuned")
+                continue
+            chosen.setdefault(approach, {})[name] = best["settings"]
+            log(f"{approach}/{name}: {_shown(best['settings'])} (validation CCR at FPR {fpr:g}: "
+                f"{best['val_ccr']:.4f})")
+    return _store(run_dir, float(fpr), chosen, candidates)
+
+
+def _selected_models(run_dir: Path, models, approaches: Optional[Sequence[str]]):
+    if not approaches:
+        return models
+    trained = {approach for _, approach, _ in models}
+    for approach in approaches:
+        if approach not in trained:
+            raise AgnostophobiaError(f"--approach {approach}: {run_dir} holds no {approach} model; "
+                                     f"trained: {', '.join(sorted(trained))}")
+    return [model for model in models if model[1] in approaches]
+
+
+def _selected_detectors(detectors: Optional[Sequence[str]]) -> List[str]:
+    tunable = tunable_detectors()
+    for name in detectors or ():
+        DETECTORS.get(name)  # an unknown name: one line naming it
+        if name not in tunable:
+            raise AgnostophobiaError(f"--detector {name}: it declares no settings to tune; "
+                                     f"tunable: {', '.join(tunable)}")
+    return list(detectors) if detectors else tunable
+
+
+def _validation(model_dir: Path) -> Dict[str, np.ndarray]:
+    """The model's stored validation split; refused without one or without negatives."""
+    val = load_val_outputs(model_dir, "val")
+    if val is None:
+        raise AgnostophobiaError(f"{model_dir}: no validation outputs ({VAL_OUTPUTS}, split val); run "
+                                 f"`agnostophobia calibrate` once to store them, then tune")
+    if not (np.asarray(val["labels"]) < 0).any():
+        raise AgnostophobiaError(f"{model_dir / VAL_OUTPUTS}: the validation split holds no negatives (label -1), "
+                                 f"so detector settings cannot be chosen on validation data (e.g. mnist-notmnist "
+                                 f"has no validation unknowns)")
+    return val
+
+
+def _score_grid(name: str, base: Dict, model_dirs: List[Path], validation: Dict, approach: str,
+                fpr: float) -> List[Dict]:
+    """Every grid point of detector ``name`` with its mean validation CCR over ``model_dirs``
+    (None where it could not be fitted on some model, or the FPR is unreachable)."""
+    results = []
+    for point in setting_grid(name):
+        values = {**base, **point}
+        ccrs = [_validation_ccr(name, values, model_dir, validation[model_dir], approach, fpr)
+                for model_dir in model_dirs]
+        usable = None if any(c is None for c in ccrs) else float(np.mean(ccrs))
+        results.append({"settings": point, "val_ccr": usable})
+    return results
+
+
+def _validation_ccr(name: str, values: Dict, model_dir: Path, val: Dict[str, np.ndarray], approach: str,
+                    fpr: float) -> Optional[float]:
+    num_classes = known_columns(approach, val["logits"].shape[1])
+    try:
+        detector = fitted_detector(name, load_fit_outputs(model_dir), num_classes, {name: values})
+        scores = detector.scores(detector_inputs(detector, val["logits"], num_classes), val["features"])
+    except (NotFitted, ValueError):
+        return None
+    ccr = float(ccr_at_fpr(scores, np.asarray(val["labels"], dtype=np.int64), [fpr])[0])
+    return None if math.isnan(ccr) else ccr
+
+
+def _best(name: str, grid: List[Dict], config: Dict) -> Optional[Dict]:
+    """The point of largest validation CCR; ties go to the config's setting (or the declared
+    default), then to the grid's order."""
+    usable = [g for g in grid if g["val_ccr"] is not None]
+    if not usable:
+        return None
+    top = max(g["val_ccr"] for g in usable)
+    tied = [g for g in usable if g["val_ccr"] == top]
+    declared = DETECTORS.get(name).SETTINGS
+    own = [g for g in tied if all(config.get(k, declared[k].default) == v for k, v in g["settings"].items())]
+    return (own or tied)[0]
+
+
+def _store(run_dir: Path, fpr: float, chosen: Dict, candidates: Dict) -> Dict:
+    """Merge into ``detector_settings.json`` (other approaches and detectors kept), atomically,
+    under the run's lock."""
+    with run_lock(run_dir, create=False):
+        stored = read_tuned_settings(run_dir) or {"chosen": {}, "candidates": {}}
+        merged_chosen, merged_candidates = stored["chosen"], stored.get("candidates", {})
+        for approach, grids in candidates.items():
+            for name in grids:  # a detector tuned again replaces its old choice, even by none
+                merged_chosen.get(approach, {}).pop(name, None)
+            merged_chosen.setdefault(approach, {}).update(chosen.get(approach, {}))
+            merged_candidates.setdefault(approach, {}).update(grids)
+        data = {"format": _FORMAT, "target_fpr": fpr, "split": "val",
+                "rule": "largest mean CCR at target_fpr on the validation knowns and negatives "
+                        "(val_outputs.npz), detectors fitted on the training knowns (fit_outputs.npz)",
+                "chosen": merged_chosen, "candidates": merged_candidates}
+        atomic_write(run_dir / TUNED_SETTINGS,
+                     lambda tmp: Path(tmp).write_text(json.dumps(data, indent=1, sort_keys=True)))
+        run_tuned_settings(run_dir)  # what was written reads back
+    return data
+
+
+def _shown(values: Dict) -> str:
+    return ", ".join(f"{k}={v}" for k, v in values.items())

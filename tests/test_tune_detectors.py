@@ -1,0 +1,136 @@
+"""``agnostophobia tune-detectors``: settings chosen on validation data only, stored in the run,
+and used by the matrix, calibrate and predict (issue 24, item 2), on the tests' tiny run."""
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from agnostophobia.cli import main
+from agnostophobia.detectors import setting_grid
+from agnostophobia.detectors.stored import NotFitted, detector_inputs, fitted_detector, run_tuned_settings
+from agnostophobia.errors import AgnostophobiaError
+from agnostophobia.losses import known_columns
+from agnostophobia.metrics import ccr_at_fpr
+from agnostophobia.training import outputs as stored_outputs
+from agnostophobia.training.outputs import VAL_OUTPUTS, load_fit_outputs, load_outputs, save_outputs
+from agnostophobia.training.records import TUNED_SETTINGS
+
+FPR = 0.1  # 32 validation negatives: 3 false positives allowed
+
+
+@pytest.fixture
+def run(tiny_run, tmp_path):
+    copy = tmp_path / "run"
+    shutil.copytree(tiny_run, copy)
+    return copy
+
+
+def validation_ccr(model_dir: Path, approach: str, k: int):
+    """CCR at FPR of k-NN with ``k`` on the model's validation split, computed here (None: k
+    above the training knowns' count)."""
+    val = load_outputs(model_dir / VAL_OUTPUTS)["val"]
+    num_classes = known_columns(approach, val["logits"].shape[1])
+    try:
+        detector = fitted_detector("knn", load_fit_outputs(model_dir), num_classes, {"knn": {"k": k}})
+    except NotFitted:
+        return None
+    scores = detector.scores(detector_inputs(detector, val["logits"], num_classes), val["features"])
+    return float(ccr_at_fpr(scores, val["labels"], [FPR])[0])
+
+
+def test_the_choice_is_the_best_validation_ccr_and_test_outputs_are_never_read(run, monkeypatch):
+    read = []
+    load = stored_outputs.load_outputs
+    monkeypatch.setattr(stored_outputs, "load_outputs", lambda path: read.append(Path(path).name) or load(path))
+    assert main(["tune-detectors", str(run), "--fpr", str(FPR), "--detector", "knn"]) == 0
+    assert read and "outputs.npz" not in read  # fit_outputs.npz and val_outputs.npz only
+    stored = json.loads((run / TUNED_SETTINGS).read_text())
+    assert stored["target_fpr"] == FPR and stored["split"] == "val"
+    for approach in ("softmax", "entropic"):
+        model_dir = run / "seed0" / approach
+        ccrs = {point["k"]: validation_ccr(model_dir, approach, point["k"]) for point in setting_grid("knn")}
+        best = max(c for c in ccrs.values() if c is not None)
+        chosen = stored["chosen"][approach]["knn"]["k"]
+        assert ccrs[chosen] == best
+        assert chosen == (50 if ccrs[50] == best else next(k for k, c in ccrs.items() if c == best))
+        assert [c["val_ccr"] for c in stored["candidates"][approach]["knn"]] == list(ccrs.values())
+    assert run_tuned_settings(run) == stored["chosen"]
+
+
+def test_the_choice_does_not_move_when_the_test_outputs_change(run):
+    assert main(["tune-detectors", str(run), "--fpr", str(FPR), "--detector", "knn", "--approach", "entropic"]) == 0
+    before = json.loads((run / TUNED_SETTINGS).read_text())["chosen"]
+    path = run / "seed0" / "entropic" / "outputs.npz"
+    test = load_outputs(path)
+    rng = np.random.default_rng(0)
+    save_outputs(path, {split: {**data, "features": rng.normal(size=data["features"].shape).astype(np.float32)}
+                        for split, data in test.items()})
+    assert main(["tune-detectors", str(run), "--fpr", str(FPR), "--detector", "knn", "--approach", "entropic"]) == 0
+    assert json.loads((run / TUNED_SETTINGS).read_text())["chosen"] == before
+
+
+def test_the_paper_rows_keep_the_configs_settings(run):
+    """The softmax model's OpenMax is Table 2's ``openmax`` row: never tuned."""
+    assert main(["tune-detectors", str(run), "--fpr", str(FPR), "--detector", "openmax", "knn"]) == 0
+    stored = json.loads((run / TUNED_SETTINGS).read_text())
+    assert "openmax" not in stored["candidates"]["softmax"] and "openmax" in stored["candidates"]["entropic"]
+
+
+def test_a_run_without_validation_negatives_is_refused_in_one_line(run, capsys):
+    for model_dir in (run / "seed0").iterdir():
+        val = load_outputs(model_dir / VAL_OUTPUTS)
+        knowns = val["val"]["labels"] >= 0
+        save_outputs(model_dir / VAL_OUTPUTS, {split: {key: array[knowns] for key, array in data.items()}
+                                               for split, data in val.items()})
+    assert main(["tune-detectors", str(run), "--fpr", str(FPR)]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "no negatives" in err[0] and VAL_OUTPUTS in err[0]
+    assert not (run / TUNED_SETTINGS).exists()
+
+
+def test_unknown_or_untunable_detector_and_unknown_approach_are_refused(run):
+    from agnostophobia.experiments.tune_detectors import tune_detectors
+
+    for kwargs, names in (({"detectors": ["softmax"]}, "--detector softmax"), ({"detectors": ["knm"]}, "knm"),
+                          ({"approaches": ["objectosphere"]}, "--approach objectosphere")):
+        with pytest.raises(AgnostophobiaError, match=names):
+            tune_detectors(run, FPR, **kwargs)
+
+
+def choose(run: Path, k: int) -> None:
+    """A stored choice of k for the entropic model's k-NN (k outside the grid: used only if read)."""
+    (run / TUNED_SETTINGS).write_text(json.dumps({"format": 1, "target_fpr": FPR, "split": "val",
+                                                  "chosen": {"entropic": {"knn": {"k": k}}}}))
+
+
+def test_calibrate_and_predict_use_the_chosen_setting(run):
+    from agnostophobia.deploy import OpenSetClassifier
+
+    choose(run, 7)
+    assert main(["calibrate", str(run), "--fpr", str(FPR), "--approach", "entropic", "--detector", "knn"]) == 0
+    entry = next(e for e in json.loads((run / "calibration.json").read_text())["entries"] if e["detector"] == "knn")
+    assert entry["detector_settings"]["k"] == 7
+    classifier = OpenSetClassifier.from_run(run, approach="entropic", detector="knn", log=lambda _: None)
+    assert classifier.detector.k == 7
+    choose(run, 9)  # tuned again after calibrating: the threshold belongs to the old setting
+    with pytest.raises(AgnostophobiaError, match="calibrate"):
+        OpenSetClassifier.from_run(run, approach="entropic", detector="knn", log=lambda _: None)
+
+
+def test_the_matrix_uses_the_choice_and_the_report_shows_both(run):
+    from agnostophobia.experiments.report import tuned_detectors_markdown, write_metrics
+
+    choose(run, 7)
+    metrics = write_metrics(run, {})
+    rows = [r for r in metrics["tuned_detectors"]["results"] if r["approach"] == "entropic"]
+    assert rows and all("k=50" in r["config_settings"] and "k=7" in r["chosen_settings"] for r in rows)
+    # the matrix row entropic/knn is k = 7's: the test CCR of the report's "chosen" column
+    matrix = {r["unknowns"]: r for r in metrics["results"] if r["row"] == "entropic/knn"}
+    for r in rows:
+        assert matrix[r["unknowns"]]["ccr_at_fpr"]["1e-1"] == pytest.approx(r["test_ccr_chosen"], nan_ok=True)
+    table = "\n".join(tuned_detectors_markdown(metrics))
+    assert "| entropic | k-NN |" in table and "k=7" in table and "test CCR (chosen)" in table
