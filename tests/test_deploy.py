@@ -11,6 +11,7 @@ from __future__ import annotations
 import csv
 import json
 import math
+import re
 import shutil
 import subprocess
 import sys
@@ -26,7 +27,7 @@ from agnostophobia.cli import main
 from agnostophobia.data import build_protocol
 from agnostophobia.deploy import OpenSetClassifier
 from agnostophobia.deploy.calibration import calibrate_model
-from agnostophobia.deploy.export import FORMATS, TORCH_SCORES, torch_score
+from agnostophobia.deploy.export import FORMATS, NOT_EXPORTED, TORCH_SCORES, torch_score
 from agnostophobia.detectors import DETECTORS
 from agnostophobia.detectors.stored import fitted_detector, top_scores
 from agnostophobia.errors import AgnostophobiaError
@@ -444,8 +445,9 @@ def test_every_exportable_score_equals_its_detector(name, settings):
     run_settings[name] = {**run_settings.get(name, {}), **settings}
     detector = fitted_detector(name, fit_data(rng, 200, columns), 4, run_settings)
     if name not in TORCH_SCORES:
-        assert name == "openmax"  # the one refusal; a new detector must get a torch score or be listed here
-        with pytest.raises(AgnostophobiaError, match="exportable: softmax, background"):
+        assert name in NOT_EXPORTED  # a new detector must get a torch score or a stated reason
+        with pytest.raises(AgnostophobiaError, match=f"^export: detector '{name}' is not exported: "
+                                                     f"{re.escape(NOT_EXPORTED[name])}; exportable: softmax"):
             torch_score(detector, 4)
         return
     test = fit_data(rng, 64, columns)

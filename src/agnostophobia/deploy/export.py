@@ -18,7 +18,7 @@ Scores: every closed-form detector (``softmax``, ``background``, ``objectosphere
 ``max-logit``, ``entropy``, ``magnitude``, ``energy``) and ``knn``, whose normalised
 training features are stored in the file (its size grows with the training set: 8 bytes
 x D per training known, and a batch of N holds an N x #training distance matrix).
-``openmax`` is refused: its Weibull recalibration has no torch implementation here.
+``openmax`` and ``evm`` are refused, each with its reason (:data:`NOT_EXPORTED`).
 
 ``torchscript``: :func:`torch.jit.trace`, loads with :func:`torch.jit.load`; ``pt2``:
 :func:`torch.export.export`, loads with :func:`torch.export.load`; ``onnx``:
@@ -136,6 +136,55 @@ class KNNScore(_Score):
         return -kth.clamp_min(0.0).sqrt()
 
 
+def gpd_cdf(values: torch.Tensor, shape: torch.Tensor, loc: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
+    r"""The generalized Pareto CDF of :func:`agnostophobia.detectors.postmax.gpd_cdf` (scipy's
+    ``genpareto.cdf``) in torch operations, broadcasting over the parameters:
+    :math:`1 - (1 + \xi z)^{-1/\xi}` (:math:`-\mathrm{expm1}(-z)` for :math:`\xi = 0`) with
+    :math:`z = (v - \mu)/\sigma`, 0 below the support and 1 above it (:math:`\xi < 0`)."""
+    z = ((values - loc) / scale).clamp_min(0.0)
+    z = torch.where(shape < 0, torch.minimum(z, -1.0 / torch.where(shape < 0, shape, -1.0)), z)
+    safe = torch.where(shape == 0, torch.ones_like(shape), shape)
+    return torch.where(shape == 0, -torch.expm1(-z), -torch.expm1(-torch.log1p(safe * z) / safe))
+
+
+class PostMaxScore(_Score):
+    """The GPD CDF of the maximum logit over ||F|| (:class:`agnostophobia.detectors.PostMax`)."""
+
+    def __init__(self, num_classes: int, detector):
+        super().__init__(num_classes)
+        self.register_buffer("gpd", torch.tensor(detector.gpd_, dtype=torch.float64))
+
+    def forward(self, logits, features, predicted):
+        norm = _norm(features)
+        top = self.known(logits).max(dim=1).values
+        value = torch.where(norm > 0, top / torch.where(norm > 0, norm, torch.ones_like(norm)), torch.zeros_like(top))
+        return gpd_cdf(value, self.gpd[0], self.gpd[1], self.gpd[2])
+
+
+class GhostScore(_Score):
+    """The predicted class's logit over the sum of its features' absolute z-scores, through that
+    class's GPD CDF (:class:`agnostophobia.detectors.GHOST`)."""
+
+    def __init__(self, num_classes: int, detector):
+        super().__init__(num_classes)
+        self.register_buffer("mean", torch.tensor(detector.mean_, dtype=torch.float64))
+        self.register_buffer("std", torch.tensor(detector.std_, dtype=torch.float64))
+        self.register_buffer("gpd", torch.tensor(detector.gpd_, dtype=torch.float64))
+
+    def forward(self, logits, features, predicted):
+        z_sum = ((features - self.mean[predicted]).abs() / self.std[predicted]).sum(dim=1)
+        value = _picked(self.known(logits), predicted) / z_sum.clamp_min(torch.finfo(torch.float64).tiny)
+        shape, loc, scale = self.gpd[predicted].unbind(dim=1)
+        return gpd_cdf(value, shape, loc, scale)
+
+
+#: Detectors whose score is not exported, and why (one line each; ``export`` refuses them).
+NOT_EXPORTED = {
+    "openmax": "its Weibull recalibration of the logits has no torch implementation here",
+    "evm": "it predicts the class of the nearest extreme vector, not the network's arg-max, which the exported "
+           "module's labels are",
+}
+
 #: Detector name -> its score as torch operations, from the fitted detector and C.
 TORCH_SCORES: Dict[str, Callable[[Detector, int], _Score]] = {
     "softmax": lambda d, c: SoftmaxScore(c),
@@ -146,6 +195,8 @@ TORCH_SCORES: Dict[str, Callable[[Detector, int], _Score]] = {
     "magnitude": lambda d, c: MagnitudeScore(c),
     "energy": lambda d, c: EnergyScore(c, d.temperature),
     "knn": lambda d, c: KNNScore(c, d),
+    "postmax": lambda d, c: PostMaxScore(c, d),
+    "ghost": lambda d, c: GhostScore(c, d),
 }
 
 
@@ -169,7 +220,8 @@ class DeployedClassifier(nn.Module):
 
 def check_exportable(detector: str) -> None:
     if detector not in TORCH_SCORES:
-        raise AgnostophobiaError(f"export: detector {detector!r} has no torch implementation; exportable: "
+        why = NOT_EXPORTED.get(detector, "it has no torch implementation")
+        raise AgnostophobiaError(f"export: detector {detector!r} is not exported: {why}; exportable: "
                                  f"{', '.join(TORCH_SCORES)}")
 
 
