@@ -64,7 +64,7 @@ from agnostophobia.training.precision import resolve_precision
 from agnostophobia.training.trained import BEST, TrainedModel, load_trained_model
 from agnostophobia.training.trainer import resolve_device
 
-CALIBRATION = "calibration.json"
+CALIBRATION = records.CALIBRATION  # the record's name, declared with its reader
 _FORMAT = 1
 #: The network's precision in every deployed decision; the score is computed in float64.
 DEPLOY_PRECISION = "fp32"

@@ -15,10 +15,9 @@ from agnostophobia.errors import AgnostophobiaError
 from agnostophobia.models import build_model
 from agnostophobia.training.checkpoint import load_checkpoint
 from agnostophobia.training.precision import resolve_precision
-from agnostophobia.training.records import checkpoint_config
+from agnostophobia.training.records import BEST, checkpoint_config
 from agnostophobia.training.trainer import predict, resolve_device
 
-BEST = "best.pt"
 
 
 @dataclass
