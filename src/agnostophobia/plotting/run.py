@@ -274,15 +274,15 @@ def _plan_run_figures(run_dir, *, max_points: Optional[int], log: Callable[[str]
     def seed_note(approach):
         return f"seed {min(runs[approach])}"
 
-    # Deep-feature plots need 2-D features; fit the logit weights once per approach.
+    # Deep-feature plots need 2-D features; fit the logit weights once per approach, on the known
+    # test set: the borders of one set's figure do not change when another set is added.
     weights: Dict[str, Optional[np.ndarray]] = {}
     for a in approaches:
         dim = first[a]["known"]["features"].shape[1]
         if dim != 2:
             log(f"plot: no deep-feature plot for {a}: its features are {dim}-D (needs 2-D)")
             continue
-        w, residual = logit_weights(np.concatenate([d["features"] for d in first[a].values()]),
-                                    np.concatenate([d["logits"] for d in first[a].values()]))
+        w, residual = logit_weights(first[a]["known"]["features"], first[a]["known"]["logits"])
         if residual > MAX_BORDER_RESIDUAL:
             log(f"plot: class borders of {a} omitted: its logits are not linear in F "
                 f"(relative residual {residual:.2g}; a logit layer with bias?)")
