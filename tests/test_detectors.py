@@ -13,8 +13,8 @@ import scipy.special
 import scipy.stats
 import torch
 
-from agnostophobia.detectors import (DETECTORS, NotFittedError, OpenMax, build_detector, kth_neighbour_distance,
-                                     place_in_predicted_column)
+from agnostophobia.detectors import (DETECTORS, NotFittedError, OpenMax, build_detector, k_smallest_distances,
+                                     kth_neighbour_distance, place_in_predicted_column)
 from agnostophobia.errors import ConfigError
 from agnostophobia.metrics import ccr_at_fpr, oscr
 
@@ -226,6 +226,32 @@ def test_knn_chunks_do_not_change_the_result_and_k_is_checked():
         build_detector("knn", k=201).fit(TRAIN_LOGITS[:, :C], TRAIN_FEATURES, TRAIN_LABELS)
     with pytest.raises(ValueError, match="train_labels contains 3 negative"):
         build_detector("knn", k=2).fit(TRAIN_LOGITS[:3, :C], TRAIN_FEATURES[:3], [-1, -1, -1])
+
+
+def test_knn_search_device_is_checked():
+    rng = np.random.default_rng(4)
+    queries, reference = rng.normal(size=(20, 5)), rng.normal(size=(90, 5))
+    on_cpu = k_smallest_distances(queries, reference, 4, device="cpu")
+    np.testing.assert_allclose(on_cpu[:, -1], brute_force_kth_distance(queries, reference, 4), atol=1e-9)
+    np.testing.assert_allclose(k_smallest_distances(queries, reference, 4), on_cpu, rtol=0, atol=1e-9)  # auto
+    with pytest.raises(ConfigError, match="'nowhere': not a device name"):
+        k_smallest_distances(queries, reference, 4, device="nowhere")
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("distance", ["euclidean", "cosine"])
+def test_knn_search_on_cuda_equals_the_cpu(distance):
+    """The chunked search on the GPU (auto picks it) gives the CPU's distances within 1e-6."""
+    rng = np.random.default_rng(5)
+    queries, reference = rng.normal(size=(3000, 84)), rng.normal(size=(20000, 84))
+    on_cpu = k_smallest_distances(queries, reference, 50, 512, 4096, distance, device="cpu")
+    for device in ("cuda", "auto"):
+        np.testing.assert_allclose(k_smallest_distances(queries, reference, 50, 512, 4096, distance, device=device),
+                                   on_cpu, rtol=0, atol=1e-6)
+    known = TRAIN_LABELS >= 0
+    detector = build_detector("knn", k=5).fit(TRAIN_LOGITS[known, :C], TRAIN_FEATURES[known], TRAIN_LABELS[known])
+    expected = brute_force_kth_distance(unit_rows(TEST_FEATURES), unit_rows(TRAIN_FEATURES[known]), 5)
+    np.testing.assert_allclose(detector.scores(TEST_LOGITS[:, :C], TEST_FEATURES).max(1), -expected, atol=1e-6)
 
 
 def test_knn_zero_feature_is_at_distance_one_from_every_normalised_training_feature():

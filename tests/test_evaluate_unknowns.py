@@ -7,6 +7,7 @@ budget on them (a few seconds).
 """
 from __future__ import annotations
 
+import json
 import shutil
 
 import numpy as np
@@ -169,7 +170,7 @@ def no_model_loading(monkeypatch):
     """Fail the test if `evaluate` loads a checkpoint (the first step of running a model)."""
     def refuse(*args, **kwargs):
         raise RuntimeError("a checkpoint was loaded before the input was refused")
-    monkeypatch.setattr(ev, "load_checkpoint", refuse)
+    monkeypatch.setattr(ev, "load_trained_model", refuse)
 
 
 def _truncated(path):
@@ -244,10 +245,106 @@ def test_replacing_a_set_needs_replace(lenet_run, tmp_path, capsys, monkeypatch)
     before = snapshot(run)
     for spec in (str(second), "letters"):  # a user's set, and one of the protocol's own sets
         with monkeypatch.context() as m:
-            m.setattr(ev, "load_checkpoint", lambda *a, **k: pytest.fail("checkpoint loaded before refusing"))
+            m.setattr(ev, "load_trained_model", lambda *a, **k: pytest.fail("checkpoint loaded before refusing"))
             assert main(["evaluate", str(run), "--unknowns", spec, "--data-dir", "/nonexistent"]) == 1
         line = one_error_line(capsys)
         assert "already holds" in line and "--replace" in line
         assert snapshot(run) == before
     assert main(["evaluate", str(run), "--unknowns", str(second), "--replace"]) == 0
     assert len(load_outputs(run / "seed0" / "entropic" / "outputs.npz")["mine"]["labels"]) == 7
+
+
+# ------------------------------------------- adding a set recomputes that set alone
+@pytest.fixture
+def scoring_log(monkeypatch):
+    """What `evaluate` computes: the sizes of the splits detectors score, and the unknown sets
+    whose metrics rows are computed."""
+    from agnostophobia.detectors import stored
+
+    log = {"scored_sizes": set(), "rows_of": set()}
+    top_scores, known_vs_unknown = stored.top_scores, stored.ModelScores.known_vs_unknown
+
+    def scored(detector, outputs, num_classes):
+        log["scored_sizes"].add(len(outputs["labels"]))
+        return top_scores(detector, outputs, num_classes)
+
+    def rows(self, detector, unknown):
+        log["rows_of"].add(unknown)
+        return known_vs_unknown(self, detector, unknown)
+
+    monkeypatch.setattr(stored, "top_scores", scored)
+    monkeypatch.setattr(stored.ModelScores, "known_vs_unknown", rows)
+    return log
+
+
+def glyph_set(path, n, seed):
+    path.parent.mkdir(exist_ok=True)
+    np.savez(path, x=glyphs(np.random.default_rng(seed), np.arange(n)))
+    return path
+
+
+def metrics_of(run):
+    return json.loads((run / "metrics.json").read_text())
+
+
+def assert_equals_full_evaluation(run, tmp_path):
+    """metrics.json and report.md as `evaluate RUN` writes them with every score computed anew."""
+    full = tmp_path / "full"
+    shutil.copytree(run, full)
+    for cache in full.glob("seed*/*/detector_scores.npz"):
+        cache.unlink()
+    shutil.rmtree(full / "figures")
+    assert main(["evaluate", str(full)]) == 0
+    assert (full / "metrics.json").read_bytes() == (run / "metrics.json").read_bytes()
+    assert (full / "report.md").read_text() == (run / "report.md").read_text()
+    assert sorted(p.name for p in (full / "figures").iterdir()) == sorted(p.name for p in (run / "figures").iterdir())
+
+
+def test_adding_a_set_computes_that_set_alone(lenet_run, tmp_path, scoring_log):
+    """The new set's outputs, scores, metrics rows and figures; every other set's rows and
+    figures stay as they were, and the result is what a full evaluation computes."""
+    run = tmp_path / "run"
+    shutil.copytree(lenet_run, run)
+    before = metrics_of(run)
+    figures = {p: p.stat().st_mtime_ns for p in (run / "figures").iterdir()}
+    assert main(["evaluate", str(run), "--unknowns", str(glyph_set(tmp_path / "extra.npz", 37, 6))]) == 0
+    assert scoring_log["scored_sizes"] == {37} and scoring_log["rows_of"] == {"extra"}
+    after = metrics_of(run)
+    assert [r for r in after["per_seed"] if r["unknowns"] != "extra"] == before["per_seed"]
+    new_rows = [r for r in after["per_seed"] if r["unknowns"] == "extra"]
+    assert len(new_rows) == len({(r["seed"], r["approach"], r["detector"]) for r in before["per_seed"]})
+    assert {p: p.stat().st_mtime_ns for p in figures} == figures  # no old figure redrawn
+    assert (run / "figures" / "oscr_extra.png").exists()
+    assert "figures/oscr_extra.png" in (run / "report.md").read_text()
+    assert_equals_full_evaluation(run, tmp_path)
+
+
+def test_replace_recomputes_the_replaced_set_alone(lenet_run, tmp_path, scoring_log):
+    run = tmp_path / "run"
+    shutil.copytree(lenet_run, run)
+    assert main(["evaluate", str(run), "--unknowns", str(glyph_set(tmp_path / "a" / "extra.npz", 37, 7))]) == 0
+    before = metrics_of(run)
+    scoring_log["scored_sizes"].clear(), scoring_log["rows_of"].clear()
+    assert main(["evaluate", str(run), "--unknowns", str(glyph_set(tmp_path / "b" / "extra.npz", 23, 8)),
+                 "--replace"]) == 0
+    assert scoring_log["scored_sizes"] == {23} and scoring_log["rows_of"] == {"extra"}
+    after = metrics_of(run)
+    assert [r for r in after["per_seed"] if r["unknowns"] != "extra"] == \
+        [r for r in before["per_seed"] if r["unknowns"] != "extra"]
+    assert {r["num_unknown"] for r in after["per_seed"] if r["unknowns"] == "extra"} == {23}
+    assert_equals_full_evaluation(run, tmp_path)
+
+
+def test_rows_from_other_scores_are_computed_again(lenet_run, tmp_path, scoring_log):
+    """metrics.json rows not computed from the stored scores (their fingerprint differs, e.g. an
+    older metrics.json) are never kept: every set's rows are computed again."""
+    run = tmp_path / "run"
+    shutil.copytree(lenet_run, run)
+    metrics = metrics_of(run)
+    metrics["scores_fingerprints"] = {key: "elsewhere" for key in metrics["scores_fingerprints"]}
+    metrics["per_seed"][0]["auroc"] = -1.0  # a number that must not survive
+    (run / "metrics.json").write_text(json.dumps(metrics))
+    assert main(["evaluate", str(run), "--unknowns", str(glyph_set(tmp_path / "extra.npz", 37, 9))]) == 0
+    assert scoring_log["scored_sizes"] == {37}  # the stored scores themselves are still valid
+    assert scoring_log["rows_of"] == {r["unknowns"] for r in metrics["per_seed"]} | {"extra"}
+    assert_equals_full_evaluation(run, tmp_path)

@@ -352,6 +352,28 @@ def test_plot_run_writes_every_figure_as_valid_png(run_dir):
     assert sorted(p.suffix for p in (run_dir / "figures").iterdir()) == [".png"] * 10
 
 
+def test_figures_drawn_in_processes_equal_those_drawn_one_by_one(tmp_path):
+    run_dir = make_run(tmp_path / "run", approaches=("softmax", "objectosphere"), n_known=40, n_unknown=20)
+    one, _ = draw_run(run_dir, out_dir=tmp_path / "one", log=lambda _: None, workers=1)
+    two, written = draw_run(run_dir, out_dir=tmp_path / "two", log=lambda _: None, workers=2)
+    assert len(written) == 10
+    assert [Path(p).name for paths in one.values() for p in paths] == \
+        [Path(p).name for paths in two.values() for p in paths]
+    for path in written:
+        assert path.read_bytes() == (tmp_path / "one" / path.name).read_bytes(), path.name
+
+
+def test_draw_run_redraws_only_the_sets_named_and_missing_figures(tmp_path):
+    run_dir = make_run(tmp_path / "run", approaches=("softmax",), n_known=40, n_unknown=20)
+    every, _ = draw_run(run_dir, log=lambda _: None, workers=1)
+    (run_dir / "figures" / "oscr_letters.png").unlink()
+    again, written = draw_run(run_dir, log=lambda _: None, workers=1, splits={"devanagari"})
+    assert again == every  # the report still lists every figure
+    assert sorted(p.name for p in written) == sorted(
+        [f"{kind}_devanagari.png" for kind in ("features", "softmax_hist", "magnitude_hist", "oscr", "oscr_counts")]
+        + ["oscr_letters.png"])
+
+
 def test_plot_run_pdf_svg_and_out_dir(tmp_path):
     run_dir = make_run(tmp_path / "run", approaches=("objectosphere",), n_known=40, n_unknown=20,
                        unknowns=("devanagari",))

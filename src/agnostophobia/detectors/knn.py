@@ -22,6 +22,7 @@ matrix (``benchmarks/bench_knn.py``).
 from __future__ import annotations
 
 import numbers
+from typing import Optional
 
 import numpy as np
 import torch
@@ -60,18 +61,18 @@ class _Metric:
     everything, as :func:`agnostophobia.detectors.openmax.cosine_distance` defines it).
     """
 
-    def __init__(self, name: str):
+    def __init__(self, name: str, device: torch.device = torch.device("cpu")):
         if name not in METRICS:
             raise ValueError(f"distance must be one of {', '.join(METRICS)}, got {name!r}")
-        self.name = name
+        self.name, self.device = name, device
 
     def prepare(self, rows: np.ndarray) -> torch.Tensor:
         rows = np.ascontiguousarray(rows, dtype=np.float64)
-        return torch.from_numpy(l2_normalize(rows) if self.name == "cosine" else rows)
+        return torch.from_numpy(l2_normalize(rows) if self.name == "cosine" else rows).to(self.device)
 
     def bias(self, reference: torch.Tensor) -> torch.Tensor:
         if self.name == "cosine":
-            return torch.zeros(reference.shape[0], dtype=reference.dtype)
+            return torch.zeros(reference.shape[0], dtype=reference.dtype, device=reference.device)
         return (reference * reference).sum(dim=1)
 
     def partial(self, q: torch.Tensor, reference: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
@@ -88,18 +89,29 @@ class _Metric:
         return self.finish(self.partial(q, reference, bias), q)
 
 
+def search_device(device: Optional[str] = "auto") -> torch.device:
+    """Where the distance search runs: ``auto`` (or None) is the GPU when CUDA is available;
+    a named device that does not exist is a one-line :class:`ConfigError`."""
+    from agnostophobia.training.trainer import resolve_device
+
+    return resolve_device("auto" if device is None else str(device))
+
+
 def k_smallest_distances(queries: np.ndarray, reference: np.ndarray, k: int, query_chunk: int = 1024,
-                         reference_chunk: int = 8192, distance: str = "euclidean") -> np.ndarray:
+                         reference_chunk: int = 8192, distance: str = "euclidean",
+                         device: Optional[str] = "auto") -> np.ndarray:
     r"""(M, k) distances of each query row to its k nearest reference rows, ascending.
 
     One ``query_chunk x reference_chunk`` block of :class:`_Metric` ``partial`` values
     (float64) at a time; the k smallest per query are carried from block to block, so
-    memory does not grow with the number of references.
+    memory does not grow with the number of references. ``device``: where the blocks are
+    computed (:func:`search_device`; ``auto``: CUDA when available, else the CPU); the same
+    float64 arithmetic on either, so the distances agree to rounding (``tests``: 1e-6).
     """
     n_ref = reference.shape[0]
     if not 1 <= k <= n_ref:
         raise ValueError(f"k={k} needs at least k reference samples, got {n_ref}")
-    metric = _Metric(distance)
+    metric = _Metric(distance, search_device(device))
     ref = metric.prepare(reference)
     bias = metric.bias(ref)
     out = np.empty((queries.shape[0], k))
@@ -110,7 +122,7 @@ def k_smallest_distances(queries: np.ndarray, reference: np.ndarray, k: int, que
             part = _smallest(metric.partial(q, ref[r0:r0 + reference_chunk], bias[r0:r0 + reference_chunk]), k)
             # reduce the block first: only (m, 2k) values are ever concatenated
             best = part if best is None else _smallest(torch.cat([best, part], dim=1), k)
-        out[q0:q0 + len(q)] = metric.finish(best.sort(dim=1).values, q).numpy()
+        out[q0:q0 + len(q)] = metric.finish(best.sort(dim=1).values, q).cpu().numpy()
     return out
 
 

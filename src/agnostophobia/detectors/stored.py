@@ -159,6 +159,13 @@ class ModelScores:
     labels: Dict[str, np.ndarray]                                   # split -> (N,)
     top: Dict[str, Dict[str, Tuple[np.ndarray, np.ndarray]]]        # detector -> split -> (predicted, score)
     notes: Dict[str, str] = field(default_factory=dict)             # detector -> why it was not evaluated
+    fingerprint: str = ""                                           # of the files and settings scored
+
+    def without(self, splits) -> "ModelScores":
+        """These scores less the ``splits`` named (to be scored again: a replaced set)."""
+        keep = lambda mapping: {s: v for s, v in mapping.items() if s not in splits}  # noqa: E731
+        return ModelScores(self.num_classes, keep(self.labels), {d: keep(t) for d, t in self.top.items()},
+                           dict(self.notes), self.fingerprint)
 
     @property
     def detectors(self) -> List[str]:
@@ -208,9 +215,15 @@ def top_scores(detector: Detector, outputs: Dict[str, np.ndarray], num_classes: 
 
 
 def score_outputs(outputs: Dict[str, Dict[str, np.ndarray]], fit_outputs: Optional[Dict[str, np.ndarray]],
-                  approach: str, settings: Optional[Settings] = None) -> ModelScores:
-    """Fit (once) and run every applicable detector on stored outputs; see :func:`model_scores`."""
+                  approach: str, settings: Optional[Settings] = None,
+                  reuse: Optional[ModelScores] = None) -> ModelScores:
+    """Fit (once) and run every applicable detector on stored outputs; see :func:`model_scores`.
+    ``reuse``: scores of these same detectors, settings and training outputs on some of the
+    splits (an earlier cache): those are kept, only the other splits are scored, and a
+    detector that scores nothing new is not fitted at all."""
     settings = settings or {}
+    if reuse is not None:
+        return _score_new_splits(outputs, fit_outputs, approach, settings, reuse)
     num_classes = known_columns(approach, next(iter(outputs.values()))["logits"].shape[1])
     top: Dict[str, Dict[str, Tuple[np.ndarray, np.ndarray]]] = {}
     notes: Dict[str, str] = {}
@@ -225,9 +238,45 @@ def score_outputs(outputs: Dict[str, Dict[str, np.ndarray]], fit_outputs: Option
     return ModelScores(num_classes, labels, top, notes)
 
 
-def model_scores(model_dir: Path, approach: str, settings: Optional[Settings] = None) -> ModelScores:
+def _score_new_splits(outputs, fit_outputs, approach: str, settings: Settings, reuse: ModelScores) -> ModelScores:
+    num_classes = known_columns(approach, next(iter(outputs.values()))["logits"].shape[1])
+    top: Dict[str, Dict[str, Tuple[np.ndarray, np.ndarray]]] = {}
+    notes: Dict[str, str] = {}
+    for name in applicable_detectors(approach):
+        if name in reuse.notes:  # it could not be fitted on these training outputs: it still cannot
+            notes[name] = reuse.notes[name]
+            continue
+        kept = reuse.top.get(name, {})
+        new = [split for split in outputs if split not in kept]
+        detector = None
+        if new:
+            try:
+                detector = fitted_detector(name, fit_outputs, num_classes, settings)
+            except NotFitted as exc:
+                notes[name] = f"not evaluated: {exc}"
+                continue
+        top[name] = {split: kept[split] if split in kept else top_scores(detector, data, num_classes)
+                     for split, data in outputs.items()}
+    labels = {split: np.asarray(data["labels"], dtype=np.int64) for split, data in outputs.items()}
+    return ModelScores(num_classes, labels, top, notes)
+
+
+def stored_model_scores(model_dir: Path, approach: str, settings: Optional[Settings] = None) -> Optional[ModelScores]:
+    """The scores ``detector_scores.npz`` holds when they are those of the model's present
+    outputs and these settings; None otherwise. Nothing is computed."""
+    model_dir = Path(model_dir)
+    fingerprint = _fingerprint(model_dir, LOSSES.get(approach).background_class, settings or {})
+    return _read(model_dir / SCORES_FILE, fingerprint)
+
+
+def model_scores(model_dir: Path, approach: str, settings: Optional[Settings] = None,
+                 reuse: Optional[ModelScores] = None) -> ModelScores:
     """The detectors' scores of the model stored in ``model_dir`` (trained as ``approach``),
-    read from ``detector_scores.npz`` when it matches, else computed and written there."""
+    read from ``detector_scores.npz`` when it matches, else computed and written there.
+
+    ``reuse``: :func:`stored_model_scores` taken before splits were added to (or replaced in)
+    ``outputs.npz``, less the replaced splits (:meth:`ModelScores.without`): only the splits
+    it lacks are scored (``evaluate --unknowns``)."""
     model_dir = Path(model_dir)
     settings = settings or {}
     background_class = LOSSES.get(approach).background_class
@@ -237,7 +286,8 @@ def model_scores(model_dir: Path, approach: str, settings: Optional[Settings] = 
     if cached is not None:
         return cached
     result = score_outputs(load_outputs(model_dir / OUTPUTS), load_fit_outputs(model_dir), approach,
-                           settings)
+                           settings, reuse)
+    result.fingerprint = fingerprint
     try:
         _write(path, fingerprint, result)
     except OSError:  # a read-only run: the scores are recomputed next time
@@ -288,4 +338,4 @@ def _read(path: Path, fingerprint: str) -> Optional[ModelScores]:
         return None
     if stored["fingerprint"] != fingerprint:
         return None
-    return ModelScores(stored["num_classes"], stored["labels"], stored["top"], stored["notes"])
+    return ModelScores(stored["num_classes"], stored["labels"], stored["top"], stored["notes"], fingerprint)

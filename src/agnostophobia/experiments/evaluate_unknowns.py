@@ -1,7 +1,13 @@
 """``agnostophobia evaluate RUN [--unknowns NAME_OR_PATH ...] [--replace]``.
 
-Recomputes a run's metrics, figures and report from its stored outputs and, for each
-further unknown set, runs every trained model (best-validation weights) on it first.
+Without ``--unknowns``: recomputes a run's metrics, figures and report from its stored
+outputs. With them: runs every trained model (best-validation weights) on each new set and
+computes that set alone -- every applicable detector's scores on it (the fitted ones fitted
+once per model, on its training knowns, and only when a new set needs them; the other sets'
+scores come from ``detector_scores.npz``, which is extended), its metrics rows, its figures --
+then rewrites ``metrics.json`` (the other sets' rows kept where the file records the scores
+they came from: :func:`kept_results`) and the report. The result equals a full evaluation
+(``tests/test_evaluate_unknowns.py``); ``--replace`` recomputes the replaced sets alone.
 An unknown set is a registered dataset name, an ``.npz`` in our layout (``x_test``, ``x``
 or ``images``: uint8 (N, H, W) grey or (N, H, W, 3) RGB), or a folder of images of any
 sizes. It is prepared by :func:`agnostophobia.data.preprocess.prepare_images` with the
@@ -17,23 +23,26 @@ get written.
 """
 from __future__ import annotations
 
+import json
 import sys
 from collections import Counter
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import Dict, Optional, Sequence, Tuple
 
 import numpy as np
 
 from agnostophobia.data.inputs import model_input, read_unknowns, run_input, unknown_set_name
 from agnostophobia.errors import DataError
 from agnostophobia._runlock import run_lock
-from agnostophobia.detectors.stored import run_detector_settings
+from agnostophobia.detectors.stored import (ModelScores, model_scores, model_settings, run_detector_settings,
+                                            run_tuned_settings, stored_model_scores)
 from agnostophobia.training.outputs import load_outputs, save_outputs
 from agnostophobia.training.records import BEST, check_run, read_checkpoint_config
 from agnostophobia.training.trained import load_trained_model
 from agnostophobia.training.trainer import resolve_device
 
 KNOWN = "known"  # the run's own known test set (D_c) in outputs.npz
+METRICS = "metrics.json"
 
 
 def check_set_names(specs: Sequence[str], names: Sequence[str], run_dir: Path, model_dirs: Sequence[Path],
@@ -66,7 +75,7 @@ def evaluate_run(run_dir, unknowns: Sequence[str] = (), data_dir=None, device: O
     if device:
         resolve_device(device)  # a bad --device stops before any work
     records = check_run(run_dir)  # every record valid and in agreement, before anything is written
-    run_detector_settings(run_dir, records.config)  # settings the metrics could not score with stop here, not midway
+    settings = run_detector_settings(run_dir, records.config)  # settings that could not score stop here
     warning = records.version_warning()
     if warning:
         print(warning, file=sys.stderr)
@@ -83,11 +92,43 @@ def evaluate_run(run_dir, unknowns: Sequence[str] = (), data_dir=None, device: O
         names = [s.name for s in sets]
         del sets  # the prepared copies are all that is needed from here on
     with run_lock(run_dir, create=False):
-        for model_dir in model_dirs if unknowns else ():
+        meta = records.meta or {"experiment": "", "budget": None}  # a run whose training did not finish
+        if not unknowns:
+            return finish_run(run_dir, meta, plots=plots, log=log)
+        # what the run already holds, read before its outputs change: the other sets are not recomputed
+        tuned = run_tuned_settings(run_dir)  # as the report scores each model (tune-detectors' choices)
+        held = {(seed, approach): stored_model_scores(model_dir, approach, model_settings(settings, tuned, approach))
+                for seed, approach, model_dir in records.models}
+        for model_dir in model_dirs:
             spec = run_input(configs[model_dir])
             _add_unknown_sets(model_dir, names, prepared[spec], device, log)
-        meta = records.meta or {"experiment": "", "budget": None}  # a run whose training did not finish
-        return finish_run(run_dir, meta, plots=plots, log=log)
+        for seed, approach, model_dir in records.models:  # score the new sets alone; the cache is extended
+            old = held[seed, approach]
+            model_scores(model_dir, approach, model_settings(settings, tuned, approach),
+                         reuse=old.without(names) if old else None)
+        previous = kept_results(run_dir, held, names)
+        return finish_run(run_dir, meta, plots=plots, log=log, previous=previous, splits=names)
+
+
+def kept_results(run_dir: Path, held: Dict[Tuple[int, str], Optional[ModelScores]],
+                 recomputed: Sequence[str]) -> Dict[Tuple[int, str], Dict[Tuple[str, str], Dict]]:
+    """The per-seed results of ``metrics.json`` that stay as they are: per model whose
+    ``metrics.json`` rows were computed from the detector scores ``held`` (same fingerprint),
+    every row but those of the ``recomputed`` sets. A model without such rows is computed anew."""
+    try:
+        metrics = json.loads((Path(run_dir) / METRICS).read_text())
+        fingerprints, per_seed = metrics["scores_fingerprints"], metrics["per_seed"]
+    except (OSError, ValueError, KeyError, TypeError):  # none, or from before fingerprints: compute all
+        return {}
+    kept: Dict[Tuple[int, str], Dict[Tuple[str, str], Dict]] = {}
+    for (seed, approach), scores in held.items():
+        if scores is None or not isinstance(fingerprints, dict) or \
+                fingerprints.get(f"seed{seed}/{approach}") != scores.fingerprint:
+            continue
+        kept[seed, approach] = {(row["detector"], row["unknowns"]): row for row in per_seed
+                                if isinstance(row, dict) and row.get("seed") == seed and row.get("approach") == approach
+                                and row.get("unknowns") not in recomputed}
+    return kept
 
 
 def _add_unknown_sets(model_dir: Path, names: Sequence[str], inputs: Sequence[np.ndarray], device, log) -> None:

@@ -34,29 +34,35 @@ UNKNOWN_TITLES = {"letters": "EMNIST letters test (D_b, known unknowns)", "devan
 TABLE1_EXPERIMENT = "lenet++"
 
 
-def collect_results(run_dir: Path, settings: Optional[Dict[str, Dict]] = None):
+def collect_results(run_dir: Path, settings: Optional[Dict[str, Dict]] = None, previous: Optional[Dict] = None):
     """Per-seed results (every detector on every model), Table 1 rows and the notes on
-    detectors that could not be evaluated, from every ``seed*/<approach>/outputs.npz``."""
-    per_seed, table1, skipped = [], [], []
+    detectors that could not be evaluated, from every ``seed*/<approach>/outputs.npz``;
+    and each model's scores fingerprint. ``previous``: per ``(seed, approach)``, results
+    already computed from these same scores (``evaluate --unknowns``), by ``(detector,
+    unknowns)``, kept as they are (Table 1's means are cheap: always computed)."""
+    per_seed, table1, skipped, fingerprints = [], [], [], {}
     tuned = run_tuned_settings(run_dir)  # settings chosen on validation data (tune-detectors)
     for seed, approach, model_dir in iter_model_dirs(run_dir):
         scores = model_scores(model_dir, approach, model_settings(settings or {}, tuned, approach))
-        per_seed += [{**result, "seed": seed} for result in evaluate_model(approach, scores)]
+        fingerprints[f"seed{seed}/{approach}"] = scores.fingerprint
+        computed = (previous or {}).get((seed, approach))
+        per_seed += [{**result, "seed": seed} for result in evaluate_model(approach, scores, computed=computed)]
         skipped += [f"{detector} on the {approach} model (seed {seed}): {note}"
                     for detector, note in scores.notes.items()]
         outputs = load_outputs(model_dir / OUTPUTS)
         table1 += [{**row, "seed": seed} for row in entropy_magnitude_table(approach, outputs)]
     if not per_seed:
         raise ValueError(f"run directory {run_dir} holds no seed*/<approach>/outputs.npz; nothing to report")
-    return per_seed, table1, skipped
+    return per_seed, table1, skipped, fingerprints
 
 
-def write_metrics(run_dir: Path, meta: Dict) -> Dict:
-    """Compute every number of the run and write ``metrics.json`` atomically.
+def write_metrics(run_dir: Path, meta: Dict, previous: Optional[Dict] = None) -> Dict:
+    """Compute every number of the run and write ``metrics.json`` atomically (``previous``:
+    see :func:`collect_results`).
 
     Detector settings come from the run's ``config.yaml``, from where the figures read them."""
     settings = detector_settings(run_config(run_dir))
-    per_seed, table1, skipped = collect_results(run_dir, settings)
+    per_seed, table1, skipped, fingerprints = collect_results(run_dir, settings, previous)
     metrics = {
         **meta,
         "fpr_readout": "CCR at FPR t = the largest CCR(theta) over thresholds with FPR(theta) <= t "
@@ -66,6 +72,7 @@ def write_metrics(run_dir: Path, meta: Dict) -> Dict:
         "table1": aggregate_seeds(table1, ("approach", "split")),
         "skipped": skipped,
         "per_seed": per_seed,
+        "scores_fingerprints": fingerprints,  # the detector scores behind per_seed, per model
     }
     tuned = tuned_detector_metrics(run_dir, settings)
     if tuned:

@@ -378,18 +378,20 @@ def reproduce(experiment_name: str, budget: Optional[str] = None, seeds: Optiona
     return out
 
 
-def finish_run(out: Path, meta: Dict, plots: bool = True, log=print) -> Path:
-    """metrics.json, figures and report.md from the run's stored outputs."""
-    metrics = write_metrics(out, meta)
-    figures = _plot(out, log) if plots else None
+def finish_run(out: Path, meta: Dict, plots: bool = True, log=print, previous: Optional[Dict] = None,
+               splits=None) -> Path:
+    """metrics.json, figures and report.md from the run's stored outputs. ``previous``: results
+    kept (``report.collect_results``); ``splits``: draw only these sets' figures (and missing ones)."""
+    metrics = write_metrics(out, meta, previous)
+    figures = _plot(out, log, splits) if plots else None
     report = write_report(out, metrics, figures)
     log(f"report: {report}\nmetrics: {out / 'metrics.json'}")
     return report
 
 
-def _plot(out: Path, log):
+def _plot(out: Path, log, splits=None):
     try:
-        from agnostophobia.plotting import plot_run
+        from agnostophobia.plotting import draw_run
     except ImportError:
         return None
-    return plot_run(out)
+    return draw_run(out, splits=splits)[0]

@@ -11,7 +11,7 @@ statistics are per trained approach.
 """
 from __future__ import annotations
 
-from typing import Dict, List, Sequence
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -24,12 +24,18 @@ from agnostophobia.metrics.summary import FPR_KEYS, finite_or_none, fpr_keys  # 
 FPR_TARGETS = PAPER_FPR_VALUES  # the columns of the paper's Table 2
 
 
-def evaluate_model(approach: str, scores: ModelScores, fpr_targets: Sequence[float] = FPR_TARGETS) -> List[Dict]:
-    """One result dict per (detector evaluated on the ``approach`` model, unknown set)."""
+def evaluate_model(approach: str, scores: ModelScores, fpr_targets: Sequence[float] = FPR_TARGETS,
+                   computed: Optional[Dict[Tuple[str, str], Dict]] = None) -> List[Dict]:
+    """One result dict per (detector evaluated on the ``approach`` model, unknown set).
+    ``computed``: results of this model already computed, by (detector, unknown set), kept as they are."""
     results = []
+    computed = computed or {}
     for detector in scores.detectors:
         row = row_label(approach, detector)
         for unknown in scores.unknown_sets:
+            if (detector, unknown) in computed:
+                results.append(computed[detector, unknown])
+                continue
             values, labels = scores.known_vs_unknown(detector, unknown)
             results.append({"approach": approach, "detector": detector, "unknowns": unknown, "row": row,
                             **summarize(values, labels, fpr_targets)})

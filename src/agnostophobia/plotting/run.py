@@ -19,10 +19,13 @@ per model, with the settings of the run's ``config.yaml``).
 """
 from __future__ import annotations
 
+import multiprocessing as mp
 import os
 import re
+from concurrent.futures import ProcessPoolExecutor
+from functools import partial
 from pathlib import Path
-from typing import Callable, Dict, Iterator, List, NamedTuple, Optional, Sequence, Tuple
+from typing import Callable, Collection, Dict, Iterator, List, NamedTuple, Optional, Sequence, Tuple
 
 import numpy as np
 from matplotlib.figure import Figure
@@ -138,19 +141,65 @@ def plot_run(run_dir, formats: Sequence[str] = ("png",), out_dir=None, *,
 
 def draw_run(run_dir, formats: Sequence[str] = ("png",), out_dir=None, *,
              max_points: Optional[int] = DEFAULT_MAX_POINTS,
-             log: Callable[[str], None] = print) -> Tuple[Dict[str, List[str]], List[Path]]:
-    """:func:`plot_run`, also returning every file written (all formats)."""
+             log: Callable[[str], None] = print, splits: Optional[Collection[str]] = None,
+             workers: Optional[int] = None) -> Tuple[Dict[str, List[str]], List[Path]]:
+    """:func:`plot_run`, also returning every file written (all formats).
+
+    ``splits``: draw only the figures of these unknown sets, and any other whose files are
+    missing (``evaluate --unknowns`` adds a set); the sections list every figure all the same.
+    ``workers``: processes drawing at once (None: one per CPU, at most :data:`MAX_WORKERS`;
+    1 draws here, one after another)."""
     run_dir = Path(run_dir)
     formats = check_formats(formats)
     out_dir = Path(out_dir) if out_dir is not None else run_dir / "figures"
     preferred = next((f for f in EMBEDDABLE if f in formats), formats[0])
     sections: Dict[str, List[str]] = {}
-    written: List[Path] = []
-    for item in iter_run_figures(run_dir, max_points=max_points, log=log):
-        written += save_figure(item.figure, out_dir / item.stem, formats)
+    wanted: List[_PlannedFigure] = []
+    for item in _plan_run_figures(run_dir, max_points=max_points, log=log):
         sections.setdefault(item.section, []).append(
             Path(os.path.relpath(out_dir / f"{item.stem}.{preferred}", run_dir)).as_posix())
-    return sections, written
+        if splits is None or item.split in splits or \
+                not all((out_dir / f"{item.stem}.{fmt}").exists() for fmt in formats):
+            wanted.append(item)
+    return sections, _draw_all(wanted, out_dir, formats, workers)
+
+
+#: At most this many processes draw figures at once.
+MAX_WORKERS = 8
+_PENDING: List["_PlannedFigure"] = []  # what forked drawing processes inherit; set only while they run
+
+
+def _draw_one(index: int, out_dir: Path, formats: Sequence[str]) -> List[Path]:
+    figure = _PENDING[index].make()
+    try:
+        return save_figure(figure, out_dir / _PENDING[index].stem, formats)
+    finally:
+        figure.clear()
+
+
+def _draw_all(items: List["_PlannedFigure"], out_dir: Path, formats: Sequence[str],
+              workers: Optional[int]) -> List[Path]:
+    """Draw and save ``items``: in forked processes (each figure is drawn and rendered in its
+    own, from the run data read once here), or here one by one with one CPU or one figure.
+    Processes, not threads: rendering holds the GIL (measured: threads were no faster)."""
+    global _PENDING
+    workers = min(workers or min(_cpus(), MAX_WORKERS), len(items))
+    _PENDING = items
+    try:
+        if workers <= 1 or "fork" not in mp.get_all_start_methods():
+            return [path for i in range(len(items)) for path in _draw_one(i, out_dir, formats)]
+        with ProcessPoolExecutor(workers, mp_context=mp.get_context("fork")) as pool:
+            done = pool.map(_draw_one, range(len(items)), [out_dir] * len(items), [formats] * len(items))
+            return [path for paths in done for path in paths]
+    finally:
+        _PENDING = []
+
+
+def _cpus() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
 
 
 def check_run_records(run_dir) -> None:
@@ -186,6 +235,22 @@ def iter_run_figures(run_dir, *, max_points: Optional[int] = DEFAULT_MAX_POINTS,
     ``oscr_<set>`` and ``oscr_counts_<set>``. The run is read before the first figure, so
     errors about it are raised by the first ``next()``.
     """
+    for item in _plan_run_figures(run_dir, max_points=max_points, log=log):
+        yield RunFigure(item.section, item.stem, item.make())
+
+
+class _PlannedFigure(NamedTuple):
+    """A figure of a run before it is drawn: ``make()`` draws it."""
+
+    section: str
+    stem: str
+    split: str
+    make: Callable[[], Figure]
+
+
+def _plan_run_figures(run_dir, *, max_points: Optional[int], log: Callable[[str], None]) -> Iterator[_PlannedFigure]:
+    """The figures of :func:`iter_run_figures`, each with the function that draws it. The run
+    and its stored detector scores are read before the first is yielded."""
     run_dir = Path(run_dir)
     runs = _load_run(run_dir, log)
     approaches = sorted(runs, key=row_sort_key)
@@ -209,15 +274,15 @@ def iter_run_figures(run_dir, *, max_points: Optional[int] = DEFAULT_MAX_POINTS,
     def seed_note(approach):
         return f"seed {min(runs[approach])}"
 
-    # Deep-feature plots need 2-D features; fit the logit weights once per approach.
+    # Deep-feature plots need 2-D features; fit the logit weights once per approach, on the known
+    # test set: the borders of one set's figure do not change when another set is added.
     weights: Dict[str, Optional[np.ndarray]] = {}
     for a in approaches:
         dim = first[a]["known"]["features"].shape[1]
         if dim != 2:
             log(f"plot: no deep-feature plot for {a}: its features are {dim}-D (needs 2-D)")
             continue
-        w, residual = logit_weights(np.concatenate([d["features"] for d in first[a].values()]),
-                                    np.concatenate([d["logits"] for d in first[a].values()]))
+        w, residual = logit_weights(first[a]["known"]["features"], first[a]["known"]["logits"])
         if residual > MAX_BORDER_RESIDUAL:
             log(f"plot: class borders of {a} omitted: its logits are not linear in F "
                 f"(relative residual {residual:.2g}; a logit layer with bias?)")
@@ -225,50 +290,67 @@ def iter_run_figures(run_dir, *, max_points: Optional[int] = DEFAULT_MAX_POINTS,
         weights[a] = w
 
     for split in unknown_sets:
-        section, label = _section_title(split), _set_label(split)
         have = [a for a in approaches if split in first[a] and len(first[a][split]["labels"])]
         if not have:
             continue
-
+        scores.prefetch(runs, have, split)  # read here, once: drawing processes only draw
+        section, label = _section_title(split), _set_label(split)
         with_features = [a for a in have if a in weights]
         if with_features:
-            fig, axes = new_figure(len(with_features), panel_size=(3.6, 3.7))
-            for ax, a in zip(axes[0], with_features):
-                known, unknown = first[a]["known"], first[a][split]
-                plot_features(known["features"], known["labels"], unknown["features"], weights=weights[a],
-                              ax=ax, num_classes=_probabilities(a, known).shape[1], unknown_label=label,
-                              max_points=max_points, seed=0, title=style.approach_name(a), legend=False)
-            handles, labels = axes[0, 0].get_legend_handles_labels()
-            fig.legend(handles, labels, loc="outside right center", fontsize=8, markerscale=5,
-                       frameon=False, handletextpad=0.2, title="class", title_fontsize=8)
-            suptitle(fig, "deep features", label, seed_note(with_features[0]))
-            yield RunFigure(section, f"features_{_file_part(split)}", fig)
-
-        fig, axes = new_figure(len(have), panel_size=(3.6, 3.0))
-        for ax, a in zip(axes[0], have):
-            known, unknown = first[a]["known"], first[a][split]
-            values = softmax_histogram_values(_probabilities(a, known), known["labels"], _probabilities(a, unknown))
-            plot_softmax_histogram(*values, ax=ax, title=style.approach_name(a), legend=False,
-                                   unknown_label=f"{label}: max known class")
-        _shared_legend(fig, axes[0, 0])
-        suptitle(fig, "softmax scores", label, seed_note(have[0]))
-        yield RunFigure(section, f"softmax_hist_{_file_part(split)}", fig)
-
-        fig, axes = new_figure(len(have), panel_size=(3.6, 3.0))
-        for ax, a in zip(axes[0], have):
-            known, unknown = first[a]["known"], first[a][split]
-            plot_magnitude_histogram(feature_magnitude(known["features"]), feature_magnitude(unknown["features"]),
-                                     ax=ax, title=style.approach_name(a), legend=False, unknown_label=label)
-        _shared_legend(fig, axes[0, 0])
-        suptitle(fig, "deep-feature magnitudes", label, seed_note(have[0]))
-        yield RunFigure(section, f"magnitude_hist_{_file_part(split)}", fig)
-
+            yield _PlannedFigure(section, f"features_{_file_part(split)}", split, partial(
+                _features_figure, first, weights, with_features, split, label, max_points, suptitle, seed_note))
+        yield _PlannedFigure(section, f"softmax_hist_{_file_part(split)}", split, partial(
+            _softmax_figure, first, have, split, label, suptitle, seed_note))
+        yield _PlannedFigure(section, f"magnitude_hist_{_file_part(split)}", split, partial(
+            _magnitude_figure, first, have, split, label, suptitle, seed_note))
         for counts, stem in ((False, f"oscr_{_file_part(split)}"), (True, f"oscr_counts_{_file_part(split)}")):
-            series, n_seeds = _oscr_series(runs, have, split, counts, scores)
-            fig, axes = new_figure(panel_size=(7.6, 4.4))
-            plot_oscr(series, ax=axes[0, 0], counts=counts)
-            suptitle(fig, "OSCR", label, f"mean ± std over {n_seeds} seeds" if n_seeds > 1 else seed_note(have[0]))
-            yield RunFigure(section, stem, fig)
+            yield _PlannedFigure(section, stem, split, partial(
+                _oscr_figure, runs, have, split, label, counts, scores, suptitle, seed_note))
+
+
+def _features_figure(first, weights, approaches, split, label, max_points, suptitle, seed_note) -> Figure:
+    fig, axes = new_figure(len(approaches), panel_size=(3.6, 3.7))
+    for ax, a in zip(axes[0], approaches):
+        known, unknown = first[a]["known"], first[a][split]
+        plot_features(known["features"], known["labels"], unknown["features"], weights=weights[a],
+                      ax=ax, num_classes=_probabilities(a, known).shape[1], unknown_label=label,
+                      max_points=max_points, seed=0, title=style.approach_name(a), legend=False)
+    handles, labels = axes[0, 0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside right center", fontsize=8, markerscale=5,
+               frameon=False, handletextpad=0.2, title="class", title_fontsize=8)
+    suptitle(fig, "deep features", label, seed_note(approaches[0]))
+    return fig
+
+
+def _softmax_figure(first, approaches, split, label, suptitle, seed_note) -> Figure:
+    fig, axes = new_figure(len(approaches), panel_size=(3.6, 3.0))
+    for ax, a in zip(axes[0], approaches):
+        known, unknown = first[a]["known"], first[a][split]
+        values = softmax_histogram_values(_probabilities(a, known), known["labels"], _probabilities(a, unknown))
+        plot_softmax_histogram(*values, ax=ax, title=style.approach_name(a), legend=False,
+                               unknown_label=f"{label}: max known class")
+    _shared_legend(fig, axes[0, 0])
+    suptitle(fig, "softmax scores", label, seed_note(approaches[0]))
+    return fig
+
+
+def _magnitude_figure(first, approaches, split, label, suptitle, seed_note) -> Figure:
+    fig, axes = new_figure(len(approaches), panel_size=(3.6, 3.0))
+    for ax, a in zip(axes[0], approaches):
+        known, unknown = first[a]["known"], first[a][split]
+        plot_magnitude_histogram(feature_magnitude(known["features"]), feature_magnitude(unknown["features"]),
+                                 ax=ax, title=style.approach_name(a), legend=False, unknown_label=label)
+    _shared_legend(fig, axes[0, 0])
+    suptitle(fig, "deep-feature magnitudes", label, seed_note(approaches[0]))
+    return fig
+
+
+def _oscr_figure(runs, approaches, split, label, counts, scores, suptitle, seed_note) -> Figure:
+    series, n_seeds = _oscr_series(runs, approaches, split, counts, scores)
+    fig, axes = new_figure(panel_size=(7.6, 4.4))
+    plot_oscr(series, ax=axes[0, 0], counts=counts)
+    suptitle(fig, "OSCR", label, f"mean ± std over {n_seeds} seeds" if n_seeds > 1 else seed_note(approaches[0]))
+    return fig
 
 
 def _shared_legend(fig: Figure, ax) -> None:
@@ -314,6 +396,14 @@ class _StoredScores:
         self.tuned = run_tuned_settings(run_dir)  # the metrics' settings: the figures show the same detectors
         self._models: Dict[Tuple[str, int], ModelScores] = {}
         self._said: set = set()
+
+    def prefetch(self, runs: Dict[str, Dict[int, Outputs]], approaches: List[str], split: str) -> None:
+        """Read (or compute) the scores every OSCR curve of ``split`` needs, and say here, once,
+        which curves are missing."""
+        for a in approaches:
+            for seed in (s for s in sorted(runs[a]) if split in runs[a][s]):
+                for detector, _ in paper_rows(a):
+                    self.get(a, seed, detector)
 
     def get(self, approach: str, seed: int, detector: str) -> Optional[ModelScores]:
         key = (approach, seed)
