@@ -59,10 +59,11 @@ def test_a_new_loss_trains_and_is_scored_by_the_detectors_that_apply(new_loss, t
     for split in (protocol.test_known, *protocol.test_unknowns.values()):
         logits, features = predict(run.model, split.images)
         outputs[split.name] = {"logits": logits, "features": features, "labels": split.labels}
-    train_logits, train_features = predict(run.model, protocol.train.images)
     save_outputs(tmp_path / "outputs.npz", outputs)
+    known = protocol.train.labels >= 0  # fitted detectors learn from the training knowns (fit_outputs.npz)
+    train_logits, train_features = predict(run.model, protocol.train.images[known])
     save_outputs(tmp_path / "fit_outputs.npz", {"train": {"logits": train_logits, "features": train_features,
-                                                          "labels": protocol.train.labels}})
+                                                          "labels": protocol.train.labels[known]}})
     assert known_columns(name, train_logits.shape[1]) == protocol.num_classes
     stored = model_scores(tmp_path, name, {"knn": {"k": 3}, "openmax": {"tail_size": 5}})
     applicable = {d for d in DETECTORS.names() if detector_applies(d, name)}
