@@ -319,11 +319,8 @@ def read_detector_scores(path) -> Dict[str, Any]:
 
 
 # ------------------------------------------------------------------------ calibration.json
-def read_calibration(run_dir) -> Optional[Dict[str, Any]]:
-    """``RUN/calibration.json``, checked (None when the run was not calibrated): ``format`` 1,
-    ``class_names`` strings, every entry a known approach, a detector name, a seed >= 0, a
-    target FPR in (0, 1] and a finite threshold, or null with a reason."""
-    path = Path(run_dir) / CALIBRATION
+def _read_format_1(path: Path) -> Optional[Dict[str, Any]]:
+    """A JSON record that is a mapping with ``format: 1`` (calibration, tuned settings); None if absent."""
     if not path.exists():
         return None
     data = _read_json(path)
@@ -331,6 +328,17 @@ def read_calibration(run_dir) -> Optional[Dict[str, Any]]:
         _fail(path, f"top level must be a mapping, got {type(data).__name__}")
     if data.get("format") != 1 or isinstance(data.get("format"), bool):
         _fail(path, f"must be 1 (the only format there is), got {data.get('format')!r}", "format")
+    return data
+
+
+def read_calibration(run_dir) -> Optional[Dict[str, Any]]:
+    """``RUN/calibration.json``, checked (None when the run was not calibrated): ``format`` 1,
+    ``class_names`` strings, every entry a known approach, a detector name, a seed >= 0, a
+    target FPR in (0, 1] and a finite threshold, or null with a reason."""
+    path = Path(run_dir) / CALIBRATION
+    data = _read_format_1(path)
+    if data is None:
+        return None
     names = data.get("class_names")
     if names is not None and not (isinstance(names, list) and all(isinstance(n, str) for n in names)):
         _fail(path, "must be a list of strings", "class_names")
@@ -353,13 +361,9 @@ def read_tuned_settings(run_dir) -> Optional[Dict[str, Any]]:
     scalar values (each value is checked against its detector's declaration by its reader,
     ``detectors.stored.run_tuned_settings``)."""
     path = Path(run_dir) / TUNED_SETTINGS
-    if not path.exists():
+    data = _read_format_1(path)
+    if data is None:
         return None
-    data = _read_json(path)
-    if not isinstance(data, dict):
-        _fail(path, f"top level must be a mapping, got {type(data).__name__}")
-    if data.get("format") != 1 or isinstance(data.get("format"), bool):
-        _fail(path, f"must be 1 (the only format there is), got {data.get('format')!r}", "format")
     fpr = data.get("target_fpr")
     if not _is_number(fpr) or not 0 < fpr <= 1:
         _fail(path, f"must be a rate in (0, 1], got {fpr!r}", "target_fpr")
