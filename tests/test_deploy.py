@@ -415,7 +415,7 @@ def test_bad_predict_input_is_one_line_and_changes_nothing(calibrated, tmp_path,
     (["calibrate", "{run}", "--fpr", "0.1", "--detector", "nope"], "unknown detector 'nope'"),
     (["calibrate", "{tmp}/nowhere", "--fpr", "0.1"], "{tmp}/nowhere does not exist"),
     (["export", "{run}", "--format", "onnx", "--out", "{tmp}/m.onnx", "--approach", "softmax", "--detector", "openmax"],
-     "detector 'openmax' has no torch implementation; exportable: softmax"),
+     "detector 'openmax' is not exported: its Weibull recalibration"),
     (["export", "{run}", "--format", "pt2", "--out", "{tmp}/m.pt2", "--detector", "energy"],
      "has no threshold for approach 'entropic', detector 'energy', seed 0"),
 ])

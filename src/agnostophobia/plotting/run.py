@@ -147,8 +147,9 @@ def draw_run(run_dir, formats: Sequence[str] = ("png",), out_dir=None, *,
 
     ``splits``: draw only the figures of these unknown sets, and any other whose files are
     missing (``evaluate --unknowns`` adds a set); the sections list every figure all the same.
-    ``workers``: processes drawing at once (None: one per CPU, at most :data:`MAX_WORKERS`;
-    1 draws here, one after another)."""
+    ``workers``: processes drawing at once, at most :data:`MAX_WORKERS` (None or 1: here, one
+    after another — the default, since forked drawing was not faster on 2 cores, measured, and a
+    killed command must not leave drawing processes behind; N > 1 opts in)."""
     run_dir = Path(run_dir)
     formats = check_formats(formats)
     out_dir = Path(out_dir) if out_dir is not None else run_dir / "figures"
@@ -183,7 +184,7 @@ def _draw_all(items: List["_PlannedFigure"], out_dir: Path, formats: Sequence[st
     own, from the run data read once here), or here one by one with one CPU or one figure.
     Processes, not threads: rendering holds the GIL (measured: threads were no faster)."""
     global _PENDING
-    workers = min(workers or min(_cpus(), MAX_WORKERS), len(items))
+    workers = min(workers or 1, MAX_WORKERS, len(items))
     _PENDING = items
     try:
         if workers <= 1 or "fork" not in mp.get_all_start_methods():
@@ -193,13 +194,6 @@ def _draw_all(items: List["_PlannedFigure"], out_dir: Path, formats: Sequence[st
             return [path for paths in done for path in paths]
     finally:
         _PENDING = []
-
-
-def _cpus() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not Linux
-        return os.cpu_count() or 1
 
 
 def check_run_records(run_dir) -> None:
