@@ -145,6 +145,7 @@ def test_divergence_in_the_first_epoch_says_nothing_was_saved(tmp_path, monkeypa
 
 def test_train_command_exits_with_one_line_when_training_diverges(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(reproduce, "protocol_for", lambda cfg: synthetic_protocol())
+    monkeypatch.setattr(reproduce, "require_protocol_data", lambda *args, **kwargs: [])  # no lenet++ data read
     config = tmp_path / "absurd.yaml"
     config.write_text(yaml.safe_dump({"approaches": ["entropic"], "epochs": 3, "batch_size": 16, "lr": 1e30,
                                       "model_kwargs": {"activation": "prelu"}, "tensorboard": False}))
