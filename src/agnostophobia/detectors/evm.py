@@ -60,6 +60,7 @@ import torch
 from ._base import Detector, Setting, check_training_data, register
 from .knn import METRICS, _Metric, _positive_int, k_smallest_distances
 from .openmax import fit_weibull_rows
+from .postmax import check_columns
 
 #: Entries of one distance block in the set cover and the scoring (32 MB in float64).
 BLOCK_ENTRIES = 1 << 22
@@ -198,12 +199,7 @@ class EVM(Detector):
         return self
 
     def _scores(self, logits, features):
-        if logits.shape[1] != self.num_classes_:
-            raise ValueError(f"logits has {logits.shape[1]} columns but the detector 'evm' was fitted on "
-                             f"{self.num_classes_} classes")
-        if features.shape[1] != self.ev_features_.shape[1]:
-            raise ValueError(f"features has {features.shape[1]} dimensions but the detector 'evm' was fitted on "
-                             f"{self.ev_features_.shape[1]}")
+        check_columns(self, logits, features, self.num_classes_, self.ev_features_.shape[1])
         metric = _Metric(self.distance)
         out = np.zeros((len(features), self.num_classes_))
         for c in range(self.num_classes_):
