@@ -10,7 +10,9 @@ Prints, all measured in this run (times with CUDA events):
    (``bench_roofline.training_flops_per_image``: forward and backward, 0.484 GFLOP);
 3. images/s of N runs at once, summed (child processes started by ``training.concurrent.run_jobs``,
    as ``reproduce`` starts its ``concurrent_runs``; a barrier starts their timed epochs together);
-4. images/s of S seeds batched: not implemented yet (issue 21, item 3), printed as such;
+4. images/s of S seeds batched as one model (``Training(..., seeds=...)``, ``training.seed_batch``),
+   summed over the seeds, and S batched runs in each of the N processes of 3. (each unit of
+   concurrency a batch of seeds, as ``reproduce`` runs ``batched_seeds`` with ``concurrent_runs``);
 5. host synchronisations per training step and per epoch end, counted with
    ``torch.cuda.set_sync_debug_mode("warn")``, with the source line of each kind.
 
@@ -60,7 +62,8 @@ def bf16_peak_tflops(size: int = 8192, repeats: int = 5, calls: int = 20) -> flo
 
 def timed_epochs(run: Training, repeats: int, barrier=None) -> float:
     """Best images/s over ``repeats`` epochs of ``train_steps`` (after a warm-up epoch), each timed
-    with CUDA events from the first launch to the end of the last step's work."""
+    with CUDA events from the first launch to the end of the last step's work; summed over the
+    seeds of a batched run."""
     train_one_epoch(run, 0)
     if barrier is not None:
         barrier.wait()
@@ -72,21 +75,24 @@ def timed_epochs(run: Training, repeats: int, barrier=None) -> float:
         end.record()
         end.synchronize()
         read_once(sums.loss_sum)  # the epoch's one read, outside the timed span
-        best = max(best, len(run.train_data) / (start.elapsed_time(end) / 1e3))
+        seeds = len(run.seed_cfgs)
+        best = max(best, seeds * len(run.train_data) / (start.elapsed_time(end) / 1e3))
     return best
 
 
-def run_rate(samples: int, repeats: int, barrier=None) -> float:
-    """One run's images/s (module-level: a child process of ``run_jobs`` calls it)."""
+def run_rate(samples: int, repeats: int, barrier=None, seeds: int = 0) -> float:
+    """One run's images/s, or with ``seeds`` > 0 that many seeds batched (module-level: a child
+    process of ``run_jobs`` calls it)."""
     from bench_roofline import make_protocol  # the synthetic LeNet++ data of the CPU benchmarks
 
-    return timed_epochs(Training(paper_config(repeats + 1), make_protocol(samples)), repeats, barrier)
+    batch = list(range(seeds)) if seeds else None
+    return timed_epochs(Training(paper_config(repeats + 1), make_protocol(samples), seeds=batch), repeats, barrier)
 
 
-def concurrent_rate(runs: int, samples: int, repeats: int) -> float:
+def concurrent_rate(runs: int, samples: int, repeats: int, seeds: int = 0) -> float:
     barrier = multiprocessing.get_context("spawn").Barrier(runs)
     rates = []
-    run_jobs([Job(f"run{i}", run_rate, (samples, repeats, barrier)) for i in range(runs)], processes=runs,
+    run_jobs([Job(f"run{i}", run_rate, (samples, repeats, barrier, seeds)) for i in range(runs)], processes=runs,
              threads=1, on_start=lambda job: None, on_done=lambda job, rate: rates.append(rate))
     return sum(rates)
 
@@ -146,7 +152,12 @@ def main() -> int:
     many = concurrent_rate(args.runs, args.samples, args.repeats)
     line(f"3. {args.runs} runs at once, summed", many)
     print(f"   x{many / one:.2f} the one run")
-    print(f"4. {args.seeds} seeds batched: batched seeds: not implemented (issue 21, item 3)")
+    batched = run_rate(args.samples, args.repeats, seeds=args.seeds)
+    line(f"4. {args.seeds} seeds batched, summed", batched)
+    print(f"   x{batched / one:.2f} the one run")
+    both = concurrent_rate(args.runs, args.samples, args.repeats, seeds=args.seeds)
+    line(f"   {args.runs} x {args.seeds} seeds batched, summed", both)
+    print(f"   x{both / one:.2f} the one run")
     steps, counts = count_syncs(args.samples)
     in_steps, where_steps = counts["steps"]
     at_end, where_end = counts["end"]

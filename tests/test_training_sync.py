@@ -142,7 +142,9 @@ def test_crop_flip_on_the_device_equals_the_per_sample_loop_bit_for_bit(channels
 
 # ------------------------------------------------------------------ the divergence watch
 def watch_for(epoch=0, steps_per_epoch=200) -> DivergenceWatch:
-    run = SimpleNamespace(device=torch.device("cpu"), world=SINGLE, cfg=tiny_config(), steps_per_epoch=steps_per_epoch)
+    cfg = tiny_config()
+    run = SimpleNamespace(device=torch.device("cpu"), world=SINGLE, cfg=cfg, seed_cfgs=[cfg], seed_shape=(),
+                          steps_per_epoch=steps_per_epoch)
     return DivergenceWatch(run, epoch)
 
 

@@ -32,6 +32,16 @@ def concurrent_runs(text: str):
         raise argparse.ArgumentTypeError(str(exc).split(": ", 1)[1]) from None
 
 
+def batched_seeds(text: str):
+    """argparse type for ``--batched-seeds``: auto, true or false."""
+    from agnostophobia.training.seed_batch import check_batched_seeds
+
+    try:
+        return check_batched_seeds(text, "--batched-seeds")
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc).split(": ", 1)[1]) from None
+
+
 def add_commands(subparsers) -> None:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--data-dir", help="dataset directory (default: $AGNOSTOPHOBIA_DATA or the user cache)")
@@ -42,6 +52,9 @@ def add_commands(subparsers) -> None:
                       help="runs (approaches x seeds) trained at the same time, one process each, the threads "
                            "shared out (default: the config's concurrent_runs; auto: 2 on a CPU with 2+ cores, "
                            "4 on a GPU, 1 for runs of under 50,000 training images)")
+    runs.add_argument("--batched-seeds", type=batched_seeds, metavar="auto|true|false",
+                      help="train the seeds of each approach as one batched model (default: the config's "
+                           "batched_seeds; auto: on with CUDA and 2+ seeds)")
 
     p = subparsers.add_parser("reproduce", parents=[common, runs],
                               help="reproduce a paper experiment end to end (train, evaluate, report, figures)")
@@ -163,7 +176,7 @@ def _reproduce(args) -> int:
     reproduce(args.experiment, budget=args.budget, seeds=args.seeds, out=args.out, data_dir=args.data_dir,
               device=args.device, progress=not args.no_progress, plots=not args.no_plots, protocol_name=args.protocol,
               fetch=not args.no_fetch, allow_unverified=args.allow_unverified, preprocessing=args.preprocessing,
-              concurrent_runs=args.concurrent_runs)
+              concurrent_runs=args.concurrent_runs, batched_seeds=args.batched_seeds)
     return 0
 
 
@@ -173,7 +186,8 @@ def _train(args) -> int:
     check_budget(args.config, args.budget)
     train_run(args.config, args.out, budget=args.budget, approaches=args.approach, seeds=args.seeds,
               resume=args.resume, data_dir=args.data_dir, device=args.device, progress=not args.no_progress,
-              preprocessing=args.preprocessing, concurrent_runs=args.concurrent_runs)
+              preprocessing=args.preprocessing, concurrent_runs=args.concurrent_runs,
+              batched_seeds=args.batched_seeds)
     return 0
 
 

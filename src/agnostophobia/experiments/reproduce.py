@@ -13,7 +13,7 @@ import platform
 import sys
 import time
 from pathlib import Path
-from typing import Any, Callable, ContextManager, Dict, List, Optional
+from typing import Any, Callable, ContextManager, Dict, List, Optional, Tuple
 
 import torch
 import yaml
@@ -34,7 +34,10 @@ from agnostophobia.training.config import (ExperimentConfig, TrainConfig, check_
                                            load_experiment, protocol_for)
 from agnostophobia.training.precision import resolve_precision
 from agnostophobia.training.records import library_versions
-from agnostophobia.training.trainer import check_resumable, fit, is_finished, resolve_device
+from agnostophobia.training.checkpoint import load_checkpoint
+from agnostophobia.training.loaders import is_streamed
+from agnostophobia.training.seed_batch import check_batched_seeds, resolve_batched_seeds
+from agnostophobia.training.trainer import check_resumable, fit, fit_seeds, is_finished, resolve_device
 from agnostophobia._runlock import run_lock
 
 
@@ -100,46 +103,53 @@ def train_and_store(experiment: ExperimentConfig, out: Path, log=print,
     if pending and protocol is None:
         protocol = (make_protocol or protocol_for)(pending[0][0])
     device = resolve_device(experiment.train.device)
-    processes = 1 if world.distributed or not pending else resolve_concurrent_runs(
-        experiment.concurrent_runs, device, len(pending), experiment.train.epochs * len(protocol.train.labels))
+    batched = bool(pending) and resolve_batched_seeds(experiment.batched_seeds, device, experiment.seeds,
+                                                      world.distributed, is_streamed(protocol.train))
+    units = training_units(pending, batched, world)  # a batch of seeds is one unit of concurrency
+    processes = 1 if world.distributed or not units else resolve_concurrent_runs(
+        experiment.concurrent_runs, device, len(units), experiment.train.epochs * len(protocol.train.labels))
     start = time.perf_counter()
 
-    def done(cfg: TrainConfig, seconds: float) -> None:
-        key = run_key(cfg)
-        timings[key] = timings.get(key, 0.0) + seconds
+    def done(unit: List[Tuple[TrainConfig, Path]], seconds: float) -> None:
+        for cfg, _ in unit:  # a batch's seconds are shared out among its seeds
+            key = run_key(cfg)
+            timings[key] = timings.get(key, 0.0) + seconds / len(unit)
         atomic_write(timings_path, lambda tmp: Path(tmp).write_text(json.dumps(timings, indent=1)))
-        log(f"[seed {cfg.seed}] {cfg.approach}: done in {timings[key]:.0f} s")
+        log(f"{unit_name(unit)}: done in {seconds:.0f} s")
 
     if processes == 1:
-        for cfg, run_dir in pending:
-            log(starting(cfg, protocol, device))
-            seconds = fit_and_store(cfg, protocol, run_dir)
+        for unit in units:
+            log(starting(unit, protocol, device))
+            seconds = fit_and_store_unit(unit, protocol)
             if world.is_main:
-                done(cfg, seconds)
+                done(unit, seconds)
             world.barrier()  # the other processes wait while rank 0 predicts
     else:
         # a cpu_threads the config sets is kept as it is, also for the last runs
         threads = experiment.train.cpu_threads or threads_per_run(processes)
-        log(f"training {len(pending)} runs, {processes} at a time in their own processes, "
-            f"{threads} thread(s) each (concurrent_runs: {experiment.concurrent_runs})")
+        log(f"training {len(pending)} runs as {len(units)} unit(s), {processes} at a time in their own processes, "
+            f"{threads} thread(s) each (concurrent_runs: {experiment.concurrent_runs}, "
+            f"batched_seeds: {experiment.batched_seeds})")
         # one bar per process would garble the terminal: each run logs its start and end instead
-        jobs = [Job(run_key(cfg), fit_and_store, (dataclasses.replace(cfg, progress=False), protocol, run_dir))
-                for cfg, run_dir in pending]
-        configs = {run_key(cfg): cfg for cfg, _ in pending}
-        run_jobs(jobs, processes, threads, on_start=lambda job: log(starting(configs[job.name], protocol, device)),
-                 on_done=lambda job, seconds: done(configs[job.name], seconds),
+        quiet = {unit_name(unit): [(dataclasses.replace(cfg, progress=False), run_dir) for cfg, run_dir in unit]
+                 for unit in units}
+        jobs = [Job(name, fit_and_store_unit, (unit, protocol)) for name, unit in quiet.items()]
+        run_jobs(jobs, processes, threads, on_start=lambda job: log(starting(quiet[job.name], protocol, device)),
+                 on_done=lambda job, seconds: done(quiet[job.name], seconds),
                  share_out=experiment.train.cpu_threads is None)
     if not world.is_main:
         return {"timings_s": timings}
     if pending:  # the training's wall time, summed over the invocations that trained something
-        wall = {"training_s": wall["training_s"] + time.perf_counter() - start, "concurrent_runs": processes}
+        wall = {"training_s": wall["training_s"] + time.perf_counter() - start, "concurrent_runs": processes,
+                "batched_seeds": batched}
         atomic_write(wall_path, lambda tmp: Path(tmp).write_text(json.dumps(wall, indent=1)))
     # written only where there are any (preprocessing: authors); a resumed run reads them back
     preprocessing_notes = list(protocol.preprocessing_notes) if protocol else []
     return {"data_notes": _record(out, "data_notes.json", list(protocol.notes) if protocol else None, []),
             "classes": _record(out, "classes.json", protocol_classes(protocol) if protocol else None, {}),
             "preprocessing_notes": _record(out, "preprocessing_notes.json", preprocessing_notes or None, []),
-            "timings_s": timings, "training_wall_s": wall["training_s"], "concurrent_runs": wall["concurrent_runs"]}
+            "timings_s": timings, "training_wall_s": wall["training_s"], "concurrent_runs": wall["concurrent_runs"],
+            "batched_seeds": bool(wall.get("batched_seeds", False))}
 
 
 def run_key(cfg: TrainConfig) -> str:
@@ -147,21 +157,53 @@ def run_key(cfg: TrainConfig) -> str:
     return f"seed{cfg.seed}/{cfg.approach}"
 
 
-def starting(cfg: TrainConfig, protocol, device) -> str:
+def training_units(pending: List[Tuple[TrainConfig, Path]], batched: bool, world) -> List[List[Tuple[TrainConfig, Path]]]:
+    """The pending runs as units that train together: with ``batched``, the seeds of one approach
+    that continue from the same epoch (a killed batch, or seeds added with ``--seeds``, resume as
+    such groups); otherwise, or for a seed alone, one run per unit."""
+    if not batched:
+        return [[run] for run in pending]
+    groups: Dict[Tuple[str, int], List[Tuple[TrainConfig, Path]]] = {}
+    for cfg, run_dir in pending:
+        epoch = world.from_main(lambda: saved_epoch(run_dir))
+        groups.setdefault((cfg.approach, epoch), []).append((cfg, run_dir))
+    return list(groups.values())
+
+
+def saved_epoch(run_dir: Path) -> int:
+    """The epochs ``run_dir/last.pt`` holds (0 without one)."""
+    last = run_dir / "last.pt"
+    return int(load_checkpoint(last)["epoch"]) if last.exists() else 0
+
+
+def unit_name(unit: List[Tuple[TrainConfig, Path]]) -> str:
+    """``[seed S] APPROACH`` for one run, ``[seeds S, T, ...] APPROACH`` for seeds batched."""
+    seeds = ", ".join(str(cfg.seed) for cfg, _ in unit)
+    return f"[seed{'s' * (len(unit) > 1)} {seeds}] {unit[0][0].approach}"
+
+
+def starting(unit: List[Tuple[TrainConfig, Path]], protocol, device) -> str:
+    cfg = unit[0][0]
     n_known = int((protocol.train.labels >= 0).sum())
     n_unknown = len(protocol.train.labels) - n_known if LOSSES.get(cfg.approach).trains_on_unknowns else 0
-    return (f"[seed {cfg.seed}] {cfg.approach}: training on {n_known:,} knowns + {n_unknown:,} known unknowns "
-            f"for {cfg.epochs} epoch(s) on {device}")
+    batched = f", {len(unit)} seeds batched as one model" if len(unit) > 1 else ""
+    return (f"{unit_name(unit)}: training on {n_known:,} knowns + {n_unknown:,} known unknowns "
+            f"for {cfg.epochs} epoch(s) on {device}{batched}")
 
 
-def fit_and_store(cfg: TrainConfig, protocol, run_dir: Path) -> float:
-    """Train (or resume) one run and store its outputs; returns the seconds it took. Under DDP
-    every process trains and rank 0 alone stores; a child process of a concurrent reproduction
-    is one process."""
+def fit_and_store_unit(unit: List[Tuple[TrainConfig, Path]], protocol) -> float:
+    """Train (or resume) one run, or seeds batched (:func:`fit_seeds`), and store each run's outputs;
+    returns the seconds it took. Under DDP every process trains and rank 0 alone stores; a child
+    process of a concurrent reproduction is one process."""
     start = time.perf_counter()
-    run = fit(cfg, protocol, run_dir, resume=True)
+    if len(unit) == 1:
+        (cfg, run_dir), = unit
+        runs = [fit(cfg, protocol, run_dir, resume=True)]
+    else:
+        runs = fit_seeds(unit[0][0], protocol, [cfg.seed for cfg, _ in unit], [run_dir for _, run_dir in unit])
     if distributed.current().is_main:
-        store_outputs(run, protocol, run_dir)
+        for run, (_, run_dir) in zip(runs, unit):
+            store_outputs(run, protocol, run_dir)
     return time.perf_counter() - start
 
 
@@ -184,10 +226,10 @@ def _record(out: Path, name: str, value, default):
 
 def configure(experiment: ExperimentConfig, seeds: Optional[int] = None, data_dir=None,
               device: Optional[str] = None, progress: bool = True, preprocessing: Optional[str] = None,
-              concurrent_runs=None, **train_overrides) -> ExperimentConfig:
+              concurrent_runs=None, batched_seeds=None, **train_overrides) -> ExperimentConfig:
     """The experiment with the command line's choices applied (and checked); ``preprocessing``
-    (``--preprocessing``) and ``concurrent_runs`` (``--concurrent-runs``) override the config keys
-    of those names."""
+    (``--preprocessing``), ``concurrent_runs`` (``--concurrent-runs``) and ``batched_seeds``
+    (``--batched-seeds``) override the config keys of those names."""
     overrides = {"progress": progress, **train_overrides}
     if data_dir:
         overrides["data_dir"] = str(data_dir)
@@ -204,6 +246,8 @@ def configure(experiment: ExperimentConfig, seeds: Optional[int] = None, data_di
         experiment.seeds = check_seeds(seeds, "--seeds")
     if concurrent_runs is not None:
         experiment.concurrent_runs = check_concurrent_runs(concurrent_runs, "--concurrent-runs")
+    if batched_seeds is not None:
+        experiment.batched_seeds = check_batched_seeds(batched_seeds, "--batched-seeds")
     return experiment
 
 
@@ -252,6 +296,7 @@ def write_run_record(out: Path, experiment: ExperimentConfig, budget: Optional[s
                   + (f", {runs} runs at a time, {train_cfg.cpu_threads or threads_per_run(runs)} thread(s) each" if runs > 1 else ""),
         "wall_time_s": round(stored["training_wall_s"], 1),
         "concurrent_runs": runs,
+        "batched_seeds": stored.get("batched_seeds", False),  # seeds of an approach trained as one model
         "train_config": {k: v for k, v in train_cfg.to_dict().items()
                          if k not in ("approach", "seed", "progress", "tensorboard", "data_dir", "name")},
         **stored.get("classes", {}),
@@ -270,7 +315,7 @@ def write_run_record(out: Path, experiment: ExperimentConfig, budget: Optional[s
 def train_run(config, out: Path, budget: Optional[str] = None, approaches: Optional[List[str]] = None,
               seeds: Optional[int] = None, resume: bool = False, data_dir=None, device: Optional[str] = None,
               progress: bool = True, preprocessing: Optional[str] = None, concurrent_runs=None,
-              log=print) -> Path:
+              batched_seeds=None, log=print) -> Path:
     """``agnostophobia train``: train the approaches of an experiment config into ``out``
     and leave the same record (``config.yaml``, ``run_meta.json``) as ``reproduce``.
     ``preprocessing`` (ours | authors) overrides the config's data preparation.
@@ -278,7 +323,7 @@ def train_run(config, out: Path, budget: Optional[str] = None, approaches: Optio
     Started by torchrun, every process calls this and trains with DDP; rank 0 alone holds the
     run's lock and writes (``training.distributed``)."""
     experiment = configure(load_experiment(config).for_budget(budget), seeds, data_dir, device, progress,
-                           preprocessing, concurrent_runs)
+                           preprocessing, concurrent_runs, batched_seeds)
     if approaches:
         experiment.approaches = check_approaches(list(dict.fromkeys(approaches)))
     out = Path(out)
@@ -339,7 +384,7 @@ def reproduce(experiment_name: str, budget: Optional[str] = None, seeds: Optiona
               out: Optional[Path] = None, data_dir: Optional[str] = None, device: Optional[str] = None,
               progress: bool = True, plots: bool = True, protocol_name: Optional[str] = None, log=print,
               fetch: bool = True, allow_unverified: bool = False, preprocessing: Optional[str] = None,
-              concurrent_runs=None) -> Path:
+              concurrent_runs=None, batched_seeds=None) -> Path:
     """``agnostophobia reproduce``; ``preprocessing`` (ours | authors) overrides the config's data
     preparation. A run prepared otherwise than ``ours`` goes by default to ``runs/NAME-BUDGET-PREPROCESSING``
     (so it never lands in, or resumes, an ``ours`` run); it keeps the experiment's name, so its report still
@@ -353,7 +398,8 @@ def reproduce(experiment_name: str, budget: Optional[str] = None, seeds: Optiona
 
         PROTOCOLS.get(protocol_name)  # a clear error for an unknown name
         variant = {"protocol": protocol_name, "name": f"{experiment.train.name}-{protocol_name}"}
-    experiment = configure(experiment, seeds, data_dir, device, progress, preprocessing, concurrent_runs, **variant)
+    experiment = configure(experiment, seeds, data_dir, device, progress, preprocessing, concurrent_runs,
+                           batched_seeds, **variant)
     name = experiment.train.name
     prepared = "" if experiment.train.preprocessing == OURS else f"-{experiment.train.preprocessing}"
     out = Path(out or Path("runs") / f"{name}-{budget}{prepared}")

@@ -38,7 +38,8 @@ def adversarial_loss(batch_loss: Callable[[torch.Tensor, torch.Tensor], Tuple[to
     forward pass is shared between the loss and the input gradient."""
     x = x.detach().requires_grad_(True)
     clean, logits = batch_loss(x, y)
-    (grad,) = torch.autograd.grad(clean, x, retain_graph=True)
+    # batched seeds: one loss per seed, each a function of its own seed's inputs alone
+    (grad,) = torch.autograd.grad(clean.sum(), x, retain_graph=True)
     adversarial, _ = batch_loss(fgsm_step(x, grad, epsilon), y)
     return clean + adversarial, logits
 

@@ -27,6 +27,7 @@ from agnostophobia.losses import LOSSES, build_loss, loss_parameters
 from agnostophobia.models import MODELS, build_model
 from agnostophobia.training.precision import PRECISIONS
 from agnostophobia.training.concurrent import check_concurrent_runs
+from agnostophobia.training.seed_batch import check_batched_seeds
 
 @dataclass
 class TrainConfig:
@@ -248,6 +249,8 @@ class ExperimentConfig:
     ablation: List[Dict[str, str]] = field(default_factory=list)
     # runs (approaches x seeds) trained at the same time, one process each: "auto" or N (training.concurrent)
     concurrent_runs: Union[str, int] = "auto"
+    # the seeds of each approach trained as one batched model: "auto", True or False (training.seed_batch)
+    batched_seeds: Union[str, bool] = "auto"
 
     def for_budget(self, budget: Optional[str]) -> "ExperimentConfig":
         """The experiment with the budget's overrides applied (None: unchanged)."""
@@ -260,9 +263,11 @@ class ExperimentConfig:
         seeds = overrides.pop("seeds", self.seeds)
         concurrent_runs = check_concurrent_runs(overrides.pop("concurrent_runs", self.concurrent_runs),
                                                 f"config key 'budgets.{budget}.concurrent_runs'")
+        batched_seeds = check_batched_seeds(overrides.pop("batched_seeds", self.batched_seeds),
+                                            f"config key 'budgets.{budget}.batched_seeds'")
         train = apply_overrides(self.train, overrides, f"budgets.{budget}.", TRAIN_ALIASES)
         return ExperimentConfig(train, check_approaches(approaches), check_seeds(seeds), self.budgets, self.ablation,
-                                concurrent_runs)
+                                concurrent_runs, batched_seeds)
 
     def for_approach(self, approach: str, seed: int) -> TrainConfig:
         return dataclasses.replace(self.train, approach=approach, seed=seed).validate()
@@ -348,8 +353,9 @@ def parse_experiment(data: Dict[str, Any], where: str = "", base_dir=None) -> Ex
     budgets = {budget: _absolute_protocol_paths(overrides, base_dir) for budget, overrides in budgets.items()}
     ablation = check_ablation(data.pop("ablation", []) or [], budgets)
     concurrent_runs = check_concurrent_runs(data.pop("concurrent_runs", "auto"))
+    batched_seeds = check_batched_seeds(data.pop("batched_seeds", "auto"))
     experiment = ExperimentConfig(apply_overrides(TrainConfig(), data, "", TRAIN_ALIASES), approaches, seeds, budgets,
-                                  ablation, concurrent_runs)
+                                  ablation, concurrent_runs, batched_seeds)
     for budget in budgets:  # fail early on a bad override, not after hours of training
         experiment.for_budget(budget)
     return experiment

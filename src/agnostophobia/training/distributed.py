@@ -113,10 +113,10 @@ class World:
         ``known_labels``: the labels of all samples, for a loss that averages over known samples
         only (``trains_on_unknowns`` false); None for one that averages over all samples.
         """
-        total = len(order)
-        if not self.distributed:
+        total = order.shape[-1]
+        if not self.distributed:  # order may be (S, n): batched seeds, each step a batch of each seed's order
             for start in range(0, total, batch_size):
-                yield Shard(order[start:start + batch_size], 0, min(batch_size, total - start))
+                yield Shard(order[..., start:start + batch_size], 0, min(batch_size, total - start))
             return
         for start in range(0, total, batch_size):
             batch = order[start:start + batch_size]

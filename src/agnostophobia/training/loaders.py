@@ -119,8 +119,13 @@ class StreamedData:
             generator=torch.Generator().manual_seed(cfg.seed))
 
 
+def is_streamed(split) -> bool:
+    """Whether ``split``'s images are files read while training (:class:`StreamedData`)."""
+    return isinstance(split.images, ImageFiles)
+
+
 def device_data(split, device, knowns_only: bool, in_memory: Callable):
     """:class:`StreamedData` for a split of files, else ``in_memory(split, device, knowns_only)``."""
-    if isinstance(split.images, ImageFiles):
+    if is_streamed(split):
         return StreamedData.from_split(split, device, knowns_only)
     return in_memory(split, device, knowns_only)

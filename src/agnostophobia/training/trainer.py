@@ -24,13 +24,14 @@
 from __future__ import annotations
 
 import csv
+import dataclasses
 import io
 import math
 import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, Iterable, Iterator, Optional, Tuple
+from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
 import torch
@@ -48,9 +49,11 @@ from agnostophobia.training.checkpoint import (load_checkpoint, rng_state, save_
                                                seed_everything, set_rng_state)
 from agnostophobia.training.config import TrainConfig
 from agnostophobia.training.hostsync import HostCopy, read_once, to_device
-from agnostophobia.training.loaders import device_data
+from agnostophobia.training.loaders import device_data, is_streamed
 from agnostophobia.training.precision import autocast, resolve_precision
 from agnostophobia.training.records import RESUME_FREE_KEYS, VALUE_WHEN_ABSENT
+from agnostophobia.training.seed_batch import (StackedSeeds, resolve_batched_seeds, seed_optimizer_state,
+                                               stack_optimizer_states)
 
 # Keys that may differ between a run and its resumption without changing the result, and the
 # values of keys older checkpoints lack: one list, shared with the run records' agreement check
@@ -152,7 +155,7 @@ def to_input(images: torch.Tensor, channels_last: bool) -> torch.Tensor:
     return x.contiguous(memory_format=torch.channels_last) if channels_last and x.dim() == 4 else x
 
 
-def crop_flip(x: torch.Tensor, generator: torch.Generator, pad: int = 4, offset: int = 0,
+def crop_flip(x: torch.Tensor, generator, pad: int = 4, offset: int = 0,
               batch_size: Optional[int] = None) -> torch.Tensor:
     """Random crop with zero padding and horizontal flip (the usual CIFAR augmentation).
 
@@ -160,14 +163,29 @@ def crop_flip(x: torch.Tensor, generator: torch.Generator, pad: int = 4, offset:
     the draws are those of the whole batch, so each sample is augmented as in one process.
     The draws come from the host ``generator`` (the same on every device) and reach the device
     in one asynchronous copy; the crops are one gather there, with no host synchronisation.
+    Seeds batched (``x`` of shape (S, n, C, H, W), ``generator`` a list of S): each seed's
+    images are drawn for by its own generator, as in its separate run, and cropped in the same gather.
     """
-    n, channels, h, w = x.shape
-    batch_size = batch_size or n
+    generators = list(generator) if isinstance(generator, (list, tuple)) else [generator]
+    shape = x.shape
+    x = x.reshape(-1, *shape[-3:])
+    n = shape[-4]
+    draws = torch.cat([_crop_flip_draws(g, pad, n, offset, batch_size or n) for g in generators], dim=1)
+    return _crop_flip_apply(x, to_device(draws, x.device), pad).view(shape)
+
+
+def _crop_flip_draws(generator: torch.Generator, pad: int, n: int, offset: int, batch_size: int) -> torch.Tensor:
+    """(3, n): vertical and horizontal shifts and flips of the ``n`` samples from ``offset`` of a batch."""
     mine = slice(offset, offset + n)
     dy = torch.randint(0, 2 * pad + 1, (batch_size,), generator=generator)[mine]
     dx = torch.randint(0, 2 * pad + 1, (batch_size,), generator=generator)[mine]
     flip = (torch.rand(batch_size, generator=generator) < 0.5)[mine]
-    dy, dx, flip = to_device(torch.stack([dy, dx, flip.long()]), x.device)
+    return torch.stack([dy, dx, flip.long()])
+
+
+def _crop_flip_apply(x: torch.Tensor, draws: torch.Tensor, pad: int) -> torch.Tensor:
+    n, channels, h, w = x.shape
+    dy, dx, flip = draws
     padded = torch.nn.functional.pad(x, (pad, pad, pad, pad))
     rows = dy[:, None] + torch.arange(h, device=x.device)                      # (n, h)
     cols = torch.arange(w, device=x.device)
@@ -178,24 +196,42 @@ def crop_flip(x: torch.Tensor, generator: torch.Generator, pad: int = 4, offset:
 
 
 class Training:
-    """The pieces of one run: model, loss, optimiser, scheduler, data, device."""
+    """The pieces of one run: model, loss, optimiser, scheduler, data, device.
 
-    def __init__(self, cfg: TrainConfig, protocol, device: Optional[torch.device] = None):
+    With ``seeds`` (a list), the runs of ``cfg`` with those seeds as one batched model
+    (:mod:`.seed_batch`): :attr:`model` is a :class:`~.seed_batch.StackedSeeds`, losses, sums and
+    flags carry a leading seed dimension (:attr:`seed_shape`), and each seed keeps its own
+    initialisation, data order and augmentation. Without, one run, as it always was.
+    """
+
+    def __init__(self, cfg: TrainConfig, protocol, device: Optional[torch.device] = None,
+                 seeds: Optional[Sequence[int]] = None):
         self.cfg = cfg.validate()
+        self.batched = seeds is not None
+        self.seed_cfgs = [dataclasses.replace(cfg, seed=seed) for seed in seeds] if self.batched else [cfg]
+        if self.batched:
+            self.cfg = self.seed_cfgs[0]
+        self.seed_shape = (len(self.seed_cfgs),) if self.batched else ()
         self.world = distributed.current()  # one process, or this one's place under torchrun
         self.world.check_batch_size(cfg.batch_size)
         self.device = self.world.place(device or resolve_device(cfg.device))
         if cfg.deterministic:
             use_deterministic_algorithms(self.device)
         self.num_classes = protocol.num_classes
-        seed_everything(cfg.seed)
-        self.loss_fn = build_loss(cfg.approach, self.num_classes, **cfg.loss_settings())
-        self.model = build_model(cfg.model, num_outputs=self.loss_fn.num_outputs, **cfg.model_kwargs)
+        if self.batched:  # refuses DDP and streamed data in one line, before anything is built
+            resolve_batched_seeds(True, self.device, len(self.seed_cfgs), self.world.distributed,
+                                  is_streamed(protocol.train))
+        models = []
+        for seed_cfg in self.seed_cfgs:  # each network initialised as its separate run initialises it
+            seed_everything(seed_cfg.seed)
+            self.loss_fn = build_loss(cfg.approach, self.num_classes, **cfg.loss_settings())
+            models.append(build_model(cfg.model, num_outputs=self.loss_fn.num_outputs, **cfg.model_kwargs))
+        self.model = StackedSeeds(models) if self.batched else models[0]
         self.model.to(self.device)
-        if cfg.channels_last:
+        if cfg.channels_last and not self.batched:  # stacked (5-D) weights have no channels_last layout
             self.model.to(memory_format=torch.channels_last)
-        self.network = self.world.wrap(self.model, self.device)  # DDP under torchrun, else the model
         knowns_only = not self.loss_fn.trains_on_unknowns
+        self.network = self.model if self.batched else self.world.wrap(self.model, self.device)  # DDP under torchrun
         # a split of image files (a streamed protocol from files) is read through worker processes
         self.train_data = device_data(protocol.train, self.device, knowns_only, TensorData.from_split)
         self.val_data = device_data(protocol.val, self.device, knowns_only, TensorData.from_split)
@@ -242,11 +278,21 @@ class Training:
             return torch.optim.lr_scheduler.StepLR(self.optimizer, step_size=cfg.step_size, gamma=cfg.gamma)
         return torch.optim.lr_scheduler.LambdaLR(self.optimizer, lambda epoch: 1.0)
 
-    def batch_loss(self, x, y, weights=None):
+    def batch_loss(self, x, y, weights=None, shared: bool = False):
         """The loss (mean over the batch) and logits. In training mode through :attr:`network`
-        (DDP under torchrun); in eval mode through the plain model, which syncs nothing."""
+        (DDP under torchrun); in eval mode through the plain model, which syncs nothing.
+
+        Seeds batched: every seed's loss (S,) and logits (S, N, C) from one call; ``x``, ``y``
+        and ``weights`` have a seed dimension, or with ``shared`` all seeds see the same ones."""
+        if self.batched:
+            dim = None if shared else 0
+            return self.model.map(self._one_seed_loss, x, y, weights,
+                                  in_dims=(dim, dim, None if weights is None else dim))
+        return self._one_seed_loss(self.network if self.model.training else self.model, x, y, weights)
+
+    def _one_seed_loss(self, network, x, y, weights):
         with autocast(self.device, self.precision):
-            logits, features = (self.network if self.model.training else self.model)(x)
+            logits, features = network(x)
         loss = compute_loss(self.loss_fn, logits.float(), features.float(), y, sample_weight=weights)
         return loss, logits
 
@@ -259,9 +305,65 @@ class Training:
         return self.batch_loss(x, y, weights)
 
     def correct_knowns(self, logits, y) -> torch.Tensor:
-        """Known samples classified correctly (a device tensor). No mask: an unknown's label is
-        negative and never equals a predicted class, and a boolean mask would cost a host sync."""
-        return (logits[:, :self.num_classes].argmax(1) == y).sum()
+        """Known samples classified correctly (a device tensor; per seed when batched). No mask: an
+        unknown's label is negative and never equals a predicted class, and a boolean mask would
+        cost a host sync."""
+        return (logits[..., :self.num_classes].argmax(-1) == y).sum(-1)
+
+    def epoch_order(self, epoch: int) -> torch.Tensor:
+        """The epoch's sample order (n,), or each seed's (S, n), on the device."""
+        orders = [epoch_order(len(self.train_data), cfg.seed, epoch) for cfg in self.seed_cfgs]
+        return to_device(torch.stack(orders) if self.batched else orders[0], self.device)
+
+    def augment_generator(self, epoch: int):
+        """The host generator of the epoch's augmentation draws (a list of one per seed when batched)."""
+        generators = [torch.Generator().manual_seed(cfg.seed * 7_919 + epoch) for cfg in self.seed_cfgs]
+        return generators if self.batched else generators[0]
+
+    # -- each seed as a separate run holds it (checkpoints, stored outputs) ---------------------
+    def seed_state(self, seed_index: int) -> Dict:
+        """Seed ``seed_index``'s model, optimiser and scheduler state dicts, in a separate run's form."""
+        if not self.batched:
+            return {"model": self.model.state_dict(), "optimizer": self.optimizer.state_dict(),
+                    "scheduler": self.scheduler.state_dict()}
+        return {"model": self.model.seed_state_dict(seed_index),
+                "optimizer": seed_optimizer_state(self.optimizer, seed_index), "scheduler": self.scheduler.state_dict()}
+
+    def load_seed_states(self, saved: Sequence[Dict], where: Sequence[str]) -> None:
+        """Continue from each seed's checkpoint (``last.pt`` of separate or batched runs alike)."""
+        if not self.batched:
+            self.model.load_state_dict(saved[0]["model"])
+            self.optimizer.load_state_dict(saved[0]["optimizer"])
+        else:
+            for i, (state, path) in enumerate(zip(saved, where)):
+                self.model.load_seed_state_dict(i, state["model"], path)
+            self.optimizer.load_state_dict(stack_optimizer_states(
+                self.optimizer, [state["optimizer"] for state in saved], where))
+        self.scheduler.load_state_dict(saved[0]["scheduler"])
+
+    def load_seed_weights(self, seed_index: int, state: Dict) -> None:
+        """Seed ``seed_index``'s network gets the weights ``state`` (e.g. of its ``best.pt``)."""
+        if self.batched:
+            self.model.load_seed_state_dict(seed_index, state)
+        else:
+            self.model.load_state_dict(state)
+
+    def seed_run(self, seed_index: int) -> "SeedRun":
+        """Seed ``seed_index``'s trained network as a plain module, with what predicting needs."""
+        model = self.model.seed_model(seed_index) if self.batched else self.model
+        if self.cfg.channels_last:
+            model.to(memory_format=torch.channels_last)
+        return SeedRun(model, self.seed_cfgs[seed_index], self.device, self.precision)
+
+
+@dataclass
+class SeedRun:
+    """What :func:`agnostophobia.training.outputs.store_outputs` reads of a trained run."""
+
+    model: torch.nn.Module
+    cfg: TrainConfig
+    device: torch.device
+    precision: str
 
 
 class DivergenceWatch:
@@ -278,8 +380,8 @@ class DivergenceWatch:
 
     def __init__(self, run: Training, epoch: int):
         self.run, self.epoch = run, epoch
-        self.seen = torch.zeros((), dtype=torch.bool, device=run.device)
-        self.steps_before = torch.zeros((), dtype=torch.long, device=run.device)
+        self.seen = torch.zeros(run.seed_shape, dtype=torch.bool, device=run.device)  # per seed when batched
+        self.steps_before = torch.zeros(run.seed_shape, dtype=torch.long, device=run.device)
         self.every = max(1, DIVERGENCE_CHECK_EVERY // 2)
         self.copy = HostCopy(run.device)
 
@@ -290,25 +392,29 @@ class DivergenceWatch:
         if (step + 1) % self.every:
             return
         if self.copy.started:  # from `every` steps ago: on a GPU it has long arrived
-            self.raise_if_diverged(*self.copy.read())
+            self.raise_if_diverged(self.copy.read())
         self.copy.start(self.flags())
         if self.copy.done():
-            self.raise_if_diverged(*self.copy.read())
+            self.raise_if_diverged(self.copy.read())
 
     def flags(self) -> torch.Tensor:
-        """``[seen, -steps_before]`` on the device; under DDP the earliest non-finite loss of any process."""
+        """``[seen, -steps_before]`` (each per seed when batched) on the device; under DDP the
+        earliest non-finite loss of any process."""
         flags = torch.stack([self.seen.long(), -self.steps_before])
         self.run.world.max_(flags)
         return flags
 
-    def raise_if_diverged(self, seen, minus_steps_before) -> None:
-        """Raise :class:`TrainingDiverged` for the values of :meth:`flags` read on the host."""
-        if seen:
-            step, steps_per_epoch = int(-minus_steps_before) + 1, self.run.steps_per_epoch
-            global_step = self.epoch * steps_per_epoch + step
-            raise diverged(self.run.cfg, self.epoch + 1,
-                           f"the training loss became non-finite at step {step} of {steps_per_epoch} "
-                           f"of the epoch (global step {global_step}, counting from 1)")
+    def raise_if_diverged(self, values: Sequence) -> None:
+        """Raise :class:`TrainingDiverged` for the values of :meth:`flags` read on the host (a flat
+        list: the seeds' ``seen``, then their ``-steps_before``), naming the first seed that diverged."""
+        count = len(self.run.seed_cfgs)
+        for cfg, seen, minus_steps_before in zip(self.run.seed_cfgs, values[:count], values[count:2 * count]):
+            if seen:
+                step, steps_per_epoch = int(-minus_steps_before) + 1, self.run.steps_per_epoch
+                global_step = self.epoch * steps_per_epoch + step
+                raise diverged(cfg, self.epoch + 1,
+                               f"the training loss became non-finite at step {step} of {steps_per_epoch} "
+                               f"of the epoch (global step {global_step}, counting from 1)")
 
 
 def diverged(cfg: TrainConfig, epoch: int, what: str) -> TrainingDiverged:
@@ -330,15 +436,16 @@ class EpochSums:
 
 def train_steps(run: Training, epoch: int, bar=None) -> EpochSums:
     """The optimiser steps of one epoch, in its seeded order, with no host synchronisation on
-    the way (except a rare :class:`DivergenceWatch` wait); results stay on the device."""
+    the way (except a rare :class:`DivergenceWatch` wait); results stay on the device.
+    Seeds batched: each step takes every seed's next batch in its own order, at once."""
     cfg, data, world = run.cfg, run.train_data, run.world
     run.model.train()
     world.seed_epoch(cfg.seed, epoch)
-    order = to_device(epoch_order(len(data), cfg.seed, epoch), run.device)
+    order = run.epoch_order(epoch)
     known_labels = None if run.loss_fn.trains_on_unknowns else data.labels  # what the loss averages over
-    augment_rng = torch.Generator().manual_seed(cfg.seed * 7_919 + epoch)
-    sums = EpochSums(torch.zeros((), device=run.device), torch.zeros((), dtype=torch.long, device=run.device),
-                     DivergenceWatch(run, epoch))
+    augment_rng = run.augment_generator(epoch)
+    sums = EpochSums(torch.zeros(run.seed_shape, device=run.device),
+                     torch.zeros(run.seed_shape, dtype=torch.long, device=run.device), DivergenceWatch(run, epoch))
     shards = world.shards(order, cfg.batch_size, known_labels)
     for step, (shard, images) in enumerate(data.read(shards, cfg, epoch)):
         idx = shard.indices
@@ -350,7 +457,7 @@ def train_steps(run: Training, epoch: int, bar=None) -> EpochSums:
         if shard.loss_scale is not None:  # DDP: this process's share of the global-batch mean
             loss = loss * shard.loss_scale
         run.optimizer.zero_grad(set_to_none=True)
-        loss.backward()
+        loss.sum().backward()  # batched seeds: seed s's loss depends on seed s's weights alone
         run.optimizer.step()
         kill_point("train-step")
         # loss * global batch / W, summed over processes at the end
@@ -369,28 +476,49 @@ def train_one_epoch(run: Training, epoch: int, bar=None) -> Dict[str, float]:
     Raises :class:`TrainingDiverged` when a loss is non-finite (noticed within
     :data:`DIVERGENCE_CHECK_EVERY` steps, and at the latest at the epoch's end).
     """
+    return _one_run(run, train_one_epoch_seeds(run, epoch, bar))
+
+
+def train_one_epoch_seeds(run: Training, epoch: int, bar=None) -> List[Dict[str, float]]:
+    """:func:`train_one_epoch` of each seed (one row; one per seed when batched)."""
     start = time.perf_counter()
     sums = train_steps(run, epoch, bar)
     flags = sums.watch.flags()
     run.world.sum_(sums.loss_sum, sums.correct)
-    seen, minus_steps_before, loss_sum, correct = read_once(flags, sums.loss_sum, sums.correct)
-    sums.watch.raise_if_diverged(seen, minus_steps_before)
+    values = read_once(flags, sums.loss_sum, sums.correct)
+    count = len(run.seed_cfgs)
+    sums.watch.raise_if_diverged(values[:2 * count])
     run.scheduler.step()
     run.world.sync_buffers(run.model)
     seconds = time.perf_counter() - start  # after the read: on a GPU, every step has run by then
     data = run.train_data
-    return {"train_loss": loss_sum / len(data), "train_acc": int(correct) / max(known_count(data), 1),
-            "train_images_per_s": len(data) / seconds, "train_seconds": seconds}
+    return [{"train_loss": loss_sum / len(data), "train_acc": int(correct) / max(known_count(data), 1),
+             "train_images_per_s": len(data) / seconds, "train_seconds": seconds}
+            for loss_sum, correct in zip(values[2 * count:3 * count], values[3 * count:])]
+
+
+def _one_run(run: Training, rows: List[Dict[str, float]]) -> Dict[str, float]:
+    if run.batched:
+        raise ValueError("this run trains seeds batched: use the *_seeds function, which returns a row per seed")
+    return rows[0]
 
 
 @torch.inference_mode()
 def evaluate(run: Training, data: TensorData) -> Dict[str, float]:
     """Mean loss (the selection criterion) and accuracy on knowns over ``data``."""
-    loss_sum, correct = evaluation_sums(run, data)
+    return _one_run(run, evaluate_seeds(run, data))
+
+
+@torch.inference_mode()
+def evaluate_seeds(run: Training, data: TensorData) -> List[Dict[str, float]]:
+    """:func:`evaluate` of each seed (one row; one per seed when batched)."""
+    loss_sums, corrects = evaluation_sums(run, data)
     if not len(data):  # no validation split: nothing measured (fit then keeps the last epoch)
-        return {"val_loss": float("nan"), "val_acc": float("nan")}
-    loss_sum, correct = read_once(loss_sum, correct)  # the one host synchronisation of the evaluation
-    return {"val_loss": loss_sum / len(data), "val_acc": int(correct) / max(known_count(data), 1)}
+        return [{"val_loss": float("nan"), "val_acc": float("nan")} for _ in run.seed_cfgs]
+    values = read_once(loss_sums, corrects)  # the one host synchronisation of the evaluation
+    count = len(run.seed_cfgs)
+    return [{"val_loss": loss_sum / len(data), "val_acc": int(correct) / max(known_count(data), 1)}
+            for loss_sum, correct in zip(values[:count], values[count:])]
 
 
 @torch.inference_mode()
@@ -398,13 +526,13 @@ def evaluation_sums(run: Training, data: TensorData) -> Tuple[torch.Tensor, torc
     """The summed loss (float64, as Python floats were) and the correct knowns over ``data``,
     accumulated on the device without a host synchronisation (summed over DDP processes)."""
     run.model.eval()
-    loss_sum = torch.zeros((), dtype=torch.float64, device=run.device)
-    correct = torch.zeros((), dtype=torch.long, device=run.device)
+    loss_sum = torch.zeros(run.seed_shape, dtype=torch.float64, device=run.device)
+    correct = torch.zeros(run.seed_shape, dtype=torch.long, device=run.device)
     for i in run.world.eval_starts(len(data), run.cfg.eval_batch_size):  # all batches in one process
         batch = slice(i, i + run.cfg.eval_batch_size)
         x = to_input(data.images[batch], run.cfg.channels_last)
         y = data.labels[batch]
-        loss, logits = run.batch_loss(x, y, data.weights_of(batch))
+        loss, logits = run.batch_loss(x, y, data.weights_of(batch), shared=True)  # batched: every seed sees them
         loss_sum += loss.double() * len(y)
         correct += run.correct_knowns(logits, y)
     run.world.sum_(loss_sum, correct)
@@ -486,51 +614,85 @@ def fit(cfg: TrainConfig, protocol, run_dir, resume: bool = True, device=None,
     Under DDP (``training.distributed``) every process calls this; rank 0 alone reads and writes
     ``run_dir`` and returns the best weights, the others return the last ones.
     """
-    run_dir = Path(run_dir)
     run = Training(cfg, protocol, device)
-    world = run.world
-    state = {"epoch": 0, "history": [], "best_val_loss": float("inf"), "best_epoch": 0}
-    best_path = run_dir / "best.pt"
-    saved = world.from_main(lambda: _saved_run(run_dir, cfg, resume))  # every process continues rank 0's run
-    if saved is not None:
-        run.model.load_state_dict(saved["model"])
-        run.optimizer.load_state_dict(saved["optimizer"])
-        run.scheduler.load_state_dict(saved["scheduler"])
-        set_rng_state(saved["rng"])
-        state = {k: saved[k] for k in state}
+    _fit(run, [Path(run_dir)], resume, stop_after_epoch)
+    return run
+
+
+def fit_seeds(cfg: TrainConfig, protocol, seeds: Sequence[int], run_dirs: Sequence, resume: bool = True,
+              device=None, stop_after_epoch: Optional[int] = None) -> List[SeedRun]:
+    """:func:`fit` of ``cfg`` with each of ``seeds`` (``run_dirs``: one per seed), trained as one
+    batched model (:mod:`.seed_batch`); each seed's directory gets the files a separate run writes.
+    The seeds' checkpoints, where they exist, must be at the same epoch. Returns each seed's
+    best-validation network. A seed that diverges stops the batch (:class:`TrainingDiverged`
+    naming it); every seed keeps the checkpoints of the last good epoch."""
+    if len(seeds) != len(run_dirs) or len(set(seeds)) != len(seeds):
+        raise ValueError(f"fit_seeds: one run directory per distinct seed, got seeds {list(seeds)} "
+                         f"and {len(run_dirs)} directories")
+    run = Training(cfg, protocol, device, seeds=list(seeds))
+    _fit(run, [Path(run_dir) for run_dir in run_dirs], resume, stop_after_epoch)
+    return [run.seed_run(i) for i in range(len(seeds))]
+
+
+def _fit(run: Training, run_dirs: List[Path], resume: bool, stop_after_epoch: Optional[int]) -> None:
+    """The epochs of :func:`fit` and :func:`fit_seeds`: each seed's history, best epoch and files."""
+    cfg, world, count = run.cfg, run.world, len(run.seed_cfgs)
+    states = [{"epoch": 0, "history": [], "best_val_loss": float("inf"), "best_epoch": 0} for _ in range(count)]
+    # every process continues rank 0's run
+    saved = [world.from_main(lambda: _saved_run(run_dir, seed_cfg, resume))
+             for run_dir, seed_cfg in zip(run_dirs, run.seed_cfgs)]
+    _check_same_epoch(saved, run_dirs)
+    if saved[0] is not None:
+        run.load_seed_states(saved, [str(run_dir / "last.pt") for run_dir in run_dirs])
+        set_rng_state(saved[0]["rng"])
+        states = [{k: one[k] for k in states[0]} for one in saved]
     if world.is_main:
-        remove_stale_temporaries(run_dir, ("last.pt", "best.pt", "metrics.csv"))  # left by a killed run
+        for run_dir in run_dirs:
+            remove_stale_temporaries(run_dir, ("last.pt", "best.pt", "metrics.csv"))  # left by a killed run
     restore_threads = limit_cpu_threads(run.device, cfg.cpu_threads)
-    writer = _tensorboard(run_dir) if cfg.tensorboard and world.is_main else None
-    bar = tqdm(total=run.steps_per_epoch * cfg.epochs, initial=run.steps_per_epoch * state["epoch"],
-               disable=not (cfg.progress and world.is_main), desc=f"{cfg.approach} (seed {cfg.seed})",
+    writers = [_tensorboard(run_dir) if cfg.tensorboard and world.is_main else None for run_dir in run_dirs]
+    seeds = ", ".join(str(seed_cfg.seed) for seed_cfg in run.seed_cfgs)
+    bar = tqdm(total=run.steps_per_epoch * cfg.epochs, initial=run.steps_per_epoch * states[0]["epoch"],
+               disable=not (cfg.progress and world.is_main), desc=f"{cfg.approach} (seed{'s' * run.batched} {seeds})",
                unit="batch", dynamic_ncols=True, leave=False)
     try:
-        for epoch in range(state["epoch"], cfg.epochs):
-            row = {"epoch": epoch + 1, "lr": run.optimizer.param_groups[0]["lr"]}
-            row.update(train_one_epoch(run, epoch, bar))
-            row.update(evaluate(run, run.val_data))
-            if len(run.val_data) and not math.isfinite(row["val_loss"]):  # NaN is "not measured" without val data
-                raise diverged(cfg, epoch + 1, f"the validation loss is {row['val_loss']}")
-            bar.set_postfix(loss=f"{row['train_loss']:.3f}", val=f"{row['val_loss']:.3f}",
-                            acc=f"{row['val_acc']:.3f}")
-            state["history"].append(row)
-            state["epoch"] = epoch + 1
-            improved = row["val_loss"] < state["best_val_loss"] or not len(run.val_data)  # no validation data: keep the last
-            if improved:
-                state["best_val_loss"], state["best_epoch"] = row["val_loss"], epoch + 1
-            if world.is_main:
-                _record_epoch(run, run_dir, state, row, improved, writer)
+        for epoch in range(states[0]["epoch"], cfg.epochs):
+            lr = run.optimizer.param_groups[0]["lr"]
+            rows = [{"epoch": epoch + 1, "lr": lr, **train, **val} for train, val in
+                    zip(train_one_epoch_seeds(run, epoch, bar), evaluate_seeds(run, run.val_data))]
+            for seed_cfg, row in zip(run.seed_cfgs, rows):  # no seed's epoch is recorded if one diverged
+                if len(run.val_data) and not math.isfinite(row["val_loss"]):  # NaN is "not measured" without val data
+                    raise diverged(seed_cfg, epoch + 1, f"the validation loss is {row['val_loss']}")
+            bar.set_postfix(loss=f"{rows[0]['train_loss']:.3f}", val=f"{rows[0]['val_loss']:.3f}",
+                            acc=f"{rows[0]['val_acc']:.3f}")
+            for i, (state, row) in enumerate(zip(states, rows)):
+                state["history"].append(row)
+                state["epoch"] = epoch + 1
+                improved = row["val_loss"] < state["best_val_loss"] or not len(run.val_data)  # no validation data: keep the last
+                if improved:
+                    state["best_val_loss"], state["best_epoch"] = row["val_loss"], epoch + 1
+                if world.is_main:
+                    _record_epoch(run, i, run_dirs[i], state, row, improved, writers[i])
             if stop_after_epoch is not None and epoch + 1 >= stop_after_epoch:
                 break
     finally:
         restore_threads()
         bar.close()
-        if writer is not None:
-            writer.close()
-    if world.is_main and best_path.exists():
-        run.model.load_state_dict(load_checkpoint(best_path)["model"])
-    return run
+        for writer in writers:
+            if writer is not None:
+                writer.close()
+    for i, run_dir in enumerate(run_dirs):
+        if world.is_main and (run_dir / "best.pt").exists():
+            run.load_seed_weights(i, load_checkpoint(run_dir / "best.pt")["model"])
+
+
+def _check_same_epoch(saved: List[Optional[Dict]], run_dirs: List[Path]) -> None:
+    """Seeds batched together continue from one epoch (``reproduce`` groups them so)."""
+    epochs = [None if one is None else one["epoch"] for one in saved]
+    if len(set(epochs)) > 1:
+        raise ConfigError(f"seeds batched together must continue from the same epoch: "
+                          + ", ".join(f"{run_dir} at {'no checkpoint' if epoch is None else f'epoch {epoch}'}"
+                                      for run_dir, epoch in zip(run_dirs, epochs)))
 
 
 def _saved_run(run_dir: Path, cfg: TrainConfig, resume: bool) -> Optional[Dict]:
@@ -547,16 +709,19 @@ def _saved_run(run_dir: Path, cfg: TrainConfig, resume: bool) -> Optional[Dict]:
     return saved
 
 
-def _record_epoch(run: Training, run_dir: Path, state: Dict, row: Dict, improved: bool, writer) -> None:
-    """The files of the epoch just trained: ``best.pt`` if it ``improved``, ``last.pt``, ``metrics.csv``,
-    TensorBoard scalars. A checkpoint holds the plain model's state dict, also under DDP."""
-    cfg, epoch = run.cfg, state["epoch"]
+def _record_epoch(run: Training, seed_index: int, run_dir: Path, state: Dict, row: Dict, improved: bool,
+                  writer) -> None:
+    """The files of the epoch just trained of seed ``seed_index`` (the run's one seed when not
+    batched): ``best.pt`` if it ``improved``, ``last.pt``, ``metrics.csv``, TensorBoard scalars.
+    A checkpoint holds one plain network's state dict, also under DDP and with batched seeds."""
+    cfg, epoch = run.seed_cfgs[seed_index], state["epoch"]
+    held = run.seed_state(seed_index)
     if improved:
-        save_checkpoint(run_dir / "best.pt", {"model": run.model.state_dict(), "epoch": epoch,
+        save_checkpoint(run_dir / "best.pt", {"model": held["model"], "epoch": epoch,
                                               "val_loss": row["val_loss"], "config": cfg.to_dict()})
     save_checkpoint(run_dir / "last.pt", {
-        **state, "model": run.model.state_dict(), "optimizer": run.optimizer.state_dict(),
-        "scheduler": run.scheduler.state_dict(), "config": cfg.to_dict(), "rng": rng_state(),
+        **state, "model": held["model"], "optimizer": held["optimizer"],
+        "scheduler": held["scheduler"], "config": cfg.to_dict(), "rng": rng_state(),
         "finished": epoch == cfg.epochs})
     _write_history(run_dir / "metrics.csv", state["history"])
     kill_point("epoch-end")

@@ -1,0 +1,208 @@
+"""Seeds trained as one batched model (issue 21; config key ``batched_seeds``).
+
+The runs of one approach that differ only in their seed have networks of the same shape. PyTorch's
+model-ensembling recipe (``torch.func.stack_module_state`` + ``vmap`` + ``functional_call``) trains
+them as one: every parameter and buffer gets a leading seed dimension, and one call of the network
+(and of the loss) computes all seeds at once, so a GPU launches each kernel once for S seeds instead
+of S times. Nothing else is shared:
+
+* each seed keeps its own initialisation (built after ``seed_everything(seed)``, as a separate run
+  builds it), data order (``epoch_order(n, seed, epoch)``) and augmentation draws (its own generator);
+* the optimiser works element by element (Adam, SGD with momentum, weight decay), so one optimiser
+  over the stacked parameters makes exactly the S updates S optimisers would; the loss the trainer
+  differentiates is the sum of the seeds' losses, and seed s's loss depends only on seed s's
+  parameters, so each seed receives its own gradient;
+* BatchNorm computes its statistics per seed, its running statistics are stacked buffers.
+
+On the CPU in fp32 a batched run therefore equals separate runs up to the rounding of the
+batched kernels (``tests/test_seed_batch.py`` states and checks the tolerance). A model with
+random layers (dropout) draws from one generator for all seeds under ``vmap`` (``randomness=
+"different"``): valid, but not equal to separate runs.
+
+Each seed's checkpoints, outputs and metrics have the form of a separate run's
+(:meth:`StackedSeeds.seed_state_dict`, :func:`seed_optimizer_state`), so a run can be resumed with
+``batched_seeds`` on or off and more seeds added later.
+"""
+from __future__ import annotations
+
+import copy
+from typing import Callable, Dict, List, Sequence
+
+import torch
+from torch import nn
+from torch.func import functional_call, stack_module_state, vmap
+
+from agnostophobia.errors import ConfigError
+
+AUTO = "auto"
+
+
+def check_batched_seeds(value, where: str = "config key 'batched_seeds'"):
+    """``auto``, ``true`` or ``false`` (YAML booleans, or those words from the command line)."""
+    if value == AUTO or isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.lower() in ("true", "false"):
+        return value.lower() == "true"
+    raise ConfigError(f"{where}: must be auto, true or false, got {value!r}")
+
+
+def resolve_batched_seeds(value, device: torch.device, seeds: int, distributed: bool, streamed: bool) -> bool:
+    """Whether the seeds of each approach train as one batched model.
+
+    ``auto``: on with CUDA and more than one seed (on a GPU one LeNet++ run leaves most of it idle;
+    on a CPU the kernels are already large for its few cores, and runs in processes of their own,
+    ``concurrent_runs``, gain more). Never under torchrun (DDP) or for a protocol streamed from
+    image files; ``true`` there is refused in one line.
+    """
+    value = check_batched_seeds(value)
+    if value is True:
+        if distributed:
+            raise ConfigError("batched_seeds: true cannot run under torchrun (DDP): a batched model's "
+                              "gradients are not DistributedDataParallel's; set batched_seeds: false")
+        if streamed:
+            raise ConfigError("batched_seeds: true cannot train a protocol streamed from image files "
+                              "(its loader draws one seed's order and augmentation); set batched_seeds: false")
+        return True
+    if value is False:
+        return False
+    return torch.device(device).type == "cuda" and seeds > 1 and not distributed and not streamed
+
+
+class StackedSeeds(nn.Module):
+    """S networks of one architecture as one module: parameters and buffers stacked along a new
+    first dimension; :meth:`map` runs a function of one network on all S at once (``vmap``).
+
+    ``models``: the seeds' networks, each built as a separate run builds it. Their structure is
+    kept in :attr:`template` (not registered: its own weights are never trained) for
+    ``functional_call`` and to hand out one seed's network (:meth:`seed_model`).
+    """
+
+    def __init__(self, models: Sequence[nn.Module]):
+        super().__init__()
+        if len(models) < 1:
+            raise ValueError("StackedSeeds needs at least one model")
+        params, buffers = stack_module_state(list(models))
+        first = dict(models[0].named_parameters())
+        self.param_names: List[str] = list(params)
+        self.buffer_names: List[str] = list(buffers)
+        self.stacked_params = nn.ParameterList(
+            [nn.Parameter(params[name].detach().clone(), requires_grad=first[name].requires_grad)
+             for name in self.param_names])
+        for i, name in enumerate(self.buffer_names):
+            self.register_buffer(f"stacked_buffer_{i}", buffers[name].detach().clone())
+        self.__dict__["template"] = copy.deepcopy(models[0])  # outside nn.Module's registries
+        self.state_keys = list(models[0].state_dict())
+        self.seeds = len(models)
+
+    # -- the seeds' parameters and buffers by their names in one network ----------------------
+    def params(self) -> Dict[str, torch.Tensor]:
+        return dict(zip(self.param_names, self.stacked_params))
+
+    def buffers_by_name(self) -> Dict[str, torch.Tensor]:
+        return {name: getattr(self, f"stacked_buffer_{i}") for i, name in enumerate(self.buffer_names)}
+
+    def train(self, mode: bool = True) -> "StackedSeeds":
+        super().train(mode)
+        self.template.train(mode)  # the template's modes decide BatchNorm's (as its own train() sets them)
+        return self
+
+    def _apply(self, fn, *args, **kwargs):  # .to(device) and the like move the template too
+        super()._apply(fn, *args, **kwargs)
+        self.template._apply(fn, *args, **kwargs)
+        return self
+
+    def map(self, function: Callable, *args, in_dims: Sequence) -> object:
+        """``function(network, *args_of_one_seed)`` for every seed at once. ``in_dims``: per arg, 0
+        where it has a seed dimension, None where all seeds share it (e.g. validation images)."""
+
+        def one_seed(params, buffers, *one_args):
+            return function(lambda x: functional_call(self.template, (params, buffers), (x,)), *one_args)
+
+        return vmap(one_seed, in_dims=(0, 0, *in_dims), randomness="different")(
+            self.params(), self.buffers_by_name(), *args)
+
+    def forward(self, x: torch.Tensor):
+        """``(logits, features)``, each with a leading seed dimension, of ``x`` (S, N, ...)."""
+        return self.map(lambda network, one: network(one), x, in_dims=(0,))
+
+    # -- one seed as a separate run would hold it ----------------------------------------------
+    def seed_state_dict(self, seed_index: int) -> Dict[str, torch.Tensor]:
+        """Seed ``seed_index``'s state dict, keys and order as one network's ``state_dict()``."""
+        tensors = {**self.params(), **self.buffers_by_name()}
+        return {key: tensors[key][seed_index].detach().clone() for key in self.state_keys}
+
+    @torch.no_grad()
+    def load_seed_state_dict(self, seed_index: int, state: Dict[str, torch.Tensor], where: str = "") -> None:
+        """Put one network's state dict (as a separate run saved it) in seed ``seed_index``'s place."""
+        tensors = {**self.params(), **self.buffers_by_name()}
+        missing = [key for key in self.state_keys if key not in state]
+        unexpected = [key for key in state if key not in tensors]
+        if missing or unexpected:
+            raise ConfigError(f"{where}: not this network's state dict (missing {missing[:3]}, "
+                              f"unexpected {unexpected[:3]})")
+        for key in self.state_keys:
+            if tuple(state[key].shape) != tuple(tensors[key].shape[1:]):
+                raise ConfigError(f"{where}: {key} has shape {tuple(state[key].shape)}, this network "
+                                  f"needs {tuple(tensors[key].shape[1:])}")
+            tensors[key][seed_index].copy_(state[key])
+
+    @torch.no_grad()
+    def seed_model(self, seed_index: int) -> nn.Module:
+        """Seed ``seed_index``'s network as a plain module (every parameter and buffer, also those
+        a state dict leaves out), in the mode and on the device of this module."""
+        model = copy.deepcopy(self.template)
+        tensors = {**self.params(), **self.buffers_by_name()}
+        for name, tensor in [*model.named_parameters(), *model.named_buffers()]:
+            tensor.copy_(tensors[name][seed_index])
+        return model
+
+
+def seed_optimizer_state(stacked: torch.optim.Optimizer, seed_index: int) -> Dict:
+    """Seed ``seed_index``'s part of the state dict of an optimiser over :class:`StackedSeeds`'
+    parameters: what one optimiser over one network's parameters holds (its per-parameter
+    tensors, e.g. Adam's moments, sliced; shared scalars such as Adam's ``step`` as they are)."""
+    state = stacked.state_dict()
+    shapes = _param_shapes(stacked)
+    return {"state": {index: {key: _slice(value, shapes[index], seed_index) for key, value in entry.items()}
+                      for index, entry in state["state"].items()},
+            "param_groups": copy.deepcopy(state["param_groups"])}
+
+
+def stack_optimizer_states(stacked: torch.optim.Optimizer, states: Sequence[Dict], where: Sequence[str]) -> Dict:
+    """The state dict for an optimiser over :class:`StackedSeeds`' parameters from the seeds'
+    separate state dicts (saved by separate or batched runs alike). Scalars they share (Adam's
+    ``step``) must agree: the seeds of one batch are at the same epoch."""
+    shapes = _param_shapes(stacked)
+    merged = {}
+    for index in states[0]["state"]:
+        entries = [state["state"].get(index) for state in states]
+        if any(entry is None for entry in entries):
+            raise ConfigError(f"{where[entries.index(None)]}: its optimiser state lacks parameter {index}; "
+                              f"it cannot be batched with {where[0]}")
+        merged[index] = {key: _stack([entry[key] for entry in entries], shapes[index], key, where)
+                         for key in entries[0]}
+    return {"state": merged, "param_groups": copy.deepcopy(states[0]["param_groups"])}
+
+
+def _param_shapes(optimizer: torch.optim.Optimizer) -> Dict[int, torch.Size]:
+    params = [p for group in optimizer.param_groups for p in group["params"]]
+    return {index: param.shape for index, param in enumerate(params)}
+
+
+def _slice(value, stacked_shape: torch.Size, seed_index: int):
+    if isinstance(value, torch.Tensor) and value.shape == stacked_shape:
+        return value[seed_index].clone()
+    return copy.deepcopy(value)
+
+
+def _stack(values: List, stacked_shape: torch.Size, key: str, where: Sequence[str]):
+    first = values[0]
+    if isinstance(first, torch.Tensor) and tuple(first.shape) == tuple(stacked_shape[1:]):
+        return torch.stack(values)
+    for value, path in zip(values[1:], where[1:]):
+        same = (torch.equal(torch.as_tensor(value), torch.as_tensor(first)) if isinstance(first, torch.Tensor)
+                else value == first)
+        if not same:
+            raise ConfigError(f"{path}: optimiser state {key!r} is {value!r}, {where[0]} has {first!r}; "
+                              f"seeds at different points cannot be batched")
+    return copy.deepcopy(first)
