@@ -299,3 +299,56 @@ def test_seeds_resume_in_groups_of_the_same_epoch(tmp_path):
     units = training_units(pending, batched=True, world=current())
     assert [[c.seed for c, _ in unit] for unit in units] == [[0, 1], [2], [3]]
     assert [[c.seed for c, _ in unit] for unit in training_units(pending, False, current())] == [[0], [1], [2], [3]]
+
+
+# ------------------------------------------------------------------------ no host synchronisation
+def test_batched_crop_flip_draws_each_seeds_own_augmentation():
+    x = torch.rand(2, 5, 3, 8, 8)
+    got = crop_flip(x, [torch.Generator().manual_seed(seed) for seed in (4, 9)])
+    for i, seed in enumerate((4, 9)):
+        assert torch.equal(got[i], crop_flip(x[i], torch.Generator().manual_seed(seed)))
+
+
+@pytest.mark.parametrize("options", [{}, {"augment": "crop-flip", "adversarial_epsilon": 0.01}], ids=["plain", "augment-fgsm"])
+@pytest.mark.parametrize("approach", LOSSES.registered())
+def test_batched_steps_need_no_host_synchronisation(approach, options, monkeypatch):
+    """Traced on the ``meta`` device as ``tests/test_training_sync.py`` traces one run."""
+    from test_training_sync import META, HostSyncs, meta_run
+
+    from agnostophobia.training.trainer import evaluation_sums, train_steps
+
+    run = meta_run(approach, options, monkeypatch, seeds=SEEDS)
+    with HostSyncs(META) as syncs:
+        sums = train_steps(run, 0)
+        loss_sums, corrects = evaluation_sums(run, run.val_data)
+    assert syncs.found == []
+    assert sums.loss_sum.shape == sums.correct.shape == loss_sums.shape == corrects.shape == (len(SEEDS),)
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("approach", LOSSES.registered())
+def test_cuda_batched_steps_never_synchronise_and_train_every_seed(approach, monkeypatch, tmp_path):
+    """bf16, sample weights, crop-flip and FGSM, under ``set_sync_debug_mode("error")``; then a
+    whole batched fit on CUDA leaves each seed a separate run's files with finite losses."""
+    from agnostophobia.training import trainer
+    from agnostophobia.training.hostsync import read_once
+    from agnostophobia.training.trainer import evaluation_sums, train_one_epoch_seeds, train_steps
+
+    monkeypatch.setattr(trainer, "DIVERGENCE_CHECK_EVERY", 4)
+    cfg = tiny_config(approach=approach, device="cuda", precision="bf16", sample_weighting=True, batch_size=4,
+                      augment="crop-flip", adversarial_epsilon=0.01)
+    run = Training(cfg, synthetic_protocol(), seeds=SEEDS)
+    train_one_epoch_seeds(run, 0)  # warm-up
+    torch.cuda.synchronize()
+    previous = torch.cuda.get_sync_debug_mode()
+    torch.cuda.set_sync_debug_mode("error")
+    try:
+        sums = train_steps(run, 1)
+        loss_sums, corrects = evaluation_sums(run, run.val_data)
+    finally:
+        torch.cuda.set_sync_debug_mode(previous)
+    assert all(torch.isfinite(torch.tensor(read_once(sums.loss_sum, loss_sums))))
+    fit_seeds(dataclasses.replace(cfg, epochs=2), synthetic_protocol(), SEEDS, [tmp_path / str(s) for s in SEEDS])
+    for seed in SEEDS:
+        saved = load_checkpoint(tmp_path / str(seed) / "last.pt")
+        assert saved["finished"] and all(torch.isfinite(torch.tensor(row["val_loss"])) for row in saved["history"])

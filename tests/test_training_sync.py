@@ -63,6 +63,8 @@ class HostSyncs(TorchDispatchMode):
         if name in INDEXING and any(t is not None and t.dtype in (torch.bool, torch.uint8) for t in args[1]):
             return "indexes with a boolean mask (nonzero on the host)"
         if name in COPIES:
+            if not isinstance(args[0], torch.Tensor):  # a Python number made a tensor (vmap does): no copy
+                return None
             source, target = (args[0], kwargs.get("device") or args[0].device) if name == "aten::_to_copy" \
                 else (args[1], args[0].device)
             blocking = not kwargs.get("non_blocking", len(args) > 2 and args[2])
@@ -76,13 +78,13 @@ class HostSyncs(TorchDispatchMode):
         return None
 
 
-def meta_run(approach, options, monkeypatch) -> Training:
+def meta_run(approach, options, monkeypatch, seeds=None) -> Training:
     # the watch's copies to the host are tested below; meta tensors have no values to copy
     monkeypatch.setattr(trainer, "DIVERGENCE_CHECK_EVERY", 10 ** 6)
     # the losses refuse meta tensors from a user (tests/test_losses.py); here meta is the tracer
     monkeypatch.setattr(loss_base, "check_tensor_storage", lambda tensor, name, device=None: tensor)
     cfg = tiny_config(approach=approach, precision="fp32", sample_weighting=True, **options)
-    return Training(cfg, synthetic_protocol(), device=META)
+    return Training(cfg, synthetic_protocol(), device=META, seeds=seeds)
 
 
 @pytest.mark.parametrize("approach, options", VARIANTS)
