@@ -320,8 +320,9 @@ def test_the_settings_the_issue_names_are_tuned():
     from agnostophobia.detectors import setting_grid
 
     tuned = {name: set(setting_grid(name)[0]) for name in DETECTORS.names() if setting_grid(name)}
-    assert tuned == {"knn": {"k"}, "openmax": {"tail_size", "alpha"}, "evm": {"tail_size", "cover_threshold"},
-                     "postmax": {"tail_fraction"}}
+    # and the two that decide whether the feature magnitude counts (cosine/normalised features drop it)
+    assert tuned == {"knn": {"k", "normalize"}, "openmax": {"tail_size", "alpha"},
+                     "evm": {"tail_size", "cover_threshold", "distance"}, "postmax": {"tail_fraction"}}
 
 
 @pytest.mark.parametrize("name", DETECTORS.names())

@@ -29,13 +29,13 @@ def run(tiny_run, tmp_path):
     return copy
 
 
-def validation_ccr(model_dir: Path, approach: str, k: int):
-    """CCR at FPR of k-NN with ``k`` on the model's validation split, computed here (None: k
-    above the training knowns' count)."""
+def validation_ccr(model_dir: Path, approach: str, point: dict):
+    """CCR at FPR of k-NN with the settings ``point`` on the model's validation split, computed
+    here (None: k above the training knowns' count)."""
     val = load_outputs(model_dir / VAL_OUTPUTS)["val"]
     num_classes = known_columns(approach, val["logits"].shape[1])
     try:
-        detector = fitted_detector("knn", load_fit_outputs(model_dir), num_classes, {"knn": {"k": k}})
+        detector = fitted_detector("knn", load_fit_outputs(model_dir), num_classes, {"knn": point})
     except NotFitted:
         return None
     scores = detector.scores(detector_inputs(detector, val["logits"], num_classes), val["features"])
@@ -52,11 +52,14 @@ def test_the_choice_is_the_best_validation_ccr_and_test_outputs_are_never_read(r
     assert stored["target_fpr"] == FPR and stored["split"] == "val"
     for approach in ("softmax", "entropic"):
         model_dir = run / "seed0" / approach
-        ccrs = {point["k"]: validation_ccr(model_dir, approach, point["k"]) for point in setting_grid("knn")}
+        points = setting_grid("knn")
+        assert {point["normalize"] for point in points} == {True, False}
+        ccrs = {tuple(point.items()): validation_ccr(model_dir, approach, point) for point in points}
         best = max(c for c in ccrs.values() if c is not None)
-        chosen = stored["chosen"][approach]["knn"]["k"]
+        chosen = tuple(stored["chosen"][approach]["knn"].items())
         assert ccrs[chosen] == best
-        assert chosen == (50 if ccrs[50] == best else next(k for k, c in ccrs.items() if c == best))
+        default = (("k", 50), ("normalize", True))
+        assert chosen == (default if ccrs[default] == best else next(p for p, c in ccrs.items() if c == best))
         assert [c["val_ccr"] for c in stored["candidates"][approach]["knn"]] == list(ccrs.values())
     assert run_tuned_settings(run) == stored["chosen"]
 

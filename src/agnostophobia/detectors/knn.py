@@ -152,7 +152,8 @@ class KNNDetector(Detector):
 
     # Sun et al. (2022) chose k on validation data too; the grid spans their CIFAR-10 choice.
     SETTINGS = {"k": Setting(int, 50, low=1, grid=(1, 5, 10, 20, 50, 100)),
-                "normalize": Setting(bool, True), "class_conditional": Setting(bool, False),
+                # tuned too: normalised features lose the magnitude (see EVM's distance)
+                "normalize": Setting(bool, True, grid=(True, False)), "class_conditional": Setting(bool, False),
                 "query_chunk": Setting(int, 1024, low=1), "reference_chunk": Setting(int, 8192, low=1)}
 
     def __init__(self, k: int = 50, normalize: bool = True, class_conditional: bool = False,
