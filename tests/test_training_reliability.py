@@ -86,8 +86,8 @@ def nan_loss_from(monkeypatch, training_step=None, evaluation=None):
     real = Training.batch_loss
     train_calls, eval_calls = itertools.count(1), itertools.count(1)
 
-    def batch_loss(self, x, y, weights=None):
-        loss, logits = real(self, x, y, weights)
+    def batch_loss(self, x, y, weights=None, shared=False):
+        loss, logits = real(self, x, y, weights, shared)
         calls, first = (train_calls, training_step) if self.model.training else (eval_calls, evaluation)
         if first is not None and next(calls) >= first:
             loss = loss * float("nan")
