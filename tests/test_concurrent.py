@@ -8,6 +8,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -86,6 +87,22 @@ def _sleep(seconds):
     return seconds
 
 
+def _mark_then_raise(marker, error):
+    Path(marker).touch()
+    raise error
+
+
+def _wait_for(marker, after):
+    """Return ``after`` seconds once ``marker`` exists (at most 60 s): a job that outlasts
+    another's failure on a loaded machine too, where a fixed sleep may end before the other
+    process has even started."""
+    deadline = time.monotonic() + 60
+    while not Path(marker).exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(after)
+    return after
+
+
 def test_every_job_runs_in_a_child_with_its_share_of_threads():
     started, done = [], {}
     jobs = [Job(f"job{i}", _threads_and_value, (i,)) for i in range(3)]
@@ -123,9 +140,11 @@ def test_threads_set_by_the_caller_are_kept_for_the_last_run():
     assert done["long"] == [1]
 
 
-def test_a_failure_is_raised_as_itself_after_the_running_jobs_finish():
+def test_a_failure_is_raised_as_itself_after_the_running_jobs_finish(tmp_path):
     done = []
-    jobs = [Job("slow", _sleep, (1.0,)), Job("bad", _raise, (TrainingDiverged("entropic diverged at epoch 3"),)),
+    marker = tmp_path / "failed"
+    jobs = [Job("slow", _wait_for, (str(marker), 1.0)),
+            Job("bad", _mark_then_raise, (str(marker), TrainingDiverged("entropic diverged at epoch 3"))),
             Job("never", _sleep, (0.0,))]
     with pytest.raises(TrainingDiverged, match="entropic diverged at epoch 3"):
         run_jobs(jobs, processes=2, threads=1, on_start=lambda job: None,
