@@ -330,23 +330,18 @@ def test_batched_steps_need_no_host_synchronisation(approach, options, monkeypat
 def test_cuda_batched_steps_never_synchronise_and_train_every_seed(approach, monkeypatch, tmp_path):
     """bf16, sample weights, crop-flip and FGSM, under ``set_sync_debug_mode("error")``; then a
     whole batched fit on CUDA leaves each seed a separate run's files with finite losses."""
+    from test_training_sync import steps_under_sync_error
+
     from agnostophobia.training import trainer
     from agnostophobia.training.hostsync import read_once
-    from agnostophobia.training.trainer import evaluation_sums, train_one_epoch_seeds, train_steps
+    from agnostophobia.training.trainer import train_one_epoch_seeds
 
     monkeypatch.setattr(trainer, "DIVERGENCE_CHECK_EVERY", 4)
     cfg = tiny_config(approach=approach, device="cuda", precision="bf16", sample_weighting=True, batch_size=4,
                       augment="crop-flip", adversarial_epsilon=0.01)
     run = Training(cfg, synthetic_protocol(), seeds=SEEDS)
     train_one_epoch_seeds(run, 0)  # warm-up
-    torch.cuda.synchronize()
-    previous = torch.cuda.get_sync_debug_mode()
-    torch.cuda.set_sync_debug_mode("error")
-    try:
-        sums = train_steps(run, 1)
-        loss_sums, corrects = evaluation_sums(run, run.val_data)
-    finally:
-        torch.cuda.set_sync_debug_mode(previous)
+    sums, loss_sums, _ = steps_under_sync_error(run)
     assert all(torch.isfinite(torch.tensor(read_once(sums.loss_sum, loss_sums))))
     fit_seeds(dataclasses.replace(cfg, epochs=2), synthetic_protocol(), SEEDS, [tmp_path / str(s) for s in SEEDS])
     for seed in SEEDS:

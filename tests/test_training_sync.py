@@ -182,16 +182,23 @@ def test_cuda_training_and_validation_steps_never_synchronise(approach, options,
                       **options)
     run = Training(cfg, synthetic_protocol())
     train_one_epoch(run, 0)  # warm-up: cuDNN and cuBLAS handles, allocator, pinned memory
+    sums, loss_sum, correct = steps_under_sync_error(run)
+    train_loss, _, val_loss, _ = read_once(sums.loss_sum, sums.correct, loss_sum, correct)
+    assert torch.isfinite(torch.tensor([train_loss, val_loss])).all()
+
+
+def steps_under_sync_error(run: Training, epoch: int = 1):
+    """The training steps of ``epoch`` and the validation batches of a warmed-up CUDA run under
+    ``set_sync_debug_mode("error")`` (any host synchronisation raises); their device sums."""
     torch.cuda.synchronize()
     previous = torch.cuda.get_sync_debug_mode()
     torch.cuda.set_sync_debug_mode("error")
     try:
-        sums = train_steps(run, 1)
+        sums = train_steps(run, epoch)
         loss_sum, correct = evaluation_sums(run, run.val_data)
     finally:
         torch.cuda.set_sync_debug_mode(previous)
-    train_loss, _, val_loss, _ = read_once(sums.loss_sum, sums.correct, loss_sum, correct)
-    assert torch.isfinite(torch.tensor([train_loss, val_loss])).all()
+    return sums, loss_sum, correct
 
 
 @pytest.mark.cuda
