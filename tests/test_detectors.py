@@ -121,6 +121,24 @@ def test_fit_state(name):
         np.testing.assert_array_equal(detector.scores(logits, TEST_FEATURES), before)
 
 
+@pytest.mark.parametrize("name", [n for n in DETECTORS.names() if DETECTORS.get(n).FITTED_STATE])
+def test_a_restored_fitted_state_scores_as_the_fit(name):
+    """FITTED_STATE names the whole fit: a fresh detector given those arrays scores exactly as
+    the fitted one (an attribute left out would fail here), and a state that lacks one is refused."""
+    original = fitted(name)
+    state = original.fitted_state()
+    assert set(state) == set(original.FITTED_STATE)
+    assert all(isinstance(value, np.ndarray) and value.dtype != object for value in state.values())
+    fresh = build_detector(name, **SETTINGS.get(name, {}))
+    restored = fresh.restore_fitted_state({key: value.copy() for key, value in state.items()})
+    logits = columns(fresh, TEST_LOGITS)
+    np.testing.assert_array_equal(restored.scores(logits, TEST_FEATURES), original.scores(logits, TEST_FEATURES))
+    missing = dict(state)
+    missing.pop(original.FITTED_STATE[0])
+    with pytest.raises(ValueError, match=original.FITTED_STATE[0]):
+        build_detector(name, **SETTINGS.get(name, {})).restore_fitted_state(missing)
+
+
 @pytest.mark.parametrize("name", DETECTORS.names())
 def test_torch_inputs_give_the_numpy_scores(name):
     detector = fitted(name)

@@ -6,7 +6,9 @@ import numpy as np
 import pytest
 
 from agnostophobia.detectors import DETECTORS, KNNDetector, OpenMax, build_detector
-from agnostophobia.detectors.stored import SCORES_FILE, detector_settings, model_scores
+from agnostophobia.detectors.stored import SCORES_FILE, KeptFits, detector_settings, model_scores
+from agnostophobia.training import records
+from agnostophobia.training.records import FITTED_FILE
 from agnostophobia.errors import ConfigError
 from agnostophobia.training.outputs import save_outputs
 
@@ -74,10 +76,47 @@ def test_fitted_detectors_are_fitted_once_and_the_stored_scores_reused(tmp_path,
     for name in first.detectors:
         np.testing.assert_array_equal(again.scores(name, "devanagari"), first.scores(name, "devanagari"))
     model_scores(tmp_path, "entropic", {**SETTINGS, "knn": {"k": 7}})  # other settings: computed anew
-    assert sorted(fits) == ["knn", "knn", "openmax", "openmax"]
-    make_model(tmp_path, seed=1, unknowns=("devanagari", "notmnist"))  # outputs changed (a set added)
+    assert sorted(fits) == ["knn", "knn", "openmax"]  # OpenMax's fit restored (fitted_detectors.npz)
+    make_model(tmp_path, seed=1, unknowns=("devanagari", "notmnist"), fit=False)  # a set added
     assert model_scores(tmp_path, "entropic", SETTINGS).unknown_sets == ["devanagari", "notmnist"]
-    assert len(fits) == 6
+    assert sorted(fits) == ["knn", "knn", "knn", "openmax"]  # k-NN keeps no state: its fit is a copy
+
+
+def test_kept_fits_are_of_these_training_outputs_and_never_trusted_when_damaged(tmp_path, monkeypatch):
+    """fitted_detectors.npz: an entry restores only for the training outputs and settings it was
+    fitted on; one whose arrays changed is refitted, and the file is rewritten whole."""
+    fits = []
+    original = OpenMax.fit
+    monkeypatch.setattr(OpenMax, "fit", lambda self, *a: fits.append(self.tail_size) or original(self, *a))
+    make_model(tmp_path, seed=2)
+    first = model_scores(tmp_path, "entropic", SETTINGS)
+    kept = tmp_path / FITTED_FILE
+    kept_detectors = sorted(e["meta"]["detector"] for e in records.read_fitted_detectors(kept).values())
+    assert kept_detectors == sorted(n for n in first.detectors if DETECTORS.get(n).FITTED_STATE)
+    (tmp_path / SCORES_FILE).unlink()
+    again = model_scores(tmp_path, "entropic", SETTINGS)
+    assert fits == [10]  # restored
+    np.testing.assert_array_equal(again.scores("openmax", "devanagari"), first.scores("openmax", "devanagari"))
+    with np.load(kept) as data:
+        arrays = dict(data)
+    entry = next(key for key in arrays if key.endswith("__weibull_scale_"))
+    arrays[entry] = arrays[entry] * 2  # a changed number: its digest no longer matches
+    np.savez(kept, **arrays)
+    (tmp_path / SCORES_FILE).unlink()
+    damaged = model_scores(tmp_path, "entropic", SETTINGS)
+    assert fits == [10, 10]
+    np.testing.assert_array_equal(damaged.scores("openmax", "devanagari"), first.scores("openmax", "devanagari"))
+    kept.write_bytes(b"not an npz")
+    (tmp_path / SCORES_FILE).unlink()
+    model_scores(tmp_path, "entropic", SETTINGS)
+    assert fits == [10, 10, 10]
+    assert sorted(e["meta"]["detector"] for e in records.read_fitted_detectors(kept).values()) == kept_detectors
+    rng = np.random.default_rng(9)  # other training outputs: every entry of the old ones is dropped
+    save_outputs(tmp_path / "fit_outputs.npz", {"train": split(rng, 120)})
+    model_scores(tmp_path, "entropic", SETTINGS)
+    assert fits == [10, 10, 10, 10]
+    assert {e["meta"]["fit"] for e in records.read_fitted_detectors(kept).values()} == \
+        {KeptFits(tmp_path).fit_digest()}
 
 
 def test_missing_training_outputs_and_failed_fits_are_notes(tmp_path):

@@ -288,10 +288,11 @@ def metrics_of(run):
 
 
 def assert_equals_full_evaluation(run, tmp_path):
-    """metrics.json and report.md as `evaluate RUN` writes them with every score computed anew."""
+    """metrics.json and report.md as `evaluate RUN` writes them with every score computed and
+    every detector fitted anew."""
     full = tmp_path / "full"
     shutil.copytree(run, full)
-    for cache in full.glob("seed*/*/detector_scores.npz"):
+    for cache in [*full.glob("seed*/*/detector_scores*.npz"), *full.glob("seed*/*/fitted_detectors.npz")]:
         cache.unlink()
     shutil.rmtree(full / "figures")
     assert main(["evaluate", str(full)]) == 0
@@ -347,4 +348,29 @@ def test_rows_from_other_scores_are_computed_again(lenet_run, tmp_path, scoring_
     assert main(["evaluate", str(run), "--unknowns", str(glyph_set(tmp_path / "extra.npz", 37, 9))]) == 0
     assert scoring_log["scored_sizes"] == {37}  # the stored scores themselves are still valid
     assert scoring_log["rows_of"] == {r["unknowns"] for r in metrics["per_seed"]} | {"extra"}
+    assert_equals_full_evaluation(run, tmp_path)
+
+
+def test_a_tuned_run_fits_nothing_and_scores_the_new_set_alone(lenet_run, tmp_path, scoring_log, monkeypatch):
+    """A tuned run's report also shows each tuned detector with the config's settings: those
+    scores are kept too (detector_scores_config.npz), and every fitted detector is restored from
+    fitted_detectors.npz, so adding a set fits no detector and scores that set alone."""
+    from agnostophobia.detectors import DETECTORS
+
+    run = tmp_path / "run"
+    shutil.copytree(lenet_run, run)
+    assert main(["tune-detectors", str(run), "--fpr", "0.1", "--detector", "knn", "postmax"]) == 0
+    assert main(["evaluate", str(run)]) == 0  # the report with the chosen settings: every fit kept
+    assert all((d / "detector_scores_config.npz").exists() for d in run.glob("seed*/*"))
+    fits = []
+    for name in DETECTORS.names():
+        cls = DETECTORS.get(name)
+        if "fit" in vars(cls):
+            monkeypatch.setattr(cls, "fit", lambda self, *a, _fit=cls.fit: fits.append(self.name) or _fit(self, *a))
+    scoring_log["scored_sizes"].clear()
+    assert main(["evaluate", str(run), "--unknowns", str(glyph_set(tmp_path / "extra.npz", 37, 10))]) == 0
+    assert scoring_log["scored_sizes"] == {37}
+    assert set(fits) <= {"knn"}  # k-NN declares no state worth keeping: its fit is a copy
+    tuned = metrics_of(run)["tuned_detectors"]["results"]
+    assert {row["unknowns"] for row in tuned} >= {"extra", "letters"}
     assert_equals_full_evaluation(run, tmp_path)

@@ -47,8 +47,8 @@ import torch
 from agnostophobia._atomic import atomic_write
 from agnostophobia._runlock import run_lock
 from agnostophobia.detectors import DETECTORS, detector_applies
-from agnostophobia.detectors.stored import (NotFitted, Settings, detector_settings, fitted_detector, model_scores,
-                                            model_settings, run_model_settings, run_tuned_settings,
+from agnostophobia.detectors.stored import (KeptFits, NotFitted, Settings, detector_settings, fitted_detector,
+                                            model_scores, model_settings, run_model_settings, run_tuned_settings,
                                             top_scores)
 from agnostophobia.detectors._base import scores_from_top
 from agnostophobia.errors import AgnostophobiaError
@@ -210,7 +210,7 @@ def check_target(fpr) -> float:
 
 def calibrate_model(val: SplitOutputs, approach: str, detector_name: str, seed: int, fpr: float,
                     fit_outputs: Optional[SplitOutputs], settings: Settings,
-                    precision: str = DEPLOY_PRECISION) -> Dict:
+                    precision: str = DEPLOY_PRECISION, kept: Optional[KeptFits] = None) -> Dict:
     """One entry of ``calibration.json``: the threshold on ``detector_name``'s score of one
     model's validation outputs ``val`` (computed with the network in ``precision``) that
     reaches FPR <= ``fpr`` on their negatives."""
@@ -227,9 +227,11 @@ def calibrate_model(val: SplitOutputs, approach: str, detector_name: str, seed: 
         return {**entry, "reason": "the validation split holds no knowns"}
     num_classes = known_columns(approach, val["logits"].shape[1])
     try:
-        detector = fitted_detector(detector_name, fit_outputs, num_classes, settings)
+        detector = fitted_detector(detector_name, fit_outputs, num_classes, settings, kept)
     except NotFitted as exc:
         return {**entry, "reason": f"detector {detector_name!r}: {exc}"}
+    if kept is not None:
+        kept.save()
     predicted, score = top_scores(detector, val, num_classes)
     point = threshold_at_fpr(scores_from_top(predicted, score, num_classes), labels, fpr)
     if point.allowed == 0:
@@ -268,7 +270,7 @@ def calibrate_models(run_dir: Path, fpr: float, models: Iterable[Tuple[int, str,
             model_dir = run_dir / f"seed{seed}" / approach
             val = validation_outputs(model_dir, protocols, device, log)  # in DEPLOY_PRECISION
             entry = calibrate_model(val, approach, detector, seed, fpr, load_fit_outputs(model_dir),
-                                    model_settings(settings, tuned, approach))
+                                    model_settings(settings, tuned, approach), kept=KeptFits(model_dir))
             entries[_key(entry)] = entry
             log(describe(entry))
         order = {approach: i for i, (_, approach, _) in enumerate(trained_models(run_dir))}
@@ -366,7 +368,8 @@ def calibrate_in_memory(run_dir: Path, approach: str, detector: str, seed: int, 
     protocols = Protocols(data_dir)
     val = validation_outputs(model_dir, protocols, device, log, precision, store=False)
     entry = calibrate_model(val, approach, detector, seed, fpr, load_fit_outputs(model_dir),
-                            run_model_settings(run_dir, run_config(run_dir), approach), precision)
+                            run_model_settings(run_dir, run_config(run_dir), approach), precision,
+                            KeptFits(model_dir))
     check_threshold(entry, f"{run_dir} (validation outputs in {precision})")
     stored = read_calibration(run_dir) or {}
     return {**entry, "class_names": stored.get("class_names") or class_names(run_dir, protocols)}

@@ -12,7 +12,7 @@ from agnostophobia._runlock import run_is_writable, run_read_lock
 from agnostophobia.data.inputs import run_input
 from agnostophobia.data.preprocess import prepare_images
 from agnostophobia.detectors import Detector
-from agnostophobia.detectors.stored import NotFitted, fitted_detector, run_model_settings, top_scores
+from agnostophobia.detectors.stored import KeptFits, NotFitted, fitted_detector, run_model_settings, top_scores
 from agnostophobia.errors import AgnostophobiaError
 from agnostophobia.losses import known_columns
 from agnostophobia.training.outputs import load_fit_outputs, run_config
@@ -112,9 +112,11 @@ class OpenSetClassifier:
                     f"{entry['detector_settings']}, the run's detector settings are now {settings.get(detector, {})} "
                     f"(tune-detectors or config.yaml changed them); run `agnostophobia calibrate {run_dir}` again")
             try:
-                fitted = fitted_detector(detector, load_fit_outputs(model_dir), num_classes, settings)
+                kept = KeptFits(model_dir)  # the fit the run's metrics and calibration used
+                fitted = fitted_detector(detector, load_fit_outputs(model_dir), num_classes, settings, kept)
             except NotFitted as exc:
                 raise AgnostophobiaError(f"{model_dir}: detector {detector!r}: {exc}") from None
+            kept.save()
         names = entry.get("class_names") or [str(c) for c in range(num_classes)]
         return cls(trained, fitted, entry["threshold"], names, approach, seed, entry)
 

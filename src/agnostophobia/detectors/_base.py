@@ -182,6 +182,11 @@ class Detector:
     report_note: ClassVar[str] = ""
     #: One :class:`Setting` per constructor keyword (none for a detector without settings).
     SETTINGS: ClassVar[Dict[str, Setting]] = {}
+    #: The attributes :meth:`fit` sets that are the whole fitted detector (arrays and numbers):
+    #: ``detectors.stored`` keeps them on disk per model so that a run's detectors are fitted once
+    #: (:meth:`fitted_state`, :meth:`restore_fitted_state`). Empty: nothing worth keeping, fitting
+    #: is as cheap as reading (k-NN's state is its training features).
+    FITTED_STATE: ClassVar[Tuple[str, ...]] = ()
 
     _fitted: bool = False
 
@@ -207,6 +212,26 @@ class Detector:
     def settings(self) -> Dict[str, Any]:
         """The constructor arguments, for records (reports, caches)."""
         return {}
+
+    def fitted_state(self) -> Dict[str, np.ndarray]:
+        """The fitted detector as arrays (its :data:`FITTED_STATE` attributes); {} before
+        :meth:`fit` or when it declares none."""
+        if not self._fitted or not self.FITTED_STATE:
+            return {}
+        return {name: np.asarray(getattr(self, name)) for name in self.FITTED_STATE}
+
+    def restore_fitted_state(self, state: Dict[str, np.ndarray]) -> "Detector":
+        """This detector as :meth:`fit` left it, from :meth:`fitted_state`'s arrays (a 0-d integer
+        array becomes an int); a missing or extra name is a ``ValueError`` naming it."""
+        names = set(self.FITTED_STATE)
+        if not names or set(state) != names:
+            raise ValueError(f"detector {self.name!r}: a fitted state holds {sorted(names)}, "
+                             f"got {sorted(state)}")
+        for name in self.FITTED_STATE:
+            value = np.asarray(state[name])
+            setattr(self, name, int(value) if value.ndim == 0 and np.issubdtype(value.dtype, np.integer) else value)
+        self._fitted = True
+        return self
 
     def __repr__(self) -> str:
         args = ", ".join(f"{k}={v!r}" for k, v in self.settings().items())

@@ -129,6 +129,7 @@ class EVM(Detector):
 
     needs_fit = True
     needs_features = True
+    FITTED_STATE = ("ev_features_", "ev_shape_", "ev_scale_", "ev_class_", "num_classes_", "n_left_out_")
     keeps_prediction = False  # the class with the largest inclusion probability, not the largest logit
     title = "EVM"
     report_note = ("Rudd et al. (TPAMI 2018) on each model's deep features: per correctly classified training "

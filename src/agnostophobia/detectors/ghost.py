@@ -55,6 +55,7 @@ class GHOST(Detector):
 
     needs_fit = True
     needs_features = True
+    FITTED_STATE = ("mean_", "std_", "gpd_")
     title = "GHOST"
     report_note = ("Rabinowitz et al. (AAAI 2025): per-class diagonal Gaussians of the deep features of each "
                    "model's correctly classified training knowns; the predicted class's logit divided by the sum "

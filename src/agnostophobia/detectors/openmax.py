@@ -378,6 +378,7 @@ class OpenMax(Detector):
     """
 
     needs_fit = True
+    FITTED_STATE = ("mav_", "weibull_shape_", "weibull_scale_", "weibull_loc_", "n_correct_", "num_classes_")
     keeps_prediction = False  # the alpha-rank recalibration can reorder the known classes
     title = "OpenMax"
     report_note = (
@@ -439,13 +440,21 @@ class OpenMax(Detector):
         model.weibull_shape_ = params["weibull_shape"]
         model.weibull_scale_ = params["weibull_scale"]
         model.weibull_loc_ = params["weibull_loc"]
-        model.tails_ = [WeibullTail(float(k), float(s), float(l), float(l) + model.translate_amount,
-                                    model.translate_amount)
-                        for k, s, l in zip(model.weibull_shape_, model.weibull_scale_, model.weibull_loc_)]
+        model.tails_ = model._tails()
         model.n_correct_ = None
         model.num_classes_ = num_classes
         model._fitted = True
         return model
+
+    def _tails(self) -> list:
+        """The per-class :class:`WeibullTail` records of the fitted Weibull parameters."""
+        return [WeibullTail(float(k), float(s), float(l), float(l) + self.translate_amount, self.translate_amount)
+                for k, s, l in zip(self.weibull_shape_, self.weibull_scale_, self.weibull_loc_)]
+
+    def restore_fitted_state(self, state) -> "OpenMax":
+        super().restore_fitted_state(state)
+        self.tails_ = self._tails()  # derived: kept as numbers, rebuilt here
+        return self
 
     # ------------------------------------------------------------------ fitting
     def fit(self, train_logits, train_features, train_labels) -> "OpenMax":

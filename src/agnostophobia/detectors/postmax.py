@@ -103,6 +103,7 @@ class PostMax(Detector):
 
     needs_fit = True
     needs_features = True
+    FITTED_STATE = ("gpd_", "num_classes_", "feature_dim_")
     title = "PostMax"
     report_note = ("Cruz et al. (ECCV 2024): the maximum logit divided by ||F||, through the CDF of a generalized "
                    "Pareto distribution fitted by maximum likelihood on each model's correctly classified "

@@ -32,8 +32,8 @@ from agnostophobia.losses import LOSSES, known_columns
 from agnostophobia._validation import check_arguments
 from agnostophobia.errors import ConfigError
 from agnostophobia.training.outputs import FIT_OUTPUTS, OUTPUTS, load_fit_outputs, load_outputs
-from agnostophobia.training.records import (CONFIG, SCORES_FILE, TUNED_SETTINGS, RecordError, read_detector_scores,
-                                            read_tuned_settings)
+from agnostophobia.training.records import (CONFIG, FITTED_FILE, SCORES_FILE, TUNED_SETTINGS, RecordError,
+                                            read_detector_scores, read_fitted_detectors, read_tuned_settings)
 
 from ._base import DETECTORS, Detector, build_detector, check_setting, detector_applies, scores_from_top
 
@@ -191,19 +191,124 @@ class NotFitted(ValueError):
     """A fitted detector that cannot be fitted on a model's stored training outputs."""
 
 
+class KeptFits:
+    """The fitted detectors of one model, kept in its ``fitted_detectors.npz`` so that a run's
+    detectors are fitted once: the metrics, the report's default-against-chosen table,
+    ``evaluate --unknowns``, ``calibrate``, ``predict`` and ``export`` all restore the same fit.
+
+    An entry is found by a digest of the package version, the detector, its settings, the
+    number of known columns and the bytes of ``fit_outputs.npz``; it holds the detector's
+    declared :attr:`~agnostophobia.detectors._base.Detector.FITTED_STATE` and a digest of those
+    arrays. A file or entry that is damaged, stale or does not restore is ignored and the
+    detector fitted anew (never trusted); entries of other training outputs are dropped when
+    the file is next written. :meth:`save` writes once what was fitted (atomically; a
+    read-only run is left as it is)."""
+
+    def __init__(self, model_dir: Path):
+        self.path = Path(model_dir) / FITTED_FILE
+        self._fit_path = Path(model_dir) / FIT_OUTPUTS
+        self._fit_digest: Optional[str] = None
+        self._entries: Optional[Dict[str, Dict]] = None
+        self._new: Dict[str, Dict] = {}
+
+    def fit_digest(self) -> str:
+        if self._fit_digest is None:
+            self._fit_digest = _file_digest(self._fit_path)
+        return self._fit_digest
+
+    def _key(self, detector: Detector, num_classes: int) -> str:
+        return hashlib.sha256(json.dumps([_FORMAT, agnostophobia.__version__, detector.name, detector.settings(),
+                                          num_classes, self.fit_digest()], sort_keys=True,
+                                         default=str).encode()).hexdigest()[:32]
+
+    def entries(self) -> Dict[str, Dict]:
+        if self._entries is None:
+            try:
+                self._entries = read_fitted_detectors(self.path) if self.path.exists() else {}
+            except RecordError:  # damaged: refitted, and the file rewritten whole
+                self._entries = {}
+        return self._entries
+
+    def restore(self, detector: Detector, num_classes: int) -> Optional[Detector]:
+        """``detector`` as it was fitted on these training outputs, or None (not kept, or not whole)."""
+        entry = self.entries().get(self._key(detector, num_classes))
+        if entry is None or entry["meta"].get("detector") != detector.name \
+                or entry["meta"].get("digest") != _state_digest(entry["state"]):
+            return None
+        try:
+            return detector.restore_fitted_state(entry["state"])
+        except ValueError:
+            return None
+
+    def keep(self, detector: Detector, num_classes: int) -> None:
+        state = detector.fitted_state()
+        if not state or any(value.dtype == object for value in state.values()):
+            return  # nothing worth keeping (k-NN), or not storable as plain arrays
+        self._new[self._key(detector, num_classes)] = {
+            "meta": {"detector": detector.name, "settings": detector.settings(), "fit": self.fit_digest(),
+                     "digest": _state_digest(state)}, "state": state}
+
+    def save(self) -> None:
+        if not self._new:
+            return
+        fit = self.fit_digest()
+        entries = {key: entry for key, entry in self.entries().items() if entry["meta"].get("fit") == fit}
+        entries.update(self._new)
+        arrays = {}
+        for key, entry in entries.items():
+            arrays[f"{key}__meta"] = np.array(json.dumps(entry["meta"], sort_keys=True, default=str))
+            arrays.update({f"{key}__{name}": value for name, value in entry["state"].items()})
+
+        def write(tmp: str) -> None:
+            with open(tmp, "wb") as handle:
+                np.savez(handle, **arrays)
+
+        try:
+            atomic_write(self.path, write)
+        except OSError:  # a read-only run: fitted again next time
+            return
+        self._entries, self._new = entries, {}
+
+
+def _state_digest(state: Dict[str, np.ndarray]) -> str:
+    digest = hashlib.sha256()
+    for name in sorted(state):
+        value = np.ascontiguousarray(state[name])
+        digest.update(json.dumps([name, value.dtype.str, value.shape]).encode())
+        digest.update(value.tobytes())
+    return digest.hexdigest()
+
+
+def _file_digest(path: Path) -> str:
+    digest = hashlib.sha256()
+    if path.exists():
+        with open(path, "rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(block)
+    return digest.hexdigest()
+
+
 def fitted_detector(name: str, fit_outputs: Optional[Dict[str, np.ndarray]], num_classes: int,
-                    settings: Optional[Settings] = None) -> Detector:
+                    settings: Optional[Settings] = None, kept: Optional[KeptFits] = None) -> Detector:
     """The detector ``name`` with the run's ``settings``, fitted on the model's own training
-    knowns (``fit_outputs.npz``) when it learns from them; :class:`NotFitted` says why not."""
+    knowns (``fit_outputs.npz``) when it learns from them; :class:`NotFitted` says why not.
+    ``kept``: the model's kept fits (:class:`KeptFits`, of the model whose ``fit_outputs`` these
+    are): restored from there when kept, else fitted and added (written by ``kept.save()``)."""
     detector = build_detector(name, **(settings or {}).get(name, {}))
     if not detector.needs_fit:
         return detector
     if fit_outputs is None:
         raise NotFitted(f"no training outputs ({FIT_OUTPUTS}) are stored for this model")
+    restored = kept.restore(detector, num_classes) if kept is not None else None
+    if restored is not None:
+        return restored
     try:
-        return detector.fit(fit_outputs["logits"][:, :num_classes], fit_outputs["features"], fit_outputs["labels"])
+        detector.fit(fit_outputs["logits"][:, :num_classes], fit_outputs["features"], fit_outputs["labels"])
     except ValueError as exc:  # e.g. fewer correctly classified samples than OpenMax's tail size
         raise NotFitted(f"it could not be fitted: {exc}") from None
+    if kept is not None:
+        kept.keep(detector, num_classes)
+    return detector
 
 
 def top_scores(detector: Detector, outputs: Dict[str, np.ndarray], num_classes: int) -> Tuple[np.ndarray, np.ndarray]:
@@ -216,20 +321,21 @@ def top_scores(detector: Detector, outputs: Dict[str, np.ndarray], num_classes: 
 
 def score_outputs(outputs: Dict[str, Dict[str, np.ndarray]], fit_outputs: Optional[Dict[str, np.ndarray]],
                   approach: str, settings: Optional[Settings] = None,
-                  reuse: Optional[ModelScores] = None) -> ModelScores:
+                  reuse: Optional[ModelScores] = None, kept: Optional[KeptFits] = None) -> ModelScores:
     """Fit (once) and run every applicable detector on stored outputs; see :func:`model_scores`.
     ``reuse``: scores of these same detectors, settings and training outputs on some of the
     splits (an earlier cache): those are kept, only the other splits are scored, and a
-    detector that scores nothing new is not fitted at all."""
+    detector that scores nothing new is not fitted at all. ``kept``: the model's kept fits
+    (:class:`KeptFits`), restored from and added to."""
     settings = settings or {}
     if reuse is not None:
-        return _score_new_splits(outputs, fit_outputs, approach, settings, reuse)
+        return _score_new_splits(outputs, fit_outputs, approach, settings, reuse, kept)
     num_classes = known_columns(approach, next(iter(outputs.values()))["logits"].shape[1])
     top: Dict[str, Dict[str, Tuple[np.ndarray, np.ndarray]]] = {}
     notes: Dict[str, str] = {}
     for name in applicable_detectors(approach):
         try:
-            detector = fitted_detector(name, fit_outputs, num_classes, settings)
+            detector = fitted_detector(name, fit_outputs, num_classes, settings, kept)
         except NotFitted as exc:
             notes[name] = f"not evaluated: {exc}"
             continue
@@ -238,7 +344,8 @@ def score_outputs(outputs: Dict[str, Dict[str, np.ndarray]], fit_outputs: Option
     return ModelScores(num_classes, labels, top, notes)
 
 
-def _score_new_splits(outputs, fit_outputs, approach: str, settings: Settings, reuse: ModelScores) -> ModelScores:
+def _score_new_splits(outputs, fit_outputs, approach: str, settings: Settings, reuse: ModelScores,
+                      fits: Optional[KeptFits]) -> ModelScores:
     num_classes = known_columns(approach, next(iter(outputs.values()))["logits"].shape[1])
     top: Dict[str, Dict[str, Tuple[np.ndarray, np.ndarray]]] = {}
     notes: Dict[str, str] = {}
@@ -251,7 +358,7 @@ def _score_new_splits(outputs, fit_outputs, approach: str, settings: Settings, r
         detector = None
         if new:
             try:
-                detector = fitted_detector(name, fit_outputs, num_classes, settings)
+                detector = fitted_detector(name, fit_outputs, num_classes, settings, fits)
             except NotFitted as exc:
                 notes[name] = f"not evaluated: {exc}"
                 continue
@@ -261,18 +368,21 @@ def _score_new_splits(outputs, fit_outputs, approach: str, settings: Settings, r
     return ModelScores(num_classes, labels, top, notes)
 
 
-def stored_model_scores(model_dir: Path, approach: str, settings: Optional[Settings] = None) -> Optional[ModelScores]:
-    """The scores ``detector_scores.npz`` holds when they are those of the model's present
-    outputs and these settings; None otherwise. Nothing is computed."""
+def stored_model_scores(model_dir: Path, approach: str, settings: Optional[Settings] = None,
+                        file: str = SCORES_FILE) -> Optional[ModelScores]:
+    """The scores ``file`` (``detector_scores.npz``) holds when they are those of the model's
+    present outputs and these settings; None otherwise. Nothing is computed."""
     model_dir = Path(model_dir)
     fingerprint = _fingerprint(model_dir, LOSSES.get(approach).background_class, settings or {})
-    return _read(model_dir / SCORES_FILE, fingerprint)
+    return _read(model_dir / file, fingerprint)
 
 
 def model_scores(model_dir: Path, approach: str, settings: Optional[Settings] = None,
-                 reuse: Optional[ModelScores] = None) -> ModelScores:
+                 reuse: Optional[ModelScores] = None, file: str = SCORES_FILE) -> ModelScores:
     """The detectors' scores of the model stored in ``model_dir`` (trained as ``approach``),
-    read from ``detector_scores.npz`` when it matches, else computed and written there.
+    read from ``file`` (``detector_scores.npz``; a tuned run's report keeps the scores with
+    the config's settings in ``detector_scores_config.npz``) when it matches, else computed
+    with the model's kept fits (:class:`KeptFits`) and written there.
 
     ``reuse``: :func:`stored_model_scores` taken before splits were added to (or replaced in)
     ``outputs.npz``, less the replaced splits (:meth:`ModelScores.without`): only the splits
@@ -281,12 +391,14 @@ def model_scores(model_dir: Path, approach: str, settings: Optional[Settings] = 
     settings = settings or {}
     background_class = LOSSES.get(approach).background_class
     fingerprint = _fingerprint(model_dir, background_class, settings)
-    path = model_dir / SCORES_FILE
+    path = model_dir / file
     cached = _read(path, fingerprint)
     if cached is not None:
         return cached
+    fits = KeptFits(model_dir)
     result = score_outputs(load_outputs(model_dir / OUTPUTS), load_fit_outputs(model_dir), approach,
-                           settings, reuse)
+                           settings, reuse, fits)
+    fits.save()
     result.fingerprint = fingerprint
     try:
         _write(path, fingerprint, result)

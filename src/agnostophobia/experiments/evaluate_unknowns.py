@@ -27,7 +27,7 @@ import json
 import sys
 from collections import Counter
 from pathlib import Path
-from typing import Dict, Optional, Sequence, Tuple
+from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -37,7 +37,8 @@ from agnostophobia._runlock import run_lock
 from agnostophobia.detectors.stored import (ModelScores, model_scores, model_settings, run_detector_settings,
                                             run_tuned_settings, stored_model_scores)
 from agnostophobia.training.outputs import load_outputs, save_outputs
-from agnostophobia.training.records import BEST, check_run, read_checkpoint_config
+from agnostophobia.training.records import (BEST, CONFIG_SCORES_FILE, SCORES_FILE, check_run,
+                                            read_checkpoint_config)
 from agnostophobia.training.trained import load_trained_model
 from agnostophobia.training.trainer import resolve_device
 
@@ -96,18 +97,39 @@ def evaluate_run(run_dir, unknowns: Sequence[str] = (), data_dir=None, device: O
         if not unknowns:
             return finish_run(run_dir, meta, plots=plots, log=log)
         # what the run already holds, read before its outputs change: the other sets are not recomputed
-        tuned = run_tuned_settings(run_dir)  # as the report scores each model (tune-detectors' choices)
-        held = {(seed, approach): stored_model_scores(model_dir, approach, model_settings(settings, tuned, approach))
-                for seed, approach, model_dir in records.models}
+        caches = _score_caches(run_dir, records.models, settings)
+        held = [stored_model_scores(c.model_dir, c.approach, c.settings, c.file) for c in caches]
         for model_dir in model_dirs:
             spec = run_input(configs[model_dir])
             _add_unknown_sets(model_dir, names, prepared[spec], device, log)
-        for seed, approach, model_dir in records.models:  # score the new sets alone; the cache is extended
-            old = held[seed, approach]
-            model_scores(model_dir, approach, model_settings(settings, tuned, approach),
-                         reuse=old.without(names) if old else None)
-        previous = kept_results(run_dir, held, names)
+        for c, old in zip(caches, held):  # score the new sets alone; the caches are extended
+            model_scores(c.model_dir, c.approach, c.settings, reuse=old.without(names) if old else None, file=c.file)
+        matrix = {(c.seed, c.approach): old for c, old in zip(caches, held) if c.file == SCORES_FILE}
+        previous = kept_results(run_dir, matrix, names)
         return finish_run(run_dir, meta, plots=plots, log=log, previous=previous, splits=names)
+
+
+class ScoreCache(NamedTuple):
+    """One model's detector scores with one set of settings, as ``file`` keeps them."""
+
+    seed: int
+    approach: str
+    model_dir: Path
+    settings: Dict
+    file: str
+
+
+def _score_caches(run_dir: Path, models, settings) -> List[ScoreCache]:
+    """Every score cache the report reads: each model's scores with its detector settings
+    (tune-detectors' choices where made) and, for a tuned model, those with the config's
+    settings (the report's default-against-chosen table)."""
+    tuned = run_tuned_settings(run_dir)
+    caches = []
+    for seed, approach, model_dir in models:
+        caches.append(ScoreCache(seed, approach, model_dir, model_settings(settings, tuned, approach), SCORES_FILE))
+        if tuned.get(approach):
+            caches.append(ScoreCache(seed, approach, model_dir, settings, CONFIG_SCORES_FILE))
+    return caches
 
 
 def kept_results(run_dir: Path, held: Dict[Tuple[int, str], Optional[ModelScores]],

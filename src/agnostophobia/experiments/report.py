@@ -11,13 +11,9 @@ from agnostophobia._atomic import atomic_write
 from agnostophobia.data.fetch import fetch_record_lines
 from agnostophobia.deploy.calibration import RULE, threshold_results
 from agnostophobia.detectors import DETECTORS, build_detector
-from agnostophobia.detectors.stored import (NotFitted, detector_settings, fitted_detector, model_scores, model_settings,
-                                            run_tuned_settings, top_scores)
-from agnostophobia.detectors._base import scores_from_top
-from agnostophobia.losses import known_columns
+from agnostophobia.detectors.stored import ModelScores, detector_settings, model_scores, model_settings, run_tuned_settings
 from agnostophobia.metrics import ccr_at_fpr
-from agnostophobia.training.outputs import load_fit_outputs
-from agnostophobia.training.records import read_tuned_settings
+from agnostophobia.training.records import CONFIG_SCORES_FILE, read_tuned_settings
 from agnostophobia.experiments.run_metrics import FPR_KEYS, aggregate_seeds, entropy_magnitude_table, evaluate_model
 from agnostophobia.experiments.paper_numbers import PAPER_SIZES, TABLE1, TABLE2
 from agnostophobia.metrics.rows import PAPER_ROWS, is_paper_row, row_sort_key
@@ -95,11 +91,13 @@ def tuned_detector_metrics(run_dir: Path, settings: Dict[str, Dict]) -> Optional
     fpr, tuned = stored["target_fpr"], run_tuned_settings(run_dir)
     per_seed = []
     for seed, approach, model_dir in iter_model_dirs(run_dir):
-        outputs, fit = load_outputs(model_dir / OUTPUTS), load_fit_outputs(model_dir)
+        if not tuned.get(approach):
+            continue
         chosen_settings = model_settings(settings, tuned, approach)
-        for detector in tuned.get(approach, {}):
-            variants = {"config": settings, "chosen": chosen_settings}
-            ccrs = {name: _test_ccrs(detector, outputs, fit, approach, values, fpr) for name, values in variants.items()}
+        scores = {"config": model_scores(model_dir, approach, settings, file=CONFIG_SCORES_FILE),
+                  "chosen": model_scores(model_dir, approach, chosen_settings)}  # the matrix's own, cached
+        for detector in tuned[approach]:
+            ccrs = {name: _test_ccrs(detector, held, fpr) for name, held in scores.items()}
             for unknown in ccrs["chosen"]:
                 per_seed.append({"approach": approach, "detector": detector, "unknowns": unknown, "seed": seed,
                                  "config_settings": _shown(build_detector(detector, **settings.get(detector, {}))),
@@ -114,20 +112,15 @@ def _shown(detector) -> str:
     return ", ".join(f"{key}={value}" for key, value in detector.settings().items())
 
 
-def _test_ccrs(detector: str, outputs, fit, approach: str, settings: Dict[str, Dict], fpr: float) -> Dict:
-    """{unknown set: test CCR at ``fpr``} of ``detector`` with ``settings`` (None: not fitted or
-    unreachable FPR)."""
-    num_classes = known_columns(approach, outputs["known"]["logits"].shape[1])
-    try:
-        fitted = fitted_detector(detector, fit, num_classes, settings)
-    except NotFitted:
-        return {unknown: None for unknown in outputs if unknown != "known"}
-    top = {split: top_scores(fitted, data, num_classes) for split, data in outputs.items()}
+def _test_ccrs(detector: str, held: ModelScores, fpr: float) -> Dict:
+    """{unknown set: test CCR at ``fpr``} of ``detector`` in one model's scores ``held`` (None:
+    not fitted or unreachable FPR)."""
     result = {}
-    for unknown in (split for split in outputs if split != "known"):
-        scores = np.concatenate([scores_from_top(*top[split], num_classes) for split in ("known", unknown)])
-        labels = np.concatenate([outputs["known"]["labels"], np.full(len(outputs[unknown]["labels"]), -1)])
-        ccr = float(ccr_at_fpr(scores, labels.astype(np.int64), [fpr])[0])
+    for unknown in held.unknown_sets:
+        if detector not in held.top:
+            result[unknown] = None
+            continue
+        ccr = float(ccr_at_fpr(*held.known_vs_unknown(detector, unknown), [fpr])[0])
         result[unknown] = None if np.isnan(ccr) else ccr
     return result
 

@@ -7,6 +7,7 @@ A run directory holds (``training.outputs`` has the layout)::
     calibration.json       thresholds chosen on validation data (``calibrate``)
     seed<N>/<approach>/    one trained model: best.pt / last.pt (with the config it was trained
                            with), outputs.npz, fit_outputs.npz, val_outputs.npz, detector_scores.npz
+                           (+ detector_scores_config.npz when tuned), fitted_detectors.npz
 
 Each reader checks what it reads (a readable file, the expected keys, types, shapes, finite
 numbers) and raises :class:`RecordError`, one line naming the file and the key path, instead
@@ -44,6 +45,9 @@ OUTPUTS = "outputs.npz"
 FIT_OUTPUTS = "fit_outputs.npz"
 VAL_OUTPUTS = "val_outputs.npz"
 SCORES_FILE = "detector_scores.npz"
+#: The scores with the config's detector settings, kept beside those with the chosen ones in a tuned run.
+CONFIG_SCORES_FILE = "detector_scores_config.npz"
+FITTED_FILE = "fitted_detectors.npz"
 FIELDS = ("logits", "features", "labels")
 #: The one split each stored-outputs file other than outputs.npz holds.
 SPLIT_OF = {FIT_OUTPUTS: "train", VAL_OUTPUTS: "val"}
@@ -266,6 +270,40 @@ def _check_split(path, split: str, arrays: Dict[str, np.ndarray], widths: Dict[s
     if n and labels.max() >= arrays["logits"].shape[1]:
         _fail(path, f"label {int(labels.max())} but only {arrays['logits'].shape[1]} logit columns",
               f"{split}__labels")
+
+
+def read_fitted_detectors(path) -> Dict[str, Dict[str, Any]]:
+    """``fitted_detectors.npz``, checked: ``{entry: {"meta": {detector, settings, fit, digest},
+    "state": {attribute: array}}}`` from arrays named ``<entry>__meta`` (a JSON mapping) and
+    ``<entry>__<attribute>``. Whether an entry's state is whole and belongs to its detector is
+    checked where it is restored (``detectors.stored``)."""
+    path = Path(path)
+    with _open_npz(path) as data:
+        arrays = {key: _array(data, path, key) for key in data.files}
+    entries: Dict[str, Dict[str, Any]] = {}
+    for key, value in arrays.items():
+        entry, sep, name = key.partition("__")
+        if not sep or not entry or not name:
+            _fail(path, "unexpected array (expected <entry>__meta or <entry>__<attribute>)", key)
+        if value.dtype == object:
+            _fail(path, "must be a numeric array", key)
+        slot = entries.setdefault(entry, {"meta": None, "state": {}})
+        if name == "meta":
+            try:
+                meta = json.loads(str(value))
+            except ValueError:
+                meta = None
+            if not isinstance(meta, dict) or not isinstance(meta.get("detector"), str) \
+                    or not isinstance(meta.get("settings"), dict) or not isinstance(meta.get("fit"), str) \
+                    or not isinstance(meta.get("digest"), str):
+                _fail(path, "must be a JSON mapping with detector, settings, fit and digest", key)
+            slot["meta"] = meta
+        else:
+            slot["state"][name] = value
+    for entry, slot in entries.items():
+        if slot["meta"] is None:
+            _fail(path, "missing", f"{entry}__meta")
+    return entries
 
 
 def read_detector_scores(path) -> Dict[str, Any]:
