@@ -291,3 +291,70 @@ def test_a_run_recorded_before_versions_evaluates_calibrates_and_predicts_withou
     for args in (["evaluate", run, "--no-progress"], ["calibrate", run, "--fpr", "0.1"], ["predict", run, tmp_path / "x.npz"]):
         assert main([str(a) for a in args]) == 0
         assert capsys.readouterr().err == ""
+
+
+# ------------------------------------------- what training recorded beside run_meta.json
+TRAINING_RECORDS = [  # (file, text, what the one line names)
+    ("timings.json", "{not json", "timings.json: not valid JSON"),
+    ("timings.json", '{"seed0/entropic": "12 s"}', "timings.json: seed0/entropic: must be a finite number"),
+    ("timings.json", '{"seed0/entropic": -1}', "timings.json: seed0/entropic: must be a finite number"),
+    ("timings.json", '{"entropic": 3.0}', "timings.json: entropic: not a run name"),
+    ("timings.json", '[1, 2]', "timings.json: top level must be a mapping"),
+    ("wall_time.json", '{"training_s": 5.0}', "wall_time.json: concurrent_runs: must be an integer >= 1"),
+    ("wall_time.json", '{"training_s": NaN, "concurrent_runs": 1}', "wall_time.json: training_s: must be a finite"),
+    ("wall_time.json", '{"training_s": 5, "concurrent_runs": 2, "batched_seeds": "yes"}',
+     "wall_time.json: batched_seeds: must be true or false"),
+    ("classes.json", '{"class_names": ["0", 1]}', "classes.json: class_names: must be a list of strings"),
+    ("classes.json", '{"names": ["0"]}', "classes.json: must be a mapping with class_names"),
+    ("classes.json", '{"class_names": ["0"], "extra": []}', "classes.json: extra: unexpected key"),
+    ("data_notes.json", '{"note": "x"}', "data_notes.json: must be a list of strings"),
+    ("preprocessing_notes.json", '["fine", 3]', "preprocessing_notes.json: must be a list of strings"),
+]
+
+
+@pytest.mark.parametrize("name, text, message", TRAINING_RECORDS, ids=[f"{c[0]}-{i}" for i, c in enumerate(TRAINING_RECORDS)])
+def test_training_records_are_checked_on_read(tmp_path, name, text, message):
+    (tmp_path / name).write_text(text)
+    with pytest.raises(RecordError, match=message.replace("(", r"\(")):
+        records.check_training_records(tmp_path)
+
+
+def test_valid_training_records_are_read_back_and_absent_ones_are_empty(tmp_path):
+    assert records.read_timings(tmp_path) == {} and records.read_wall_time(tmp_path) is None
+    assert records.read_classes(tmp_path) is None and records.read_notes(tmp_path, records.DATA_NOTES) is None
+    (tmp_path / "timings.json").write_text('{"seed0/entropic": 12.5, "seed10/background": 0}')
+    (tmp_path / "wall_time.json").write_text('{"training_s": 20.0, "concurrent_runs": 2, "batched_seeds": true}')
+    (tmp_path / "classes.json").write_text('{"class_names": ["a", "b"], "negative_class_names": ["c"]}')
+    (tmp_path / "data_notes.json").write_text('["cut to 10,000"]')
+    records.check_training_records(tmp_path)
+    assert records.read_timings(tmp_path)["seed10/background"] == 0
+    assert records.read_wall_time(tmp_path)["batched_seeds"] is True
+    assert records.read_notes(tmp_path, records.DATA_NOTES) == ["cut to 10,000"]
+
+
+def test_continuing_a_run_with_a_damaged_training_record_is_one_line_and_writes_nothing(
+        tiny_run, tiny_config, real_data_dir, tmp_path, capsys):
+    from runs import reproduce_args, snapshot
+
+    run = tmp_path / "run"
+    shutil.copytree(tiny_run, run)
+    (run / "timings.json").write_text('{"seed0/softmax": "fast"}')
+    before = snapshot(run)
+    assert main([str(a) for a in reproduce_args(tiny_config, run, real_data_dir)]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "timings.json: seed0/softmax: must be a finite number" in err[0], err
+    assert snapshot(run) == before
+
+
+@pytest.mark.parametrize("text, message", [
+    ("{", "not a readable fetch record"),
+    ('{"files": {}}', "files: must be a list"),
+    ('{"files": [{"dataset": "mnist", "file": "a.npz", "url": 3, "sha256": "ab", "verified": true}]}', r"files\[0\]"),
+])
+def test_a_damaged_fetch_record_is_one_line_naming_it(tmp_path, text, message):
+    from agnostophobia.data.fetch import FETCH_RECORD, fetch_record_lines
+    from agnostophobia.errors import DataError
+
+    (tmp_path / FETCH_RECORD).write_text(text)
+    with pytest.raises(DataError, match=f"{FETCH_RECORD}: {message}"):
+        fetch_record_lines(tmp_path)

@@ -377,11 +377,30 @@ def write_fetch_record(run_dir: PathLike, records: Sequence[FetchedFile]) -> Pat
     return path
 
 
-def fetch_record_lines(run_dir: PathLike) -> List[str]:
-    """Markdown list items for a report: the files fetched for the run, with their sha256."""
+def read_fetch_record(run_dir: PathLike) -> List[Dict]:
+    """The files ``RUN/data_fetched.json`` records ([] when absent), checked: each with
+    ``dataset``, ``file``, ``sha256`` (strings), ``url`` (a string, or null: already present)
+    and ``verified`` (true or false); a :class:`DataError` naming the file and entry otherwise."""
     path = Path(run_dir) / FETCH_RECORD
     if not path.exists():
         return []
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise DataError(f"{path}: not a readable fetch record ({type(exc).__name__}: {exc})") from None
+    files = data.get("files") if isinstance(data, dict) else None
+    if not isinstance(files, list):
+        raise DataError(f"{path}: files: must be a list of fetched files")
+    for i, row in enumerate(files):
+        strings = isinstance(row, dict) and all(isinstance(row.get(key), str) for key in ("dataset", "file", "sha256"))
+        if not strings or not isinstance(row.get("url"), (str, type(None))) or not isinstance(row.get("verified"), bool):
+            raise DataError(f"{path}: files[{i}]: must hold dataset, file and sha256 (strings), url (a string or "
+                            f"null) and verified (true or false)")
+    return files
+
+
+def fetch_record_lines(run_dir: PathLike) -> List[str]:
+    """Markdown list items for a report: the files fetched for the run, with their sha256."""
     return [f"- {r['dataset']}: `{r['file']}` " + (f"from {r['url']}" if r["url"] else "(already present)") +
             f", sha256 `{r['sha256']}`" + ("" if r["verified"] else " — **unverified**: no published checksum")
-            for r in json.loads(path.read_text())["files"]]
+            for r in read_fetch_record(run_dir)]

@@ -11,7 +11,8 @@ from agnostophobia._atomic import atomic_write
 from agnostophobia.data.fetch import fetch_record_lines
 from agnostophobia.deploy.calibration import RULE, threshold_results
 from agnostophobia.detectors import DETECTORS, build_detector
-from agnostophobia.detectors.stored import ModelScores, detector_settings, model_scores, model_settings, run_tuned_settings
+from agnostophobia.detectors.stored import (ModelScores, detector_settings, model_scores, model_settings,
+                                            run_tuned_settings)
 from agnostophobia.metrics import ccr_at_fpr
 from agnostophobia.training.records import CONFIG_SCORES_FILE, read_tuned_settings
 from agnostophobia.experiments.run_metrics import FPR_KEYS, aggregate_seeds, entropy_magnitude_table, evaluate_model

@@ -33,7 +33,9 @@ from agnostophobia._atomic import atomic_write
 from agnostophobia.training.config import (ExperimentConfig, TrainConfig, check_approaches, check_seeds,
                                            load_experiment, protocol_for)
 from agnostophobia.training.precision import resolve_precision
-from agnostophobia.training.records import library_versions
+from agnostophobia.training.records import (CLASSES, DATA_NOTES, PREPROCESSING_NOTES, TIMINGS, WALL_TIME,
+                                            check_training_records, library_versions, read_classes, read_notes,
+                                            read_timings, read_wall_time)
 from agnostophobia.training.checkpoint import load_checkpoint
 from agnostophobia.training.loaders import is_streamed
 from agnostophobia.training.seed_batch import check_batched_seeds, resolve_batched_seeds
@@ -41,7 +43,6 @@ from agnostophobia.training.trainer import check_resumable, fit, fit_seeds, is_f
 from agnostophobia._runlock import run_lock
 
 
-WALL_TIME = "wall_time.json"  # the training's wall time (less than the runs' sum when they run concurrently)
 
 
 def default_budget() -> str:
@@ -86,10 +87,10 @@ def train_and_store(experiment: ExperimentConfig, out: Path, log=print,
     """
     world = distributed.current()
     log = log if world.is_main else (lambda message: None)
-    timings_path, wall_path = out / "timings.json", out / WALL_TIME
-    timings = json.loads(timings_path.read_text()) if world.is_main and timings_path.exists() else {}
+    timings_path, wall_path = out / TIMINGS, out / WALL_TIME
+    timings = read_timings(out) if world.is_main else {}
     # a run from before wall_time.json trained one run after another: its wall time was the sum
-    wall = json.loads(wall_path.read_text()) if world.is_main and wall_path.exists() else {
+    wall = (read_wall_time(out) if world.is_main else None) or {
         "training_s": sum(timings.values()), "concurrent_runs": 1}
     pending = []
     for seed in range(experiment.seeds):
@@ -145,9 +146,9 @@ def train_and_store(experiment: ExperimentConfig, out: Path, log=print,
         atomic_write(wall_path, lambda tmp: Path(tmp).write_text(json.dumps(wall, indent=1)))
     # written only where there are any (preprocessing: authors); a resumed run reads them back
     preprocessing_notes = list(protocol.preprocessing_notes) if protocol else []
-    return {"data_notes": _record(out, "data_notes.json", list(protocol.notes) if protocol else None, []),
-            "classes": _record(out, "classes.json", protocol_classes(protocol) if protocol else None, {}),
-            "preprocessing_notes": _record(out, "preprocessing_notes.json", preprocessing_notes or None, []),
+    return {"data_notes": _record(out, DATA_NOTES, list(protocol.notes) if protocol else None, []),
+            "classes": _record(out, CLASSES, protocol_classes(protocol) if protocol else None, {}),
+            "preprocessing_notes": _record(out, PREPROCESSING_NOTES, preprocessing_notes or None, []),
             "timings_s": timings, "training_wall_s": wall["training_s"], "concurrent_runs": wall["concurrent_runs"],
             "batched_seeds": bool(wall.get("batched_seeds", False))}
 
@@ -215,12 +216,17 @@ def protocol_classes(protocol) -> Dict[str, List[str]]:
     return classes
 
 
+_READERS = {CLASSES: read_classes, DATA_NOTES: lambda out: read_notes(out, DATA_NOTES),
+            PREPROCESSING_NOTES: lambda out: read_notes(out, PREPROCESSING_NOTES)}
+
+
 def _record(out: Path, name: str, value, default):
-    """Write ``value`` to ``out/name`` as JSON; None: read what an earlier call wrote (or ``default``)."""
-    path = out / name
+    """Write ``value`` to ``out/name`` as JSON; None: read (checked, ``training.records``) what an
+    earlier call wrote, or ``default``."""
     if value is None:
-        return json.loads(path.read_text()) if path.exists() else default
-    atomic_write(path, lambda tmp: Path(tmp).write_text(json.dumps(value, indent=1)))
+        stored = _READERS[name](out)
+        return default if stored is None else stored
+    atomic_write(out / name, lambda tmp: Path(tmp).write_text(json.dumps(value, indent=1)))
     return value
 
 
@@ -260,7 +266,9 @@ def check_detectors(experiment: ExperimentConfig) -> None:
 
 
 def check_existing_run(experiment: ExperimentConfig, out: Path) -> None:
-    """Refuse, before anything is written, to continue a run trained with another config."""
+    """Refuse, before anything is written, to continue a run trained with another config, or
+    one whose training records (timings, wall time, classes, notes) are damaged."""
+    check_training_records(out)
     for seed in range(experiment.seeds):
         for approach in experiment.approaches:
             check_resumable(out / f"seed{seed}" / approach, experiment.for_approach(approach, seed))

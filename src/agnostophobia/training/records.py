@@ -48,6 +48,12 @@ SCORES_FILE = "detector_scores.npz"
 #: The scores with the config's detector settings, kept beside those with the chosen ones in a tuned run.
 CONFIG_SCORES_FILE = "detector_scores_config.npz"
 FITTED_FILE = "fitted_detectors.npz"
+# what the training command recorded beside run_meta.json, read back when a run is continued
+TIMINGS = "timings.json"          # seconds of training per run, "seed<N>/<approach>"
+WALL_TIME = "wall_time.json"      # the training's wall time (less than the runs' sum when they run concurrently)
+CLASSES = "classes.json"          # the protocol's class names (and the negatives' source classes)
+DATA_NOTES = "data_notes.json"    # what the data preparation said (cuts, substitutes, defects)
+PREPROCESSING_NOTES = "preprocessing_notes.json"  # the authors' preparation's notes (preprocessing: authors)
 FIELDS = ("logits", "features", "labels")
 #: The one split each stored-outputs file other than outputs.npz holds.
 SPLIT_OF = {FIT_OUTPUTS: "train", VAL_OUTPUTS: "val"}
@@ -453,6 +459,85 @@ def _read_json(path):
         _fail(path, f"cannot be read ({exc})")
     except ValueError as exc:
         _fail(path, f"not valid JSON ({exc})")
+
+
+# ------------------------------------------------------- what training recorded beside run_meta
+_RUN_KEY = re.compile(r"seed(0|[1-9][0-9]*)/[A-Za-z0-9_.+-]+")
+
+
+def read_timings(run_dir) -> Dict[str, float]:
+    """``RUN/timings.json``, checked ({} when absent): seconds of training per run, a mapping
+    of ``seed<N>/<approach>`` to a finite number >= 0."""
+    path = Path(run_dir) / TIMINGS
+    if not path.exists():
+        return {}
+    data = _read_json(path)
+    if not isinstance(data, dict):
+        _fail(path, f"top level must be a mapping of seed<N>/<approach> to seconds, got {type(data).__name__}")
+    for key, value in data.items():
+        if not _RUN_KEY.fullmatch(key):
+            _fail(path, "not a run name (seed<N>/<approach>)", key)
+        if not _is_number(value) or value < 0:
+            _fail(path, f"must be a finite number of seconds >= 0, got {value!r}", key)
+    return data
+
+
+def read_wall_time(run_dir) -> Optional[Dict[str, Any]]:
+    """``RUN/wall_time.json``, checked (None when absent): ``training_s`` a finite number >= 0,
+    ``concurrent_runs`` an integer >= 1, ``batched_seeds`` (when present) true or false."""
+    path = Path(run_dir) / WALL_TIME
+    if not path.exists():
+        return None
+    data = _read_json(path)
+    if not isinstance(data, dict):
+        _fail(path, f"top level must be a mapping, got {type(data).__name__}")
+    if not _is_number(data.get("training_s")) or data["training_s"] < 0:
+        _fail(path, f"must be a finite number of seconds >= 0, got {data.get('training_s')!r}", "training_s")
+    runs = data.get("concurrent_runs")
+    if not isinstance(runs, int) or isinstance(runs, bool) or runs < 1:
+        _fail(path, f"must be an integer >= 1, got {runs!r}", "concurrent_runs")
+    if not isinstance(data.get("batched_seeds", False), bool):
+        _fail(path, f"must be true or false, got {data['batched_seeds']!r}", "batched_seeds")
+    return data
+
+
+def read_classes(run_dir) -> Optional[Dict[str, List[str]]]:
+    """``RUN/classes.json``, checked (None when absent): ``class_names`` and, where the protocol
+    has negatives, ``negative_class_names``, each a list of strings."""
+    path = Path(run_dir) / CLASSES
+    if not path.exists():
+        return None
+    data = _read_json(path)
+    if not isinstance(data, dict) or "class_names" not in data:
+        _fail(path, "must be a mapping with class_names")
+    for key, value in data.items():
+        if key not in ("class_names", "negative_class_names"):
+            _fail(path, "unexpected key", key)
+        if not isinstance(value, list) or not all(isinstance(name, str) for name in value):
+            _fail(path, "must be a list of strings", key)
+    return data
+
+
+def read_notes(run_dir, name: str) -> Optional[List[str]]:
+    """``RUN/<name>`` (``data_notes.json`` or ``preprocessing_notes.json``), checked: a list of
+    strings; None when absent."""
+    path = Path(run_dir) / name
+    if not path.exists():
+        return None
+    data = _read_json(path)
+    if not isinstance(data, list) or not all(isinstance(note, str) for note in data):
+        _fail(path, f"must be a list of strings, got {json.dumps(data)[:80]}")
+    return data
+
+
+def check_training_records(run_dir) -> None:
+    """Read and check what a continued training reads back (:data:`TIMINGS`, :data:`WALL_TIME`,
+    :data:`CLASSES`, the notes): before anything is written into the run."""
+    read_timings(run_dir)
+    read_wall_time(run_dir)
+    read_classes(run_dir)
+    for name in (DATA_NOTES, PREPROCESSING_NOTES):
+        read_notes(run_dir, name)
 
 
 # ---------------------------------------------------------------------- the whole run
