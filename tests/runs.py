@@ -60,3 +60,37 @@ def unwritable_folder(tmp: Path) -> Path:
             return candidate
         (candidate / ".probe").unlink()
     pytest.skip("no folder here refuses new files")
+
+
+def alive(pid: int) -> bool:
+    """Whether process ``pid`` runs (Linux: a zombie has ended)."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().split(") ")[1][0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def assert_children_die_with_their_parent(script: Path, pid_files) -> None:
+    """Start ``python SCRIPT PID_FILE...`` (with tests/ on its path), whose child processes each
+    write their pid into one of ``pid_files`` and wait; once all have, SIGKILL the parent (no
+    clean-up runs in it) and check that every child ends within 10 s."""
+    import time
+
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([os.path.dirname(__file__), os.environ.get("PYTHONPATH", "")])}
+    parent = subprocess.Popen([sys.executable, str(script), *map(str, pid_files)], env=env)
+    try:
+        deadline = time.monotonic() + 60
+        while not all(p.exists() and p.read_text() for p in pid_files):
+            assert time.monotonic() < deadline and parent.poll() is None, "the children never started"
+            time.sleep(0.1)
+        children = [int(p.read_text()) for p in pid_files]
+        assert all(map(alive, children))
+        parent.kill()
+        parent.wait()
+        deadline = time.monotonic() + 10
+        while any(map(alive, children)) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not any(map(alive, children)), "a child outlived its killed parent"
+    finally:
+        parent.kill()

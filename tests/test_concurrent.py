@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from runs import reproduce_args, run_cli, write_config
+from runs import assert_children_die_with_their_parent, reproduce_args, run_cli, write_config
 
 from agnostophobia.errors import ConfigError, TrainingDiverged
 from agnostophobia.training import concurrent
@@ -182,36 +182,11 @@ def _write_pid_and_sleep(path):
     time.sleep(120)
 
 
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            return stat.read().split(") ")[1][0] != "Z"
-    except FileNotFoundError:
-        return False
-
-
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
 def test_children_die_with_their_parent(tmp_path):
     script = tmp_path / "parent.py"
     script.write_text(PARENT)
-    pid_files = [tmp_path / "a.pid", tmp_path / "b.pid"]
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([os.path.dirname(__file__), os.environ.get("PYTHONPATH", "")])}
-    parent = subprocess.Popen([sys.executable, str(script), *map(str, pid_files)], env=env)
-    try:
-        deadline = time.monotonic() + 60
-        while not all(p.exists() and p.read_text() for p in pid_files):
-            assert time.monotonic() < deadline and parent.poll() is None, "the children never started"
-            time.sleep(0.1)
-        children = [int(p.read_text()) for p in pid_files]
-        assert all(map(_alive, children))
-        parent.kill()  # SIGKILL: no finally block runs in the parent
-        parent.wait()
-        deadline = time.monotonic() + 10
-        while any(map(_alive, children)) and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert not any(map(_alive, children)), "a child outlived its killed parent"
-    finally:
-        parent.kill()
+    assert_children_die_with_their_parent(script, [tmp_path / "a.pid", tmp_path / "b.pid"])
 
 
 # --------------------------------------------------------------------- whole reproductions

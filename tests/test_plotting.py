@@ -363,6 +363,35 @@ def test_figures_drawn_in_processes_equal_those_drawn_one_by_one(tmp_path):
         assert path.read_bytes() == (tmp_path / "one" / path.name).read_bytes(), path.name
 
 
+DRAWING_PARENT = """
+import os, sys, time
+import agnostophobia.plotting.run as run
+
+def write_pid_and_sleep(index, out_dir, formats):
+    with open(sys.argv[1 + index], "w") as file:
+        file.write(str(os.getpid()))
+    time.sleep(120)
+    return []
+
+run._draw_one = write_pid_and_sleep  # inherited by the forked drawing processes
+run._draw_all([None, None], sys.argv[1], ("png",), None)  # None: one process per core (at least 2 here)
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
+def test_drawing_processes_die_with_the_command_that_started_them(tmp_path):
+    """Figures are drawn in one process per core by default; a killed `reproduce` or `evaluate`
+    leaves none of them behind."""
+    from runs import assert_children_die_with_their_parent
+    from agnostophobia.training.concurrent import available_cores
+
+    if available_cores() < 2:
+        pytest.skip("one usable core: figures are drawn in the command's own process")
+    script = tmp_path / "draw.py"
+    script.write_text(DRAWING_PARENT)
+    assert_children_die_with_their_parent(script, [tmp_path / "a.pid", tmp_path / "b.pid"])
+
+
 def test_draw_run_redraws_only_the_sets_named_and_missing_figures(tmp_path):
     run_dir = make_run(tmp_path / "run", approaches=("softmax",), n_known=40, n_unknown=20)
     every, _ = draw_run(run_dir, log=lambda _: None, workers=1)

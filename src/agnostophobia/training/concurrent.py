@@ -183,7 +183,7 @@ def _outcome(job: Job, process, receive):
 
 
 def _child(job: Job, threads, send, parent: int) -> None:
-    _die_with_parent(parent)
+    die_with_parent(parent)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C goes to the parent, which stops the children
     torch.set_num_threads(threads.value)
     if _MORE_THREADS is not None:  # the parent gives this run more threads when others have ended
@@ -212,8 +212,9 @@ def _transferable(exc: BaseException, name: str) -> BaseException:
     return RuntimeError(f"{name}: {type(exc).__name__}: {exc}\n{detail}")
 
 
-def _die_with_parent(parent: int) -> None:
-    """SIGKILL this process when its parent dies (Linux), so that no run trains on unsupervised."""
+def die_with_parent(parent: int) -> None:
+    """SIGKILL this process when its parent dies (Linux), so that no run trains (or figure is
+    drawn) on unsupervised; call it first thing in a child, with the parent's pid."""
     if not sys.platform.startswith("linux"):
         return
     try:
