@@ -4,7 +4,6 @@ that equals one trained run after run, also when killed and resumed."""
 import json
 import os
 import signal
-import subprocess
 import sys
 import textwrap
 import time
