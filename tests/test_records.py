@@ -358,3 +358,23 @@ def test_a_damaged_fetch_record_is_one_line_naming_it(tmp_path, text, message):
     (tmp_path / FETCH_RECORD).write_text(text)
     with pytest.raises(DataError, match=f"{FETCH_RECORD}: {message}"):
         fetch_record_lines(tmp_path)
+
+
+@pytest.mark.parametrize("metrics, message", [
+    ({"seeds": 0, "approaches": [], "results": []}, "metrics.json: seeds: must be an integer >= 1"),
+    ({"seeds": 1, "approaches": ["entropic"], "results": {}}, "metrics.json: results: must be a list"),
+    ({"seeds": 1, "approaches": ["entropic"], "results": [{"row": "entropic"}]},
+     r"metrics.json: results\[0\]: must be a mapping with row and unknowns"),
+    ({"seeds": 1, "approaches": ["entropic"], "results": [{"row": "entropic", "unknowns": "letters",
+                                                            "ccr_at_fpr": {"1e-2": "0.9"}}]},
+     r"metrics.json: results\[0\].ccr_at_fpr: must be a mapping of FPR to a number or null"),
+])
+def test_metrics_read_by_other_commands_are_checked(tmp_path, metrics, message):
+    (tmp_path / "metrics.json").write_text(json.dumps(metrics))
+    with pytest.raises(RecordError, match=message):
+        records.read_metrics(tmp_path)
+
+
+def test_the_metrics_of_a_real_run_are_read(tiny_run):
+    metrics = records.read_metrics(tiny_run)
+    assert metrics["seeds"] == 1 and {r["row"] for r in metrics["results"]} >= set(TINY["approaches"])

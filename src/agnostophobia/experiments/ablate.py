@@ -28,6 +28,7 @@ from agnostophobia.data.protocols import protocol_spec
 from agnostophobia.errors import ConfigError
 from agnostophobia.experiments.paper_numbers import TABLE2
 from agnostophobia.training.config import ExperimentConfig, load_experiment
+from agnostophobia.training.records import read_metrics
 
 PAPER_FPRS = ("1e-4", "1e-3", "1e-2", "1e-1")  # Table 2's readouts, the order of the paper_numbers tuples
 FPRS = ("1e-3", "1e-2")  # the readouts the table shows by default (Table 2's columns 2 and 3)
@@ -51,10 +52,9 @@ def ablation_steps(experiment: ExperimentConfig, only: Optional[Sequence[str]] =
 def step_finished(step_out: Path, seeds: int, approaches: Sequence[str]) -> bool:
     """A step whose metrics were written for these seeds and approaches (reproduce writes
     metrics.json last, atomically)."""
-    path = step_out / "metrics.json"
-    if not path.exists():
+    metrics = read_metrics(step_out)
+    if metrics is None:
         return False
-    metrics = json.loads(path.read_text())
     return metrics.get("seeds") == seeds and list(metrics.get("approaches", [])) == list(approaches)
 
 
@@ -97,10 +97,9 @@ def ablation_record(experiment: ExperimentConfig, out: Path, fprs: Sequence[str]
     paper = TABLE2.get(protocol_spec(experiment.train.protocol).name, {})  # none for a protocol from files
     steps = []
     for step in experiment.ablation:
-        path = out / step["budget"] / "metrics.json"
-        if not path.exists():
+        metrics = read_metrics(out / step["budget"])
+        if metrics is None:
             continue
-        metrics = json.loads(path.read_text())
         rows = [{"unknowns": r["unknowns"], "approach": r["row"], **{
                     f: {"mean": r["ccr_at_fpr"].get(f), "std": (r.get("ccr_at_fpr_std") or {}).get(f)} for f in fprs},
                  "closed_set_accuracy": {"mean": r["closed_set_accuracy"], "std": r.get("closed_set_accuracy_std")}}

@@ -37,13 +37,12 @@ from agnostophobia._runlock import run_lock
 from agnostophobia.detectors.stored import (ModelScores, model_scores, model_settings, run_detector_settings,
                                             run_tuned_settings, stored_model_scores)
 from agnostophobia.training.outputs import load_outputs, save_outputs
-from agnostophobia.training.records import (BEST, CONFIG_SCORES_FILE, SCORES_FILE, check_run,
+from agnostophobia.training.records import (BEST, CONFIG_SCORES_FILE, METRICS, SCORES_FILE, check_run,
                                             read_checkpoint_config)
 from agnostophobia.training.trained import load_trained_model
 from agnostophobia.training.trainer import resolve_device
 
 KNOWN = "known"  # the run's own known test set (D_c) in outputs.npz
-METRICS = "metrics.json"
 
 
 def check_set_names(specs: Sequence[str], names: Sequence[str], run_dir: Path, model_dirs: Sequence[Path],

@@ -530,6 +530,47 @@ def read_notes(run_dir, name: str) -> Optional[List[str]]:
     return data
 
 
+METRICS = "metrics.json"
+
+
+def _number_or_null(value) -> bool:
+    return value is None or _is_number(value)
+
+
+def read_metrics(run_dir) -> Optional[Dict[str, Any]]:
+    """``RUN/metrics.json`` (written by ``evaluate``/``reproduce``), checked where other commands
+    read it (None when absent): ``seeds`` an integer >= 1, ``approaches`` strings, ``results`` rows
+    each with ``row`` and ``unknowns`` (strings), ``ccr_at_fpr`` (and ``ccr_at_fpr_std``) mappings
+    of FPR to a number or null, and ``closed_set_accuracy`` a number or null."""
+    path = Path(run_dir) / METRICS
+    if not path.exists():
+        return None
+    data = _read_json(path)
+    if not isinstance(data, dict):
+        _fail(path, f"top level must be a mapping, got {type(data).__name__}")
+    seeds = data.get("seeds")
+    if not isinstance(seeds, int) or isinstance(seeds, bool) or seeds < 1:
+        _fail(path, f"must be an integer >= 1, got {seeds!r}", "seeds")
+    if not isinstance(data.get("approaches"), list) or not all(isinstance(a, str) for a in data["approaches"]):
+        _fail(path, "must be a list of strings", "approaches")
+    if not isinstance(data.get("results"), list):
+        _fail(path, "must be a list of result rows", "results")
+    for i, row in enumerate(data["results"]):
+        where = f"results[{i}]"
+        if not isinstance(row, dict) or not isinstance(row.get("row"), str) or not isinstance(row.get("unknowns"), str):
+            _fail(path, "must be a mapping with row and unknowns (strings)", where)
+        for key in ("ccr_at_fpr", "ccr_at_fpr_std"):
+            values = row.get(key, {} if key.endswith("_std") else None)
+            if values is None and key.endswith("_std"):
+                continue
+            if not isinstance(values, dict) or not all(_number_or_null(v) for v in values.values()):
+                _fail(path, "must be a mapping of FPR to a number or null", f"{where}.{key}")
+        for key in ("closed_set_accuracy", "closed_set_accuracy_std"):
+            if not _number_or_null(row.get(key)):
+                _fail(path, f"must be a number or null, got {row.get(key)!r}", f"{where}.{key}")
+    return data
+
+
 def check_training_records(run_dir) -> None:
     """Read and check what a continued training reads back (:data:`TIMINGS`, :data:`WALL_TIME`,
     :data:`CLASSES`, the notes): before anything is written into the run."""
