@@ -8,7 +8,9 @@ tests), :func:`kill_point` costs one dictionary lookup.
 
 Points: ``train-step`` (after an optimiser step), ``epoch-end`` (after an epoch's
 checkpoint), ``write:<file name>`` (a file's temporary copy is complete but not yet renamed
-into place; see :mod:`agnostophobia._atomic`).
+into place; see :mod:`agnostophobia._atomic`). A point reached in a process forked from the
+command (a figure-drawing process) kills the command too, as a pulled plug would; its other
+forked processes then end with it (``training.concurrent.die_with_parent``).
 """
 from __future__ import annotations
 
@@ -18,6 +20,7 @@ from collections import Counter
 
 ENV = "AGNOSTOPHOBIA_KILL_AT"
 _reached: Counter = Counter()
+_COMMAND = os.getpid()  # the process that imported this module; a forked process inherits the number
 
 
 def kill_point(name: str) -> None:
@@ -29,4 +32,6 @@ def kill_point(name: str) -> None:
         return
     _reached[name] += 1
     if _reached[name] == int(nth):
+        if os.getpid() != _COMMAND:  # forked from the command: the command is what gets killed
+            os.kill(_COMMAND, signal.SIGKILL)
         os.kill(os.getpid(), signal.SIGKILL)
