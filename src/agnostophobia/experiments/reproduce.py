@@ -349,7 +349,7 @@ def train_and_record(experiment: ExperimentConfig, out: Path, budget: Optional[s
                      claim: Callable[[], ContextManager], protocol=None, config_protocol: Optional[str] = None,
                      first: Callable[[], None] = lambda: None, then: Callable[[Dict], Any] = lambda meta: None,
                      log=print) -> Optional[Dict]:
-    """The sequence of ``train`` and ``reproduce`` once the experiment is configured: lock the run
+    """The sequence of ``train``, ``reproduce`` and ``reproduce ensemble`` once the experiment is configured: lock the run
     (``claim()``: its checks, then its lock), write its records (``first()``, then ``config.yaml``),
     train and store every run, record it (``run_meta.json``), then ``then(meta)``, all inside the
     lock. ``protocol``: the run's protocol when already built (else built when needed).

@@ -25,8 +25,7 @@ from agnostophobia.detectors.stored import detector_settings, model_scores, mode
 from agnostophobia.experiments.run_metrics import aggregate_seeds
 from agnostophobia.experiments.paper_numbers import TABLE2
 from agnostophobia.experiments.report import ccr_table_markdown, format_value, write_metrics, write_report
-from agnostophobia.experiments.reproduce import (check_existing_run, configure, default_budget, train_and_store,
-                                                 write_config, write_run_record)
+from agnostophobia.experiments.reproduce import check_existing_run, configure, default_budget, train_and_record
 from agnostophobia.metrics import summarize
 from agnostophobia.metrics.ood import CONFIDENCE_GRID, mean_confidence_curves
 from agnostophobia.plotting.style import approach_name
@@ -88,17 +87,21 @@ def reproduce_ensemble(budget: Optional[str] = None, seeds: Optional[int] = None
         from agnostophobia.data.protocols import require_protocol_data
 
         require_protocol_data(experiment.train.protocol, experiment.train.data_dir)
-    with run_lock(out):
-        write_config(out, experiment, budget)
+
+    def first() -> None:
         log(f"agnostophobia reproduce ensemble: budget {budget}, {experiment.seeds} MLP member(s), "
             f"{experiment.train.epochs} epoch(s); output in {out}")
-        stored = train_and_store(experiment, out, log)
-        meta = write_run_record(out, experiment, budget, stored, f"agnostophobia reproduce ensemble --budget {budget}")
+
+    def then(meta: Dict) -> None:  # inside the run lock, after the members are trained and recorded
         meta["ensemble"], compared = evaluate_ensemble(out, lenet_run)
         metrics = write_metrics(out, meta)
         figures = _figures(out, compared, budget, log) if plots else None
         report = write_report(out, metrics, figures, sections=ensemble_section(metrics))
         log(f"report: {report}\nmetrics: {out / 'metrics.json'}")
+
+    # the one sequence of every training command: lock, config.yaml, train and store, run_meta.json
+    train_and_record(experiment, out, budget, f"agnostophobia reproduce ensemble --budget {budget}",
+                     claim=lambda: run_lock(out), first=first, then=then, log=log)
     return out
 
 
