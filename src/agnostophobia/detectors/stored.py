@@ -281,11 +281,16 @@ def _state_digest(state: Dict[str, np.ndarray]) -> str:
 
 def _file_digest(path: Path) -> str:
     digest = hashlib.sha256()
+    _hash_file(digest, path)
+    return digest.hexdigest()
+
+
+def _hash_file(digest, path: Path) -> None:
+    """Feed the bytes of ``path`` (nothing when it does not exist) to ``digest``."""
     if path.exists():
         with open(path, "rb") as handle:
             for block in iter(lambda: handle.read(1 << 20), b""):
                 digest.update(block)
-    return digest.hexdigest()
 
 
 def fitted_detector(name: str, fit_outputs: Optional[Dict[str, np.ndarray]], num_classes: int,
@@ -412,12 +417,8 @@ def _fingerprint(model_dir: Path, background_class: bool, settings: Settings) ->
     digest.update(json.dumps([_FORMAT, agnostophobia.__version__, DETECTORS.names(), background_class,
                               settings], sort_keys=True, default=str).encode())
     for name in (OUTPUTS, FIT_OUTPUTS):
-        path = model_dir / name
         digest.update(name.encode())
-        if path.exists():
-            with open(path, "rb") as handle:
-                for block in iter(lambda: handle.read(1 << 20), b""):
-                    digest.update(block)
+        _hash_file(digest, model_dir / name)
     return digest.hexdigest()
 
 
