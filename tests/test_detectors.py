@@ -352,3 +352,16 @@ def test_a_value_outside_the_declared_range_is_refused_by_the_declaration_and_th
         assert setting.problem(below) is not None
         with pytest.raises(ValueError):
             build_detector(name, **{key: below})
+
+
+@pytest.mark.parametrize("name", [n for n in DETECTORS.names()
+                                  if DETECTORS.get(n).needs_fit and DETECTORS.get(n).needs_features])
+def test_inputs_of_other_widths_than_the_fit_are_refused_naming_the_detector(name):
+    """One check (``_base.check_columns``) for every fitted detector that reads features."""
+    detector = fitted(name)
+    logits = columns(detector, TEST_LOGITS)[:, :C]
+    with pytest.raises(ValueError, match=f"logits has {C - 1} columns but the detector '{name}' was fitted on {C}"):
+        detector.scores(logits[:, :-1], TEST_FEATURES)
+    with pytest.raises(ValueError, match=f"features has {TEST_FEATURES.shape[1] + 1} dimensions but the "
+                                         f"detector '{name}' was fitted on {TEST_FEATURES.shape[1]}"):
+        detector.scores(logits, np.hstack([TEST_FEATURES, TEST_FEATURES[:, :1]]))

@@ -251,6 +251,17 @@ def check_training_data(train_logits, train_features, train_labels, need_feature
     return logits, features, labels
 
 
+def check_columns(detector: Detector, logits: np.ndarray, features: np.ndarray, num_classes: int,
+                  dimensions: int) -> None:
+    """Test logits and features have the fitted detector's classes and feature dimensions."""
+    if logits.shape[1] != num_classes:
+        raise ValueError(f"logits has {logits.shape[1]} columns but the detector {detector.name!r} was fitted on "
+                         f"{num_classes} classes")
+    if features.shape[1] != dimensions:
+        raise ValueError(f"features has {features.shape[1]} dimensions but the detector {detector.name!r} was "
+                         f"fitted on {dimensions}")
+
+
 def build_detector(name: str, **settings) -> Detector:
     """The detector registered as ``name`` (see ``DETECTORS.names()``) with ``settings``.
 

@@ -57,10 +57,9 @@ import numbers
 import numpy as np
 import torch
 
-from ._base import Detector, Setting, check_training_data, register
+from ._base import Detector, Setting, check_columns, check_training_data, register
 from .knn import METRICS, _Metric, _positive_int, k_smallest_distances
 from .openmax import fit_weibull_rows
-from .postmax import check_columns
 
 #: Entries of one distance block in the set cover and the scoring (32 MB in float64).
 BLOCK_ENTRIES = 1 << 22

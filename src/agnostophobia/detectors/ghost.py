@@ -31,8 +31,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._base import Detector, check_training_data, place_in_predicted_column, register
-from .postmax import check_columns, fit_gpd, gpd_cdf
+from ._base import Detector, check_columns, check_training_data, place_in_predicted_column, register
+from .postmax import fit_gpd, gpd_cdf
 
 
 def ghost_normalised_logit(logits: np.ndarray, features: np.ndarray, classes: np.ndarray, mean: np.ndarray,

@@ -27,7 +27,7 @@ from typing import Optional
 import numpy as np
 import torch
 
-from ._base import Detector, Setting, check_training_data, place_in_predicted_column, register
+from ._base import Detector, Setting, check_columns, check_training_data, place_in_predicted_column, register
 
 
 def _positive_int(value, name: str) -> int:
@@ -190,12 +190,7 @@ class KNNDetector(Detector):
         return kth_neighbour_distance(queries, reference, self.k, self.query_chunk, self.reference_chunk)
 
     def _scores(self, logits, features):
-        if logits.shape[1] != self.num_classes_:
-            raise ValueError(f"logits has {logits.shape[1]} columns but the detector was fitted on "
-                             f"{self.num_classes_} classes")
-        if features.shape[1] != self.reference_.shape[1]:
-            raise ValueError(f"features has {features.shape[1]} dimensions but the detector was fitted on "
-                             f"{self.reference_.shape[1]}")
+        check_columns(self, logits, features, self.num_classes_, self.reference_.shape[1])
         queries = self._prepare(features)
         if not self.class_conditional:
             return place_in_predicted_column(-self._distance(queries, self.reference_), logits)

@@ -42,7 +42,7 @@ import warnings
 import numpy as np
 import scipy.stats
 
-from ._base import Detector, Setting, check_training_data, place_in_predicted_column, register
+from ._base import Detector, Setting, check_columns, check_training_data, place_in_predicted_column, register
 
 #: Fewest values a GPD is fitted to.
 MIN_GPD_VALUES = 10
@@ -78,17 +78,6 @@ def normalised_max_logit(logits: np.ndarray, features: np.ndarray) -> np.ndarray
     norm = np.linalg.norm(features, axis=1)
     top = logits.max(axis=1)
     return np.divide(top, norm, out=np.zeros_like(top), where=norm > 0)
-
-
-def check_columns(detector: Detector, logits: np.ndarray, features: np.ndarray, num_classes: int,
-                  dimensions: int) -> None:
-    """Test logits and features have the fitted detector's classes and feature dimensions."""
-    if logits.shape[1] != num_classes:
-        raise ValueError(f"logits has {logits.shape[1]} columns but the detector {detector.name!r} was fitted on "
-                         f"{num_classes} classes")
-    if features.shape[1] != dimensions:
-        raise ValueError(f"features has {features.shape[1]} dimensions but the detector {detector.name!r} was "
-                         f"fitted on {dimensions}")
 
 
 @register("postmax")
