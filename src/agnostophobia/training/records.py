@@ -54,6 +54,7 @@ WALL_TIME = "wall_time.json"      # the training's wall time (less than the runs
 CLASSES = "classes.json"          # the protocol's class names (and the negatives' source classes)
 DATA_NOTES = "data_notes.json"    # what the data preparation said (cuts, substitutes, defects)
 PREPROCESSING_NOTES = "preprocessing_notes.json"  # the authors' preparation's notes (preprocessing: authors)
+METRICS = "metrics.json"          # every number of the run (evaluate, reproduce); ablate reads its steps'
 FIELDS = ("logits", "features", "labels")
 #: The one split each stored-outputs file other than outputs.npz holds.
 SPLIT_OF = {FIT_OUTPUTS: "train", VAL_OUTPUTS: "val"}
@@ -137,18 +138,16 @@ def checkpoint_config(state, path) -> Dict[str, Any]:
 def read_run_meta(run_dir) -> Optional[Dict[str, Any]]:
     """``RUN/run_meta.json``, checked, or None where the training never finished a command."""
     path = Path(run_dir) / RUN_META
-    if not path.exists():
+    meta = _optional_json(path)
+    if meta is None:
         return None
-    meta = _read_json(path)
-    if not isinstance(meta, dict):
-        _fail(path, f"top level must be a mapping, got {type(meta).__name__}")
     expected = {"experiment": str, "budget": (str, type(None)), "seeds": int, "approaches": list,
                 "train_config": dict, "class_names": list, "versions": dict}
     for key, kind in expected.items():
         if key in meta and (not isinstance(meta[key], kind) or isinstance(meta[key], bool)):
             _fail(path, f"wrong type {type(meta[key]).__name__}", key)
     for key in ("class_names", "approaches"):
-        if not all(isinstance(v, str) for v in meta.get(key, [])):
+        if not _is_strings(meta.get(key, [])):
             _fail(path, "must be a list of strings", key)
     for name, version in meta.get("versions", {}).items():
         if not isinstance(version, str):
@@ -365,11 +364,9 @@ def read_detector_scores(path) -> Dict[str, Any]:
 # ------------------------------------------------------------------------ calibration.json
 def _read_format_1(path: Path) -> Optional[Dict[str, Any]]:
     """A JSON record that is a mapping with ``format: 1`` (calibration, tuned settings); None if absent."""
-    if not path.exists():
+    data = _optional_json(path)
+    if data is None:
         return None
-    data = _read_json(path)
-    if not isinstance(data, dict):
-        _fail(path, f"top level must be a mapping, got {type(data).__name__}")
     if data.get("format") != 1 or isinstance(data.get("format"), bool):
         _fail(path, f"must be 1 (the only format there is), got {data.get('format')!r}", "format")
     return data
@@ -384,7 +381,7 @@ def read_calibration(run_dir) -> Optional[Dict[str, Any]]:
     if data is None:
         return None
     names = data.get("class_names")
-    if names is not None and not (isinstance(names, list) and all(isinstance(n, str) for n in names)):
+    if names is not None and not _is_strings(names):
         _fail(path, "must be a list of strings", "class_names")
     entries = data.get("entries")
     if not isinstance(entries, list):
@@ -396,6 +393,16 @@ def read_calibration(run_dir) -> Optional[Dict[str, Any]]:
 
 def _is_number(value) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _is_count(value, minimum: int) -> bool:
+    """An integer (not a bool) >= ``minimum``."""
+    return isinstance(value, int) and not isinstance(value, bool) and value >= minimum
+
+
+def _is_strings(value) -> bool:
+    """A list of strings."""
+    return isinstance(value, list) and all(isinstance(item, str) for item in value)
 
 
 def read_tuned_settings(run_dir) -> Optional[Dict[str, Any]]:
@@ -436,7 +443,7 @@ def _check_entry(path, where: str, entry) -> None:
     if entry["approach"] not in LOSSES:
         _fail(path, f"unknown approach {entry['approach']!r}", f"{where}.approach")
     seed = entry.get("seed")
-    if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
+    if not _is_count(seed, 0):
         _fail(path, f"must be an integer >= 0, got {seed!r}", f"{where}.seed")
     fpr = entry.get("target_fpr")
     if not _is_number(fpr) or not 0 < fpr <= 1:
@@ -461,6 +468,17 @@ def _read_json(path):
         _fail(path, f"not valid JSON ({exc})")
 
 
+def _optional_json(path: Path, kind: Optional[type] = dict, what: str = "a mapping"):
+    """The JSON record at ``path``, None when there is none; its top level must be a ``kind``
+    (``what`` names it in the error; None: any)."""
+    if not path.exists():
+        return None
+    data = _read_json(path)
+    if kind is not None and not isinstance(data, kind):
+        _fail(path, f"top level must be {what}, got {type(data).__name__}")
+    return data
+
+
 # ------------------------------------------------------- what training recorded beside run_meta
 _RUN_KEY = re.compile(r"seed(0|[1-9][0-9]*)/[A-Za-z0-9_.+-]+")
 
@@ -469,11 +487,9 @@ def read_timings(run_dir) -> Dict[str, float]:
     """``RUN/timings.json``, checked ({} when absent): seconds of training per run, a mapping
     of ``seed<N>/<approach>`` to a finite number >= 0."""
     path = Path(run_dir) / TIMINGS
-    if not path.exists():
+    data = _optional_json(path, what="a mapping of seed<N>/<approach> to seconds")
+    if data is None:
         return {}
-    data = _read_json(path)
-    if not isinstance(data, dict):
-        _fail(path, f"top level must be a mapping of seed<N>/<approach> to seconds, got {type(data).__name__}")
     for key, value in data.items():
         if not _RUN_KEY.fullmatch(key):
             _fail(path, "not a run name (seed<N>/<approach>)", key)
@@ -486,15 +502,13 @@ def read_wall_time(run_dir) -> Optional[Dict[str, Any]]:
     """``RUN/wall_time.json``, checked (None when absent): ``training_s`` a finite number >= 0,
     ``concurrent_runs`` an integer >= 1, ``batched_seeds`` (when present) true or false."""
     path = Path(run_dir) / WALL_TIME
-    if not path.exists():
+    data = _optional_json(path)
+    if data is None:
         return None
-    data = _read_json(path)
-    if not isinstance(data, dict):
-        _fail(path, f"top level must be a mapping, got {type(data).__name__}")
     if not _is_number(data.get("training_s")) or data["training_s"] < 0:
         _fail(path, f"must be a finite number of seconds >= 0, got {data.get('training_s')!r}", "training_s")
     runs = data.get("concurrent_runs")
-    if not isinstance(runs, int) or isinstance(runs, bool) or runs < 1:
+    if not _is_count(runs, 1):
         _fail(path, f"must be an integer >= 1, got {runs!r}", "concurrent_runs")
     if not isinstance(data.get("batched_seeds", False), bool):
         _fail(path, f"must be true or false, got {data['batched_seeds']!r}", "batched_seeds")
@@ -505,15 +519,15 @@ def read_classes(run_dir) -> Optional[Dict[str, List[str]]]:
     """``RUN/classes.json``, checked (None when absent): ``class_names`` and, where the protocol
     has negatives, ``negative_class_names``, each a list of strings."""
     path = Path(run_dir) / CLASSES
-    if not path.exists():
+    data = _optional_json(path, kind=None)
+    if data is None:
         return None
-    data = _read_json(path)
     if not isinstance(data, dict) or "class_names" not in data:
         _fail(path, "must be a mapping with class_names")
     for key, value in data.items():
         if key not in ("class_names", "negative_class_names"):
             _fail(path, "unexpected key", key)
-        if not isinstance(value, list) or not all(isinstance(name, str) for name in value):
+        if not _is_strings(value):
             _fail(path, "must be a list of strings", key)
     return data
 
@@ -522,15 +536,13 @@ def read_notes(run_dir, name: str) -> Optional[List[str]]:
     """``RUN/<name>`` (``data_notes.json`` or ``preprocessing_notes.json``), checked: a list of
     strings; None when absent."""
     path = Path(run_dir) / name
-    if not path.exists():
+    data = _optional_json(path, kind=None)
+    if data is None:
         return None
-    data = _read_json(path)
-    if not isinstance(data, list) or not all(isinstance(note, str) for note in data):
+    if not _is_strings(data):
         _fail(path, f"must be a list of strings, got {json.dumps(data)[:80]}")
     return data
 
-
-METRICS = "metrics.json"
 
 
 def _number_or_null(value) -> bool:
@@ -543,15 +555,12 @@ def read_metrics(run_dir) -> Optional[Dict[str, Any]]:
     each with ``row`` and ``unknowns`` (strings), ``ccr_at_fpr`` (and ``ccr_at_fpr_std``) mappings
     of FPR to a number or null, and ``closed_set_accuracy`` a number or null."""
     path = Path(run_dir) / METRICS
-    if not path.exists():
+    data = _optional_json(path)
+    if data is None:
         return None
-    data = _read_json(path)
-    if not isinstance(data, dict):
-        _fail(path, f"top level must be a mapping, got {type(data).__name__}")
-    seeds = data.get("seeds")
-    if not isinstance(seeds, int) or isinstance(seeds, bool) or seeds < 1:
-        _fail(path, f"must be an integer >= 1, got {seeds!r}", "seeds")
-    if not isinstance(data.get("approaches"), list) or not all(isinstance(a, str) for a in data["approaches"]):
+    if not _is_count(data.get("seeds"), 1):
+        _fail(path, f"must be an integer >= 1, got {data.get('seeds')!r}", "seeds")
+    if not _is_strings(data.get("approaches")):
         _fail(path, "must be a list of strings", "approaches")
     if not isinstance(data.get("results"), list):
         _fail(path, "must be a list of result rows", "results")
@@ -559,9 +568,9 @@ def read_metrics(run_dir) -> Optional[Dict[str, Any]]:
         where = f"results[{i}]"
         if not isinstance(row, dict) or not isinstance(row.get("row"), str) or not isinstance(row.get("unknowns"), str):
             _fail(path, "must be a mapping with row and unknowns (strings)", where)
-        for key in ("ccr_at_fpr", "ccr_at_fpr_std"):
-            values = row.get(key, {} if key.endswith("_std") else None)
-            if values is None and key.endswith("_std"):
+        for key, required in (("ccr_at_fpr", True), ("ccr_at_fpr_std", False)):
+            values = row.get(key)
+            if values is None and not required:  # one seed: no spread
                 continue
             if not isinstance(values, dict) or not all(_number_or_null(v) for v in values.values()):
                 _fail(path, "must be a mapping of FPR to a number or null", f"{where}.{key}")
