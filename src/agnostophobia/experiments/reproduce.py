@@ -349,10 +349,10 @@ def train_and_record(experiment: ExperimentConfig, out: Path, budget: Optional[s
                      claim: Callable[[], ContextManager], protocol=None, config_protocol: Optional[str] = None,
                      first: Callable[[], None] = lambda: None, then: Callable[[Dict], Any] = lambda meta: None,
                      log=print) -> Optional[Dict]:
-    """The sequence of ``train``, ``reproduce`` and ``reproduce ensemble`` once the experiment is configured: lock the run
-    (``claim()``: its checks, then its lock), write its records (``first()``, then ``config.yaml``),
-    train and store every run, record it (``run_meta.json``), then ``then(meta)``, all inside the
-    lock. ``protocol``: the run's protocol when already built (else built when needed).
+    """The sequence of ``train``, ``reproduce`` and ``reproduce ensemble`` once the experiment is
+    configured: lock the run (``claim()``: its checks, then its lock), write its records
+    (``first()``, then ``config.yaml``), train and store every run, record it (``run_meta.json``),
+    then ``then(meta)``, all inside the lock. ``protocol``: the run's protocol when already built (else built when needed).
 
     Under torchrun every process joins the group here (one process: nothing happens) and trains;
     rank 0 alone claims, writes and records, and gets the run record (the others get None)."""
