@@ -3,14 +3,15 @@
 Prints, all measured in this run (times with CUDA events):
 
 1. the device's dense bf16 peak: an 8192 x 8192 x 8192 bf16 matrix product, best of several;
-2. images/s of one run alone: the trainer's steps (``train_steps``) with the ``paper`` budget's
-   settings for LeNet++ (activation-free, Adam lr 0.01, batch 128, bf16, sample weights;
-   objectosphere, the slowest approach) on synthetic 28 x 28 images held on the GPU, and the
-   share of the peak it reaches with the project's FLOP count per training image
-   (``bench_roofline.training_flops_per_image``: forward and backward, 0.484 GFLOP);
+2. images/s of one run alone, eager and with its step captured in a CUDA graph (``cuda_graph``):
+   the trainer's steps (``train_steps``) with the ``paper`` budget's settings for LeNet++
+   (activation-free, Adam lr 0.01, batch 128, bf16, sample weights; objectosphere, the slowest
+   approach) on synthetic 28 x 28 images held on the GPU, and the share of the peak it reaches
+   with the project's FLOP count per training image (``bench_roofline.training_flops_per_image``:
+   forward and backward, 0.484 GFLOP);
 3. images/s of N runs at once, summed (child processes started by ``training.concurrent.run_jobs``,
    as ``reproduce`` starts its ``concurrent_runs``; a barrier starts their timed epochs together);
-4. images/s of S seeds batched as one model (``Training(..., seeds=...)``, ``training.seed_batch``),
+4. images/s of S seeds batched as one model (also with ``cuda_graph``) (``Training(..., seeds=...)``, ``training.seed_batch``),
    summed over the seeds, and S batched runs in each of the N processes of 3. (each unit of
    concurrency a batch of seeds, as ``reproduce`` runs ``batched_seeds`` with ``concurrent_runs``);
 5. host synchronisations per training step and per epoch end, counted with
@@ -37,10 +38,12 @@ from agnostophobia.training.trainer import Training, train_one_epoch, train_step
 APPROACH = "objectosphere"
 
 
-def paper_config(epochs: int):
-    """The ``paper`` budget's objectosphere run of ``lenet++``, on CUDA, without logging."""
+def paper_config(epochs: int, graph: bool = False):
+    """The ``paper`` budget's objectosphere run of ``lenet++``, on CUDA, without logging; with
+    ``graph`` its step captured in a CUDA graph (``cuda_graph``)."""
     cfg = load_experiment("lenet++").for_budget("paper").for_approach(APPROACH, 0)
-    return dataclasses.replace(cfg, device="cuda", epochs=epochs, tensorboard=False, progress=False).validate()
+    return dataclasses.replace(cfg, device="cuda", epochs=epochs, tensorboard=False, progress=False,
+                               cuda_graph=graph).validate()
 
 
 def bf16_peak_tflops(size: int = 8192, repeats: int = 5, calls: int = 20) -> float:
@@ -80,13 +83,18 @@ def timed_epochs(run: Training, repeats: int, barrier=None) -> float:
     return best
 
 
-def run_rate(samples: int, repeats: int, barrier=None, seeds: int = 0) -> float:
-    """One run's images/s, or with ``seeds`` > 0 that many seeds batched (module-level: a child
-    process of ``run_jobs`` calls it)."""
+def run_rate(samples: int, repeats: int, barrier=None, seeds: int = 0, graph: bool = False) -> float:
+    """One run's images/s, or with ``seeds`` > 0 that many seeds batched; with ``graph`` the step
+    replayed from a CUDA graph (captured in the warm-up epoch). Module-level: a child process of
+    ``run_jobs`` calls it."""
     from bench_roofline import make_protocol  # the synthetic LeNet++ data of the CPU benchmarks
 
     batch = list(range(seeds)) if seeds else None
-    return timed_epochs(Training(paper_config(repeats + 1), make_protocol(samples), seeds=batch), repeats, barrier)
+    run = Training(paper_config(repeats + 1, graph), make_protocol(samples), seeds=batch)
+    rate = timed_epochs(run, repeats, barrier)
+    if graph and run.captured_step.captures != 1:  # the lr is constant: one capture, in the warm-up epoch
+        print(f"   (the step was captured {run.captured_step.captures} times)")
+    return rate
 
 
 def concurrent_rate(runs: int, samples: int, repeats: int, seeds: int = 0) -> float:
@@ -149,12 +157,18 @@ def main() -> int:
 
     one = run_rate(args.samples, args.repeats)
     line("2. one run alone", one)
+    graphed = run_rate(args.samples, args.repeats, graph=True)
+    line("   one run, step in a CUDA graph", graphed)
+    print(f"   x{graphed / one:.2f} the one run (cuda_graph: true)")
     many = concurrent_rate(args.runs, args.samples, args.repeats)
     line(f"3. {args.runs} runs at once, summed", many)
     print(f"   x{many / one:.2f} the one run")
     batched = run_rate(args.samples, args.repeats, seeds=args.seeds)
     line(f"4. {args.seeds} seeds batched, summed", batched)
     print(f"   x{batched / one:.2f} the one run")
+    batched_graph = run_rate(args.samples, args.repeats, seeds=args.seeds, graph=True)
+    line(f"   {args.seeds} seeds batched, CUDA graph", batched_graph)
+    print(f"   x{batched_graph / one:.2f} the one run")
     both = concurrent_rate(args.runs, args.samples, args.repeats, seeds=args.seeds)
     line(f"   {args.runs} x {args.seeds} seeds batched, summed", both)
     print(f"   x{both / one:.2f} the one run")

@@ -152,14 +152,14 @@ echo "environment: $(sed -n 's/^python /python /p' "$OUT_DIR/environment.txt")" 
 # 2. the CUDA tests (only the files that hold them: the others may need packages this machine lacks)
 if "$PY" -c "import pytest" 2>/dev/null; then
     mapfile -t CUDA_TESTS < <(grep -l "mark.cuda" tests/test_*.py)
-    stage "cuda tests" 150 "$OUT_DIR/cuda-tests.log" "$PY" -m pytest -m cuda -q -p no:cacheprovider \
+    stage "cuda tests" 180 "$OUT_DIR/cuda-tests.log" "$PY" -m pytest -m cuda -q -p no:cacheprovider \
         --junitxml="$OUT_DIR/cuda-tests.xml" "${CUDA_TESTS[@]}"
 else
     echo "cuda tests: skipped, pytest is not installed for $PY" | tee -a "$SUMMARY"
 fi
 
 # 3. the GPU benchmark
-stage "bench_gpu" 150 "$OUT_DIR/bench_gpu.log" "$PY" benchmarks/bench_gpu.py --samples 32768
+stage "bench_gpu" 180 "$OUT_DIR/bench_gpu.log" "$PY" benchmarks/bench_gpu.py --samples 32768
 
 # 4. the paper's protocol, 5 seeds: the authors' preparation, then ours with what time is left
 for prep in authors ours; do

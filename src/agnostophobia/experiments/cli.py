@@ -55,6 +55,9 @@ def add_commands(subparsers) -> None:
     runs.add_argument("--batched-seeds", type=batched_seeds, metavar="auto|true|false",
                       help="train the seeds of each approach as one batched model (default: the config's "
                            "batched_seeds; auto: on with CUDA and 2+ seeds)")
+    runs.add_argument("--cuda-graph", action=argparse.BooleanOptionalAction, default=None,
+                      help="capture each run's training step in a CUDA graph and replay it (CUDA only; default: "
+                           "the config's cuda_graph, false; not yet measured on a GPU)")
 
     p = subparsers.add_parser("reproduce", parents=[common, runs],
                               help="reproduce a paper experiment end to end (train, evaluate, report, figures)")
@@ -176,7 +179,7 @@ def _reproduce(args) -> int:
     reproduce(args.experiment, budget=args.budget, seeds=args.seeds, out=args.out, data_dir=args.data_dir,
               device=args.device, progress=not args.no_progress, plots=not args.no_plots, protocol_name=args.protocol,
               fetch=not args.no_fetch, allow_unverified=args.allow_unverified, preprocessing=args.preprocessing,
-              concurrent_runs=args.concurrent_runs, batched_seeds=args.batched_seeds)
+              concurrent_runs=args.concurrent_runs, batched_seeds=args.batched_seeds, cuda_graph=args.cuda_graph)
     return 0
 
 
@@ -187,7 +190,7 @@ def _train(args) -> int:
     train_run(args.config, args.out, budget=args.budget, approaches=args.approach, seeds=args.seeds,
               resume=args.resume, data_dir=args.data_dir, device=args.device, progress=not args.no_progress,
               preprocessing=args.preprocessing, concurrent_runs=args.concurrent_runs,
-              batched_seeds=args.batched_seeds)
+              batched_seeds=args.batched_seeds, cuda_graph=args.cuda_graph)
     return 0
 
 

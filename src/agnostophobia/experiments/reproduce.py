@@ -39,6 +39,7 @@ from agnostophobia.training.records import (CLASSES, DATA_NOTES, PREPROCESSING_N
 from agnostophobia.training.checkpoint import load_checkpoint
 from agnostophobia.training.loaders import is_streamed
 from agnostophobia.training.seed_batch import check_batched_seeds, resolve_batched_seeds
+from agnostophobia.training.cuda_graph import check_cuda_graph
 from agnostophobia.training.trainer import check_resumable, fit, fit_seeds, is_finished, resolve_device
 from agnostophobia._runlock import run_lock
 
@@ -232,11 +233,13 @@ def _record(out: Path, name: str, value, default):
 
 def configure(experiment: ExperimentConfig, seeds: Optional[int] = None, data_dir=None,
               device: Optional[str] = None, progress: bool = True, preprocessing: Optional[str] = None,
-              concurrent_runs=None, batched_seeds=None, **train_overrides) -> ExperimentConfig:
+              concurrent_runs=None, batched_seeds=None, cuda_graph=None, **train_overrides) -> ExperimentConfig:
     """The experiment with the command line's choices applied (and checked); ``preprocessing``
-    (``--preprocessing``), ``concurrent_runs`` (``--concurrent-runs``) and ``batched_seeds``
-    (``--batched-seeds``) override the config keys of those names."""
+    (``--preprocessing``), ``concurrent_runs`` (``--concurrent-runs``), ``batched_seeds``
+    (``--batched-seeds``) and ``cuda_graph`` (``--cuda-graph``) override the config keys of those names."""
     overrides = {"progress": progress, **train_overrides}
+    if cuda_graph is not None:
+        overrides["cuda_graph"] = cuda_graph
     if data_dir:
         overrides["data_dir"] = str(data_dir)
     if device:
@@ -246,6 +249,7 @@ def configure(experiment: ExperimentConfig, seeds: Optional[int] = None, data_di
     experiment.train = dataclasses.replace(experiment.train, **overrides).validate()
     check_detectors(experiment)
     device = resolve_device(experiment.train.device)  # "cuda" without a GPU stops here, before any write
+    check_cuda_graph(experiment.train.cuda_graph, device, distributed.current().distributed)  # so does cuda_graph
     # "auto" becomes what this device gets, so that config.yaml, checkpoints and reports say it
     experiment.train.precision = resolve_precision(experiment.train.precision, device)
     if seeds is not None:
@@ -323,7 +327,7 @@ def write_run_record(out: Path, experiment: ExperimentConfig, budget: Optional[s
 def train_run(config, out: Path, budget: Optional[str] = None, approaches: Optional[List[str]] = None,
               seeds: Optional[int] = None, resume: bool = False, data_dir=None, device: Optional[str] = None,
               progress: bool = True, preprocessing: Optional[str] = None, concurrent_runs=None,
-              batched_seeds=None, log=print) -> Path:
+              batched_seeds=None, cuda_graph=None, log=print) -> Path:
     """``agnostophobia train``: train the approaches of an experiment config into ``out``
     and leave the same record (``config.yaml``, ``run_meta.json``) as ``reproduce``.
     ``preprocessing`` (ours | authors) overrides the config's data preparation.
@@ -331,7 +335,7 @@ def train_run(config, out: Path, budget: Optional[str] = None, approaches: Optio
     Started by torchrun, every process calls this and trains with DDP; rank 0 alone holds the
     run's lock and writes (``training.distributed``)."""
     experiment = configure(load_experiment(config).for_budget(budget), seeds, data_dir, device, progress,
-                           preprocessing, concurrent_runs, batched_seeds)
+                           preprocessing, concurrent_runs, batched_seeds, cuda_graph)
     if approaches:
         experiment.approaches = check_approaches(list(dict.fromkeys(approaches)))
     out = Path(out)
@@ -392,7 +396,7 @@ def reproduce(experiment_name: str, budget: Optional[str] = None, seeds: Optiona
               out: Optional[Path] = None, data_dir: Optional[str] = None, device: Optional[str] = None,
               progress: bool = True, plots: bool = True, protocol_name: Optional[str] = None, log=print,
               fetch: bool = True, allow_unverified: bool = False, preprocessing: Optional[str] = None,
-              concurrent_runs=None, batched_seeds=None) -> Path:
+              concurrent_runs=None, batched_seeds=None, cuda_graph=None) -> Path:
     """``agnostophobia reproduce``; ``preprocessing`` (ours | authors) overrides the config's data
     preparation. A run prepared otherwise than ``ours`` goes by default to ``runs/NAME-BUDGET-PREPROCESSING``
     (so it never lands in, or resumes, an ``ours`` run); it keeps the experiment's name, so its report still
@@ -407,7 +411,7 @@ def reproduce(experiment_name: str, budget: Optional[str] = None, seeds: Optiona
         PROTOCOLS.get(protocol_name)  # a clear error for an unknown name
         variant = {"protocol": protocol_name, "name": f"{experiment.train.name}-{protocol_name}"}
     experiment = configure(experiment, seeds, data_dir, device, progress, preprocessing, concurrent_runs,
-                           batched_seeds, **variant)
+                           batched_seeds, cuda_graph, **variant)
     name = experiment.train.name
     prepared = "" if experiment.train.preprocessing == OURS else f"-{experiment.train.preprocessing}"
     out = Path(out or Path("runs") / f"{name}-{budget}{prepared}")

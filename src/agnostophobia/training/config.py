@@ -66,6 +66,9 @@ class TrainConfig:
     adversarial_epsilon: float = 0.0  # > 0: FGSM adversarial training, step in input units (training.adversarial)
     cpu_threads: Optional[int] = None  # torch intra-op threads on the CPU; None: PyTorch's default
     channels_last: bool = True
+    # the training step captured in a CUDA graph and replayed (training.cuda_graph); CUDA only, off
+    # until measured on a GPU
+    cuda_graph: bool = False
     eval_batch_size: int = 1024
     tensorboard: bool = True
     progress: bool = True
@@ -133,7 +136,7 @@ class TrainConfig:
         need(self.data_loading in LOADINGS, "data_loading", f"must be one of {', '.join(LOADINGS)}")
         need(self.num_workers is None or _is_int(self.num_workers) and self.num_workers >= 0, "num_workers",
              "must be null (min(4, CPU count)) or an integer >= 0 (0: decode in the training process)")
-        for key in ("sample_weighting", "channels_last", "tensorboard", "progress"):
+        for key in ("sample_weighting", "channels_last", "cuda_graph", "tensorboard", "progress"):
             need(isinstance(getattr(self, key), bool), key, "must be true or false")
         need(isinstance(self.deterministic, bool), "deterministic", "must be true or false")
         self._check_loss_settings()

@@ -45,9 +45,11 @@ def resolve_precision(precision: str, device) -> str:
     return precision
 
 
-def autocast(device, precision: str):
+def autocast(device, precision: str, cache: bool = True):
     """The autocast context of a resolved ``precision`` on ``device`` (none for fp32, so that a
-    device autocast does not know, e.g. the ``meta`` device tests trace a step on, trains in fp32)."""
+    device autocast does not know, e.g. the ``meta`` device tests trace a step on, trains in fp32).
+    ``cache``: keep the bf16 copies of weights within the context (off in a step captured in a
+    CUDA graph, as PyTorch asks)."""
     if precision != "bf16":
         return contextlib.nullcontext()
-    return torch.autocast(torch.device(device).type, dtype=torch.bfloat16)
+    return torch.autocast(torch.device(device).type, dtype=torch.bfloat16, cache_enabled=cache)

@@ -65,7 +65,7 @@ VERSIONED = ("torch", "torchvision", "numpy")
 # where the run was computed, and the detectors' settings (evaluation, not training; a resumed
 # run may change them). Every other key changes what was trained.
 RESUME_FREE_KEYS = {"progress", "tensorboard", "device", "eval_batch_size", "data_dir", "openmax", "knn",
-                    "detectors", "cpu_threads", "num_workers"}
+                    "detectors", "cpu_threads", "num_workers", "cuda_graph"}
 # Keys that change results and came after runs were trained: a checkpoint without one was trained
 # with this value.
 VALUE_WHEN_ABSENT = {"preprocessing": OURS}

@@ -37,6 +37,7 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
+from agnostophobia.data.streaming import CROP_PADDING
 from agnostophobia.errors import ConfigError, TrainingDiverged
 from agnostophobia.losses import (build_loss, compute_loss, inverse_frequency_class_weights,
                                   sample_weights)
@@ -48,6 +49,8 @@ from agnostophobia.training import distributed
 from agnostophobia.training.checkpoint import (load_checkpoint, rng_state, save_checkpoint,
                                                seed_everything, set_rng_state)
 from agnostophobia.training.config import TrainConfig
+from agnostophobia.training.cuda_graph import (CapturedStep, check_cuda_graph, cuda_capture, plain_optimizer_state,
+                                               set_capturable)
 from agnostophobia.training.hostsync import HostCopy, read_once, to_device
 from agnostophobia.training.loaders import device_data, is_streamed
 from agnostophobia.training.precision import autocast, resolve_precision
@@ -155,7 +158,7 @@ def to_input(images: torch.Tensor, channels_last: bool) -> torch.Tensor:
     return x.contiguous(memory_format=torch.channels_last) if channels_last and x.dim() == 4 else x
 
 
-def crop_flip(x: torch.Tensor, generator, pad: int = 4, offset: int = 0,
+def crop_flip(x: torch.Tensor, generator, pad: int = CROP_PADDING, offset: int = 0,
               batch_size: Optional[int] = None) -> torch.Tensor:
     """Random crop with zero padding and horizontal flip (the usual CIFAR augmentation).
 
@@ -166,12 +169,22 @@ def crop_flip(x: torch.Tensor, generator, pad: int = 4, offset: int = 0,
     Seeds batched (``x`` of shape (S, n, C, H, W), ``generator`` a list of S): each seed's
     images are drawn for by its own generator, as in its separate run, and cropped in the same gather.
     """
+    draws = crop_flip_draws(generator, x.shape[-4], offset, batch_size, pad)
+    return apply_crop_flip(x, to_device(draws, x.device), pad)
+
+
+def crop_flip_draws(generator, n: int, offset: int = 0, batch_size: Optional[int] = None,
+                    pad: int = CROP_PADDING) -> torch.Tensor:
+    """The host draws of :func:`crop_flip` for ``n`` samples (of each seed: ``generator`` may be
+    a list of one per seed): a (3, S * n) tensor of vertical and horizontal shifts and flips."""
     generators = list(generator) if isinstance(generator, (list, tuple)) else [generator]
+    return torch.cat([_crop_flip_draws(g, pad, n, offset, batch_size or n) for g in generators], dim=1)
+
+
+def apply_crop_flip(x: torch.Tensor, draws: torch.Tensor, pad: int = CROP_PADDING) -> torch.Tensor:
+    """:func:`crop_flip` with its draws already on ``x``'s device (``x``: (..., C, H, W))."""
     shape = x.shape
-    x = x.reshape(-1, *shape[-3:])
-    n = shape[-4]
-    draws = torch.cat([_crop_flip_draws(g, pad, n, offset, batch_size or n) for g in generators], dim=1)
-    return _crop_flip_apply(x, to_device(draws, x.device), pad).view(shape)
+    return _crop_flip_apply(x.reshape(-1, *shape[-3:]), draws, pad).view(shape)
 
 
 def _crop_flip_draws(generator: torch.Generator, pad: int, n: int, offset: int, batch_size: int) -> torch.Tensor:
@@ -246,9 +259,30 @@ class Training:
             for data, labels in ((self.train_data, train_labels), (self.val_data, val_labels)):
                 data.weights = sample_weights(torch.from_numpy(labels), self.class_weights).to(self.device)
             self.class_weights = self.class_weights.to(self.device)
+        # the step captured in a CUDA graph (config key cuda_graph): refused in one line where it cannot be
+        self.graphed = check_cuda_graph(cfg.cuda_graph, self.device, self.world.distributed)
+        # Adam's step counters on the device, where a graph replays them (the CPU tests' stand-in needs none)
+        self.capturable = self.graphed and self.device.type == "cuda"
         self.optimizer = self._optimizer()
         self.scheduler = self._scheduler()
         self.precision = resolve_precision(cfg.precision, self.device)
+        self._step_sums: Optional[StepSums] = None
+        self.captured_step = self.capture_step(cuda_capture) if self.graphed else None
+
+    def capture_step(self, capture) -> CapturedStep:
+        """The run's :func:`training_step` on full batches, replayed from a graph ``capture`` makes
+        (:func:`~.cuda_graph.cuda_capture`; the CPU tests pass a stand-in)."""
+        sums = self.step_sums()
+        share = self.cfg.batch_size / self.world.size  # a full batch (DDP is refused with cuda_graph)
+        return CapturedStep(lambda images, indices, draws: training_step(self, images, indices, draws, sums, share),
+                            lambda: tuple(group["lr"] for group in self.optimizer.param_groups), self.device, capture)
+
+    def step_sums(self) -> "StepSums":
+        """The device tensors the training steps add to: allocated once per run (a captured step
+        writes to the same memory at every replay), zeroed by :func:`train_steps` at each epoch's start."""
+        if self._step_sums is None:
+            self._step_sums = StepSums.zeros(self.seed_shape, self.device)
+        return self._step_sums
 
     def _check_labels(self, protocol) -> None:
         """Check every label once (on the host), so the loss need not read labels back per batch."""
@@ -265,8 +299,11 @@ class Training:
 
     def _optimizer(self):
         params, cfg = self.model.parameters(), self.cfg
-        if cfg.optimizer == "adam":
-            return torch.optim.Adam(params, lr=cfg.lr, weight_decay=cfg.weight_decay)
+        if cfg.optimizer == "adam":  # captured: its step counters on the device (cuda_graph)
+            adam = torch.optim.Adam(params, lr=cfg.lr, weight_decay=cfg.weight_decay, capturable=self.capturable)
+            # the warm-up and short last batches step it uncaptured, as they must: not worth PyTorch's warning
+            adam._warned_capturable_if_run_uncaptured = True
+            return adam
         return torch.optim.SGD(params, lr=cfg.lr, momentum=cfg.momentum, weight_decay=cfg.weight_decay,
                                nesterov=cfg.momentum > 0)
 
@@ -291,7 +328,8 @@ class Training:
         return self._one_seed_loss(self.network if self.model.training else self.model, x, y, weights)
 
     def _one_seed_loss(self, network, x, y, weights):
-        with autocast(self.device, self.precision):
+        # a captured step must not keep autocast's cast weights from one replay to the next
+        with autocast(self.device, self.precision, cache=not self.graphed):
             logits, features = network(x)
         loss = compute_loss(self.loss_fn, logits.float(), features.float(), y, sample_weight=weights)
         return loss, logits
@@ -324,10 +362,11 @@ class Training:
     def seed_state(self, seed_index: int) -> Dict:
         """Seed ``seed_index``'s model, optimiser and scheduler state dicts, in a separate run's form."""
         if not self.batched:
-            return {"model": self.model.state_dict(), "optimizer": self.optimizer.state_dict(),
-                    "scheduler": self.scheduler.state_dict()}
-        return {"model": self.model.seed_state_dict(seed_index),
-                "optimizer": seed_optimizer_state(self.optimizer, seed_index), "scheduler": self.scheduler.state_dict()}
+            model, optimizer = self.model.state_dict(), self.optimizer.state_dict()
+        else:
+            model, optimizer = self.model.seed_state_dict(seed_index), seed_optimizer_state(self.optimizer, seed_index)
+        # an eager run's form whatever this one's cuda_graph: it resumes with the key on or off
+        return {"model": model, "optimizer": plain_optimizer_state(optimizer), "scheduler": self.scheduler.state_dict()}
 
     def load_seed_states(self, saved: Sequence[Dict], where: Sequence[str]) -> None:
         """Continue from each seed's checkpoint (``last.pt`` of separate or batched runs alike)."""
@@ -339,6 +378,7 @@ class Training:
                 self.model.load_seed_state_dict(i, state["model"], path)
             self.optimizer.load_state_dict(stack_optimizer_states(
                 self.optimizer, [state["optimizer"] for state in saved], where))
+        set_capturable(self.optimizer, self.capturable)  # a saved state's flag is the saving run's, not this one's
         self.scheduler.load_state_dict(saved[0]["scheduler"])
 
     def load_seed_weights(self, seed_index: int, state: Dict) -> None:
@@ -378,17 +418,20 @@ class DivergenceWatch:
     reads the flags with its other results (:meth:`flags`, :meth:`raise_if_diverged`).
     """
 
-    def __init__(self, run: Training, epoch: int):
+    def __init__(self, run: Training, epoch: int, sums: Optional["StepSums"] = None):
         self.run, self.epoch = run, epoch
-        self.seen = torch.zeros(run.seed_shape, dtype=torch.bool, device=run.device)  # per seed when batched
-        self.steps_before = torch.zeros(run.seed_shape, dtype=torch.long, device=run.device)
+        sums = sums or StepSums.zeros(run.seed_shape, run.device)
+        self.seen, self.steps_before = sums.seen, sums.steps_before  # per seed when batched; the steps write them
         self.every = max(1, DIVERGENCE_CHECK_EVERY // 2)
         self.copy = HostCopy(run.device)
 
     def update(self, loss: torch.Tensor, step: int) -> None:
         """After training step ``step`` (counting from 0) with the batch loss ``loss``."""
-        self.seen |= ~torch.isfinite(loss.detach())
-        self.steps_before += ~self.seen
+        record_loss(self, loss)
+        self.check(step)
+
+    def check(self, step: int) -> None:
+        """After training step ``step`` (counting from 0), whose loss the step recorded on the device."""
         if (step + 1) % self.every:
             return
         if self.copy.started:  # from `every` steps ago: on a GPU it has long arrived
@@ -426,47 +469,93 @@ def diverged(cfg: TrainConfig, epoch: int, what: str) -> TrainingDiverged:
 
 
 @dataclass
-class EpochSums:
-    """What the steps of an epoch accumulate on the device; read once, at the epoch's end."""
+class StepSums:
+    """The device tensors the training steps add to (each per seed when batched): allocated once
+    per run (:meth:`Training.step_sums`), zeroed at each epoch's start."""
 
-    loss_sum: torch.Tensor   # the batch losses times the batch sizes (summed over DDP processes at the end)
-    correct: torch.Tensor    # known samples classified correctly
+    loss_sum: torch.Tensor       # the batch losses times the batch sizes (summed over DDP processes at the end)
+    correct: torch.Tensor        # known samples classified correctly
+    seen: torch.Tensor           # whether a non-finite loss was seen (DivergenceWatch)
+    steps_before: torch.Tensor   # steps of the epoch before the first non-finite loss
+
+    @classmethod
+    def zeros(cls, shape, device) -> "StepSums":
+        return cls(torch.zeros(shape, device=device), torch.zeros(shape, dtype=torch.long, device=device),
+                   torch.zeros(shape, dtype=torch.bool, device=device), torch.zeros(shape, dtype=torch.long, device=device))
+
+    def zero_(self) -> "StepSums":
+        for tensor in (self.loss_sum, self.correct, self.seen, self.steps_before):
+            tensor.zero_()
+        return self
+
+
+def record_loss(sums, loss: torch.Tensor) -> None:
+    """Whether ``loss`` is non-finite, and how many steps came before the first that was, on the device."""
+    sums.seen |= ~torch.isfinite(loss.detach())
+    sums.steps_before += ~sums.seen
+
+
+@dataclass
+class EpochSums:
+    """What the steps of an epoch accumulated on the device; read once, at the epoch's end."""
+
+    loss_sum: torch.Tensor
+    correct: torch.Tensor
     watch: DivergenceWatch
 
 
+def training_step(run: Training, images: torch.Tensor, indices: torch.Tensor, draws: Optional[torch.Tensor],
+                  sums: StepSums, share: float, loss_scale=None) -> None:
+    """One optimiser step on the batch of uint8 ``images`` (the samples ``indices`` of the
+    training data), adding its loss, correct knowns and divergence flags to ``sums``. Everything
+    stays on the device and nothing is read back, so the step can be captured in a CUDA graph
+    (:mod:`.cuda_graph`) as it is.
+
+    ``draws``: the batch's crop-flip draws on the device (None: no augmentation here); ``share``:
+    the global batch size over the processes (the loss sum's weight); ``loss_scale``: under DDP,
+    this process's share of the global-batch mean (None in one process)."""
+    x = to_input(images, run.cfg.channels_last)
+    if draws is not None:
+        x = apply_crop_flip(x, draws)
+    y = run.train_data.labels[indices]
+    loss, logits = run.training_loss(x, y, run.train_data.weights_of(indices))
+    if loss_scale is not None:
+        loss = loss * loss_scale
+    run.optimizer.zero_grad(set_to_none=True)
+    loss.sum().backward()  # batched seeds: seed s's loss depends on seed s's weights alone
+    run.optimizer.step()
+    sums.loss_sum += loss.detach() * share  # loss * global batch / W, summed over processes at the end
+    sums.correct += run.correct_knowns(logits.detach(), y)
+    record_loss(sums, loss)
+
+
 def train_steps(run: Training, epoch: int, bar=None) -> EpochSums:
-    """The optimiser steps of one epoch, in its seeded order, with no host synchronisation on
-    the way (except a rare :class:`DivergenceWatch` wait); results stay on the device.
-    Seeds batched: each step takes every seed's next batch in its own order, at once."""
+    """The optimiser steps of one epoch (:func:`training_step`), in its seeded order, with no
+    host synchronisation on the way (except a rare :class:`DivergenceWatch` wait); results stay
+    on the device. Seeds batched: each step takes every seed's next batch in its own order, at
+    once. With ``cuda_graph`` every full batch is replayed from the captured step."""
     cfg, data, world = run.cfg, run.train_data, run.world
     run.model.train()
     world.seed_epoch(cfg.seed, epoch)
     order = run.epoch_order(epoch)
     known_labels = None if run.loss_fn.trains_on_unknowns else data.labels  # what the loss averages over
-    augment_rng = run.augment_generator(epoch)
-    sums = EpochSums(torch.zeros(run.seed_shape, device=run.device),
-                     torch.zeros(run.seed_shape, dtype=torch.long, device=run.device), DivergenceWatch(run, epoch))
+    augment_rng = run.augment_generator(epoch) if cfg.augment == "crop-flip" and not data.augmented_on_read else None
+    step_sums = run.step_sums().zero_()
+    watch = DivergenceWatch(run, epoch, step_sums)
     shards = world.shards(order, cfg.batch_size, known_labels)
     for step, (shard, images) in enumerate(data.read(shards, cfg, epoch)):
-        idx = shard.indices
-        x = to_input(images, cfg.channels_last)
-        if cfg.augment == "crop-flip" and not data.augmented_on_read:
-            x = crop_flip(x, augment_rng, offset=shard.offset, batch_size=shard.global_size)
-        y = data.labels[idx]
-        loss, logits = run.training_loss(x, y, data.weights_of(idx))
-        if shard.loss_scale is not None:  # DDP: this process's share of the global-batch mean
-            loss = loss * shard.loss_scale
-        run.optimizer.zero_grad(set_to_none=True)
-        loss.sum().backward()  # batched seeds: seed s's loss depends on seed s's weights alone
-        run.optimizer.step()
+        n = shard.indices.shape[-1]
+        draws = None if augment_rng is None else crop_flip_draws(augment_rng, n, shard.offset, shard.global_size)
+        if run.captured_step is not None and n == cfg.batch_size:
+            run.captured_step(images, shard.indices, None if draws is None else to_device(draws, run.device))
+        else:  # eager: no cuda_graph, or the short last batch
+            training_step(run, images, shard.indices, None if draws is None else to_device(draws, run.device),
+                          step_sums, shard.global_size / world.size, shard.loss_scale)
         kill_point("train-step")
-        # loss * global batch / W, summed over processes at the end
-        sums.loss_sum += loss.detach() * (shard.global_size / world.size)
-        sums.correct += run.correct_knowns(logits.detach(), y)
-        sums.watch.update(loss, step)
+        watch.check(step)
         if bar is not None:
             bar.update(1)
-    return sums
+    return EpochSums(step_sums.loss_sum, step_sums.correct, watch)
 
 
 def train_one_epoch(run: Training, epoch: int, bar=None) -> Dict[str, float]:
