@@ -21,6 +21,10 @@
 #   3. benchmarks/bench_gpu.py                                        -> OUT_DIR/bench_gpu.log
 #   4. reproduce lenet++ --budget paper --seeds 5 --preprocessing authors, then ours as time allows
 #                                  -> OUT_DIR/reproduce-{authors,ours}.log, OUT_DIR/runs/paper-{authors,ours}/
+#      with --cuda-graph when GPU_CHECK_CUDA_GRAPH is on, or (auto, the default) when every test of
+#      tests/test_cuda_graph.py passed in 2. and bench_gpu.py found one run's captured step at least
+#      1.1x as fast as its eager step; the summary says which, and why. A resumed check keeps the
+#      first choice (OUT_DIR/cuda-graph.txt).
 # A summary of each stage's exit status and seconds goes to OUT_DIR/summary.txt.
 # Without a CUDA device it prints "no CUDA device" and exits 0.
 set -u
@@ -161,12 +165,47 @@ fi
 # 3. the GPU benchmark
 stage "bench_gpu" 180 "$OUT_DIR/bench_gpu.log" "$PY" benchmarks/bench_gpu.py --samples 32768
 
+# whether the reproduction replays each step from a CUDA graph (see the header)
+GRAPH_CHOICE="$OUT_DIR/cuda-graph.txt"
+if [ ! -f "$GRAPH_CHOICE" ]; then
+    case "${GPU_CHECK_CUDA_GRAPH:-auto}" in
+        on) echo "on (GPU_CHECK_CUDA_GRAPH=on)" > "$GRAPH_CHOICE" ;;
+        off) echo "off (GPU_CHECK_CUDA_GRAPH=off)" > "$GRAPH_CHOICE" ;;
+        *) "$PY" - "$OUT_DIR/cuda-tests.xml" "$OUT_DIR/bench_gpu.log" > "$GRAPH_CHOICE" <<'EOF'
+import re, sys
+import xml.etree.ElementTree as ET
+try:
+    cases = [case for case in ET.parse(sys.argv[1]).iter("testcase") if "test_cuda_graph" in case.get("classname", "")]
+except (OSError, ET.ParseError):
+    cases = []
+failed = [case.get("name") for case in cases if case.find("failure") is not None or case.find("error") is not None
+          or case.find("skipped") is not None]
+try:
+    ratios = re.findall(r"x([0-9.]+) the one run \(cuda_graph: true\)", open(sys.argv[2]).read())
+except OSError:
+    ratios = []
+if not cases or failed:
+    print(f"off (CUDA graph tests: {len(cases)} ran, not passed: {failed[:3]})")
+elif not ratios or float(ratios[-1]) < 1.1:
+    print(f"off (bench_gpu: captured/eager one run = {ratios[-1] if ratios else 'not measured'})")
+else:
+    print(f"on ({len(cases)} CUDA graph tests passed; bench_gpu: captured/eager one run = x{ratios[-1]})")
+EOF
+        ;;
+    esac
+fi
+GRAPH_FLAG=()
+if grep -q '^on' "$GRAPH_CHOICE"; then
+    GRAPH_FLAG=(--cuda-graph)
+fi
+echo "cuda_graph for the reproduction: $(cat "$GRAPH_CHOICE")" | tee -a "$SUMMARY"
+
 # 4. the paper's protocol, 5 seeds: the authors' preparation, then ours with what time is left
 for prep in authors ours; do
     log="$OUT_DIR/reproduce-$prep.log"
     stage "reproduce paper --seeds 5 --preprocessing $prep" $(( $(left) - 10 )) "$log" \
         "$PY" -m agnostophobia reproduce lenet++ --budget paper --seeds 5 --preprocessing "$prep" \
-        --data-dir "$DATA_DIR" --out "$OUT_DIR/runs/paper-$prep" --no-fetch --no-progress
+        --data-dir "$DATA_DIR" --out "$OUT_DIR/runs/paper-$prep" --no-fetch --no-progress "${GRAPH_FLAG[@]}"
     status=$?
     if [ $status -eq 124 ] || [ $status -eq 137 ]; then
         echo "cut by the time limit: the runs keep their finished epochs; run the same command (or this script" \

@@ -88,7 +88,7 @@ def test_captured_training_equals_eager_training_bit_for_bit(approach, options, 
     """Every approach, three epochs with a short last batch; SGD with a cosine schedule captures
     again at each epoch (a new learning rate), Adam without a schedule once."""
     protocol = synthetic_protocol()
-    cfg = tiny_config(approach=approach, batch_size=BATCH, sample_weighting=True, **options)
+    cfg = tiny_config(approach=approach, batch_size=BATCH, sample_weighting=True, device="cpu", **options)
     fit(cfg, protocol, tmp_path / "eager")
     stand_in = StandIn(monkeypatch)
     run = fit(dataclasses.replace(cfg, cuda_graph=True), protocol, tmp_path / "captured")
@@ -101,7 +101,7 @@ def test_captured_training_equals_eager_training_bit_for_bit(approach, options, 
 
 def test_captured_batched_seeds_equal_eager_batched_seeds(monkeypatch, tmp_path):
     protocol = synthetic_protocol()
-    cfg = tiny_config(approach="objectosphere", batch_size=BATCH, augment="crop-flip", epochs=2)
+    cfg = tiny_config(approach="objectosphere", batch_size=BATCH, augment="crop-flip", epochs=2, device="cpu")
     eager = [tmp_path / f"eager{seed}" for seed in (3, 5)]
     captured = [tmp_path / f"captured{seed}" for seed in (3, 5)]
     fit_seeds(cfg, protocol, [3, 5], eager)
@@ -116,7 +116,7 @@ def test_a_captured_run_resumes_without_the_graph_and_the_other_way(monkeypatch,
     """Checkpoints keep an eager run's form: stop a captured run after an epoch and finish it
     eagerly, and the other way round; both equal an uninterrupted eager run."""
     protocol = synthetic_protocol()
-    cfg = tiny_config(approach="entropic", batch_size=BATCH)
+    cfg = tiny_config(approach="entropic", batch_size=BATCH, device="cpu")
     fit(cfg, protocol, tmp_path / "whole")
     with monkeypatch.context() as patch:
         StandIn(patch)
@@ -207,21 +207,26 @@ CUDA_VARIANTS = [pytest.param("objectosphere", {"optimizer": "adam"}, id="object
 def test_cuda_graph_trains_as_the_eager_loop(approach, options, tmp_path):
     """fp32 with deterministic algorithms: the replayed graph and the eager loop differ only by
     the rounding of capturable Adam's bias correction (on the device, in float32): every weight
-    within 1e-4 after three epochs; the checkpoints keep the plain form."""
+    within 1e-4 after three epochs. A captured run stopped after an epoch leaves an eager run's
+    checkpoint and resumes captured or eager."""
     protocol = synthetic_protocol()
     cfg = tiny_config(approach=approach, batch_size=BATCH, device="cuda", precision="fp32", deterministic=True,
                       sample_weighting=True, **options)
+    graph_cfg = dataclasses.replace(cfg, cuda_graph=True)
     fit(cfg, protocol, tmp_path / "eager")
-    run = fit(dataclasses.replace(cfg, cuda_graph=True), protocol, tmp_path / "captured")
-    assert run.captured_step.captures == (cfg.epochs if cfg.scheduler == "cosine" else 1)
-    eager, captured = (load_checkpoint(tmp_path / name / "last.pt") for name in ("eager", "captured"))
-    for key, value in eager["model"].items():
-        assert torch.allclose(value.float(), captured["model"][key].float(), atol=1e-4, rtol=1e-4), key
-    for group in captured["optimizer"]["param_groups"]:
-        assert not group.get("capturable", False)
-    for entry in captured["optimizer"]["state"].values():
-        assert "step" not in entry or entry["step"].device.type == "cpu"
-    fit(dataclasses.replace(cfg, epochs=cfg.epochs + 1), protocol, tmp_path / "captured")  # resumes eagerly
+    fit(graph_cfg, protocol, tmp_path / "captured", stop_after_epoch=1)
+    stopped = load_checkpoint(tmp_path / "captured" / "last.pt")["optimizer"]
+    assert not any(group.get("capturable", False) for group in stopped["param_groups"])
+    assert all(entry["step"].device.type == "cpu" for entry in stopped["state"].values() if "step" in entry)
+    run = fit(graph_cfg, protocol, tmp_path / "captured")  # resumed captured
+    assert run.captured_step.captures == (cfg.epochs - 1 if cfg.scheduler == "cosine" else 1)
+    fit(graph_cfg, protocol, tmp_path / "mixed", stop_after_epoch=1)
+    fit(cfg, protocol, tmp_path / "mixed")  # resumed eagerly
+    eager = load_checkpoint(tmp_path / "eager" / "last.pt")["model"]
+    for name in ("captured", "mixed"):
+        other = load_checkpoint(tmp_path / name / "last.pt")["model"]
+        for key, value in eager.items():
+            assert torch.allclose(value.float(), other[key].float(), atol=1e-4, rtol=1e-4), (name, key)
 
 
 @pytest.mark.cuda
