@@ -9,6 +9,8 @@
 * No host synchronisation per step (issue 21): sums, counts and the divergence flag stay on
   the device, host data reaches it by asynchronous copies (:mod:`.hostsync`), and each
   epoch's training and validation read their results back once, at their end.
+* One step function (:func:`training_step`) for every batch; with ``cuda_graph`` the steps of
+  full batches are replayed from a CUDA graph of it (:mod:`.cuda_graph`).
 * A non-finite training loss is noticed within :data:`DIVERGENCE_CHECK_EVERY` steps all the
   same (a flag kept on the device, copied to the host without waiting), as is a non-finite
   validation loss: the run stops with :class:`TrainingDiverged` and keeps the checkpoints
