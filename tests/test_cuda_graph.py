@@ -41,7 +41,7 @@ class StandIn:
         original = Training.capture_step
 
         def capture_step(run, capture):
-            def capture_like_a_graph(step):
+            def capture_like_a_graph(step, stream=None):
                 lrs = learning_rates(run.optimizer)
                 stand_in.captured_with.append(lrs)
 

@@ -13,9 +13,10 @@ epoch's device sums:
   weights are gathered by them inside the graph) and its crop-flip draws are copied into buffers
   the graph reads; the sums it adds to are the run's (:meth:`Training.step_sums`), zeroed in place
   at each epoch's start.
-* **Warm-up.** The run's first :data:`WARMUP_STEPS` full batches run eagerly on a side stream, as
-  the recipe asks (cuDNN's plans, the optimiser's state and the allocator are set up outside the
-  capture). They are the epoch's real steps, not extra ones: nothing is trained twice.
+* **Warm-up.** The run's first :data:`WARMUP_STEPS` full batches run eagerly on a side stream (the
+  one every capture then uses), as the recipe asks: cuDNN's plans, library handles, the
+  optimiser's state and the allocator are set up outside the capture. They are the epoch's real
+  steps, not extra ones: nothing is trained twice.
 * **Capture.** A capture records the step without running it, so the batch it was made on is then
   replayed like every later one.
 * **Optimiser.** Adam runs with ``capturable=True``: its step counters live on the device (a
@@ -59,15 +60,18 @@ def check_cuda_graph(enabled: bool, device, distributed: bool) -> bool:
     return True
 
 
-def cuda_capture(step: Callable[[], None]) -> Callable[[], None]:
-    """Record ``step``'s kernels in a CUDA graph (without running them); returns its replay."""
+def cuda_capture(step: Callable[[], None], stream=None) -> Callable[[], None]:
+    """Record ``step``'s kernels in a CUDA graph (without running them) on ``stream``, the one the
+    warm-up ran on, so that library handles made lazily per stream (cuBLASLt's, hipBLASLt's)
+    exist before the capture (PyTorch changed ``make_graphed_callables`` to do the same, pytorch
+    PR 187745); returns its replay."""
     graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
+    with torch.cuda.graph(graph, stream=stream):
         step()
     return graph.replay  # the bound method keeps the graph, and so its memory pool, alive
 
 
-def eager_capture(step: Callable[[], None]) -> Callable[[], None]:
+def eager_capture(step: Callable[[], None], stream=None) -> Callable[[], None]:
     """The CPU tests' stand-in for :func:`cuda_capture`: records nothing, each replay calls ``step``."""
     return step
 
@@ -91,6 +95,8 @@ class CapturedStep:
         self._replay: Optional[Callable[[], None]] = None
         self._captured_lrs: Optional[tuple] = None
         self._inputs = None  # (images, indices, draws) buffers the graph reads
+        # one side stream for the warm-up and every capture (None off CUDA)
+        self._stream = torch.cuda.Stream(self.device) if self.device.type == "cuda" else None
 
     def __call__(self, images: torch.Tensor, indices: torch.Tensor, draws: Optional[torch.Tensor]) -> None:
         """One step on a full batch: eager while warming up, else copied into the static inputs and replayed."""
@@ -103,7 +109,7 @@ class CapturedStep:
         lrs = self._learning_rates()
         if self._replay is None or lrs != self._captured_lrs:
             self._replay = None  # the old graph and its memory go before the new capture
-            self._replay = self._capture(lambda: self._step(*self._inputs))
+            self._replay = self._capture(lambda: self._step(*self._inputs), stream=self._stream)
             self._captured_lrs = lrs
             self.captures += 1
         self._replay()
@@ -119,16 +125,14 @@ class CapturedStep:
 
     @contextlib.contextmanager
     def _side_stream(self):
-        """The recipe's warm-up stream on CUDA (the capture's allocations start from a quiet
-        default stream); nothing elsewhere."""
-        if self.device.type != "cuda":
+        """The recipe's warm-up on a side stream on CUDA (the one the captures use); nothing elsewhere."""
+        if self._stream is None:
             yield
             return
-        side = torch.cuda.Stream(self.device)
-        side.wait_stream(torch.cuda.current_stream(self.device))
-        with torch.cuda.stream(side):
+        self._stream.wait_stream(torch.cuda.current_stream(self.device))
+        with torch.cuda.stream(self._stream):
             yield
-        torch.cuda.current_stream(self.device).wait_stream(side)
+        torch.cuda.current_stream(self.device).wait_stream(self._stream)
 
 
 def set_capturable(optimizer: torch.optim.Optimizer, capturable: bool) -> None:
