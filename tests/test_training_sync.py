@@ -20,8 +20,8 @@ from agnostophobia.losses import LOSSES
 from agnostophobia.losses import _base as loss_base
 from agnostophobia.training.distributed import SINGLE
 from agnostophobia.training.hostsync import HostCopy, read_once
-from agnostophobia.training.trainer import (DivergenceWatch, Training, crop_flip, evaluation_sums, train_one_epoch,
-                                            train_steps)
+from agnostophobia.training.trainer import (DivergenceWatch, StepSums, Training, crop_flip, evaluation_sums,
+                                            train_one_epoch, train_steps)
 from synthetic import synthetic_protocol
 from test_training import tiny_config
 
@@ -143,11 +143,13 @@ def test_crop_flip_on_the_device_equals_the_per_sample_loop_bit_for_bit(channels
 
 
 # ------------------------------------------------------------------ the divergence watch
-def watch_for(epoch=0, steps_per_epoch=200) -> DivergenceWatch:
+def watch_for(epoch=0, steps_per_epoch=200):
+    """The sums a step records its loss in, and the watch that reads them."""
     cfg = tiny_config()
     run = SimpleNamespace(device=torch.device("cpu"), world=SINGLE, cfg=cfg, seed_cfgs=[cfg], seed_shape=(),
                           steps_per_epoch=steps_per_epoch)
-    return DivergenceWatch(run, epoch)
+    sums = StepSums.zeros((), torch.device("cpu"))
+    return sums, DivergenceWatch(run, epoch, sums)
 
 
 @pytest.mark.parametrize("bad_step", [0, 23, 24, 25, 49, 120])
@@ -156,12 +158,13 @@ def test_a_lagging_device_stops_the_run_within_divergence_check_every_steps(bad_
     never arrives before the next look (HostCopy.done always false), the run stops within
     DIVERGENCE_CHECK_EVERY steps of the first non-finite loss and names that step."""
     monkeypatch.setattr(HostCopy, "done", lambda self: False)
-    watch = watch_for()
+    sums, watch = watch_for()
     ran = 0
     with pytest.raises(TrainingDiverged, match=f"at step {bad_step + 1} of 200 of the epoch"):
         for step in range(200):
             ran = step + 1
-            watch.update(torch.tensor(float("nan") if step >= bad_step else 1.0), step)
+            sums.record_loss(torch.tensor(float("nan") if step >= bad_step else 1.0))
+            watch.check(step)
     assert ran - bad_step <= trainer.DIVERGENCE_CHECK_EVERY  # steps run from the bad one on, both counted
 
 

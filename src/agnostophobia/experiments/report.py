@@ -14,7 +14,7 @@ from agnostophobia.detectors import DETECTORS, build_detector
 from agnostophobia.detectors.stored import (ModelScores, detector_settings, model_scores, model_settings,
                                             run_tuned_settings)
 from agnostophobia.metrics import ccr_at_fpr
-from agnostophobia.training.records import CONFIG_SCORES_FILE, read_tuned_settings
+from agnostophobia.training.records import CONFIG_SCORES_FILE, METRICS, read_tuned_settings
 from agnostophobia.experiments.run_metrics import FPR_KEYS, aggregate_seeds, entropy_magnitude_table, evaluate_model
 from agnostophobia.experiments.paper_numbers import PAPER_SIZES, TABLE1, TABLE2
 from agnostophobia.metrics.rows import PAPER_ROWS, is_paper_row, row_sort_key
@@ -77,7 +77,7 @@ def write_metrics(run_dir: Path, meta: Dict, previous: Optional[Dict] = None) ->
     at_threshold = validation_threshold_metrics(run_dir, settings)
     if at_threshold:
         metrics["at_validation_threshold"] = at_threshold
-    atomic_write(Path(run_dir) / "metrics.json",
+    atomic_write(Path(run_dir) / METRICS,
                  lambda tmp: Path(tmp).write_text(json.dumps(metrics, indent=1, default=json_default)))
     return metrics
 

@@ -33,17 +33,15 @@ from agnostophobia._atomic import atomic_write
 from agnostophobia.training.config import (ExperimentConfig, TrainConfig, check_approaches, check_seeds,
                                            load_experiment, protocol_for)
 from agnostophobia.training.precision import resolve_precision
-from agnostophobia.training.records import (CLASSES, DATA_NOTES, PREPROCESSING_NOTES, TIMINGS, WALL_TIME,
-                                            check_training_records, library_versions, read_classes, read_notes,
-                                            read_timings, read_wall_time)
+from agnostophobia.training.records import (CLASSES, DATA_NOTES, METRICS, PREPROCESSING_NOTES, TIMINGS,
+                                            WALL_TIME, check_training_records, library_versions, read_classes,
+                                            read_notes, read_timings, read_wall_time)
 from agnostophobia.training.checkpoint import load_checkpoint
 from agnostophobia.training.loaders import is_streamed
 from agnostophobia.training.seed_batch import check_batched_seeds, resolve_batched_seeds
 from agnostophobia.training.cuda_graph import check_cuda_graph
 from agnostophobia.training.trainer import check_resumable, fit, fit_seeds, is_finished, resolve_device
 from agnostophobia._runlock import run_lock
-
-
 
 
 def default_budget() -> str:
@@ -147,9 +145,12 @@ def train_and_store(experiment: ExperimentConfig, out: Path, log=print,
         atomic_write(wall_path, lambda tmp: Path(tmp).write_text(json.dumps(wall, indent=1)))
     # written only where there are any (preprocessing: authors); a resumed run reads them back
     preprocessing_notes = list(protocol.preprocessing_notes) if protocol else []
-    return {"data_notes": _record(out, DATA_NOTES, list(protocol.notes) if protocol else None, []),
-            "classes": _record(out, CLASSES, protocol_classes(protocol) if protocol else None, {}),
-            "preprocessing_notes": _record(out, PREPROCESSING_NOTES, preprocessing_notes or None, []),
+    return {"data_notes": _record(out, DATA_NOTES, list(protocol.notes) if protocol else None,
+                                  lambda: read_notes(out, DATA_NOTES), []),
+            "classes": _record(out, CLASSES, protocol_classes(protocol) if protocol else None,
+                               lambda: read_classes(out), {}),
+            "preprocessing_notes": _record(out, PREPROCESSING_NOTES, preprocessing_notes or None,
+                                           lambda: read_notes(out, PREPROCESSING_NOTES), []),
             "timings_s": timings, "training_wall_s": wall["training_s"], "concurrent_runs": wall["concurrent_runs"],
             "batched_seeds": bool(wall.get("batched_seeds", False))}
 
@@ -217,15 +218,11 @@ def protocol_classes(protocol) -> Dict[str, List[str]]:
     return classes
 
 
-_READERS = {CLASSES: read_classes, DATA_NOTES: lambda out: read_notes(out, DATA_NOTES),
-            PREPROCESSING_NOTES: lambda out: read_notes(out, PREPROCESSING_NOTES)}
-
-
-def _record(out: Path, name: str, value, default):
-    """Write ``value`` to ``out/name`` as JSON; None: read (checked, ``training.records``) what an
-    earlier call wrote, or ``default``."""
+def _record(out: Path, name: str, value, read: Callable[[], Any], default):
+    """Write ``value`` to ``out/name`` as JSON; None: what an earlier call wrote, by ``read`` (its
+    checked reader in ``training.records``), or ``default``."""
     if value is None:
-        stored = _READERS[name](out)
+        stored = read()
         return default if stored is None else stored
     atomic_write(out / name, lambda tmp: Path(tmp).write_text(json.dumps(value, indent=1)))
     return value
@@ -443,7 +440,7 @@ def finish_run(out: Path, meta: Dict, plots: bool = True, log=print, previous: O
     metrics = write_metrics(out, meta, previous)
     figures = _plot(out, log, splits) if plots else None
     report = write_report(out, metrics, figures)
-    log(f"report: {report}\nmetrics: {out / 'metrics.json'}")
+    log(f"report: {report}\nmetrics: {out / METRICS}")
     return report
 
 

@@ -31,6 +31,7 @@ from agnostophobia.metrics.ood import CONFIDENCE_GRID, mean_confidence_curves
 from agnostophobia.plotting.style import approach_name
 from agnostophobia.training.config import load_experiment
 from agnostophobia.training.outputs import OUTPUTS, iter_model_dirs, load_outputs, run_config
+from agnostophobia.training.records import METRICS
 
 #: The unknown set of Fig. 3 (a split of the ``mnist-notmnist`` protocol).
 UNKNOWN = "notmnist"
@@ -97,7 +98,7 @@ def reproduce_ensemble(budget: Optional[str] = None, seeds: Optional[int] = None
         metrics = write_metrics(out, meta)
         figures = _figures(out, compared, budget, log) if plots else None
         report = write_report(out, metrics, figures, sections=ensemble_section(metrics))
-        log(f"report: {report}\nmetrics: {out / 'metrics.json'}")
+        log(f"report: {report}\nmetrics: {out / METRICS}")
 
     # the one sequence of every training command: lock, config.yaml, train and store, run_meta.json
     train_and_record(experiment, out, budget, f"agnostophobia reproduce ensemble --budget {budget}",

@@ -11,7 +11,7 @@ epoch's device sums:
 
 * **Static inputs.** Before each replay the batch's images, its sample indices (labels and loss
   weights are gathered by them inside the graph) and its crop-flip draws are copied into buffers
-  the graph reads; the sums it adds to are the run's (:meth:`Training.step_sums`), zeroed in place
+  the graph reads; the sums it adds to are the run's (``Training.step_sums``), zeroed in place
   at each epoch's start.
 * **Warm-up.** The run's first :data:`WARMUP_STEPS` full batches run eagerly on a side stream (the
   one every capture then uses), as the recipe asks: cuDNN's plans, library handles, the

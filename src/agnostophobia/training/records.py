@@ -544,7 +544,6 @@ def read_notes(run_dir, name: str) -> Optional[List[str]]:
     return data
 
 
-
 def _number_or_null(value) -> bool:
     return value is None or _is_number(value)
 

@@ -268,23 +268,18 @@ class Training:
         self.optimizer = self._optimizer()
         self.scheduler = self._scheduler()
         self.precision = resolve_precision(cfg.precision, self.device)
-        self._step_sums: Optional[StepSums] = None
+        # what the training steps add to: one allocation per run (a captured step writes to the
+        # same memory at every replay), zeroed by train_steps at each epoch's start
+        self.step_sums = StepSums.zeros(self.seed_shape, self.device)
         self.captured_step = self.capture_step(cuda_capture) if self.graphed else None
 
     def capture_step(self, capture) -> CapturedStep:
         """The run's :func:`training_step` on full batches, replayed from a graph ``capture`` makes
         (:func:`~.cuda_graph.cuda_capture`; the CPU tests pass a stand-in)."""
-        sums = self.step_sums()
+        sums = self.step_sums
         share = self.cfg.batch_size / self.world.size  # a full batch (DDP is refused with cuda_graph)
         return CapturedStep(lambda images, indices, draws: training_step(self, images, indices, draws, sums, share),
                             lambda: tuple(group["lr"] for group in self.optimizer.param_groups), self.device, capture)
-
-    def step_sums(self) -> "StepSums":
-        """The device tensors the training steps add to: allocated once per run (a captured step
-        writes to the same memory at every replay), zeroed by :func:`train_steps` at each epoch's start."""
-        if self._step_sums is None:
-            self._step_sums = StepSums.zeros(self.seed_shape, self.device)
-        return self._step_sums
 
     def _check_labels(self, protocol) -> None:
         """Check every label once (on the host), so the loss need not read labels back per batch."""
@@ -420,20 +415,15 @@ class DivergenceWatch:
     reads the flags with its other results (:meth:`flags`, :meth:`raise_if_diverged`).
     """
 
-    def __init__(self, run: Training, epoch: int, sums: Optional["StepSums"] = None):
+    def __init__(self, run: Training, epoch: int, sums: "StepSums"):
         self.run, self.epoch = run, epoch
-        sums = sums or StepSums.zeros(run.seed_shape, run.device)
         self.seen, self.steps_before = sums.seen, sums.steps_before  # per seed when batched; the steps write them
         self.every = max(1, DIVERGENCE_CHECK_EVERY // 2)
         self.copy = HostCopy(run.device)
 
-    def update(self, loss: torch.Tensor, step: int) -> None:
-        """After training step ``step`` (counting from 0) with the batch loss ``loss``."""
-        record_loss(self, loss)
-        self.check(step)
-
     def check(self, step: int) -> None:
-        """After training step ``step`` (counting from 0), whose loss the step recorded on the device."""
+        """After training step ``step`` (counting from 0), whose loss the step recorded on the
+        device (:meth:`StepSums.record_loss`)."""
         if (step + 1) % self.every:
             return
         if self.copy.started:  # from `every` steps ago: on a GPU it has long arrived
@@ -490,11 +480,10 @@ class StepSums:
             tensor.zero_()
         return self
 
-
-def record_loss(sums, loss: torch.Tensor) -> None:
-    """Whether ``loss`` is non-finite, and how many steps came before the first that was, on the device."""
-    sums.seen |= ~torch.isfinite(loss.detach())
-    sums.steps_before += ~sums.seen
+    def record_loss(self, loss: torch.Tensor) -> None:
+        """Whether ``loss`` is non-finite, and how many steps came before the first that was, on the device."""
+        self.seen |= ~torch.isfinite(loss.detach())
+        self.steps_before += ~self.seen
 
 
 @dataclass
@@ -528,7 +517,7 @@ def training_step(run: Training, images: torch.Tensor, indices: torch.Tensor, dr
     run.optimizer.step()
     sums.loss_sum += loss.detach() * share  # loss * global batch / W, summed over processes at the end
     sums.correct += run.correct_knowns(logits.detach(), y)
-    record_loss(sums, loss)
+    sums.record_loss(loss)
 
 
 def train_steps(run: Training, epoch: int, bar=None) -> EpochSums:
@@ -542,17 +531,18 @@ def train_steps(run: Training, epoch: int, bar=None) -> EpochSums:
     order = run.epoch_order(epoch)
     known_labels = None if run.loss_fn.trains_on_unknowns else data.labels  # what the loss averages over
     augment_rng = run.augment_generator(epoch) if cfg.augment == "crop-flip" and not data.augmented_on_read else None
-    step_sums = run.step_sums().zero_()
+    step_sums = run.step_sums.zero_()
     watch = DivergenceWatch(run, epoch, step_sums)
     shards = world.shards(order, cfg.batch_size, known_labels)
     for step, (shard, images) in enumerate(data.read(shards, cfg, epoch)):
         n = shard.indices.shape[-1]
-        draws = None if augment_rng is None else crop_flip_draws(augment_rng, n, shard.offset, shard.global_size)
+        draws = None if augment_rng is None else to_device(
+            crop_flip_draws(augment_rng, n, shard.offset, shard.global_size), run.device)
         if run.captured_step is not None and n == cfg.batch_size:
-            run.captured_step(images, shard.indices, None if draws is None else to_device(draws, run.device))
+            run.captured_step(images, shard.indices, draws)
         else:  # eager: no cuda_graph, or the short last batch
-            training_step(run, images, shard.indices, None if draws is None else to_device(draws, run.device),
-                          step_sums, shard.global_size / world.size, shard.loss_scale)
+            training_step(run, images, shard.indices, draws, step_sums, shard.global_size / world.size,
+                          shard.loss_scale)
         kill_point("train-step")
         watch.check(step)
         if bar is not None:
