@@ -33,7 +33,7 @@ import torch
 from agnostophobia.training.concurrent import GPU_AUTO_RUNS, Job, run_jobs
 from agnostophobia.training.config import load_experiment
 from agnostophobia.training.hostsync import read_once
-from agnostophobia.training.trainer import Training, train_one_epoch, train_steps
+from agnostophobia.training.trainer import Training, train_one_epoch, train_one_epoch_seeds, train_steps
 
 APPROACH = "objectosphere"
 
@@ -67,7 +67,7 @@ def timed_epochs(run: Training, repeats: int, barrier=None) -> float:
     """Best images/s over ``repeats`` epochs of ``train_steps`` (after a warm-up epoch), each timed
     with CUDA events from the first launch to the end of the last step's work; summed over the
     seeds of a batched run."""
-    train_one_epoch(run, 0)
+    train_one_epoch_seeds(run, 0)  # warm-up (one row per seed: a batched run has several)
     if barrier is not None:
         barrier.wait()
     best = 0.0

@@ -202,31 +202,46 @@ CUDA_VARIANTS = [pytest.param("objectosphere", {"optimizer": "adam"}, id="object
                  pytest.param("softmax", {"optimizer": "adam", "adversarial_epsilon": 0.01}, id="softmax-fgsm")]
 
 
+def fit_with_the_stand_in(monkeypatch, cfg, protocol, run_dir, **kwargs):
+    """:func:`fit` with each capture replaced by the eager stand-in on the run's own device: the
+    captured run's arithmetic (capturable Adam, the warm-up on the side stream), without a graph."""
+    original = Training.capture_step
+    with monkeypatch.context() as patch:
+        patch.setattr(Training, "capture_step", lambda run, capture: original(run, cuda_graph.eager_capture))
+        return fit(cfg, protocol, run_dir, **kwargs)
+
+
 @pytest.mark.cuda
 @pytest.mark.parametrize("approach, options", CUDA_VARIANTS)
-def test_cuda_graph_trains_as_the_eager_loop(approach, options, tmp_path):
-    """fp32 with deterministic algorithms: the replayed graph and the eager loop differ only by
-    the rounding of capturable Adam's bias correction (on the device, in float32): every weight
-    within 1e-4 after three epochs. A captured run stopped after an epoch leaves an eager run's
-    checkpoint and resumes captured or eager."""
+def test_cuda_graph_trains_as_the_eager_loop(approach, options, monkeypatch, tmp_path):
+    """fp32 with deterministic algorithms: the replayed graph trains bit for bit as the same step
+    run eagerly with the same optimiser (the stand-in for the capture, on CUDA), uninterrupted or
+    stopped after an epoch and resumed captured or eager, and captures as often. With SGD that is
+    the plain eager loop itself. Adam differs from the plain loop by its ``capturable`` arithmetic
+    (step counters and bias correction on the device): on an H100 (2026-11-27) the weights after
+    three epochs differed by up to 8e-3 (lr 1e-3) against 0 between the graph and the stand-in, so
+    with Adam the stand-in is the reference. A stopped captured run leaves an eager run's checkpoint."""
     protocol = synthetic_protocol()
     cfg = tiny_config(approach=approach, batch_size=BATCH, device="cuda", precision="fp32", deterministic=True,
                       sample_weighting=True, **options)
     graph_cfg = dataclasses.replace(cfg, cuda_graph=True)
-    fit(cfg, protocol, tmp_path / "eager")
     fit(graph_cfg, protocol, tmp_path / "captured", stop_after_epoch=1)
     stopped = load_checkpoint(tmp_path / "captured" / "last.pt")["optimizer"]
     assert not any(group.get("capturable", False) for group in stopped["param_groups"])
     assert all(entry["step"].device.type == "cpu" for entry in stopped["state"].values() if "step" in entry)
     run = fit(graph_cfg, protocol, tmp_path / "captured")  # resumed captured
-    assert run.captured_step.captures == (cfg.epochs - 1 if cfg.scheduler == "cosine" else 1)
     fit(graph_cfg, protocol, tmp_path / "mixed", stop_after_epoch=1)
     fit(cfg, protocol, tmp_path / "mixed")  # resumed eagerly
-    eager = load_checkpoint(tmp_path / "eager" / "last.pt")["model"]
-    for name in ("captured", "mixed"):
-        other = load_checkpoint(tmp_path / name / "last.pt")["model"]
-        for key, value in eager.items():
-            assert torch.allclose(value.float(), other[key].float(), atol=1e-4, rtol=1e-4), (name, key)
+    fit_with_the_stand_in(monkeypatch, graph_cfg, protocol, tmp_path / "same", stop_after_epoch=1)
+    reference = fit_with_the_stand_in(monkeypatch, graph_cfg, protocol, tmp_path / "same")
+    fit_with_the_stand_in(monkeypatch, graph_cfg, protocol, tmp_path / "same-mixed", stop_after_epoch=1)
+    fit(cfg, protocol, tmp_path / "same-mixed")
+    assert run.captured_step.captures == reference.captured_step.captures >= 1
+    assert_same_checkpoints(tmp_path / "same", tmp_path / "captured")
+    assert_same_checkpoints(tmp_path / "same-mixed", tmp_path / "mixed")
+    if cfg.optimizer != "adam":  # no capturable arithmetic: the plain eager loop itself
+        fit(cfg, protocol, tmp_path / "eager")
+        assert_same_checkpoints(tmp_path / "eager", tmp_path / "captured")
 
 
 @pytest.mark.cuda
