@@ -1,0 +1,87 @@
+"""A run written by the code of commit 7b7e620 (tests/data/compat-7b7e620, made by the script
+beside it) still loads, evaluates to the same numbers, resumes, calibrates, exports and predicts
+(issue 30, "Compatibility"): the record formats, config keys and checkpoints of that day keep
+their meaning."""
+import importlib.util
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from runs import run_cli
+
+FIXTURE = Path(__file__).resolve().parent / "data" / "compat-7b7e620"
+
+
+def fixture_module():
+    spec = importlib.util.spec_from_file_location("make_fixture", FIXTURE / "make_fixture.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def old_run(tmp_path_factory):
+    """A copy of the fixture run, with its protocol rebuilt where the fixture was made (its
+    config records that absolute path); the protocol is written beside and moved into place,
+    so that two test sessions never see half of it."""
+    module = fixture_module()
+    protocol = module.PROTOCOL_DIR
+    if not protocol.exists():
+        protocol.parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(dir=protocol.parent))
+        module.write_protocol(staging)
+        try:
+            os.rename(staging, protocol)
+        except OSError:  # made meanwhile by another session: the same bytes
+            shutil.rmtree(staging)
+    run = tmp_path_factory.mktemp("compat") / "run"
+    shutil.copytree(FIXTURE / "run", run)
+    return run
+
+
+def metrics(run: Path) -> dict:
+    return json.loads((run / "metrics.json").read_text())
+
+
+def test_an_old_run_evaluates_to_the_numbers_it_recorded(old_run):
+    before = metrics(old_run)
+    result = run_cli(["evaluate", old_run, "--no-progress", "--device", "cpu"])
+    assert result.returncode == 0, result.stderr
+    after = metrics(old_run)
+    for key in ("results", "table1", "per_seed"):
+        assert after[key] == before[key], key
+
+
+def test_an_old_run_calibrates_exports_and_predicts(old_run, tmp_path):
+    result = run_cli(["calibrate", old_run, "--fpr", "0.25", "--device", "cpu"])
+    assert result.returncode == 0, result.stderr
+    calibration = json.loads((old_run / "calibration.json").read_text())
+    assert calibration  # one entry per approach and seed at least
+    model = tmp_path / "model.pt"
+    result = run_cli(["export", old_run, "--format", "torchscript", "--out", model, "--approach", "entropic",
+                      "--fpr", "0.25"])
+    assert result.returncode == 0, result.stderr
+    assert model.stat().st_size > 0
+    images = fixture_module().PROTOCOL_DIR / "test" / "dots"
+    result = run_cli(["predict", old_run, images, "--approach", "entropic", "--device", "cpu"])
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.count(".png") == len(list(images.iterdir()))
+
+
+def test_an_old_run_resumes_with_another_seed(old_run, tmp_path):
+    """``train --resume`` with the old config (top-level ``xi`` and ``lambda``) adds seed 1 beside
+    the old seed 0, whose files stay."""
+    module = fixture_module()
+    config = tmp_path / "compat.yaml"
+    config.write_text(module.CONFIG.format(root=module.PROTOCOL_DIR))
+    checkpoint = old_run / "seed0" / "entropic" / "last.pt"
+    before = checkpoint.read_bytes()
+    result = run_cli(["train", config, "--out", old_run, "--resume", "--seeds", "2",
+                      "--approach", "entropic", "--no-progress", "--device", "cpu"])
+    assert result.returncode == 0, result.stderr
+    assert checkpoint.read_bytes() == before
+    assert (old_run / "seed1" / "entropic" / "last.pt").exists()
