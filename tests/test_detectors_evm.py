@@ -107,8 +107,8 @@ def test_chunked_and_unchunked_fits_are_equal(monkeypatch):
 
 
 @pytest.mark.parametrize("settings, message", [
-    ({"tail_size": 1}, "tail_size must be >= 2"),
-    ({"tail_size": 0}, "tail_size must be an integer >= 1"),
+    ({"tail_size": 1}, "tail_size must be an integer >= 2"),
+    ({"tail_size": 0.5}, "tail_size must be an integer"),
     ({"cover_threshold": 0.0}, "cover_threshold must be a number in"),
     ({"cover_threshold": 1.5}, "cover_threshold must be a number in"),
     ({"distance": "manhattan"}, "distance must be one of euclidean, cosine"),

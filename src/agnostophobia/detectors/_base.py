@@ -26,8 +26,6 @@ from __future__ import annotations
 
 import inspect
 import itertools
-import math
-from dataclasses import dataclass
 from typing import Any, ClassVar, Dict, List, Optional, Tuple
 
 import numpy as np
@@ -36,49 +34,10 @@ from agnostophobia._validation import check_labels, check_scores
 from agnostophobia.errors import AgnostophobiaError, ConfigError
 from agnostophobia.losses import LOSSES
 from agnostophobia.registry import Registry
+from agnostophobia.settings import Setting
 
 #: Detector classes by name; ``build_detector(name, **settings)`` makes one.
 DETECTORS: Registry = Registry("detector")
-
-
-@dataclass(frozen=True)
-class Setting:
-    """One constructor keyword of a detector, declared beside its code: its ``type`` (int,
-    float, bool or str), ``default``, allowed values (``low``..``high``, ``low`` excluded
-    when ``low_open``; or ``choices``) and the small ``grid`` that ``tune-detectors``
-    searches (empty: not tuned, the value is the config's). Config validation
-    (:func:`check_setting`), tuning and the metrics' records read it."""
-
-    type: type
-    default: Any
-    low: Optional[float] = None
-    high: Optional[float] = None
-    low_open: bool = False
-    choices: Tuple = ()
-    grid: Tuple = ()
-
-    def problem(self, value) -> Optional[str]:
-        """What is wrong with ``value`` for this setting (None: nothing)."""
-        numeric = self.type in (int, float)
-        if isinstance(value, bool) and self.type is not bool or not isinstance(value, self.type) and not (
-                self.type is float and isinstance(value, int) and not isinstance(value, bool)):
-            return f"must be {_KINDS.get(self.type, self.type.__name__)}"
-        if numeric and not math.isfinite(value):
-            return "must be finite"
-        if self.choices and value not in self.choices:
-            return f"must be one of {', '.join(map(str, self.choices))}"
-        if numeric and (self.low is not None and (value < self.low or self.low_open and value == self.low)
-                        or self.high is not None and value > self.high):
-            return f"must be in {self.describe_range()}"
-        return None
-
-    def describe_range(self) -> str:
-        low = "-inf" if self.low is None else f"{self.low:g}"
-        high = "inf" if self.high is None else f"{self.high:g}"
-        return f"{'(' if self.low_open or self.low is None else '['}{low}, {high}{']' if self.high is not None else ')'}"
-
-
-_KINDS = {int: "an integer", float: "a number", bool: "true or false", str: "a string"}
 
 
 def check_setting(detector: str, key: str, value, where: str) -> None:
@@ -209,9 +168,16 @@ class Detector:
     def _scores(self, logits: np.ndarray, features: Optional[np.ndarray]) -> np.ndarray:
         raise NotImplementedError
 
+    def _take_settings(self, **values) -> None:
+        """Each constructor keyword checked against its declaration in :data:`SETTINGS` (a
+        ``ValueError`` naming it) and kept as the attribute of its name."""
+        for name, value in values.items():
+            setattr(self, name, self.SETTINGS[name].check(value, name))
+
     def settings(self) -> Dict[str, Any]:
-        """The constructor arguments, for records (reports, caches)."""
-        return {}
+        """The recorded settings' values, for records (reports, caches): every declared setting
+        but those that only change how fast a score is computed (``recorded=False``)."""
+        return {name: getattr(self, name) for name, setting in self.SETTINGS.items() if setting.recorded}
 
     def fitted_state(self) -> Dict[str, np.ndarray]:
         """The fitted detector as arrays (its :data:`FITTED_STATE` attributes); {} before

@@ -52,13 +52,12 @@ square of the training set (``benchmarks/bench_detectors.py``: 100,000 training 
 from __future__ import annotations
 
 import math
-import numbers
 
 import numpy as np
 import torch
 
 from ._base import Detector, Setting, check_columns, check_training_data, register
-from .knn import METRICS, _Metric, _positive_int, k_smallest_distances
+from .knn import METRICS, _Metric, k_smallest_distances
 from .openmax import fit_weibull_rows
 
 #: Entries of one distance block in the set cover and the scoring (32 MB in float64).
@@ -137,29 +136,18 @@ class EVM(Detector):
 
     # 12 grid points, as OpenMax's and k-NN's (tune-detectors fits each on every model): the tail
     # sizes the cpu LeNet++ run chose from (10, 20, 50, 100) were 10 and 100, so those two remain
-    SETTINGS = {"tail_size": Setting(int, 50, low=2, grid=(10, 100)),
+    SETTINGS = {"tail_size": Setting(int, 50, low=2, grid=(10, 100), doc="margins per Weibull fit (a fit needs 2)"),
                 "cover_threshold": Setting(float, 0.5, low=0, high=1, low_open=True, grid=(0.3, 0.5, 0.7)),
                 # tuned too: cosine ignores the feature magnitude, which is what separates unknowns in a
                 # 2-D LeNet++ (Fig. 2) and what Objectosphere trains; measured on the cpu LeNet++ run
                 "distance": Setting(str, "cosine", choices=METRICS, grid=METRICS),
-                "query_chunk": Setting(int, 1024, low=1), "reference_chunk": Setting(int, 8192, low=1)}
+                "query_chunk": Setting(int, 1024, low=1, recorded=False),
+                "reference_chunk": Setting(int, 8192, low=1, recorded=False)}
 
     def __init__(self, tail_size: int = 50, cover_threshold: float = 0.5, distance: str = "cosine",
                  query_chunk: int = 1024, reference_chunk: int = 8192):
-        self.tail_size = _positive_int(tail_size, "tail_size")
-        if self.tail_size < 2:
-            raise ValueError(f"tail_size must be >= 2 (a Weibull needs 2 margins), got {tail_size!r}")
-        if isinstance(cover_threshold, bool) or not isinstance(cover_threshold, numbers.Real) \
-                or not 0 < cover_threshold <= 1:
-            raise ValueError(f"cover_threshold must be a number in (0, 1], got {cover_threshold!r}")
-        if distance not in METRICS:
-            raise ValueError(f"distance must be one of {', '.join(METRICS)}, got {distance!r}")
-        self.cover_threshold, self.distance = float(cover_threshold), distance
-        self.query_chunk = _positive_int(query_chunk, "query_chunk")
-        self.reference_chunk = _positive_int(reference_chunk, "reference_chunk")
-
-    def settings(self):
-        return {"tail_size": self.tail_size, "cover_threshold": self.cover_threshold, "distance": self.distance}
+        self._take_settings(tail_size=tail_size, cover_threshold=cover_threshold, distance=distance,
+                            query_chunk=query_chunk, reference_chunk=reference_chunk)
 
     def _margins(self, features: np.ndarray, labels: np.ndarray, c: int) -> np.ndarray:
         """(N_c, tail_size) smallest margins (half distances) of class c's samples to the others."""

@@ -21,19 +21,12 @@ matrix (``benchmarks/bench_knn.py``).
 """
 from __future__ import annotations
 
-import numbers
 from typing import Optional
 
 import numpy as np
 import torch
 
 from ._base import Detector, Setting, check_columns, check_training_data, place_in_predicted_column, register
-
-
-def _positive_int(value, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
-        raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
-    return int(value)
 
 
 def l2_normalize(features: np.ndarray) -> np.ndarray:
@@ -154,20 +147,13 @@ class KNNDetector(Detector):
     SETTINGS = {"k": Setting(int, 50, low=1, grid=(1, 5, 10, 20, 50, 100)),
                 # tuned too: normalised features lose the magnitude (see EVM's distance)
                 "normalize": Setting(bool, True, grid=(True, False)), "class_conditional": Setting(bool, False),
-                "query_chunk": Setting(int, 1024, low=1), "reference_chunk": Setting(int, 8192, low=1)}
+                "query_chunk": Setting(int, 1024, low=1, recorded=False),
+                "reference_chunk": Setting(int, 8192, low=1, recorded=False)}
 
     def __init__(self, k: int = 50, normalize: bool = True, class_conditional: bool = False,
                  query_chunk: int = 1024, reference_chunk: int = 8192):
-        self.k = _positive_int(k, "k")
-        for name, value in (("normalize", normalize), ("class_conditional", class_conditional)):
-            if not isinstance(value, bool):
-                raise ValueError(f"{name} must be true or false, got {value!r}")
-        self.normalize, self.class_conditional = normalize, class_conditional
-        self.query_chunk = _positive_int(query_chunk, "query_chunk")
-        self.reference_chunk = _positive_int(reference_chunk, "reference_chunk")
-
-    def settings(self):
-        return {"k": self.k, "normalize": self.normalize, "class_conditional": self.class_conditional}
+        self._take_settings(k=k, normalize=normalize, class_conditional=class_conditional, query_chunk=query_chunk,
+                            reference_chunk=reference_chunk)
 
     def _prepare(self, features: np.ndarray) -> np.ndarray:
         return l2_normalize(features) if self.normalize else features

@@ -395,21 +395,9 @@ class OpenMax(Detector):
 
     def __init__(self, tail_size: int = 20, alpha: int = 3, distance: str = "eucos",
                  translate_amount: float = LIBMR_TRANSLATE_AMOUNT):
-        self.tail_size = _check_positive_int(tail_size, "tail_size", 2)
-        self.alpha = _check_positive_int(alpha, "alpha", 1)
-        if not isinstance(distance, str):
-            raise ValueError(f"distance must be a name, one of {DISTANCES.names()}, got {distance!r}")
-        self._distance_fn = DISTANCES.get(distance)  # ValueError naming the unknown distance
-        self.distance = distance
-        if isinstance(translate_amount, bool) or not isinstance(translate_amount, numbers.Real) \
-                or not math.isfinite(translate_amount) or translate_amount <= 0:
-            raise ValueError(f"translate_amount must be a finite number > 0, got {translate_amount!r}")
-        self.translate_amount = float(translate_amount)
+        self._take_settings(tail_size=tail_size, alpha=alpha, distance=distance, translate_amount=translate_amount)
+        self._distance_fn = DISTANCES.get(distance)
         self.num_classes_: int | None = None
-
-    def settings(self):
-        return {"tail_size": self.tail_size, "alpha": self.alpha, "distance": self.distance,
-                "translate_amount": self.translate_amount}
 
     @classmethod
     def from_parameters(cls, mav, weibull_shape, weibull_scale, weibull_loc, *, alpha: int = 3,

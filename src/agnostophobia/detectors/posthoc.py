@@ -161,13 +161,7 @@ class EnergyDetector(Detector):
     SETTINGS = {"temperature": Setting(float, 1.0, low=0, low_open=True)}
 
     def __init__(self, temperature: float = 1.0):
-        if isinstance(temperature, bool) or not isinstance(temperature, (int, float)) \
-                or not np.isfinite(temperature) or temperature <= 0:
-            raise ValueError(f"temperature must be a finite number > 0, got {temperature!r}")
-        self.temperature = float(temperature)
-
-    def settings(self):
-        return {"temperature": self.temperature}
+        self._take_settings(temperature=temperature)
 
     def _scores(self, logits, features: Optional[np.ndarray]):
         t = self.temperature

@@ -36,7 +36,6 @@ values below :math:`\mu` all score 0.
 from __future__ import annotations
 
 import math
-import numbers
 import warnings
 
 import numpy as np
@@ -102,13 +101,7 @@ class PostMax(Detector):
                                          grid=(0.1, 0.25, 0.5, 0.75, 1.0))}
 
     def __init__(self, tail_fraction: float = 1.0):
-        if isinstance(tail_fraction, bool) or not isinstance(tail_fraction, numbers.Real) \
-                or not 0 < tail_fraction <= 1:
-            raise ValueError(f"tail_fraction must be a number in (0, 1], got {tail_fraction!r}")
-        self.tail_fraction = float(tail_fraction)
-
-    def settings(self):
-        return {"tail_fraction": self.tail_fraction}
+        self._take_settings(tail_fraction=tail_fraction)
 
     def fit(self, train_logits, train_features, train_labels) -> "PostMax":
         logits, features, labels = check_training_data(train_logits, train_features, train_labels, True)

@@ -1,0 +1,130 @@
+"""One declaration per setting: a :class:`Setting` is a typed knob declared beside the code that
+reads it -- a detector's constructor keyword (``Detector.SETTINGS``), a loss's hyper-parameter
+(``OpenSetLoss.SETTINGS``, e.g. Objectosphere's xi and lambda, paper Sec. 4.2 Eq. 2) -- with its
+type, default, allowed values, the grid that tuning searches, whether a resumed run may change
+it and whether the run's records keep it. Validation, tuning grids and records derive from the
+declarations; nothing restates them.
+
+A keyword that a class does not declare is inferred from its signature
+(:func:`declared_settings`): a loss written as ``docs/architecture.md`` shows -- hyper-parameters
+as constructor keywords with annotations and defaults -- is tunable without a declaration.
+
+The lowest layer: it imports nothing of the package but its errors.
+"""
+from __future__ import annotations
+
+import inspect
+import math
+import numbers
+from dataclasses import dataclass
+from typing import Any, Dict, Iterable, Mapping, Optional, Tuple
+
+from agnostophobia.errors import ConfigError
+
+_KINDS = {int: "an integer", float: "a number", bool: "true or false", str: "a string"}
+_TYPES_BY_NAME = {kind.__name__: kind for kind in _KINDS}
+
+
+def _is_kind(value, kind: type) -> bool:
+    """Whether ``value`` is of ``kind``: numpy's integers count as int and its reals as float
+    (an integer too), and a bool is never a number."""
+    if kind is int:
+        return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+    if kind is float:
+        return isinstance(value, numbers.Real) and not isinstance(value, bool)
+    return isinstance(value, kind)
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One setting: its ``type`` (int, float, bool or str), ``default``, allowed values
+    (``low``..``high``, ``low`` excluded when ``low_open``; or ``choices``), the small ``grid``
+    that tuning searches (empty: not tuned), whether a resumed run may change it
+    (``resumable``: how a run is watched or where it runs, not what it learns) and whether the
+    run's records keep it (``recorded``). ``doc`` says what it means, for the references."""
+
+    type: type
+    default: Any
+    low: Optional[float] = None
+    high: Optional[float] = None
+    low_open: bool = False
+    choices: Tuple = ()
+    grid: Tuple = ()
+    resumable: bool = False
+    recorded: bool = True
+    doc: str = ""
+
+    def problem(self, value) -> Optional[str]:
+        """What is wrong with ``value`` for this setting (None: nothing)."""
+        numeric = self.type in (int, float)
+        if not _is_kind(value, self.type):
+            return f"must be {_KINDS.get(self.type, self.type.__name__)}"
+        if numeric and not math.isfinite(value):
+            return "must be finite"
+        if self.choices and value not in self.choices:
+            return f"must be one of {', '.join(map(str, self.choices))}"
+        if numeric and (self.low is not None and (value < self.low or self.low_open and value == self.low)
+                        or self.high is not None and value > self.high):
+            return f"must be {_KINDS[self.type]} {self.describe_bounds()}"
+        return None
+
+    def check(self, value, name: str):
+        """``value`` as this setting allows (an integer given for a float becomes a float); a
+        ``ValueError`` naming ``name`` otherwise, as a constructor raises it."""
+        problem = self.problem(value)
+        if problem:
+            raise ValueError(f"{name} {problem}, got {value!r}")
+        return float(value) if self.type is float else int(value) if self.type is int else value
+
+    def describe_bounds(self) -> str:
+        """``>= 1``, ``> 0``, ``<= 1`` or ``in (0, 1]``: the allowed range in words."""
+        if self.high is None:
+            return f"{'>' if self.low_open else '>='} {self.low:g}"
+        if self.low is None:
+            return f"<= {self.high:g}"
+        return f"in {self.describe_range()}"
+
+    def describe_range(self) -> str:
+        low = "-inf" if self.low is None else f"{self.low:g}"
+        high = "inf" if self.high is None else f"{self.high:g}"
+        return f"{'(' if self.low_open or self.low is None else '['}{low}, {high}{']' if self.high is not None else ')'}"
+
+    @classmethod
+    def inferred(cls, parameter: inspect.Parameter) -> Optional["Setting"]:
+        """The setting a keyword declares by its annotation and default (``temperature: float =
+        1.0``), or None when neither names one of the four types."""
+        kind = parameter.annotation
+        if isinstance(kind, str):  # postponed annotations (``from __future__ import annotations``)
+            kind = _TYPES_BY_NAME.get(kind.strip())
+        default = None if parameter.default is inspect.Parameter.empty else parameter.default
+        if kind not in _KINDS:
+            kind = type(default) if type(default) in _KINDS else None
+        return None if kind is None else cls(kind, default)
+
+
+def declared_settings(owner, declared: Mapping[str, Setting], skip: Iterable[str] = ()) -> Dict[str, Setting]:
+    """Every setting of ``owner`` (a class): its ``declared`` ones, in its constructor's order,
+    and each other keyword of the constructor (not in ``skip``) inferred from the signature."""
+    settings: Dict[str, Setting] = {}
+    skipped = set(skip)
+    for name, parameter in inspect.signature(owner).parameters.items():
+        if name in skipped or parameter.kind in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD):
+            continue
+        setting = declared.get(name) or Setting.inferred(parameter)
+        if setting is not None:
+            settings[name] = setting
+    for name, setting in declared.items():  # declared but read through **kwargs
+        settings.setdefault(name, setting)
+    return settings
+
+
+def check_settings(declared: Mapping[str, Setting], values: Mapping[str, Any], where: str, owner: str) -> None:
+    """Each of ``values`` a declared setting with an allowed value; a :class:`ConfigError`
+    naming the key path ``where.KEY`` and ``owner`` otherwise."""
+    for key, value in values.items():
+        if key not in declared:
+            raise ConfigError(f"config key {where + '.' + key!r}: {owner} has no setting {key!r}; "
+                              f"its settings: {', '.join(declared) or 'none'}")
+        problem = declared[key].problem(value)
+        if problem:
+            raise ConfigError(f"config key {where + '.' + key!r}: {problem}, got {value!r}")
