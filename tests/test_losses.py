@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from agnostophobia.errors import ConfigError
 from agnostophobia.losses import (
     LOSSES,
+    loss_settings,
     REDUCTIONS,
     BackgroundClassLoss,
     EntropicOpenSetLoss,
@@ -254,10 +255,20 @@ def test_registry_and_metadata():
 def test_build_loss_rejects_unknown_names_and_bad_kwargs():
     with pytest.raises(ValueError, match="unknown loss 'cross'"):
         build_loss("cross", C)
-    with pytest.raises(ConfigError, match="lambda_"):
-        build_loss("objectosphere", C, xi=1.0)
+    with pytest.raises(ConfigError, match="xii"):
+        build_loss("objectosphere", C, xii=1.0)
     with pytest.raises(ConfigError, match="xi"):
         build_loss("entropic", C, xi=1.0)
+
+
+@pytest.mark.parametrize("name", LOSSES.names())
+def test_every_loss_builds_from_its_declared_defaults_alone(name):
+    """``build_loss(name, C)`` with nothing else (Objectosphere: the authors' xi = 50, lambda = 1e-4)."""
+    loss = build_loss(name, C)
+    for keyword, setting in loss_settings(name).items():
+        assert getattr(loss, keyword) == setting.default
+    if name == "objectosphere":
+        assert (loss.xi, loss.lambda_) == (50.0, 1e-4)
 
 
 @pytest.mark.parametrize("name", LOSSES.names())

@@ -17,7 +17,7 @@ from agnostophobia.data.protocols import HELD_OUT_NEGATIVES, hold_out_negative_c
 from agnostophobia.detectors import softmax_scores
 from agnostophobia.experiments import reproduce
 from agnostophobia.experiments import tune as tune_module
-from agnostophobia.losses import LOSSES, loss_parameters
+from agnostophobia.losses import LOSSES, loss_settings
 from agnostophobia.metrics import ccr_at_fpr
 from agnostophobia.training.config import load_experiment
 from agnostophobia.training.outputs import load_outputs
@@ -106,9 +106,11 @@ def test_protocol_without_negatives_has_no_classes_to_split(synth):
         split_negative_classes(p, seed=0)
 
 
-def test_loss_parameters_say_which_losses_read_xi_and_lambda():
-    assert {name: loss_parameters(name) for name in LOSSES.names()} == {
+def test_loss_settings_say_which_losses_read_xi_and_lambda():
+    assert {name: tuple(loss_settings(name)) for name in LOSSES.names()} == {
         "softmax": (), "background": (), "entropic": (), "objectosphere": ("xi", "lambda_")}
+    xi = loss_settings("objectosphere")["xi"]
+    assert (xi.type, xi.default, xi.low) == (float, 50.0, 0)
 
 
 # ------------------------------------------------------------------ the command
@@ -227,7 +229,7 @@ def test_protocol_without_negative_classes_stops_tune(config, tmp_path, monkeypa
     (["xi"], "--param 'xi': expected NAME=V1,V2"),
     (["gamma=0.1"], "unknown parameter 'gamma'; tunable (read by a loss): xi, lambda"),
     (["xi=10,abc"], "'abc' is not a number"),
-    (["xi=-1"], "'-1' must be a finite number >= 0"),
+    (["xi=-1"], "'-1': xi must be a number >= 0"),
     (["xi=10,10"], "the value 10 is given twice"),
     (["xi=10", "xi=50"], "--param xi is given twice"),
     ([], "give at least one --param"),
@@ -245,3 +247,30 @@ def test_bad_param_is_one_line(config, tmp_path, capsys, params, message):
 def test_approach_whose_loss_reads_no_tuned_parameter_is_refused(config, tmp_path, capsys):
     assert main(["tune", str(config), "--param", "xi=10", "--approach", "entropic", "--out", str(tmp_path)]) == 1
     assert "--approach entropic: its loss reads none of xi" in capsys.readouterr().err
+
+
+def test_tune_searches_a_parameter_of_a_loss_registered_here(config, synthetic_data, tmp_path, monkeypatch):
+    """A loss written as docs/architecture.md shows (a keyword with an annotation and a default,
+    no declaration) is tunable by name: its points go under ``loss:`` (TrainConfig has no field
+    ``temperature``: both the grid point and the config's own value once crashed here)."""
+    from test_new_loss import tempered_loss
+
+    monkeypatch.setitem(LOSSES._items, "tempered", tempered_loss(True))
+    path = tmp_path / "tempered.yaml"
+    path.write_text(yaml.safe_dump({**CONFIG, "approaches": ["entropic", "tempered"]}))
+    out = tmp_path / "tune"
+    assert main(["tune", str(path), "--param", "temperature=0.5,2", "--fpr", str(FPR), "--out", str(out),
+                 "--no-progress"]) == 0
+    record = json.loads((out / "tune.json").read_text())
+    assert record["approaches"] == ["tempered"] and record["not_tuned"] == ["entropic"]
+    assert [row["point"] for row in record["grid"]] == ["temperature=0.5", "temperature=2"]
+    for row in record["grid"]:
+        saved = yaml.safe_load((out / row["runs"][0]).parent.parent.joinpath("config.yaml").read_text())
+        assert saved["loss"] == {"temperature": row["params"]["temperature"]}
+    chosen = record["chosen"]["tempered"]
+    assert load_experiment(out / chosen["config"]).train.loss == {"temperature": chosen["params"]["temperature"]}
+
+
+def test_a_parameter_value_is_checked_against_its_declaration():
+    with pytest.raises(Exception, match="xi must be a number >= 0"):
+        tune_module.parse_param("xi=10,-1")

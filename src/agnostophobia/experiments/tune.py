@@ -30,7 +30,7 @@ import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 import yaml
@@ -43,12 +43,16 @@ from agnostophobia.detectors.stored import detector_settings, model_scores
 from agnostophobia.errors import ConfigError, TrainingDiverged
 from agnostophobia.experiments.reproduce import (check_existing_run, configure, default_budget, protocol_for,
                                                  train_and_store, write_config)
-from agnostophobia.losses import LOSSES, loss_parameters
+from agnostophobia.losses import LOSSES, loss_settings
 from agnostophobia.metrics import ccr_at_fpr
 from agnostophobia.metrics.rows import own_detector
 from agnostophobia.metrics.summary import finite_or_none
-from agnostophobia.training.config import TRAIN_ALIASES, ExperimentConfig, load_experiment, resolve_config_path
+from agnostophobia.settings import Setting
+from agnostophobia.training.config import (TRAIN_ALIASES, ExperimentConfig, TrainConfig, load_experiment,
+                                           resolve_config_path)
 
+#: The config's own fields (a loss hyper-parameter with one, xi and lambda, is set there).
+TRAIN_FIELDS = frozenset(f.name for f in dataclasses.fields(TrainConfig))
 #: The FPR the choice is made at, unless ``--fpr`` says otherwise.
 DEFAULT_FPR = 1e-2
 #: FPRs shown beside it in the table, for information.
@@ -56,16 +60,39 @@ INFO_FPRS = (1e-3, 1e-2, 1e-1)
 
 
 # ------------------------------------------------------------------ the grid
-def tunable_parameters() -> Dict[str, str]:
-    """``{command-line name: TrainConfig field}`` of every parameter some registered loss
-    reads, spelled as in the YAML (``lambda`` for the field ``lambda_``)."""
+def tunable_parameters() -> Dict[str, Tuple[str, Setting]]:
+    """``{command-line name: (keyword, setting)}`` of every hyper-parameter some registered
+    loss reads (declared, or inferred from its constructor), spelled as in the YAML
+    (``lambda`` for the keyword ``lambda_``)."""
     spelled = {field: name for name, field in TRAIN_ALIASES.items()}
-    fields = dict.fromkeys(p for loss in LOSSES.names() for p in loss_parameters(loss))
-    return {spelled.get(field, field): field for field in fields}
+    tunable: Dict[str, Tuple[str, Setting]] = {}
+    for loss in LOSSES.names():
+        for keyword, setting in loss_settings(loss).items():
+            tunable.setdefault(spelled.get(keyword, keyword), (keyword, setting))
+    return tunable
 
 
-def format_value(value: float) -> str:
-    """Shortest exact spelling of a grid value: 50.0 -> '50', 1e-4 -> '0.0001'."""
+def config_value(train: TrainConfig, keyword: str, setting: Setting):
+    """The value a config gives the loss hyper-parameter ``keyword``: under ``loss:``, else
+    its top-level key (xi, lambda), else the declared default."""
+    if keyword in train.loss:
+        return train.loss[keyword]
+    return getattr(train, keyword) if keyword in TRAIN_FIELDS else setting.default
+
+
+def with_loss_values(train: TrainConfig, values: Dict[str, Any]) -> TrainConfig:
+    """``train`` with loss hyper-parameters set: a top-level field where the config has one
+    (xi, lambda), else under ``loss:``; validated."""
+    top_level = {k: v for k, v in values.items() if k in TRAIN_FIELDS}
+    loss = {**train.loss, **{k: v for k, v in values.items() if k not in TRAIN_FIELDS}}
+    return dataclasses.replace(train, loss=loss, **top_level).validate()
+
+
+def format_value(value: Optional[float]) -> str:
+    """Shortest exact spelling of a grid value: 50.0 -> '50', 1e-4 -> '0.0001'; None (a
+    parameter the config leaves unset) -> 'unset'."""
+    if value is None:
+        return "unset"
     text = repr(float(value))
     return text[:-2] if text.endswith(".0") else text
 
@@ -80,14 +107,20 @@ def parse_param(text: str) -> Tuple[str, Tuple[float, ...]]:
     if name not in tunable:
         raise ConfigError(f"--param {text!r}: unknown parameter {name!r}; tunable (read by a loss): "
                           f"{', '.join(tunable)}")
+    setting = tunable[name][1]
+    if setting.type not in (int, float):
+        raise ConfigError(f"--param {text!r}: {name} is {setting.type.__name__}, not a number; tune searches numbers")
     parsed = []
     for item in values.split(","):
         try:
             value = float(item)
         except ValueError:
             raise ConfigError(f"--param {text!r}: {item.strip()!r} is not a number") from None
-        if not math.isfinite(value) or value < 0:
-            raise ConfigError(f"--param {text!r}: {item.strip()!r} must be a finite number >= 0")
+        if setting.type is int and value.is_integer():
+            value = int(value)
+        problem = setting.problem(value)
+        if problem:
+            raise ConfigError(f"--param {text!r}: {item.strip()!r}: {name} {problem}")
         if value in parsed:
             raise ConfigError(f"--param {text!r}: the value {format_value(value)} is given twice")
         parsed.append(value)
@@ -121,11 +154,11 @@ def tuned_approaches(candidates: Sequence[str], params: Sequence[str],
                      requested: Optional[Sequence[str]] = None) -> Tuple[List[str], List[str]]:
     """``(tuned, not tuned)``: the approaches whose loss reads at least one tuned parameter,
     among ``requested`` (each must read one) or else among the config's ``candidates``."""
-    fields = {tunable_parameters()[p] for p in params}
+    keywords = {tunable_parameters()[p][0] for p in params}
     for approach in requested or ():
         if approach not in LOSSES:  # a clear error for an unknown name
             raise ConfigError(f"unknown approach {approach!r}; {LOSSES.hint(approach)}")
-    reads = {a: fields & set(loss_parameters(a)) for a in dict.fromkeys([*candidates, *(requested or [])])}
+    reads = {a: keywords & set(loss_settings(a)) for a in dict.fromkeys([*candidates, *(requested or [])])}
     if requested:
         for approach in requested:
             if not reads[approach]:
@@ -197,14 +230,14 @@ class TuneSetup:
     @property
     def base(self) -> Dict[str, float]:
         """The config's own values of the tuned parameters (the authors' for lenet++)."""
-        fields = tunable_parameters()
-        return {name: float(getattr(self.experiment.train, fields[name])) for name in self.params}
+        tunable = tunable_parameters()
+        values = {name: config_value(self.experiment.train, *tunable[name]) for name in self.params}
+        return {name: None if value is None else float(value) for name, value in values.items()}  # None: required, unset
 
     def experiment_at(self, point: Dict[str, float]) -> ExperimentConfig:
-        fields = tunable_parameters()
+        tunable = tunable_parameters()
         experiment = copy.deepcopy(self.experiment)
-        experiment.train = dataclasses.replace(experiment.train,
-                                               **{fields[n]: v for n, v in point.items()}).validate()
+        experiment.train = with_loss_values(experiment.train, {tunable[n][0]: v for n, v in point.items()})
         return experiment
 
 
@@ -372,11 +405,15 @@ def write_chosen_config(out: Path, tuning: TuneSetup, approach: str, values: Dic
     """The tuned config with the chosen values, at its top level and in every budget that
     set them, so that ``reproduce`` trains with them whatever budget it is given."""
     data = yaml.safe_load(resolve_config_path(tuning.config).read_text())
+    tunable = tunable_parameters()
     for name, value in values.items():
-        data[name] = value
-        for overrides in (data.get("budgets") or {}).values():
-            if name in overrides:
-                overrides[name] = value
+        keyword = tunable[name][0]
+        for level in (data, *(data.get("budgets") or {}).values()):  # a top-level key (xi, lambda) or under loss:
+            if keyword in TRAIN_FIELDS:
+                if level is data or name in level:
+                    level[name] = value
+            elif level is data or keyword in (level.get("loss") or {}):
+                level.setdefault("loss", {})[keyword] = value
     path = out / f"chosen-{approach}.yaml"
     header = (f"# {tuning.config} with {', '.join(f'{n} = {format_value(v)}' for n, v in values.items())}, chosen "
               f"for {approach} by cross-class calibration (agnostophobia tune; see tune.md beside this file)\n")

@@ -5,7 +5,7 @@ Every loss is an ``nn.Module`` with ``reduction`` in {'mean', 'sum', 'none'}, th
 class attribute ``uses_features`` and the property ``num_outputs`` (C, or C+1 for the
 background class). A trainer can stay generic::
 
-    loss = build_loss("objectosphere", 10, xi=50.0, lambda_=1e-4)
+    loss = build_loss("objectosphere", 10)               # xi=50, lambda_=1e-4 (declared defaults)
     model = make_model(num_outputs=loss.num_outputs)
     value = compute_loss(loss, logits, features, labels)
 
@@ -14,10 +14,12 @@ Labels: ``>= 0`` known class, negative = known-unknown sample (D_b').
 from __future__ import annotations
 
 import inspect
+from typing import Dict
 
 import torch
 
 from ..errors import ConfigError
+from ..settings import Setting
 from ._base import LOSSES, REDUCTIONS, OpenSetLoss, known_columns
 from .baselines import BackgroundClassLoss, SoftmaxLoss
 from .entropic import EntropicOpenSetLoss
@@ -34,7 +36,7 @@ __all__ = [
     "ObjectosphereLoss",
     "build_loss",
     "known_columns",
-    "loss_parameters",
+    "loss_settings",
     "compute_loss",
     "inverse_frequency_class_weights",
     "sample_weights",
@@ -56,13 +58,12 @@ def build_loss(name: str, num_classes: int, **kwargs) -> OpenSetLoss:
     return cls(num_classes, **kwargs)
 
 
-def loss_parameters(name: str) -> tuple:
-    """The hyper-parameters the loss registered as ``name`` reads, e.g. ``("xi", "lambda_")``
-    for Objectosphere (Eq. 2) and ``()`` for the others: its constructor's keyword
-    arguments besides ``num_classes`` and ``reduction``. The trainer passes exactly these
-    from the config, and ``tune`` tunes only approaches whose loss reads what it varies."""
-    signature = inspect.signature(LOSSES.get(name))
-    return tuple(p for p in signature.parameters if p not in ("num_classes", "reduction"))
+def loss_settings(name: str) -> Dict[str, Setting]:
+    """The hyper-parameters the loss registered as ``name`` reads, each with its
+    :class:`~agnostophobia.settings.Setting`: ``xi`` and ``lambda_`` for Objectosphere (Eq. 2),
+    none for the others. The trainer passes exactly these from the config, and ``tune`` tunes
+    only approaches whose loss reads what it varies."""
+    return LOSSES.get(name).hyperparameters()
 
 
 def compute_loss(loss: OpenSetLoss, logits: torch.Tensor, features, labels: torch.Tensor,

@@ -13,13 +13,14 @@ Reduction, with optional per-sample weights ``w`` (Keras-style, as the authors t
 """
 from __future__ import annotations
 
-import math
 import operator
+from typing import ClassVar, Dict
 
 import torch
 from torch import nn
 
 from ..registry import Registry
+from ..settings import Setting, declared_settings
 
 #: Training losses by name; each entry is an ``nn.Module`` class taking
 #: ``(num_classes, **kwargs)``. An approach of the paper (Sec. 3-4) *is* its loss: the
@@ -42,19 +43,6 @@ def check_num_classes(num_classes) -> int:
     if value < 1:
         raise ValueError(f"num_classes must be a positive integer, got {value}")
     return value
-
-
-def check_nonnegative(value, name: str) -> float:
-    """A finite real number >= 0, returned as a Python float."""
-    if isinstance(value, bool):
-        raise ValueError(f"{name} must be a number >= 0, got {value!r}")
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} must be a number >= 0, got {value!r}") from None
-    if not math.isfinite(number) or number < 0:
-        raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
-    return number
 
 
 def check_reduction(reduction) -> str:
@@ -87,7 +75,8 @@ class OpenSetLoss(nn.Module):
     ``trains_on_unknowns`` (whether unknown samples of D_b' are trained on; softmax
     thresholding does not) and ``background_class`` (one logit more than known classes,
     the background class, last). Their hyper-parameters are their constructor's keyword
-    arguments (:func:`agnostophobia.losses.loss_parameters`).
+    arguments, each declared in ``SETTINGS`` (type, default, range, tuning grid) or, where not
+    declared, inferred from its annotation and default (:meth:`hyperparameters`).
     """
 
     uses_features: bool = False
@@ -97,6 +86,20 @@ class OpenSetLoss(nn.Module):
     #: synchronisation each per call. A trainer that checked its whole dataset once turns
     #: them off so that a GPU step never waits for the host; shape and dtype checks stay.
     check_values: bool = True
+    #: The declared hyper-parameters (constructor keywords): what a config's ``loss:`` sets and
+    #: ``tune`` searches. A keyword left out is inferred from the signature.
+    SETTINGS: ClassVar[Dict[str, Setting]] = {}
+
+    @classmethod
+    def hyperparameters(cls) -> Dict[str, Setting]:
+        """Every hyper-parameter: the constructor's keywords besides ``num_classes`` and
+        ``reduction``, declared (``SETTINGS``) or inferred (annotation and default)."""
+        return declared_settings(cls, cls.SETTINGS, skip=("num_classes", "reduction"))
+
+    def _take_settings(self, **values) -> None:
+        """Each hyper-parameter checked against its declaration and kept as the attribute of its name."""
+        for name, value in values.items():
+            setattr(self, name, self.SETTINGS[name].check(value, name))
 
     def __init__(self, num_classes: int, reduction: str = "mean"):
         super().__init__()

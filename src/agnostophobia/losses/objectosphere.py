@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import torch
 
-from ._base import LOSSES, OpenSetLoss, check_nonnegative
+from ..settings import Setting
+from ._base import LOSSES, OpenSetLoss
 from .entropic import entropic_per_sample
 
 
@@ -36,8 +37,9 @@ class ObjectosphereLoss(OpenSetLoss):
 
     ``J_E`` is the Entropic Open-Set loss (Eq. 1) and ``F`` the deep features feeding
     the (bias-free) logit layer. Known samples are pushed out to magnitude ``xi``,
-    unknowns to the origin, where J_R has its only minimum (Theorem 2). The authors used
-    ``xi=50, lambda_=1e-4`` for MNIST. Their Keras code wrote the penalty as
+    unknowns to the origin, where J_R has its only minimum (Theorem 2). The defaults are the
+    authors' MNIST values, ``xi=50, lambda_=1e-4``; ``tune`` searches the grids declared in
+    :data:`SETTINGS` by cross-class calibration (Sec. 6). Their Keras code wrote the penalty as
     ``mean((1[known] max(xi-||F||,0) + 1[unknown] ||F||)^2)``, which is the same per
     sample; ``sample_weight`` multiplies the whole per-sample J_R.
 
@@ -48,11 +50,14 @@ class ObjectosphereLoss(OpenSetLoss):
     title = "Objectosphere"  # display name in reports and figures
     uses_features = True
     trains_on_unknowns = True
+    SETTINGS = {"xi": Setting(float, 50.0, low=0, grid=(10.0, 50.0, 100.0),
+                              doc="the feature magnitude known samples are pushed beyond (Eq. 2)"),
+                "lambda_": Setting(float, 1e-4, low=0, grid=(1e-5, 1e-4, 1e-3),
+                                   doc="the weight of the magnitude term (Eq. 2); YAML key 'lambda'")}
 
-    def __init__(self, num_classes: int, xi: float, lambda_: float, reduction: str = "mean"):
+    def __init__(self, num_classes: int, xi: float = 50.0, lambda_: float = 1e-4, reduction: str = "mean"):
         super().__init__(num_classes, reduction)
-        self.xi = check_nonnegative(xi, "xi")
-        self.lambda_ = check_nonnegative(lambda_, "lambda_")
+        self._take_settings(xi=xi, lambda_=lambda_)
 
     def extra_repr(self) -> str:
         return f"{super().extra_repr()}, xi={self.xi}, lambda_={self.lambda_}"

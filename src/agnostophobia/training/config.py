@@ -23,7 +23,7 @@ from agnostophobia.data.preprocess import OURS
 from agnostophobia._validation import check_arguments
 from agnostophobia.data.protocols import build_protocol, check_limits, protocol_spec
 from agnostophobia.errors import ConfigError
-from agnostophobia.losses import LOSSES, build_loss, loss_parameters
+from agnostophobia.losses import LOSSES, build_loss, loss_settings
 from agnostophobia.models import MODELS, build_model
 from agnostophobia.training.precision import PRECISIONS
 from agnostophobia.training.concurrent import check_concurrent_runs
@@ -144,12 +144,12 @@ class TrainConfig:
 
     def loss_settings(self) -> Dict[str, Any]:
         """The keyword arguments of the approach's loss: each parameter its constructor
-        declares (:func:`~agnostophobia.losses.loss_parameters`), from ``loss:``, or from the
+        declares (:func:`~agnostophobia.losses.loss_settings`), from ``loss:``, or from the
         top-level key of that name (``xi`` and ``lambda`` of Objectosphere, Eq. 2, where
         configs have always set them). A parameter set nowhere keeps the loss's default."""
         names = {f.name for f in fields(self)}
         return {name: self.loss[name] if name in self.loss else getattr(self, name)
-                for name in loss_parameters(self.approach) if name in self.loss or name in names}
+                for name in loss_settings(self.approach) if name in self.loss or name in names}
 
     def _check_loss_settings(self) -> None:
         """``loss:`` names only parameters some registered loss declares (besides the
@@ -157,7 +157,7 @@ class TrainConfig:
         if not isinstance(self.loss, dict):
             raise ConfigError(f"config key 'loss': must be a mapping of loss settings, got {self.loss!r}")
         top_level = {f.name for f in fields(self)}
-        declared = {p for name in LOSSES.registered() for p in loss_parameters(name)} - top_level
+        declared = {p for name in LOSSES.registered() for p in loss_settings(name)} - top_level
         for key in self.loss:
             if key not in declared:
                 raise ConfigError(f"config key 'loss.{key}': no registered loss declares it (xi and lambda are "
