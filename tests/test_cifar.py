@@ -39,7 +39,7 @@ def test_paper_budget_is_resnet18_on_the_cifar_protocol():
         ("sgd", 0.1, 0.9, 5e-4, "cosine", 128, 200)
     assert cfg.augment == "crop-flip" and cfg.precision == "auto" and cfg.channels_last
     objectosphere = experiment.for_approach("objectosphere", 0)
-    assert (objectosphere.xi, objectosphere.lambda_) == (10.0, 0.01)
+    assert objectosphere.loss_settings() == {"xi": 10.0, "lambda_": 0.01}
 
 
 @pytest.mark.parametrize("budget, width, epochs", [("smoke", 8, 1), ("cpu", 16, 20)])
@@ -47,7 +47,7 @@ def test_shortened_budgets(budget, width, epochs):
     cfg = load_experiment("cifar").for_budget(budget).train
     assert cfg.protocol == "cifar"  # the protocol is chosen with --protocol, never by a budget
     assert cfg.model_kwargs == {"feature_dim": 1024, "width": width} and cfg.epochs == epochs
-    assert (cfg.xi, cfg.lambda_, cfg.optimizer, cfg.augment) == (10.0, 0.01, "sgd", "crop-flip")
+    assert (cfg.loss, cfg.optimizer, cfg.augment) == ({"xi": 10.0, "lambda_": 0.01}, "sgd", "crop-flip")
 
 
 def test_cpu_budget_keeps_the_whole_cifar10_split(real_data_dir):
@@ -75,8 +75,9 @@ def test_xi_lambda_balance_at_initialisation(real_data_dir, width, num_classes):
     model = build_model("resnet18", num_outputs=num_classes, feature_dim=1024, width=width)
     logits, features = predict(model, images, 100, torch.device("cpu"))
     norm = np.linalg.norm(features, axis=1)
-    assert norm.mean() < 0.25 * cfg.xi  # every known sample starts well inside the margin
-    known_term = cfg.lambda_ * np.mean((cfg.xi - norm) ** 2)
+    xi, lambda_ = cfg.loss["xi"], cfg.loss["lambda_"]
+    assert norm.mean() < 0.25 * xi  # every known sample starts well inside the margin
+    known_term = lambda_ * np.mean((xi - norm) ** 2)
     entropic = float(-torch.log_softmax(torch.from_numpy(logits).double(), 1).mean(1).mean())
     assert entropic == pytest.approx(math.log(num_classes), abs=0.01)
     assert 0.25 < known_term / entropic < 0.6

@@ -155,8 +155,8 @@ def test_shipped_lenet_config_defines_every_budget(budget):
     assert experiment.approaches == ["softmax", "background", "entropic", "objectosphere"]
     if budget == "paper":  # the authors' protocol (docs/references.md)
         cfg = experiment.train
-        assert (cfg.optimizer, cfg.lr, cfg.batch_size, cfg.epochs, cfg.xi, cfg.lambda_) == \
-            ("adam", 0.01, 128, 70, 50.0, 1e-4)
+        assert (cfg.optimizer, cfg.lr, cfg.batch_size, cfg.epochs, cfg.loss) == \
+            ("adam", 0.01, 128, 70, {"xi": 50, "lambda_": 1e-4})
         assert cfg.model_kwargs["activation"] == "none" and cfg.protocol_limits == {}
 
 

@@ -256,7 +256,7 @@ def test_a_checkpoint_must_agree_with_its_folder_and_the_runs_config(tiny_run, t
     config = yaml.safe_load((run / "config.yaml").read_text())
     records.check_agreement(records.RunRecords(run, {**config, "device": "cuda:3", "openmax": {"tail_size": 5}},
                                                None, checked.models, None, checked.checkpoint_configs))
-    for key, value in (("xi", 7.0), ("model_kwargs", {"feature_dim": 3}), ("data_seed", 1)):
+    for key, value in (("loss", {"xi": 7.0}), ("model_kwargs", {"feature_dim": 3}), ("data_seed", 1)):
         with pytest.raises(RecordError, match=f"best.pt and .*config.yaml disagree: the model was trained with {key}="):
             records.check_agreement(records.RunRecords(run, {**config, key: value}, None, checked.models, None,
                                                        checked.checkpoint_configs))

@@ -14,7 +14,7 @@ from agnostophobia._killpoints import ENV as KILL_ENV
 from agnostophobia.errors import ConfigError
 from agnostophobia.losses import LOSSES, build_loss, known_columns
 from agnostophobia.training.checkpoint import load_checkpoint
-from agnostophobia.training.config import TrainConfig, parse_experiment
+from agnostophobia.training.config import TrainConfig, load_experiment, parse_experiment
 from agnostophobia.training.trainer import Training, epoch_order, fit, predict
 from synthetic import synthetic_protocol
 
@@ -161,8 +161,8 @@ def test_config_rejects_unknown_keys_and_bad_values():
         parse_experiment({"approaches": ["softmax", "magic"]})
     with pytest.raises(ConfigError, match=r"'budgets\.smoke\.epoch'"):
         parse_experiment({"budgets": {"smoke": {"epoch": 1}}})
-    experiment = parse_experiment({"lambda": 0.5, "budgets": {"smoke": {"epochs": 2, "seeds": 3}}})
-    assert experiment.train.lambda_ == 0.5
+    experiment = parse_experiment({"loss": {"lambda": 0.5}, "budgets": {"smoke": {"epochs": 2, "seeds": 3}}})
+    assert experiment.train.loss == {"lambda_": 0.5}
     smoke = experiment.for_budget("smoke")
     assert (smoke.train.epochs, smoke.seeds) == (2, 3)
     with pytest.raises(ConfigError, match="budget 'cpu'"):
@@ -173,7 +173,7 @@ def test_the_background_approach_is_the_one_with_an_extra_output():
     assert LOSSES.registered() == ["softmax", "background", "entropic", "objectosphere"]  # the paper's order
     assert [name for name in LOSSES.registered() if LOSSES.get(name).background_class] == ["background"]
     for name in LOSSES.registered():  # the network width the trainer builds agrees with the flag
-        loss = build_loss(name, 10, **({"xi": 1.0, "lambda_": 1.0} if name == "objectosphere" else {}))
+        loss = build_loss(name, 10)
         assert loss.num_outputs == 10 + LOSSES.get(name).background_class
         assert known_columns(name, loss.num_outputs) == 10
 
@@ -196,11 +196,21 @@ def test_adversarial_training_adds_the_loss_of_fgsm_examples():
     torch.testing.assert_close(plain.training_loss(x, y)[0], clean)
 
 
-def test_old_top_level_xi_and_lambda_still_set_the_objectosphere_loss():
-    experiment = parse_experiment({"approaches": ["objectosphere"], "xi": 10, "lambda": 1e-3})
+def test_old_top_level_xi_and_lambda_still_set_the_objectosphere_loss(tmp_path, capsys):
+    experiment = parse_experiment({"approaches": ["objectosphere"], "xi": 10, "lambda": 1e-3,
+                                   "budgets": {"cpu": {"xi": 20}}})
     cfg = experiment.for_approach("objectosphere", 0)
-    assert (cfg.xi, cfg.lambda_, cfg.loss) == (10.0, 1e-3, {})
-    assert cfg.loss_settings() == {"xi": 10.0, "lambda_": 1e-3}
+    assert cfg.loss == {"xi": 10, "lambda_": 1e-3} and not hasattr(cfg, "xi")
+    assert cfg.loss_settings() == {"xi": 10, "lambda_": 1e-3}
+    assert experiment.for_budget("cpu").train.loss == {"xi": 20, "lambda_": 1e-3}  # over the config's own
+    with pytest.raises(ConfigError, match="'xi' and 'loss.xi' disagree"):
+        parse_experiment({"xi": 10, "loss": {"xi": 20}})
+    assert parse_experiment({"xi": 10, "loss": {"xi": 10}}).train.loss == {"xi": 10}
+    path = tmp_path / "old.yaml"  # a file with the old keys says once, in one line, where they live now
+    path.write_text("approaches: [objectosphere]\nxi: 10\nlambda: 1.0e-3\n")
+    load_experiment(path), load_experiment(path)
+    note = capsys.readouterr().err.strip().splitlines()
+    assert len(note) == 1 and "xi, lambda: read as loss.xi / loss.lambda" in note[0]
     loss = Training(cfg, synthetic_protocol()).loss_fn
     assert (loss.xi, loss.lambda_) == (10.0, 1e-3)
     assert experiment.for_approach("entropic", 0).loss_settings() == {}  # J_E reads neither

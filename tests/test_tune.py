@@ -160,13 +160,13 @@ def test_tune_trains_each_point_and_chooses_by_validation_ccr(config, synthetic_
         ccr = recomputed_ccr(model_dir, record["fpr_values"])
         assert row["ccr"] == pytest.approx(ccr) and row["ccr"][record["fpr_values"].index(FPR)] is not None
         expected[row["point"]] = ccr[record["fpr_values"].index(FPR)]
-        assert yaml.safe_load((model_dir.parent.parent / "config.yaml").read_text())["xi"] == row["params"]["xi"]
+        assert yaml.safe_load((model_dir.parent.parent / "config.yaml").read_text())["loss"]["xi"] == row["params"]["xi"]
     best = max(expected.values())
     # ties go to the config's own values (xi = 50, lambda = 1e-4)
     winner = "xi=50,lambda=0.0001" if expected["xi=50,lambda=0.0001"] == best else "xi=10,lambda=0.0001"
     chosen = record["chosen"]["objectosphere"]
     assert chosen["point"] == winner and chosen["ccr"] == pytest.approx(best)
-    assert load_experiment(out / chosen["config"]).train.xi == chosen["params"]["xi"]
+    assert load_experiment(out / chosen["config"]).train.loss["xi"] == chosen["params"]["xi"]
     table = (out / "tune.md").read_text()
     assert f"| {winner.split(',')[0][3:]} | 0.0001 | objectosphere ✓ |" in table
 
@@ -187,8 +187,8 @@ def test_tune_resumes_without_retraining_finished_points(config, synthetic_data,
     real_fit, calls = reproduce.fit, []
 
     def killed_in_second_point(cfg, protocol, run_dir, **kwargs):  # as if killed after epoch 1
-        calls.append(cfg.xi)
-        if cfg.xi == 50:
+        calls.append(cfg.loss["xi"])
+        if cfg.loss["xi"] == 50:
             real_fit(cfg, protocol, run_dir, stop_after_epoch=1, **kwargs)
             raise KeyboardInterrupt
         return real_fit(cfg, protocol, run_dir, **kwargs)
@@ -202,7 +202,7 @@ def test_tune_resumes_without_retraining_finished_points(config, synthetic_data,
     assert len(interrupted) == 2 and not (out / "tune.json").exists()
 
     def counted(cfg, protocol, run_dir, **kwargs):
-        calls.append(cfg.xi)
+        calls.append(cfg.loss["xi"])
         return real_fit(cfg, protocol, run_dir, **kwargs)
 
     calls.clear()

@@ -30,7 +30,7 @@ import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 import yaml
@@ -48,11 +48,9 @@ from agnostophobia.metrics import ccr_at_fpr
 from agnostophobia.metrics.rows import own_detector
 from agnostophobia.metrics.summary import finite_or_none
 from agnostophobia.settings import Setting
-from agnostophobia.training.config import (TRAIN_ALIASES, ExperimentConfig, TrainConfig, load_experiment,
-                                           resolve_config_path)
+from agnostophobia.training.config import (LOSS_ALIASES, ExperimentConfig, TrainConfig, load_experiment,
+                                           resolve_config_path, with_loss_keys_moved)
 
-#: The config's own fields (a loss hyper-parameter with one, xi and lambda, is set there).
-TRAIN_FIELDS = frozenset(f.name for f in dataclasses.fields(TrainConfig))
 #: The FPR the choice is made at, unless ``--fpr`` says otherwise.
 DEFAULT_FPR = 1e-2
 #: FPRs shown beside it in the table, for information.
@@ -64,7 +62,7 @@ def tunable_parameters() -> Dict[str, Tuple[str, Setting]]:
     """``{command-line name: (keyword, setting)}`` of every hyper-parameter some registered
     loss reads (declared, or inferred from its constructor), spelled as in the YAML
     (``lambda`` for the keyword ``lambda_``)."""
-    spelled = {field: name for name, field in TRAIN_ALIASES.items()}
+    spelled = {keyword: name for name, keyword in LOSS_ALIASES.items()}
     tunable: Dict[str, Tuple[str, Setting]] = {}
     for loss in LOSSES.names():
         for keyword, setting in loss_settings(loss).items():
@@ -73,19 +71,9 @@ def tunable_parameters() -> Dict[str, Tuple[str, Setting]]:
 
 
 def config_value(train: TrainConfig, keyword: str, setting: Setting):
-    """The value a config gives the loss hyper-parameter ``keyword``: under ``loss:``, else
-    its top-level key (xi, lambda), else the declared default."""
-    if keyword in train.loss:
-        return train.loss[keyword]
-    return getattr(train, keyword) if keyword in TRAIN_FIELDS else setting.default
-
-
-def with_loss_values(train: TrainConfig, values: Dict[str, Any]) -> TrainConfig:
-    """``train`` with loss hyper-parameters set: a top-level field where the config has one
-    (xi, lambda), else under ``loss:``; validated."""
-    top_level = {k: v for k, v in values.items() if k in TRAIN_FIELDS}
-    loss = {**train.loss, **{k: v for k, v in values.items() if k not in TRAIN_FIELDS}}
-    return dataclasses.replace(train, loss=loss, **top_level).validate()
+    """The value a config gives the loss hyper-parameter ``keyword``: under ``loss:``, else its
+    declared default."""
+    return train.loss.get(keyword, setting.default)
 
 
 def format_value(value: Optional[float]) -> str:
@@ -237,7 +225,8 @@ class TuneSetup:
     def experiment_at(self, point: Dict[str, float]) -> ExperimentConfig:
         tunable = tunable_parameters()
         experiment = copy.deepcopy(self.experiment)
-        experiment.train = with_loss_values(experiment.train, {tunable[n][0]: v for n, v in point.items()})
+        loss = {**experiment.train.loss, **{tunable[n][0]: v for n, v in point.items()}}
+        experiment.train = dataclasses.replace(experiment.train, loss=loss).validate()
         return experiment
 
 
@@ -404,15 +393,15 @@ def resolvable_fpr(n_unknown: int) -> float:
 def write_chosen_config(out: Path, tuning: TuneSetup, approach: str, values: Dict[str, float]) -> Path:
     """The tuned config with the chosen values, at its top level and in every budget that
     set them, so that ``reproduce`` trains with them whatever budget it is given."""
-    data = yaml.safe_load(resolve_config_path(tuning.config).read_text())
+    data = with_loss_keys_moved(yaml.safe_load(resolve_config_path(tuning.config).read_text()))
+    budgets = {name: with_loss_keys_moved(overrides) for name, overrides in (data.get("budgets") or {}).items()}
+    if budgets:
+        data["budgets"] = budgets
     tunable = tunable_parameters()
     for name, value in values.items():
         keyword = tunable[name][0]
-        for level in (data, *(data.get("budgets") or {}).values()):  # a top-level key (xi, lambda) or under loss:
-            if keyword in TRAIN_FIELDS:
-                if level is data or name in level:
-                    level[name] = value
-            elif level is data or keyword in (level.get("loss") or {}):
+        for level in (data, *budgets.values()):  # the config's loss: and each budget's that sets it
+            if level is data or keyword in (level.get("loss") or {}):
                 level.setdefault("loss", {})[keyword] = value
     path = out / f"chosen-{approach}.yaml"
     header = (f"# {tuning.config} with {', '.join(f'{n} = {format_value(v)}' for n, v in values.items())}, chosen "

@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import re
+import sys
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Union
@@ -32,8 +33,8 @@ from agnostophobia.training.seed_batch import check_batched_seeds
 @dataclass
 class TrainConfig:
     """Everything one training run depends on. Defaults are the authors' LeNet++ protocol
-    (docs/references.md): Adam, lr 0.01, batch 128, 70 epochs, best validation loss kept,
-    xi = 50, lambda = 1e-4."""
+    (docs/references.md): Adam, lr 0.01, batch 128, 70 epochs, best validation loss kept;
+    Objectosphere's xi = 50 and lambda = 1e-4 are its loss's declared defaults (``loss:``)."""
 
     name: str = "experiment"
     protocol: Union[str, Dict[str, Any]] = "lenet++"  # a registered name, or a protocol from files (a mapping)
@@ -52,9 +53,8 @@ class TrainConfig:
     scheduler: str = "none"          # none | cosine | step
     step_size: int = 30              # for scheduler: step
     gamma: float = 0.1               # for scheduler: step
-    xi: float = 50.0                 # Objectosphere margin on ||F|| (Eq. 2)
-    lambda_: float = 1e-4            # Objectosphere weight (Eq. 2); YAML key "lambda"
-    # Settings of any other registered loss, by its constructor's keyword names (loss_settings)
+    # The hyper-parameters of the registered losses, by their constructor's keyword names
+    # (losses.loss_settings; e.g. Objectosphere's xi and lambda, Eq. 2): {xi: 50, lambda: 1.0e-4}
     loss: Dict[str, Any] = field(default_factory=dict)
     sample_weighting: bool = True    # inverse class frequency, unknowns as one class (authors)
     augment: str = "none"            # none | crop-flip (CIFAR: random crop with padding 4, h-flip)
@@ -106,7 +106,7 @@ class TrainConfig:
             need(_is_int(getattr(self, key)) and getattr(self, key) >= 1, key, "must be an integer >= 1")
         for key in ("seed", "data_seed"):
             need(_is_int(getattr(self, key)) and getattr(self, key) >= 0, key, "must be an integer >= 0")
-        for key in ("lr", "momentum", "weight_decay", "xi", "lambda_", "gamma", "adversarial_epsilon"):
+        for key in ("lr", "momentum", "weight_decay", "gamma", "adversarial_epsilon"):
             value = getattr(self, key)
             need(_is_number(value) and math.isfinite(value) and value >= 0, key, "must be a finite number >= 0")
         need(self.lr > 0, "lr", "must be > 0")
@@ -143,34 +143,34 @@ class TrainConfig:
         return self
 
     def loss_settings(self) -> Dict[str, Any]:
-        """The keyword arguments of the approach's loss: each parameter its constructor
-        declares (:func:`~agnostophobia.losses.loss_settings`), from ``loss:``, or from the
-        top-level key of that name (``xi`` and ``lambda`` of Objectosphere, Eq. 2, where
-        configs have always set them). A parameter set nowhere keeps the loss's default."""
-        names = {f.name for f in fields(self)}
-        return {name: self.loss[name] if name in self.loss else getattr(self, name)
-                for name in loss_settings(self.approach) if name in self.loss or name in names}
+        """The keyword arguments of the approach's loss: each hyper-parameter its loss reads
+        (:func:`~agnostophobia.losses.loss_settings`) that ``loss:`` sets; one set nowhere
+        keeps its declared default."""
+        return {name: self.loss[name] for name in loss_settings(self.approach) if name in self.loss}
 
     def _check_loss_settings(self) -> None:
-        """``loss:`` names only parameters some registered loss declares (besides the
-        top-level ones), and the approach's loss accepts its settings."""
+        """``loss:`` names only hyper-parameters some registered loss reads (a config may list
+        several approaches), and the approach's loss accepts its settings."""
         if not isinstance(self.loss, dict):
             raise ConfigError(f"config key 'loss': must be a mapping of loss settings, got {self.loss!r}")
-        top_level = {f.name for f in fields(self)}
-        declared = {p for name in LOSSES.registered() for p in loss_settings(name)} - top_level
-        for key in self.loss:
+        declared: Dict[str, Any] = {}
+        for name in LOSSES.registered():
+            for keyword, setting in loss_settings(name).items():
+                declared.setdefault(keyword, setting)
+        for key, value in self.loss.items():
             if key not in declared:
-                raise ConfigError(f"config key 'loss.{key}': no registered loss declares it (xi and lambda are "
-                                  f"top-level keys); loss settings: {sorted(declared) or 'none'}")
+                raise ConfigError(f"config key 'loss.{key}': no registered loss declares it; "
+                                  f"loss settings: {sorted(declared) or 'none'}")
+            problem = declared[key].problem(value)  # also where this run's loss does not read it
+            if problem:
+                raise ConfigError(f"config key 'loss.{key}': {problem}, got {value!r}")
         try:
             build_loss(self.approach, 1, **self.loss_settings())
         except ValueError as exc:
             raise ConfigError(f"config key 'loss' (approach {self.approach}): {exc}") from None
 
     def to_dict(self) -> Dict[str, Any]:
-        data = dataclasses.asdict(self)
-        data["lambda"] = data.pop("lambda_")
-        return data
+        return dataclasses.asdict(self)
 
 
 def check_model_kwargs(model: str, kwargs: Dict[str, Any], where: str = "model_kwargs") -> None:
@@ -268,7 +268,7 @@ class ExperimentConfig:
                                                 f"config key 'budgets.{budget}.concurrent_runs'")
         batched_seeds = check_batched_seeds(overrides.pop("batched_seeds", self.batched_seeds),
                                             f"config key 'budgets.{budget}.batched_seeds'")
-        train = apply_overrides(self.train, overrides, f"budgets.{budget}.", TRAIN_ALIASES)
+        train = apply_overrides(self.train, with_loss_keys_moved(overrides, self.train.loss), f"budgets.{budget}.")
         return ExperimentConfig(train, check_approaches(approaches), check_seeds(seeds), self.budgets, self.ablation,
                                 concurrent_runs, batched_seeds)
 
@@ -279,8 +279,58 @@ class ExperimentConfig:
 # The fields holding detector settings: ``detectors`` and the two older keys named like a detector.
 DETECTOR_KEYS = ("detectors", "openmax", "knn")
 
-# YAML spellings of fields whose Python name differs ("lambda" is a Python keyword).
-TRAIN_ALIASES = {"lambda": "lambda_"}
+# YAML spellings of loss hyper-parameters whose Python name differs ("lambda" is a Python keyword).
+LOSS_ALIASES = {"lambda": "lambda_"}
+# Objectosphere's xi and lambda (Eq. 2) were top-level keys until losses declared their settings;
+# a config or record that sets them there still loads, with them moved under ``loss:``.
+LEGACY_LOSS_KEYS = {"xi": "xi", "lambda": "lambda_", "lambda_": "lambda_"}
+
+
+def with_loss_keys_moved(values: Dict[str, Any], base_loss: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
+    """``values`` (a config's keys) with the loss hyper-parameters in their one home: the old
+    top-level ``xi`` / ``lambda`` moved under ``loss:`` (on top of ``base_loss``, the loss
+    settings they override), and ``loss: {lambda: ...}`` spelled as the keyword ``lambda_``.
+    The same value set in both places is one setting; two values are a :class:`ConfigError`."""
+    legacy = {key: values[key] for key in LEGACY_LOSS_KEYS if key in values}
+    own = values.get("loss") or {}
+    if not isinstance(own, dict) or not (legacy or "loss" in values or base_loss):
+        return values  # nothing to move, or a malformed loss: the config check names it
+    own = {LOSS_ALIASES.get(key, key): value for key, value in own.items()}
+    for key, value in legacy.items():
+        keyword = LEGACY_LOSS_KEYS[key]
+        if keyword in own and own[keyword] != value:
+            raise ConfigError(f"config keys {key!r} and 'loss.{keyword}' disagree ({value!r} and {own[keyword]!r}); "
+                              f"set it once, under loss:")
+        own[keyword] = value
+    moved = {k: v for k, v in values.items() if k not in legacy}
+    moved["loss"] = {**(base_loss or {}), **own}  # a budget changes the settings it names, keeps the rest
+    return moved
+
+
+def legacy_loss_note(data: Dict[str, Any]) -> Optional[str]:
+    """The one line a config with top-level ``xi`` / ``lambda`` (here or in a budget) gets."""
+    levels = [("", data)] + [(f"budgets.{name}.", values) for name, values in (data.get("budgets") or {}).items()
+                             if isinstance(values, dict)]
+    found = [prefix + key for prefix, level in levels for key in LEGACY_LOSS_KEYS if key in level]
+    if not found:
+        return None
+    return (f"note: config key{'s' * (len(found) > 1)} {', '.join(found)}: read as loss.xi / loss.lambda; "
+            f"Objectosphere's hyper-parameters live under loss: now (loss: {{xi: 50, lambda: 1.0e-4}})")
+
+
+def comparable_config(values: Dict[str, Any]) -> Dict[str, Any]:
+    """A config's keys (a checkpoint's, a config.yaml's, a running config's ``to_dict()``) in one
+    form for comparing what was trained: loss hyper-parameters moved home, and those at their
+    declared default left out (old records state xi = 50 and lambda = 1e-4 for every approach)."""
+    values = with_loss_keys_moved(values)
+    loss = values.get("loss")
+    if isinstance(loss, dict):
+        defaults = {}
+        for name in LOSSES.registered():
+            for keyword, setting in loss_settings(name).items():
+                defaults.setdefault(keyword, setting.default)
+        values = {**values, "loss": {k: v for k, v in loss.items() if k not in defaults or v != defaults[k]}}
+    return values
 
 
 def apply_overrides(base, values: Dict[str, Any], where: str = "", aliases: Optional[Dict[str, str]] = None):
@@ -357,7 +407,7 @@ def parse_experiment(data: Dict[str, Any], where: str = "", base_dir=None) -> Ex
     ablation = check_ablation(data.pop("ablation", []) or [], budgets)
     concurrent_runs = check_concurrent_runs(data.pop("concurrent_runs", "auto"))
     batched_seeds = check_batched_seeds(data.pop("batched_seeds", "auto"))
-    experiment = ExperimentConfig(apply_overrides(TrainConfig(), data, "", TRAIN_ALIASES), approaches, seeds, budgets,
+    experiment = ExperimentConfig(apply_overrides(TrainConfig(), with_loss_keys_moved(data)), approaches, seeds, budgets,
                                   ablation, concurrent_runs, batched_seeds)
     for budget in budgets:  # fail early on a bad override, not after hours of training
         experiment.for_budget(budget)
@@ -367,7 +417,15 @@ def parse_experiment(data: Dict[str, Any], where: str = "", base_dir=None) -> Ex
 def load_experiment(path) -> ExperimentConfig:
     """Load an experiment YAML: a file path, or the name of a config shipped with the package."""
     path = resolve_config_path(path)
-    return parse_experiment(read_yaml(path), str(path), base_dir=path.parent)
+    data = read_yaml(path)
+    note = legacy_loss_note(data) if isinstance(data, dict) else None
+    if note and str(path) not in _NOTED:  # once per file and process
+        _NOTED.add(str(path))
+        print(f"{path}: {note}", file=sys.stderr)
+    return parse_experiment(data, str(path), base_dir=path.parent)
+
+
+_NOTED: set = set()
 
 
 def read_yaml(path: Path):

@@ -33,8 +33,8 @@ from agnostophobia.data.preprocess import OURS
 from agnostophobia.errors import AgnostophobiaError, ConfigError
 from agnostophobia.losses import LOSSES
 from agnostophobia.training.precision import PRECISIONS
-from agnostophobia.training.config import (TRAIN_ALIASES, TrainConfig, apply_overrides, check_approaches,
-                                           check_seeds, read_yaml)
+from agnostophobia.training.config import (TrainConfig, apply_overrides, check_approaches, check_seeds,
+                                           comparable_config, read_yaml, with_loss_keys_moved)
 
 CONFIG = "config.yaml"
 RUN_META = "run_meta.json"
@@ -73,6 +73,24 @@ VALUE_WHEN_ABSENT = {"preprocessing": OURS}
 PER_MODEL_KEYS = {"approach", "seed"}
 
 
+def trained_differently(saved: Dict[str, Any], current: Dict[str, Any],
+                        one_model: bool = True) -> Optional[Tuple[str, Any, Any]]:
+    """The first key that changes what was trained on which a checkpoint's config (``saved``) and
+    another config (``current``: config.yaml, or the config a run resumes with) differ, as
+    ``(key, saved value, current value)``; None when they agree. Keys free to change on a resume
+    are skipped, and the keys of one model (approach, seed) unless ``one_model`` (a resume
+    continues one model: they must agree too); both sides are compared in one form (loss settings at
+    home, defaults left out); a key older records lack has its :data:`VALUE_WHEN_ABSENT`."""
+    saved, current = comparable_config(saved), comparable_config(current)
+    for key, value in {**VALUE_WHEN_ABSENT, **saved}.items():
+        if key in RESUME_FREE_KEYS or key in PER_MODEL_KEYS and not one_model:
+            continue
+        other = current.get(key, VALUE_WHEN_ABSENT.get(key, _ABSENT))
+        if other != value:
+            return key, value, other
+    return None
+
+
 class RecordError(AgnostophobiaError):
     """A run record that is missing, unreadable, malformed or disagrees with another record."""
 
@@ -97,7 +115,7 @@ def parse_run_config(data, path) -> Dict[str, Any]:
         budget = values.pop("budget", None)
         if budget is not None and not isinstance(budget, str):
             raise ConfigError(f"config key 'budget': must be a budget name or null, got {budget!r}")
-        apply_overrides(TrainConfig(), values, "", TRAIN_ALIASES)
+        apply_overrides(TrainConfig(), with_loss_keys_moved(values))
     except ConfigError as exc:
         raise RecordError(f"{path}: {exc}") from None
     return data
@@ -675,12 +693,11 @@ def check_agreement(records: RunRecords) -> None:
         best = model_dir / BEST
         if (saved["approach"], saved["seed"]) != (approach, seed):
             _fail(best, f"was trained as seed{saved['seed']}/{saved['approach']} but lies in {model_dir}")
-        for key, value in {**VALUE_WHEN_ABSENT, **saved}.items():
-            if key in RESUME_FREE_KEYS or key in PER_MODEL_KEYS:
-                continue
-            if config.get(key, VALUE_WHEN_ABSENT.get(key, _ABSENT)) != value:
-                raise RecordError(f"{best} and {config_path} disagree: the model was trained with {key}={value!r}, "
-                                  f"the run's config says {_shown(config.get(key, _ABSENT))}")
+        difference = trained_differently(saved, config, one_model=False)
+        if difference:
+            key, value, other = difference
+            raise RecordError(f"{best} and {config_path} disagree: the model was trained with {key}={value!r}, "
+                              f"the run's config says {_shown(other)}")
 
 
 class _Absent:

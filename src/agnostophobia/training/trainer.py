@@ -56,15 +56,9 @@ from agnostophobia.training.cuda_graph import (CapturedStep, check_cuda_graph, c
 from agnostophobia.training.hostsync import HostCopy, read_once, to_device
 from agnostophobia.training.loaders import device_data, is_streamed
 from agnostophobia.training.precision import autocast, resolve_precision
-from agnostophobia.training.records import RESUME_FREE_KEYS, VALUE_WHEN_ABSENT
+from agnostophobia.training.records import trained_differently
 from agnostophobia.training.seed_batch import (StackedSeeds, resolve_batched_seeds, seed_optimizer_state,
                                                stack_optimizer_states)
-
-# Keys that may differ between a run and its resumption without changing the result, and the
-# values of keys older checkpoints lack: one list, shared with the run records' agreement check
-# ("deterministic" is not free: on CUDA it changes which algorithms compute the result).
-_RESUME_FREE_KEYS = RESUME_FREE_KEYS
-_VALUE_WHEN_ABSENT = VALUE_WHEN_ABSENT
 
 # A non-finite training loss stops the run within this many optimiser steps (DivergenceWatch);
 # the flag is also read at every epoch's end.
@@ -647,13 +641,12 @@ def predict(model: torch.nn.Module, images, batch_size: int = 1024,
 
 
 def _check_resumable(saved: Dict, cfg: TrainConfig, path: Path) -> None:
-    current = cfg.to_dict()
-    saved = {**_VALUE_WHEN_ABSENT, **saved}
-    for key, value in saved.items():
-        if key not in _RESUME_FREE_KEYS and current.get(key) != value:
-            raise ConfigError(
-                f"{path} was trained with {key}={value!r} but the config now says {current.get(key)!r}; "
-                f"use another output directory, or the original config to resume")
+    difference = trained_differently(saved, cfg.to_dict())
+    if difference:
+        key, value, other = difference
+        raise ConfigError(
+            f"{path} was trained with {key}={value!r} but the config now says {other!r}; "
+            f"use another output directory, or the original config to resume")
 
 
 def _write_history(path: Path, history) -> None:
