@@ -40,18 +40,6 @@ from agnostophobia.settings import Setting
 DETECTORS: Registry = Registry("detector")
 
 
-def check_setting(detector: str, key: str, value, where: str) -> None:
-    """``value`` for the setting ``key`` of the detector ``detector`` as its declaration
-    allows; a :class:`ConfigError` naming the key path ``where`` otherwise."""
-    declared = DETECTORS.get(detector).SETTINGS
-    if key not in declared:
-        raise ConfigError(f"config key {where!r}: detector {detector!r} has no setting {key!r}; "
-                          f"its settings: {', '.join(declared) or 'none'}")
-    problem = declared[key].problem(value)
-    if problem:
-        raise ConfigError(f"config key {where!r}: {problem}, got {value!r}")
-
-
 def setting_grid(detector: str) -> List[Dict[str, Any]]:
     """Every point of the detector's declared tuning grid (the product of its settings'
     grids), as constructor keywords; empty when it declares nothing to tune."""

@@ -29,13 +29,13 @@ import numpy as np
 import agnostophobia
 from agnostophobia._atomic import atomic_write
 from agnostophobia.losses import LOSSES, known_columns
-from agnostophobia._validation import check_arguments
 from agnostophobia.errors import ConfigError
+from agnostophobia.settings import check_settings
 from agnostophobia.training.outputs import FIT_OUTPUTS, OUTPUTS, load_fit_outputs, load_outputs
 from agnostophobia.training.records import (CONFIG, FITTED_FILE, SCORES_FILE, TUNED_SETTINGS, RecordError,
                                             read_detector_scores, read_fitted_detectors, read_tuned_settings)
 
-from ._base import DETECTORS, Detector, build_detector, check_setting, detector_applies, scores_from_top
+from ._base import DETECTORS, Detector, build_detector, detector_applies, scores_from_top
 
 _FORMAT = 1  # bump when the file's layout or the meaning of a stored value changes
 
@@ -48,9 +48,8 @@ def detector_settings(config: Dict, where: str = "") -> Settings:
     (``openmax: {tail_size: 20, ...}``, ``knn: {k: 50}``), which mean the same;
     ``detectors.NAME`` wins where both set a key.
 
-    Each value is checked against the :class:`~agnostophobia.detectors._base.Setting` its
-    detector declares, then the detector is built with them, so settings that could not
-    score are a :class:`ConfigError` naming the key path (``where`` prefixes it:
+    Each value is checked against the :class:`~agnostophobia.settings.Setting` its detector
+    declares, so settings that could not score are a :class:`ConfigError` naming the key path (``where`` prefixes it:
     ``budgets.cpu.``) before anything trains or is written."""
     nested = config.get("detectors") or {}
     if not isinstance(nested, dict):
@@ -66,10 +65,9 @@ def detector_settings(config: Dict, where: str = "") -> Settings:
         for path, values in ((f"{where}{name}", config.get(name)), (f"{where}detectors.{name}", nested.get(name))):
             if values is None:
                 continue
-            check_detector_settings(name, values, path)
+            check_detector_settings(name, values, path)  # each value is checked alone: so is their union
             merged.update(values)
         if config.get(name) is not None or name in nested:
-            check_detector_settings(name, merged, f"{where}detectors.{name}")
             settings[name] = merged
     return settings
 
@@ -118,27 +116,12 @@ def run_model_settings(run_dir: Path, config: Dict, approach: str) -> Settings:
 
 
 def check_detector_settings(name: str, values, where: str) -> None:
-    """``values`` as the detector ``name`` declares and accepts them; a :class:`ConfigError`
-    naming ``where.key``."""
+    """``values`` as the detector ``name`` declares them (:data:`~.Detector.SETTINGS`, which its
+    constructor checks too, so nothing is built to find out); a :class:`ConfigError` naming
+    ``where.key``."""
     if not isinstance(values, dict):
         raise ConfigError(f"config key {where!r}: must be a mapping of settings, got {values!r}")
-    for key, value in values.items():
-        check_setting(name, key, value, f"{where}.{key}")
-    check_arguments(DETECTORS.get(name), values, where)
-    try:
-        build_detector(name, **values)
-    except ValueError as exc:  # the constructor's own checks (ranges, names): find the setting it refused
-        culprit = next((key for key in values if not _builds(name, {key: values[key]})), None)
-        path = f"{where}.{culprit}" if culprit else where
-        raise ConfigError(f"config key {path!r}: {str(exc).splitlines()[0]}") from None
-
-
-def _builds(name: str, values: Dict) -> bool:
-    try:
-        build_detector(name, **values)
-    except ValueError:
-        return False
-    return True
+    check_settings(DETECTORS.get(name).SETTINGS, values, where, f"detector {name!r}")
 
 
 def applicable_detectors(approach: str) -> List[str]:
