@@ -235,8 +235,13 @@ def test_a_bad_batched_seeds_is_one_line_naming_the_key(value):
         parse_experiment({"budgets": {"fast": {"batched_seeds": value}}})
 
 
-def test_auto_batches_seeds_on_a_gpu_only_and_never_under_ddp_or_streaming():
+def test_auto_batches_seeds_on_a_gpu_only_and_never_under_ddp_or_streaming(monkeypatch):
+    from agnostophobia.training import seed_batch
+
     cuda, cpu = torch.device("cuda"), torch.device("cpu")
+    assert resolve_batched_seeds("auto", cuda, seeds=5, distributed=False, streamed=False) is False  # not yet shown
+    assert resolve_batched_seeds(True, cuda, seeds=5, distributed=False, streamed=False) is True
+    monkeypatch.setattr(seed_batch, "BATCHED_BY_DEFAULT_ON_CUDA", True)  # once a GPU has shown it
     assert resolve_batched_seeds("auto", cuda, seeds=5, distributed=False, streamed=False) is True
     assert resolve_batched_seeds("auto", cuda, seeds=1, distributed=False, streamed=False) is False
     assert resolve_batched_seeds("auto", cpu, seeds=5, distributed=False, streamed=False) is False

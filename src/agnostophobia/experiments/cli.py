@@ -54,7 +54,7 @@ def add_commands(subparsers) -> None:
                            "4 on a GPU, 1 for runs of under 50,000 training images)")
     runs.add_argument("--batched-seeds", type=batched_seeds, metavar="auto|true|false",
                       help="train the seeds of each approach as one batched model (default: the config's "
-                           "batched_seeds; auto: on with CUDA and 2+ seeds)")
+                           "batched_seeds; auto: off until a GPU has shown batched CCR equal to separate runs)")
     runs.add_argument("--cuda-graph", action=argparse.BooleanOptionalAction, default=None,
                       help="capture each run's training step in a CUDA graph and replay it (CUDA only; default: "
                            "the config's cuda_graph, false; not yet measured on a GPU)")
