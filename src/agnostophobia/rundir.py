@@ -203,10 +203,12 @@ class RunDir:
         made in this one place: a file reached through a link that leads out of the run is refused
         (one line naming the path), before anything is written."""
         path = Path(path)
-        self._refuse_link_out(path)
+        self._check_writable(path)
         atomic_write(path, writer)
 
-    def _refuse_link_out(self, path: Path) -> None:
+    def _check_writable(self, path: Path) -> None:
+        """Every check of where a file of this run may be written, before anything is: ``path``
+        is one of the run's files, reached through no link that leads out of the run."""
         if not _within(os.path.abspath(self.root), os.path.abspath(path)):
             raise RecordError(f"{path}: not a file of the run {self.root}")
         root = os.path.realpath(self.root)
