@@ -354,11 +354,11 @@ def test_continuing_a_run_with_a_damaged_training_record_is_one_line_and_writes_
 ])
 def test_a_damaged_fetch_record_is_one_line_naming_it(tmp_path, text, message):
     from agnostophobia.data.fetch import fetch_record_lines
-    from agnostophobia.rundir import DATA_FETCHED as FETCH_RECORD
+    from agnostophobia.rundir import DATA_FETCHED
     from agnostophobia.errors import DataError
 
-    (tmp_path / FETCH_RECORD).write_text(text)
-    with pytest.raises(DataError, match=f"{FETCH_RECORD}: {message}"):
+    (tmp_path / DATA_FETCHED).write_text(text)
+    with pytest.raises(DataError, match=f"{DATA_FETCHED}: {message}"):
         fetch_record_lines(tmp_path)
 
 
