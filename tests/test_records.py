@@ -13,6 +13,7 @@ from agnostophobia.cli import main
 from agnostophobia.detectors.stored import SCORES_FILE, model_scores
 from agnostophobia.training import records
 from agnostophobia.training.outputs import save_outputs
+from agnostophobia.rundir import RunDir
 from agnostophobia.training.records import RecordError
 
 
@@ -199,18 +200,18 @@ def test_seed_folders_are_real_distinct_and_named_seed_n(tmp_path):
     model(tmp_path)
     model(tmp_path, "seed1")
     (tmp_path / "seeds.txt").write_text("not a seed")
-    assert [(s, a) for s, a, _ in records.model_dirs(tmp_path)] == [(0, "softmax"), (1, "softmax")]
+    assert [(s, a) for s, a, _ in RunDir(tmp_path).models()] == [(0, "softmax"), (1, "softmax")]
     os.symlink("seed0", tmp_path / "seed2")
     with pytest.raises(RecordError, match="seed2: is a symbolic link"):
-        records.model_dirs(tmp_path)
+        RunDir(tmp_path).models()
     (tmp_path / "seed2").unlink()
     os.symlink(tmp_path / "seed0" / "softmax", tmp_path / "seed1" / "entropic")
     with pytest.raises(RecordError, match="entropic: is a symbolic link"):
-        records.model_dirs(tmp_path)
+        RunDir(tmp_path).models()
     (tmp_path / "seed1" / "entropic").unlink()
     shutil.copytree(tmp_path / "seed1", tmp_path / "seed01")
     with pytest.raises(RecordError, match="seed01: a seed folder is named seed<N> without leading zeros"):
-        records.model_dirs(tmp_path)
+        RunDir(tmp_path).models()
 
 
 # ------------------------------------------------------------------------ agreement, versions
@@ -352,11 +353,12 @@ def test_continuing_a_run_with_a_damaged_training_record_is_one_line_and_writes_
     ('{"files": [{"dataset": "mnist", "file": "a.npz", "url": 3, "sha256": "ab", "verified": true}]}', r"files\[0\]"),
 ])
 def test_a_damaged_fetch_record_is_one_line_naming_it(tmp_path, text, message):
-    from agnostophobia.data.fetch import FETCH_RECORD, fetch_record_lines
+    from agnostophobia.data.fetch import fetch_record_lines
+    from agnostophobia.rundir import DATA_FETCHED
     from agnostophobia.errors import DataError
 
-    (tmp_path / FETCH_RECORD).write_text(text)
-    with pytest.raises(DataError, match=f"{FETCH_RECORD}: {message}"):
+    (tmp_path / DATA_FETCHED).write_text(text)
+    with pytest.raises(DataError, match=f"{DATA_FETCHED}: {message}"):
         fetch_record_lines(tmp_path)
 
 

@@ -36,12 +36,12 @@ from typing import Callable, Dict, List, Optional, Sequence
 from agnostophobia import __version__
 from agnostophobia._atomic import atomic_write, naming_target, new_file_mode
 from agnostophobia.errors import DataError
+from agnostophobia.rundir import DATA_FETCHED, RunDir
 from agnostophobia.data.datasets import DATASETS, DatasetInfo, Resource, SplitUnavailable, load_dataset
 from agnostophobia.data.formats import md5_file, sha256_file
 from agnostophobia.data.paths import MIRROR_ENV, PathLike, data_dir as resolve_data_dir
 
 SUMS_FILE = "SHA256SUMS"
-FETCH_RECORD = "data_fetched.json"  # in a run directory: the files fetched for that run
 _NETWORK_ERRORS = (urllib.error.URLError, http.client.HTTPException, OSError, TimeoutError)
 
 
@@ -329,7 +329,7 @@ def fetch_missing(names: Sequence[str], data_dir: Optional[PathLike], explanatio
         one = len(unverified) == 1
         raise DataError(f"{explanation}; {files} {'has' if one else 'have'} no published checksum: rerun with "
                         f"--allow-unverified to download {'it' if one else 'them'} anyway (the sha256 received is "
-                        f"recorded in the run's {FETCH_RECORD}); nothing was downloaded")
+                        f"recorded in the run's {DATA_FETCHED}); nothing was downloaded")
     records: List[FetchedFile] = []
     for name in sources:
         try:
@@ -371,9 +371,10 @@ def require_datasets(names, data_dir: Optional[PathLike] = None, needed_by: str 
 
 def write_fetch_record(run_dir: PathLike, records: Sequence[FetchedFile]) -> Path:
     """``RUN/data_fetched.json``: ``{"files": [{dataset, file, url, sha256, verified}, ...]}``."""
-    path = Path(run_dir) / FETCH_RECORD
+    run = RunDir(run_dir)
+    path = run.data_fetched
     rows = [{k: v for k, v in asdict(r).items() if k != "path"} for r in records]
-    atomic_write(path, lambda tmp: Path(tmp).write_text(json.dumps({"files": rows}, indent=1)))
+    run.write(path, lambda tmp: Path(tmp).write_text(json.dumps({"files": rows}, indent=1)))
     return path
 
 
@@ -381,7 +382,7 @@ def read_fetch_record(run_dir: PathLike) -> List[Dict]:
     """The files ``RUN/data_fetched.json`` records ([] when absent), checked: each with
     ``dataset``, ``file``, ``sha256`` (strings), ``url`` (a string, or null: already present)
     and ``verified`` (true or false); a :class:`DataError` naming the file and entry otherwise."""
-    path = Path(run_dir) / FETCH_RECORD
+    path = RunDir(run_dir).data_fetched
     if not path.exists():
         return []
     try:

@@ -44,7 +44,6 @@ from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 import numpy as np
 import torch
 
-from agnostophobia._atomic import atomic_write
 from agnostophobia._runlock import run_lock
 from agnostophobia.detectors import DETECTORS, detector_applies
 from agnostophobia.detectors.stored import (KeptFits, NotFitted, Settings, detector_settings, fitted_detector,
@@ -56,11 +55,12 @@ from agnostophobia.losses import LOSSES, known_columns
 from agnostophobia.metrics import ccr_at_fpr, rates_at_threshold, threshold_at_fpr
 from agnostophobia.metrics.rows import own_detector
 from agnostophobia.training.config import protocol_for
-from agnostophobia.training.outputs import (VAL_OUTPUTS, SplitOutputs, iter_model_dirs, load_fit_outputs,
-                                            load_outputs, load_val_outputs, run_config, save_outputs, val_split)
+from agnostophobia.training.outputs import (VAL_OUTPUTS, SplitOutputs, load_fit_outputs, load_outputs,
+                                            load_val_outputs, run_config, save_outputs, val_split)
 from agnostophobia.training import records
 from agnostophobia.training.checkpoint import load_checkpoint
 from agnostophobia.training.precision import resolve_precision
+from agnostophobia.rundir import RunDir
 from agnostophobia.training.trained import BEST, TrainedModel, load_trained_model
 from agnostophobia.training.trainer import resolve_device
 
@@ -80,7 +80,7 @@ def trained_models(run_dir: Path) -> List[Tuple[int, str, Path]]:
     run_dir = Path(run_dir)
     if not run_dir.is_dir():
         raise AgnostophobiaError(f"run directory {run_dir} does not exist")
-    models = list(iter_model_dirs(run_dir))
+    models = RunDir(run_dir).models()
     if not models:
         raise AgnostophobiaError(f"{run_dir} holds no trained run (seed*/<approach>/outputs.npz); "
                                  f"train one with `agnostophobia reproduce` or `agnostophobia train`")
@@ -121,7 +121,7 @@ def resolve_model(run_dir: Path, approach: Optional[str] = None, detector: Optio
                                  f"{', '.join(map(str, seeds))}")
     detector = detector or default_detector(approach)
     check_applicable(detector, approach, run_dir)
-    return Path(run_dir) / f"seed{seed}" / approach, approach, detector
+    return RunDir(run_dir).model_dir(seed, approach), approach, detector
 
 
 # ------------------------------------------------------------------------ validation data
@@ -267,7 +267,7 @@ def calibrate_models(run_dir: Path, fpr: float, models: Iterable[Tuple[int, str,
         calibration = read_calibration(run_dir) or {}
         entries = {_key(e): e for e in calibration.get("entries", [])}
         for seed, approach, detector in models:
-            model_dir = run_dir / f"seed{seed}" / approach
+            model_dir = RunDir(run_dir).model_dir(seed, approach)
             val = validation_outputs(model_dir, protocols, device, log)  # in DEPLOY_PRECISION
             entry = calibrate_model(val, approach, detector, seed, fpr, load_fit_outputs(model_dir),
                                     model_settings(settings, tuned, approach), kept=KeptFits(model_dir))
@@ -278,7 +278,8 @@ def calibrate_models(run_dir: Path, fpr: float, models: Iterable[Tuple[int, str,
                        "class_names": calibration.get("class_names") or class_names(run_dir, protocols),
                        "entries": sorted(entries.values(), key=lambda e: (e["seed"], order.get(e["approach"], -1),
                                                                           e["detector"]))}
-        atomic_write(run_dir / CALIBRATION, lambda tmp: Path(tmp).write_text(json.dumps(calibration, indent=1)))
+        run = RunDir(run_dir)
+        run.write(run.calibration, lambda tmp: Path(tmp).write_text(json.dumps(calibration, indent=1)))
     return calibration
 
 
@@ -303,7 +304,7 @@ def calibrate_run(run_dir, fpr: float, approaches: Optional[Sequence[str]] = Non
         raise AgnostophobiaError(f"{run_dir}: detector {detector!r} reads a background class, which none of the "
                                  f"models {', '.join(approaches or trained)} has; choose another --detector")
     calibrate_models(run_dir, fpr, chosen, data_dir, device, log)
-    path = run_dir / CALIBRATION
+    path = RunDir(run_dir).calibration
     log(f"calibration: {path}; `agnostophobia evaluate {run_dir}` adds what these thresholds give on the "
         f"test sets to the report")
     return path
@@ -339,9 +340,9 @@ def calibration_entry(run_dir: Path, approach: str, detector: str, seed: int) ->
                                  f"{hint}")
     entry = next((e for e in calibration["entries"] if _key(e) == (approach, detector, seed)), None)
     if entry is None:
-        raise AgnostophobiaError(f"{run_dir}/{CALIBRATION} has no threshold for approach {approach!r}, detector "
+        raise AgnostophobiaError(f"{RunDir(run_dir).calibration} has no threshold for approach {approach!r}, detector "
                                  f"{detector!r}, seed {seed}; {hint}")
-    check_threshold(entry, run_dir / CALIBRATION)
+    check_threshold(entry, RunDir(run_dir).calibration)
     return {**entry, "class_names": calibration.get("class_names")}
 
 
@@ -364,7 +365,7 @@ def calibrate_in_memory(run_dir: Path, approach: str, detector: str, seed: int, 
     consumer computing in another precision than the stored threshold's)."""
     run_dir = Path(run_dir)
     fpr = check_target(fpr)
-    model_dir = run_dir / f"seed{seed}" / approach
+    model_dir = RunDir(run_dir).model_dir(seed, approach)
     protocols = Protocols(data_dir)
     val = validation_outputs(model_dir, protocols, device, log, precision, store=False)
     entry = calibrate_model(val, approach, detector, seed, fpr, load_fit_outputs(model_dir),
@@ -386,8 +387,8 @@ def threshold_results(run_dir: Path, settings: Optional[Settings] = None) -> Tup
     rows, notes, scores = [], [], {}
     for entry in calibration["entries"]:
         approach, detector, seed = _key(entry)
-        model_dir = Path(run_dir) / f"seed{seed}" / approach
-        if not (model_dir / "outputs.npz").exists():
+        model_dir = RunDir(run_dir).model_dir(seed, approach)
+        if not RunDir(run_dir).outputs(seed, approach).exists():
             notes.append(f"{approach}/{detector} (seed {seed}): the model is no longer in the run")
             continue
         if entry.get("threshold") is None:

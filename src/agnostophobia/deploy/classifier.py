@@ -16,6 +16,7 @@ from agnostophobia.detectors.stored import KeptFits, NotFitted, fitted_detector,
 from agnostophobia.errors import AgnostophobiaError
 from agnostophobia.losses import known_columns
 from agnostophobia.training.outputs import load_fit_outputs, run_config
+from agnostophobia.rundir import RunDir
 from agnostophobia.training.trained import TrainedModel, load_trained_model
 
 from .calibration import (CALIBRATION, DEPLOY_PRECISION, calibrate_in_memory, calibrate_models, calibration_entry,
@@ -30,7 +31,7 @@ def threshold_in(entry: Dict, trained: TrainedModel, run_dir: Path, data_dir=Non
     """``entry`` if its threshold was chosen in ``trained``'s precision; else the threshold
     chosen again, in memory, at the same target FPR on validation outputs in that precision:
     a threshold is never compared with scores computed in another arithmetic."""
-    chosen_in = entry_precision(entry, run_dir / f"seed{entry['seed']}" / entry["approach"])
+    chosen_in = entry_precision(entry, RunDir(run_dir).model_dir(entry["seed"], entry["approach"]))
     if chosen_in == trained.precision:
         return entry
     again = calibrate_in_memory(run_dir, entry["approach"], entry["detector"], entry["seed"], entry["target_fpr"],

@@ -27,13 +27,12 @@ from typing import Dict, List, Optional, Tuple
 import numpy as np
 
 import agnostophobia
-from agnostophobia._atomic import atomic_write
 from agnostophobia.losses import LOSSES, known_columns
 from agnostophobia.errors import ConfigError
+from agnostophobia.rundir import FIT_OUTPUTS, FITTED_FILE, OUTPUTS, SCORES_FILE, RecordError, RunDir, write_run_file
 from agnostophobia.settings import check_settings
-from agnostophobia.training.outputs import FIT_OUTPUTS, OUTPUTS, load_fit_outputs, load_outputs
-from agnostophobia.training.records import (CONFIG, FITTED_FILE, SCORES_FILE, TUNED_SETTINGS, RecordError,
-                                            read_detector_scores, read_fitted_detectors, read_tuned_settings)
+from agnostophobia.training.outputs import load_fit_outputs, load_outputs
+from agnostophobia.training.records import read_detector_scores, read_fitted_detectors, read_tuned_settings
 
 from ._base import DETECTORS, Detector, build_detector, detector_applies, scores_from_top
 
@@ -78,7 +77,7 @@ def run_detector_settings(run_dir: Path, config: Dict) -> Settings:
     try:
         return detector_settings(config)
     except ConfigError as exc:
-        raise ConfigError(f"{Path(run_dir) / CONFIG}: {exc}") from None
+        raise ConfigError(f"{RunDir(run_dir).config}: {exc}") from None
 
 
 def run_tuned_settings(run_dir: Path) -> Dict[str, Settings]:
@@ -86,7 +85,7 @@ def run_tuned_settings(run_dir: Path) -> Dict[str, Settings]:
     (``{approach: {detector: {setting: value}}}``, from ``detector_settings.json``, read by the
     run records' reader and each value checked against its detector's declaration); {} when
     the run was never tuned. A damaged file is one line naming it and the key."""
-    path = Path(run_dir) / TUNED_SETTINGS
+    path = RunDir(run_dir).tuned_settings
     try:
         stored = read_tuned_settings(run_dir)
         if stored is None:
@@ -247,7 +246,7 @@ class KeptFits:
                 np.savez(handle, **arrays)
 
         try:
-            atomic_write(self.path, write)
+            write_run_file(self.path, write)
         except OSError:  # a read-only run: fitted again next time
             return
         self._entries, self._new = entries, {}
@@ -419,7 +418,7 @@ def _write(path: Path, fingerprint: str, result: ModelScores) -> None:
         with open(tmp, "wb") as handle:  # a file object: np.savez would append ".npz" to a name
             np.savez(handle, **arrays)
 
-    atomic_write(path, write)
+    write_run_file(path, write)
 
 
 def _read(path: Path, fingerprint: str) -> Optional[ModelScores]:

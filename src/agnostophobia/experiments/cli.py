@@ -5,6 +5,7 @@ import argparse
 from pathlib import Path
 
 from agnostophobia.data.preprocess import PREPROCESSINGS
+from agnostophobia.rundir import DATA_FETCHED, TUNED_SETTINGS
 
 PREPROCESSING_HELP = ("data preparation, overriding the config key 'preprocessing': ours (default: corrected) or "
                       "authors (the authors' MNIST/data_prep.py: per-set inversion, CIFAR transposed and grey as BGR, "
@@ -79,7 +80,7 @@ def add_commands(subparsers) -> None:
     p.add_argument("--no-fetch", action="store_true", help="stop and explain instead of downloading missing datasets")
     p.add_argument("--allow-unverified", action="store_true",
                    help="also download datasets without a published checksum (notMNIST, NHCD); the sha256 "
-                        "received is recorded in OUT/data_fetched.json")
+                        f"received is recorded in OUT/{DATA_FETCHED}")
     p.add_argument("--preprocessing", choices=PREPROCESSINGS, help=PREPROCESSING_HELP + "; the default --out "
                                                                    "gains the suffix -authors")
     p.set_defaults(func=_reproduce)
@@ -128,7 +129,7 @@ def add_commands(subparsers) -> None:
     p = subparsers.add_parser("tune-detectors",
                               help="choose each detector's settings (k-NN's k, OpenMax's tail size and alpha, EVM's "
                                    "tail size and cover threshold, PostMax's tail fraction) by CCR at an FPR on the "
-                                   "run's validation knowns and negatives; stored in RUN/detector_settings.json")
+                                   f"run's validation knowns and negatives; stored in RUN/{TUNED_SETTINGS}")
     p.add_argument("run", type=Path, help="a run directory (reproduce/train output)")
     p.add_argument("--fpr", type=float, default=1e-2, help="target FPR of the validation CCR (default 0.01)")
     p.add_argument("--detector", nargs="+", help="detectors to tune (default: every one that declares a grid)")

@@ -37,8 +37,8 @@ from agnostophobia._runlock import run_lock
 from agnostophobia.detectors.stored import (ModelScores, model_scores, model_settings, run_detector_settings,
                                             run_tuned_settings, stored_model_scores)
 from agnostophobia.training.outputs import load_outputs, save_outputs
-from agnostophobia.training.records import (BEST, CONFIG_SCORES_FILE, METRICS, SCORES_FILE, check_run,
-                                            read_checkpoint_config)
+from agnostophobia.training.records import check_run, read_checkpoint_config
+from agnostophobia.rundir import BEST, CONFIG_SCORES_FILE, OUTPUTS, SCORES_FILE, RunDir
 from agnostophobia.training.trained import load_trained_model
 from agnostophobia.training.trainer import resolve_device
 
@@ -60,7 +60,7 @@ def check_set_names(specs: Sequence[str], names: Sequence[str], run_dir: Path, m
         raise DataError(f"--unknowns: more than one set would be called {twice[0]!r}; rename one")
     if replace:
         return
-    held = {split for d in model_dirs for split in load_outputs(d / "outputs.npz")}
+    held = {split for d in model_dirs for split in load_outputs(d / OUTPUTS)}
     clash = [name for name in names if name in held]
     if clash:
         raise DataError(f"{run_dir} already holds unknown set(s) {', '.join(map(repr, clash))}; "
@@ -137,14 +137,14 @@ def kept_results(run_dir: Path, held: Dict[Tuple[int, str], Optional[ModelScores
     ``metrics.json`` rows were computed from the detector scores ``held`` (same fingerprint),
     every row but those of the ``recomputed`` sets. A model without such rows is computed anew."""
     try:
-        metrics = json.loads((Path(run_dir) / METRICS).read_text())
+        metrics = json.loads(RunDir(run_dir).metrics.read_text())
         fingerprints, per_seed = metrics["scores_fingerprints"], metrics["per_seed"]
     except (OSError, ValueError, KeyError, TypeError):  # none, or from before fingerprints: compute all
         return {}
     kept: Dict[Tuple[int, str], Dict[Tuple[str, str], Dict]] = {}
     for (seed, approach), scores in held.items():
         if scores is None or not isinstance(fingerprints, dict) or \
-                fingerprints.get(f"seed{seed}/{approach}") != scores.fingerprint:
+                fingerprints.get(RunDir.run_key(seed, approach)) != scores.fingerprint:
             continue
         kept[seed, approach] = {(row["detector"], row["unknowns"]): row for row in per_seed
                                 if isinstance(row, dict) and row.get("seed") == seed and row.get("approach") == approach
@@ -154,9 +154,9 @@ def kept_results(run_dir: Path, held: Dict[Tuple[int, str], Optional[ModelScores
 
 def _add_unknown_sets(model_dir: Path, names: Sequence[str], inputs: Sequence[np.ndarray], device, log) -> None:
     trained = load_trained_model(model_dir, device)  # as the run's own test sets were predicted
-    outputs = load_outputs(model_dir / "outputs.npz")
+    outputs = load_outputs(model_dir / OUTPUTS)
     for name, images in zip(names, inputs):
         logits, features = trained.outputs(images)
         outputs[name] = {"logits": logits, "features": features, "labels": np.full(len(logits), -1, np.int64)}
         log(f"{model_dir}: evaluated {len(logits):,} samples of {name!r}")
-    save_outputs(model_dir / "outputs.npz", outputs)
+    save_outputs(model_dir / OUTPUTS, outputs)

@@ -7,18 +7,18 @@ from typing import Dict, List, Optional, Sequence
 
 import numpy as np
 
-from agnostophobia._atomic import atomic_write
 from agnostophobia.data.fetch import fetch_record_lines
 from agnostophobia.deploy.calibration import RULE, threshold_results
 from agnostophobia.detectors import DETECTORS, build_detector
 from agnostophobia.detectors.stored import (ModelScores, detector_settings, model_scores, model_settings,
                                             run_tuned_settings)
 from agnostophobia.metrics import ccr_at_fpr
-from agnostophobia.training.records import CONFIG_SCORES_FILE, METRICS, read_tuned_settings
+from agnostophobia.training.records import read_tuned_settings
 from agnostophobia.experiments.run_metrics import FPR_KEYS, aggregate_seeds, entropy_magnitude_table, evaluate_model
 from agnostophobia.experiments.paper_numbers import PAPER_SIZES, TABLE1, TABLE2
 from agnostophobia.metrics.rows import PAPER_ROWS, is_paper_row, row_sort_key
-from agnostophobia.training.outputs import OUTPUTS, iter_model_dirs, load_outputs, run_config
+from agnostophobia.training.outputs import load_outputs, run_config
+from agnostophobia.rundir import CONFIG_SCORES_FILE, OUTPUTS, RunDir
 
 UNKNOWN_TITLES = {"letters": "EMNIST letters test (D_b, known unknowns)", "devanagari": "Devanagari",
                   "notmnist": "notMNIST", "cifar10": "CIFAR-10", "cifar100": "CIFAR-100 subset", "svhn": "SVHN",
@@ -39,9 +39,9 @@ def collect_results(run_dir: Path, settings: Optional[Dict[str, Dict]] = None, p
     unknowns)``, kept as they are (Table 1's means are cheap: always computed)."""
     per_seed, table1, skipped, fingerprints = [], [], [], {}
     tuned = run_tuned_settings(run_dir)  # settings chosen on validation data (tune-detectors)
-    for seed, approach, model_dir in iter_model_dirs(run_dir):
+    for seed, approach, model_dir in RunDir(run_dir).models():
         scores = model_scores(model_dir, approach, model_settings(settings or {}, tuned, approach))
-        fingerprints[f"seed{seed}/{approach}"] = scores.fingerprint
+        fingerprints[RunDir.run_key(seed, approach)] = scores.fingerprint
         computed = (previous or {}).get((seed, approach))
         per_seed += [{**result, "seed": seed} for result in evaluate_model(approach, scores, computed=computed)]
         skipped += [f"{detector} on the {approach} model (seed {seed}): {note}"
@@ -77,8 +77,8 @@ def write_metrics(run_dir: Path, meta: Dict, previous: Optional[Dict] = None) ->
     at_threshold = validation_threshold_metrics(run_dir, settings)
     if at_threshold:
         metrics["at_validation_threshold"] = at_threshold
-    atomic_write(Path(run_dir) / METRICS,
-                 lambda tmp: Path(tmp).write_text(json.dumps(metrics, indent=1, default=json_default)))
+    run = RunDir(run_dir)
+    run.write(run.metrics, lambda tmp: Path(tmp).write_text(json.dumps(metrics, indent=1, default=json_default)))
     return metrics
 
 
@@ -91,7 +91,7 @@ def tuned_detector_metrics(run_dir: Path, settings: Dict[str, Dict]) -> Optional
         return None
     fpr, tuned = stored["target_fpr"], run_tuned_settings(run_dir)
     per_seed = []
-    for seed, approach, model_dir in iter_model_dirs(run_dir):
+    for seed, approach, model_dir in RunDir(run_dir).models():
         if not tuned.get(approach):
             continue
         chosen_settings = model_settings(settings, tuned, approach)
@@ -403,6 +403,6 @@ def write_report(run_dir: Path, metrics: Dict, figures: Optional[Dict[str, List[
         lines += ["## Figures", ""]
         for title, paths in figures.items():
             lines += [f"### {title}", ""] + [f"![{Path(p).stem}]({p})" for p in paths] + [""]
-    path = run_dir / "report.md"
-    atomic_write(path, lambda tmp: Path(tmp).write_text("\n".join(lines)))
-    return path
+    run = RunDir(run_dir)
+    run.write(run.report, lambda tmp: Path(tmp).write_text("\n".join(lines)))
+    return run.report

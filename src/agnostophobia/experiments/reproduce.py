@@ -29,13 +29,12 @@ from agnostophobia.experiments.report import write_metrics, write_report
 from agnostophobia.training import distributed
 from agnostophobia.training.concurrent import (Job, check_concurrent_runs, resolve_concurrent_runs, run_jobs,
                                                threads_per_run)
-from agnostophobia._atomic import atomic_write
 from agnostophobia.training.config import (ExperimentConfig, TrainConfig, check_approaches, check_seeds,
                                            load_experiment, protocol_for)
 from agnostophobia.training.precision import resolve_precision
-from agnostophobia.training.records import (CLASSES, DATA_NOTES, METRICS, PREPROCESSING_NOTES, TIMINGS,
-                                            WALL_TIME, check_training_records, library_versions, read_classes,
-                                            read_notes, read_timings, read_wall_time)
+from agnostophobia.training.records import (check_training_records, library_versions, read_classes, read_notes,
+                                            read_timings, read_wall_time)
+from agnostophobia.rundir import DATA_NOTES, LAST, PREPROCESSING_NOTES, RunDir
 from agnostophobia.training.checkpoint import load_checkpoint
 from agnostophobia.training.loaders import is_streamed
 from agnostophobia.training.seed_batch import check_batched_seeds, resolve_batched_seeds
@@ -86,7 +85,7 @@ def train_and_store(experiment: ExperimentConfig, out: Path, log=print,
     """
     world = distributed.current()
     log = log if world.is_main else (lambda message: None)
-    timings_path, wall_path = out / TIMINGS, out / WALL_TIME
+    run = RunDir(out)
     timings = read_timings(out) if world.is_main else {}
     # a run from before wall_time.json trained one run after another: its wall time was the sum
     wall = (read_wall_time(out) if world.is_main else None) or {
@@ -95,8 +94,8 @@ def train_and_store(experiment: ExperimentConfig, out: Path, log=print,
     for seed in range(experiment.seeds):
         for approach in experiment.approaches:
             cfg = experiment.for_approach(approach, seed)
-            run_dir = out / f"seed{seed}" / approach
-            if world.from_main(lambda: (run_dir / "outputs.npz").exists() and is_finished(run_dir, cfg)):
+            run_dir = run.model_dir(seed, approach)
+            if world.from_main(lambda: run.outputs(seed, approach).exists() and is_finished(run_dir, cfg)):
                 log(f"[seed {seed}] {approach}: finished earlier, kept")
             else:
                 pending.append((cfg, run_dir))
@@ -114,7 +113,7 @@ def train_and_store(experiment: ExperimentConfig, out: Path, log=print,
         for cfg, _ in unit:  # a batch's seconds are shared out among its seeds
             key = run_key(cfg)
             timings[key] = timings.get(key, 0.0) + seconds / len(unit)
-        atomic_write(timings_path, lambda tmp: Path(tmp).write_text(json.dumps(timings, indent=1)))
+        run.write(run.timings, lambda tmp: Path(tmp).write_text(json.dumps(timings, indent=1)))
         log(f"{unit_name(unit)}: done in {seconds:.0f} s")
 
     if processes == 1:
@@ -142,14 +141,14 @@ def train_and_store(experiment: ExperimentConfig, out: Path, log=print,
     if pending:  # the training's wall time, summed over the invocations that trained something
         wall = {"training_s": wall["training_s"] + time.perf_counter() - start, "concurrent_runs": processes,
                 "batched_seeds": batched}
-        atomic_write(wall_path, lambda tmp: Path(tmp).write_text(json.dumps(wall, indent=1)))
+        run.write(run.wall_time, lambda tmp: Path(tmp).write_text(json.dumps(wall, indent=1)))
     # written only where there are any (preprocessing: authors); a resumed run reads them back
     preprocessing_notes = list(protocol.preprocessing_notes) if protocol else []
-    return {"data_notes": _record(out, DATA_NOTES, list(protocol.notes) if protocol else None,
+    return {"data_notes": _record(run, run.data_notes, list(protocol.notes) if protocol else None,
                                   lambda: read_notes(out, DATA_NOTES), []),
-            "classes": _record(out, CLASSES, protocol_classes(protocol) if protocol else None,
+            "classes": _record(run, run.classes, protocol_classes(protocol) if protocol else None,
                                lambda: read_classes(out), {}),
-            "preprocessing_notes": _record(out, PREPROCESSING_NOTES, preprocessing_notes or None,
+            "preprocessing_notes": _record(run, run.preprocessing_notes, preprocessing_notes or None,
                                            lambda: read_notes(out, PREPROCESSING_NOTES), []),
             "timings_s": timings, "training_wall_s": wall["training_s"], "concurrent_runs": wall["concurrent_runs"],
             "batched_seeds": bool(wall.get("batched_seeds", False))}
@@ -157,7 +156,7 @@ def train_and_store(experiment: ExperimentConfig, out: Path, log=print,
 
 def run_key(cfg: TrainConfig) -> str:
     """A run's name in ``timings.json`` and in messages: ``seedS/APPROACH``."""
-    return f"seed{cfg.seed}/{cfg.approach}"
+    return RunDir.run_key(cfg.seed, cfg.approach)
 
 
 def training_units(pending: List[Tuple[TrainConfig, Path]], batched: bool, world) -> List[List[Tuple[TrainConfig, Path]]]:
@@ -175,14 +174,14 @@ def training_units(pending: List[Tuple[TrainConfig, Path]], batched: bool, world
 
 def saved_epoch(run_dir: Path) -> int:
     """The epochs ``run_dir/last.pt`` holds (0 without one)."""
-    last = run_dir / "last.pt"
+    last = run_dir / LAST
     return int(load_checkpoint(last)["epoch"]) if last.exists() else 0
 
 
 def unit_name(unit: List[Tuple[TrainConfig, Path]]) -> str:
     """``[seed S] APPROACH`` for one run, ``[seeds S, T, ...] APPROACH`` for seeds batched."""
     seeds = ", ".join(str(cfg.seed) for cfg, _ in unit)
-    return f"[seed{'s' * (len(unit) > 1)} {seeds}] {unit[0][0].approach}"
+    return f"[{'seeds' if len(unit) > 1 else 'seed'} {seeds}] {unit[0][0].approach}"
 
 
 def starting(unit: List[Tuple[TrainConfig, Path]], protocol, device) -> str:
@@ -218,13 +217,13 @@ def protocol_classes(protocol) -> Dict[str, List[str]]:
     return classes
 
 
-def _record(out: Path, name: str, value, read: Callable[[], Any], default):
-    """Write ``value`` to ``out/name`` as JSON; None: what an earlier call wrote, by ``read`` (its
-    checked reader in ``training.records``), or ``default``."""
+def _record(run: RunDir, path: Path, value, read: Callable[[], Any], default):
+    """Write ``value`` to the run's record ``path`` as JSON; None: what an earlier call wrote, by
+    ``read`` (its checked reader in ``training.records``), or ``default``."""
     if value is None:
         stored = read()
         return default if stored is None else stored
-    atomic_write(out / name, lambda tmp: Path(tmp).write_text(json.dumps(value, indent=1)))
+    run.write(path, lambda tmp: Path(tmp).write_text(json.dumps(value, indent=1)))
     return value
 
 
@@ -272,13 +271,14 @@ def check_existing_run(experiment: ExperimentConfig, out: Path) -> None:
     check_training_records(out)
     for seed in range(experiment.seeds):
         for approach in experiment.approaches:
-            check_resumable(out / f"seed{seed}" / approach, experiment.for_approach(approach, seed))
+            check_resumable(RunDir(out).model_dir(seed, approach), experiment.for_approach(approach, seed))
 
 
 def write_config(out: Path, experiment: ExperimentConfig, budget: Optional[str]) -> None:
     resolved = {**experiment.train.to_dict(), "approaches": experiment.approaches, "seeds": experiment.seeds,
                 "budget": budget}
-    atomic_write(out / "config.yaml", lambda tmp: Path(tmp).write_text(yaml.safe_dump(resolved, sort_keys=False)))
+    run = RunDir(out)
+    run.write(run.config, lambda tmp: Path(tmp).write_text(yaml.safe_dump(resolved, sort_keys=False)))
 
 
 def seeds_varied(experiment: ExperimentConfig) -> str:
@@ -317,7 +317,8 @@ def write_run_record(out: Path, experiment: ExperimentConfig, budget: Optional[s
         meta["preprocessing_notes"] = stored["preprocessing_notes"]
     if config_protocol and train_cfg.protocol != config_protocol:  # a variant: not comparable to the paper
         meta["config_protocol"] = config_protocol
-    atomic_write(out / "run_meta.json", lambda tmp: Path(tmp).write_text(json.dumps(meta, indent=1)))
+    run = RunDir(out)
+    run.write(run.run_meta, lambda tmp: Path(tmp).write_text(json.dumps(meta, indent=1)))
     return meta
 
 
@@ -379,10 +380,10 @@ def claim_run(experiment: ExperimentConfig, out: Path, resume: bool):
     """The run lock of ``out``, after the checks that it may be (re)used for ``experiment``:
     a run there is continued only with ``resume``, and ``resume`` needs a run there (its
     ``config.yaml``, written first, or a checkpoint) rather than starting a new one."""
-    checkpoints = any(out.glob("seed*/*/last.pt"))
+    checkpoints = bool(RunDir(out).last_checkpoints())
     if checkpoints and not resume:
         raise ValueError(f"--out {out} already holds a run; add --resume to continue it, or choose another --out")
-    if resume and not (checkpoints or (out / "config.yaml").is_file()):
+    if resume and not (checkpoints or RunDir(out).config.is_file()):
         raise ValueError(f"--resume: --out {out} holds no run to continue (no config.yaml, no checkpoint); "
                          f"leave out --resume to start one there")
     check_existing_run(experiment, out)
@@ -440,7 +441,7 @@ def finish_run(out: Path, meta: Dict, plots: bool = True, log=print, previous: O
     metrics = write_metrics(out, meta, previous)
     figures = _plot(out, log, splits) if plots else None
     report = write_report(out, metrics, figures)
-    log(f"report: {report}\nmetrics: {out / METRICS}")
+    log(f"report: {report}\nmetrics: {RunDir(out).metrics}")
     return report
 
 

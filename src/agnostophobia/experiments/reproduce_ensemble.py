@@ -30,8 +30,8 @@ from agnostophobia.metrics import summarize
 from agnostophobia.metrics.ood import CONFIDENCE_GRID, mean_confidence_curves
 from agnostophobia.plotting.style import approach_name
 from agnostophobia.training.config import load_experiment
-from agnostophobia.training.outputs import OUTPUTS, iter_model_dirs, load_outputs, run_config
-from agnostophobia.training.records import METRICS
+from agnostophobia.training.outputs import load_outputs, run_config
+from agnostophobia.rundir import OUTPUTS, RunDir
 
 #: The unknown set of Fig. 3 (a split of the ``mnist-notmnist`` protocol).
 UNKNOWN = "notmnist"
@@ -98,7 +98,7 @@ def reproduce_ensemble(budget: Optional[str] = None, seeds: Optional[int] = None
         metrics = write_metrics(out, meta)
         figures = _figures(out, compared, budget, log) if plots else None
         report = write_report(out, metrics, figures, sections=ensemble_section(metrics))
-        log(f"report: {report}\nmetrics: {out / METRICS}")
+        log(f"report: {report}\nmetrics: {RunDir(out).metrics}")
 
     # the one sequence of every training command: lock, config.yaml, train and store, run_meta.json
     train_and_record(experiment, out, budget, f"agnostophobia reproduce ensemble --budget {budget}",
@@ -119,7 +119,7 @@ def _member_scores(run_dir: Path) -> Tuple[np.ndarray, np.ndarray, List[int]]:
     """The members' averaged softmax on D_c followed by D_a, the labels, and the member seeds."""
     probs: Dict[str, List[np.ndarray]] = {"known": [], UNKNOWN: []}
     labels, members = {}, []
-    for seed, _, model_dir in iter_model_dirs(run_dir):
+    for seed, _, model_dir in RunDir(run_dir).models():
         outputs = load_outputs(model_dir / OUTPUTS)
         for split in probs:
             probs[split].append(softmax_scores(outputs[split]["logits"]))
@@ -136,7 +136,7 @@ def _lenet_scores(lenet_run: Path) -> Dict[str, List[Tuple[np.ndarray, np.ndarra
     read from the run's stored detector scores (the same ones as its own report)."""
     settings, tuned = detector_settings(run_config(lenet_run)), run_tuned_settings(lenet_run)  # as its report
     found: Dict[str, List[Tuple[np.ndarray, np.ndarray]]] = {}
-    for _, approach, model_dir in iter_model_dirs(lenet_run):
+    for _, approach, model_dir in RunDir(lenet_run).models():
         if approach in LENET_APPROACHES:
             stored = model_scores(model_dir, approach, model_settings(settings, tuned, approach))
             if UNKNOWN in stored.unknown_sets and "softmax" in stored.detectors:
@@ -187,7 +187,7 @@ def _figures(out: Path, compared, budget: str, log) -> Dict[str, List[str]]:
 
     rows = [ComparedRow(row, display, pairs) for row, (display, pairs) in compared.items()]
     note = " — smoke budget, not a result" if budget == "smoke" else ""
-    figures = comparison_figures(rows, out / "figures", "notMNIST", stems=("fig3b_confidence", "fig3c_oscr"),
+    figures = comparison_figures(rows, RunDir(out).figures, "notMNIST", stems=("fig3b_confidence", "fig3c_oscr"),
                                  titles=("Fig. 3b: precision and accuracy vs confidence threshold",
                                          "Fig. 3c: OSCR curves"), note=note, underlay="ensemble-squared",
                                  relative_to=out)

@@ -47,6 +47,7 @@ from agnostophobia.losses import LOSSES, loss_settings
 from agnostophobia.metrics import ccr_at_fpr
 from agnostophobia.metrics.rows import own_detector
 from agnostophobia.metrics.summary import finite_or_none
+from agnostophobia.rundir import RunDir
 from agnostophobia.settings import Setting
 from agnostophobia.training.config import (LOSS_ALIASES, ExperimentConfig, TrainConfig, load_experiment,
                                            resolve_config_path, with_loss_keys_moved)
@@ -169,9 +170,10 @@ def point_scores(point_dir: Path, experiment: ExperimentConfig, approach: str, d
     settings = detector_settings(experiment.train.to_dict())
     per_seed = []
     for seed in range(experiment.seeds):
-        scores = model_scores(point_dir / f"seed{seed}" / approach, approach, settings)
+        model_dir = RunDir(point_dir).model_dir(seed, approach)
+        scores = model_scores(model_dir, approach, settings)
         if detector not in scores.top:
-            raise ConfigError(f"detector {detector!r} on {point_dir / f'seed{seed}' / approach}: "
+            raise ConfigError(f"detector {detector!r} on {model_dir}: "
                               f"{scores.notes.get(detector, 'not applicable to this approach')}")
         values, labels = scores.known_vs_unknown(detector, HELD_OUT_NEGATIVES)
         per_seed.append([finite_or_none(v) for v in ccr_at_fpr(values, labels, fprs)])
@@ -277,9 +279,10 @@ def tune(config: str, params: Sequence[str], budget: Optional[str] = None, out: 
     tuning = setup(config, params, budget, fpr, seeds, approaches, detector, data_dir, device, progress)
     out = Path(out or default_out(tuning.experiment, tuning.budget))
     points = grid_points(tuning.params)
-    if any(out.glob("*/seed*/*/last.pt")) and not resume:
+    started = any(run.last_checkpoints() for run in point_runs(out))
+    if started and not resume:
         raise ConfigError(f"--out {out} already holds a tuning run; add --resume to continue it, or choose another --out")
-    if resume and not (any(out.glob("*/config.yaml")) or any(out.glob("*/seed*/*/last.pt"))):
+    if resume and not (started or any(run.config.exists() for run in point_runs(out))):
         raise ConfigError(f"--resume: --out {out} holds no tuning run to continue (no grid point); "
                           f"leave out --resume to start one there")
     for point in points:  # a refused resume changes nothing
@@ -307,6 +310,11 @@ def tune(config: str, params: Sequence[str], budget: Optional[str] = None, out: 
     return out / "tune.json"
 
 
+def point_runs(out: Path) -> List[RunDir]:
+    """The run of every grid point already in ``out`` (one folder each)."""
+    return [RunDir(point) for point in sorted(out.iterdir()) if point.is_dir()] if out.is_dir() else []
+
+
 def train_point(tuning: TuneSetup, point: Dict[str, float], out: Path, protocol, log) -> List[Dict]:
     """Train (or resume, or keep) one grid point and score it: one row per tuned approach."""
     experiment, point_dir = tuning.experiment_at(point), out / point_name(point)
@@ -321,8 +329,8 @@ def train_point(tuning: TuneSetup, point: Dict[str, float], out: Path, protocol,
     for approach in tuning.approaches:
         row = {"point": point_name(point), "params": dict(point), "approach": approach,
                "detector": tuning.detectors[approach], "status": status,
-               "runs": [f"{point_name(point)}/seed{s}/{approach}" for s in range(experiment.seeds)],
-               "wall_s": round(sum(timings.get(f"seed{s}/{approach}", 0.0) for s in range(experiment.seeds)), 1),
+               "runs": [f"{point_name(point)}/{RunDir.run_key(s, approach)}" for s in range(experiment.seeds)],
+               "wall_s": round(sum(timings.get(RunDir.run_key(s, approach), 0.0) for s in range(experiment.seeds)), 1),
                "ccr_per_seed": None, "ccr": [None] * len(tuning.fprs)}
         if status == "trained":
             per_seed = point_scores(point_dir, experiment, approach, tuning.detectors[approach], tuning.fprs)

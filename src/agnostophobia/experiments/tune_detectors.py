@@ -29,7 +29,6 @@ from typing import Callable, Dict, List, Optional, Sequence
 
 import numpy as np
 
-from agnostophobia._atomic import atomic_write
 from agnostophobia._runlock import run_lock
 from agnostophobia.detectors import DETECTORS
 from agnostophobia.detectors._base import setting_grid
@@ -40,7 +39,8 @@ from agnostophobia.losses import known_columns
 from agnostophobia.metrics import ccr_at_fpr
 from agnostophobia.metrics.rows import paper_rows
 from agnostophobia.training.outputs import load_fit_outputs, load_val_outputs
-from agnostophobia.training.records import TUNED_SETTINGS, VAL_OUTPUTS, check_run, read_tuned_settings
+from agnostophobia.training.records import check_run, read_tuned_settings
+from agnostophobia.rundir import VAL_OUTPUTS, RunDir
 
 DEFAULT_FPR = 1e-2
 _FORMAT = 1
@@ -167,8 +167,8 @@ def _store(run_dir: Path, fpr: float, chosen: Dict, candidates: Dict) -> Dict:
                 "rule": "largest mean CCR at target_fpr on the validation knowns and negatives "
                         "(val_outputs.npz), detectors fitted on the training knowns (fit_outputs.npz)",
                 "chosen": merged_chosen, "candidates": merged_candidates}
-        atomic_write(run_dir / TUNED_SETTINGS,
-                     lambda tmp: Path(tmp).write_text(json.dumps(data, indent=1, sort_keys=True)))
+        run = RunDir(run_dir)
+        run.write(run.tuned_settings, lambda tmp: Path(tmp).write_text(json.dumps(data, indent=1, sort_keys=True)))
         run_tuned_settings(run_dir)  # what was written reads back
     return data
 

@@ -41,7 +41,8 @@ from agnostophobia.plotting.panels import (DEFAULT_MAX_POINTS, logit_weights, ne
                                            plot_features, plot_magnitude_histogram, plot_oscr,
                                            plot_softmax_histogram, save_figure, softmax_histogram_values,
                                            supported_formats)
-from agnostophobia.training.outputs import iter_model_dirs, load_outputs, run_config
+from agnostophobia.training.outputs import load_outputs, run_config
+from agnostophobia.rundir import OUTPUTS, RunDir
 from agnostophobia.training.concurrent import available_cores, die_with_parent
 from agnostophobia.training.records import check_run
 
@@ -154,7 +155,7 @@ def draw_run(run_dir, formats: Sequence[str] = ("png",), out_dir=None, *,
     dies with the command that started it (``training.concurrent.die_with_parent``)."""
     run_dir = Path(run_dir)
     formats = check_formats(formats)
-    out_dir = Path(out_dir) if out_dir is not None else run_dir / "figures"
+    out_dir = Path(out_dir) if out_dir is not None else RunDir(run_dir).figures
     preferred = next((f for f in EMBEDDABLE if f in formats), formats[0])
     sections: Dict[str, List[str]] = {}
     wanted: List[_PlannedFigure] = []
@@ -209,8 +210,8 @@ def _load_run(run_dir: Path, log) -> Dict[str, Dict[int, Outputs]]:
     if not run_dir.is_dir():
         raise FileNotFoundError(f"run directory {run_dir} does not exist")
     runs: Dict[str, Dict[int, Outputs]] = {}
-    for seed, approach, model_dir in iter_model_dirs(run_dir):
-        outputs = load_outputs(model_dir / "outputs.npz")
+    for seed, approach, model_dir in RunDir(run_dir).models():
+        outputs = load_outputs(model_dir / OUTPUTS)
         if approach not in LOSSES:
             log(f"plot: {approach} (seed {seed}) is not a registered approach; skipped")
         elif "known" not in outputs:
@@ -405,7 +406,7 @@ class _StoredScores:
     def get(self, approach: str, seed: int, detector: str) -> Optional[ModelScores]:
         key = (approach, seed)
         if key not in self._models:
-            self._models[key] = model_scores(self.run_dir / f"seed{seed}" / approach, approach,
+            self._models[key] = model_scores(RunDir(self.run_dir).model_dir(seed, approach), approach,
                                              model_settings(self.settings, self.tuned, approach))
         model = self._models[key]
         if detector in model.detectors:

@@ -17,12 +17,14 @@ from typing import Any, Dict
 import numpy as np
 import torch
 
-from agnostophobia._atomic import atomic_write
 from agnostophobia.errors import AgnostophobiaError
+from agnostophobia.rundir import write_run_file
 
 
 def save_checkpoint(path: Path, state: Dict[str, Any]) -> None:
-    atomic_write(path, lambda tmp: torch.save(state, tmp))
+    """Write a model's checkpoint (``RUN/seed<N>/<approach>/best.pt`` or ``last.pt``) whole,
+    through the run's one write."""
+    write_run_file(path, lambda tmp: torch.save(state, tmp))
 
 
 def load_checkpoint(path: Path, map_location="cpu") -> Dict[str, Any]:

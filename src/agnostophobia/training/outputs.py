@@ -23,13 +23,13 @@ Layout of a run directory::
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Dict, Iterator, Optional, Tuple
+from typing import Dict, Optional
 
 import numpy as np
 
-from agnostophobia._atomic import atomic_write
-from agnostophobia.training.records import (CONFIG, FIELDS, FIT_OUTPUTS, OUTPUTS, VAL_OUTPUTS, model_dirs,  # noqa: F401
+from agnostophobia.training.records import (CONFIG, FIELDS, FIT_OUTPUTS, OUTPUTS, VAL_OUTPUTS,  # noqa: F401
                                             read_outputs, read_run_config)
+from agnostophobia.rundir import write_run_file
 from agnostophobia.training.trainer import predict
 
 SplitOutputs = Dict[str, np.ndarray]  # keys: logits, features, labels
@@ -86,7 +86,7 @@ def save_outputs(path: Path, outputs: Dict[str, SplitOutputs]) -> None:
         with open(tmp, "wb") as fh:  # a file object: np.savez would append ".npz" to a name
             np.savez(fh, **arrays)
 
-    atomic_write(path, write)
+    write_run_file(path, write)
 
 
 def load_outputs(path: Path) -> Dict[str, SplitOutputs]:
@@ -112,12 +112,6 @@ def load_val_outputs(model_dir: Path, split: str = "val") -> Optional[SplitOutpu
     ``split`` (see :func:`val_split`), or None for a run trained before they were stored."""
     path = Path(model_dir) / VAL_OUTPUTS
     return load_outputs(path).get(split) if path.exists() else None
-
-
-def iter_model_dirs(run_dir: Path) -> Iterator[Tuple[int, str, Path]]:
-    """Yield ``(seed, approach, model_dir)`` for every ``seed<k>/<approach>/outputs.npz``
-    (seed folders checked by :func:`agnostophobia.training.records.model_dirs`)."""
-    yield from model_dirs(run_dir)
 
 
 def run_config(run_dir: Path) -> Dict:

@@ -1,13 +1,6 @@
 """The one validating reader of a run's records: every command reads them through here.
 
-A run directory holds (``training.outputs`` has the layout)::
-
-    config.yaml            the resolved configuration (+ approaches, seeds, budget)
-    run_meta.json          what the command that trained it recorded (+ library versions)
-    calibration.json       thresholds chosen on validation data (``calibrate``)
-    seed<N>/<approach>/    one trained model: best.pt / last.pt (with the config it was trained
-                           with), outputs.npz, fit_outputs.npz, val_outputs.npz, detector_scores.npz
-                           (+ detector_scores_config.npz when tuned), fitted_detectors.npz
+A run directory's layout, and the path of each record, is :class:`agnostophobia.rundir.RunDir`'s.
 
 Each reader checks what it reads (a readable file, the expected keys, types, shapes, finite
 numbers) and raises :class:`RecordError`, one line naming the file and the key path, instead
@@ -21,7 +14,6 @@ from __future__ import annotations
 
 import json
 import math
-import re
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,29 +24,15 @@ import numpy as np
 from agnostophobia.data.preprocess import OURS
 from agnostophobia.errors import AgnostophobiaError, ConfigError
 from agnostophobia.losses import LOSSES
+# The record names are declared with the run directory (imported here for the readers' callers too).
+from agnostophobia.rundir import (BEST, CALIBRATION, CLASSES, CONFIG, CONFIG_SCORES_FILE,  # noqa: F401
+                                  DATA_NOTES, FIT_OUTPUTS, FITTED_FILE, METRICS, OUTPUTS, PREPROCESSING_NOTES,
+                                  RUN_KEY, RUN_META, SCORES_FILE, TIMINGS, TUNED_SETTINGS, VAL_OUTPUTS, WALL_TIME,
+                                  RecordError, RunDir)
 from agnostophobia.training.precision import PRECISIONS
 from agnostophobia.training.config import (TrainConfig, apply_overrides, check_approaches, check_seeds,
                                            comparable_config, read_yaml, with_loss_keys_moved)
 
-CONFIG = "config.yaml"
-RUN_META = "run_meta.json"
-CALIBRATION = "calibration.json"
-TUNED_SETTINGS = "detector_settings.json"
-BEST = "best.pt"
-OUTPUTS = "outputs.npz"
-FIT_OUTPUTS = "fit_outputs.npz"
-VAL_OUTPUTS = "val_outputs.npz"
-SCORES_FILE = "detector_scores.npz"
-#: The scores with the config's detector settings, kept beside those with the chosen ones in a tuned run.
-CONFIG_SCORES_FILE = "detector_scores_config.npz"
-FITTED_FILE = "fitted_detectors.npz"
-# what the training command recorded beside run_meta.json, read back when a run is continued
-TIMINGS = "timings.json"          # seconds of training per run, "seed<N>/<approach>"
-WALL_TIME = "wall_time.json"      # the training's wall time (less than the runs' sum when they run concurrently)
-CLASSES = "classes.json"          # the protocol's class names (and the negatives' source classes)
-DATA_NOTES = "data_notes.json"    # what the data preparation said (cuts, substitutes, defects)
-PREPROCESSING_NOTES = "preprocessing_notes.json"  # the authors' preparation's notes (preprocessing: authors)
-METRICS = "metrics.json"          # every number of the run (evaluate, reproduce); ablate reads its steps'
 FIELDS = ("logits", "features", "labels")
 #: The one split each stored-outputs file other than outputs.npz holds.
 SPLIT_OF = {FIT_OUTPUTS: "train", VAL_OUTPUTS: "val"}
@@ -91,10 +69,6 @@ def trained_differently(saved: Dict[str, Any], current: Dict[str, Any],
     return None
 
 
-class RecordError(AgnostophobiaError):
-    """A run record that is missing, unreadable, malformed or disagrees with another record."""
-
-
 def _fail(path, what: str, key: Optional[str] = None):
     raise RecordError(f"{path}: {key + ': ' if key else ''}{what}")
 
@@ -123,7 +97,7 @@ def parse_run_config(data, path) -> Dict[str, Any]:
 
 def read_run_config(run_dir, required: bool = True) -> Dict[str, Any]:
     """``RUN/config.yaml``, checked; {} for a missing file only when not ``required``."""
-    path = Path(run_dir) / CONFIG
+    path = RunDir(run_dir).config
     if not path.is_file():
         if required:
             _fail(path, "missing; every run written by train or reproduce has one (its configuration)")
@@ -155,7 +129,7 @@ def checkpoint_config(state, path) -> Dict[str, Any]:
 # ------------------------------------------------------------------------------ run_meta
 def read_run_meta(run_dir) -> Optional[Dict[str, Any]]:
     """``RUN/run_meta.json``, checked, or None where the training never finished a command."""
-    path = Path(run_dir) / RUN_META
+    path = RunDir(run_dir).run_meta
     meta = _optional_json(path)
     if meta is None:
         return None
@@ -192,30 +166,6 @@ def version_mismatch(run_dir, meta: Optional[Dict]) -> Optional[str]:
         return None
     return (f"warning: {run_dir} was made with {', '.join(differ)}; results may differ slightly from the run's "
             f"own")
-
-
-# --------------------------------------------------------------------------- seed folders
-def model_dirs(run_dir) -> List[Tuple[int, str, Path]]:
-    """``(seed, approach, model_dir)`` of every ``seed<N>/<approach>/outputs.npz``, checked:
-    seed folders and model folders are real directories (not links), named ``seed<N>``
-    (N without leading zeros, so no two name one seed): a link to another seed would count
-    one model twice (a second seed with std 0)."""
-    run_dir = Path(run_dir)
-    found = []
-    for seed_dir in sorted(run_dir.glob("seed*")):
-        if not re.fullmatch(r"seed\d+", seed_dir.name) or not seed_dir.is_dir():
-            continue
-        if not re.fullmatch(r"seed(0|[1-9]\d*)", seed_dir.name):
-            _fail(seed_dir, "a seed folder is named seed<N> without leading zeros (seed0, seed1, ...)")
-        for model_dir in sorted(seed_dir.iterdir()):
-            if not (model_dir / OUTPUTS).exists():
-                continue
-            for path in (seed_dir, model_dir, model_dir / OUTPUTS):
-                if path.is_symlink():
-                    _fail(path, "is a symbolic link; a run's seeds and models must be its own folders and files, "
-                                "not links to others (which would count one model twice)")
-            found.append((int(seed_dir.name[4:]), model_dir.name, model_dir))
-    return found
 
 
 # ------------------------------------------------------------------------- stored outputs
@@ -394,7 +344,7 @@ def read_calibration(run_dir) -> Optional[Dict[str, Any]]:
     """``RUN/calibration.json``, checked (None when the run was not calibrated): ``format`` 1,
     ``class_names`` strings, every entry a known approach, a detector name, a seed >= 0, a
     target FPR in (0, 1] and a finite threshold, or null with a reason."""
-    path = Path(run_dir) / CALIBRATION
+    path = RunDir(run_dir).calibration
     data = _read_format_1(path)
     if data is None:
         return None
@@ -429,7 +379,7 @@ def read_tuned_settings(run_dir) -> Optional[Dict[str, Any]]:
     ``chosen`` as ``{approach: {detector: {setting: value}}}`` with known approaches and
     scalar values (each value is checked against its detector's declaration by its reader,
     ``detectors.stored.run_tuned_settings``)."""
-    path = Path(run_dir) / TUNED_SETTINGS
+    path = RunDir(run_dir).tuned_settings
     data = _read_format_1(path)
     if data is None:
         return None
@@ -498,18 +448,15 @@ def _optional_json(path: Path, kind: Optional[type] = dict, what: str = "a mappi
 
 
 # ------------------------------------------------------- what training recorded beside run_meta
-_RUN_KEY = re.compile(r"seed(0|[1-9][0-9]*)/[A-Za-z0-9_.+-]+")
-
-
 def read_timings(run_dir) -> Dict[str, float]:
     """``RUN/timings.json``, checked ({} when absent): seconds of training per run, a mapping
     of ``seed<N>/<approach>`` to a finite number >= 0."""
-    path = Path(run_dir) / TIMINGS
+    path = RunDir(run_dir).timings
     data = _optional_json(path, what="a mapping of seed<N>/<approach> to seconds")
     if data is None:
         return {}
     for key, value in data.items():
-        if not _RUN_KEY.fullmatch(key):
+        if not RUN_KEY.fullmatch(key):
             _fail(path, "not a run name (seed<N>/<approach>)", key)
         if not _is_number(value) or value < 0:
             _fail(path, f"must be a finite number of seconds >= 0, got {value!r}", key)
@@ -519,7 +466,7 @@ def read_timings(run_dir) -> Dict[str, float]:
 def read_wall_time(run_dir) -> Optional[Dict[str, Any]]:
     """``RUN/wall_time.json``, checked (None when absent): ``training_s`` a finite number >= 0,
     ``concurrent_runs`` an integer >= 1, ``batched_seeds`` (when present) true or false."""
-    path = Path(run_dir) / WALL_TIME
+    path = RunDir(run_dir).wall_time
     data = _optional_json(path)
     if data is None:
         return None
@@ -536,7 +483,7 @@ def read_wall_time(run_dir) -> Optional[Dict[str, Any]]:
 def read_classes(run_dir) -> Optional[Dict[str, List[str]]]:
     """``RUN/classes.json``, checked (None when absent): ``class_names`` and, where the protocol
     has negatives, ``negative_class_names``, each a list of strings."""
-    path = Path(run_dir) / CLASSES
+    path = RunDir(run_dir).classes
     data = _optional_json(path, kind=None)
     if data is None:
         return None
@@ -571,7 +518,7 @@ def read_metrics(run_dir) -> Optional[Dict[str, Any]]:
     read it (None when absent): ``seeds`` an integer >= 1, ``approaches`` strings, ``results`` rows
     each with ``row`` and ``unknowns`` (strings), ``ccr_at_fpr`` (and ``ccr_at_fpr_std``) mappings
     of FPR to a number or null, and ``closed_set_accuracy`` a number or null."""
-    path = Path(run_dir) / METRICS
+    path = RunDir(run_dir).metrics
     data = _optional_json(path)
     if data is None:
         return None
@@ -631,7 +578,7 @@ def check_run(run_dir, command: str = "evaluate") -> RunRecords:
     run_dir = Path(run_dir)
     if not run_dir.is_dir():
         raise AgnostophobiaError(f"run directory {run_dir} does not exist")
-    models = model_dirs(run_dir)
+    models = RunDir(run_dir).models()
     if not models:
         raise AgnostophobiaError(f"{run_dir} holds no trained run (seed*/<approach>/outputs.npz), nothing to "
                                  f"{command}; train one with `agnostophobia reproduce` or `agnostophobia train`")
@@ -671,9 +618,9 @@ def check_agreement(records: RunRecords) -> None:
     * the approach of every model folder is a registered approach.
     """
     config, meta = records.config, records.meta
-    config_path = records.run_dir / CONFIG
+    config_path = RunDir(records.run_dir).config
     if meta is not None:
-        meta_path = records.run_dir / RUN_META
+        meta_path = RunDir(records.run_dir).run_meta
         pairs = [("experiment", "name"), ("budget", "budget"), ("approaches", "approaches"), ("seeds", "seeds")]
         pairs += [(f"train_config.{key}", key) for key in meta.get("train_config", {})]
         for meta_key, config_key in pairs:
@@ -692,7 +639,7 @@ def check_agreement(records: RunRecords) -> None:
             continue
         best = model_dir / BEST
         if (saved["approach"], saved["seed"]) != (approach, seed):
-            _fail(best, f"was trained as seed{saved['seed']}/{saved['approach']} but lies in {model_dir}")
+            _fail(best, f"was trained as {RunDir.run_key(saved['seed'], saved['approach'])} but lies in {model_dir}")
         difference = trained_differently(saved, config, one_model=False)
         if difference:
             key, value, other = difference

@@ -1,0 +1,224 @@
+"""The run directory as one object: every path of a run is named here, and nowhere else.
+
+A run directory holds::
+
+    config.yaml               the resolved configuration (+ approaches, seeds, budget)
+    run_meta.json             what the command that trained it recorded (+ library versions)
+    timings.json, wall_time.json, classes.json, data_notes.json, preprocessing_notes.json
+                              what the training recorded beside run_meta.json
+    calibration.json          thresholds chosen on validation data (``calibrate``)
+    data_fetched.json         the data files ``reproduce`` downloaded for the run
+    detector_settings.json    the detector settings chosen on validation data (``tune-detectors``)
+    metrics.json, report.md   every number of the run and its report (``evaluate``, ``reproduce``)
+    figures/                  the figures (``plot``)
+    seed<N>/<approach>/       one trained model: best.pt / last.pt (with the config it was trained
+                              with), metrics.csv, outputs.npz, fit_outputs.npz, val_outputs.npz,
+                              detector_scores.npz (+ detector_scores_config.npz when tuned),
+                              fitted_detectors.npz
+
+Readers take their paths from :class:`RunDir`; writers write through :meth:`RunDir.write`, the
+one place that checks where a run's file may be written (the atomic write of
+:mod:`agnostophobia._atomic` underneath). The layout is the one runs have always had: old
+runs load unchanged. A shared helper (it imports only ``_atomic`` and ``errors``), so that every
+layer that reads or writes a run, ``data.fetch`` included, takes its paths from here.
+"""
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, List, Tuple
+
+from agnostophobia._atomic import atomic_write
+from agnostophobia.errors import AgnostophobiaError
+
+# ------------------------------------------------------------------- the run's own records
+CONFIG = "config.yaml"
+RUN_META = "run_meta.json"
+CALIBRATION = "calibration.json"
+TUNED_SETTINGS = "detector_settings.json"
+TIMINGS = "timings.json"          # seconds of training per run, keyed by :meth:`RunDir.run_key`
+WALL_TIME = "wall_time.json"      # the training's wall time (less than the runs' sum when they run concurrently)
+CLASSES = "classes.json"          # the protocol's class names (and the negatives' source classes)
+DATA_NOTES = "data_notes.json"    # what the data preparation said (cuts, substitutes, defects)
+PREPROCESSING_NOTES = "preprocessing_notes.json"  # the authors' preparation's notes (preprocessing: authors)
+METRICS = "metrics.json"          # every number of the run (evaluate, reproduce); ablate reads its steps'
+DATA_FETCHED = "data_fetched.json"  # the data files fetched for the run (``data.fetch``)
+REPORT = "report.md"
+FIGURES = "figures"
+# ------------------------------------------------------------------ each model's files
+BEST = "best.pt"
+LAST = "last.pt"
+HISTORY = "metrics.csv"           # the training's per-epoch losses and validation numbers
+OUTPUTS = "outputs.npz"
+FIT_OUTPUTS = "fit_outputs.npz"
+VAL_OUTPUTS = "val_outputs.npz"
+SCORES_FILE = "detector_scores.npz"
+#: The scores with the config's detector settings, kept beside those with the chosen ones in a tuned run.
+CONFIG_SCORES_FILE = "detector_scores_config.npz"
+FITTED_FILE = "fitted_detectors.npz"
+#: The checkpoints a model folder holds, by the name a caller asks for.
+CHECKPOINTS = {"best": BEST, "last": LAST}
+
+#: A seed folder's name; N without leading zeros, so that no two folders name one seed.
+SEED_FOLDER = re.compile(r"seed(0|[1-9][0-9]*)")
+#: A model's name within its run (the keys of timings.json and of report fingerprints).
+RUN_KEY = re.compile(rf"{SEED_FOLDER.pattern}/[A-Za-z0-9_.+-]+")
+
+
+class RecordError(AgnostophobiaError):
+    """A run record that is missing, unreadable, malformed or disagrees with another record."""
+
+
+def _fail(path, what: str):
+    raise RecordError(f"{path}: {what}")
+
+
+def _within(root: str, path: str) -> bool:
+    return os.path.commonpath([root, path]) == root
+
+
+def seed_folder(seed: int) -> str:
+    """``seed<N>``, the folder of one seed's models."""
+    return f"seed{seed}"
+
+
+@dataclass(frozen=True)
+class RunDir:
+    """One run directory, ``root``: the paths of its records, models and figures, and the one
+    way to write any of them (:meth:`write`)."""
+
+    root: Path
+
+    def __post_init__(self):
+        object.__setattr__(self, "root", Path(self.root))
+
+    @classmethod
+    def holding(cls, path) -> "RunDir":
+        """The run whose file ``path`` is: ``RUN`` for ``RUN/seed<N>/<approach>/<name>`` (a model's
+        file), else the file's folder (``RUN/<name>``)."""
+        folder = Path(path).parent
+        return cls(folder.parent.parent if SEED_FOLDER.fullmatch(folder.parent.name) else folder)
+
+    # ------------------------------------------------------------------- records
+    @property
+    def config(self) -> Path:
+        return self.root / CONFIG
+
+    @property
+    def run_meta(self) -> Path:
+        return self.root / RUN_META
+
+    @property
+    def calibration(self) -> Path:
+        return self.root / CALIBRATION
+
+    @property
+    def tuned_settings(self) -> Path:
+        return self.root / TUNED_SETTINGS
+
+    @property
+    def timings(self) -> Path:
+        return self.root / TIMINGS
+
+    @property
+    def wall_time(self) -> Path:
+        return self.root / WALL_TIME
+
+    @property
+    def classes(self) -> Path:
+        return self.root / CLASSES
+
+    @property
+    def data_notes(self) -> Path:
+        return self.root / DATA_NOTES
+
+    @property
+    def preprocessing_notes(self) -> Path:
+        return self.root / PREPROCESSING_NOTES
+
+    @property
+    def data_fetched(self) -> Path:
+        return self.root / DATA_FETCHED
+
+    @property
+    def metrics(self) -> Path:
+        return self.root / METRICS
+
+    @property
+    def report(self) -> Path:
+        return self.root / REPORT
+
+    @property
+    def figures(self) -> Path:
+        return self.root / FIGURES
+
+    # -------------------------------------------------------------------- models
+    @staticmethod
+    def run_key(seed: int, approach: str) -> str:
+        """``seed<N>/<approach>``: one model's name within its run (timings, fingerprints, logs)."""
+        return f"{seed_folder(seed)}/{approach}"
+
+    def model_dir(self, seed: int, approach: str) -> Path:
+        return self.root / seed_folder(seed) / approach
+
+    def checkpoint(self, seed: int, approach: str, which: str = "best") -> Path:
+        """The model's ``best.pt`` or ``last.pt`` (``which``: ``"best"`` or ``"last"``)."""
+        return self.model_dir(seed, approach) / CHECKPOINTS[which]
+
+    def outputs(self, seed: int, approach: str) -> Path:
+        return self.model_dir(seed, approach) / OUTPUTS
+
+    def last_checkpoints(self) -> List[Path]:
+        """Every ``seed<N>/<approach>/last.pt`` (a training that was started)."""
+        return sorted(self.root.glob(f"seed*/*/{LAST}"))
+
+    def models(self) -> List[Tuple[int, str, Path]]:
+        """``(seed, approach, model_dir)`` of every ``seed<N>/<approach>/outputs.npz``, checked:
+        seed folders and model folders are real directories (not links), named ``seed<N>``
+        (N without leading zeros, so no two name one seed): a link to another seed would count
+        one model twice (a second seed with std 0)."""
+        found = []
+        for seed_dir in sorted(self.root.glob("seed*")):
+            if not re.fullmatch(r"seed\d+", seed_dir.name) or not seed_dir.is_dir():
+                continue
+            if not SEED_FOLDER.fullmatch(seed_dir.name):
+                _fail(seed_dir, "a seed folder is named seed<N> without leading zeros (seed0, seed1, ...)")
+            for model_dir in sorted(seed_dir.iterdir()):
+                if not (model_dir / OUTPUTS).exists():
+                    continue
+                for path in (seed_dir, model_dir, model_dir / OUTPUTS):
+                    if path.is_symlink():
+                        _fail(path, "is a symbolic link; a run's seeds and models must be its own folders and "
+                                    "files, not links to others (which would count one model twice)")
+                found.append((int(seed_dir.name[len("seed"):]), model_dir.name, model_dir))
+        return found
+
+    # --------------------------------------------------------------------- writing
+    def write(self, path, writer: Callable[[str], None]) -> None:
+        """Write the run's file ``path`` atomically: ``writer(tmp_path)`` writes it whole, then it
+        replaces ``path`` (:func:`agnostophobia._atomic.atomic_write`). Every writer of a run's
+        files writes through here, so that every check of where a run's file may be written is
+        made in this one place: a file reached through a link that leads out of the run is refused
+        (one line naming the path), before anything is written."""
+        path = Path(path)
+        self._check_writable(path)
+        atomic_write(path, writer)
+
+    def _check_writable(self, path: Path) -> None:
+        """Every check of where a file of this run may be written, before anything is: ``path``
+        is one of the run's files, reached through no link that leads out of the run."""
+        if not _within(os.path.abspath(self.root), os.path.abspath(path)):
+            raise RecordError(f"{path}: not a file of the run {self.root}")
+        root = os.path.realpath(self.root)
+        target = os.path.realpath(path)
+        if not _within(root, target):
+            raise RecordError(f"{path}: refusing to write a file of the run {self.root} through a link that "
+                              f"leads out of it (to {target})")
+
+
+def write_run_file(path, writer: Callable[[str], None]) -> None:
+    """:meth:`RunDir.write` for a writer that holds only the file's path (a model's file, or a
+    record at the top of the run)."""
+    RunDir.holding(path).write(path, writer)
