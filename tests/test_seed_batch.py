@@ -35,7 +35,7 @@ from agnostophobia.losses import LOSSES
 from agnostophobia.training.checkpoint import load_checkpoint
 from agnostophobia.training.config import parse_experiment
 from agnostophobia.training.seed_batch import check_batched_seeds, resolve_batched_seeds
-from agnostophobia.training.augment import crop_flip, to_input
+from agnostophobia.training.augment import crop_flip, crop_flip_draws, to_input
 from agnostophobia.training.trainer import Training, fit, fit_seeds
 from synthetic import synthetic_protocol
 from test_training import tiny_config
@@ -311,6 +311,16 @@ def test_batched_crop_flip_draws_each_seeds_own_augmentation():
     for i, seed in enumerate((4, 9)):
         assert torch.equal(got[i], crop_flip(x[i], torch.Generator().manual_seed(seed)))
 
+
+
+def test_one_seeds_run_draws_from_its_one_generator_as_a_list_of_one(protocol):
+    """The trainer hands every run its generators as a list, one per seed: a separate run's list
+    of one draws what its generator alone would, so its augmentation is as it always was."""
+    run = Training(exact_config(augment="crop-flip"), protocol)
+    [generator] = run.augment_generator(2)
+    assert torch.equal(crop_flip_draws(run.augment_generator(2), 7, 3, 16),
+                       crop_flip_draws(torch.Generator().manual_seed(run.cfg.seed * 7_919 + 2), 7, 3, 16))
+    assert not torch.equal(crop_flip_draws(run.augment_generator(2), 7), crop_flip_draws(run.augment_generator(3), 7))
 
 @pytest.mark.parametrize("options", [{}, {"augment": "crop-flip", "adversarial_epsilon": 0.01}], ids=["plain", "augment-fgsm"])
 @pytest.mark.parametrize("approach", LOSSES.registered())

@@ -460,7 +460,8 @@ def train_one_epoch_seeds(run: Training, epoch: int, bar=None) -> List[Dict[str,
 
 def _one_run(run: Training, rows: List[Dict[str, float]]) -> Dict[str, float]:
     if run.seed_shape:
-        raise ValueError("this run trains seeds stacked: use the *_seeds function, which returns a row per seed")
+        raise ValueError("this run trains several seeds as one model: use the *_seeds function, "
+                         "which returns a row per seed")
     return rows[0]
 
 
@@ -550,9 +551,9 @@ def _fit(run: Training, run_dirs: List[Path], resume: bool, stop_after_epoch: Op
             remove_killed_writes(run_dir)
     restore_threads = devices.limit_cpu_threads(run.device, cfg.cpu_threads)
     writers = [open_tensorboard(run_dir, cfg.tensorboard and world.is_main) for run_dir in run_dirs]
-    seeds = ", ".join(str(seed_cfg.seed) for seed_cfg in run.seed_cfgs)
+    seeds = f"seed{'s' * bool(run.seed_shape)} " + ", ".join(str(seed_cfg.seed) for seed_cfg in run.seed_cfgs)
     bar = tqdm(total=run.steps_per_epoch * cfg.epochs, initial=run.steps_per_epoch * states[0]["epoch"],
-               disable=not (cfg.progress and world.is_main), desc=f"{cfg.approach} (seed{'s' * bool(run.seed_shape)} {seeds})",
+               disable=not (cfg.progress and world.is_main), desc=f"{cfg.approach} ({seeds})",
                unit="batch", dynamic_ncols=True, leave=False)
     try:
         for epoch in range(states[0]["epoch"], cfg.epochs):
