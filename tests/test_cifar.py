@@ -67,7 +67,7 @@ def test_xi_lambda_balance_at_initialisation(real_data_dir, width, num_classes):
     the known term lambda (xi - ||F||)^2 is about 0.4 x J_E = ln C: same order, not dominant."""
     from agnostophobia.data.preprocess import to_chw
     from agnostophobia.models import build_model
-    from agnostophobia.training.trainer import predict
+    from agnostophobia.training.outputs import predict
 
     cfg = load_experiment("cifar").for_approach("objectosphere", 0)
     images = to_chw(np.load(real_data_dir / "cifar10" / "cifar10.npz")["x_test"][::100])  # 100 images

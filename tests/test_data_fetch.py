@@ -317,7 +317,7 @@ class TrainingStarted(Exception):
 
 
 def test_reproduce_fetches_missing_data_then_trains(lenet_server, tmp_path, monkeypatch):
-    def stop(experiment, out, log=print, protocol=None):  # the run got as far as training: stop there, it takes seconds
+    def stop(experiment, out, device, log=print, protocol=None):  # the run got as far as training: stop there, it takes seconds
         raise TrainingStarted(out)
 
     monkeypatch.setattr("agnostophobia.experiments.reproduce.train_and_store", stop)
@@ -358,7 +358,7 @@ def test_the_quick_start_main_job_fetches_its_data_then_trains_as_written(lenet_
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))  # the user's default data directory
     monkeypatch.chdir(tmp_path)
 
-    def stop(experiment, out, log=print, protocol=None):
+    def stop(experiment, out, device, log=print, protocol=None):
         raise TrainingStarted(out)
 
     monkeypatch.setattr("agnostophobia.experiments.reproduce.train_and_store", stop)

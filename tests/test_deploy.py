@@ -103,7 +103,7 @@ def test_inputs_are_image_files_folders_in_sorted_path_order_and_npz(tmp_path):
 
 def test_the_network_takes_stored_uint8_float_and_empty_input():
     from agnostophobia.models import build_model
-    from agnostophobia.training.trainer import predict
+    from agnostophobia.training.outputs import predict
 
     model = build_model("lenet++", 10, activation="prelu")
     images = np.random.default_rng(0).integers(0, 256, (5, 1, 28, 28), dtype=np.uint8)

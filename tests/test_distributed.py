@@ -27,7 +27,8 @@ from agnostophobia.losses import build_loss
 from agnostophobia.training.checkpoint import load_checkpoint
 from agnostophobia.training.config import TrainConfig
 from agnostophobia.training.distributed import World
-from agnostophobia.training.trainer import crop_flip, epoch_order, fit
+from agnostophobia.training.augment import crop_flip
+from agnostophobia.training.trainer import epoch_order, fit
 
 import ddp_helpers
 

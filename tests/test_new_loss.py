@@ -13,7 +13,8 @@ from agnostophobia.errors import ConfigError
 from agnostophobia.losses import LOSSES, OpenSetLoss, known_columns
 from agnostophobia.training.config import parse_experiment
 from agnostophobia.training.outputs import save_outputs
-from agnostophobia.training.trainer import fit, predict
+from agnostophobia.training.outputs import predict
+from agnostophobia.training.trainer import fit
 from synthetic import synthetic_protocol
 
 

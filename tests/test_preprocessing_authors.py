@@ -29,7 +29,7 @@ from agnostophobia.data.protocols import purpose_rng, stratified_subset
 from agnostophobia.errors import ConfigError, DataError
 from agnostophobia.training.checkpoint import load_checkpoint
 from agnostophobia.training.config import TrainConfig
-from agnostophobia.training.trainer import _check_resumable
+from agnostophobia.training.resume import check_saved_config
 
 AUTHORS_INPUT = InputSpec(1, 28, "glyph", "authors")
 LIMITS = {"max_known_train": 20, "max_unknown_train": 20, "max_val": 10, "max_test_per_set": 12}
@@ -162,9 +162,9 @@ def test_cli_refuses_authors_on_cifar_before_writing(tmp_path, capsys):
 def test_resume_refused_across_preprocessing():
     saved = TrainConfig().validate().to_dict()
     del saved["preprocessing"]  # a checkpoint from before the key: trained with ours
-    _check_resumable(saved, TrainConfig(), "last.pt")
+    check_saved_config(saved, TrainConfig(), "last.pt")
     with pytest.raises(ConfigError, match="preprocessing='ours' but the config now says 'authors'"):
-        _check_resumable(saved, TrainConfig(preprocessing="authors"), "last.pt")
+        check_saved_config(saved, TrainConfig(preprocessing="authors"), "last.pt")
 
 
 # ------------------------------------------------------------------ a run trained with authors

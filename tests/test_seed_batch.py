@@ -35,7 +35,8 @@ from agnostophobia.losses import LOSSES
 from agnostophobia.training.checkpoint import load_checkpoint
 from agnostophobia.training.config import parse_experiment
 from agnostophobia.training.seed_batch import check_batched_seeds, resolve_batched_seeds
-from agnostophobia.training.trainer import Training, crop_flip, fit, fit_seeds, to_input
+from agnostophobia.training.augment import crop_flip, crop_flip_draws, to_input
+from agnostophobia.training.trainer import Training, fit, fit_seeds
 from synthetic import synthetic_protocol
 from test_training import tiny_config
 
@@ -64,7 +65,7 @@ def first_step(run: Training, augment=False):
     loss, _ = run.training_loss(x, y, run.train_data.weights_of(order))
     run.optimizer.zero_grad(set_to_none=True)
     loss.sum().backward()
-    if run.batched:
+    if run.seed_shape:  # seeds stacked
         return [(loss[i].item(), {name: None if p.grad is None else p.grad[i] for name, p in run.model.params().items()})
                 for i in range(len(run.seed_cfgs))]
     return [(loss.item(), {name: p.grad for name, p in run.model.named_parameters()})]
@@ -260,6 +261,7 @@ def test_a_reproduction_trains_each_approachs_seeds_as_one_batch_and_adds_seeds_
     later ``--seeds 3`` keeps seeds 0-1 and trains seed 2 (alone: the only seed left)."""
     from agnostophobia.experiments import reproduce as reproduce_module
     from agnostophobia.training.config import ExperimentConfig
+    from agnostophobia.training.device import resolve_device
 
     batches = []
     real = reproduce_module.fit_seeds
@@ -269,7 +271,8 @@ def test_a_reproduction_trains_each_approachs_seeds_as_one_batch_and_adds_seeds_
                                   batched_seeds=True)
     messages = []
     protocol = noise_protocol()
-    stored = reproduce_module.train_and_store(experiment, tmp_path, log=messages.append, protocol=protocol)
+    device = resolve_device(experiment.train.device)  # as the command resolves it
+    stored = reproduce_module.train_and_store(experiment, tmp_path, device, log=messages.append, protocol=protocol)
     assert batches == [("softmax", [0, 1]), ("entropic", [0, 1])]
     assert stored["batched_seeds"] is True
     assert any("[seeds 0, 1] entropic: training on" in m and "2 seeds batched as one model" in m for m in messages)
@@ -283,7 +286,7 @@ def test_a_reproduction_trains_each_approachs_seeds_as_one_batch_and_adds_seeds_
     experiment.seeds = 3
     batches.clear()
     messages.clear()
-    reproduce_module.train_and_store(experiment, tmp_path, log=messages.append, protocol=protocol)
+    reproduce_module.train_and_store(experiment, tmp_path, device, log=messages.append, protocol=protocol)
     assert batches == []  # seed 2 is alone in its approach
     assert sum("finished earlier, kept" in m for m in messages) == 4
     assert (tmp_path / "seed2" / "entropic" / "outputs.npz").is_file()
@@ -312,6 +315,15 @@ def test_batched_crop_flip_draws_each_seeds_own_augmentation():
     got = crop_flip(x, [torch.Generator().manual_seed(seed) for seed in (4, 9)])
     for i, seed in enumerate((4, 9)):
         assert torch.equal(got[i], crop_flip(x[i], torch.Generator().manual_seed(seed)))
+
+
+def test_one_seeds_run_draws_from_its_one_generator_as_a_list_of_one(protocol):
+    """The trainer hands every run its augmentation generators as a list, one per seed: a separate
+    run's list of one draws what its generator alone draws, so its augmentation is as it always was."""
+    assert len(Training(exact_config(augment="crop-flip"), protocol).augment_generator(0)) == 1
+    alone = crop_flip_draws(torch.Generator().manual_seed(5), 7, 3, 16)
+    assert torch.equal(crop_flip_draws([torch.Generator().manual_seed(5)], 7, 3, 16), alone)
+    assert not torch.equal(crop_flip_draws([torch.Generator().manual_seed(6)], 7, 3, 16), alone)
 
 
 @pytest.mark.parametrize("options", [{}, {"augment": "crop-flip", "adversarial_epsilon": 0.01}], ids=["plain", "augment-fgsm"])

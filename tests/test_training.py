@@ -15,7 +15,8 @@ from agnostophobia.errors import ConfigError
 from agnostophobia.losses import LOSSES, build_loss, known_columns
 from agnostophobia.training.checkpoint import load_checkpoint
 from agnostophobia.training.config import TrainConfig, load_experiment, parse_experiment
-from agnostophobia.training.trainer import Training, epoch_order, fit, predict
+from agnostophobia.training.outputs import predict
+from agnostophobia.training.trainer import Training, epoch_order, fit
 from synthetic import synthetic_protocol
 
 
@@ -180,7 +181,8 @@ def test_the_background_approach_is_the_one_with_an_extra_output():
 
 def test_adversarial_training_adds_the_loss_of_fgsm_examples():
     from agnostophobia.training.adversarial import fgsm_step
-    from agnostophobia.training.trainer import Training, to_input
+    from agnostophobia.training.augment import to_input
+    from agnostophobia.training.trainer import Training
 
     protocol = synthetic_protocol()
     run = Training(tiny_config(approach="softmax", adversarial_epsilon=0.05), protocol)

@@ -143,6 +143,28 @@ def test_divergence_in_the_first_epoch_says_nothing_was_saved(tmp_path, monkeypa
     assert not (tmp_path / "last.pt").exists() and not (tmp_path / "best.pt").exists()
 
 
+def test_a_train_command_resolves_its_device_once(tmp_path, monkeypatch):
+    """``configure`` resolves the device; the run's process group, trainer and record get that one."""
+    from agnostophobia.training import device as devices
+
+    resolved = []
+
+    def counted(name, real=devices.resolve_device):
+        resolved.append(name)
+        return real(name)
+
+    monkeypatch.setattr(devices, "resolve_device", counted)  # what the trainer would call
+    monkeypatch.setattr(reproduce, "resolve_device", counted)
+    monkeypatch.setattr(reproduce, "protocol_for", lambda cfg: synthetic_protocol())
+    monkeypatch.setattr(reproduce, "require_protocol_data", lambda *args, **kwargs: [])  # no lenet++ data read
+    config = tmp_path / "one.yaml"
+    config.write_text(yaml.safe_dump({"approaches": ["entropic"], "epochs": 1, "batch_size": 16,
+                                      "model_kwargs": {"activation": "prelu"}, "tensorboard": False}))
+    assert main(["train", str(config), "--out", str(tmp_path / "run"), "--no-progress", "--device", "cpu"]) == 0
+    assert resolved == ["cpu"]
+    assert (tmp_path / "run" / "seed0" / "entropic" / "outputs.npz").exists()
+
+
 def test_train_command_exits_with_one_line_when_training_diverges(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(reproduce, "protocol_for", lambda cfg: synthetic_protocol())
     monkeypatch.setattr(reproduce, "require_protocol_data", lambda *args, **kwargs: [])  # no lenet++ data read

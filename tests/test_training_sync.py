@@ -20,7 +20,8 @@ from agnostophobia.losses import LOSSES
 from agnostophobia.losses import _base as loss_base
 from agnostophobia.training.distributed import SINGLE
 from agnostophobia.training.hostsync import HostCopy, read_once
-from agnostophobia.training.trainer import (DivergenceWatch, StepSums, Training, crop_flip, evaluation_sums,
+from agnostophobia.training.augment import crop_flip
+from agnostophobia.training.trainer import (DivergenceWatch, StepSums, Training, evaluation_sums,
                                             train_one_epoch, train_steps)
 from synthetic import synthetic_protocol
 from test_training import tiny_config

@@ -29,7 +29,7 @@ import torch
 from agnostophobia.data.image_files import ImageFiles
 from agnostophobia.errors import DataError
 
-CROP_PADDING = 4   # crop-flip: random crop after zero padding, as the in-memory path (trainer.crop_flip)
+CROP_PADDING = 4   # crop-flip: random crop after zero padding, as the in-memory path (training.augment.crop_flip)
 
 
 def item_seed(seed: int, epoch: int, index: int) -> int:

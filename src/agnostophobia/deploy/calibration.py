@@ -62,7 +62,7 @@ from agnostophobia.training.checkpoint import load_checkpoint
 from agnostophobia.training.precision import resolve_precision
 from agnostophobia.rundir import RunDir
 from agnostophobia.training.trained import BEST, TrainedModel, load_trained_model
-from agnostophobia.training.trainer import resolve_device
+from agnostophobia.training.device import resolve_device
 
 CALIBRATION = records.CALIBRATION  # the record's name, declared with its reader
 _FORMAT = 1

@@ -85,7 +85,7 @@ class _Metric:
 def search_device(device: Optional[str] = "auto") -> torch.device:
     """Where the distance search runs: ``auto`` (or None) is the GPU when CUDA is available;
     a named device that does not exist is a one-line :class:`ConfigError`."""
-    from agnostophobia.training.trainer import resolve_device
+    from agnostophobia.training.device import resolve_device
 
     return resolve_device("auto" if device is None else str(device))
 

@@ -40,7 +40,7 @@ from agnostophobia.training.outputs import load_outputs, save_outputs
 from agnostophobia.training.records import check_run, read_checkpoint_config
 from agnostophobia.rundir import BEST, CONFIG_SCORES_FILE, OUTPUTS, SCORES_FILE, RunDir
 from agnostophobia.training.trained import load_trained_model
-from agnostophobia.training.trainer import resolve_device
+from agnostophobia.training.device import resolve_device
 
 KNOWN = "known"  # the run's own known test set (D_c) in outputs.npz
 
@@ -73,7 +73,7 @@ def evaluate_run(run_dir, unknowns: Sequence[str] = (), data_dir=None, device: O
 
     run_dir = Path(run_dir)
     if device:
-        resolve_device(device)  # a bad --device stops before any work
+        device = resolve_device(device)  # a bad --device stops before any work; resolved once, passed down
     records = check_run(run_dir)  # every record valid and in agreement, before anything is written
     settings = run_detector_settings(run_dir, records.config)  # settings that could not score stop here
     warning = records.version_warning()

@@ -39,7 +39,9 @@ from agnostophobia.training.checkpoint import load_checkpoint
 from agnostophobia.training.loaders import is_streamed
 from agnostophobia.training.seed_batch import check_batched_seeds, resolve_batched_seeds
 from agnostophobia.training.cuda_graph import check_cuda_graph
-from agnostophobia.training.trainer import check_resumable, fit, fit_seeds, is_finished, resolve_device
+from agnostophobia.training.device import resolve_device
+from agnostophobia.training.resume import check_resumable, is_finished
+from agnostophobia.training.trainer import fit, fit_seeds
 from agnostophobia._runlock import run_lock
 
 
@@ -71,10 +73,11 @@ def check_model_input(cfg: TrainConfig, protocol) -> None:
                           f"{str(exc).splitlines()[0]}") from None
 
 
-def train_and_store(experiment: ExperimentConfig, out: Path, log=print,
+def train_and_store(experiment: ExperimentConfig, out: Path, device: torch.device, log=print,
                     make_protocol: Optional[Callable[[TrainConfig], Any]] = None, protocol=None) -> Dict:
-    """Train (or resume) every approach and seed; returns the protocol notes, class names and
-    timings. ``protocol``: the run's protocol when already built (else built when needed).
+    """Train (or resume) every approach and seed on ``device`` (resolved once by the command,
+    :func:`configure`); returns the protocol notes, class names and timings. ``protocol``: the
+    run's protocol when already built (else built when needed).
 
     ``make_protocol(cfg)`` gives the protocol to train on when one is needed (default
     :func:`protocol_for`; ``tune`` passes its cross-class variant). The runs train one after
@@ -101,7 +104,6 @@ def train_and_store(experiment: ExperimentConfig, out: Path, log=print,
                 pending.append((cfg, run_dir))
     if pending and protocol is None:
         protocol = (make_protocol or protocol_for)(pending[0][0])
-    device = resolve_device(experiment.train.device)
     batched = bool(pending) and resolve_batched_seeds(experiment.batched_seeds, device, experiment.seeds,
                                                       world.distributed, is_streamed(protocol.train))
     units = training_units(pending, batched, world)  # a batch of seeds is one unit of concurrency
@@ -119,7 +121,7 @@ def train_and_store(experiment: ExperimentConfig, out: Path, log=print,
     if processes == 1:
         for unit in units:
             log(starting(unit, protocol, device))
-            seconds = fit_and_store_unit(unit, protocol)
+            seconds = fit_and_store_unit(unit, protocol, device)
             if world.is_main:
                 done(unit, seconds)
             world.barrier()  # the other processes wait while rank 0 predicts
@@ -132,7 +134,7 @@ def train_and_store(experiment: ExperimentConfig, out: Path, log=print,
         # one bar per process would garble the terminal: each run logs its start and end instead
         quiet = {unit_name(unit): [(dataclasses.replace(cfg, progress=False), run_dir) for cfg, run_dir in unit]
                  for unit in units}
-        jobs = [Job(name, fit_and_store_unit, (unit, protocol)) for name, unit in quiet.items()]
+        jobs = [Job(name, fit_and_store_unit, (unit, protocol, device)) for name, unit in quiet.items()]
         run_jobs(jobs, processes, threads, on_start=lambda job: log(starting(quiet[job.name], protocol, device)),
                  on_done=lambda job, seconds: done(quiet[job.name], seconds),
                  share_out=experiment.train.cpu_threads is None)
@@ -193,16 +195,17 @@ def starting(unit: List[Tuple[TrainConfig, Path]], protocol, device) -> str:
             f"for {cfg.epochs} epoch(s) on {device}{batched}")
 
 
-def fit_and_store_unit(unit: List[Tuple[TrainConfig, Path]], protocol) -> float:
+def fit_and_store_unit(unit: List[Tuple[TrainConfig, Path]], protocol, device: torch.device) -> float:
     """Train (or resume) one run, or seeds batched (:func:`fit_seeds`), and store each run's outputs;
     returns the seconds it took. Under DDP every process trains and rank 0 alone stores; a child
     process of a concurrent reproduction is one process."""
     start = time.perf_counter()
     if len(unit) == 1:
         (cfg, run_dir), = unit
-        runs = [fit(cfg, protocol, run_dir, resume=True)]
+        runs = [fit(cfg, protocol, run_dir, resume=True, device=device)]
     else:
-        runs = fit_seeds(unit[0][0], protocol, [cfg.seed for cfg, _ in unit], [run_dir for _, run_dir in unit])
+        runs = fit_seeds(unit[0][0], protocol, [cfg.seed for cfg, _ in unit], [run_dir for _, run_dir in unit],
+                         device=device)
     if distributed.current().is_main:
         for run, (_, run_dir) in zip(runs, unit):
             store_outputs(run, protocol, run_dir)
@@ -229,8 +232,10 @@ def _record(run: RunDir, path: Path, value, read: Callable[[], Any], default):
 
 def configure(experiment: ExperimentConfig, seeds: Optional[int] = None, data_dir=None,
               device: Optional[str] = None, progress: bool = True, preprocessing: Optional[str] = None,
-              concurrent_runs=None, batched_seeds=None, cuda_graph=None, **train_overrides) -> ExperimentConfig:
-    """The experiment with the command line's choices applied (and checked); ``preprocessing``
+              concurrent_runs=None, batched_seeds=None, cuda_graph=None,
+              **train_overrides) -> Tuple[ExperimentConfig, torch.device]:
+    """The experiment with the command line's choices applied (and checked), and the device it
+    trains on: resolved here, once per command, and passed down from here. ``preprocessing``
     (``--preprocessing``), ``concurrent_runs`` (``--concurrent-runs``), ``batched_seeds``
     (``--batched-seeds``) and ``cuda_graph`` (``--cuda-graph``) override the config keys of those names."""
     overrides = {"progress": progress, **train_overrides}
@@ -254,7 +259,7 @@ def configure(experiment: ExperimentConfig, seeds: Optional[int] = None, data_di
         experiment.concurrent_runs = check_concurrent_runs(concurrent_runs, "--concurrent-runs")
     if batched_seeds is not None:
         experiment.batched_seeds = check_batched_seeds(batched_seeds, "--batched-seeds")
-    return experiment
+    return experiment, device
 
 
 def check_detectors(experiment: ExperimentConfig) -> None:
@@ -290,7 +295,7 @@ def seeds_varied(experiment: ExperimentConfig) -> str:
 
 
 def write_run_record(out: Path, experiment: ExperimentConfig, budget: Optional[str], stored: Dict,
-                     command: str, config_protocol: Optional[str] = None) -> Dict:
+                     command: str, device: torch.device, config_protocol: Optional[str] = None) -> Dict:
     """``run_meta.json``: what ``evaluate``, ``plot`` and ``predict`` need to know of a run."""
     train_cfg = experiment.train
     world = distributed.current()
@@ -300,7 +305,7 @@ def write_run_record(out: Path, experiment: ExperimentConfig, budget: Optional[s
         "seeds_varied": seeds_varied(experiment), "approaches": experiment.approaches,
         "command": " ".join(["agnostophobia"] + sys.argv[1:]) if sys.argv and "agnostophobia" in sys.argv[0]
         else command,
-        "device": f"{resolve_device(train_cfg.device)} ({platform.processor() or platform.machine()}, "
+        "device": f"{device} ({platform.processor() or platform.machine()}, "
                   f"{torch.get_num_threads()} threads)" + (f" x {world.size} processes (DDP)" if world.distributed else "")
                   + (f", {runs} runs at a time, {train_cfg.cpu_threads or threads_per_run(runs)} thread(s) each" if runs > 1 else ""),
         "wall_time_s": round(stored["training_wall_s"], 1),
@@ -332,33 +337,33 @@ def train_run(config, out: Path, budget: Optional[str] = None, approaches: Optio
 
     Started by torchrun, every process calls this and trains with DDP; rank 0 alone holds the
     run's lock and writes (``training.distributed``)."""
-    experiment = configure(load_experiment(config).for_budget(budget), seeds, data_dir, device, progress,
-                           preprocessing, concurrent_runs, batched_seeds, cuda_graph)
+    experiment, device = configure(load_experiment(config).for_budget(budget), seeds, data_dir, device, progress,
+                                   preprocessing, concurrent_runs, batched_seeds, cuda_graph)
     if approaches:
         experiment.approaches = check_approaches(list(dict.fromkeys(approaches)))
     out = Path(out)
     protocol = file_protocol_first(experiment.train)  # a broken one stops here: nothing written
     if not resume and not out.exists():  # a fresh run: its datasets must be there before anything is written
         require_protocol_data(experiment.train.protocol, experiment.train.data_dir)
-    meta = train_and_record(experiment, out, budget, f"agnostophobia train {config} --out {out}",
+    meta = train_and_record(experiment, device, out, budget, f"agnostophobia train {config} --out {out}",
                             claim=lambda: claim_run(experiment, out, resume), protocol=protocol, log=log)
     if meta is not None:  # rank 0
         log(f"trained {', '.join(experiment.approaches)} into {out}; next: agnostophobia evaluate {out}")
     return out
 
 
-def train_and_record(experiment: ExperimentConfig, out: Path, budget: Optional[str], command: str,
-                     claim: Callable[[], ContextManager], protocol=None, config_protocol: Optional[str] = None,
-                     first: Callable[[], None] = lambda: None, then: Callable[[Dict], Any] = lambda meta: None,
-                     log=print) -> Optional[Dict]:
+def train_and_record(experiment: ExperimentConfig, device: torch.device, out: Path, budget: Optional[str],
+                     command: str, claim: Callable[[], ContextManager], protocol=None,
+                     config_protocol: Optional[str] = None, first: Callable[[], None] = lambda: None,
+                     then: Callable[[Dict], Any] = lambda meta: None, log=print) -> Optional[Dict]:
     """The sequence of ``train``, ``reproduce`` and ``reproduce ensemble`` once the experiment is
-    configured: lock the run (``claim()``: its checks, then its lock), write its records
+    configured (and its ``device`` resolved, :func:`configure`): lock the run (``claim()``: its checks, then its lock), write its records
     (``first()``, then ``config.yaml``), train and store every run, record it (``run_meta.json``),
     then ``then(meta)``, all inside the lock. ``protocol``: the run's protocol when already built (else built when needed).
 
     Under torchrun every process joins the group here (one process: nothing happens) and trains;
     rank 0 alone claims, writes and records, and gets the run record (the others get None)."""
-    with distributed.process_group(resolve_device(experiment.train.device)) as world, contextlib.ExitStack() as lock:
+    with distributed.process_group(device) as world, contextlib.ExitStack() as lock:
         world.check_batch_size(experiment.train.batch_size)
 
         def locked() -> None:
@@ -368,10 +373,10 @@ def train_and_record(experiment: ExperimentConfig, out: Path, budget: Optional[s
         if world.is_main:
             first()
             write_config(out, experiment, budget)
-        stored = train_and_store(experiment, out, log, protocol=protocol)
+        stored = train_and_store(experiment, out, device, log, protocol=protocol)
         if not world.is_main:
             return None
-        meta = write_run_record(out, experiment, budget, stored, command, config_protocol)
+        meta = write_run_record(out, experiment, budget, stored, command, device, config_protocol)
         then(meta)
     return meta
 
@@ -408,8 +413,8 @@ def reproduce(experiment_name: str, budget: Optional[str] = None, seeds: Optiona
 
         PROTOCOLS.get(protocol_name)  # a clear error for an unknown name
         variant = {"protocol": protocol_name, "name": f"{experiment.train.name}-{protocol_name}"}
-    experiment = configure(experiment, seeds, data_dir, device, progress, preprocessing, concurrent_runs,
-                           batched_seeds, cuda_graph, **variant)
+    experiment, device = configure(experiment, seeds, data_dir, device, progress, preprocessing, concurrent_runs,
+                                   batched_seeds, cuda_graph, **variant)
     name = experiment.train.name
     prepared = "" if experiment.train.preprocessing == OURS else f"-{experiment.train.preprocessing}"
     out = Path(out or Path("runs") / f"{name}-{budget}{prepared}")
@@ -428,7 +433,7 @@ def reproduce(experiment_name: str, budget: Optional[str] = None, seeds: Optiona
             write_fetch_record(out, fetched)
         log(f"agnostophobia reproduce {name}: budget {budget}, {experiment.seeds} seed(s), output in {out}")
 
-    train_and_record(experiment, out, budget, f"agnostophobia reproduce {experiment_name} --budget {budget}",
+    train_and_record(experiment, device, out, budget, f"agnostophobia reproduce {experiment_name} --budget {budget}",
                      claim=lambda: run_lock(out), protocol=protocol, config_protocol=config_protocol, first=first,
                      then=lambda meta: finish_run(out, meta, plots=plots, log=log), log=log)
     return out

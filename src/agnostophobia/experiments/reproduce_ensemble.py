@@ -79,8 +79,8 @@ def reproduce_ensemble(budget: Optional[str] = None, seeds: Optional[int] = None
         preprocessing: overrides the config key (``authors`` is refused: it applies to lenet++ only).
     """
     budget = budget or default_budget()
-    experiment = configure(load_experiment(config or "ensemble").for_budget(budget), seeds, data_dir, device,
-                           progress, preprocessing)
+    experiment, device = configure(load_experiment(config or "ensemble").for_budget(budget), seeds, data_dir,
+                                   device, progress, preprocessing)
     lenet_run = _lenet_run(lenet_run, budget)
     out = Path(out) if out is not None else Path("runs") / f"{experiment.train.name}-{budget}"
     check_existing_run(experiment, out)  # check first, write after: a refused resume changes nothing
@@ -101,7 +101,7 @@ def reproduce_ensemble(budget: Optional[str] = None, seeds: Optional[int] = None
         log(f"report: {report}\nmetrics: {RunDir(out).metrics}")
 
     # the one sequence of every training command: lock, config.yaml, train and store, run_meta.json
-    train_and_record(experiment, out, budget, f"agnostophobia reproduce ensemble --budget {budget}",
+    train_and_record(experiment, device, out, budget, f"agnostophobia reproduce ensemble --budget {budget}",
                      claim=lambda: run_lock(out), first=first, then=then, log=log)
     return out
 

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
+import torch
 import yaml
 
 from agnostophobia._atomic import atomic_write
@@ -206,6 +207,7 @@ class TuneSetup:
 
     config: str
     experiment: ExperimentConfig
+    device: torch.device  # resolved once (configure), every grid point trains on it
     budget: Optional[str]
     params: Dict[str, Tuple[float, ...]]
     approaches: List[str]
@@ -265,10 +267,11 @@ def setup(config: str, params: Sequence[str], budget: Optional[str] = None, fpr:
     loaded = load_experiment(config)
     if budget is None and "tune" in loaded.budgets:
         budget = "tune"
-    experiment = configure(loaded.for_budget(budget), seeds, data_dir, device, progress)
+    experiment, device = configure(loaded.for_budget(budget), seeds, data_dir, device, progress)
     tuned, not_tuned = tuned_approaches(experiment.approaches, list(parsed), approaches)
     experiment.approaches = tuned
-    return TuneSetup(str(config), experiment, budget, parsed, tuned, not_tuned, check_detectors(tuned, detector), fpr)
+    return TuneSetup(str(config), experiment, device, budget, parsed, tuned, not_tuned,
+                     check_detectors(tuned, detector), fpr)
 
 
 def tune(config: str, params: Sequence[str], budget: Optional[str] = None, out: Optional[Path] = None,
@@ -321,7 +324,8 @@ def train_point(tuning: TuneSetup, point: Dict[str, float], out: Path, protocol,
     write_config(point_dir, experiment, tuning.budget)
     status, timings = "trained", {}
     try:
-        timings = train_and_store(experiment, point_dir, log, make_protocol=lambda cfg: protocol)["timings_s"]
+        timings = train_and_store(experiment, point_dir, tuning.device, log,
+                                  make_protocol=lambda cfg: protocol)["timings_s"]
     except TrainingDiverged as exc:  # one bad corner of the grid does not stop the others
         status = f"diverged: {exc}"
         log(f"{point_name(point)}: {status}")

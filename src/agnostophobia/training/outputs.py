@@ -1,7 +1,7 @@
 """Per-sample outputs of a trained run, stored so that every number and figure can be
 recomputed without retraining; written once per trained model by :func:`store_outputs`
-(each split predicted as the run trained, :func:`split_outputs`), read by detectors,
-metrics, plotting, deploy and experiments.
+(each split predicted as the run trained, :func:`split_outputs`, by :func:`predict`, the one
+inference loop, which deploy runs too), read by detectors, metrics, plotting, deploy and experiments.
 
 Layout of a run directory::
 
@@ -23,14 +23,16 @@ Layout of a run directory::
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Dict, Optional
+from typing import Dict, Optional, Tuple
 
 import numpy as np
+import torch
 
 from agnostophobia.training.records import (CONFIG, FIELDS, FIT_OUTPUTS, OUTPUTS, VAL_OUTPUTS,  # noqa: F401
                                             read_outputs, read_run_config)
 from agnostophobia.rundir import write_run_file
-from agnostophobia.training.trainer import predict
+from agnostophobia.training.augment import to_input
+from agnostophobia.training.precision import autocast
 
 SplitOutputs = Dict[str, np.ndarray]  # keys: logits, features, labels
 _FIELDS = FIELDS
@@ -72,6 +74,32 @@ def split_outputs(run, images, labels, precision: Optional[str] = None) -> Dict:
     logits, features = predict(run.model, images, run.cfg.eval_batch_size, run.device,
                                run.cfg.channels_last, precision or run.precision)
     return {"logits": logits, "features": features, "labels": labels}
+
+
+@torch.inference_mode()
+def predict(model: torch.nn.Module, images, batch_size: int = 1024,
+            device: Optional[torch.device] = None, channels_last: bool = False,
+            precision: str = "fp32") -> Tuple[np.ndarray, np.ndarray]:
+    """Logits and deep features (float32 numpy) for images (N x C x H x W): uint8 as stored
+    (numpy or torch; divided by 255 here, as in training) or a float tensor already in [0, 1].
+
+    ``precision`` is the one the model was trained with (a resolved value, fp32 or bf16):
+    the backbone runs in it, the head in fp32 (:func:`agnostophobia.models.head.open_set_head`).
+    An empty input gives empty (0, C) and (0, D) arrays.
+    """
+    device = device or next(model.parameters()).device
+    model.eval()
+    logits, features = [], []
+    for i in range(0, max(len(images), 1), batch_size):  # one empty batch for an empty input: the widths
+        batch = images[i:i + batch_size]
+        if not isinstance(batch, torch.Tensor):  # an array, or image files decoded here (streamed)
+            batch = torch.from_numpy(np.ascontiguousarray(np.asarray(batch)))
+        x = to_input(batch.to(device), channels_last)
+        with autocast(device, precision):
+            out_logits, out_features = model(x)
+        logits.append(out_logits.float().cpu())
+        features.append(out_features.float().cpu())
+    return torch.cat(logits).numpy(), torch.cat(features).numpy()
 
 
 def save_outputs(path: Path, outputs: Dict[str, SplitOutputs]) -> None:

@@ -22,11 +22,15 @@ random layers (dropout) draws from one generator for all seeds under ``vmap`` (`
 Each seed's checkpoints, outputs and metrics have the form of a separate run's
 (:meth:`StackedSeeds.seed_state_dict`, :func:`seed_optimizer_state`), so a run can be resumed with
 ``batched_seeds`` on or off and more seeds added later.
+
+The trainer holds its seeds through one interface, :func:`seed_layout`: :class:`OneSeed` (a separate
+run: one network, DDP under torchrun) or :class:`SeedBatch` (S seeds stacked); the loop itself is
+the same for both.
 """
 from __future__ import annotations
 
 import copy
-from typing import Callable, Dict, List, Sequence
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import torch
 from torch import nn
@@ -215,3 +219,89 @@ def _stack(values: List, stacked_shape: torch.Size, key: str, where: Sequence[st
             raise ConfigError(f"{path}: optimiser state {key!r} is {value!r}, {where[0]} has {first!r}; "
                               f"seeds at different points cannot be batched")
     return copy.deepcopy(first)
+
+
+class OneSeed:
+    """A separate run's one network (wrapped in DDP under torchrun): what every checkpoint holds.
+    Values per seed (losses, sums, orders) have no seed dimension (:attr:`shape` ``()``)."""
+
+    shape: Tuple[int, ...] = ()
+
+    def check(self, device: torch.device, distributed: bool, streamed: bool) -> None:
+        """Nothing to refuse: one seed trains anywhere."""
+
+    def place(self, models: Sequence[nn.Module], world, device: torch.device,
+              channels_last: bool) -> Tuple[nn.Module, nn.Module]:
+        """``(model, network)``: the network on ``device``, and what trains it (DDP or itself)."""
+        model = models[0].to(device)
+        if channels_last:
+            model.to(memory_format=torch.channels_last)
+        return model, world.wrap(model, device)
+
+    def map(self, function: Callable, network: nn.Module, x, y, weights, shared: bool = False):
+        """``function(network, x, y, weights)``: the seed's own batch (``shared`` changes nothing)."""
+        return function(network, x, y, weights)
+
+    def stack(self, tensors: Sequence[torch.Tensor]) -> torch.Tensor:
+        """The one seed's value of a list of one per seed."""
+        return tensors[0]
+
+    def state(self, model: nn.Module, optimizer: torch.optim.Optimizer, seed_index: int) -> Tuple[Dict, Dict]:
+        return model.state_dict(), optimizer.state_dict()
+
+    def load_states(self, model: nn.Module, optimizer: torch.optim.Optimizer, saved: Sequence[Dict],
+                    where: Sequence[str]) -> None:
+        model.load_state_dict(saved[0]["model"])
+        optimizer.load_state_dict(saved[0]["optimizer"])
+
+    def load_weights(self, model: nn.Module, seed_index: int, state: Dict) -> None:
+        model.load_state_dict(state)
+
+    def seed_model(self, model: nn.Module, seed_index: int) -> nn.Module:
+        return model
+
+
+class SeedBatch(OneSeed):
+    """S seeds as one :class:`StackedSeeds` model (never DDP, never channels_last: stacked 5-D
+    weights have no such layout). Values per seed carry a leading seed dimension (:attr:`shape`)."""
+
+    def __init__(self, count: int):
+        self.shape = (count,)
+
+    def check(self, device: torch.device, distributed: bool, streamed: bool) -> None:
+        """Refuses DDP and streamed data in one line (:func:`resolve_batched_seeds`), before anything is built."""
+        resolve_batched_seeds(True, device, self.shape[0], distributed, streamed)
+
+    def place(self, models, world, device, channels_last):
+        model = StackedSeeds(models)
+        model.to(device)
+        return model, model
+
+    def map(self, function, network, x, y, weights, shared=False):
+        """Every seed's result at once; ``x``, ``y`` and ``weights`` have a seed dimension, or with
+        ``shared`` all seeds see the same ones (validation batches)."""
+        dim = None if shared else 0
+        return network.map(function, x, y, weights, in_dims=(dim, dim, None if weights is None else dim))
+
+    def stack(self, tensors):
+        return torch.stack(list(tensors))
+
+    def state(self, model, optimizer, seed_index):
+        return model.seed_state_dict(seed_index), seed_optimizer_state(optimizer, seed_index)
+
+    def load_states(self, model, optimizer, saved, where):
+        for i, (state, path) in enumerate(zip(saved, where)):
+            model.load_seed_state_dict(i, state["model"], path)
+        optimizer.load_state_dict(stack_optimizer_states(optimizer, [state["optimizer"] for state in saved], where))
+
+    def load_weights(self, model, seed_index, state):
+        model.load_seed_state_dict(seed_index, state)
+
+    def seed_model(self, model, seed_index):
+        return model.seed_model(seed_index)
+
+
+def seed_layout(seeds: Optional[Sequence[int]]) -> OneSeed:
+    """How the trainer holds the networks of ``seeds``: None is one separate run; a list (even of
+    one) is those seeds stacked."""
+    return OneSeed() if seeds is None else SeedBatch(len(seeds))

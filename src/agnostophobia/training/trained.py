@@ -14,9 +14,10 @@ import torch
 from agnostophobia.errors import AgnostophobiaError
 from agnostophobia.models import build_model
 from agnostophobia.training.checkpoint import load_checkpoint
+from agnostophobia.training.device import resolve_device
+from agnostophobia.training.outputs import predict
 from agnostophobia.training.precision import resolve_precision
 from agnostophobia.training.records import BEST, checkpoint_config
-from agnostophobia.training.trainer import predict, resolve_device
 
 
 

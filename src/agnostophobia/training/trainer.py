@@ -5,7 +5,7 @@
   the data order of epoch ``e`` depends only on ``(seed, e)``, so a resumed run sees
   exactly the batches an uninterrupted one would. On CUDA a resumed run restores the same
   state (weights, optimiser, every RNG, epoch, data order) and is bit-identical to an
-  uninterrupted one only with ``deterministic: true`` (:func:`use_deterministic_algorithms`).
+  uninterrupted one only with ``deterministic: true`` (:func:`.device.use_deterministic_algorithms`).
 * No host synchronisation per step (issue 21): sums, counts and the divergence flag stay on
   the device, host data reaches it by asynchronous copies (:mod:`.hostsync`), and each
   epoch's training and validation read their results back once, at their end.
@@ -15,21 +15,17 @@
   same (a flag kept on the device, copied to the host without waiting), as is a non-finite
   validation loss: the run stops with :class:`TrainingDiverged` and keeps the checkpoints
   of the last good epoch.
-* After every epoch an atomic ``last.pt`` holds model, optimiser, scheduler, epoch,
-  config, RNG state and history; ``best.pt`` holds the weights with the lowest
-  validation loss (the authors kept the best validation loss, docs/references.md).
-* ``metrics.csv`` (rewritten atomically from the checkpoint's history, so a kill never
-  leaves duplicate rows) and TensorBoard scalars log every epoch.
+* After every epoch the run's directory gets its checkpoints (:mod:`.resume`, which also decides
+  when a run may continue) and its logs (:mod:`.epoch_log`: ``metrics.csv``, TensorBoard).
 * Started by torchrun, every process runs this loop on its shard of each global batch in
   DistributedDataParallel; rank 0 alone writes (:mod:`agnostophobia.training.distributed`).
+* One seed, or several trained as one stacked model (:mod:`.seed_batch`): the loop is the same,
+  the seed layout (:func:`~.seed_batch.seed_layout`) holds what differs.
 """
 from __future__ import annotations
 
-import csv
 import dataclasses
-import io
 import math
-import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,59 +35,28 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from agnostophobia.data.streaming import CROP_PADDING
-from agnostophobia.errors import ConfigError, TrainingDiverged
+from agnostophobia.errors import TrainingDiverged
 from agnostophobia.losses import (build_loss, compute_loss, inverse_frequency_class_weights,
                                   sample_weights)
 from agnostophobia.models import build_model
-from agnostophobia.training.adversarial import adversarial_loss
-from agnostophobia._atomic import atomic_write, remove_stale_temporaries
 from agnostophobia._killpoints import kill_point
-from agnostophobia.training import distributed
-from agnostophobia.training.checkpoint import (load_checkpoint, rng_state, save_checkpoint,
-                                               seed_everything, set_rng_state)
+from agnostophobia.training import augment, device as devices, distributed
+from agnostophobia.training.adversarial import adversarial_loss
+from agnostophobia.training.checkpoint import load_checkpoint, seed_everything, set_rng_state
 from agnostophobia.training.config import TrainConfig
 from agnostophobia.training.cuda_graph import (CapturedStep, check_cuda_graph, cuda_capture, plain_optimizer_state,
                                                set_capturable)
+from agnostophobia.training.epoch_log import close_tensorboard, log_scalars, open_tensorboard, write_history
 from agnostophobia.training.hostsync import HostCopy, read_once, to_device
 from agnostophobia.training.loaders import device_data, is_streamed
 from agnostophobia.training.precision import autocast, resolve_precision
-from agnostophobia.training.records import trained_differently
-from agnostophobia.training.seed_batch import (StackedSeeds, resolve_batched_seeds, seed_optimizer_state,
-                                               stack_optimizer_states)
+from agnostophobia.rundir import BEST, HISTORY, LAST
+from agnostophobia.training.resume import check_same_epoch, remove_killed_writes, save_epoch, saved_run
+from agnostophobia.training.seed_batch import seed_layout
 
 # A non-finite training loss stops the run within this many optimiser steps (DivergenceWatch);
 # the flag is also read at every epoch's end.
 DIVERGENCE_CHECK_EVERY = 50
-
-
-def resolve_device(name: str) -> torch.device:
-    if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    try:
-        device = torch.device(name)
-    except (RuntimeError, TypeError):
-        raise ConfigError(f"device {name!r}: not a device name (auto, cpu, cuda, cuda:N)") from None
-    if device.type == "cuda" and not torch.cuda.is_available():
-        raise ConfigError(f"config key 'device': {name!r} requested but CUDA is not available")
-    if device.type == "cuda" and (device.index or 0) >= torch.cuda.device_count():
-        raise ConfigError(f"config key 'device': {name!r} requested but only {torch.cuda.device_count()} GPU(s) exist")
-    return device
-
-
-def use_deterministic_algorithms(device: torch.device) -> None:
-    """Deterministic algorithms for bit-identical reruns and resumes on CUDA (``deterministic: true``).
-
-    Process-wide and not undone after the run: ``torch.use_deterministic_algorithms``,
-    cuDNN autotuning off, and on CUDA ``CUBLAS_WORKSPACE_CONFIG=:4096:8`` unless the
-    environment sets it already (cuBLAS needs it for deterministic matrix products).
-    Operations without a deterministic implementation (e.g. the backward pass of
-    ``AdaptiveAvgPool2d`` on CUDA) run anyway, and PyTorch warns naming them.
-    """
-    if device.type == "cuda":
-        os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
-    torch.backends.cudnn.benchmark = False
-    torch.use_deterministic_algorithms(True, warn_only=True)
 
 
 @dataclass
@@ -148,99 +113,38 @@ def epoch_order(n: int, seed: int, epoch: int) -> torch.Tensor:
     return torch.randperm(n, generator=generator)
 
 
-def to_input(images: torch.Tensor, channels_last: bool) -> torch.Tensor:
-    """Model input in [0, 1]: stored uint8 images divided by 255; float images as they are."""
-    x = images.float().div_(255.0) if images.dtype == torch.uint8 else images.float()
-    return x.contiguous(memory_format=torch.channels_last) if channels_last and x.dim() == 4 else x
-
-
-def crop_flip(x: torch.Tensor, generator, pad: int = CROP_PADDING, offset: int = 0,
-              batch_size: Optional[int] = None) -> torch.Tensor:
-    """Random crop with zero padding and horizontal flip (the usual CIFAR augmentation).
-
-    ``x`` may be the part from ``offset`` of a batch of ``batch_size`` (a DDP process's shard):
-    the draws are those of the whole batch, so each sample is augmented as in one process.
-    The draws come from the host ``generator`` (the same on every device) and reach the device
-    in one asynchronous copy; the crops are one gather there, with no host synchronisation.
-    Seeds batched (``x`` of shape (S, n, C, H, W), ``generator`` a list of S): each seed's
-    images are drawn for by its own generator, as in its separate run, and cropped in the same gather.
-    """
-    draws = crop_flip_draws(generator, x.shape[-4], offset, batch_size, pad)
-    return apply_crop_flip(x, to_device(draws, x.device), pad)
-
-
-def crop_flip_draws(generator, n: int, offset: int = 0, batch_size: Optional[int] = None,
-                    pad: int = CROP_PADDING) -> torch.Tensor:
-    """The host draws of :func:`crop_flip` for ``n`` samples (of each seed: ``generator`` may be
-    a list of one per seed): a (3, S * n) tensor of vertical and horizontal shifts and flips."""
-    generators = list(generator) if isinstance(generator, (list, tuple)) else [generator]
-    return torch.cat([_crop_flip_draws(g, pad, n, offset, batch_size or n) for g in generators], dim=1)
-
-
-def apply_crop_flip(x: torch.Tensor, draws: torch.Tensor, pad: int = CROP_PADDING) -> torch.Tensor:
-    """:func:`crop_flip` with its draws already on ``x``'s device (``x``: (..., C, H, W))."""
-    shape = x.shape
-    return _crop_flip_apply(x.reshape(-1, *shape[-3:]), draws, pad).view(shape)
-
-
-def _crop_flip_draws(generator: torch.Generator, pad: int, n: int, offset: int, batch_size: int) -> torch.Tensor:
-    """(3, n): vertical and horizontal shifts and flips of the ``n`` samples from ``offset`` of a batch."""
-    mine = slice(offset, offset + n)
-    dy = torch.randint(0, 2 * pad + 1, (batch_size,), generator=generator)[mine]
-    dx = torch.randint(0, 2 * pad + 1, (batch_size,), generator=generator)[mine]
-    flip = (torch.rand(batch_size, generator=generator) < 0.5)[mine]
-    return torch.stack([dy, dx, flip.long()])
-
-
-def _crop_flip_apply(x: torch.Tensor, draws: torch.Tensor, pad: int) -> torch.Tensor:
-    n, channels, h, w = x.shape
-    dy, dx, flip = draws
-    padded = torch.nn.functional.pad(x, (pad, pad, pad, pad))
-    rows = dy[:, None] + torch.arange(h, device=x.device)                      # (n, h)
-    cols = torch.arange(w, device=x.device)
-    cols = torch.where(flip[:, None] > 0, w - 1 - cols, cols) + dx[:, None]   # (n, w), mirrored where flipped
-    samples = torch.arange(n, device=x.device)[:, None, None, None]
-    planes = torch.arange(channels, device=x.device)[None, :, None, None]
-    return padded[samples, planes, rows[:, None, :, None], cols[:, None, None, :]].contiguous()
-
-
 class Training:
     """The pieces of one run: model, loss, optimiser, scheduler, data, device.
 
-    With ``seeds`` (a list), the runs of ``cfg`` with those seeds as one batched model
+    With ``seeds`` (a list), the runs of ``cfg`` with those seeds as one stacked model
     (:mod:`.seed_batch`): :attr:`model` is a :class:`~.seed_batch.StackedSeeds`, losses, sums and
     flags carry a leading seed dimension (:attr:`seed_shape`), and each seed keeps its own
-    initialisation, data order and augmentation. Without, one run, as it always was.
+    initialisation, data order and augmentation. Without, one run, as it always was. What
+    differs between the two is held by :attr:`seed_layout`, never asked here.
     """
 
     def __init__(self, cfg: TrainConfig, protocol, device: Optional[torch.device] = None,
                  seeds: Optional[Sequence[int]] = None):
-        self.cfg = cfg.validate()
-        self.batched = seeds is not None
-        self.seed_cfgs = [dataclasses.replace(cfg, seed=seed) for seed in seeds] if self.batched else [cfg]
-        if self.batched:
-            self.cfg = self.seed_cfgs[0]
-        self.seed_shape = (len(self.seed_cfgs),) if self.batched else ()
+        cfg.validate()
+        self.seed_layout = seed_layout(seeds)
+        self.seed_cfgs = [cfg] if seeds is None else [dataclasses.replace(cfg, seed=seed) for seed in seeds]
+        self.cfg = self.seed_cfgs[0]  # what the seeds share
+        self.seed_shape = self.seed_layout.shape
         self.world = distributed.current()  # one process, or this one's place under torchrun
         self.world.check_batch_size(cfg.batch_size)
-        self.device = self.world.place(device or resolve_device(cfg.device))
+        self.device = self.world.place(device or devices.resolve_device(cfg.device))
         if cfg.deterministic:
-            use_deterministic_algorithms(self.device)
+            devices.use_deterministic_algorithms(self.device)
         self.num_classes = protocol.num_classes
-        if self.batched:  # refuses DDP and streamed data in one line, before anything is built
-            resolve_batched_seeds(True, self.device, len(self.seed_cfgs), self.world.distributed,
-                                  is_streamed(protocol.train))
+        self.seed_layout.check(self.device, self.world.distributed, is_streamed(protocol.train))
         models = []
         for seed_cfg in self.seed_cfgs:  # each network initialised as its separate run initialises it
             seed_everything(seed_cfg.seed)
             self.loss_fn = build_loss(cfg.approach, self.num_classes, **cfg.loss_settings())
             models.append(build_model(cfg.model, num_outputs=self.loss_fn.num_outputs, **cfg.model_kwargs))
-        self.model = StackedSeeds(models) if self.batched else models[0]
-        self.model.to(self.device)
-        if cfg.channels_last and not self.batched:  # stacked (5-D) weights have no channels_last layout
-            self.model.to(memory_format=torch.channels_last)
+        # network: what trains the model, DDP under torchrun
+        self.model, self.network = self.seed_layout.place(models, self.world, self.device, cfg.channels_last)
         knowns_only = not self.loss_fn.trains_on_unknowns
-        self.network = self.model if self.batched else self.world.wrap(self.model, self.device)  # DDP under torchrun
         # a split of image files (a streamed protocol from files) is read through worker processes
         self.train_data = device_data(protocol.train, self.device, knowns_only, TensorData.from_split)
         self.val_data = device_data(protocol.val, self.device, knowns_only, TensorData.from_split)
@@ -310,13 +214,10 @@ class Training:
         """The loss (mean over the batch) and logits. In training mode through :attr:`network`
         (DDP under torchrun); in eval mode through the plain model, which syncs nothing.
 
-        Seeds batched: every seed's loss (S,) and logits (S, N, C) from one call; ``x``, ``y``
+        Seeds stacked: every seed's loss (S,) and logits (S, N, C) from one call; ``x``, ``y``
         and ``weights`` have a seed dimension, or with ``shared`` all seeds see the same ones."""
-        if self.batched:
-            dim = None if shared else 0
-            return self.model.map(self._one_seed_loss, x, y, weights,
-                                  in_dims=(dim, dim, None if weights is None else dim))
-        return self._one_seed_loss(self.network if self.model.training else self.model, x, y, weights)
+        network = self.network if self.model.training else self.model
+        return self.seed_layout.map(self._one_seed_loss, network, x, y, weights, shared)
 
     def _one_seed_loss(self, network, x, y, weights):
         # a captured step must not keep autocast's cast weights from one replay to the next
@@ -334,7 +235,7 @@ class Training:
         return self.batch_loss(x, y, weights)
 
     def correct_knowns(self, logits, y) -> torch.Tensor:
-        """Known samples classified correctly (a device tensor; per seed when batched). No mask: an
+        """Known samples classified correctly (a device tensor; per seed when stacked). No mask: an
         unknown's label is negative and never equals a predicted class, and a boolean mask would
         cost a host sync."""
         return (logits[..., :self.num_classes].argmax(-1) == y).sum(-1)
@@ -342,46 +243,32 @@ class Training:
     def epoch_order(self, epoch: int) -> torch.Tensor:
         """The epoch's sample order (n,), or each seed's (S, n), on the device."""
         orders = [epoch_order(len(self.train_data), cfg.seed, epoch) for cfg in self.seed_cfgs]
-        return to_device(torch.stack(orders) if self.batched else orders[0], self.device)
+        return to_device(self.seed_layout.stack(orders), self.device)
 
-    def augment_generator(self, epoch: int):
-        """The host generator of the epoch's augmentation draws (a list of one per seed when batched)."""
-        generators = [torch.Generator().manual_seed(cfg.seed * 7_919 + epoch) for cfg in self.seed_cfgs]
-        return generators if self.batched else generators[0]
+    def augment_generator(self, epoch: int) -> List[torch.Generator]:
+        """The host generators of the epoch's augmentation draws, one per seed."""
+        return [torch.Generator().manual_seed(cfg.seed * 7_919 + epoch) for cfg in self.seed_cfgs]
 
     # -- each seed as a separate run holds it (checkpoints, stored outputs) ---------------------
     def seed_state(self, seed_index: int) -> Dict:
         """Seed ``seed_index``'s model, optimiser and scheduler state dicts, in a separate run's form."""
-        if not self.batched:
-            model, optimizer = self.model.state_dict(), self.optimizer.state_dict()
-        else:
-            model, optimizer = self.model.seed_state_dict(seed_index), seed_optimizer_state(self.optimizer, seed_index)
+        model, optimizer = self.seed_layout.state(self.model, self.optimizer, seed_index)
         # an eager run's form whatever this one's cuda_graph: it resumes with the key on or off
         return {"model": model, "optimizer": plain_optimizer_state(optimizer), "scheduler": self.scheduler.state_dict()}
 
     def load_seed_states(self, saved: Sequence[Dict], where: Sequence[str]) -> None:
-        """Continue from each seed's checkpoint (``last.pt`` of separate or batched runs alike)."""
-        if not self.batched:
-            self.model.load_state_dict(saved[0]["model"])
-            self.optimizer.load_state_dict(saved[0]["optimizer"])
-        else:
-            for i, (state, path) in enumerate(zip(saved, where)):
-                self.model.load_seed_state_dict(i, state["model"], path)
-            self.optimizer.load_state_dict(stack_optimizer_states(
-                self.optimizer, [state["optimizer"] for state in saved], where))
+        """Continue from each seed's checkpoint (``last.pt`` of separate or stacked runs alike)."""
+        self.seed_layout.load_states(self.model, self.optimizer, saved, where)
         set_capturable(self.optimizer, self.capturable)  # a saved state's flag is the saving run's, not this one's
         self.scheduler.load_state_dict(saved[0]["scheduler"])
 
     def load_seed_weights(self, seed_index: int, state: Dict) -> None:
         """Seed ``seed_index``'s network gets the weights ``state`` (e.g. of its ``best.pt``)."""
-        if self.batched:
-            self.model.load_seed_state_dict(seed_index, state)
-        else:
-            self.model.load_state_dict(state)
+        self.seed_layout.load_weights(self.model, seed_index, state)
 
     def seed_run(self, seed_index: int) -> "SeedRun":
         """Seed ``seed_index``'s trained network as a plain module, with what predicting needs."""
-        model = self.model.seed_model(seed_index) if self.batched else self.model
+        model = self.seed_layout.seed_model(self.model, seed_index)
         if self.cfg.channels_last:
             model.to(memory_format=torch.channels_last)
         return SeedRun(model, self.seed_cfgs[seed_index], self.device, self.precision)
@@ -411,7 +298,7 @@ class DivergenceWatch:
 
     def __init__(self, run: Training, epoch: int, sums: "StepSums"):
         self.run, self.epoch = run, epoch
-        self.seen, self.steps_before = sums.seen, sums.steps_before  # per seed when batched; the steps write them
+        self.seen, self.steps_before = sums.seen, sums.steps_before  # per seed when stacked; the steps write them
         self.every = max(1, DIVERGENCE_CHECK_EVERY // 2)
         self.copy = HostCopy(run.device)
 
@@ -427,7 +314,7 @@ class DivergenceWatch:
             self.raise_if_diverged(self.copy.read())
 
     def flags(self) -> torch.Tensor:
-        """``[seen, -steps_before]`` (each per seed when batched) on the device; under DDP the
+        """``[seen, -steps_before]`` (each per seed when stacked) on the device; under DDP the
         earliest non-finite loss of any process."""
         flags = torch.stack([self.seen.long(), -self.steps_before])
         self.run.world.max_(flags)
@@ -456,7 +343,7 @@ def diverged(cfg: TrainConfig, epoch: int, what: str) -> TrainingDiverged:
 
 @dataclass
 class StepSums:
-    """The device tensors the training steps add to (each per seed when batched): allocated once
+    """The device tensors the training steps add to (each per seed when stacked): allocated once
     per run (:meth:`Training.step_sums`), zeroed at each epoch's start."""
 
     loss_sum: torch.Tensor       # the batch losses times the batch sizes (summed over DDP processes at the end)
@@ -499,15 +386,15 @@ def training_step(run: Training, images: torch.Tensor, indices: torch.Tensor, dr
     ``draws``: the batch's crop-flip draws on the device (None: no augmentation here); ``share``:
     the global batch size over the processes (the loss sum's weight); ``loss_scale``: under DDP,
     this process's share of the global-batch mean (None in one process)."""
-    x = to_input(images, run.cfg.channels_last)
+    x = augment.to_input(images, run.cfg.channels_last)
     if draws is not None:
-        x = apply_crop_flip(x, draws)
+        x = augment.apply_crop_flip(x, draws)
     y = run.train_data.labels[indices]
     loss, logits = run.training_loss(x, y, run.train_data.weights_of(indices))
     if loss_scale is not None:
         loss = loss * loss_scale
     run.optimizer.zero_grad(set_to_none=True)
-    loss.sum().backward()  # batched seeds: seed s's loss depends on seed s's weights alone
+    loss.sum().backward()  # stacked seeds: seed s's loss depends on seed s's weights alone
     run.optimizer.step()
     sums.loss_sum += loss.detach() * share  # loss * global batch / W, summed over processes at the end
     sums.correct += run.correct_knowns(logits.detach(), y)
@@ -517,7 +404,7 @@ def training_step(run: Training, images: torch.Tensor, indices: torch.Tensor, dr
 def train_steps(run: Training, epoch: int, bar=None) -> EpochSums:
     """The optimiser steps of one epoch (:func:`training_step`), in its seeded order, with no
     host synchronisation on the way (except a rare :class:`DivergenceWatch` wait); results stay
-    on the device. Seeds batched: each step takes every seed's next batch in its own order, at
+    on the device. Seeds stacked: each step takes every seed's next batch in its own order, at
     once. With ``cuda_graph`` every full batch is replayed from the captured step."""
     cfg, data, world = run.cfg, run.train_data, run.world
     run.model.train()
@@ -531,7 +418,7 @@ def train_steps(run: Training, epoch: int, bar=None) -> EpochSums:
     for step, (shard, images) in enumerate(data.read(shards, cfg, epoch)):
         n = shard.indices.shape[-1]
         draws = None if augment_rng is None else to_device(
-            crop_flip_draws(augment_rng, n, shard.offset, shard.global_size), run.device)
+            augment.crop_flip_draws(augment_rng, n, shard.offset, shard.global_size), run.device)
         if run.captured_step is not None and n == cfg.batch_size:
             run.captured_step(images, shard.indices, draws)
         else:  # eager: no cuda_graph, or the short last batch
@@ -555,7 +442,7 @@ def train_one_epoch(run: Training, epoch: int, bar=None) -> Dict[str, float]:
 
 
 def train_one_epoch_seeds(run: Training, epoch: int, bar=None) -> List[Dict[str, float]]:
-    """:func:`train_one_epoch` of each seed (one row; one per seed when batched)."""
+    """:func:`train_one_epoch` of each seed (one row; one per seed when stacked)."""
     start = time.perf_counter()
     sums = train_steps(run, epoch, bar)
     flags = sums.watch.flags()
@@ -573,8 +460,9 @@ def train_one_epoch_seeds(run: Training, epoch: int, bar=None) -> List[Dict[str,
 
 
 def _one_run(run: Training, rows: List[Dict[str, float]]) -> Dict[str, float]:
-    if run.batched:
-        raise ValueError("this run trains seeds batched: use the *_seeds function, which returns a row per seed")
+    if run.seed_shape:
+        raise ValueError("this run trains several seeds as one model: use the *_seeds function, "
+                         "which returns a row per seed")
     return rows[0]
 
 
@@ -586,7 +474,7 @@ def evaluate(run: Training, data: TensorData) -> Dict[str, float]:
 
 @torch.inference_mode()
 def evaluate_seeds(run: Training, data: TensorData) -> List[Dict[str, float]]:
-    """:func:`evaluate` of each seed (one row; one per seed when batched)."""
+    """:func:`evaluate` of each seed (one row; one per seed when stacked)."""
     loss_sums, corrects = evaluation_sums(run, data)
     if not len(data):  # no validation split: nothing measured (fit then keeps the last epoch)
         return [{"val_loss": float("nan"), "val_acc": float("nan")} for _ in run.seed_cfgs]
@@ -605,74 +493,13 @@ def evaluation_sums(run: Training, data: TensorData) -> Tuple[torch.Tensor, torc
     correct = torch.zeros(run.seed_shape, dtype=torch.long, device=run.device)
     for i in run.world.eval_starts(len(data), run.cfg.eval_batch_size):  # all batches in one process
         batch = slice(i, i + run.cfg.eval_batch_size)
-        x = to_input(data.images[batch], run.cfg.channels_last)
+        x = augment.to_input(data.images[batch], run.cfg.channels_last)
         y = data.labels[batch]
-        loss, logits = run.batch_loss(x, y, data.weights_of(batch), shared=True)  # batched: every seed sees them
+        loss, logits = run.batch_loss(x, y, data.weights_of(batch), shared=True)  # stacked: every seed sees them
         loss_sum += loss.double() * len(y)
         correct += run.correct_knowns(logits, y)
     run.world.sum_(loss_sum, correct)
     return loss_sum, correct
-
-
-@torch.inference_mode()
-def predict(model: torch.nn.Module, images, batch_size: int = 1024,
-            device: Optional[torch.device] = None, channels_last: bool = False,
-            precision: str = "fp32") -> Tuple[np.ndarray, np.ndarray]:
-    """Logits and deep features (float32 numpy) for images (N x C x H x W): uint8 as stored
-    (numpy or torch; divided by 255 here, as in training) or a float tensor already in [0, 1].
-
-    ``precision`` is the one the model was trained with (a resolved value, fp32 or bf16):
-    the backbone runs in it, the head in fp32 (:func:`agnostophobia.models.head.open_set_head`).
-    An empty input gives empty (0, C) and (0, D) arrays.
-    """
-    device = device or next(model.parameters()).device
-    model.eval()
-    logits, features = [], []
-    for i in range(0, max(len(images), 1), batch_size):  # one empty batch for an empty input: the widths
-        batch = images[i:i + batch_size]
-        if not isinstance(batch, torch.Tensor):  # an array, or image files decoded here (streamed)
-            batch = torch.from_numpy(np.ascontiguousarray(np.asarray(batch)))
-        x = to_input(batch.to(device), channels_last)
-        with autocast(device, precision):
-            out_logits, out_features = model(x)
-        logits.append(out_logits.float().cpu())
-        features.append(out_features.float().cpu())
-    return torch.cat(logits).numpy(), torch.cat(features).numpy()
-
-
-def _check_resumable(saved: Dict, cfg: TrainConfig, path: Path) -> None:
-    difference = trained_differently(saved, cfg.to_dict())
-    if difference:
-        key, value, other = difference
-        raise ConfigError(
-            f"{path} was trained with {key}={value!r} but the config now says {other!r}; "
-            f"use another output directory, or the original config to resume")
-
-
-def _write_history(path: Path, history) -> None:
-    if not history:
-        return
-    buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=list(history[0]))
-    writer.writeheader()
-    writer.writerows(history)
-    atomic_write(path, lambda tmp: Path(tmp).write_text(buffer.getvalue()))
-
-
-def check_resumable(run_dir: Path, cfg: TrainConfig) -> None:
-    """Raise :class:`ConfigError` if ``run_dir`` holds a checkpoint trained with another config."""
-    last = Path(run_dir) / "last.pt"
-    if last.exists():
-        _check_resumable(load_checkpoint(last)["config"], cfg, last)
-
-
-def is_finished(run_dir: Path, cfg: TrainConfig) -> bool:
-    last = Path(run_dir) / "last.pt"
-    if not last.exists():
-        return False
-    state = load_checkpoint(last)
-    _check_resumable(state["config"], cfg, last)
-    return bool(state.get("finished"))
 
 
 def fit(cfg: TrainConfig, protocol, run_dir, resume: bool = True, device=None,
@@ -696,7 +523,7 @@ def fit(cfg: TrainConfig, protocol, run_dir, resume: bool = True, device=None,
 def fit_seeds(cfg: TrainConfig, protocol, seeds: Sequence[int], run_dirs: Sequence, resume: bool = True,
               device=None, stop_after_epoch: Optional[int] = None) -> List[SeedRun]:
     """:func:`fit` of ``cfg`` with each of ``seeds`` (``run_dirs``: one per seed), trained as one
-    batched model (:mod:`.seed_batch`); each seed's directory gets the files a separate run writes.
+    stacked model (:mod:`.seed_batch`); each seed's directory gets the files a separate run writes.
     The seeds' checkpoints, where they exist, must be at the same epoch. Returns each seed's
     best-validation network. A seed that diverges stops the batch (:class:`TrainingDiverged`
     naming it); every seed keeps the checkpoints of the last good epoch."""
@@ -713,21 +540,21 @@ def _fit(run: Training, run_dirs: List[Path], resume: bool, stop_after_epoch: Op
     cfg, world, count = run.cfg, run.world, len(run.seed_cfgs)
     states = [{"epoch": 0, "history": [], "best_val_loss": float("inf"), "best_epoch": 0} for _ in range(count)]
     # every process continues rank 0's run
-    saved = [world.from_main(lambda: _saved_run(run_dir, seed_cfg, resume))
+    saved = [world.from_main(lambda: saved_run(run_dir, seed_cfg, resume))
              for run_dir, seed_cfg in zip(run_dirs, run.seed_cfgs)]
-    _check_same_epoch(saved, run_dirs)
+    check_same_epoch(saved, run_dirs)
     if saved[0] is not None:
-        run.load_seed_states(saved, [str(run_dir / "last.pt") for run_dir in run_dirs])
+        run.load_seed_states(saved, [str(run_dir / LAST) for run_dir in run_dirs])
         set_rng_state(saved[0]["rng"])
         states = [{k: one[k] for k in states[0]} for one in saved]
     if world.is_main:
         for run_dir in run_dirs:
-            remove_stale_temporaries(run_dir, ("last.pt", "best.pt", "metrics.csv"))  # left by a killed run
-    restore_threads = limit_cpu_threads(run.device, cfg.cpu_threads)
-    writers = [_tensorboard(run_dir) if cfg.tensorboard and world.is_main else None for run_dir in run_dirs]
-    seeds = ", ".join(str(seed_cfg.seed) for seed_cfg in run.seed_cfgs)
+            remove_killed_writes(run_dir)
+    restore_threads = devices.limit_cpu_threads(run.device, cfg.cpu_threads)
+    writers = [open_tensorboard(run_dir, cfg.tensorboard and world.is_main) for run_dir in run_dirs]
+    seeds = f"seed{'s' * bool(run.seed_shape)} " + ", ".join(str(seed_cfg.seed) for seed_cfg in run.seed_cfgs)
     bar = tqdm(total=run.steps_per_epoch * cfg.epochs, initial=run.steps_per_epoch * states[0]["epoch"],
-               disable=not (cfg.progress and world.is_main), desc=f"{cfg.approach} (seed{'s' * run.batched} {seeds})",
+               disable=not (cfg.progress and world.is_main), desc=f"{cfg.approach} ({seeds})",
                unit="batch", dynamic_ncols=True, leave=False)
     try:
         for epoch in range(states[0]["epoch"], cfg.epochs):
@@ -753,75 +580,18 @@ def _fit(run: Training, run_dirs: List[Path], resume: bool, stop_after_epoch: Op
         restore_threads()
         bar.close()
         for writer in writers:
-            if writer is not None:
-                writer.close()
+            close_tensorboard(writer)
     for i, run_dir in enumerate(run_dirs):
-        if world.is_main and (run_dir / "best.pt").exists():
-            run.load_seed_weights(i, load_checkpoint(run_dir / "best.pt")["model"])
-
-
-def _check_same_epoch(saved: List[Optional[Dict]], run_dirs: List[Path]) -> None:
-    """Seeds batched together continue from one epoch (``reproduce`` groups them so)."""
-    epochs = [None if one is None else one["epoch"] for one in saved]
-    if len(set(epochs)) > 1:
-        raise ConfigError(f"seeds batched together must continue from the same epoch: "
-                          + ", ".join(f"{run_dir} at {'no checkpoint' if epoch is None else f'epoch {epoch}'}"
-                                      for run_dir, epoch in zip(run_dirs, epochs)))
-
-
-def _saved_run(run_dir: Path, cfg: TrainConfig, resume: bool) -> Optional[Dict]:
-    """The checkpoint of the run in ``run_dir`` to continue, or None for a new run (``run_dir`` is created)."""
-    run_dir.mkdir(parents=True, exist_ok=True)
-    last_path = run_dir / "last.pt"
-    if not last_path.exists():
-        return None
-    if not resume:
-        raise ConfigError(f"{run_dir} already holds a run; pass --resume to continue it or choose another --out")
-    # on the CPU: torch.set_rng_state takes CPU tensors only; load_state_dict moves the rest
-    saved = load_checkpoint(last_path)
-    _check_resumable(saved["config"], cfg, last_path)
-    return saved
+        if world.is_main and (run_dir / BEST).exists():
+            run.load_seed_weights(i, load_checkpoint(run_dir / BEST)["model"])
 
 
 def _record_epoch(run: Training, seed_index: int, run_dir: Path, state: Dict, row: Dict, improved: bool,
                   writer) -> None:
     """The files of the epoch just trained of seed ``seed_index`` (the run's one seed when not
-    batched): ``best.pt`` if it ``improved``, ``last.pt``, ``metrics.csv``, TensorBoard scalars.
-    A checkpoint holds one plain network's state dict, also under DDP and with batched seeds."""
-    cfg, epoch = run.seed_cfgs[seed_index], state["epoch"]
-    held = run.seed_state(seed_index)
-    if improved:
-        save_checkpoint(run_dir / "best.pt", {"model": held["model"], "epoch": epoch,
-                                              "val_loss": row["val_loss"], "config": cfg.to_dict()})
-    save_checkpoint(run_dir / "last.pt", {
-        **state, "model": held["model"], "optimizer": held["optimizer"],
-        "scheduler": held["scheduler"], "config": cfg.to_dict(), "rng": rng_state(),
-        "finished": epoch == cfg.epochs})
-    _write_history(run_dir / "metrics.csv", state["history"])
+    stacked): its checkpoints (:func:`.resume.save_epoch`), ``metrics.csv``, TensorBoard scalars.
+    A checkpoint holds one plain network's state dict, also under DDP and with stacked seeds."""
+    save_epoch(run_dir, run.seed_cfgs[seed_index], state, run.seed_state(seed_index), row["val_loss"], improved)
+    write_history(run_dir / HISTORY, state["history"])
     kill_point("epoch-end")
-    if writer is not None:
-        for key, value in row.items():
-            if key != "epoch":
-                writer.add_scalar(key, value, epoch)
-        writer.flush()
-
-
-def limit_cpu_threads(device: torch.device, threads: Optional[int]):
-    """Use ``threads`` intra-op threads on the CPU (None: PyTorch's default); returns the undo.
-
-    Small matrix products (an MLP with batch 100) gain little from a second thread and, next to
-    another busy process, two threads slowed training 160-fold on a 2-core machine.
-    """
-    if torch.device(device).type != "cpu" or threads is None:
-        return lambda: None
-    previous = torch.get_num_threads()
-    torch.set_num_threads(threads)
-    return lambda: torch.set_num_threads(previous)
-
-
-def _tensorboard(run_dir: Path):
-    try:
-        from torch.utils.tensorboard import SummaryWriter
-    except ImportError:  # tensorboard is a dependency, but a logger must never stop a run
-        return None
-    return SummaryWriter(log_dir=str(run_dir / "tb"))
+    log_scalars(writer, row, state["epoch"])

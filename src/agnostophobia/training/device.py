@@ -1,0 +1,60 @@
+"""Where a run computes, and the process-wide settings that go with the device.
+
+* :func:`resolve_device`: the config's ``device`` (``auto``, ``cpu``, ``cuda``, ``cuda:N``) as a
+  :class:`torch.device`, or a one-line :class:`ConfigError`. A command resolves it once and
+  passes the result down (``reproduce``, ``train``, ``tune``); the trainer resolves it only when
+  called without one.
+* :func:`use_deterministic_algorithms`: config key ``deterministic``.
+* :func:`limit_cpu_threads`: config key ``cpu_threads``.
+"""
+from __future__ import annotations
+
+import os
+from typing import Callable, Optional
+
+import torch
+
+from agnostophobia.errors import ConfigError
+
+
+def resolve_device(name) -> torch.device:
+    """``name`` (a config's ``device`` value, or a :class:`torch.device`) as a device that exists here."""
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    try:
+        device = torch.device(name)
+    except (RuntimeError, TypeError):
+        raise ConfigError(f"device {name!r}: not a device name (auto, cpu, cuda, cuda:N)") from None
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise ConfigError(f"config key 'device': {name!r} requested but CUDA is not available")
+    if device.type == "cuda" and (device.index or 0) >= torch.cuda.device_count():
+        raise ConfigError(f"config key 'device': {name!r} requested but only {torch.cuda.device_count()} GPU(s) exist")
+    return device
+
+
+def use_deterministic_algorithms(device: torch.device) -> None:
+    """Deterministic algorithms for bit-identical reruns and resumes on CUDA (``deterministic: true``).
+
+    Process-wide and not undone after the run: ``torch.use_deterministic_algorithms``,
+    cuDNN autotuning off, and on CUDA ``CUBLAS_WORKSPACE_CONFIG=:4096:8`` unless the
+    environment sets it already (cuBLAS needs it for deterministic matrix products).
+    Operations without a deterministic implementation (e.g. the backward pass of
+    ``AdaptiveAvgPool2d`` on CUDA) run anyway, and PyTorch warns naming them.
+    """
+    if device.type == "cuda":
+        os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+    torch.backends.cudnn.benchmark = False
+    torch.use_deterministic_algorithms(True, warn_only=True)
+
+
+def limit_cpu_threads(device: torch.device, threads: Optional[int]) -> Callable[[], None]:
+    """Use ``threads`` intra-op threads on the CPU (None: PyTorch's default); returns the undo.
+
+    Small matrix products (an MLP with batch 100) gain little from a second thread and, next to
+    another busy process, two threads slowed training 160-fold on a 2-core machine.
+    """
+    if torch.device(device).type != "cpu" or threads is None:
+        return lambda: None
+    previous = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    return lambda: torch.set_num_threads(previous)
