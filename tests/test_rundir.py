@@ -149,5 +149,3 @@ def test_the_spelling_check_finds_names_seed_folders_and_globs(tmp_path):
                       'e = f"{out}/seed{n}"\n')
     assert list(run_path_spellings(source)) == ["2: 'metrics.json'", "3: f-string f'seed{n}/x'",
                                                 "4: 'seed*/*/last.pt'", "6: f-string f'{out}/seed{n}'"]
-    assert list(run_path_spellings(PACKAGE / "training" / "trainer.py")), \
-        "training/trainer.py spells no run path any more: take it out of NOT_YET_CONVERTED"
