@@ -27,7 +27,7 @@ from agnostophobia.cli import main
 from agnostophobia.data import build_protocol
 from agnostophobia.deploy import OpenSetClassifier
 from agnostophobia.deploy.calibration import calibrate_model
-from agnostophobia.deploy.export import FORMATS, NOT_EXPORTED, TORCH_SCORES, torch_score
+from agnostophobia.deploy.export import FORMATS, DeployedClassifier, check_exportable
 from agnostophobia.detectors import DETECTORS
 from agnostophobia.detectors.stored import fitted_detector, top_scores
 from agnostophobia.errors import AgnostophobiaError
@@ -435,29 +435,43 @@ def fit_data(rng, n, num_columns, dim=3):
     return {"logits": logits, "features": rng.normal(size=(n, dim)).astype(np.float32), "labels": labels}
 
 
-@pytest.mark.parametrize("name, settings", [(n, {}) for n in DETECTORS.names()] + [
-    ("knn", {"k": 3, "class_conditional": True}), ("knn", {"k": 2, "normalize": False}), ("energy", {"temperature": 2.5})])
-def test_every_exportable_score_equals_its_detector(name, settings):
+class FixedOutputs(torch.nn.Module):
+    """A stand-in network: the same fp32 (logits, features) whatever the input."""
+
+    def __init__(self, logits, features):
+        super().__init__()
+        self.logits, self.features = torch.from_numpy(logits), torch.from_numpy(features)
+
+    def forward(self, x):
+        return self.logits, self.features
+
+
+@pytest.mark.parametrize("name", DETECTORS.names())
+def test_the_deployed_module_decides_as_its_detector(name):
+    """What ``export`` writes, network aside: the detector's own torch score (the logit columns it
+    reads: all C+1 for ``background``) and the threshold decide as ``top_scores`` and the
+    threshold do on the same outputs; a detector without a torch score is refused with the reason
+    it declares (the score itself: tests/test_detectors.py)."""
     rng = np.random.default_rng(0)
     background = DETECTORS.get(name).reads_background_column
     columns = 4 + int(background)
-    run_settings = {"knn": {"k": 5}, "openmax": {"tail_size": 5}}
-    run_settings[name] = {**run_settings.get(name, {}), **settings}
-    detector = fitted_detector(name, fit_data(rng, 200, columns), 4, run_settings)
-    if name not in TORCH_SCORES:
-        assert name in NOT_EXPORTED  # a new detector must get a torch score or a stated reason
+    detector = fitted_detector(name, fit_data(rng, 200, columns), 4, {"knn": {"k": 5}, "openmax": {"tail_size": 5}})
+    why = detector.why_not_exportable()
+    if why is not None:
         with pytest.raises(AgnostophobiaError, match=f"^export: detector '{name}' is not exported: "
-                                                     f"{re.escape(NOT_EXPORTED[name])}; exportable: softmax"):
-            torch_score(detector, 4)
+                                                     f"{re.escape(why)}; exportable: background, energy, "):
+            check_exportable(name)
         return
+    check_exportable(name)
     test = fit_data(rng, 64, columns)
     test["features"][0] = 0  # a zero feature vector (k-NN keeps it at the origin)
     predicted, expected = top_scores(detector, test, 4)
-    logits, features = torch.from_numpy(test["logits"]).double(), torch.from_numpy(test["features"]).double()
-    torch_predicted = logits[:, :4].argmax(dim=1)
-    np.testing.assert_array_equal(torch_predicted.numpy(), predicted)
-    got = torch_score(detector, 4)(logits, features, torch_predicted).numpy()
-    np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-12)
+    threshold = float(np.median(expected))
+    module = DeployedClassifier(FixedOutputs(test["logits"], test["features"]), detector.torch_score(), threshold, 4,
+                                all_columns=background)
+    labels, scores = module(torch.zeros(64, 1))
+    np.testing.assert_allclose(scores.numpy(), expected, rtol=1e-12, atol=1e-12)
+    np.testing.assert_array_equal(labels.numpy(), np.where(expected >= threshold, predicted, -1))
 
 
 def load_exported(path, fmt):

@@ -1,5 +1,6 @@
 """The detector interface, parametrised over the registry (every detector: shape, finite values,
-the network's prediction kept, OSCR invariance under monotonic transforms, fit state), and the
+the network's prediction kept, OSCR invariance under monotonic transforms, fit state, its torch
+score for ``export`` equal to its numpy score or a declared reason why there is none), and the
 exact checks: max-logit = largest logit, energy = logsumexp, k-NN = brute force, OpenMax =
 the numbers of the implementation it replaced (EVM, PostMax, GHOST: in their own test files)."""
 from __future__ import annotations
@@ -13,8 +14,8 @@ import scipy.special
 import scipy.stats
 import torch
 
-from agnostophobia.detectors import (DETECTORS, NotFittedError, OpenMax, build_detector, k_smallest_distances,
-                                     kth_neighbour_distance, place_in_predicted_column)
+from agnostophobia.detectors import (DETECTORS, NotExportable, NotFittedError, OpenMax, build_detector,
+                                     k_smallest_distances, kth_neighbour_distance, place_in_predicted_column)
 from agnostophobia.errors import ConfigError
 from agnostophobia.metrics import ccr_at_fpr, oscr
 
@@ -145,6 +146,46 @@ def test_torch_inputs_give_the_numpy_scores(name):
     logits = columns(detector, TEST_LOGITS)
     np.testing.assert_allclose(detector.scores(torch.tensor(logits), torch.tensor(TEST_FEATURES)),
                                detector.scores(logits, TEST_FEATURES), rtol=1e-12)
+
+
+# each registered detector, and the settings that change its torch formula
+TORCH_VARIANTS = [(name, {}) for name in DETECTORS.names()] + [
+    ("knn", {"k": 3, "class_conditional": True}), ("knn", {"k": 2, "normalize": False}),
+    ("energy", {"temperature": 2.5})]
+
+
+@pytest.mark.parametrize("name, settings", TORCH_VARIANTS, ids=lambda v: str(v) if isinstance(v, str) else
+                         "-".join(f"{k}={x}" for k, x in v.items()) or "default")
+def test_every_detector_writes_its_score_in_torch_or_says_why_not(name, settings):
+    """Each detector's torch score (``export``) is its numpy score in the predicted class's column,
+    on random outputs (scales from 0.1 to 10, a zero feature vector, the tiny test set too); a
+    detector without one declares why in its own class."""
+    cls = DETECTORS.get(name)
+    detector = cls(**{**SETTINGS.get(name, {}), **settings})
+    if cls.why_not_exportable() is not None:
+        assert cls.NOT_EXPORTABLE and cls.why_not_exportable() == cls.NOT_EXPORTABLE
+        with pytest.raises(NotExportable, match=f"^detector '{name}' is not exported: "):
+            fitted(name).torch_score()
+        return
+    assert not cls.NOT_EXPORTABLE  # a torch score and a reason not to export: one is wrong
+    if detector.needs_fit:
+        with pytest.raises(NotFittedError):
+            detector.torch_score()
+    known = TRAIN_LABELS >= 0
+    detector.fit(TRAIN_LOGITS[known, :C], TRAIN_FEATURES[known], TRAIN_LABELS[known])
+    rng = np.random.default_rng(7)
+    scale = rng.choice([0.1, 1.0, 10.0], size=(300, 1))
+    logits = np.concatenate([TEST_LOGITS, scale * rng.normal(size=(300, C + 1))])
+    features = np.concatenate([TEST_FEATURES, scale * rng.normal(size=(300, 4))])
+    features[-1] = 0.0
+    inputs = columns(detector, logits)
+    scores = detector.scores(inputs, features)
+    predicted, top = logits[:, :C].argmax(axis=1), scores.max(axis=1)
+    unique = (scores == top[:, None]).sum(axis=1) == 1  # not softmax * ||F|| = 0 everywhere for F = 0
+    np.testing.assert_array_equal(scores.argmax(axis=1)[unique], predicted[unique])  # the exported labels
+    got = detector.torch_score()(torch.from_numpy(inputs), torch.from_numpy(features), torch.from_numpy(predicted))
+    assert got.dtype == torch.float64 and got.shape == (len(logits),)
+    np.testing.assert_allclose(got.numpy(), top, rtol=1e-12, atol=1e-12)
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")

@@ -19,9 +19,8 @@ from agnostophobia.detectors.openmax import (
     euclidean_distance,
     eucos_distance,
     fit_high,
-    fit_weibull,
-    weibull_cdf,
 )
+from agnostophobia.detectors._evt import fit_weibull, weibull_cdf
 
 C = 6
 MEANS = 8.0 * np.eye(C)  # class c: logit 8 on c, 0 elsewhere

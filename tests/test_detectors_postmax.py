@@ -110,3 +110,18 @@ def test_fitted_on_other_classes_or_dimensions_is_refused():
             detector.scores(np.ones((2, 3)), features[:2])
         with pytest.raises(ValueError, match="features has 3 dimensions .* fitted on 2"):
             detector.scores(logits[:2], np.ones((2, 3)))
+
+
+@pytest.mark.parametrize("shape", [-0.7, -1e-9, 0.0, 1e-9, 0.3, 2.0])
+def test_the_torch_gpd_cdf_is_scipys(shape):
+    """The CDF that ``export`` writes (detectors/_evt.py): scipy's on and around the support,
+    0 below the location and 1 above the upper end of a negative shape's support."""
+    import torch
+
+    from agnostophobia.detectors._evt import gpd_cdf, torch_gpd_cdf
+
+    loc, scale = -0.5, 1.5
+    values = np.concatenate([np.linspace(-3, 6, 181), [loc, loc + scale / 0.7, 1e6, -1e6]])
+    got = torch_gpd_cdf(torch.from_numpy(values), torch.tensor(shape, dtype=torch.float64),
+                        torch.tensor(loc, dtype=torch.float64), torch.tensor(scale, dtype=torch.float64))
+    np.testing.assert_allclose(got.numpy(), gpd_cdf(values, shape, loc, scale), rtol=1e-12, atol=1e-15)

@@ -14,11 +14,13 @@ export portably); the score is computed in float64 from the fp32 logits and feat
 in which ``predict`` and :class:`~agnostophobia.deploy.OpenSetClassifier` decide, so the
 file decides as they do.
 
-Scores: every closed-form detector (``softmax``, ``background``, ``objectosphere-scaled``,
-``max-logit``, ``entropy``, ``magnitude``, ``energy``) and ``knn``, whose normalised
-training features are stored in the file (its size grows with the training set: 8 bytes
-x D per training known, and a batch of N holds an N x #training distance matrix).
-``openmax`` and ``evm`` are refused, each with its reason (:data:`NOT_EXPORTED`).
+Scores: the detector's own torch score (:meth:`~agnostophobia.detectors.Detector.torch_score`,
+written beside its numpy score in its module), its fitted arrays inside the file; this
+module holds no score of its own. ``knn``'s normalised training features are stored in the
+file (its size grows with the training set: 8 bytes x D per training known, and a batch of
+N holds an N x #training distance matrix). A detector without a torch score is refused with
+the reason its class declares (``NOT_EXPORTABLE``: ``openmax``, ``evm``); :func:`exportable`
+lists the others.
 
 ``torchscript``: :func:`torch.jit.trace`, loads with :func:`torch.jit.load`; ``pt2``:
 :func:`torch.export.export`, loads with :func:`torch.export.load`; ``onnx``:
@@ -32,7 +34,7 @@ import copy
 import json
 import warnings
 from pathlib import Path
-from typing import Callable, Dict, Optional
+from typing import List, Optional
 
 import torch
 from torch import nn
@@ -40,7 +42,7 @@ from torch import nn
 import agnostophobia
 from agnostophobia._atomic import atomic_write
 from agnostophobia.data.preprocess import INPUT_CONVENTIONS
-from agnostophobia.detectors import Detector
+from agnostophobia.detectors import DETECTORS, TorchScore
 from agnostophobia.errors import AgnostophobiaError
 
 from .calibration import DEPLOY_PRECISION, arithmetic, resolve_model
@@ -50,192 +52,51 @@ FORMATS = ("torchscript", "pt2", "onnx")
 METADATA = "agnostophobia.json"
 
 
-def _picked(values: torch.Tensor, predicted: torch.Tensor) -> torch.Tensor:
-    """The value of each row's predicted column."""
-    return values.gather(1, predicted[:, None])[:, 0]
-
-
-def _norm(features: torch.Tensor) -> torch.Tensor:
-    return torch.linalg.vector_norm(features, dim=1)
-
-
-class _Score(nn.Module):
-    """Per-sample score (N,) float64 from float64 logits (N, C or C+1), features (N, D) and the
-    predicted class (the arg-max of the C known logits); larger = more known."""
-
-    def __init__(self, num_classes: int):
-        super().__init__()
-        self.num_classes = num_classes
-
-    def known(self, logits: torch.Tensor) -> torch.Tensor:
-        return logits[:, :self.num_classes]
-
-
-class SoftmaxScore(_Score):
-    def forward(self, logits, features, predicted):
-        return _picked(torch.softmax(self.known(logits), dim=1), predicted)
-
-
-class BackgroundScore(_Score):
-    def forward(self, logits, features, predicted):  # the C+1 softmax, read at a known column
-        return _picked(torch.softmax(logits, dim=1), predicted)
-
-
-class ScaledObjectosphereScore(_Score):
-    def forward(self, logits, features, predicted):
-        return _picked(torch.softmax(self.known(logits), dim=1), predicted) * _norm(features)
-
-
-class MaxLogitScore(_Score):
-    def forward(self, logits, features, predicted):
-        return _picked(self.known(logits), predicted)
-
-
-class EntropyScore(_Score):
-    def forward(self, logits, features, predicted):
-        log_p = torch.log_softmax(self.known(logits), dim=1)
-        return (log_p.exp() * log_p).sum(dim=1)
-
-
-class MagnitudeScore(_Score):
-    def forward(self, logits, features, predicted):
-        return _norm(features)
-
-
-class EnergyScore(_Score):
-    def __init__(self, num_classes: int, temperature: float):
-        super().__init__(num_classes)
-        self.temperature = float(temperature)
-
-    def forward(self, logits, features, predicted):
-        return self.temperature * torch.logsumexp(self.known(logits) / self.temperature, dim=1)
-
-
-class KNNScore(_Score):
-    """Minus the distance to the k-th nearest (normalised) training feature, the training
-    features stored as a buffer (:class:`agnostophobia.detectors.KNNDetector`)."""
-
-    def __init__(self, num_classes: int, detector):
-        super().__init__(num_classes)
-        self.k, self.normalize, self.class_conditional = detector.k, detector.normalize, detector.class_conditional
-        reference = torch.as_tensor(detector.reference_, dtype=torch.float64)
-        self.register_buffer("reference", reference)
-        self.register_buffer("reference_sq", (reference * reference).sum(dim=1))
-        self.register_buffer("reference_labels", torch.as_tensor(detector.reference_labels_, dtype=torch.int64))
-
-    def forward(self, logits, features, predicted):
-        if self.normalize:  # a zero feature vector stays zero, as in l2_normalize
-            norm = _norm(features)[:, None]
-            features = torch.where(norm > 0, features / norm, torch.zeros_like(features))
-        squared = (features * features).sum(dim=1, keepdim=True) + self.reference_sq[None] \
-            - 2.0 * features @ self.reference.T
-        if self.class_conditional:  # only the predicted class's training features count
-            other = self.reference_labels[None] != predicted[:, None]
-            squared = squared.masked_fill(other, float("inf"))
-        kth = torch.topk(squared, self.k, dim=1, largest=False).values.max(dim=1).values
-        return -kth.clamp_min(0.0).sqrt()
-
-
-def gpd_cdf(values: torch.Tensor, shape: torch.Tensor, loc: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
-    r"""The generalized Pareto CDF of :func:`agnostophobia.detectors.postmax.gpd_cdf` (scipy's
-    ``genpareto.cdf``) in torch operations, broadcasting over the parameters:
-    :math:`1 - (1 + \xi z)^{-1/\xi}` (:math:`-\mathrm{expm1}(-z)` for :math:`\xi = 0`) with
-    :math:`z = (v - \mu)/\sigma`, 0 below the support and 1 above it (:math:`\xi < 0`)."""
-    z = ((values - loc) / scale).clamp_min(0.0)
-    z = torch.where(shape < 0, torch.minimum(z, -1.0 / torch.where(shape < 0, shape, -1.0)), z)
-    safe = torch.where(shape == 0, torch.ones_like(shape), shape)
-    return torch.where(shape == 0, -torch.expm1(-z), -torch.expm1(-torch.log1p(safe * z) / safe))
-
-
-class PostMaxScore(_Score):
-    """The GPD CDF of the maximum logit over ||F|| (:class:`agnostophobia.detectors.PostMax`)."""
-
-    def __init__(self, num_classes: int, detector):
-        super().__init__(num_classes)
-        self.register_buffer("gpd", torch.tensor(detector.gpd_, dtype=torch.float64))
-
-    def forward(self, logits, features, predicted):
-        norm = _norm(features)
-        top = self.known(logits).max(dim=1).values
-        value = torch.where(norm > 0, top / torch.where(norm > 0, norm, torch.ones_like(norm)), torch.zeros_like(top))
-        return gpd_cdf(value, self.gpd[0], self.gpd[1], self.gpd[2])
-
-
-class GhostScore(_Score):
-    """The predicted class's logit over the sum of its features' absolute z-scores, through that
-    class's GPD CDF (:class:`agnostophobia.detectors.GHOST`)."""
-
-    def __init__(self, num_classes: int, detector):
-        super().__init__(num_classes)
-        self.register_buffer("mean", torch.tensor(detector.mean_, dtype=torch.float64))
-        self.register_buffer("std", torch.tensor(detector.std_, dtype=torch.float64))
-        self.register_buffer("gpd", torch.tensor(detector.gpd_, dtype=torch.float64))
-
-    def forward(self, logits, features, predicted):
-        z_sum = ((features - self.mean[predicted]).abs() / self.std[predicted]).sum(dim=1)
-        value = _picked(self.known(logits), predicted) / z_sum.clamp_min(torch.finfo(torch.float64).tiny)
-        shape, loc, scale = self.gpd[predicted].unbind(dim=1)
-        return gpd_cdf(value, shape, loc, scale)
-
-
-#: Detectors whose score is not exported, and why (one line each; ``export`` refuses them).
-NOT_EXPORTED = {
-    "openmax": "its Weibull recalibration of the logits has no torch implementation here",
-    "evm": "it predicts the class of the nearest extreme vector, not the network's arg-max, which the exported "
-           "module's labels are",
-}
-
-#: Detector name -> its score as torch operations, from the fitted detector and C.
-TORCH_SCORES: Dict[str, Callable[[Detector, int], _Score]] = {
-    "softmax": lambda d, c: SoftmaxScore(c),
-    "background": lambda d, c: BackgroundScore(c),
-    "objectosphere-scaled": lambda d, c: ScaledObjectosphereScore(c),
-    "max-logit": lambda d, c: MaxLogitScore(c),
-    "entropy": lambda d, c: EntropyScore(c),
-    "magnitude": lambda d, c: MagnitudeScore(c),
-    "energy": lambda d, c: EnergyScore(c, d.temperature),
-    "knn": lambda d, c: KNNScore(c, d),
-    "postmax": lambda d, c: PostMaxScore(c, d),
-    "ghost": lambda d, c: GhostScore(c, d),
-}
-
-
 class DeployedClassifier(nn.Module):
-    """Network, score and threshold in one module: ``forward(x) -> (labels, scores)``."""
+    """Network, score and threshold in one module: ``forward(x) -> (labels, scores)``. The score
+    reads the logit columns its detector reads (all, background class included, when
+    ``all_columns``; else the C known ones), as :func:`~agnostophobia.detectors.stored.detector_inputs`
+    gives the numpy score."""
 
-    def __init__(self, network: nn.Module, score: _Score, threshold: float, num_classes: int):
+    def __init__(self, network: nn.Module, score: TorchScore, threshold: float, num_classes: int,
+                 all_columns: bool = False):
         super().__init__()
         self.network = network
         self.score = score
         self.num_classes = num_classes
+        self.all_columns = all_columns
         self.register_buffer("threshold", torch.tensor(float(threshold), dtype=torch.float64))
 
     def forward(self, x: torch.Tensor):
         logits, features = self.network(x)
         logits, features = logits.double(), features.double()
-        predicted = logits[:, :self.num_classes].argmax(dim=1)
-        scores = self.score(logits, features, predicted)
+        known = logits[:, :self.num_classes]
+        predicted = known.argmax(dim=1)
+        scores = self.score(logits if self.all_columns else known, features, predicted)
         return predicted.masked_fill(scores < self.threshold, -1), scores
 
 
+def exportable() -> List[str]:
+    """The registered detectors that declare a torch score."""
+    return [name for name in DETECTORS.names() if DETECTORS.get(name).why_not_exportable() is None]
+
+
 def check_exportable(detector: str) -> None:
-    if detector not in TORCH_SCORES:
-        why = NOT_EXPORTED.get(detector, "it has no torch implementation")
+    """Nothing when the detector registered as ``detector`` declares a torch score; else one line
+    with the reason it declares and the detectors that can be exported."""
+    why = DETECTORS.get(detector).why_not_exportable()
+    if why is not None:
         raise AgnostophobiaError(f"export: detector {detector!r} is not exported: {why}; exportable: "
-                                 f"{', '.join(TORCH_SCORES)}")
-
-
-def torch_score(detector: Detector, num_classes: int) -> _Score:
-    """The fitted ``detector``'s per-sample score as a torch module."""
-    check_exportable(detector.name)
-    return TORCH_SCORES[detector.name](detector, num_classes)
+                                 f"{', '.join(exportable())}")
 
 
 def deployable(classifier: OpenSetClassifier) -> DeployedClassifier:
     """``classifier`` as one fp32 CPU module (its network copied, in eval mode)."""
-    score = torch_score(classifier.detector, classifier.num_classes)
+    detector = classifier.detector
+    check_exportable(detector.name)
     network = copy.deepcopy(classifier.trained.model).float().cpu().to(memory_format=torch.contiguous_format)
-    module = DeployedClassifier(network, score, classifier.threshold, classifier.num_classes).eval()
+    module = DeployedClassifier(network, detector.torch_score(), classifier.threshold, classifier.num_classes,
+                                all_columns=detector.reads_background_column).eval()
     return module.requires_grad_(False)  # inference only: outputs a user can turn into numpy directly
 
 

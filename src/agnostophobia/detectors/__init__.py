@@ -3,11 +3,13 @@ per-class scores (N, C), larger = more known -- the input of OSCR (Eq. 3), CCR a
 and every figure.
 
 One interface (:class:`Detector`): ``fit(train_logits, train_features, train_labels)``
-(a no-op for post-hoc scores) and ``scores(logits, features) -> (N, C)``; found by name
-in :data:`DETECTORS`::
+(a no-op for post-hoc scores), ``scores(logits, features) -> (N, C)`` and ``torch_score()``,
+the same score as a torch module (:class:`TorchScore`) that ``export`` writes (a detector
+that cannot be exported says why in ``NOT_EXPORTABLE``); found by name in :data:`DETECTORS`::
 
     detector = build_detector("knn", k=50).fit(train_logits, train_features, train_labels)
     scores = detector.scores(test_logits, test_features)
+    exported = detector.torch_score()  # the same score in torch operations, for ``export``
 
 =======================  ======================================================
 ``softmax``              max-softmax (Sec. 3)
@@ -24,8 +26,8 @@ in :data:`DETECTORS`::
 ``ghost``                GHOST (Rabinowitz et al., AAAI 2025); fitted
 =======================  ======================================================
 """
-from ._base import (DETECTORS, Detector, NotFittedError, Setting, build_detector, detector_applies,
-                    place_in_predicted_column, register, setting_grid)
+from ._base import (DETECTORS, Detector, NotExportable, NotFittedError, Setting, TorchScore, build_detector,
+                    detector_applies, place_in_predicted_column, register, setting_grid)
 from .evm import EVM
 from .ghost import GHOST
 from .knn import KNNDetector, k_smallest_distances, kth_neighbour_distance, l2_normalize
@@ -35,8 +37,8 @@ from .posthoc import (background_scores, feature_magnitude, scaled_objectosphere
                       softmax_scores)
 
 __all__ = [
-    "DETECTORS", "Detector", "NotFittedError", "Setting", "setting_grid", "build_detector", "detector_applies", "register",
-    "place_in_predicted_column", "KNNDetector", "OpenMax", "EVM", "PostMax", "GHOST", "k_smallest_distances",
+    "DETECTORS", "Detector", "NotExportable", "NotFittedError", "Setting", "TorchScore", "setting_grid",
+    "build_detector", "detector_applies", "register", "place_in_predicted_column", "KNNDetector", "OpenMax", "EVM", "PostMax", "GHOST", "k_smallest_distances",
     "kth_neighbour_distance", "l2_normalize",
     "softmax_scores", "background_scores", "feature_magnitude", "scaled_objectosphere_scores", "softmax_entropy",
 ]

@@ -19,16 +19,20 @@ prediction stays the network's and the threshold acts on s(x).
 
 Adding a detector is one registered class (``@register("name")``) declaring its settings
 (``SETTINGS``: one :class:`Setting` per constructor keyword, with the grid that
-``tune-detectors`` searches) plus its tests, which are parametrised over :data:`DETECTORS`;
-a config then sets them under ``detectors: {name: {...}}`` with no config edit.
+``tune-detectors`` searches) and its score twice side by side, ``_scores`` in numpy for
+evaluation and ``_torch_score`` in torch for ``export`` (or ``NOT_EXPORTABLE``: why not),
+plus its tests, which are parametrised over :data:`DETECTORS`; a config then sets them under
+``detectors: {name: {...}}`` with no config edit.
 """
 from __future__ import annotations
 
 import inspect
 import itertools
-from typing import Any, ClassVar, Dict, List, Optional, Tuple
+from typing import Any, Callable, ClassVar, Dict, List, Optional, Tuple
 
 import numpy as np
+import torch
+from torch import nn
 
 from agnostophobia._validation import check_labels, check_scores
 from agnostophobia.errors import AgnostophobiaError, ConfigError
@@ -54,6 +58,10 @@ def default_settings(detector: str) -> Dict[str, Any]:
 
 class NotFittedError(AgnostophobiaError):
     """A detector that learns from training data was asked for scores before ``fit``."""
+
+
+class NotExportable(AgnostophobiaError):
+    """A detector without a torch score (:meth:`Detector.torch_score`) was asked for one."""
 
 
 def register(name: str):
@@ -95,6 +103,42 @@ def place_in_predicted_column(per_sample: np.ndarray, known_logits: np.ndarray) 
     return scores_from_top(known_logits.argmax(axis=1), per_sample, num_classes)
 
 
+def picked(values: torch.Tensor, predicted: torch.Tensor) -> torch.Tensor:
+    """The torch twin of reading an (N, C) score matrix at the predicted class: the value of
+    each row's ``predicted`` column, (N,)."""
+    return values.gather(1, predicted[:, None])[:, 0]
+
+
+class TorchScore(nn.Module):
+    """A fitted detector's per-sample score s(x) in torch operations, the module ``export``
+    writes into a file: ``forward(logits, features, predicted) -> (N,)`` float64, larger = more
+    known, from the float64 logits the detector reads (its C known columns, or all C+1 for one
+    that ``reads_background_column``), the float64 features (N, D) and the predicted class (N,)
+    (the arg-max of the C known logits). It equals the score in the predicted class's column
+    of :meth:`Detector.scores`.
+
+    ``formula(logits, features, predicted, **fitted)`` computes it; ``fitted``: the detector's
+    fitted arrays it reads (numpy arrays or numbers, float64 or int64; or tensors), held as
+    buffers so that they travel in the exported file. Settings are closed over by ``formula``."""
+
+    def __init__(self, formula: Callable[..., torch.Tensor], **fitted):
+        super().__init__()
+        self.formula = formula
+        self.fitted = tuple(fitted)
+        for name, value in fitted.items():
+            self.register_buffer(name, _as_buffer(value))
+
+    def forward(self, logits: torch.Tensor, features: torch.Tensor, predicted: torch.Tensor) -> torch.Tensor:
+        return self.formula(logits, features, predicted, **{name: getattr(self, name) for name in self.fitted})
+
+
+def _as_buffer(value) -> torch.Tensor:
+    if isinstance(value, torch.Tensor):
+        return value
+    array = np.asarray(value)
+    return torch.tensor(array, dtype=torch.int64 if np.issubdtype(array.dtype, np.integer) else torch.float64)
+
+
 def scores_from_top(predicted: np.ndarray, score: np.ndarray, num_classes: int) -> np.ndarray:
     """(N, C) scores whose arg-max is ``predicted`` and whose maximum is ``score``: all an
     open-set metric reads of a score matrix (see :func:`place_in_predicted_column`)."""
@@ -116,6 +160,8 @@ class Detector:
     * ``keeps_prediction``: True when the arg-max of the scores is always the arg-max of
       the C known logits (False for OpenMax, whose recalibration may change it);
     * ``SETTINGS``: one :class:`Setting` per constructor keyword (type, range, default, grid);
+    * ``NOT_EXPORTABLE``: why ``export`` cannot write the score, for a detector that does not
+      implement :meth:`_torch_score`; one that does leaves it empty;
     * ``title``: the name shown in reports; ``report_note``: what a report says about how
       the detector was applied (empty: nothing beyond its title and settings).
     """
@@ -132,8 +178,12 @@ class Detector:
     #: The attributes :meth:`fit` sets that are the whole fitted detector (arrays and numbers):
     #: ``detectors.stored`` keeps them on disk per model so that a run's detectors are fitted once
     #: (:meth:`fitted_state`, :meth:`restore_fitted_state`). Empty: nothing worth keeping, fitting
-    #: is as cheap as reading (k-NN's state is its training features).
+    #: is as cheap as reading (k-NN's state is its training features). Export does not read it:
+    #: :meth:`_torch_score` takes what the exported score needs from the fitted detector itself.
     FITTED_STATE: ClassVar[Tuple[str, ...]] = ()
+    #: Why ``export`` cannot write this detector's score (one line), when it has no
+    #: :meth:`_torch_score`; empty when it has one.
+    NOT_EXPORTABLE: ClassVar[str] = ""
 
     _fitted: bool = False
 
@@ -161,6 +211,30 @@ class Detector:
         ``ValueError`` naming it) and kept as the attribute of its name."""
         for name, value in values.items():
             setattr(self, name, self.SETTINGS[name].check(value, name))
+
+    def torch_score(self) -> TorchScore:
+        """The per-sample score as a torch module (:class:`TorchScore`), built from this fitted
+        detector: what ``export`` writes. :class:`NotExportable` (naming ``NOT_EXPORTABLE``'s
+        reason) for a detector without one, :class:`NotFittedError` before :meth:`fit`."""
+        why = self.why_not_exportable()
+        if why is not None:
+            raise NotExportable(f"detector {self.name!r} is not exported: {why}")
+        if self.needs_fit and not self._fitted:
+            raise NotFittedError(f"detector {self.name!r} is not fitted; its torch score reads the fit")
+        return self._torch_score()
+
+    def _torch_score(self) -> TorchScore:
+        """The score of :meth:`_scores` in torch operations (see :class:`TorchScore`); a detector
+        that cannot be exported leaves this out and sets ``NOT_EXPORTABLE``."""
+        raise NotImplementedError
+
+    @classmethod
+    def why_not_exportable(cls) -> Optional[str]:
+        """None when the detector writes its score in torch (it implements :meth:`_torch_score`),
+        else why ``export`` refuses it (``NOT_EXPORTABLE``)."""
+        if cls._torch_score is not Detector._torch_score:
+            return None
+        return cls.NOT_EXPORTABLE or "it has no torch implementation (no _torch_score)"
 
     def settings(self) -> Dict[str, Any]:
         """The recorded settings' values, for records (reports, caches): every declared setting

@@ -8,8 +8,8 @@ reduction):
 1. For each training sample :math:`x_i` of class :math:`c`, the margin distances to the
    samples of the other classes are half their distances, :math:`m_{ij} = d(x_i, x_j) / 2`
    (the margin lies half-way to a negative); a Weibull is fitted by maximum likelihood
-   (location 0; :func:`~agnostophobia.detectors.openmax.fit_weibull_rows`, the OpenMax
-   code, all samples at once) to the ``tail_size`` smallest of them, giving
+   (location 0; :func:`~agnostophobia.detectors._evt.fit_weibull_rows`, OpenMax's
+   fit too, all samples at once) to the ``tail_size`` smallest of them, giving
    :math:`(\kappa_i, \lambda_i)`.
 2. The Probability of Inclusion of a point :math:`x'` in the class of :math:`x_i`:
 
@@ -57,8 +57,8 @@ import numpy as np
 import torch
 
 from ._base import Detector, Setting, check_columns, check_training_data, register
+from ._evt import fit_weibull_rows
 from .knn import METRICS, _Metric, k_smallest_distances
-from .openmax import fit_weibull_rows
 
 #: Entries of one distance block in the set cover and the scoring (32 MB in float64).
 BLOCK_ENTRIES = 1 << 22
@@ -129,6 +129,8 @@ class EVM(Detector):
     needs_features = True
     FITTED_STATE = ("ev_features_", "ev_shape_", "ev_scale_", "ev_class_", "num_classes_", "n_left_out_")
     keeps_prediction = False  # the class with the largest inclusion probability, not the largest logit
+    NOT_EXPORTABLE = ("it predicts the class of the nearest extreme vector, not the network's arg-max, which the "
+                      "exported module's labels are")
     title = "EVM"
     report_note = ("Rudd et al. (TPAMI 2018) on each model's deep features: per correctly classified training "
                    "known, a Weibull on half its distances to the nearest other-class samples; greedy set cover "

@@ -25,14 +25,16 @@ fitted by maximum likelihood (``scipy.stats.genpareto.fit``), here one per class
 (:func:`~agnostophobia.detectors._base.place_in_predicted_column`). A sample exactly at
 its class mean (sum of z-scores 0) has the sum raised to the smallest positive double, so
 its :math:`v` is :math:`\pm\infty` with the sign of the logit (probability 1 or 0).
-Everything is closed-form torch-expressible (a future ``export``).
+Everything is closed-form torch-expressible: ``export`` writes :meth:`GHOST._torch_score`.
 """
 from __future__ import annotations
 
 import numpy as np
+import torch
 
-from ._base import Detector, check_columns, check_training_data, place_in_predicted_column, register
-from .postmax import fit_gpd, gpd_cdf
+from ._base import (Detector, TorchScore, check_columns, check_training_data, picked, place_in_predicted_column,
+                    register)
+from ._evt import fit_gpd, gpd_cdf, torch_gpd_cdf
 
 
 def ghost_normalised_logit(logits: np.ndarray, features: np.ndarray, classes: np.ndarray, mean: np.ndarray,
@@ -88,3 +90,14 @@ class GHOST(Detector):
         values = ghost_normalised_logit(logits, features, predicted, self.mean_, self.std_)
         shape, loc, scale = self.gpd_[predicted].T
         return place_in_predicted_column(gpd_cdf(values, shape, loc, scale), logits)
+
+    def _torch_score(self):
+        return TorchScore(_torch_ghost_score, mean=self.mean_, std=self.std_, gpd=self.gpd_)
+
+
+def _torch_ghost_score(logits, features, predicted, mean, std, gpd) -> torch.Tensor:
+    """The predicted class's :func:`ghost_normalised_logit` through its GPD CDF, in torch operations."""
+    z_sum = ((features - mean[predicted]).abs() / std[predicted]).sum(dim=1)
+    value = picked(logits, predicted) / z_sum.clamp_min(torch.finfo(torch.float64).tiny)
+    shape, loc, scale = gpd[predicted].unbind(dim=1)
+    return torch_gpd_cdf(value, shape, loc, scale)

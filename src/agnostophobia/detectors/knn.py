@@ -21,12 +21,14 @@ matrix (``benchmarks/bench_knn.py``).
 """
 from __future__ import annotations
 
+from functools import partial
 from typing import Optional
 
 import numpy as np
 import torch
 
-from ._base import Detector, Setting, check_columns, check_training_data, place_in_predicted_column, register
+from ._base import (Detector, Setting, TorchScore, check_columns, check_training_data, place_in_predicted_column,
+                    register)
 
 
 def l2_normalize(features: np.ndarray) -> np.ndarray:
@@ -186,3 +188,27 @@ class KNNDetector(Detector):
             rows = predicted == c
             distance[rows] = self._distance(queries[rows], self.reference_[self.reference_labels_ == c])
         return place_in_predicted_column(-distance, logits)
+
+    def _torch_score(self):
+        """The training features travel as buffers (8 bytes x D per training known; a batch of N
+        holds an N x #training distance matrix), the labels too when the search is class-conditional."""
+        reference = torch.tensor(self.reference_, dtype=torch.float64)
+        fitted = {"reference": reference, "reference_sq": (reference * reference).sum(dim=1)}
+        if self.class_conditional:
+            fitted["reference_labels"] = self.reference_labels_
+        return TorchScore(partial(torch_kth_neighbour_score, k=self.k, normalize=self.normalize), **fitted)
+
+
+def torch_kth_neighbour_score(logits, features, predicted, reference, reference_sq, reference_labels=None, *,
+                              k: int, normalize: bool) -> torch.Tensor:
+    """Minus the Euclidean distance to the k-th nearest ``reference`` row, (N,), in one distance
+    matrix (the export of :class:`KNNDetector`); with ``reference_labels`` only the rows of each
+    sample's predicted class count."""
+    if normalize:  # a zero feature vector stays zero, as in l2_normalize
+        norm = torch.linalg.vector_norm(features, dim=1)[:, None]
+        features = torch.where(norm > 0, features / norm, torch.zeros_like(features))
+    squared = (features * features).sum(dim=1, keepdim=True) + reference_sq[None] - 2.0 * features @ reference.T
+    if reference_labels is not None:  # only the predicted class's training features count
+        squared = squared.masked_fill(reference_labels[None] != predicted[:, None], float("inf"))
+    kth = torch.topk(squared, k, dim=1, largest=False).values.max(dim=1).values
+    return -kth.clamp_min(0.0).sqrt()

@@ -40,7 +40,7 @@ Deviations from the authors' MNIST OpenMax (Vastlab/Reducing-Network-Agnostophob
   the class-0 score into it;
 * MAVs and Weibull tails use only the *correctly classified* training samples, as in the
   OpenMax paper; the agnostophobia authors used all training samples;
-* no libMR: the Weibull MLE is our own (:func:`fit_weibull`), with libMR ``FitHigh``'s
+* no libMR: the Weibull MLE is our own (:func:`~agnostophobia.detectors._evt.fit_weibull`), with libMR ``FitHigh``'s
   data transform reproduced exactly (:func:`fit_high`);
 * everything is vectorised over samples (the public implementations loop per sample);
 * Bendale's OSDN code averaged over 10 crops ("channels") of ImageNet images; a single AV
@@ -59,12 +59,13 @@ from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
-from scipy.special import logsumexp, softmax
+from scipy.special import softmax
 
 from agnostophobia._validation import check_scores, to_numpy
 from agnostophobia.registry import Registry
 
 from ._base import Detector, NotFittedError, Setting, check_training_data, register
+from ._evt import fit_weibull, weibull_cdf
 
 __all__ = [
     "DISTANCES",
@@ -77,9 +78,6 @@ __all__ = [
     "euclidean_distance",
     "eucos_distance",
     "fit_high",
-    "fit_weibull",
-    "fit_weibull_rows",
-    "weibull_cdf",
 ]
 
 #: Distance functions by name; each maps ``(x, m)``, two (N, D) arrays (or ``m`` of shape
@@ -138,7 +136,7 @@ def eucos_distance(x, m) -> np.ndarray:
     return euclidean_distance(x, m) / EUCOS_EUCLIDEAN_DIVISOR + cosine_distance(x, m)
 
 
-# --------------------------------------------------------------------------- Weibull
+# --------------------------------------------------------------------------- Weibull tails (libMR FitHigh)
 
 def _check_positive_int(value, name: str, minimum: int) -> int:
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
@@ -146,122 +144,6 @@ def _check_positive_int(value, name: str, minimum: int) -> int:
     if value < minimum:
         raise ValueError(f"{name} must be >= {minimum}, got {value}")
     return int(value)
-
-
-def fit_weibull(data) -> tuple[float, float]:
-    r"""Maximum-likelihood fit of a two-parameter Weibull (location fixed at 0).
-
-    Returns ``(shape k, scale λ)`` of :math:`F(x) = 1 - \exp(-(x/\lambda)^k)`, the
-    parametrisation of ``scipy.stats.weibull_min(k, loc=0, scale=λ)``: the one row of
-    :func:`fit_weibull_rows`.
-
-    ``data`` must be positive, finite, and not all equal (a Weibull needs a spread).
-    """
-    x = to_numpy(data, "data").astype(np.float64, copy=False).ravel()
-    if x.size < 2:
-        raise ValueError(f"data must have at least 2 values to fit a Weibull, got {x.size}")
-    shape, scale = fit_weibull_rows(x[None, :], name="data")
-    return float(shape[0]), float(scale[0])
-
-
-def _weibull_score(shape: np.ndarray, yc: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The profile score g(k) and its derivative g'(k) per row (see :func:`fit_weibull_rows`)."""
-    weights = softmax(shape[:, None] * yc, axis=1)
-    mean = np.einsum("mn,mn->m", weights, yc)
-    variance = np.einsum("mn,mn->m", weights, (yc - mean[:, None]) ** 2)
-    return 1.0 / shape - mean, -1.0 / shape ** 2 - variance
-
-
-def fit_weibull_rows(data, name: str = "data") -> tuple[np.ndarray, np.ndarray]:
-    r"""Maximum-likelihood two-parameter Weibulls (location 0), one per row of ``data`` (M, n).
-
-    Returns ``(shape k, scale λ)``, each (M,), of :math:`F(x) = 1 - \exp(-(x/\lambda)^k)`
-    (``scipy.stats.weibull_min(k, loc=0, scale=λ)``). OpenMax fits C rows, the EVM one
-    row per training sample; all rows are solved together.
-
-    The MLE is computed on :math:`y = \log x`, where the Weibull becomes a (minimum)
-    Gumbel with :math:`\sigma = 1/k`, exactly as libMR's ``weibull_fit`` does. The profile
-    score equation for the shape,
-
-    .. math:: g(k) = \frac{1}{k} + \bar y - \frac{\sum_i y_i e^{k y_i}}{\sum_i e^{k y_i}} = 0,
-
-    is strictly decreasing in :math:`k` (:math:`g' = -1/k^2 - \mathrm{Var}_w(y) < 0`), from
-    :math:`+\infty` to :math:`\bar y - \max_i y_i < 0`, so it has one root. It is
-    bracketed (doubling the upper end), then found by Newton steps kept inside the
-    bracket (a bisection step where Newton would leave it) until the bracket or the step
-    is a few ulps wide: machine precision (libMR stops at a relative tolerance of 1e-6).
-    The weighted mean is a softmax of :math:`k y`, so nothing overflows even for the very
-    large shapes that libMR's translation produces. Then
-    :math:`\lambda = \big(\tfrac{1}{n}\sum_i x_i^k\big)^{1/k}`, computed in log space.
-
-    Every row must be positive, finite, and not all equal (a Weibull needs a spread).
-    """
-    x = to_numpy(data, name).astype(np.float64, copy=False)
-    if x.ndim != 2 or x.shape[1] < 2:
-        raise ValueError(f"{name} must have at least 2 values per row to fit a Weibull, got shape {x.shape}")
-    if not np.isfinite(x).all():
-        raise ValueError(f"{name} contains non-finite values (NaN or inf)")
-    if (x <= 0).any():
-        raise ValueError(f"{name} must be > 0 for a Weibull with location 0, got minimum {x.min()!r}")
-    # y relative to each row's largest value, log(x_i / x_max) = log1p((x_i - x_max) / x_max):
-    # the differences of y stay accurate when the data sit in a narrow band far from 0, as
-    # libMR's translated tails do. g, and so the root, depend only on differences of y.
-    ref = x.max(axis=1)
-    y_rel = np.log1p((x - ref[:, None]) / ref[:, None])
-    y_mean = y_rel.mean(axis=1)
-    yc = y_rel - y_mean[:, None]
-    top = yc.max(axis=1)
-    if not (top > 0).all():
-        row = int(np.argmax(~(top > 0)))
-        where = "" if len(x) == 1 else f" in row {row}"
-        raise ValueError(f"{name} values are all equal{where} ({x[row, 0]!r}); a Weibull cannot be fitted")
-    lo, hi = 0.5 / top, 2.0 / top  # g(lo) >= 1/lo - max(yc) = top > 0
-    rising = _weibull_score(hi, yc)[0] > 0
-    while rising.any():  # g -> -max(yc) < 0, so this terminates
-        lo[rising], hi[rising] = hi[rising], 2.0 * hi[rising]
-        rising[rising] = _weibull_score(hi[rising], yc[rising])[0] > 0
-    shape = 0.5 * (lo + hi)
-    active = np.arange(len(x))
-    eps = 4 * np.finfo(float).eps
-    for _ in range(500):
-        k = shape[active]
-        g, slope = _weibull_score(k, yc[active])
-        lo[active] = np.where(g > 0, k, lo[active])
-        hi[active] = np.where(g < 0, k, hi[active])
-        newton = k - g / slope
-        inside = (newton > lo[active]) & (newton < hi[active])
-        step = np.where(inside, newton, 0.5 * (lo[active] + hi[active]))
-        shape[active] = step
-        done = (g == 0) | (np.abs(step - k) <= eps * k) | (hi[active] - lo[active] <= eps * k)
-        shape[active[g == 0]] = k[g == 0]
-        active = active[~done]
-        if not active.size:
-            break
-    # The last ulp: of k and its two neighbours, the one with the smallest |g| (the lower on
-    # a tie), so that the root does not depend on the side Newton came from.
-    candidates = np.stack([np.nextafter(shape, 0.0), shape, np.nextafter(shape, np.inf)])
-    residual = np.abs(np.stack([_weibull_score(k, yc)[0] for k in candidates]))
-    shape = candidates[np.argmin(residual, axis=0), np.arange(len(shape))]
-    scale = ref * np.exp(y_mean + (logsumexp(shape[:, None] * yc, axis=1) - math.log(x.shape[1])) / shape)
-    return shape, scale
-
-
-def weibull_cdf(x, shape, scale, loc=0.0) -> np.ndarray:
-    r"""Weibull CDF :math:`1 - \exp\big(-((x - \ell)/\lambda)^k\big)` for :math:`x > \ell`, else 0.
-
-    Same function as ``scipy.stats.weibull_min.cdf(x, shape, loc, scale)``, broadcasting
-    over all arguments. Evaluated as ``-expm1(-exp(k * log1p((x - ℓ - λ) / λ)))``, which
-    stays accurate for the huge shapes (k ~ 10^4) that libMR's translation produces.
-    """
-    x = np.asarray(x, dtype=np.float64)
-    shape = np.asarray(shape, dtype=np.float64)
-    scale = np.asarray(scale, dtype=np.float64)
-    z = x - np.asarray(loc, dtype=np.float64)  # translated value, > 0 inside the support
-    positive = z > 0
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        log_ratio = np.log1p(np.where(positive, (z - scale) / scale, 0.0))
-        cdf = -np.expm1(-np.exp(shape * log_ratio))
-    return np.where(positive, cdf, 0.0)
 
 
 @dataclass(frozen=True)
@@ -294,7 +176,7 @@ def fit_high(values, tail_size: int, translate_amount: float = LIBMR_TRANSLATE_A
     3. translate: :math:`t_i = s_i + T - \text{small\_score}` with :math:`T` =
        ``translate_amount``, so the tail lies in :math:`[T, T + \text{range}]`, all positive;
     4. a two-parameter Weibull MLE (location 0) on the :math:`t_i` gives shape :math:`k`
-       and scale :math:`\lambda` (:func:`fit_weibull` here);
+       and scale :math:`\lambda` (:func:`~agnostophobia.detectors._evt.fit_weibull` here);
     5. ``W_score(x) = CDF(x) = weibull_cdf(x + T - small_score)``, which is 0 when the
        translated value is negative.
 
@@ -380,6 +262,7 @@ class OpenMax(Detector):
     needs_fit = True
     FITTED_STATE = ("mav_", "weibull_shape_", "weibull_scale_", "weibull_loc_", "n_correct_", "num_classes_")
     keeps_prediction = False  # the alpha-rank recalibration can reorder the known classes
+    NOT_EXPORTABLE = "its Weibull recalibration of the logits has no torch implementation here"
     title = "OpenMax"
     report_note = (
         "Bendale & Boult (CVPR 2016) on each model's logits: mean activation vectors and Weibull tails "

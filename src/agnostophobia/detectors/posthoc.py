@@ -20,15 +20,19 @@ name                          per-class score (larger = more known)            s
 
 (*) one number per sample, placed in the column of the predicted class
 (:func:`~agnostophobia.detectors._base.place_in_predicted_column`).
+
+Each detector writes its score twice, side by side: ``_scores`` in numpy/scipy for
+evaluation, ``_torch_score`` in torch for ``export`` (the predicted class's value).
 """
 from __future__ import annotations
 
 from typing import Optional
 
 import numpy as np
+import torch
 from scipy.special import log_softmax, logsumexp, softmax
 
-from ._base import Detector, Setting, as_float64, place_in_predicted_column, register
+from ._base import Detector, Setting, TorchScore, as_float64, picked, place_in_predicted_column, register
 
 
 # ------------------------------------------------------------------ score functions
@@ -77,6 +81,12 @@ def softmax_entropy(logits) -> np.ndarray:
     return -(np.exp(log_p) * log_p).sum(axis=1)
 
 
+def _torch_negative_entropy(logits, features, predicted):
+    """Minus :func:`softmax_entropy` in torch operations, (N,): the ``entropy`` detector's export."""
+    log_p = torch.log_softmax(logits, dim=1)
+    return (log_p.exp() * log_p).sum(dim=1)
+
+
 # ------------------------------------------------------------------ detectors
 
 @register("softmax")
@@ -89,6 +99,9 @@ class SoftmaxDetector(Detector):
     def _scores(self, logits, features):
         return softmax_scores(logits)
 
+    def _torch_score(self):
+        return TorchScore(lambda logits, features, predicted: picked(torch.softmax(logits, dim=1), predicted))
+
 
 @register("background")
 class BackgroundDetector(Detector):
@@ -100,6 +113,9 @@ class BackgroundDetector(Detector):
 
     def _scores(self, logits, features):
         return background_scores(logits)
+
+    def _torch_score(self):  # the C+1 softmax, read at a known column
+        return TorchScore(lambda logits, features, predicted: picked(torch.softmax(logits, dim=1), predicted))
 
 
 @register("objectosphere-scaled")
@@ -114,6 +130,10 @@ class ScaledObjectosphereDetector(Detector):
     def _scores(self, logits, features):
         return scaled_objectosphere_scores(logits, features)
 
+    def _torch_score(self):
+        return TorchScore(lambda logits, features, predicted: picked(torch.softmax(logits, dim=1), predicted)
+                          * torch.linalg.vector_norm(features, dim=1))
+
 
 @register("max-logit")
 class MaxLogitDetector(Detector):
@@ -123,6 +143,9 @@ class MaxLogitDetector(Detector):
 
     def _scores(self, logits, features):
         return logits.copy()
+
+    def _torch_score(self):
+        return TorchScore(lambda logits, features, predicted: picked(logits, predicted))
 
 
 @register("entropy")
@@ -136,6 +159,9 @@ class EntropyDetector(Detector):
     def _scores(self, logits, features):
         return place_in_predicted_column(-softmax_entropy(logits), logits)
 
+    def _torch_score(self):
+        return TorchScore(_torch_negative_entropy)
+
 
 @register("magnitude")
 class MagnitudeDetector(Detector):
@@ -148,6 +174,9 @@ class MagnitudeDetector(Detector):
 
     def _scores(self, logits, features):
         return place_in_predicted_column(feature_magnitude(features), logits)
+
+    def _torch_score(self):
+        return TorchScore(lambda logits, features, predicted: torch.linalg.vector_norm(features, dim=1))
 
 
 @register("energy")
@@ -166,3 +195,7 @@ class EnergyDetector(Detector):
     def _scores(self, logits, features: Optional[np.ndarray]):
         t = self.temperature
         return place_in_predicted_column(t * logsumexp(logits / t, axis=1), logits)
+
+    def _torch_score(self):
+        t = self.temperature
+        return TorchScore(lambda logits, features, predicted: t * torch.logsumexp(logits / t, dim=1))

@@ -1,6 +1,6 @@
 r"""PostMax (Cruz, Rabinowitz, Günther & Boult, "Operational Open-Set Recognition and PostMax
-Refinement", ECCV 2024, the PostMax method): the detector ``postmax``, and the generalized Pareto fit
-that GHOST (:mod:`.ghost`) shares.
+Refinement", ECCV 2024, the PostMax method): the detector ``postmax``. Its generalized Pareto fit,
+which GHOST (:mod:`.ghost`) shares, is in :mod:`._evt`.
 
 The maximum logit grows with the deep-feature magnitude, so PostMax first divides it by
 that magnitude, the *normalised maximum logit*
@@ -29,47 +29,21 @@ logits, which PostMax keeps) and a smaller value in every other column
 stays the network's and a threshold acts on :math:`P`. A zero feature vector (whose
 logits a bias-free logit layer makes 0 too) has :math:`v = 0`.
 
-The CDF is a closed form in torch operations as well (a future ``export``), but it
-saturates: values above the fitted support's upper end (:math:`\xi < 0`) all score 1, and
-values below :math:`\mu` all score 0.
+The CDF is a closed form in torch operations as well (``export``:
+:func:`~agnostophobia.detectors._evt.torch_gpd_cdf`), but it saturates: values above the
+fitted support's upper end (:math:`\xi < 0`) all score 1, and values below :math:`\mu` all
+score 0.
 """
 from __future__ import annotations
 
 import math
-import warnings
 
 import numpy as np
-import scipy.stats
+import torch
 
-from ._base import Detector, Setting, check_columns, check_training_data, place_in_predicted_column, register
-
-#: Fewest values a GPD is fitted to.
-MIN_GPD_VALUES = 10
-
-
-def fit_gpd(values: np.ndarray, what: str) -> tuple[float, float, float]:
-    """Maximum-likelihood ``(shape ξ, location μ, scale σ)`` of a generalized Pareto
-    distribution (``scipy.stats.genpareto.fit``, all three free) to ``values``; ``what``
-    names them in the error raised when they cannot be fitted."""
-    values = np.asarray(values, dtype=np.float64)
-    if values.size < MIN_GPD_VALUES:
-        raise ValueError(f"{what}: {values.size} value(s), a generalized Pareto fit needs at least "
-                         f"{MIN_GPD_VALUES}")
-    if values.min() == values.max():
-        raise ValueError(f"{what}: all {values.size} values are equal ({values[0]!r}); "
-                         "a generalized Pareto distribution cannot be fitted")
-    with warnings.catch_warnings():  # scipy's optimiser warns on its way; the result is checked below
-        warnings.simplefilter("ignore", RuntimeWarning)
-        shape, loc, scale = scipy.stats.genpareto.fit(values)
-    if not (np.isfinite([shape, loc, scale]).all() and scale > 0):
-        raise ValueError(f"{what}: the generalized Pareto fit failed (shape {shape!r}, location {loc!r}, "
-                         f"scale {scale!r})")
-    return float(shape), float(loc), float(scale)
-
-
-def gpd_cdf(values: np.ndarray, shape, loc, scale) -> np.ndarray:
-    """The GPD CDF, broadcasting over the parameters (one per sample for GHOST's classes)."""
-    return scipy.stats.genpareto.cdf(values, shape, loc=loc, scale=scale)
+from ._base import (Detector, Setting, TorchScore, check_columns, check_training_data, place_in_predicted_column,
+                    register)
+from ._evt import fit_gpd, gpd_cdf, torch_gpd_cdf
 
 
 def normalised_max_logit(logits: np.ndarray, features: np.ndarray) -> np.ndarray:
@@ -77,6 +51,13 @@ def normalised_max_logit(logits: np.ndarray, features: np.ndarray) -> np.ndarray
     norm = np.linalg.norm(features, axis=1)
     top = logits.max(axis=1)
     return np.divide(top, norm, out=np.zeros_like(top), where=norm > 0)
+
+
+def torch_normalised_max_logit(logits: torch.Tensor, features: torch.Tensor) -> torch.Tensor:
+    """:func:`normalised_max_logit` in torch operations."""
+    norm = torch.linalg.vector_norm(features, dim=1)
+    top = logits.max(dim=1).values
+    return torch.where(norm > 0, top / torch.where(norm > 0, norm, torch.ones_like(norm)), torch.zeros_like(top))
 
 
 @register("postmax")
@@ -117,3 +98,7 @@ class PostMax(Detector):
     def _scores(self, logits, features):
         check_columns(self, logits, features, self.num_classes_, self.feature_dim_)
         return place_in_predicted_column(gpd_cdf(normalised_max_logit(logits, features), *self.gpd_), logits)
+
+    def _torch_score(self):
+        return TorchScore(lambda logits, features, predicted, gpd: torch_gpd_cdf(
+            torch_normalised_max_logit(logits, features), gpd[0], gpd[1], gpd[2]), gpd=self.gpd_)
