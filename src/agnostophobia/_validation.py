@@ -65,7 +65,7 @@ def int64_labels(labels, name: str = "labels", *, integral_floats: bool = True) 
     NaN, inf or a fraction is refused naming ``name``, where a plain cast would wrap it
     silently into some other class, or an unknown.
     """
-    arr = _integers_too_large_for_numpy(labels, name)
+    arr = _label_array(labels, name)
     if arr.dtype == bool or not np.issubdtype(arr.dtype, np.number) or np.issubdtype(arr.dtype, np.complexfloating):
         raise ValueError(f"{name} must be integers, got dtype {arr.dtype}")
     if np.issubdtype(arr.dtype, np.floating):
@@ -90,7 +90,7 @@ def _does_not_fit(name: str, value) -> ValueError:
                       f"labels are class indices, negative = unknown")
 
 
-def _integers_too_large_for_numpy(labels, name: str) -> np.ndarray:
+def _label_array(labels, name: str) -> np.ndarray:
     """``to_numpy(labels)``, except that Python integers beyond uint64, which numpy can hold only
     as objects, are named as integers that do not fit, not as "non-numeric input"."""
     if isinstance(labels, (list, tuple)):
@@ -127,12 +127,12 @@ def is_seed(value) -> bool:
 
 def check_labels(labels, n: int, num_classes: int | None = None, name: str = "labels") -> np.ndarray:
     """Integer labels of length ``n``; negative = unknown, known labels < num_classes."""
-    arr = to_numpy(labels, name) if not isinstance(labels, (list, tuple)) else np.asarray(labels, dtype=object)
+    arr = _label_array(labels, name)
     if arr.ndim != 1:
         raise ValueError(f"{name} must have shape (N,), got shape {arr.shape}")
     if arr.shape[0] != n:
         raise ValueError(f"{name} has {arr.shape[0]} entries but the scores have {n} samples")
-    arr = int64_labels(labels, name)
+    arr = int64_labels(arr, name)
     if num_classes is not None and arr.size and arr.max() >= num_classes:
         raise ValueError(
             f"{name} contains {int(arr.max())}, but the scores have only {num_classes} "
