@@ -92,12 +92,12 @@ def _ten_per_class():
     return features * 2, features, labels
 
 
-FITTED = [name for name in DETECTORS.names() if DETECTORS.get(name).needs_fit]
 SMALL = {"knn": {"k": 2}, "openmax": {"tail_size": 5}, "evm": {"tail_size": 5}}
 
 
-@pytest.mark.parametrize("name", FITTED)
+@pytest.mark.parametrize("name", DETECTORS.names())
 def test_every_detector_fit_refuses_labels_that_are_no_int64(name):
+    """Post-hoc detectors learn nothing from fit, but check what they are given all the same."""
     logits, features, labels = _ten_per_class()
     build_detector(name, **SMALL.get(name, {})).fit(logits, features, labels.astype(np.float64))  # integral floats
     for key, value in {"float-1e20": 1e20, "float-2**63": 2.0**63, "nan": np.nan, "fraction": 0.5}.items():
@@ -209,3 +209,13 @@ def test_every_accepted_layout_of_inverted_glyphs_is_refused_by_polarity(classif
     assert classifier.predict(layout(_glyphs())).shape == (6,)
     with pytest.raises(DataError, match="^x: looks like a black glyph on white"):
         classifier.predict(layout(255 - _glyphs()))
+
+
+def test_the_plotting_panels_refuse_labels_that_are_no_int64():
+    from agnostophobia.plotting.panels import softmax_histogram_values
+
+    probs = SCORES / SCORES.sum(axis=1, keepdims=True)
+    softmax_histogram_values(probs, np.array([0.0, 1.0, 2.0, 1.0]), probs)
+    for bad in BAD.values():
+        with pytest.raises(ValueError, match="^known_labels"):
+            softmax_histogram_values(probs, bad, probs)
