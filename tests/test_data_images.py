@@ -231,3 +231,54 @@ def test_predict_labels_16_bit_pngs_as_their_8_bit_originals(calibrated, real_da
         rows[depth] = json.loads(out.read_text())
     assert len(rows[16]) == 80
     assert [(r["label"], r["score"]) for r in rows[16]] == [(r["label"], r["score"]) for r in rows[8]]
+
+
+# ------------------------------------------------------------------ EXIF orientation (issue 31, item 7)
+# What each orientation tag means, from the EXIF specification (where the stored 0th row and 0th
+# column are shown): the display operation on the stored pixels, written out here independently
+# of Pillow. An 8x8-block pattern, 16 x 24 (not square), so that JPEG keeps it and no flip or
+# rotation of it equals another.
+UPRIGHT = np.kron(np.array([[0, 40, 80], [120, 160, 240]], np.uint8), np.ones((8, 8), np.uint8))
+SHOWN = {1: lambda s: s, 2: lambda s: s[:, ::-1], 3: lambda s: s[::-1, ::-1], 4: lambda s: s[::-1],
+         5: lambda s: s.swapaxes(0, 1), 6: lambda s: np.rot90(s, -1), 7: lambda s: s[::-1, ::-1].swapaxes(0, 1),
+         8: lambda s: np.rot90(s, 1)}
+STORED_AS = {6: 8, 8: 6}  # the stored pixels of tag k: the inverse operation applied to the upright image
+
+
+def with_orientation(upright: np.ndarray, orientation: int, fmt: str) -> bytes:
+    stored = np.ascontiguousarray(SHOWN[STORED_AS.get(orientation, orientation)](upright))
+    assert np.array_equal(SHOWN[orientation](stored), upright)
+    exif = Image.Exif()
+    exif[0x0112] = orientation
+    options = {"JPEG": {"quality": 100, "subsampling": 0}, "WEBP": {"lossless": True}}.get(fmt, {})
+    return saved(Image.fromarray(stored), fmt, exif=exif, **options)
+
+
+@pytest.mark.parametrize("orientation", range(1, 9))
+@pytest.mark.parametrize("fmt", ["JPEG", "PNG", "WEBP", "TIFF"])
+def test_exif_orientation_is_applied_as_viewers_show_the_image(fmt, orientation):
+    data = with_orientation(UPRIGHT, orientation, fmt)
+    with Image.open(io.BytesIO(data)) as img:  # the tag was written where this format keeps it
+        assert img.getexif().get(0x0112) == orientation
+    for mode in ("L", "RGB"):
+        decoded = decode_image(data, f"photo.{fmt.lower()}", mode)
+        grey = decoded if mode == "L" else decoded[..., 0]
+        assert grey.shape == UPRIGHT.shape
+        assert np.abs(grey.astype(int) - UPRIGHT).max() <= (2 if fmt == "JPEG" else 0)
+
+
+def test_a_folder_of_tagged_photos_is_read_upright(tmp_path):
+    """The path of `evaluate --unknowns FOLDER` and `predict`: every file decoded upright."""
+    folder = tmp_path / "photos"
+    folder.mkdir()
+    for orientation in range(1, 9):
+        (folder / f"{orientation}.jpg").write_bytes(with_orientation(UPRIGHT, orientation, "JPEG"))
+    images = read_images(folder, "photos").images
+    assert len(images) == 8
+    for image in images:
+        assert np.abs(image[..., 0].astype(int) - UPRIGHT).max() <= 2
+
+
+def test_an_unreadable_exif_block_leaves_the_image_as_stored():
+    data = saved(Image.fromarray(UPRIGHT), "PNG", exif=b"Exif\x00\x00" + b"\xff" * 10)
+    assert np.array_equal(decode_image(data, "odd.png"), UPRIGHT)

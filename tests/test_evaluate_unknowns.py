@@ -374,3 +374,32 @@ def test_a_tuned_run_fits_nothing_and_scores_the_new_set_alone(lenet_run, tmp_pa
     tuned = metrics_of(run)["tuned_detectors"]["results"]
     assert {row["unknowns"] for row in tuned} >= {"extra", "letters"}
     assert_equals_full_evaluation(run, tmp_path)
+
+
+# ------------------------------------------------------------------- names that cannot collide (issue 31, item 4)
+def test_sets_whose_names_differ_only_in_punctuation_keep_their_own_figures(lenet_run, tmp_path):
+    """Each set's figures go to their own files, named after the set (numbered where two names
+    would give one file name, also one differing in case only); the report links them all."""
+    names = ("a b", "a_b", "a-b", "a_b-2", "A B")
+    run = tmp_path / "run"
+    shutil.copytree(lenet_run, run)
+    before = {p.name for p in (run / "figures").iterdir()}
+    specs = [str(glyph_set(tmp_path / "in" / f"{name}.npz", 12 + i, i)) for i, name in enumerate(names)]
+    assert main(["evaluate", str(run), "--unknowns", *specs, "--no-progress"]) == 0
+    new = {p.name for p in (run / "figures").iterdir()} - before
+    oscr = sorted(n for n in new if n.startswith("oscr_") and not n.startswith("oscr_counts_"))
+    assert len(oscr) == len(names) and len({n.casefold() for n in oscr}) == len(names), oscr
+    assert all(n.lower().startswith(("oscr_a_b", "oscr_a-b")) for n in oscr), oscr  # the set's name kept
+    report = (run / "report.md").read_text()
+    assert all(f"figures/{n}" in report for n in oscr)
+
+
+@pytest.mark.parametrize("name", ["new\nline", "tab\there", "bell\x07", "rtl\u202eoverride", "line\u2028sep"])
+def test_a_set_name_with_a_control_character_is_refused(lenet_run, tmp_path, capsys, no_model_loading, name):
+    folder = tmp_path / name
+    save_pngs(folder, glyphs(np.random.default_rng(6), np.arange(4)))
+    before = snapshot(lenet_run)
+    assert main(["evaluate", str(lenet_run), "--unknowns", str(folder), "--no-progress"]) == 1
+    line = one_error_line(capsys)
+    assert "control character" in line and repr(folder.name) in line, line
+    assert snapshot(lenet_run) == before

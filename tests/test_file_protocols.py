@@ -356,3 +356,74 @@ def test_allowed_duplicates_reach_the_runs_data_notes(tmp_path):
     notes = json.loads((tmp_path / "run" / "data_notes.json").read_text())
     assert "allow_duplicates: 1 train entries repeat a file listed earlier in the split; each entry counts as a " \
            "sample" in notes
+
+
+# ------------------------------------------------------------------ protocols as documented (issue 31, item 5)
+OUTSIDE = ["../outside.png", "sub/../../outside.png", "./../outside.png", "sub/../../x/outside.png"]
+
+
+@pytest.mark.parametrize("path", OUTSIDE + ["ABSOLUTE"])
+def test_a_csv_path_outside_the_root_is_a_problem_unless_allowed(tmp_path, path):
+    images(tmp_path / "img", ["a.png", "b.png", "c.png", "d.png", "e.png"])
+    image(tmp_path / "outside.png")
+    image(tmp_path / "x" / "outside.png")
+    (tmp_path / "img" / "sub").mkdir()
+    if path == "ABSOLUTE":
+        path = str(tmp_path / "outside.png")
+    mapping = csv_protocol(tmp_path, f"a.png,0\n{path},1\nd.png,1\n", "b.png,0\n", "c.png,0\ne.png,-2\n")
+    problems = check_file_protocol(mapping)
+    assert any(f"{tmp_path / 'train.csv'}:2: path {path!r} leads outside the protocol root" in p for p in problems)
+    with pytest.raises(DataError, match="leads outside the protocol root"):
+        build_protocol(mapping)
+    allowed = {**mapping, "allow_outside_root": True}
+    assert check_file_protocol(allowed) == []
+    assert build_protocol(allowed).train.labels.tolist() == [0, 1, 1]
+
+
+def test_a_csv_path_that_only_passes_through_a_parent_stays_inside(tmp_path):
+    images(tmp_path / "img", ["a.png", "sub/b.png", "c.png", "d.png", "e.png"])
+    mapping = csv_protocol(tmp_path, "a.png,0\nsub/../sub/b.png,1\n", "d.png,0\n", "c.png,0\ne.png,-2\n")
+    assert check_file_protocol(mapping) == []
+
+
+def test_allow_outside_root_must_be_a_boolean(tmp_path):
+    with pytest.raises(ConfigError, match="'protocol.allow_outside_root': must be true or false"):
+        check_file_protocol(csv_protocol(tmp_path, "", "", "", allow_outside_root="yes"))
+    with pytest.raises(ConfigError, match="unknown config key 'protocol.allow_outside_root'"):
+        check_file_protocol(folders(tmp_path, allow_outside_root=True))
+
+
+@pytest.mark.parametrize("link", ["dangling", "loop", "chain-to-nothing"])
+def test_broken_links_in_a_class_folder_are_listed_as_problems(tmp_path, link):
+    root = tree(tmp_path / "tree", GOOD_TREE)
+    bad = root / "train" / "ant" / "broken.png"
+    if link == "dangling":
+        bad.symlink_to(root / "train" / "ant" / "gone.png")
+    elif link == "loop":
+        bad.symlink_to(bad)
+    else:
+        (root / "train" / "ant" / "middle.png").symlink_to(root / "nowhere.png")
+        bad.symlink_to(root / "train" / "ant" / "middle.png")
+    problems = check_file_protocol(folders(root))
+    assert any(p.startswith(f"{bad}: ") for p in problems), problems
+    with pytest.raises(DataError, match="broken.png"):
+        build_protocol(folders(root))
+
+
+@pytest.mark.parametrize("label", ["10", "1_0", "\u0663", "1e3", "99999999999999999999999", "2.0"])
+def test_csv_labels_out_of_range_or_not_plain_integers_are_problems(tmp_path, label):
+    """Without a class_names file the known labels are 0..K-1 for the train file's K known labels;
+    a huge label no longer makes K huge, and only plain decimal integers are labels."""
+    images(tmp_path / "img", ["a.png", "b.png", "c.png", "d.png", "e.png"])
+    mapping = csv_protocol(tmp_path, "a.png,0\nb.png,1\n", f"c.png,{label}\n", "d.png,0\ne.png,-2\n")
+    problems = check_file_protocol(mapping)
+    assert any(p.startswith(f"{tmp_path / 'val.csv'}:1: label ") for p in problems), problems
+    assert len(problems) == 1, problems
+
+
+def test_a_gap_in_the_training_labels_is_named_without_a_class_names_file(tmp_path):
+    images(tmp_path / "img", ["a.png", "b.png", "c.png", "d.png", "e.png"])
+    problems = "\n".join(check_file_protocol(csv_protocol(tmp_path, "a.png,0\nb.png,2\n", "c.png,0\n",
+                                                          "d.png,0\ne.png,-2\n")))
+    assert f"{tmp_path / 'train.csv'}:2: label 2 out of range 0..1" in problems
+    assert "known class 1 ('1') has no training image" in problems

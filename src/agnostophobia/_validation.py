@@ -53,19 +53,86 @@ def check_scores(scores, name: str = "scores", ndim: int = 2, *, keep_float32: b
     return arr
 
 
+#: The range of an int64, the dtype every label and seed is held in.
+INT64_MIN, INT64_MAX = -2**63, 2**63 - 1
+
+
+def int64_labels(labels, name: str = "labels", *, integral_floats: bool = True) -> np.ndarray:
+    """``labels`` (any shape) as int64: the one conversion of labels for every entry point.
+
+    Integer dtypes and, with ``integral_floats``, floats holding whole numbers (0.0, -1.0)
+    are accepted; a value that does not fit an int64 (1e20, 10**30, a uint64 above 2**63-1),
+    NaN, inf or a fraction is refused naming ``name``, where a plain cast would wrap it
+    silently into some other class, or an unknown.
+    """
+    arr = _label_array(labels, name)
+    if arr.dtype == bool or not np.issubdtype(arr.dtype, np.number) or np.issubdtype(arr.dtype, np.complexfloating):
+        raise ValueError(f"{name} must be integers, got dtype {arr.dtype}")
+    if np.issubdtype(arr.dtype, np.floating):
+        if not integral_floats:
+            raise ValueError(f"{name} must be integers, got dtype {arr.dtype}")
+        if not np.isfinite(arr).all():
+            raise ValueError(f"{name} must be integers, got non-finite values (NaN or inf)")
+        if np.any(arr != np.round(arr)):
+            raise ValueError(f"{name} must be integers, got non-integer values")
+        outside = (arr < float(INT64_MIN)) | (arr >= 2.0**63)  # 2**63 itself is a float64 but no int64
+    elif np.issubdtype(arr.dtype, np.unsignedinteger) and arr.dtype.itemsize == 8:
+        outside = arr > np.uint64(INT64_MAX)
+    else:
+        return arr.astype(np.int64, copy=False)
+    if outside.any():
+        raise _does_not_fit(name, arr[outside].flat[0].item())
+    return arr.astype(np.int64)
+
+
+def _does_not_fit(name: str, value) -> ValueError:
+    return ValueError(f"{name} contains {value!r}, which does not fit an int64 ({INT64_MIN}..{INT64_MAX}); "
+                      f"labels are class indices, negative = unknown")
+
+
+def _label_array(labels, name: str) -> np.ndarray:
+    """``to_numpy(labels)``, except that Python integers beyond uint64, which numpy can hold only
+    as objects, are named as integers that do not fit, not as "non-numeric input"."""
+    if isinstance(labels, (list, tuple)):
+        try:
+            arr = np.asarray(labels)
+        except (ValueError, OverflowError):
+            arr = None
+        if arr is not None and arr.dtype == object:
+            items = arr.ravel().tolist()
+            if items and all(isinstance(v, int) and not isinstance(v, bool) for v in items):
+                too_large = [v for v in items if not INT64_MIN <= v <= INT64_MAX]
+                if too_large:
+                    raise _does_not_fit(name, too_large[0])
+    return to_numpy(labels, name)
+
+
+def check_seed(seed, name: str = "seed", error: type = ValueError) -> int:
+    """A seed as an int: an integer (numpy integers too; not a bool, not a string) in
+    0..2**63-1. Wider seeds would be reduced modulo 2**64 by torch, so that 2**64 trained
+    the weights of seed 0; ``error`` is the exception raised, naming ``name``."""
+    if not is_seed(seed):
+        raise error(f"{name} {SEED_RULE}, got {seed!r}")
+    return int(seed)
+
+
+SEED_RULE = "must be an integer in 0..2**63-1"
+
+
+def is_seed(value) -> bool:
+    """Whether ``value`` is a valid seed (:func:`check_seed`)."""
+    return not isinstance(value, (bool, np.bool_)) and isinstance(value, (int, np.integer)) \
+        and 0 <= int(value) <= INT64_MAX
+
+
 def check_labels(labels, n: int, num_classes: int | None = None, name: str = "labels") -> np.ndarray:
     """Integer labels of length ``n``; negative = unknown, known labels < num_classes."""
-    arr = to_numpy(labels, name)
+    arr = _label_array(labels, name)
     if arr.ndim != 1:
         raise ValueError(f"{name} must have shape (N,), got shape {arr.shape}")
     if arr.shape[0] != n:
         raise ValueError(f"{name} has {arr.shape[0]} entries but the scores have {n} samples")
-    if arr.dtype == bool or not np.issubdtype(arr.dtype, np.number):
-        raise ValueError(f"{name} must be integers, got dtype {arr.dtype}")
-    if not np.issubdtype(arr.dtype, np.integer):
-        if not np.all(np.isfinite(arr)) or np.any(arr != np.round(arr)):
-            raise ValueError(f"{name} must be integers, got non-integer values")
-    arr = arr.astype(np.int64)
+    arr = int64_labels(arr, name)
     if num_classes is not None and arr.size and arr.max() >= num_classes:
         raise ValueError(
             f"{name} contains {int(arr.max())}, but the scores have only {num_classes} "

@@ -14,7 +14,10 @@ validation with label -1, D_b in testing) and unknown unknowns (D_a, test only).
     openset-imagenet (Palechor, Bhoumik, Guenther, WACV 2023), so its protocol files work
     as they are: no header (a ``path,label`` header line is recognised), spaces after the
     comma allowed. An optional third column names a negative's source class (name or id);
-    it is ignored on other lines. Optional ``class_names``: a file with one name per line.
+    it is ignored on other lines. Optional ``class_names``: a file with one name per line;
+    without it the known labels must be 0..K-1 for the K known labels of the train file.
+    A path must stay under ``root`` (``../`` or an absolute path elsewhere is a problem)
+    unless ``allow_outside_root: true``.
 
 In an experiment YAML the ``protocol`` key takes the mapping (:func:`parse_file_protocol`).
 Every path in it is relative to the YAML file's directory; :func:`resolve_paths` makes
@@ -34,6 +37,7 @@ from __future__ import annotations
 import csv
 import io
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
@@ -51,7 +55,8 @@ TYPES = ("csv", "folders")
 SPLITS = ("train", "val", "test")
 NEGATIVE, UNKNOWN = -1, -2
 COMMON_KEYS = ("type", "root", "image_size", "channels", "kind", "allow_duplicates")
-TYPE_KEYS = {"csv": ("train", "val", "test", "class_names"), "folders": ("known", "negative", "unknown")}
+TYPE_KEYS = {"csv": ("train", "val", "test", "class_names", "allow_outside_root"),
+             "folders": ("known", "negative", "unknown")}
 PATH_KEYS = ("root", "train", "val", "test", "class_names")
 MAX_SHOWN = 20      # problems listed in the error; the rest are counted
 CHUNK = 2048        # images decoded before they are prepared (and their originals dropped)
@@ -73,6 +78,7 @@ class FileProtocolSpec:
     negative: Tuple[str, ...] = ()
     unknown: Tuple[str, ...] = ()
     allow_duplicates: bool = False                          # a file listed twice within a split
+    allow_outside_root: bool = False                        # csv: a path that leads out of ``root``
 
     @property
     def input(self) -> InputSpec:
@@ -119,15 +125,17 @@ def parse_file_protocol(mapping: Mapping[str, Any], where: str = "protocol") -> 
         raise bad("channels", "must be 1 (grey) or 3 (RGB)")
     if mapping.get("kind", NATURAL) not in KINDS:
         raise bad("kind", f"must be one of {', '.join(KINDS)}")
-    if not isinstance(mapping.get("allow_duplicates", False), bool):
-        raise bad("allow_duplicates", "must be true or false")
+    for key in ("allow_duplicates", "allow_outside_root"):
+        if not isinstance(mapping.get(key, False), bool):
+            raise bad(key, "must be true or false")
     lists = {key: _names(mapping, key, where, bad) for key in TYPE_KEYS["folders"]}
     if kind == "folders" and not lists["known"]:
         raise bad("known", "must list at least one class folder")
     return FileProtocolSpec(kind, Path(mapping["root"]), size, mapping["channels"], mapping.get("kind", NATURAL),
                             {s: Path(mapping[s]) for s in SPLITS if s in mapping},
                             Path(mapping["class_names"]) if "class_names" in mapping else None, **lists,
-                            allow_duplicates=mapping.get("allow_duplicates", False))
+                            allow_duplicates=mapping.get("allow_duplicates", False),
+                            allow_outside_root=mapping.get("allow_outside_root", False))
 
 
 def _names(mapping, key: str, where: str, bad) -> Tuple[str, ...]:
@@ -258,15 +266,17 @@ def _check_duplicates(spec: FileProtocolSpec, listing: Listing) -> None:
 def _list_csv(spec: FileProtocolSpec) -> Listing:
     problems: List[str] = []
     names = _read_class_names(spec.class_names, problems) if spec.class_names else None
-    splits = {split: _read_csv(spec.files[split], spec.root, split, problems) for split in SPLITS}
-    labels = [item.label for items in splits.values() for item in items]
-    if names is None:
-        names = [str(c) for c in range(max(labels, default=-1) + 1)]
+    splits = {split: _read_csv(spec, split, problems) for split in SPLITS}
+    if names is None:  # as many classes as the training split has known labels: 0..K-1, gaps refused below
+        names = [str(c) for c in range(len({item.label for item in splits["train"] if item.label >= 0}))]
+        counted = f"{spec.files['train']} has {len(names)} known classes, and without a class_names file " \
+                  f"known labels are 0..{len(names) - 1}"
+    else:
+        counted = f"{spec.class_names} has {len(names)} names"
     for items in splits.values():
         for item in items:
             if item.label >= len(names):
-                problems.append(f"{item.where}: label {item.label} out of range 0..{len(names) - 1} "
-                                f"({spec.class_names} has {len(names)} names)")
+                problems.append(f"{item.where}: label {item.label} out of range 0..{len(names) - 1} ({counted})")
     trained = {item.label for item in splits["train"]}
     problems += [f"{spec.files['train']}: known class {c} ({name!r}) has no training image (known labels must "
                  f"be 0..{len(names) - 1} without gaps)" for c, name in enumerate(names) if c not in trained]
@@ -285,7 +295,8 @@ def _read_class_names(path: Path, problems: List[str]) -> Optional[List[str]]:
     return names
 
 
-def _read_csv(path: Path, root: Path, split: str, problems: List[str]) -> List[Item]:
+def _read_csv(spec: FileProtocolSpec, split: str, problems: List[str]) -> List[Item]:
+    path = spec.files[split]
     try:
         text = path.read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError) as exc:
@@ -300,20 +311,24 @@ def _read_csv(path: Path, root: Path, split: str, problems: List[str]) -> List[I
             first = False
             continue  # a header line
         first = False
-        item = _csv_item(fields, f"{path}:{number}", root, split, problems)
+        item = _csv_item(fields, f"{path}:{number}", spec, split, problems)
         if item is not None:
             items.append(item)
     return items
 
 
-def _csv_item(fields: List[str], where: str, root: Path, split: str, problems: List[str]) -> Optional[Item]:
+def _csv_item(fields: List[str], where: str, spec: FileProtocolSpec, split: str,
+              problems: List[str]) -> Optional[Item]:
     if len(fields) not in (2, 3) or not fields[0]:
         problems.append(f"{where}: malformed line, expected path,label (optionally ,source class)")
         return None
-    try:
-        label = int(fields[1])
-    except ValueError:
+    if not re.fullmatch(r"[+-]?[0-9]+", fields[1]):  # int() would also take "1_0" and non-ASCII digits
         problems.append(f"{where}: label {fields[1]!r} is not an integer")
+        return None
+    label = int(fields[1])
+    if not spec.allow_outside_root and not _inside(spec.root, fields[0]):
+        problems.append(f"{where}: path {fields[0]!r} leads outside the protocol root {spec.root} "
+                        f"(allow_outside_root: true in the protocol mapping allows it)")
         return None
     if label < UNKNOWN:
         problems.append(f"{where}: label {label} out of range (>= 0 known class, -1 negative, -2 unknown)")
@@ -322,7 +337,14 @@ def _csv_item(fields: List[str], where: str, root: Path, split: str, problems: L
         problems.append(f"{where}: an unknown (-2) in the {split} split; unknowns (D_a) are test only")
         return None
     source = fields[2] if len(fields) == 3 and fields[2] and label == NEGATIVE else None
-    return Item(root / fields[0], label, source, where)
+    return Item(spec.root / fields[0], label, source, where)
+
+
+def _inside(root: Path, path: str) -> bool:
+    """Whether ``path`` (relative to ``root``, or absolute) names a place under ``root`` as
+    written, ``..`` resolved lexically; links inside the root are the tree's own business."""
+    base = os.path.abspath(root)
+    return os.path.commonpath([base, os.path.normpath(os.path.join(base, path))]) == base
 
 
 def _negative_sources(splits: Dict[str, List[Item]], problems: List[str]) -> List[str]:
@@ -376,7 +398,9 @@ def _list_split_folder(folder: Path, split: str, roles: Dict[str, int], problems
         elif roles[entry.name] == UNKNOWN and split != "test":
             problems.append(f"{entry}: unknown class in the {split} split; unknowns (D_a) are test only")
         else:
-            files = [p for p in sorted(entry.rglob("*")) if p.is_file() and not p.name.startswith(".")]
+            # a link to nothing (dangling, or a loop) is listed too: reading it is a problem, not a skip
+            files = [p for p in sorted(entry.rglob("*"))
+                     if (p.is_file() or p.is_symlink() and not p.exists()) and not p.name.startswith(".")]
             if not files:
                 problems.append(f"{entry}: empty class folder")
             source = entry.name if roles[entry.name] == NEGATIVE else None
@@ -388,7 +412,8 @@ def _list_split_folder(folder: Path, split: str, roles: Dict[str, int], problems
 def check_file_protocol(protocol) -> List[str]:
     """Every problem of a protocol from files (a mapping or a :class:`FileProtocolSpec`),
     each naming its file or class: a class both known and negative, an unknown in train or
-    val, an empty class, a missing, unreadable, truncated or non-image file, a label out of
+    val, an empty class, a missing, unreadable, truncated or non-image file (a dangling or
+    looping link included), a CSV path outside the root, a label out of
     range, a malformed CSV line, a file in two splits or twice in one (:func:`_check_duplicates`).
     This opens and fully decodes every image file once."""
     spec = protocol if isinstance(protocol, FileProtocolSpec) else parse_file_protocol(protocol)
@@ -430,7 +455,8 @@ def _read_image(item: Item, mode: str, problems: List[str]) -> Optional[np.ndarr
     try:
         data = item.path.read_bytes()
     except FileNotFoundError:
-        problems.append(f"{item.name}: missing image")
+        problems.append(f"{item.name}: " + ("a link to nothing (dangling symbolic link to "
+                                            f"{os.readlink(item.path)})" if item.path.is_symlink() else "missing image"))
         return None
     except OSError as exc:
         problems.append(f"{item.name}: unreadable image ({_reason(exc)})")

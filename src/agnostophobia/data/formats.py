@@ -297,6 +297,9 @@ def decode_image(data: bytes, name: str, mode: str = "L") -> np.ndarray:
       black, so a transparent background reads as the black background. Premultiplied
       ``La``/``RGBa`` are already composited on black.
     * ``CMYK`` and ``YCbCr``: to RGB by Pillow's formulas (no colour profile is applied).
+    * an EXIF orientation (JPEG, PNG ``eXIf``, WebP, TIFF) is applied, so the image is upright
+      as every viewer shows it (a phone photo is stored sideways with a tag saying so); an
+      unreadable EXIF block is ignored, as viewers ignore it.
     * anything else (e.g. ``LAB``, ``I;16S``, ``HSV``) and files with several frames (an
       animation, a multi-page TIFF) are refused; an MPO camera file gives its primary image.
 
@@ -312,12 +315,30 @@ def decode_image(data: bytes, name: str, mode: str = "L") -> np.ndarray:
                 raise DataError(f"{name}: has {frames} frames (an animation or a multi-page file); "
                                 f"which one to use is ambiguous, save it as a single image")
             img.load()
+            _upright(img)
             return np.asarray(Image.fromarray(_eight_bit(img, name)).convert(mode), dtype=np.uint8)
     except DataError:
         raise
     except Exception as exc:
         raise DataError(f"{name}: cannot decode image: not an image, or a truncated or corrupt one "
                         f"({_short(exc)})") from None
+
+
+#: The EXIF tag of the orientation (TIFF/EXIF 274): 1 is upright, 2..8 a flip and/or rotation.
+EXIF_ORIENTATION = 0x0112
+
+
+def _upright(img) -> None:
+    """Flip and rotate the loaded ``img`` in place as its EXIF orientation says (Pillow reads it
+    from JPEG APP1, PNG eXIf, WebP EXIF and TIFF tags alike); the tag is then reset to 1."""
+    from PIL import ImageOps
+
+    try:
+        orientation = img.getexif().get(EXIF_ORIENTATION, 1)
+    except Exception:  # a malformed EXIF block: viewers show the pixels as stored, and so do we
+        return
+    if orientation != 1:
+        ImageOps.exif_transpose(img, in_place=True)
 
 
 def _eight_bit(img, name: str) -> np.ndarray:

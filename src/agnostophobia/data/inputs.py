@@ -16,6 +16,7 @@ Every problem is a one-line :class:`~agnostophobia.errors.DataError` naming the 
 """
 from __future__ import annotations
 
+import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
@@ -101,15 +102,31 @@ def unknown_set_name(spec: str) -> str:
     ``spec`` names nothing usable (a folder, an ``.npz`` or a registered dataset)."""
     path = Path(spec)
     if path.is_dir():
-        return path.name
+        return _printable_set_name(path.name, spec)
     if path.is_file():
         if path.suffix.lower() != ".npz":
             raise DataError(f"--unknowns {spec}: not an .npz file nor a folder of images")
-        return path.stem
+        return _printable_set_name(path.stem, spec)
     if spec in DATASETS:
         return spec
     raise DataError(f"--unknowns {spec}: no such file or folder, and not a registered dataset "
                     f"({', '.join(DATASETS.names())})")
+
+
+#: Unicode categories of characters a set name must not hold: control characters (a newline
+#: broke the report's tables), format characters (bidirectional overrides disguise a name) and
+#: line or paragraph separators.
+_UNPRINTABLE = {"Cc", "Cf", "Zl", "Zp"}
+
+
+def _printable_set_name(name: str, spec: str) -> str:
+    """``name``, refused when it holds a character that is not printed as itself (reports, tables,
+    file names, messages show the name); the message shows both escaped, on one line."""
+    bad = next((c for c in name if unicodedata.category(c) in _UNPRINTABLE), None)
+    if bad is not None:
+        raise DataError(f"--unknowns {spec!r}: the set name {name!r} contains the control character "
+                        f"{bad!r}; rename the file or folder")
+    return name
 
 
 def read_unknowns(spec: str, data_dir=None) -> UnknownSet:

@@ -171,6 +171,16 @@ def prepare_images(images: StoredImages, spec: InputSpec, *, name: str, kind: Op
     return _finish(out, recipe)
 
 
+def check_prepared_polarity(model_input: np.ndarray, spec: InputSpec, *, name: str) -> None:
+    """The polarity check :func:`prepare_images` makes on a user's set, for a set given already
+    prepared, uint8 ``(N, *spec.shape)`` (a float input in [0, 1] as ``round(255 x)``): the
+    same rule, so that no accepted layout of the same images skips it. Under ``authors`` the
+    prepared images are inverted, so the check looks at ``255 - x``."""
+    recipe = recipe_for(spec, None)
+    if recipe.check_polarity and spec.kind == GLYPH and len(model_input):
+        check_polarity(255 - model_input if recipe.invert else model_input, name)
+
+
 def prepare_image(image: np.ndarray, spec: InputSpec, *, name: str) -> np.ndarray:
     """One stored image, uint8 ``(H, W)`` grey or ``(H, W, 3)`` RGB -> ``uint8 spec.shape``:
     the conversion :func:`prepare_images` applies to each image (streaming decodes one image

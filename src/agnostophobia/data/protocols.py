@@ -17,6 +17,7 @@ from typing import Any, Callable, Dict, List, Optional
 
 import numpy as np
 
+from agnostophobia._validation import check_seed
 from agnostophobia.errors import ConfigError
 from agnostophobia.data.fetch import FetchedFile, require_datasets
 from agnostophobia.data.file_protocols import file_protocol_spec, is_file_protocol
@@ -87,8 +88,7 @@ def check_limits(limits: Dict, seed) -> None:
                 raise ConfigError(f"val_fraction must be in (0, 1), got {value!r}")
         elif value is not None and (isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1):
             raise ConfigError(f"{key} must be a positive integer or None, got {value!r}")
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise ConfigError(f"seed must be a non-negative integer, got {seed!r}")
+    check_seed(seed, "seed", ConfigError)
 
 
 def check_preprocessing(protocol, preprocessing) -> None:

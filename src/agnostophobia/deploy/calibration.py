@@ -45,6 +45,7 @@ import numpy as np
 import torch
 
 from agnostophobia._runlock import run_lock
+from agnostophobia._validation import check_seed
 from agnostophobia.detectors import DETECTORS, detector_applies
 from agnostophobia.detectors.stored import (KeptFits, NotFitted, Settings, detector_settings, fitted_detector,
                                             model_scores, model_settings, run_model_settings, run_tuned_settings,
@@ -110,6 +111,7 @@ def resolve_model(run_dir: Path, approach: Optional[str] = None, detector: Optio
                   seed: int = 0) -> Tuple[Path, str, str]:
     """``(model_dir, approach, detector)`` of one trained model, defaults filled in; a
     one-line error naming what the run does not hold."""
+    check_seed(seed, "seed", AgnostophobiaError)
     models = trained_models(run_dir)
     approach = approach or default_approach(run_dir)
     seeds = sorted(s for s, a, _ in models if a == approach)

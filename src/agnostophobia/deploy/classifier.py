@@ -9,8 +9,9 @@ import numpy as np
 import torch
 
 from agnostophobia._runlock import run_is_writable, run_read_lock
+from agnostophobia._validation import int64_labels
 from agnostophobia.data.inputs import run_input
-from agnostophobia.data.preprocess import prepare_images
+from agnostophobia.data.preprocess import check_prepared_polarity, prepare_images
 from agnostophobia.detectors import Detector
 from agnostophobia.detectors.stored import KeptFits, NotFitted, fitted_detector, run_model_settings, top_scores
 from agnostophobia.errors import AgnostophobiaError
@@ -133,6 +134,7 @@ class OpenSetClassifier:
             x = x.cpu().numpy()
         if isinstance(x, np.ndarray) and x.dtype == np.uint8:
             if x.ndim == 4 and x.shape[1:] == self.input_spec.shape:
+                check_prepared_polarity(x, self.input_spec, name=name)
                 return x  # prepared already
             return prepare_images(x, self.input_spec, name=name)
         try:
@@ -146,6 +148,8 @@ class OpenSetClassifier:
         if x.numel() and not (torch.isfinite(x).all() and x.min() >= 0 and x.max() <= 1):
             raise AgnostophobiaError(f"{name}: float input must lie in [0, 1] (pixel / 255); pass stored images "
                                      f"as uint8")
+        pixels = torch.round(x.detach() * 255).to(torch.uint8).cpu().numpy()
+        check_prepared_polarity(pixels, self.input_spec, name=name)
         return x
 
     # ------------------------------------------------------------------ decisions
@@ -168,10 +172,12 @@ class OpenSetClassifier:
     def label_names(self, labels: Sequence[int]) -> List[str]:
         """The class name of each label, ``unknown`` for -1; a one-line error naming the first
         label that is neither a class index (0..C-1) nor -1."""
-        values = np.asarray(labels)
-        if values.ndim != 1 or not (values.size == 0 or np.issubdtype(values.dtype, np.integer)):
-            raise AgnostophobiaError(f"labels: expected a sequence of integer class ids, got {values.dtype} "
-                                     f"{values.shape}")
+        try:
+            values = int64_labels(labels, "labels")
+        except ValueError as exc:
+            raise AgnostophobiaError(f"labels: expected a sequence of integer class ids; {exc}") from None
+        if values.ndim != 1:
+            raise AgnostophobiaError(f"labels: expected a sequence of integer class ids, got shape {values.shape}")
         bad = np.flatnonzero((values < UNKNOWN) | (values >= len(self.class_names)))
         if bad.size:
             raise AgnostophobiaError(f"labels[{bad[0]}]: class id {values[bad[0]]} is neither a class of this model "

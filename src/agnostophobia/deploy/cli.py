@@ -5,6 +5,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from agnostophobia._validation import SEED_RULE, is_seed
+
 
 def fpr_rate(text: str) -> float:
     """argparse type for ``--fpr``: a false positive rate in (0, 1]."""
@@ -21,9 +23,9 @@ def seed_number(text: str) -> int:
     try:
         value = int(text)
     except ValueError:
-        value = -1
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be an integer >= 0, got {text!r}")
+        value = None
+    if not is_seed(value):
+        raise argparse.ArgumentTypeError(f"{SEED_RULE}, got {text!r}")
     return value
 
 

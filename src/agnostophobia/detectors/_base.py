@@ -188,7 +188,9 @@ class Detector:
     _fitted: bool = False
 
     def fit(self, train_logits, train_features, train_labels) -> "Detector":
-        """Learn from the training knowns (labels ``0..C-1``); post-hoc detectors return ``self``."""
+        """Learn from the training knowns (labels ``0..C-1``); post-hoc detectors learn nothing
+        and return ``self``, after the same check of what they were given."""
+        check_training_data(train_logits, train_features, train_labels, need_features=False)
         return self
 
     def scores(self, logits, features=None) -> np.ndarray:

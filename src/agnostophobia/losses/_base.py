@@ -19,6 +19,7 @@ from typing import ClassVar, Dict
 import torch
 from torch import nn
 
+from .._validation import int64_labels
 from ..registry import Registry
 from ..settings import Setting, declared_settings
 
@@ -66,6 +67,21 @@ def check_tensor_storage(tensor: torch.Tensor, name: str, device=None) -> torch.
     if device is not None and tensor.device != device:
         raise ValueError(f"{name} is on {tensor.device} but logits on {device}; move both to one device")
     return tensor
+
+
+#: Integer dtypes whose every value fits an int64: such a tensor is converted where it lies.
+_FITS_INT64 = (torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8)
+
+
+def int64_label_tensor(labels, name: str = "labels") -> torch.Tensor:
+    """Labels as an int64 tensor, refused naming ``name`` unless every value is an integer that
+    fits an int64 (:func:`agnostophobia._validation.int64_labels`; floats are refused: a loss
+    takes class indices). A tensor of a narrower integer dtype stays on its device, unread."""
+    if isinstance(labels, torch.Tensor):
+        check_tensor_storage(labels, name)
+        if labels.dtype in _FITS_INT64:
+            return labels.long()
+    return torch.as_tensor(int64_labels(labels, name, integral_floats=False))
 
 
 class OpenSetLoss(nn.Module):
@@ -144,13 +160,9 @@ class OpenSetLoss(nn.Module):
         return logits, self._check_labels(labels, logits), self._check_sample_weight(sample_weight, logits)
 
     def _check_labels(self, labels, logits: torch.Tensor) -> torch.Tensor:
-        if isinstance(labels, torch.Tensor):  # moved to the logits' device (no gradient to lose)
-            check_tensor_storage(labels, "labels")
-        labels = torch.as_tensor(labels, device=logits.device)
+        labels = int64_label_tensor(labels).to(logits.device)  # moved to the logits' device (no gradient)
         if labels.dim() != 1:
             raise ValueError(f"labels must have shape (N,), got shape {tuple(labels.shape)}")
-        if labels.dtype == torch.bool or labels.is_floating_point() or labels.is_complex():
-            raise ValueError(f"labels must be integers, got dtype {labels.dtype}")
         if labels.shape[0] != logits.shape[0]:
             raise ValueError(f"labels has {labels.shape[0]} entries but logits has {logits.shape[0]} rows")
         # One host sync per batch; worth it, since an out-of-range label would otherwise

@@ -11,7 +11,7 @@ from __future__ import annotations
 import torch
 
 from .._validation import check_labels, to_numpy
-from ._base import check_num_classes, check_tensor_storage
+from ._base import check_num_classes, check_tensor_storage, int64_label_tensor
 
 
 def inverse_frequency_class_weights(labels, num_classes: int, per_class_total: float | None = None) -> torch.Tensor:
@@ -48,10 +48,9 @@ def sample_weights(labels, class_weights) -> torch.Tensor:
     """Per-sample weights for a batch: ``class_weights[label]``, or ``class_weights[C]``
     for unknowns (label < 0). Returned on ``labels``' device, in ``class_weights``' dtype.
     """
-    for value, name in ((labels, "labels"), (class_weights, "class_weights")):
-        if isinstance(value, torch.Tensor):
-            check_tensor_storage(value, name)
-    labels = torch.as_tensor(labels)
+    if isinstance(class_weights, torch.Tensor):
+        check_tensor_storage(class_weights, "class_weights")
+    labels = int64_label_tensor(labels)
     class_weights = torch.as_tensor(class_weights)
     if class_weights.dim() != 1 or class_weights.shape[0] < 2:
         raise ValueError(
@@ -59,10 +58,7 @@ def sample_weights(labels, class_weights) -> torch.Tensor:
         )
     if labels.dim() != 1:
         raise ValueError(f"labels must have shape (N,), got shape {tuple(labels.shape)}")
-    if labels.dtype == torch.bool or labels.is_floating_point() or labels.is_complex():
-        raise ValueError(f"labels must be integers, got dtype {labels.dtype}")
     num_classes = class_weights.shape[0] - 1
-    labels = labels.long()
     if labels.numel() and int(labels.max()) >= num_classes:
         raise ValueError(
             f"labels contains {int(labels.max())}, but class_weights covers only "

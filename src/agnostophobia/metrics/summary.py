@@ -16,6 +16,7 @@ from typing import Dict, List, Optional, Sequence
 
 import numpy as np
 
+from .._validation import check_labels, check_scores
 from .ood import auroc, fpr_at_tpr
 from .oscr import PAPER_FPR_VALUES, ccr_at_fpr, class_ccr_at_fpr, oscr_area
 
@@ -37,6 +38,8 @@ def finite_or_none(value) -> Optional[float]:
 
 def summarize(scores: np.ndarray, labels: np.ndarray, fpr_targets: Sequence[float] = PAPER_FPR_VALUES) -> Dict:
     """The numbers of one row: ``scores`` (N, C) of D_c followed by unknowns (labels < 0)."""
+    scores = check_scores(scores)
+    labels = check_labels(labels, scores.shape[0], num_classes=scores.shape[1])
     known = labels >= 0
     confidence = scores.max(axis=1)
     ccr = ccr_at_fpr(scores, labels, fpr_targets)

@@ -22,6 +22,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import LogLocator, MaxNLocator
 
 from agnostophobia._atomic import atomic_write
+from agnostophobia._validation import int64_labels
 from agnostophobia.plotting import style
 
 #: Deep-feature plots show at most this many knowns and this many unknowns.
@@ -166,7 +167,7 @@ def plot_features(known_features, known_labels, unknown_features=None, *, weight
     """
     ax = _axes(ax, panel_size=(6.4, 4.6) if legend else (4.6, 4.6))
     known_features = np.asarray(known_features, dtype=np.float64)
-    known_labels = np.asarray(known_labels).astype(np.int64)
+    known_labels = int64_labels(known_labels, "known_labels")
     if known_features.ndim != 2 or known_features.shape[1] != 2:
         raise ValueError(f"deep-feature plots need 2-D features, got shape {known_features.shape}")
     if len(known_labels) != len(known_features):
@@ -243,7 +244,7 @@ def softmax_histogram_values(known_probs, known_labels, unknown_probs) -> Tuple[
     column dropped, ``scores.background_scores``).
     """
     known_probs = np.asarray(known_probs, dtype=np.float64)
-    known_labels = np.asarray(known_labels).astype(np.int64)
+    known_labels = int64_labels(known_labels, "known_labels")
     correct = known_probs[np.arange(len(known_labels)), known_labels]
     unknown_probs = np.asarray(unknown_probs, dtype=np.float64)
     return correct, unknown_probs.max(axis=1) if unknown_probs.size else np.empty(0)

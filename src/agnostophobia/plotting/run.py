@@ -12,6 +12,9 @@
 ``oscr_counts_<set>.<fmt>``            the same against the number of false positives
 =====================================  =================================================
 
+``<set>`` is the set's name made safe for a file name, numbered where two names would give the
+same one (``oscr_a_b.png``, ``oscr_a_b-2.png``: :func:`set_file_stems`).
+
 With several seeds the OSCR curves are the seeds' mean with a ± std band; the other
 figures show the first seed. The OSCR curves are drawn from the same stored detector
 scores as the run's metrics (``detectors.stored.model_scores``: OpenMax is fitted once
@@ -99,9 +102,23 @@ def _section_title(split: str) -> str:
     return f"{style.unknown_name(split)} unknowns (D_a)"
 
 
-def _file_part(split: str) -> str:
-    """A split name made safe for a file name (names may come from user-given paths)."""
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", split).strip("._") or "unknowns"
+def set_file_stems(names: Sequence[str]) -> Dict[str, str]:
+    """Each set name's part of a file name, one to one: the name made safe for a file name
+    (names may come from user-given paths), and, where two names would give the same part
+    ("a b" and "a_b"; "A" and "a" on a case-insensitive file system), the later one numbered
+    (``a_b-2``), so that no set's figures overwrite another's. Give the names in the order
+    the sets were added to the run: a set added later never renames an earlier one's files."""
+    stems: Dict[str, str] = {}
+    taken: set = set()
+    for name in names:
+        base = re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("._") or "unknowns"
+        stem, number = base, 1
+        while stem.casefold() in taken:
+            number += 1
+            stem = f"{base}-{number}"
+        stems[name] = stem
+        taken.add(stem.casefold())
+    return stems
 
 
 def _set_label(split: str) -> str:
@@ -287,6 +304,7 @@ def _plan_run_figures(run_dir, *, max_points: Optional[int], log: Callable[[str]
             w = None
         weights[a] = w
 
+    stems = set_file_stems(split_order)
     for split in unknown_sets:
         have = [a for a in approaches if split in first[a] and len(first[a][split]["labels"])]
         if not have:
@@ -295,13 +313,13 @@ def _plan_run_figures(run_dir, *, max_points: Optional[int], log: Callable[[str]
         section, label = _section_title(split), _set_label(split)
         with_features = [a for a in have if a in weights]
         if with_features:
-            yield _PlannedFigure(section, f"features_{_file_part(split)}", split, partial(
+            yield _PlannedFigure(section, f"features_{stems[split]}", split, partial(
                 _features_figure, first, weights, with_features, split, label, max_points, suptitle, seed_note))
-        yield _PlannedFigure(section, f"softmax_hist_{_file_part(split)}", split, partial(
+        yield _PlannedFigure(section, f"softmax_hist_{stems[split]}", split, partial(
             _softmax_figure, first, have, split, label, suptitle, seed_note))
-        yield _PlannedFigure(section, f"magnitude_hist_{_file_part(split)}", split, partial(
+        yield _PlannedFigure(section, f"magnitude_hist_{stems[split]}", split, partial(
             _magnitude_figure, first, have, split, label, suptitle, seed_note))
-        for counts, stem in ((False, f"oscr_{_file_part(split)}"), (True, f"oscr_counts_{_file_part(split)}")):
+        for counts, stem in ((False, f"oscr_{stems[split]}"), (True, f"oscr_counts_{stems[split]}")):
             yield _PlannedFigure(section, stem, split, partial(
                 _oscr_figure, runs, have, split, label, counts, scores, suptitle, seed_note))
 

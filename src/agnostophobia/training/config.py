@@ -21,7 +21,7 @@ import yaml
 
 from agnostophobia.data.image_files import LOADINGS
 from agnostophobia.data.preprocess import OURS
-from agnostophobia._validation import check_arguments
+from agnostophobia._validation import SEED_RULE, check_arguments, is_seed
 from agnostophobia.data.protocols import build_protocol, check_limits, protocol_spec
 from agnostophobia.errors import ConfigError
 from agnostophobia.losses import LOSSES, build_loss, loss_settings
@@ -105,7 +105,7 @@ class TrainConfig:
         for key in ("epochs", "batch_size", "eval_batch_size", "step_size"):
             need(_is_int(getattr(self, key)) and getattr(self, key) >= 1, key, "must be an integer >= 1")
         for key in ("seed", "data_seed"):
-            need(_is_int(getattr(self, key)) and getattr(self, key) >= 0, key, "must be an integer >= 0")
+            need(_is_int(getattr(self, key)) and is_seed(getattr(self, key)), key, SEED_RULE)
         for key in ("lr", "momentum", "weight_decay", "gamma", "adversarial_epsilon"):
             value = getattr(self, key)
             need(_is_number(value) and math.isfinite(value) and value >= 0, key, "must be a finite number >= 0")
