@@ -39,3 +39,21 @@ def test_budgets_are_the_ones_the_experiment_config_defines(tmp_path, capsys):
     assert args.budget == "tiny"
     assert main(["train", str(config), "--budget", "smoke", "--out", str(tmp_path / "o")]) == 1
     assert "--budget 'smoke'" in capsys.readouterr().err and not (tmp_path / "o").exists()
+
+
+def test_every_sub_command_has_its_help(capsys):
+    """Each command a layer's add_commands wires answers --help with its own usage (exit 0)."""
+    import argparse
+
+    import pytest
+
+    from agnostophobia.cli import build_parser
+
+    parser = build_parser()
+    commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices
+    assert {"reproduce", "train", "evaluate", "calibrate", "predict", "export", "tune"} <= set(commands)
+    for command in commands:
+        with pytest.raises(SystemExit) as exited:
+            parser.parse_args([command, "--help"])
+        assert exited.value.code == 0
+        assert f"agnostophobia {command}" in capsys.readouterr().out
