@@ -1,7 +1,9 @@
 """Small name -> object registries (timm's ``register_model`` style).
 
 Models, datasets, approaches and protocols are looked up by name from configs and
-the command line; tests are parametrised over ``registry.names()``.
+the command line; tests are parametrised over ``registry.names()``. Packages outside this one
+add to them through the ``agnostophobia.plugins`` entry points (:mod:`agnostophobia.plugins`),
+loaded the first time a registry is asked.
 """
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ from difflib import SequenceMatcher
 from typing import Callable, Dict, Generic, Iterator, List, TypeVar
 
 from agnostophobia.errors import ConfigError
+from agnostophobia.plugins import load_plugins
 
 T = TypeVar("T")
 
@@ -31,9 +34,15 @@ class Registry(Generic[T]):
 
         return add
 
+    @property
+    def _entries(self) -> Dict[str, T]:
+        """What is registered, the plugins' registrations included (loaded on the first question)."""
+        load_plugins()
+        return self._items
+
     def get(self, name: str) -> T:
         try:
-            return self._items[name]
+            return self._entries[name]
         except KeyError:
             raise ConfigError(f"unknown {self.kind} {name!r}; {self.hint(name)}") from None
 
@@ -55,18 +64,18 @@ class Registry(Generic[T]):
             candidate_family, _, candidate_member = candidate.rpartition("/")
             return SequenceMatcher(None, member, candidate_member).ratio() + 0.01 * (family == candidate_family)
 
-        scored = sorted(((likeness(c), c) for c in self._items), key=lambda pair: (-pair[0], pair[1]))
+        scored = sorted(((likeness(c), c) for c in self._entries), key=lambda pair: (-pair[0], pair[1]))
         return [candidate for score, candidate in scored[:n] if score >= cutoff]
 
     def names(self) -> List[str]:
-        return sorted(self._items)
+        return sorted(self._entries)
 
     def registered(self) -> List[str]:
         """Names in the order they were registered (e.g. the paper's order of approaches)."""
-        return list(self._items)
+        return list(self._entries)
 
     def __contains__(self, name: object) -> bool:
-        return name in self._items
+        return name in self._entries
 
     def __iter__(self) -> Iterator[str]:
         return iter(self.names())
