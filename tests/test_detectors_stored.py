@@ -8,7 +8,7 @@ import pytest
 from agnostophobia.detectors import DETECTORS, KNNDetector, OpenMax, build_detector
 from agnostophobia.detectors.stored import SCORES_FILE, KeptFits, detector_settings, model_scores
 from agnostophobia.training import records
-from agnostophobia.training.records import FITTED_FILE
+from agnostophobia.rundir import FITTED_FILE
 from agnostophobia.errors import ConfigError
 from agnostophobia.training.outputs import save_outputs
 

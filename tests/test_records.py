@@ -14,7 +14,8 @@ from agnostophobia.detectors.stored import SCORES_FILE, model_scores
 from agnostophobia.training import records
 from agnostophobia.training.outputs import save_outputs
 from agnostophobia.rundir import RunDir
-from agnostophobia.training.records import RecordError
+from agnostophobia import rundir
+from agnostophobia.rundir import RecordError
 
 
 def split(n=6, classes=3, dim=2, unknown=False):
@@ -152,7 +153,7 @@ def test_tuned_detector_settings_are_checked_on_read(tmp_path, change, message):
     from agnostophobia.detectors.stored import run_tuned_settings
     from agnostophobia.errors import AgnostophobiaError
 
-    (tmp_path / records.TUNED_SETTINGS).write_text(json.dumps({**TUNED, **change}))
+    (tmp_path / rundir.TUNED_SETTINGS).write_text(json.dumps({**TUNED, **change}))
     with pytest.raises(AgnostophobiaError, match="detector_settings.json") as error:
         run_tuned_settings(tmp_path)
     assert message in str(error.value) and "\n" not in str(error.value)
@@ -162,7 +163,7 @@ def test_valid_tuned_settings_are_read_and_an_untuned_run_has_none(tmp_path):
     from agnostophobia.detectors.stored import run_tuned_settings
 
     assert records.read_tuned_settings(tmp_path) is None and run_tuned_settings(tmp_path) == {}
-    (tmp_path / records.TUNED_SETTINGS).write_text(json.dumps(TUNED))
+    (tmp_path / rundir.TUNED_SETTINGS).write_text(json.dumps(TUNED))
     assert run_tuned_settings(tmp_path) == {"entropic": {"knn": {"k": 20}}}
 
 

@@ -16,8 +16,9 @@ from agnostophobia.errors import AgnostophobiaError
 from agnostophobia.losses import known_columns
 from agnostophobia.metrics import ccr_at_fpr
 from agnostophobia.training import outputs as stored_outputs
-from agnostophobia.training.outputs import VAL_OUTPUTS, load_fit_outputs, load_outputs, save_outputs
-from agnostophobia.training.records import TUNED_SETTINGS
+from agnostophobia.rundir import VAL_OUTPUTS
+from agnostophobia.training.outputs import load_fit_outputs, load_outputs, save_outputs
+from agnostophobia.rundir import TUNED_SETTINGS
 
 FPR = 0.1  # 32 validation negatives: 3 false positives allowed
 

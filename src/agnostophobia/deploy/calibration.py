@@ -56,16 +56,15 @@ from agnostophobia.losses import LOSSES, known_columns
 from agnostophobia.metrics import ccr_at_fpr, rates_at_threshold, threshold_at_fpr
 from agnostophobia.metrics.rows import own_detector
 from agnostophobia.training.config import protocol_for
-from agnostophobia.training.outputs import (VAL_OUTPUTS, SplitOutputs, load_fit_outputs, load_outputs,
+from agnostophobia.training.outputs import (SplitOutputs, load_fit_outputs, load_outputs,
                                             load_val_outputs, run_config, save_outputs, val_split)
 from agnostophobia.training import records
 from agnostophobia.training.checkpoint import load_checkpoint
 from agnostophobia.training.precision import resolve_precision
-from agnostophobia.rundir import RunDir
-from agnostophobia.training.trained import BEST, TrainedModel, load_trained_model
+from agnostophobia.rundir import BEST, CALIBRATION, VAL_OUTPUTS, RunDir
+from agnostophobia.training.trained import TrainedModel, load_trained_model
 from agnostophobia.training.device import resolve_device
 
-CALIBRATION = records.CALIBRATION  # the record's name, declared with its reader
 _FORMAT = 1
 #: The network's precision in every deployed decision; the score is computed in float64.
 DEPLOY_PRECISION = "fp32"

@@ -28,14 +28,12 @@ from typing import Dict, Optional, Tuple
 import numpy as np
 import torch
 
-from agnostophobia.training.records import (CONFIG, FIELDS, FIT_OUTPUTS, OUTPUTS, VAL_OUTPUTS,  # noqa: F401
-                                            read_outputs, read_run_config)
-from agnostophobia.rundir import write_run_file
+from agnostophobia.rundir import FIT_OUTPUTS, OUTPUTS, VAL_OUTPUTS, write_run_file
+from agnostophobia.training.records import FIELDS, read_outputs, read_run_config
 from agnostophobia.training.augment import to_input
 from agnostophobia.training.precision import autocast
 
 SplitOutputs = Dict[str, np.ndarray]  # keys: logits, features, labels
-_FIELDS = FIELDS
 
 
 def store_outputs(run, protocol, run_dir: Path) -> None:
@@ -108,7 +106,7 @@ def save_outputs(path: Path, outputs: Dict[str, SplitOutputs]) -> None:
     for split, fields in outputs.items():
         if "__" in split:
             raise ValueError(f"split name {split!r} must not contain '__'")
-        for field in _FIELDS:
+        for field in FIELDS:
             arrays[f"{split}__{field}"] = np.asarray(fields[field])
     def write(tmp: str) -> None:
         with open(tmp, "wb") as fh:  # a file object: np.savez would append ".npz" to a name

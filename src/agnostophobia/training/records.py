@@ -24,11 +24,8 @@ import numpy as np
 from agnostophobia.data.preprocess import OURS
 from agnostophobia.errors import AgnostophobiaError, ConfigError
 from agnostophobia.losses import LOSSES
-# The record names are declared with the run directory (imported here for the readers' callers too).
-from agnostophobia.rundir import (BEST, CALIBRATION, CLASSES, CONFIG, CONFIG_SCORES_FILE,  # noqa: F401
-                                  DATA_NOTES, FIT_OUTPUTS, FITTED_FILE, METRICS, OUTPUTS, PREPROCESSING_NOTES,
-                                  RUN_KEY, RUN_META, SCORES_FILE, TIMINGS, TUNED_SETTINGS, VAL_OUTPUTS, WALL_TIME,
-                                  RecordError, RunDir)
+from agnostophobia.rundir import (BEST, DATA_NOTES, FIT_OUTPUTS, OUTPUTS, PREPROCESSING_NOTES, RUN_KEY, SCORES_FILE,
+                                  VAL_OUTPUTS, RecordError, RunDir)
 from agnostophobia.training.precision import PRECISIONS
 from agnostophobia.training.config import (TrainConfig, apply_overrides, check_approaches, check_seeds,
                                            comparable_config, read_yaml, with_loss_keys_moved)

@@ -17,7 +17,8 @@ from agnostophobia.training.checkpoint import load_checkpoint
 from agnostophobia.training.device import resolve_device
 from agnostophobia.training.outputs import predict
 from agnostophobia.training.precision import resolve_precision
-from agnostophobia.training.records import BEST, checkpoint_config
+from agnostophobia.rundir import BEST
+from agnostophobia.training.records import checkpoint_config
 
 
 
