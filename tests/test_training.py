@@ -223,3 +223,28 @@ def test_loss_settings_are_checked_against_the_losses_signatures():
         parse_experiment({"loss": {"margin": 1.0}})
     with pytest.raises(ConfigError, match="config key 'loss': must be a mapping"):
         parse_experiment({"loss": [1]})
+
+
+def test_every_scalar_config_key_is_declared_once_and_checked_by_its_declaration():
+    """TrainConfig's scalar keys carry their Setting (type, default, range or choices,
+    resumability): the dataclass default is the declared one, a value outside the declaration
+    is refused naming the key, and the resume rule lists exactly the keys declared resumable."""
+    from agnostophobia.settings import field_settings
+    from agnostophobia.training.records import RESUME_FREE_KEYS
+
+    declared = field_settings(TrainConfig)
+    defaults = TrainConfig()
+    assert {"epochs", "lr", "optimizer", "precision", "cpu_threads", "tensorboard", "knn"} <= set(declared)
+    for key, setting in declared.items():
+        assert getattr(defaults, key) == setting.default, key
+        assert setting.problem(setting.default) is None, key
+    assert RESUME_FREE_KEYS == {key for key, setting in declared.items() if setting.resumable}
+    assert "deterministic" not in RESUME_FREE_KEYS and "lr" not in RESUME_FREE_KEYS
+    for key, bad, message in (("epochs", 0, "must be an integer >= 1"), ("lr", 0.0, "must be a number > 0"),
+                              ("optimizer", "rmsprop", "must be one of adam, sgd"),
+                              ("adversarial_epsilon", 2.0, r"must be a number in \[0, 1\]"),
+                              ("cpu_threads", 0, "must be null or an integer >= 1"),
+                              ("tensorboard", "yes", "must be true or false")):
+        with pytest.raises(ConfigError, match=f"'{key}': {message}"):
+            parse_experiment({key: bad})
+    assert parse_experiment({"cpu_threads": None}).train.cpu_threads is None

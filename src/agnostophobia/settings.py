@@ -13,6 +13,7 @@ The lowest layer: it imports nothing of the package but its errors.
 """
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import math
 import numbers
@@ -21,7 +22,7 @@ from typing import Any, Dict, Iterable, Mapping, Optional, Tuple
 
 from agnostophobia.errors import ConfigError
 
-_KINDS = {int: "an integer", float: "a number", bool: "true or false", str: "a string"}
+_KINDS = {int: "an integer", float: "a number", bool: "true or false", str: "a string", dict: "a mapping"}
 _TYPES_BY_NAME = {kind.__name__: kind for kind in _KINDS}
 
 
@@ -53,9 +54,16 @@ class Setting:
     resumable: bool = False
     recorded: bool = True
     doc: str = ""
+    nullable: bool = False  # null (None) is a value: "not set, the library's default"
 
     def problem(self, value) -> Optional[str]:
         """What is wrong with ``value`` for this setting (None: nothing)."""
+        if value is None and self.nullable:
+            return None
+        problem = self._problem(value)
+        return f"must be null or {problem[len('must be '):]}" if problem and self.nullable else problem
+
+    def _problem(self, value) -> Optional[str]:
         numeric = self.type in (int, float)
         if not _is_kind(value, self.type):
             return f"must be {_KINDS.get(self.type, self.type.__name__)}"
@@ -100,6 +108,22 @@ class Setting:
         if kind not in _KINDS:
             kind = type(default) if type(default) in _KINDS else None
         return None if kind is None else cls(kind, default)
+
+
+def setting(kind: type, default: Any = None, factory=None, **declared) -> Any:
+    """A dataclass field declared by its :class:`Setting` (kept in the field's metadata): the
+    field's default is the setting's, so the two are one declaration. ``factory`` makes a
+    mutable default (a mapping) anew for each instance."""
+    default_value = factory() if factory is not None else default
+    metadata = {"setting": Setting(kind, default_value, **declared)}
+    if factory is not None:
+        return dataclasses.field(default_factory=factory, metadata=metadata)
+    return dataclasses.field(default=default, metadata=metadata)
+
+
+def field_settings(owner) -> Dict[str, Setting]:
+    """The settings of a dataclass's fields declared with :func:`setting`, by field name."""
+    return {f.name: f.metadata["setting"] for f in dataclasses.fields(owner) if "setting" in f.metadata}
 
 
 def declared_settings(owner, declared: Mapping[str, Setting], skip: Iterable[str] = ()) -> Dict[str, Setting]:

@@ -44,7 +44,7 @@ from agnostophobia.detectors.stored import detector_settings, model_scores
 from agnostophobia.errors import ConfigError, TrainingDiverged
 from agnostophobia.experiments.reproduce import (check_existing_run, configure, default_budget, protocol_for,
                                                  train_and_store, write_config)
-from agnostophobia.losses import LOSSES, loss_settings
+from agnostophobia.losses import LOSSES, every_loss_setting, loss_settings
 from agnostophobia.metrics import ccr_at_fpr
 from agnostophobia.metrics.rows import own_detector
 from agnostophobia.metrics.summary import finite_or_none
@@ -65,11 +65,7 @@ def tunable_parameters() -> Dict[str, Tuple[str, Setting]]:
     loss reads (declared, or inferred from its constructor), spelled as in the YAML
     (``lambda`` for the keyword ``lambda_``)."""
     spelled = {keyword: name for name, keyword in LOSS_ALIASES.items()}
-    tunable: Dict[str, Tuple[str, Setting]] = {}
-    for loss in LOSSES.names():
-        for keyword, setting in loss_settings(loss).items():
-            tunable.setdefault(spelled.get(keyword, keyword), (keyword, setting))
-    return tunable
+    return {spelled.get(keyword, keyword): (keyword, declared) for keyword, declared in every_loss_setting().items()}
 
 
 def config_value(train: TrainConfig, keyword: str, setting: Setting):

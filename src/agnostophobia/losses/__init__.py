@@ -37,6 +37,7 @@ __all__ = [
     "build_loss",
     "known_columns",
     "loss_settings",
+    "every_loss_setting",
     "compute_loss",
     "inverse_frequency_class_weights",
     "sample_weights",
@@ -64,6 +65,16 @@ def loss_settings(name: str) -> Dict[str, Setting]:
     none for the others. The trainer passes exactly these from the config, and ``tune`` tunes
     only approaches whose loss reads what it varies."""
     return LOSSES.get(name).hyperparameters()
+
+
+def every_loss_setting() -> Dict[str, Setting]:
+    """Every hyper-parameter some registered loss reads, by keyword (the first loss, in the
+    order of registration, to declare a keyword declares it for a config's ``loss:``)."""
+    settings: Dict[str, Setting] = {}
+    for name in LOSSES.registered():
+        for keyword, declared in loss_settings(name).items():
+            settings.setdefault(keyword, declared)
+    return settings
 
 
 def compute_loss(loss: OpenSetLoss, logits: torch.Tensor, features, labels: torch.Tensor,

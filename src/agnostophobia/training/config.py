@@ -10,7 +10,6 @@ An experiment YAML holds the :class:`TrainConfig` fields plus three experiment k
 from __future__ import annotations
 
 import dataclasses
-import math
 import re
 import sys
 from dataclasses import dataclass, field, fields
@@ -24,7 +23,8 @@ from agnostophobia.data.preprocess import OURS
 from agnostophobia._validation import SEED_RULE, check_arguments, is_seed
 from agnostophobia.data.protocols import build_protocol, check_limits, protocol_spec
 from agnostophobia.errors import ConfigError
-from agnostophobia.losses import LOSSES, build_loss, loss_settings
+from agnostophobia.settings import field_settings, setting
+from agnostophobia.losses import LOSSES, build_loss, every_loss_setting, loss_settings
 from agnostophobia.models import MODELS, build_model
 from agnostophobia.training.precision import PRECISIONS
 from agnostophobia.training.concurrent import check_concurrent_runs
@@ -44,47 +44,57 @@ class TrainConfig:
     model: str = "lenet++"
     model_kwargs: Dict[str, Any] = field(default_factory=dict)
     approach: str = "entropic"
-    epochs: int = 70
-    batch_size: int = 128              # the global batch: split over the processes under DDP (torchrun)
-    optimizer: str = "adam"
-    lr: float = 0.01
-    momentum: float = 0.9
-    weight_decay: float = 0.0
-    scheduler: str = "none"          # none | cosine | step
-    step_size: int = 30              # for scheduler: step
-    gamma: float = 0.1               # for scheduler: step
+    # Each scalar key below is declared by its Setting (type, default, range or choices, whether a
+    # resumed run may change it): validate() and the resume rule (records.RESUME_FREE_KEYS) read them.
+    epochs: int = setting(int, 70, low=1)
+    batch_size: int = setting(int, 128, low=1)   # the global batch: split over the processes under DDP (torchrun)
+    optimizer: str = setting(str, "adam", choices=("adam", "sgd"))
+    lr: float = setting(float, 0.01, low=0, low_open=True)
+    momentum: float = setting(float, 0.9, low=0)
+    weight_decay: float = setting(float, 0.0, low=0)
+    scheduler: str = setting(str, "none", choices=("none", "cosine", "step"))
+    step_size: int = setting(int, 30, low=1)     # for scheduler: step
+    gamma: float = setting(float, 0.1, low=0)    # for scheduler: step
     # The hyper-parameters of the registered losses, by their constructor's keyword names
     # (losses.loss_settings; e.g. Objectosphere's xi and lambda, Eq. 2): {xi: 50, lambda: 1.0e-4}
     loss: Dict[str, Any] = field(default_factory=dict)
-    sample_weighting: bool = True    # inverse class frequency, unknowns as one class (authors)
-    augment: str = "none"            # none | crop-flip (CIFAR: random crop with padding 4, h-flip)
+    sample_weighting: bool = setting(bool, True)  # inverse class frequency, unknowns as one class (authors)
+    augment: str = setting(str, "none", choices=("none", "crop-flip"))  # CIFAR: random crop with padding 4, h-flip
     seed: int = 0                    # training seed: initialisation, data order, augmentation
     data_seed: int = 0               # data seed: validation split and training subsample, fixed across seeds
-    device: str = "auto"             # auto | cpu | cuda | cuda:N
-    precision: str = "auto"          # fp32 | bf16 (autocast) | auto: bf16 where the device computes it natively
-    deterministic: bool = False      # deterministic algorithms: bit-identical reruns and resumes on CUDA too
-    adversarial_epsilon: float = 0.0  # > 0: FGSM adversarial training, step in input units (training.adversarial)
-    cpu_threads: Optional[int] = None  # torch intra-op threads on the CPU; None: PyTorch's default
-    channels_last: bool = True
+    device: str = setting(str, "auto", resumable=True)  # auto | cpu | cuda | cuda:N (checked in validate)
+    # fp32 | bf16 (autocast) | auto: bf16 where the device computes it natively
+    precision: str = setting(str, "auto", choices=PRECISIONS)
+    # deterministic algorithms: bit-identical reruns and resumes on CUDA too (not resumable: on CUDA it
+    # changes which algorithms compute the result)
+    deterministic: bool = setting(bool, False)
+    # > 0: FGSM adversarial training, step in input units, which lie in [0, 1] (training.adversarial)
+    adversarial_epsilon: float = setting(float, 0.0, low=0, high=1)
+    # torch intra-op threads on the CPU; null: PyTorch's default
+    cpu_threads: Optional[int] = setting(int, None, low=1, nullable=True, resumable=True)
+    channels_last: bool = setting(bool, True)
     # the training step captured in a CUDA graph and replayed (training.cuda_graph); CUDA only, off
-    # until measured on a GPU
-    cuda_graph: bool = False
-    eval_batch_size: int = 1024
-    tensorboard: bool = True
-    progress: bool = True
-    data_dir: Optional[str] = None
+    # until a whole reproduction has run with it on a GPU
+    cuda_graph: bool = setting(bool, False, resumable=True)
+    eval_batch_size: int = setting(int, 1024, low=1, resumable=True)
+    tensorboard: bool = setting(bool, True, resumable=True)
+    progress: bool = setting(bool, True, resumable=True)
+    data_dir: Optional[str] = setting(str, None, nullable=True, resumable=True)
     # A protocol from files: images held in memory, or decoded on the fly by worker processes
     # (auto: streamed from 2 GiB of decoded training images on; data.image_files.choose_loading)
-    data_loading: str = "auto"       # auto | memory | stream
-    num_workers: Optional[int] = None  # streaming's decoding processes; None: min(4, CPU count)
+    data_loading: str = setting(str, "auto", choices=LOADINGS)
+    # streaming's decoding processes; null: min(4, CPU count); 0: decode in the training process
+    num_workers: Optional[int] = setting(int, None, low=0, nullable=True, resumable=True)
     # Settings of any registered detector, by name: {knn: {k: 20}, evm: {tail_size: 20}}; each is
     # checked against the settings the detector declares (detectors.stored.detector_settings)
-    detectors: Dict[str, Any] = field(default_factory=dict)
+    detectors: Dict[str, Any] = setting(dict, factory=dict, resumable=True)  # evaluation, not training
     # The older spelling of two of them, still read (detectors.NAME wins where both set a key):
     # OpenMax on the logits (Bendale & Boult 2016; Fig. 1d of the paper), k-NN on the deep features
     # (Sun et al. 2022: k = 50, L2-normalised, not class-conditional)
-    openmax: Dict[str, Any] = field(default_factory=lambda: {"tail_size": 20, "alpha": 3, "distance": "eucos"})
-    knn: Dict[str, Any] = field(default_factory=lambda: {"k": 50, "normalize": True, "class_conditional": False})
+    openmax: Dict[str, Any] = setting(dict, factory=lambda: {"tail_size": 20, "alpha": 3, "distance": "eucos"},
+                                      resumable=True)
+    knn: Dict[str, Any] = setting(dict, factory=lambda: {"k": 50, "normalize": True, "class_conditional": False},
+                                  resumable=True)
 
     def validate(self, where: str = "") -> "TrainConfig":
         """Check every value, nested mappings included; ``where`` prefixes the key paths
@@ -100,22 +110,13 @@ class TrainConfig:
         protocol_spec(self.protocol, f"{where}protocol").check_preprocessing(self.preprocessing)
         need(isinstance(self.model, str) and self.model in MODELS, "model",
              f"must be a registered model (torchvision/NAME for a torchvision one; {MODELS.hint(str(self.model))})")
-        need(isinstance(self.device, str) and re.fullmatch(r"auto|cpu|mps|cuda(:\d+)?", self.device) is not None,
+        for key, declared in field_settings(TrainConfig).items():  # every key declared by its Setting
+            problem = declared.problem(getattr(self, key))
+            need(problem is None, key, problem)
+        need(re.fullmatch(r"auto|cpu|mps|cuda(:\d+)?", self.device) is not None,
              "device", "must be auto, cpu, mps, cuda or cuda:N")
-        for key in ("epochs", "batch_size", "eval_batch_size", "step_size"):
-            need(_is_int(getattr(self, key)) and getattr(self, key) >= 1, key, "must be an integer >= 1")
         for key in ("seed", "data_seed"):
             need(_is_int(getattr(self, key)) and is_seed(getattr(self, key)), key, SEED_RULE)
-        for key in ("lr", "momentum", "weight_decay", "gamma", "adversarial_epsilon"):
-            value = getattr(self, key)
-            need(_is_number(value) and math.isfinite(value) and value >= 0, key, "must be a finite number >= 0")
-        need(self.lr > 0, "lr", "must be > 0")
-        need(self.adversarial_epsilon <= 1, "adversarial_epsilon", "must be <= 1 (inputs are in [0, 1])")
-        need(self.cpu_threads is None or _is_int(self.cpu_threads) and self.cpu_threads >= 1, "cpu_threads",
-             "must be null (PyTorch's default) or an integer >= 1")
-        need(self.optimizer in ("adam", "sgd"), "optimizer", "must be 'adam' or 'sgd'")
-        need(self.scheduler in ("none", "cosine", "step"), "scheduler", "must be 'none', 'cosine' or 'step'")
-        need(self.augment in ("none", "crop-flip"), "augment", "must be 'none' or 'crop-flip'")
         need(isinstance(self.model_kwargs, dict), "model_kwargs", "must be a mapping")
         check_model_kwargs(self.model, self.model_kwargs, f"{where}model_kwargs")
         need(isinstance(self.protocol_limits, dict), "protocol_limits", "must be a mapping")
@@ -124,21 +125,12 @@ class TrainConfig:
                 check_limits({key: value}, 0)
             except ConfigError as exc:
                 raise ConfigError(f"config key '{where}protocol_limits.{key}': {exc}") from None
-        # detector settings: mappings here; their names and values are checked against the
-        # detectors' own declarations one layer up (detectors.stored.detector_settings)
-        for key in DETECTOR_KEYS:
-            need(isinstance(getattr(self, key), dict), key, "must be a mapping")
+        # detector settings: mappings (declared above); their names and values are checked against
+        # the detectors' own declarations one layer up (detectors.stored.detector_settings)
         for name, values in self.detectors.items():
             if not isinstance(values, dict):
                 raise ConfigError(f"config key '{where}detectors.{name}': must be a mapping of settings, "
                                   f"got {values!r}")
-        need(self.precision in PRECISIONS, "precision", f"must be one of {PRECISIONS}")
-        need(self.data_loading in LOADINGS, "data_loading", f"must be one of {', '.join(LOADINGS)}")
-        need(self.num_workers is None or _is_int(self.num_workers) and self.num_workers >= 0, "num_workers",
-             "must be null (min(4, CPU count)) or an integer >= 0 (0: decode in the training process)")
-        for key in ("sample_weighting", "channels_last", "cuda_graph", "tensorboard", "progress"):
-            need(isinstance(getattr(self, key), bool), key, "must be true or false")
-        need(isinstance(self.deterministic, bool), "deterministic", "must be true or false")
         self._check_loss_settings()
         return self
 
@@ -153,10 +145,7 @@ class TrainConfig:
         several approaches), and the approach's loss accepts its settings."""
         if not isinstance(self.loss, dict):
             raise ConfigError(f"config key 'loss': must be a mapping of loss settings, got {self.loss!r}")
-        declared: Dict[str, Any] = {}
-        for name in LOSSES.registered():
-            for keyword, setting in loss_settings(name).items():
-                declared.setdefault(keyword, setting)
+        declared = every_loss_setting()
         for key, value in self.loss.items():
             if key not in declared:
                 raise ConfigError(f"config key 'loss.{key}': no registered loss declares it; "
@@ -325,10 +314,7 @@ def comparable_config(values: Dict[str, Any]) -> Dict[str, Any]:
     values = with_loss_keys_moved(values)
     loss = values.get("loss")
     if isinstance(loss, dict):
-        defaults = {}
-        for name in LOSSES.registered():
-            for keyword, setting in loss_settings(name).items():
-                defaults.setdefault(keyword, setting.default)
+        defaults = {keyword: declared.default for keyword, declared in every_loss_setting().items()}
         values = {**values, "loss": {k: v for k, v in loss.items() if k not in defaults or v != defaults[k]}}
     return values
 

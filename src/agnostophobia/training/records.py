@@ -26,6 +26,7 @@ from agnostophobia.errors import AgnostophobiaError, ConfigError
 from agnostophobia.losses import LOSSES
 from agnostophobia.rundir import (BEST, DATA_NOTES, FIT_OUTPUTS, OUTPUTS, PREPROCESSING_NOTES, RUN_KEY, SCORES_FILE,
                                   VAL_OUTPUTS, RecordError, RunDir)
+from agnostophobia.settings import field_settings
 from agnostophobia.training.precision import PRECISIONS
 from agnostophobia.training.config import (TrainConfig, apply_overrides, check_approaches, check_seeds,
                                            comparable_config, read_yaml, with_loss_keys_moved)
@@ -38,9 +39,8 @@ VERSIONED = ("torch", "torchvision", "numpy")
 
 # Config keys that may differ between a model's checkpoint and the run's config.yaml: how and
 # where the run was computed, and the detectors' settings (evaluation, not training; a resumed
-# run may change them). Every other key changes what was trained.
-RESUME_FREE_KEYS = {"progress", "tensorboard", "device", "eval_batch_size", "data_dir", "openmax", "knn",
-                    "detectors", "cpu_threads", "num_workers", "cuda_graph"}
+# run may change them): the keys TrainConfig declares resumable. Every other key changes what was trained.
+RESUME_FREE_KEYS = frozenset(key for key, declared in field_settings(TrainConfig).items() if declared.resumable)
 # Keys that change results and came after runs were trained: a checkpoint without one was trained
 # with this value.
 VALUE_WHEN_ABSENT = {"preprocessing": OURS}
