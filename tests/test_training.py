@@ -248,3 +248,21 @@ def test_every_scalar_config_key_is_declared_once_and_checked_by_its_declaration
         with pytest.raises(ConfigError, match=f"'{key}': {message}"):
             parse_experiment({key: bad})
     assert parse_experiment({"cpu_threads": None}).train.cpu_threads is None
+
+
+def test_an_experiment_file_is_parsed_once_per_process(tmp_path, monkeypatch):
+    """``--budget`` checked, then the run configured: one read of the YAML; each caller gets its
+    own copy, and a changed file is read again."""
+    from agnostophobia.training import config as config_module
+
+    reads = []
+    real_read = config_module.read_yaml
+    monkeypatch.setattr(config_module, "read_yaml", lambda path: reads.append(path) or real_read(path))
+    path = tmp_path / "once.yaml"
+    path.write_text("epochs: 3\nbudgets: {quick: {epochs: 1}}\n")
+    first, second = load_experiment(path), load_experiment(path)
+    assert len(reads) == 1 and first is not second
+    first.train.epochs = 99
+    assert load_experiment(path).train.epochs == 3
+    path.write_text("epochs: 4\nbudgets: {quick: {epochs: 1}}\n# changed\n")
+    assert load_experiment(path).train.epochs == 4 and len(reads) == 2

@@ -9,12 +9,13 @@ An experiment YAML holds the :class:`TrainConfig` fields plus three experiment k
 """
 from __future__ import annotations
 
+import copy
 import dataclasses
 import re
 import sys
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Union
+from typing import Any, Dict, List, Optional, Tuple, Union
 
 import yaml
 
@@ -401,17 +402,23 @@ def parse_experiment(data: Dict[str, Any], where: str = "", base_dir=None) -> Ex
 
 
 def load_experiment(path) -> ExperimentConfig:
-    """Load an experiment YAML: a file path, or the name of a config shipped with the package."""
+    """Load an experiment YAML: a file path, or the name of a config shipped with the package.
+
+    A file is read and parsed once per process (and again only once it changes): a command that
+    checks its ``--budget`` and then runs reads it once. Each call returns its own copy."""
     path = resolve_config_path(path)
-    data = read_yaml(path)
-    note = legacy_loss_note(data) if isinstance(data, dict) else None
-    if note and str(path) not in _NOTED:  # once per file and process
-        _NOTED.add(str(path))
-        print(f"{path}: {note}", file=sys.stderr)
-    return parse_experiment(data, str(path), base_dir=path.parent)
+    stat = path.stat()
+    key = (str(path.resolve()), stat.st_mtime_ns, stat.st_size)
+    if key not in _PARSED:
+        data = read_yaml(path)
+        note = legacy_loss_note(data) if isinstance(data, dict) else None
+        if note:  # once per file: a file is parsed once
+            print(f"{path}: {note}", file=sys.stderr)
+        _PARSED[key] = parse_experiment(data, str(path), base_dir=path.parent)
+    return copy.deepcopy(_PARSED[key])
 
 
-_NOTED: set = set()
+_PARSED: Dict[Tuple[str, int, int], "ExperimentConfig"] = {}  # (file, mtime, size) -> its experiment
 
 
 def read_yaml(path: Path):
