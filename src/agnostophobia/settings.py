@@ -18,7 +18,7 @@ import inspect
 import math
 import numbers
 from dataclasses import dataclass
-from typing import Any, Dict, Iterable, Mapping, Optional, Tuple
+from typing import Any, ClassVar, Dict, Iterable, Mapping, Optional, Tuple
 
 from agnostophobia.errors import ConfigError
 
@@ -108,6 +108,20 @@ class Setting:
         if kind not in _KINDS:
             kind = type(default) if type(default) in _KINDS else None
         return None if kind is None else cls(kind, default)
+
+
+class DeclaresSettings:
+    """A class whose constructor keywords are declared settings (a detector, a loss): its
+    ``SETTINGS`` declares them, and its constructor keeps each through :meth:`_take_settings`."""
+
+    #: One :class:`Setting` per declared constructor keyword (none: nothing declared).
+    SETTINGS: ClassVar[Dict[str, Setting]] = {}
+
+    def _take_settings(self, **values) -> None:
+        """Each keyword checked against its declaration in ``SETTINGS`` (a ``ValueError`` naming
+        it) and kept as the attribute of its name."""
+        for name, value in values.items():
+            setattr(self, name, self.SETTINGS[name].check(value, name))
 
 
 def setting(kind: type, default: Any = None, factory=None, **declared) -> Any:

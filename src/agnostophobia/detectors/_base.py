@@ -38,7 +38,7 @@ from agnostophobia._validation import check_labels, check_scores
 from agnostophobia.errors import AgnostophobiaError, ConfigError
 from agnostophobia.losses import LOSSES
 from agnostophobia.registry import Registry
-from agnostophobia.settings import Setting
+from agnostophobia.settings import DeclaresSettings, Setting  # noqa: F401 (Setting: for the detector modules)
 
 #: Detector classes by name; ``build_detector(name, **settings)`` makes one.
 DETECTORS: Registry = Registry("detector")
@@ -147,7 +147,7 @@ def scores_from_top(predicted: np.ndarray, score: np.ndarray, num_classes: int) 
     return out
 
 
-class Detector:
+class Detector(DeclaresSettings):
     """Base class: post-hoc by default (``fit`` does nothing).
 
     Class attributes a subclass sets:
@@ -173,8 +173,6 @@ class Detector:
     keeps_prediction: ClassVar[bool] = True
     title: ClassVar[str] = "detector"
     report_note: ClassVar[str] = ""
-    #: One :class:`Setting` per constructor keyword (none for a detector without settings).
-    SETTINGS: ClassVar[Dict[str, Setting]] = {}
     #: The attributes :meth:`fit` sets that are the whole fitted detector (arrays and numbers):
     #: ``detectors.stored`` keeps them on disk per model so that a run's detectors are fitted once
     #: (:meth:`fitted_state`, :meth:`restore_fitted_state`). Empty: nothing worth keeping, fitting
@@ -207,12 +205,6 @@ class Detector:
 
     def _scores(self, logits: np.ndarray, features: Optional[np.ndarray]) -> np.ndarray:
         raise NotImplementedError
-
-    def _take_settings(self, **values) -> None:
-        """Each constructor keyword checked against its declaration in :data:`SETTINGS` (a
-        ``ValueError`` naming it) and kept as the attribute of its name."""
-        for name, value in values.items():
-            setattr(self, name, self.SETTINGS[name].check(value, name))
 
     def torch_score(self) -> TorchScore:
         """The per-sample score as a torch module (:class:`TorchScore`), built from this fitted

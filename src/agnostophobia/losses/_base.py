@@ -14,14 +14,14 @@ Reduction, with optional per-sample weights ``w`` (Keras-style, as the authors t
 from __future__ import annotations
 
 import operator
-from typing import ClassVar, Dict
+from typing import Dict
 
 import torch
 from torch import nn
 
 from .._validation import int64_labels
 from ..registry import Registry
-from ..settings import Setting, declared_settings
+from ..settings import DeclaresSettings, Setting, declared_settings
 
 #: Training losses by name; each entry is an ``nn.Module`` class taking
 #: ``(num_classes, **kwargs)``. An approach of the paper (Sec. 3-4) *is* its loss: the
@@ -84,7 +84,7 @@ def int64_label_tensor(labels, name: str = "labels") -> torch.Tensor:
     return torch.as_tensor(int64_labels(labels, name, integral_floats=False))
 
 
-class OpenSetLoss(nn.Module):
+class OpenSetLoss(DeclaresSettings, nn.Module):
     """Base class: validates inputs and applies the reduction.
 
     Subclasses set ``uses_features`` (whether ``forward`` takes the deep features),
@@ -102,20 +102,12 @@ class OpenSetLoss(nn.Module):
     #: synchronisation each per call. A trainer that checked its whole dataset once turns
     #: them off so that a GPU step never waits for the host; shape and dtype checks stay.
     check_values: bool = True
-    #: The declared hyper-parameters (constructor keywords): what a config's ``loss:`` sets and
-    #: ``tune`` searches. A keyword left out is inferred from the signature.
-    SETTINGS: ClassVar[Dict[str, Setting]] = {}
 
     @classmethod
     def hyperparameters(cls) -> Dict[str, Setting]:
         """Every hyper-parameter: the constructor's keywords besides ``num_classes`` and
         ``reduction``, declared (``SETTINGS``) or inferred (annotation and default)."""
         return declared_settings(cls, cls.SETTINGS, skip=("num_classes", "reduction"))
-
-    def _take_settings(self, **values) -> None:
-        """Each hyper-parameter checked against its declaration and kept as the attribute of its name."""
-        for name, value in values.items():
-            setattr(self, name, self.SETTINGS[name].check(value, name))
 
     def __init__(self, num_classes: int, reduction: str = "mean"):
         super().__init__()

@@ -226,10 +226,6 @@ def protocol_for(cfg: Union["TrainConfig", Dict[str, Any]], data_dir=None):
                           preprocessing=values.get("preprocessing", OURS), **(values.get("protocol_limits") or {}))
 
 
-def _is_number(value) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
 @dataclass
 class ExperimentConfig:
     """A :class:`TrainConfig` shared by several approaches, seeds and budgets."""
@@ -265,9 +261,6 @@ class ExperimentConfig:
     def for_approach(self, approach: str, seed: int) -> TrainConfig:
         return dataclasses.replace(self.train, approach=approach, seed=seed).validate()
 
-
-# The fields holding detector settings: ``detectors`` and the two older keys named like a detector.
-DETECTOR_KEYS = ("detectors", "openmax", "knn")
 
 # YAML spellings of loss hyper-parameters whose Python name differs ("lambda" is a Python keyword).
 LOSS_ALIASES = {"lambda": "lambda_"}
@@ -320,21 +313,17 @@ def comparable_config(values: Dict[str, Any]) -> Dict[str, Any]:
     return values
 
 
-def apply_overrides(base, values: Dict[str, Any], where: str = "", aliases: Optional[Dict[str, str]] = None):
+def apply_overrides(base, values: Dict[str, Any], where: str = ""):
     """``base`` (a config dataclass with ``validate()``) with ``values`` applied and validated.
 
     An unknown key raises :class:`ConfigError` naming its full path (``where`` is the
     prefix, e.g. ``"budgets.smoke."``); an integer given for a float field becomes a float.
     """
-    aliases = aliases or {}
-    spelled = {field: yaml for yaml, field in aliases.items()}
     names = {f.name for f in fields(base)}
     changes = {}
-    for key, value in values.items():
-        name = aliases.get(key, key)
-        if name not in names or (name in spelled and key != spelled[name]):
-            known = sorted(spelled.get(n, n) for n in names)
-            raise ConfigError(f"unknown config key {where + str(key)!r}; known keys: {known}")
+    for name, value in values.items():
+        if name not in names:
+            raise ConfigError(f"unknown config key {where + str(name)!r}; known keys: {sorted(names)}")
         if isinstance(getattr(base, name), float) and isinstance(value, int) and not isinstance(value, bool):
             value = float(value)
         changes[name] = value
