@@ -5,9 +5,10 @@ PY     := $(VENV)/bin/python
 
 .PHONY: install test reproduce bench clean
 
-$(VENV)/.installed: pyproject.toml
+# pyproject.toml declares ranges; constraints.txt holds the exact versions the checks run on.
+$(VENV)/.installed: pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --upgrade-strategy only-if-needed -e ".[test]"
+	$(PY) -m pip install --upgrade-strategy only-if-needed -c constraints.txt -e ".[test]"
 	touch $@
 
 install: $(VENV)/.installed
