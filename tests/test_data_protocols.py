@@ -7,7 +7,8 @@ import pytest
 from agnostophobia.data import (PROTOCOLS, FINE_TO_COARSE, build_protocol, paper_protocols, stratified_split,
                                 stratified_subset)
 from agnostophobia.data.preprocess import RESNET_INPUT, InputSpec
-from agnostophobia.data.protocols import protocol_input, protocol_spec, register_protocol, require_protocol_data
+from agnostophobia.data.protocols import (UNKNOWN_SETS, UnknownSet, protocol_input, protocol_spec, register_protocol,
+                                          require_protocol_data, unknown_set)
 from agnostophobia.errors import ConfigError, DataError
 
 
@@ -200,8 +201,29 @@ def test_a_protocol_reads_exactly_the_datasets_it_declares(name, synth, monkeypa
         dataset, *a, **k))
     spec = PROTOCOLS.get(name)
     assert spec.name == name and spec.require_data(synth.root) == []
-    assert build_protocol(name, synth.root, seed=0).input_shape == spec.input.shape
+    built = build_protocol(name, synth.root, seed=0)
+    assert built.input_shape == spec.input.shape
     assert loaded == set(spec.datasets)
+    # and how its unknown sets are named: each is declared, so reports and figures title it alike
+    assert set(built.test_unknowns) <= set(UNKNOWN_SETS.names())
+
+
+def test_an_unknown_set_is_titled_from_its_one_declaration():
+    """Reports, figure headings, legends and notes take a set's title from its declaration, and
+    no module spells a declared title again (the letters set had three titles that disagreed)."""
+    import agnostophobia
+    from pathlib import Path
+
+    declared = [unknown_set(name) for name in UNKNOWN_SETS.names()]
+    assert unknown_set("letters").label == "EMNIST letters test (D_b)"
+    for s in declared:
+        assert s.heading.startswith("Known unknowns" if s.known_unknowns else "Unknown unknowns")
+        assert s.label in s.heading and f"({s.role})" in s.label
+    assert unknown_set("my photos") == UnknownSet("my photos", "my photos")  # a user's set: D_a, as named
+    package = Path(agnostophobia.__file__).parent
+    spelled = {s.title: [p.relative_to(package).as_posix() for p in package.rglob("*.py")
+                         if f'"{s.title}"' in p.read_text()] for s in declared}
+    assert all(len(places) == 1 and places[0].startswith("data/") for places in spelled.values()), spelled
 
 
 def test_protocol_spec_tells_a_name_from_a_mapping(tmp_path):

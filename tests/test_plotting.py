@@ -342,8 +342,8 @@ def test_palette_fixed_and_distinct_for_every_row_and_baseline():
 
 def test_plot_run_writes_every_figure_as_valid_png(run_dir):
     sections = plot_run(run_dir, log=lambda _: None)
-    assert list(sections) == ["Devanagari unknowns (D_a): Figs. 1 and 2",
-                              "Known unknowns: EMNIST letters test set (D_b), supplementary figure"]
+    assert list(sections) == ["Unknown unknowns: Devanagari (D_a), Figs. 1 and 2",
+                              "Known unknowns: EMNIST letters test (D_b), supplementary figure"]
     kinds = ["features", "softmax_hist", "magnitude_hist", "oscr", "oscr_counts"]
     for paths, split in zip(sections.values(), ("devanagari", "letters")):
         assert paths == [f"figures/{kind}_{split}.png" for kind in kinds]
@@ -422,7 +422,7 @@ def test_run_figures_draw_the_expected_series(run_figures):
     for ax, borders in zip(panels, (W4_BORDERS, W_BG_BORDERS, W4_BORDERS)):
         assert len([c for c in ax.collections if isinstance(c, PathCollection)]) == 4 + 1
         np.testing.assert_allclose(border_angles(ax), borders, atol=1.0)  # W recovered from the stored outputs
-    assert features.get_suptitle() == "LeNet++ · deep features · Devanagari unknowns · seed 0"
+    assert features.get_suptitle() == "LeNet++ · deep features · Devanagari (D_a) · seed 0"
 
     oscr_ax = run_figures["oscr_devanagari"].figure.axes[0]
     assert [line.get_label() for line in oscr_ax.lines] == [
@@ -567,7 +567,7 @@ def test_no_code_outside_detectors_chooses_behaviour_by_comparing_a_name_with_op
 
 @pytest.mark.parametrize("split", ["cifar10-horse-ship", "cifar100-db", "negatives"])
 def test_the_test_sets_of_training_negatives_are_titled_known_unknowns(split):
-    from agnostophobia.plotting.run import _section_title
+    from agnostophobia.data.protocols import unknown_set
 
-    title = _section_title(split)
+    title = unknown_set(split).heading
     assert title.startswith("Known unknowns") and "(D_b" in title and "D_a" not in title

@@ -274,7 +274,7 @@ def test_a_reproduction_trains_each_approachs_seeds_as_one_batch_and_adds_seeds_
     device = resolve_device(experiment.train.device)  # as the command resolves it
     stored = reproduce_module.train_and_store(experiment, tmp_path, device, log=messages.append, protocol=protocol)
     assert batches == [("softmax", [0, 1]), ("entropic", [0, 1])]
-    assert stored["batched_seeds"] is True
+    assert stored.batched_seeds is True
     assert any("[seeds 0, 1] entropic: training on" in m and "2 seeds batched as one model" in m for m in messages)
     for seed in (0, 1):
         for approach in ("softmax", "entropic"):

@@ -47,8 +47,8 @@ import numpy as np
 from agnostophobia.data.formats import decode_image
 from agnostophobia.data.preprocess import KINDS, NATURAL, OURS, InputSpec, prepare_images
 from agnostophobia.data.image_files import ImageFiles, choose_loading
-from agnostophobia.data.protocol_types import (OpenSetProtocol, ProtocolSpec, ProtocolSplit, purpose_rng,
-                                               stratified_subset)
+from agnostophobia.data.protocol_types import (OpenSetProtocol, ProtocolSpec, ProtocolSplit, UnknownSet,
+                                               declare_unknown_sets, purpose_rng, stratified_subset)
 from agnostophobia.errors import ConfigError, DataError
 
 TYPES = ("csv", "folders")
@@ -566,6 +566,12 @@ def _split(name: str, idx: Sequence[int], items: List[Item], images: Optional[Di
     else:
         stacked = np.stack([images[i] for i in idx]) if idx else np.zeros((0, *spec.input.shape), np.uint8)
     return ProtocolSplit(name, stacked, labels, negative_class)
+
+
+# The two unknown sets of every protocol from files: the test negatives (classes trained as
+# negatives, D_b) and the test unknowns (classes never seen in training, D_a).
+declare_unknown_sets(UnknownSet("negatives", "the protocol's test negatives", known_unknowns=True),
+                     UnknownSet("unknowns", "the protocol's test unknowns"))
 
 
 def _assemble(spec: FileProtocolSpec, listing: Listing, chosen, prepared, notes: List[str]) -> OpenSetProtocol:

@@ -15,8 +15,9 @@ import numpy as np
 from agnostophobia.data.datasets import (CIFAR100_COARSE, CIFAR10_CLASSES, DATASETS, DIGITS, LETTERS,
                                          DatasetSplit, load_dataset)
 from agnostophobia.data.preprocess import AUTHORS, AUTHORS_NOTES, LENET_INPUT, OURS, RESNET_INPUT, prepare_images
-from agnostophobia.data.protocol_types import (PROTOCOLS, OpenSetProtocol, ProtocolSplit, purpose_rng,
-                                               register_protocol, select_rows, stratified_split, stratified_subset)
+from agnostophobia.data.protocol_types import (PROTOCOLS, OpenSetProtocol, ProtocolSplit, UnknownSet, purpose_rng,
+                                               register_protocol, select_rows, stratified_split, stratified_subset,
+                                               unknown_set)
 
 
 class _Builder:
@@ -66,7 +67,9 @@ class _Builder:
                 ProtocolSplit(f"{part}-val", self.images(ds, held, what), labels[held],
                               select_rows(negative_class, held)))
 
-    def test(self, ds: DatasetSplit, labels: np.ndarray, name: str, what: str) -> ProtocolSplit:
+    def test(self, ds: DatasetSplit, labels: np.ndarray, name: str, what: Optional[str] = None) -> ProtocolSplit:
+        """A test set; an unknown set is named in notes as its declaration says."""
+        what = what or unknown_set(name).label
         idx = self.cap(ds.labels, "max_test_per_set", f"test-{name}", what)
         return ProtocolSplit(name, self.images(ds, idx, what), labels[idx])
 
@@ -91,7 +94,12 @@ def _unknown(ds: DatasetSplit) -> np.ndarray:
 
 # ------------------------------------------------------------------ LeNet++
 @register_protocol("lenet++", LENET_INPUT, datasets=("mnist", "letters", "devanagari", "notmnist", "cifar10"),
-                   preprocessings=(OURS, AUTHORS))  # authors: the sets of their MNIST/data_prep.py
+                   preprocessings=(OURS, AUTHORS),  # authors: the sets of their MNIST/data_prep.py
+                   unknown_sets=(UnknownSet("letters", "EMNIST letters test", known_unknowns=True,
+                                            figures="supplementary figure"),
+                                 UnknownSet("devanagari", "Devanagari", figures="Figs. 1 and 2"),
+                                 UnknownSet("notmnist", "notMNIST"),
+                                 UnknownSet("cifar10", "CIFAR-10 test")))
 def lenet_protocol(data_dir=None, seed: int = 0, preprocessing: str = OURS, **limits) -> OpenSetProtocol:
     """Sec. 3/5: MNIST digits known, EMNIST letters as D_b', four unknown test sets."""
     b = _Builder("lenet++", seed, limits, preprocessing)
@@ -105,12 +113,9 @@ def lenet_protocol(data_dir=None, seed: int = 0, preprocessing: str = OURS, **li
     mnist_test = b.load("mnist", "test", data_dir)
     test_known = b.test(mnist_test, mnist_test.labels, "known", "MNIST test")
     unknowns = {}
-    for key, dataset, split, what in (("letters", "letters", "test", "letters test (D_b)"),
-                                      ("devanagari", "devanagari", "test", "Devanagari"),
-                                      ("notmnist", "notmnist", "test", "notMNIST"),
-                                      ("cifar10", "cifar10", "test", "CIFAR-10 test")):
-        ds = b.load(dataset, split, data_dir)
-        unknowns[key] = b.test(ds, _unknown(ds), key, what)
+    for key in ("letters", "devanagari", "notmnist", "cifar10"):  # each set is its dataset's test split
+        ds = b.load(key, "test", data_dir)
+        unknowns[key] = b.test(ds, _unknown(ds), key)
     b.note(f"validation: seeded class-stratified {b.val_fraction:.0%} hold-out of MNIST train and of letters "
            f"train (the authors split 80/20 without a seed)")
     if b.authors:
@@ -128,7 +133,7 @@ def lenet_protocol(data_dir=None, seed: int = 0, preprocessing: str = OURS, **li
 
 
 # ------------------------------------------------------- MNIST vs notMNIST
-@register_protocol("mnist-notmnist", LENET_INPUT, datasets=("mnist", "notmnist"))
+@register_protocol("mnist-notmnist", LENET_INPUT, datasets=("mnist", "notmnist"))  # its one set: lenet++'s
 def mnist_notmnist_protocol(data_dir=None, seed: int = 0, preprocessing: str = OURS, **limits) -> OpenSetProtocol:
     """Fig. 3 (Sec. 4.3): MNIST digits known, notMNIST the unknowns, no known unknowns and no
     validation split: the adversarially trained MLP ensemble (Lakshminarayanan et al. 2017)
@@ -142,7 +147,7 @@ def mnist_notmnist_protocol(data_dir=None, seed: int = 0, preprocessing: str = O
     mnist_test = b.load("mnist", "test", data_dir)
     test_known = b.test(mnist_test, mnist_test.labels.astype(np.int64), "known", "MNIST test")
     notmnist = b.load("notmnist", "test", data_dir)
-    unknowns = {"notmnist": b.test(notmnist, _unknown(notmnist), "notmnist", "notMNIST")}
+    unknowns = {"notmnist": b.test(notmnist, _unknown(notmnist), "notmnist")}
     b.note("no validation split: every MNIST training image is trained on and the last epoch is kept")
     b.note("polarity: every glyph set is white on black (checked: median border pixel below 128)")
     no_val = ProtocolSplit("val", train.images[:0], train.labels[:0])
@@ -157,7 +162,10 @@ CIFAR_DB_COARSE = tuple(range(10))
 
 @register_protocol("cifar", RESNET_INPUT, datasets=("cifar100", "svhn", "cifar10"),
                    data_hint="the `cifar` protocol needs CIFAR-10, CIFAR-100 and SVHN; "
-                             "`--protocol cifar10-split` runs on CIFAR-10 alone")
+                             "`--protocol cifar10-split` runs on CIFAR-10 alone",
+                   unknown_sets=(UnknownSet("cifar100", "CIFAR-100 super-classes 10-19 test"),
+                                 UnknownSet("svhn", "SVHN test"),
+                                 UnknownSet("cifar100-db", "CIFAR-100 super-classes 0-9 test", known_unknowns=True)))
 def cifar_protocol(data_dir=None, seed: int = 0, preprocessing: str = OURS, **limits) -> OpenSetProtocol:
     """Sec. 5: CIFAR-10 known; half of the CIFAR-100 super-classes as D_b', the other
     half (test images) and SVHN test as unknowns."""
@@ -180,9 +188,9 @@ def cifar_protocol(data_dir=None, seed: int = 0, preprocessing: str = OURS, **li
     test_known = b.test(c10_test, c10_test.labels, "known", "CIFAR-10 test")
     in_db = np.isin(c100_test.extra["coarse"], CIFAR_DB_COARSE)
     da, db_test = _subset(c100_test, ~in_db), _subset(c100_test, in_db)
-    unknowns = {"cifar100": b.test(da, _unknown(da), "cifar100", "CIFAR-100 D_a test"),
-                "svhn": b.test(svhn, _unknown(svhn), "svhn", "SVHN test"),
-                "cifar100-db": b.test(db_test, _unknown(db_test), "cifar100-db", "CIFAR-100 D_b test")}
+    unknowns = {"cifar100": b.test(da, _unknown(da), "cifar100"),
+                "svhn": b.test(svhn, _unknown(svhn), "svhn"),
+                "cifar100-db": b.test(db_test, _unknown(db_test), "cifar100-db")}
     b.note("CIFAR-100 super-classes 0-9 (" + ", ".join(CIFAR100_COARSE[:10]) + ") are D_b' (training "
            "negatives); 10-19 (" + ", ".join(CIFAR100_COARSE[10:]) + ") are D_a, test images only")
     b.note(f"CIFAR-100 D_a test has {len(da)} images (10 super-classes x 500); the paper reports 4,500")
@@ -206,7 +214,9 @@ CIFAR10_NEGATIVE = (7, 8)               # horse ship: D_b' (training negatives)
 CIFAR10_UNKNOWN = (5, 9)                # dog truck: D_a (test only)
 
 
-@register_protocol("cifar10-split", RESNET_INPUT, datasets=("cifar10",))
+@register_protocol("cifar10-split", RESNET_INPUT, datasets=("cifar10",),
+                   unknown_sets=(UnknownSet("cifar10-dog-truck", "CIFAR-10 dog + truck test"),
+                                 UnknownSet("cifar10-horse-ship", "CIFAR-10 horse + ship test", known_unknowns=True)))
 def cifar10_split_protocol(data_dir=None, seed: int = 0, preprocessing: str = OURS, **limits) -> OpenSetProtocol:
     """CIFAR-10 alone: 6 known classes, 2 known-unknown classes, 2 unknown-unknown classes."""
     b = _Builder("cifar10-split", seed, limits, preprocessing)
@@ -230,7 +240,6 @@ def cifar10_split_protocol(data_dir=None, seed: int = 0, preprocessing: str = OU
            f"{', '.join(CIFAR10_CLASSES[c] for c in CIFAR10_UNKNOWN)}")
     return OpenSetProtocol("cifar10-split", len(CIFAR10_KNOWN), b.input.shape, _concat("train", k_train, u_train),
                            _concat("val", k_val, u_val), b.test(tk, remap[tk.labels], "known", "CIFAR-10 known test"),
-                           {"cifar10-dog-truck": b.test(da, _unknown(da), "cifar10-dog-truck", "CIFAR-10 dog+truck test"),
-                            "cifar10-horse-ship": b.test(db, _unknown(db), "cifar10-horse-ship",
-                                                         "CIFAR-10 horse+ship test")},
+                           {"cifar10-dog-truck": b.test(da, _unknown(da), "cifar10-dog-truck"),
+                            "cifar10-horse-ship": b.test(db, _unknown(db), "cifar10-horse-ship")},
                            b.notes, names, [CIFAR10_CLASSES[c] for c in CIFAR10_NEGATIVE])

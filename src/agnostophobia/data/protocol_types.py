@@ -126,12 +126,62 @@ class ProtocolSpec:
 PROTOCOLS: Registry[ProtocolSpec] = Registry("protocol")
 
 
+@dataclass(frozen=True)
+class UnknownSet:
+    """An unknown test set's facts, declared once beside the protocol that builds it: how
+    reports, figures and notes name it.
+
+    ``known_unknowns`` marks a D_b set: test images of the classes whose training images are the
+    negatives D_b' (Sec. 3); the others are D_a, classes never seen in training. ``figures``
+    names the paper's figures that show the set, where any do.
+    """
+
+    name: str
+    title: str
+    known_unknowns: bool = False
+    figures: str = ""
+
+    @property
+    def role(self) -> str:
+        return "D_b" if self.known_unknowns else "D_a"
+
+    @property
+    def label(self) -> str:
+        """Its name in a table cell, a legend or a note: ``EMNIST letters test (D_b)``."""
+        return f"{self.title} ({self.role})"
+
+    @property
+    def heading(self) -> str:
+        """Its section heading: ``Known unknowns: EMNIST letters test (D_b)``."""
+        kind = "Known unknowns" if self.known_unknowns else "Unknown unknowns"
+        return f"{kind}: {self.label}" + (f", {self.figures}" if self.figures else "")
+
+
+#: Every declared unknown test set by name, from the protocols' declarations
+#: (:func:`register_protocol`'s ``unknown_sets``) and the file protocols' two sets.
+UNKNOWN_SETS: Registry[UnknownSet] = Registry("unknown set")
+
+
+def declare_unknown_sets(*sets: UnknownSet) -> None:
+    for unknown_set in sets:
+        UNKNOWN_SETS.register(unknown_set.name)(unknown_set)
+
+
+def unknown_set(name: str) -> UnknownSet:
+    """The declaration of the unknown set ``name``; a set a user added (``evaluate --unknowns``)
+    is declared nowhere and is named as given, as unknown unknowns (D_a)."""
+    return UNKNOWN_SETS.get(name) if name in UNKNOWN_SETS else UnknownSet(name, name)
+
+
 def register_protocol(name: str, input: InputSpec, datasets: Tuple[str, ...] = (),
-                      preprocessings: Tuple[str, ...] = (OURS,), data_hint: str = ""):
+                      preprocessings: Tuple[str, ...] = (OURS,), data_hint: str = "",
+                      unknown_sets: Tuple[UnknownSet, ...] = ()):
     """Decorator: register the builder it decorates as protocol ``name``, with its declaration
-    (:class:`ProtocolSpec`); the builder is returned unchanged."""
+    (:class:`ProtocolSpec`) and that of the unknown test sets it builds; the builder is returned
+    unchanged."""
     def add(build: Callable[..., OpenSetProtocol]) -> Callable[..., OpenSetProtocol]:
         PROTOCOLS.register(name)(ProtocolSpec(name, build, input, tuple(datasets), tuple(preprocessings), data_hint))
+        declare_unknown_sets(*unknown_sets)
         return build
 
     return add

@@ -26,13 +26,15 @@ from agnostophobia.data.paper_protocols import (CIFAR10_KNOWN, CIFAR10_NEGATIVE,
                                                 lenet_protocol, mnist_notmnist_protocol)
 from agnostophobia.data.paths import PathLike
 from agnostophobia.data.preprocess import OURS, InputSpec
-from agnostophobia.data.protocol_types import (HELD_OUT_NEGATIVES, PROTOCOLS, OpenSetProtocol,
-                                               ProtocolSpec, ProtocolSplit, hold_out_negative_classes, purpose_rng,
+from agnostophobia.data.protocol_types import (HELD_OUT_NEGATIVES, PROTOCOLS, UNKNOWN_SETS, OpenSetProtocol,
+                                               ProtocolSpec, ProtocolSplit, UnknownSet, hold_out_negative_classes,
+                                               purpose_rng, unknown_set,
                                                register_protocol, split_negative_classes, stratified_split,
                                                stratified_subset)
 
 __all__ = [
     "PROTOCOLS", "ProtocolSpec", "register_protocol", "protocol_spec", "build_protocol", "check_limits", "LIMITS",
+    "UNKNOWN_SETS", "UnknownSet", "unknown_set",
     "check_preprocessing", "protocol_input", "require_protocol_data", "require_datasets", "FetchedFile",
     "OpenSetProtocol", "ProtocolSplit", "purpose_rng", "stratified_split", "stratified_subset",
     "HELD_OUT_NEGATIVES", "split_negative_classes", "hold_out_negative_classes",

@@ -73,8 +73,24 @@ def check_model_input(cfg: TrainConfig, protocol) -> None:
                           f"{str(exc).splitlines()[0]}") from None
 
 
+@dataclasses.dataclass
+class StoredTraining:
+    """What :func:`train_and_store` hands the run's record (``run_meta.json``): the seconds of each
+    run (``seedS/APPROACH``), the training's wall time and how it ran, and the protocol's notes and
+    class names (read back from the run's records when nothing was trained)."""
+
+    timings_s: Dict[str, float]
+    training_wall_s: float = 0.0
+    concurrent_runs: int = 1
+    batched_seeds: bool = False
+    data_notes: List[str] = dataclasses.field(default_factory=list)
+    classes: Dict[str, List[str]] = dataclasses.field(default_factory=dict)
+    preprocessing_notes: List[str] = dataclasses.field(default_factory=list)
+
+
 def train_and_store(experiment: ExperimentConfig, out: Path, device: torch.device, log=print,
-                    make_protocol: Optional[Callable[[TrainConfig], Any]] = None, protocol=None) -> Dict:
+                    make_protocol: Optional[Callable[[TrainConfig], Any]] = None,
+                    protocol=None) -> StoredTraining:
     """Train (or resume) every approach and seed on ``device`` (resolved once by the command,
     :func:`configure`); returns the protocol notes, class names and timings. ``protocol``: the
     run's protocol when already built (else built when needed).
@@ -139,21 +155,22 @@ def train_and_store(experiment: ExperimentConfig, out: Path, device: torch.devic
                  on_done=lambda job, seconds: done(quiet[job.name], seconds),
                  share_out=experiment.train.cpu_threads is None)
     if not world.is_main:
-        return {"timings_s": timings}
+        return StoredTraining(timings)
     if pending:  # the training's wall time, summed over the invocations that trained something
         wall = {"training_s": wall["training_s"] + time.perf_counter() - start, "concurrent_runs": processes,
                 "batched_seeds": batched}
         run.write(run.wall_time, lambda tmp: Path(tmp).write_text(json.dumps(wall, indent=1)))
     # written only where there are any (preprocessing: authors); a resumed run reads them back
     preprocessing_notes = list(protocol.preprocessing_notes) if protocol else []
-    return {"data_notes": _record(run, run.data_notes, list(protocol.notes) if protocol else None,
-                                  lambda: read_notes(out, DATA_NOTES), []),
-            "classes": _record(run, run.classes, protocol_classes(protocol) if protocol else None,
-                               lambda: read_classes(out), {}),
-            "preprocessing_notes": _record(run, run.preprocessing_notes, preprocessing_notes or None,
-                                           lambda: read_notes(out, PREPROCESSING_NOTES), []),
-            "timings_s": timings, "training_wall_s": wall["training_s"], "concurrent_runs": wall["concurrent_runs"],
-            "batched_seeds": bool(wall.get("batched_seeds", False))}
+    return StoredTraining(
+        timings, training_wall_s=wall["training_s"], concurrent_runs=wall["concurrent_runs"],
+        batched_seeds=bool(wall.get("batched_seeds", False)),
+        data_notes=_record(run, run.data_notes, list(protocol.notes) if protocol else None,
+                           lambda: read_notes(out, DATA_NOTES), []),
+        classes=_record(run, run.classes, protocol_classes(protocol) if protocol else None,
+                        lambda: read_classes(out), {}),
+        preprocessing_notes=_record(run, run.preprocessing_notes, preprocessing_notes or None,
+                                    lambda: read_notes(out, PREPROCESSING_NOTES), []))
 
 
 def run_key(cfg: TrainConfig) -> str:
@@ -230,35 +247,46 @@ def _record(run: RunDir, path: Path, value, read: Callable[[], Any], default):
     return value
 
 
-def configure(experiment: ExperimentConfig, seeds: Optional[int] = None, data_dir=None,
-              device: Optional[str] = None, progress: bool = True, preprocessing: Optional[str] = None,
-              concurrent_runs=None, batched_seeds=None, cuda_graph=None,
+@dataclasses.dataclass(frozen=True)
+class CommandChoices:
+    """What a training command's line chose over its config, handed to :func:`configure` as one
+    typed object: ``--seeds``, ``--data-dir``, ``--device``, ``--no-progress``, ``--preprocessing``,
+    ``--concurrent-runs``, ``--batched-seeds`` and ``--cuda-graph``. None: the config's value."""
+
+    seeds: Optional[int] = None
+    data_dir: Optional[str] = None
+    device: Optional[str] = None
+    progress: bool = True
+    preprocessing: Optional[str] = None
+    concurrent_runs: Any = None
+    batched_seeds: Any = None
+    cuda_graph: Optional[bool] = None
+
+    def train_overrides(self) -> Dict[str, Any]:
+        """The choices that are :class:`TrainConfig` keys, where the command line made one."""
+        chosen = {"data_dir": str(self.data_dir) if self.data_dir else None, "device": self.device or None,
+                  "preprocessing": self.preprocessing or None, "cuda_graph": self.cuda_graph}
+        return {"progress": self.progress, **{key: value for key, value in chosen.items() if value is not None}}
+
+
+def configure(experiment: ExperimentConfig, choices: CommandChoices = CommandChoices(),
               **train_overrides) -> Tuple[ExperimentConfig, torch.device]:
-    """The experiment with the command line's choices applied (and checked), and the device it
-    trains on: resolved here, once per command, and passed down from here. ``preprocessing``
-    (``--preprocessing``), ``concurrent_runs`` (``--concurrent-runs``), ``batched_seeds``
-    (``--batched-seeds``) and ``cuda_graph`` (``--cuda-graph``) override the config keys of those names."""
-    overrides = {"progress": progress, **train_overrides}
-    if cuda_graph is not None:
-        overrides["cuda_graph"] = cuda_graph
-    if data_dir:
-        overrides["data_dir"] = str(data_dir)
-    if device:
-        overrides["device"] = device
-    if preprocessing:
-        overrides["preprocessing"] = preprocessing
-    experiment.train = dataclasses.replace(experiment.train, **overrides).validate()
+    """The experiment with the command line's ``choices`` (and ``train_overrides``, config keys a
+    command sets itself) applied and checked, and the device it trains on: resolved here, once
+    per command, and passed down from here."""
+    experiment.train = dataclasses.replace(experiment.train, **choices.train_overrides(),
+                                           **train_overrides).validate()
     check_detectors(experiment)
     device = resolve_device(experiment.train.device)  # "cuda" without a GPU stops here, before any write
     check_cuda_graph(experiment.train.cuda_graph, device, distributed.current().distributed)  # so does cuda_graph
     # "auto" becomes what this device gets, so that config.yaml, checkpoints and reports say it
     experiment.train.precision = resolve_precision(experiment.train.precision, device)
-    if seeds is not None:
-        experiment.seeds = check_seeds(seeds, "--seeds")
-    if concurrent_runs is not None:
-        experiment.concurrent_runs = check_concurrent_runs(concurrent_runs, "--concurrent-runs")
-    if batched_seeds is not None:
-        experiment.batched_seeds = check_batched_seeds(batched_seeds, "--batched-seeds")
+    if choices.seeds is not None:
+        experiment.seeds = check_seeds(choices.seeds, "--seeds")
+    if choices.concurrent_runs is not None:
+        experiment.concurrent_runs = check_concurrent_runs(choices.concurrent_runs, "--concurrent-runs")
+    if choices.batched_seeds is not None:
+        experiment.batched_seeds = check_batched_seeds(choices.batched_seeds, "--batched-seeds")
     return experiment, device
 
 
@@ -294,12 +322,12 @@ def seeds_varied(experiment: ExperimentConfig) -> str:
             f"{experiment.train.data_seed} fixed (validation split, training subsample)")
 
 
-def write_run_record(out: Path, experiment: ExperimentConfig, budget: Optional[str], stored: Dict,
+def write_run_record(out: Path, experiment: ExperimentConfig, budget: Optional[str], stored: StoredTraining,
                      command: str, device: torch.device, config_protocol: Optional[str] = None) -> Dict:
     """``run_meta.json``: what ``evaluate``, ``plot`` and ``predict`` need to know of a run."""
     train_cfg = experiment.train
     world = distributed.current()
-    runs = stored["concurrent_runs"]
+    runs = stored.concurrent_runs
     meta = {
         "experiment": train_cfg.name, "budget": budget, "seeds": experiment.seeds,
         "seeds_varied": seeds_varied(experiment), "approaches": experiment.approaches,
@@ -308,18 +336,18 @@ def write_run_record(out: Path, experiment: ExperimentConfig, budget: Optional[s
         "device": f"{device} ({platform.processor() or platform.machine()}, "
                   f"{torch.get_num_threads()} threads)" + (f" x {world.size} processes (DDP)" if world.distributed else "")
                   + (f", {runs} runs at a time, {train_cfg.cpu_threads or threads_per_run(runs)} thread(s) each" if runs > 1 else ""),
-        "wall_time_s": round(stored["training_wall_s"], 1),
+        "wall_time_s": round(stored.training_wall_s, 1),
         "concurrent_runs": runs,
-        "batched_seeds": stored.get("batched_seeds", False),  # seeds of an approach trained as one model
+        "batched_seeds": stored.batched_seeds,  # seeds of an approach trained as one model
         "train_config": {k: v for k, v in train_cfg.to_dict().items()
                          if k not in ("approach", "seed", "progress", "tensorboard", "data_dir", "name")},
-        **stored.get("classes", {}),
-        "data_notes": stored["data_notes"],
-        "timings_s": stored["timings_s"],
+        **stored.classes,
+        "data_notes": stored.data_notes,
+        "timings_s": stored.timings_s,
         "versions": library_versions(),  # evaluate and predict name a library that differs later
     }
-    if stored.get("preprocessing_notes"):  # preprocessing: authors, every quirk for the report
-        meta["preprocessing_notes"] = stored["preprocessing_notes"]
+    if stored.preprocessing_notes:  # preprocessing: authors, every quirk for the report
+        meta["preprocessing_notes"] = stored.preprocessing_notes
     if config_protocol and train_cfg.protocol != config_protocol:  # a variant: not comparable to the paper
         meta["config_protocol"] = config_protocol
     run = RunDir(out)
@@ -337,8 +365,8 @@ def train_run(config, out: Path, budget: Optional[str] = None, approaches: Optio
 
     Started by torchrun, every process calls this and trains with DDP; rank 0 alone holds the
     run's lock and writes (``training.distributed``)."""
-    experiment, device = configure(load_experiment(config).for_budget(budget), seeds, data_dir, device, progress,
-                                   preprocessing, concurrent_runs, batched_seeds, cuda_graph)
+    experiment, device = configure(load_experiment(config).for_budget(budget), CommandChoices(
+        seeds, data_dir, device, progress, preprocessing, concurrent_runs, batched_seeds, cuda_graph))
     if approaches:
         experiment.approaches = check_approaches(list(dict.fromkeys(approaches)))
     out = Path(out)
@@ -413,8 +441,8 @@ def reproduce(experiment_name: str, budget: Optional[str] = None, seeds: Optiona
 
         PROTOCOLS.get(protocol_name)  # a clear error for an unknown name
         variant = {"protocol": protocol_name, "name": f"{experiment.train.name}-{protocol_name}"}
-    experiment, device = configure(experiment, seeds, data_dir, device, progress, preprocessing, concurrent_runs,
-                                   batched_seeds, cuda_graph, **variant)
+    experiment, device = configure(experiment, CommandChoices(seeds, data_dir, device, progress, preprocessing,
+                                                              concurrent_runs, batched_seeds, cuda_graph), **variant)
     name = experiment.train.name
     prepared = "" if experiment.train.preprocessing == OURS else f"-{experiment.train.preprocessing}"
     out = Path(out or Path("runs") / f"{name}-{budget}{prepared}")

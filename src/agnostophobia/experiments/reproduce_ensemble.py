@@ -20,12 +20,13 @@ import numpy as np
 
 from agnostophobia._runlock import run_lock
 from agnostophobia.baselines.ensemble import ROW_TITLES, average_probabilities, scaling_invariance, squared_scores
+from agnostophobia.data.protocols import unknown_set
 from agnostophobia.detectors import softmax_scores
 from agnostophobia.detectors.stored import detector_settings, model_scores, model_settings, run_tuned_settings
 from agnostophobia.experiments.run_metrics import aggregate_seeds
 from agnostophobia.experiments.paper_numbers import TABLE2
 from agnostophobia.experiments.report import ccr_table_markdown, format_value, write_metrics, write_report
-from agnostophobia.experiments.reproduce import check_existing_run, configure, default_budget, train_and_record
+from agnostophobia.experiments.reproduce import CommandChoices, check_existing_run, configure, default_budget, train_and_record
 from agnostophobia.metrics import summarize
 from agnostophobia.metrics.ood import CONFIDENCE_GRID, mean_confidence_curves
 from agnostophobia.plotting.style import approach_name
@@ -79,8 +80,8 @@ def reproduce_ensemble(budget: Optional[str] = None, seeds: Optional[int] = None
         preprocessing: overrides the config key (``authors`` is refused: it applies to lenet++ only).
     """
     budget = budget or default_budget()
-    experiment, device = configure(load_experiment(config or "ensemble").for_budget(budget), seeds, data_dir,
-                                   device, progress, preprocessing)
+    experiment, device = configure(load_experiment(config or "ensemble").for_budget(budget),
+                                   CommandChoices(seeds, data_dir, device, progress, preprocessing))
     lenet_run = _lenet_run(lenet_run, budget)
     out = Path(out) if out is not None else Path("runs") / f"{experiment.train.name}-{budget}"
     check_existing_run(experiment, out)  # check first, write after: a refused resume changes nothing
@@ -187,7 +188,7 @@ def _figures(out: Path, compared, budget: str, log) -> Dict[str, List[str]]:
 
     rows = [ComparedRow(row, display, pairs) for row, (display, pairs) in compared.items()]
     note = " — smoke budget, not a result" if budget == "smoke" else ""
-    figures = comparison_figures(rows, RunDir(out).figures, "notMNIST", stems=("fig3b_confidence", "fig3c_oscr"),
+    figures = comparison_figures(rows, RunDir(out).figures, unknown_set(UNKNOWN).title, stems=("fig3b_confidence", "fig3c_oscr"),
                                  titles=("Fig. 3b: precision and accuracy vs confidence threshold",
                                          "Fig. 3c: OSCR curves"), note=note, underlay="ensemble-squared",
                                  relative_to=out)

@@ -42,8 +42,8 @@ from agnostophobia.data.protocols import HELD_OUT_NEGATIVES, hold_out_negative_c
 from agnostophobia.detectors import DETECTORS, detector_applies
 from agnostophobia.detectors.stored import detector_settings, model_scores
 from agnostophobia.errors import ConfigError, TrainingDiverged
-from agnostophobia.experiments.reproduce import (check_existing_run, configure, default_budget, protocol_for,
-                                                 train_and_store, write_config)
+from agnostophobia.experiments.reproduce import (CommandChoices, check_existing_run, configure, default_budget,
+                                                 protocol_for, train_and_store, write_config)
 from agnostophobia.losses import LOSSES, every_loss_setting, loss_settings
 from agnostophobia.metrics import ccr_at_fpr
 from agnostophobia.metrics.rows import own_detector
@@ -263,7 +263,7 @@ def setup(config: str, params: Sequence[str], budget: Optional[str] = None, fpr:
     loaded = load_experiment(config)
     if budget is None and "tune" in loaded.budgets:
         budget = "tune"
-    experiment, device = configure(loaded.for_budget(budget), seeds, data_dir, device, progress)
+    experiment, device = configure(loaded.for_budget(budget), CommandChoices(seeds, data_dir, device, progress))
     tuned, not_tuned = tuned_approaches(experiment.approaches, list(parsed), approaches)
     experiment.approaches = tuned
     return TuneSetup(str(config), experiment, device, budget, parsed, tuned, not_tuned,
@@ -321,7 +321,7 @@ def train_point(tuning: TuneSetup, point: Dict[str, float], out: Path, protocol,
     status, timings = "trained", {}
     try:
         timings = train_and_store(experiment, point_dir, tuning.device, log,
-                                  make_protocol=lambda cfg: protocol)["timings_s"]
+                                  make_protocol=lambda cfg: protocol).timings_s
     except TrainingDiverged as exc:  # one bad corner of the grid does not stop the others
         status = f"diverged: {exc}"
         log(f"{point_name(point)}: {status}")

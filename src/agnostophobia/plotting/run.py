@@ -37,6 +37,7 @@ from agnostophobia.detectors import build_detector, feature_magnitude
 from agnostophobia.losses import LOSSES, known_columns
 from agnostophobia.detectors.stored import (ModelScores, detector_inputs, detector_settings, model_scores,
                                             model_settings, run_detector_settings, run_tuned_settings)
+from agnostophobia.data.protocols import unknown_set
 from agnostophobia.metrics import oscr
 from agnostophobia.metrics.rows import own_detector, paper_rows, row_sort_key
 from agnostophobia.plotting import style
@@ -92,16 +93,6 @@ class RunFigure(NamedTuple):
     figure: Figure
 
 
-def _section_title(split: str) -> str:
-    if split == "letters":
-        return "Known unknowns: EMNIST letters test set (D_b), supplementary figure"
-    if split == "devanagari":
-        return "Devanagari unknowns (D_a): Figs. 1 and 2"
-    if split in NAMED_SETS:
-        return NAMED_SETS[split]
-    return f"{style.unknown_name(split)} unknowns (D_a)"
-
-
 def set_file_stems(names: Sequence[str]) -> Dict[str, str]:
     """Each set name's part of a file name, one to one: the name made safe for a file name
     (names may come from user-given paths), and, where two names would give the same part
@@ -119,19 +110,6 @@ def set_file_stems(names: Sequence[str]) -> Dict[str, str]:
         stems[name] = stem
         taken.add(stem.casefold())
     return stems
-
-
-def _set_label(split: str) -> str:
-    named = split == "letters" or split in NAMED_SETS
-    return style.unknown_name(split) if named else f"{style.unknown_name(split)} unknowns"
-
-
-# Unknown sets named by their role: the two of a protocol from files (data.file_protocols), and
-# the test sets of the CIFAR protocols' training negatives, which are D_b, not D_a.
-NAMED_SETS = {"negatives": "Known unknowns: the protocol's test negatives (D_b)",
-              "unknowns": "Unknown unknowns: the protocol's test unknowns (D_a)",
-              "cifar10-horse-ship": "Known unknowns: CIFAR-10 horse + ship test (D_b)",
-              "cifar100-db": "Known unknowns: CIFAR-100 super-classes 0-9 test (D_b)"}
 
 
 def plot_run(run_dir, formats: Sequence[str] = ("png",), out_dir=None, *,
@@ -310,7 +288,7 @@ def _plan_run_figures(run_dir, *, max_points: Optional[int], log: Callable[[str]
         if not have:
             continue
         scores.prefetch(runs, have, split)  # read here, once: drawing processes only draw
-        section, label = _section_title(split), _set_label(split)
+        section, label = unknown_set(split).heading, unknown_set(split).label
         with_features = [a for a in have if a in weights]
         if with_features:
             yield _PlannedFigure(section, f"features_{stems[split]}", split, partial(

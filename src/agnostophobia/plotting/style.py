@@ -35,18 +35,6 @@ APPROACH_COLORS: Dict[str, str] = {
 #: Line style per row; rows not listed are solid.
 APPROACH_LINESTYLES: Dict[str, str] = {"objectosphere-scaled": "--", "ensemble": "-."}
 
-#: Display names of unknown sets (split names of ``training.outputs``).
-UNKNOWN_NAMES: Dict[str, str] = {
-    "letters": "EMNIST letters (D_b)",
-    "devanagari": "Devanagari",
-    "notmnist": "notMNIST",
-    "cifar10": "CIFAR-10",
-    "cifar100": "CIFAR-100",
-    "svhn": "SVHN",
-    "negatives": "Test negatives (D_b)",   # the two unknown sets of a protocol from files
-    "unknowns": "Test unknowns (D_a)",
-}
-
 MODEL_NAMES: Dict[str, str] = {"lenet++": "LeNet++", "resnet18": "ResNet-18"}
 
 #: Known samples (D_c) and unknown samples (D_a / D_b) in histograms.
@@ -87,10 +75,6 @@ def approach_name(name: str) -> str:
     """Display name of an approach or evaluation row, as declared beside its code: the loss's or
     detector's ``title`` (``metrics.rows.row_title``) or the baseline's (``baselines``)."""
     return BASELINE_TITLES.get(name) or row_title(name)
-
-
-def unknown_name(split: str) -> str:
-    return UNKNOWN_NAMES.get(split, split)
 
 
 def model_name(model: Optional[str]) -> str:
