@@ -31,6 +31,7 @@ from agnostophobia.training.concurrent import (Job, check_concurrent_runs, resol
                                                threads_per_run)
 from agnostophobia.training.config import (ExperimentConfig, TrainConfig, check_approaches, check_seeds,
                                            load_experiment, protocol_for)
+from agnostophobia.training.epoch_log import use_tensorboard
 from agnostophobia.training.precision import resolve_precision
 from agnostophobia.training.records import (check_training_records, library_versions, read_classes, read_notes,
                                             read_timings, read_wall_time)
@@ -253,6 +254,7 @@ def configure(experiment: ExperimentConfig, seeds: Optional[int] = None, data_di
     check_cuda_graph(experiment.train.cuda_graph, device, distributed.current().distributed)  # so does cuda_graph
     # "auto" becomes what this device gets, so that config.yaml, checkpoints and reports say it
     experiment.train.precision = resolve_precision(experiment.train.precision, device)
+    experiment.train.tensorboard = use_tensorboard(experiment.train.tensorboard)  # true without it stops here
     if seeds is not None:
         experiment.seeds = check_seeds(seeds, "--seeds")
     if concurrent_runs is not None:

@@ -78,7 +78,9 @@ class TrainConfig:
     # until a whole reproduction has run with it on a GPU
     cuda_graph: bool = setting(bool, False, resumable=True)
     eval_batch_size: int = setting(int, 1024, low=1, resumable=True)
-    tensorboard: bool = setting(bool, True, resumable=True)
+    # TensorBoard scalars in RUN/seed*/<approach>/tb: auto (on when the tensorboard package, the
+    # [tensorboard] extra, is installed), true (an error without it) or false (training.epoch_log)
+    tensorboard: Union[str, bool] = setting(bool, "auto", words=("auto",), resumable=True)
     progress: bool = setting(bool, True, resumable=True)
     data_dir: Optional[str] = setting(str, None, nullable=True, resumable=True)
     # A protocol from files: images held in memory, or decoded on the fly by worker processes
