@@ -32,7 +32,7 @@ from agnostophobia.training.concurrent import (Job, check_concurrent_runs, resol
 from agnostophobia.training.config import (ExperimentConfig, TrainConfig, check_approaches, check_seeds,
                                            load_experiment, protocol_for)
 from agnostophobia.training.epoch_log import use_tensorboard
-from agnostophobia.training.precision import resolve_precision
+from agnostophobia.training.precision import describe_precision, resolve_precision
 from agnostophobia.training.records import (check_training_records, library_versions, read_classes, read_notes,
                                             read_timings, read_wall_time)
 from agnostophobia.rundir import DATA_NOTES, LAST, PREPROCESSING_NOTES, RunDir
@@ -233,12 +233,13 @@ def _record(run: RunDir, path: Path, value, read: Callable[[], Any], default):
 
 def configure(experiment: ExperimentConfig, seeds: Optional[int] = None, data_dir=None,
               device: Optional[str] = None, progress: bool = True, preprocessing: Optional[str] = None,
-              concurrent_runs=None, batched_seeds=None, cuda_graph=None,
+              concurrent_runs=None, batched_seeds=None, cuda_graph=None, log=print,
               **train_overrides) -> Tuple[ExperimentConfig, torch.device]:
     """The experiment with the command line's choices applied (and checked), and the device it
     trains on: resolved here, once per command, and passed down from here. ``preprocessing``
     (``--preprocessing``), ``concurrent_runs`` (``--concurrent-runs``), ``batched_seeds``
-    (``--batched-seeds``) and ``cuda_graph`` (``--cuda-graph``) override the config keys of those names."""
+    (``--batched-seeds``) and ``cuda_graph`` (``--cuda-graph``) override the config keys of those names.
+    ``log`` gets one line: the precision chosen and why (also kept for ``run_meta.json`` and the report)."""
     overrides = {"progress": progress, **train_overrides}
     if cuda_graph is not None:
         overrides["cuda_graph"] = cuda_graph
@@ -253,7 +254,10 @@ def configure(experiment: ExperimentConfig, seeds: Optional[int] = None, data_di
     device = resolve_device(experiment.train.device)  # "cuda" without a GPU stops here, before any write
     check_cuda_graph(experiment.train.cuda_graph, device, distributed.current().distributed)  # so does cuda_graph
     # "auto" becomes what this device gets, so that config.yaml, checkpoints and reports say it
+    experiment.precision_chosen = describe_precision(experiment.train.precision, device)
     experiment.train.precision = resolve_precision(experiment.train.precision, device)
+    if distributed.current().is_main:
+        log(f"precision: {experiment.precision_chosen}")
     experiment.train.tensorboard = use_tensorboard(experiment.train.tensorboard)  # true without it stops here
     if seeds is not None:
         experiment.seeds = check_seeds(seeds, "--seeds")
@@ -313,6 +317,7 @@ def write_run_record(out: Path, experiment: ExperimentConfig, budget: Optional[s
         "wall_time_s": round(stored["training_wall_s"], 1),
         "concurrent_runs": runs,
         "batched_seeds": stored.get("batched_seeds", False),  # seeds of an approach trained as one model
+        "precision": experiment.precision_chosen or train_cfg.precision,  # and why: the report's Setup says it
         "train_config": {k: v for k, v in train_cfg.to_dict().items()
                          if k not in ("approach", "seed", "progress", "tensorboard", "data_dir", "name")},
         **stored.get("classes", {}),
@@ -340,7 +345,7 @@ def train_run(config, out: Path, budget: Optional[str] = None, approaches: Optio
     Started by torchrun, every process calls this and trains with DDP; rank 0 alone holds the
     run's lock and writes (``training.distributed``)."""
     experiment, device = configure(load_experiment(config).for_budget(budget), seeds, data_dir, device, progress,
-                                   preprocessing, concurrent_runs, batched_seeds, cuda_graph)
+                                   preprocessing, concurrent_runs, batched_seeds, cuda_graph, log=log)
     if approaches:
         experiment.approaches = check_approaches(list(dict.fromkeys(approaches)))
     out = Path(out)
@@ -416,7 +421,7 @@ def reproduce(experiment_name: str, budget: Optional[str] = None, seeds: Optiona
         PROTOCOLS.get(protocol_name)  # a clear error for an unknown name
         variant = {"protocol": protocol_name, "name": f"{experiment.train.name}-{protocol_name}"}
     experiment, device = configure(experiment, seeds, data_dir, device, progress, preprocessing, concurrent_runs,
-                                   batched_seeds, cuda_graph, **variant)
+                                   batched_seeds, cuda_graph, log=log, **variant)
     name = experiment.train.name
     prepared = "" if experiment.train.preprocessing == OURS else f"-{experiment.train.preprocessing}"
     out = Path(out or Path("runs") / f"{name}-{budget}{prepared}")

@@ -242,6 +242,9 @@ class ExperimentConfig:
     concurrent_runs: Union[str, int] = "auto"
     # the seeds of each approach trained as one batched model: "auto", True or False (training.seed_batch)
     batched_seeds: Union[str, bool] = "auto"
+    # set by experiments.reproduce.configure: "fp32 (auto: this CPU has no native bf16)", the
+    # precision chosen and why, printed when training starts and kept in run_meta.json for the report
+    precision_chosen: Optional[str] = None
 
     def for_budget(self, budget: Optional[str]) -> "ExperimentConfig":
         """The experiment with the budget's overrides applied (None: unchanged)."""
