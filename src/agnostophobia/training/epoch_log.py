@@ -44,8 +44,10 @@ def open_tensorboard(run_dir: Path, setting):
     tensorboard installed; see :func:`use_tensorboard`)."""
     if not use_tensorboard(setting):
         return None
-    from torch.utils.tensorboard import SummaryWriter
-
+    try:
+        from torch.utils.tensorboard import SummaryWriter
+    except ImportError:  # installed but unusable (a version torch cannot load): a logger never stops a run
+        return None
     return SummaryWriter(log_dir=str(run_dir / "tb"))
 
 
