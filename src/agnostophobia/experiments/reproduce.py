@@ -256,7 +256,7 @@ def configure(experiment: ExperimentConfig, seeds: Optional[int] = None, data_di
     # "auto" becomes what this device gets, so that config.yaml, checkpoints and reports say it
     experiment.precision_chosen = describe_precision(experiment.train.precision, device)
     experiment.train.precision = resolve_precision(experiment.train.precision, device)
-    if distributed.current().is_main:
+    if distributed.launched_rank() == 0:  # under torchrun: once, not once per process
         log(f"precision: {experiment.precision_chosen}")
     experiment.train.tensorboard = use_tensorboard(experiment.train.tensorboard)  # true without it stops here
     if seeds is not None:
