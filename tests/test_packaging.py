@@ -75,11 +75,12 @@ def test_the_wheel_ships_the_configs_and_py_typed_and_runs_installed_alone(tmp_p
     target = tmp_path / "installed"
     run(pip + ["install", "--no-deps", "--no-index", "--target", str(target), str(wheel)])
     # PYTHONPATH comes before site-packages, where this venv's editable install of the source tree is
-    probe = ("import agnostophobia.losses\nfrom agnostophobia.training.config import resolve_config_path\n"
-             "print(agnostophobia.__file__)\nprint(resolve_config_path('lenet++'))")
+    probe = ("import importlib.resources\nimport agnostophobia.losses\nprint(agnostophobia.__file__)\n"
+             "print(importlib.resources.files('agnostophobia').joinpath('configs', 'lenet++.yaml'))")
     package, config = run([sys.executable, "-c", probe], PYTHONPATH=str(target)).split()
     assert (package, config) == (str(target / "agnostophobia" / "__init__.py"),
                                  str(target / "agnostophobia" / "configs" / "lenet++.yaml"))
+    assert Path(config).is_file()
     script = target / "bin" / "agnostophobia"
     assert run([str(script), "--version"], PYTHONPATH=str(target)).startswith("agnostophobia ")
     assert "mnist" in run([str(script), "data", "list"], PYTHONPATH=str(target))
