@@ -1,6 +1,9 @@
 """The command line: entry points and one-line errors."""
+import json
 import subprocess
 import sys
+
+import pytest
 
 from agnostophobia import __version__
 from agnostophobia.cli import main
@@ -57,3 +60,60 @@ def test_every_sub_command_has_its_help(capsys):
             parser.parse_args([command, "--help"])
         assert exited.value.code == 0
         assert f"agnostophobia {command}" in capsys.readouterr().out
+
+
+HEAVY = ("torch", "torchvision", "scipy", "sklearn", "matplotlib")
+# What the command line answers before any command runs: help, the version, argument errors.
+def every_command():
+    """Every sub-command, a group's own (``data fetch``) included, as the argument lists that name it."""
+    import argparse
+
+    from agnostophobia.cli import build_parser
+
+    def below(parser, path):
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for name, sub in action.choices.items():
+                    yield path + [name]
+                    yield from below(sub, path + [name])
+
+    return list(below(build_parser(), []))
+
+
+ANSWERED_AT_ONCE = [
+    (["--help"], 0), (["--version"], 0), ([], 2), (["data"], 2),
+    *[(command + ["--help"], 0) for command in every_command()],
+    (["train"], 2), (["data", "fetch"], 2),  # missing arguments
+    (["--no-such-flag"], 2), (["evaluate", "run", "--no-such-flag"], 2),  # unknown flags
+    (["export", "run", "--out", "m", "--format", "bogus"], 2),  # malformed arguments
+    (["train", "c.yaml", "--out", "o", "--concurrent-runs", "0"], 2),
+    (["train", "c.yaml", "--out", "o", "--batched-seeds", "maybe"], 2),
+    (["train", "c.yaml", "--out", "o", "--preprocessing", "mine"], 2),
+    (["reproduce", "lenet++", "--seeds", "0"], 2), (["calibrate", "run", "--fpr", "2"], 2),
+    (["export", "run", "--out", "m", "--seed", "-1"], 2),
+]
+
+
+def modules_imported(args):
+    """The exit code of ``agnostophobia ARGS`` in a fresh process, and which of :data:`HEAVY` it imported."""
+    probe = ("import json, sys\nfrom agnostophobia.cli import main\n"
+             "try:\n    code = main(sys.argv[1:])\nexcept SystemExit as exit:\n    code = exit.code\n"
+             f"print(json.dumps([code, sorted(m for m in {HEAVY!r} if m in sys.modules)]))")
+    result = subprocess.run([sys.executable, "-c", probe, *args], capture_output=True, text=True, timeout=120)
+    assert "Traceback" not in result.stderr, result.stderr
+    code, imported = json.loads(result.stdout.splitlines()[-1])  # the probe's line, after what the command printed
+    return code, imported
+
+
+@pytest.mark.parametrize("args, code", ANSWERED_AT_ONCE, ids=lambda value: " ".join(value)
+                         if isinstance(value, list) else str(value))
+def test_help_version_and_argument_errors_import_no_heavy_library(args, code):
+    """``--help`` takes ~6 s where it imports torch, 0.1 s where it does not; this checks the
+    cause (what is imported), not a timing (benchmarks/bench_cli_start.py times it)."""
+    assert modules_imported(args) == (code, [])
+
+
+def test_the_import_probe_sees_a_heavy_import():
+    """The check above can fail: a command that runs (``export`` on a missing run) imports torch."""
+    code, imported = modules_imported(["export", "no-such-run", "--format", "pt2", "--out", "m.pt2"])
+    assert code == 1 and "torch" in imported

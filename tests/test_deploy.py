@@ -27,7 +27,7 @@ from agnostophobia.cli import main
 from agnostophobia.data import build_protocol
 from agnostophobia.deploy import OpenSetClassifier
 from agnostophobia.deploy.calibration import calibrate_model
-from agnostophobia.deploy.export import FORMATS, DeployedClassifier, check_exportable
+from agnostophobia.deploy.export import FORMATS, TORCHSCRIPT_NOTE, DeployedClassifier, check_exportable
 from agnostophobia.detectors import DETECTORS
 from agnostophobia.detectors.stored import fitted_detector, top_scores
 from agnostophobia.errors import AgnostophobiaError
@@ -512,6 +512,36 @@ def test_an_exported_file_decides_as_predict_on_1000_real_images(calibrated, exp
     np.testing.assert_array_equal(labels, expected_labels)
     one_label, _ = run_file(x[:1])  # the batch dimension is dynamic
     assert one_label.tolist() == expected_labels[:1].tolist()
+
+
+def test_export_writes_torch_export_by_default_and_warns_of_nothing(calibrated, tmp_path, capsys):
+    """The default format (``pt2``, listed first) draws no deprecation warning; TorchScript, kept
+    for existing users, says in one note that PyTorch deprecates it (instead of torch's warnings)."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        code, out, err = run_main(["export", calibrated, "--out", tmp_path / "model.pt2"], capsys)
+    assert (code, err) == (0, []) and " as pt2: " in out and TORCHSCRIPT_NOTE not in out
+    assert [str(w.message) for w in caught] == []
+    assert torch.export.load(str(tmp_path / "model.pt2")).module() is not None
+    assert FORMATS[0] == "pt2"  # the command's help and choices list it first
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        code, out, err = run_main(["export", calibrated, "--format", "torchscript", "--out", tmp_path / "m.ts"],
+                                  capsys)
+    assert (code, err) == (0, []) and out.splitlines()[0] == TORCHSCRIPT_NOTE
+    assert not [w for w in caught if issubclass(w.category, (FutureWarning, DeprecationWarning))]
+
+
+def test_onnx_export_without_its_packages_names_the_extra(calibrated, tmp_path, capsys, monkeypatch):
+    import importlib.util
+
+    real_find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *rest: None if name == "onnxscript" else real_find_spec(name, *rest))
+    code, out, err = run_main(["export", calibrated, "--format", "onnx", "--out", tmp_path / "m.onnx"], capsys)
+    assert code == 1 and err == ["agnostophobia: error: export --format onnx needs onnxscript, not installed: "
+                                 "pip install 'agnostophobia[onnx]'"]
+    assert not (tmp_path / "m.onnx").exists()
 
 
 # Loads every exported file with agnostophobia made unimportable, as on a machine without it.

@@ -17,6 +17,32 @@ def test_auto_is_bf16_exactly_where_the_cpu_computes_it_natively(monkeypatch, na
     assert resolve_precision("fp32", "cpu") == "fp32" and resolve_precision("bf16", "cpu") == "bf16"
 
 
+@pytest.mark.parametrize("native, line", [(True, "precision: bf16 (auto: this CPU computes bf16 natively)"),
+                                          (False, "precision: fp32 (auto: this CPU has no native bf16)")])
+def test_train_and_reproduce_say_which_precision_auto_chose_and_why(monkeypatch, native, line):
+    """configure (train, reproduce, tune) prints one line, keeps it for run_meta.json and the
+    report's Setup, and resolves the config's auto; a precision the config sets says so."""
+    from agnostophobia.experiments.reproduce import configure
+
+    monkeypatch.setattr(precision_module, "_cpu_has_native_bf16", lambda: native)
+    printed = []
+    experiment, _ = configure(parse_experiment({"tensorboard": False}), device="cpu", log=printed.append)
+    assert printed == [line] and experiment.train.precision == line.split()[1]
+    assert f"precision: {experiment.precision_chosen}" == line
+    printed.clear()
+    configure(parse_experiment({"precision": "fp32", "tensorboard": False}), device="cpu", log=printed.append)
+    assert printed == ["precision: fp32 (set in the config)"]
+
+
+def test_the_report_keeps_the_precision_line(tmp_path):
+    from agnostophobia.experiments.report import write_report
+
+    metrics = {"experiment": "x", "budget": None, "precision": "fp32 (auto: this CPU has no native bf16)",
+               "fpr_readout": "r", "results": [], "table1": [], "per_seed": []}
+    text = write_report(tmp_path, metrics).read_text()
+    assert "- **precision**: fp32 (auto: this CPU has no native bf16)" in text.splitlines()
+
+
 def test_precision_is_one_checked_key_and_amp_is_gone():
     with pytest.raises(ConfigError, match="'precision'"):
         parse_experiment({"precision": "fp16"})

@@ -244,7 +244,7 @@ def test_every_scalar_config_key_is_declared_once_and_checked_by_its_declaration
                               ("optimizer", "rmsprop", "must be one of adam, sgd"),
                               ("adversarial_epsilon", 2.0, r"must be a number in \[0, 1\]"),
                               ("cpu_threads", 0, "must be null or an integer >= 1"),
-                              ("tensorboard", "yes", "must be true or false")):
+                              ("tensorboard", "yes", "must be auto or true or false")):
         with pytest.raises(ConfigError, match=f"'{key}': {message}"):
             parse_experiment({key: bad})
     assert parse_experiment({"cpu_threads": None}).train.cpu_threads is None
@@ -266,3 +266,28 @@ def test_an_experiment_file_is_parsed_once_per_process(tmp_path, monkeypatch):
     assert load_experiment(path).train.epochs == 3
     path.write_text("epochs: 4\nbudgets: {quick: {epochs: 1}}\n# changed\n")
     assert load_experiment(path).train.epochs == 4 and len(reads) == 2
+
+
+def test_tensorboard_is_on_where_installed_and_true_without_it_names_the_extra(monkeypatch, tmp_path, capsys):
+    """tensorboard is the [tensorboard] extra: the config key's default, auto, logs where it is
+    installed; true without it stops the command in one line, before anything is written."""
+    import importlib.util
+
+    from runs import write_config
+
+    from agnostophobia.cli import main
+    from agnostophobia.training import epoch_log
+
+    real_find_spec = importlib.util.find_spec
+    assert TrainConfig().tensorboard == "auto" and parse_experiment({"tensorboard": True}).train.tensorboard is True
+    assert epoch_log.use_tensorboard("auto") is (real_find_spec("tensorboard") is not None)
+    assert epoch_log.use_tensorboard(False) is False
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *rest: None if name == "tensorboard" else real_find_spec(name, *rest))
+    assert epoch_log.use_tensorboard("auto") is False and epoch_log.open_tensorboard(tmp_path, "auto") is None
+    config = write_config(tmp_path / "logged.yaml", tensorboard=True)
+    assert main(["train", str(config), "--out", str(tmp_path / "run"), "--no-progress"]) == 1
+    assert capsys.readouterr().err.strip().splitlines() == [
+        "agnostophobia: error: config key 'tensorboard': true needs the tensorboard package: "
+        "pip install 'agnostophobia[tensorboard]' (or set tensorboard: auto or false)"]
+    assert not (tmp_path / "run").exists()

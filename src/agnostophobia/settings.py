@@ -55,13 +55,18 @@ class Setting:
     recorded: bool = True
     doc: str = ""
     nullable: bool = False  # null (None) is a value: "not set, the library's default"
+    # words allowed besides values of the type: ("auto",) for a switch decided where it runs
+    words: Tuple[str, ...] = ()
 
     def problem(self, value) -> Optional[str]:
         """What is wrong with ``value`` for this setting (None: nothing)."""
-        if value is None and self.nullable:
+        if value is None and self.nullable or isinstance(value, str) and value in self.words:
             return None
         problem = self._problem(value)
-        return f"must be null or {problem[len('must be '):]}" if problem and self.nullable else problem
+        if problem and (self.nullable or self.words):
+            allowed = ["null"] * self.nullable + list(self.words)
+            return f"must be {', '.join(allowed)} or {problem[len('must be '):]}"
+        return problem
 
     def _problem(self, value) -> Optional[str]:
         numeric = self.type in (int, float)

@@ -12,23 +12,54 @@
 
 The data directory: ``data_dir`` argument > ``$AGNOSTOPHOBIA_DATA`` > ``~/.cache/agnostophobia/data``.
 See ``docs/data.md`` for layouts and conventions.
-"""
-from agnostophobia.data.check import check, check_dataset
-from agnostophobia.data.datasets import (DATASETS, DatasetInfo, DatasetSplit, FINE_TO_COARSE, Resource,
-                                         SplitUnavailable, load_dataset)
-from agnostophobia.data.fetch import download, fetch, fetch_dataset
-from agnostophobia.data.paths import cache_dir, data_dir
-from agnostophobia.data.preprocess import border_mean, check_polarity, rgb_to_grey, to_chw, to_lenet
-from agnostophobia.data.protocols import (PROTOCOLS, OpenSetProtocol, ProtocolSplit, build_protocol,
-                                          hold_out_negative_classes, purpose_rng, split_negative_classes,
-                                          stratified_split, stratified_subset)
-from agnostophobia.data.file_protocols import build_file_protocol, check_file_protocol
 
-__all__ = [
-    "DATASETS", "DatasetInfo", "DatasetSplit", "FINE_TO_COARSE", "Resource", "SplitUnavailable", "load_dataset",
-    "download", "fetch", "fetch_dataset", "check", "check_dataset", "cache_dir", "data_dir",
-    "border_mean", "check_polarity", "rgb_to_grey", "to_chw", "to_lenet",
-    "PROTOCOLS", "OpenSetProtocol", "ProtocolSplit", "build_protocol", "purpose_rng", "stratified_split",
-    "stratified_subset", "split_negative_classes", "hold_out_negative_classes",
-    "build_file_protocol", "check_file_protocol",
-]
+Attributes are imported on first use: the command line imports this package to build its
+parsers, and ``agnostophobia --help`` must not load numpy and everything below it.
+"""
+from __future__ import annotations
+
+import importlib
+import sys
+import types
+
+_EXPORTS = {
+    "check": "check", "check_dataset": "check",
+    "DATASETS": "datasets", "DatasetInfo": "datasets", "DatasetSplit": "datasets", "FINE_TO_COARSE": "datasets",
+    "Resource": "datasets", "SplitUnavailable": "datasets", "load_dataset": "datasets",
+    "download": "fetch", "fetch": "fetch", "fetch_dataset": "fetch",
+    "cache_dir": "paths", "data_dir": "paths",
+    "border_mean": "preprocess", "check_polarity": "preprocess", "rgb_to_grey": "preprocess", "to_chw": "preprocess",
+    "to_lenet": "preprocess",
+    "PROTOCOLS": "protocols", "OpenSetProtocol": "protocols", "ProtocolSplit": "protocols",
+    "build_protocol": "protocols", "hold_out_negative_classes": "protocols", "purpose_rng": "protocols",
+    "split_negative_classes": "protocols", "stratified_split": "protocols", "stratified_subset": "protocols",
+    "build_file_protocol": "file_protocols", "check_file_protocol": "file_protocols",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str):
+    if name in _EXPORTS:
+        value = getattr(importlib.import_module(f"{__name__}.{_EXPORTS[name]}"), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_EXPORTS))
+
+
+class _Package(types.ModuleType):
+    """Python names an imported submodule on its package (``data.check``, ``data.fetch``); where a
+    function exported here has that name, the package's attribute stays the function, as it was
+    when this package imported everything at once."""
+
+    def __setattr__(self, name, value):
+        if name in _EXPORTS and isinstance(value, types.ModuleType):
+            return
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package

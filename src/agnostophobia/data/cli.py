@@ -1,13 +1,11 @@
-"""``agnostophobia data {list,fetch,check}``."""
+"""``agnostophobia data {list,fetch,check}``.
+
+The parsers import nothing of the data layer (``--help`` answers without numpy); each command
+imports what it runs."""
 from __future__ import annotations
 
 import json
 import sys
-
-from agnostophobia.data.check import check, format_report
-from agnostophobia.data.datasets import DATASETS
-from agnostophobia.data.fetch import fetch
-from agnostophobia.data.paths import data_dir as resolve_data_dir
 
 
 def add_commands(subparsers) -> None:
@@ -25,7 +23,7 @@ def add_commands(subparsers) -> None:
     p.set_defaults(func=cmd_list)
 
     p = sub.add_parser("fetch", help="download official files (checksum-verified, atomic)")
-    p.add_argument("names", nargs="+", metavar="NAME", help=f"dataset(s): {', '.join(DATASETS.names())}")
+    p.add_argument("names", nargs="+", metavar="NAME", help="dataset(s), as 'agnostophobia data list' names them")
     data_dir_option(p)
     p.add_argument("--allow-unverified", action="store_true",
                    help="download files without a published checksum and record their sha256")
@@ -43,6 +41,8 @@ def add_commands(subparsers) -> None:
 
 
 def cmd_list(args) -> int:
+    from agnostophobia.data.datasets import DATASETS
+
     rows = {}
     for name in DATASETS.names():
         info = DATASETS.get(name)
@@ -69,6 +69,9 @@ def cmd_list(args) -> int:
 
 
 def cmd_fetch(args) -> int:
+    from agnostophobia.data.fetch import fetch
+    from agnostophobia.data.paths import data_dir as resolve_data_dir
+
     root = resolve_data_dir(args.data_dir)
     fetch(args.names, data_dir=root, allow_unverified=args.allow_unverified, mirror=args.mirror,
           force=args.force, log=lambda msg: print(msg, file=sys.stderr))
@@ -76,6 +79,8 @@ def cmd_fetch(args) -> int:
 
 
 def cmd_check(args) -> int:
+    from agnostophobia.data.check import check, format_report
+
     report = check(args.names, args.data_dir)
     print(json.dumps(report, indent=2) if args.json else format_report(report))
     for message in report["failures"]:  # one line each, no traceback

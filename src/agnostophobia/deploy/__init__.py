@@ -6,10 +6,31 @@
 * :class:`OpenSetClassifier`: a trained model with that threshold, ``predict`` -> class or
   -1 ("unknown"), on CPU or CUDA;
 * :mod:`.predict`: ``predict RUN INPUT...`` on image files, folders and ``.npz`` files;
-* :mod:`.export`: one self-contained TorchScript, ``torch.export`` or ONNX file with the
+* :mod:`.export`: one self-contained ``torch.export``, ONNX or TorchScript file with the
   network, the score and the threshold.
-"""
-from .calibration import CALIBRATION, calibrate_run, calibration_entry, read_calibration
-from .classifier import OpenSetClassifier
 
-__all__ = ["CALIBRATION", "OpenSetClassifier", "calibrate_run", "calibration_entry", "read_calibration"]
+Attributes are imported on first use: the command line imports this package to build its
+parsers, and ``agnostophobia --help`` must not load torch.
+"""
+from __future__ import annotations
+
+import importlib
+
+_EXPORTS = {
+    "CALIBRATION": "calibration", "calibrate_run": "calibration", "calibration_entry": "calibration",
+    "read_calibration": "calibration", "OpenSetClassifier": "classifier",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str):
+    if name in _EXPORTS:
+        value = getattr(importlib.import_module(f"{__name__}.{_EXPORTS[name]}"), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_EXPORTS))

@@ -1,11 +1,14 @@
-"""Sub-commands ``calibrate``, ``predict`` and ``export``."""
+"""Sub-commands ``calibrate``, ``predict`` and ``export``.
+
+The parsers import nothing heavy (``--help`` and an argument error answer without torch or
+numpy); each command imports what it runs."""
 from __future__ import annotations
 
 import argparse
 import sys
 from pathlib import Path
 
-from agnostophobia._validation import SEED_RULE, is_seed
+from agnostophobia.deploy.formats import DEFAULT_FORMAT, FORMATS
 
 
 def fpr_rate(text: str) -> float:
@@ -20,6 +23,8 @@ def fpr_rate(text: str) -> float:
 
 
 def seed_number(text: str) -> int:
+    from agnostophobia._validation import SEED_RULE, is_seed  # numpy: only when --seed is given
+
     try:
         value = int(text)
     except ValueError:
@@ -59,8 +64,10 @@ def add_commands(subparsers) -> None:
     p.set_defaults(func=_predict)
 
     p = subparsers.add_parser("export", parents=[common, one_model],
-                              help="one file with network, score and threshold: TorchScript, torch.export or ONNX")
-    p.add_argument("--format", required=True, choices=("torchscript", "pt2", "onnx"))
+                              help="one file with network, score and threshold: torch.export, ONNX or TorchScript")
+    p.add_argument("--format", choices=FORMATS, default=DEFAULT_FORMAT,
+                   help="pt2: torch.export (default); onnx: needs pip install 'agnostophobia[onnx]'; "
+                        "torchscript: deprecated by PyTorch, kept for existing users")
     p.add_argument("--out", type=Path, required=True, help="the file to write")
     p.add_argument("--fpr", type=fpr_rate, metavar="T", help="calibrate the threshold on validation data first")
     p.set_defaults(func=_export)

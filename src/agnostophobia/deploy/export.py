@@ -1,4 +1,4 @@
-"""``agnostophobia export RUN --format torchscript|pt2|onnx --out FILE``: one self-contained file
+"""``agnostophobia export RUN [--format pt2|onnx|torchscript] --out FILE``: one self-contained file
 holding the network (normalisation inside), the score as torch operations and the
 validation-chosen threshold, usable without agnostophobia installed.
 
@@ -22,15 +22,17 @@ N holds an N x #training distance matrix). A detector without a torch score is r
 the reason its class declares (``NOT_EXPORTABLE``: ``openmax``, ``evm``); :func:`exportable`
 lists the others.
 
-``torchscript``: :func:`torch.jit.trace`, loads with :func:`torch.jit.load`; ``pt2``:
-:func:`torch.export.export`, loads with :func:`torch.export.load`; ``onnx``:
-:func:`torch.onnx.export` (dynamo), runs in onnxruntime. The batch dimension is dynamic in
+``pt2`` (the default): :func:`torch.export.export`, loads with :func:`torch.export.load`;
+``onnx``: :func:`torch.onnx.export` (dynamo), runs in onnxruntime (the ``[onnx]`` extra);
+``torchscript``: :func:`torch.jit.trace`, loads with :func:`torch.jit.load` (deprecated by
+PyTorch: one note says so, instead of torch's warnings). The batch dimension is dynamic in
 all three. Each file carries ``agnostophobia.json`` (class names, threshold, approach,
 detector, input spec) as extra file / metadata.
 """
 from __future__ import annotations
 
 import copy
+import importlib.util
 import json
 import warnings
 from pathlib import Path
@@ -47,8 +49,8 @@ from agnostophobia.errors import AgnostophobiaError
 
 from .calibration import DEPLOY_PRECISION, arithmetic, resolve_model
 from .classifier import OpenSetClassifier
+from .formats import DEFAULT_FORMAT, FORMATS
 
-FORMATS = ("torchscript", "pt2", "onnx")
 METADATA = "agnostophobia.json"
 
 
@@ -113,27 +115,44 @@ def metadata(classifier: OpenSetClassifier, fmt: str) -> str:
         "precision": arithmetic(DEPLOY_PRECISION)})
 
 
-def export_classifier(classifier: OpenSetClassifier, out: Path, fmt: str) -> Path:
+TORCHSCRIPT_NOTE = ("note: TorchScript is deprecated by PyTorch; --format pt2 writes the same model with "
+                    "torch.export, its successor")
+
+
+def export_classifier(classifier: OpenSetClassifier, out: Path, fmt: str = DEFAULT_FORMAT) -> Path:
     """Write ``classifier`` as one ``fmt`` file at ``out`` (atomically)."""
-    if fmt not in FORMATS:
-        raise AgnostophobiaError(f"--format {fmt!r}: must be one of {', '.join(FORMATS)}")
+    check_format(fmt)
     module = deployable(classifier)
     example = torch.rand(2, *classifier.input_spec.shape)
     batch = {0: torch.export.Dim("batch", min=1)}
     info = metadata(classifier, fmt)
-    with warnings.catch_warnings(), torch.no_grad():
-        warnings.simplefilter("ignore", FutureWarning)  # torch.jit's deprecation notice; tracing is what we want
-        if fmt == "torchscript":
-            traced = torch.jit.trace(module, (example,))
-            atomic_write(out, lambda tmp: torch.jit.save(traced, tmp, _extra_files={METADATA: info}))
-        elif fmt == "pt2":
+    with torch.no_grad():
+        if fmt == "pt2":
             program = torch.export.export(module, (example,), dynamic_shapes=(batch,))
             atomic_write(out, lambda tmp: _save_pt2(program, tmp, info))
-        else:
+        elif fmt == "onnx":
             program = _onnx_program(module, example, batch)
             program.model.metadata_props[METADATA] = info
             atomic_write(out, lambda tmp: program.save(tmp, external_data=False))
+        else:
+            # torch.jit warns of its deprecation once per traced method and on saving; TORCHSCRIPT_NOTE says it once
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", FutureWarning)
+                traced = torch.jit.trace(module, (example,))
+                atomic_write(out, lambda tmp: torch.jit.save(traced, tmp, _extra_files={METADATA: info}))
     return Path(out)
+
+
+def check_format(fmt: str) -> None:
+    """``fmt`` one of :data:`FORMATS`, and the packages it needs installed (``onnx``: the
+    ``[onnx]`` extra): a one-line error before any work otherwise."""
+    if fmt not in FORMATS:
+        raise AgnostophobiaError(f"--format {fmt!r}: must be one of {', '.join(FORMATS)}")
+    if fmt == "onnx":
+        missing = [name for name in ("onnx", "onnxscript") if importlib.util.find_spec(name) is None]
+        if missing:  # torch.onnx's dynamo exporter needs both
+            raise AgnostophobiaError(f"export --format onnx needs {' and '.join(missing)}, not installed: "
+                                     f"pip install 'agnostophobia[onnx]'")
 
 
 def _save_pt2(program, tmp: str, info: str) -> None:
@@ -142,20 +161,17 @@ def _save_pt2(program, tmp: str, info: str) -> None:
 
 
 def _onnx_program(module: nn.Module, example: torch.Tensor, batch):
-    try:
-        import onnxscript  # noqa: F401  (torch.onnx's dynamo exporter needs it)
-    except ImportError:
-        raise AgnostophobiaError("export --format onnx needs the packages onnx and onnxscript "
-                                 "(pip install 'agnostophobia[test]' or pip install onnx onnxscript)") from None
     return torch.onnx.export(module, (example,), dynamo=True, dynamic_shapes=(batch,), input_names=["images"],
                              output_names=["labels", "scores"], verbose=False)
 
 
-def export_run(run_dir, out: Path, fmt: str, approach: Optional[str] = None, detector: Optional[str] = None,
-               seed: int = 0, fpr: Optional[float] = None, data_dir=None, log=print) -> Path:
+def export_run(run_dir, out: Path, fmt: str = DEFAULT_FORMAT, approach: Optional[str] = None,
+               detector: Optional[str] = None, seed: int = 0, fpr: Optional[float] = None, data_dir=None,
+               log=print) -> Path:
     """``agnostophobia export``: one model of ``run_dir`` with its calibrated threshold."""
-    if fmt not in FORMATS:
-        raise AgnostophobiaError(f"--format {fmt!r}: must be one of {', '.join(FORMATS)}")
+    check_format(fmt)  # before any work, as the detector below
+    if fmt == "torchscript":
+        log(TORCHSCRIPT_NOTE)
     _, approach, detector = resolve_model(Path(run_dir), approach, detector, seed)
     check_exportable(detector)  # before any work: a calibration with --fpr writes
     classifier = OpenSetClassifier.from_run(run_dir, approach, detector, seed, device="cpu",

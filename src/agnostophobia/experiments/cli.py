@@ -1,11 +1,14 @@
-"""Sub-commands ``train``, ``evaluate``, ``reproduce``, ``tune``, ``tune-detectors``, ``ablate`` and ``plot``."""
+"""Sub-commands ``train``, ``evaluate``, ``reproduce``, ``tune``, ``tune-detectors``, ``ablate`` and ``plot``.
+
+The parsers import nothing heavy (``--help`` and an argument error answer without torch or
+numpy); each command imports what it runs."""
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
 
-from agnostophobia.data.preprocess import PREPROCESSINGS
 from agnostophobia.rundir import DATA_FETCHED, TUNED_SETTINGS
+from agnostophobia.training.auto_options import check_batched_seeds, check_concurrent_runs
 
 PREPROCESSING_HELP = ("data preparation, overriding the config key 'preprocessing': ours (default: corrected) or "
                       "authors (the authors' MNIST/data_prep.py: per-set inversion, CIFAR transposed and grey as BGR, "
@@ -25,8 +28,6 @@ def positive_int(text: str) -> int:
 
 def concurrent_runs(text: str):
     """argparse type for ``--concurrent-runs``: auto or an integer >= 1."""
-    from agnostophobia.training.concurrent import check_concurrent_runs
-
     try:
         return check_concurrent_runs(text, "--concurrent-runs")
     except ValueError as exc:
@@ -35,12 +36,20 @@ def concurrent_runs(text: str):
 
 def batched_seeds(text: str):
     """argparse type for ``--batched-seeds``: auto, true or false."""
-    from agnostophobia.training.seed_batch import check_batched_seeds
-
     try:
         return check_batched_seeds(text, "--batched-seeds")
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc).split(": ", 1)[1]) from None
+
+
+def preprocessing(text: str) -> str:
+    """argparse type for ``--preprocessing``: a name of ``data.preprocess.PREPROCESSINGS``, read
+    only when the flag is given (that module loads numpy; ``--help`` must not)."""
+    from agnostophobia.data.preprocess import PREPROCESSINGS
+
+    if text not in PREPROCESSINGS:
+        raise argparse.ArgumentTypeError(f"must be one of {', '.join(PREPROCESSINGS)}, got {text!r}")
+    return text
 
 
 def add_commands(subparsers) -> None:
@@ -81,8 +90,8 @@ def add_commands(subparsers) -> None:
     p.add_argument("--allow-unverified", action="store_true",
                    help="also download datasets without a published checksum (notMNIST, NHCD); the sha256 "
                         f"received is recorded in OUT/{DATA_FETCHED}")
-    p.add_argument("--preprocessing", choices=PREPROCESSINGS, help=PREPROCESSING_HELP + "; the default --out "
-                                                                   "gains the suffix -authors")
+    p.add_argument("--preprocessing", type=preprocessing, metavar="NAME",
+                   help=PREPROCESSING_HELP + "; the default --out gains the suffix -authors")
     p.set_defaults(func=_reproduce)
 
     p = subparsers.add_parser("train", parents=[common, runs],
@@ -93,7 +102,7 @@ def add_commands(subparsers) -> None:
     p.add_argument("--seeds", type=positive_int, help="number of seeds (default: the config's)")
     p.add_argument("--out", type=Path, required=True, help="run directory")
     p.add_argument("--resume", action="store_true", help="continue the run already in --out")
-    p.add_argument("--preprocessing", choices=PREPROCESSINGS, help=PREPROCESSING_HELP)
+    p.add_argument("--preprocessing", type=preprocessing, metavar="NAME", help=PREPROCESSING_HELP)
     p.set_defaults(func=_train)
 
     p = subparsers.add_parser("evaluate", parents=[common],

@@ -352,7 +352,7 @@ def write_report(run_dir: Path, metrics: Dict, figures: Optional[Dict[str, List[
                   f"classes, other unknowns, other set sizes); they are **not comparable** and are not shown. "
                   f"Which classes are known, known unknown (D_b') and unknown (D_a) is listed under Data.", ""]
     lines += ["## Setup", ""]
-    for key in ("command", "device", "wall_time_s", "seeds", "seeds_varied", "approaches", "class_names",
+    for key in ("command", "device", "precision", "wall_time_s", "seeds", "seeds_varied", "approaches", "class_names",
                 "negative_class_names"):
         if key in metrics:
             lines.append(f"- **{key}**: {metrics[key]}")

@@ -31,7 +31,8 @@ from agnostophobia.training.concurrent import (Job, check_concurrent_runs, resol
                                                threads_per_run)
 from agnostophobia.training.config import (ExperimentConfig, TrainConfig, check_approaches, check_seeds,
                                            load_experiment, protocol_for)
-from agnostophobia.training.precision import resolve_precision
+from agnostophobia.training.epoch_log import use_tensorboard
+from agnostophobia.training.precision import describe_precision, resolve_precision
 from agnostophobia.training.records import (check_training_records, library_versions, read_classes, read_notes,
                                             read_timings, read_wall_time)
 from agnostophobia.rundir import DATA_NOTES, LAST, PREPROCESSING_NOTES, RunDir
@@ -269,18 +270,23 @@ class CommandChoices:
         return {"progress": self.progress, **{key: value for key, value in chosen.items() if value is not None}}
 
 
-def configure(experiment: ExperimentConfig, choices: CommandChoices = CommandChoices(),
+def configure(experiment: ExperimentConfig, choices: CommandChoices = CommandChoices(), log=print,
               **train_overrides) -> Tuple[ExperimentConfig, torch.device]:
     """The experiment with the command line's ``choices`` (and ``train_overrides``, config keys a
     command sets itself) applied and checked, and the device it trains on: resolved here, once
-    per command, and passed down from here."""
+    per command, and passed down from here. ``log`` gets one line: the precision chosen and why
+    (also kept for ``run_meta.json`` and the report)."""
     experiment.train = dataclasses.replace(experiment.train, **choices.train_overrides(),
                                            **train_overrides).validate()
     check_detectors(experiment)
     device = resolve_device(experiment.train.device)  # "cuda" without a GPU stops here, before any write
     check_cuda_graph(experiment.train.cuda_graph, device, distributed.current().distributed)  # so does cuda_graph
     # "auto" becomes what this device gets, so that config.yaml, checkpoints and reports say it
+    experiment.precision_chosen = describe_precision(experiment.train.precision, device)
     experiment.train.precision = resolve_precision(experiment.train.precision, device)
+    if distributed.launched_rank() == 0:  # under torchrun: once, not once per process
+        log(f"precision: {experiment.precision_chosen}")
+    experiment.train.tensorboard = use_tensorboard(experiment.train.tensorboard)  # true without it stops here
     if choices.seeds is not None:
         experiment.seeds = check_seeds(choices.seeds, "--seeds")
     if choices.concurrent_runs is not None:
@@ -339,6 +345,7 @@ def write_run_record(out: Path, experiment: ExperimentConfig, budget: Optional[s
         "wall_time_s": round(stored.training_wall_s, 1),
         "concurrent_runs": runs,
         "batched_seeds": stored.batched_seeds,  # seeds of an approach trained as one model
+        "precision": experiment.precision_chosen or train_cfg.precision,  # and why: the report's Setup says it
         "train_config": {k: v for k, v in train_cfg.to_dict().items()
                          if k not in ("approach", "seed", "progress", "tensorboard", "data_dir", "name")},
         **stored.classes,
@@ -366,7 +373,7 @@ def train_run(config, out: Path, budget: Optional[str] = None, approaches: Optio
     Started by torchrun, every process calls this and trains with DDP; rank 0 alone holds the
     run's lock and writes (``training.distributed``)."""
     experiment, device = configure(load_experiment(config).for_budget(budget), CommandChoices(
-        seeds, data_dir, device, progress, preprocessing, concurrent_runs, batched_seeds, cuda_graph))
+        seeds, data_dir, device, progress, preprocessing, concurrent_runs, batched_seeds, cuda_graph), log=log)
     if approaches:
         experiment.approaches = check_approaches(list(dict.fromkeys(approaches)))
     out = Path(out)
@@ -442,7 +449,8 @@ def reproduce(experiment_name: str, budget: Optional[str] = None, seeds: Optiona
         PROTOCOLS.get(protocol_name)  # a clear error for an unknown name
         variant = {"protocol": protocol_name, "name": f"{experiment.train.name}-{protocol_name}"}
     experiment, device = configure(experiment, CommandChoices(seeds, data_dir, device, progress, preprocessing,
-                                                              concurrent_runs, batched_seeds, cuda_graph), **variant)
+                                                              concurrent_runs, batched_seeds, cuda_graph),
+                                   log=log, **variant)
     name = experiment.train.name
     prepared = "" if experiment.train.preprocessing == OURS else f"-{experiment.train.preprocessing}"
     out = Path(out or Path("runs") / f"{name}-{budget}{prepared}")

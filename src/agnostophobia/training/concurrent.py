@@ -39,9 +39,9 @@ from typing import Any, Callable, Dict, List, Sequence, Tuple
 
 import torch
 
-from agnostophobia.errors import AgnostophobiaError, ConfigError
+from agnostophobia.errors import AgnostophobiaError
+from agnostophobia.training.auto_options import AUTO, check_concurrent_runs  # noqa: F401  (its home: light)
 
-AUTO = "auto"
 # A child process needs about 4 s to start here (importing torch, torchvision and the package,
 # receiving the protocol) and concurrency gains 9-16 %: below about a minute of training per run
 # (the smoke budgets, the tests) one run after another is faster.
@@ -55,15 +55,6 @@ _MORE_THREADS = signal.SIGUSR1 if hasattr(signal, "pthread_sigmask") else None
 class RunProcessFailed(AgnostophobiaError):
     """A run's process ended without finishing (killed, out of memory); its checkpoints are kept.
     One of the errors the command line shows as one line: the message says how to resume."""
-
-
-def check_concurrent_runs(value, where: str = "config key 'concurrent_runs'"):
-    """``auto`` or an integer >= 1."""
-    if value == AUTO or isinstance(value, int) and not isinstance(value, bool) and value >= 1:
-        return value
-    if isinstance(value, str) and value.isdigit() and int(value) >= 1:
-        return int(value)
-    raise ConfigError(f"{where}: must be 'auto' or an integer >= 1, got {value!r}")
 
 
 def available_cores() -> int:

@@ -78,7 +78,9 @@ class TrainConfig:
     # until a whole reproduction has run with it on a GPU
     cuda_graph: bool = setting(bool, False, resumable=True)
     eval_batch_size: int = setting(int, 1024, low=1, resumable=True)
-    tensorboard: bool = setting(bool, True, resumable=True)
+    # TensorBoard scalars in RUN/seed*/<approach>/tb: auto (on when the tensorboard package, the
+    # [tensorboard] extra, is installed), true (an error without it) or false (training.epoch_log)
+    tensorboard: Union[str, bool] = setting(bool, "auto", words=("auto",), resumable=True)
     progress: bool = setting(bool, True, resumable=True)
     data_dir: Optional[str] = setting(str, None, nullable=True, resumable=True)
     # A protocol from files: images held in memory, or decoded on the fly by worker processes
@@ -240,6 +242,9 @@ class ExperimentConfig:
     concurrent_runs: Union[str, int] = "auto"
     # the seeds of each approach trained as one batched model: "auto", True or False (training.seed_batch)
     batched_seeds: Union[str, bool] = "auto"
+    # set by experiments.reproduce.configure: "fp32 (auto: this CPU has no native bf16)", the
+    # precision chosen and why, printed when training starts and kept in run_meta.json for the report
+    precision_chosen: Optional[str] = None
 
     def for_budget(self, budget: Optional[str]) -> "ExperimentConfig":
         """The experiment with the budget's overrides applied (None: unchanged)."""

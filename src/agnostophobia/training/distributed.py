@@ -203,6 +203,12 @@ def launched_processes() -> int:
     return int(os.environ.get("WORLD_SIZE", "1"))
 
 
+def launched_rank() -> int:
+    """This process's rank among those torchrun started (0 without torchrun), known before the
+    process group is joined."""
+    return int(os.environ.get("RANK", "0"))
+
+
 def require_one_process(command: str) -> None:
     """Stop ``command`` before it does anything when torchrun started several copies of it:
     only ``train`` shares its work between processes."""

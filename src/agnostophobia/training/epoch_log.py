@@ -2,15 +2,18 @@
 ``tensorboard``), written by rank 0 after every epoch.
 
 ``metrics.csv`` is rewritten atomically from the checkpoint's history, so a kill never leaves
-duplicate rows. A TensorBoard writer that cannot be made never stops a run.
+duplicate rows. TensorBoard is the ``[tensorboard]`` extra: ``tensorboard: auto`` (the default)
+logs where it is installed.
 """
 from __future__ import annotations
 
 import csv
+import importlib.util
 import io
 from pathlib import Path
 from typing import Dict, List, Optional
 
+from agnostophobia.errors import ConfigError
 from agnostophobia.rundir import write_run_file
 
 
@@ -25,13 +28,25 @@ def write_history(path: Path, history: List[Dict]) -> None:
     write_run_file(path, lambda tmp: Path(tmp).write_text(buffer.getvalue()))
 
 
-def open_tensorboard(run_dir: Path, enabled: bool):
-    """A TensorBoard writer into ``run_dir/tb``, or None (not ``enabled``, or no tensorboard)."""
-    if not enabled:
+def use_tensorboard(setting) -> bool:
+    """Whether the config key ``tensorboard`` (auto, true or false) writes TensorBoard scalars
+    here: ``auto`` where the tensorboard package is installed; ``true`` without it is a
+    :class:`ConfigError` naming the extra, so that a run asked to log is never silently unlogged."""
+    installed = importlib.util.find_spec("tensorboard") is not None
+    if setting is True and not installed:
+        raise ConfigError("config key 'tensorboard': true needs the tensorboard package: "
+                          "pip install 'agnostophobia[tensorboard]' (or set tensorboard: auto or false)")
+    return installed if setting == "auto" else bool(setting)
+
+
+def open_tensorboard(run_dir: Path, setting):
+    """A TensorBoard writer into ``run_dir/tb``, or None (``setting`` false, or auto without
+    tensorboard installed; see :func:`use_tensorboard`)."""
+    if not use_tensorboard(setting):
         return None
     try:
         from torch.utils.tensorboard import SummaryWriter
-    except ImportError:  # tensorboard is a dependency, but a logger must never stop a run
+    except ImportError:  # installed but unusable (a version torch cannot load): a logger never stops a run
         return None
     return SummaryWriter(log_dir=str(run_dir / "tb"))
 

@@ -38,11 +38,26 @@ def bf16_is_native(device="cpu") -> bool:
 
 def resolve_precision(precision: str, device) -> str:
     """``auto`` -> ``bf16`` where the device computes it natively, else ``fp32``."""
+    return choose_precision(precision, device)[0]
+
+
+def choose_precision(precision: str, device):
+    """``(precision, why)``: what ``precision`` (auto, fp32 or bf16) resolves to on ``device``,
+    and the reason in words, for the line ``train`` and ``reproduce`` print and the report keeps."""
     if precision not in PRECISIONS:
         raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
-    if precision == "auto":
-        return "bf16" if bf16_is_native(device) else "fp32"
-    return precision
+    if precision != "auto":
+        return precision, "set in the config"
+    processor = {"cuda": "this GPU", "cpu": "this CPU"}.get(torch.device(device).type, f"device {device}")
+    if bf16_is_native(device):
+        return "bf16", f"auto: {processor} computes bf16 natively"
+    return "fp32", f"auto: {processor} has no native bf16"
+
+
+def describe_precision(precision: str, device) -> str:
+    """``fp32 (auto: this CPU has no native bf16)``: the choice and its reason in one phrase."""
+    chosen, why = choose_precision(precision, device)
+    return f"{chosen} ({why})"
 
 
 def autocast(device, precision: str, cache: bool = True):

@@ -37,8 +37,8 @@ from torch import nn
 from torch.func import functional_call, stack_module_state, vmap
 
 from agnostophobia.errors import ConfigError
+from agnostophobia.training.auto_options import check_batched_seeds  # noqa: F401  (its home: light)
 
-AUTO = "auto"
 #: Whether ``auto`` turns batching on with CUDA. Off until a GPU has shown the three things the
 #: default waits for (benchmarks/gpu_check.sh measures them): its CUDA tests pass (H100,
 #: 2026-11-27: yes); batched training images/s >= 1.2x separate runs (H100: x2.76 on the real
@@ -46,15 +46,6 @@ AUTO = "auto"
 #: CCR at 1e-2 and 1e-1 within the separate seeds' mean +- max(2 std, 0.01) in >= 90 % of cells
 #: (benchmarks/compare_batched_ccr.py) -- not yet measured.
 BATCHED_BY_DEFAULT_ON_CUDA = False
-
-
-def check_batched_seeds(value, where: str = "config key 'batched_seeds'"):
-    """``auto``, ``true`` or ``false`` (YAML booleans, or those words from the command line)."""
-    if value == AUTO or isinstance(value, bool):
-        return value
-    if isinstance(value, str) and value.lower() in ("true", "false"):
-        return value.lower() == "true"
-    raise ConfigError(f"{where}: must be auto, true or false, got {value!r}")
 
 
 def resolve_batched_seeds(value, device: torch.device, seeds: int, distributed: bool, streamed: bool) -> bool:

@@ -551,7 +551,7 @@ def _fit(run: Training, run_dirs: List[Path], resume: bool, stop_after_epoch: Op
         for run_dir in run_dirs:
             remove_killed_writes(run_dir)
     restore_threads = devices.limit_cpu_threads(run.device, cfg.cpu_threads)
-    writers = [open_tensorboard(run_dir, cfg.tensorboard and world.is_main) for run_dir in run_dirs]
+    writers = [open_tensorboard(run_dir, cfg.tensorboard if world.is_main else False) for run_dir in run_dirs]
     seeds = ("seeds " if run.seed_shape else "seed ") + ", ".join(str(seed_cfg.seed) for seed_cfg in run.seed_cfgs)
     bar = tqdm(total=run.steps_per_epoch * cfg.epochs, initial=run.steps_per_epoch * states[0]["epoch"],
                disable=not (cfg.progress and world.is_main), desc=f"{cfg.approach} ({seeds})",
