@@ -46,7 +46,7 @@ def fpr_at_tpr(confidence, labels, tpr: float = 0.95) -> float:
     with :math:`\mathrm{TPR}(\theta) = |\{x \in D_c : c(x) \ge \theta\}| / |D_c|` and
     :math:`\mathrm{FPR}(\theta) = |\{x \in D_a : c(x) \ge \theta\}| / |D_a|`, using
     ``sklearn.metrics.roc_curve`` (thresholds at every distinct confidence). The
-    comparison with ``tpr`` is exact in floating point (count / |D_c| >= tpr), not
+    comparison with ``tpr`` is exact in floating point (``count / |D_c| >= tpr``), not
     interpolated.
 
     Args:

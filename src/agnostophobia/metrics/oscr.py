@@ -229,13 +229,13 @@ def class_ccr_at_fpr(scores, labels, fpr: float = 1e-2) -> np.ndarray:
 def oscr_area(scores, labels, log_fpr: bool = False, min_fpr: float = 1e-4) -> float:
     r"""Area under the OSCR curve, read as the step function of :func:`ccr_at_fpr`.
 
-    The curve is :math:`\mathrm{CCR}(f) = \max\{\mathrm{CCR}(	heta) : \mathrm{FPR}(	heta) \le f\}`,
+    The curve is :math:`\mathrm{CCR}(f) = \max\{\mathrm{CCR}(\theta) : \mathrm{FPR}(\theta) \le f\}`,
     constant between the reachable FPRs :math:`k/|D_a|` (no interpolation between
     operating points, as for CCR at FPR); below :math:`1/|D_a|` it is the CCR with zero
     false positives.
 
     * ``log_fpr=False``: :math:`\int_0^1 \mathrm{CCR}(f)\,df`, in [0, closed-set accuracy].
-    * ``log_fpr=True``: :math:`rac{1}{-\log_{10} f_0}\int_{\log_{10} f_0}^{0}
+    * ``log_fpr=True``: :math:`\frac{1}{-\log_{10} f_0}\int_{\log_{10} f_0}^{0}
       \mathrm{CCR}(10^u)\,du` with :math:`f_0` = ``min_fpr`` (default 10⁻⁴, the paper's
       smallest FPR), i.e. the area over a log FPR axis from ``min_fpr`` to 1 normalised to
       [0, 1]; it weights the low-FPR region the paper's Fig. 1d and Table 2 focus on.

@@ -1,0 +1,207 @@
+"""References generated from the package's declarations, never retyped.
+
+Directives (used in docs/reference/*.md):
+
+``.. loss-settings::``
+    one section per registered loss (``agnostophobia.losses.LOSSES``, plugins included), with a
+    table of its hyper-parameters from ``OpenSetLoss.hyperparameters()`` (``SETTINGS`` or inferred).
+``.. detector-settings::``
+    one section per registered detector (``agnostophobia.detectors.DETECTORS``) and its
+    ``SETTINGS``: type, default, allowed values, tuning grid, meaning.
+``.. config-keys::``
+    every key of an experiment YAML: the fields of ``TrainConfig`` (their ``setting(...)``
+    declarations, or annotation and default) and the experiment keys of ``ExperimentConfig``;
+    a key's meaning is its declaration's ``doc`` or the comment written at its declaration.
+
+A loss or detector registered tomorrow appears without an edit here: the directives iterate the
+registries.
+"""
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import io
+import re
+import tokenize
+from typing import Dict, List, Optional
+
+from docutils import nodes
+from docutils.statemachine import StringList
+from sphinx.util.docutils import SphinxDirective
+
+from agnostophobia.settings import Setting
+
+
+def _code(text) -> str:
+    return f"``{text}``" if text not in ("", None) else ""
+
+
+def describe_allowed(setting: Setting) -> str:
+    """The allowed values of a declared setting, in the words of the validation messages."""
+    if setting.choices:
+        allowed = "one of " + ", ".join(_code(c) for c in setting.choices)
+    elif setting.type in (int, float) and (setting.low is not None or setting.high is not None):
+        allowed = _code(setting.describe_range())
+    else:
+        allowed = "any " + setting.type.__name__
+    return allowed + (" or ``null``" if setting.nullable else "")
+
+
+def _default(value) -> str:
+    if value is None:
+        return "``null``"
+    if isinstance(value, bool):
+        return _code(str(value).lower())
+    return _code(repr(value) if isinstance(value, str) else value)
+
+
+def _cell(text: str) -> str:
+    return " ".join(str(text).split()).replace("|", "\\|")
+
+
+def settings_table(settings: Dict[str, Setting], key_names: Optional[Dict[str, str]] = None) -> List[str]:
+    """An RST list-table of ``settings`` (name -> Setting)."""
+    if not settings:
+        return ["No settings: nothing to choose.", ""]
+    lines = [".. list-table::", "   :header-rows: 1", "   :widths: 14 8 12 20 16 30", "",
+             "   * - setting", "     - type", "     - default", "     - allowed", "     - tuned over",
+             "     - meaning"]
+    for name, s in settings.items():
+        shown = (key_names or {}).get(name, name)
+        lines += [f"   * - ``{shown}``", f"     - {s.type.__name__}", f"     - {_default(s.default)}",
+                  f"     - {_cell(describe_allowed(s))}",
+                  f"     - {', '.join(_code(g) for g in s.grid) if s.grid else ''}",
+                  f"     - {_cell(s.doc)}"]
+    return lines + [""]
+
+
+def _first_line(obj) -> str:
+    doc = inspect.getdoc(obj) or ""
+    return " ".join(doc.split("\n\n", 1)[0].split())
+
+
+class _Generated(SphinxDirective):
+    has_content = False
+
+    def render(self, rst: List[str]) -> List[nodes.Node]:
+        container = nodes.section() if False else nodes.container()
+        self.state.nested_parse(StringList(rst, source="<agnostophobia_refs>"), self.content_offset, container,
+                                match_titles=True)
+        return container.children
+
+
+class LossSettings(_Generated):
+    def run(self):
+        from agnostophobia.losses import LOSSES
+
+        rst: List[str] = []
+        for name in LOSSES.registered():
+            cls = LOSSES.get(name)
+            target = f"{cls.__module__}.{cls.__qualname__}"
+            rst += [f"``{name}``", "-" * (len(name) + 4), "",
+                    f"{_first_line(cls)} Class: :class:`~{target}`"
+                    if cls.__module__.startswith("agnostophobia.") else _first_line(cls), ""]
+            keys = {"lambda_": "lambda"}  # the YAML spelling of a Python keyword (training.config.LOSS_ALIASES)
+            rst += settings_table(cls.hyperparameters(), keys)
+        return self.render(rst)
+
+
+class DetectorSettings(_Generated):
+    def run(self):
+        from agnostophobia.detectors import DETECTORS
+
+        rst: List[str] = []
+        for name in DETECTORS.registered():
+            cls = DETECTORS.get(name)
+            target = f"{cls.__module__}.{cls.__qualname__}"
+            rst += [f"``{name}``", "-" * (len(name) + 4), "",
+                    f"{_first_line(cls)} Class: :class:`~{target}`"
+                    if cls.__module__.startswith("agnostophobia.") else _first_line(cls), ""]
+            rst += settings_table(dict(getattr(cls, "SETTINGS", {})))
+        return self.render(rst)
+
+
+def field_comments(cls) -> Dict[str, str]:
+    """The comments written at each field of a dataclass: the comment lines right above the field
+    and the comment at the end of its line, by field name."""
+    source = inspect.getsource(cls)
+    comments: Dict[str, str] = {}
+    pending: List[str] = []
+    line_comment: Dict[int, str] = {}
+    for tok in tokenize.generate_tokens(io.StringIO(source).readline):
+        if tok.type == tokenize.COMMENT:
+            line_comment[tok.start[0]] = tok.string.lstrip("#").strip()
+    lines = source.splitlines()
+    field = re.compile(r"^    (\w+)\s*:")
+    for number, line in enumerate(lines, start=1):
+        stripped = line.strip()
+        if stripped.startswith("#"):
+            pending.append(line_comment.get(number, ""))
+            continue
+        match = field.match(line)
+        if match:
+            text = pending + ([line_comment[number]] if number in line_comment else [])
+            comments[match.group(1)] = " ".join(t for t in text if t)
+        if stripped.startswith("def "):
+            break
+        pending = [] if not stripped.startswith("#") else pending
+    return comments
+
+
+def _annotation(field: dataclasses.Field) -> str:
+    kind = field.type if isinstance(field.type, str) else getattr(field.type, "__name__", str(field.type))
+    return str(kind).replace("typing.", "")
+
+
+def config_rows(cls, skip=()) -> List[tuple]:
+    """(key, type, default, allowed, resumable, meaning) per field of the dataclass ``cls``."""
+    comments = field_comments(cls)
+    rows = []
+    for f in dataclasses.fields(cls):
+        if f.name in skip:
+            continue
+        s: Optional[Setting] = f.metadata.get("setting")
+        if s is not None:
+            default, allowed = _default(s.default), describe_allowed(s)
+            kind = s.type.__name__ + (" or null" if s.nullable else "")
+            resumable = "yes" if s.resumable else "no"
+            meaning = " ".join(t for t in (s.doc, comments.get(f.name, "")) if t)
+        else:
+            if f.default is not dataclasses.MISSING:
+                default = _default(f.default)
+            elif f.default_factory is not dataclasses.MISSING:
+                default = _default(f.default_factory())
+            else:
+                default = "(required)"
+            kind, allowed, resumable, meaning = _annotation(f), "", "no", comments.get(f.name, "")
+        rows.append((f.name, kind, default, allowed, resumable, meaning))
+    return rows
+
+
+def rows_table(rows: List[tuple]) -> List[str]:
+    lines = [".. list-table::", "   :header-rows: 1", "   :widths: 16 12 14 18 8 32", "",
+             "   * - key", "     - type", "     - default", "     - allowed", "     - a resume may change it",
+             "     - meaning"]
+    for key, kind, default, allowed, resumable, meaning in rows:
+        lines += [f"   * - ``{key}``", f"     - {_cell(kind)}", f"     - {_cell(default)}", f"     - {_cell(allowed)}",
+                  f"     - {resumable}", f"     - {_cell(meaning)}"]
+    return lines + [""]
+
+
+class ConfigKeys(_Generated):
+    option_spec = {"which": lambda text: text.strip()}
+
+    def run(self):
+        from agnostophobia.training.config import ExperimentConfig, TrainConfig
+
+        which = self.options.get("which", "train")
+        if which == "train":
+            return self.render(rows_table(config_rows(TrainConfig)))
+        return self.render(rows_table(config_rows(ExperimentConfig, skip=("train",))))
+
+
+def setup(app):
+    app.add_directive("loss-settings", LossSettings)
+    app.add_directive("detector-settings", DetectorSettings)
+    app.add_directive("config-keys", ConfigKeys)
+    return {"parallel_read_safe": True, "parallel_write_safe": True, "version": "1"}
