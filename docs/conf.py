@@ -111,7 +111,8 @@ def _copy_mathjax(app, exception):
                         dirs_exist_ok=True)
 
 
-# --- gallery ----------------------------------------------------------------------------------
+# --- gallery ---
+# the gallery: examples/plot_*.py run, their output shown
 sphinx_gallery_conf = {
     "examples_dirs": str(ROOT / "examples"),
     "gallery_dirs": "gallery",
@@ -125,6 +126,8 @@ sphinx_gallery_conf = {
     "write_computation_times": False,  # its page loads DataTables from a CDN
     "plot_gallery": "True",
     "within_subsection_order": "FileNameSortKey",
+    "reset_modules": ("matplotlib", "agnostophobia_refs.forget_example_registrations"),
+    "reset_modules_order": "after",
 }
 
 # --- HTML ---------------------------------------------------------------------------------------

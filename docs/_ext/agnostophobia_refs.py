@@ -140,6 +140,7 @@ def field_comments(cls) -> Dict[str, str]:
             continue
         match = field.match(line)
         if match:
+            pending = [t for t in pending if " below" not in t]  # a comment introducing a group of fields
             text = pending + ([line_comment[number]] if number in line_comment else [])
             comments[match.group(1)] = " ".join(t for t in text if t)
         if stripped.startswith("def "):
@@ -198,6 +199,26 @@ class ConfigKeys(_Generated):
         if which == "train":
             return self.render(rows_table(config_rows(TrainConfig)))
         return self.render(rows_table(config_rows(ExperimentConfig, skip=("train",))))
+
+
+def _registered():
+    from agnostophobia.detectors import DETECTORS
+    from agnostophobia.losses import LOSSES
+
+    return {registry: set(registry.names()) for registry in (LOSSES, DETECTORS)}
+
+
+#: The package's own losses and detectors (and installed plugins'), before any example ran.
+_PACKAGE_NAMES = _registered()
+
+
+def forget_example_registrations(gallery_conf, fname, when=None):
+    """sphinx-gallery's reset after each example: an example that registers its own loss or
+    detector (plot_own_loss_and_detector.py) does so in this process, and the reference pages
+    list the package's registries, so what an example added is removed again."""
+    for registry, names in _PACKAGE_NAMES.items():
+        for name in set(registry.names()) - names:
+            del registry._items[name]
 
 
 def setup(app):
