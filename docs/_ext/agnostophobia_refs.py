@@ -133,14 +133,18 @@ def field_comments(cls) -> Dict[str, str]:
             line_comment[tok.start[0]] = tok.string.lstrip("#").strip()
     lines = source.splitlines()
     field = re.compile(r"^    (\w+)\s*:")
+    current = None
     for number, line in enumerate(lines, start=1):
         stripped = line.strip()
         if stripped.startswith("#"):
             pending.append(line_comment.get(number, ""))
             continue
         match = field.match(line)
+        if not match and current and line.startswith("     ") and number in line_comment:  # a continuation line
+            comments[current] = " ".join(t for t in (comments[current], line_comment[number]) if t)
         if match:
-            pending = [t for t in pending if " below" not in t]  # a comment introducing a group of fields
+            current = match.group(1)
+            pending = [] if any(" below" in t for t in pending) else pending  # a comment introducing a group
             text = pending + ([line_comment[number]] if number in line_comment else [])
             comments[match.group(1)] = " ".join(t for t in text if t)
         if stripped.startswith("def "):
