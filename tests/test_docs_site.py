@@ -1,0 +1,66 @@
+"""The documentation site's setup (the build itself is `make docs`, run by CI after `make test`):
+every page is in a toctree, the build treats warnings as errors and fetches nothing, the
+README stays a short entry, and the citation names the paper's authors."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+DOCS = ROOT / "docs"
+
+
+def toctree_entries() -> set:
+    index = (DOCS / "index.md").read_text(encoding="utf-8")
+    entries = set()
+    for block in re.findall(r"```\{toctree\}\n(.*?)```", index, flags=re.DOTALL):
+        entries |= {line.strip() for line in block.splitlines() if line.strip() and not line.startswith(":")}
+    return entries
+
+
+def test_every_markdown_page_is_in_a_toctree():
+    """Adding a page is a file in docs/ and one line in index.md; an orphan fails `make docs` too."""
+    pages = {p.relative_to(DOCS).with_suffix("").as_posix() for p in DOCS.rglob("*.md")
+             if not p.relative_to(DOCS).as_posix().startswith(("_build/", "gallery/")) and p.name != "index.md"}
+    assert pages - toctree_entries() == set()
+
+
+def test_every_reference_page_is_in_a_toctree():
+    pages = {p.relative_to(DOCS).with_suffix("").as_posix() for p in (DOCS / "reference").glob("*.*")}
+    assert pages and pages - toctree_entries() == set()
+
+
+def test_the_api_reference_covers_each_public_package():
+    for name in ("losses", "detectors", "metrics", "models", "data", "deploy"):
+        page = (DOCS / "reference" / f"{name}.rst").read_text(encoding="utf-8")
+        assert f".. automodule:: agnostophobia.{name}\n" in page and ":members:" in page
+
+
+def test_make_docs_treats_warnings_as_errors_and_fetches_nothing():
+    makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
+    rule = makefile.split("\ndocs:", 1)[1].split("\n\n", 1)[0]
+    assert "sphinx" in rule and " -W " in rule and "--keep-going" in rule and " -n " in rule
+    conf = (DOCS / "conf.py").read_text(encoding="utf-8")
+    assert not re.search(r"https?://", conf.split('"""', 2)[2]), "a URL in conf.py: the build must not fetch"
+    assert 'mathjax_path = "mathjax/' in conf
+    assert "make docs" in (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+
+
+def test_the_readme_is_a_short_entry_with_its_figure():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert len(readme.splitlines()) <= 200
+    figures = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", readme)
+    assert figures and all((ROOT / f).is_file() for f in figures)
+
+
+def test_the_citation_cites_the_paper_and_the_software():
+    citation = yaml.safe_load((ROOT / "CITATION.cff").read_text(encoding="utf-8"))
+    assert citation["type"] == "software" and citation["cff-version"] == "1.2.0"
+    paper = citation["preferred-citation"]
+    assert paper["title"] == "Reducing Network Agnostophobia" and paper["year"] == 2018
+    assert [(a["given-names"], a["family-names"]) for a in paper["authors"]] == [
+        ("Akshay Raj", "Dhamija"), ("Manuel", "Günther"), ("Terrance E.", "Boult")]
+    version = re.search(r'^version = "([^"]+)"', (ROOT / "pyproject.toml").read_text(), re.MULTILINE).group(1)
+    assert str(citation["version"]) == version
