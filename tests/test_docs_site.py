@@ -64,3 +64,38 @@ def test_the_citation_cites_the_paper_and_the_software():
         ("Akshay Raj", "Dhamija"), ("Manuel", "Günther"), ("Terrance E.", "Boult")]
     version = re.search(r'^version = "([^"]+)"', (ROOT / "pyproject.toml").read_text(), re.MULTILINE).group(1)
     assert str(citation["version"]) == version
+
+
+METRICS = ["oscr", "ccr_at_fpr", "oscr_area", "class_ccr_at_fpr", "threshold_at_fpr", "rates_at_threshold",
+           "auroc", "fpr_at_tpr", "precision_recall", "accuracy_vs_confidence", "precision_vs_confidence",
+           "entropy_magnitude_stats"]
+SOURCE = re.compile(r"Sec\. ?\d|Eq\. ?\d|et al\.|Table \d|Fig\. ?\d|\b(19|20)\d\d\b")
+
+
+def test_every_loss_detector_and_metric_states_its_formula_and_source():
+    """The API reference shows each as math with the paper section (or the publication) it follows."""
+    import inspect
+
+    import agnostophobia.metrics as metrics
+    from agnostophobia.detectors import DETECTORS
+    from agnostophobia.losses import LOSSES
+
+    documented = ([LOSSES.get(n) for n in LOSSES.names()] + [DETECTORS.get(n) for n in DETECTORS.names()]
+                  + [getattr(metrics, n) for n in METRICS])
+    lacking = [obj.__qualname__ for obj in documented
+               if not (re.search(r":math:|\.\. math::", inspect.getdoc(obj) or "") and SOURCE.search(inspect.getdoc(obj) or ""))]
+    assert lacking == []
+
+
+def test_no_docstring_holds_a_control_character():
+    """A docstring that is not a raw string turns \\theta into a tab and \\frac into a form feed."""
+    import ast
+
+    found = []
+    for path in sorted((ROOT / "src").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+                doc = ast.get_docstring(node, clean=False)
+                if doc and re.search(r"[\t\f\b\a\v]", doc):
+                    found.append(f"{path.relative_to(ROOT)}: docstring of {getattr(node, 'name', 'the module')}")
+    assert found == []

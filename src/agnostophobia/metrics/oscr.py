@@ -189,8 +189,9 @@ def threshold_at_fpr(scores, labels, fpr: float) -> OperatingPoint:
 
 
 def rates_at_threshold(scores, labels, threshold: float):
-    """``(fpr, ccr)`` of the single threshold "accept ``s(x) >= threshold``" (Eq. 3): the
-    share of unknowns accepted and of knowns accepted and correctly classified."""
+    r"""``(fpr, ccr)`` of the single threshold "accept ``s(x) >= threshold``" (Eq. 3): the
+    share of unknowns accepted, :math:`|\{x \in D_a : s(x) \ge \theta\}| / |D_a|`, and of knowns
+    accepted and correctly classified, :math:`|\{x \in D_c : \hat y = y,\ s(x) \ge \theta\}| / |D_c|`."""
     return _rates(top_class(scores, labels), float(threshold))
 
 
@@ -201,7 +202,8 @@ def _rates(top, threshold: float):
 
 
 def class_ccr_at_fpr(scores, labels, fpr: float = 1e-2) -> np.ndarray:
-    r"""CCR of each known class at the single threshold that gives FPR ``fpr``, (C,).
+    r"""CCR of each known class at the single threshold that gives FPR ``fpr``, (C,) (Eq. 3 per
+    class, Sec. 4.3).
 
     The threshold is that of :func:`ccr_at_fpr` (accept :math:`s > u_{(k+1)}` with ``k``
     the false positives ``fpr`` allows); class ``c`` then has
