@@ -84,7 +84,8 @@ class _Generated(SphinxDirective):
     has_content = False
 
     def render(self, rst: List[str]) -> List[nodes.Node]:
-        container = nodes.section() if False else nodes.container()
+        # reStructuredText, whatever the page's parser (the pages that use these are .rst)
+        container = nodes.section()
         self.state.nested_parse(StringList(rst, source="<agnostophobia_refs>"), self.content_offset, container,
                                 match_titles=True)
         return container.children
@@ -98,7 +99,7 @@ class LossSettings(_Generated):
         for name in LOSSES.registered():
             cls = LOSSES.get(name)
             target = f"{cls.__module__}.{cls.__qualname__}"
-            rst += [f"``{name}``", "-" * (len(name) + 4), "",
+            rst += [f"``{name}``", "~" * (len(name) + 4), "",
                     f"{_first_line(cls)} Class: :class:`~{target}`"
                     if cls.__module__.startswith("agnostophobia.") else _first_line(cls), ""]
             keys = {"lambda_": "lambda"}  # the YAML spelling of a Python keyword (training.config.LOSS_ALIASES)
@@ -114,7 +115,7 @@ class DetectorSettings(_Generated):
         for name in DETECTORS.registered():
             cls = DETECTORS.get(name)
             target = f"{cls.__module__}.{cls.__qualname__}"
-            rst += [f"``{name}``", "-" * (len(name) + 4), "",
+            rst += [f"``{name}``", "~" * (len(name) + 4), "",
                     f"{_first_line(cls)} Class: :class:`~{target}`"
                     if cls.__module__.startswith("agnostophobia.") else _first_line(cls), ""]
             rst += settings_table(dict(getattr(cls, "SETTINGS", {})))
@@ -205,6 +206,53 @@ class ConfigKeys(_Generated):
         return self.render(rows_table(config_rows(ExperimentConfig, skip=("train",))))
 
 
+def _describe(obj) -> str:
+    """One line for a registered object: its docstring's first sentence, or its fields' summary."""
+    doc = getattr(obj, "description", None) or getattr(obj, "title", None)
+    if isinstance(doc, str) and doc:
+        return _cell(doc)
+    return _cell(_first_line(obj).split(". ")[0]) if inspect.getdoc(obj) else ""
+
+
+class Registries(_Generated):
+    """Every name of the package's registries (losses, detectors, models, datasets, protocols),
+    and an API entry for each registered class that the package's ``__all__`` does not export."""
+
+    def run(self):
+        import agnostophobia.detectors as detectors
+        import agnostophobia.losses as losses
+        from agnostophobia.data import DATASETS, PROTOCOLS
+        from agnostophobia.models import MODELS
+
+        rst: List[str] = []
+        for title, registry, package in (("Losses (``agnostophobia.losses.LOSSES``)", losses.LOSSES, losses),
+                                         ("Detectors (``agnostophobia.detectors.DETECTORS``)", detectors.DETECTORS,
+                                          detectors),
+                                         ("Models (``agnostophobia.models.MODELS``)", MODELS, None),
+                                         ("Datasets (``agnostophobia.data.DATASETS``)", DATASETS, None),
+                                         ("Protocols (``agnostophobia.data.PROTOCOLS``)", PROTOCOLS, None)):
+            names = registry.registered()
+            shown = [n for n in names if not n.startswith("torchvision/")]
+            module = title.split("``")[1].rsplit(".", 1)[0]  # short references in docstrings resolve there
+            rst += [title, "-" * len(title), "", f".. currentmodule:: {module}", "", ".. list-table::", "   :header-rows: 1", "   :widths: 25 75", "",
+                    "   * - name", "     - what it is"]
+            for name in shown:
+                rst += [f"   * - ``{name}``", f"     - {_describe(registry.get(name)) or ' '}"]
+            rst.append("")
+            others = len(names) - len(shown)
+            if others:
+                rst += [f"and {others} torchvision classification architectures as ``torchvision/<name>`` "
+                        "(``torchvision.models.list_models``), each with the open-set head "
+                        "(:class:`agnostophobia.models.TorchvisionBackbone`).", ""]
+            if package is not None:
+                for name in names:
+                    cls = registry.get(name)
+                    if inspect.isclass(cls) and cls.__name__ not in package.__all__:
+                        rst += [f".. autoclass:: {cls.__module__}.{cls.__qualname__}", "   :members:",
+                                "   :show-inheritance:", ""]
+        return self.render(rst)
+
+
 def _registered():
     from agnostophobia.detectors import DETECTORS
     from agnostophobia.losses import LOSSES
@@ -229,4 +277,5 @@ def setup(app):
     app.add_directive("loss-settings", LossSettings)
     app.add_directive("detector-settings", DetectorSettings)
     app.add_directive("config-keys", ConfigKeys)
+    app.add_directive("registries", Registries)
     return {"parallel_read_safe": True, "parallel_write_safe": True, "version": "1"}
