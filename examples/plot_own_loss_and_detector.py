@@ -25,7 +25,7 @@ from agnostophobia.metrics import ccr_at_fpr
 
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description="register a loss and a detector from outside the package")
-    p.add_argument("--steps", type=int, default=200)
+    p.add_argument("--steps", type=int, default=100)
     p.add_argument("--seed", type=int, default=0)
     return p.parse_args(argv)
 
