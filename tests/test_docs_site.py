@@ -99,3 +99,39 @@ def test_no_docstring_holds_a_control_character():
                 if doc and re.search(r"[\t\f\b\a\v]", doc):
                     found.append(f"{path.relative_to(ROOT)}: docstring of {getattr(node, 'name', 'the module')}")
     assert found == []
+
+
+def _refs():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("agnostophobia_refs", ROOT / "docs/_ext/agnostophobia_refs.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_settings_reference_lists_every_registered_loss_and_detector_with_its_declarations():
+    from agnostophobia.detectors import DETECTORS
+    from agnostophobia.losses import LOSSES
+
+    refs = _refs()
+    losses, detectors = "\n".join(refs.loss_settings_rst()), "\n".join(refs.detector_settings_rst())
+    for name in LOSSES.names():
+        assert f"``{name}``\n" in losses
+    sections = dict(re.findall(r"``([\w+-]+)``\n~+\n(.*?)(?=\n``[\w+-]+``\n~|\Z)", detectors, flags=re.DOTALL))
+    assert sorted(sections) == DETECTORS.names()
+    for name, section in sections.items():
+        for key, setting in DETECTORS.get(name).SETTINGS.items():
+            row = section.split(f"   * - ``{key}``", 1)[1].split("   * - ", 1)[0]
+            assert refs.describe_allowed(setting) in row and refs._default(setting.default) in row
+    # Objectosphere's xi and lambda (Eq. 2), under the YAML spelling, with default and range
+    assert "``lambda``" in losses and "``50.0``" in losses and "``[0, inf)``" in losses
+
+
+def test_describe_allowed_reads_the_declaration():
+    from agnostophobia.settings import Setting
+
+    refs = _refs()
+    assert refs.describe_allowed(Setting(float, 1.0, low=0, low_open=True)) == "``(0, inf)``"
+    assert refs.describe_allowed(Setting(int, None, low=1, nullable=True)) == "``[1, inf)`` or ``null``"
+    assert refs.describe_allowed(Setting(str, "a", choices=("a", "b"))) == "one of ``a``, ``b``"

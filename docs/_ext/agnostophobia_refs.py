@@ -93,33 +93,43 @@ class _Generated(SphinxDirective):
 
 class LossSettings(_Generated):
     def run(self):
-        from agnostophobia.losses import LOSSES
+        return self.render(loss_settings_rst())
 
-        rst: List[str] = []
-        for name in LOSSES.registered():
-            cls = LOSSES.get(name)
-            target = f"{cls.__module__}.{cls.__qualname__}"
-            rst += [f"``{name}``", "~" * (len(name) + 4), "",
-                    f"{_first_line(cls)} Class: :class:`~{target}`"
-                    if cls.__module__.startswith("agnostophobia.") else _first_line(cls), ""]
-            keys = {"lambda_": "lambda"}  # the YAML spelling of a Python keyword (training.config.LOSS_ALIASES)
-            rst += settings_table(cls.hyperparameters(), keys)
-        return self.render(rst)
+
+def loss_settings_rst() -> List[str]:
+    """One section per registered loss with the table of its hyper-parameters."""
+    from agnostophobia.losses import LOSSES
+
+    rst: List[str] = []
+    for name in LOSSES.registered():
+        cls = LOSSES.get(name)
+        target = f"{cls.__module__}.{cls.__qualname__}"
+        rst += [f"``{name}``", "~" * (len(name) + 4), "",
+                f"{_first_line(cls)} Class: :class:`~{target}`"
+                if cls.__module__.startswith("agnostophobia.") else _first_line(cls), ""]
+        keys = {"lambda_": "lambda"}  # the YAML spelling of a Python keyword (training.config.LOSS_ALIASES)
+        rst += settings_table(cls.hyperparameters(), keys)
+    return rst
 
 
 class DetectorSettings(_Generated):
     def run(self):
-        from agnostophobia.detectors import DETECTORS
+        return self.render(detector_settings_rst())
 
-        rst: List[str] = []
-        for name in DETECTORS.registered():
-            cls = DETECTORS.get(name)
-            target = f"{cls.__module__}.{cls.__qualname__}"
-            rst += [f"``{name}``", "~" * (len(name) + 4), "",
-                    f"{_first_line(cls)} Class: :class:`~{target}`"
-                    if cls.__module__.startswith("agnostophobia.") else _first_line(cls), ""]
-            rst += settings_table(dict(getattr(cls, "SETTINGS", {})))
-        return self.render(rst)
+
+def detector_settings_rst() -> List[str]:
+    """One section per registered detector with the table of its declared settings."""
+    from agnostophobia.detectors import DETECTORS
+
+    rst: List[str] = []
+    for name in DETECTORS.registered():
+        cls = DETECTORS.get(name)
+        target = f"{cls.__module__}.{cls.__qualname__}"
+        rst += [f"``{name}``", "~" * (len(name) + 4), "",
+                f"{_first_line(cls)} Class: :class:`~{target}`"
+                if cls.__module__.startswith("agnostophobia.") else _first_line(cls), ""]
+        rst += settings_table(dict(getattr(cls, "SETTINGS", {})))
+    return rst
 
 
 def field_comments(cls) -> Dict[str, str]:
