@@ -45,12 +45,18 @@ def folder_example():
 
 
 def run(args) -> None:
+    if args.out is not None:
+        return run_in(args, args.out)
+    with tempfile.TemporaryDirectory(prefix="agnostophobia-export-") as work:  # removed afterwards
+        return run_in(args, Path(work))
+
+
+def run_in(args, work: Path) -> None:
     import onnxruntime
 
     from agnostophobia.deploy import OpenSetClassifier
 
     shapes = folder_example()
-    work = args.out or Path(tempfile.mkdtemp(prefix="agnostophobia-export-"))
     config = shapes.write_protocol(work / "protocol", args.per_class)
     run_dir, onnx_file = work / "run", work / "shapes.onnx"
     agnostophobia(["train", str(config), "--out", str(run_dir), "--no-progress"])

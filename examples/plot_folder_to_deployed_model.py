@@ -87,7 +87,13 @@ def write_protocol(root: Path, per_class: int, seed: int = 0) -> Path:
 
 
 def run(args) -> None:
-    work = args.out or Path(tempfile.mkdtemp(prefix="agnostophobia-folders-"))
+    if args.out is not None:
+        return run_in(args, args.out)
+    with tempfile.TemporaryDirectory(prefix="agnostophobia-folders-") as work:  # removed afterwards
+        return run_in(args, Path(work))
+
+
+def run_in(args, work: Path) -> None:
     config = write_protocol(work / "protocol", args.per_class)
     print(config.read_text())
     run_dir = work / "run"
