@@ -18,12 +18,13 @@ test: install
 
 # The documentation site (docs/_build/html): the same .venv with the [docs] extra; warnings are
 # errors, references are checked (nitpicky), the gallery's examples run. No network at build time.
+# -E: every page is read again, so the references generated from the code are never stale.
 $(VENV)/.docs-installed: $(VENV)/.installed pyproject.toml constraints.txt
 	$(PY) -m pip install --upgrade-strategy only-if-needed -c constraints.txt -e ".[test,docs]"
 	touch $@
 
 docs: $(VENV)/.docs-installed
-	MPLBACKEND=Agg $(PY) -m sphinx -b html -W --keep-going -n -j 1 docs docs/_build/html
+	MPLBACKEND=Agg $(PY) -m sphinx -b html -E -W --keep-going -n -j 1 docs docs/_build/html
 	@echo "the site: docs/_build/html/index.html"
 
 reproduce: install

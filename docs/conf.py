@@ -67,6 +67,8 @@ nitpick_ignore_regex = [
               r"optional|array|array-like|array_like|iterable|mapping|sequence|default|shape|N|C|D|K)"),
     # a quoted forward reference inside a subscript ("Dict[str, 'X']") that autodoc cannot split
     ("py:class", r"'.*"),
+    # the registry's type variable (Registry[T]): a name for "any registered object", not a class
+    ("py:(class|obj)", r"agnostophobia\.registry\.T"),
 ]
 # Internal helpers that docstrings of the public API name: they are not on the API pages (not in
 # any ``__all__``), so the reference cannot resolve; each is listed, nothing else is let through.

@@ -263,6 +263,45 @@ class Registries(_Generated):
         return self.render(rst)
 
 
+class Constants(_Generated):
+    """``.. constants:: agnostophobia.PACKAGE``: an entry for each name of the package's ``__all__``
+    that is neither a class, a function nor a module (autodoc's ``automodule`` passes over data
+    that a package imports from its submodules), with the ``#:`` comment written where it is
+    defined and its value where that is a plain one."""
+
+    required_arguments = 1
+
+    def run(self):
+        import importlib
+        import sys as _sys
+
+        from sphinx.pycode import ModuleAnalyzer
+
+        package = importlib.import_module(self.arguments[0])
+        comments: Dict[str, List[str]] = {}
+        for modname in sorted(m for m in list(_sys.modules) if m == package.__name__ or m.startswith(package.__name__ + ".")):
+            try:
+                found = ModuleAnalyzer.for_module(modname).find_attr_docs()
+            except Exception:  # a compiled or source-less module documents nothing
+                continue
+            for (scope, name), lines in found.items():
+                if scope == "" and getattr(_sys.modules[modname], name, None) is getattr(package, name, object()):
+                    comments.setdefault(name, [line for line in lines if line.strip()])
+        rst: List[str] = []
+        for name in package.__all__:
+            value = getattr(package, name)
+            if inspect.isclass(value) or inspect.isroutine(value) or inspect.ismodule(value):
+                continue
+            plain = isinstance(value, (int, float, str, tuple, frozenset)) and len(repr(value)) < 200
+            rst += [f".. py:data:: {package.__name__}.{name}"]
+            rst += [f"   :type: {type(value).__module__ + '.' if type(value).__module__ != 'builtins' else ''}"
+                    f"{type(value).__qualname__}"]
+            if plain:
+                rst += [f"   :value: {value!r}"]
+            rst += [""] + [f"   {line}" for line in comments.get(name, [])] + [""]
+        return self.render(rst)
+
+
 def _registered():
     from agnostophobia.detectors import DETECTORS
     from agnostophobia.losses import LOSSES
@@ -288,4 +327,5 @@ def setup(app):
     app.add_directive("detector-settings", DetectorSettings)
     app.add_directive("config-keys", ConfigKeys)
     app.add_directive("registries", Registries)
+    app.add_directive("constants", Constants)
     return {"parallel_read_safe": True, "parallel_write_safe": True, "version": "1"}
