@@ -36,6 +36,7 @@ def test_the_api_reference_covers_each_public_package():
     for name in ("losses", "detectors", "metrics", "models", "data", "deploy"):
         page = (DOCS / "reference" / f"{name}.rst").read_text(encoding="utf-8")
         assert f".. automodule:: agnostophobia.{name}\n" in page and ":members:" in page
+        assert f".. constants:: agnostophobia.{name}\n" in page  # the data of __all__, which automodule skips
 
 
 def test_make_docs_treats_warnings_as_errors_and_fetches_nothing():
