@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 
-.PHONY: install test reproduce bench clean
+.PHONY: install test docs reproduce bench clean
 
 # pyproject.toml declares ranges; constraints.txt holds the exact versions the checks run on.
 $(VENV)/.installed: pyproject.toml constraints.txt
@@ -16,6 +16,17 @@ install: $(VENV)/.installed
 test: install
 	MPLBACKEND=Agg $(PY) -m pytest -q
 
+# The documentation site (docs/_build/html): the same .venv with the [docs] extra; warnings are
+# errors, references are checked (nitpicky), the gallery's examples run. No network at build time.
+# -E: every page is read again, so the references generated from the code are never stale.
+$(VENV)/.docs-installed: $(VENV)/.installed pyproject.toml constraints.txt
+	$(PY) -m pip install --upgrade-strategy only-if-needed -c constraints.txt -e ".[test,docs]"
+	touch $@
+
+docs: $(VENV)/.docs-installed
+	MPLBACKEND=Agg $(PY) -m sphinx -b html -E -W --keep-going -n -j 1 docs docs/_build/html
+	@echo "the site: docs/_build/html/index.html"
+
 reproduce: install
 	$(VENV)/bin/agnostophobia reproduce lenet++
 
@@ -23,4 +34,4 @@ bench: install
 	for b in benchmarks/bench_*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
 
 clean:
-	rm -rf $(VENV) .pytest_cache
+	rm -rf $(VENV) .pytest_cache docs/_build docs/gallery docs/reference/generated docs/sg_execution_times.rst

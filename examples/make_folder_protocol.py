@@ -1,5 +1,7 @@
 """Write an open-set protocol as files, from the staged MNIST and EMNIST letters.
 
+Needs the staged data ($AGNOSTOPHOBIA_DATA or --data-dir); plot_folder_to_deployed_model.py needs none.
+
     python examples/make_folder_protocol.py --out my-protocol [--per-class 200] [--format folders|csv]
     agnostophobia train my-protocol/experiment.yaml --out runs/my-protocol
     agnostophobia evaluate runs/my-protocol

@@ -240,7 +240,7 @@ def check_run(run: Path, class_names) -> dict:
 
 
 def test_example_folder_protocol_trains_and_evaluates(tmp_path, real_data_dir, monkeypatch):
-    """The README's commands at smoke size; the run's config keeps the protocol's paths
+    """The commands of docs/guide/your-data.md at smoke size; the run's config keeps the protocol's paths
     absolute, so `evaluate --unknowns` from elsewhere prepares a set as the protocol did."""
     config = make_example(tmp_path / "proto", real_data_dir, "folders")
     monkeypatch.chdir(tmp_path)

@@ -1,4 +1,4 @@
-"""The package's layers (README.md, section "Layout"; docs/architecture.md): data flows one way, and a folder
+"""The package's layers (docs/architecture.md, sections "Layers" and "Layout"): data flows one way, and a folder
 imports only from folders below it and from the small shared helpers."""
 from __future__ import annotations
 
@@ -59,9 +59,10 @@ def test_every_folder_is_a_known_layer():
     assert folders <= set(LAYERS)
 
 
-def test_the_readme_layout_section_lists_the_layers_in_this_order():
-    """The document this test cites, inside the repository: README.md, section "Layout"."""
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+def test_the_layout_section_lists_the_layers_in_this_order():
+    """The document this test cites, inside the repository: docs/architecture.md, section "Layout"
+    (the README's until the README became a short entry into the documentation site)."""
+    readme = (Path(__file__).resolve().parents[1] / "docs/architecture.md").read_text(encoding="utf-8")
     section = readme.split("\n## Layout\n", 1)[1].split("\n## ", 1)[0]
     folders = re.findall(r"^  (\w+)/ ", section, flags=re.MULTILINE)  # the tree under src/agnostophobia/
     assert [f for f in folders if f != "configs"] == list(LAYERS)

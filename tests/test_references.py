@@ -13,11 +13,15 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+# What `make docs` writes into docs/ (git-ignored): the site and the pages it generates.
+GENERATED = ("docs/_build/", "docs/gallery/", "docs/reference/generated/", "docs/sg_execution_times.rst")
 SCANNED = [ROOT / name for name in ("README.md", "Makefile", "pyproject.toml") if (ROOT / name).is_file()] + [
     p for top in ("src", "tests", "docs", "benchmarks", "examples", ".ci") if (ROOT / top).is_dir()
     for p in sorted((ROOT / top).rglob("*"))
     if p.is_file() and "__pycache__" not in p.parts
-    and not any(part.endswith(".egg-info") for part in p.parts)]  # build output
+    and not any(part.endswith(".egg-info") for part in p.parts)  # build output
+    and not p.relative_to(ROOT).as_posix().startswith(GENERATED)]
+
 # Markdown files a run writes into its output folder, not part of the repository.
 RUN_OUTPUTS = {"report.md", "tune.md", "ablation.md"}
 # A name ending in .md; an absolute one only after a space, quote, bracket or "=" (not runs/<budget>/report.md).

@@ -196,7 +196,7 @@ def test_each_process_streams_the_images_of_its_own_shards(mnist_tree, size):
 
 def test_a_streamed_run_trains_evaluates_and_predicts_from_the_command_line(mnist_tree, tmp_path):
     """``data_loading: stream`` in an experiment YAML: train (default decoding workers), evaluate
-    (both test sets), calibrate and predict on a folder, as the README's commands run them."""
+    (both test sets), calibrate and predict on a folder, as the commands of docs/guide/your-data.md run them."""
     experiment = {"name": "streamed", "protocol": mnist_tree, "model": "lenet++", "approaches": ["entropic"],
                   "epochs": 2, "batch_size": 8, "tensorboard": False, "data_loading": "stream",
                   "openmax": {"tail_size": 3, "alpha": 2, "distance": "eucos"}}

@@ -23,6 +23,7 @@ from importlib.metadata import entry_points
 
 from agnostophobia.errors import ConfigError
 
+#: The entry-point group in which a plugin package names the module or function that registers its additions.
 GROUP = "agnostophobia.plugins"
 
 _state = {"loaded": False}

@@ -267,7 +267,7 @@ def read_svhn_mat(path: Path) -> Tuple[np.ndarray, np.ndarray]:
 
 # --------------------------------------------------------------------- images
 #: Pillow modes read as stored, and what each other mode is read as before any colour
-#: conversion (the rule of :func:`decode_image`; README "Your own data", docs/data.md).
+#: conversion (the rule of :func:`decode_image`; docs/guide/your-data.md, docs/data.md).
 _EIGHT_BIT = ("L", "RGB")
 _SIXTEEN_BIT = ("I;16", "I;16L", "I;16B", "I;16N", "I")
 _ALPHA = ("LA", "RGBA", "PA", "P", "La", "RGBa")

@@ -11,20 +11,20 @@ that cannot be exported says why in ``NOT_EXPORTABLE``); found by name in :data:
     scores = detector.scores(test_logits, test_features)
     exported = detector.torch_score()  # the same score in torch operations, for ``export``
 
-=======================  ======================================================
-``softmax``              max-softmax (Sec. 3)
-``background``           C+1 softmax, known columns (Sec. 3)
-``objectosphere-scaled`` softmax * ||F|| (Sec. 4.2)
-``entropy``              negative softmax entropy (Sec. 4.1, Table 1)
-``magnitude``            ||F|| (Sec. 4.2, Table 1)
-``max-logit``            maximum logit (Vaze et al., ICLR 2022)
-``energy``               negative energy, T logsumexp(l / T) (Liu et al., NeurIPS 2020)
-``knn``                  k-th nearest training feature (Sun et al., ICML 2022); fitted
-``openmax``              OpenMax (Bendale & Boult, CVPR 2016); fitted
-``evm``                  Extreme Value Machine (Rudd et al., TPAMI 2018); fitted
-``postmax``              PostMax (Cruz et al., ECCV 2024); fitted
-``ghost``                GHOST (Rabinowitz et al., AAAI 2025); fitted
-=======================  ======================================================
+========================  ======================================================
+``softmax``               max-softmax (Sec. 3)
+``background``            C+1 softmax, known columns (Sec. 3)
+``objectosphere-scaled``  softmax * ||F|| (Sec. 4.2)
+``entropy``               negative softmax entropy (Sec. 4.1, Table 1)
+``magnitude``             ||F|| (Sec. 4.2, Table 1)
+``max-logit``             maximum logit (Vaze et al., ICLR 2022)
+``energy``                negative energy, T logsumexp(l / T) (Liu et al., NeurIPS 2020)
+``knn``                   k-th nearest training feature (Sun et al., ICML 2022); fitted
+``openmax``               OpenMax (Bendale & Boult, CVPR 2016); fitted
+``evm``                   Extreme Value Machine (Rudd et al., TPAMI 2018); fitted
+``postmax``               PostMax (Cruz et al., ECCV 2024); fitted
+``ghost``                 GHOST (Rabinowitz et al., AAAI 2025); fitted
+========================  ======================================================
 """
 from ._base import (DETECTORS, Detector, NotExportable, NotFittedError, Setting, TorchScore, build_detector,
                     detector_applies, place_in_predicted_column, register, setting_grid)

@@ -49,7 +49,10 @@ def ghost_normalised_logit(logits: np.ndarray, features: np.ndarray, classes: np
 @register("ghost")
 class GHOST(Detector):
     r"""Logit of the predicted class over the sum of its features' absolute z-scores, through a
-    per-class GPD CDF (Rabinowitz et al., AAAI 2025); formulas in the module docstring.
+    per-class GPD CDF (Rabinowitz et al., AAAI 2025); formulas in the module docstring. In short,
+    with :math:`\hat y` the predicted class and :math:`\mu_{\hat y}, \sigma_{\hat y}` its Gaussian,
+    the score is :math:`G_{\hat y}\big(l_{\hat y} / \sum_d |F_d - \mu_{\hat y,d}| / \sigma_{\hat y,d}\big)`
+    with :math:`G_{\hat y}` the class's fitted generalized Pareto CDF.
 
     No settings. Attributes after :meth:`fit`: ``mean_``, ``std_`` (C, D) per-class Gaussians
     (``inf`` for a constant dimension), ``gpd_`` (C, 3) shape, location, scale per class.

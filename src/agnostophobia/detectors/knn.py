@@ -130,7 +130,9 @@ def kth_neighbour_distance(queries: np.ndarray, reference: np.ndarray, k: int, q
 
 @register("knn")
 class KNNDetector(Detector):
-    r"""Minus the distance to the k-th nearest training feature (Sun et al., ICML 2022).
+    r"""Minus the distance to the k-th nearest training feature (Sun et al., ICML 2022):
+    :math:`-\lVert \hat F(x) - \hat F_{(k)} \rVert_2` with :math:`\hat F = F / \lVert F \rVert`
+    (when ``normalize``) and :math:`\hat F_{(k)}` the k-th nearest of the training knowns'.
 
     Parameters: ``k`` (default 50), ``normalize`` (L2-normalise features first, default
     True), ``class_conditional`` (search only the predicted class's training samples,

@@ -249,9 +249,9 @@ class OpenMax(Detector):
         libMR's translation :math:`T` of the tail (see :func:`fit_high`); default 10000
         as in the original OpenMax code.
 
-    Attributes after :meth:`fit`
-    ----------------------------
-    ``num_classes_`` (C), ``mav_`` (C, C) mean activation vectors, ``weibull_shape_``,
+    Notes
+    -----
+    Attributes after :meth:`fit`: ``num_classes_`` (C), ``mav_`` (C, C) mean activation vectors, ``weibull_shape_``,
     ``weibull_scale_``, ``weibull_loc_`` (C,) Weibull parameters per class, ``tails_``
     (list of :class:`WeibullTail`), ``n_correct_`` (C,) correctly classified training
     samples per class.

@@ -9,7 +9,8 @@ from ._base import LOSSES, OpenSetLoss
 
 @LOSSES.register("softmax")
 class SoftmaxLoss(OpenSetLoss):
-    r"""Plain softmax cross-entropy on the known classes, :math:`-\log S_c(x)`.
+    r"""Plain softmax cross-entropy on the known classes, :math:`-\log S_c(x)` (the paper's
+    softmax baseline, Sec. 3).
 
     The paper's softmax baseline is trained on D_c' only, so unknown samples
     (label < 0) are *excluded*: their per-sample loss is 0 (also under

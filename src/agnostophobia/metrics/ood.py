@@ -26,7 +26,8 @@ from ._common import check_confidence, top_class
 
 
 def auroc(confidence, labels) -> float:
-    r"""Area under the ROC curve of known-vs-unknown detection (``sklearn.metrics.roc_auc_score``).
+    r"""Area under the ROC curve of known-vs-unknown detection (``sklearn.metrics.roc_auc_score``;
+    the out-of-distribution convention of Hendrycks & Gimpel, ICLR 2017, not a metric of the paper).
 
     Equals :math:`P(c(x_k) > c(x_u)) + \tfrac12 P(c(x_k) = c(x_u))` for a random known
     :math:`x_k` and unknown :math:`x_u`.
@@ -40,13 +41,14 @@ def auroc(confidence, labels) -> float:
 
 
 def fpr_at_tpr(confidence, labels, tpr: float = 0.95) -> float:
-    r"""FPR at the first threshold whose TPR reaches ``tpr`` ("FPR95" for 0.95).
+    r"""FPR at the first threshold whose TPR reaches ``tpr`` ("FPR95" for 0.95; Hendrycks &
+    Gimpel, ICLR 2017).
 
     :math:`\min_\theta \{\mathrm{FPR}(\theta) : \mathrm{TPR}(\theta) \ge \mathrm{tpr}\}`
     with :math:`\mathrm{TPR}(\theta) = |\{x \in D_c : c(x) \ge \theta\}| / |D_c|` and
     :math:`\mathrm{FPR}(\theta) = |\{x \in D_a : c(x) \ge \theta\}| / |D_a|`, using
     ``sklearn.metrics.roc_curve`` (thresholds at every distinct confidence). The
-    comparison with ``tpr`` is exact in floating point (count / |D_c| >= tpr), not
+    comparison with ``tpr`` is exact in floating point (``count / |D_c| >= tpr``), not
     interpolated.
 
     Args:

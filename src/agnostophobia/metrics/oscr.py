@@ -189,8 +189,9 @@ def threshold_at_fpr(scores, labels, fpr: float) -> OperatingPoint:
 
 
 def rates_at_threshold(scores, labels, threshold: float):
-    """``(fpr, ccr)`` of the single threshold "accept ``s(x) >= threshold``" (Eq. 3): the
-    share of unknowns accepted and of knowns accepted and correctly classified."""
+    r"""``(fpr, ccr)`` of the single threshold "accept ``s(x) >= threshold``" (Eq. 3): the
+    share of unknowns accepted, :math:`|\{x \in D_a : s(x) \ge \theta\}| / |D_a|`, and of knowns
+    accepted and correctly classified, :math:`|\{x \in D_c : \hat y = y,\ s(x) \ge \theta\}| / |D_c|`."""
     return _rates(top_class(scores, labels), float(threshold))
 
 
@@ -201,7 +202,8 @@ def _rates(top, threshold: float):
 
 
 def class_ccr_at_fpr(scores, labels, fpr: float = 1e-2) -> np.ndarray:
-    r"""CCR of each known class at the single threshold that gives FPR ``fpr``, (C,).
+    r"""CCR of each known class at the single threshold that gives FPR ``fpr``, (C,) (Eq. 3 per
+    class, Sec. 4.3).
 
     The threshold is that of :func:`ccr_at_fpr` (accept :math:`s > u_{(k+1)}` with ``k``
     the false positives ``fpr`` allows); class ``c`` then has
@@ -229,13 +231,13 @@ def class_ccr_at_fpr(scores, labels, fpr: float = 1e-2) -> np.ndarray:
 def oscr_area(scores, labels, log_fpr: bool = False, min_fpr: float = 1e-4) -> float:
     r"""Area under the OSCR curve, read as the step function of :func:`ccr_at_fpr`.
 
-    The curve is :math:`\mathrm{CCR}(f) = \max\{\mathrm{CCR}(	heta) : \mathrm{FPR}(	heta) \le f\}`,
+    The curve is :math:`\mathrm{CCR}(f) = \max\{\mathrm{CCR}(\theta) : \mathrm{FPR}(\theta) \le f\}`,
     constant between the reachable FPRs :math:`k/|D_a|` (no interpolation between
     operating points, as for CCR at FPR); below :math:`1/|D_a|` it is the CCR with zero
     false positives.
 
     * ``log_fpr=False``: :math:`\int_0^1 \mathrm{CCR}(f)\,df`, in [0, closed-set accuracy].
-    * ``log_fpr=True``: :math:`rac{1}{-\log_{10} f_0}\int_{\log_{10} f_0}^{0}
+    * ``log_fpr=True``: :math:`\frac{1}{-\log_{10} f_0}\int_{\log_{10} f_0}^{0}
       \mathrm{CCR}(10^u)\,du` with :math:`f_0` = ``min_fpr`` (default 10⁻⁴, the paper's
       smallest FPR), i.e. the area over a log FPR axis from ``min_fpr`` to 1 normalised to
       [0, 1]; it weights the low-FPR region the paper's Fig. 1d and Table 2 focus on.

@@ -40,7 +40,11 @@ def _mean_std(values: np.ndarray) -> MeanStd:
 
 
 def entropy_magnitude_stats(entropy, magnitude, labels) -> EntropyMagnitudeStats:
-    """Mean ± std of ``entropy`` and ``magnitude`` over knowns and over unknowns (Table 1).
+    r"""Mean ± std of ``entropy`` and ``magnitude`` over knowns and over unknowns (Table 1).
+
+    Per sample the entropy is :math:`H(x) = -\sum_c S_c(x) \log S_c(x)` and the magnitude
+    :math:`\lVert F(x) \rVert` (Sec. 4.2); the table reports their mean and standard deviation
+    over :math:`D_c` and over :math:`D_a`.
 
     Args:
         entropy: (N,) softmax entropy per sample, finite.

@@ -7,7 +7,7 @@ bias) and a logit layer **without bias**, so that F = 0 gives equal logits (Theo
 The authors' Keras model has no activation functions at all (Keras ``Conv2D`` is
 linear by default); that is ``activation="none"`` here. Wen et al.'s original uses
 PReLU after every convolution: ``activation="prelu"``, which converges several times
-faster in the 2-D bottleneck (see README, CPU budget).
+faster in the 2-D bottleneck (see docs/guide/results.md, the `cpu` budget).
 """
 from __future__ import annotations
 

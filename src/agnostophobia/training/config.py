@@ -37,23 +37,23 @@ class TrainConfig:
     (docs/references.md): Adam, lr 0.01, batch 128, 70 epochs, best validation loss kept;
     Objectosphere's xi = 50 and lambda = 1e-4 are its loss's declared defaults (``loss:``)."""
 
-    name: str = "experiment"
+    name: str = "experiment"  # the experiment's name, in reports and run records
     protocol: Union[str, Dict[str, Any]] = "lenet++"  # a registered name, or a protocol from files (a mapping)
-    protocol_limits: Dict[str, Optional[int]] = field(default_factory=dict)
+    protocol_limits: Dict[str, Optional[int]] = field(default_factory=dict)  # caps, e.g. {max_known_train: 600} (data.protocols.LIMITS)
     # ours | authors: our corrected data preparation, or the authors' data_prep.py (lenet++ only; data.preprocess)
     preprocessing: str = OURS
-    model: str = "lenet++"
-    model_kwargs: Dict[str, Any] = field(default_factory=dict)
-    approach: str = "entropic"
+    model: str = "lenet++"  # a registered model: lenet++, mlp, resnet18, torchvision/<name>
+    model_kwargs: Dict[str, Any] = field(default_factory=dict)  # the model's constructor keywords
+    approach: str = "entropic"  # the registered loss one run trains with (an experiment: approaches)
     # Each scalar key below is declared by its Setting (type, default, range or choices, whether a
     # resumed run may change it): validate() and the resume rule (records.RESUME_FREE_KEYS) read them.
-    epochs: int = setting(int, 70, low=1)
+    epochs: int = setting(int, 70, low=1)  # passes over the training set
     batch_size: int = setting(int, 128, low=1)   # the global batch: split over the processes under DDP (torchrun)
-    optimizer: str = setting(str, "adam", choices=("adam", "sgd"))
-    lr: float = setting(float, 0.01, low=0, low_open=True)
-    momentum: float = setting(float, 0.9, low=0)
-    weight_decay: float = setting(float, 0.0, low=0)
-    scheduler: str = setting(str, "none", choices=("none", "cosine", "step"))
+    optimizer: str = setting(str, "adam", choices=("adam", "sgd"))  # the authors': Adam
+    lr: float = setting(float, 0.01, low=0, low_open=True)  # learning rate
+    momentum: float = setting(float, 0.9, low=0)  # for optimizer: sgd
+    weight_decay: float = setting(float, 0.0, low=0)  # L2 penalty of the optimizer
+    scheduler: str = setting(str, "none", choices=("none", "cosine", "step"))  # learning-rate schedule
     step_size: int = setting(int, 30, low=1)     # for scheduler: step
     gamma: float = setting(float, 0.1, low=0)    # for scheduler: step
     # The hyper-parameters of the registered losses, by their constructor's keyword names
@@ -73,16 +73,16 @@ class TrainConfig:
     adversarial_epsilon: float = setting(float, 0.0, low=0, high=1)
     # torch intra-op threads on the CPU; null: PyTorch's default
     cpu_threads: Optional[int] = setting(int, None, low=1, nullable=True, resumable=True)
-    channels_last: bool = setting(bool, True)
+    channels_last: bool = setting(bool, True)  # NHWC memory layout for convolutions
     # the training step captured in a CUDA graph and replayed (training.cuda_graph); CUDA only, off
     # until a whole reproduction has run with it on a GPU
     cuda_graph: bool = setting(bool, False, resumable=True)
-    eval_batch_size: int = setting(int, 1024, low=1, resumable=True)
+    eval_batch_size: int = setting(int, 1024, low=1, resumable=True)  # batch size when outputs are stored
     # TensorBoard scalars in RUN/seed*/<approach>/tb: auto (on when the tensorboard package, the
     # [tensorboard] extra, is installed), true (an error without it) or false (training.epoch_log)
     tensorboard: Union[str, bool] = setting(bool, "auto", words=("auto",), resumable=True)
-    progress: bool = setting(bool, True, resumable=True)
-    data_dir: Optional[str] = setting(str, None, nullable=True, resumable=True)
+    progress: bool = setting(bool, True, resumable=True)  # progress bars on the terminal
+    data_dir: Optional[str] = setting(str, None, nullable=True, resumable=True)  # null: $AGNOSTOPHOBIA_DATA or the cache
     # A protocol from files: images held in memory, or decoded on the fly by worker processes
     # (auto: streamed from 2 GiB of decoded training images on; data.image_files.choose_loading)
     data_loading: str = setting(str, "auto", choices=LOADINGS)
@@ -97,7 +97,7 @@ class TrainConfig:
     openmax: Dict[str, Any] = setting(dict, factory=lambda: {"tail_size": 20, "alpha": 3, "distance": "eucos"},
                                       resumable=True)
     knn: Dict[str, Any] = setting(dict, factory=lambda: {"k": 50, "normalize": True, "class_conditional": False},
-                                  resumable=True)
+                                  resumable=True)  # k-NN's settings (detectors.knn wins)
 
     def validate(self, where: str = "") -> "TrainConfig":
         """Check every value, nested mappings included; ``where`` prefixes the key paths
@@ -233,9 +233,9 @@ class ExperimentConfig:
     """A :class:`TrainConfig` shared by several approaches, seeds and budgets."""
 
     train: TrainConfig
-    approaches: List[str]
-    seeds: int = 1
-    budgets: Dict[str, Dict[str, Any]] = field(default_factory=dict)
+    approaches: List[str]  # the registered losses trained, one run each
+    seeds: int = 1  # how many seeds per approach (0, 1, ...)
+    budgets: Dict[str, Dict[str, Any]] = field(default_factory=dict)  # {name: {key: value}} overrides, e.g. cpu
     # ``agnostophobia ablate``: budgets that each add one factor to the one before ({budget, adds})
     ablation: List[Dict[str, str]] = field(default_factory=list)
     # runs (approaches x seeds) trained at the same time, one process each: "auto" or N (training.concurrent)

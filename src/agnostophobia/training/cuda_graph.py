@@ -3,7 +3,7 @@
 
 Why: on an H100 one LeNet++ training step launches about 200 small kernels, and launching them
 bounds the step (one epoch: 6.54 s of CPU time in PyTorch operators against 1.16 s of GPU kernel
-time; README, "The paper's protocol on one H100"). A CUDA graph records the step's kernels once;
+time; docs/guide/reproducing.md, "The `paper` budget on a GPU"). A CUDA graph records the step's kernels once;
 each later step is one launch (PyTorch's whole-network capture, ``docs/notes/cuda.html``,
 "CUDA Graphs"). What is captured is :func:`~agnostophobia.training.trainer.training_step`, the
 one step the eager loop runs too, from the batch's uint8 images to the optimiser step and the

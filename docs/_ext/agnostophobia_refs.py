@@ -1,0 +1,331 @@
+"""References generated from the package's declarations, never retyped.
+
+Directives (used in docs/reference/*.md):
+
+``.. loss-settings::``
+    one section per registered loss (``agnostophobia.losses.LOSSES``, plugins included), with a
+    table of its hyper-parameters from ``OpenSetLoss.hyperparameters()`` (``SETTINGS`` or inferred).
+``.. detector-settings::``
+    one section per registered detector (``agnostophobia.detectors.DETECTORS``) and its
+    ``SETTINGS``: type, default, allowed values, tuning grid, meaning.
+``.. config-keys::``
+    every key of an experiment YAML: the fields of ``TrainConfig`` (their ``setting(...)``
+    declarations, or annotation and default) and the experiment keys of ``ExperimentConfig``;
+    a key's meaning is its declaration's ``doc`` or the comment written at its declaration.
+
+A loss or detector registered tomorrow appears without an edit here: the directives iterate the
+registries.
+"""
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import io
+import re
+import tokenize
+from typing import Dict, List, Optional
+
+from docutils import nodes
+from docutils.statemachine import StringList
+from sphinx.util.docutils import SphinxDirective
+
+from agnostophobia.settings import Setting
+
+
+def _code(text) -> str:
+    return f"``{text}``" if text not in ("", None) else ""
+
+
+def describe_allowed(setting: Setting) -> str:
+    """The allowed values of a declared setting, in the words of the validation messages."""
+    if setting.choices:
+        allowed = "one of " + ", ".join(_code(c) for c in setting.choices)
+    elif setting.type in (int, float) and (setting.low is not None or setting.high is not None):
+        allowed = _code(setting.describe_range())
+    else:
+        allowed = "any " + setting.type.__name__
+    return allowed + (" or ``null``" if setting.nullable else "")
+
+
+def _default(value) -> str:
+    if value is None:
+        return "``null``"
+    if isinstance(value, bool):
+        return _code(str(value).lower())
+    return _code(repr(value) if isinstance(value, str) else value)
+
+
+def _cell(text: str) -> str:
+    return " ".join(str(text).split()).replace("|", "\\|")
+
+
+def settings_table(settings: Dict[str, Setting], key_names: Optional[Dict[str, str]] = None) -> List[str]:
+    """An RST list-table of ``settings`` (name -> Setting)."""
+    if not settings:
+        return ["No settings: nothing to choose.", ""]
+    lines = [".. list-table::", "   :header-rows: 1", "   :widths: 14 8 12 20 16 30", "",
+             "   * - setting", "     - type", "     - default", "     - allowed", "     - tuned over",
+             "     - meaning"]
+    for name, s in settings.items():
+        shown = (key_names or {}).get(name, name)
+        lines += [f"   * - ``{shown}``", f"     - {s.type.__name__}", f"     - {_default(s.default)}",
+                  f"     - {_cell(describe_allowed(s))}",
+                  f"     - {', '.join(_code(g) for g in s.grid) if s.grid else ''}",
+                  f"     - {_cell(s.doc)}"]
+    return lines + [""]
+
+
+def _first_line(obj) -> str:
+    doc = inspect.getdoc(obj) or ""
+    return " ".join(doc.split("\n\n", 1)[0].split())
+
+
+class _Generated(SphinxDirective):
+    has_content = False
+
+    def render(self, rst: List[str]) -> List[nodes.Node]:
+        # reStructuredText, whatever the page's parser (the pages that use these are .rst)
+        container = nodes.section()
+        self.state.nested_parse(StringList(rst, source="<agnostophobia_refs>"), self.content_offset, container,
+                                match_titles=True)
+        return container.children
+
+
+class LossSettings(_Generated):
+    def run(self):
+        return self.render(loss_settings_rst())
+
+
+def loss_settings_rst() -> List[str]:
+    """One section per registered loss with the table of its hyper-parameters."""
+    from agnostophobia.losses import LOSSES
+
+    rst: List[str] = []
+    for name in LOSSES.registered():
+        cls = LOSSES.get(name)
+        target = f"{cls.__module__}.{cls.__qualname__}"
+        rst += [f"``{name}``", "~" * (len(name) + 4), "",
+                f"{_first_line(cls)} Class: :class:`~{target}`"
+                if cls.__module__.startswith("agnostophobia.") else _first_line(cls), ""]
+        keys = {"lambda_": "lambda"}  # the YAML spelling of a Python keyword (training.config.LOSS_ALIASES)
+        rst += settings_table(cls.hyperparameters(), keys)
+    return rst
+
+
+class DetectorSettings(_Generated):
+    def run(self):
+        return self.render(detector_settings_rst())
+
+
+def detector_settings_rst() -> List[str]:
+    """One section per registered detector with the table of its declared settings."""
+    from agnostophobia.detectors import DETECTORS
+
+    rst: List[str] = []
+    for name in DETECTORS.registered():
+        cls = DETECTORS.get(name)
+        target = f"{cls.__module__}.{cls.__qualname__}"
+        rst += [f"``{name}``", "~" * (len(name) + 4), "",
+                f"{_first_line(cls)} Class: :class:`~{target}`"
+                if cls.__module__.startswith("agnostophobia.") else _first_line(cls), ""]
+        rst += settings_table(dict(getattr(cls, "SETTINGS", {})))
+    return rst
+
+
+def field_comments(cls) -> Dict[str, str]:
+    """The comments written at each field of a dataclass: the comment lines right above the field
+    and the comment at the end of its line, by field name."""
+    source = inspect.getsource(cls)
+    comments: Dict[str, str] = {}
+    pending: List[str] = []
+    line_comment: Dict[int, str] = {}
+    for tok in tokenize.generate_tokens(io.StringIO(source).readline):
+        if tok.type == tokenize.COMMENT:
+            line_comment[tok.start[0]] = tok.string.lstrip("#").strip()
+    lines = source.splitlines()
+    field = re.compile(r"^    (\w+)\s*:")
+    current = None
+    for number, line in enumerate(lines, start=1):
+        stripped = line.strip()
+        if stripped.startswith("#"):
+            pending.append(line_comment.get(number, ""))
+            continue
+        match = field.match(line)
+        if not match and current and line.startswith("     ") and number in line_comment:  # a continuation line
+            comments[current] = " ".join(t for t in (comments[current], line_comment[number]) if t)
+        if match:
+            current = match.group(1)
+            pending = [] if any(" below" in t for t in pending) else pending  # a comment introducing a group
+            text = pending + ([line_comment[number]] if number in line_comment else [])
+            comments[match.group(1)] = " ".join(t for t in text if t)
+        if stripped.startswith("def "):
+            break
+        pending = [] if not stripped.startswith("#") else pending
+    return comments
+
+
+def _annotation(field: dataclasses.Field) -> str:
+    kind = field.type if isinstance(field.type, str) else getattr(field.type, "__name__", str(field.type))
+    return str(kind).replace("typing.", "")
+
+
+def config_rows(cls, skip=()) -> List[tuple]:
+    """(key, type, default, allowed, resumable, meaning) per field of the dataclass ``cls``."""
+    comments = field_comments(cls)
+    rows = []
+    for f in dataclasses.fields(cls):
+        if f.name in skip:
+            continue
+        s: Optional[Setting] = f.metadata.get("setting")
+        if s is not None:
+            default, allowed = _default(s.default), describe_allowed(s)
+            kind = s.type.__name__ + (" or null" if s.nullable else "")
+            resumable = "yes" if s.resumable else "no"
+            meaning = " ".join(t for t in (s.doc, comments.get(f.name, "")) if t)
+        else:
+            if f.default is not dataclasses.MISSING:
+                default = _default(f.default)
+            elif f.default_factory is not dataclasses.MISSING:
+                default = _default(f.default_factory())
+            else:
+                default = "(required)"
+            kind, allowed, resumable, meaning = _annotation(f), "", "no", comments.get(f.name, "")
+        rows.append((f.name, kind, default, allowed, resumable, meaning))
+    return rows
+
+
+def rows_table(rows: List[tuple]) -> List[str]:
+    lines = [".. list-table::", "   :header-rows: 1", "   :widths: 16 12 14 18 8 32", "",
+             "   * - key", "     - type", "     - default", "     - allowed", "     - a resume may change it",
+             "     - meaning"]
+    for key, kind, default, allowed, resumable, meaning in rows:
+        lines += [f"   * - ``{key}``", f"     - {_cell(kind)}", f"     - {_cell(default)}", f"     - {_cell(allowed)}",
+                  f"     - {resumable}", f"     - {_cell(meaning)}"]
+    return lines + [""]
+
+
+class ConfigKeys(_Generated):
+    option_spec = {"which": lambda text: text.strip()}
+
+    def run(self):
+        from agnostophobia.training.config import ExperimentConfig, TrainConfig
+
+        which = self.options.get("which", "train")
+        if which == "train":
+            return self.render(rows_table(config_rows(TrainConfig)))
+        return self.render(rows_table(config_rows(ExperimentConfig, skip=("train",))))
+
+
+def _describe(obj) -> str:
+    """One line for a registered object: its docstring's first sentence, or its fields' summary."""
+    doc = getattr(obj, "description", None) or getattr(obj, "title", None)
+    if isinstance(doc, str) and doc:
+        return _cell(doc)
+    return _cell(_first_line(obj).split(". ")[0]) if inspect.getdoc(obj) else ""
+
+
+class Registries(_Generated):
+    """Every name of the package's registries (losses, detectors, models, datasets, protocols),
+    and an API entry for each registered class that the package's ``__all__`` does not export."""
+
+    def run(self):
+        import agnostophobia.detectors as detectors
+        import agnostophobia.losses as losses
+        from agnostophobia.data import DATASETS, PROTOCOLS
+        from agnostophobia.models import MODELS
+
+        rst: List[str] = []
+        for title, registry, package in (("Losses (``agnostophobia.losses.LOSSES``)", losses.LOSSES, losses),
+                                         ("Detectors (``agnostophobia.detectors.DETECTORS``)", detectors.DETECTORS,
+                                          detectors),
+                                         ("Models (``agnostophobia.models.MODELS``)", MODELS, None),
+                                         ("Datasets (``agnostophobia.data.DATASETS``)", DATASETS, None),
+                                         ("Protocols (``agnostophobia.data.PROTOCOLS``)", PROTOCOLS, None)):
+            names = registry.registered()
+            shown = [n for n in names if not n.startswith("torchvision/")]
+            module = title.split("``")[1].rsplit(".", 1)[0]  # short references in docstrings resolve there
+            rst += [title, "-" * len(title), "", f".. currentmodule:: {module}", "", ".. list-table::", "   :header-rows: 1", "   :widths: 25 75", "",
+                    "   * - name", "     - what it is"]
+            for name in shown:
+                rst += [f"   * - ``{name}``", f"     - {_describe(registry.get(name)) or ' '}"]
+            rst.append("")
+            others = len(names) - len(shown)
+            if others:
+                rst += [f"and {others} torchvision classification architectures as ``torchvision/<name>`` "
+                        "(``torchvision.models.list_models``), each with the open-set head "
+                        "(:class:`agnostophobia.models.TorchvisionBackbone`).", ""]
+            if package is not None:
+                for name in names:
+                    cls = registry.get(name)
+                    if inspect.isclass(cls) and cls.__name__ not in package.__all__:
+                        rst += [f".. autoclass:: {cls.__module__}.{cls.__qualname__}", "   :members:",
+                                "   :show-inheritance:", ""]
+        return self.render(rst)
+
+
+class Constants(_Generated):
+    """``.. constants:: agnostophobia.PACKAGE``: an entry for each name of the package's ``__all__``
+    that is neither a class, a function nor a module (autodoc's ``automodule`` passes over data
+    that a package imports from its submodules), with the ``#:`` comment written where it is
+    defined and its value where that is a plain one."""
+
+    required_arguments = 1
+
+    def run(self):
+        import importlib
+        import sys as _sys
+
+        from sphinx.pycode import ModuleAnalyzer
+
+        package = importlib.import_module(self.arguments[0])
+        comments: Dict[str, List[str]] = {}
+        for modname in sorted(m for m in list(_sys.modules) if m == package.__name__ or m.startswith(package.__name__ + ".")):
+            try:
+                found = ModuleAnalyzer.for_module(modname).find_attr_docs()
+            except Exception:  # a compiled or source-less module documents nothing
+                continue
+            for (scope, name), lines in found.items():
+                if scope == "" and getattr(_sys.modules[modname], name, None) is getattr(package, name, object()):
+                    comments.setdefault(name, [line for line in lines if line.strip()])
+        rst: List[str] = []
+        for name in package.__all__:
+            value = getattr(package, name)
+            if inspect.isclass(value) or inspect.isroutine(value) or inspect.ismodule(value):
+                continue
+            plain = isinstance(value, (int, float, str, tuple, frozenset)) and len(repr(value)) < 200
+            rst += [f".. py:data:: {package.__name__}.{name}"]
+            rst += [f"   :type: {type(value).__module__ + '.' if type(value).__module__ != 'builtins' else ''}"
+                    f"{type(value).__qualname__}"]
+            if plain:
+                rst += [f"   :value: {value!r}"]
+            rst += [""] + [f"   {line}" for line in comments.get(name, [])] + [""]
+        return self.render(rst)
+
+
+def _registered():
+    from agnostophobia.detectors import DETECTORS
+    from agnostophobia.losses import LOSSES
+
+    return {registry: set(registry.names()) for registry in (LOSSES, DETECTORS)}
+
+
+#: The package's own losses and detectors (and installed plugins'), before any example ran.
+_PACKAGE_NAMES = _registered()
+
+
+def forget_example_registrations(gallery_conf, fname, when=None):
+    """sphinx-gallery's reset after each example: an example that registers its own loss or
+    detector (plot_own_loss_and_detector.py) does so in this process, and the reference pages
+    list the package's registries, so what an example added is removed again."""
+    for registry, names in _PACKAGE_NAMES.items():
+        for name in set(registry.names()) - names:
+            del registry._items[name]
+
+
+def setup(app):
+    app.add_directive("loss-settings", LossSettings)
+    app.add_directive("detector-settings", DetectorSettings)
+    app.add_directive("config-keys", ConfigKeys)
+    app.add_directive("registries", Registries)
+    app.add_directive("constants", Constants)
+    return {"parallel_read_safe": True, "parallel_write_safe": True, "version": "1"}
