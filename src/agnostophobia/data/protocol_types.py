@@ -51,6 +51,9 @@ class OpenSetProtocol:
     negative_class_names: List[str] = field(default_factory=list)
     # How the images were prepared, where that is not our preparation (preprocessing: authors), for reports
     preprocessing_notes: List[str] = field(default_factory=list)
+    # Files that say how the protocol split its images (file name -> text), written into the run's
+    # split folder so that a user can read the split and reuse it (an imagefolder protocol's CSVs)
+    split_files: Dict[str, str] = field(default_factory=dict)
 
     def sizes(self) -> Dict[str, Dict[str, int]]:
         """Sample counts: ``{"train": {"known": n, "unknown": m}, ...}``."""

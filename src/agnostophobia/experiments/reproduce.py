@@ -104,6 +104,10 @@ def train_and_store(experiment: ExperimentConfig, out: Path, device: torch.devic
                 pending.append((cfg, run_dir))
     if pending and protocol is None:
         protocol = (make_protocol or protocol_for)(pending[0][0])
+    if protocol is not None and world.is_main:
+        check_recorded_classes(out, protocol)
+        for name, text in protocol.split_files.items():
+            run.write(run.data_split / name, lambda tmp, text=text: Path(tmp).write_text(text))
     batched = bool(pending) and resolve_batched_seeds(experiment.batched_seeds, device, experiment.seeds,
                                                       world.distributed, is_streamed(protocol.train))
     units = training_units(pending, batched, world)  # a batch of seeds is one unit of concurrency
@@ -218,6 +222,16 @@ def protocol_classes(protocol) -> Dict[str, List[str]]:
     if protocol.negative_class_names:
         classes["negative_class_names"] = list(protocol.negative_class_names)
     return classes
+
+
+def check_recorded_classes(out: Path, protocol) -> None:
+    """Refuse to continue a run whose recorded class names (``classes.json``) are not the
+    protocol's now, in the same order: its models' outputs would be read with other labels."""
+    recorded = read_classes(out)
+    if recorded is not None and recorded["class_names"] != list(protocol.class_names):
+        raise ConfigError(f"{RunDir(out).classes}: the run was trained with the classes {recorded['class_names']}, "
+                          f"the protocol now gives {list(protocol.class_names)}; a changed class order would "
+                          f"relabel the trained models (restore the config's classes, or train into a new --out)")
 
 
 def _record(run: RunDir, path: Path, value, read: Callable[[], Any], default):
@@ -371,6 +385,8 @@ def train_and_record(experiment: ExperimentConfig, device: torch.device, out: Pa
 
         world.from_main(locked)  # rank 0 checks and locks the run; the others wait, and stop with its error
         if world.is_main:
+            if protocol is not None:  # built first (from files): refused before config.yaml is rewritten
+                check_recorded_classes(out, protocol)
             first()
             write_config(out, experiment, budget)
         stored = train_and_store(experiment, out, device, log, protocol=protocol)
