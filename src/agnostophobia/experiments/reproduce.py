@@ -13,7 +13,7 @@ import platform
 import sys
 import time
 from pathlib import Path
-from typing import Any, Callable, ContextManager, Dict, List, Optional, Tuple
+from typing import Any, Callable, ContextManager, Dict, List, Optional, Sequence, Tuple
 
 import torch
 import yaml
@@ -344,26 +344,35 @@ def write_run_record(out: Path, experiment: ExperimentConfig, budget: Optional[s
 def train_run(config, out: Path, budget: Optional[str] = None, approaches: Optional[List[str]] = None,
               seeds: Optional[int] = None, resume: bool = False, data_dir=None, device: Optional[str] = None,
               progress: bool = True, preprocessing: Optional[str] = None, concurrent_runs=None,
-              batched_seeds=None, cuda_graph=None, log=print) -> Path:
+              batched_seeds=None, cuda_graph=None, set_options: Sequence[Tuple[str, Any]] = (), log=print) -> Path:
     """``agnostophobia train``: train the approaches of an experiment config into ``out``
     and leave the same record (``config.yaml``, ``run_meta.json``) as ``reproduce``.
-    ``preprocessing`` (ours | authors) overrides the config's data preparation.
+    ``preprocessing`` (ours | authors) overrides the config's data preparation; ``set_options``,
+    ``(key, value)`` pairs of ``--set``, override config keys after the budget.
 
     Started by torchrun, every process calls this and trains with DDP; rank 0 alone holds the
     run's lock and writes (``training.distributed``)."""
-    experiment, device = configure(load_experiment(config).for_budget(budget), seeds, data_dir, device, progress,
-                                   preprocessing, concurrent_runs, batched_seeds, cuda_graph)
+    experiment, device = configure(load_experiment(config).for_budget(budget).with_set_options(set_options), seeds,
+                                   data_dir, device, progress, preprocessing, concurrent_runs, batched_seeds,
+                                   cuda_graph)
     if approaches:
         experiment.approaches = check_approaches(list(dict.fromkeys(approaches)))
     out = Path(out)
     protocol = file_protocol_first(experiment.train)  # a broken one stops here: nothing written
     if not resume and not out.exists():  # a fresh run: its datasets must be there before anything is written
         require_protocol_data(experiment.train.protocol, experiment.train.data_dir)
-    meta = train_and_record(experiment, device, out, budget, f"agnostophobia train {config} --out {out}",
+    meta = train_and_record(experiment, device, out, budget,
+                            f"agnostophobia train {config} --out {out}{set_flags(set_options)}",
                             claim=lambda: claim_run(experiment, out, resume), protocol=protocol, log=log)
     if meta is not None:  # rank 0
         log(f"trained {', '.join(experiment.approaches)} into {out}; next: agnostophobia evaluate {out}")
     return out
+
+
+def set_flags(set_options: Sequence[Tuple[str, Any]]) -> str:
+    """The ``--set`` options as the command line the run records would repeat them."""
+    return "".join(f" --set {key}={yaml.safe_dump(value, default_flow_style=True).strip().removesuffix('...').strip()}"
+                   for key, value in set_options)
 
 
 def train_and_record(experiment: ExperimentConfig, device: torch.device, out: Path, budget: Optional[str],
@@ -415,13 +424,14 @@ def reproduce(experiment_name: str, budget: Optional[str] = None, seeds: Optiona
               out: Optional[Path] = None, data_dir: Optional[str] = None, device: Optional[str] = None,
               progress: bool = True, plots: bool = True, protocol_name: Optional[str] = None, log=print,
               fetch: bool = True, allow_unverified: bool = False, preprocessing: Optional[str] = None,
-              concurrent_runs=None, batched_seeds=None, cuda_graph=None) -> Path:
+              concurrent_runs=None, batched_seeds=None, cuda_graph=None,
+              set_options: Sequence[Tuple[str, Any]] = ()) -> Path:
     """``agnostophobia reproduce``; ``preprocessing`` (ours | authors) overrides the config's data
     preparation. A run prepared otherwise than ``ours`` goes by default to ``runs/NAME-BUDGET-PREPROCESSING``
     (so it never lands in, or resumes, an ``ours`` run); it keeps the experiment's name, so its report still
     shows the paper's numbers, which the authors measured on their own preparation."""
     budget = budget or default_budget()
-    experiment = load_experiment(experiment_name).for_budget(budget)
+    experiment = load_experiment(experiment_name).for_budget(budget).with_set_options(set_options)
     config_protocol = experiment.train.protocol
     variant = {}
     if protocol_name and protocol_name != experiment.train.protocol:
@@ -449,7 +459,8 @@ def reproduce(experiment_name: str, budget: Optional[str] = None, seeds: Optiona
             write_fetch_record(out, fetched)
         log(f"agnostophobia reproduce {name}: budget {budget}, {experiment.seeds} seed(s), output in {out}")
 
-    train_and_record(experiment, device, out, budget, f"agnostophobia reproduce {experiment_name} --budget {budget}",
+    train_and_record(experiment, device, out, budget,
+                     f"agnostophobia reproduce {experiment_name} --budget {budget}{set_flags(set_options)}",
                      claim=lambda: run_lock(out), protocol=protocol, config_protocol=config_protocol, first=first,
                      then=lambda meta: finish_run(out, meta, plots=plots, log=log), log=log)
     return out
