@@ -46,6 +46,7 @@ import csv
 import io
 import os
 import re
+import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
@@ -507,7 +508,8 @@ def _class_files(root: Path, cls: str, problems: List[str]) -> Optional[List[Pat
     if not files:
         problems.append(f"{folder}: empty class folder")
         return None
-    return sorted(files, key=lambda p: p.relative_to(root).as_posix())
+    # NFC: macOS spells accented names decomposed, Linux as typed; both must sort alike
+    return sorted(files, key=lambda p: unicodedata.normalize("NFC", p.relative_to(root).as_posix()))
 
 
 def split_class(n: int, val_fraction: float, test_fraction: float, seed: int, cls: str) -> Dict[str, List[int]]:
