@@ -26,6 +26,7 @@ from agnostophobia.detectors.stored import detector_settings
 from agnostophobia.models import build_model
 from agnostophobia.training.outputs import store_outputs
 from agnostophobia.experiments.report import write_metrics, write_report
+from agnostophobia.experiments.headline import headline_rows, headline_table, trained_headline_rows
 from agnostophobia.training import distributed
 from agnostophobia.training.concurrent import (Job, check_concurrent_runs, resolve_concurrent_runs, run_jobs,
                                                threads_per_run)
@@ -365,6 +366,7 @@ def train_run(config, out: Path, budget: Optional[str] = None, approaches: Optio
                             f"agnostophobia train {config} --out {out}{set_flags(set_options)}",
                             claim=lambda: claim_run(experiment, out, resume), protocol=protocol, log=log)
     if meta is not None:  # rank 0
+        log(headline_table(trained_headline_rows(out), f"agnostophobia evaluate {out}"))
         log(f"trained {', '.join(experiment.approaches)} into {out}; next: agnostophobia evaluate {out}")
     return out
 
@@ -474,6 +476,7 @@ def finish_run(out: Path, meta: Dict, plots: bool = True, log=print, previous: O
     figures = _plot(out, log, splits) if plots else None
     report = write_report(out, metrics, figures)
     log(f"report: {report}\nmetrics: {RunDir(out).metrics}")
+    log(headline_table(headline_rows(metrics["results"]), str(report)))
     return report
 
 
