@@ -14,6 +14,7 @@ import traceback
 import warnings
 
 from agnostophobia import __version__
+from agnostophobia._log import print_lines
 from agnostophobia.errors import AgnostophobiaError, AgnostophobiaWarning
 
 # Modules that add sub-commands; each has add_commands(subparsers).
@@ -66,7 +67,7 @@ def main(argv=None) -> int:
 
     keep_freed_memory()  # training steps reuse their buffers instead of faulting pages in again
     try:
-        with warnings.catch_warnings():
+        with warnings.catch_warnings(), print_lines():  # the library logs; the command prints its lines
             warnings.showwarning = _one_line_warning(warnings.showwarning)
             warnings.simplefilter("always", AgnostophobiaWarning)  # each run of a command says it again
             return int(args.func(args) or 0)

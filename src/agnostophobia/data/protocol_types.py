@@ -20,6 +20,7 @@ from agnostophobia.registry import Registry
 from agnostophobia.data.fetch import FetchedFile, require_datasets
 from agnostophobia.data.paths import PathLike
 from agnostophobia.data.preprocess import OURS, PREPROCESSINGS, InputSpec
+from agnostophobia._log import log_info
 
 
 @dataclass
@@ -113,7 +114,7 @@ class ProtocolSpec:
         return replace(self.input, preprocessing=preprocessing)
 
     def require_data(self, data_dir: Optional[PathLike] = None, fetch: bool = False, allow_unverified: bool = False,
-                     progress: Optional[bool] = None, log: Callable[[str], None] = print) -> List[FetchedFile]:
+                     progress: Optional[bool] = None, log: Callable[[str], None] = log_info) -> List[FetchedFile]:
         """:func:`~agnostophobia.data.fetch.require_datasets` for the datasets it reads."""
         return require_datasets(self.datasets, data_dir, self.data_hint, fetch=fetch,
                                 allow_unverified=allow_unverified, progress=progress, log=log)

@@ -65,6 +65,7 @@ from agnostophobia.training.precision import resolve_precision
 from agnostophobia.rundir import BEST, CALIBRATION, VAL_OUTPUTS, RunDir
 from agnostophobia.training.trained import TrainedModel, load_trained_model
 from agnostophobia.training.device import resolve_device
+from agnostophobia._log import log_info
 
 _FORMAT = 1
 #: The network's precision in every deployed decision; the score is computed in float64.
@@ -180,7 +181,7 @@ def network_outputs(trained: TrainedModel, images) -> Tuple[np.ndarray, np.ndarr
 
 
 def validation_outputs(model_dir: Path, protocols: Protocols, device: Optional[str] = None,
-                       log: Callable[[str], None] = print, precision: str = DEPLOY_PRECISION,
+                       log: Callable[[str], None] = log_info, precision: str = DEPLOY_PRECISION,
                        store: bool = True) -> SplitOutputs:
     """The model's outputs on the validation split with the network in ``precision``: stored
     at training time, or computed from ``best.pt`` on the run's rebuilt protocol (and stored
@@ -301,7 +302,7 @@ def _key(entry: Dict) -> Tuple[str, str, int]:
 
 
 def calibrate_models(run_dir: Path, fpr: float, models: Iterable[Tuple[int, str, str]], data_dir=None,
-                     device: Optional[str] = None, log: Callable[[str], None] = print) -> Dict:
+                     device: Optional[str] = None, log: Callable[[str], None] = log_info) -> Dict:
     """Calibrate ``(seed, approach, detector)`` models of ``run_dir`` at ``fpr`` and merge their
     entries into ``calibration.json`` (written atomically, under the run's lock)."""
     run_dir = Path(run_dir)
@@ -329,7 +330,7 @@ def calibrate_models(run_dir: Path, fpr: float, models: Iterable[Tuple[int, str,
 
 
 def calibrate_run(run_dir, fpr: float, approaches: Optional[Sequence[str]] = None, detector: Optional[str] = None,
-                  data_dir=None, device: Optional[str] = None, log: Callable[[str], None] = print) -> Path:
+                  data_dir=None, device: Optional[str] = None, log: Callable[[str], None] = log_info) -> Path:
     """``agnostophobia calibrate``: every trained approach (or ``approaches``) and seed, each
     with its paper score (or ``detector``, on the models it applies to). The thresholds that
     resolve are written; then an :class:`AgnostophobiaError` names the models without one, and
@@ -409,7 +410,7 @@ def entry_precision(entry: Dict, model_dir: Path) -> str:
 
 
 def calibrate_in_memory(run_dir: Path, approach: str, detector: str, seed: int, fpr: float, precision: str,
-                        data_dir=None, device: Optional[str] = None, log: Callable[[str], None] = print) -> Dict:
+                        data_dir=None, device: Optional[str] = None, log: Callable[[str], None] = log_info) -> Dict:
     """The entry :func:`calibrate_models` would store, with the network in ``precision``,
     computed and returned without writing anything into the run (a read-only run, or a
     consumer computing in another precision than the stored threshold's)."""

@@ -47,6 +47,7 @@ from agnostophobia.errors import AgnostophobiaError
 
 from .calibration import DEPLOY_PRECISION, arithmetic, resolve_model
 from .classifier import OpenSetClassifier
+from agnostophobia._log import log_info
 
 FORMATS = ("torchscript", "pt2", "onnx")
 METADATA = "agnostophobia.json"
@@ -152,7 +153,7 @@ def _onnx_program(module: nn.Module, example: torch.Tensor, batch):
 
 
 def export_run(run_dir, out: Path, fmt: str, approach: Optional[str] = None, detector: Optional[str] = None,
-               seed: int = 0, fpr: Optional[float] = None, data_dir=None, log=print) -> Path:
+               seed: int = 0, fpr: Optional[float] = None, data_dir=None, log=log_info) -> Path:
     """``agnostophobia export``: one model of ``run_dir`` with its calibrated threshold."""
     if fmt not in FORMATS:
         raise AgnostophobiaError(f"--format {fmt!r}: must be one of {', '.join(FORMATS)}")

@@ -44,6 +44,7 @@ from agnostophobia.training.device import resolve_device
 from agnostophobia.training.resume import check_resumable, is_finished
 from agnostophobia.training.trainer import fit, fit_seeds
 from agnostophobia._runlock import run_lock
+from agnostophobia._log import log_info
 
 
 def default_budget() -> str:
@@ -74,7 +75,7 @@ def check_model_input(cfg: TrainConfig, protocol) -> None:
                           f"{str(exc).splitlines()[0]}") from None
 
 
-def train_and_store(experiment: ExperimentConfig, out: Path, device: torch.device, log=print,
+def train_and_store(experiment: ExperimentConfig, out: Path, device: torch.device, log=log_info,
                     make_protocol: Optional[Callable[[TrainConfig], Any]] = None, protocol=None) -> Dict:
     """Train (or resume) every approach and seed on ``device`` (resolved once by the command,
     :func:`configure`); returns the protocol notes, class names and timings. ``protocol``: the
@@ -345,7 +346,7 @@ def write_run_record(out: Path, experiment: ExperimentConfig, budget: Optional[s
 def train_run(config, out: Path, budget: Optional[str] = None, approaches: Optional[List[str]] = None,
               seeds: Optional[int] = None, resume: bool = False, data_dir=None, device: Optional[str] = None,
               progress: bool = True, preprocessing: Optional[str] = None, concurrent_runs=None,
-              batched_seeds=None, cuda_graph=None, set_options: Sequence[Tuple[str, Any]] = (), log=print) -> Path:
+              batched_seeds=None, cuda_graph=None, set_options: Sequence[Tuple[str, Any]] = (), log=log_info) -> Path:
     """``agnostophobia train``: train the approaches of an experiment config into ``out``
     and leave the same record (``config.yaml``, ``run_meta.json``) as ``reproduce``.
     ``preprocessing`` (ours | authors) overrides the config's data preparation; ``set_options``,
@@ -380,7 +381,7 @@ def set_flags(set_options: Sequence[Tuple[str, Any]]) -> str:
 def train_and_record(experiment: ExperimentConfig, device: torch.device, out: Path, budget: Optional[str],
                      command: str, claim: Callable[[], ContextManager], protocol=None,
                      config_protocol: Optional[str] = None, first: Callable[[], None] = lambda: None,
-                     then: Callable[[Dict], Any] = lambda meta: None, log=print) -> Optional[Dict]:
+                     then: Callable[[Dict], Any] = lambda meta: None, log=log_info) -> Optional[Dict]:
     """The sequence of ``train``, ``reproduce`` and ``reproduce ensemble`` once the experiment is
     configured (and its ``device`` resolved, :func:`configure`): lock the run (``claim()``: its checks, then its lock), write its records
     (``first()``, then ``config.yaml``), train and store every run, record it (``run_meta.json``),
@@ -424,7 +425,7 @@ def claim_run(experiment: ExperimentConfig, out: Path, resume: bool):
 
 def reproduce(experiment_name: str, budget: Optional[str] = None, seeds: Optional[int] = None,
               out: Optional[Path] = None, data_dir: Optional[str] = None, device: Optional[str] = None,
-              progress: bool = True, plots: bool = True, protocol_name: Optional[str] = None, log=print,
+              progress: bool = True, plots: bool = True, protocol_name: Optional[str] = None, log=log_info,
               fetch: bool = True, allow_unverified: bool = False, preprocessing: Optional[str] = None,
               concurrent_runs=None, batched_seeds=None, cuda_graph=None,
               set_options: Sequence[Tuple[str, Any]] = ()) -> Path:
@@ -468,7 +469,7 @@ def reproduce(experiment_name: str, budget: Optional[str] = None, seeds: Optiona
     return out
 
 
-def finish_run(out: Path, meta: Dict, plots: bool = True, log=print, previous: Optional[Dict] = None,
+def finish_run(out: Path, meta: Dict, plots: bool = True, log=log_info, previous: Optional[Dict] = None,
                splits=None) -> Path:
     """metrics.json, figures and report.md from the run's stored outputs. ``previous``: results
     kept (``report.collect_results``); ``splits``: draw only these sets' figures (and missing ones)."""

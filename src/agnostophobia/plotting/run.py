@@ -48,6 +48,7 @@ from agnostophobia.training.outputs import load_outputs, run_config
 from agnostophobia.rundir import OUTPUTS, RunDir
 from agnostophobia.training.concurrent import available_cores, die_with_parent
 from agnostophobia.training.records import check_run
+from agnostophobia._log import log_info
 
 #: Formats the report can embed, in order of preference (the path returned per figure).
 EMBEDDABLE = ("png", "svg")
@@ -136,7 +137,7 @@ NAMED_SETS = {"negatives": "Known unknowns: the protocol's test negatives (D_b)"
 
 def plot_run(run_dir, formats: Sequence[str] = ("png",), out_dir=None, *,
              max_points: Optional[int] = DEFAULT_MAX_POINTS,
-             log: Callable[[str], None] = print) -> Dict[str, List[str]]:
+             log: Callable[[str], None] = log_info) -> Dict[str, List[str]]:
     """Draw every figure of a run into ``out_dir`` (default ``RUN/figures``).
 
     Args:
@@ -160,7 +161,7 @@ def plot_run(run_dir, formats: Sequence[str] = ("png",), out_dir=None, *,
 
 def draw_run(run_dir, formats: Sequence[str] = ("png",), out_dir=None, *,
              max_points: Optional[int] = DEFAULT_MAX_POINTS,
-             log: Callable[[str], None] = print, splits: Optional[Collection[str]] = None,
+             log: Callable[[str], None] = log_info, splits: Optional[Collection[str]] = None,
              workers: Optional[int] = None) -> Tuple[Dict[str, List[str]], List[Path]]:
     """:func:`plot_run`, also returning every file written (all formats).
 
@@ -242,7 +243,7 @@ def _load_run(run_dir: Path, log) -> Dict[str, Dict[int, Outputs]]:
 
 
 def iter_run_figures(run_dir, *, max_points: Optional[int] = DEFAULT_MAX_POINTS,
-                     log: Callable[[str], None] = print) -> Iterator[RunFigure]:
+                     log: Callable[[str], None] = log_info) -> Iterator[RunFigure]:
     """Build the figures of :func:`plot_run` one at a time, without saving them.
 
     Yields one :class:`RunFigure` at a time, in report order: per unknown set, ``features_<set>``

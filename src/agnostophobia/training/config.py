@@ -12,7 +12,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import re
-import sys
+import warnings
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
@@ -23,7 +23,7 @@ from agnostophobia.data.image_files import LOADINGS
 from agnostophobia.data.preprocess import OURS
 from agnostophobia._validation import SEED_RULE, check_arguments, is_seed
 from agnostophobia.data.protocols import build_protocol, check_limits, protocol_spec
-from agnostophobia.errors import ConfigError
+from agnostophobia.errors import AgnostophobiaWarning, ConfigError
 from agnostophobia.settings import field_settings, setting
 from agnostophobia.losses import LOSSES, build_loss, every_loss_setting, loss_settings
 from agnostophobia.models import MODELS, build_model
@@ -59,7 +59,9 @@ class TrainConfig:
     # The hyper-parameters of the registered losses, by their constructor's keyword names
     # (losses.loss_settings; e.g. Objectosphere's xi and lambda, Eq. 2): {xi: 50, lambda: 1.0e-4}
     loss: Dict[str, Any] = field(default_factory=dict)
-    sample_weighting: bool = setting(bool, True)  # inverse class frequency, unknowns as one class (authors)
+    # inverse class frequency, unknowns as one class: on, as the authors' Keras training; a loss module
+    # called outside the trainer is unweighted unless given sample_weight (losses.weights)
+    sample_weighting: bool = setting(bool, True)
     augment: str = setting(str, "none", choices=("none", "crop-flip"))  # CIFAR: random crop with padding 4, h-flip
     seed: int = 0                    # training seed: initialisation, data order, augmentation
     data_seed: int = 0               # data seed: validation split and training subsample, fixed across seeds
@@ -459,7 +461,7 @@ def load_experiment(path) -> ExperimentConfig:
         data = read_yaml(path)
         note = legacy_loss_note(data) if isinstance(data, dict) else None
         if note:  # once per file: a file is parsed once
-            print(f"{path}: {note}", file=sys.stderr)
+            warnings.warn(f"{path}: {note}", AgnostophobiaWarning, stacklevel=2)
         _PARSED[key] = parse_experiment(data, str(path), base_dir=path.parent)
     return copy.deepcopy(_PARSED[key])
 
