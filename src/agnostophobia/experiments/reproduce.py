@@ -432,10 +432,13 @@ def reproduce(experiment_name: str, budget: Optional[str] = None, seeds: Optiona
     """``agnostophobia reproduce``; ``preprocessing`` (ours | authors) overrides the config's data
     preparation. A run prepared otherwise than ``ours`` goes by default to ``runs/NAME-BUDGET-PREPROCESSING``
     (so it never lands in, or resumes, an ``ours`` run); it keeps the experiment's name, so its report still
-    shows the paper's numbers, which the authors measured on their own preparation."""
+    shows the paper's numbers, which the authors measured on their own preparation. ``set_options``: the
+    ``(key, value)`` pairs of ``--set``, applied after the budget."""
     budget = budget or default_budget()
-    experiment = load_experiment(experiment_name).for_budget(budget).with_set_options(set_options)
-    config_protocol = experiment.train.protocol
+    experiment = load_experiment(experiment_name).for_budget(budget)
+    # a paper protocol's name before --set: `--set protocol=cifar10-split` is a variant too
+    config_protocol = experiment.train.protocol if isinstance(experiment.train.protocol, str) else None
+    experiment = experiment.with_set_options(set_options)
     variant = {}
     if protocol_name and protocol_name != experiment.train.protocol:
         from agnostophobia.data import PROTOCOLS
