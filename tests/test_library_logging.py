@@ -52,7 +52,8 @@ def test_the_library_api_prints_nothing_and_the_cli_prints_its_lines(tmp_path, c
     with caplog.at_level(logging.INFO, logger="agnostophobia"):
         train_run(str(config), run, progress=False)
         evaluate_run(run, plots=False)
-        calibrate_run(run, 1.0)
+        with pytest.warns(AgnostophobiaWarning, match="fewer than 10"):  # a warning, not a printed line
+            calibrate_run(run, 1.0)
         clf = OpenSetClassifier.from_run(run)
         clf.predict(np.zeros((2, 1, 28, 28), np.uint8))
     assert capsys.readouterr().out == ""  # logging configured by no one here: nothing on stdout
