@@ -1,8 +1,9 @@
 """Write an open-set protocol as files, from the staged MNIST and EMNIST letters.
 
-Needs the staged data ($AGNOSTOPHOBIA_DATA or --data-dir); plot_folder_to_deployed_model.py needs none.
+Needs the staged data ($AGNOSTOPHOBIA_DATA or --data-dir), or --generated for generated images;
+plot_folder_to_deployed_model.py needs none.
 
-    python examples/make_folder_protocol.py --out my-protocol [--per-class 200] [--format folders|csv]
+    python examples/make_folder_protocol.py --out my-protocol [--per-class 200] [--format folders|csv] [--generated]
     agnostophobia train my-protocol/experiment.yaml --out runs/my-protocol
     agnostophobia evaluate runs/my-protocol
 
@@ -19,7 +20,8 @@ The images are read with the package's ``load_dataset`` from the data directory
 (``--data-dir``, else ``$AGNOSTOPHOBIA_DATA``); nothing is written there. Per class:
 ``--per-class`` training images, a fifth of that for validation and half of it for
 testing (MNIST train for train and val, MNIST test and letters test for test), drawn
-with a fixed seed.
+with a fixed seed. Offline, without the staged data, ``--generated`` draws the digits and
+letters instead (PIL's built-in font, jittered in place, size and brightness).
 """
 from __future__ import annotations
 
@@ -31,11 +33,12 @@ from pathlib import Path
 
 import numpy as np
 import yaml
-from PIL import Image
+from PIL import Image, ImageDraw, ImageFont
 
 from agnostophobia._atomic import atomic_write
 from agnostophobia.data import load_dataset
 from agnostophobia.data.paths import data_dir as resolve_data_dir
+from agnostophobia.errors import AgnostophobiaError
 
 KNOWN, NEGATIVE, UNKNOWN = (0, 1, 2, 3, 4, 5), (6, 7), (8, 9)
 FOLDERS = tuple(str(d) for d in range(10))  # sorted folder names give the known classes' order
@@ -49,6 +52,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--format", choices=("folders", "csv"), default="folders", help="folder tree or CSV files")
     p.add_argument("--data-dir", help="staged data (default: $AGNOSTOPHOBIA_DATA)")
     p.add_argument("--seed", type=int, default=0, help="which images are drawn")
+    p.add_argument("--generated", action="store_true", help="draw the glyphs instead of reading the staged "
+                                                            "MNIST and letters (offline)")
     args = p.parse_args(argv)
     if args.per_class < 5:
         p.error("--per-class must be at least 5 (a fifth of it is the validation set)")
@@ -80,6 +85,35 @@ def sets(data_dir, per_class: int, seed: int) -> dict:
     out["test"] = [(FOLDERS[c], label[c], test.images[tested[c]]) for c in KNOWN + NEGATIVE + UNKNOWN]
     n_letters = max(1, per_class // 2) * len(UNKNOWN)
     out["test"].append(("letters", -2, letters.images[np.sort(rng.permutation(len(letters))[:n_letters])]))
+    return out
+
+
+def drawn(text: str, n: int, rng: np.random.Generator) -> np.ndarray:
+    """``n`` 28x28 white-on-black pictures of ``text``, each jittered in place, size and brightness."""
+    font = ImageFont.load_default()
+    out = np.zeros((n, 28, 28), np.uint8)
+    for i in range(n):
+        small = Image.new("L", (10, 14))
+        ImageDraw.Draw(small).text((2, 1), text, fill=int(rng.integers(170, 256)), font=font)
+        side = int(rng.integers(16, 23))
+        glyph = small.resize((side * 10 // 14, side), Image.BILINEAR)
+        canvas = Image.new("L", (28, 28))
+        canvas.paste(glyph, (int(rng.integers(2, 28 - glyph.width - 1)), int(rng.integers(2, 28 - side - 1))))
+        out[i] = np.asarray(canvas)
+    return out
+
+
+def generated_sets(per_class: int, seed: int) -> dict:
+    """:func:`sets` drawn here instead of read: digits for the classes, letters for the unknowns."""
+    rng = np.random.default_rng(seed)
+    label = {**{c: c for c in KNOWN}, **{c: -1 for c in NEGATIVE}, **{c: -2 for c in UNKNOWN}}
+    counts = {"train": per_class, "val": max(1, per_class // 5), "test": max(1, per_class // 2)}
+    out = {split: [(FOLDERS[c], label[c], drawn(str(c), n, rng)) for c in KNOWN + NEGATIVE]
+           for split, n in counts.items()}
+    out["test"] += [(FOLDERS[c], -2, drawn(str(c), counts["test"], rng)) for c in UNKNOWN]
+    letters = np.concatenate([drawn(ch, 1, rng) for ch in rng.choice(list("abcdefghijkmnopqrstuvwxyz"),
+                                                                      counts["test"] * len(UNKNOWN))])
+    out["test"].append(("letters", -2, letters))
     return out
 
 
@@ -139,7 +173,13 @@ def main(argv=None) -> int:
         sys.exit(f"make_folder_protocol: --out {out} is not empty; choose a new directory")
     if out == data_dir.absolute() or data_dir.absolute() in out.parents:
         sys.exit(f"make_folder_protocol: --out {out} is inside the data directory {data_dir}; write elsewhere")
-    data = sets(data_dir, args.per_class, args.seed)
+    try:
+        data = generated_sets(args.per_class, args.seed) if args.generated else sets(data_dir, args.per_class,
+                                                                                      args.seed)
+    except AgnostophobiaError as exc:
+        sys.exit(f"make_folder_protocol: needs the staged MNIST and EMNIST letters in {data_dir} "
+                 f"(agnostophobia data fetch mnist letters), or --generated to draw them offline "
+                 f"({str(exc).splitlines()[0]})")
     protocol = write_folders(out, data) if args.format == "folders" else write_csv(out, data)
     write_text(out / "experiment.yaml", yaml.safe_dump(experiment(protocol), sort_keys=False))
     total = sum(len(images) for groups in data.values() for _, _, images in groups)

@@ -26,11 +26,11 @@ from runs import TINY, reproduce_args, run_cli, snapshot, write_config
 from agnostophobia.cli import main
 from agnostophobia.data import build_protocol
 from agnostophobia.deploy import OpenSetClassifier
-from agnostophobia.deploy.calibration import calibrate_model
+from agnostophobia.deploy.calibration import calibrate_model, check_resolved
 from agnostophobia.deploy.export import FORMATS, TORCHSCRIPT_NOTE, DeployedClassifier, check_exportable
 from agnostophobia.detectors import DETECTORS
 from agnostophobia.detectors.stored import fitted_detector, top_scores
-from agnostophobia.errors import AgnostophobiaError
+from agnostophobia.errors import AgnostophobiaError, AgnostophobiaWarning
 from agnostophobia.metrics import ccr_at_fpr, threshold_at_fpr
 from agnostophobia.training.outputs import VAL_OUTPUTS, load_outputs
 
@@ -170,6 +170,48 @@ def test_too_few_validation_negatives_give_a_reason_not_a_number(negatives, fpr,
     if not resolved:
         assert entry["val_fpr"] is None and f"{negatives} negative(s)" in entry["reason"]
         assert f"= {math.ceil(round(1 / fpr))}" in entry["reason"]
+
+
+def test_check_resolved_names_unresolved_models_and_warns_on_few_false_positives(tmp_path):
+    """Issue 33, item 2: an error naming every model without a threshold, the smallest FPR the
+    validation negatives resolve (1/n) and the negatives the target needs (ceil(1/FPR)); a
+    warning where n x FPR < 10, naming ceil(10/FPR)."""
+    few = val_outputs(np.linspace(9, 1, 5 + 40), [0, 1, 2, 0, 1] + [-1] * 40)  # 40 x 0.05 = 2 false positives
+    entries = [calibrate_model(few, "entropic", "max-logit", 0, 0.05, None, {}),
+               calibrate_model(few, "softmax", "max-logit", 0, 0.05, None, {})]
+    with pytest.warns(AgnostophobiaWarning, match=r"calibrate at FPR 0.05: entropic/max-logit \(seed 0\), "
+                                                  r"softmax/max-logit \(seed 0\): the 40 validation negatives allow "
+                                                  r"2 false positive\(s\), fewer than 10.*ceil\(10/0.05\) = 200"):
+        check_resolved(tmp_path, entries, 0.05)
+    entries.append(calibrate_model(few, "entropic", "max-logit", 1, 0.02, None, {}))  # 40 x 0.02 < 1
+    with pytest.warns(AgnostophobiaWarning), pytest.raises(AgnostophobiaError) as error:
+        check_resolved(tmp_path, entries, 0.02)
+    message = str(error.value)
+    assert "\n" not in message and message.startswith("calibrate: no threshold at FPR 0.02 for entropic/max-logit "
+                                                      "(seed 1): the validation split holds 40 negative(s): the "
+                                                      "smallest FPR they resolve is 1/40 = 0.025")
+    assert "needs at least ceil(1/0.02) = 50 validation negatives" in message
+    assert "(2 threshold(s) that resolve written to" in message
+    enough = val_outputs(np.linspace(9, 1, 5 + 100), [0, 1, 2, 0, 1] + [-1] * 100)  # 100 x 0.1 = 10
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        check_resolved(tmp_path, [calibrate_model(enough, "entropic", "max-logit", 0, 0.1, None, {})], 0.1)
+
+
+def test_calibrate_exits_1_naming_models_without_a_threshold_and_keeps_the_file(run, capsys):
+    code, out, err = run_main(["calibrate", run, "--fpr", "0.01"], capsys)  # 32 validation negatives
+    assert code == 1 and len(err) == 1
+    assert err[0].startswith("agnostophobia: error: calibrate: no threshold at FPR 0.01 for softmax/softmax "
+                             "(seed 0), entropic/softmax (seed 0): the validation split holds 32 negative(s): the "
+                             "smallest FPR they resolve is 1/32 = 0.0312, above 0.01; FPR 0.01 needs at least "
+                             "ceil(1/0.01) = 100 validation negatives")
+    entries = json.loads((run / "calibration.json").read_text())["entries"]
+    assert [e["threshold"] for e in entries] == [None, None]
+    code, out, err = run_main(["calibrate", run, "--fpr", "0.1"], capsys)
+    assert code == 0 and len(err) == 1
+    assert err[0].startswith("agnostophobia: warning: calibrate at FPR 0.1: softmax/softmax (seed 0), "
+                             "entropic/softmax (seed 0): the 32 validation negatives allow 3 false positive(s), fewer "
+                             "than 10") and "ceil(10/0.1) = 100 validation negatives would allow 10" in err[0]
 
 
 def test_a_protocol_without_validation_negatives_says_so():
@@ -684,7 +726,7 @@ def test_a_bf16_run_decides_alike_everywhere_on_synthetic_data(synthetic_bf16_ru
     check_one_arithmetic(run, data_dir, images, tmp_path, capsys)
 
 
-def test_a_threshold_chosen_in_another_arithmetic_is_never_used_as_is(bf16_run, tmp_path, capsys):
+def test_a_threshold_chosen_in_another_arithmetic_is_never_used_as_is(bf16_run, tmp_path, caplog):
     """A calibration.json from before thresholds recorded their arithmetic was chosen on the
     run's stored (bf16) validation outputs: the fp32 classifier chooses its own, and says so."""
     run = tmp_path / "run"
@@ -695,10 +737,11 @@ def test_a_threshold_chosen_in_another_arithmetic_is_never_used_as_is(bf16_run, 
     calibration["entries"] = [{k: v for k, v in old.items() if k not in ("precision", "arithmetic")}]
     (run / "calibration.json").write_text(json.dumps(calibration))
     before = snapshot(run)
-    clf = OpenSetClassifier.from_run(run)
+    with caplog.at_level("INFO", logger="agnostophobia"):  # the library logs; it prints nothing
+        clf = OpenSetClassifier.from_run(run)
     fp32 = calibrate_model(deployed_val(run / "seed0" / "entropic"), "entropic", "softmax", 0, FPR, None, {})
     assert clf.threshold == fp32["threshold"] and clf.calibration["precision"] == "fp32"
-    assert "chosen on bf16 scores" in capsys.readouterr().out
+    assert "chosen on bf16 scores" in caplog.text
     assert snapshot(run) == before  # chosen in memory
 
 

@@ -290,7 +290,8 @@ def test_a_run_recorded_before_versions_evaluates_calibrates_and_predicts_withou
     del meta["versions"]  # as the code before issue 22 wrote it
     (run / "run_meta.json").write_text(json.dumps(meta))
     np.savez(tmp_path / "x.npz", x=np.zeros((2, 28, 28), np.uint8))
-    for args in (["evaluate", run, "--no-progress"], ["calibrate", run, "--fpr", "0.1"], ["predict", run, tmp_path / "x.npz"]):
+    # FPR 0.5: 16 of the 32 validation negatives may be false positives, so calibrate has no warning of its own
+    for args in (["evaluate", run, "--no-progress"], ["calibrate", run, "--fpr", "0.5"], ["predict", run, tmp_path / "x.npz"]):
         assert main([str(a) for a in args]) == 0
         assert capsys.readouterr().err == ""
 

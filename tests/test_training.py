@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from agnostophobia._killpoints import ENV as KILL_ENV
-from agnostophobia.errors import ConfigError
+from agnostophobia.errors import AgnostophobiaWarning, ConfigError
 from agnostophobia.losses import LOSSES, build_loss, known_columns
 from agnostophobia.training.checkpoint import load_checkpoint
 from agnostophobia.training.config import TrainConfig, load_experiment, parse_experiment
@@ -210,9 +210,9 @@ def test_old_top_level_xi_and_lambda_still_set_the_objectosphere_loss(tmp_path, 
     assert parse_experiment({"xi": 10, "loss": {"xi": 10}}).train.loss == {"xi": 10}
     path = tmp_path / "old.yaml"  # a file with the old keys says once, in one line, where they live now
     path.write_text("approaches: [objectosphere]\nxi: 10\nlambda: 1.0e-3\n")
-    load_experiment(path), load_experiment(path)
-    note = capsys.readouterr().err.strip().splitlines()
-    assert len(note) == 1 and "xi, lambda: read as loss.xi / loss.lambda" in note[0]
+    with pytest.warns(AgnostophobiaWarning) as note:
+        load_experiment(path), load_experiment(path)
+    assert len(note) == 1 and "xi, lambda: read as loss.xi / loss.lambda" in str(note[0].message)
     loss = Training(cfg, synthetic_protocol()).loss_fn
     assert (loss.xi, loss.lambda_) == (10.0, 1e-3)
     assert experiment.for_approach("entropic", 0).loss_settings() == {}  # J_E reads neither

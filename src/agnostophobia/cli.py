@@ -11,9 +11,11 @@ import importlib
 import os
 import sys
 import traceback
+import warnings
 
 from agnostophobia import __version__
-from agnostophobia.errors import AgnostophobiaError
+from agnostophobia._log import print_lines
+from agnostophobia.errors import AgnostophobiaError, AgnostophobiaWarning
 
 # Modules that add sub-commands; each has add_commands(subparsers).
 COMMAND_MODULES = (
@@ -44,6 +46,17 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _one_line_warning(show):
+    """The library's own warnings as the CLI's one line, ``agnostophobia: warning: ...`` on
+    stderr; every other warning as Python shows it (``show``)."""
+    def showwarning(message, category, filename, lineno, file=None, line=None):
+        if issubclass(category, AgnostophobiaWarning):
+            print(f"agnostophobia: warning: {' '.join(str(message).split())}", file=sys.stderr)
+        else:
+            show(message, category, filename, lineno, file, line)
+    return showwarning
+
+
 def main(argv=None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -54,7 +67,10 @@ def main(argv=None) -> int:
 
     keep_freed_memory()  # training steps reuse their buffers instead of faulting pages in again
     try:
-        return int(args.func(args) or 0)
+        with warnings.catch_warnings(), print_lines():  # the library logs; the command prints its lines
+            warnings.showwarning = _one_line_warning(warnings.showwarning)
+            warnings.simplefilter("always", AgnostophobiaWarning)  # each run of a command says it again
+            return int(args.func(args) or 0)
     except (AgnostophobiaError, ValueError, OSError) as exc:  # OSError: permissions, a full disk
         if os.environ.get("AGNOSTOPHOBIA_DEBUG"):
             traceback.print_exc()

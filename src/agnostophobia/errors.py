@@ -18,3 +18,9 @@ class ConfigError(AgnostophobiaError):
 
 class TrainingDiverged(AgnostophobiaError):
     """The training or validation loss became non-finite; the last good checkpoint is kept."""
+
+
+class AgnostophobiaWarning(UserWarning):
+    """Something the user should know that does not stop the command (a threshold that rests on
+    few validation negatives, a library version the run was not trained with); the CLI shows it
+    as one line, ``agnostophobia: warning: ...``."""

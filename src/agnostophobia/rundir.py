@@ -11,6 +11,7 @@ A run directory holds::
     detector_settings.json    the detector settings chosen on validation data (``tune-detectors``)
     metrics.json, report.md   every number of the run and its report (``evaluate``, ``reproduce``)
     figures/                  the figures (``plot``)
+    data_split/               an imagefolder protocol's split: train.csv, val.csv, test.csv, class_names.txt
     seed<N>/<approach>/       one trained model: best.pt / last.pt (with the config it was trained
                               with), metrics.csv, outputs.npz, fit_outputs.npz, val_outputs.npz,
                               detector_scores.npz (+ detector_scores_config.npz when tuned),
@@ -47,6 +48,7 @@ METRICS = "metrics.json"          # every number of the run (evaluate, reproduce
 DATA_FETCHED = "data_fetched.json"  # the data files fetched for the run (``data.fetch``)
 REPORT = "report.md"
 FIGURES = "figures"
+SPLIT = "data_split"              # how a protocol split the user's images (imagefolder: the CSVs to reuse)
 # ------------------------------------------------------------------ each model's files
 BEST = "best.pt"
 LAST = "last.pt"
@@ -153,6 +155,10 @@ class RunDir:
     @property
     def figures(self) -> Path:
         return self.root / FIGURES
+
+    @property
+    def data_split(self) -> Path:
+        return self.root / SPLIT
 
     # -------------------------------------------------------------------- models
     @staticmethod

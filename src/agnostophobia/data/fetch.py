@@ -40,6 +40,7 @@ from agnostophobia.rundir import DATA_FETCHED, RunDir
 from agnostophobia.data.datasets import DATASETS, DatasetInfo, Resource, SplitUnavailable, load_dataset
 from agnostophobia.data.formats import md5_file, sha256_file
 from agnostophobia.data.paths import MIRROR_ENV, PathLike, data_dir as resolve_data_dir
+from agnostophobia._log import log_info
 
 SUMS_FILE = "SHA256SUMS"
 _NETWORK_ERRORS = (urllib.error.URLError, http.client.HTTPException, OSError, TimeoutError)
@@ -141,7 +142,7 @@ def _open(request: urllib.request.Request, timeout: float):
 
 def download(res: Resource, directory: PathLike, mirror: Optional[str] = None, allow_unverified: bool = False,
              progress: Optional[bool] = None, timeout: float = 60.0,
-             log: Callable[[str], None] = print) -> Path:
+             log: Callable[[str], None] = log_info) -> Path:
     """Download one official file into ``directory`` (verified, atomic); returns its path.
 
     A file already present is kept when it matches the published checksum (or, for
@@ -153,7 +154,7 @@ def download(res: Resource, directory: PathLike, mirror: Optional[str] = None, a
 
 
 def fetch_file(res: Resource, directory: PathLike, mirror: Optional[str] = None, allow_unverified: bool = False,
-               progress: Optional[bool] = None, timeout: float = 60.0, log: Callable[[str], None] = print,
+               progress: Optional[bool] = None, timeout: float = 60.0, log: Callable[[str], None] = log_info,
                dataset: str = "") -> FetchedFile:
     """:func:`download`, returning what was fetched (url, sha256, verified) with the path."""
     directory = Path(directory)
@@ -264,7 +265,7 @@ def _fetch_source(name: str) -> DatasetInfo:
 
 def fetch_dataset(name: str, data_dir: Optional[PathLike] = None, allow_unverified: bool = False,
                   mirror: Optional[str] = None, force: bool = False, progress: Optional[bool] = None,
-                  log: Callable[[str], None] = print, timeout: float = 60.0,
+                  log: Callable[[str], None] = log_info, timeout: float = 60.0,
                   records: Optional[List[FetchedFile]] = None) -> List[Path]:
     """Fetch the official files of a registered dataset into ``DATA/<directory>/`` and
     check that the result loads. Returns the paths of the files; ``records`` (a list)
@@ -305,7 +306,7 @@ def fetch(names: Sequence[str], **kwargs) -> Dict[str, List[Path]]:
 
 def fetch_missing(names: Sequence[str], data_dir: Optional[PathLike], explanation: str,
                   allow_unverified: bool = False, mirror: Optional[str] = None, progress: Optional[bool] = None,
-                  timeout: float = 60.0, log: Callable[[str], None] = print) -> List[FetchedFile]:
+                  timeout: float = 60.0, log: Callable[[str], None] = log_info) -> List[FetchedFile]:
     """Fetch the missing datasets ``names`` for a run, or raise one :class:`DataError` line.
 
     ``explanation`` is the "not found; get them with ..." line the caller would raise
@@ -344,7 +345,7 @@ def fetch_missing(names: Sequence[str], data_dir: Optional[PathLike], explanatio
 
 def require_datasets(names, data_dir: Optional[PathLike] = None, needed_by: str = "", fetch: bool = False,
                      allow_unverified: bool = False, progress: Optional[bool] = None,
-                     log: Callable[[str], None] = print) -> List[FetchedFile]:
+                     log: Callable[[str], None] = log_info) -> List[FetchedFile]:
     """Make sure every dataset of ``names`` is in the data directory.
 
     Without ``fetch``, raise one :class:`DataError` naming every absent dataset, with the

@@ -18,6 +18,14 @@ validation with label -1, D_b in testing) and unknown unknowns (D_a, test only).
     without it the known labels must be 0..K-1 for the K known labels of the train file.
     A path must stay under ``root`` (``../`` or an absolute path elsewhere is a problem)
     unless ``allow_outside_root: true``.
+``type: imagefolder``
+    one ``ROOT/<class>/<image>`` tree (torchvision's ImageFolder layout), not yet split, and the
+    three lists of class-folder names; here a known class's index is its position in ``known``
+    as the config lists it. Each known and negative class is split into train, val and test
+    (seeded by the data seed, stratified by class, ``val_fraction`` / ``test_fraction``, paths
+    sorted so every machine draws the same split); unknown classes are test only. The split is
+    written to the run as CSV files of the ``csv`` type (:func:`split_tables`); ``split: DIR``
+    reuses such a folder, read by the CSV reader.
 
 In an experiment YAML the ``protocol`` key takes the mapping (:func:`parse_file_protocol`).
 Every path in it is relative to the YAML file's directory; :func:`resolve_paths` makes
@@ -38,6 +46,7 @@ import csv
 import io
 import os
 import re
+import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
@@ -50,14 +59,21 @@ from agnostophobia.data.image_files import ImageFiles, choose_loading
 from agnostophobia.data.protocol_types import (OpenSetProtocol, ProtocolSpec, ProtocolSplit, UnknownSet,
                                                declare_unknown_sets, purpose_rng, stratified_subset)
 from agnostophobia.errors import ConfigError, DataError
+from agnostophobia.settings import check_settings, field_settings, setting
 
-TYPES = ("csv", "folders")
+TYPES = ("csv", "folders", "imagefolder")
 SPLITS = ("train", "val", "test")
 NEGATIVE, UNKNOWN = -1, -2
 COMMON_KEYS = ("type", "root", "image_size", "channels", "kind", "allow_duplicates")
 TYPE_KEYS = {"csv": ("train", "val", "test", "class_names", "allow_outside_root"),
-             "folders": ("known", "negative", "unknown")}
-PATH_KEYS = ("root", "train", "val", "test", "class_names")
+             "folders": ("known", "negative", "unknown"),
+             "imagefolder": ("known", "negative", "unknown", "split", "val_fraction", "test_fraction")}
+PATH_KEYS = ("root", "train", "val", "test", "class_names", "split")
+#: An imagefolder split written to a run, in the csv type's format: split -> file name
+SPLIT_FILES = {"train": "train.csv", "val": "val.csv", "test": "test.csv"}
+CLASS_NAMES_FILE = "class_names.txt"
+#: A split class gives each of train, val and test at least one image.
+MIN_SPLIT_IMAGES = 3
 MAX_SHOWN = 20      # problems listed in the error; the rest are counted
 CHUNK = 2048        # images decoded before they are prepared (and their originals dropped)
 
@@ -79,6 +95,12 @@ class FileProtocolSpec:
     unknown: Tuple[str, ...] = ()
     allow_duplicates: bool = False                          # a file listed twice within a split
     allow_outside_root: bool = False                        # csv: a path that leads out of ``root``
+    split: Optional[Path] = None                            # imagefolder: a written split to reuse
+    # imagefolder: the share of each known and negative class held out for validation and for testing
+    val_fraction: float = setting(float, 0.15, low=0, high=0.45, low_open=True,
+                                  doc="imagefolder: share of each known and negative class for validation")
+    test_fraction: float = setting(float, 0.15, low=0, high=0.45, low_open=True,
+                                   doc="imagefolder: share of each known and negative class for testing")
 
     @property
     def input(self) -> InputSpec:
@@ -86,7 +108,14 @@ class FileProtocolSpec:
 
     def source(self, split: str) -> str:
         """What a problem of a whole split names: its CSV file or its folder."""
-        return str(self.files[split]) if self.type == "csv" else str(self.root / split)
+        if self.files:
+            return str(self.files[split])
+        return f"{self.root} ({split} split)" if self.type == "imagefolder" else str(self.root / split)
+
+    @property
+    def reads_csv(self) -> bool:
+        """Listed by the CSV reader: a csv protocol, or an imagefolder one reusing a written split."""
+        return bool(self.files)
 
 
 def is_file_protocol(protocol: Any) -> bool:
@@ -111,6 +140,8 @@ def parse_file_protocol(mapping: Mapping[str, Any], where: str = "protocol") -> 
             raise ConfigError(f"unknown config key '{where}.{key}' for a protocol of type {kind}; "
                               f"known: {', '.join(allowed)}")
     required = ("root", "image_size", "channels") + (("train", "val", "test") if kind == "csv" else ("known",))
+    fractions = {key: mapping[key] for key in ("val_fraction", "test_fraction") if key in mapping}
+    check_settings(field_settings(FileProtocolSpec), fractions, where, f"a protocol of type {kind}")
     for key in required:
         if key not in mapping:
             raise ConfigError(f"config key '{where}.{key}' is missing (a protocol of type {kind} needs "
@@ -129,13 +160,32 @@ def parse_file_protocol(mapping: Mapping[str, Any], where: str = "protocol") -> 
         if not isinstance(mapping.get(key, False), bool):
             raise bad(key, "must be true or false")
     lists = {key: _names(mapping, key, where, bad) for key in TYPE_KEYS["folders"]}
-    if kind == "folders" and not lists["known"]:
+    if kind != "csv" and not lists["known"]:
         raise bad("known", "must list at least one class folder")
+    if kind == "imagefolder":
+        _check_imagefolder_lists(lists, where, bad)
+    files = {s: Path(mapping[s]) for s in SPLITS if s in mapping}
+    class_names = Path(mapping["class_names"]) if "class_names" in mapping else None
+    split = Path(mapping["split"]) if "split" in mapping else None
+    if split is not None:  # a written split is read as the csv type reads its files
+        files, class_names = {s: split / name for s, name in SPLIT_FILES.items()}, split / CLASS_NAMES_FILE
     return FileProtocolSpec(kind, Path(mapping["root"]), size, mapping["channels"], mapping.get("kind", NATURAL),
-                            {s: Path(mapping[s]) for s in SPLITS if s in mapping},
-                            Path(mapping["class_names"]) if "class_names" in mapping else None, **lists,
+                            files, class_names, **lists,
                             allow_duplicates=mapping.get("allow_duplicates", False),
-                            allow_outside_root=mapping.get("allow_outside_root", False))
+                            allow_outside_root=mapping.get("allow_outside_root", False), split=split,
+                            **{k: float(v) for k, v in fractions.items()})
+
+
+def _check_imagefolder_lists(lists: Dict[str, Tuple[str, ...]], where: str, bad) -> None:
+    """The config's order is the class indices here, so a name twice would be two classes;
+    and a name must be one folder directly under the root."""
+    for key, names in lists.items():
+        twice = sorted({n for n in names if names.count(n) > 1})
+        if twice:
+            raise bad(key, f"lists {twice[0]!r} twice")
+        odd = [n for n in names if not n or n in (".", "..") or "/" in n or "\\" in n]
+        if odd:
+            raise bad(key, f"{odd[0]!r} is not a folder name directly under the root")
 
 
 def _names(mapping, key: str, where: str, bad) -> Tuple[str, ...]:
@@ -213,9 +263,15 @@ class Listing:
     repeats: Dict[str, int] = field(default_factory=dict)  # split -> entries repeating an earlier one (allowed)
 
 
-def list_protocol(spec: FileProtocolSpec) -> Listing:
-    """Read the CSV files or walk the folders; structural problems are collected, not raised."""
-    listing = _list_csv(spec) if spec.type == "csv" else _list_folders(spec)
+def list_protocol(spec: FileProtocolSpec, seed: int = 0) -> Listing:
+    """Read the CSV files, walk the folders or split the image folders (with the data ``seed``);
+    structural problems are collected, not raised."""
+    if spec.reads_csv:
+        listing = _list_csv(spec)
+        if spec.type == "imagefolder":
+            _check_reused_split(spec, listing)
+    else:
+        listing = _list_folders(spec) if spec.type == "folders" else _list_imagefolder(spec, seed)
     _check_split_contents(spec, listing)
     _check_duplicates(spec, listing)
     return listing
@@ -355,7 +411,12 @@ def _negative_sources(splits: Dict[str, List[Item]], problems: List[str]) -> Lis
         return []
     problems += [f"{item.where}: a negative without a source class (third column), while other negatives "
                  f"name theirs" for item in negatives if item.source is None]
-    return sorted(named, key=lambda s: (not s.isdigit(), int(s) if s.isdigit() else 0, s))
+    return sorted(named, key=_source_order)
+
+
+def _source_order(name: str):
+    """Negative source classes in order: numbers by value first, then names."""
+    return not name.isdigit(), int(name) if name.isdigit() else 0, name
 
 
 # ------------------------------------------------------------------ folders
@@ -408,16 +469,99 @@ def _list_split_folder(folder: Path, split: str, roles: Dict[str, int], problems
     return items
 
 
+# ------------------------------------------------------------------ one image folder, split here
+def _list_imagefolder(spec: FileProtocolSpec, seed: int) -> Listing:
+    """Each named class folder's images, sorted by their path under the root (so the listing
+    order of the file system never matters), and each known and negative class split into
+    train, val and test by its own seeded permutation (:func:`split_class`)."""
+    problems = _overlaps(spec)
+    splits: Dict[str, List[Item]] = {split: [] for split in SPLITS}
+    roles = [(c, i) for i, c in enumerate(spec.known)] + [(c, NEGATIVE) for c in spec.negative]
+    for cls, label in roles + [(c, UNKNOWN) for c in spec.unknown]:
+        files = _class_files(spec.root, cls, problems)
+        if files is None:
+            continue
+        if label == UNKNOWN:  # D_a: test only
+            splits["test"] += [Item(p, UNKNOWN, None, str(p)) for p in files]
+            continue
+        if len(files) < MIN_SPLIT_IMAGES:
+            problems.append(f"{spec.root / cls}: {len(files)} image(s); a known or negative class needs at least "
+                            f"{MIN_SPLIT_IMAGES} (one each for train, val and test)")
+            continue
+        source = cls if label == NEGATIVE else None
+        for split, idx in split_class(len(files), spec.val_fraction, spec.test_fraction, seed, cls).items():
+            splits[split] += [Item(files[i], label, source, str(files[i])) for i in idx]
+    negatives = sorted(spec.negative, key=_source_order)  # as a reused split's CSV reader orders them
+    return Listing(splits, list(spec.known), negatives, problems)
+
+
+def _class_files(root: Path, cls: str, problems: List[str]) -> Optional[List[Path]]:
+    """The image files under ``root/cls`` (hidden ones skipped, a dangling link kept so that
+    reading it is a problem), sorted by their path relative to the root; None with a problem
+    where the folder is missing or holds nothing."""
+    folder = root / cls
+    if not folder.is_dir():
+        problems.append(f"{folder}: the class folder named in the config does not exist")
+        return None
+    files = [p for p in folder.rglob("*") if (p.is_file() or p.is_symlink() and not p.exists())
+             and not any(part.startswith(".") for part in p.relative_to(folder).parts)]
+    if not files:
+        problems.append(f"{folder}: empty class folder")
+        return None
+    # NFC: macOS spells accented names decomposed, Linux as typed; both must sort alike
+    return sorted(files, key=lambda p: unicodedata.normalize("NFC", p.relative_to(root).as_posix()))
+
+
+def split_class(n: int, val_fraction: float, test_fraction: float, seed: int, cls: str) -> Dict[str, List[int]]:
+    """Indices of one class's ``n`` sorted files per split: ``round(fraction * n)`` (at least one)
+    for val and for test, the rest (at least one) for train. The permutation is drawn from the
+    class's own stream of the data seed, so adding a class never moves another class's images."""
+    n_val = max(1, round(val_fraction * n))
+    n_test = min(max(1, round(test_fraction * n)), n - n_val - 1)
+    order = purpose_rng(seed, f"imagefolder/{cls}").permutation(n)
+    return {"val": sorted(order[:n_val].tolist()), "test": sorted(order[n_val:n_val + n_test].tolist()),
+            "train": sorted(order[n_val + n_test:].tolist())}
+
+
+def _check_reused_split(spec: FileProtocolSpec, listing: Listing) -> None:
+    """A reused split must name the config's known classes in the config's order: another order
+    would silently give every class another index."""
+    if listing.class_names and list(listing.class_names) != list(spec.known):
+        listing.problems.append(f"{spec.class_names}: the split's known classes {listing.class_names} differ from "
+                                f"the config's protocol.known {list(spec.known)} (the order is the class indices; "
+                                f"list them as the split does, or drop split: to draw a new one)")
+
+
+def split_tables(spec: FileProtocolSpec, listing: Listing) -> Dict[str, str]:
+    """The split of an imagefolder protocol as the csv type's files (file name -> text): one
+    ``path,label,class`` line per image, its path relative to the root (-1 negative, -2 unknown;
+    the class column names each image's folder, read back for negatives), and the known classes
+    in index order. ``split: DIR`` in the config reads them back."""
+    names = {**{c: c for c in spec.known}, **{c: c for c in spec.negative}, **{c: c for c in spec.unknown}}
+    tables = {}
+    for split, file_name in SPLIT_FILES.items():
+        text = io.StringIO()
+        writer = csv.writer(text, lineterminator="\n")
+        writer.writerow(["path", "label", "class"])
+        for item in listing.splits[split]:
+            relative = item.path.relative_to(spec.root).as_posix()
+            writer.writerow([relative, item.label, names.get(relative.split("/")[0], "")])
+        tables[file_name] = text.getvalue()
+    tables[CLASS_NAMES_FILE] = "".join(f"{name}\n" for name in listing.class_names)
+    return tables
+
+
 # ------------------------------------------------------------------ reading images
-def check_file_protocol(protocol) -> List[str]:
+def check_file_protocol(protocol, seed: int = 0) -> List[str]:
     """Every problem of a protocol from files (a mapping or a :class:`FileProtocolSpec`),
     each naming its file or class: a class both known and negative, an unknown in train or
     val, an empty class, a missing, unreadable, truncated or non-image file (a dangling or
     looping link included), a CSV path outside the root, a label out of
     range, a malformed CSV line, a file in two splits or twice in one (:func:`_check_duplicates`).
-    This opens and fully decodes every image file once."""
+    This opens and fully decodes every image file once. ``seed``: the data seed an imagefolder
+    protocol splits with."""
     spec = protocol if isinstance(protocol, FileProtocolSpec) else parse_file_protocol(protocol)
-    listing = list_protocol(spec)
+    listing = list_protocol(spec, seed)
     problems = list(listing.problems)
     for split in SPLITS:
         _read_split(listing.splits[split], set(), spec, split, problems)
@@ -507,11 +651,12 @@ def build_file_protocol(mapping, seed: int = 0, data_loading: str = "memory", **
     ``max_val``, ``max_test_per_set``): seeded, stratified by class (negatives by their
     source class where known). ``val_fraction`` does not apply: the protocol has its own val.
     """
+    spec = mapping if isinstance(mapping, FileProtocolSpec) else parse_file_protocol(mapping)
     if "val_fraction" in limits:
         raise ConfigError("protocol_limits: val_fraction does not apply to a protocol from files "
-                          "(its val split is given)")
-    spec = mapping if isinstance(mapping, FileProtocolSpec) else parse_file_protocol(mapping)
-    listing = list_protocol(spec)
+                          + ("(an imagefolder protocol takes protocol.val_fraction)" if spec.type == "imagefolder"
+                             else "(its val split is given)"))
+    listing = list_protocol(spec, seed)
     chosen, notes = _choose(listing, seed, limits)
     n_train = sum(len(chosen[p]) for p, s, _, _ in PARTS if s == "train")
     stream = choose_loading(data_loading, n_train, spec.input.shape) == "stream"
@@ -529,7 +674,10 @@ def build_file_protocol(mapping, seed: int = 0, data_loading: str = "memory", **
     if stream:
         notes.append(f"data loading: streamed ({n_train} training images decoded on the fly, "
                      f"data_loading: {data_loading})")
-    return _assemble(spec, listing, chosen, prepared, notes)
+    protocol = _assemble(spec, listing, chosen, prepared, notes)
+    if spec.type == "imagefolder":
+        protocol.split_files = split_tables(spec, listing)
+    return protocol
 
 
 def _role(label: int) -> str:
@@ -603,7 +751,7 @@ def describe(spec: FileProtocolSpec, listing: Listing, protocol: OpenSetProtocol
     sizes = protocol.sizes()
     notes = [_title(spec),
              f"known classes D_c ({protocol.num_classes}): {some(listing.class_names)}"]
-    if spec.type == "folders":
+    if spec.type != "csv":
         notes.append(f"negatives D_b' / D_b ({len(spec.negative)}): {some(sorted(set(spec.negative))) or 'none'}; "
                      f"unknowns D_a, test only ({len(spec.unknown)}): {some(list(spec.unknown)) or 'none'}")
     elif listing.negative_class_names:
@@ -621,5 +769,10 @@ def describe(spec: FileProtocolSpec, listing: Listing, protocol: OpenSetProtocol
 
 
 def _title(spec: FileProtocolSpec) -> str:
+    if spec.type == "imagefolder":
+        how = (f"the split in {spec.split}" if spec.split else
+               f"split here: val {spec.val_fraction:g}, test {spec.test_fraction:g} of each known and negative "
+               f"class, seeded by the data seed")
+        return f"protocol from one image folder per class under {spec.root} ({how})"
     return (f"protocol from a folder tree under {spec.root}" if spec.type == "folders"
             else f"protocol from CSV files ({', '.join(str(spec.files[s]) for s in SPLITS)}; images under {spec.root})")

@@ -20,6 +20,7 @@ from agnostophobia.registry import Registry
 from agnostophobia.data.fetch import FetchedFile, require_datasets
 from agnostophobia.data.paths import PathLike
 from agnostophobia.data.preprocess import OURS, PREPROCESSINGS, InputSpec
+from agnostophobia._log import log_info
 
 
 @dataclass
@@ -51,6 +52,9 @@ class OpenSetProtocol:
     negative_class_names: List[str] = field(default_factory=list)
     # How the images were prepared, where that is not our preparation (preprocessing: authors), for reports
     preprocessing_notes: List[str] = field(default_factory=list)
+    # Files that say how the protocol split its images (file name -> text), written into the run's
+    # split folder so that a user can read the split and reuse it (an imagefolder protocol's CSVs)
+    split_files: Dict[str, str] = field(default_factory=dict)
 
     def sizes(self) -> Dict[str, Dict[str, int]]:
         """Sample counts: ``{"train": {"known": n, "unknown": m}, ...}``."""
@@ -110,7 +114,7 @@ class ProtocolSpec:
         return replace(self.input, preprocessing=preprocessing)
 
     def require_data(self, data_dir: Optional[PathLike] = None, fetch: bool = False, allow_unverified: bool = False,
-                     progress: Optional[bool] = None, log: Callable[[str], None] = print) -> List[FetchedFile]:
+                     progress: Optional[bool] = None, log: Callable[[str], None] = log_info) -> List[FetchedFile]:
         """:func:`~agnostophobia.data.fetch.require_datasets` for the datasets it reads."""
         return require_datasets(self.datasets, data_dir, self.data_hint, fetch=fetch,
                                 allow_unverified=allow_unverified, progress=progress, log=log)

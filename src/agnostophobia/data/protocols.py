@@ -31,6 +31,7 @@ from agnostophobia.data.protocol_types import (HELD_OUT_NEGATIVES, PROTOCOLS, UN
                                                purpose_rng, unknown_set,
                                                register_protocol, split_negative_classes, stratified_split,
                                                stratified_subset)
+from agnostophobia._log import log_info
 
 __all__ = [
     "PROTOCOLS", "ProtocolSpec", "register_protocol", "protocol_spec", "build_protocol", "check_limits", "LIMITS",
@@ -109,7 +110,7 @@ def protocol_input(protocol, preprocessing: str = OURS) -> InputSpec:
 
 def require_protocol_data(name, data_dir: Optional[PathLike] = None, fetch: bool = False,
                           allow_unverified: bool = False, progress: Optional[bool] = None,
-                          log: Callable[[str], None] = print) -> List[FetchedFile]:
+                          log: Callable[[str], None] = log_info) -> List[FetchedFile]:
     """:func:`~agnostophobia.data.fetch.require_datasets` for the datasets a protocol reads
     (none for a protocol from files)."""
     return protocol_spec(name).require_data(data_dir, fetch=fetch, allow_unverified=allow_unverified,

@@ -38,6 +38,7 @@ from __future__ import annotations
 import contextlib
 import json
 import math
+import warnings
 from pathlib import Path
 from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
@@ -51,7 +52,7 @@ from agnostophobia.detectors.stored import (KeptFits, NotFitted, Settings, detec
                                             model_scores, model_settings, run_model_settings, run_tuned_settings,
                                             top_scores)
 from agnostophobia.detectors._base import scores_from_top
-from agnostophobia.errors import AgnostophobiaError
+from agnostophobia.errors import AgnostophobiaError, AgnostophobiaWarning
 from agnostophobia.losses import LOSSES, known_columns
 from agnostophobia.metrics import ccr_at_fpr, rates_at_threshold, threshold_at_fpr
 from agnostophobia.metrics.rows import own_detector
@@ -64,6 +65,7 @@ from agnostophobia.training.precision import resolve_precision
 from agnostophobia.rundir import BEST, CALIBRATION, VAL_OUTPUTS, RunDir
 from agnostophobia.training.trained import TrainedModel, load_trained_model
 from agnostophobia.training.device import resolve_device
+from agnostophobia._log import log_info
 
 _FORMAT = 1
 #: The network's precision in every deployed decision; the score is computed in float64.
@@ -179,7 +181,7 @@ def network_outputs(trained: TrainedModel, images) -> Tuple[np.ndarray, np.ndarr
 
 
 def validation_outputs(model_dir: Path, protocols: Protocols, device: Optional[str] = None,
-                       log: Callable[[str], None] = print, precision: str = DEPLOY_PRECISION,
+                       log: Callable[[str], None] = log_info, precision: str = DEPLOY_PRECISION,
                        store: bool = True) -> SplitOutputs:
     """The model's outputs on the validation split with the network in ``precision``: stored
     at training time, or computed from ``best.pt`` on the run's rebuilt protocol (and stored
@@ -236,10 +238,53 @@ def calibrate_model(val: SplitOutputs, approach: str, detector_name: str, seed: 
     predicted, score = top_scores(detector, val, num_classes)
     point = threshold_at_fpr(scores_from_top(predicted, score, num_classes), labels, fpr)
     if point.allowed == 0:
-        return {**entry, "reason": f"the validation split holds {n_negative} negative(s), too few to resolve FPR "
-                                   f"{fpr:g}: it needs at least ceil(1/{fpr:g}) = {math.ceil(round(1 / fpr, 9))}"}
+        return {**entry, "reason": too_few_negatives(n_negative, fpr)}
     return {**entry, "threshold": point.threshold, "val_fpr": point.fpr, "val_ccr": point.ccr,
             "false_positives_allowed": point.allowed}
+
+
+#: False positives the validation negatives should allow at the target: with fewer, the threshold is
+#: the score of one of a handful of negatives, and the FPR it gives on new data varies widely.
+ENOUGH_FALSE_POSITIVES = 10
+
+
+def negatives_needed(fpr: float, false_positives: int = 1) -> int:
+    """Validation negatives that allow ``false_positives`` at FPR ``fpr``: ceil(k / fpr)."""
+    return math.ceil(round(false_positives / fpr, 9))  # round: 1 / 0.1 is 10.000000000000002
+
+
+def too_few_negatives(n_negative: int, fpr: float) -> str:
+    """Why ``n_negative`` validation negatives give no threshold at ``fpr``: one false positive
+    among them is already an FPR of 1/n."""
+    return (f"the validation split holds {n_negative} negative(s): the smallest FPR they resolve is 1/{n_negative} = "
+            f"{1 / n_negative:.3g}, above {fpr:g}; FPR {fpr:g} needs at least ceil(1/{fpr:g}) = "
+            f"{negatives_needed(fpr)} validation negatives")
+
+
+def _grouped(entries: List[Dict], why: Callable[[Dict], str]) -> str:
+    """``models: why; models: why`` with the models that share a reason named together."""
+    groups: Dict[str, List[str]] = {}
+    for e in entries:
+        groups.setdefault(why(e), []).append(f"{e['approach']}/{e['detector']} (seed {e['seed']})")
+    return "; ".join(f"{', '.join(models)}: {reason}" for reason, models in groups.items())
+
+
+def check_resolved(run_dir: Path, entries: List[Dict], fpr: float) -> None:
+    """A warning where a threshold rests on fewer than :data:`ENOUGH_FALSE_POSITIVES` allowed false
+    positives (n x FPR < 10), and an error, one line, naming every model without a threshold
+    (written entries are kept: the thresholds that resolve stay usable)."""
+    few = [e for e in entries if e["threshold"] is not None and e["val_negatives"] * fpr < ENOUGH_FALSE_POSITIVES]
+    if few:
+        warnings.warn(f"calibrate at FPR {fpr:g}: " + _grouped(few, lambda e: (
+            f"the {e['val_negatives']} validation negatives allow {e['false_positives_allowed']} false positive(s), "
+            f"fewer than {ENOUGH_FALSE_POSITIVES}, so the threshold rests on a handful of scores; "
+            f"ceil({ENOUGH_FALSE_POSITIVES}/{fpr:g}) = {negatives_needed(fpr, ENOUGH_FALSE_POSITIVES)} "
+            f"validation negatives would allow {ENOUGH_FALSE_POSITIVES}")), AgnostophobiaWarning, stacklevel=3)
+    missing = [e for e in entries if e["threshold"] is None]
+    if missing:
+        written = len(entries) - len(missing)
+        raise AgnostophobiaError(f"calibrate: no threshold at FPR {fpr:g} for " + _grouped(missing, lambda e: e["reason"])
+                                 + f" ({written} threshold(s) that resolve written to {RunDir(run_dir).calibration})")
 
 
 # ------------------------------------------------------------------------ calibration.json
@@ -257,7 +302,7 @@ def _key(entry: Dict) -> Tuple[str, str, int]:
 
 
 def calibrate_models(run_dir: Path, fpr: float, models: Iterable[Tuple[int, str, str]], data_dir=None,
-                     device: Optional[str] = None, log: Callable[[str], None] = print) -> Dict:
+                     device: Optional[str] = None, log: Callable[[str], None] = log_info) -> Dict:
     """Calibrate ``(seed, approach, detector)`` models of ``run_dir`` at ``fpr`` and merge their
     entries into ``calibration.json`` (written atomically, under the run's lock)."""
     run_dir = Path(run_dir)
@@ -285,9 +330,12 @@ def calibrate_models(run_dir: Path, fpr: float, models: Iterable[Tuple[int, str,
 
 
 def calibrate_run(run_dir, fpr: float, approaches: Optional[Sequence[str]] = None, detector: Optional[str] = None,
-                  data_dir=None, device: Optional[str] = None, log: Callable[[str], None] = print) -> Path:
+                  data_dir=None, device: Optional[str] = None, log: Callable[[str], None] = log_info) -> Path:
     """``agnostophobia calibrate``: every trained approach (or ``approaches``) and seed, each
-    with its paper score (or ``detector``, on the models it applies to)."""
+    with its paper score (or ``detector``, on the models it applies to). The thresholds that
+    resolve are written; then an :class:`AgnostophobiaError` names the models without one, and
+    an :class:`AgnostophobiaWarning` those whose validation negatives allow fewer than 10 false
+    positives at ``fpr`` (:func:`check_resolved`)."""
     run_dir = Path(run_dir)
     check_target(fpr)
     records.check_run(run_dir)  # every record valid and in agreement before anything is written
@@ -304,7 +352,9 @@ def calibrate_run(run_dir, fpr: float, approaches: Optional[Sequence[str]] = Non
     if not chosen:
         raise AgnostophobiaError(f"{run_dir}: detector {detector!r} reads a background class, which none of the "
                                  f"models {', '.join(approaches or trained)} has; choose another --detector")
-    calibrate_models(run_dir, fpr, chosen, data_dir, device, log)
+    calibration = calibrate_models(run_dir, fpr, chosen, data_dir, device, log)
+    requested = {(approach, detector, seed) for seed, approach, detector in chosen}
+    check_resolved(run_dir, [e for e in calibration["entries"] if _key(e) in requested], check_target(fpr))
     path = RunDir(run_dir).calibration
     log(f"calibration: {path}; `agnostophobia evaluate {run_dir}` adds what these thresholds give on the "
         f"test sets to the report")
@@ -360,7 +410,7 @@ def entry_precision(entry: Dict, model_dir: Path) -> str:
 
 
 def calibrate_in_memory(run_dir: Path, approach: str, detector: str, seed: int, fpr: float, precision: str,
-                        data_dir=None, device: Optional[str] = None, log: Callable[[str], None] = print) -> Dict:
+                        data_dir=None, device: Optional[str] = None, log: Callable[[str], None] = log_info) -> Dict:
     """The entry :func:`calibrate_models` would store, with the network in ``precision``,
     computed and returned without writing anything into the run (a read-only run, or a
     consumer computing in another precision than the stored threshold's)."""

@@ -22,13 +22,14 @@ from agnostophobia.training.trained import TrainedModel, load_trained_model
 
 from .calibration import (CALIBRATION, DEPLOY_PRECISION, calibrate_in_memory, calibrate_models, calibration_entry,
                           entry_precision, network_outputs, resolve_model)
+from agnostophobia._log import log_info
 
 UNKNOWN = -1
 UNKNOWN_NAME = "unknown"
 
 
 def threshold_in(entry: Dict, trained: TrainedModel, run_dir: Path, data_dir=None, device: Optional[str] = None,
-                 log=print) -> Dict:
+                 log=log_info) -> Dict:
     """``entry`` if its threshold was chosen in ``trained``'s precision; else the threshold
     chosen again, in memory, at the same target FPR on validation outputs in that precision:
     a threshold is never compared with scores computed in another arithmetic."""
@@ -85,7 +86,7 @@ class OpenSetClassifier:
     @classmethod
     def from_run(cls, run_dir, approach: Optional[str] = None, detector: Optional[str] = None, seed: int = 0,
                  device: Optional[str] = None, precision: Optional[str] = None, fpr: Optional[float] = None,
-                 data_dir=None, log=print) -> "OpenSetClassifier":
+                 data_dir=None, log=log_info) -> "OpenSetClassifier":
         """The model ``seed<seed>/<approach>`` of ``run_dir`` (default: the run's first approach
         trained with negatives) with ``detector`` (default: its paper score) and the stored
         threshold; ``fpr`` calibrates that threshold first (FPR <= fpr on validation data),

@@ -50,6 +50,7 @@ from agnostophobia.errors import AgnostophobiaError
 from .calibration import DEPLOY_PRECISION, arithmetic, resolve_model
 from .classifier import OpenSetClassifier
 from .formats import DEFAULT_FORMAT, FORMATS
+from agnostophobia._log import log_info
 
 METADATA = "agnostophobia.json"
 
@@ -167,7 +168,7 @@ def _onnx_program(module: nn.Module, example: torch.Tensor, batch):
 
 def export_run(run_dir, out: Path, fmt: str = DEFAULT_FORMAT, approach: Optional[str] = None,
                detector: Optional[str] = None, seed: int = 0, fpr: Optional[float] = None, data_dir=None,
-               log=print) -> Path:
+               log=log_info) -> Path:
     """``agnostophobia export``: one model of ``run_dir`` with its calibrated threshold."""
     check_format(fmt)  # before any work, as the detector below
     if fmt == "torchscript":

@@ -11,19 +11,20 @@ from __future__ import annotations
 import csv
 import io
 import json
-import sys
+import warnings
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
 from agnostophobia._atomic import atomic_write
 from agnostophobia.data.inputs import model_input, read_images
-from agnostophobia.errors import AgnostophobiaError
+from agnostophobia.errors import AgnostophobiaError, AgnostophobiaWarning
 from agnostophobia.training.checkpoint import load_checkpoint
 from agnostophobia.training.records import check_run
 from agnostophobia.training.trained import BEST
 
 from .calibration import calibration_entry, check_target, resolve_model
 from .classifier import OpenSetClassifier
+from agnostophobia._log import log_info
 
 COLUMNS = ("source", "label", "score", "threshold")
 OUTPUT_SUFFIXES = (".csv", ".json")
@@ -31,12 +32,12 @@ OUTPUT_SUFFIXES = (".csv", ".json")
 
 def predict_files(run_dir, inputs: Sequence[str], approach: Optional[str] = None, detector: Optional[str] = None,
                   seed: int = 0, fpr: Optional[float] = None, data_dir=None, device: Optional[str] = None,
-                  log=print) -> List[Dict]:
+                  log=log_info) -> List[Dict]:
     """Rows ``{source, label, score, threshold}`` for every image of ``inputs``, in order."""
     run_dir = Path(run_dir)
     warning = check_run(run_dir).version_warning()  # broken records stop here; other library versions are named
     if warning:
-        print(warning, file=sys.stderr)
+        warnings.warn(warning, AgnostophobiaWarning, stacklevel=2)
     model_dir, approach, detector = resolve_model(run_dir, approach, detector, seed)
     if fpr is None:
         calibration_entry(run_dir, approach, detector, seed)  # stop before reading anything without a threshold

@@ -22,7 +22,7 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -308,8 +308,10 @@ def top_scores(detector: Detector, outputs: Dict[str, np.ndarray], num_classes: 
 
 def score_outputs(outputs: Dict[str, Dict[str, np.ndarray]], fit_outputs: Optional[Dict[str, np.ndarray]],
                   approach: str, settings: Optional[Settings] = None,
-                  reuse: Optional[ModelScores] = None, kept: Optional[KeptFits] = None) -> ModelScores:
-    """Fit (once) and run every applicable detector on stored outputs; see :func:`model_scores`.
+                  reuse: Optional[ModelScores] = None, kept: Optional[KeptFits] = None,
+                  only: Optional[Sequence[str]] = None) -> ModelScores:
+    """Fit (once) and run every applicable detector (or those of ``only``) on stored outputs;
+    see :func:`model_scores`.
     ``reuse``: scores of these same detectors, settings and training outputs on some of the
     splits (an earlier cache): those are kept, only the other splits are scored, and a
     detector that scores nothing new is not fitted at all. ``kept``: the model's kept fits
@@ -320,7 +322,7 @@ def score_outputs(outputs: Dict[str, Dict[str, np.ndarray]], fit_outputs: Option
     num_classes = known_columns(approach, next(iter(outputs.values()))["logits"].shape[1])
     top: Dict[str, Dict[str, Tuple[np.ndarray, np.ndarray]]] = {}
     notes: Dict[str, str] = {}
-    for name in applicable_detectors(approach):
+    for name in applicable_detectors(approach) if only is None else only:
         try:
             detector = fitted_detector(name, fit_outputs, num_classes, settings, kept)
         except NotFitted as exc:

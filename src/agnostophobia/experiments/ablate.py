@@ -29,6 +29,7 @@ from agnostophobia.errors import ConfigError
 from agnostophobia.experiments.paper_numbers import TABLE2
 from agnostophobia.training.config import ExperimentConfig, load_experiment
 from agnostophobia.training.records import read_metrics
+from agnostophobia._log import log_info
 
 PAPER_FPRS = ("1e-4", "1e-3", "1e-2", "1e-1")  # Table 2's readouts, the order of the paper_numbers tuples
 FPRS = ("1e-3", "1e-2")  # the readouts the table shows by default (Table 2's columns 2 and 3)
@@ -60,7 +61,7 @@ def step_finished(step_out: Path, seeds: int, approaches: Sequence[str]) -> bool
 
 def ablate(config: str, out: Optional[Path] = None, seeds: Optional[int] = None,
            steps: Optional[Sequence[str]] = None, data_dir=None, device: Optional[str] = None,
-           progress: bool = True, fprs: Sequence[str] = FPRS, log=print) -> Path:
+           progress: bool = True, fprs: Sequence[str] = FPRS, log=log_info) -> Path:
     """Train and evaluate every step (or the ``steps`` named), then write the table of CCR at
     the FPRs ``fprs`` (of Table 2's 1e-4, 1e-3, 1e-2, 1e-1)."""
     from agnostophobia.experiments.reproduce import reproduce

@@ -52,6 +52,21 @@ def preprocessing(text: str) -> str:
     return text
 
 
+def set_option(text: str):
+    """argparse type for ``--set KEY=VALUE``: (key, value read as YAML), checked later with the config."""
+    from agnostophobia.training.config import parse_set_option
+
+    try:
+        return parse_set_option(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+SET_HELP = ("override one config key for this run, after the budget (repeatable): KEY=VALUE, the value read as "
+            "YAML, a dotted KEY for a nested one (loss.xi=20, protocol.val_fraction=0.2); checked as the config "
+            "file is")
+
+
 def add_commands(subparsers) -> None:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--data-dir", help="dataset directory (default: $AGNOSTOPHOBIA_DATA or the user cache)")
@@ -65,6 +80,8 @@ def add_commands(subparsers) -> None:
     runs.add_argument("--batched-seeds", type=batched_seeds, metavar="auto|true|false",
                       help="train the seeds of each approach as one batched model (default: the config's "
                            "batched_seeds; auto: off until a GPU has shown batched CCR equal to separate runs)")
+    runs.add_argument("--set", type=set_option, action="append", default=[], dest="set_options",
+                      metavar="KEY=VALUE", help=SET_HELP)
     runs.add_argument("--cuda-graph", action=argparse.BooleanOptionalAction, default=None,
                       help="capture each run's training step in a CUDA graph and replay it (CUDA only; default: "
                            "the config's cuda_graph, false; not yet measured on a GPU)")
@@ -179,6 +196,8 @@ def _reproduce(args) -> int:
     check_budget(args.experiment, args.budget)
     if args.experiment == "ensemble":
         from agnostophobia.experiments.reproduce_ensemble import reproduce_ensemble
+        if args.set_options:
+            raise ValueError("--set applies to a config's experiment, not to 'reproduce ensemble'")
         reproduce_ensemble(budget=args.budget, seeds=args.seeds, out=args.out, data_dir=args.data_dir,
                            device=args.device, progress=not args.no_progress, plots=not args.no_plots,
                            lenet_run=args.lenet_run, preprocessing=args.preprocessing)
@@ -189,7 +208,8 @@ def _reproduce(args) -> int:
     reproduce(args.experiment, budget=args.budget, seeds=args.seeds, out=args.out, data_dir=args.data_dir,
               device=args.device, progress=not args.no_progress, plots=not args.no_plots, protocol_name=args.protocol,
               fetch=not args.no_fetch, allow_unverified=args.allow_unverified, preprocessing=args.preprocessing,
-              concurrent_runs=args.concurrent_runs, batched_seeds=args.batched_seeds, cuda_graph=args.cuda_graph)
+              concurrent_runs=args.concurrent_runs, batched_seeds=args.batched_seeds, cuda_graph=args.cuda_graph,
+              set_options=args.set_options)
     return 0
 
 
@@ -200,7 +220,7 @@ def _train(args) -> int:
     train_run(args.config, args.out, budget=args.budget, approaches=args.approach, seeds=args.seeds,
               resume=args.resume, data_dir=args.data_dir, device=args.device, progress=not args.no_progress,
               preprocessing=args.preprocessing, concurrent_runs=args.concurrent_runs,
-              batched_seeds=args.batched_seeds, cuda_graph=args.cuda_graph)
+              batched_seeds=args.batched_seeds, cuda_graph=args.cuda_graph, set_options=args.set_options)
     return 0
 
 

@@ -24,7 +24,7 @@ get written.
 from __future__ import annotations
 
 import json
-import sys
+import warnings
 from collections import Counter
 from pathlib import Path
 from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
@@ -32,7 +32,7 @@ from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
 import numpy as np
 
 from agnostophobia.data.inputs import model_input, read_unknowns, run_input, unknown_set_name
-from agnostophobia.errors import DataError
+from agnostophobia.errors import AgnostophobiaWarning, DataError
 from agnostophobia._runlock import run_lock
 from agnostophobia.detectors.stored import (ModelScores, model_scores, model_settings, run_detector_settings,
                                             run_tuned_settings, stored_model_scores)
@@ -41,6 +41,7 @@ from agnostophobia.training.records import check_run, read_checkpoint_config
 from agnostophobia.rundir import BEST, CONFIG_SCORES_FILE, OUTPUTS, SCORES_FILE, RunDir
 from agnostophobia.training.trained import load_trained_model
 from agnostophobia.training.device import resolve_device
+from agnostophobia._log import log_info
 
 KNOWN = "known"  # the run's own known test set (D_c) in outputs.npz
 
@@ -68,7 +69,7 @@ def check_set_names(specs: Sequence[str], names: Sequence[str], run_dir: Path, m
 
 
 def evaluate_run(run_dir, unknowns: Sequence[str] = (), data_dir=None, device: Optional[str] = None,
-                 plots: bool = True, replace: bool = False, log=print) -> Path:
+                 plots: bool = True, replace: bool = False, log=log_info) -> Path:
     from agnostophobia.experiments.reproduce import finish_run
 
     run_dir = Path(run_dir)
@@ -78,7 +79,7 @@ def evaluate_run(run_dir, unknowns: Sequence[str] = (), data_dir=None, device: O
     settings = run_detector_settings(run_dir, records.config)  # settings that could not score stop here
     warning = records.version_warning()
     if warning:
-        print(warning, file=sys.stderr)
+        warnings.warn(warning, AgnostophobiaWarning, stacklevel=2)
     model_dirs = sorted(model_dir for _, _, model_dir in records.models)
     prepared, names = {}, []
     if unknowns:  # every input is checked, read and prepared before the run is touched

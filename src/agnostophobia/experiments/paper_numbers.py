@@ -49,4 +49,7 @@ TABLE1 = {
 }
 
 # The unknown-set sizes the paper used.
+#: The protocols the paper's experiments ran on (Sec. 5: LeNet++ and CIFAR; Fig. 3: MNIST vs notMNIST);
+#: a run on any other (a variant, a user's own images) is an evaluation, not a reproduction.
+PAPER_PROTOCOLS = ("lenet++", "cifar", "mnist-notmnist")
 PAPER_SIZES = {"devanagari": 10032, "notmnist": 18724, "cifar10": 10000, "svhn": 26032, "cifar100": 4500}

@@ -16,7 +16,7 @@ from agnostophobia.detectors.stored import (ModelScores, detector_settings, mode
 from agnostophobia.metrics import ccr_at_fpr
 from agnostophobia.training.records import read_tuned_settings
 from agnostophobia.experiments.run_metrics import FPR_KEYS, aggregate_seeds, entropy_magnitude_table, evaluate_model
-from agnostophobia.experiments.paper_numbers import PAPER_SIZES, TABLE1, TABLE2
+from agnostophobia.experiments.paper_numbers import PAPER_PROTOCOLS, PAPER_SIZES, TABLE1, TABLE2
 from agnostophobia.metrics.rows import PAPER_ROWS, is_paper_row, row_sort_key
 from agnostophobia.training.outputs import load_outputs, run_config
 from agnostophobia.rundir import CONFIG_SCORES_FILE, OUTPUTS, RunDir
@@ -176,6 +176,7 @@ def format_value(value: Optional[float], std: Optional[float] = None, digits: in
 
 def table2_markdown(metrics: Dict, experiment: str) -> str:
     paper = TABLE2.get(experiment, {})
+    paper_sizes = reproduces_the_paper(metrics)  # the paper's set sizes beside ours, on its protocols only
     lines = []
     by_unknown: Dict[str, List[Dict]] = {}
     for result in metrics["results"]:
@@ -185,7 +186,7 @@ def table2_markdown(metrics: Dict, experiment: str) -> str:
         if not results:
             continue
         n = results[0]["num_unknown"]
-        size = f"{n:,}" + (f" (paper: {PAPER_SIZES[unknown]:,})" if unknown in PAPER_SIZES else "")
+        size = f"{n:,}" + (f" (paper: {PAPER_SIZES[unknown]:,})" if unknown in PAPER_SIZES and paper_sizes else "")
         lines += [f"#### Unknowns: {unknown_set(unknown).label} — {size} samples, "
                   f"{results[0]['num_known']:,} knowns", ""]
         lines += ccr_table_markdown(results, lambda r: r["row"], paper.get(unknown, {})) + [""]
@@ -327,6 +328,25 @@ def validation_threshold_markdown(metrics: Dict) -> List[str]:
     return lines + [""]
 
 
+def _run_protocol(metrics: Dict):
+    """The protocol the run trained on (a name, or a protocol-from-files mapping); a run recorded
+    before ``train_config`` was: its experiment's."""
+    return metrics.get("train_config", {}).get("protocol", metrics.get("experiment", ""))
+
+
+def reproduces_the_paper(metrics: Dict) -> bool:
+    """Whether the run reproduces the paper: trained on one of the paper's protocols (its report
+    is a reproduction), not on a variant or a user's own data (an evaluation)."""
+    protocol = _run_protocol(metrics)
+    return isinstance(protocol, str) and protocol in PAPER_PROTOCOLS and not metrics.get("config_protocol")
+
+
+def has_paper_numbers(metrics: Dict) -> bool:
+    """Whether the paper reports numbers for this run: a paper experiment on its own protocol."""
+    experiment = metrics.get("experiment", "")
+    return reproduces_the_paper(metrics) and experiment in TABLE2 and _run_protocol(metrics) == experiment
+
+
 def write_report(run_dir: Path, metrics: Dict, figures: Optional[Dict[str, List[str]]] = None,
                  sections: Sequence[str] = ()) -> Path:
     """``report.md``: setup, Table 2 and Table 1 with the paper's numbers, the approach x
@@ -334,9 +354,13 @@ def write_report(run_dir: Path, metrics: Dict, figures: Optional[Dict[str, List[
     (e.g. the ensemble of Fig. 3), placed before Table 2."""
     run_dir = Path(run_dir)
     budget = metrics.get("budget")
-    experiment = metrics.get("experiment", "")
+    name = metrics.get("experiment", "")
+    # the paper's numbers only beside a paper experiment on its own protocol: a config that merely
+    # shares the name (a user's protocol, a variant) measures something else
+    experiment = name if has_paper_numbers(metrics) else ""
     title = f"budget `{budget}`" if budget else "the config as written, no budget applied"
-    lines = [f"# Reproduction: {experiment} ({title})", ""]
+    kind = "Reproduction" if reproduces_the_paper(metrics) else "Evaluation"
+    lines = [f"# {kind}: {name} ({title})", ""]
     if budget is None:
         pass  # `train CONFIG` without --budget: the config is the user's own protocol, not a shortened paper run
     elif budget == "smoke":

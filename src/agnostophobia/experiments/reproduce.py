@@ -13,7 +13,7 @@ import platform
 import sys
 import time
 from pathlib import Path
-from typing import Any, Callable, ContextManager, Dict, List, Optional, Tuple
+from typing import Any, Callable, ContextManager, Dict, List, Optional, Sequence, Tuple
 
 import torch
 import yaml
@@ -26,6 +26,7 @@ from agnostophobia.detectors.stored import detector_settings
 from agnostophobia.models import build_model
 from agnostophobia.training.outputs import store_outputs
 from agnostophobia.experiments.report import write_metrics, write_report
+from agnostophobia.experiments.headline import headline_rows, headline_table, trained_headline_rows
 from agnostophobia.training import distributed
 from agnostophobia.training.concurrent import (Job, check_concurrent_runs, resolve_concurrent_runs, run_jobs,
                                                threads_per_run)
@@ -44,6 +45,7 @@ from agnostophobia.training.device import resolve_device
 from agnostophobia.training.resume import check_resumable, is_finished
 from agnostophobia.training.trainer import fit, fit_seeds
 from agnostophobia._runlock import run_lock
+from agnostophobia._log import log_info
 
 
 def default_budget() -> str:
@@ -89,7 +91,7 @@ class StoredTraining:
     preprocessing_notes: List[str] = dataclasses.field(default_factory=list)
 
 
-def train_and_store(experiment: ExperimentConfig, out: Path, device: torch.device, log=print,
+def train_and_store(experiment: ExperimentConfig, out: Path, device: torch.device, log=log_info,
                     make_protocol: Optional[Callable[[TrainConfig], Any]] = None,
                     protocol=None) -> StoredTraining:
     """Train (or resume) every approach and seed on ``device`` (resolved once by the command,
@@ -121,6 +123,10 @@ def train_and_store(experiment: ExperimentConfig, out: Path, device: torch.devic
                 pending.append((cfg, run_dir))
     if pending and protocol is None:
         protocol = (make_protocol or protocol_for)(pending[0][0])
+    if protocol is not None and world.is_main:
+        check_recorded_classes(out, protocol)
+        for name, text in protocol.split_files.items():
+            run.write(run.data_split / name, lambda tmp, text=text: Path(tmp).write_text(text))
     batched = bool(pending) and resolve_batched_seeds(experiment.batched_seeds, device, experiment.seeds,
                                                       world.distributed, is_streamed(protocol.train))
     units = training_units(pending, batched, world)  # a batch of seeds is one unit of concurrency
@@ -238,6 +244,16 @@ def protocol_classes(protocol) -> Dict[str, List[str]]:
     return classes
 
 
+def check_recorded_classes(out: Path, protocol) -> None:
+    """Refuse to continue a run whose recorded class names (``classes.json``) are not the
+    protocol's now, in the same order: its models' outputs would be read with other labels."""
+    recorded = read_classes(out)
+    if recorded is not None and recorded["class_names"] != list(protocol.class_names):
+        raise ConfigError(f"{RunDir(out).classes}: the run was trained with the classes {recorded['class_names']}, "
+                          f"the protocol now gives {list(protocol.class_names)}; a changed class order would "
+                          f"relabel the trained models (restore the config's classes, or train into a new --out)")
+
+
 def _record(run: RunDir, path: Path, value, read: Callable[[], Any], default):
     """Write ``value`` to the run's record ``path`` as JSON; None: what an earlier call wrote, by
     ``read`` (its checked reader in ``training.records``), or ``default``."""
@@ -270,7 +286,7 @@ class CommandChoices:
         return {"progress": self.progress, **{key: value for key, value in chosen.items() if value is not None}}
 
 
-def configure(experiment: ExperimentConfig, choices: CommandChoices = CommandChoices(), log=print,
+def configure(experiment: ExperimentConfig, choices: CommandChoices = CommandChoices(), log=log_info,
               **train_overrides) -> Tuple[ExperimentConfig, torch.device]:
     """The experiment with the command line's ``choices`` (and ``train_overrides``, config keys a
     command sets itself) applied and checked, and the device it trains on: resolved here, once
@@ -365,32 +381,42 @@ def write_run_record(out: Path, experiment: ExperimentConfig, budget: Optional[s
 def train_run(config, out: Path, budget: Optional[str] = None, approaches: Optional[List[str]] = None,
               seeds: Optional[int] = None, resume: bool = False, data_dir=None, device: Optional[str] = None,
               progress: bool = True, preprocessing: Optional[str] = None, concurrent_runs=None,
-              batched_seeds=None, cuda_graph=None, log=print) -> Path:
+              batched_seeds=None, cuda_graph=None, set_options: Sequence[Tuple[str, Any]] = (), log=log_info) -> Path:
     """``agnostophobia train``: train the approaches of an experiment config into ``out``
     and leave the same record (``config.yaml``, ``run_meta.json``) as ``reproduce``.
-    ``preprocessing`` (ours | authors) overrides the config's data preparation.
+    ``preprocessing`` (ours | authors) overrides the config's data preparation; ``set_options``,
+    ``(key, value)`` pairs of ``--set``, override config keys after the budget.
 
     Started by torchrun, every process calls this and trains with DDP; rank 0 alone holds the
     run's lock and writes (``training.distributed``)."""
-    experiment, device = configure(load_experiment(config).for_budget(budget), CommandChoices(
-        seeds, data_dir, device, progress, preprocessing, concurrent_runs, batched_seeds, cuda_graph), log=log)
+    experiment, device = configure(load_experiment(config).for_budget(budget).with_set_options(set_options),
+                                   CommandChoices(seeds, data_dir, device, progress, preprocessing, concurrent_runs,
+                                                  batched_seeds, cuda_graph), log=log)
     if approaches:
         experiment.approaches = check_approaches(list(dict.fromkeys(approaches)))
     out = Path(out)
     protocol = file_protocol_first(experiment.train)  # a broken one stops here: nothing written
     if not resume and not out.exists():  # a fresh run: its datasets must be there before anything is written
         require_protocol_data(experiment.train.protocol, experiment.train.data_dir)
-    meta = train_and_record(experiment, device, out, budget, f"agnostophobia train {config} --out {out}",
+    meta = train_and_record(experiment, device, out, budget,
+                            f"agnostophobia train {config} --out {out}{set_flags(set_options)}",
                             claim=lambda: claim_run(experiment, out, resume), protocol=protocol, log=log)
     if meta is not None:  # rank 0
+        log(headline_table(trained_headline_rows(out), f"agnostophobia evaluate {out}"))
         log(f"trained {', '.join(experiment.approaches)} into {out}; next: agnostophobia evaluate {out}")
     return out
+
+
+def set_flags(set_options: Sequence[Tuple[str, Any]]) -> str:
+    """The ``--set`` options as the command line the run records would repeat them."""
+    return "".join(f" --set {key}={yaml.safe_dump(value, default_flow_style=True).strip().removesuffix('...').strip()}"
+                   for key, value in set_options)
 
 
 def train_and_record(experiment: ExperimentConfig, device: torch.device, out: Path, budget: Optional[str],
                      command: str, claim: Callable[[], ContextManager], protocol=None,
                      config_protocol: Optional[str] = None, first: Callable[[], None] = lambda: None,
-                     then: Callable[[Dict], Any] = lambda meta: None, log=print) -> Optional[Dict]:
+                     then: Callable[[Dict], Any] = lambda meta: None, log=log_info) -> Optional[Dict]:
     """The sequence of ``train``, ``reproduce`` and ``reproduce ensemble`` once the experiment is
     configured (and its ``device`` resolved, :func:`configure`): lock the run (``claim()``: its checks, then its lock), write its records
     (``first()``, then ``config.yaml``), train and store every run, record it (``run_meta.json``),
@@ -406,6 +432,8 @@ def train_and_record(experiment: ExperimentConfig, device: torch.device, out: Pa
 
         world.from_main(locked)  # rank 0 checks and locks the run; the others wait, and stop with its error
         if world.is_main:
+            if protocol is not None:  # built first (from files): refused before config.yaml is rewritten
+                check_recorded_classes(out, protocol)
             first()
             write_config(out, experiment, budget)
         stored = train_and_store(experiment, out, device, log, protocol=protocol)
@@ -432,16 +460,20 @@ def claim_run(experiment: ExperimentConfig, out: Path, resume: bool):
 
 def reproduce(experiment_name: str, budget: Optional[str] = None, seeds: Optional[int] = None,
               out: Optional[Path] = None, data_dir: Optional[str] = None, device: Optional[str] = None,
-              progress: bool = True, plots: bool = True, protocol_name: Optional[str] = None, log=print,
+              progress: bool = True, plots: bool = True, protocol_name: Optional[str] = None, log=log_info,
               fetch: bool = True, allow_unverified: bool = False, preprocessing: Optional[str] = None,
-              concurrent_runs=None, batched_seeds=None, cuda_graph=None) -> Path:
+              concurrent_runs=None, batched_seeds=None, cuda_graph=None,
+              set_options: Sequence[Tuple[str, Any]] = ()) -> Path:
     """``agnostophobia reproduce``; ``preprocessing`` (ours | authors) overrides the config's data
     preparation. A run prepared otherwise than ``ours`` goes by default to ``runs/NAME-BUDGET-PREPROCESSING``
     (so it never lands in, or resumes, an ``ours`` run); it keeps the experiment's name, so its report still
-    shows the paper's numbers, which the authors measured on their own preparation."""
+    shows the paper's numbers, which the authors measured on their own preparation. ``set_options``: the
+    ``(key, value)`` pairs of ``--set``, applied after the budget."""
     budget = budget or default_budget()
     experiment = load_experiment(experiment_name).for_budget(budget)
-    config_protocol = experiment.train.protocol
+    # a paper protocol's name before --set: `--set protocol=cifar10-split` is a variant too
+    config_protocol = experiment.train.protocol if isinstance(experiment.train.protocol, str) else None
+    experiment = experiment.with_set_options(set_options)
     variant = {}
     if protocol_name and protocol_name != experiment.train.protocol:
         from agnostophobia.data import PROTOCOLS
@@ -469,13 +501,14 @@ def reproduce(experiment_name: str, budget: Optional[str] = None, seeds: Optiona
             write_fetch_record(out, fetched)
         log(f"agnostophobia reproduce {name}: budget {budget}, {experiment.seeds} seed(s), output in {out}")
 
-    train_and_record(experiment, device, out, budget, f"agnostophobia reproduce {experiment_name} --budget {budget}",
+    train_and_record(experiment, device, out, budget,
+                     f"agnostophobia reproduce {experiment_name} --budget {budget}{set_flags(set_options)}",
                      claim=lambda: run_lock(out), protocol=protocol, config_protocol=config_protocol, first=first,
                      then=lambda meta: finish_run(out, meta, plots=plots, log=log), log=log)
     return out
 
 
-def finish_run(out: Path, meta: Dict, plots: bool = True, log=print, previous: Optional[Dict] = None,
+def finish_run(out: Path, meta: Dict, plots: bool = True, log=log_info, previous: Optional[Dict] = None,
                splits=None) -> Path:
     """metrics.json, figures and report.md from the run's stored outputs. ``previous``: results
     kept (``report.collect_results``); ``splits``: draw only these sets' figures (and missing ones)."""
@@ -483,6 +516,7 @@ def finish_run(out: Path, meta: Dict, plots: bool = True, log=print, previous: O
     figures = _plot(out, log, splits) if plots else None
     report = write_report(out, metrics, figures)
     log(f"report: {report}\nmetrics: {RunDir(out).metrics}")
+    log(headline_table(headline_rows(metrics["results"]), str(report)))
     return report
 
 

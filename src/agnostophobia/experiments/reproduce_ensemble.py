@@ -33,6 +33,7 @@ from agnostophobia.plotting.style import approach_name
 from agnostophobia.training.config import load_experiment
 from agnostophobia.training.outputs import load_outputs, run_config
 from agnostophobia.rundir import OUTPUTS, RunDir
+from agnostophobia._log import log_info
 
 #: The unknown set of Fig. 3 (a split of the ``mnist-notmnist`` protocol).
 UNKNOWN = "notmnist"
@@ -66,7 +67,7 @@ DEVIATIONS = [
 
 def reproduce_ensemble(budget: Optional[str] = None, seeds: Optional[int] = None, out=None, data_dir=None,
                        device: Optional[str] = None, progress: bool = True, plots: bool = True, lenet_run=None,
-                       config=None, preprocessing: Optional[str] = None, log=print) -> Path:
+                       config=None, preprocessing: Optional[str] = None, log=log_info) -> Path:
     """Train (or resume) the members, evaluate the ensemble against notMNIST, write metrics,
     figures and report.
 

@@ -52,6 +52,7 @@ from agnostophobia.rundir import RunDir
 from agnostophobia.settings import Setting
 from agnostophobia.training.config import (LOSS_ALIASES, ExperimentConfig, TrainConfig, load_experiment,
                                            resolve_config_path, with_loss_keys_moved)
+from agnostophobia._log import log_info
 
 #: The FPR the choice is made at, unless ``--fpr`` says otherwise.
 DEFAULT_FPR = 1e-2
@@ -273,7 +274,7 @@ def setup(config: str, params: Sequence[str], budget: Optional[str] = None, fpr:
 def tune(config: str, params: Sequence[str], budget: Optional[str] = None, out: Optional[Path] = None,
          fpr: float = DEFAULT_FPR, seeds: Optional[int] = None, resume: bool = False,
          approaches: Optional[Sequence[str]] = None, detector: Optional[str] = None, data_dir=None,
-         device: Optional[str] = None, progress: bool = True, log=print) -> Path:
+         device: Optional[str] = None, progress: bool = True, log=log_info) -> Path:
     """Cross-class calibration (Sec. 6) of ``params`` over a grid; returns ``OUT/tune.json``."""
     tuning = setup(config, params, budget, fpr, seeds, approaches, detector, data_dir, device, progress)
     out = Path(out or default_out(tuning.experiment, tuning.budget))

@@ -41,6 +41,7 @@ from agnostophobia.metrics.rows import paper_rows
 from agnostophobia.training.outputs import load_fit_outputs, load_val_outputs
 from agnostophobia.training.records import check_run, read_tuned_settings
 from agnostophobia.rundir import VAL_OUTPUTS, RunDir
+from agnostophobia._log import log_info
 
 DEFAULT_FPR = 1e-2
 _FORMAT = 1
@@ -52,7 +53,7 @@ def tunable_detectors() -> List[str]:
 
 
 def tune_detectors(run_dir, fpr: float = DEFAULT_FPR, detectors: Optional[Sequence[str]] = None,
-                   approaches: Optional[Sequence[str]] = None, log: Callable[[str], None] = print) -> Dict:
+                   approaches: Optional[Sequence[str]] = None, log: Callable[[str], None] = log_info) -> Dict:
     """Choose, store and return the settings (see the module docstring)."""
     run_dir = Path(run_dir)
     if not (isinstance(fpr, (int, float)) and 0 < fpr <= 1):

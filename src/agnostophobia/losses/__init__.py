@@ -10,6 +10,11 @@ background class). A trainer can stay generic::
     value = compute_loss(loss, logits, features, labels)
 
 Labels: ``>= 0`` known class, negative = known-unknown sample (D_b').
+
+Sample weights: a loss called as above is unweighted; ``compute_loss(..., sample_weight=w)``
+weights it. The training pipeline passes the authors' inverse-frequency weights by default
+(config key ``sample_weighting: true``; :mod:`.weights`), so a model trained by ``train`` or
+``reproduce`` is weighted unless the config sets ``sample_weighting: false``.
 """
 from __future__ import annotations
 

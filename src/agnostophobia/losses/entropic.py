@@ -37,8 +37,10 @@ class EntropicOpenSetLoss(OpenSetLoss):
     bias-free logit layer that happens at deep feature F = 0 (Theorem 1).
 
     Call ``loss(logits, labels, sample_weight=None)``; ``logits`` is (N, C), ``labels``
-    (N,) integers. ``sample_weight`` (N,) is off by default; when given, ``'mean'`` is
-    ``sum_i w_i l_i / N`` (Keras-style), see :func:`inverse_frequency_class_weights`.
+    (N,) integers. ``sample_weight`` (N,) is None here by default (unweighted), while the
+    training pipeline passes the authors' weights by default (``sample_weighting: true``);
+    when given, ``'mean'`` is ``sum_i w_i l_i / N`` (Keras-style), see
+    :func:`inverse_frequency_class_weights`.
     """
 
     title = "Entropic Open-Set"  # display name in reports and figures

@@ -1,4 +1,10 @@
-"""Inverse-frequency sample weights, as the authors trained (off by default).
+"""Inverse-frequency sample weights, as the authors trained.
+
+Where they apply: the training pipeline weights by default (config key ``sample_weighting``,
+default ``true`` in :class:`~agnostophobia.training.config.TrainConfig` and every shipped
+config, as the authors' Keras training passed ``sample_weight``); a loss module called
+directly is a plain loss and weights nothing unless it is given ``sample_weight`` (it cannot
+know the training set's class counts). Set ``sample_weighting: false`` for unweighted training.
 
 The authors' Keras code weighted each digit class c by 100/N_c and all letters (the
 known unknowns, D_b') together as one class, 100/N_unknown, so that every known class

@@ -49,6 +49,7 @@ from agnostophobia.training.outputs import load_outputs, run_config
 from agnostophobia.rundir import OUTPUTS, RunDir
 from agnostophobia.training.concurrent import available_cores, die_with_parent
 from agnostophobia.training.records import check_run
+from agnostophobia._log import log_info
 
 #: Formats the report can embed, in order of preference (the path returned per figure).
 EMBEDDABLE = ("png", "svg")
@@ -114,7 +115,7 @@ def set_file_stems(names: Sequence[str]) -> Dict[str, str]:
 
 def plot_run(run_dir, formats: Sequence[str] = ("png",), out_dir=None, *,
              max_points: Optional[int] = DEFAULT_MAX_POINTS,
-             log: Callable[[str], None] = print) -> Dict[str, List[str]]:
+             log: Callable[[str], None] = log_info) -> Dict[str, List[str]]:
     """Draw every figure of a run into ``out_dir`` (default ``RUN/figures``).
 
     Args:
@@ -138,7 +139,7 @@ def plot_run(run_dir, formats: Sequence[str] = ("png",), out_dir=None, *,
 
 def draw_run(run_dir, formats: Sequence[str] = ("png",), out_dir=None, *,
              max_points: Optional[int] = DEFAULT_MAX_POINTS,
-             log: Callable[[str], None] = print, splits: Optional[Collection[str]] = None,
+             log: Callable[[str], None] = log_info, splits: Optional[Collection[str]] = None,
              workers: Optional[int] = None) -> Tuple[Dict[str, List[str]], List[Path]]:
     """:func:`plot_run`, also returning every file written (all formats).
 
@@ -220,7 +221,7 @@ def _load_run(run_dir: Path, log) -> Dict[str, Dict[int, Outputs]]:
 
 
 def iter_run_figures(run_dir, *, max_points: Optional[int] = DEFAULT_MAX_POINTS,
-                     log: Callable[[str], None] = print) -> Iterator[RunFigure]:
+                     log: Callable[[str], None] = log_info) -> Iterator[RunFigure]:
     """Build the figures of :func:`plot_run` one at a time, without saving them.
 
     Yields one :class:`RunFigure` at a time, in report order: per unknown set, ``features_<set>``

@@ -12,10 +12,10 @@ from __future__ import annotations
 import copy
 import dataclasses
 import re
-import sys
+import warnings
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Tuple, Union
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 import yaml
 
@@ -23,7 +23,7 @@ from agnostophobia.data.image_files import LOADINGS
 from agnostophobia.data.preprocess import OURS
 from agnostophobia._validation import SEED_RULE, check_arguments, is_seed
 from agnostophobia.data.protocols import build_protocol, check_limits, protocol_spec
-from agnostophobia.errors import ConfigError
+from agnostophobia.errors import AgnostophobiaWarning, ConfigError
 from agnostophobia.settings import field_settings, setting
 from agnostophobia.losses import LOSSES, build_loss, every_loss_setting, loss_settings
 from agnostophobia.models import MODELS, build_model
@@ -59,7 +59,9 @@ class TrainConfig:
     # The hyper-parameters of the registered losses, by their constructor's keyword names
     # (losses.loss_settings; e.g. Objectosphere's xi and lambda, Eq. 2): {xi: 50, lambda: 1.0e-4}
     loss: Dict[str, Any] = field(default_factory=dict)
-    sample_weighting: bool = setting(bool, True)  # inverse class frequency, unknowns as one class (authors)
+    # inverse class frequency, unknowns as one class: on, as the authors' Keras training; a loss module
+    # called outside the trainer is unweighted unless given sample_weight (losses.weights)
+    sample_weighting: bool = setting(bool, True)
     augment: str = setting(str, "none", choices=("none", "crop-flip"))  # CIFAR: random crop with padding 4, h-flip
     seed: int = 0                    # training seed: initialisation, data order, augmentation
     data_seed: int = 0               # data seed: validation split and training subsample, fixed across seeds
@@ -252,19 +254,76 @@ class ExperimentConfig:
             return self
         if budget not in self.budgets:
             raise ConfigError(f"budget {budget!r} is not defined in this config; defined: {sorted(self.budgets)}")
-        overrides = dict(self.budgets[budget])
+        return self.with_overrides(self.budgets[budget], f"budgets.{budget}.")
+
+    def with_overrides(self, values: Dict[str, Any], where: str = "") -> "ExperimentConfig":
+        """The experiment with ``values`` (config keys: a budget's, or a ``--set``) applied and
+        checked as the config file's own keys are; ``where`` prefixes the key an error names."""
+        overrides = dict(values)
         approaches = overrides.pop("approaches", self.approaches)
         seeds = overrides.pop("seeds", self.seeds)
         concurrent_runs = check_concurrent_runs(overrides.pop("concurrent_runs", self.concurrent_runs),
-                                                f"config key 'budgets.{budget}.concurrent_runs'")
+                                                f"config key '{where}concurrent_runs'")
         batched_seeds = check_batched_seeds(overrides.pop("batched_seeds", self.batched_seeds),
-                                            f"config key 'budgets.{budget}.batched_seeds'")
-        train = apply_overrides(self.train, with_loss_keys_moved(overrides, self.train.loss), f"budgets.{budget}.")
+                                            f"config key '{where}batched_seeds'")
+        train = apply_overrides(self.train, with_loss_keys_moved(overrides, self.train.loss), where)
         return ExperimentConfig(train, check_approaches(approaches), check_seeds(seeds), self.budgets, self.ablation,
                                 concurrent_runs, batched_seeds)
 
+    def with_set_options(self, pairs: Sequence[Tuple[str, Any]]) -> "ExperimentConfig":
+        """The experiment with each ``--set KEY=VALUE`` (:func:`parse_set_option`) applied in turn,
+        after the budget: a dotted KEY sets one key of a mapping (``loss.xi``, ``protocol.root``)
+        and keeps its others. Each is checked as the config file's keys are; an error is the
+        file's wording, prefixed with ``--set KEY`` where the file's would name the file."""
+        experiment = self
+        for key, value in pairs:
+            try:
+                experiment = experiment.with_overrides(_set_override(experiment, key, value))
+            except ConfigError as exc:
+                raise ConfigError(f"--set {key}: {exc}") from None
+        return experiment
+
     def for_approach(self, approach: str, seed: int) -> TrainConfig:
         return dataclasses.replace(self.train, approach=approach, seed=seed).validate()
+
+
+def parse_set_option(text: str) -> Tuple[str, Any]:
+    """``KEY=VALUE`` of a ``--set``: the key (dotted for a nested one) and the value read as the
+    config file reads a value (YAML: ``20`` an integer, ``0.5`` a number, ``true``, ``null``,
+    ``[a, b]``, else a string)."""
+    key, equals, value = text.partition("=")
+    key = key.strip()
+    if not equals or not key or any(not part for part in key.split(".")):
+        raise ConfigError(f"--set {text!r}: expected KEY=VALUE, e.g. epochs=5 or loss.xi=20")
+    try:
+        return key, yaml.safe_load(value) if value.strip() else None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"--set {key}: value {value!r} is not valid YAML: "
+                          f"{getattr(exc, 'problem', None) or exc}") from None
+
+
+def _set_override(experiment: "ExperimentConfig", key: str, value) -> Dict[str, Any]:
+    """The config keys one ``--set`` changes: ``{top: value}``, with a dotted key's value put
+    into the mapping it names (its other keys kept; ``loss`` is merged by ``with_overrides``)."""
+    top, *inner = key.split(".")
+    if inner:
+        current = {} if top == "loss" else experiment.train.to_dict().get(top)
+        if not isinstance(current, dict):
+            raise ConfigError(f"config key {top!r} holds {current!r}, not a mapping, so it has no key "
+                              f"{'.'.join(inner)!r}")
+        value = _merged(current, inner, value)
+    values = {top: value}
+    if top == "protocol":  # a path given on the command line is relative to the working directory
+        values = _absolute_protocol_paths(values, ".")
+    return values
+
+
+def _merged(mapping: Dict[str, Any], keys: List[str], value) -> Dict[str, Any]:
+    """A copy of ``mapping`` with ``value`` at the key path ``keys``."""
+    out = dict(mapping)
+    head, *rest = keys
+    out[head] = _merged(out.get(head) if isinstance(out.get(head), dict) else {}, rest, value) if rest else value
+    return out
 
 
 # YAML spellings of loss hyper-parameters whose Python name differs ("lambda" is a Python keyword).
@@ -407,7 +466,7 @@ def load_experiment(path) -> ExperimentConfig:
         data = read_yaml(path)
         note = legacy_loss_note(data) if isinstance(data, dict) else None
         if note:  # once per file: a file is parsed once
-            print(f"{path}: {note}", file=sys.stderr)
+            warnings.warn(f"{path}: {note}", AgnostophobiaWarning, stacklevel=2)
         _PARSED[key] = parse_experiment(data, str(path), base_dir=path.parent)
     return copy.deepcopy(_PARSED[key])
 

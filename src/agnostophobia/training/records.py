@@ -161,8 +161,7 @@ def version_mismatch(run_dir, meta: Optional[Dict]) -> Optional[str]:
               if name in recorded and recorded[name] != now[name]]
     if not differ:
         return None
-    return (f"warning: {run_dir} was made with {', '.join(differ)}; results may differ slightly from the run's "
-            f"own")
+    return f"{run_dir} was made with {', '.join(differ)}; results may differ slightly from the run's own"
 
 
 # ------------------------------------------------------------------------- stored outputs
