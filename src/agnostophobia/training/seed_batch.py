@@ -37,6 +37,7 @@ from torch import nn
 from torch.func import functional_call, stack_module_state, vmap
 
 from agnostophobia.errors import ConfigError
+from agnostophobia.losses import LOSSES
 
 AUTO = "auto"
 #: Whether ``auto`` turns batching on with CUDA. Off until a GPU has shown the three things the
@@ -79,6 +80,13 @@ def resolve_batched_seeds(value, device: torch.device, seeds: int, distributed: 
         return False
     return (BATCHED_BY_DEFAULT_ON_CUDA and torch.device(device).type == "cuda" and seeds > 1 and not distributed
             and not streamed)
+
+
+def batches_over_seeds(approach: str) -> bool:
+    """Whether the loss of ``approach`` can train several seeds as one stacked model (``vmap``): not one
+    whose step keeps state or draws on the host (VOS's feature queues, MixOE's mixing), which says so
+    (``OpenSetLoss.batches_over_seeds``); ``batched_seeds`` trains such an approach's seeds one by one."""
+    return LOSSES.get(approach).batches_over_seeds
 
 
 class StackedSeeds(nn.Module):
@@ -227,8 +235,8 @@ class OneSeed:
 
     shape: Tuple[int, ...] = ()
 
-    def check(self, device: torch.device, distributed: bool, streamed: bool) -> None:
-        """Nothing to refuse: one seed trains anywhere."""
+    def check(self, device: torch.device, distributed: bool, streamed: bool, approach: str) -> None:
+        """Nothing to refuse: one seed trains anywhere, with any loss."""
 
     def place(self, models: Sequence[nn.Module], world, device: torch.device,
               channels_last: bool) -> Tuple[nn.Module, nn.Module]:
@@ -268,9 +276,14 @@ class SeedBatch(OneSeed):
     def __init__(self, count: int):
         self.shape = (count,)
 
-    def check(self, device: torch.device, distributed: bool, streamed: bool) -> None:
-        """Refuses DDP and streamed data in one line (:func:`resolve_batched_seeds`), before anything is built."""
+    def check(self, device: torch.device, distributed: bool, streamed: bool, approach: str) -> None:
+        """Refuses DDP, streamed data (:func:`resolve_batched_seeds`) and a loss that cannot be batched
+        over seeds (:func:`batches_over_seeds`), in one line, before anything is built."""
         resolve_batched_seeds(True, device, self.shape[0], distributed, streamed)
+        if not batches_over_seeds(approach):
+            raise ConfigError(f"approach {approach!r}: its loss keeps state or draws on the host in each step "
+                              f"(batches_over_seeds = False), so its seeds cannot train as one model; "
+                              f"train them separately (batched_seeds: false)")
 
     def place(self, models, world, device, channels_last):
         model = StackedSeeds(models)
