@@ -23,6 +23,13 @@ from ._base import LOSSES, PAPER_APPROACHES, REDUCTIONS, OpenSetLoss, known_colu
 from .baselines import BackgroundClassLoss, SoftmaxLoss
 from .entropic import EntropicOpenSetLoss
 from .objectosphere import ObjectosphereLoss
+# the training peers (issue 34), registered after the paper's four
+from .outlier_exposure import OutlierExposureLoss
+from .energy_regularized import EnergyRegularizedLoss
+from .mixoe import MixOELoss
+from .maximal_entropy import MaximalEntropyLoss
+from .logitnorm import LogitNormLoss
+from .vos import VOSLoss
 from .weights import inverse_frequency_class_weights, sample_weights
 
 __all__ = [
@@ -33,6 +40,12 @@ __all__ = [
     "BackgroundClassLoss",
     "EntropicOpenSetLoss",
     "ObjectosphereLoss",
+    "OutlierExposureLoss",
+    "EnergyRegularizedLoss",
+    "MixOELoss",
+    "MaximalEntropyLoss",
+    "LogitNormLoss",
+    "VOSLoss",
     "build_loss",
     "known_columns",
     "loss_settings",
