@@ -109,7 +109,9 @@ class VOSLoss(OpenSetLoss):
             if self.synthesising:
                 if self._head is None:
                     raise ValueError("vos: synthesising outliers needs the network's logit layer; call attach(model)")
-                uncertainty = self._uncertainty_loss(logits, known)
+                outlier_logits = self._head(self._virtual_outliers().to(logits.dtype))
+                full = (self.filled == self.queue_size).all()  # no outliers until every queue is full
+                uncertainty = torch.where(full, self.uncertainty_loss(logits, known, outlier_logits), 0.0)
                 per_sample = per_sample + torch.where(known, self.vos_weight * uncertainty, torch.zeros_like(nll))
         return self._reduce(per_sample, labels, weight)
 
@@ -131,16 +133,15 @@ class VOSLoss(OpenSetLoss):
         self.queue = extended[:classes].gather(1, keep[..., None].expand(-1, -1, self.queue.shape[-1]))
         self.filled = (self.filled + added).clamp(max=size)
 
-    def _uncertainty_loss(self, logits: torch.Tensor, known: torch.Tensor) -> torch.Tensor:
-        """L_unc of the batch's knowns against this step's virtual outliers; 0 until every queue is full."""
-        outliers = self._virtual_outliers()
-        scores = torch.cat([self.energy_score(logits), self.energy_score(self._head(outliers.to(logits.dtype)))])
-        targets = torch.cat([torch.ones_like(known, dtype=torch.long), torch.zeros(len(outliers), dtype=torch.long,
-                                                                                   device=logits.device)])
-        counted = torch.cat([known, torch.ones(len(outliers), dtype=torch.bool, device=logits.device)])
+    def uncertainty_loss(self, logits: torch.Tensor, known: torch.Tensor, outlier_logits: torch.Tensor) -> torch.Tensor:
+        """L_unc: φ's cross-entropy, 1 for the batch's knowns (``known`` marks them among ``logits``' rows)
+        and 0 for the virtual outliers (``outlier_logits``), averaged over both together."""
+        scores = torch.cat([self.energy_score(logits), self.energy_score(outlier_logits)])
+        outlier = torch.zeros(len(outlier_logits), dtype=torch.long, device=logits.device)
+        targets = torch.cat([torch.ones_like(known, dtype=torch.long), outlier])
+        counted = torch.cat([known, outlier == 0])
         per_row = F.cross_entropy(self.uncertainty(scores[:, None]), targets, reduction="none")
-        mean = torch.where(counted, per_row, torch.zeros_like(per_row)).sum() / counted.sum().to(per_row.dtype)
-        return torch.where((self.filled == self.queue_size).all(), mean, torch.zeros_like(mean))
+        return torch.where(counted, per_row, torch.zeros_like(per_row)).sum() / counted.sum().to(per_row.dtype)
 
     def energy_score(self, logits: torch.Tensor) -> torch.Tensor:
         r""":math:`s = \log\sum_c \mathrm{ReLU}(w_c) e^{z_c}` (the negative of the weighted free energy)."""
