@@ -242,3 +242,131 @@ def test_the_paper_detectors_are_the_defaults():
         "softmax": "softmax", "background": "background", "entropic": "softmax", "objectosphere": "softmax",
         "outlier-exposure": "softmax", "energy-regularized": "energy", "mixoe": "softmax",
         "maximal-entropy": "softmax", "logitnorm": "softmax", "vos": "energy"}
+
+
+# --------------------------------------------------------------------------- MixOE's batch hook
+def mixed_batch(seed=13):
+    g = torch.Generator().manual_seed(seed)
+    x = torch.rand(12, 1, 8, 8, generator=g, dtype=DOUBLE)
+    labels = torch.tensor([0, 1, 2, -1, -1, 3, -1, -1, -1, -1, 4, -1])
+    return x, labels
+
+
+def partner_of(x, mixed, labels, share, row):
+    """The known row j with mixed[row] == share * x[j] + (1 - share) * x[row] (mixup)."""
+    for j in torch.nonzero(labels >= 0).flatten().tolist():
+        if torch.allclose(mixed[row], share * x[j] + (1 - share) * x[row], rtol=1e-12, atol=1e-12):
+            return j
+    return None
+
+
+def test_mixup_mixes_each_negative_with_a_known_and_trains_towards_the_mixed_target():
+    torch.manual_seed(0)
+    x, labels = mixed_batch()
+    loss = build_loss("mixoe", C, mix="mixup", mix_weight=2.0).double()
+    mixed = loss.mix_batch(x, labels)
+    share = loss._share
+    assert 0 < share < 1
+    assert torch.equal(mixed[labels >= 0], x[labels >= 0])  # knowns as they were
+    logits = torch.randn(12, C, dtype=DOUBLE)
+    expected = []
+    for row, y in enumerate(labels.tolist()):
+        log_s = log_softmax_row(logits[row])
+        if y >= 0:
+            expected.append(-log_s[y])
+            continue
+        partner = partner_of(x, mixed, labels, share, row)
+        assert partner is not None, row
+        soft_target = torch.full((C,), (1 - share) / C, dtype=DOUBLE)
+        soft_target[labels[partner]] += share  # lambda e_y + (1 - lambda) uniform
+        expected.append(2.0 * -(soft_target * log_s).sum())
+    terms = torch.stack(expected)
+    torch.testing.assert_close(loss(logits, labels), reference_mean("mixoe", terms, labels), rtol=1e-10, atol=0)
+    loss.eval()  # outside training a negative is an unmixed outlier: lambda = 0
+    plain = reference_terms("mixoe", logits, labels, loss)
+    torch.testing.assert_close(loss(logits, labels), reference_mean("mixoe", plain, labels), rtol=1e-10, atol=0)
+
+
+def test_cutmix_pastes_a_box_of_the_negative_and_its_share_is_the_known_area():
+    torch.manual_seed(3)
+    x, labels = mixed_batch(14)
+    loss = build_loss("mixoe", C, mix="cutmix").double()
+    mixed = loss.mix_batch(x, labels)
+    for row in torch.nonzero(labels < 0).flatten().tolist():
+        from_negative = (mixed[row] == x[row])
+        known_rows = [j for j in torch.nonzero(labels >= 0).flatten().tolist()
+                      if torch.equal(torch.where(from_negative, x[row], x[j]), mixed[row])]
+        assert known_rows, row  # every pixel is the negative's or one known's
+        assert abs(1 - from_negative.double().mean().item() - loss._share) < 1e-12
+
+
+def test_a_batch_without_knowns_is_left_unmixed():
+    x, _ = mixed_batch()
+    labels = -torch.ones(12, dtype=torch.long)
+    loss = build_loss("mixoe", C).double()
+    assert torch.equal(loss.mix_batch(x, labels), x)
+    assert torch.equal(loss._partners, labels)
+
+
+# --------------------------------------------------------------------------- VOS's queues and outliers
+def test_vos_queues_keep_the_last_features_of_each_class():
+    vos = build_loss("vos", 3, queue_size=4).double()
+    expected = {c: [] for c in range(3)}
+    g = torch.Generator().manual_seed(15)
+    for step in range(5):
+        labels = torch.randint(-1, 3, (7,), generator=g)
+        features = torch.randn(7, 2, generator=g, dtype=DOUBLE)
+        vos(torch.randn(7, 3, dtype=DOUBLE), labels, features=features)
+        for feature, y in zip(features, labels.tolist()):
+            if y >= 0:
+                expected[y] = (expected[y] + [feature])[-4:]
+        for c in range(3):
+            assert int(vos.filled[c]) == len(expected[c])
+            if expected[c]:  # the newest last, as the authors' queue
+                torch.testing.assert_close(vos.queue[c, 4 - len(expected[c]):], torch.stack(expected[c]))
+
+
+def test_vos_keeps_the_least_likely_draws_under_the_fitted_gaussians():
+    vos = build_loss("vos", 3, queue_size=6, candidates=50, selected=2).double()
+    vos.queue = torch.randn(3, 6, 2, dtype=DOUBLE) + torch.tensor([[0.0, 0.0], [3.0, 0.0], [0.0, 3.0]])[:, None]
+    torch.manual_seed(16)
+    outliers = vos._virtual_outliers()
+    # the reference: the same standard-normal draws, turned into samples of N(mu_c, Sigma) and ranked by density
+    torch.manual_seed(16)
+    draws = torch.randn(3, 50, 2, dtype=DOUBLE)
+    means = vos.queue.mean(1)
+    centred = torch.cat([vos.queue[c] - means[c] for c in range(3)])
+    sigma = centred.T @ centred / len(centred) + 1e-4 * torch.eye(2, dtype=DOUBLE)
+    for c in range(3):
+        samples = means[c] + draws[c] @ torch.linalg.cholesky(sigma).T
+        density = torch.distributions.MultivariateNormal(means[c], covariance_matrix=sigma).log_prob(samples)
+        least_likely = samples[density.argsort()[:2]]
+        got = outliers[2 * c:2 * c + 2]
+        assert all(any(torch.allclose(row, other, rtol=1e-9, atol=1e-12) for other in least_likely) for row in got)
+
+
+def test_vos_adds_its_uncertainty_term_only_once_every_queue_is_full():
+    vos = build_loss("vos", 2, queue_size=3, candidates=20).double()
+    head = torch.nn.Linear(2, 2, bias=False).double()
+    vos.attach(torch.nn.ModuleDict({"logits": head}))  # a network whose logit layer is `logits`
+    vos.begin_epoch(1, 2)  # round(0.4 * 2) = 1: synthesising from the second epoch
+    assert vos.synthesising
+    features = torch.randn(4, 2, dtype=DOUBLE)
+    labels = torch.tensor([0, 0, 0, 1])
+    logits = head(features)
+    first = vos(logits, labels, features=features)  # class 1 has 1 of 3 features: cross-entropy alone
+    torch.testing.assert_close(first, F.cross_entropy(logits, labels))
+    vos(logits, labels.flip(0), features=features)
+    vos(logits, torch.tensor([1, 1, 0, 1]), features=features)
+    assert bool((vos.filled == 3).all())
+    assert vos(logits, labels, features=features) > F.cross_entropy(logits, labels)
+
+
+def test_vos_state_round_trips_into_a_fresh_loss():
+    vos = build_loss("vos", 3, queue_size=4).double()
+    vos(torch.randn(6, 3, dtype=DOUBLE), torch.tensor([0, 1, 2, 0, 1, -1]), features=torch.randn(6, 5, dtype=DOUBLE))
+    fresh = build_loss("vos", 3, queue_size=4).double()
+    fresh.load_state_dict(vos.state_dict())
+    assert fresh.state_dict().keys() == vos.state_dict().keys()
+    for key, value in vos.state_dict().items():
+        assert torch.equal(fresh.state_dict()[key], value), key

@@ -37,7 +37,7 @@ from agnostophobia.training.config import parse_experiment
 from agnostophobia.training.seed_batch import check_batched_seeds, resolve_batched_seeds
 from agnostophobia.training.augment import crop_flip, crop_flip_draws, to_input
 from agnostophobia.training.trainer import Training, fit, fit_seeds
-from synthetic import synthetic_protocol
+from synthetic import BATCHED_APPROACHES, synthetic_protocol
 from test_training import tiny_config
 
 SEEDS = [0, 3]
@@ -75,7 +75,7 @@ VARIANTS = [dict(), dict(sample_weighting=True), dict(augment="crop-flip"), dict
 
 
 @pytest.mark.parametrize("options", VARIANTS, ids=["plain", "weights", "crop-flip", "fgsm"])
-@pytest.mark.parametrize("approach", LOSSES.registered())
+@pytest.mark.parametrize("approach", BATCHED_APPROACHES)
 def test_a_batched_step_equals_each_seeds_own_step(approach, options, protocol):
     cfg = exact_config(approach=approach, **options)
     batched = Training(cfg, protocol, seeds=SEEDS)
@@ -170,7 +170,7 @@ def initial_weights(cfg, protocol, seed):
     return run.model.state_dict(), run.model
 
 
-@pytest.mark.parametrize("approach", LOSSES.registered())
+@pytest.mark.parametrize("approach", BATCHED_APPROACHES)
 def test_batched_seeds_train_as_their_separate_runs(approach, tmp_path):
     protocol = noise_protocol()
     cfg = exact_config(approach=approach, **SGD)
@@ -327,7 +327,7 @@ def test_one_seeds_run_draws_from_its_one_generator_as_a_list_of_one(protocol):
 
 
 @pytest.mark.parametrize("options", [{}, {"augment": "crop-flip", "adversarial_epsilon": 0.01}], ids=["plain", "augment-fgsm"])
-@pytest.mark.parametrize("approach", LOSSES.registered())
+@pytest.mark.parametrize("approach", BATCHED_APPROACHES)
 def test_batched_steps_need_no_host_synchronisation(approach, options, monkeypatch):
     """Traced on the ``meta`` device as ``tests/test_training_sync.py`` traces one run."""
     from test_training_sync import META, HostSyncs, meta_run
@@ -343,7 +343,7 @@ def test_batched_steps_need_no_host_synchronisation(approach, options, monkeypat
 
 
 @pytest.mark.cuda
-@pytest.mark.parametrize("approach", LOSSES.registered())
+@pytest.mark.parametrize("approach", BATCHED_APPROACHES)
 def test_cuda_batched_steps_never_synchronise_and_train_every_seed(approach, monkeypatch, tmp_path):
     """bf16, sample weights, crop-flip and FGSM, under ``set_sync_debug_mode("error")``; then a
     whole batched fit on CUDA leaves each seed a separate run's files with finite losses."""

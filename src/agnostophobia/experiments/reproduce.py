@@ -257,7 +257,8 @@ def configure(experiment: ExperimentConfig, seeds: Optional[int] = None, data_di
     experiment.train = dataclasses.replace(experiment.train, **overrides).validate()
     check_detectors(experiment)
     device = resolve_device(experiment.train.device)  # "cuda" without a GPU stops here, before any write
-    check_cuda_graph(experiment.train.cuda_graph, device, distributed.current().distributed)  # so does cuda_graph
+    for approach in experiment.approaches:  # so does cuda_graph, also for a loss whose step it cannot capture
+        check_cuda_graph(experiment.train.cuda_graph, device, distributed.current().distributed, approach)
     # "auto" becomes what this device gets, so that config.yaml, checkpoints and reports say it
     experiment.train.precision = resolve_precision(experiment.train.precision, device)
     if seeds is not None:

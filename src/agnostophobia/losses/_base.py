@@ -109,7 +109,8 @@ class OpenSetLoss(DeclaresSettings, nn.Module):
     background class, last), ``mean_per_term`` (``'mean'`` averages knowns and unknowns each over
     their own count, as Outlier Exposure and its successors do), ``default_detector`` (the score
     its paper thresholds), ``batches_over_seeds`` (False for a loss whose step keeps state or draws
-    on the host: ``batched_seeds`` then trains its seeds one by one). Their hyper-parameters are
+    on the host: ``batched_seeds`` then trains its seeds one by one), ``replays_in_cuda_graph``
+    (False where one captured step cannot stand for every step: ``cuda_graph: true`` is refused). Their hyper-parameters are
     their constructor's keyword arguments, each declared in ``SETTINGS`` (type, default, range,
     tuning grid) or, where not declared, inferred from its annotation and default
     (:meth:`hyperparameters`).
@@ -126,6 +127,7 @@ class OpenSetLoss(DeclaresSettings, nn.Module):
     mean_per_term: bool = False
     default_detector: str = "softmax"
     batches_over_seeds: bool = True
+    replays_in_cuda_graph: bool = True
     #: Value checks that read a tensor back to the host (label range, weight finiteness), one
     #: synchronisation each per call. A trainer that checked its whole dataset once turns
     #: them off so that a GPU step never waits for the host; shape and dtype checks stay.

@@ -39,7 +39,7 @@ class MixOELoss(OpenSetLoss):
 
     The draws (λ and the cutmix box on the host, from torch's global generator; the partners on
     the device) make each step depend on the step before: its seeds train one by one
-    (``batches_over_seeds = False``).
+    (``batches_over_seeds = False``), and its step is not captured in a CUDA graph.
     """
 
     title = "MixOE"
@@ -47,6 +47,7 @@ class MixOELoss(OpenSetLoss):
     mean_per_term = True
     default_detector = "softmax"
     batches_over_seeds = False
+    replays_in_cuda_graph = False  # a replay would repeat the captured step's λ and box
     SETTINGS = {
         "mix": Setting(str, "mixup", choices=MIXES, grid=MIXES, doc="how a negative is mixed with a known"),
         "mix_alpha": Setting(float, 1.0, low=0, low_open=True, grid=(0.5, 1.0, 2.0),

@@ -43,7 +43,8 @@ class VOSLoss(OpenSetLoss):
     is one number per batch, added to each known's loss. Outside training (validation) the loss is
     the cross-entropy alone and the queues stay as they are. Thresholded by the energy (``energy``).
     The queues, w and φ are the loss's state and parameters: trained with the network and kept in
-    ``last.pt``; a run resumes them exactly. Its seeds train one by one (``batches_over_seeds``).
+    ``last.pt``; a run resumes them exactly. Its seeds train one by one (``batches_over_seeds``), and
+    its step is not captured in a CUDA graph (``replays_in_cuda_graph``).
     """
 
     title = "VOS"
@@ -51,6 +52,7 @@ class VOSLoss(OpenSetLoss):
     trains_on_unknowns = False
     default_detector = "energy"
     batches_over_seeds = False
+    replays_in_cuda_graph = False  # whether it synthesises changes at an epoch, a captured step would not
     SETTINGS = {
         "vos_weight": Setting(float, 0.1, low=0, grid=(0.05, 0.1, 0.5), doc="β, the weight of the uncertainty loss"),
         "vos_start": Setting(float, 0.4, low=0, high=1, grid=(0.2, 0.4, 0.6),

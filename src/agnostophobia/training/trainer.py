@@ -160,7 +160,7 @@ class Training:
                 data.weights = sample_weights(torch.from_numpy(labels), self.class_weights).to(self.device)
             self.class_weights = self.class_weights.to(self.device)
         # the step captured in a CUDA graph (config key cuda_graph): refused in one line where it cannot be
-        self.graphed = check_cuda_graph(cfg.cuda_graph, self.device, self.world.distributed)
+        self.graphed = check_cuda_graph(cfg.cuda_graph, self.device, self.world.distributed, cfg.approach)
         # Adam's step counters on the device, where a graph replays them (the CPU tests' stand-in needs none)
         self.capturable = self.graphed and self.device.type == "cuda"
         self.optimizer = self._optimizer()
