@@ -236,7 +236,11 @@ class OneSeed:
     shape: Tuple[int, ...] = ()
 
     def check(self, device: torch.device, distributed: bool, streamed: bool, approach: str) -> None:
-        """Nothing to refuse: one seed trains anywhere, with any loss."""
+        """One seed trains anywhere, with any loss, except under torchrun with a loss whose step keeps
+        state of its own (VOS's queues and parameters, MixOE's draws), which DDP would not share."""
+        if distributed and not batches_over_seeds(approach):
+            raise ConfigError(f"approach {approach!r} cannot train under torchrun (DDP): its loss keeps state "
+                              f"and parameters of its own per process, which DDP does not synchronise")
 
     def place(self, models: Sequence[nn.Module], world, device: torch.device,
               channels_last: bool) -> Tuple[nn.Module, nn.Module]:
