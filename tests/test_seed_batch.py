@@ -170,10 +170,18 @@ def initial_weights(cfg, protocol, seed):
     return run.model.state_dict(), run.model
 
 
+#: Learning rates of the whole-run test other than SGD's: Outlier Exposure's per-term mean weighs a
+#: batch's few negatives heavily, and at lr 1e-3 one rounding-flipped choice took seed 3's batched
+#: run 0.19 of the distance trained from its separate run (measured 2026-11-27; seed 0: 0.04); at
+#: lr 1e-4 they end 4e-6 apart. (The paper's four at lr 1e-4 measured 5e-6 to 0.03, so 1e-4 is no
+#: tighter a test for them.)
+WHOLE_RUN_LR = {"outlier-exposure": 1e-4}
+
+
 @pytest.mark.parametrize("approach", BATCHED_APPROACHES)
 def test_batched_seeds_train_as_their_separate_runs(approach, tmp_path):
     protocol = noise_protocol()
-    cfg = exact_config(approach=approach, **SGD)
+    cfg = exact_config(approach=approach, **{**SGD, "lr": WHOLE_RUN_LR.get(approach, SGD["lr"])})
     runs = fit_seeds(cfg, protocol, SEEDS, [tmp_path / f"batched{seed}" for seed in SEEDS])
     assert [run.cfg.seed for run in runs] == SEEDS
     for seed in SEEDS:

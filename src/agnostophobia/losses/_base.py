@@ -9,7 +9,10 @@ Reduction, with optional per-sample weights ``w`` (Keras-style, as the authors t
 * ``'sum'``:  ``sum_i w_i * l_i``.
 * ``'mean'``: ``sum_i w_i * l_i / N`` -- divided by the number of samples, *not* by
   ``sum_i w_i``. This is what Keras' ``sample_weight`` did, so the weights' overall
-  scale changes the loss scale. :class:`SoftmaxLoss` counts only known samples in N.
+  scale changes the loss scale. A loss that does not train on unknowns (:class:`SoftmaxLoss`)
+  counts only known samples in N; one with ``mean_per_term`` (Outlier Exposure and its
+  successors) divides the knowns' sum by their count and the unknowns' by theirs, an absent
+  group adding 0.
 """
 from __future__ import annotations
 
