@@ -52,7 +52,7 @@ class StandIn:
             return original(run, capture_like_a_graph)
 
         monkeypatch.setattr(cuda_graph, "WARMUP_STEPS", warmup_steps)
-        monkeypatch.setattr(trainer, "check_cuda_graph", lambda enabled, device, distributed: enabled)
+        monkeypatch.setattr(trainer, "check_cuda_graph", lambda enabled, device, distributed, approach: enabled)
         monkeypatch.setattr(Training, "capture_step", capture_step)
 
 
