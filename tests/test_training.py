@@ -221,8 +221,10 @@ def test_old_top_level_xi_and_lambda_still_set_the_objectosphere_loss(tmp_path, 
 
 
 def test_loss_settings_are_checked_against_the_losses_signatures():
-    with pytest.raises(ConfigError, match="'loss.margin': no registered loss declares it"):
-        parse_experiment({"loss": {"margin": 1.0}})
+    with pytest.raises(ConfigError, match="'loss.smoothing': no registered loss declares it"):
+        parse_experiment({"loss": {"smoothing": 1.0}})
+    with pytest.raises(ConfigError, match="'loss.margin': must be a number >= 0"):  # Maximal Entropy's margin
+        parse_experiment({"approaches": ["maximal-entropy"], "loss": {"margin": -1.0}})
     with pytest.raises(ConfigError, match="config key 'loss': must be a mapping"):
         parse_experiment({"loss": [1]})
 
