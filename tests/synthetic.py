@@ -11,6 +11,15 @@ from __future__ import annotations
 import numpy as np
 
 from agnostophobia.data.protocols import OpenSetProtocol, ProtocolSplit
+from agnostophobia.losses import LOSSES, PAPER_APPROACHES
+
+#: What the end-to-end training tests train: the paper's four and one training peer of each kind
+#: (Outlier Exposure: trains on negatives, per-term mean; VOS: a loss with parameters and state;
+#: MixOE: a batch hook). The loss tests (tests/test_losses*.py) cover every registered loss.
+END_TO_END_APPROACHES = (*PAPER_APPROACHES, "outlier-exposure", "vos", "mixoe")
+#: ... of them, those whose seeds train as one stacked model, and those a CUDA graph captures.
+BATCHED_APPROACHES = tuple(name for name in END_TO_END_APPROACHES if LOSSES.get(name).batches_over_seeds)
+CAPTURED_APPROACHES = tuple(name for name in END_TO_END_APPROACHES if LOSSES.get(name).replays_in_cuda_graph)
 
 
 def _images(labels: np.ndarray, rng: np.random.Generator, channels: int, size: int) -> np.ndarray:

@@ -14,7 +14,7 @@ import torch
 
 from agnostophobia import metrics
 from agnostophobia.detectors import DETECTORS, build_detector
-from agnostophobia.losses import LOSSES, compute_loss
+from agnostophobia.losses import LOSSES
 from agnostophobia.losses.weights import inverse_frequency_class_weights, sample_weights
 
 C = 3
@@ -119,9 +119,9 @@ def test_every_loss_refuses_labels_that_are_no_int64_naming_them(name, bad):
     loss = LOSSES.get(name)(C, **({"xi": 1.0, "lambda_": 0.1} if name == "objectosphere" else {}))
     logits = torch.zeros(4, loss.num_outputs)
     features = torch.ones(4, 2)
-    compute_loss(loss, logits, features, torch.tensor(GOOD))
+    loss(logits, torch.tensor(GOOD), features=features)
     with pytest.raises(ValueError, match="^labels"):
-        compute_loss(loss, logits, features, bad)
+        loss(logits, bad, features=features)
 
 
 @pytest.mark.parametrize("bad", LOSS_BAD.values(), ids=LOSS_BAD.keys())

@@ -20,7 +20,7 @@ from agnostophobia.training.cuda_graph import (CapturedStep, check_cuda_graph, p
                                                set_capturable)
 from agnostophobia.training.trainer import Training, fit, fit_seeds
 from runs import run_cli
-from synthetic import synthetic_protocol
+from synthetic import CAPTURED_APPROACHES, synthetic_protocol
 from test_training import assert_same_weights, tiny_config
 
 # 72 training samples (48 known): batch 20 leaves a short last batch for every approach
@@ -52,7 +52,7 @@ class StandIn:
             return original(run, capture_like_a_graph)
 
         monkeypatch.setattr(cuda_graph, "WARMUP_STEPS", warmup_steps)
-        monkeypatch.setattr(trainer, "check_cuda_graph", lambda enabled, device, distributed: enabled)
+        monkeypatch.setattr(trainer, "check_cuda_graph", lambda enabled, device, distributed, approach: enabled)
         monkeypatch.setattr(Training, "capture_step", capture_step)
 
 
@@ -83,7 +83,7 @@ OPTIMISERS = [pytest.param({"optimizer": "adam"}, id="adam"),
 
 
 @pytest.mark.parametrize("options", OPTIMISERS)
-@pytest.mark.parametrize("approach", LOSSES.registered())
+@pytest.mark.parametrize("approach", CAPTURED_APPROACHES)
 def test_captured_training_equals_eager_training_bit_for_bit(approach, options, monkeypatch, tmp_path):
     """Every approach, three epochs with a short last batch; SGD with a cosine schedule captures
     again at each epoch (a new learning rate), Adam without a schedule once."""
@@ -245,7 +245,7 @@ def test_cuda_graph_trains_as_the_eager_loop(approach, options, monkeypatch, tmp
 
 
 @pytest.mark.cuda
-@pytest.mark.parametrize("approach", LOSSES.registered())
+@pytest.mark.parametrize("approach", CAPTURED_APPROACHES)
 def test_cuda_graph_replays_never_synchronise(approach, monkeypatch):
     """bf16, sample weights, crop-flip and FGSM: after the epoch that captures, a whole epoch of
     replays (and its short last batch, eager) under ``set_sync_debug_mode("error")``."""

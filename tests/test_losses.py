@@ -21,8 +21,8 @@ from agnostophobia.losses import (
     ObjectosphereLoss,
     OpenSetLoss,
     SoftmaxLoss,
+    PAPER_APPROACHES,
     build_loss,
-    compute_loss,
     inverse_frequency_class_weights,
     sample_weights,
 )
@@ -72,15 +72,24 @@ def mean_denominator(name, labels):
     return len(labels) if LOSSES.get(name).trains_on_unknowns else int((labels >= 0).sum())
 
 
+def declared_mean(name, per_sample, labels):
+    """``'mean'`` from the per-sample losses as the loss declares it: over the batch, over the knowns
+    (a loss that does not train on unknowns), or each term over its own count (``mean_per_term``)."""
+    if LOSSES.get(name).mean_per_term:
+        known = labels >= 0
+        return sum(per_sample[part].sum() / max(int(part.sum()), 1) for part in (known, ~known))
+    return per_sample.sum() / mean_denominator(name, labels)
+
+
 # --------------------------------------------------------------------------- reference formulas
 @pytest.mark.parametrize("weighted", [False, True])
 @pytest.mark.parametrize("reduction", REDUCTIONS)
-@pytest.mark.parametrize("name", LOSSES.names())
+@pytest.mark.parametrize("name", PAPER_APPROACHES)  # the training peers: tests/test_losses_peers.py
 def test_matches_reference(name, reduction, weighted):
     for seed in range(3):
         logits, features, labels, w = make_batch(name, seed)
         w = w if weighted else None
-        got = compute_loss(make_loss(name, reduction=reduction), logits, features, labels, sample_weight=w)
+        got = make_loss(name, reduction=reduction)(logits, labels, features=features, sample_weight=w)
         per = reference_per_sample(name, logits, features, labels)
         if weighted:
             per = per * w
@@ -92,11 +101,11 @@ def test_matches_reference(name, reduction, weighted):
 def test_reductions_consistent(name):
     logits, features, labels, w = make_batch(name, seed=4)
     for weight in (None, w):
-        per = {r: compute_loss(make_loss(name, reduction=r), logits, features, labels, weight) for r in REDUCTIONS}
+        per = {r: make_loss(name, reduction=r)(logits, labels, features=features, sample_weight=weight) for r in REDUCTIONS}
         assert per["none"].shape == (N,)
         torch.testing.assert_close(per["sum"], per["none"].sum())
-        torch.testing.assert_close(per["mean"], per["none"].sum() / mean_denominator(name, labels))
-    if LOSSES.get(name).trains_on_unknowns:  # the plain 'mean' == 'none'.mean() form
+        torch.testing.assert_close(per["mean"], declared_mean(name, per["none"], labels))
+    if LOSSES.get(name).trains_on_unknowns and not LOSSES.get(name).mean_per_term:  # 'mean' == 'none'.mean()
         torch.testing.assert_close(per["mean"], per["none"].mean())
 
 
@@ -192,7 +201,7 @@ def test_theorem_2_objectosphere_unique_minimum_at_zero_features():
     def j_r(feats):
         feats = feats.reshape(-1, dim)
         with torch.no_grad():
-            return loss(layer(feats), feats, -torch.ones(len(feats), dtype=torch.long))
+            return loss(layer(feats), -torch.ones(len(feats), dtype=torch.long), features=feats)
 
     at_zero = j_r(torch.zeros(dim, dtype=torch.float64))
     torch.testing.assert_close(at_zero, torch.tensor([math.log(C)], dtype=torch.float64))
@@ -213,7 +222,7 @@ def test_objectosphere_gradients_finite_at_zero_features(xi):
     logits = torch.randn(4, C, requires_grad=True)
     features = torch.zeros(4, M, requires_grad=True)
     labels = torch.tensor([0, 3, -1, -2])
-    value = ObjectosphereLoss(C, xi=xi, lambda_=LAM)(logits, features, labels)
+    value = ObjectosphereLoss(C, xi=xi, lambda_=LAM)(logits, labels, features=features)
     value.backward()
     assert torch.isfinite(value)
     assert torch.isfinite(features.grad).all() and torch.isfinite(logits.grad).all()
@@ -228,7 +237,7 @@ def test_saturated_logits_give_finite_loss_and_gradients(name, dtype):
     logits = (1e4 * torch.sign(torch.randn(logits.shape, generator=g))).to(dtype).requires_grad_(True)
     features = (1e4 * features).requires_grad_(True)
     for reduction in REDUCTIONS:
-        value = compute_loss(make_loss(name, reduction=reduction), logits, features, labels)
+        value = make_loss(name, reduction=reduction)(logits, labels, features=features)
         assert torch.isfinite(value).all(), reduction
         value.sum().backward()
         assert torch.isfinite(logits.grad).all()
@@ -242,7 +251,9 @@ def test_saturated_logits_give_finite_loss_and_gradients(name, dtype):
 
 # --------------------------------------------------------------------------- registry, dtype, device
 def test_registry_and_metadata():
-    assert LOSSES.names() == ["background", "entropic", "objectosphere", "softmax"]
+    assert LOSSES.names() == ["background", "energy-regularized", "entropic", "logitnorm", "maximal-entropy",
+                              "mixoe", "objectosphere", "outlier-exposure", "softmax", "vos"]
+    assert LOSSES.registered()[:4] == list(PAPER_APPROACHES)  # the paper's four first, in its order
     expected = {"softmax": (SoftmaxLoss, False, C), "background": (BackgroundClassLoss, False, C + 1),
                 "entropic": (EntropicOpenSetLoss, False, C), "objectosphere": (ObjectosphereLoss, True, C)}
     for name, (cls, uses_features, width) in expected.items():
@@ -275,10 +286,10 @@ def test_every_loss_builds_from_its_declared_defaults_alone(name):
 def test_output_dtype_follows_input(name):
     for dtype in (torch.float32, torch.float64):
         logits, features, labels, w = make_batch(name, dtype=dtype)
-        assert compute_loss(make_loss(name), logits, features, labels, w.numpy()).dtype == dtype
+        assert make_loss(name)(logits, labels, features=features, sample_weight=w.numpy()).dtype == dtype
         # int32 labels and plain-list labels are accepted as well
-        torch.testing.assert_close(compute_loss(make_loss(name), logits, features, labels.int()),
-                                   compute_loss(make_loss(name), logits, features, labels.tolist()))
+        torch.testing.assert_close(make_loss(name)(logits, labels.int(), features=features),
+                                   make_loss(name)(logits, labels.tolist(), features=features))
 
 
 @pytest.mark.cuda
@@ -287,10 +298,10 @@ def test_output_dtype_follows_input(name):
 def test_cuda_matches_cpu(name):
     logits, features, labels, w = make_batch(name, seed=8, dtype=torch.float32)
     for reduction in REDUCTIONS:
-        cpu = compute_loss(make_loss(name, reduction=reduction), logits, features, labels, w)
+        cpu = make_loss(name, reduction=reduction)(logits, labels, features=features, sample_weight=w)
         cuda_logits = logits.cuda().requires_grad_(True)
-        gpu = compute_loss(make_loss(name, reduction=reduction), cuda_logits, features.cuda(), labels.cuda(),
-                           w.cuda())
+        gpu = make_loss(name, reduction=reduction)(cuda_logits, labels.cuda(), features=features.cuda(),
+                                                   sample_weight=w.cuda())
         assert gpu.device.type == "cuda"
         torch.testing.assert_close(gpu.cpu(), cpu, rtol=1e-5, atol=1e-5)
         gpu.sum().backward()
@@ -354,10 +365,10 @@ def _bad_batch_cases(name):
 def test_bad_batches_raise_value_error_naming_the_argument(name):
     cases, good = _bad_batch_cases(name)
     loss = make_loss(name)
-    compute_loss(loss, **good)  # the untouched batch is fine
+    loss(**good)  # the untouched batch is fine
     for argument, change in cases:
         with pytest.raises(ValueError, match=argument):
-            compute_loss(loss, **{**good, **change})
+            loss(**{**good, **change})
 
 
 @pytest.mark.parametrize("check_values", [True, False], ids=["checked", "trainer"])
@@ -375,7 +386,7 @@ def test_tensors_without_values_or_not_dense_name_the_argument(name, check_value
         for bad, problem in ((good[argument].to("meta"), "is on the meta device"),
                              (good[argument].to_sparse(), "must be a dense tensor")):
             with pytest.raises(ValueError, match=f"^{argument} {problem}"):
-                compute_loss(loss, **{**good, argument: bad})
+                loss(**{**good, argument: bad})
 
 
 def test_weight_helpers_refuse_meta_tensors_naming_the_argument():
@@ -391,9 +402,9 @@ def test_weight_helpers_refuse_meta_tensors_naming_the_argument():
 def test_features_on_another_device_than_the_logits_name_both():
     logits, features, labels, _ = make_batch("objectosphere", n=6, dtype=torch.float32)
     with pytest.raises(ValueError, match="^features is on cpu but logits on cuda:0"):
-        make_loss("objectosphere")(logits.cuda(), features, labels.cuda())
+        make_loss("objectosphere")(logits.cuda(), labels.cuda(), features=features)
     # labels and weights hold no gradient: they are moved to the logits' device
-    loss = make_loss("objectosphere")(logits.cuda(), features.cuda(), labels, sample_weight=torch.ones(6))
+    loss = make_loss("objectosphere")(logits.cuda(), labels, features=features.cuda(), sample_weight=torch.ones(6))
     assert loss.device.type == "cuda"
 
 
@@ -402,7 +413,7 @@ def test_bad_features_raise_value_error():
     loss = make_loss("objectosphere")
     for bad in (features[:5], features[0], None, features.long()):
         with pytest.raises(ValueError, match="features"):
-            loss(logits, bad, labels)
+            loss(logits, labels, features=bad)
 
 
 @pytest.mark.parametrize("name", LOSSES.names())
@@ -437,3 +448,68 @@ def test_weight_helpers_reject_bad_input():
         sample_weights(torch.tensor([0, 3]), torch.ones(4))
     with pytest.raises(ValueError, match="labels"):
         sample_weights(torch.tensor([0.0, 1.0]), torch.ones(4))
+
+
+# --------------------------------------------------------------------------- one call form (issue 33)
+@pytest.mark.parametrize("width", [1, 2, 32])
+@pytest.mark.parametrize("name", LOSSES.names())
+def test_every_loss_takes_the_keyword_call_form_with_features_of_any_width(name, width):
+    """``loss(logits, labels, features=..., sample_weight=...)`` for every loss, forward and backward,
+    some labels -1; a loss that does not read the features ignores them (same value without)."""
+    logits, _, labels, w = make_batch(name, seed=9)
+    labels[:3] = -1
+    loss = make_loss(name).double()
+    logits.requires_grad_(True)
+    features = torch.randn(len(labels), width, dtype=torch.float64, requires_grad=True)
+    value = loss(logits, labels, features=features, sample_weight=w)
+    assert value.shape == () and torch.isfinite(value)
+    value.backward()
+    assert torch.isfinite(logits.grad).all() and logits.grad.abs().sum() > 0
+    if not loss.uses_features:
+        assert features.grad is None
+        torch.testing.assert_close(loss(logits, labels, sample_weight=w), value)
+        torch.testing.assert_close(loss(logits, labels, w), value)  # weights may be positional
+
+
+def test_the_old_objectosphere_call_form_is_told_apart_and_warned_about_once(monkeypatch):
+    logits, features, labels, w = make_batch("objectosphere", seed=10)
+    loss = make_loss("objectosphere")
+    monkeypatch.setattr(OpenSetLoss, "_warned_old_call", False)
+    expected = loss(logits, labels, features=features, sample_weight=w)
+    with pytest.warns(DeprecationWarning, match="features=features"):
+        old = loss(logits, features, labels, sample_weight=w)
+    torch.testing.assert_close(old, expected)
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a second old call warns no more
+        torch.testing.assert_close(loss(logits, features, labels, w), expected)
+    with pytest.raises(TypeError, match="features given twice"):
+        loss(logits, features, labels, features=features)
+
+
+def test_a_loss_reading_features_must_take_them_in_forward():
+    with pytest.raises(TypeError, match="uses_features = True, but its forward takes no 'features'"):
+        class Broken(OpenSetLoss):  # noqa: F841
+            uses_features = True
+
+            def forward(self, logits, labels, sample_weight=None):
+                return logits.sum()
+
+
+def test_a_loss_written_without_features_is_called_without_them():
+    """A loss whose forward is ``forward(logits, labels, sample_weight=None)`` (the form
+    docs/architecture.md shows) is handed no features, whatever the caller passes."""
+    seen = []
+
+    class Plain(OpenSetLoss):
+        def forward(self, logits, labels, sample_weight=None):
+            seen.append(sample_weight)
+            logits, labels, weight = self._check_inputs(logits, labels, sample_weight)
+            return self._reduce(F.cross_entropy(logits, labels.clamp(min=0), reduction="none"), labels, weight)
+
+    loss, logits, labels = Plain(3), torch.randn(4, 3), torch.tensor([0, 1, 2, -1])
+    torch.testing.assert_close(loss(logits, labels, features=torch.randn(4, 2)), loss(logits, labels))
+    with pytest.raises(TypeError, match="needs labels"):
+        loss(logits)
+    with pytest.raises(TypeError, match="positional"):
+        loss(logits, labels, torch.ones(4), torch.ones(4))

@@ -37,7 +37,7 @@ from agnostophobia.training.config import parse_experiment
 from agnostophobia.training.seed_batch import check_batched_seeds, resolve_batched_seeds
 from agnostophobia.training.augment import crop_flip, crop_flip_draws, to_input
 from agnostophobia.training.trainer import Training, fit, fit_seeds
-from synthetic import synthetic_protocol
+from synthetic import BATCHED_APPROACHES, synthetic_protocol
 from test_training import tiny_config
 
 SEEDS = [0, 3]
@@ -75,7 +75,7 @@ VARIANTS = [dict(), dict(sample_weighting=True), dict(augment="crop-flip"), dict
 
 
 @pytest.mark.parametrize("options", VARIANTS, ids=["plain", "weights", "crop-flip", "fgsm"])
-@pytest.mark.parametrize("approach", LOSSES.registered())
+@pytest.mark.parametrize("approach", BATCHED_APPROACHES)
 def test_a_batched_step_equals_each_seeds_own_step(approach, options, protocol):
     cfg = exact_config(approach=approach, **options)
     batched = Training(cfg, protocol, seeds=SEEDS)
@@ -170,10 +170,18 @@ def initial_weights(cfg, protocol, seed):
     return run.model.state_dict(), run.model
 
 
-@pytest.mark.parametrize("approach", LOSSES.registered())
+#: Learning rates of the whole-run test other than SGD's: Outlier Exposure's per-term mean weighs a
+#: batch's few negatives heavily, and at lr 1e-3 one rounding-flipped choice took seed 3's batched
+#: run 0.19 of the distance trained from its separate run (measured 2026-11-27; seed 0: 0.04); at
+#: lr 1e-4 they end 4e-6 apart. (The paper's four at lr 1e-4 measured 5e-6 to 0.03, so 1e-4 is no
+#: tighter a test for them.)
+WHOLE_RUN_LR = {"outlier-exposure": 1e-4}
+
+
+@pytest.mark.parametrize("approach", BATCHED_APPROACHES)
 def test_batched_seeds_train_as_their_separate_runs(approach, tmp_path):
     protocol = noise_protocol()
-    cfg = exact_config(approach=approach, **SGD)
+    cfg = exact_config(approach=approach, **{**SGD, "lr": WHOLE_RUN_LR.get(approach, SGD["lr"])})
     runs = fit_seeds(cfg, protocol, SEEDS, [tmp_path / f"batched{seed}" for seed in SEEDS])
     assert [run.cfg.seed for run in runs] == SEEDS
     for seed in SEEDS:
@@ -327,7 +335,7 @@ def test_one_seeds_run_draws_from_its_one_generator_as_a_list_of_one(protocol):
 
 
 @pytest.mark.parametrize("options", [{}, {"augment": "crop-flip", "adversarial_epsilon": 0.01}], ids=["plain", "augment-fgsm"])
-@pytest.mark.parametrize("approach", LOSSES.registered())
+@pytest.mark.parametrize("approach", BATCHED_APPROACHES)
 def test_batched_steps_need_no_host_synchronisation(approach, options, monkeypatch):
     """Traced on the ``meta`` device as ``tests/test_training_sync.py`` traces one run."""
     from test_training_sync import META, HostSyncs, meta_run
@@ -343,7 +351,7 @@ def test_batched_steps_need_no_host_synchronisation(approach, options, monkeypat
 
 
 @pytest.mark.cuda
-@pytest.mark.parametrize("approach", LOSSES.registered())
+@pytest.mark.parametrize("approach", BATCHED_APPROACHES)
 def test_cuda_batched_steps_never_synchronise_and_train_every_seed(approach, monkeypatch, tmp_path):
     """bf16, sample weights, crop-flip and FGSM, under ``set_sync_debug_mode("error")``; then a
     whole batched fit on CUDA leaves each seed a separate run's files with finite losses."""

@@ -17,7 +17,7 @@ from agnostophobia.training.checkpoint import load_checkpoint
 from agnostophobia.training.config import TrainConfig, load_experiment, parse_experiment
 from agnostophobia.training.outputs import predict
 from agnostophobia.training.trainer import Training, epoch_order, fit
-from synthetic import synthetic_protocol
+from synthetic import END_TO_END_APPROACHES, synthetic_protocol
 
 
 def tiny_config(**changes) -> TrainConfig:
@@ -37,7 +37,7 @@ def assert_same_weights(a, b):
         assert torch.equal(a[key], b[key]), key
 
 
-@pytest.mark.parametrize("approach", LOSSES.registered())
+@pytest.mark.parametrize("approach", END_TO_END_APPROACHES)
 def test_every_approach_trains_and_predicts(approach, tmp_path):
     protocol = synthetic_protocol()
     run = fit(tiny_config(approach=approach, epochs=1), protocol, tmp_path)
@@ -171,7 +171,9 @@ def test_config_rejects_unknown_keys_and_bad_values():
 
 
 def test_the_background_approach_is_the_one_with_an_extra_output():
-    assert LOSSES.registered() == ["softmax", "background", "entropic", "objectosphere"]  # the paper's order
+    assert LOSSES.registered() == ["softmax", "background", "entropic", "objectosphere",  # the paper's order
+                                   "outlier-exposure", "energy-regularized", "mixoe", "maximal-entropy",
+                                   "logitnorm", "vos"]  # then the training peers
     assert [name for name in LOSSES.registered() if LOSSES.get(name).background_class] == ["background"]
     for name in LOSSES.registered():  # the network width the trainer builds agrees with the flag
         loss = build_loss(name, 10)
@@ -219,8 +221,10 @@ def test_old_top_level_xi_and_lambda_still_set_the_objectosphere_loss(tmp_path, 
 
 
 def test_loss_settings_are_checked_against_the_losses_signatures():
-    with pytest.raises(ConfigError, match="'loss.margin': no registered loss declares it"):
-        parse_experiment({"loss": {"margin": 1.0}})
+    with pytest.raises(ConfigError, match="'loss.smoothing': no registered loss declares it"):
+        parse_experiment({"loss": {"smoothing": 1.0}})
+    with pytest.raises(ConfigError, match="'loss.margin': must be a number >= 0"):  # Maximal Entropy's margin
+        parse_experiment({"approaches": ["maximal-entropy"], "loss": {"margin": -1.0}})
     with pytest.raises(ConfigError, match="config key 'loss': must be a mapping"):
         parse_experiment({"loss": [1]})
 

@@ -98,8 +98,10 @@ def default_approach(run_dir: Path) -> str:
 
 
 def default_detector(approach: str) -> str:
-    """The score the paper thresholds ``approach`` with (as the report's Table 2 does)."""
-    return own_detector(approach) or "softmax"
+    """The score the paper thresholds ``approach`` with (as the report's Table 2 does): the one its
+    loss declares (``default_detector``; e.g. energy for the energy-regularised loss), else softmax."""
+    return own_detector(approach) or getattr(LOSSES.get(approach), "default_detector", "softmax") \
+        if approach in LOSSES else "softmax"
 
 
 def check_applicable(detector: str, approach: str, run_dir: Path) -> None:

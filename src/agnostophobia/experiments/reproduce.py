@@ -39,7 +39,7 @@ from agnostophobia.training.records import (check_training_records, library_vers
 from agnostophobia.rundir import DATA_NOTES, LAST, PREPROCESSING_NOTES, RunDir
 from agnostophobia.training.checkpoint import load_checkpoint
 from agnostophobia.training.loaders import is_streamed
-from agnostophobia.training.seed_batch import check_batched_seeds, resolve_batched_seeds
+from agnostophobia.training.seed_batch import batches_over_seeds, check_batched_seeds, resolve_batched_seeds
 from agnostophobia.training.cuda_graph import check_cuda_graph
 from agnostophobia.training.device import resolve_device
 from agnostophobia.training.resume import check_resumable, is_finished
@@ -192,10 +192,17 @@ def training_units(pending: List[Tuple[TrainConfig, Path]], batched: bool, world
     if not batched:
         return [[run] for run in pending]
     groups: Dict[Tuple[str, int], List[Tuple[TrainConfig, Path]]] = {}
+    alone = []  # runs of a loss that cannot be batched over seeds: one unit each
+    for approach in dict.fromkeys(cfg.approach for cfg, _ in pending if not batches_over_seeds(cfg.approach)):
+        print(f"batched_seeds: {approach} trains its seeds one by one (its loss cannot be batched over seeds)",
+              file=sys.stderr)
     for cfg, run_dir in pending:
+        if not batches_over_seeds(cfg.approach):
+            alone.append([(cfg, run_dir)])
+            continue
         epoch = world.from_main(lambda: saved_epoch(run_dir))
         groups.setdefault((cfg.approach, epoch), []).append((cfg, run_dir))
-    return list(groups.values())
+    return list(groups.values()) + alone
 
 
 def saved_epoch(run_dir: Path) -> int:
@@ -296,7 +303,8 @@ def configure(experiment: ExperimentConfig, choices: CommandChoices = CommandCho
                                            **train_overrides).validate()
     check_detectors(experiment)
     device = resolve_device(experiment.train.device)  # "cuda" without a GPU stops here, before any write
-    check_cuda_graph(experiment.train.cuda_graph, device, distributed.current().distributed)  # so does cuda_graph
+    for approach in experiment.approaches:  # so does cuda_graph, also for a loss whose step it cannot capture
+        check_cuda_graph(experiment.train.cuda_graph, device, distributed.current().distributed, approach)
     # "auto" becomes what this device gets, so that config.yaml, checkpoints and reports say it
     experiment.precision_chosen = describe_precision(experiment.train.precision, device)
     experiment.train.precision = resolve_precision(experiment.train.precision, device)

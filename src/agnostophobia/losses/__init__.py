@@ -3,11 +3,12 @@ Objectosphere (Sec. 4.2, Eq. 2) of Dhamija, Günther and Boult (NeurIPS 2018).
 
 Every loss is an ``nn.Module`` with ``reduction`` in {'mean', 'sum', 'none'}, the
 class attribute ``uses_features`` and the property ``num_outputs`` (C, or C+1 for the
-background class). A trainer can stay generic::
+background class), and one call form: a loss that does not read the features ignores them,
+so a trainer can stay generic::
 
     loss = build_loss("objectosphere", 10)               # xi=50, lambda_=1e-4 (declared defaults)
     model = make_model(num_outputs=loss.num_outputs)
-    value = compute_loss(loss, logits, features, labels)
+    value = loss(logits, labels, features=features, sample_weight=None)
 
 Labels: ``>= 0`` known class, negative = known-unknown sample (D_b').
 
@@ -21,14 +22,19 @@ from __future__ import annotations
 import inspect
 from typing import Dict
 
-import torch
-
 from ..errors import ConfigError
 from ..settings import Setting
-from ._base import LOSSES, REDUCTIONS, OpenSetLoss, known_columns
+from ._base import LOSSES, PAPER_APPROACHES, REDUCTIONS, OpenSetLoss, known_columns
 from .baselines import BackgroundClassLoss, SoftmaxLoss
 from .entropic import EntropicOpenSetLoss
 from .objectosphere import ObjectosphereLoss
+# the training peers (issue 34), registered after the paper's four
+from .outlier_exposure import OutlierExposureLoss
+from .energy_regularized import EnergyRegularizedLoss
+from .mixoe import MixOELoss
+from .maximal_entropy import MaximalEntropyLoss
+from .logitnorm import LogitNormLoss
+from .vos import VOSLoss
 from .weights import inverse_frequency_class_weights, sample_weights
 
 __all__ = [
@@ -39,11 +45,17 @@ __all__ = [
     "BackgroundClassLoss",
     "EntropicOpenSetLoss",
     "ObjectosphereLoss",
+    "OutlierExposureLoss",
+    "EnergyRegularizedLoss",
+    "MixOELoss",
+    "MaximalEntropyLoss",
+    "LogitNormLoss",
+    "VOSLoss",
     "build_loss",
     "known_columns",
     "loss_settings",
     "every_loss_setting",
-    "compute_loss",
+    "PAPER_APPROACHES",
     "inverse_frequency_class_weights",
     "sample_weights",
 ]
@@ -80,11 +92,3 @@ def every_loss_setting() -> Dict[str, Setting]:
         for keyword, declared in loss_settings(name).items():
             settings.setdefault(keyword, declared)
     return settings
-
-
-def compute_loss(loss: OpenSetLoss, logits: torch.Tensor, features, labels: torch.Tensor,
-                 sample_weight=None) -> torch.Tensor:
-    """Call ``loss`` with or without ``features``, as its ``uses_features`` says."""
-    if loss.uses_features:
-        return loss(logits, features, labels, sample_weight=sample_weight)
-    return loss(logits, labels, sample_weight=sample_weight)

@@ -9,12 +9,17 @@ Reduction, with optional per-sample weights ``w`` (Keras-style, as the authors t
 * ``'sum'``:  ``sum_i w_i * l_i``.
 * ``'mean'``: ``sum_i w_i * l_i / N`` -- divided by the number of samples, *not* by
   ``sum_i w_i``. This is what Keras' ``sample_weight`` did, so the weights' overall
-  scale changes the loss scale. :class:`SoftmaxLoss` counts only known samples in N.
+  scale changes the loss scale. A loss that does not train on unknowns (:class:`SoftmaxLoss`)
+  counts only known samples in N; one with ``mean_per_term`` (Outlier Exposure and its
+  successors) divides the knowns' sum by their count and the unknowns' by theirs, an absent
+  group adding 0.
 """
 from __future__ import annotations
 
+import inspect
 import operator
-from typing import Dict
+import warnings
+from typing import Dict, Tuple
 
 import torch
 from torch import nn
@@ -31,6 +36,11 @@ from ..settings import DeclaresSettings, Setting, declared_settings
 LOSSES: Registry = Registry("loss")
 
 REDUCTIONS = ("mean", "sum", "none")
+
+#: The paper's four approaches (Sec. 3-4), in its order: what a config without ``approaches:``
+#: trains and what the shipped reproductions compare. Further registered losses (the training
+#: peers, plugins) train when a config names them.
+PAPER_APPROACHES = ("softmax", "background", "entropic", "objectosphere")
 
 
 def check_num_classes(num_classes) -> int:
@@ -85,23 +95,101 @@ def int64_label_tensor(labels, name: str = "labels") -> torch.Tensor:
 
 
 class OpenSetLoss(DeclaresSettings, nn.Module):
-    """Base class: validates inputs and applies the reduction.
+    """Base class: one call form, input checks, the reduction, and the hooks a trainer calls.
 
-    Subclasses set ``uses_features`` (whether ``forward`` takes the deep features),
+    Every loss is called ``loss(logits, labels, features=None, sample_weight=None)`` (labels and
+    an optional ``sample_weight`` may also be positional). A subclass writes ``forward(logits,
+    labels, sample_weight=None)``, or ``forward(logits, labels, features=None,
+    sample_weight=None)`` when it reads the deep features; which of the two is read from its
+    signature once, when the class is defined, so that a loss whose ``forward`` does not take
+    ``features`` (e.g. one written before this call form) is never handed them. The old
+    Objectosphere form ``loss(logits, features, labels)`` is told apart by shape and dtype
+    (features 2-D floats, labels 1-D integers) and still works, with one ``DeprecationWarning``.
+
+    Subclasses declare: ``uses_features`` (whether ``forward`` reads the deep features),
     ``trains_on_unknowns`` (whether unknown samples of D_b' are trained on; softmax
-    thresholding does not) and ``background_class`` (one logit more than known classes,
-    the background class, last). Their hyper-parameters are their constructor's keyword
-    arguments, each declared in ``SETTINGS`` (type, default, range, tuning grid) or, where not
-    declared, inferred from its annotation and default (:meth:`hyperparameters`).
+    thresholding does not), ``background_class`` (one logit more than known classes, the
+    background class, last), ``mean_per_term`` (``'mean'`` averages knowns and unknowns each over
+    their own count, as Outlier Exposure and its successors do), ``default_detector`` (the score
+    its paper thresholds), ``batches_over_seeds`` (False for a loss whose step keeps state or draws
+    on the host: ``batched_seeds`` then trains its seeds one by one), ``replays_in_cuda_graph``
+    (False where one captured step cannot stand for every step: ``cuda_graph: true`` is refused). Their hyper-parameters are
+    their constructor's keyword arguments, each declared in ``SETTINGS`` (type, default, range,
+    tuning grid) or, where not declared, inferred from its annotation and default
+    (:meth:`hyperparameters`).
+
+    Hooks the trainer calls, doing nothing here: :meth:`attach` (once, with the network it
+    trains), :meth:`begin_epoch` (before each training epoch), :meth:`mix_batch` (on each
+    training batch before the network sees it). A loss's parameters are trained with the
+    network's, and its state dict is kept in the checkpoints.
     """
 
     uses_features: bool = False
     trains_on_unknowns: bool = True
     background_class: bool = False
+    mean_per_term: bool = False
+    default_detector: str = "softmax"
+    batches_over_seeds: bool = True
+    replays_in_cuda_graph: bool = True
     #: Value checks that read a tensor back to the host (label range, weight finiteness), one
     #: synchronisation each per call. A trainer that checked its whole dataset once turns
     #: them off so that a GPU step never waits for the host; shape and dtype checks stay.
     check_values: bool = True
+    #: Whether ``forward`` takes ``features=`` (from its signature, set for each subclass).
+    _forward_takes_features: bool = False
+    _warned_old_call: bool = False  # the old Objectosphere call form is warned about once per process
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        parameters = inspect.signature(cls.forward).parameters.values()
+        cls._forward_takes_features = any(p.name == "features" or p.kind is p.VAR_KEYWORD for p in parameters)
+        if cls.uses_features and not cls._forward_takes_features:
+            raise TypeError(f"{cls.__name__} declares uses_features = True, but its forward takes no "
+                            f"'features' argument; write forward(self, logits, labels, features=None, "
+                            f"sample_weight=None)")
+
+    def __call__(self, logits, *args, labels=None, features=None, sample_weight=None):
+        labels, features, sample_weight = self._call_arguments(args, labels, features, sample_weight)
+        if self._forward_takes_features:
+            return super().__call__(logits, labels, features=features, sample_weight=sample_weight)
+        return super().__call__(logits, labels, sample_weight=sample_weight)
+
+    def _call_arguments(self, args: Tuple, labels, features, sample_weight):
+        """``(labels, features, sample_weight)`` from the positional ``args`` after the logits."""
+        name = type(self).__name__
+        if labels is not None:
+            args = (labels, *args)
+        if not args:
+            raise TypeError(f"{name}() needs labels: call loss(logits, labels, features=..., sample_weight=...)")
+        if len(args) >= 2 and _is_features(args[0]) and _is_labels(args[1]):  # loss(logits, features, labels)
+            if features is not None:
+                raise TypeError(f"{name}(): features given twice (positionally, in the old form, and as features=)")
+            self._warn_old_call()
+            features, args = args[0], args[1:]
+        if len(args) > 2 or (len(args) == 2 and sample_weight is not None):
+            raise TypeError(f"{name}() takes (logits, labels, sample_weight) positionally, got {len(args) + 1} "
+                            f"positional arguments; pass features=... and sample_weight=... by keyword")
+        return args[0], features, (args[1] if len(args) == 2 else sample_weight)
+
+    @classmethod
+    def _warn_old_call(cls) -> None:
+        if not OpenSetLoss._warned_old_call:
+            OpenSetLoss._warned_old_call = True
+            warnings.warn("loss(logits, features, labels) is deprecated; call loss(logits, labels, "
+                          "features=features)", DeprecationWarning, stacklevel=4)
+
+    # -- hooks of the training loop (none of the paper's four losses needs one) --------------------
+    def attach(self, model: nn.Module) -> "OpenSetLoss":
+        """Called once with the network this loss trains (VOS reads its logit layer)."""
+        return self
+
+    def begin_epoch(self, epoch: int, epochs: int) -> None:
+        """Called before training epoch ``epoch`` (from 0) of ``epochs``."""
+
+    def mix_batch(self, x: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+        """A training batch's inputs as the network should see them (MixOE mixes its negatives
+        with knowns here); called on training batches only, before the network."""
+        return x
 
     @classmethod
     def hyperparameters(cls) -> Dict[str, Setting]:
@@ -205,11 +293,25 @@ class OpenSetLoss(DeclaresSettings, nn.Module):
         total = per_sample.sum()
         if self.reduction == "sum":
             return total
+        if self.mean_per_term:  # each term over its own count; an absent term adds 0, never 0/0
+            return sum(torch.where(part, per_sample, torch.zeros_like(per_sample)).sum()
+                       / part.sum().clamp(min=1).to(total.dtype) for part in (labels >= 0, labels < 0))
         if self.trains_on_unknowns:
             return total / per_sample.shape[0]
         # Unknowns are excluded, so average over knowns only; clamp so that a batch of
         # only unknowns gives 0 (still attached to the graph) instead of 0/0 = NaN.
         return total / (labels >= 0).sum().clamp(min=1).to(total.dtype)
+
+
+def _is_features(value) -> bool:
+    """A 2-D floating-point array: deep features, never labels (the old call form's second argument)."""
+    return (isinstance(value, torch.Tensor) and value.dim() == 2 and value.is_floating_point())
+
+
+def _is_labels(value) -> bool:
+    """A 1-D array of integers: labels (the old call form's third argument)."""
+    return isinstance(value, torch.Tensor) and value.dim() == 1 and not value.is_floating_point() \
+        and not value.is_complex()
 
 
 def known_columns(approach: str, width: int) -> int:

@@ -52,6 +52,7 @@ class BackgroundClassLoss(OpenSetLoss):
     uses_features = False
     trains_on_unknowns = True
     background_class = True
+    default_detector = "background"  # the C+1 softmax, without its last column
 
     def forward(self, logits: torch.Tensor, labels: torch.Tensor, sample_weight=None) -> torch.Tensor:
         logits, labels, weight = self._check_inputs(logits, labels, sample_weight)

@@ -43,7 +43,8 @@ class ObjectosphereLoss(OpenSetLoss):
     ``mean((1[known] max(xi-||F||,0) + 1[unknown] ||F||)^2)``, which is the same per
     sample; ``sample_weight`` multiplies the whole per-sample J_R.
 
-    Call ``loss(logits, features, labels, sample_weight=None)``; ``features`` is (N, M).
+    Call ``loss(logits, labels, features=features, sample_weight=None)``; ``features`` is (N, M).
+    (The old form ``loss(logits, features, labels)`` still works, with a ``DeprecationWarning``.)
     Reductions and weighting as in :class:`EntropicOpenSetLoss`.
     """
 
@@ -62,7 +63,7 @@ class ObjectosphereLoss(OpenSetLoss):
     def extra_repr(self) -> str:
         return f"{super().extra_repr()}, xi={self.xi}, lambda_={self.lambda_}"
 
-    def forward(self, logits: torch.Tensor, features: torch.Tensor, labels: torch.Tensor,
+    def forward(self, logits: torch.Tensor, labels: torch.Tensor, features: torch.Tensor = None,
                 sample_weight=None) -> torch.Tensor:
         logits, labels, weight = self._check_inputs(logits, labels, sample_weight)
         features = self._check_features(features, logits)

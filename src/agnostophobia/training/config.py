@@ -25,7 +25,7 @@ from agnostophobia._validation import SEED_RULE, check_arguments, is_seed
 from agnostophobia.data.protocols import build_protocol, check_limits, protocol_spec
 from agnostophobia.errors import AgnostophobiaWarning, ConfigError
 from agnostophobia.settings import field_settings, setting
-from agnostophobia.losses import LOSSES, build_loss, every_loss_setting, loss_settings
+from agnostophobia.losses import LOSSES, PAPER_APPROACHES, build_loss, every_loss_setting, loss_settings
 from agnostophobia.models import MODELS, build_model
 from agnostophobia.training.precision import PRECISIONS
 from agnostophobia.training.concurrent import check_concurrent_runs
@@ -435,7 +435,7 @@ def parse_experiment(data: Dict[str, Any], where: str = "", base_dir=None) -> Ex
     if not isinstance(data, dict):
         raise ConfigError(f"config {where}: top level must be a mapping, got {type(data).__name__}")
     data = _absolute_protocol_paths(data, base_dir)
-    approaches = check_approaches(data.pop("approaches", LOSSES.registered()))  # an approach is its loss
+    approaches = check_approaches(data.pop("approaches", list(PAPER_APPROACHES)))  # an approach is its loss
     seeds = check_seeds(data.pop("seeds", 1))
     budgets = data.pop("budgets", {}) or {}
     if not isinstance(budgets, dict):

@@ -42,15 +42,19 @@ from typing import Callable, Optional
 import torch
 
 from agnostophobia.errors import ConfigError
+from agnostophobia.losses import LOSSES
 
 # Eager steps before the first capture (PyTorch's recipe warms up with 3; 11 under DDP).
 WARMUP_STEPS = 3
 
 
-def check_cuda_graph(enabled: bool, device, distributed: bool) -> bool:
+def check_cuda_graph(enabled: bool, device, distributed: bool, approach: str = "softmax") -> bool:
     """Whether the run's step is captured; ``cuda_graph: true`` where it cannot be is one line."""
     if not enabled:
         return False
+    if not LOSSES.get(approach).replays_in_cuda_graph:
+        raise ConfigError(f"config key 'cuda_graph': true cannot capture the step of {approach!r}: its loss "
+                          f"changes from step to step in ways one captured step cannot replay; set cuda_graph: false")
     if torch.device(device).type != "cuda":
         raise ConfigError(f"config key 'cuda_graph': true needs a CUDA device; this run trains on "
                           f"{torch.device(device)} (set cuda_graph: false)")

@@ -1,7 +1,7 @@
 """The resume policy of a training run: what its directory keeps after every epoch, and when a
 run may continue from it.
 
-* After every epoch an atomic ``last.pt`` holds model, optimiser, scheduler, epoch, config, RNG
+* After every epoch an atomic ``last.pt`` holds model, optimiser, scheduler, the loss's state, epoch, config, RNG
   state and history; ``best.pt`` holds the weights with the lowest validation loss (the authors
   kept the best validation loss, docs/references.md) (:func:`save_epoch`).
 * A run continues from ``last.pt`` only with ``resume`` and only under the config it was trained
@@ -84,12 +84,12 @@ def remove_killed_writes(run_dir: Path) -> None:
 def save_epoch(run_dir: Path, cfg: TrainConfig, state: Dict, held: Dict, val_loss: float, improved: bool) -> None:
     """The checkpoints of the epoch just trained: ``best.pt`` if it ``improved``, then ``last.pt``.
     ``state``: epoch, history and best epoch so far; ``held``: one network's model, optimiser and
-    scheduler state dicts, as a separate run holds them."""
+    scheduler state dicts, as a separate run holds them, and the loss's (its parameters and state)."""
     epoch = state["epoch"]
     if improved:
         save_checkpoint(run_dir / BEST, {"model": held["model"], "epoch": epoch,
                                               "val_loss": val_loss, "config": cfg.to_dict()})
     save_checkpoint(run_dir / LAST, {
         **state, "model": held["model"], "optimizer": held["optimizer"],
-        "scheduler": held["scheduler"], "config": cfg.to_dict(), "rng": rng_state(),
+        "scheduler": held["scheduler"], "loss": held.get("loss", {}), "config": cfg.to_dict(), "rng": rng_state(),
         "finished": epoch == cfg.epochs})

@@ -38,6 +38,7 @@ from torch.func import functional_call, stack_module_state, vmap
 
 from agnostophobia.errors import ConfigError
 from agnostophobia.training.auto_options import check_batched_seeds  # noqa: F401  (its home: light)
+from agnostophobia.losses import LOSSES
 
 #: Whether ``auto`` turns batching on with CUDA. Off until a GPU has shown the three things the
 #: default waits for (benchmarks/gpu_check.sh measures them): its CUDA tests pass (H100,
@@ -70,6 +71,13 @@ def resolve_batched_seeds(value, device: torch.device, seeds: int, distributed: 
         return False
     return (BATCHED_BY_DEFAULT_ON_CUDA and torch.device(device).type == "cuda" and seeds > 1 and not distributed
             and not streamed)
+
+
+def batches_over_seeds(approach: str) -> bool:
+    """Whether the loss of ``approach`` can train several seeds as one stacked model (``vmap``): not one
+    whose step keeps state or draws on the host (VOS's feature queues, MixOE's mixing), which says so
+    (``OpenSetLoss.batches_over_seeds``); ``batched_seeds`` trains such an approach's seeds one by one."""
+    return LOSSES.get(approach).batches_over_seeds
 
 
 class StackedSeeds(nn.Module):
@@ -218,8 +226,12 @@ class OneSeed:
 
     shape: Tuple[int, ...] = ()
 
-    def check(self, device: torch.device, distributed: bool, streamed: bool) -> None:
-        """Nothing to refuse: one seed trains anywhere."""
+    def check(self, device: torch.device, distributed: bool, streamed: bool, approach: str) -> None:
+        """One seed trains anywhere, with any loss, except under torchrun with a loss whose step keeps
+        state of its own (VOS's queues and parameters, MixOE's draws), which DDP would not share."""
+        if distributed and not batches_over_seeds(approach):
+            raise ConfigError(f"approach {approach!r} cannot train under torchrun (DDP): its loss keeps state "
+                              f"and parameters of its own per process, which DDP does not synchronise")
 
     def place(self, models: Sequence[nn.Module], world, device: torch.device,
               channels_last: bool) -> Tuple[nn.Module, nn.Module]:
@@ -259,9 +271,14 @@ class SeedBatch(OneSeed):
     def __init__(self, count: int):
         self.shape = (count,)
 
-    def check(self, device: torch.device, distributed: bool, streamed: bool) -> None:
-        """Refuses DDP and streamed data in one line (:func:`resolve_batched_seeds`), before anything is built."""
+    def check(self, device: torch.device, distributed: bool, streamed: bool, approach: str) -> None:
+        """Refuses DDP, streamed data (:func:`resolve_batched_seeds`) and a loss that cannot be batched
+        over seeds (:func:`batches_over_seeds`), in one line, before anything is built."""
         resolve_batched_seeds(True, device, self.shape[0], distributed, streamed)
+        if not batches_over_seeds(approach):
+            raise ConfigError(f"approach {approach!r}: its loss keeps state or draws on the host in each step "
+                              f"(batches_over_seeds = False), so its seeds cannot train as one model; "
+                              f"train them separately (batched_seeds: false)")
 
     def place(self, models, world, device, channels_last):
         model = StackedSeeds(models)

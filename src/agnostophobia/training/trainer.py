@@ -36,8 +36,7 @@ import torch
 from tqdm.auto import tqdm
 
 from agnostophobia.errors import TrainingDiverged
-from agnostophobia.losses import (build_loss, compute_loss, inverse_frequency_class_weights,
-                                  sample_weights)
+from agnostophobia.losses import build_loss, inverse_frequency_class_weights, sample_weights
 from agnostophobia.models import build_model
 from agnostophobia._killpoints import kill_point
 from agnostophobia.training import augment, device as devices, distributed
@@ -136,7 +135,7 @@ class Training:
         if cfg.deterministic:
             devices.use_deterministic_algorithms(self.device)
         self.num_classes = protocol.num_classes
-        self.seed_layout.check(self.device, self.world.distributed, is_streamed(protocol.train))
+        self.seed_layout.check(self.device, self.world.distributed, is_streamed(protocol.train), cfg.approach)
         models = []
         for seed_cfg in self.seed_cfgs:  # each network initialised as its separate run initialises it
             seed_everything(seed_cfg.seed)
@@ -144,6 +143,7 @@ class Training:
             models.append(build_model(cfg.model, num_outputs=self.loss_fn.num_outputs, **cfg.model_kwargs))
         # network: what trains the model, DDP under torchrun
         self.model, self.network = self.seed_layout.place(models, self.world, self.device, cfg.channels_last)
+        self.loss_fn.to(self.device).attach(self.model)  # a loss's own parameters and state live beside the model
         knowns_only = not self.loss_fn.trains_on_unknowns
         # a split of image files (a streamed protocol from files) is read through worker processes
         self.train_data = device_data(protocol.train, self.device, knowns_only, TensorData.from_split)
@@ -160,7 +160,7 @@ class Training:
                 data.weights = sample_weights(torch.from_numpy(labels), self.class_weights).to(self.device)
             self.class_weights = self.class_weights.to(self.device)
         # the step captured in a CUDA graph (config key cuda_graph): refused in one line where it cannot be
-        self.graphed = check_cuda_graph(cfg.cuda_graph, self.device, self.world.distributed)
+        self.graphed = check_cuda_graph(cfg.cuda_graph, self.device, self.world.distributed, cfg.approach)
         # Adam's step counters on the device, where a graph replays them (the CPU tests' stand-in needs none)
         self.capturable = self.graphed and self.device.type == "cuda"
         self.optimizer = self._optimizer()
@@ -193,11 +193,10 @@ class Training:
         return self.world.steps_per_epoch(len(self.train_data), self.cfg.batch_size)
 
     def _optimizer(self):
-        params, cfg = self.model.parameters(), self.cfg
+        params, cfg = [*self.model.parameters(), *self.loss_fn.parameters()], self.cfg
         if cfg.optimizer == "adam":  # captured: its step counters on the device (cuda_graph)
             adam = torch.optim.Adam(params, lr=cfg.lr, weight_decay=cfg.weight_decay, capturable=self.capturable)
-            # the warm-up and short last batches step it uncaptured, as they must: not worth PyTorch's warning
-            adam._warned_capturable_if_run_uncaptured = True
+            adam._warned_capturable_if_run_uncaptured = True  # warm-up and last batches step uncaptured, as they must
             return adam
         return torch.optim.SGD(params, lr=cfg.lr, momentum=cfg.momentum, weight_decay=cfg.weight_decay,
                                nesterov=cfg.momentum > 0)
@@ -223,7 +222,7 @@ class Training:
         # a captured step must not keep autocast's cast weights from one replay to the next
         with autocast(self.device, self.precision, cache=not self.graphed):
             logits, features = network(x)
-        loss = compute_loss(self.loss_fn, logits.float(), features.float(), y, sample_weight=weights)
+        loss = self.loss_fn(logits.float(), y, features=features.float(), sample_weight=weights)
         return loss, logits
 
     def training_loss(self, x, y, weights=None):
@@ -254,13 +253,15 @@ class Training:
         """Seed ``seed_index``'s model, optimiser and scheduler state dicts, in a separate run's form."""
         model, optimizer = self.seed_layout.state(self.model, self.optimizer, seed_index)
         # an eager run's form whatever this one's cuda_graph: it resumes with the key on or off
-        return {"model": model, "optimizer": plain_optimizer_state(optimizer), "scheduler": self.scheduler.state_dict()}
+        return {"model": model, "optimizer": plain_optimizer_state(optimizer), "scheduler": self.scheduler.state_dict(),
+                "loss": self.loss_fn.state_dict()}  # a loss's parameters and state (VOS), empty for most
 
     def load_seed_states(self, saved: Sequence[Dict], where: Sequence[str]) -> None:
         """Continue from each seed's checkpoint (``last.pt`` of separate or stacked runs alike)."""
         self.seed_layout.load_states(self.model, self.optimizer, saved, where)
         set_capturable(self.optimizer, self.capturable)  # a saved state's flag is the saving run's, not this one's
         self.scheduler.load_state_dict(saved[0]["scheduler"])
+        self.loss_fn.load_state_dict(saved[0].get("loss", {}))  # checkpoints before losses had state: none
 
     def load_seed_weights(self, seed_index: int, state: Dict) -> None:
         """Seed ``seed_index``'s network gets the weights ``state`` (e.g. of its ``best.pt``)."""
@@ -386,10 +387,10 @@ def training_step(run: Training, images: torch.Tensor, indices: torch.Tensor, dr
     ``draws``: the batch's crop-flip draws on the device (None: no augmentation here); ``share``:
     the global batch size over the processes (the loss sum's weight); ``loss_scale``: under DDP,
     this process's share of the global-batch mean (None in one process)."""
-    x = augment.to_input(images, run.cfg.channels_last)
+    x, y = augment.to_input(images, run.cfg.channels_last), run.train_data.labels[indices]
     if draws is not None:
         x = augment.apply_crop_flip(x, draws)
-    y = run.train_data.labels[indices]
+    x = run.loss_fn.mix_batch(x, y)  # the loss's batch hook (MixOE); the identity for most losses
     loss, logits = run.training_loss(x, y, run.train_data.weights_of(indices))
     if loss_scale is not None:
         loss = loss * loss_scale
@@ -408,6 +409,7 @@ def train_steps(run: Training, epoch: int, bar=None) -> EpochSums:
     once. With ``cuda_graph`` every full batch is replayed from the captured step."""
     cfg, data, world = run.cfg, run.train_data, run.world
     run.model.train()
+    run.loss_fn.train().begin_epoch(epoch, cfg.epochs)  # the loss's epoch hook (VOS starts synthesising)
     world.seed_epoch(cfg.seed, epoch)
     order = run.epoch_order(epoch)
     known_labels = None if run.loss_fn.trains_on_unknowns else data.labels  # what the loss averages over
@@ -489,6 +491,7 @@ def evaluation_sums(run: Training, data: TensorData) -> Tuple[torch.Tensor, torc
     """The summed loss (float64, as Python floats were) and the correct knowns over ``data``,
     accumulated on the device without a host synchronisation (summed over DDP processes)."""
     run.model.eval()
+    run.loss_fn.eval()  # a loss with state (VOS) keeps it as it was
     loss_sum = torch.zeros(run.seed_shape, dtype=torch.float64, device=run.device)
     correct = torch.zeros(run.seed_shape, dtype=torch.long, device=run.device)
     for i in run.world.eval_starts(len(data), run.cfg.eval_batch_size):  # all batches in one process

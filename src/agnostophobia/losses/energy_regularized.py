@@ -1,0 +1,58 @@
+"""Energy-bounded learning (Liu, Wang, Owens and Li, "Energy-based Out-of-distribution
+Detection", NeurIPS 2020, Sec. 4, Eq. 8)."""
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+from ..settings import Setting
+from ._base import LOSSES, OpenSetLoss
+
+
+@LOSSES.register("energy-regularized")
+class EnergyRegularizedLoss(OpenSetLoss):
+    r"""Cross-entropy plus squared hinge losses on the free energy :math:`E(x) = -\log\sum_c e^{f_c(x)}`
+    (temperature 1), pulling knowns below :math:`m_{in}` and negatives above :math:`m_{out}`:
+
+    .. math::
+
+        \mathcal{L} = \mathbb{E}_{D_c'}\bigl[-\log S_y(x)\bigr]
+            + \lambda\Bigl(\mathbb{E}_{D_c'}\bigl[\max(0, E(x) - m_{in})^2\bigr]
+                          + \mathbb{E}_{D_b'}\bigl[\max(0, m_{out} - E(x))^2\bigr]\Bigr)
+
+    Defaults are the paper's CIFAR-10 values, λ = 0.1, m_in = -25, m_out = -7; each expectation
+    is a mean over its own samples (``mean_per_term``), as in the authors' code. A batch without
+    negatives has no out-term and one without knowns no in-terms. The paper thresholds the
+    negative energy (``energy``).
+
+    Call ``loss(logits, labels, features=None, sample_weight=None)``; ``'none'`` gives each
+    sample's terms (a known's cross-entropy plus its λ-weighted hinge, a negative's λ-weighted hinge).
+    """
+
+    title = "Energy-regularised"
+    trains_on_unknowns = True
+    mean_per_term = True
+    default_detector = "energy"
+    SETTINGS = {
+        "energy_weight": Setting(float, 0.1, low=0, grid=(0.05, 0.1, 0.5), doc="λ, the weight of the energy hinges"),
+        "energy_margin_in": Setting(float, -25.0, grid=(-27.0, -25.0, -23.0),
+                                    doc="m_in: knowns' energy is pushed below it"),
+        "energy_margin_out": Setting(float, -7.0, grid=(-9.0, -7.0, -5.0),
+                                     doc="m_out: negatives' energy is pushed above it"),
+    }
+
+    def __init__(self, num_classes: int, energy_weight: float = 0.1, energy_margin_in: float = -25.0,
+                 energy_margin_out: float = -7.0, reduction: str = "mean"):
+        super().__init__(num_classes, reduction)
+        self._take_settings(energy_weight=energy_weight, energy_margin_in=energy_margin_in,
+                            energy_margin_out=energy_margin_out)
+
+    def forward(self, logits: torch.Tensor, labels: torch.Tensor, sample_weight=None) -> torch.Tensor:
+        logits, labels, weight = self._check_inputs(logits, labels, sample_weight)
+        known = labels >= 0
+        energy = -torch.logsumexp(logits, dim=1)
+        cross_entropy = F.cross_entropy(logits, torch.where(known, labels, torch.zeros_like(labels)),
+                                        reduction="none")
+        known_term = cross_entropy + self.energy_weight * F.relu(energy - self.energy_margin_in).pow(2)
+        unknown_term = self.energy_weight * F.relu(self.energy_margin_out - energy).pow(2)
+        return self._reduce(torch.where(known, known_term, unknown_term), labels, weight)

@@ -1,0 +1,104 @@
+"""Mixture Outlier Exposure (Zhang, Inkawhich, Linderman, Chen, Chen and Li, "Mixture Outlier
+Exposure: Towards Out-of-Distribution Detection in Fine-grained Environments", WACV 2023, Sec. 3)."""
+from __future__ import annotations
+
+import math
+from typing import Optional
+
+import torch
+
+from ..settings import Setting
+from ._base import LOSSES, OpenSetLoss
+
+MIXES = ("mixup", "cutmix")
+
+
+@LOSSES.register("mixoe")
+class MixOELoss(OpenSetLoss):
+    r"""MixOE: each negative of a batch is mixed with a known partner, and the mixture is trained
+    towards the correspondingly mixed target, between the partner's one-hot label and uniform:
+
+    .. math::
+
+        \tilde x = \lambda x_{in} + (1-\lambda) x_{out}\ (\text{mixup}) \ \text{or}\
+            M \odot x_{in} + (1 - M) \odot x_{out}\ (\text{cutmix, } \lambda = \text{area of } M),
+        \qquad \tilde y = \lambda\, e_{y_{in}} + (1-\lambda)\,\tfrac{1}{C}\mathbf{1},
+
+        \mathcal{L} = \mathbb{E}_{D_c'}\bigl[-\log S_y(x)\bigr]
+            + \beta\,\mathbb{E}\Bigl[-\sum_c \tilde y_c \log S_c(\tilde x)\Bigr],
+        \qquad \lambda \sim \mathrm{Beta}(\alpha, \alpha)\ \text{once per batch}.
+
+    The mixing is the loss's batch hook (:meth:`mix_batch`), which the trainer calls on each
+    training batch before the network sees it: the negatives' inputs are replaced by their
+    mixtures (the batch keeps its size; a negative's partner is a known of the same batch, drawn at
+    random, cycling when there are more negatives than knowns) and :meth:`forward` reads the
+    partners and λ it kept. Outside training (validation, a plain call) a negative is an unmixed
+    outlier, λ = 0: the term is β times Outlier Exposure's. A batch without knowns is left unmixed.
+    Each expectation is a mean over its own samples (``mean_per_term``). Defaults α = 1, β = 5,
+    mixup; ``tune`` searches the grids. Thresholded by the maximum softmax probability.
+
+    The draws (λ and the cutmix box on the host, from torch's global generator; the partners on
+    the device) make each step depend on the step before: its seeds train one by one
+    (``batches_over_seeds = False``), and its step is not captured in a CUDA graph.
+    """
+
+    title = "MixOE"
+    trains_on_unknowns = True
+    mean_per_term = True
+    default_detector = "softmax"
+    batches_over_seeds = False
+    replays_in_cuda_graph = False  # a replay would repeat the captured step's λ and box
+    SETTINGS = {
+        "mix": Setting(str, "mixup", choices=MIXES, grid=MIXES, doc="how a negative is mixed with a known"),
+        "mix_alpha": Setting(float, 1.0, low=0, low_open=True, grid=(0.5, 1.0, 2.0),
+                             doc="α of the Beta(α, α) distribution λ is drawn from"),
+        "mix_weight": Setting(float, 5.0, low=0, grid=(1.0, 5.0, 10.0), doc="β, the weight of the mixed term"),
+    }
+
+    def __init__(self, num_classes: int, mix: str = "mixup", mix_alpha: float = 1.0, mix_weight: float = 5.0,
+                 reduction: str = "mean"):
+        super().__init__(num_classes, reduction)
+        self._take_settings(mix=mix, mix_alpha=mix_alpha, mix_weight=mix_weight)
+        self._partners: Optional[torch.Tensor] = None  # each row's known partner's label (-1: unmixed)
+        self._share = 0.0                               # λ, the known partner's share of the mixture
+
+    def mix_batch(self, x: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+        """``x`` with each negative replaced by its mixture with a known partner (no host sync)."""
+        share = float(torch.distributions.Beta(self.mix_alpha, self.mix_alpha).sample())
+        known = labels >= 0
+        # knowns first, in random order; row i's partner is the (i mod K)-th of them
+        order = torch.argsort(torch.rand(labels.shape, device=labels.device) + (~known).to(torch.float32))
+        count = known.sum().clamp(min=1)
+        partner = order[torch.arange(labels.shape[0], device=labels.device) % count]
+        mixed_rows = ~known & known.any()
+        if self.mix == "mixup":
+            mixed = share * x[partner] + (1 - share) * x
+        else:
+            mixed, share = self._cutmix(x[partner], x, share)
+        self._partners = torch.where(mixed_rows, labels[partner], torch.full_like(labels, -1))
+        self._share = share
+        return torch.where(mixed_rows.view(-1, *([1] * (x.dim() - 1))), mixed, x)
+
+    @staticmethod
+    def _cutmix(inner: torch.Tensor, outer: torch.Tensor, share: float):
+        """``inner`` with a box of ``outer`` pasted in (box area ≈ 1 - share, centre uniform, clipped
+        to the image), and the share of ``inner`` left: the box's exact complement."""
+        height, width = inner.shape[-2:]
+        ratio = math.sqrt(1.0 - share)
+        centre_y, centre_x = (int(torch.randint(size, ())) for size in (height, width))
+        top, bottom = max(centre_y - int(height * ratio) // 2, 0), min(centre_y + int(height * ratio) // 2, height)
+        left, right = max(centre_x - int(width * ratio) // 2, 0), min(centre_x + int(width * ratio) // 2, width)
+        mixed = inner.clone()
+        mixed[..., top:bottom, left:right] = outer[..., top:bottom, left:right]
+        return mixed, 1.0 - (bottom - top) * (right - left) / (height * width)
+
+    def forward(self, logits: torch.Tensor, labels: torch.Tensor, sample_weight=None) -> torch.Tensor:
+        logits, labels, weight = self._check_inputs(logits, labels, sample_weight)
+        log_p = torch.log_softmax(logits, dim=1)
+        known = labels >= 0
+        partners = self._partners if self.training and self._partners is not None \
+            and self._partners.shape == labels.shape else torch.full_like(labels, -1)
+        share = torch.where(partners >= 0, torch.full_like(log_p[:, 0], self._share), torch.zeros_like(log_p[:, 0]))
+        target_log_p = log_p.gather(1, torch.where(known, labels, partners).clamp(min=0).unsqueeze(1)).squeeze(1)
+        mixed_term = self.mix_weight * (-share * target_log_p - (1 - share) * log_p.mean(dim=1))
+        return self._reduce(torch.where(known, -target_log_p, mixed_term), labels, weight)

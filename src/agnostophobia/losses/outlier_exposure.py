@@ -1,0 +1,47 @@
+"""Outlier Exposure (Hendrycks, Mazeika and Dietterich, "Deep Anomaly Detection with Outlier
+Exposure", ICLR 2019, Sec. 3 and 4.2)."""
+from __future__ import annotations
+
+import torch
+
+from ..settings import Setting
+from ._base import LOSSES, OpenSetLoss
+from .entropic import entropic_per_sample
+
+
+@LOSSES.register("outlier-exposure")
+class OutlierExposureLoss(OpenSetLoss):
+    r"""Outlier Exposure: cross-entropy on the knowns plus λ times the cross-entropy from the
+    softmax to the uniform distribution on the negatives (the paper's classification form, Sec. 4.2):
+
+    .. math::
+
+        \mathcal{L} = \mathbb{E}_{(x,y)\in D_c'}\bigl[-\log S_y(x)\bigr]
+            + \lambda\,\mathbb{E}_{x\in D_b'}\Bigl[-\frac{1}{C}\sum_{c=1}^{C}\log S_c(x)\Bigr]
+
+    The unknown term is Entropic Open-Set's (Eq. 1 of Dhamija et al.); what differs is the weight
+    λ (the paper: 0.5 for vision) and that each expectation is a mean over its own samples
+    (``mean_per_term``), as the authors' code averages the in- and out-of-distribution parts of a
+    batch separately. A batch without negatives is plain cross-entropy; one without knowns is λ
+    times the unknown term. The paper thresholds the maximum softmax probability (``softmax``).
+
+    Call ``loss(logits, labels, features=None, sample_weight=None)`` (features are ignored);
+    ``'none'`` gives each sample's own term (λ included), ``'sum'`` their sum.
+    """
+
+    title = "Outlier Exposure"
+    trains_on_unknowns = True
+    mean_per_term = True
+    default_detector = "softmax"
+    SETTINGS = {"outlier_weight": Setting(float, 0.5, low=0, grid=(0.1, 0.5, 1.0),
+                                          doc="λ, the weight of the negatives' uniform cross-entropy (paper: 0.5)")}
+
+    def __init__(self, num_classes: int, outlier_weight: float = 0.5, reduction: str = "mean"):
+        super().__init__(num_classes, reduction)
+        self._take_settings(outlier_weight=outlier_weight)
+
+    def forward(self, logits: torch.Tensor, labels: torch.Tensor, sample_weight=None) -> torch.Tensor:
+        logits, labels, weight = self._check_inputs(logits, labels, sample_weight)
+        scale = torch.where(labels >= 0, torch.ones_like(logits[:, 0]), torch.full_like(logits[:, 0],
+                                                                                          self.outlier_weight))
+        return self._reduce(scale * entropic_per_sample(logits, labels), labels, weight)
