@@ -12,7 +12,7 @@ so a trainer can stay generic::
 
 Labels: ``>= 0`` known class, negative = known-unknown sample (D_b').
 
-Sample weights: a loss called as above is unweighted; ``compute_loss(..., sample_weight=w)``
+Sample weights: a loss called as above is unweighted; ``loss(logits, labels, sample_weight=w)``
 weights it. The training pipeline passes the authors' inverse-frequency weights by default
 (config key ``sample_weighting: true``; :mod:`.weights`), so a model trained by ``train`` or
 ``reproduce`` is weighted unless the config sets ``sample_weighting: false``.
