@@ -419,3 +419,30 @@ def test_inputs_of_other_widths_than_the_fit_are_refused_naming_the_detector(nam
     with pytest.raises(ValueError, match=f"features has {TEST_FEATURES.shape[1] + 1} dimensions but the "
                                          f"detector '{name}' was fitted on {TEST_FEATURES.shape[1]}"):
         detector.scores(logits, np.hstack([TEST_FEATURES, TEST_FEATURES[:, :1]]))
+
+
+# ------------------------------------------------------------------ the k-d tree at low dimension (issue 35)
+@pytest.mark.parametrize("distance", ["euclidean", "cosine"])
+@pytest.mark.parametrize("dim", [2, 8, 9])
+def test_the_kd_tree_finds_the_distances_brute_force_finds(distance, dim):
+    """Exact either way, zero rows included (cosine: distance 1 to and from a zero row)."""
+    rng = np.random.default_rng(dim)
+    queries, reference = rng.normal(size=(150, dim)), rng.normal(size=(400, dim))
+    queries[0], reference[[3, 9]] = 0.0, 0.0
+    for k in (1, 6):
+        brute = k_smallest_distances(queries, reference, k, distance=distance, device="cpu", search="brute")
+        tree = k_smallest_distances(queries, reference, k, distance=distance, device="cpu", search="kdtree")
+        np.testing.assert_allclose(tree, brute, rtol=0, atol=1e-9)
+    with pytest.raises(ValueError, match="search must be one of auto, brute, kdtree, got 'ball'"):
+        k_smallest_distances(queries, reference, 1, search="ball")
+
+
+def test_the_cpu_searches_with_the_tree_up_to_the_measured_crossover_dimension(monkeypatch):
+    from agnostophobia.detectors import knn
+
+    used = []
+    monkeypatch.setattr(knn, "kdtree_smallest", lambda *a, **k: used.append(a[0].shape[1]) or np.zeros((1, 1)))
+    rng = np.random.default_rng(0)
+    for dim in (2, knn.KDTREE_MAX_DIM, knn.KDTREE_MAX_DIM + 1):
+        knn.k_smallest_distances(rng.normal(size=(1, dim)), rng.normal(size=(5, dim)), 1, device="cpu")
+    assert used == [2, knn.KDTREE_MAX_DIM]  # brute force above it (and always on a GPU)
