@@ -81,12 +81,15 @@ class _GaussianDetector(Detector):
     needs_features = True
     FITTED_STATE: Tuple[str, ...] = ("whitening_", "whitened_means_")
 
-    def _fit_classes(self, train_logits, train_features, train_labels) -> np.ndarray:
+    def _fit_classes(self, train_logits, train_features, train_labels):
+        """Class means and the shared covariance (kept whitened); returns what the relative form
+        adds to: the features' mean, the shared covariance and the class means and counts."""
         logits, features, labels = check_training_data(train_logits, train_features, train_labels, need_features=True)
         means = class_means(features, labels, logits.shape[1])
-        self.whitening_ = whitening(shared_covariance(features, means, labels))
+        covariance = shared_covariance(features, means, labels)
+        self.whitening_ = whitening(covariance)
         self.whitened_means_ = means @ self.whitening_
-        return features
+        return covariance, means, np.bincount(labels, minlength=len(means))
 
     def nearest_class_distance(self, features: np.ndarray) -> np.ndarray:
         """(N,) :math:`\\min_c \\mathrm{MD}_c(F)`."""
@@ -127,9 +130,12 @@ class RelativeMahalanobis(_GaussianDetector):
     FITTED_STATE = _GaussianDetector.FITTED_STATE + ("background_whitening_", "background_mean_")
 
     def fit(self, train_logits, train_features, train_labels) -> "RelativeMahalanobis":
-        features = self._fit_classes(train_logits, train_features, train_labels)
-        self.background_mean_ = features.mean(axis=0)
-        self.background_whitening_ = whitening(shared_covariance(features, self.background_mean_))
+        covariance, means, counts = self._fit_classes(train_logits, train_features, train_labels)
+        # the law of total covariance, Σ_0 = Σ + Σ_c (n_c / N)(μ_c - μ_0)(μ_c - μ_0)ᵀ: no second pass over F
+        weights = counts / counts.sum()
+        self.background_mean_ = weights @ means
+        between = (means - self.background_mean_) * np.sqrt(weights)[:, None]
+        self.background_whitening_ = whitening(covariance + between.T @ between)
         self._fitted = True
         return self
 
