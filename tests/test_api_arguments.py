@@ -86,28 +86,35 @@ def test_integral_float_labels_stay_accepted_by_the_metrics(metric):
 
 
 def _ten_per_class():
+    """Logits 2 F[:, :C] of features with one dimension more than classes (so that ViM applies)."""
     rng = np.random.default_rng(0)
     labels = np.repeat(np.arange(C), 12)
-    features = np.eye(C)[labels] * 3 + 0.2 * rng.normal(size=(len(labels), C))
-    return features * 2, features, labels
+    features = np.eye(C + 1)[labels] * 3 + 0.2 * rng.normal(size=(len(labels), C + 1))
+    return features[:, :C] * 2, features, labels
 
 
 SMALL = {"knn": {"k": 2}, "openmax": {"tail_size": 5}, "evm": {"tail_size": 5}}
+
+
+def _built(name):
+    """The detector, given the last layer of ``_ten_per_class``'s logits where it reads one."""
+    detector = build_detector(name, **SMALL.get(name, {}))
+    return detector.use_last_layer(2 * np.eye(C, C + 1)) if detector.needs_last_layer else detector
 
 
 @pytest.mark.parametrize("name", DETECTORS.names())
 def test_every_detector_fit_refuses_labels_that_are_no_int64(name):
     """Post-hoc detectors learn nothing from fit, but check what they are given all the same."""
     logits, features, labels = _ten_per_class()
-    build_detector(name, **SMALL.get(name, {})).fit(logits, features, labels.astype(np.float64))  # integral floats
+    _built(name).fit(logits, features, labels.astype(np.float64))  # integral floats
     for key, value in {"float-1e20": 1e20, "float-2**63": 2.0**63, "nan": np.nan, "fraction": 0.5}.items():
         bad = labels.astype(np.float64)
         bad[3] = value
         with pytest.raises(ValueError, match="train_labels"):
-            build_detector(name, **SMALL.get(name, {})).fit(logits, features, bad)
+            _built(name).fit(logits, features, bad)
     for bad in (np.where(labels == 1, 2**63, labels).astype(np.uint64), [10**30] + labels[1:].tolist()):
         with pytest.raises(ValueError, match="train_labels.*int64"):
-            build_detector(name, **SMALL.get(name, {})).fit(logits, features, bad)
+            _built(name).fit(logits, features, bad)
 
 
 LOSS_BAD = {key: value for key, value in BAD.items() if not key.startswith(("nan", "inf", "fraction"))}

@@ -32,7 +32,8 @@ from agnostophobia.detectors import DETECTORS
 from agnostophobia.detectors.stored import fitted_detector, top_scores
 from agnostophobia.errors import AgnostophobiaError, AgnostophobiaWarning
 from agnostophobia.metrics import ccr_at_fpr, threshold_at_fpr
-from agnostophobia.training.outputs import VAL_OUTPUTS, load_outputs
+from agnostophobia.rundir import LAST_LAYER
+from agnostophobia.training.outputs import VAL_OUTPUTS, load_outputs, save_last_layer
 
 FPR = 0.1  # 32 validation negatives: k = 3 false positives allowed
 DIGITS = [str(d) for d in range(10)]
@@ -489,23 +490,25 @@ class FixedOutputs(torch.nn.Module):
 
 
 @pytest.mark.parametrize("name", DETECTORS.names())
-def test_the_deployed_module_decides_as_its_detector(name):
+def test_the_deployed_module_decides_as_its_detector(name, tmp_path):
     """What ``export`` writes, network aside: the detector's own torch score (the logit columns it
-    reads: all C+1 for ``background``) and the threshold decide as ``top_scores`` and the
-    threshold do on the same outputs; a detector without a torch score is refused with the reason
-    it declares (the score itself: tests/test_detectors.py)."""
+    reads: all C+1 for ``background``; the last layer's buffers for ViM, ReAct, ASH, SCALE) and the
+    threshold decide as ``top_scores`` and the threshold do on the same outputs; a detector without
+    a torch score is refused with the reason it declares (the score itself: tests/test_detectors.py)."""
     rng = np.random.default_rng(0)
     background = DETECTORS.get(name).reads_background_column
     columns = 4 + int(background)
-    detector = fitted_detector(name, fit_data(rng, 200, columns), 4, {"knn": {"k": 5}, "openmax": {"tail_size": 5}})
+    save_last_layer(tmp_path / LAST_LAYER, {"weight": rng.normal(size=(columns, 6)), "bias": rng.normal(size=columns)})
+    detector = fitted_detector(name, fit_data(rng, 200, columns, dim=6), 4,
+                               {"knn": {"k": 5}, "openmax": {"tail_size": 5}}, model_dir=tmp_path)
     why = detector.why_not_exportable()
     if why is not None:
         with pytest.raises(AgnostophobiaError, match=f"^export: detector '{name}' is not exported: "
-                                                     f"{re.escape(why)}; exportable: background, energy, "):
+                                                     f"{re.escape(why)}; exportable: ash, background, energy, "):
             check_exportable(name)
         return
     check_exportable(name)
-    test = fit_data(rng, 64, columns)
+    test = fit_data(rng, 64, columns, dim=6)
     test["features"][0] = 0  # a zero feature vector (k-NN keeps it at the origin)
     predicted, expected = top_scores(detector, test, 4)
     threshold = float(np.median(expected))

@@ -24,8 +24,10 @@ C = 5
 SETTINGS = {"knn": {"k": 4}, "openmax": {"tail_size": 8, "alpha": 2}, "evm": {"tail_size": 10}}
 
 
-# a bias-free logit layer: class directions +-e1, +-e2, e3; the background class last, along e4
-WEIGHTS = 4.0 * np.array([[1, 0, 0, 0], [0, 1, 0, 0], [0, 0, 1, 0], [-1, 0, 0, 0], [0, -1, 0, 0], [0, 0, 0, 0.5]])
+# a bias-free logit layer: class directions +-e1, +-e2, e3; the background class last, along e4; four more
+# feature dimensions the logits ignore (noise only), so that D = 8 > C and ViM applies
+WEIGHTS = np.hstack([4.0 * np.array([[1, 0, 0, 0], [0, 1, 0, 0], [0, 0, 1, 0], [-1, 0, 0, 0], [0, -1, 0, 0],
+                                     [0, 0, 0, 0.5]]), np.zeros((C + 1, 4))])
 
 
 def unit_rows(x):
@@ -37,8 +39,9 @@ def network_outputs(seed: int, n: int, unknown: bool = False):
     linear head; knowns cluster on their class direction, unknowns near the origin."""
     rng = np.random.default_rng(seed)
     labels = np.full(n, -1) if unknown else rng.integers(0, C, n)
-    directions = unit_rows(WEIGHTS[labels]) * rng.uniform(2, 4, (n, 1)) if not unknown else 0.0
+    directions = unit_rows(WEIGHTS[labels, :4]) * rng.uniform(2, 4, (n, 1)) if not unknown else 0.0
     features = directions + 0.3 * rng.normal(size=(n, 4))
+    features = np.hstack([features, 0.3 * rng.normal(size=(n, 4))])  # drawn last: the first four as they were
     return features @ WEIGHTS.T, features, labels
 
 
@@ -55,8 +58,14 @@ def columns(detector, logits):
     return logits if detector.reads_background_column else logits[:, :C]
 
 
+def built(name: str, **settings):
+    """The detector with the test's settings, given the known-class rows of the last layer where it reads it."""
+    detector = build_detector(name, **{**SETTINGS.get(name, {}), **settings})
+    return detector.use_last_layer(WEIGHTS[:C]) if detector.needs_last_layer else detector
+
+
 def fitted(name: str):
-    detector = build_detector(name, **SETTINGS.get(name, {}))
+    detector = built(name)
     known = TRAIN_LABELS >= 0
     train_logits = columns(detector, TRAIN_LOGITS)[:, :C]  # fitting always sees the C known classes
     return detector.fit(train_logits[known], TRAIN_FEATURES[known], TRAIN_LABELS[known])
@@ -64,7 +73,8 @@ def fitted(name: str):
 
 def test_registry_lists_the_paper_scores_and_todays_post_hoc_scores():
     assert set(DETECTORS.names()) >= {"softmax", "background", "objectosphere-scaled", "entropy", "magnitude",
-                                      "max-logit", "energy", "knn", "openmax", "evm", "postmax", "ghost"}
+                                      "max-logit", "energy", "knn", "openmax", "evm", "postmax", "ghost", "vim",
+                                      "mahalanobis", "relative-mahalanobis", "react", "ash", "scale", "gen"}
 
 
 @pytest.fixture(scope="module", params=DETECTORS.names())
@@ -111,7 +121,7 @@ def test_oscr_is_invariant_under_monotonic_transforms_of_the_score(detector):
 
 @pytest.mark.parametrize("name", DETECTORS.names())
 def test_fit_state(name):
-    detector = build_detector(name, **SETTINGS.get(name, {}))
+    detector = built(name)
     logits = columns(detector, TEST_LOGITS)
     if detector.needs_fit:
         with pytest.raises(NotFittedError, match=f"detector '{name}' is not fitted"):
@@ -130,7 +140,7 @@ def test_a_restored_fitted_state_scores_as_the_fit(name):
     state = original.fitted_state()
     assert set(state) == set(original.FITTED_STATE)
     assert all(isinstance(value, np.ndarray) and value.dtype != object for value in state.values())
-    fresh = build_detector(name, **SETTINGS.get(name, {}))
+    fresh = built(name)
     restored = fresh.restore_fitted_state({key: value.copy() for key, value in state.items()})
     logits = columns(fresh, TEST_LOGITS)
     np.testing.assert_array_equal(restored.scores(logits, TEST_FEATURES), original.scores(logits, TEST_FEATURES))
@@ -151,7 +161,8 @@ def test_torch_inputs_give_the_numpy_scores(name):
 # each registered detector, and the settings that change its torch formula
 TORCH_VARIANTS = [(name, {}) for name in DETECTORS.names()] + [
     ("knn", {"k": 3, "class_conditional": True}), ("knn", {"k": 2, "normalize": False}),
-    ("energy", {"temperature": 2.5})]
+    ("energy", {"temperature": 2.5}), ("ash", {"variant": "p"}), ("ash", {"variant": "b", "percentile": 65.0}),
+    ("gen", {"top": 2, "gamma": 1.0})]
 
 
 @pytest.mark.parametrize("name, settings", TORCH_VARIANTS, ids=lambda v: str(v) if isinstance(v, str) else
@@ -161,7 +172,7 @@ def test_every_detector_writes_its_score_in_torch_or_says_why_not(name, settings
     on random outputs (scales from 0.1 to 10, a zero feature vector, the tiny test set too); a
     detector without one declares why in its own class."""
     cls = DETECTORS.get(name)
-    detector = cls(**{**SETTINGS.get(name, {}), **settings})
+    detector = built(name, **settings)
     if cls.why_not_exportable() is not None:
         assert cls.NOT_EXPORTABLE and cls.why_not_exportable() == cls.NOT_EXPORTABLE
         with pytest.raises(NotExportable, match=f"^detector '{name}' is not exported: "):
@@ -176,7 +187,7 @@ def test_every_detector_writes_its_score_in_torch_or_says_why_not(name, settings
     rng = np.random.default_rng(7)
     scale = rng.choice([0.1, 1.0, 10.0], size=(300, 1))
     logits = np.concatenate([TEST_LOGITS, scale * rng.normal(size=(300, C + 1))])
-    features = np.concatenate([TEST_FEATURES, scale * rng.normal(size=(300, 4))])
+    features = np.concatenate([TEST_FEATURES, scale * rng.normal(size=(300, TEST_FEATURES.shape[1]))])
     features[-1] = 0.0
     inputs = columns(detector, logits)
     scores = detector.scores(inputs, features)
@@ -194,7 +205,7 @@ def test_cuda_tensors_give_the_cpu_scores(name):
     cpu = fitted(name)
     logits = columns(cpu, TEST_LOGITS)
     known = TRAIN_LABELS >= 0
-    cuda = build_detector(name, **SETTINGS.get(name, {})).fit(
+    cuda = built(name).fit(
         torch.tensor(TRAIN_LOGITS[known, :C]).cuda(), torch.tensor(TRAIN_FEATURES[known]).cuda(),
         torch.tensor(TRAIN_LABELS[known]).cuda())
     np.testing.assert_allclose(cuda.scores(torch.tensor(logits).cuda(), torch.tensor(TEST_FEATURES).cuda()),
@@ -315,7 +326,7 @@ def test_knn_search_on_cuda_equals_the_cpu(distance):
 
 def test_knn_zero_feature_is_at_distance_one_from_every_normalised_training_feature():
     detector = build_detector("knn", k=2).fit(TRAIN_LOGITS[:, :C], TRAIN_FEATURES, TRAIN_LABELS)
-    assert detector.scores(TEST_LOGITS[:1, :C], np.zeros((1, 4))).max() == pytest.approx(-1.0, abs=1e-12)
+    assert detector.scores(TEST_LOGITS[:1, :C], np.zeros((1, TEST_FEATURES.shape[1]))).max() == pytest.approx(-1.0, abs=1e-12)
 
 
 REFERENCE = json.loads((Path(__file__).parent / "data" / "openmax_reference.json").read_text())
@@ -381,7 +392,9 @@ def test_the_settings_the_issue_names_are_tuned():
     tuned = {name: set(setting_grid(name)[0]) for name in DETECTORS.names() if setting_grid(name)}
     # and the two that decide whether the feature magnitude counts (cosine/normalised features drop it)
     assert tuned == {"knn": {"k", "normalize"}, "openmax": {"tail_size", "alpha"},
-                     "evm": {"tail_size", "cover_threshold", "distance"}, "postmax": {"tail_fraction"}}
+                     "evm": {"tail_size", "cover_threshold", "distance"}, "postmax": {"tail_fraction"},
+                     "react": {"percentile"}, "ash": {"percentile", "variant"}, "scale": {"percentile"},
+                     "vim": {"principal_fraction"}, "gen": {"gamma", "top"}}
 
 
 @pytest.mark.parametrize("name", DETECTORS.names())
@@ -406,3 +419,30 @@ def test_inputs_of_other_widths_than_the_fit_are_refused_naming_the_detector(nam
     with pytest.raises(ValueError, match=f"features has {TEST_FEATURES.shape[1] + 1} dimensions but the "
                                          f"detector '{name}' was fitted on {TEST_FEATURES.shape[1]}"):
         detector.scores(logits, np.hstack([TEST_FEATURES, TEST_FEATURES[:, :1]]))
+
+
+# ------------------------------------------------------------------ the k-d tree at low dimension (issue 35)
+@pytest.mark.parametrize("distance", ["euclidean", "cosine"])
+@pytest.mark.parametrize("dim", [2, 8, 9])
+def test_the_kd_tree_finds_the_distances_brute_force_finds(distance, dim):
+    """Exact either way, zero rows included (cosine: distance 1 to and from a zero row)."""
+    rng = np.random.default_rng(dim)
+    queries, reference = rng.normal(size=(150, dim)), rng.normal(size=(400, dim))
+    queries[0], reference[[3, 9]] = 0.0, 0.0
+    for k in (1, 6):
+        brute = k_smallest_distances(queries, reference, k, distance=distance, device="cpu", search="brute")
+        tree = k_smallest_distances(queries, reference, k, distance=distance, device="cpu", search="kdtree")
+        np.testing.assert_allclose(tree, brute, rtol=0, atol=1e-9)
+    with pytest.raises(ValueError, match="search must be one of auto, brute, kdtree, got 'ball'"):
+        k_smallest_distances(queries, reference, 1, search="ball")
+
+
+def test_the_cpu_searches_with_the_tree_up_to_the_measured_crossover_dimension(monkeypatch):
+    from agnostophobia.detectors import knn
+
+    used = []
+    monkeypatch.setattr(knn, "kdtree_smallest", lambda *a, **k: used.append(a[0].shape[1]) or np.zeros((1, 1)))
+    rng = np.random.default_rng(0)
+    for dim in (2, knn.KDTREE_MAX_DIM, knn.KDTREE_MAX_DIM + 1):
+        knn.k_smallest_distances(rng.normal(size=(1, dim)), rng.normal(size=(5, dim)), 1, device="cpu")
+    assert used == [2, knn.KDTREE_MAX_DIM]  # brute force above it (and always on a GPU)

@@ -25,7 +25,10 @@ POST_HOC = [name for name in DETECTORS.names() if not DETECTORS.get(name).needs_
 
 
 def compute_scores(name, logits, features=None):
-    return build_detector(name).scores(logits, features)
+    detector = build_detector(name)
+    if detector.needs_last_layer:  # ASH, SCALE: a fixed random layer on the features
+        detector.use_last_layer(np.random.default_rng(1).normal(size=(np.shape(logits)[1], np.shape(features)[1])))
+    return detector.scores(logits, features)
 
 RNG = np.random.default_rng(0)
 LOGITS = 4 * RNG.standard_normal((30, 6))
@@ -120,8 +123,8 @@ def test_cuda_tensors_accepted():
 
 
 def test_registry():
-    assert POST_HOC == ["background", "energy", "entropy", "magnitude", "max-logit", "objectosphere-scaled",
-                        "softmax"]
+    assert POST_HOC == ["ash", "background", "energy", "entropy", "gen", "magnitude", "max-logit",
+                        "objectosphere-scaled", "scale", "softmax"]
     np.testing.assert_array_equal(compute_scores("softmax", LOGITS), softmax_scores(LOGITS))
     np.testing.assert_array_equal(compute_scores("background", LOGITS, FEATURES), background_scores(LOGITS))
     np.testing.assert_array_equal(compute_scores("objectosphere-scaled", LOGITS, FEATURES),

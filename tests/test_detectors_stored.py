@@ -8,29 +8,40 @@ import pytest
 from agnostophobia.detectors import DETECTORS, KNNDetector, OpenMax, build_detector
 from agnostophobia.detectors.stored import SCORES_FILE, KeptFits, detector_settings, model_scores
 from agnostophobia.training import records
-from agnostophobia.rundir import FITTED_FILE
+from agnostophobia.rundir import FITTED_FILE, LAST_LAYER
 from agnostophobia.errors import ConfigError
-from agnostophobia.training.outputs import save_outputs
+from agnostophobia.training.outputs import save_last_layer, save_outputs
 
 C = 4
 SETTINGS = {"knn": {"k": 5}, "openmax": {"tail_size": 10, "alpha": 2}}
 
 
+EXTRA = 2  # feature dimensions the logits ignore, so that D = C + 2 > C and ViM applies
+
+
+def last_layer(background=False):
+    """A bias-free logit layer: class c along e_c (and a background row), blind to the EXTRA dimensions."""
+    weights = np.concatenate([np.eye(C) * 3, np.full((1, C), 0.25)]) if background else np.eye(C) * 3
+    return np.hstack([weights, np.zeros((len(weights), EXTRA))])
+
+
 def split(rng, n, unknown=False, background=False):
     labels = np.full(n, -1) if unknown else rng.integers(0, C, n)
     features = rng.normal(0, 0.3, (n, C)) + (0 if unknown else np.eye(C)[labels])
-    weights = np.concatenate([np.eye(C) * 3, np.full((1, C), 0.25)]) if background else np.eye(C) * 3
-    return {"logits": (features @ weights.T).astype(np.float32), "features": features.astype(np.float32),
-            "labels": labels}
+    features = np.hstack([features, rng.normal(0, 0.3, (n, EXTRA))])
+    return {"logits": (features @ last_layer(background).T).astype(np.float32),
+            "features": features.astype(np.float32), "labels": labels}
 
 
-def make_model(model_dir, background=False, seed=0, fit=True, unknowns=("devanagari",)):
+def make_model(model_dir, background=False, seed=0, fit=True, unknowns=("devanagari",), layer=True):
     rng = np.random.default_rng(seed)
     outputs = {"known": split(rng, 80, background=background),
                **{name: split(rng, 40, unknown=True, background=background) for name in unknowns}}
     save_outputs(model_dir / "outputs.npz", outputs)
     if fit:
         save_outputs(model_dir / "fit_outputs.npz", {"train": split(rng, 120, background=background)})
+    if layer:
+        save_last_layer(model_dir / LAST_LAYER, {"weight": last_layer(background)})
     return outputs
 
 
@@ -44,6 +55,8 @@ def test_every_applicable_detector_scores_the_right_columns(tmp_path):
         detector = build_detector(name, **SETTINGS.get(name, {}))
         if detector.needs_fit:
             continue
+        if detector.needs_last_layer:
+            detector.use_last_layer(last_layer(background=True)[:C])
         logits = known["logits"] if detector.reads_background_column else known["logits"][:, :C]
         direct = detector.scores(logits, known["features"])
         got = stored.scores(name, "known")
@@ -126,6 +139,71 @@ def test_missing_training_outputs_and_failed_fits_are_notes(tmp_path):
     make_model(tmp_path / "b")
     stored = model_scores(tmp_path / "b", "softmax", {"openmax": {"tail_size": 1000}})
     assert "openmax" not in stored.detectors and "tail_size=1000" in stored.notes["openmax"]
+
+
+LAST_LAYER_DETECTORS = sorted(n for n in DETECTORS.names() if DETECTORS.get(n).needs_last_layer)
+
+
+def test_a_model_without_a_last_layer_skips_the_detectors_that_read_it_with_a_one_line_note(tmp_path):
+    """An older run: no last_layer.npz and no best.pt to recompute it from; every other detector scores."""
+    make_model(tmp_path, layer=False)
+    stored = model_scores(tmp_path, "entropic", SETTINGS)
+    assert LAST_LAYER_DETECTORS == ["ash", "react", "scale", "vim"]
+    for name in LAST_LAYER_DETECTORS:
+        assert name not in stored.detectors
+        assert stored.notes[name] == ("not evaluated: no last layer is stored (last_layer.npz) and there is no "
+                                      "best.pt to read it from")
+    assert {"knn", "mahalanobis", "relative-mahalanobis", "gen"} <= set(stored.detectors)
+
+
+def test_an_older_run_has_its_last_layer_recomputed_from_best_pt_once(tmp_path):
+    """The checkpoint's logits layer (a bias where it has one: the ensemble's MLP) is written beside
+    the outputs, then read from there; the scores are those of the layer handed over directly."""
+    import torch
+
+    make_model(tmp_path, layer=False)
+    weight, bias = last_layer(), np.arange(C, dtype=np.float64) / 10
+    torch.save({"model": {"features.weight": torch.zeros(C + EXTRA, 3), "logits.weight": torch.tensor(weight),
+                          "logits.bias": torch.tensor(bias)}}, tmp_path / "best.pt")
+    stored = model_scores(tmp_path, "entropic", SETTINGS)
+    assert set(LAST_LAYER_DETECTORS) <= set(stored.detectors)
+    kept = records.read_last_layer(tmp_path / LAST_LAYER)
+    np.testing.assert_array_equal(kept["weight"], weight)
+    np.testing.assert_array_equal(kept["bias"], bias)
+    outputs = records.read_outputs(tmp_path / "outputs.npz")["known"]
+    direct = build_detector("ash").use_last_layer(weight, bias).scores(outputs["logits"], outputs["features"])
+    np.testing.assert_array_equal(stored.scores("ash", "known").max(1), direct.max(1))
+    (tmp_path / "best.pt").unlink()  # read from last_layer.npz from now on
+    assert set(LAST_LAYER_DETECTORS) <= set(model_scores(tmp_path, "entropic", {"ash": {"variant": "p"}}).detectors)
+
+
+def test_vim_is_not_applicable_where_the_features_have_no_more_dimensions_than_classes(tmp_path):
+    """LeNet++'s 2-D features with 10 classes: the note says so, and why."""
+    rng = np.random.default_rng(0)
+    layer = np.eye(C)[:, :2] * 3  # D = 2 < C = 4
+
+    def two_d(n, unknown=False):
+        features = rng.normal(size=(n, 2))
+        return {"logits": features @ layer.T, "features": features,
+                "labels": np.full(n, -1) if unknown else rng.integers(0, C, n)}
+
+    save_outputs(tmp_path / "outputs.npz", {"known": two_d(50), "devanagari": two_d(20, unknown=True)})
+    save_outputs(tmp_path / "fit_outputs.npz", {"train": two_d(200)})
+    save_last_layer(tmp_path / LAST_LAYER, {"weight": layer})
+    stored = model_scores(tmp_path, "entropic", SETTINGS)
+    assert "vim" not in stored.detectors
+    assert stored.notes["vim"].startswith("not applicable: ViM needs more feature dimensions than classes (D=2 <= C=4)")
+    assert {"react", "ash", "scale", "mahalanobis"} <= set(stored.detectors)
+
+
+def test_a_damaged_last_layer_is_one_line_naming_the_file_and_key(tmp_path):
+    make_model(tmp_path)
+    np.savez(tmp_path / LAST_LAYER, weight=np.full((C, C + EXTRA), np.nan))
+    with pytest.raises(records.RecordError, match=r"last_layer.npz: weight: 24 non-finite value\(s\)"):
+        model_scores(tmp_path, "entropic", SETTINGS)
+    np.savez(tmp_path / LAST_LAYER, weight=last_layer(), bias=np.zeros(C + 1))
+    with pytest.raises(records.RecordError, match=r"last_layer.npz: bias: must be a float array \(4,\)"):
+        model_scores(tmp_path, "entropic", SETTINGS)
 
 
 def test_a_damaged_scores_file_is_recomputed(tmp_path):

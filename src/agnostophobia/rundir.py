@@ -15,7 +15,7 @@ A run directory holds::
     seed<N>/<approach>/       one trained model: best.pt / last.pt (with the config it was trained
                               with), metrics.csv, outputs.npz, fit_outputs.npz, val_outputs.npz,
                               detector_scores.npz (+ detector_scores_config.npz when tuned),
-                              fitted_detectors.npz
+                              fitted_detectors.npz, last_layer.npz
 
 Readers take their paths from :class:`RunDir`; writers write through :meth:`RunDir.write`, the
 one place that checks where a run's file may be written (the atomic write of
@@ -60,6 +60,8 @@ SCORES_FILE = "detector_scores.npz"
 #: The scores with the config's detector settings, kept beside those with the chosen ones in a tuned run.
 CONFIG_SCORES_FILE = "detector_scores_config.npz"
 FITTED_FILE = "fitted_detectors.npz"
+#: The network's last (logit) layer on F: weight, and bias where it has one (ViM, ReAct, ASH, SCALE read it).
+LAST_LAYER = "last_layer.npz"
 #: The checkpoints a model folder holds, by the name a caller asks for.
 CHECKPOINTS = {"best": BEST, "last": LAST}
 

@@ -24,6 +24,14 @@ that cannot be exported says why in ``NOT_EXPORTABLE``); found by name in :data:
 ``evm``                   Extreme Value Machine (Rudd et al., TPAMI 2018); fitted
 ``postmax``               PostMax (Cruz et al., ECCV 2024); fitted
 ``ghost``                 GHOST (Rabinowitz et al., AAAI 2025); fitted
+``gen``                   generalized entropy of the top-M softmax (Liu et al., CVPR 2023)
+``vim``                   virtual-logit matching (Wang et al., CVPR 2022); fitted, last layer
+``mahalanobis``           class Gaussians, shared covariance (Lee et al., NeurIPS 2018); fitted
+``relative-mahalanobis``  relative to one background Gaussian (Ren et al., 2021); fitted
+``react``                 energy of F clipped at a training percentile (Sun et al., NeurIPS 2021);
+                          fitted, last layer
+``ash``                   energy of F pruned per sample (Djurisic et al., ICLR 2023); last layer
+``scale``                 energy of F scaled per sample (Xu et al., ICLR 2024); last layer
 ========================  ======================================================
 """
 from ._base import (DETECTORS, Detector, NotExportable, NotFittedError, Setting, TorchScore, build_detector,
@@ -31,14 +39,18 @@ from ._base import (DETECTORS, Detector, NotExportable, NotFittedError, Setting,
 from .evm import EVM
 from .ghost import GHOST
 from .knn import KNNDetector, k_smallest_distances, kth_neighbour_distance, l2_normalize
+from .mahalanobis import Mahalanobis, RelativeMahalanobis
 from .openmax import OpenMax
 from .postmax import PostMax
-from .posthoc import (background_scores, feature_magnitude, scaled_objectosphere_scores, softmax_entropy,
-                      softmax_scores)
+from .posthoc import (background_scores, feature_magnitude, generalized_entropy, scaled_objectosphere_scores,
+                      softmax_entropy, softmax_scores)
+from .shaping import ASH, SCALE, ReAct
+from .vim import ViM
 
 __all__ = [
     "DETECTORS", "Detector", "NotExportable", "NotFittedError", "Setting", "TorchScore", "setting_grid",
     "build_detector", "detector_applies", "register", "place_in_predicted_column", "KNNDetector", "OpenMax", "EVM", "PostMax", "GHOST", "k_smallest_distances",
-    "kth_neighbour_distance", "l2_normalize",
+    "kth_neighbour_distance", "l2_normalize", "ViM", "Mahalanobis", "RelativeMahalanobis", "ReAct", "ASH", "SCALE",
+    "generalized_entropy",
     "softmax_scores", "background_scores", "feature_magnitude", "scaled_objectosphere_scores", "softmax_entropy",
 ]

@@ -159,6 +159,9 @@ class Detector(DeclaresSettings):
       class as the last column (applicable only to such networks);
     * ``keeps_prediction``: True when the arg-max of the scores is always the arg-max of
       the C known logits (False for OpenMax, whose recalibration may change it);
+    * ``needs_last_layer``: True when the score reads the network's last layer on F, the
+      logits' :math:`l = W F + b` (ViM, ReAct, ASH, SCALE): :meth:`use_last_layer` hands it over
+      (its C known-class rows) before :meth:`fit` and :meth:`scores`;
     * ``SETTINGS``: one :class:`Setting` per constructor keyword (type, range, default, grid);
     * ``NOT_EXPORTABLE``: why ``export`` cannot write the score, for a detector that does not
       implement :meth:`_torch_score`; one that does leaves it empty;
@@ -171,6 +174,7 @@ class Detector(DeclaresSettings):
     needs_features: ClassVar[bool] = False
     reads_background_column: ClassVar[bool] = False
     keeps_prediction: ClassVar[bool] = True
+    needs_last_layer: ClassVar[bool] = False
     title: ClassVar[str] = "detector"
     report_note: ClassVar[str] = ""
     #: The attributes :meth:`fit` sets that are the whole fitted detector (arrays and numbers):
@@ -184,6 +188,33 @@ class Detector(DeclaresSettings):
     NOT_EXPORTABLE: ClassVar[str] = ""
 
     _fitted: bool = False
+    weight_: Optional[np.ndarray] = None  # the last layer (C, D) and its bias (C,): use_last_layer
+    bias_: Optional[np.ndarray] = None
+
+    @classmethod
+    def not_applicable(cls, num_classes: int, feature_dim: int) -> Optional[str]:
+        """Why the detector does not apply to a network with ``num_classes`` known classes and
+        ``feature_dim``-dimensional features (one line), or None where it does."""
+        return None
+
+    def use_last_layer(self, weight, bias=None) -> "Detector":
+        """Hand over the network's last layer on F: ``weight`` (C, D) and ``bias`` (C,) of the C
+        known-class logits :math:`l = W F + b` (None: a bias-free layer, LeNet++, ResNet-18 and the
+        torchvision backbones); a ``ValueError`` naming what is wrong otherwise. Returns ``self``."""
+        weight = as_float64(weight, "last layer weight")
+        bias = np.zeros(weight.shape[0]) if bias is None else as_float64(bias, "last layer bias", ndim=1)
+        if bias.shape != (weight.shape[0],):
+            raise ValueError(f"last layer bias has shape {bias.shape}, expected ({weight.shape[0]},) for a weight "
+                             f"of shape {weight.shape}")
+        self.weight_, self.bias_ = weight, bias
+        return self
+
+    def _check_last_layer(self, logits: np.ndarray, features: np.ndarray) -> None:
+        """The last layer is there and has the inputs' classes and dimensions."""
+        if self.weight_ is None:
+            raise NotFittedError(f"detector {self.name!r} reads the network's last layer; call "
+                                 "use_last_layer(weight, bias) first")
+        check_columns(self, logits, features, *self.weight_.shape)
 
     def fit(self, train_logits, train_features, train_labels) -> "Detector":
         """Learn from the training knowns (labels ``0..C-1``); post-hoc detectors learn nothing
@@ -201,6 +232,8 @@ class Detector(DeclaresSettings):
             features = as_float64(features, "features")
             if features.shape[0] != logits.shape[0]:
                 raise ValueError(f"features has {features.shape[0]} rows but logits has {logits.shape[0]}")
+        if self.needs_last_layer:
+            self._check_last_layer(logits, features)
         return self._scores(logits, features)
 
     def _scores(self, logits: np.ndarray, features: Optional[np.ndarray]) -> np.ndarray:
@@ -215,6 +248,8 @@ class Detector(DeclaresSettings):
             raise NotExportable(f"detector {self.name!r} is not exported: {why}")
         if self.needs_fit and not self._fitted:
             raise NotFittedError(f"detector {self.name!r} is not fitted; its torch score reads the fit")
+        if self.needs_last_layer and self.weight_ is None:
+            raise NotFittedError(f"detector {self.name!r} has no last layer; call use_last_layer(weight, bias)")
         return self._torch_score()
 
     def _torch_score(self) -> TorchScore:

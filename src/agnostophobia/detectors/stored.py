@@ -33,6 +33,7 @@ from agnostophobia.rundir import FIT_OUTPUTS, FITTED_FILE, OUTPUTS, SCORES_FILE,
 from agnostophobia.settings import check_settings
 from agnostophobia.training.outputs import load_fit_outputs, load_outputs
 from agnostophobia.training.records import read_detector_scores, read_fitted_detectors, read_tuned_settings
+from agnostophobia.training.trained import load_last_layer
 
 from ._base import DETECTORS, Detector, build_detector, detector_applies, scores_from_top
 
@@ -172,6 +173,20 @@ class ModelScores:
 class NotFitted(ValueError):
     """A fitted detector that cannot be fitted on a model's stored training outputs."""
 
+    @property
+    def note(self) -> str:
+        """What a report says in place of the detector's numbers."""
+        return f"not evaluated: {self}"
+
+
+class NotApplicable(NotFitted):
+    """A detector that does not apply to this model (ViM where the features have no more
+    dimensions than there are classes)."""
+
+    @property
+    def note(self) -> str:
+        return f"not applicable: {self}"
+
 
 class KeptFits:
     """The fitted detectors of one model, kept in its ``fitted_detectors.npz`` so that a run's
@@ -187,6 +202,7 @@ class KeptFits:
     read-only run is left as it is)."""
 
     def __init__(self, model_dir: Path):
+        self.model_dir = Path(model_dir)
         self.path = Path(model_dir) / FITTED_FILE
         self._fit_path = Path(model_dir) / FIT_OUTPUTS
         self._fit_digest: Optional[str] = None
@@ -276,12 +292,22 @@ def _hash_file(digest, path: Path) -> None:
 
 
 def fitted_detector(name: str, fit_outputs: Optional[Dict[str, np.ndarray]], num_classes: int,
-                    settings: Optional[Settings] = None, kept: Optional[KeptFits] = None) -> Detector:
+                    settings: Optional[Settings] = None, kept: Optional[KeptFits] = None,
+                    model_dir: Optional[Path] = None) -> Detector:
     """The detector ``name`` with the run's ``settings``, fitted on the model's own training
-    knowns (``fit_outputs.npz``) when it learns from them; :class:`NotFitted` says why not.
+    knowns (``fit_outputs.npz``) when it learns from them; :class:`NotFitted` says why not
+    (:class:`NotApplicable` where it does not apply to the model).
     ``kept``: the model's kept fits (:class:`KeptFits`, of the model whose ``fit_outputs`` these
-    are): restored from there when kept, else fitted and added (written by ``kept.save()``)."""
+    are): restored from there when kept, else fitted and added (written by ``kept.save()``).
+    A detector that ``needs_last_layer`` is given the known-class rows of the model's logit layer
+    (``last_layer.npz`` of ``model_dir``, or of ``kept``'s model; an older run's from ``best.pt``)."""
     detector = build_detector(name, **(settings or {}).get(name, {}))
+    if fit_outputs is not None:
+        why = detector.not_applicable(num_classes, fit_outputs["features"].shape[1])
+        if why:
+            raise NotApplicable(why)
+    if detector.needs_last_layer:
+        _give_last_layer(detector, model_dir or (kept.model_dir if kept is not None else None), num_classes)
     if not detector.needs_fit:
         return detector
     if fit_outputs is None:
@@ -296,6 +322,21 @@ def fitted_detector(name: str, fit_outputs: Optional[Dict[str, np.ndarray]], num
     if kept is not None:
         kept.keep(detector, num_classes)
     return detector
+
+
+def _give_last_layer(detector: Detector, model_dir: Optional[Path], num_classes: int) -> None:
+    """The model's logit layer, its C known-class rows, handed to ``detector``; :class:`NotFitted`
+    (one line) where the model has none to give."""
+    if model_dir is None:
+        raise NotFitted("it reads the network's last layer, and no model directory was given to read it from")
+    layer, why = load_last_layer(model_dir)
+    if layer is None:
+        raise NotFitted(why)
+    try:
+        detector.use_last_layer(layer["weight"][:num_classes],
+                                layer["bias"][:num_classes] if "bias" in layer else None)
+    except ValueError as exc:
+        raise NotFitted(f"its last layer does not fit this model: {exc}") from None
 
 
 def top_scores(detector: Detector, outputs: Dict[str, np.ndarray], num_classes: int) -> Tuple[np.ndarray, np.ndarray]:
@@ -326,7 +367,7 @@ def score_outputs(outputs: Dict[str, Dict[str, np.ndarray]], fit_outputs: Option
         try:
             detector = fitted_detector(name, fit_outputs, num_classes, settings, kept)
         except NotFitted as exc:
-            notes[name] = f"not evaluated: {exc}"
+            notes[name] = exc.note
             continue
         top[name] = {split: top_scores(detector, data, num_classes) for split, data in outputs.items()}
     labels = {split: np.asarray(data["labels"], dtype=np.int64) for split, data in outputs.items()}
@@ -349,7 +390,7 @@ def _score_new_splits(outputs, fit_outputs, approach: str, settings: Settings, r
             try:
                 detector = fitted_detector(name, fit_outputs, num_classes, settings, fits)
             except NotFitted as exc:
-                notes[name] = f"not evaluated: {exc}"
+                notes[name] = exc.note
                 continue
         top[name] = {split: kept[split] if split in kept else top_scores(detector, data, num_classes)
                      for split, data in outputs.items()}

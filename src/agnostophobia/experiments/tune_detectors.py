@@ -132,7 +132,8 @@ def _validation_ccr(name: str, values: Dict, model_dir: Path, val: Dict[str, np.
                     fpr: float) -> Optional[float]:
     num_classes = known_columns(approach, val["logits"].shape[1])
     try:
-        detector = fitted_detector(name, load_fit_outputs(model_dir), num_classes, {name: values})
+        detector = fitted_detector(name, load_fit_outputs(model_dir), num_classes, {name: values},
+                                   model_dir=model_dir)
         scores = detector.scores(detector_inputs(detector, val["logits"], num_classes), val["features"])
     except (NotFitted, ValueError):
         return None

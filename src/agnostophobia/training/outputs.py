@@ -14,6 +14,10 @@ Layout of a run directory::
     ("letters" = D_b, "devanagari", "notmnist", "cifar10", ... = D_a)
     RUN/seed<k>/<approach>/fit_outputs.npz   # split "train": the training knowns' outputs,
                                              # which fitted detectors (k-NN, OpenMax) learn from
+    RUN/seed<k>/<approach>/last_layer.npz    # the logit layer on F: weight (K, D), and bias (K,) where
+                                             # the layer has one (LeNet++, ResNet-18, torchvision
+                                             # backbones: none; the ensemble's MLP: one), which
+                                             # ViM, ReAct, ASH and SCALE read
     RUN/seed<k>/<approach>/val_outputs.npz   # split "val": the validation split's outputs, held-out
                                              # knowns and held-out negatives (label -1), from which
                                              # `calibrate` chooses a threshold (never from test data);
@@ -28,7 +32,7 @@ from typing import Dict, Optional, Tuple
 import numpy as np
 import torch
 
-from agnostophobia.rundir import FIT_OUTPUTS, OUTPUTS, VAL_OUTPUTS, write_run_file
+from agnostophobia.rundir import FIT_OUTPUTS, LAST_LAYER, OUTPUTS, VAL_OUTPUTS, write_run_file
 from agnostophobia.training.records import FIELDS, read_outputs, read_run_config
 from agnostophobia.training.augment import to_input
 from agnostophobia.training.precision import autocast
@@ -40,6 +44,7 @@ def store_outputs(run, protocol, run_dir: Path) -> None:
     """The per-sample outputs of a trained model on the test sets, on its training knowns (from
     which fitted detectors, k-NN and OpenMax, learn) and on the validation split."""
     save_outputs(run_dir / FIT_OUTPUTS, {"train": fit_outputs(run, protocol)})
+    save_last_layer(run_dir / LAST_LAYER, last_layer_arrays(run.model.state_dict()))
     save_outputs(run_dir / VAL_OUTPUTS, val_outputs(run, protocol))  # calibrate reads these
     save_outputs(run_dir / OUTPUTS, run_outputs(run, protocol))
 
@@ -111,6 +116,33 @@ def save_outputs(path: Path, outputs: Dict[str, SplitOutputs]) -> None:
     def write(tmp: str) -> None:
         with open(tmp, "wb") as fh:  # a file object: np.savez would append ".npz" to a name
             np.savez(fh, **arrays)
+
+    write_run_file(path, write)
+
+
+def last_layer_arrays(state: Dict[str, torch.Tensor]) -> Optional[Dict[str, np.ndarray]]:
+    """The logit layer on F of a network's state dict (every model names it ``logits``) as float64
+    ``{"weight": (K, D)}`` plus ``"bias"`` where it has one; None when the state has no such layer.
+    A wrapper's prefix (``_orig_mod.`` of a compiled model, ``module.`` of DDP) is looked through."""
+    names = [key for key in state if key == "logits.weight" or key.endswith(".logits.weight")]
+    weight = state[min(names, key=len)] if names else None
+    if not isinstance(weight, torch.Tensor) or weight.ndim != 2:
+        return None
+    layer = {"weight": weight.detach().double().cpu().numpy()}
+    bias = state.get(min(names, key=len)[:-len("weight")] + "bias")
+    if isinstance(bias, torch.Tensor):
+        layer["bias"] = bias.detach().double().cpu().numpy()
+    return layer
+
+
+def save_last_layer(path: Path, layer: Optional[Dict[str, np.ndarray]]) -> None:
+    """Write :func:`last_layer_arrays`' arrays atomically (nothing for a network without one)."""
+    if layer is None:
+        return
+
+    def write(tmp: str) -> None:
+        with open(tmp, "wb") as fh:
+            np.savez(fh, **layer)
 
     write_run_file(path, write)
 

@@ -24,8 +24,8 @@ import numpy as np
 from agnostophobia.data.preprocess import OURS
 from agnostophobia.errors import AgnostophobiaError, ConfigError
 from agnostophobia.losses import LOSSES
-from agnostophobia.rundir import (BEST, DATA_NOTES, FIT_OUTPUTS, OUTPUTS, PREPROCESSING_NOTES, RUN_KEY, SCORES_FILE,
-                                  VAL_OUTPUTS, RecordError, RunDir)
+from agnostophobia.rundir import (BEST, DATA_NOTES, FIT_OUTPUTS, LAST_LAYER, OUTPUTS, PREPROCESSING_NOTES, RUN_KEY,
+                                  SCORES_FILE, VAL_OUTPUTS, RecordError, RunDir)
 from agnostophobia.settings import field_settings
 from agnostophobia.training.precision import PRECISIONS
 from agnostophobia.training.config import (TrainConfig, apply_overrides, check_approaches, check_seeds,
@@ -273,6 +273,35 @@ def read_fitted_detectors(path) -> Dict[str, Dict[str, Any]]:
         if slot["meta"] is None:
             _fail(path, "missing", f"{entry}__meta")
     return entries
+
+
+def read_last_layer(path, feature_dim: Optional[int] = None) -> Dict[str, np.ndarray]:
+    """``last_layer.npz``, checked: the logit layer on F as float64 ``{"weight": (K, D)}`` plus
+    ``"bias": (K,)`` where the layer has one, finite; ``feature_dim``: the D the model's stored
+    features have (a layer of another width belongs to another model)."""
+    path = Path(path)
+    with _open_npz(path) as data:
+        arrays = {key: _array(data, path, key) for key in data.files}
+    for key in arrays:
+        if key not in ("weight", "bias"):
+            _fail(path, "unexpected array (expected weight and, where the layer has one, bias)", key)
+    weight = arrays.get("weight")
+    if weight is None:
+        _fail(path, "missing", "weight")
+    if weight.ndim != 2 or not np.issubdtype(weight.dtype, np.floating) or 0 in weight.shape:
+        _fail(path, f"must be a float array (classes, D), got {weight.dtype} {weight.shape}", "weight")
+    if feature_dim is not None and weight.shape[1] != feature_dim:
+        _fail(path, f"{weight.shape[1]} columns, but the model's features have {feature_dim} dimensions", "weight")
+    layer = {"weight": weight.astype(np.float64)}
+    if "bias" in arrays:
+        bias = arrays["bias"]
+        if bias.shape != (weight.shape[0],) or not np.issubdtype(bias.dtype, np.floating):
+            _fail(path, f"must be a float array ({weight.shape[0]},), got {bias.dtype} {bias.shape}", "bias")
+        layer["bias"] = bias.astype(np.float64)
+    for key, value in layer.items():
+        if not np.isfinite(value).all():
+            _fail(path, f"{int((~np.isfinite(value)).sum())} non-finite value(s)", key)
+    return layer
 
 
 def read_detector_scores(path) -> Dict[str, Any]:
@@ -590,6 +619,8 @@ def check_run(run_dir, command: str = "evaluate") -> RunRecords:
                     _same_widths(model_dir / name, arrays, widths)
         if (model_dir / SCORES_FILE).exists():
             read_detector_scores(model_dir / SCORES_FILE)
+        if (model_dir / LAST_LAYER).exists():
+            read_last_layer(model_dir / LAST_LAYER, widths.get("features"))
         if (model_dir / BEST).exists():
             records.checkpoint_configs[model_dir] = read_checkpoint_config(model_dir / BEST)
     check_agreement(records)

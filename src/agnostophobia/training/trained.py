@@ -15,10 +15,10 @@ from agnostophobia.errors import AgnostophobiaError
 from agnostophobia.models import build_model
 from agnostophobia.training.checkpoint import load_checkpoint
 from agnostophobia.training.device import resolve_device
-from agnostophobia.training.outputs import predict
+from agnostophobia.training.outputs import last_layer_arrays, predict, save_last_layer
 from agnostophobia.training.precision import resolve_precision
-from agnostophobia.rundir import BEST
-from agnostophobia.training.records import checkpoint_config
+from agnostophobia.rundir import BEST, LAST_LAYER
+from agnostophobia.training.records import checkpoint_config, read_last_layer
 
 
 
@@ -64,3 +64,33 @@ def load_trained_model(model_dir: Path, device: Optional[str] = None, precision:
         model.to(memory_format=torch.channels_last)
     resolved = resolve_precision(precision or cfg.get("precision", "fp32"), target)
     return TrainedModel(model, cfg, target, resolved, channels_last, int(cfg.get("eval_batch_size", 1024)))
+
+
+def load_last_layer(model_dir: Path) -> Tuple[Optional[Dict[str, np.ndarray]], str]:
+    """The model's last (logit) layer on F as :func:`~agnostophobia.training.records.read_last_layer`
+    gives it, and "" -- or None and why not (one line).
+
+    A run stored before ``last_layer.npz`` existed has it recomputed from ``best.pt`` once (the
+    checkpoint's ``logits`` layer) and written beside the outputs (left unwritten in a read-only
+    run); a run without either gets None. (A detector checks the layer's width against the
+    features it is given.)"""
+    model_dir = Path(model_dir)
+    path = model_dir / LAST_LAYER
+    if path.exists():
+        return read_last_layer(path), ""
+    best = model_dir / BEST
+    if not best.is_file():
+        return None, f"no last layer is stored ({LAST_LAYER}) and there is no {BEST} to read it from"
+    try:
+        saved = load_checkpoint(best)
+    except (OSError, RuntimeError, ValueError, AgnostophobiaError) as exc:
+        return None, f"no last layer is stored ({LAST_LAYER}) and {best} cannot be read ({exc})"
+    state = saved.get("model") if isinstance(saved, dict) else None
+    layer = last_layer_arrays(state) if isinstance(state, dict) else None
+    if layer is None:
+        return None, f"no last layer is stored ({LAST_LAYER}) and {best} holds no logits layer"
+    try:
+        save_last_layer(path, layer)
+    except OSError:  # a read-only run: recomputed next time
+        pass
+    return layer, ""
