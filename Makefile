@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 
-.PHONY: install test docs reproduce bench clean
+.PHONY: install test test-slow docs reproduce bench clean
 
 # pyproject.toml declares ranges; constraints.txt holds the exact versions the checks run on.
 $(VENV)/.installed: pyproject.toml constraints.txt
@@ -13,8 +13,13 @@ $(VENV)/.installed: pyproject.toml constraints.txt
 
 install: $(VENV)/.installed
 
+# The suite within 10 minutes on two cores; the tests marked slow (real-data trainings, full kill
+# sweeps) run in `make test-slow`, which CI runs too.
 test: install
-	MPLBACKEND=Agg $(PY) -m pytest -q
+	MPLBACKEND=Agg $(PY) -m pytest -q -m "not slow"
+
+test-slow: install
+	MPLBACKEND=Agg $(PY) -m pytest -q -m slow
 
 # The documentation site (docs/_build/html): the same .venv with the [docs] extra; warnings are
 # errors, references are checked (nitpicky), the gallery's examples run. No network at build time.
