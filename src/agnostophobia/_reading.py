@@ -65,3 +65,27 @@ def check_declared_bytes(nbytes: int, what: str, error: type = DataError) -> Non
     if nbytes > limit:
         raise error(f"{what}: declares {nbytes / 2**30:.1f} GiB, more than the {limit / 2**30:.1f} GiB "
                     f"one input may take (4 GiB, or half the available memory); refused before reading it")
+
+
+def read_input_bytes(path, what: str = "", error: type = DataError) -> bytes:
+    """The bytes of the input file ``path``, after :func:`check_regular_file` and a size check.
+    The file is opened without blocking and checked again once open, so that a file swapped
+    for a FIFO in between is refused too, never waited on."""
+    label = f"{what} {path}" if what else f"{path}"
+    check_declared_bytes(check_regular_file(path, what, error).st_size, label, error)
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except OSError as exc:
+        raise error(f"{label}: cannot be read ({exc.strerror or exc})") from None
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise error(f"{label}: is not a regular file any more; give a file")
+        return handle.read()
+
+
+def read_input_text(path, what: str = "", error: type = DataError, encoding: str = "utf-8") -> str:
+    """:func:`read_input_bytes` decoded; undecodable text is ``error`` naming the file."""
+    try:
+        return read_input_bytes(path, what, error).decode(encoding)
+    except UnicodeDecodeError:
+        raise error(f"{what + ' ' if what else ''}{path}: not a {encoding} text file") from None

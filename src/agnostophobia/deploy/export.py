@@ -31,6 +31,7 @@ detector, input spec) as extra file / metadata.
 from __future__ import annotations
 
 import copy
+import io
 import json
 import warnings
 from pathlib import Path
@@ -44,6 +45,7 @@ from agnostophobia._atomic import atomic_write
 from agnostophobia.data.preprocess import INPUT_CONVENTIONS
 from agnostophobia.detectors import DETECTORS, TorchScore
 from agnostophobia.errors import AgnostophobiaError
+from agnostophobia.rundir import RunDir
 
 from .calibration import DEPLOY_PRECISION, arithmetic, resolve_model
 from .classifier import OpenSetClassifier
@@ -125,10 +127,10 @@ def export_classifier(classifier: OpenSetClassifier, out: Path, fmt: str) -> Pat
         warnings.simplefilter("ignore", FutureWarning)  # torch.jit's deprecation notice; tracing is what we want
         if fmt == "torchscript":
             traced = torch.jit.trace(module, (example,))
-            atomic_write(out, lambda tmp: torch.jit.save(traced, tmp, _extra_files={METADATA: info}))
+            _write_bytes(out, lambda buffer: torch.jit.save(traced, buffer, _extra_files={METADATA: info}))
         elif fmt == "pt2":
             program = torch.export.export(module, (example,), dynamic_shapes=(batch,))
-            atomic_write(out, lambda tmp: _save_pt2(program, tmp, info))
+            _write_bytes(out, lambda buffer: torch.export.save(program, buffer, extra_files={METADATA: info}))
         else:
             program = _onnx_program(module, example, batch)
             program.model.metadata_props[METADATA] = info
@@ -136,9 +138,13 @@ def export_classifier(classifier: OpenSetClassifier, out: Path, fmt: str) -> Pat
     return Path(out)
 
 
-def _save_pt2(program, tmp: str, info: str) -> None:
-    with open(tmp, "wb") as handle:  # a file object: a path not ending in .pt2 draws a warning
-        torch.export.save(program, handle, extra_files={METADATA: info})
+def _write_bytes(out: Path, save) -> None:
+    """``save(buffer)`` into memory, then the bytes written atomically to ``out`` by Python: torch's
+    own file writer aborts the process (SIGABRT) on a full disk, where Python's raises ENOSPC,
+    which the command reports in one line (and the temporary file is removed)."""
+    buffer = io.BytesIO()
+    save(buffer)
+    atomic_write(out, lambda tmp: Path(tmp).write_bytes(buffer.getbuffer()))
 
 
 def _onnx_program(module: nn.Module, example: torch.Tensor, batch):
@@ -156,6 +162,7 @@ def export_run(run_dir, out: Path, fmt: str, approach: Optional[str] = None, det
     """``agnostophobia export``: one model of ``run_dir`` with its calibrated threshold."""
     if fmt not in FORMATS:
         raise AgnostophobiaError(f"--format {fmt!r}: must be one of {', '.join(FORMATS)}")
+    RunDir(run_dir).check_output(out)  # an export never replaces a file of the run it reads
     _, approach, detector = resolve_model(Path(run_dir), approach, detector, seed)
     check_exportable(detector)  # before any work: a calibration with --fpr writes
     classifier = OpenSetClassifier.from_run(run_dir, approach, detector, seed, device="cpu",

@@ -435,7 +435,7 @@ CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs"
 
 def resolve_config_path(path) -> Path:
     candidate = Path(path)
-    if candidate.is_file():
+    if candidate.exists() and not candidate.is_dir():  # a FIFO or device too: read_yaml names what it is
         return candidate
     shipped = CONFIG_DIR / f"{path}.yaml"
     if shipped.is_file():
