@@ -14,7 +14,7 @@ $(VENV)/.installed: pyproject.toml constraints.txt
 install: $(VENV)/.installed
 
 test: install
-	MPLBACKEND=Agg $(PY) -m pytest -q
+	MPLBACKEND=Agg $(PY) -m pytest -q -m "not slow"
 
 reproduce: install
 	$(VENV)/bin/agnostophobia reproduce lenet++

@@ -26,11 +26,17 @@ from collections import Counter
 ENV = "AGNOSTOPHOBIA_KILL_AT"
 #: The same points, where a test makes the disk full: ``OSError(ENOSPC)`` is raised instead.
 DISK_FULL_ENV = "AGNOSTOPHOBIA_DISK_FULL_AT"
+#: A file each point reached is appended to (one name a line), for a test to list a command's points.
+POINTS_LOG_ENV = "AGNOSTOPHOBIA_POINTS_LOG"
 _reached: Counter = Counter()
 _COMMAND = os.getpid()  # the process that imported this module; a forked process inherits the number
 
 
 def kill_point(name: str) -> None:
+    log = os.environ.get(POINTS_LOG_ENV)
+    if log:  # a test lists the points a command reaches, to kill it at each
+        with open(log, "a", encoding="utf-8") as points:
+            points.write(name + "\n")
     if _reached_nth(ENV, name):
         if os.getpid() != _COMMAND:  # forked from the command: the command is what gets killed
             os.kill(_COMMAND, signal.SIGKILL)

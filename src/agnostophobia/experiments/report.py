@@ -27,6 +27,13 @@ UNKNOWN_TITLES = {"letters": "EMNIST letters test (D_b, known unknowns)", "devan
                   "cifar10-horse-ship": "CIFAR-10 horse + ship test (D_b, known unknowns)",
                   # the two unknown sets of a protocol from files (data.file_protocols)
                   "negatives": "test negatives (D_b, known unknowns)", "unknowns": "test unknowns (D_a)"}
+
+
+def set_title(name: str) -> str:
+    """How the report names an unknown set: its title, with ``|`` (a file or folder may be named
+    so; ``evaluate --unknowns`` keeps the name) escaped, so that it never splits a table's cell."""
+    return UNKNOWN_TITLES.get(name, name).replace("|", "\\|")
+
 # Table 1 of the paper is the LeNet++ experiment only.
 TABLE1_EXPERIMENT = "lenet++"
 
@@ -141,7 +148,7 @@ def tuned_detectors_markdown(metrics: Dict) -> List[str]:
              "| approach | detector | unknowns | config's settings | chosen settings | test CCR (config) "
              "| test CCR (chosen) |", "|---|---|---|---|---|---:|---:|"]
     for r in sorted(section["results"], key=lambda r: (row_sort_key(r["approach"]), r["detector"], r["unknowns"])):
-        lines.append(f"| {r['approach']} | {_title(r['detector'])} | {UNKNOWN_TITLES.get(r['unknowns'], r['unknowns'])}"
+        lines.append(f"| {r['approach']} | {_title(r['detector'])} | {set_title(r['unknowns'])}"
                      f" | {r['config_settings']} | {r['chosen_settings']} | "
                      f"{format_value(r['test_ccr_config'], r.get('test_ccr_config_std'))} | "
                      f"{format_value(r['test_ccr_chosen'], r.get('test_ccr_chosen_std'))} |")
@@ -192,7 +199,7 @@ def table2_markdown(metrics: Dict, experiment: str) -> str:
             continue
         n = results[0]["num_unknown"]
         size = f"{n:,}" + (f" (paper: {PAPER_SIZES[unknown]:,})" if unknown in PAPER_SIZES else "")
-        lines += [f"#### Unknowns: {UNKNOWN_TITLES.get(unknown, unknown)} — {size} samples, "
+        lines += [f"#### Unknowns: {set_title(unknown)} — {size} samples, "
                   f"{results[0]['num_known']:,} knowns", ""]
         lines += ccr_table_markdown(results, lambda r: r["row"], paper.get(unknown, {})) + [""]
     return "\n".join(lines)
@@ -266,7 +273,7 @@ def matrix_markdown(metrics: Dict, fpr_key: str = "1e-2") -> str:
         cell = {(r["approach"], r["detector"]): r for r in results if r["unknowns"] == unknown}
         values = [r["ccr_at_fpr"][fpr_key] for r in cell.values() if r["ccr_at_fpr"][fpr_key] is not None]
         best = max(values) if values else None
-        lines += [f"#### Unknowns: {UNKNOWN_TITLES.get(unknown, unknown)}", "",
+        lines += [f"#### Unknowns: {set_title(unknown)}", "",
                   "| approach | " + " | ".join(_title(d) for d in detectors) + " |",
                   "|---|" + "---:|" * len(detectors)]
         for approach in approaches:
@@ -326,7 +333,7 @@ def validation_threshold_markdown(metrics: Dict) -> List[str]:
             lines.append(f"| {r['approach']} | {_title(r['detector'])} | {r['target_fpr']:g} | "
                          f"{_threshold_text(r['threshold'], std('threshold'))} | "
                          f"{format_value(r['val_fpr'], std('val_fpr'))} | {format_value(r['val_ccr'], std('val_ccr'))} | "
-                         f"{UNKNOWN_TITLES.get(r['unknowns'], r['unknowns'])} | "
+                         f"{set_title(r['unknowns'])} | "
                          f"{format_value(r['test_fpr'], std('test_fpr'))} | {format_value(r['test_ccr'], std('test_ccr'))}"
                          f" | {format_value(r['oracle_ccr'], std('oracle_ccr'))} |")
     lines += [f"- {note}" for note in section.get("notes", [])]

@@ -1,0 +1,206 @@
+"""A command is finished by running it again (issue 31, item 2): killed at a kill point
+(``write:<file name>``: the file's temporary copy is complete, not yet renamed) or stopped by a
+full disk at the same point, ``evaluate --unknowns``, ``calibrate``, ``export``,
+``tune-detectors`` and ``predict --out`` run again complete with the result of a run never
+interrupted. ``make test`` kills each command at the first and the last point of each kind of
+file it writes; the full sweep (every point, each time it is reached) is marked ``slow``."""
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+from runs import run_cli
+
+from agnostophobia._atomic import TMP_TAG
+from agnostophobia._killpoints import DISK_FULL_ENV, POINTS_LOG_ENV
+from agnostophobia.cli import main
+
+
+@pytest.fixture(scope="module")
+def area(tiny_run, real_data_dir, tmp_path_factory):
+    """A calibrated copy of the tiny run with its figures drawn, an unknown set and a folder of
+    images: what each command starts from."""
+    area = tmp_path_factory.mktemp("rerun")
+    base = area / "base"
+    shutil.copytree(tiny_run, base)
+    assert main(["calibrate", str(base), "--fpr", "0.1"]) == 0
+    assert main(["evaluate", str(base)]) == 0
+    digits = np.load(real_data_dir / "mnist" / "mnist.npz")["x_test"][:16]
+    np.savez(area / "extra.npz", x=digits)
+    (area / "images").mkdir()
+    for i, digit in enumerate(digits[:4]):
+        Image.fromarray(digit).save(area / "images" / f"{i}.png")
+    return area
+
+
+COMMANDS = {  # name -> argv for (run, out folder, area)
+    "evaluate-unknowns": lambda run, out, area: ["evaluate", run, "--unknowns", area / "extra.npz"],
+    "calibrate": lambda run, out, area: ["calibrate", run, "--fpr", "0.05"],
+    "export": lambda run, out, area: ["export", run, "--format", "torchscript", "--out", out / "model.pt"],
+    "tune-detectors": lambda run, out, area: ["tune-detectors", run],
+    "predict": lambda run, out, area: ["predict", run, area / "images", "--out", out / "rows.csv"],
+}
+#: Files whose bytes carry no result a rerun must reproduce bit for bit: figures (a drawing
+#: library's metadata) and the exported archive (checked by loading it).
+BY_PRESENCE = {".png", ".pdf", ".svg", ".pt"}
+
+
+def result(folder: Path) -> dict:
+    """What a command left in ``folder``: every file's content (an npz's arrays; a figure's presence)."""
+    found = {}
+    for path in sorted(folder.rglob("*")):
+        if not path.is_file() or path.name == ".lock":
+            continue
+        key = str(path.relative_to(folder))
+        if path.suffix == ".npz":
+            with np.load(path) as npz:
+                found[key] = {name: npz[name].tobytes() for name in npz.files}
+        elif path.suffix in BY_PRESENCE:
+            found[key] = path.stat().st_size > 0
+        else:
+            found[key] = path.read_bytes()
+    return found
+
+
+def fresh(area: Path, tmp_path: Path) -> tuple:
+    run, out = tmp_path / "run", tmp_path / "out"
+    shutil.copytree(area / "base", run)
+    out.mkdir()
+    return run, out
+
+
+_REFERENCES: dict = {}
+
+
+def reference(command: str, area: Path, tmp_path_factory) -> tuple:
+    """(result of the run, result of the out folder, the kill points reached in order) of the
+    command run once, never interrupted."""
+    if command not in _REFERENCES:
+        folder = tmp_path_factory.mktemp(f"reference-{command}")
+        run, out = fresh(area, folder)
+        points = folder / "points"
+        os.environ[POINTS_LOG_ENV] = str(points)
+        try:
+            assert main([str(a) for a in COMMANDS[command](run, out, area)]) == 0
+        finally:
+            del os.environ[POINTS_LOG_ENV]
+        reached = points.read_text().split() if points.exists() else []
+        _REFERENCES[command] = (result(run), result(out), numbered(reached))
+    return _REFERENCES[command]
+
+
+def numbered(reached) -> list:
+    """``name:K`` for the K-th time each point was reached, in order."""
+    seen: dict = {}
+    out = []
+    for name in reached:
+        seen[name] = seen.get(name, 0) + 1
+        out.append(f"{name}:{seen[name]}")
+    return out
+
+
+def kind(point: str) -> str:
+    """The kind of file a point writes: its name, or "figure" for every figure."""
+    name = point.split(":")[1]
+    return "figure" if Path(name).suffix in BY_PRESENCE - {".pt"} else name
+
+
+def first_and_last_of_each_kind(points) -> list:
+    chosen = []
+    for k in dict.fromkeys(kind(p) for p in points):
+        of_kind = [p for p in points if kind(p) == k]
+        chosen += dict.fromkeys([of_kind[0], of_kind[-1]])
+    return chosen
+
+
+def check_finished(command, run, out, area, tmp_path_factory):
+    ref_run, ref_out, _ = reference(command, area, tmp_path_factory)
+    assert main([str(a) for a in COMMANDS[command](run, out, area)]) == 0  # the same command, again
+    assert result(run) == ref_run and result(out) == ref_out
+    assert not [p for p in [*run.rglob("*"), *out.rglob("*")] if TMP_TAG + "-" in p.name]
+    if (out / "model.pt").exists():
+        import torch
+        torch.jit.load(str(out / "model.pt"))
+
+
+def killed_then_rerun(command, point, area, tmp_path, tmp_path_factory):
+    run, out = fresh(area, tmp_path)
+    killed = run_cli(COMMANDS[command](run, out, area), kill_at=point)
+    assert killed.returncode == -signal.SIGKILL, f"{point} was not reached: {killed.stderr[-400:]}"
+    check_finished(command, run, out, area, tmp_path_factory)
+
+
+def full_disk_then_rerun(command, point, area, tmp_path, tmp_path_factory, monkeypatch, capsys):
+    run, out = fresh(area, tmp_path)
+    from agnostophobia import _killpoints
+    monkeypatch.setattr(_killpoints, "_reached", type(_killpoints._reached)())
+    monkeypatch.setenv(DISK_FULL_ENV, point)
+    assert main([str(a) for a in COMMANDS[command](run, out, area)]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "No space left on device" in err[0] and "Traceback" not in err[0], err
+    monkeypatch.delenv(DISK_FULL_ENV)
+    check_finished(command, run, out, area, tmp_path_factory)
+
+
+def points_of(command, area, tmp_path_factory, every: bool) -> list:
+    points = reference(command, area, tmp_path_factory)[2]
+    return points if every else first_and_last_of_each_kind(points)
+
+
+# The points are known only once a reference has run: each test takes its command's list and
+# goes through it (one test per command keeps the parametrisation free of a run at collection).
+@pytest.mark.parametrize("command", COMMANDS)
+def test_a_killed_command_is_finished_by_running_it_again(command, area, tmp_path, tmp_path_factory):
+    for i, point in enumerate(points_of(command, area, tmp_path_factory, every=False)):
+        killed_then_rerun(command, point, area, tmp_path / str(i), tmp_path_factory)
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_a_command_stopped_by_a_full_disk_is_finished_by_running_it_again(command, area, tmp_path, tmp_path_factory,
+                                                                          monkeypatch, capsys):
+    points = points_of(command, area, tmp_path_factory, every=False)
+    for i, point in enumerate([points[0], points[-1]] if len(points) > 1 else points):
+        full_disk_then_rerun(command, point, area, tmp_path / str(i), tmp_path_factory, monkeypatch, capsys)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("command", COMMANDS)
+def test_every_kill_point_of_a_command_is_finished_by_running_it_again(command, area, tmp_path, tmp_path_factory):
+    for i, point in enumerate(points_of(command, area, tmp_path_factory, every=True)):
+        killed_then_rerun(command, point, area, tmp_path / str(i), tmp_path_factory)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("command", COMMANDS)
+def test_a_full_disk_at_every_point_is_finished_by_running_it_again(command, area, tmp_path, tmp_path_factory,
+                                                                    monkeypatch, capsys):
+    for i, point in enumerate(points_of(command, area, tmp_path_factory, every=True)):
+        full_disk_then_rerun(command, point, area, tmp_path / str(i), tmp_path_factory, monkeypatch, capsys)
+
+
+def test_a_held_set_with_other_outputs_is_still_refused(area, tmp_path, capsys):
+    run, _ = fresh(area, tmp_path)
+    assert main(["evaluate", str(run), "--unknowns", str(area / "extra.npz")]) == 0
+    other = tmp_path / "extra.npz"  # the same name, other images
+    np.savez(other, x=np.load(area / "extra.npz")["x"][::-1].copy())
+    assert main(["evaluate", str(run), "--unknowns", str(other)]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert "already holds unknown set(s) 'extra'" in err[-1]
+
+
+def test_a_set_name_with_a_pipe_keeps_the_reports_tables_whole(area, tmp_path):
+    run, _ = fresh(area, tmp_path)
+    piped = tmp_path / "odd|name.npz"
+    shutil.copy(area / "extra.npz", piped)
+    assert main(["evaluate", str(run), "--unknowns", str(piped)]) == 0
+    report = (run / "report.md").read_text()
+    assert "odd\\|name" in report
+    for table in report.split("\n\n"):
+        rows = [line for line in table.splitlines() if line.startswith("|")]
+        widths = {line.replace("\\|", "").count("|") for line in rows}
+        assert len(widths) <= 1, table  # every row of a table has as many cells as its header
