@@ -128,21 +128,27 @@ def check_finished(command, run, out, area, tmp_path_factory):
         torch.jit.load(str(out / "model.pt"))
 
 
-def killed_then_rerun(command, point, area, tmp_path, tmp_path_factory):
+def killed_then_rerun(command, points, area, tmp_path, tmp_path_factory):
+    """Killed at each of ``points`` in turn (each killed run a rerun of the one before), then run
+    to the end: the result of a run never interrupted."""
     run, out = fresh(area, tmp_path)
-    killed = run_cli(COMMANDS[command](run, out, area), kill_at=point)
-    assert killed.returncode == -signal.SIGKILL, f"{point} was not reached: {killed.stderr[-400:]}"
+    for point in points:
+        killed = run_cli(COMMANDS[command](run, out, area), kill_at=point)
+        assert killed.returncode == -signal.SIGKILL, f"{point} was not reached: {killed.stderr[-400:]}"
     check_finished(command, run, out, area, tmp_path_factory)
 
 
-def full_disk_then_rerun(command, point, area, tmp_path, tmp_path_factory, monkeypatch, capsys):
-    run, out = fresh(area, tmp_path)
+def full_disk_then_rerun(command, points, area, tmp_path, tmp_path_factory, monkeypatch, capsys):
+    """Stopped by a full disk at each of ``points`` in turn, then run to the end."""
     from agnostophobia import _killpoints
-    monkeypatch.setattr(_killpoints, "_reached", type(_killpoints._reached)())
-    monkeypatch.setenv(DISK_FULL_ENV, point)
-    assert main([str(a) for a in COMMANDS[command](run, out, area)]) == 1
-    err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "No space left on device" in err[0] and "Traceback" not in err[0], err
+
+    run, out = fresh(area, tmp_path)
+    for point in points:
+        monkeypatch.setattr(_killpoints, "_reached", type(_killpoints._reached)())
+        monkeypatch.setenv(DISK_FULL_ENV, point)
+        assert main([str(a) for a in COMMANDS[command](run, out, area)]) == 1
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and "No space left on device" in err[0] and "Traceback" not in err[0], (point, err)
     monkeypatch.delenv(DISK_FULL_ENV)
     check_finished(command, run, out, area, tmp_path_factory)
 
@@ -154,25 +160,26 @@ def points_of(command, area, tmp_path_factory, every: bool) -> list:
 
 # The points are known only once a reference has run: each test takes its command's list and
 # goes through it (one test per command keeps the parametrisation free of a run at collection).
+# make test chains the kills (each killed run is the rerun of the one before, so that a command
+# pays one full rerun); the slow sweeps start each point from a fresh copy.
 @pytest.mark.parametrize("command", COMMANDS)
 def test_a_killed_command_is_finished_by_running_it_again(command, area, tmp_path, tmp_path_factory):
-    for i, point in enumerate(points_of(command, area, tmp_path_factory, every=False)):
-        killed_then_rerun(command, point, area, tmp_path / str(i), tmp_path_factory)
+    points = points_of(command, area, tmp_path_factory, every=False)
+    killed_then_rerun(command, points, area, tmp_path, tmp_path_factory)
 
 
 @pytest.mark.parametrize("command", COMMANDS)
 def test_a_command_stopped_by_a_full_disk_is_finished_by_running_it_again(command, area, tmp_path, tmp_path_factory,
                                                                           monkeypatch, capsys):
     points = points_of(command, area, tmp_path_factory, every=False)
-    for i, point in enumerate([points[0], points[-1]] if len(points) > 1 else points):
-        full_disk_then_rerun(command, point, area, tmp_path / str(i), tmp_path_factory, monkeypatch, capsys)
+    full_disk_then_rerun(command, points, area, tmp_path, tmp_path_factory, monkeypatch, capsys)
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("command", COMMANDS)
 def test_every_kill_point_of_a_command_is_finished_by_running_it_again(command, area, tmp_path, tmp_path_factory):
     for i, point in enumerate(points_of(command, area, tmp_path_factory, every=True)):
-        killed_then_rerun(command, point, area, tmp_path / str(i), tmp_path_factory)
+        killed_then_rerun(command, [point], area, tmp_path / str(i), tmp_path_factory)
 
 
 @pytest.mark.slow
@@ -180,17 +187,24 @@ def test_every_kill_point_of_a_command_is_finished_by_running_it_again(command, 
 def test_a_full_disk_at_every_point_is_finished_by_running_it_again(command, area, tmp_path, tmp_path_factory,
                                                                     monkeypatch, capsys):
     for i, point in enumerate(points_of(command, area, tmp_path_factory, every=True)):
-        full_disk_then_rerun(command, point, area, tmp_path / str(i), tmp_path_factory, monkeypatch, capsys)
+        full_disk_then_rerun(command, [point], area, tmp_path / str(i), tmp_path_factory, monkeypatch, capsys)
 
 
-def test_a_held_set_with_other_outputs_is_still_refused(area, tmp_path, capsys):
+@pytest.mark.parametrize("finished", [True, False])
+def test_a_held_set_with_other_outputs_is_still_refused(area, tmp_path, capsys, finished):
     run, _ = fresh(area, tmp_path)
-    assert main(["evaluate", str(run), "--unknowns", str(area / "extra.npz")]) == 0
+    args = ["evaluate", str(run), "--unknowns", str(area / "extra.npz")]
+    if finished:
+        assert main(args) == 0
+    else:  # stopped before its metrics: a rerun of the same command would finish it
+        assert run_cli(args, kill_at="write:metrics.json").returncode == -signal.SIGKILL
     other = tmp_path / "extra.npz"  # the same name, other images
     np.savez(other, x=np.load(area / "extra.npz")["x"][::-1].copy())
+    before = {p: p.read_bytes() for p in run.rglob("*") if p.is_file() and p.name != ".lock"}
     assert main(["evaluate", str(run), "--unknowns", str(other)]) == 1
     err = capsys.readouterr().err.strip().splitlines()
-    assert "already holds unknown set(s) 'extra'" in err[-1]
+    assert "already holds unknown set(s) 'extra'" in err[-1] and "--replace" in err[-1]
+    assert {p: p.read_bytes() for p in run.rglob("*") if p.is_file() and p.name != ".lock"} == before
 
 
 def test_a_set_name_with_a_pipe_keeps_the_reports_tables_whole(area, tmp_path):

@@ -17,10 +17,11 @@ own kind and declared frame, a user's set is taken to be of the protocol's kind 
 for LeNet++, whose polarity is checked; photographs for CIFAR, which have none).
 
 Everything that can be refused is refused before anything is written: the set names first
-(never ``known``, never one name twice), then every input is read, checked and prepared, and
-the models run; a set the run already holds is refused unless ``replace``, or unless it holds
-exactly these outputs (the same command, killed or stopped before it finished: running it
-again finishes it). Only then are outputs written, then metrics.json, figures and report.
+(never ``known``, never one name twice, never a set whose evaluation the run finished unless
+``replace``), then every input is read, checked and prepared, and the models run; a set the
+run holds but did not finish is refused too unless it holds exactly these outputs (then the
+same command was killed or stopped before it finished, and running it again finishes it).
+Only then are outputs written, then metrics.json, figures and report.
 """
 from __future__ import annotations
 
@@ -59,17 +60,42 @@ def check_set_names(specs: Sequence[str], names: Sequence[str]) -> None:
         raise DataError(f"--unknowns: more than one set would be called {twice[0]!r}; rename one")
 
 
+def check_finished_sets(run_dir: Path, names: Sequence[str]) -> None:
+    """Refuse (without ``--replace``), before any input is read, a set whose evaluation the run
+    finished: ``metrics.json`` has its rows and ``report.md`` was written after it (the last
+    thing an evaluation writes). A set held but not finished is left to :func:`check_held_sets`."""
+    clash = [name for name in names if name in finished_sets(run_dir)]
+    if clash:
+        raise _already_holds(run_dir, clash)
+
+
+def finished_sets(run_dir: Path) -> set:
+    """The sets of the run's last finished evaluation (:func:`check_finished_sets`)."""
+    run = RunDir(run_dir)
+    try:
+        if run.report.stat().st_mtime_ns < run.metrics.stat().st_mtime_ns:
+            return set()  # metrics.json written, the report not yet: stopped half-way
+        rows = json.loads(run.metrics.read_text())["per_seed"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return set()
+    return {row.get("unknowns") for row in rows if isinstance(row, dict)} if isinstance(rows, list) else set()
+
+
 def check_held_sets(run_dir: Path, computed: Dict[Path, Dict[str, Dict]]) -> None:
     """Refuse (without ``--replace``) a set the run already holds with other outputs than the
-    ``computed`` ones. A set held with the same outputs was written by this same command,
-    killed or stopped before it finished (before ``metrics.json`` or the report): running the
-    command again finishes it, with the result of a run never interrupted."""
+    ``computed`` ones. A set held with the same outputs and not finished was written by this
+    same command, killed or stopped before it finished: running the command again finishes it,
+    with the result of a run never interrupted."""
     clash = sorted({name for model_dir, sets in computed.items()
                     for name, stored in load_outputs(model_dir / OUTPUTS).items()
                     if name in sets and not _same_outputs(stored, sets[name])})
     if clash:
-        raise DataError(f"{run_dir} already holds unknown set(s) {', '.join(map(repr, clash))}; "
-                        f"add --replace to replace them, or rename the input")
+        raise _already_holds(run_dir, clash)
+
+
+def _already_holds(run_dir: Path, names: Sequence[str]) -> DataError:
+    return DataError(f"{run_dir} already holds unknown set(s) {', '.join(map(repr, names))}; "
+                     f"add --replace to replace them, or rename the input")
 
 
 def _same_outputs(stored: Dict[str, np.ndarray], computed: Dict[str, np.ndarray]) -> bool:
@@ -95,6 +121,8 @@ def evaluate_run(run_dir, unknowns: Sequence[str] = (), data_dir=None, device: O
     prepared, names = {}, []
     if unknowns:  # every input is checked, read and prepared before the run is touched
         check_set_names(unknowns, [unknown_set_name(spec) for spec in unknowns])
+        if not replace:
+            check_finished_sets(run_dir, [unknown_set_name(spec) for spec in unknowns])
         sets = [read_unknowns(spec, data_dir) for spec in unknowns]
         configs = {d: records.checkpoint_configs.get(d) or read_checkpoint_config(d / BEST) for d in model_dirs}
         for cfg in configs.values():  # one preparation per input spec, shared by the models trained with it
