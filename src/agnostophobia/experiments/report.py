@@ -30,9 +30,14 @@ UNKNOWN_TITLES = {"letters": "EMNIST letters test (D_b, known unknowns)", "devan
 
 
 def set_title(name: str) -> str:
-    """How the report names an unknown set: its title, with ``|`` (a file or folder may be named
-    so; ``evaluate --unknowns`` keeps the name) escaped, so that it never splits a table's cell."""
-    return UNKNOWN_TITLES.get(name, name).replace("|", "\\|")
+    """How the report names an unknown set: its title (:func:`set_cell`)."""
+    return set_cell(UNKNOWN_TITLES.get(name, name))
+
+
+def set_cell(name: str) -> str:
+    """A set's name as the report writes it: ``|`` (a file or folder may be named so, and
+    ``evaluate --unknowns`` keeps the name) escaped, so that it never splits a table's cell."""
+    return name.replace("|", "\\|")
 
 # Table 1 of the paper is the LeNet++ experiment only.
 TABLE1_EXPERIMENT = "lenet++"
@@ -232,7 +237,7 @@ def table1_markdown(metrics: Dict, experiment: str = TABLE1_EXPERIMENT) -> str:
         paper = TABLE1.get(row["approach"], {}).get(side)
         paper_cells = (f" {paper[0][0]:.3f} ± {paper[0][1]:.3f} | {paper[1][0]:.2f} ± {paper[1][1]:.2f} |"
                        if paper and row["split"] in ("known", "devanagari") else " | |") if with_paper else ""
-        lines.append(f"| {row['approach']} | {row['split']} | {row['n']:,} | "
+        lines.append(f"| {row['approach']} | {set_cell(row['split'])} | {row['n']:,} | "
                      f"{row['entropy_mean']:.3f} ± {row['entropy_std']:.3f} | "
                      f"{row['magnitude_mean']:.2f} ± {row['magnitude_std']:.2f} |{paper_cells}")
     return "\n".join(lines)
@@ -301,7 +306,7 @@ def additions_markdown(metrics: Dict) -> str:
              "| best class CCR@1e-2 |", "|---|---|---:|---:|---:|---:|"]
     for unknown in dict.fromkeys(r["unknowns"] for r in metrics["results"]):
         for r in (r for r in rows if r["unknowns"] == unknown):
-            lines.append(f"| {unknown} | {r['row']} | {format_value(r['oscr_auc'])} | "
+            lines.append(f"| {set_cell(unknown)} | {r['row']} | {format_value(r['oscr_auc'])} | "
                          f"{format_value(r['oscr_auc_log'])} | {format_value(r['class_ccr_worst'])} | "
                          f"{format_value(r['class_ccr_best'])} |")
     return "\n".join(lines)
