@@ -148,7 +148,7 @@ def test_the_file_is_fsynced_before_the_rename_and_the_folder_after(tmp_path, mo
 def test_export_to_a_full_disk_is_one_line_and_leaves_nothing(calibrated, tmp_path, capsys, monkeypatch, fmt):
     monkeypatch.setenv("AGNOSTOPHOBIA_DISK_FULL_AT", f"write:deployed-{fmt}.pt")
     code, err = run_main(["export", calibrated, "--format", fmt, "--out", tmp_path / f"deployed-{fmt}.pt"], capsys)
-    assert code == 1 and len(err) == 1 and "No space left on device" in err[0] and "deployed.pt" in err[0], err
+    assert code == 1 and len(err) == 1 and "No space left on device" in err[0] and f"deployed-{fmt}.pt" in err[0], err
     assert f"{TMP_TAG}-" not in err[0] and list(tmp_path.iterdir()) == []
 
 
