@@ -13,7 +13,8 @@ PACKAGE = Path(agnostophobia.__file__).parent
 LAYERS = ("data", "models", "losses", "training", "detectors", "metrics", "baselines", "plotting", "deploy",
           "experiments")
 #: Importable from anywhere (the package root only for ``__version__``).
-SHARED = {"", "_atomic", "_log", "_validation", "registry", "errors", "_killpoints", "_runlock", "rundir", "settings", "plugins"}
+SHARED = {"", "_atomic", "_log", "_validation", "registry", "errors", "_killpoints", "_runlock", "rundir", "settings",
+          "plugins", "_yaml", "_reading"}
 
 
 def imported_parts(path: Path):

@@ -7,7 +7,10 @@ own), and an error names the file the user asked for, never the temporary one.
 """
 from __future__ import annotations
 
+import errno
+import glob
 import os
+import re
 import stat
 import tempfile
 from pathlib import Path
@@ -17,23 +20,70 @@ from agnostophobia._killpoints import kill_point
 
 
 TMP_SUFFIX = ".tmp"
+#: A temporary file is ``.<target name>.agnostophobia-<pid>-<random>.tmp``: the name says which
+#: process wrote it, so that a clean-up removes only this package's temporaries whose writer is
+#: gone, never a user's own ``*.tmp`` files nor a live writer's.
+TMP_TAG = "agnostophobia"
+_OWNED = re.compile(rf"\.(?P<name>.+)\.{TMP_TAG}-(?P<pid>[0-9]+)-[^.]+{re.escape(TMP_SUFFIX)}")
 #: Where Linux reports a process's umask (the ``Umask:`` line, since Linux 4.7).
 PROC_STATUS = "/proc/self/status"
 
 
-def remove_stale_temporaries(directory, names=None, recursive: bool = False) -> None:
-    """Delete temporary files that a killed :func:`atomic_write` left in ``directory``.
+def temporary_prefix(target_name: str) -> str:
+    """The start of this process's temporary file names for ``target_name`` (``mkstemp`` adds
+    the random part and :data:`TMP_SUFFIX`)."""
+    return f".{target_name}.{TMP_TAG}-{os.getpid()}-"
 
-    They never replaced their target, so nothing is lost. Call this only where no other
-    process can be writing (under the run lock, or at the start of a run): ``names``
-    limits it to the temporaries of those target file names.
-    """
+
+def _process_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError, ValueError):  # another user's process; a number no pid has
+        return True
+    return True
+
+
+def remove_stale_temporaries(directory, names=None, recursive: bool = False) -> None:
+    """Delete the temporary files a killed :func:`atomic_write` left in ``directory``: files of
+    this package's naming (:data:`TMP_TAG`), for the target file ``names`` (default: any), whose
+    writing process is no longer running. They never replaced their target, so nothing is lost;
+    a user's own ``*.tmp`` files and a running writer's are left alone."""
     directory = Path(directory)
-    patterns = [f".{name}.*{TMP_SUFFIX}" for name in names] if names else [f".*{TMP_SUFFIX}"]
+    patterns = [f".{glob.escape(name)}.{TMP_TAG}-*{TMP_SUFFIX}" for name in names] if names \
+        else [f".*.{TMP_TAG}-*{TMP_SUFFIX}"]
     for pattern in patterns:
         for tmp in (directory.rglob(pattern) if recursive else directory.glob(pattern)):
-            if tmp.is_file():
+            owned = _OWNED.fullmatch(tmp.name)
+            if owned and tmp.is_file() and not tmp.is_symlink() and not _process_alive(int(owned["pid"])):
                 tmp.unlink(missing_ok=True)
+
+
+def fsync_file(path) -> None:
+    """Flush ``path``'s bytes to the disk, so that a crash after a rename never leaves an empty
+    or partial file under the target's name."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def fsync_directory(directory) -> None:
+    """Flush ``directory``'s entries (a rename into it) to the disk; a file system that cannot
+    (some network ones) is let be."""
+    try:
+        fd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError as exc:
+        if exc.errno not in (errno.EINVAL, errno.ENOTSUP, errno.EBADF):
+            raise
+    finally:
+        os.close(fd)
 
 
 def current_umask() -> int:
@@ -76,24 +126,29 @@ def naming_target(exc: OSError, path, tmp: Optional[str] = None) -> OSError:
 def atomic_write(path, write: Callable[[str], None]) -> None:
     """Call ``write(tmp_path)``, then rename it over ``path``.
 
-    The temporary file lies in the same directory (so the rename is atomic) and is
-    removed if ``write`` fails. ``tmp_path`` ends in ``.tmp``: writers that add their own
+    The temporary file lies in the same directory (so the rename is atomic), is named for this
+    process (:func:`temporary_prefix`) and is removed if ``write`` fails; one a killed process
+    left for ``path`` is removed first (:func:`remove_stale_temporaries`). The file is flushed
+    to the disk before the rename and the directory after it. ``tmp_path`` ends in ``.tmp``: writers that add their own
     suffix to a file name (``np.save``, ``np.savez``) must be given an open file instead.
     The file gets the mode of :func:`new_file_mode`; an ``OSError`` names ``path``.
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     mode = new_file_mode(path)
+    remove_stale_temporaries(path.parent, [path.name])  # a killed earlier write of this file
     try:
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=TMP_SUFFIX)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=temporary_prefix(path.name), suffix=TMP_SUFFIX)
     except OSError as exc:  # its message would name the temporary file
         raise naming_target(exc, path, exc.filename) from exc
     os.close(fd)
     try:
         write(tmp)
+        fsync_file(tmp)
         kill_point(f"write:{path.name}")
         os.chmod(tmp, mode)  # after write(), in case a writer made the file anew
         os.replace(tmp, path)
+        fsync_directory(path.parent)  # the rename itself survives a crash
     except OSError as exc:
         raise naming_target(exc, path, tmp) from exc
     finally:

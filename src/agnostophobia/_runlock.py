@@ -29,13 +29,14 @@ from pathlib import Path
 
 from agnostophobia._atomic import remove_stale_temporaries
 from agnostophobia.errors import AgnostophobiaError
+from agnostophobia.rundir import LOCK
 
 try:
     import fcntl
 except ImportError:  # pragma: no cover - Windows
     fcntl = None
 
-LOCK_NAME = ".lock"
+LOCK_NAME = LOCK
 
 
 class RunInUse(AgnostophobiaError):

@@ -47,6 +47,7 @@ PREPROCESSING_NOTES = "preprocessing_notes.json"  # the authors' preparation's n
 METRICS = "metrics.json"          # every number of the run (evaluate, reproduce); ablate reads its steps'
 DATA_FETCHED = "data_fetched.json"  # the data files fetched for the run (``data.fetch``)
 REPORT = "report.md"
+LOCK = ".lock"                    # one command at a time (:mod:`agnostophobia._runlock`)
 FIGURES = "figures"
 SPLIT = "data_split"              # how a protocol split the user's images (imagefolder: the CSVs to reuse)
 # ------------------------------------------------------------------ each model's files
@@ -62,6 +63,12 @@ CONFIG_SCORES_FILE = "detector_scores_config.npz"
 FITTED_FILE = "fitted_detectors.npz"
 #: The network's last (logit) layer on F: weight, and bias where it has one (ViM, ReAct, ASH, SCALE read it).
 LAST_LAYER = "last_layer.npz"
+
+#: Every file name a run's top folder holds, and every file name of one of its model folders.
+RECORDS = (CONFIG, RUN_META, CALIBRATION, TUNED_SETTINGS, TIMINGS, WALL_TIME, CLASSES, DATA_NOTES,
+           PREPROCESSING_NOTES, METRICS, DATA_FETCHED, REPORT, LOCK)
+MODEL_FILES = (BEST, LAST, HISTORY, OUTPUTS, FIT_OUTPUTS, VAL_OUTPUTS, SCORES_FILE, CONFIG_SCORES_FILE, FITTED_FILE,
+               LAST_LAYER)
 #: The checkpoints a model folder holds, by the name a caller asks for.
 CHECKPOINTS = {"best": BEST, "last": LAST}
 
@@ -224,6 +231,25 @@ class RunDir:
         if not _within(root, target):
             raise RecordError(f"{path}: refusing to write a file of the run {self.root} through a link that "
                               f"leads out of it (to {target})")
+
+    def own_files(self) -> List[Path]:
+        """Every file this run holds or may come to hold: its records, and each model's files."""
+        model_dirs = [model_dir for seed_dir in self.root.glob("seed*") if SEED_FOLDER.fullmatch(seed_dir.name)
+                      and seed_dir.is_dir() for model_dir in seed_dir.iterdir() if model_dir.is_dir()]
+        return [self.root / name for name in RECORDS] + [d / name for d in model_dirs for name in MODEL_FILES]
+
+    def check_output(self, out, option: str = "--out") -> None:
+        """Refuse (one line) an output path of a command reading this run that names one of the
+        run's own files (:meth:`own_files`, its figures, its lock), however it is reached: by
+        its path, through a link, or as a hard link to one. Nothing of the run is ever overwritten
+        by a command's output."""
+        target = os.path.realpath(out)
+        if any(_within(os.path.realpath(folder), target) for folder in (self.figures, self.data_split)):
+            raise AgnostophobiaError(f"{option} {out}: is a file of the run {self.root}; write the output elsewhere")
+        for own in self.own_files():
+            if os.path.realpath(own) == target or (os.path.exists(out) and own.exists() and os.path.samefile(own, out)):
+                raise AgnostophobiaError(f"{option} {out}: is the run's own {own.name} ({own}); "
+                                         f"write the output elsewhere")
 
 
 def write_run_file(path, writer: Callable[[str], None]) -> None:

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence
 
 from agnostophobia import __version__
-from agnostophobia._atomic import atomic_write, naming_target, new_file_mode
+from agnostophobia._atomic import atomic_write, fsync_directory, naming_target, new_file_mode
 from agnostophobia.errors import DataError
 from agnostophobia.rundir import DATA_FETCHED, RunDir
 from agnostophobia.data.datasets import DATASETS, DatasetInfo, Resource, SplitUnavailable, load_dataset
@@ -234,6 +234,7 @@ def _download_into(res: Resource, directory: Path, target: Path, mirror: Optiona
             if res.sha256 and sha != res.sha256:
                 raise DataError(f"sha256 {sha} does not match the published {res.sha256}")
             os.replace(tmp, target)
+            fsync_directory(directory)  # the rename survives a crash, as every atomic write's does
         except LoginRequired as exc:
             logins.append(str(exc))
             continue

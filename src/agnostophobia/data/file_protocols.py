@@ -53,6 +53,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
+from agnostophobia._reading import read_input_bytes, read_input_text
 from agnostophobia.data.formats import decode_image
 from agnostophobia.data.preprocess import KINDS, NATURAL, OURS, InputSpec, prepare_images
 from agnostophobia.data.image_files import ImageFiles, choose_loading
@@ -341,8 +342,8 @@ def _list_csv(spec: FileProtocolSpec) -> Listing:
 
 def _read_class_names(path: Path, problems: List[str]) -> Optional[List[str]]:
     try:
-        names = [line.strip() for line in path.read_text(encoding="utf-8-sig").splitlines() if line.strip()]
-    except (OSError, UnicodeDecodeError) as exc:
+        names = [line.strip() for line in read_input_text(path, encoding="utf-8-sig").splitlines() if line.strip()]
+    except (OSError, UnicodeDecodeError, DataError) as exc:
         problems.append(f"{path}: class-names file cannot be read ({_reason(exc)})")
         return None
     twice = sorted({n for n in names if names.count(n) > 1})
@@ -354,8 +355,8 @@ def _read_class_names(path: Path, problems: List[str]) -> Optional[List[str]]:
 def _read_csv(spec: FileProtocolSpec, split: str, problems: List[str]) -> List[Item]:
     path = spec.files[split]
     try:
-        text = path.read_text(encoding="utf-8-sig")
-    except (OSError, UnicodeDecodeError) as exc:
+        text = read_input_text(path, encoding="utf-8-sig")
+    except (OSError, UnicodeDecodeError, DataError) as exc:
         problems.append(f"{path}: {split} file cannot be read ({_reason(exc)})")
         return []
     items, first = [], True
@@ -459,9 +460,9 @@ def _list_split_folder(folder: Path, split: str, roles: Dict[str, int], problems
         elif roles[entry.name] == UNKNOWN and split != "test":
             problems.append(f"{entry}: unknown class in the {split} split; unknowns (D_a) are test only")
         else:
-            # a link to nothing (dangling, or a loop) is listed too: reading it is a problem, not a skip
-            files = [p for p in sorted(entry.rglob("*"))
-                     if (p.is_file() or p.is_symlink() and not p.exists()) and not p.name.startswith(".")]
+            # a link to nothing (dangling, or a loop), a FIFO, socket or device is listed too:
+            # reading it is a problem, not a skip
+            files = [p for p in sorted(entry.rglob("*")) if not p.is_dir() and not p.name.startswith(".")]
             if not files:
                 problems.append(f"{entry}: empty class folder")
             source = entry.name if roles[entry.name] == NEGATIVE else None
@@ -596,14 +597,14 @@ def _read_split(items: List[Item], keep: set, spec: FileProtocolSpec, split: str
 
 
 def _read_image(item: Item, mode: str, problems: List[str]) -> Optional[np.ndarray]:
-    try:
-        data = item.path.read_bytes()
-    except FileNotFoundError:
+    if not item.path.exists():
         problems.append(f"{item.name}: " + ("a link to nothing (dangling symbolic link to "
                                             f"{os.readlink(item.path)})" if item.path.is_symlink() else "missing image"))
         return None
-    except OSError as exc:
-        problems.append(f"{item.name}: unreadable image ({_reason(exc)})")
+    try:  # a FIFO, socket or device, or a file too large, is refused before it is read
+        data = read_input_bytes(item.path)
+    except DataError as exc:
+        problems.append(f"{item.name}: unreadable image ({str(exc).removeprefix(f'{item.path}: ')})")
         return None
     try:
         return decode_image(data, item.name, mode)  # converts every pixel, so truncation shows here

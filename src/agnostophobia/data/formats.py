@@ -25,6 +25,7 @@ from typing import Callable, Dict, Iterable, Iterator, Optional, Sequence, Tuple
 import numpy as np
 
 from agnostophobia._atomic import atomic_write
+from agnostophobia._reading import check_declared_bytes, check_regular_file, read_input_bytes
 from agnostophobia.errors import DataError
 from agnostophobia.data.paths import cache_dir
 
@@ -33,7 +34,7 @@ _CORRUPT = (zipfile.BadZipFile, tarfile.TarError, EOFError, zlib.error, gzip.Bad
             OSError, ValueError, KeyError, struct.error)
 
 
-def _short(exc: BaseException) -> str:
+def short_error(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
     text = re.sub(r"\s*<[^<>]* object at 0x[0-9a-fA-F]+>", "", text)  # Pillow names its BytesIO: noise to a user
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
@@ -42,13 +43,16 @@ def _short(exc: BaseException) -> str:
 # --------------------------------------------------------------------------- npz
 @contextlib.contextmanager
 def open_npz(path: Path):
-    """``np.load`` of an npz with corrupt/truncated files reported as DataError."""
+    """``np.load`` of an npz with corrupt/truncated files reported as DataError; a FIFO or
+    device is refused before it is opened (:func:`~agnostophobia._reading.check_regular_file`)."""
+    if Path(path).exists() or Path(path).is_symlink():
+        check_regular_file(path)
     try:
         npz = np.load(path, allow_pickle=False)
     except FileNotFoundError:
         raise DataError(f"{path}: file not found") from None
     except _CORRUPT as exc:
-        raise DataError(f"{path}: not a readable npz file, truncated or corrupt ({_short(exc)})") from None
+        raise DataError(f"{path}: not a readable npz file, truncated or corrupt ({short_error(exc)})") from None
     if not isinstance(npz, np.lib.npyio.NpzFile):
         raise DataError(f"{path}: is a single .npy array, expected an npz archive")
     with npz:
@@ -60,10 +64,29 @@ def npz_array(npz, path: Path, key: str) -> np.ndarray:
     if key not in npz.files:
         raise DataError(f"{path}: has no array {key!r} (it has: {', '.join(npz.files) or 'none'})")
     try:
+        declared = _declared_npz_bytes(npz, key)
+    except DataError:
+        raise
+    except _CORRUPT as exc:
+        raise DataError(f"{path}: array {key!r} cannot be read, the file is truncated or corrupt "
+                        f"({short_error(exc)})") from None
+    check_declared_bytes(declared, f"{path}: array {key!r}")  # before a byte of it is allocated
+    try:
         return npz[key]
     except _CORRUPT as exc:
         raise DataError(f"{path}: array {key!r} cannot be read, the file is truncated or corrupt "
-                        f"({_short(exc)})") from None
+                        f"({short_error(exc)})") from None
+
+
+def _declared_npz_bytes(npz, key: str) -> int:
+    """The bytes member ``key`` of an open npz says it holds (shape x itemsize), read from its
+    ``.npy`` header without loading the array."""
+    name = f"{key}.npy" if f"{key}.npy" in npz.zip.namelist() else key
+    with npz.zip.open(name) as member:
+        version = np.lib.format.read_magic(member)
+        read_header = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+        shape, _, dtype = read_header(member)
+    return int(np.prod(shape, dtype=object)) * dtype.itemsize
 
 
 # ------------------------------------------------------------------- validation
@@ -123,8 +146,9 @@ class Archive:
         else:
             raise DataError(f"{self.path}: not a directory, .zip or .tar(.gz)")
 
-    def iter_files(self, want: Callable[[str], bool]) -> Iterator[Tuple[str, bytes]]:
-        """Yield ``(relative posix name, bytes)`` for every regular file ``want`` accepts."""
+    def iter_files(self, want: Callable[[str], bool], read: bool = True) -> Iterator[Tuple[str, bytes]]:
+        """Yield ``(relative posix name, bytes)`` for every file ``want`` accepts (a FIFO, socket
+        or device among them is refused); with ``read=False`` of a directory, the bytes are b""."""
         try:
             if self.kind == "dir":
                 for root, dirs, files in os.walk(self.path):
@@ -133,22 +157,24 @@ class Archive:
                         full = Path(root) / f
                         rel = full.relative_to(self.path).as_posix()
                         if want(rel):
-                            yield rel, full.read_bytes()
+                            yield rel, read_input_bytes(full) if read else b""
             elif self.kind == "zip":
                 with zipfile.ZipFile(self.path) as zf:
                     for info in zf.infolist():
                         if not info.is_dir() and want(info.filename):
+                            check_declared_bytes(info.file_size, f"{self.path}: {info.filename}")
                             yield info.filename, zf.read(info)
             else:
                 with tarfile.open(self.path, "r:*") as tf:
                     for member in tf:  # sequential: random access into .tar.gz is quadratic
                         if member.isfile() and want(member.name):
+                            check_declared_bytes(member.size, f"{self.path}: {member.name}")
                             fh = tf.extractfile(member)
                             yield member.name, fh.read() if fh is not None else b""
         except DataError:
             raise
         except _CORRUPT as exc:
-            raise DataError(f"{self.path}: truncated or corrupt {self.kind} ({_short(exc)})") from None
+            raise DataError(f"{self.path}: truncated or corrupt {self.kind} ({short_error(exc)})") from None
 
     def read(self, suffix: str) -> bytes:
         """The one file whose name ends with ``suffix`` (``/``-separated)."""
@@ -167,7 +193,7 @@ def parse_idx(data: bytes, source: str) -> np.ndarray:
         try:
             data = gzip.decompress(data)
         except (OSError, EOFError, zlib.error) as exc:
-            raise DataError(f"{source}: truncated or corrupt gzip ({_short(exc)})") from None
+            raise DataError(f"{source}: truncated or corrupt gzip ({short_error(exc)})") from None
     if len(data) < 4 or data[0] != 0 or data[1] != 0 or data[2] not in _IDX_DTYPES:
         raise DataError(f"{source}: not an idx file (bad magic number {data[:4].hex() or 'empty'})")
     ndim = data[3]
@@ -188,7 +214,7 @@ def read_idx(path: Path) -> np.ndarray:
     try:
         data = Path(path).read_bytes()
     except OSError as exc:
-        raise DataError(f"{path}: cannot be read ({_short(exc)})") from None
+        raise DataError(f"{path}: cannot be read ({short_error(exc)})") from None
     return parse_idx(data, str(path))
 
 
@@ -218,7 +244,7 @@ def parse_cifar_pickle(data: bytes, source: str) -> Dict[str, object]:
     try:
         obj = _NumpyOnlyUnpickler(io.BytesIO(data), encoding="latin1").load()
     except Exception as exc:  # any unpickling failure means a bad file
-        raise DataError(f"{source}: not a readable CIFAR python batch ({_short(exc)})") from None
+        raise DataError(f"{source}: not a readable CIFAR python batch ({short_error(exc)})") from None
     if not isinstance(obj, dict):
         raise DataError(f"{source}: expected a dict in the pickle, got {type(obj).__name__}")
     return {k.decode() if isinstance(k, bytes) else str(k): v for k, v in obj.items()}
@@ -249,7 +275,7 @@ def read_svhn_mat(path: Path) -> Tuple[np.ndarray, np.ndarray]:
     except FileNotFoundError:
         raise DataError(f"{path}: file not found") from None
     except Exception as exc:  # scipy raises many types for truncated files
-        raise DataError(f"{path}: not a readable .mat file, truncated or corrupt ({_short(exc)})") from None
+        raise DataError(f"{path}: not a readable .mat file, truncated or corrupt ({short_error(exc)})") from None
     for key in ("X", "y"):
         if key not in mat:
             raise DataError(f"{path}: has no variable {key!r}")
@@ -314,6 +340,7 @@ def decode_image(data: bytes, name: str, mode: str = "L") -> np.ndarray:
             if frames > 1 and img.format != "MPO":
                 raise DataError(f"{name}: has {frames} frames (an animation or a multi-page file); "
                                 f"which one to use is ambiguous, save it as a single image")
+            check_declared_bytes(img.width * img.height * len(img.getbands()), f"{name}: {img.width}x{img.height} image")
             img.load()
             _upright(img)
             return np.asarray(Image.fromarray(_eight_bit(img, name)).convert(mode), dtype=np.uint8)
@@ -321,7 +348,7 @@ def decode_image(data: bytes, name: str, mode: str = "L") -> np.ndarray:
         raise
     except Exception as exc:
         raise DataError(f"{name}: cannot decode image: not an image, or a truncated or corrupt one "
-                        f"({_short(exc)})") from None
+                        f"({short_error(exc)})") from None
 
 
 #: The EXIF tag of the orientation (TIFF/EXIF 274): 1 is upright, 2..8 a flip and/or rotation.
@@ -426,7 +453,7 @@ def decode_jpeg_npz(path: Path, buf_key: str, off_key: str, hw: Tuple[int, int] 
     try:
         st = path.stat()
     except OSError as exc:
-        raise DataError(f"{path}: cannot be read ({_short(exc)})") from None
+        raise DataError(f"{path}: cannot be read ({short_error(exc)})") from None
     key = hashlib.sha1(f"{path.resolve()}|{st.st_size}|{st.st_mtime_ns}|{PIL.__version__}".encode()).hexdigest()[:16]
     cached = cache_dir() / f"{path.stem}-{key}.npy"
     with open_npz(path) as npz:

@@ -10,6 +10,7 @@ from typing import Sequence, Tuple
 
 import numpy as np
 
+from agnostophobia._reading import read_input_bytes
 from agnostophobia.data.formats import decode_image
 from agnostophobia.data.preprocess import InputSpec, prepare_image
 from agnostophobia.errors import ConfigError, DataError
@@ -72,7 +73,7 @@ class ImageFiles:
         check when the protocol was built) raises a one-line :class:`DataError` naming it."""
         path = self.paths[i]
         try:
-            data = Path(path).read_bytes()
+            data = read_input_bytes(path, error=OSError)  # a FIFO swapped in is refused, never waited on
         except OSError as exc:
             raise DataError(f"{path}: image cannot be read while streaming "
                             f"({getattr(exc, 'strerror', None) or exc}); was it moved or changed after "

@@ -23,6 +23,7 @@ from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 
+from agnostophobia._reading import check_declared_bytes, check_regular_file, read_input_bytes
 from agnostophobia.data import formats as F
 from agnostophobia.data.datasets import DATASETS, load_dataset
 from agnostophobia.data.preprocess import OURS, InputSpec, StoredImages, prepare_images
@@ -52,9 +53,9 @@ def is_image_file(path: Path) -> bool:
 def read_image_file(path: Path) -> np.ndarray:
     """One image file as RGB uint8 (H, W, 3), at its own size."""
     path = Path(path)
-    if not path.is_file():
+    if not path.exists():
         raise DataError(f"{path}: no such file")
-    return F.decode_image(path.read_bytes(), str(path), "RGB")
+    return F.decode_image(read_input_bytes(path), str(path), "RGB")
 
 
 def read_image_folder(folder: Path) -> Tuple[List[str], List[np.ndarray]]:
@@ -88,6 +89,7 @@ def read_images(spec: str, name: Optional[str] = None) -> UnknownSet:
         return UnknownSet(name or path.name, str(path), images, samples=samples)
     if not path.exists():
         raise DataError(f"{spec}: no such file or folder")
+    check_regular_file(path)  # a FIFO, socket or device: refused before anything is read
     if path.suffix.lower() == ".npz":
         images = read_npz_images(path)
         return UnknownSet(name or path.stem, str(path), images, samples=[f"{path}[{i}]" for i in range(len(images))])
@@ -97,13 +99,79 @@ def read_images(spec: str, name: Optional[str] = None) -> UnknownSet:
                     f"a folder of images nor an .npz")
 
 
+@dataclass
+class ImageInput:
+    """One ``predict`` input, listed and checked from file headers, decoded batch by batch
+    (:meth:`batches`): a folder of 100,000 images never holds more than one batch decoded."""
+
+    spec: str
+    files: List[Path] = field(default_factory=list)  # image files, in sample order; empty for an .npz
+    stored: Optional[UnknownSet] = None               # an .npz, read whole (its array is stored so)
+
+    def __len__(self) -> int:
+        return len(self.files) if self.stored is None else len(self.stored.samples)
+
+    def batches(self, size: int):
+        """The input as :class:`UnknownSet` pieces of at most ``size`` images, in sample order."""
+        for start in range(0, len(self), size):
+            if self.stored is not None:
+                piece = self.stored.images[start:start + size]
+                yield UnknownSet(self.stored.name, self.stored.source, piece,
+                                 samples=self.stored.samples[start:start + size])
+            else:
+                files = self.files[start:start + size]
+                yield UnknownSet(Path(self.spec).name, self.spec, [read_image_file(p) for p in files],
+                                 samples=[str(p) for p in files])
+
+
+def open_image_input(spec: str) -> ImageInput:
+    """An image file, a folder of images or an ``.npz``, listed and checked without decoding an
+    image (each file a regular file whose header declares a size that fits, :func:`check_image_header`)."""
+    path = Path(spec)
+    if path.is_dir():
+        files = folder_image_files(path)
+    elif path.exists() and check_regular_file(path) and is_image_file(path):
+        files = [path]
+    else:
+        return ImageInput(spec, stored=read_images(spec))
+    for file in files:
+        check_image_header(file)
+    return ImageInput(spec, files)
+
+
+def folder_image_files(folder: Path) -> List[Path]:
+    """The image files below ``folder``, in the order of their sorted relative paths (the order of
+    :func:`read_image_folder`)."""
+    names = [rel for rel, _ in F.Archive(folder).iter_files(is_image_file, read=False)]
+    if not names:
+        raise DataError(f"{folder}: no image files ({', '.join(sorted(IMAGE_SUFFIXES))}) found")
+    return [folder / name for name in sorted(names)]
+
+
+def check_image_header(path: Path) -> None:
+    """``path`` is a regular file holding an image whose header declares a size that fits
+    (:func:`~agnostophobia._reading.check_declared_bytes`); the pixels are not decoded."""
+    from PIL import Image
+
+    info = check_regular_file(path)
+    check_declared_bytes(info.st_size, str(path))
+    try:
+        with Image.open(path) as img:
+            width, height, bands = img.width, img.height, len(img.getbands())
+    except Exception as exc:  # Pillow raises many kinds on a file that is no image
+        raise DataError(f"{path}: cannot decode image: not an image, or a truncated or corrupt one "
+                        f"({F.short_error(exc)})") from None
+    check_declared_bytes(width * height * bands, f"{path}: {width}x{height} image")
+
+
 def unknown_set_name(spec: str) -> str:
     """The split name ``evaluate --unknowns spec`` stores a set under; a DataError when
     ``spec`` names nothing usable (a folder, an ``.npz`` or a registered dataset)."""
     path = Path(spec)
     if path.is_dir():
         return _printable_set_name(path.name, spec)
-    if path.is_file():
+    if path.exists():
+        check_regular_file(path, "--unknowns")
         if path.suffix.lower() != ".npz":
             raise DataError(f"--unknowns {spec}: not an .npz file nor a folder of images")
         return _printable_set_name(path.stem, spec)

@@ -84,7 +84,7 @@ def _calibrate(args) -> int:
 def _predict(args) -> int:
     from agnostophobia.deploy.predict import check_output, format_table, predict_files, write_rows
 
-    check_output(args.out)
+    check_output(args.out, args.run)
     log = print if args.out else (lambda message: print(message, file=sys.stderr))  # stdout holds the table alone
     rows = predict_files(args.run, args.inputs, args.approach, args.detector, args.seed, fpr=args.fpr,
                          data_dir=args.data_dir, device=args.device, log=log)

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import copy
 import importlib.util
+import io
 import json
 import warnings
 from pathlib import Path
@@ -46,6 +47,7 @@ from agnostophobia._atomic import atomic_write
 from agnostophobia.data.preprocess import INPUT_CONVENTIONS
 from agnostophobia.detectors import DETECTORS, TorchScore
 from agnostophobia.errors import AgnostophobiaError
+from agnostophobia.rundir import RunDir
 
 from .calibration import DEPLOY_PRECISION, arithmetic, resolve_model
 from .classifier import OpenSetClassifier
@@ -130,7 +132,7 @@ def export_classifier(classifier: OpenSetClassifier, out: Path, fmt: str = DEFAU
     with torch.no_grad():
         if fmt == "pt2":
             program = torch.export.export(module, (example,), dynamic_shapes=(batch,))
-            atomic_write(out, lambda tmp: _save_pt2(program, tmp, info))
+            _write_bytes(out, lambda buffer: torch.export.save(program, buffer, extra_files={METADATA: info}))
         elif fmt == "onnx":
             program = _onnx_program(module, example, batch)
             program.model.metadata_props[METADATA] = info
@@ -140,7 +142,7 @@ def export_classifier(classifier: OpenSetClassifier, out: Path, fmt: str = DEFAU
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", FutureWarning)
                 traced = torch.jit.trace(module, (example,))
-                atomic_write(out, lambda tmp: torch.jit.save(traced, tmp, _extra_files={METADATA: info}))
+                _write_bytes(out, lambda buffer: torch.jit.save(traced, buffer, _extra_files={METADATA: info}))
     return Path(out)
 
 
@@ -156,9 +158,14 @@ def check_format(fmt: str) -> None:
                                      f"pip install 'agnostophobia[onnx]'")
 
 
-def _save_pt2(program, tmp: str, info: str) -> None:
-    with open(tmp, "wb") as handle:  # a file object: a path not ending in .pt2 draws a warning
-        torch.export.save(program, handle, extra_files={METADATA: info})
+def _write_bytes(out: Path, save) -> None:
+    """``save(buffer)`` into memory, then the bytes written atomically to ``out`` by Python: torch's
+    own file writer aborts the process (SIGABRT) on a full disk, where Python's raises ENOSPC,
+    which the command reports in one line (and the temporary file is removed). A buffer, not a
+    path, also keeps torch.export from warning about a file name not ending in .pt2."""
+    buffer = io.BytesIO()
+    save(buffer)
+    atomic_write(out, lambda tmp: Path(tmp).write_bytes(buffer.getbuffer()))
 
 
 def _onnx_program(module: nn.Module, example: torch.Tensor, batch):
@@ -173,6 +180,7 @@ def export_run(run_dir, out: Path, fmt: str = DEFAULT_FORMAT, approach: Optional
     check_format(fmt)  # before any work, as the detector below
     if fmt == "torchscript":
         log(TORCHSCRIPT_NOTE)
+    RunDir(run_dir).check_output(out)  # an export never replaces a file of the run it reads
     _, approach, detector = resolve_model(Path(run_dir), approach, detector, seed)
     check_exportable(detector)  # before any work: a calibration with --fpr writes
     classifier = OpenSetClassifier.from_run(run_dir, approach, detector, seed, device="cpu",

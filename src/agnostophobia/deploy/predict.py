@@ -3,8 +3,9 @@ with ``label`` a class name or ``unknown`` (score below the validation-chosen th
 
 Inputs are image files, folders (every image below them, in sorted path order) and ``.npz``
 files (array order), read by :mod:`agnostophobia.data.inputs` and prepared by the function
-that prepared the training data, with the run's input spec; each is read and checked before
-any model is loaded, and a problem is one line naming the file.
+that prepared the training data, with the run's input spec; each is listed and its files'
+headers checked before any model is loaded, and a problem is one line naming the file. Images
+are decoded ``eval_batch_size`` at a time (the run's), so memory does not grow with a folder.
 """
 from __future__ import annotations
 
@@ -16,8 +17,9 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
 from agnostophobia._atomic import atomic_write
-from agnostophobia.data.inputs import model_input, read_images
+from agnostophobia.data.inputs import model_input, open_image_input
 from agnostophobia.errors import AgnostophobiaError, AgnostophobiaWarning
+from agnostophobia.rundir import RunDir
 from agnostophobia.training.checkpoint import load_checkpoint
 from agnostophobia.training.records import check_run
 from agnostophobia.training.trained import BEST
@@ -44,21 +46,24 @@ def predict_files(run_dir, inputs: Sequence[str], approach: Optional[str] = None
     else:
         check_target(fpr)
     config = load_checkpoint(model_dir / BEST)["config"]
-    sets = [read_images(spec) for spec in inputs]
-    prepared = [model_input(images, config) for images in sets]  # every input checked before anything runs
+    sources = [open_image_input(spec) for spec in inputs]  # every input listed and checked before any model
     classifier = OpenSetClassifier.from_run(run_dir, approach, detector, seed, device=device, fpr=fpr,
                                             data_dir=data_dir, log=log)
     rows = []
-    for images, x in zip(sets, prepared):
-        labels, scores = classifier.decide(x)
-        rows += [{"source": source, "label": name, "score": float(score), "threshold": classifier.threshold}
-                 for source, name, score in zip(images.samples, classifier.label_names(labels), scores)]
+    for source in sources:  # at most one batch of decoded images at a time, whatever the input holds
+        for images in source.batches(classifier.trained.batch_size):
+            labels, scores = classifier.decide(model_input(images, config))
+            rows += [{"source": sample, "label": name, "score": float(score), "threshold": classifier.threshold}
+                     for sample, name, score in zip(images.samples, classifier.label_names(labels), scores)]
     return rows
 
 
-def check_output(out: Optional[Path]) -> None:
+def check_output(out: Optional[Path], run_dir=None) -> None:
+    """``--out`` ends in .csv or .json, and names no file of the run ``run_dir`` predict reads."""
     if out is not None and Path(out).suffix.lower() not in OUTPUT_SUFFIXES:
         raise AgnostophobiaError(f"--out {out}: must end in .csv or .json")
+    if out is not None and run_dir is not None:
+        RunDir(run_dir).check_output(out)
 
 
 def write_rows(rows: List[Dict], out: Path) -> None:

@@ -16,10 +16,12 @@ exactly as that protocol prepared its own sets (Sec. 5): a registered dataset ke
 own kind and declared frame, a user's set is taken to be of the protocol's kind (glyphs
 for LeNet++, whose polarity is checked; photographs for CIFAR, which have none).
 
-Everything that can be refused is refused before any work: the set names first (never
-``known``, never one name twice, never a set the run already holds unless ``replace``),
-then every input is read, checked and prepared; only then do the models run and outputs
-get written.
+Everything that can be refused is refused before anything is written: the set names first
+(never ``known``, never one name twice, never a set whose evaluation the run finished unless
+``replace``), then every input is read, checked and prepared, and the models run; a set the
+run holds but did not finish is refused too unless it holds exactly these outputs (then the
+same command was killed or stopped before it finished, and running it again finishes it).
+Only then are outputs written, then metrics.json, figures and report.
 """
 from __future__ import annotations
 
@@ -46,10 +48,8 @@ from agnostophobia._log import log_info
 KNOWN = "known"  # the run's own known test set (D_c) in outputs.npz
 
 
-def check_set_names(specs: Sequence[str], names: Sequence[str], run_dir: Path, model_dirs: Sequence[Path],
-                    replace: bool) -> None:
-    """Refuse names that would overwrite the known set, each other, or (without ``replace``)
-    a set the run already holds."""
+def check_set_names(specs: Sequence[str], names: Sequence[str]) -> None:
+    """Refuse names that would overwrite the known set or each other."""
     for spec, name in zip(specs, names):
         if name == KNOWN:
             raise DataError(f"--unknowns {spec}: an unknown set must not be called {KNOWN!r} "
@@ -59,13 +59,51 @@ def check_set_names(specs: Sequence[str], names: Sequence[str], run_dir: Path, m
     twice = sorted(name for name, count in Counter(names).items() if count > 1)
     if twice:
         raise DataError(f"--unknowns: more than one set would be called {twice[0]!r}; rename one")
-    if replace:
-        return
-    held = {split for d in model_dirs for split in load_outputs(d / OUTPUTS)}
-    clash = [name for name in names if name in held]
+
+
+def check_finished_sets(run_dir: Path, names: Sequence[str]) -> None:
+    """Refuse (without ``--replace``), before any input is read, a set whose evaluation the run
+    finished: ``metrics.json`` has its rows and ``report.md`` was written after it (the last
+    thing an evaluation writes). A set held but not finished is left to :func:`check_held_sets`."""
+    clash = [name for name in names if name in finished_sets(run_dir)]
     if clash:
-        raise DataError(f"{run_dir} already holds unknown set(s) {', '.join(map(repr, clash))}; "
-                        f"add --replace to replace them, or rename the input")
+        raise _already_holds(run_dir, clash)
+
+
+def finished_sets(run_dir: Path) -> set:
+    """The sets of the run's last finished evaluation (:func:`check_finished_sets`)."""
+    run = RunDir(run_dir)
+    try:
+        if run.report.stat().st_mtime_ns < run.metrics.stat().st_mtime_ns:
+            return set()  # metrics.json written, the report not yet: stopped half-way
+        rows = json.loads(run.metrics.read_text())["per_seed"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return set()
+    return {row.get("unknowns") for row in rows if isinstance(row, dict)} if isinstance(rows, list) else set()
+
+
+def check_held_sets(run_dir: Path, computed: Dict[Path, Dict[str, Dict]]) -> None:
+    """Refuse (without ``--replace``) a set the run already holds with other outputs than the
+    ``computed`` ones. A set held with the same outputs and not finished was written by this
+    same command, killed or stopped before it finished: running the command again finishes it,
+    with the result of a run never interrupted."""
+    clash = sorted({name for model_dir, sets in computed.items()
+                    for name, stored in load_outputs(model_dir / OUTPUTS).items()
+                    if name in sets and not _same_outputs(stored, sets[name])})
+    if clash:
+        raise _already_holds(run_dir, clash)
+
+
+def _already_holds(run_dir: Path, names: Sequence[str]) -> DataError:
+    return DataError(f"{run_dir} already holds unknown set(s) {', '.join(map(repr, names))}; "
+                     f"add --replace to replace them, or rename the input")
+
+
+def _same_outputs(stored: Dict[str, np.ndarray], computed: Dict[str, np.ndarray]) -> bool:
+    """Whether two outputs of one set agree (up to the rounding of another thread count)."""
+    return all(key in stored and stored[key].shape == value.shape and np.allclose(stored[key], value, rtol=1e-5,
+                                                                                  atol=1e-6)
+               for key, value in computed.items())
 
 
 def evaluate_run(run_dir, unknowns: Sequence[str] = (), data_dir=None, device: Optional[str] = None,
@@ -83,7 +121,9 @@ def evaluate_run(run_dir, unknowns: Sequence[str] = (), data_dir=None, device: O
     model_dirs = sorted(model_dir for _, _, model_dir in records.models)
     prepared, names = {}, []
     if unknowns:  # every input is checked, read and prepared before the run is touched
-        check_set_names(unknowns, [unknown_set_name(spec) for spec in unknowns], run_dir, model_dirs, replace)
+        check_set_names(unknowns, [unknown_set_name(spec) for spec in unknowns])
+        if not replace:
+            check_finished_sets(run_dir, [unknown_set_name(spec) for spec in unknowns])
         sets = [read_unknowns(spec, data_dir) for spec in unknowns]
         configs = {d: records.checkpoint_configs.get(d) or read_checkpoint_config(d / BEST) for d in model_dirs}
         for cfg in configs.values():  # one preparation per input spec, shared by the models trained with it
@@ -92,6 +132,9 @@ def evaluate_run(run_dir, unknowns: Sequence[str] = (), data_dir=None, device: O
                 prepared[spec] = [model_input(s, cfg) for s in sets]
         names = [s.name for s in sets]
         del sets  # the prepared copies are all that is needed from here on
+        computed = {d: _unknown_outputs(d, names, prepared[run_input(configs[d])], device, log) for d in model_dirs}
+        if not replace:
+            check_held_sets(run_dir, computed)
     with run_lock(run_dir, create=False):
         meta = records.meta or {"experiment": "", "budget": None}  # a run whose training did not finish
         if not unknowns:
@@ -100,8 +143,7 @@ def evaluate_run(run_dir, unknowns: Sequence[str] = (), data_dir=None, device: O
         caches = _score_caches(run_dir, records.models, settings)
         held = [stored_model_scores(c.model_dir, c.approach, c.settings, c.file) for c in caches]
         for model_dir in model_dirs:
-            spec = run_input(configs[model_dir])
-            _add_unknown_sets(model_dir, names, prepared[spec], device, log)
+            save_outputs(model_dir / OUTPUTS, {**load_outputs(model_dir / OUTPUTS), **computed[model_dir]})
         for c, old in zip(caches, held):  # score the new sets alone; the caches are extended
             model_scores(c.model_dir, c.approach, c.settings, reuse=old.without(names) if old else None, file=c.file)
         matrix = {(c.seed, c.approach): old for c, old in zip(caches, held) if c.file == SCORES_FILE}
@@ -153,11 +195,13 @@ def kept_results(run_dir: Path, held: Dict[Tuple[int, str], Optional[ModelScores
     return kept
 
 
-def _add_unknown_sets(model_dir: Path, names: Sequence[str], inputs: Sequence[np.ndarray], device, log) -> None:
-    trained = load_trained_model(model_dir, device)  # as the run's own test sets were predicted
-    outputs = load_outputs(model_dir / OUTPUTS)
+def _unknown_outputs(model_dir: Path, names: Sequence[str], inputs: Sequence[np.ndarray], device,
+                     log) -> Dict[str, Dict[str, np.ndarray]]:
+    """Each new set's outputs by the model of ``model_dir``, as its own test sets were predicted."""
+    trained = load_trained_model(model_dir, device)
+    outputs = {}
     for name, images in zip(names, inputs):
         logits, features = trained.outputs(images)
         outputs[name] = {"logits": logits, "features": features, "labels": np.full(len(logits), -1, np.int64)}
         log(f"{model_dir}: evaluated {len(logits):,} samples of {name!r}")
-    save_outputs(model_dir / OUTPUTS, outputs)
+    return outputs

@@ -21,6 +21,17 @@ from agnostophobia.metrics.rows import PAPER_ROWS, is_paper_row, row_sort_key
 from agnostophobia.training.outputs import load_outputs, run_config
 from agnostophobia.rundir import CONFIG_SCORES_FILE, OUTPUTS, RunDir
 
+def set_title(name: str) -> str:
+    """How the report names an unknown set: its declared label (:func:`unknown_set`), as a cell (:func:`set_cell`)."""
+    return set_cell(unknown_set(name).label)
+
+
+def set_cell(name: str) -> str:
+    """A set's name as the report writes it: ``|`` (a file or folder may be named so, and
+    ``evaluate --unknowns`` keeps the name) escaped, so that it never splits a table's cell."""
+    return name.replace("|", "\\|")
+
+
 # Table 1 of the paper is the LeNet++ experiment only.
 TABLE1_EXPERIMENT = "lenet++"
 
@@ -135,7 +146,7 @@ def tuned_detectors_markdown(metrics: Dict) -> List[str]:
              "| approach | detector | unknowns | config's settings | chosen settings | test CCR (config) "
              "| test CCR (chosen) |", "|---|---|---|---|---|---:|---:|"]
     for r in sorted(section["results"], key=lambda r: (row_sort_key(r["approach"]), r["detector"], r["unknowns"])):
-        lines.append(f"| {r['approach']} | {_title(r['detector'])} | {unknown_set(r['unknowns']).label}"
+        lines.append(f"| {r['approach']} | {_title(r['detector'])} | {set_title(r['unknowns'])}"
                      f" | {r['config_settings']} | {r['chosen_settings']} | "
                      f"{format_value(r['test_ccr_config'], r.get('test_ccr_config_std'))} | "
                      f"{format_value(r['test_ccr_chosen'], r.get('test_ccr_chosen_std'))} |")
@@ -187,7 +198,7 @@ def table2_markdown(metrics: Dict, experiment: str) -> str:
             continue
         n = results[0]["num_unknown"]
         size = f"{n:,}" + (f" (paper: {PAPER_SIZES[unknown]:,})" if unknown in PAPER_SIZES and paper_sizes else "")
-        lines += [f"#### Unknowns: {unknown_set(unknown).label} — {size} samples, "
+        lines += [f"#### Unknowns: {set_title(unknown)} — {size} samples, "
                   f"{results[0]['num_known']:,} knowns", ""]
         lines += ccr_table_markdown(results, lambda r: r["row"], paper.get(unknown, {})) + [""]
     return "\n".join(lines)
@@ -220,7 +231,7 @@ def table1_markdown(metrics: Dict, experiment: str = TABLE1_EXPERIMENT) -> str:
         paper = TABLE1.get(row["approach"], {}).get(side)
         paper_cells = (f" {paper[0][0]:.3f} ± {paper[0][1]:.3f} | {paper[1][0]:.2f} ± {paper[1][1]:.2f} |"
                        if paper and row["split"] in ("known", "devanagari") else " | |") if with_paper else ""
-        lines.append(f"| {row['approach']} | {row['split']} | {row['n']:,} | "
+        lines.append(f"| {row['approach']} | {set_cell(row['split'])} | {row['n']:,} | "
                      f"{row['entropy_mean']:.3f} ± {row['entropy_std']:.3f} | "
                      f"{row['magnitude_mean']:.2f} ± {row['magnitude_std']:.2f} |{paper_cells}")
     return "\n".join(lines)
@@ -261,7 +272,7 @@ def matrix_markdown(metrics: Dict, fpr_key: str = "1e-2") -> str:
         cell = {(r["approach"], r["detector"]): r for r in results if r["unknowns"] == unknown}
         values = [r["ccr_at_fpr"][fpr_key] for r in cell.values() if r["ccr_at_fpr"][fpr_key] is not None]
         best = max(values) if values else None
-        lines += [f"#### Unknowns: {unknown_set(unknown).label}", "",
+        lines += [f"#### Unknowns: {set_title(unknown)}", "",
                   "| approach | " + " | ".join(_title(d) for d in detectors) + " |",
                   "|---|" + "---:|" * len(detectors)]
         for approach in approaches:
@@ -289,7 +300,7 @@ def additions_markdown(metrics: Dict) -> str:
              "| best class CCR@1e-2 |", "|---|---|---:|---:|---:|---:|"]
     for unknown in dict.fromkeys(r["unknowns"] for r in metrics["results"]):
         for r in (r for r in rows if r["unknowns"] == unknown):
-            lines.append(f"| {unknown} | {r['row']} | {format_value(r['oscr_auc'])} | "
+            lines.append(f"| {set_cell(unknown)} | {r['row']} | {format_value(r['oscr_auc'])} | "
                          f"{format_value(r['oscr_auc_log'])} | {format_value(r['class_ccr_worst'])} | "
                          f"{format_value(r['class_ccr_best'])} |")
     return "\n".join(lines)
@@ -321,7 +332,7 @@ def validation_threshold_markdown(metrics: Dict) -> List[str]:
             lines.append(f"| {r['approach']} | {_title(r['detector'])} | {r['target_fpr']:g} | "
                          f"{_threshold_text(r['threshold'], std('threshold'))} | "
                          f"{format_value(r['val_fpr'], std('val_fpr'))} | {format_value(r['val_ccr'], std('val_ccr'))} | "
-                         f"{unknown_set(r['unknowns']).label} | "
+                         f"{set_title(r['unknowns'])} | "
                          f"{format_value(r['test_fpr'], std('test_fpr'))} | {format_value(r['test_ccr'], std('test_ccr'))}"
                          f" | {format_value(r['oracle_ccr'], std('oracle_ccr'))} |")
     lines += [f"- {note}" for note in section.get("notes", [])]

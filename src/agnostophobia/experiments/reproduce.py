@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Callable, ContextManager, Dict, List, Optional, Sequence, Tuple
 
 import torch
-import yaml
+from agnostophobia._yaml import dump_yaml
 
 from agnostophobia.data.preprocess import OURS
 from agnostophobia.data.protocols import protocol_spec, require_protocol_data
@@ -341,7 +341,7 @@ def write_config(out: Path, experiment: ExperimentConfig, budget: Optional[str])
     resolved = {**experiment.train.to_dict(), "approaches": experiment.approaches, "seeds": experiment.seeds,
                 "budget": budget}
     run = RunDir(out)
-    run.write(run.config, lambda tmp: Path(tmp).write_text(yaml.safe_dump(resolved, sort_keys=False)))
+    run.write(run.config, lambda tmp: Path(tmp).write_text(dump_yaml(resolved)))
 
 
 def seeds_varied(experiment: ExperimentConfig) -> str:

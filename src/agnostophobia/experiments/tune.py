@@ -34,7 +34,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 import torch
-import yaml
+from agnostophobia._yaml import dump_yaml
 
 from agnostophobia._atomic import atomic_write
 from agnostophobia._runlock import run_lock
@@ -51,7 +51,7 @@ from agnostophobia.metrics.summary import finite_or_none
 from agnostophobia.rundir import RunDir
 from agnostophobia.settings import Setting
 from agnostophobia.training.config import (LOSS_ALIASES, ExperimentConfig, TrainConfig, load_experiment,
-                                           resolve_config_path, with_loss_keys_moved)
+                                           read_yaml, resolve_config_path, with_loss_keys_moved)
 from agnostophobia._log import log_info
 
 #: The FPR the choice is made at, unless ``--fpr`` says otherwise.
@@ -402,7 +402,7 @@ def resolvable_fpr(n_unknown: int) -> float:
 def write_chosen_config(out: Path, tuning: TuneSetup, approach: str, values: Dict[str, float]) -> Path:
     """The tuned config with the chosen values, at its top level and in every budget that
     set them, so that ``reproduce`` trains with them whatever budget it is given."""
-    data = with_loss_keys_moved(yaml.safe_load(resolve_config_path(tuning.config).read_text()))
+    data = with_loss_keys_moved(read_yaml(resolve_config_path(tuning.config)))
     budgets = {name: with_loss_keys_moved(overrides) for name, overrides in (data.get("budgets") or {}).items()}
     if budgets:
         data["budgets"] = budgets
@@ -415,7 +415,7 @@ def write_chosen_config(out: Path, tuning: TuneSetup, approach: str, values: Dic
     path = out / f"chosen-{approach}.yaml"
     header = (f"# {tuning.config} with {', '.join(f'{n} = {format_value(v)}' for n, v in values.items())}, chosen "
               f"for {approach} by cross-class calibration (agnostophobia tune; see tune.md beside this file)\n")
-    atomic_write(path, lambda tmp: Path(tmp).write_text(header + yaml.safe_dump(data, sort_keys=False)))
+    atomic_write(path, lambda tmp: Path(tmp).write_text(header + dump_yaml(data)))
     return path
 
 

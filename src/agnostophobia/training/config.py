@@ -17,10 +17,9 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
-import yaml
-
 from agnostophobia.data.image_files import LOADINGS
 from agnostophobia.data.preprocess import OURS
+from agnostophobia._yaml import read_yaml_file
 from agnostophobia._validation import SEED_RULE, check_arguments, is_seed
 from agnostophobia.data.protocols import build_protocol, check_limits, protocol_spec
 from agnostophobia.errors import AgnostophobiaWarning, ConfigError
@@ -401,12 +400,17 @@ def check_approaches(approaches) -> List[str]:
         if not isinstance(name, str) or name not in LOSSES:
             raise ConfigError(f"config key 'approaches': unknown approach {name!r}; "
                               f"known: {tuple(LOSSES.registered())}")
+    repeated = next((name for i, name in enumerate(approaches) if name in approaches[:i]), None)
+    if repeated is not None:  # two runs would write one model folder
+        raise ConfigError(f"config key 'approaches': {repeated!r} is listed twice")
     return list(approaches)
 
 
 def check_seeds(seeds, where: str = "config key 'seeds'") -> int:
     if not _is_int(seeds) or seeds < 1:
         raise ConfigError(f"{where}: must be an integer >= 1 (0 seeds would train nothing), got {seeds!r}")
+    if not is_seed(seeds - 1):  # seeds 0..seeds-1 are trained; each must be a valid seed
+        raise ConfigError(f"{where}: at most 2**63 seeds (seed numbers {SEED_RULE}), got {seeds!r}")
     return seeds
 
 
@@ -475,17 +479,10 @@ _PARSED: Dict[Tuple[str, int, int], "ExperimentConfig"] = {}  # (file, mtime, si
 
 
 def read_yaml(path: Path):
-    """The contents of a YAML file; unparsable YAML or an unreadable file is a one-line
+    """The contents of a YAML file (:mod:`agnostophobia._yaml`, the package's one loader); a FIFO,
+    unparsable YAML, an alias, a repeated key or an unreadable file is a one-line
     :class:`ConfigError` naming the file (and line)."""
-    try:
-        return yaml.safe_load(Path(path).read_text())
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        raise ConfigError(f"config {path}: not valid YAML{where}: {getattr(exc, 'problem', None) or exc}") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"config {path}: cannot be read ({exc.strerror or exc})"
-                          if isinstance(exc, OSError) else f"config {path}: not a text file") from None
+    return read_yaml_file(path, ConfigError)
 
 
 def _absolute_protocol_paths(data: Dict[str, Any], base_dir) -> Dict[str, Any]:
@@ -502,7 +499,7 @@ CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs"
 
 def resolve_config_path(path) -> Path:
     candidate = Path(path)
-    if candidate.is_file():
+    if candidate.exists() and not candidate.is_dir():  # a FIFO or device too: read_yaml names what it is
         return candidate
     shipped = CONFIG_DIR / f"{path}.yaml"
     if shipped.is_file():
