@@ -1,4 +1,6 @@
-"""A folder of your images -> a deployed model.
+"""
+Your own images, as they come, to a deployed model
+==================================================
 
     python examples/own_images.py [--out own-images-demo]
 
@@ -17,7 +19,7 @@ five commands a practitioner runs, in this process:
     agnostophobia evaluate  OUT/run
     agnostophobia calibrate OUT/run --fpr 0.1
     agnostophobia predict   OUT/run OUT/photos/star
-    agnostophobia export    OUT/run --format torchscript --out OUT/model.pt
+    agnostophobia export    OUT/run --out OUT/model.pt2
 
 About 9 s of CPU time (measured: 8.5 s user, one torch thread; 32 s wall on a 2-core machine
 that other jobs held at load 12). Replace ``photos`` with your own folder and the class lists in
@@ -103,7 +105,7 @@ def run(*args) -> None:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0].strip().splitlines()[0])
     p.add_argument("--out", type=Path, default=Path("own-images-demo"), help="folder to write (must not exist "
                                                                               "or be empty)")
     out = p.parse_args(argv).out
@@ -115,8 +117,8 @@ def main(argv=None) -> int:
     run("evaluate", out / "run")
     run("calibrate", out / "run", "--fpr", "0.1")
     run("predict", out / "run", out / "photos" / "star", "--out", out / "star_predictions.csv")
-    run("export", out / "run", "--format", "torchscript", "--out", out / "model.pt")
-    print(f"deployed: {out / 'model.pt'} (the split it was trained on: {out / 'run' / 'data_split'})")
+    run("export", out / "run", "--out", out / "model.pt2")
+    print(f"deployed: {out / 'model.pt2'} (the split it was trained on: {out / 'run' / 'data_split'})")
     return 0
 
 

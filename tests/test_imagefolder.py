@@ -206,6 +206,6 @@ def test_the_own_images_gallery_example_deploys_a_model(tmp_path, monkeypatch):
     example = load_example("own_images")
     monkeypatch.setitem(example.CONFIG, "epochs", 1)  # the path, not the model's quality
     assert example.main(["--out", str(tmp_path / "demo")]) == 0
-    assert (tmp_path / "demo" / "model.pt").stat().st_size > 0
+    assert (tmp_path / "demo" / "model.pt2").stat().st_size > 0
     assert len((tmp_path / "demo" / "star_predictions.csv").read_text().splitlines()) == example.IMAGES_PER_CLASS + 1
     assert (tmp_path / "demo" / "run" / "data_split" / "class_names.txt").read_text() == "circle\nsquare\ntriangle\n"

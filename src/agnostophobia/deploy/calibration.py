@@ -335,8 +335,8 @@ def calibrate_run(run_dir, fpr: float, approaches: Optional[Sequence[str]] = Non
                   data_dir=None, device: Optional[str] = None, log: Callable[[str], None] = log_info) -> Path:
     """``agnostophobia calibrate``: every trained approach (or ``approaches``) and seed, each
     with its paper score (or ``detector``, on the models it applies to). The thresholds that
-    resolve are written; then an :class:`AgnostophobiaError` names the models without one, and
-    an :class:`AgnostophobiaWarning` those whose validation negatives allow fewer than 10 false
+    resolve are written; then an :class:`~agnostophobia.errors.AgnostophobiaError` names the models without one, and
+    an :class:`~agnostophobia.errors.AgnostophobiaWarning` those whose validation negatives allow fewer than 10 false
     positives at ``fpr`` (:func:`check_resolved`)."""
     run_dir = Path(run_dir)
     check_target(fpr)
