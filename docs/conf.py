@@ -81,7 +81,7 @@ _INTERNAL = ("_torch_score _take_settings fitted_state restore_fitted_state scor
              "agnostophobia.detectors.mahalanobis._GaussianDetector agnostophobia.detectors.shaping._LastLayerDetector"
              ).split()
 # Submodules that package docstrings name by their short name (``:mod:`oscr```).
-_SUBMODULES = "calibration predict export oscr ood stats summary rows backbones .weights".split()
+_SUBMODULES = "calibration predict export oscr ood stats summary rows backbones weights".split()
 nitpick_ignore = ([(role, name) for name in _INTERNAL for role in ("py:class", "py:func", "py:meth", "py:data")]
                   + [("py:mod", name) for name in _SUBMODULES])
 suppress_warnings = [

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import torch
 
-from agnostophobia.losses import build_loss, compute_loss, inverse_frequency_class_weights, sample_weights
+from agnostophobia.losses import build_loss, inverse_frequency_class_weights, sample_weights
 from agnostophobia.training.config import TrainConfig, load_experiment
 
 
@@ -19,7 +19,7 @@ def test_a_loss_called_directly_is_unweighted_unless_given_weights():
     logits, features = torch.randn(6, 3), torch.randn(6, 2)
     labels = torch.tensor([0, 0, 0, 0, 1, -1])
     loss = build_loss("entropic", 3)
-    plain = compute_loss(loss, logits, features, labels)
-    assert torch.equal(plain, compute_loss(loss, logits, features, labels, sample_weight=torch.ones(6)))
+    plain = loss(logits, labels, features=features)
+    assert torch.equal(plain, loss(logits, labels, features=features, sample_weight=torch.ones(6)))
     weights = sample_weights(labels, inverse_frequency_class_weights(labels, 3))
-    assert not torch.allclose(plain, compute_loss(loss, logits, features, labels, sample_weight=weights))
+    assert not torch.allclose(plain, loss(logits, labels, features=features, sample_weight=weights))
