@@ -14,7 +14,7 @@ LAYERS = ("data", "models", "losses", "training", "detectors", "metrics", "basel
           "experiments")
 #: Importable from anywhere (the package root only for ``__version__``).
 SHARED = {"", "_atomic", "_log", "_validation", "registry", "errors", "_killpoints", "_runlock", "rundir", "settings",
-          "plugins", "_yaml", "_reading"}
+          "plugins", "_yaml", "_reading", "_lazy"}
 
 
 def imported_parts(path: Path):

@@ -18,9 +18,10 @@ parsers, and ``agnostophobia --help`` must not load numpy and everything below i
 """
 from __future__ import annotations
 
-import importlib
 import sys
 import types
+
+from agnostophobia._lazy import lazy_attributes
 
 _EXPORTS = {
     "check": "check", "check_dataset": "check",
@@ -39,16 +40,7 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS)
 
 
-def __getattr__(name: str):
-    if name in _EXPORTS:
-        value = getattr(importlib.import_module(f"{__name__}.{_EXPORTS[name]}"), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__():
-    return sorted(set(globals()) | set(_EXPORTS))
+__getattr__, __dir__ = lazy_attributes(__name__, _EXPORTS, globals())
 
 
 class _Package(types.ModuleType):

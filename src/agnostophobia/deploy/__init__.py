@@ -14,7 +14,7 @@ parsers, and ``agnostophobia --help`` must not load torch.
 """
 from __future__ import annotations
 
-import importlib
+from agnostophobia._lazy import lazy_attributes
 
 _EXPORTS = {
     "CALIBRATION": "calibration", "calibrate_run": "calibration", "calibration_entry": "calibration",
@@ -24,13 +24,4 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS)
 
 
-def __getattr__(name: str):
-    if name in _EXPORTS:
-        value = getattr(importlib.import_module(f"{__name__}.{_EXPORTS[name]}"), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__():
-    return sorted(set(globals()) | set(_EXPORTS))
+__getattr__, __dir__ = lazy_attributes(__name__, _EXPORTS, globals())

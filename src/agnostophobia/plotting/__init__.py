@@ -10,7 +10,7 @@ Attributes are imported on first use, so ``agnostophobia --help`` does not load 
 """
 from __future__ import annotations
 
-import importlib
+from agnostophobia._lazy import lazy_attributes
 
 _EXPORTS = {
     "plot_run": "run", "draw_run": "run", "iter_run_figures": "run", "RunFigure": "run",
@@ -26,13 +26,4 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS)
 
 
-def __getattr__(name: str):
-    if name in _EXPORTS:
-        value = getattr(importlib.import_module(f"{__name__}.{_EXPORTS[name]}"), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__():
-    return sorted(set(globals()) | set(_EXPORTS))
+__getattr__, __dir__ = lazy_attributes(__name__, _EXPORTS, globals())
