@@ -108,7 +108,7 @@ CASES = [
     ("config-lr-nan", lambda r, t, d: ["train", yaml_file(t, "lr: .nan\n"), "--out", r], "'lr'", 1),
     ("config-seeds-zero", lambda r, t, d: ["train", yaml_file(t, "seeds: 0\n"), "--out", r], "'seeds'", 1),
     ("config-approach", lambda r, t, d: ["train", yaml_file(t, "approaches: [magic]\n"), "--out", r], "magic", 1),
-    ("config-loss-key", lambda r, t, d: ["train", yaml_file(t, "loss: {margin: 1}\n"), "--out", r], "loss.margin", 1),
+    ("config-loss-key", lambda r, t, d: ["train", yaml_file(t, "loss: {smoothing: 1}\n"), "--out", r], "loss.smoothing", 1),
     ("config-budget-key", lambda r, t, d: ["train", yaml_file(t, "budgets: {smoke: {epoch: 1}}\n"), "--out", r],
      "budgets.smoke.epoch", 1),
     ("config-protocol", lambda r, t, d: ["train", yaml_file(t, "protocol: imagenet\n"), "--out", r], "'protocol'", 1),

@@ -173,8 +173,8 @@ def test_cifar_smoke_evaluates_every_approach_on_svhn_and_cifar100(cifar_smoke_r
 def test_cifar_smoke_report_has_the_papers_svhn_and_cifar100_numbers_side_by_side(cifar_smoke_run):
     report = (cifar_smoke_run / "report.md").read_text()
     assert "not a result" in report and "Protocol variant" not in report
-    svhn = report.index("#### Unknowns: SVHN — 150 (paper: 26,032) samples")
-    c100 = report.index("#### Unknowns: CIFAR-100 subset — 200 (paper: 4,500) samples")
+    svhn = report.index("#### Unknowns: SVHN test (D_a) — 150 (paper: 26,032) samples")
+    c100 = report.index("#### Unknowns: CIFAR-100 super-classes 10-19 test (D_a) — 200 (paper: 4,500) samples")
     for start, unknown in ((svhn, "svhn"), (c100, "cifar100")):
         section = report[start:].split("\n#", 1)[0]
         for approach in ("softmax", "background", "entropic", "objectosphere", "objectosphere-scaled"):

@@ -19,7 +19,7 @@ from test_imagefolder import make_tree, mapping
     ("epochs=5", ("epochs", 5)), ("lr=0.5", ("lr", 0.5)), ("loss.xi=20", ("loss.xi", 20)),
     ("name= my run", ("name", "my run")), ("tensorboard=false", ("tensorboard", False)),
     ("cpu_threads=", ("cpu_threads", None)), ("approaches=[softmax, entropic]", ("approaches", ["softmax", "entropic"])),
-    ("name=a=b", ("name", "a=b")),
+    ("name=a=b", ("name", "a=b")), ("lr=1e-3", ("lr", 1e-3)),  # as the config file reads it: a number
 ])
 def test_values_are_read_as_yaml(text, parsed):
     assert parse_set_option(text) == parsed
@@ -57,7 +57,7 @@ def test_a_nested_protocol_key_keeps_the_mapping_and_paths_resolve_from_here(tmp
     assert changed.train.protocol["split"] == str(tmp_path.parent / "s")  # the command line's, relative to here
 
 
-@pytest.mark.parametrize("key, value", [("epochs", 0), ("loss.xi", "big"), ("lr", "1e-3"), ("batched_seeds", "x"),
+@pytest.mark.parametrize("key, value", [("epochs", 0), ("loss.xi", "big"), ("lr", "fast"), ("batched_seeds", "x"),
                                         ("nope", 1), ("protocol", "nope")])
 def test_a_bad_value_has_the_config_files_wording_behind_set_key(tmp_path, key, value):
     top, *inner = key.split(".")

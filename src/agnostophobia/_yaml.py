@@ -74,8 +74,9 @@ def load_yaml(text: str):
     return yaml.load(text, Loader=StrictLoader)  # noqa: S506 - StrictLoader is a SafeLoader
 
 
-def dump_yaml(data) -> str:
-    return yaml.dump(data, Dumper=PlainDumper, sort_keys=False)
+def dump_yaml(data, flow: bool = False) -> str:
+    """``data`` as YAML text :func:`load_yaml` reads back (no aliases); ``flow``: on one line."""
+    return yaml.dump(data, Dumper=PlainDumper, sort_keys=False, default_flow_style=True if flow else False)
 
 
 def read_yaml_file(path, error: type):

@@ -417,7 +417,7 @@ def train_run(config, out: Path, budget: Optional[str] = None, approaches: Optio
 
 def set_flags(set_options: Sequence[Tuple[str, Any]]) -> str:
     """The ``--set`` options as the command line the run records would repeat them."""
-    return "".join(f" --set {key}={yaml.safe_dump(value, default_flow_style=True).strip().removesuffix('...').strip()}"
+    return "".join(f" --set {key}={dump_yaml(value, flow=True).strip().removesuffix('...').strip()}"
                    for key, value in set_options)
 
 

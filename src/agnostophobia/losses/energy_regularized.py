@@ -11,8 +11,9 @@ from ._base import LOSSES, OpenSetLoss
 
 @LOSSES.register("energy-regularized")
 class EnergyRegularizedLoss(OpenSetLoss):
-    r"""Cross-entropy plus squared hinge losses on the free energy :math:`E(x) = -\log\sum_c e^{f_c(x)}`
-    (temperature 1), pulling knowns below :math:`m_{in}` and negatives above :math:`m_{out}`:
+    r"""Energy-bounded learning (Liu et al., NeurIPS 2020, Eq. 8): cross-entropy plus squared hinge
+    losses on the free energy :math:`E(x) = -\log\sum_c e^{f_c(x)}` (temperature 1), pulling
+    knowns below :math:`m_{in}` and negatives above :math:`m_{out}`:
 
     .. math::
 

@@ -15,8 +15,9 @@ MIXES = ("mixup", "cutmix")
 
 @LOSSES.register("mixoe")
 class MixOELoss(OpenSetLoss):
-    r"""MixOE: each negative of a batch is mixed with a known partner, and the mixture is trained
-    towards the correspondingly mixed target, between the partner's one-hot label and uniform:
+    r"""MixOE (Zhang et al., WACV 2023, Sec. 3): each negative of a batch is mixed with a known
+    partner, and the mixture is trained towards the correspondingly mixed target, between the
+    partner's one-hot label and uniform:
 
     .. math::
 

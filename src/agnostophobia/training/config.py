@@ -17,9 +17,11 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
+from yaml import YAMLError
+
 from agnostophobia.data.image_files import LOADINGS
 from agnostophobia.data.preprocess import OURS
-from agnostophobia._yaml import read_yaml_file
+from agnostophobia._yaml import load_yaml, read_yaml_file
 from agnostophobia._validation import SEED_RULE, check_arguments, is_seed
 from agnostophobia.data.protocols import build_protocol, check_limits, protocol_spec
 from agnostophobia.errors import AgnostophobiaWarning, ConfigError
@@ -295,8 +297,8 @@ def parse_set_option(text: str) -> Tuple[str, Any]:
     if not equals or not key or any(not part for part in key.split(".")):
         raise ConfigError(f"--set {text!r}: expected KEY=VALUE, e.g. epochs=5 or loss.xi=20")
     try:
-        return key, yaml.safe_load(value) if value.strip() else None
-    except yaml.YAMLError as exc:
+        return key, load_yaml(value) if value.strip() else None
+    except YAMLError as exc:
         raise ConfigError(f"--set {key}: value {value!r} is not valid YAML: "
                           f"{getattr(exc, 'problem', None) or exc}") from None
 
