@@ -35,10 +35,15 @@ KILL_POINTS = ["train-step:3", "write:outputs.npz", "epoch-end:2", "write:metric
                "write:oscr_notmnist.png", "write:report.md"]
 
 
-def test_reproduce_survives_sigkill_at_every_kill_point(tiny_run, tiny_config, real_data_dir, tmp_path):
+# make test kills at the first and the last point (and a half-done outputs.npz); the sweep of
+# every point runs with the tests marked slow (make test-slow, CI)
+@pytest.mark.parametrize("points", [
+    pytest.param([KILL_POINTS[0], "write:outputs.npz", KILL_POINTS[-1]], id="first-and-last"),
+    pytest.param(KILL_POINTS, id="every", marks=pytest.mark.slow)])
+def test_reproduce_survives_sigkill_at_every_kill_point(tiny_run, tiny_config, real_data_dir, tmp_path, points):
     out = tmp_path / "killed"
     leftovers = set()
-    for point in KILL_POINTS:
+    for point in points:
         result = run_cli(reproduce_args(tiny_config, out, real_data_dir), kill_at=point)
         assert result.returncode == -signal.SIGKILL, f"{point} was never reached: {result.stderr[-500:]}"
         leftovers |= {p.name for p in out.rglob(".*.tmp")}
