@@ -465,7 +465,7 @@ def tune_markdown(record: Dict) -> str:
         cells = [format_value(row["params"][p]) for p in params] + [row["approach"] + mark]
         cells += [_cell(v) for v in row["ccr"]] + [row["status"].split(":")[0], f"{row['wall_s']:.0f} s"]
         lines.append("| " + " | ".join(cells) + " |")
-    lines += ["", f"Config values: " + ", ".join(f"{n} = {format_value(v)}" for n, v in record["config_values"].items())
+    lines += ["", "Config values: " + ", ".join(f"{n} = {format_value(v)}" for n, v in record["config_values"].items())
               + ". ✓ = chosen. n/a: too few validation unknowns to resolve that FPR.", ""]
     for approach, chosen in record["chosen"].items():
         if chosen:

@@ -71,7 +71,7 @@ def check_same_epoch(saved: List[Optional[Dict]], run_dirs: List[Path]) -> None:
     """Seeds batched together continue from one epoch (``reproduce`` groups them so)."""
     epochs = [None if one is None else one["epoch"] for one in saved]
     if len(set(epochs)) > 1:
-        raise ConfigError(f"seeds batched together must continue from the same epoch: "
+        raise ConfigError("seeds batched together must continue from the same epoch: "
                           + ", ".join(f"{run_dir} at {'no checkpoint' if epoch is None else f'epoch {epoch}'}"
                                       for run_dir, epoch in zip(run_dirs, epochs)))
 
