@@ -231,6 +231,8 @@ def test_a_concurrent_reproduction_equals_one_trained_run_after_run(in_turn, one
     assert set(meta["timings_s"]) == {"seed0/softmax", "seed0/entropic"}
 
 
+# ~25 s on two cores: with the tests marked slow (make test-slow, CI)
+@pytest.mark.slow
 def test_a_killed_concurrent_reproduction_resumes_to_the_same_result(in_turn, one_thread_config, real_data_dir,
                                                                      tmp_path):
     out = tmp_path / "killed"

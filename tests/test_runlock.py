@@ -70,6 +70,8 @@ def as_reader(args, tmp: Path) -> subprocess.CompletedProcess:
                           text=True, env=env, timeout=300)
 
 
+# ~20 s on two cores (every read-only command in turn): with the tests marked slow (make test-slow, CI)
+@pytest.mark.slow
 def test_read_only_commands_work_on_a_run_the_user_cannot_write(tiny_run, real_data_dir, shared_tmp, tmp_path,
                                                                 capsys):
     writable = tmp_path / "writable"
