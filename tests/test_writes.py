@@ -170,3 +170,23 @@ def test_a_data_directory_that_is_a_link_is_read(real_data_dir, tmp_path):
     protocol = build_protocol("lenet++", tmp_path / "data", max_known_train=8, max_unknown_train=8, max_val=8,
                               max_test_per_set=8)
     assert len(protocol.train.labels) > 0
+
+
+def test_a_dead_writer_that_nobody_reaped_leaves_a_temporary_the_next_owner_removes(tmp_path):
+    """A killed command's figure worker stays a zombie where nothing reaps orphans (a container's
+    init): it answers signal 0 but will never finish its write, so its temporary is stale."""
+    zombie = subprocess.Popen([sys.executable, "-c", "pass"])
+    try:
+        for _ in range(200):  # exited, not yet reaped
+            if open(f"/proc/{zombie.pid}/stat").read().rpartition(")")[2].split()[0] == "Z":
+                break
+            import time
+            time.sleep(0.05)
+        left = tmp_path / f".figure.png.{TMP_TAG}-{zombie.pid}-abc123.tmp"
+        mine = tmp_path / f".figure.png.{TMP_TAG}-{os.getpid()}-def456.tmp"
+        left.write_bytes(b"half")
+        mine.write_bytes(b"writing")
+        _atomic.remove_stale_temporaries(tmp_path)
+        assert not left.exists() and mine.exists()  # a live writer's stays
+    finally:
+        zombie.wait()

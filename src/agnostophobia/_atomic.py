@@ -42,7 +42,18 @@ def _process_alive(pid: int) -> bool:
         return False
     except (PermissionError, OverflowError, ValueError):  # another user's process; a number no pid has
         return True
-    return True
+    return not _is_zombie(pid)
+
+
+def _is_zombie(pid: int) -> bool:
+    """Whether ``pid`` has exited and waits to be reaped: a killed command's worker (a figure's
+    writer) whose parent died stays a zombie where nothing reaps orphans (a container's init);
+    it answers signal 0 but writes nothing more. Where /proc is absent, a process is alive."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rpartition(")")[2].split()[:1] == ["Z"]
 
 
 def remove_stale_temporaries(directory, names=None, recursive: bool = False) -> None:
