@@ -35,6 +35,18 @@ def run_cli(args, kill_at=None, cwd=None) -> subprocess.CompletedProcess:
                           text=True, env=env, cwd=cwd, timeout=300)
 
 
+
+def run_main(args, capsys):
+    """``agnostophobia ARGS`` in this process: (exit code, stdout, stderr lines)."""
+    from agnostophobia.cli import main
+
+    try:
+        code = main([str(a) for a in args])
+    except SystemExit as exc:  # argparse exits by itself
+        code = exc.code
+    out, err = capsys.readouterr()
+    return code, out, err.strip().splitlines()
+
 def reproduce_args(config, out, data_dir):
     return ["reproduce", config, "--budget", "smoke", "--out", out, "--no-progress", "--data-dir", data_dir]
 

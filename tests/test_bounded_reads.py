@@ -3,7 +3,6 @@ input is refused in one line before it is read (it would block, or never end), a
 input declares beyond 4 GiB or half the available memory is refused from its header."""
 from __future__ import annotations
 
-import io
 import os
 import shutil
 import signal
@@ -14,7 +13,7 @@ import zipfile
 import numpy as np
 import pytest
 from PIL import Image
-from runs import snapshot, write_config
+from runs import run_main, snapshot
 
 from agnostophobia import _reading
 from agnostophobia.cli import main
@@ -32,14 +31,6 @@ def never_blocks():
     yield
     signal.alarm(0)
     signal.signal(signal.SIGALRM, previous)
-
-
-def run_main(args, capsys):
-    try:
-        code = main([str(a) for a in args])
-    except SystemExit as exc:
-        code = exc.code
-    return code, capsys.readouterr().err.strip().splitlines()
 
 
 def fifo(path):
@@ -91,7 +82,7 @@ def test_predict_refuses_a_special_file_in_one_line(calibrated, tmp_path, capsys
     else:
         bad = arg = make(tmp_path / ("x.png" if where == "image" else "x.npz"))
     before = snapshot(calibrated)
-    code, err = run_main(["predict", calibrated, arg, "--out", tmp_path / "rows.csv"], capsys)
+    code, _, err = run_main(["predict", calibrated, arg, "--out", tmp_path / "rows.csv"], capsys)
     assert code == 1 and len(err) == 1 and str(bad) in err[0] and says in err[0], err
     assert not (tmp_path / "rows.csv").exists() and snapshot(calibrated) == before
 
@@ -101,7 +92,7 @@ def test_evaluate_unknowns_refuses_a_special_file(calibrated, tmp_path, capsys, 
     make, says = SPECIAL[kind]
     bad = make(tmp_path / "set.npz")
     before = snapshot(calibrated)
-    code, err = run_main(["evaluate", calibrated, "--unknowns", bad], capsys)
+    code, _, err = run_main(["evaluate", calibrated, "--unknowns", bad], capsys)
     assert code == 1 and len(err) == 1 and str(bad) in err[0] and says in err[0], err
     assert snapshot(calibrated) == before
 
@@ -110,7 +101,7 @@ def test_evaluate_unknowns_refuses_a_special_file(calibrated, tmp_path, capsys, 
 def test_a_config_that_is_a_special_file_is_refused(tmp_path, capsys, kind):
     make, says = SPECIAL[kind]
     bad = make(tmp_path / "exp.yaml")
-    code, err = run_main(["train", bad, "--out", tmp_path / "run", "--no-progress"], capsys)
+    code, _, err = run_main(["train", bad, "--out", tmp_path / "run", "--no-progress"], capsys)
     assert code == 1 and len(err) == 1 and "exp.yaml" in err[0] and says in err[0], err
     assert not (tmp_path / "run").exists()
 

@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 import torch
 from PIL import Image
-from runs import TINY, reproduce_args, run_cli, snapshot, write_config
+from runs import TINY, reproduce_args, run_cli, run_main, snapshot, write_config
 
 from agnostophobia.cli import main
 from agnostophobia.data import build_protocol
@@ -37,16 +37,6 @@ from agnostophobia.training.outputs import VAL_OUTPUTS, load_outputs, save_last_
 
 FPR = 0.1  # 32 validation negatives: k = 3 false positives allowed
 DIGITS = [str(d) for d in range(10)]
-
-
-def run_main(args, capsys):
-    """``agnostophobia ARGS`` in this process: (exit code, stdout, stderr lines)."""
-    try:
-        code = main([str(a) for a in args])
-    except SystemExit as exc:  # argparse exits by itself
-        code = exc.code
-    out, err = capsys.readouterr()
-    return code, out, err.strip().splitlines()
 
 
 @pytest.fixture

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from agnostophobia.cli import main
+from runs import run_main
 from agnostophobia.errors import ConfigError
 from agnostophobia.training.config import load_experiment, parse_set_option
 
@@ -73,24 +73,16 @@ def test_a_dotted_key_into_a_value_that_is_not_a_mapping_is_refused(tmp_path):
         load_experiment(experiment(tmp_path)).with_set_options([("epochs.x", 1)])
 
 
-def run_main(args, capsys):
-    try:
-        code = main([str(a) for a in args])
-    except SystemExit as exc:
-        code = exc.code
-    return code, capsys.readouterr().err.strip().splitlines()
-
-
 def test_train_records_the_overrides_and_refuses_a_bad_one_before_writing(tmp_path, capsys):
     make_tree(tmp_path / "photos")
     config = tmp_path / "experiment.yaml"
     config.write_text(yaml.safe_dump({"protocol": mapping(Path("photos")), "approaches": ["softmax"], "epochs": 5,
                                       "batch_size": 16, "tensorboard": False}))
-    code, err = run_main(["train", config, "--out", tmp_path / "bad", "--set", "epochs=-1"], capsys)
+    code, _, err = run_main(["train", config, "--out", tmp_path / "bad", "--set", "epochs=-1"], capsys)
     assert code == 1 and err == ["agnostophobia: error: --set epochs: config key 'epochs': must be an integer >= 1, "
                                  "got -1"]
     assert not (tmp_path / "bad").exists()
-    code, err = run_main(["train", config, "--out", tmp_path / "bad", "--set", "epochs"], capsys)
+    code, _, err = run_main(["train", config, "--out", tmp_path / "bad", "--set", "epochs"], capsys)
     assert code == 2 and len(err) == 1 and "argument --set: --set 'epochs': expected KEY=VALUE" in err[0]
     run = tmp_path / "run"
     assert run_main(["train", config, "--out", run, "--no-progress", "--set", "epochs=1",
@@ -102,11 +94,11 @@ def test_train_records_the_overrides_and_refuses_a_bad_one_before_writing(tmp_pa
 
 
 def test_reproduce_takes_set_too(tmp_path, capsys):
-    code, err = run_main(["reproduce", "lenet++", "--budget", "smoke", "--out", tmp_path / "r", "--set",
+    code, _, err = run_main(["reproduce", "lenet++", "--budget", "smoke", "--out", tmp_path / "r", "--set",
                           "loss.xi=-1"], capsys)
     assert code == 1 and len(err) == 1 and err[0].startswith("agnostophobia: error: --set loss.xi: config key "
                                                              "'loss.xi': ")
     assert not (tmp_path / "r").exists()
-    code, err = run_main(["reproduce", "ensemble", "--set", "epochs=1"], capsys)
+    code, _, err = run_main(["reproduce", "ensemble", "--set", "epochs=1"], capsys)
     assert code == 1 and err == ["agnostophobia: error: --set applies to a config's experiment, not to "
                                  "'reproduce ensemble'"]

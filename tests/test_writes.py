@@ -10,20 +10,12 @@ import subprocess
 import sys
 
 import pytest
-from runs import run_cli, snapshot
+from runs import run_cli, run_main, snapshot
 
 from agnostophobia import _atomic
 from agnostophobia._atomic import TMP_TAG, atomic_write
 from agnostophobia._runlock import run_lock
 from agnostophobia.cli import main
-
-
-def run_main(args, capsys):
-    try:
-        code = main([str(a) for a in args])
-    except SystemExit as exc:
-        code = exc.code
-    return code, capsys.readouterr().err.strip().splitlines()
 
 
 @pytest.fixture(scope="module")
@@ -64,7 +56,7 @@ def test_an_output_naming_a_file_of_the_run_is_refused(calibrated, tmp_path, cap
     if name == "report.json":  # a name the run does not use: written
         pytest.skip("covered by test_an_output_beside_the_runs_files_is_written")
     before = snapshot(calibrated)
-    code, err = run_main(out_args(command, calibrated, calibrated / name, tmp_path), capsys)
+    code, _, err = run_main(out_args(command, calibrated, calibrated / name, tmp_path), capsys)
     assert code == 1 and len(err) == 1 and str(calibrated / name) in err[0] and "run" in err[0], err
     assert snapshot(calibrated) == before
 
@@ -80,7 +72,7 @@ def test_an_output_reaching_a_run_file_another_way_is_refused(calibrated, tmp_pa
     else:
         out = calibrated / "seed0" / ".." / "seed0" / "softmax" / "best.pt"
     before = snapshot(calibrated)
-    code, err = run_main(out_args("export", calibrated, out, tmp_path), capsys)
+    code, _, err = run_main(out_args("export", calibrated, out, tmp_path), capsys)
     assert code == 1 and len(err) == 1 and "best.pt" in err[0], err
     assert snapshot(calibrated) == before
 
@@ -88,9 +80,9 @@ def test_an_output_reaching_a_run_file_another_way_is_refused(calibrated, tmp_pa
 def test_an_output_beside_the_runs_files_is_written(calibrated, tmp_path, capsys):
     run = tmp_path / "run"
     shutil.copytree(calibrated, run)
-    code, err = run_main(out_args("export", run, run / "deployed.pt", tmp_path), capsys)
+    code, _, err = run_main(out_args("export", run, run / "deployed.pt", tmp_path), capsys)
     assert code == 0 and (run / "deployed.pt").is_file(), err
-    code, err = run_main(out_args("predict", run, run / "rows.csv", tmp_path), capsys)
+    code, _, err = run_main(out_args("predict", run, run / "rows.csv", tmp_path), capsys)
     assert code == 0 and (run / "rows.csv").is_file(), err
 
 
@@ -147,7 +139,7 @@ def test_the_file_is_fsynced_before_the_rename_and_the_folder_after(tmp_path, mo
 @pytest.mark.parametrize("fmt", ["torchscript", "pt2"])
 def test_export_to_a_full_disk_is_one_line_and_leaves_nothing(calibrated, tmp_path, capsys, monkeypatch, fmt):
     monkeypatch.setenv("AGNOSTOPHOBIA_DISK_FULL_AT", f"write:deployed-{fmt}.pt")
-    code, err = run_main(["export", calibrated, "--format", fmt, "--out", tmp_path / f"deployed-{fmt}.pt"], capsys)
+    code, _, err = run_main(["export", calibrated, "--format", fmt, "--out", tmp_path / f"deployed-{fmt}.pt"], capsys)
     assert code == 1 and len(err) == 1 and "No space left on device" in err[0] and f"deployed-{fmt}.pt" in err[0], err
     assert f"{TMP_TAG}-" not in err[0] and list(tmp_path.iterdir()) == []
 
@@ -157,9 +149,9 @@ def test_a_run_reached_through_a_link_is_calibrated_and_predicted(calibrated, tm
     real = tmp_path / "real"
     shutil.copytree(calibrated, real)
     (tmp_path / "linked").symlink_to(real)
-    code, err = run_main(["calibrate", tmp_path / "linked", "--fpr", "0.2"], capsys)
+    code, _, err = run_main(["calibrate", tmp_path / "linked", "--fpr", "0.2"], capsys)
     assert code == 0, err
-    code, err = run_main(out_args("predict", tmp_path / "linked", tmp_path / "rows.csv", tmp_path), capsys)
+    code, _, err = run_main(out_args("predict", tmp_path / "linked", tmp_path / "rows.csv", tmp_path), capsys)
     assert code == 0 and (tmp_path / "rows.csv").is_file(), err
 
 
