@@ -127,6 +127,21 @@ def test_outlier_exposure_on_negatives_alone_is_lambda_times_entropic_unknown_te
                                rtol=1e-6, atol=0)
 
 
+def test_outlier_exposure_at_weight_one_averaged_over_the_batch_is_entropic_open_set():
+    """The ablation's first step (docs/training-peers.md): OE with lambda = 1 and one mixed-batch
+    mean is EOS on any batch; per-term averaging, the other factor, differs from it."""
+    logits, labels, w = batch(7)
+    eos = build_loss("entropic", C)
+    as_eos = build_loss("outlier-exposure", C, outlier_weight=1.0, outlier_average="batch")
+    for weight in (None, w):
+        torch.testing.assert_close(as_eos(logits, labels, sample_weight=weight),
+                                   eos(logits, labels, sample_weight=weight), rtol=1e-6, atol=0)
+    per_term = build_loss("outlier-exposure", C, outlier_weight=1.0)(logits, labels)
+    assert not torch.isclose(per_term, eos(logits, labels), rtol=1e-3)
+    with pytest.raises(ValueError, match="outlier_average"):
+        build_loss("outlier-exposure", C, outlier_average="mixed")
+
+
 def test_maximal_entropy_on_negatives_equals_entropic_open_set():
     logits, _, w = batch(6)
     negatives = -torch.ones(N, dtype=torch.long)

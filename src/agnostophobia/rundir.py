@@ -6,6 +6,7 @@ A run directory holds::
     run_meta.json             what the command that trained it recorded (+ library versions)
     timings.json, wall_time.json, classes.json, data_notes.json, preprocessing_notes.json
                               what the training recorded beside run_meta.json
+    data_sources.json         what the protocol was built from (checked when a command rebuilds its split)
     calibration.json          thresholds chosen on validation data (``calibrate``)
     data_fetched.json         the data files ``reproduce`` downloaded for the run
     detector_settings.json    the detector settings chosen on validation data (``tune-detectors``)
@@ -43,6 +44,7 @@ TIMINGS = "timings.json"          # seconds of training per run, keyed by :meth:
 WALL_TIME = "wall_time.json"      # the training's wall time (less than the runs' sum when they run concurrently)
 CLASSES = "classes.json"          # the protocol's class names (and the negatives' source classes)
 DATA_NOTES = "data_notes.json"    # what the data preparation said (cuts, substitutes, defects)
+DATA_SOURCES = "data_sources.json"  # the fingerprint of each file the protocol was built from (data.fingerprint)
 PREPROCESSING_NOTES = "preprocessing_notes.json"  # the authors' preparation's notes (preprocessing: authors)
 METRICS = "metrics.json"          # every number of the run (evaluate, reproduce); ablate reads its steps'
 DATA_FETCHED = "data_fetched.json"  # the data files fetched for the run (``data.fetch``)
@@ -65,7 +67,7 @@ FITTED_FILE = "fitted_detectors.npz"
 LAST_LAYER = "last_layer.npz"
 
 #: Every file name a run's top folder holds, and every file name of one of its model folders.
-RECORDS = (CONFIG, RUN_META, CALIBRATION, TUNED_SETTINGS, TIMINGS, WALL_TIME, CLASSES, DATA_NOTES,
+RECORDS = (CONFIG, RUN_META, CALIBRATION, TUNED_SETTINGS, TIMINGS, WALL_TIME, CLASSES, DATA_NOTES, DATA_SOURCES,
            PREPROCESSING_NOTES, METRICS, DATA_FETCHED, REPORT, LOCK)
 MODEL_FILES = (BEST, LAST, HISTORY, OUTPUTS, FIT_OUTPUTS, VAL_OUTPUTS, SCORES_FILE, CONFIG_SCORES_FILE, FITTED_FILE,
                LAST_LAYER)
@@ -144,6 +146,10 @@ class RunDir:
     @property
     def data_notes(self) -> Path:
         return self.root / DATA_NOTES
+
+    @property
+    def data_sources(self) -> Path:
+        return self.root / DATA_SOURCES
 
     @property
     def preprocessing_notes(self) -> Path:

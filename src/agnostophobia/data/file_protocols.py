@@ -55,6 +55,7 @@ import numpy as np
 
 from agnostophobia._reading import read_input_bytes, read_input_text
 from agnostophobia.data.formats import decode_image
+from agnostophobia.data.fingerprint import file_fingerprint, listing_fingerprint
 from agnostophobia.data.preprocess import KINDS, NATURAL, OURS, InputSpec, prepare_images
 from agnostophobia.data.image_files import ImageFiles, choose_loading
 from agnostophobia.data.protocol_types import (OpenSetProtocol, ProtocolSpec, ProtocolSplit, UnknownSet,
@@ -678,7 +679,20 @@ def build_file_protocol(mapping, seed: int = 0, data_loading: str = "memory", **
     protocol = _assemble(spec, listing, chosen, prepared, notes)
     if spec.type == "imagefolder":
         protocol.split_files = split_tables(spec, listing)
+    protocol.sources = file_sources(spec, listing)
     return protocol
+
+
+def file_sources(spec: FileProtocolSpec, listing: Listing) -> Dict[str, Dict[str, object]]:
+    """What the protocol was built from (``data.fingerprint``): each split list's content (its
+    CSV files and class-name file), and the path, size and mtime of every image it lists."""
+    lists = dict(spec.files)
+    if spec.class_names is not None:
+        lists["class names"] = spec.class_names
+    sources = {f"split list {name}": file_fingerprint(path) for name, path in lists.items()}
+    images = [item.path for items in listing.splits.values() for item in items]
+    sources["images"] = listing_fingerprint(spec.root, images)
+    return sources
 
 
 def _role(label: int) -> str:

@@ -8,12 +8,13 @@ never changes which samples another part selects.
 """
 from __future__ import annotations
 
-from typing import List, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 
 from agnostophobia.data.datasets import (CIFAR100_COARSE, CIFAR10_CLASSES, DATASETS, DIGITS, LETTERS,
                                          DatasetSplit, load_dataset)
+from agnostophobia.data.fingerprint import source_fingerprint
 from agnostophobia.data.preprocess import AUTHORS, AUTHORS_NOTES, LENET_INPUT, OURS, RESNET_INPUT, prepare_images
 from agnostophobia.data.protocol_types import (PROTOCOLS, OpenSetProtocol, ProtocolSplit, UnknownSet, purpose_rng,
                                                register_protocol, select_rows, stratified_split, stratified_subset,
@@ -29,6 +30,7 @@ class _Builder:
         self.input = PROTOCOLS.get(name).input_for(preprocessing)
         self.notes: List[str] = []
         self.preprocessing_notes: List[str] = list(AUTHORS_NOTES) if preprocessing == AUTHORS else []
+        self.sources: Dict[str, Dict[str, object]] = {}  # "dataset/split" -> its file's fingerprint
 
     @property
     def authors(self) -> bool:
@@ -43,7 +45,12 @@ class _Builder:
         ds = load_dataset(dataset, split, data_dir)
         for n in ds.notes:
             self.note(n)
+        self.sources[f"{dataset}/{split}"] = source_fingerprint(ds.source)
         return ds
+
+    def protocol(self, *args, **kwargs) -> OpenSetProtocol:
+        """The :class:`OpenSetProtocol` of ``args``, with the notes and sources of this build."""
+        return OpenSetProtocol(*args, sources=self.sources, **kwargs)
 
     def cap(self, labels: np.ndarray, key: str, purpose: str, what: str) -> np.ndarray:
         idx = stratified_subset(labels, self.limits.get(key), purpose_rng(self.seed, f"{self.name}/{purpose}"))
@@ -127,9 +134,9 @@ def lenet_protocol(data_dir=None, seed: int = 0, preprocessing: str = OURS, **li
         b.note("cifar10 unknowns: the CIFAR-10 test set (10,000) instead of the authors' data_batch_1; grey = "
                "BT.601 luma of RGB (PIL 'L'), upright, antialiased resize to 28x28 (no transpose/BGR bugs)")
         b.note("polarity: every glyph set is white on black (checked: median border pixel below 128)")
-    return OpenSetProtocol("lenet++", 10, b.input.shape, _concat("train", k_train, u_train),
-                           _concat("val", k_val, u_val), test_known, unknowns, b.notes, list(DIGITS),
-                           negative_class_names=list(LETTERS), preprocessing_notes=b.preprocessing_notes)
+    return b.protocol("lenet++", 10, b.input.shape, _concat("train", k_train, u_train),
+                      _concat("val", k_val, u_val), test_known, unknowns, b.notes, list(DIGITS),
+                      negative_class_names=list(LETTERS), preprocessing_notes=b.preprocessing_notes)
 
 
 # ------------------------------------------------------- MNIST vs notMNIST
@@ -151,8 +158,8 @@ def mnist_notmnist_protocol(data_dir=None, seed: int = 0, preprocessing: str = O
     b.note("no validation split: every MNIST training image is trained on and the last epoch is kept")
     b.note("polarity: every glyph set is white on black (checked: median border pixel below 128)")
     no_val = ProtocolSplit("val", train.images[:0], train.labels[:0])
-    return OpenSetProtocol("mnist-notmnist", 10, b.input.shape, train, no_val, test_known, unknowns, b.notes,
-                           list(DIGITS))
+    return b.protocol("mnist-notmnist", 10, b.input.shape, train, no_val, test_known, unknowns, b.notes,
+                      list(DIGITS))
 
 
 # -------------------------------------------------------------------- CIFAR
@@ -195,9 +202,9 @@ def cifar_protocol(data_dir=None, seed: int = 0, preprocessing: str = OURS, **li
            "negatives); 10-19 (" + ", ".join(CIFAR100_COARSE[10:]) + ") are D_a, test images only")
     b.note(f"CIFAR-100 D_a test has {len(da)} images (10 super-classes x 500); the paper reports 4,500")
     b.note(f"validation: seeded class-stratified {b.val_fraction:.0%} hold-out of CIFAR-10 train and of D_b'")
-    return OpenSetProtocol("cifar", 10, b.input.shape, _concat("train", k_train, u_train), _concat("val", k_val, u_val),
-                           test_known, unknowns, b.notes, list(CIFAR10_CLASSES),
-                           negative_class_names=[CIFAR100_COARSE[c] for c in CIFAR_DB_COARSE])
+    return b.protocol("cifar", 10, b.input.shape, _concat("train", k_train, u_train), _concat("val", k_val, u_val),
+                      test_known, unknowns, b.notes, list(CIFAR10_CLASSES),
+                      negative_class_names=[CIFAR100_COARSE[c] for c in CIFAR_DB_COARSE])
 
 
 def _subset(ds: DatasetSplit, mask: np.ndarray) -> DatasetSplit:
@@ -238,8 +245,8 @@ def cifar10_split_protocol(data_dir=None, seed: int = 0, preprocessing: str = OU
     b.note(f"CIFAR-10 split: known {', '.join(names)}; D_b' (training negatives) "
            f"{', '.join(CIFAR10_CLASSES[c] for c in CIFAR10_NEGATIVE)}; D_a (test only) "
            f"{', '.join(CIFAR10_CLASSES[c] for c in CIFAR10_UNKNOWN)}")
-    return OpenSetProtocol("cifar10-split", len(CIFAR10_KNOWN), b.input.shape, _concat("train", k_train, u_train),
-                           _concat("val", k_val, u_val), b.test(tk, remap[tk.labels], "known", "CIFAR-10 known test"),
-                           {"cifar10-dog-truck": b.test(da, _unknown(da), "cifar10-dog-truck"),
-                            "cifar10-horse-ship": b.test(db, _unknown(db), "cifar10-horse-ship")},
-                           b.notes, names, [CIFAR10_CLASSES[c] for c in CIFAR10_NEGATIVE])
+    return b.protocol("cifar10-split", len(CIFAR10_KNOWN), b.input.shape, _concat("train", k_train, u_train),
+                      _concat("val", k_val, u_val), b.test(tk, remap[tk.labels], "known", "CIFAR-10 known test"),
+                      {"cifar10-dog-truck": b.test(da, _unknown(da), "cifar10-dog-truck"),
+                       "cifar10-horse-ship": b.test(db, _unknown(db), "cifar10-horse-ship")},
+                      b.notes, names, [CIFAR10_CLASSES[c] for c in CIFAR10_NEGATIVE])

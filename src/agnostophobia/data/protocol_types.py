@@ -55,6 +55,9 @@ class OpenSetProtocol:
     # Files that say how the protocol split its images (file name -> text), written into the run's
     # split folder so that a user can read the split and reuse it (an imagefolder protocol's CSVs)
     split_files: Dict[str, str] = field(default_factory=dict)
+    # What it was built from (``data.fingerprint``): "mnist/train" -> {"path", "size", "sha256"},
+    # or a file protocol's listing. A run records them; a command that rebuilds its split checks them.
+    sources: Dict[str, Dict[str, object]] = field(default_factory=dict)
 
     def sizes(self) -> Dict[str, Dict[str, int]]:
         """Sample counts: ``{"train": {"known": n, "unknown": m}, ...}``."""
@@ -297,4 +300,4 @@ def hold_out_negative_classes(protocol: OpenSetProtocol, seed: int) -> OpenSetPr
                            _select(protocol.val, ~in_held["val"]),
                            _select(protocol.val, protocol.val.labels >= 0, "known"), {HELD_OUT_NEGATIVES: unseen},
                            protocol.notes + [note], list(protocol.class_names), list(names),
-                           list(protocol.preprocessing_notes))
+                           list(protocol.preprocessing_notes), sources=dict(protocol.sources))

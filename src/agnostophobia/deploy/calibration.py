@@ -131,17 +131,21 @@ def resolve_model(run_dir: Path, approach: Optional[str] = None, detector: Optio
 
 # ------------------------------------------------------------------------ validation data
 class Protocols:
-    """The run's protocols, built once per (protocol, data seed, limits) for all its models."""
+    """The run's protocols, built once per (protocol, data seed, limits) for all its models, each
+    checked against the data the run was built from (``data_sources.json``): a split rebuilt
+    from other files would be another split."""
 
-    def __init__(self, data_dir=None):
-        self.data_dir = data_dir
+    def __init__(self, run_dir, data_dir=None, log: Callable[[str], None] = log_info):
+        self.run_dir, self.data_dir, self.log = run_dir, data_dir, log
         self._built: Dict[str, object] = {}
 
     def for_config(self, cfg: Dict):
         key = json.dumps([cfg["protocol"], cfg.get("data_seed", 0), cfg.get("protocol_limits") or {}],
                          sort_keys=True)
         if key not in self._built:
-            self._built[key] = protocol_for(cfg, self.data_dir)
+            protocol = protocol_for(cfg, self.data_dir)
+            records.check_data_sources(self.run_dir, protocol, self.log if not self._built else lambda line: None)
+            self._built[key] = protocol
         return self._built[key]
 
 
@@ -310,7 +314,7 @@ def calibrate_models(run_dir: Path, fpr: float, models: Iterable[Tuple[int, str,
     run_dir = Path(run_dir)
     fpr = check_target(fpr)
     settings, tuned = detector_settings(run_config(run_dir)), run_tuned_settings(run_dir)
-    protocols = Protocols(data_dir)
+    protocols = Protocols(run_dir, data_dir, log)
     with run_lock(run_dir, create=False):
         calibration = read_calibration(run_dir) or {}
         entries = {_key(e): e for e in calibration.get("entries", [])}
@@ -419,7 +423,7 @@ def calibrate_in_memory(run_dir: Path, approach: str, detector: str, seed: int, 
     run_dir = Path(run_dir)
     fpr = check_target(fpr)
     model_dir = RunDir(run_dir).model_dir(seed, approach)
-    protocols = Protocols(data_dir)
+    protocols = Protocols(run_dir, data_dir, log)
     val = validation_outputs(model_dir, protocols, device, log, precision, store=False)
     entry = calibrate_model(val, approach, detector, seed, fpr, load_fit_outputs(model_dir),
                             run_model_settings(run_dir, run_config(run_dir), approach), precision,

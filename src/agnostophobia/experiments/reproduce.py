@@ -34,9 +34,10 @@ from agnostophobia.training.config import (ExperimentConfig, TrainConfig, check_
                                            load_experiment, protocol_for)
 from agnostophobia.training.epoch_log import use_tensorboard
 from agnostophobia.training.precision import describe_precision, resolve_precision
-from agnostophobia.training.records import (check_training_records, library_versions, read_classes, read_notes,
+from agnostophobia.training.records import (check_data_sources, check_training_records, library_versions, read_classes,
+                                            read_data_sources, read_notes,
                                             read_timings, read_wall_time)
-from agnostophobia.rundir import DATA_NOTES, LAST, PREPROCESSING_NOTES, RunDir
+from agnostophobia.rundir import DATA_NOTES, DATA_SOURCES, LAST, PREPROCESSING_NOTES, RunDir
 from agnostophobia.training.checkpoint import load_checkpoint
 from agnostophobia.training.loaders import is_streamed
 from agnostophobia.training.seed_batch import batches_over_seeds, check_batched_seeds, resolve_batched_seeds
@@ -116,15 +117,15 @@ def train_and_store(experiment: ExperimentConfig, out: Path, device: torch.devic
     for seed in range(experiment.seeds):
         for approach in experiment.approaches:
             cfg = experiment.for_approach(approach, seed)
-            run_dir = run.model_dir(seed, approach)
-            if world.from_main(lambda: run.outputs(seed, approach).exists() and is_finished(run_dir, cfg)):
+            if world.from_main(lambda: is_kept(run, cfg)):
                 log(f"[seed {seed}] {approach}: finished earlier, kept")
             else:
-                pending.append((cfg, run_dir))
+                pending.append((cfg, run.model_dir(seed, approach)))
     if pending and protocol is None:
         protocol = (make_protocol or protocol_for)(pending[0][0])
     if protocol is not None and world.is_main:
         check_recorded_classes(out, protocol)
+        record_data_sources(run, protocol, bool(timings), log)
         for name, text in protocol.split_files.items():
             run.write(run.data_split / name, lambda tmp, text=text: Path(tmp).write_text(text))
     batched = bool(pending) and resolve_batched_seeds(experiment.batched_seeds, device, experiment.seeds,
@@ -178,6 +179,11 @@ def train_and_store(experiment: ExperimentConfig, out: Path, device: torch.devic
                         lambda: read_classes(out), {}),
         preprocessing_notes=_record(run, run.preprocessing_notes, preprocessing_notes or None,
                                     lambda: read_notes(out, PREPROCESSING_NOTES), []))
+
+
+def is_kept(run: RunDir, cfg: TrainConfig) -> bool:
+    """Whether the run of ``cfg`` (an approach and seed) finished earlier with its outputs stored."""
+    return run.outputs(cfg.seed, cfg.approach).exists() and is_finished(run.model_dir(cfg.seed, cfg.approach), cfg)
 
 
 def run_key(cfg: TrainConfig) -> str:
@@ -259,6 +265,19 @@ def check_recorded_classes(out: Path, protocol) -> None:
         raise ConfigError(f"{RunDir(out).classes}: the run was trained with the classes {recorded['class_names']}, "
                           f"the protocol now gives {list(protocol.class_names)}; a changed class order would "
                           f"relabel the trained models (restore the config's classes, or train into a new --out)")
+
+
+def record_data_sources(run: RunDir, protocol, trained_before: bool, log) -> None:
+    """Check the data of a run that continues against its record (``data_sources.json``), or
+    write the record: a new run's, or that of a run from before the record, which says once that
+    its earlier training is unrecorded and continues on the files of now."""
+    if read_data_sources(run.root) is not None:
+        check_data_sources(run.root, protocol, log)
+        return
+    if trained_before:
+        log(f"{run.root}: no record of the data it was trained on so far ({DATA_SOURCES}, a run from before it); "
+            f"recording the files it continues on")
+    run.write(run.data_sources, lambda tmp: Path(tmp).write_text(json.dumps(protocol.sources, indent=1)))
 
 
 def _record(run: RunDir, path: Path, value, read: Callable[[], Any], default):
@@ -440,8 +459,14 @@ def train_and_record(experiment: ExperimentConfig, device: torch.device, out: Pa
 
         world.from_main(locked)  # rank 0 checks and locks the run; the others wait, and stop with its error
         if world.is_main:
-            if protocol is not None:  # built first (from files): refused before config.yaml is rewritten
+            if protocol is None and read_data_sources(out) is not None and not all(
+                    is_kept(RunDir(out), experiment.for_approach(approach, seed))
+                    for seed in range(experiment.seeds) for approach in experiment.approaches):
+                protocol = protocol_for(experiment.train)  # a run that trains on: its data is checked first
+            if protocol is not None:  # refused before config.yaml is rewritten
                 check_recorded_classes(out, protocol)
+                if read_data_sources(out) is not None:
+                    check_data_sources(out, protocol, log)
             first()
             write_config(out, experiment, budget)
         stored = train_and_store(experiment, out, device, log, protocol=protocol)

@@ -8,6 +8,8 @@ from ..settings import Setting
 from ._base import LOSSES, OpenSetLoss
 from .entropic import entropic_per_sample
 
+AVERAGES = ("per-term", "batch")
+
 
 @LOSSES.register("outlier-exposure")
 class OutlierExposureLoss(OpenSetLoss):
@@ -23,7 +25,9 @@ class OutlierExposureLoss(OpenSetLoss):
     λ (the paper: 0.5 for vision) and that each expectation is a mean over its own samples
     (``mean_per_term``), as the authors' code averages the in- and out-of-distribution parts of a
     batch separately. A batch without negatives is plain cross-entropy; one without knowns is λ
-    times the unknown term. The paper thresholds the maximum softmax probability (``softmax``).
+    times the unknown term. ``outlier_average='batch'`` divides both terms by the batch size
+    instead, as Entropic Open-Set does: with λ = 1 the loss is then EOS exactly, which is how the
+    EOS-versus-OE ablation changes one factor at a time (docs/training-peers.md). The paper thresholds the maximum softmax probability (``softmax``).
 
     Call ``loss(logits, labels, features=None, sample_weight=None)`` (features are ignored);
     ``'none'`` gives each sample's own term (λ included), ``'sum'`` their sum.
@@ -34,11 +38,16 @@ class OutlierExposureLoss(OpenSetLoss):
     mean_per_term = True
     default_detector = "softmax"
     SETTINGS = {"outlier_weight": Setting(float, 0.5, low=0, grid=(0.1, 0.5, 1.0),
-                                          doc="λ, the weight of the negatives' uniform cross-entropy (paper: 0.5)")}
+                                          doc="λ, the weight of the negatives' uniform cross-entropy (paper: 0.5)"),
+                "outlier_average": Setting(str, "per-term", choices=AVERAGES, grid=AVERAGES,
+                                           doc="'per-term': each term a mean over its own samples (the paper's "
+                                               "code); 'batch': both over the whole batch, as Entropic Open-Set")}
 
-    def __init__(self, num_classes: int, outlier_weight: float = 0.5, reduction: str = "mean"):
+    def __init__(self, num_classes: int, outlier_weight: float = 0.5, outlier_average: str = "per-term",
+                 reduction: str = "mean"):
         super().__init__(num_classes, reduction)
-        self._take_settings(outlier_weight=outlier_weight)
+        self._take_settings(outlier_weight=outlier_weight, outlier_average=outlier_average)
+        self.mean_per_term = self.outlier_average == "per-term"
 
     def forward(self, logits: torch.Tensor, labels: torch.Tensor, sample_weight=None) -> torch.Tensor:
         logits, labels, weight = self._check_inputs(logits, labels, sample_weight)
