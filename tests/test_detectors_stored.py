@@ -132,6 +132,27 @@ def test_kept_fits_are_of_these_training_outputs_and_never_trusted_when_damaged(
         {KeptFits(tmp_path).fit_digest()}
 
 
+def test_a_kept_fit_on_the_last_layer_is_refitted_when_the_layer_changes(tmp_path, monkeypatch):
+    """ViM's principal space is fitted around the layer's origin: a kept fit of another layer
+    (last_layer.npz rewritten, or recomputed from another best.pt) is never restored."""
+    from agnostophobia.detectors.vim import ViM
+
+    fits = []
+    original = ViM.fit
+    monkeypatch.setattr(ViM, "fit", lambda self, *a: fits.append(1) or original(self, *a))
+    make_model(tmp_path)
+    first = model_scores(tmp_path, "entropic", SETTINGS)
+    (tmp_path / SCORES_FILE).unlink()
+    model_scores(tmp_path, "entropic", SETTINGS)
+    assert len(fits) == 1  # restored while the layer is the same
+    layer = last_layer()  # a bias moves the origin u = -pinv(W) b that ViM's space is fitted around
+    save_last_layer(tmp_path / LAST_LAYER, {"weight": layer, "bias": np.array([1.0, -1.0, 0.5, 2.0])})
+    (tmp_path / SCORES_FILE).unlink()
+    again = model_scores(tmp_path, "entropic", SETTINGS)
+    assert len(fits) == 2
+    assert not np.allclose(again.scores("vim", "devanagari"), first.scores("vim", "devanagari"))
+
+
 def test_missing_training_outputs_and_failed_fits_are_notes(tmp_path):
     make_model(tmp_path / "a", fit=False)
     stored = model_scores(tmp_path / "a", "softmax", SETTINGS)

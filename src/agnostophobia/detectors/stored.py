@@ -215,8 +215,11 @@ class KeptFits:
         return self._fit_digest
 
     def _key(self, detector: Detector, num_classes: int) -> str:
+        # a fit on the last layer (ViM's principal space) is another fit when the layer differs
+        layer = _state_digest({"weight": detector.weight_, "bias": detector.bias_}) \
+            if detector.needs_last_layer and detector.weight_ is not None else None
         return hashlib.sha256(json.dumps([_FORMAT, agnostophobia.__version__, detector.name, detector.settings(),
-                                          num_classes, self.fit_digest()], sort_keys=True,
+                                          num_classes, self.fit_digest(), layer], sort_keys=True,
                                          default=str).encode()).hexdigest()[:32]
 
     def entries(self) -> Dict[str, Dict]:
