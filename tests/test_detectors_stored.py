@@ -215,6 +215,27 @@ def test_vim_is_not_applicable_where_the_features_have_no_more_dimensions_than_c
     assert "vim" not in stored.detectors
     assert stored.notes["vim"].startswith("not applicable: ViM needs more feature dimensions than classes (D=2 <= C=4)")
     assert {"react", "ash", "scale", "mahalanobis"} <= set(stored.detectors)
+    assert list(stored.not_applicable) == ["vim"] and stored.not_applicable["vim"].startswith("ViM needs more")
+
+
+def test_the_matrix_says_not_applicable_with_the_reason():
+    """A detector that does not apply is "not applicable" in the matrix, its reason under the table; a cell
+    that is missing for another reason (a failed fit) stays "—"."""
+    from agnostophobia.experiments.report import matrix_markdown
+
+    def row(approach, detector, ccr):
+        return {"row": f"{approach}/{detector}", "approach": approach, "detector": detector, "unknowns": "devanagari",
+                "ccr_at_fpr": {"1e-2": ccr}}
+
+    why = "ViM needs more feature dimensions than classes (D=2 <= C=10)"
+    metrics = {"results": [row("entropic", "softmax", 0.5), row("softmax", "softmax", 0.4),
+                           row("softmax", "vim", 0.3)],
+               "not_applicable": {"entropic": {"vim": why}}}
+    text = matrix_markdown(metrics)
+    assert "| entropic | **0.5000** | not applicable |" in text
+    assert f"Not applicable: vim: {why}" in text
+    metrics["not_applicable"] = {}
+    assert "applicable" not in matrix_markdown(metrics) and "—" in matrix_markdown(metrics)
 
 
 def test_a_damaged_last_layer_is_one_line_naming_the_file_and_key(tmp_path):

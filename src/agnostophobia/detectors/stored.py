@@ -134,6 +134,10 @@ def detector_inputs(detector: Detector, logits: np.ndarray, num_classes: int) ->
     return logits if detector.reads_background_column else logits[:, :num_classes]
 
 
+#: How the note of a detector that does not apply to a model begins (:class:`NotApplicable`).
+NOT_APPLICABLE = "not applicable: "
+
+
 @dataclass
 class ModelScores:
     """Every applicable detector's scores on every split of one trained model."""
@@ -153,6 +157,12 @@ class ModelScores:
     @property
     def detectors(self) -> List[str]:
         return list(self.top)
+
+    @property
+    def not_applicable(self) -> Dict[str, str]:
+        """Detector -> why it does not apply to this model (:class:`NotApplicable`'s notes)."""
+        return {name: note[len(NOT_APPLICABLE):] for name, note in self.notes.items()
+                if note.startswith(NOT_APPLICABLE)}
 
     @property
     def unknown_sets(self) -> List[str]:
@@ -185,7 +195,7 @@ class NotApplicable(NotFitted):
 
     @property
     def note(self) -> str:
-        return f"not applicable: {self}"
+        return f"{NOT_APPLICABLE}{self}"
 
 
 class KeptFits:

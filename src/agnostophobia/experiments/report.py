@@ -42,7 +42,7 @@ def collect_results(run_dir: Path, settings: Optional[Dict[str, Dict]] = None, p
     and each model's scores fingerprint. ``previous``: per ``(seed, approach)``, results
     already computed from these same scores (``evaluate --unknowns``), by ``(detector,
     unknowns)``, kept as they are (Table 1's means are cheap: always computed)."""
-    per_seed, table1, skipped, fingerprints = [], [], [], {}
+    per_seed, table1, skipped, fingerprints, not_applicable = [], [], [], {}, {}
     tuned = run_tuned_settings(run_dir)  # settings chosen on validation data (tune-detectors)
     for seed, approach, model_dir in RunDir(run_dir).models():
         scores = model_scores(model_dir, approach, model_settings(settings or {}, tuned, approach))
@@ -51,11 +51,13 @@ def collect_results(run_dir: Path, settings: Optional[Dict[str, Dict]] = None, p
         per_seed += [{**result, "seed": seed} for result in evaluate_model(approach, scores, computed=computed)]
         skipped += [f"{detector} on the {approach} model (seed {seed}): {note}"
                     for detector, note in scores.notes.items()]
+        for detector, why in scores.not_applicable.items():  # the matrix's cell says it, with its reason
+            not_applicable.setdefault(approach, {})[detector] = why
         outputs = load_outputs(model_dir / OUTPUTS)
         table1 += [{**row, "seed": seed} for row in entropy_magnitude_table(approach, outputs)]
     if not per_seed:
         raise ValueError(f"run directory {run_dir} holds no seed*/<approach>/outputs.npz; nothing to report")
-    return per_seed, table1, skipped, fingerprints
+    return per_seed, table1, skipped, fingerprints, not_applicable
 
 
 def write_metrics(run_dir: Path, meta: Dict, previous: Optional[Dict] = None) -> Dict:
@@ -64,7 +66,7 @@ def write_metrics(run_dir: Path, meta: Dict, previous: Optional[Dict] = None) ->
 
     Detector settings come from the run's ``config.yaml``, from where the figures read them."""
     settings = detector_settings(run_config(run_dir))
-    per_seed, table1, skipped, fingerprints = collect_results(run_dir, settings, previous)
+    per_seed, table1, skipped, fingerprints, not_applicable = collect_results(run_dir, settings, previous)
     metrics = {
         **meta,
         "fpr_readout": "CCR at FPR t = the largest CCR(theta) over thresholds with FPR(theta) <= t "
@@ -73,6 +75,7 @@ def write_metrics(run_dir: Path, meta: Dict, previous: Optional[Dict] = None) ->
         "results": aggregate_seeds(per_seed, ("row", "unknowns")),
         "table1": aggregate_seeds(table1, ("approach", "split")),
         "skipped": skipped,
+        "not_applicable": not_applicable,  # approach -> detector -> why the detector does not apply
         "per_seed": per_seed,
         "scores_fingerprints": fingerprints,  # the detector scores behind per_seed, per model
     }
@@ -267,6 +270,8 @@ def matrix_markdown(metrics: Dict, fpr_key: str = "1e-2") -> str:
         return ""
     detectors = _detector_columns(results)
     approaches = sorted({r["approach"] for r in results}, key=row_sort_key)
+    not_applicable = metrics.get("not_applicable") or {}
+    detectors += [d for d in dict.fromkeys(d for notes in not_applicable.values() for d in notes) if d not in detectors]
     lines = []
     for unknown in dict.fromkeys(r["unknowns"] for r in results):
         cell = {(r["approach"], r["detector"]): r for r in results if r["unknowns"] == unknown}
@@ -280,13 +285,16 @@ def matrix_markdown(metrics: Dict, fpr_key: str = "1e-2") -> str:
             for detector in detectors:
                 r = cell.get((approach, detector))
                 if r is None:
-                    cells.append("—")
+                    cells.append("not applicable" if detector in not_applicable.get(approach, {}) else "—")
                     continue
                 value = r["ccr_at_fpr"][fpr_key]
                 text = format_value(value, (r.get("ccr_at_fpr_std") or {}).get(fpr_key))
                 cells.append(f"**{text}**" if value is not None and value == best else text)
             lines.append(f"| {approach} | " + " | ".join(cells) + " |")
         lines.append("")
+    reasons = dict.fromkeys(f"{detector}: {why}" for notes in not_applicable.values() for detector, why in notes.items())
+    if reasons:
+        lines += ["Not applicable: " + "; ".join(reasons), ""]
     return "\n".join(lines)
 
 
@@ -421,7 +429,7 @@ def write_report(run_dir: Path, metrics: Dict, figures: Optional[Dict[str, List[
                   "Rows: the trained networks; columns: the detectors (`agnostophobia.detectors`) applied to "
                   "them; the background network's detectors see its C known columns, only the background "
                   "score reads its extra column. Bold: the best cell per unknown set; N/A: fewer than 100 "
-                  "unknowns; —: the detector does not apply or could not be fitted (see Setup). Every cell's "
+                  "unknowns; not applicable: the reason is under the table; —: the detector could not be fitted (see Setup). Every cell's "
                   "full numbers are in `metrics.json` (`row` `<approach>/<detector>`, or the paper's name).", "",
                   matrix, "### Areas under the OSCR curve and per-class CCR (the paper's rows)", "",
                   "OSCR area: the CCR-at-FPR step curve integrated over FPR in [0, 1], and over log10 FPR "
