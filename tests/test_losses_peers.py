@@ -387,3 +387,20 @@ def test_vos_state_round_trips_into_a_fresh_loss():
     assert fresh.state_dict().keys() == vos.state_dict().keys()
     for key, value in vos.state_dict().items():
         assert torch.equal(fresh.state_dict()[key], value), key
+
+
+def test_a_constructor_default_that_differs_from_its_declaration_is_refused_where_it_is_defined():
+    """One declaration per default: a loss (or detector) whose keyword default says otherwise than
+    its ``SETTINGS`` is a ``TypeError`` when the class is defined, never two silent defaults."""
+    from agnostophobia.losses import OpenSetLoss
+    from agnostophobia.settings import Setting
+
+    with pytest.raises(TypeError, match=r"keyword weight=0.3 differs from its declared default 0.5"):
+        class Drifted(OpenSetLoss):  # noqa: F841
+            SETTINGS = {"weight": Setting(float, 0.5, low=0)}
+
+            def __init__(self, num_classes, weight: float = 0.3, reduction="mean"):
+                super().__init__(num_classes, reduction)
+
+            def forward(self, logits, labels, sample_weight=None):
+                return logits.sum()

@@ -122,6 +122,18 @@ class DeclaresSettings:
     #: One :class:`Setting` per declared constructor keyword (none: nothing declared).
     SETTINGS: ClassVar[Dict[str, Setting]] = {}
 
+    def __init_subclass__(cls, **kwargs):
+        """A constructor keyword's default is its declaration's: a class whose signature says
+        otherwise is refused where it is defined, so that the two can never drift apart."""
+        super().__init_subclass__(**kwargs)
+        parameters = inspect.signature(cls.__init__).parameters
+        for name, declared in cls.SETTINGS.items():
+            parameter = parameters.get(name)
+            if parameter is not None and parameter.default is not inspect.Parameter.empty \
+                    and parameter.default != declared.default:
+                raise TypeError(f"{cls.__qualname__}: the keyword {name}={parameter.default!r} differs from its "
+                                f"declared default {declared.default!r} (SETTINGS[{name!r}])")
+
     def _take_settings(self, **values) -> None:
         """Each keyword checked against its declaration in ``SETTINGS`` (a ``ValueError`` naming
         it) and kept as the attribute of its name."""
