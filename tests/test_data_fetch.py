@@ -103,6 +103,28 @@ def test_download_success_records_sha256(server, tmp_path):
     assert server.requests == ["blob.bin"]
 
 
+def test_a_killed_downloads_temporary_is_removed_by_the_next_and_a_users_file_is_not(server, tmp_path):
+    """A download killed mid-file (SIGKILL: no ``finally``) leaves its temporary; the next fetch of
+    that file removes it, as every atomic write's clean-up does, and leaves the user's own files."""
+    import subprocess
+    import sys
+
+    from agnostophobia._atomic import TMP_SUFFIX, temporary_prefix
+
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
+                          text=True, check=True)
+    stale = tmp_path / (temporary_prefix("blob.bin").replace(str(os.getpid()), dead.stdout.strip())
+                        + "x1" + TMP_SUFFIX)
+    stale.write_bytes(b"half a file")
+    mine = tmp_path / ".blob.bin.mine.part"
+    mine.write_bytes(b"the user's")
+    data = b"y" * 1000
+    server.files["blob.bin"] = data
+    download(res_for(data), tmp_path, mirror=server.url, log=quiet)
+    assert not stale.exists() and mine.read_bytes() == b"the user's"
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([".blob.bin.mine.part", "blob.bin", "SHA256SUMS"])
+
+
 def test_wrong_checksum_leaves_no_file(server, tmp_path):
     server.files["blob.bin"] = b"the wrong bytes" * 100
     with pytest.raises(DataError, match="md5 .* does not match the published"):

@@ -34,7 +34,8 @@ from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence
 
 from agnostophobia import __version__
-from agnostophobia._atomic import atomic_write, fsync_directory, naming_target, new_file_mode
+from agnostophobia._atomic import (TMP_SUFFIX, atomic_write, fsync_directory, naming_target, new_file_mode,
+                                   remove_stale_temporaries, temporary_prefix)
 from agnostophobia.errors import DataError
 from agnostophobia.rundir import DATA_FETCHED, RunDir
 from agnostophobia.data.datasets import DATASETS, DatasetInfo, Resource, SplitUnavailable, load_dataset
@@ -220,9 +221,10 @@ def _remove_empty(directory: Path, top: Optional[Path]) -> None:
 def _download_into(res: Resource, directory: Path, target: Path, mirror: Optional[str], progress: Optional[bool],
                    timeout: float, log: Callable[[str], None], dataset: str) -> FetchedFile:
     failures, logins = [], []
+    remove_stale_temporaries(directory, [res.filename])  # what a killed earlier download of this file left
     for url in _urls(res, mirror):
-        try:
-            fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{res.filename}.", suffix=".part")
+        try:  # named as every atomic write's temporary is: for its file and this process
+            fd, tmp = tempfile.mkstemp(dir=directory, prefix=temporary_prefix(res.filename), suffix=TMP_SUFFIX)
         except OSError as exc:
             raise DataError(f"{directory}: not writable ({naming_target(exc, target, exc.filename)})") from None
         try:
