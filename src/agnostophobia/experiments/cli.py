@@ -98,7 +98,8 @@ def add_commands(subparsers) -> None:
                    help="a budget the experiment's config defines; the shipped ones: smoke (<1 min, not a result), "
                         "cpu (a shortened run for 2 CPU cores: <=45 min for lenet++ and cifar, <=20 min for "
                         "ensemble), paper (the authors' protocol), tune (lenet++: what `tune` trains each grid point "
-                        "with); default: paper with CUDA, else cpu")
+                        "with), peers (lenet++ and cifar: the six training peers beside the paper's four); "
+                        "default: paper with CUDA, else cpu")
     p.add_argument("--seeds", type=positive_int, help="number of seeds (default: the budget's)")
     p.add_argument("--out", type=Path, help="output directory (default: runs/EXPERIMENT-BUDGET); "
                                             "an existing one is resumed")
