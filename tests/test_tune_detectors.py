@@ -65,6 +65,14 @@ def test_the_choice_is_the_best_validation_ccr_and_test_outputs_are_never_read(r
     assert run_tuned_settings(run) == stored["chosen"]
 
 
+def test_a_detector_that_does_not_apply_says_why_and_is_not_tuned(run, capsys):
+    """The tiny run's LeNet++ has 2-D features and 10 classes: ViM does not apply."""
+    assert main(["tune-detectors", str(run), "--fpr", str(FPR), "--detector", "vim"]) == 0
+    out = capsys.readouterr().out
+    assert "entropic/vim: not applicable (ViM needs more feature dimensions than classes (D=2 <= C=10)" in out
+    assert "vim" not in json.loads((run / TUNED_SETTINGS).read_text())["chosen"].get("entropic", {})
+
+
 def test_the_choice_does_not_move_when_the_test_outputs_change(run):
     assert main(["tune-detectors", str(run), "--fpr", str(FPR), "--detector", "knn", "--approach", "entropic"]) == 0
     before = json.loads((run / TUNED_SETTINGS).read_text())["chosen"]

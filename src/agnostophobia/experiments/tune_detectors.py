@@ -68,11 +68,16 @@ def tune_detectors(run_dir, fpr: float = DEFAULT_FPR, detectors: Optional[Sequen
         dirs = [model_dir for _, a, model_dir in models if a == approach]
         kept = {detector for detector, _ in paper_rows(approach)}  # the paper's rows keep the config's settings
         for name in [d for d in detectors if d in applicable_detectors(approach) and d not in kept]:
+            why = _not_applicable(name, validation[dirs[0]], approach)
+            if why:  # no grid point could change that: say why, as the matrix does
+                log(f"{approach}/{name}: not applicable ({why}); not tuned")
+                continue
             grid = _score_grid(name, settings.get(name, {}), dirs, validation, approach, float(fpr))
             best = _best(name, grid, settings.get(name, {}))
             candidates.setdefault(approach, {})[name] = grid
             if best is None:
-                log(f"{approach}/{name}: no setting of its grid could be fitted; not tuned")
+                log(f"{approach}/{name}: no setting of its grid could be fitted on every model of the approach "
+                    f"(why: the notes of `agnostophobia evaluate`); not tuned")
                 continue
             chosen.setdefault(approach, {})[name] = best["settings"]
             log(f"{approach}/{name}: {_shown(best['settings'])} (validation CCR at FPR {fpr:g}: "
@@ -112,6 +117,13 @@ def _validation(model_dir: Path) -> Dict[str, np.ndarray]:
                                  f"so detector settings cannot be chosen on validation data (e.g. mnist-notmnist "
                                  f"has no validation unknowns)")
     return val
+
+
+def _not_applicable(name: str, val: Dict[str, np.ndarray], approach: str) -> Optional[str]:
+    """Why detector ``name`` does not apply to the approach's networks (their validation outputs'
+    known columns and feature dimension), or None."""
+    num_classes = known_columns(approach, val["logits"].shape[1])
+    return DETECTORS.get(name).not_applicable(num_classes, val["features"].shape[1])
 
 
 def _score_grid(name: str, base: Dict, model_dirs: List[Path], validation: Dict, approach: str,
