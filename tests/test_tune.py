@@ -109,7 +109,7 @@ def test_protocol_without_negatives_has_no_classes_to_split(synth):
 def test_loss_settings_say_which_losses_read_xi_and_lambda():
     assert {name: tuple(loss_settings(name)) for name in LOSSES.names()} == {
         "softmax": (), "background": (), "entropic": (), "objectosphere": ("xi", "lambda_"),
-        "outlier-exposure": ("outlier_weight",),
+        "outlier-exposure": ("outlier_weight", "outlier_average"),
         "energy-regularized": ("energy_weight", "energy_margin_in", "energy_margin_out"),
         "mixoe": ("mix", "mix_alpha", "mix_weight"), "maximal-entropy": ("margin",),
         "logitnorm": ("logitnorm_temperature",),
