@@ -1,6 +1,6 @@
 """The tables of docs/training-peers.md and docs/post-processors.md from an evaluated run:
 
-    python benchmarks/peers_tables.py RUN [--sets NAME ...] [--fpr 1e-2]
+    python benchmarks/peers_tables.py RUN [--also RUN ...] [--sets NAME ...] [--fpr 1e-2]
     python benchmarks/peers_tables.py --steps LABEL=RUN:APPROACH ... [--fpr 1e-2]
 
 * per unknown set, every approach with the detector its loss's paper scores with (its
@@ -123,6 +123,17 @@ def steps_table(steps: List[str], fpr: str) -> List[str]:
     return lines
 
 
+def merge(metrics: Dict, extra: Dict, where: Path) -> None:
+    """``extra``'s approaches added to ``metrics`` (refused where they overlap or the seeds differ)."""
+    overlap = set(metrics["approaches"]) & set(extra["approaches"])
+    if overlap or extra["seeds"] != metrics["seeds"]:
+        raise SystemExit(f"{where}: approaches {sorted(overlap)} already in the run, or {extra['seeds']} seed(s) "
+                         f"against {metrics['seeds']}")
+    metrics["approaches"] = metrics["approaches"] + extra["approaches"]
+    metrics["per_seed"] = metrics["per_seed"] + extra["per_seed"]
+    metrics["not_applicable"] = {**(metrics.get("not_applicable") or {}), **(extra.get("not_applicable") or {})}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("run", type=Path, nargs="?")
@@ -130,11 +141,15 @@ def main() -> int:
     parser.add_argument("--fpr", default="1e-2", choices=FPRS, help="the matrix's FPR")
     parser.add_argument("--steps", nargs="+", metavar="LABEL=RUN:APPROACH",
                         help="instead: an ablation's steps, one row each")
+    parser.add_argument("--also", nargs="+", type=Path, default=[], metavar="RUN",
+                        help="runs of further approaches on the same protocol and seeds, as rows of the same tables")
     args = parser.parse_args()
     if args.steps:
         print("\n".join(steps_table(args.steps, args.fpr)))
         return 0
     metrics = json.loads((args.run / "metrics.json").read_text())
+    for extra in args.also:
+        merge(metrics, json.loads((extra / "metrics.json").read_text()), extra)
     sets = args.sets or list(dict.fromkeys(r["unknowns"] for r in metrics["per_seed"]))
     print(f"{args.run}: {metrics.get('experiment')}, budget {metrics.get('budget')}, {metrics['seeds']} seed(s)")
     for unknown in sets:
