@@ -14,11 +14,10 @@ import pytest
 import yaml
 
 from runs import run_cli, run_main, snapshot
-from test_imagefolder import make_tree, mapping
+from test_imagefolder import make_tree, mapping, write_split
 from agnostophobia.data import build_protocol
 from agnostophobia.data import fingerprint
 from agnostophobia.data.fingerprint import changed_source, file_fingerprint, listing_fingerprint
-from agnostophobia.errors import DataError
 from agnostophobia.rundir import DATA_SOURCES, RecordError
 from agnostophobia.training.records import check_data_sources, read_data_sources
 
@@ -134,11 +133,7 @@ def test_a_run_records_its_files_and_refuses_to_continue_on_changed_ones(tmp_pat
 
 def test_a_changed_split_list_is_named(tmp_path):
     images = make_tree(tmp_path / "photos")
-    written = build_protocol(mapping(images), seed=0)
-    split = tmp_path / "split"
-    split.mkdir()
-    for name, text in written.split_files.items():
-        (split / name).write_text(text)
+    split = write_split(build_protocol(mapping(images), seed=0), tmp_path / "split")
     sources = build_protocol(mapping(images, split=str(split)), seed=0).sources
     assert {"split list train", "split list class names", "images"} <= set(sources)
     lines = (split / "val.csv").read_text().splitlines()

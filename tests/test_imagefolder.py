@@ -73,13 +73,18 @@ def test_split_class_is_fixed_for_a_seed():
     assert sizes == {"val": 20, "test": 10, "train": 70}
 
 
-def test_a_written_split_is_reused_and_a_changed_class_order_is_refused(tmp_path):
-    root = make_tree(tmp_path / "img")
-    protocol = build_protocol(mapping(root), seed=0)
-    split = tmp_path / "split"
+def write_split(protocol, split: Path) -> Path:
+    """The protocol's split files written into the folder ``split`` (a split to reuse)."""
     split.mkdir()
     for name, text in protocol.split_files.items():
         (split / name).write_text(text)
+    return split
+
+
+def test_a_written_split_is_reused_and_a_changed_class_order_is_refused(tmp_path):
+    root = make_tree(tmp_path / "img")
+    protocol = build_protocol(mapping(root), seed=0)
+    split = write_split(protocol, tmp_path / "split")
     reused = build_protocol(mapping(root, split=str(split)), seed=5)  # the seed no longer draws anything
     assert reused.split_files == protocol.split_files
     assert np.array_equal(reused.train.images, protocol.train.images)
