@@ -3,6 +3,7 @@ read as YAML values and checked as the config file's own keys are, with the file
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -102,3 +103,18 @@ def test_reproduce_takes_set_too(tmp_path, capsys):
     code, _, err = run_main(["reproduce", "ensemble", "--set", "epochs=1"], capsys)
     assert code == 1 and err == ["agnostophobia: error: --set applies to a config's experiment, not to "
                                  "'reproduce ensemble'"]
+
+
+@pytest.mark.parametrize("program, typed", [("/home/u/agnostophobia/.venv/bin/pytest", False),
+                                            ("/src/agnostophobia/.venv/lib/python3.11/site-packages/pytest/__main__.py",
+                                             False),
+                                            ("/home/u/agnostophobia/run_my_sweep.py", False),
+                                            ("/usr/local/bin/agnostophobia", True),
+                                            ("/site-packages/agnostophobia/__main__.py", True)])
+def test_a_run_records_the_typed_command_only_from_the_command_line(monkeypatch, program, typed):
+    """A program whose path merely holds the name (a checkout called agnostophobia) is a library
+    caller: the run records the command its call stands for, not that program's arguments."""
+    from agnostophobia.experiments.reproduce import is_the_command_line
+
+    monkeypatch.setattr(sys, "argv", [program, "-q"])
+    assert is_the_command_line() is typed

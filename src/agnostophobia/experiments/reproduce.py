@@ -186,6 +186,16 @@ def is_kept(run: RunDir, cfg: TrainConfig) -> bool:
     return run.outputs(cfg.seed, cfg.approach).exists() and is_finished(run.model_dir(cfg.seed, cfg.approach), cfg)
 
 
+def is_the_command_line() -> bool:
+    """Whether this process is the ``agnostophobia`` command (its script, or ``python -m
+    agnostophobia``), whose words a run records as they were typed. A program that calls the
+    library is not, even where its path holds the name (a checkout called agnostophobia)."""
+    if not sys.argv or not sys.argv[0]:
+        return False
+    program = Path(sys.argv[0])
+    return program.name == "agnostophobia" or (program.name == "__main__.py" and program.parent.name == "agnostophobia")
+
+
 def run_key(cfg: TrainConfig) -> str:
     """A run's name in ``timings.json`` and in messages: ``seedS/APPROACH``."""
     return RunDir.run_key(cfg.seed, cfg.approach)
@@ -380,8 +390,7 @@ def write_run_record(out: Path, experiment: ExperimentConfig, budget: Optional[s
     meta = {
         "experiment": train_cfg.name, "budget": budget, "seeds": experiment.seeds,
         "seeds_varied": seeds_varied(experiment), "approaches": experiment.approaches,
-        "command": " ".join(["agnostophobia"] + sys.argv[1:]) if sys.argv and "agnostophobia" in sys.argv[0]
-        else command,
+        "command": " ".join(["agnostophobia"] + sys.argv[1:]) if is_the_command_line() else command,
         "device": f"{device} ({platform.processor() or platform.machine()}, "
                   f"{torch.get_num_threads()} threads)" + (f" x {world.size} processes (DDP)" if world.distributed else "")
                   + (f", {runs} runs at a time, {train_cfg.cpu_threads or threads_per_run(runs)} thread(s) each" if runs > 1 else ""),
