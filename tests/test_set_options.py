@@ -105,10 +105,10 @@ def test_reproduce_takes_set_too(tmp_path, capsys):
                                  "'reproduce ensemble'"]
 
 
-@pytest.mark.parametrize("program, typed", [("/home/u/agnostophobia/.venv/bin/pytest", False),
+@pytest.mark.parametrize("program, typed", [("/opt/u/agnostophobia/.venv/bin/pytest", False),
                                             ("/src/agnostophobia/.venv/lib/python3.11/site-packages/pytest/__main__.py",
                                              False),
-                                            ("/home/u/agnostophobia/run_my_sweep.py", False),
+                                            ("/opt/u/agnostophobia/run_my_sweep.py", False),
                                             ("/usr/local/bin/agnostophobia", True),
                                             ("/site-packages/agnostophobia/__main__.py", True)])
 def test_a_run_records_the_typed_command_only_from_the_command_line(monkeypatch, program, typed):
