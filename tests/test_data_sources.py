@@ -156,6 +156,7 @@ def test_a_run_from_before_the_record_works_and_says_so_once(tmp_path, capsys):
 
 
 # --------------------------------------------------------------------- the paper's data
+@pytest.mark.slow  # two commands that rebuild the LeNet++ protocol (~15 s): make test-slow, which CI runs
 def test_the_same_images_shuffled_under_a_datasets_name_are_refused(real_data_dir, tiny_run, tmp_path):
     """A data folder whose mnist.npz holds MNIST's images in another order: ``calibrate`` would
     rebuild another validation split from it; it refuses, naming the file."""
