@@ -1,4 +1,7 @@
 """``precision: fp32 | bf16 | auto``: one config key, resolved per device, used by the trainer."""
+import json
+import os
+
 import pytest
 import torch
 from synthetic import synthetic_protocol
@@ -10,14 +13,16 @@ from agnostophobia.training.precision import resolve_precision
 from agnostophobia.training.trainer import Training
 
 
-@pytest.mark.parametrize("native, expected", [(True, "bf16"), (False, "fp32")])
-def test_auto_is_bf16_exactly_where_the_cpu_computes_it_natively(monkeypatch, native, expected):
+@pytest.mark.parametrize("native, faster, expected", [(True, True, "bf16"), (True, False, "fp32"),
+                                                     (False, True, "fp32")])
+def test_auto_is_bf16_exactly_where_the_cpu_computes_it_natively_and_faster(monkeypatch, native, faster, expected):
     monkeypatch.setattr(precision_module, "_cpu_has_native_bf16", lambda: native)
+    monkeypatch.setattr(precision_module, "probe_cpu_bf16", lambda: (faster, 1.9 if faster else 1.05))
     assert resolve_precision("auto", "cpu") == expected
     assert resolve_precision("fp32", "cpu") == "fp32" and resolve_precision("bf16", "cpu") == "bf16"
 
 
-@pytest.mark.parametrize("native, line", [(True, "precision: bf16 (auto: this CPU computes bf16 natively)"),
+@pytest.mark.parametrize("native, line", [(True, "precision: bf16 (auto: bf16 measured 1.90x as fast as fp32 on this CPU)"),
                                           (False, "precision: fp32 (auto: this CPU has no native bf16)")])
 def test_train_and_reproduce_say_which_precision_auto_chose_and_why(monkeypatch, native, line):
     """configure (train, reproduce, tune) prints one line, keeps it for run_meta.json and the
@@ -25,6 +30,7 @@ def test_train_and_reproduce_say_which_precision_auto_chose_and_why(monkeypatch,
     from agnostophobia.experiments.reproduce import configure
 
     monkeypatch.setattr(precision_module, "_cpu_has_native_bf16", lambda: native)
+    monkeypatch.setattr(precision_module, "probe_cpu_bf16", lambda: (True, 1.9))
     printed = []
     experiment, _ = configure(parse_experiment({"tensorboard": False}), device="cpu", log=printed.append)
     assert printed == [line] and experiment.train.precision == line.split()[1]
@@ -82,3 +88,26 @@ def test_the_open_set_head_stays_fp32_under_bf16_autocast(model_name):
         expected = model.features(hidden.float())
     torch.testing.assert_close(features, expected, rtol=0, atol=0)
     torch.testing.assert_close(logits, model.logits(expected), rtol=0, atol=0)
+
+
+def test_the_bf16_probe_measures_once_per_machine_and_keeps_the_result(monkeypatch, tmp_path):
+    """probe_cpu_bf16 times fp32 and bf16 once, keys the speed-up by the machine, and reads it back;
+    a cache that is not JSON (or not a regular file) is measured anew, never trusted or fatal."""
+    timings = {torch.float32: 2.0, torch.bfloat16: 1.0}
+    calls = []
+    monkeypatch.setattr(precision_module, "_time_step", lambda dtype: calls.append(dtype) or timings[dtype])
+    cache = tmp_path / "probe.json"
+    assert precision_module.probe_cpu_bf16(cache) == (True, 2.0) and len(calls) == 2
+    assert precision_module.probe_cpu_bf16(cache) == (True, 2.0) and len(calls) == 2  # cached
+    assert list(json.loads(cache.read_text())) == [precision_module._cpu_identity()]
+    cache.write_text("{not json")
+    timings[torch.bfloat16] = 1.9  # only 1.05x: fp32 stays
+    assert precision_module.probe_cpu_bf16(cache) == (False, pytest.approx(2.0 / 1.9)) and len(calls) == 4
+    fifo = tmp_path / "fifo.json"
+    os.mkfifo(fifo)
+    assert precision_module._read_probe_cache(fifo) == {}  # never opened: a FIFO would block
+
+
+def test_the_probe_times_a_real_step_in_milliseconds():
+    seconds = precision_module._time_step(torch.float32)
+    assert 0 < seconds < 0.5
