@@ -1,0 +1,125 @@
+"""A small CIFAR network made for fast convergence, after airbench (Jordan, "94% on CIFAR-10 in
+3.29 Seconds on a Single GPU", arXiv:2404.00498, 2024; github.com/KellerJordan/cifar10-airbench),
+with the open-set head every model here shares.
+
+    x - mean  ->  2x2 patch-whitening convolution (frozen weights, trained bias), GELU
+    ->  three conv groups: conv 3x3 -> max-pool 2 -> BatchNorm -> GELU -> conv 3x3 -> BatchNorm -> GELU
+    ->  max-pool 3 (the last 3x3 map)  ->  deep features F (Linear, ``feature_dim``)  ->  logits (no bias)
+
+What airbench's ideas bring here, and what is left out:
+
+* **Patch whitening** (airbench Sec. 3.2): the first layer's 24 filters are the eigenvectors of the
+  2x2 patches' covariance scaled by 1/sqrt(eigenvalue), and their negatives, computed from the
+  training images before the first step (:meth:`AirbenchNet.initialise_from_data`, which the
+  trainer calls on a new run; a resumed run loads them from its checkpoint). Frozen: they need no
+  gradient, which also saves the first layer's weight-gradient FLOPs.
+* **Identity initialisation** (airbench Sec. 3.3): every 3x3 convolution starts as a Dirac
+  (identity) on its first ``in_channels`` outputs, so the untrained network passes the whitened
+  image through, and early steps are not spent undoing a random projection.
+* **BatchNorm without scale** (weight fixed at 1, bias trained), as airbench; its running
+  statistics use PyTorch's default momentum (:data:`BN_MOMENTUM`).
+* **Flip-and-translate augmentation** is the trainer's ``augment: crop-flip`` with
+  ``crop_padding`` (airbench: 2 pixels); the **one-cycle schedule** is ``scheduler: onecycle``.
+* Not taken: label smoothing, Lookahead and test-time augmentation. Each approach keeps its own loss
+  (the paper's Eq. 1-2 and the peers'), and every detector scores the plain network's outputs, so
+  none of them may be changed by the recipe.
+
+The bias-free logit layer after F (Theorem 1, Sec. 4.1 of the paper) is
+:func:`~agnostophobia.models.head.open_set_head`; airbench's final scale of 1/9 becomes the logit
+layer's initial scale. ``widths`` sets the three groups' channels (airbench94: 64, 256, 256);
+the ``converged`` budget of ``cifar.yaml`` uses a narrower one that fits the CPU's compute.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+import torch
+from torch import nn
+
+from agnostophobia.models._base import MODELS
+from agnostophobia.models.head import open_set_head
+
+WHITENING_CHANNELS = 24  # 12 eigen-filters of the 2x2x3 patches and their negatives
+WHITENING_EPS = 5e-4     # added to the eigenvalues: airbench's value for images in [0, 1]
+WHITENING_SAMPLES = 5000  # training images the covariance is estimated on (airbench's)
+# running statistics: PyTorch momentum 0.1 (airbench takes 0.4 for its ~100 steps; a schedule of
+# several hundred steps evaluates better with the smoother running mean)
+BN_MOMENTUM = 0.1
+
+
+def _batch_norm(channels: int) -> nn.BatchNorm2d:
+    norm = nn.BatchNorm2d(channels, momentum=BN_MOMENTUM, eps=1e-12)
+    norm.weight.requires_grad_(False)  # scale fixed at 1: only the shift trains
+    return norm
+
+
+class ConvGroup(nn.Module):
+    """conv 3x3 -> max-pool 2 -> BN -> GELU -> conv 3x3 -> BN -> GELU (airbench's ``ConvGroup``)."""
+
+    def __init__(self, in_channels: int, out_channels: int):
+        super().__init__()
+        self.conv1 = nn.Conv2d(in_channels, out_channels, 3, padding=1, bias=False)
+        self.pool = nn.MaxPool2d(2)
+        self.norm1 = _batch_norm(out_channels)
+        self.conv2 = nn.Conv2d(out_channels, out_channels, 3, padding=1, bias=False)
+        self.norm2 = _batch_norm(out_channels)
+        self.activation = nn.GELU()
+        for conv in (self.conv1, self.conv2):  # identity on the first in_channels outputs
+            with torch.no_grad():
+                nn.init.dirac_(conv.weight[:conv.in_channels])
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = self.activation(self.norm1(self.pool(self.conv1(x))))
+        return self.activation(self.norm2(self.conv2(x)))
+
+
+@MODELS.register("airbench")
+class AirbenchNet(nn.Module):
+    """The airbench network for (3, 32, 32) inputs in [0, 1]; ``forward`` returns ``(logits, F)``.
+
+    Args:
+        num_outputs: logits (C, or C+1 for the background-class approach).
+        feature_dim: size of the deep-feature layer F.
+        widths: channels of the three conv groups (airbench94: 64, 256, 256).
+        in_channels: input channels.
+    """
+
+    def __init__(self, num_outputs: int = 10, feature_dim: int = 256, widths: Sequence[int] = (64, 256, 256),
+                 in_channels: int = 3):
+        super().__init__()
+        widths = list(widths)
+        if len(widths) != 3 or not all(isinstance(w, int) and w >= 1 for w in widths):
+            raise ValueError(f"widths must be three integers >= 1, got {widths!r}")
+        if num_outputs < 1 or feature_dim < 1 or in_channels < 1:
+            raise ValueError(f"num_outputs, feature_dim and in_channels must be >= 1, got {num_outputs}, "
+                             f"{feature_dim}, {in_channels}")
+        whitening = 2 * 4 * in_channels  # the 2x2 patches' dimension, and the negatives
+        self.register_buffer("mean", torch.full((1, in_channels, 1, 1), 0.5))
+        self.whiten = nn.Conv2d(in_channels, whitening, 2, padding=0, bias=True)
+        self.whiten.weight.requires_grad_(False)
+        self.backbone = nn.Sequential(
+            nn.GELU(), ConvGroup(whitening, widths[0]), ConvGroup(widths[0], widths[1]),
+            ConvGroup(widths[1], widths[2]), nn.MaxPool2d(3), nn.Flatten())
+        self.features = nn.Linear(widths[2], feature_dim)  # deep features F, with bias
+        self.logits = nn.Linear(feature_dim, num_outputs, bias=False)
+        with torch.no_grad():
+            self.logits.weight.mul_(1 / 9)  # airbench's output scale, as the initial logit scale
+
+    @torch.no_grad()
+    def initialise_from_data(self, images: torch.Tensor) -> None:
+        """Set the input mean and the whitening filters from training ``images`` ((N, C, H, W), uint8
+        or in [0, 1]; the first :data:`WHITENING_SAMPLES` are used), as airbench does before training."""
+        x = images[:WHITENING_SAMPLES].to(self.mean.device)
+        x = x.float().div(255) if x.dtype == torch.uint8 else x.float()
+        self.mean.copy_(x.mean(dim=(0, 2, 3), keepdim=True))
+        patches = (x - self.mean).unfold(2, 2, 1).unfold(3, 2, 1)             # N, C, H-1, W-1, 2, 2
+        patches = patches.permute(0, 2, 3, 1, 4, 5).reshape(-1, patches.shape[1] * 4).double()
+        covariance = patches.T @ patches / len(patches)
+        eigenvalues, eigenvectors = torch.linalg.eigh(covariance)
+        filters = (eigenvectors.T / torch.sqrt(eigenvalues.clamp_min(0) + WHITENING_EPS)[:, None])
+        filters = filters.reshape(-1, x.shape[1], 2, 2).float()
+        self.whiten.weight.copy_(torch.cat([filters, -filters]))
+        self.whiten.bias.zero_()
+
+    def forward(self, x: torch.Tensor):
+        return open_set_head(self.backbone(self.whiten(x - self.mean.to(x.dtype))), self.features, self.logits)
