@@ -45,13 +45,13 @@ class StreamingDataset(torch.utils.data.Dataset):
     loader raises it in the main process (``training.loaders``).
     """
 
-    def __init__(self, files: ImageFiles, seed: int = 0, augment: str = "none"):
+    def __init__(self, files: ImageFiles, seed: int = 0, augment: str = "none", padding: int = CROP_PADDING):
         from torchvision.transforms import v2
 
         self.files, self.seed, self.augment = files, seed, augment
         self.transform = None
         if augment == "crop-flip":
-            self.transform = v2.Compose([v2.RandomCrop(files.spec.size, padding=CROP_PADDING),
+            self.transform = v2.Compose([v2.RandomCrop(files.spec.size, padding=padding),
                                          v2.RandomHorizontalFlip()])
 
     def __len__(self) -> int:

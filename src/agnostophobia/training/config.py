@@ -54,7 +54,11 @@ class TrainConfig:
     lr: float = setting(float, 0.01, low=0, low_open=True)  # learning rate
     momentum: float = setting(float, 0.9, low=0)  # for optimizer: sgd
     weight_decay: float = setting(float, 0.0, low=0)  # L2 penalty of the optimizer
-    scheduler: str = setting(str, "none", choices=("none", "cosine", "step"))  # learning-rate schedule
+    # learning-rate schedule; cosine and step change it after each epoch, onecycle after each step
+    # (a linear warm-up over warmup_fraction of all steps from lr / 5, then linear to 0: airbench's
+    # short schedule, arXiv:2404.00498)
+    scheduler: str = setting(str, "none", choices=("none", "cosine", "step", "onecycle"))
+    warmup_fraction: float = setting(float, 0.25, low=0, high=1)  # for scheduler: onecycle
     step_size: int = setting(int, 30, low=1)     # for scheduler: step
     gamma: float = setting(float, 0.1, low=0)    # for scheduler: step
     # The hyper-parameters of the registered losses, by their constructor's keyword names
@@ -63,7 +67,10 @@ class TrainConfig:
     # inverse class frequency, unknowns as one class: on, as the authors' Keras training; a loss module
     # called outside the trainer is unweighted unless given sample_weight (losses.weights)
     sample_weighting: bool = setting(bool, True)
-    augment: str = setting(str, "none", choices=("none", "crop-flip"))  # CIFAR: random crop with padding 4, h-flip
+    augment: str = setting(str, "none", choices=("none", "crop-flip"))  # CIFAR: random crop with padding, h-flip
+    # crop-flip's zero padding in pixels: 4 is the usual CIFAR augmentation, 2 airbench's lighter
+    # translation for short schedules (arXiv:2404.00498)
+    crop_padding: int = setting(int, 4, low=0, high=16)
     seed: int = 0                    # training seed: initialisation, data order, augmentation
     data_seed: int = 0               # data seed: validation split and training subsample, fixed across seeds
     device: str = setting(str, "auto", resumable=True)  # auto | cpu | cuda | cuda:N (checked in validate)
@@ -80,6 +87,10 @@ class TrainConfig:
     # the training step captured in a CUDA graph and replayed (training.cuda_graph); CUDA only, off
     # until a whole reproduction has run with it on a GPU
     cuda_graph: bool = setting(bool, False, resumable=True)
+    # the network's forward and backward compiled by torch.compile (inductor; training.compiled):
+    # true, false, or auto (on a CPU where inductor finds a C++ compiler; off on a GPU, where no
+    # run has measured it yet). Where compiling fails the run trains eagerly and says so once.
+    compile: Union[str, bool] = setting(bool, False, words=("auto",), resumable=True)
     eval_batch_size: int = setting(int, 1024, low=1, resumable=True)  # batch size when outputs are stored
     # TensorBoard scalars in RUN/seed*/<approach>/tb: auto (on when the tensorboard package, the
     # [tensorboard] extra, is installed), true (an error without it) or false (training.epoch_log)
@@ -137,6 +148,9 @@ class TrainConfig:
             if not isinstance(values, dict):
                 raise ConfigError(f"config key '{where}detectors.{name}': must be a mapping of settings, "
                                   f"got {values!r}")
+        need(not (self.cuda_graph and self.scheduler == "onecycle"), "cuda_graph",
+             "cannot be true with scheduler: onecycle (its learning rate changes at every step, and a "
+             "captured step would be captured again at every replay)")
         self._check_loss_settings()
         return self
 

@@ -45,7 +45,7 @@ VERSIONED = ("torch", "torchvision", "numpy")
 RESUME_FREE_KEYS = frozenset(key for key, declared in field_settings(TrainConfig).items() if declared.resumable)
 # Keys that change results and came after runs were trained: a checkpoint without one was trained
 # with this value.
-VALUE_WHEN_ABSENT = {"preprocessing": OURS}
+VALUE_WHEN_ABSENT = {"preprocessing": OURS, "crop_padding": 4, "warmup_fraction": 0.25}
 # Keys of a model's checkpoint config that belong to that model, not to the run.
 PER_MODEL_KEYS = {"approach", "seed"}
 

@@ -25,6 +25,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import time
 from dataclasses import dataclass
@@ -42,6 +43,7 @@ from agnostophobia._killpoints import kill_point
 from agnostophobia.training import augment, device as devices, distributed
 from agnostophobia.training.adversarial import adversarial_loss
 from agnostophobia.training.checkpoint import load_checkpoint, seed_everything, set_rng_state
+from agnostophobia.training.compiled import CompiledOrEager, resolve_compile
 from agnostophobia.training.config import TrainConfig
 from agnostophobia.training.cuda_graph import (CapturedStep, check_cuda_graph, cuda_capture, plain_optimizer_state,
                                                set_capturable)
@@ -106,6 +108,29 @@ def host_labels(split, knowns_only: bool) -> np.ndarray:
     return labels[labels >= 0] if knowns_only else labels
 
 
+def one_cycle(step: int, total: int, warmup: float) -> float:
+    """The ``onecycle`` schedule's factor of ``lr`` after ``step`` optimiser steps of ``total``:
+    linear from 1/5 to 1 over the first ``warmup`` fraction, then linear to 0 at the last step
+    (airbench's triangular schedule, Jordan 2024, arXiv:2404.00498)."""
+    peak = max(1, round(warmup * total))
+    if step < peak:
+        return 0.2 + 0.8 * step / peak
+    return max(0.0, (total - step) / max(1, total - peak))
+
+
+def initialise_from_data(model: torch.nn.Module, split) -> None:
+    """A model's data-dependent initialisation (e.g. :class:`~agnostophobia.models.AirbenchNet`'s
+    patch whitening) from the training ``split``'s images, where it declares one; a resumed run
+    then loads its checkpoint over it. A split of files read while training is not decoded here:
+    such a model keeps its default initialisation there."""
+    initialise = getattr(model, "initialise_from_data", None)
+    if initialise is None or is_streamed(split):
+        return
+    images = np.asarray(split.images[:4 * 4096])
+    if len(images):
+        initialise(torch.from_numpy(np.ascontiguousarray(images)))
+
+
 def epoch_order(n: int, seed: int, epoch: int) -> torch.Tensor:
     """The shuffled sample order of one epoch, a function of (seed, epoch) only."""
     generator = torch.Generator().manual_seed(seed * 1_000_003 + epoch)
@@ -141,8 +166,13 @@ class Training:
             seed_everything(seed_cfg.seed)
             self.loss_fn = build_loss(cfg.approach, self.num_classes, **cfg.loss_settings())
             models.append(build_model(cfg.model, num_outputs=self.loss_fn.num_outputs, **cfg.model_kwargs))
-        # network: what trains the model, DDP under torchrun
+            initialise_from_data(models[-1], protocol.train)
+        # network: what trains the model, DDP under torchrun; compiled where the config asks (.compiled)
         self.model, self.network = self.seed_layout.place(models, self.world, self.device, cfg.channels_last)
+        self.compiled, self.compile_reason = resolve_compile(cfg.compile, self.device, bool(self.seed_shape),
+                                                             self.world.distributed)
+        if self.compiled:
+            self.network = CompiledOrEager(self.network)
         self.loss_fn.to(self.device).attach(self.model)  # a loss's own parameters and state live beside the model
         knowns_only = not self.loss_fn.trains_on_unknowns
         # a split of image files (a streamed protocol from files) is read through worker processes
@@ -189,6 +219,11 @@ class Training:
         self.loss_fn.check_values = False
 
     @property
+    def steps_scheduler(self) -> bool:
+        """Whether the learning-rate schedule moves after every step (onecycle), not every epoch."""
+        return self.cfg.scheduler == "onecycle"
+
+    @property
     def steps_per_epoch(self) -> int:
         return self.world.steps_per_epoch(len(self.train_data), self.cfg.batch_size)
 
@@ -203,6 +238,10 @@ class Training:
 
     def _scheduler(self):
         cfg = self.cfg
+        if cfg.scheduler == "onecycle":  # stepped after every optimiser step (steps_scheduler)
+            return torch.optim.lr_scheduler.LambdaLR(
+                self.optimizer, functools.partial(one_cycle, total=cfg.epochs * self.steps_per_epoch,
+                                                  warmup=cfg.warmup_fraction))
         if cfg.scheduler == "cosine":
             return torch.optim.lr_scheduler.CosineAnnealingLR(self.optimizer, T_max=cfg.epochs)
         if cfg.scheduler == "step":
@@ -389,7 +428,7 @@ def training_step(run: Training, images: torch.Tensor, indices: torch.Tensor, dr
     this process's share of the global-batch mean (None in one process)."""
     x, y = augment.to_input(images, run.cfg.channels_last), run.train_data.labels[indices]
     if draws is not None:
-        x = augment.apply_crop_flip(x, draws)
+        x = augment.apply_crop_flip(x, draws, run.cfg.crop_padding)
     x = run.loss_fn.mix_batch(x, y)  # the loss's batch hook (MixOE); the identity for most losses
     loss, logits = run.training_loss(x, y, run.train_data.weights_of(indices))
     if loss_scale is not None:
@@ -420,12 +459,14 @@ def train_steps(run: Training, epoch: int, bar=None) -> EpochSums:
     for step, (shard, images) in enumerate(data.read(shards, cfg, epoch)):
         n = shard.indices.shape[-1]
         draws = None if augment_rng is None else to_device(
-            augment.crop_flip_draws(augment_rng, n, shard.offset, shard.global_size), run.device)
+            augment.crop_flip_draws(augment_rng, n, shard.offset, shard.global_size, cfg.crop_padding), run.device)
         if run.captured_step is not None and n == cfg.batch_size:
             run.captured_step(images, shard.indices, draws)
         else:  # eager: no cuda_graph, or the short last batch
             training_step(run, images, shard.indices, draws, step_sums, shard.global_size / world.size,
                           shard.loss_scale)
+        if run.steps_scheduler:
+            run.scheduler.step()
         kill_point("train-step")
         watch.check(step)
         if bar is not None:
@@ -452,7 +493,8 @@ def train_one_epoch_seeds(run: Training, epoch: int, bar=None) -> List[Dict[str,
     values = read_once(flags, sums.loss_sum, sums.correct)
     count = len(run.seed_cfgs)
     sums.watch.raise_if_diverged(values[:2 * count])
-    run.scheduler.step()
+    if not run.steps_scheduler:
+        run.scheduler.step()
     run.world.sync_buffers(run.model)
     seconds = time.perf_counter() - start  # after the read: on a GPU, every step has run by then
     data = run.train_data
