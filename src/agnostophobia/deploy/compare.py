@@ -156,23 +156,31 @@ def _check_fpr(fpr: Optional[float], negatives: int) -> None:
                                  f"supported --fpr, or without --fpr (ranked by validation AUROC)")
 
 
+def _checked(run_dir: Path, fpr: Optional[float], approaches: Optional[Sequence[str]]):
+    """The run's records, the models compared, their validation outputs and the fewest validation
+    negatives; every refusal (a damaged record, an unknown approach, no validation negatives, an
+    unsupported ``fpr``) raised here, before anything is scored or locked."""
+    records = check_run(run_dir, "compare")
+    trained = list(dict.fromkeys(a for _, a, _ in records.models))
+    for approach in approaches or ():
+        if approach not in trained:
+            raise AgnostophobiaError(f"--approach {approach}: {run_dir} holds no {approach} model; "
+                                     f"trained: {', '.join(trained)}")
+    models = [m for m in records.models if not approaches or m[1] in approaches]
+    validation = {model_dir: _validation(model_dir, run_dir) for _, _, model_dir in models}
+    negatives = min(int((np.asarray(v["labels"]) < 0).sum()) for v in validation.values())
+    _check_fpr(fpr, negatives)
+    return records, models, validation, negatives
+
+
 def compare_models(run_dir, fpr: Optional[float] = None, approaches: Optional[Sequence[str]] = None,
                    with_tests: bool = True) -> Comparison:
     """Score and rank every (approach, detector) of the run (or of ``approaches``); nothing is
     written but the detector caches. Refused (one line) before any scoring where the run has no
     validation negatives or ``fpr`` is not supported by them."""
     run_dir = Path(run_dir)
-    records = check_run(run_dir, "compare")
-    models = records.models
-    trained = list(dict.fromkeys(a for _, a, _ in models))
-    for approach in approaches or ():
-        if approach not in trained:
-            raise AgnostophobiaError(f"--approach {approach}: {run_dir} holds no {approach} model; "
-                                     f"trained: {', '.join(trained)}")
-    models = [m for m in models if not approaches or m[1] in approaches]
-    validation = {model_dir: _validation(model_dir, run_dir) for _, _, model_dir in models}
-    negatives = min(int((np.asarray(v["labels"]) < 0).sum()) for v in validation.values())
-    _check_fpr(fpr, negatives)
+    records, models, validation, negatives = _checked(run_dir, fpr, approaches)
+    trained = list(dict.fromkeys(a for _, a, _ in records.models))
     fprs = sorted(set(reported_fprs(negatives)) | ({float(fpr)} if fpr is not None else set()))
     config, tuned = detector_settings(records.config), run_tuned_settings(run_dir)
     per_row: Dict[Tuple[str, str], List[Dict]] = {}
@@ -367,6 +375,7 @@ def compare_run(run_dir, fpr: Optional[float] = None, approaches: Optional[Seque
     """``agnostophobia compare``: rank (:func:`compare_models`), then write ``comparison.json``
     and ``comparison.md`` into the run, each atomically, under the run's lock."""
     run_dir = Path(run_dir)
+    _checked(run_dir, fpr, approaches)  # a refusal leaves the run as it was, its lock file included
     with run_lock(run_dir, create=False):
         comparison = compare_models(run_dir, fpr, approaches)
         run = RunDir(run_dir)
