@@ -187,3 +187,16 @@ def test_report_states_openmax_settings_only_when_it_was_evaluated(tmp_path, wit
     report = write_report(tmp_path, metrics).read_text()
     assert ("### OpenMax" in report) == with_openmax
     assert ("class-0 score" in report) == with_openmax
+
+
+def test_the_report_shows_a_protocols_folders_relative_to_the_run(tmp_path):
+    """config.yaml keeps a protocol's paths absolute (the run rebuilds its split from anywhere);
+    report.md shows them relative to the run, naming no folder of the machine it was written on."""
+    from agnostophobia.experiments.report import relative_paths
+
+    run = tmp_path / "runs" / "mine"
+    protocol = {"type": "imagefolder", "root": str(tmp_path / "data" / "images"), "known": ["a", "b"],
+                "negative": ["c"]}
+    shown = relative_paths(protocol, run)
+    assert shown["root"] == "../../data/images" and shown["known"] == ["a", "b"]
+    assert str(tmp_path) not in str(shown) and relative_paths("lenet++", run) == "lenet++"

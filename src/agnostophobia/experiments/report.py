@@ -2,12 +2,14 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
 import numpy as np
 
 from agnostophobia.data.fetch import fetch_record_lines
+from agnostophobia.data.file_protocols import PATH_KEYS
 from agnostophobia.data.protocols import unknown_set
 from agnostophobia.deploy.calibration import RULE, threshold_results
 from agnostophobia.detectors import DETECTORS, build_detector
@@ -240,6 +242,17 @@ def table1_markdown(metrics: Dict, experiment: str = TABLE1_EXPERIMENT) -> str:
     return "\n".join(lines)
 
 
+def relative_paths(protocol, run_dir: Path):
+    """A protocol from files as the report shows it: each of its paths (stored absolute, so that the
+    run rebuilds its split from anywhere) relative to the run directory, as ``../data/images``:
+    a report names no folder of the machine it was written on."""
+    if not isinstance(protocol, dict):
+        return protocol
+    base = Path(run_dir).absolute()
+    return {key: os.path.relpath(value, base) if key in PATH_KEYS and isinstance(value, str) and os.path.isabs(value)
+            else value for key, value in protocol.items()}
+
+
 def detector_notes(metrics: Dict) -> List[str]:
     """A section per evaluated detector that has something to say about how it was applied
     (its ``report_note``), with the settings it ran with."""
@@ -424,7 +437,7 @@ def write_report(run_dir: Path, metrics: Dict, figures: Optional[Dict[str, List[
         if key in metrics:
             lines.append(f"- **{key}**: {metrics[key]}")
     for key, value in metrics.get("train_config", {}).items():
-        lines.append(f"- `{key}`: {value}")
+        lines.append(f"- `{key}`: {relative_paths(value, run_dir) if key == 'protocol' else value}")
     lines += detector_notes(metrics)
     if metrics.get("skipped"):
         lines += ["", "### Not evaluated", ""] + [f"- {note}" for note in metrics["skipped"]]
