@@ -263,9 +263,10 @@ def best_choice(run_dir, fpr: float, approaches: Optional[Sequence[str]] = None,
         runner = (f"; next: {second['approach']}/{second['detector']} {second['val']['ccr_at_fpr'][key]:.4f} "
                   f"(AUROC {second['val']['auroc']:.4f}){tie}")
     seeds = top["val"]["seeds"]
+    over = f"{seeds} seeds" if seeds != 1 else "1 seed"
     why = (f"the highest validation CCR at FPR {fpr:g}: {top['val']['ccr_at_fpr'][key]:.4f} "
            f"(AUROC {top['val']['auroc']:.4f}){runner}; {top['val']['num_known']:,} validation knowns and "
-           f"{top['val']['num_negative']:,} negatives, mean over {seeds} seed{'s' * (seeds != 1)}, among "
+           f"{top['val']['num_negative']:,} negatives, mean over {over}, among "
            f"{len(scored)} (approach, detector) pairs{among}"
            + (f" of {', '.join(approaches)}" if approaches else ""))
     return Choice(top["approach"], top["detector"], why)
