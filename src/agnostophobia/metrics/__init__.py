@@ -10,8 +10,14 @@
 * :mod:`.summary`: every number of one evaluation row (CCR@FPR, AUROC, OSCR areas,
   worst / best class CCR), JSON-ready; :mod:`.rows`: row labels and order.
 
-Inputs are numpy arrays or torch tensors. ``scores`` is (N, C), ``labels`` (N,) with
-known classes ``0..C-1`` and any negative label for unknown samples.
+**One convention for the whole API.** Inputs are NumPy arrays or torch tensors (any device,
+float16/bfloat16 widened); results are Python floats or NumPy arrays, whatever the input --
+as every detector's ``scores()`` returns a NumPy (N, C) float64 array from NumPy or torch
+inputs. ``scores`` is (N, C) per-class scores (the OSCR and CCR metrics need the predicted
+class, their arg-max); ``labels`` (N,) with known classes ``0..C-1`` and any negative label
+for unknown samples. The threshold-free measures (:func:`auroc`, :func:`fpr_at_tpr`,
+:func:`precision_recall`) take a per-sample confidence (N,) or the same (N, C) scores, read
+as their maximum over classes, so every metric accepts what ``scores()`` returns.
 """
 from .ood import (ConfidenceCurve, PRCurve, accuracy_vs_confidence, auroc, fpr_at_tpr,
                   precision_recall, precision_vs_confidence)
