@@ -225,7 +225,7 @@ def test_the_matrix_says_not_applicable_with_the_reason():
 
     def row(approach, detector, ccr):
         return {"row": f"{approach}/{detector}", "approach": approach, "detector": detector, "unknowns": "devanagari",
-                "ccr_at_fpr": {"1e-2": ccr}}
+                "ccr_at_fpr": {"1e-2": ccr}, "num_unknown": 1000, "auroc": ccr + 0.1}
 
     why = "ViM needs more feature dimensions than classes (D=2 <= C=10)"
     metrics = {"results": [row("entropic", "softmax", 0.5), row("softmax", "softmax", 0.4),
@@ -236,6 +236,23 @@ def test_the_matrix_says_not_applicable_with_the_reason():
     assert f"Not applicable: vim: {why}" in text
     metrics["not_applicable"] = {}
     assert "applicable" not in matrix_markdown(metrics) and "—" in matrix_markdown(metrics)
+
+
+def test_the_matrix_reads_ccr_only_where_the_unknowns_support_it_and_always_auroc():
+    """1,000 unknowns support 1e-2 (ten false positives), 999 only 1e-1; 99 support no FPR of
+    Table 2: AUROC alone, said so."""
+    from agnostophobia.experiments.report import matrix_markdown
+
+    def metrics(n):
+        return {"results": [{"row": "entropic", "approach": "entropic", "detector": "softmax", "unknowns": "letters",
+                             "ccr_at_fpr": {"1e-4": None, "1e-3": 0.1, "1e-2": 0.5, "1e-1": 0.7},
+                             "num_unknown": n, "auroc": 0.8}]}
+
+    assert "CCR at FPR 1e-2:" in matrix_markdown(metrics(1000)) and "**0.5000**" in matrix_markdown(metrics(1000))
+    assert "CCR at FPR 1e-1:" in matrix_markdown(metrics(999)) and "**0.7000**" in matrix_markdown(metrics(999))
+    few = matrix_markdown(metrics(99))
+    assert "No CCR: 99 unknowns support none of Table 2's FPRs" in few and "CCR at FPR" not in few
+    assert "AUROC:" in few and "**0.8000**" in few
 
 
 def test_a_damaged_last_layer_is_one_line_naming_the_file_and_key(tmp_path):

@@ -136,3 +136,17 @@ def test_describe_allowed_reads_the_declaration():
     assert refs.describe_allowed(Setting(float, 1.0, low=0, low_open=True)) == "``(0, inf)``"
     assert refs.describe_allowed(Setting(int, None, low=1, nullable=True)) == "``[1, inf)`` or ``null``"
     assert refs.describe_allowed(Setting(str, "a", choices=("a", "b"))) == "one of ``a``, ``b``"
+
+
+def test_the_exportable_scores_list_is_generated_from_the_registry():
+    """The deploying page's list of exportable scores comes from each detector's declaration: GEN,
+    which exports, was missing from the hand-written list."""
+    from agnostophobia.deploy.export import exportable
+    from agnostophobia.detectors import DETECTORS
+
+    text = "\n".join(_refs().exportable_scores_rst())
+    exported, refused = text.split("- Refused", 1)
+    assert "``gen``" in exported and "``openmax``" in refused and "``evm``" in refused
+    for name in DETECTORS.names():
+        assert f"``{name}``" in (exported if name in exportable() else refused), name
+    assert "{exportable-scores}" in (ROOT / "docs/guide/deploying.md").read_text()

@@ -138,7 +138,7 @@ LABELS = np.array([0, 1, -1])
     (CONF, np.array([-1, -1, -1]), "labels has no known samples"),
     (CONF, np.array([0, 1, 1]), "labels has no unknown samples"),
     (np.zeros(0), np.zeros(0, int), "confidence is empty"),
-    (np.ones((3, 2)), LABELS, r"confidence must have shape \(N,\)"),
+    (np.ones((3, 2, 2)), LABELS, r"confidence must have shape \(N,\)"),  # (N, C) is read as its max
     (CONF, np.array([0.5, 1, -1]), "labels must be integers"),
 ])
 def test_detection_bad_input(func, confidence, labels, match):

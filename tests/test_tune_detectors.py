@@ -20,7 +20,8 @@ from agnostophobia.rundir import VAL_OUTPUTS
 from agnostophobia.training.outputs import load_fit_outputs, load_outputs, save_outputs
 from agnostophobia.rundir import TUNED_SETTINGS
 
-FPR = 0.1  # 32 validation negatives: 3 false positives allowed
+FPR = 0.1  # 32 validation negatives: 3 false positives allowed (calibrate resolves it, with a warning)
+TUNE_FPR = 0.5  # the smallest of the FPR series that 32 validation negatives support (>= 10 false positives)
 
 
 @pytest.fixture
@@ -40,17 +41,17 @@ def validation_ccr(model_dir: Path, approach: str, point: dict):
     except NotFitted:
         return None
     scores = detector.scores(detector_inputs(detector, val["logits"], num_classes), val["features"])
-    return float(ccr_at_fpr(scores, val["labels"], [FPR])[0])
+    return float(ccr_at_fpr(scores, val["labels"], [TUNE_FPR])[0])
 
 
 def test_the_choice_is_the_best_validation_ccr_and_test_outputs_are_never_read(run, monkeypatch):
     read = []
     load = stored_outputs.load_outputs
     monkeypatch.setattr(stored_outputs, "load_outputs", lambda path: read.append(Path(path).name) or load(path))
-    assert main(["tune-detectors", str(run), "--fpr", str(FPR), "--detector", "knn"]) == 0
+    assert main(["tune-detectors", str(run), "--fpr", str(TUNE_FPR), "--detector", "knn"]) == 0
     assert read and "outputs.npz" not in read  # fit_outputs.npz and val_outputs.npz only
     stored = json.loads((run / TUNED_SETTINGS).read_text())
-    assert stored["target_fpr"] == FPR and stored["split"] == "val"
+    assert stored["target_fpr"] == TUNE_FPR and stored["split"] == "val"
     for approach in ("softmax", "entropic"):
         model_dir = run / "seed0" / approach
         points = setting_grid("knn")
@@ -67,27 +68,27 @@ def test_the_choice_is_the_best_validation_ccr_and_test_outputs_are_never_read(r
 
 def test_a_detector_that_does_not_apply_says_why_and_is_not_tuned(run, capsys):
     """The tiny run's LeNet++ has 2-D features and 10 classes: ViM does not apply."""
-    assert main(["tune-detectors", str(run), "--fpr", str(FPR), "--detector", "vim"]) == 0
+    assert main(["tune-detectors", str(run), "--fpr", str(TUNE_FPR), "--detector", "vim"]) == 0
     out = capsys.readouterr().out
     assert "entropic/vim: not applicable (ViM needs more feature dimensions than classes (D=2 <= C=10)" in out
     assert "vim" not in json.loads((run / TUNED_SETTINGS).read_text())["chosen"].get("entropic", {})
 
 
 def test_the_choice_does_not_move_when_the_test_outputs_change(run):
-    assert main(["tune-detectors", str(run), "--fpr", str(FPR), "--detector", "knn", "--approach", "entropic"]) == 0
+    assert main(["tune-detectors", str(run), "--fpr", str(TUNE_FPR), "--detector", "knn", "--approach", "entropic"]) == 0
     before = json.loads((run / TUNED_SETTINGS).read_text())["chosen"]
     path = run / "seed0" / "entropic" / "outputs.npz"
     test = load_outputs(path)
     rng = np.random.default_rng(0)
     save_outputs(path, {split: {**data, "features": rng.normal(size=data["features"].shape).astype(np.float32)}
                         for split, data in test.items()})
-    assert main(["tune-detectors", str(run), "--fpr", str(FPR), "--detector", "knn", "--approach", "entropic"]) == 0
+    assert main(["tune-detectors", str(run), "--fpr", str(TUNE_FPR), "--detector", "knn", "--approach", "entropic"]) == 0
     assert json.loads((run / TUNED_SETTINGS).read_text())["chosen"] == before
 
 
 def test_the_paper_rows_keep_the_configs_settings(run):
     """The softmax model's OpenMax is Table 2's ``openmax`` row: never tuned."""
-    assert main(["tune-detectors", str(run), "--fpr", str(FPR), "--detector", "openmax", "knn"]) == 0
+    assert main(["tune-detectors", str(run), "--fpr", str(TUNE_FPR), "--detector", "openmax", "knn"]) == 0
     stored = json.loads((run / TUNED_SETTINGS).read_text())
     assert "openmax" not in stored["candidates"]["softmax"] and "openmax" in stored["candidates"]["entropic"]
 
@@ -102,6 +103,17 @@ def test_a_run_without_validation_negatives_is_refused_in_one_line(run, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "no negatives" in err[0] and VAL_OUTPUTS in err[0]
     assert not (run / TUNED_SETTINGS).exists()
+
+
+def test_an_fpr_the_validation_negatives_cannot_support_is_refused_with_the_count(run, capsys):
+    """32 validation negatives support FPR >= 10/32: at 0.1 (3 false positives) nothing is tuned,
+    the exit is 1, and the line names the count, the smallest supported FPR and the values to use."""
+    assert main(["tune-detectors", str(run), "--fpr", "0.1", "--detector", "knn"]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1, err
+    assert "holds 32 negative(s)" in err[0] and "10/32 = 0.312" in err[0] and "supported: 0.5" in err[0], err[0]
+    assert not (run / TUNED_SETTINGS).exists()
+    assert main(["tune-detectors", str(run), "--fpr", "0.3125", "--detector", "knn"]) == 0  # exactly 10 allowed
 
 
 def test_unknown_or_untunable_detector_and_unknown_approach_are_refused(run):

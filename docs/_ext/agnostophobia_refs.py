@@ -132,6 +132,28 @@ def detector_settings_rst() -> List[str]:
     return rst
 
 
+class ExportableScores(_Generated):
+    """``.. exportable-scores::``: which registered detectors ``export`` writes, and why each other
+    one is refused, from the registry (a detector registered tomorrow appears without an edit)."""
+
+    def run(self):
+        return self.render(exportable_scores_rst())
+
+
+def exportable_scores_rst() -> List[str]:
+    """Two bullets: the exportable detectors by name and title, and each refused one with its reason."""
+    from agnostophobia.detectors import DETECTORS
+
+    names = DETECTORS.names()
+    writes = [n for n in names if DETECTORS.get(n).why_not_exportable() is None]
+    refused = [n for n in names if n not in writes]
+    rst = ["- Exported: " + ", ".join(f"``{n}`` ({DETECTORS.get(n).title})" for n in writes) + "."]
+    if refused:
+        rst.append("- Refused in one line saying why: " + "; ".join(
+            f"``{n}`` ({DETECTORS.get(n).why_not_exportable().rstrip('.')})" for n in refused) + ".")
+    return rst + [""]
+
+
 def field_comments(cls) -> Dict[str, str]:
     """The comments written at each field of a dataclass: the comment lines right above the field
     and the comment at the end of its line, by field name."""
@@ -328,4 +350,5 @@ def setup(app):
     app.add_directive("config-keys", ConfigKeys)
     app.add_directive("registries", Registries)
     app.add_directive("constants", Constants)
+    app.add_directive("exportable-scores", ExportableScores)
     return {"parallel_read_safe": True, "parallel_write_safe": True, "version": "1"}

@@ -11,6 +11,7 @@ A run directory holds::
     data_fetched.json         the data files ``reproduce`` downloaded for the run
     detector_settings.json    the detector settings chosen on validation data (``tune-detectors``)
     metrics.json, report.md   every number of the run and its report (``evaluate``, ``reproduce``)
+    comparison.json, comparison.md  every (approach, detector) ranked on validation data (``compare``)
     figures/                  the figures (``plot``)
     data_split/               an imagefolder protocol's split: train.csv, val.csv, test.csv, class_names.txt
     seed<N>/<approach>/       one trained model: best.pt / last.pt (with the config it was trained
@@ -49,6 +50,8 @@ PREPROCESSING_NOTES = "preprocessing_notes.json"  # the authors' preparation's n
 METRICS = "metrics.json"          # every number of the run (evaluate, reproduce); ablate reads its steps'
 DATA_FETCHED = "data_fetched.json"  # the data files fetched for the run (``data.fetch``)
 REPORT = "report.md"
+COMPARISON = "comparison.json"    # every (approach, detector) ranked on validation data (compare)
+COMPARISON_TABLE = "comparison.md"  # the same ranking as a table
 LOCK = ".lock"                    # one command at a time (:mod:`agnostophobia._runlock`)
 FIGURES = "figures"
 SPLIT = "data_split"              # how a protocol split the user's images (imagefolder: the CSVs to reuse)
@@ -68,7 +71,7 @@ LAST_LAYER = "last_layer.npz"
 
 #: Every file name a run's top folder holds, and every file name of one of its model folders.
 RECORDS = (CONFIG, RUN_META, CALIBRATION, TUNED_SETTINGS, TIMINGS, WALL_TIME, CLASSES, DATA_NOTES, DATA_SOURCES,
-           PREPROCESSING_NOTES, METRICS, DATA_FETCHED, REPORT, LOCK)
+           PREPROCESSING_NOTES, METRICS, DATA_FETCHED, REPORT, COMPARISON, COMPARISON_TABLE, LOCK)
 MODEL_FILES = (BEST, LAST, HISTORY, OUTPUTS, FIT_OUTPUTS, VAL_OUTPUTS, SCORES_FILE, CONFIG_SCORES_FILE, FITTED_FILE,
                LAST_LAYER)
 #: The checkpoints a model folder holds, by the name a caller asks for.
@@ -166,6 +169,14 @@ class RunDir:
     @property
     def report(self) -> Path:
         return self.root / REPORT
+
+    @property
+    def comparison(self) -> Path:
+        return self.root / COMPARISON
+
+    @property
+    def comparison_table(self) -> Path:
+        return self.root / COMPARISON_TABLE
 
     @property
     def figures(self) -> Path:

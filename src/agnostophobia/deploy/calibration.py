@@ -54,7 +54,7 @@ from agnostophobia.detectors.stored import (KeptFits, NotFitted, Settings, detec
 from agnostophobia.detectors._base import scores_from_top
 from agnostophobia.errors import AgnostophobiaError, AgnostophobiaWarning
 from agnostophobia.losses import LOSSES, known_columns
-from agnostophobia.metrics import ccr_at_fpr, rates_at_threshold, threshold_at_fpr
+from agnostophobia.metrics import MIN_FALSE_POSITIVES, ccr_at_fpr, rates_at_threshold, threshold_at_fpr
 from agnostophobia.metrics.rows import own_detector
 from agnostophobia.training.config import protocol_for
 from agnostophobia.training.outputs import (SplitOutputs, load_fit_outputs, load_outputs,
@@ -250,8 +250,9 @@ def calibrate_model(val: SplitOutputs, approach: str, detector_name: str, seed: 
 
 
 #: False positives the validation negatives should allow at the target: with fewer, the threshold is
-#: the score of one of a handful of negatives, and the FPR it gives on new data varies widely.
-ENOUGH_FALSE_POSITIVES = 10
+#: the score of one of a handful of negatives, and the FPR it gives on new data varies widely
+#: (the rule of :mod:`agnostophobia.metrics.resolution`).
+ENOUGH_FALSE_POSITIVES = MIN_FALSE_POSITIVES
 
 
 def negatives_needed(fpr: float, false_positives: int = 1) -> int:

@@ -1,4 +1,4 @@
-"""Sub-commands ``calibrate``, ``predict`` and ``export``.
+"""Sub-commands ``compare``, ``calibrate``, ``predict`` and ``export``.
 
 The parsers import nothing heavy (``--help`` and an argument error answer without torch or
 numpy); each command imports what it runs."""
@@ -41,14 +41,26 @@ def add_commands(subparsers) -> None:
                                            "before validation outputs were stored (default: $AGNOSTOPHOBIA_DATA)")
     one_model = argparse.ArgumentParser(add_help=False)
     one_model.add_argument("--approach", help="trained approach (default: the run's first trained with negatives)")
-    one_model.add_argument("--detector", help="registered detector (default: the approach's paper score)")
+    one_model.add_argument("--detector", help="registered detector, or best: the top of `compare`'s ranking at the "
+                                              "calibrated FPR (or --fpr) (default: the approach's paper score)")
     one_model.add_argument("--seed", type=seed_number, default=0, help="training seed (default: 0)")
+
+    p = subparsers.add_parser("compare", parents=[common],
+                              help="rank every (approach, detector) of a run on its validation data (AUROC, CCR at "
+                                   "every FPR the validation negatives support, closed-set accuracy), the test sets "
+                                   "beside; written to RUN/comparison.md and comparison.json")
+    p.add_argument("--fpr", type=fpr_rate, metavar="T",
+                   help="rank by the validation CCR at T (refused below 10/#validation negatives; default: rank by "
+                        "validation AUROC)")
+    p.add_argument("--approach", action="append", help="compare only this approach's detectors (repeatable)")
+    p.set_defaults(func=_compare)
 
     p = subparsers.add_parser("calibrate", parents=[common],
                               help="choose each model's threshold on validation data (FPR <= T on its negatives)")
     p.add_argument("--fpr", type=fpr_rate, required=True, metavar="T",
                    help="target false positive rate on the validation negatives, in (0, 1]")
-    p.add_argument("--detector", help="registered detector for every approach (default: each approach's "
+    p.add_argument("--detector", help="registered detector for every approach, or best: the top of `compare`'s "
+                                      "ranking at --fpr (of each --approach given) (default: each approach's "
                                       "paper score)")
     p.add_argument("--approach", action="append", help="calibrate only this approach (repeatable; default: all)")
     p.add_argument("--device", help="cpu, cuda or cuda:N, for validation outputs not stored (default: the run's)")
@@ -73,12 +85,46 @@ def add_commands(subparsers) -> None:
     p.set_defaults(func=_export)
 
 
+def _compare(args) -> int:
+    from agnostophobia.deploy.compare import compare_run
+
+    compare_run(args.run, args.fpr, args.approach)
+    return 0
+
+
 def _calibrate(args) -> int:
     from agnostophobia.deploy.calibration import calibrate_run
 
-    calibrate_run(args.run, args.fpr, approaches=args.approach, detector=args.detector, data_dir=args.data_dir,
-                  device=args.device)
+    if args.detector != "best":
+        calibrate_run(args.run, args.fpr, approaches=args.approach, detector=args.detector, data_dir=args.data_dir,
+                      device=args.device)
+        return 0
+    from agnostophobia.deploy.compare import best_to_calibrate
+
+    choices = best_to_calibrate(args.run, args.fpr, args.approach)  # every choice made before anything is written
+    for choice in choices:
+        print(f"--detector best: {choice.approach}/{choice.detector}: {choice.why}")
+    for choice in choices:
+        calibrate_run(args.run, args.fpr, approaches=[choice.approach], detector=choice.detector,
+                      data_dir=args.data_dir, device=args.device)
     return 0
+
+
+def _best(args, log, exportable_only: bool = False) -> None:
+    """``--detector best``: the top of the ranking put in ``args.approach`` / ``args.detector``, said with why."""
+    if args.detector != "best":
+        return
+    from agnostophobia.deploy.compare import best_to_deploy
+
+    only, among = None, ""
+    if exportable_only:
+        from agnostophobia.detectors import DETECTORS
+
+        only = lambda name: DETECTORS.get(name).why_not_exportable() is None  # noqa: E731
+        among = " that export can write"
+    choice, fpr = best_to_deploy(args.run, args.approach, args.seed, args.fpr, only, among)
+    log(f"--detector best at FPR {fpr:g}: {choice.approach}/{choice.detector}: {choice.why}")
+    args.approach, args.detector = choice.approach, choice.detector
 
 
 def _predict(args) -> int:
@@ -86,6 +132,7 @@ def _predict(args) -> int:
 
     check_output(args.out, args.run)
     log = print if args.out else (lambda message: print(message, file=sys.stderr))  # stdout holds the table alone
+    _best(args, log)
     rows = predict_files(args.run, args.inputs, args.approach, args.detector, args.seed, fpr=args.fpr,
                          data_dir=args.data_dir, device=args.device, log=log)
     if args.out:
@@ -100,6 +147,7 @@ def _predict(args) -> int:
 def _export(args) -> int:
     from agnostophobia.deploy.export import export_run
 
+    _best(args, print, exportable_only=True)
     export_run(args.run, args.out, args.format, args.approach, args.detector, args.seed, fpr=args.fpr,
                data_dir=args.data_dir)
     return 0

@@ -223,7 +223,10 @@ class Detector(DeclaresSettings):
         return self
 
     def scores(self, logits, features=None) -> np.ndarray:
-        """(N, C) float64 per-class scores, larger = more known."""
+        """(N, C) float64 per-class scores, larger = more known, as a NumPy array whatever the input:
+        ``logits`` (N, C) (C+1 for a detector that reads the background column) and ``features``
+        (N, D) may be NumPy arrays or torch tensors on any device (the package's one convention:
+        NumPy out; see :mod:`agnostophobia.metrics`, whose every metric takes this array)."""
         if self.needs_fit and not self._fitted:
             raise NotFittedError(f"detector {self.name!r} is not fitted; call fit(train_logits, train_features, "
                                  "train_labels) on the training knowns first")

@@ -2,18 +2,20 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
 import numpy as np
 
 from agnostophobia.data.fetch import fetch_record_lines
+from agnostophobia.data.file_protocols import PATH_KEYS
 from agnostophobia.data.protocols import unknown_set
 from agnostophobia.deploy.calibration import RULE, threshold_results
 from agnostophobia.detectors import DETECTORS, build_detector
 from agnostophobia.detectors.stored import (ModelScores, detector_settings, model_scores, model_settings,
                                             run_tuned_settings)
-from agnostophobia.metrics import ccr_at_fpr
+from agnostophobia.metrics import PAPER_FPR_VALUES, ccr_at_fpr, supported_fprs
 from agnostophobia.training.records import read_tuned_settings
 from agnostophobia.experiments.run_metrics import FPR_KEYS, aggregate_seeds, entropy_magnitude_table, evaluate_model
 from agnostophobia.experiments.paper_numbers import PAPER_PROTOCOLS, PAPER_SIZES, TABLE1, TABLE2
@@ -240,6 +242,17 @@ def table1_markdown(metrics: Dict, experiment: str = TABLE1_EXPERIMENT) -> str:
     return "\n".join(lines)
 
 
+def relative_paths(protocol, run_dir: Path):
+    """A protocol from files as the report shows it: each of its paths (stored absolute, so that the
+    run rebuilds its split from anywhere) relative to the run directory, as ``../data/images``:
+    a report names no folder of the machine it was written on."""
+    if not isinstance(protocol, dict):
+        return protocol
+    base = Path(run_dir).absolute()
+    return {key: os.path.relpath(value, base) if key in PATH_KEYS and isinstance(value, str) and os.path.isabs(value)
+            else value for key, value in protocol.items()}
+
+
 def detector_notes(metrics: Dict) -> List[str]:
     """A section per evaluated detector that has something to say about how it was applied
     (its ``report_note``), with the settings it ran with."""
@@ -263,8 +276,36 @@ def _title(detector: str) -> str:
     return DETECTORS.get(detector).title if detector in DETECTORS else detector
 
 
-def matrix_markdown(metrics: Dict, fpr_key: str = "1e-2") -> str:
-    """The approach x detector matrix: CCR at one FPR per unknown set, bold where best."""
+def matrix_fpr(num_unknown: Optional[int]) -> Optional[str]:
+    """The FPR key of the matrix's CCR on a set of ``num_unknown`` unknowns: the smallest of Table 2's
+    FPRs they support (FPR >= 10/#unknowns, :mod:`agnostophobia.metrics.resolution`); None: none."""
+    if not num_unknown:
+        return None
+    supported = supported_fprs(num_unknown, PAPER_FPR_VALUES)
+    return FPR_KEYS[PAPER_FPR_VALUES.index(supported[0])] if supported else None
+
+
+def _matrix_table(cell: Dict, approaches: List[str], detectors: List[str], not_applicable: Dict, value, std) -> List[str]:
+    """One approach x detector table: ``value(r)`` per cell (``std(r)`` beside), bold where best."""
+    values = [value(r) for r in cell.values() if value(r) is not None]
+    best = max(values) if values else None
+    lines = ["| approach | " + " | ".join(_title(d) for d in detectors) + " |", "|---|" + "---:|" * len(detectors)]
+    for approach in approaches:
+        cells = []
+        for detector in detectors:
+            r = cell.get((approach, detector))
+            if r is None:
+                cells.append("not applicable" if detector in not_applicable.get(approach, {}) else "—")
+                continue
+            text = format_value(value(r), std(r))
+            cells.append(f"**{text}**" if value(r) is not None and value(r) == best else text)
+        lines.append(f"| {approach} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def matrix_markdown(metrics: Dict) -> str:
+    """The approach x detector matrix per unknown set: CCR at the smallest of Table 2's FPRs the set's
+    unknowns support (none below 100 unknowns) and AUROC, bold where best."""
     results = [r for r in metrics["results"] if "detector" in r]
     if not results:
         return ""
@@ -275,23 +316,19 @@ def matrix_markdown(metrics: Dict, fpr_key: str = "1e-2") -> str:
     lines = []
     for unknown in dict.fromkeys(r["unknowns"] for r in results):
         cell = {(r["approach"], r["detector"]): r for r in results if r["unknowns"] == unknown}
-        values = [r["ccr_at_fpr"][fpr_key] for r in cell.values() if r["ccr_at_fpr"][fpr_key] is not None]
-        best = max(values) if values else None
-        lines += [f"#### Unknowns: {set_title(unknown)}", "",
-                  "| approach | " + " | ".join(_title(d) for d in detectors) + " |",
-                  "|---|" + "---:|" * len(detectors)]
-        for approach in approaches:
-            cells = []
-            for detector in detectors:
-                r = cell.get((approach, detector))
-                if r is None:
-                    cells.append("not applicable" if detector in not_applicable.get(approach, {}) else "—")
-                    continue
-                value = r["ccr_at_fpr"][fpr_key]
-                text = format_value(value, (r.get("ccr_at_fpr_std") or {}).get(fpr_key))
-                cells.append(f"**{text}**" if value is not None and value == best else text)
-            lines.append(f"| {approach} | " + " | ".join(cells) + " |")
-        lines.append("")
+        count = min((r["num_unknown"] for r in cell.values() if r.get("num_unknown")), default=None)
+        key = matrix_fpr(count)
+        lines += [f"#### Unknowns: {set_title(unknown)}" + (f" — {count:,} unknowns" if count else ""), ""]
+        if key is not None:
+            lines += [f"CCR at FPR {key}:", ""]
+            lines += _matrix_table(cell, approaches, detectors, not_applicable, lambda r: r["ccr_at_fpr"].get(key),
+                                   lambda r: (r.get("ccr_at_fpr_std") or {}).get(key)) + [""]
+        else:
+            lines += [f"No CCR: {count or 'too few'} unknowns support none of Table 2's FPRs (FPR >= 10/#unknowns).", ""]
+        if all("auroc" in r for r in cell.values()):
+            lines += ["AUROC:", ""]
+            lines += _matrix_table(cell, approaches, detectors, not_applicable, lambda r: r["auroc"],
+                                   lambda r: r.get("auroc_std")) + [""]
     reasons = dict.fromkeys(f"{detector}: {why}" for notes in not_applicable.values() for detector, why in notes.items())
     if reasons:
         lines += ["Not applicable: " + "; ".join(reasons), ""]
@@ -400,7 +437,7 @@ def write_report(run_dir: Path, metrics: Dict, figures: Optional[Dict[str, List[
         if key in metrics:
             lines.append(f"- **{key}**: {metrics[key]}")
     for key, value in metrics.get("train_config", {}).items():
-        lines.append(f"- `{key}`: {value}")
+        lines.append(f"- `{key}`: {relative_paths(value, run_dir) if key == 'protocol' else value}")
     lines += detector_notes(metrics)
     if metrics.get("skipped"):
         lines += ["", "### Not evaluated", ""] + [f"- {note}" for note in metrics["skipped"]]
@@ -425,12 +462,15 @@ def write_report(run_dir: Path, metrics: Dict, figures: Optional[Dict[str, List[
               f"Mean ± std over samples. {table1_note}", "", table1_markdown(metrics, experiment), ""]
     matrix = matrix_markdown(metrics)
     if matrix:
-        lines += ["## Every detector on every trained approach: CCR at FPR 1e-2", "",
+        lines += ["## Every detector on every trained approach", "",
                   "Rows: the trained networks; columns: the detectors (`agnostophobia.detectors`) applied to "
                   "them; the background network's detectors see its C known columns, only the background "
-                  "score reads its extra column. Bold: the best cell per unknown set; N/A: fewer than 100 "
-                  "unknowns; not applicable: the reason is under the table; —: the detector could not be fitted (see Setup). Every cell's "
-                  "full numbers are in `metrics.json` (`row` `<approach>/<detector>`, or the paper's name).", "",
+                  "score reads its extra column. Per unknown set: CCR at the smallest of Table 2's FPRs that "
+                  "its unknowns support (FPR >= 10/#unknowns: at least ten false positives allowed), and AUROC. "
+                  "Bold: the best cell per table; not applicable: the reason is under the table; —: the detector "
+                  "could not be fitted (see Setup). Every cell's full numbers are in `metrics.json` (`row` "
+                  "`<approach>/<detector>`, or the paper's name). `agnostophobia compare` ranks the same pairs on "
+                  "validation data, the way to choose one.", "",
                   matrix, "### Areas under the OSCR curve and per-class CCR (the paper's rows)", "",
                   "OSCR area: the CCR-at-FPR step curve integrated over FPR in [0, 1], and over log10 FPR "
                   "from 1e-4 to 1 divided by 4 (both in [0, closed-set accuracy]). Per class: the CCR of the "

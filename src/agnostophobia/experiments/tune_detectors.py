@@ -18,7 +18,10 @@ The detector matrix (``<approach>/<detector>`` rows of ``evaluate``/``reproduce`
 ``calibrate``, ``predict`` and ``export`` then score with the chosen settings
 (:func:`~agnostophobia.detectors.stored.model_settings`); the paper's own rows of Table 2
 (e.g. the softmax model's ``openmax``) are not tuned and keep the config's settings.
-A run whose validation split holds no negatives (``mnist-notmnist``) is refused.
+A run whose validation split holds no negatives (``mnist-notmnist``) is refused, and so is a
+target FPR its validation negatives cannot support (FPR < 10/#negatives,
+:mod:`agnostophobia.metrics.resolution`): the refusal names the number of negatives, the
+smallest FPR they support and the supported values, before anything is fitted.
 """
 from __future__ import annotations
 
@@ -36,7 +39,7 @@ from agnostophobia.detectors.stored import (NotFitted, applicable_detectors, det
                                             run_detector_settings, run_tuned_settings)
 from agnostophobia.errors import AgnostophobiaError
 from agnostophobia.losses import known_columns
-from agnostophobia.metrics import ccr_at_fpr
+from agnostophobia.metrics import ccr_at_fpr, supports_fpr, unsupported_fpr_message
 from agnostophobia.metrics.rows import paper_rows
 from agnostophobia.training.outputs import load_fit_outputs, load_val_outputs
 from agnostophobia.training.records import check_run, read_tuned_settings
@@ -63,6 +66,7 @@ def tune_detectors(run_dir, fpr: float = DEFAULT_FPR, detectors: Optional[Sequen
     models = _selected_models(run_dir, records.models, approaches)
     detectors = _selected_detectors(detectors)
     validation = {model_dir: _validation(model_dir) for _, _, model_dir in models}
+    check_supported_fpr(float(fpr), validation)
     chosen, candidates = {}, {}
     for approach in dict.fromkeys(approach for _, approach, _ in models):
         dirs = [model_dir for _, a, model_dir in models if a == approach]
@@ -117,6 +121,17 @@ def _validation(model_dir: Path) -> Dict[str, np.ndarray]:
                                  f"so detector settings cannot be chosen on validation data (e.g. mnist-notmnist "
                                  f"has no validation unknowns)")
     return val
+
+
+def check_supported_fpr(fpr: float, validation: Dict[Path, Dict[str, np.ndarray]]) -> None:
+    """Refuse a target FPR that the validation negatives of some model cannot support (fewer than
+    10 false positives allowed): one line naming the count, the smallest supported FPR and the
+    supported values (:func:`~agnostophobia.metrics.unsupported_fpr_message`)."""
+    counts = {model_dir: int((np.asarray(val["labels"]) < 0).sum()) for model_dir, val in validation.items()}
+    fewest = min(counts, key=counts.get)
+    if not supports_fpr(fpr, counts[fewest]):
+        raise AgnostophobiaError(f"--fpr {fpr:g}: {unsupported_fpr_message(fpr, counts[fewest])} "
+                                 f"({fewest / VAL_OUTPUTS}); choose a supported --fpr, or validate on more negatives")
 
 
 def _not_applicable(name: str, val: Dict[str, np.ndarray], approach: str) -> Optional[str]:

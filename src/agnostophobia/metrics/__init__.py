@@ -4,17 +4,27 @@
   threshold (the smallest with FPR <= t, as ``calibrate`` chooses it on validation data).
 * :mod:`.ood`: AUROC, FPR at a TPR, PR curve / average precision, and the
   accuracy- and precision-vs-confidence curves the paper argues against.
+* :mod:`.resolution`: the FPRs a number of negatives supports (a CCR is reported only at
+  FPR >= 10/#negatives), one rule for tuning, ranking and reports.
 * :mod:`.stats`: Table 1's entropy and feature-magnitude statistics.
 * :mod:`.summary`: every number of one evaluation row (CCR@FPR, AUROC, OSCR areas,
   worst / best class CCR), JSON-ready; :mod:`.rows`: row labels and order.
 
-Inputs are numpy arrays or torch tensors. ``scores`` is (N, C), ``labels`` (N,) with
-known classes ``0..C-1`` and any negative label for unknown samples.
+**One convention for the whole API.** Inputs are NumPy arrays or torch tensors (any device,
+float16/bfloat16 widened); results are Python floats or NumPy arrays, whatever the input --
+as every detector's ``scores()`` returns a NumPy (N, C) float64 array from NumPy or torch
+inputs. ``scores`` is (N, C) per-class scores (the OSCR and CCR metrics need the predicted
+class, their arg-max); ``labels`` (N,) with known classes ``0..C-1`` and any negative label
+for unknown samples. The threshold-free measures (:func:`auroc`, :func:`fpr_at_tpr`,
+:func:`precision_recall`) take a per-sample confidence (N,) or the same (N, C) scores, read
+as their maximum over classes, so every metric accepts what ``scores()`` returns.
 """
 from .ood import (ConfidenceCurve, PRCurve, accuracy_vs_confidence, auroc, fpr_at_tpr,
                   precision_recall, precision_vs_confidence)
 from .oscr import (PAPER_FPR_VALUES, OperatingPoint, OSCRCurve, ccr_at_fpr, class_ccr_at_fpr, oscr, oscr_area,
                    rates_at_threshold, threshold_at_fpr)
+from .resolution import (MIN_FALSE_POSITIVES, reported_fprs, smallest_supported_fpr, supported_fprs,
+                         supports_fpr, unsupported_fpr_message)
 from .stats import EntropyMagnitudeStats, MeanStd, entropy_magnitude_stats
 from .summary import FPR_KEYS, finite_or_none, fpr_keys, summarize
 
@@ -24,5 +34,7 @@ __all__ = [
     "summarize", "fpr_keys", "FPR_KEYS", "finite_or_none",
     "auroc", "fpr_at_tpr", "precision_recall", "PRCurve",
     "accuracy_vs_confidence", "precision_vs_confidence", "ConfidenceCurve",
+    "MIN_FALSE_POSITIVES", "supports_fpr", "smallest_supported_fpr", "supported_fprs", "reported_fprs",
+    "unsupported_fpr_message",
     "entropy_magnitude_stats", "EntropyMagnitudeStats", "MeanStd",
 ]

@@ -30,6 +30,10 @@ def top_class(scores, labels, need_known: bool = True, need_unknown: bool = True
     index wins (``numpy.argmax``). Float32 scores stay float32 (no (N, C) copy); the max
     score is gathered at the arg-max instead of running a second reduction.
     """
+    if getattr(scores, "ndim", 2) == 1:  # a per-sample confidence: no class to count as correct
+        raise ValueError(f"scores must have shape (N, C), the per-class scores a detector's scores() returns (the "
+                         f"predicted class is their arg-max), got shape {tuple(scores.shape)}: a per-sample "
+                         f"confidence (N,) suits auroc, fpr_at_tpr and precision_recall only")
     scores = check_scores(_float_input(scores), "scores", ndim=2, keep_float32=True)
     labels = check_labels(labels, scores.shape[0], num_classes=scores.shape[1])
     known, _ = split_known_unknown(labels, need_known=need_known, need_unknown=need_unknown)
@@ -39,7 +43,11 @@ def top_class(scores, labels, need_known: bool = True, need_unknown: bool = True
 
 
 def check_confidence(confidence, labels, need_known: bool = True, need_unknown: bool = True):
-    """Validate a per-sample confidence (N,) and labels (N,); return (confidence, known mask)."""
+    """Validate a per-sample confidence (N,), or per-class scores (N, C) read as their maximum over
+    classes (the score a threshold acts on, as in the OSCR curve), and labels (N,); return
+    (confidence (N,), known mask)."""
+    if getattr(confidence, "ndim", 1) == 2:
+        confidence = check_scores(_float_input(confidence), "confidence", ndim=2, keep_float32=True).max(axis=1)
     confidence = check_scores(_float_input(confidence), "confidence", ndim=1, keep_float32=True)
     labels = check_labels(labels, confidence.shape[0])
     known, _ = split_known_unknown(labels, need_known=need_known, need_unknown=need_unknown)

@@ -33,7 +33,8 @@ def auroc(confidence, labels) -> float:
     :math:`x_k` and unknown :math:`x_u`.
 
     Args:
-        confidence: (N,) per-sample confidence, e.g. the max score; higher = more known.
+        confidence: (N,) per-sample confidence, higher = more known; or (N, C) per-class scores as a
+            detector's ``scores()`` returns them, read as their maximum over classes. NumPy or torch.
         labels: (N,) integers, >= 0 known (positive), < 0 unknown; both must be present.
     """
     confidence, known = check_confidence(confidence, labels)

@@ -5,11 +5,14 @@ Models are found by name: ``build_model("lenet++", num_outputs=10)``; every torc
 classification model is registered as ``torchvision/<name>`` (:mod:`.backbones`).
 """
 from agnostophobia.models._base import MODELS, build_model
-from agnostophobia.models import airbench, backbones, lenetpp, mlp, resnet  # noqa: F401  (register models)
+from agnostophobia.models import airbench, backbones, lenetpp, mlp, resnet, smallcnn  # noqa: F401  (register models)
 from agnostophobia.models.airbench import AirbenchNet
 from agnostophobia.models.backbones import TorchvisionBackbone
 from agnostophobia.models.lenetpp import LeNetPlusPlus
 from agnostophobia.models.mlp import MLP, build_mlp
 from agnostophobia.models.resnet import ResNet18
+from agnostophobia.models.smallcnn import SmallCNN
 
-__all__ = ["MODELS", "build_model", "AirbenchNet", "LeNetPlusPlus", "MLP", "ResNet18", "TorchvisionBackbone", "build_mlp"]
+__all__ = ["MODELS", "build_model", "AirbenchNet", "LeNetPlusPlus", "MLP", "ResNet18", "SmallCNN", "TorchvisionBackbone",
+           "build_mlp"]
+

@@ -1,0 +1,393 @@
+r"""``agnostophobia compare RUN [--fpr T]``: which (approach, detector) to deploy, answered from
+validation data alone.
+
+Every (trained approach, applicable detector) of a run is scored on each model's validation
+split (``val_outputs.npz``, split ``val``: held-out knowns and the negatives held out of
+training), each detector with the settings ``tune-detectors`` chose on that same split where it
+chose any (else the config's; the paper's own rows keep the config's), fitted on the model's
+training knowns. Per row, mean (and std) over the run's seeds:
+
+* validation AUROC of known-vs-negative detection (:func:`~agnostophobia.metrics.auroc`, on the
+  per-sample score a threshold acts on), validation CCR at every FPR the validation negatives
+  support (:func:`~agnostophobia.metrics.reported_fprs`: FPR >= 10/#negatives) and validation
+  closed-set accuracy;
+* the same columns on every test set of the run (D_c with one unknown set, as Table 2 reads
+  them; a CCR only where that set's unknowns support the FPR), beside them, never used to rank.
+
+The rows are ranked by validation CCR at ``--fpr`` when given (it must be supported), else by
+validation AUROC; ties go to the higher validation AUROC, then to the run's row order. The
+ranking, the numbers and how they were read are written to ``RUN/comparison.json`` and the table
+to ``RUN/comparison.md`` (each atomically, under the run's lock; a refused comparison writes
+nothing). :func:`best_choice` is the top of the same ranking at a target FPR: what
+``calibrate``/``export``/``predict --detector best`` deploy.
+
+Bisgin, Palechor, Suter & Günther (2024) choose post-processors by CCR at an FPR on validation
+knowns and negatives; Hendrycks & Gimpel (ICLR 2017) for AUROC. This module is the one code path
+every ranking of a run's detectors takes.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from agnostophobia._log import log_info
+from agnostophobia._runlock import run_lock
+from agnostophobia.detectors import DETECTORS, build_detector
+from agnostophobia.detectors.stored import (KeptFits, ModelScores, detector_settings, model_scores, model_settings,
+                                            run_tuned_settings, score_outputs)
+from agnostophobia.errors import AgnostophobiaError
+from agnostophobia.metrics import auroc, ccr_at_fpr, reported_fprs, supports_fpr, unsupported_fpr_message
+from agnostophobia.metrics.rows import row_label, row_sort_key
+from agnostophobia.metrics.summary import fpr_keys
+from agnostophobia.rundir import VAL_OUTPUTS, RunDir
+from agnostophobia.training.outputs import load_fit_outputs, load_val_outputs
+from agnostophobia.training.records import check_run
+
+_FORMAT = 1
+VALIDATION = "val"
+RANK_RULE = ("ranked by the validation CCR at the target FPR (or, without one, the validation AUROC), mean over "
+             "seeds; ties: the higher validation AUROC, then the run's row order; test sets are shown, never ranked "
+             "on; a CCR is read only at FPR >= 10/#negatives of its set")
+
+
+@dataclass
+class Comparison:
+    """A run's (approach, detector) rows, ranked; see the module docstring."""
+
+    rows: List[Dict]           # ranked, best first
+    fprs: List[float]          # the CCR columns (supported by the validation negatives)
+    rank_fpr: Optional[float]  # the FPR ranked by; None: ranked by validation AUROC
+    val_negatives: int         # the fewest validation negatives of any model
+    test_sets: Dict[str, int]  # unknown set -> its unknowns (the fewest of any model)
+    notes: List[str]           # rows that could not be scored, and why
+
+    def as_json(self) -> Dict:
+        return {"format": _FORMAT, "rule": RANK_RULE, "split": VALIDATION, "rank_fpr": self.rank_fpr,
+                "fprs": self.fprs, "val_negatives": self.val_negatives, "test_sets": self.test_sets,
+                "rows": self.rows, "notes": self.notes}
+
+
+# ------------------------------------------------------------------------ scoring one model
+def _validation(model_dir: Path, run_dir: Path) -> Dict[str, np.ndarray]:
+    val = load_val_outputs(model_dir, VALIDATION)
+    if val is None:
+        raise AgnostophobiaError(f"{model_dir}: no validation outputs ({VAL_OUTPUTS}, split val); run "
+                                 f"`agnostophobia calibrate {run_dir} --fpr T` once to store them, then compare")
+    if not (np.asarray(val["labels"]) < 0).any():
+        raise AgnostophobiaError(f"{model_dir / VAL_OUTPUTS}: the validation split holds no negatives (label -1), "
+                                 f"so detectors cannot be compared on validation data")
+    return val
+
+
+def _numbers(scores: np.ndarray, labels: np.ndarray, fprs: Sequence[float], num_negatives: int) -> Dict:
+    """AUROC of the per-sample score, CCR at each of ``fprs`` (None where the negatives do not
+    support it) and closed-set accuracy, of (N, C) ``scores`` and labels (N,) (< 0: negative)."""
+    known = labels >= 0
+    ccr = ccr_at_fpr(scores, labels, fprs) if len(fprs) else []
+    return {"auroc": float(auroc(scores.max(axis=1), labels)),
+            "ccr_at_fpr": {key: (float(v) if supports_fpr(t, num_negatives) and np.isfinite(v) else None)
+                           for key, t, v in zip(fpr_keys(fprs), fprs, ccr)},
+            "closed_set_accuracy": float((scores[known].argmax(axis=1) == labels[known]).mean()),
+            "num_known": int(known.sum()), "num_negative": num_negatives}
+
+
+def _model_rows(seed: int, approach: str, model_dir: Path, settings: Dict, val: Dict[str, np.ndarray],
+                fprs: Sequence[float], with_tests: bool) -> Tuple[Dict[str, Dict], Dict[str, str]]:
+    """{detector: {"val": numbers, "test": {set: numbers}}} of one model, and {detector: note}."""
+    tests: Optional[ModelScores] = model_scores(model_dir, approach, settings) if with_tests else None
+    fits = KeptFits(model_dir)  # the fits model_scores kept: restored, not fitted again
+    held = score_outputs({VALIDATION: val}, load_fit_outputs(model_dir), approach, settings, kept=fits)
+    labels = np.asarray(val["labels"], np.int64)
+    negatives = int((labels < 0).sum())
+    rows = {}
+    for detector in held.detectors:
+        row = {"val": _numbers(held.scores(detector, VALIDATION), labels, fprs, negatives), "test": {}}
+        if tests is not None and detector in tests.top:
+            for unknown in tests.unknown_sets:
+                values, test_labels = tests.known_vs_unknown(detector, unknown)
+                row["test"][unknown] = _numbers(values, test_labels, fprs, int((test_labels < 0).sum()))
+        rows[detector] = row
+    return rows, dict(held.notes)
+
+
+# ------------------------------------------------------------------------ the whole run
+def _settings_shown(detector: str, values: Dict) -> str:
+    shown = build_detector(detector, **values.get(detector, {})).settings()
+    return ", ".join(f"{key}={value}" for key, value in shown.items())
+
+
+def _source(detector: str, approach: str, tuned: Dict) -> str:
+    if not DETECTORS.get(detector).SETTINGS:
+        return "no settings"
+    return "tune-detectors (validation)" if detector in tuned.get(approach, {}) else "config"
+
+
+def _mean_std(values: List[Optional[float]]) -> Tuple[Optional[float], Optional[float]]:
+    present = [v for v in values if v is not None]
+    if not present or len(present) < len(values):  # a seed without the number: no mean over the others
+        return None, None
+    return float(np.mean(present)), float(np.std(present))
+
+
+def _merge(per_seed: List[Dict]) -> Dict:
+    """Mean and std over seeds of :func:`_numbers` dicts."""
+    merged: Dict = {"seeds": len(per_seed)}
+    for key in ("auroc", "closed_set_accuracy"):
+        merged[key], merged[key + "_std"] = _mean_std([n[key] for n in per_seed])
+    merged["ccr_at_fpr"], merged["ccr_at_fpr_std"] = {}, {}
+    for key in per_seed[0]["ccr_at_fpr"]:
+        merged["ccr_at_fpr"][key], merged["ccr_at_fpr_std"][key] = _mean_std([n["ccr_at_fpr"][key] for n in per_seed])
+    merged["num_known"] = min(n["num_known"] for n in per_seed)
+    merged["num_negative"] = min(n["num_negative"] for n in per_seed)
+    return merged
+
+
+def _check_fpr(fpr: Optional[float], negatives: int) -> None:
+    if fpr is None:
+        return
+    if isinstance(fpr, bool) or not isinstance(fpr, (int, float)) or not 0 < fpr <= 1:
+        raise AgnostophobiaError(f"--fpr {fpr!r}: the target false positive rate must be in (0, 1]")
+    if not supports_fpr(fpr, negatives):
+        raise AgnostophobiaError(f"--fpr {fpr:g}: {unsupported_fpr_message(fpr, negatives)}; compare at a "
+                                 f"supported --fpr, or without --fpr (ranked by validation AUROC)")
+
+
+def _checked(run_dir: Path, fpr: Optional[float], approaches: Optional[Sequence[str]]):
+    """The run's records, the models compared, their validation outputs and the fewest validation
+    negatives; every refusal (a damaged record, an unknown approach, no validation negatives, an
+    unsupported ``fpr``) raised here, before anything is scored or locked."""
+    records = check_run(run_dir, "compare")
+    trained = list(dict.fromkeys(a for _, a, _ in records.models))
+    for approach in approaches or ():
+        if approach not in trained:
+            raise AgnostophobiaError(f"--approach {approach}: {run_dir} holds no {approach} model; "
+                                     f"trained: {', '.join(trained)}")
+    models = [m for m in records.models if not approaches or m[1] in approaches]
+    validation = {model_dir: _validation(model_dir, run_dir) for _, _, model_dir in models}
+    negatives = min(int((np.asarray(v["labels"]) < 0).sum()) for v in validation.values())
+    _check_fpr(fpr, negatives)
+    return records, models, validation, negatives
+
+
+def compare_models(run_dir, fpr: Optional[float] = None, approaches: Optional[Sequence[str]] = None,
+                   with_tests: bool = True) -> Comparison:
+    """Score and rank every (approach, detector) of the run (or of ``approaches``); nothing is
+    written but the detector caches. Refused (one line) before any scoring where the run has no
+    validation negatives or ``fpr`` is not supported by them."""
+    run_dir = Path(run_dir)
+    records, models, validation, negatives = _checked(run_dir, fpr, approaches)
+    trained = list(dict.fromkeys(a for _, a, _ in records.models))
+    fprs = sorted(set(reported_fprs(negatives)) | ({float(fpr)} if fpr is not None else set()))
+    config, tuned = detector_settings(records.config), run_tuned_settings(run_dir)
+    per_row: Dict[Tuple[str, str], List[Dict]] = {}
+    notes: List[str] = []
+    for seed, approach, model_dir in models:
+        settings = model_settings(config, tuned, approach)
+        rows, why = _model_rows(seed, approach, model_dir, settings, validation[model_dir], fprs, with_tests)
+        for detector, numbers in rows.items():
+            per_row.setdefault((approach, detector), []).append({**numbers, "settings": settings})
+        notes += [f"{approach}/{detector} (seed {seed}): {note}" for detector, note in why.items()]
+    seeds = {a: sum(1 for _, b, _ in models if b == a) for a in trained}
+    rows = [_row(approach, detector, group, tuned) for (approach, detector), group in per_row.items()
+            if len(group) == seeds[approach]]  # a detector not scored on every seed has no mean
+    test_sets: Dict[str, int] = {}
+    for row in rows:
+        for unknown, numbers in row["test"].items():
+            test_sets[unknown] = min(test_sets.get(unknown, numbers["num_negative"]), numbers["num_negative"])
+    return Comparison(rank(rows, fpr), fprs, None if fpr is None else float(fpr), negatives, test_sets, notes)
+
+
+def _row(approach: str, detector: str, group: List[Dict], tuned: Dict) -> Dict:
+    tests = [g["test"] for g in group]
+    common = [u for u in tests[0] if all(u in t for t in tests)]
+    return {"approach": approach, "detector": detector, "row": row_label(approach, detector),
+            "title": DETECTORS.get(detector).title, "settings": _settings_shown(detector, group[0]["settings"]),
+            "settings_from": _source(detector, approach, tuned),
+            "val": _merge([g["val"] for g in group]),
+            "test": {u: _merge([t[u] for t in tests]) for u in common}}
+
+
+def rank(rows: List[Dict], fpr: Optional[float]) -> List[Dict]:
+    """``rows`` best first: by validation CCR at ``fpr`` (None ranks last), else by validation
+    AUROC; ties to the higher AUROC, then to the run's row order. Each row gets its ``rank``."""
+    key = fpr_keys([fpr])[0] if fpr is not None else None
+
+    def order(row: Dict):
+        val = row["val"]
+        primary = val["auroc"] if key is None else val["ccr_at_fpr"].get(key)
+        auroc_value = val["auroc"] if val["auroc"] is not None else -np.inf
+        return (primary is None, -(primary if primary is not None else 0.0), -auroc_value,
+                row_sort_key(row["approach"]), row["detector"])
+
+    ranked = sorted(rows, key=order)
+    return [{**row, "rank": i + 1} for i, row in enumerate(ranked)]
+
+
+# ------------------------------------------------------------------------ what is deployed
+@dataclass
+class Choice:
+    """The top of the ranking at a target FPR: what ``--detector best`` deploys, and why."""
+
+    approach: str
+    detector: str
+    why: str
+
+
+#: What ``--detector`` takes for the top of the ranking.
+BEST = "best"
+
+
+def best_choice(run_dir, fpr: float, approaches: Optional[Sequence[str]] = None,
+                only: Optional[Callable[[str], bool]] = None, among: str = "") -> Choice:
+    """The (approach, detector) of the highest validation CCR at ``fpr`` among the run's models
+    (or those of ``approaches``; and among the detectors ``only`` accepts, ``among`` saying which
+    in the reason): :func:`compare_models` on validation data alone (test sets not read); refused
+    (one line) where the validation negatives do not support ``fpr`` or no row has a CCR there."""
+    comparison = compare_models(run_dir, fpr, approaches, with_tests=False)
+    key = fpr_keys([fpr])[0]
+    scored = [r for r in comparison.rows if r["val"]["ccr_at_fpr"].get(key) is not None
+              and (only is None or only(r["detector"]))]
+    if not scored:
+        raise AgnostophobiaError(f"--detector best: no detector{among} of {run_dir} has a validation CCR at FPR "
+                                 f"{fpr:g} (every mean over seeds is missing); choose a --detector by name")
+    top = scored[0]
+    runner = ""
+    if len(scored) > 1:
+        second = scored[1]
+        tie = " (a tie on CCR: the higher validation AUROC ranks first)" \
+            if second["val"]["ccr_at_fpr"][key] == top["val"]["ccr_at_fpr"][key] else ""
+        runner = (f"; next: {second['approach']}/{second['detector']} {second['val']['ccr_at_fpr'][key]:.4f} "
+                  f"(AUROC {second['val']['auroc']:.4f}){tie}")
+    seeds = top["val"]["seeds"]
+    over = f"{seeds} seeds" if seeds != 1 else "1 seed"
+    why = (f"the highest validation CCR at FPR {fpr:g}: {top['val']['ccr_at_fpr'][key]:.4f} "
+           f"(AUROC {top['val']['auroc']:.4f}){runner}; {top['val']['num_known']:,} validation knowns and "
+           f"{top['val']['num_negative']:,} negatives, mean over {over}, among "
+           f"{len(scored)} (approach, detector) pairs{among}"
+           + (f" of {', '.join(approaches)}" if approaches else ""))
+    return Choice(top["approach"], top["detector"], why)
+
+
+def best_to_calibrate(run_dir, fpr: float, approaches: Optional[Sequence[str]] = None) -> List[Choice]:
+    """``calibrate --detector best``: the top (approach, detector) of the run, or with
+    ``approaches`` the top detector of each; every choice made before anything is calibrated."""
+    if not approaches:
+        return [best_choice(run_dir, fpr)]
+    return [best_choice(run_dir, fpr, [approach]) for approach in dict.fromkeys(approaches)]
+
+
+def best_to_deploy(run_dir, approach: Optional[str], seed: int, fpr: Optional[float],
+                   only: Optional[Callable[[str], bool]] = None, among: str = "") -> Tuple[Choice, float]:
+    """``predict``/``export --detector best``: the top of the ranking at ``fpr`` (the run's or
+    ``approach``'s), and that FPR. Without ``fpr``, at the target FPR of the calibration that
+    ``calibrate --detector best`` stored: the one FPR at which the top's own threshold (seed
+    ``seed``) is in ``calibration.json``; a one-line refusal where there is none, or several."""
+    approaches = [approach] if approach else None
+    if fpr is not None:
+        return best_choice(run_dir, fpr, approaches, only, among), float(fpr)
+    from agnostophobia.deploy.calibration import read_calibration  # torch: only where a run is deployed
+
+    entries = [e for e in (read_calibration(run_dir) or {}).get("entries", [])
+               if e["seed"] == seed and e.get("threshold") is not None and (not approach or e["approach"] == approach)]
+    found = []
+    for target in sorted({e["target_fpr"] for e in entries}):
+        try:
+            choice = best_choice(run_dir, target, approaches, only, among)
+        except AgnostophobiaError:  # a target the negatives do not support: no ranking there
+            continue
+        if any((e["approach"], e["detector"], e["target_fpr"]) == (choice.approach, choice.detector, target)
+               for e in entries):
+            found.append((choice, target))
+    if len(found) == 1:
+        return found[0]
+    where = f"{RunDir(run_dir).calibration} (seed {seed}{', ' + approach if approach else ''})"
+    if not found:
+        raise AgnostophobiaError(f"--detector best: {where} holds no threshold of the top detector{among} at its "
+                                 f"target FPR; run `agnostophobia calibrate {run_dir} --fpr T --detector best` "
+                                 f"first, or pass --fpr T")
+    raise AgnostophobiaError(f"--detector best: {where} holds the top detector's threshold at several FPRs ("
+                             f"{', '.join(f'{c.approach}/{c.detector} at {t:g}' for c, t in found)}); pass --fpr T")
+
+
+# ------------------------------------------------------------------------ the table and the files
+def _cell(value: Optional[float], digits: int = 4) -> str:
+    return "N/A" if value is None else f"{value:.{digits}f}"
+
+
+def table_rows(comparison: Comparison) -> Tuple[List[str], List[List[str]]]:
+    """Header and cells of the ranking: validation columns first, then each test set's."""
+    keys = fpr_keys(comparison.fprs)
+    header = ["rank", "approach/detector", "settings", "val AUROC", *(f"val CCR@{k}" for k in keys), "val acc"]
+    for unknown in comparison.test_sets:
+        header += [f"{unknown} AUROC", *(f"{unknown} CCR@{k}" for k in keys)]
+    header += ["test acc"]
+    cells = []
+    for row in comparison.rows:
+        val = row["val"]
+        line = [str(row["rank"]), f"{row['approach']}/{row['detector']}", row["settings"] or "—", _cell(val["auroc"]),
+                *(_cell(val["ccr_at_fpr"].get(k)) for k in keys), _cell(val["closed_set_accuracy"])]
+        for unknown in comparison.test_sets:
+            test = row["test"].get(unknown)
+            line += [_cell(test and test["auroc"]), *(_cell(test and test["ccr_at_fpr"].get(k)) for k in keys)]
+        first = next(iter(row["test"].values()), None)
+        line += [_cell(first and first["closed_set_accuracy"])]
+        cells.append(line)
+    return header, cells
+
+
+def describe(comparison: Comparison, run_dir) -> List[str]:
+    """What the table is, in a few lines (heads both the printed and the written table)."""
+    by = (f"validation CCR at FPR {comparison.rank_fpr:g}" if comparison.rank_fpr is not None
+          else "validation AUROC")
+    sets = ", ".join(f"{name} ({n:,} unknowns)" for name, n in comparison.test_sets.items())
+    fprs = ", ".join(f"{t:g}" for t in comparison.fprs) or "none (fewer than 20 negatives)"
+    return [f"Every (approach, detector) of {run_dir}, ranked by {by} (mean over seeds). Validation: "
+            f"{comparison.val_negatives:,} negatives, so CCR at FPR {fprs} (a CCR is read only at FPR >= "
+            f"10/#negatives). Test sets, beside, never ranked on: {sets or 'none'}. Settings: chosen by "
+            f"tune-detectors on validation data where it chose them, else the config's; N/A: the set's negatives "
+            f"do not support the FPR."]
+
+
+def markdown(comparison: Comparison, run_dir) -> str:
+    header, cells = table_rows(comparison)
+    lines = ["# Comparison on validation data", "", *describe(comparison, run_dir), "",
+             "| " + " | ".join(header) + " |", "|" + "---:|" * 1 + "---|---|" + "---:|" * (len(header) - 3)]
+    lines += ["| " + " | ".join(c.replace("|", "\\|") for c in line) + " |" for line in cells]
+    if comparison.notes:
+        lines += ["", "Not compared:", ""] + [f"- {note}" for note in comparison.notes]
+    return "\n".join(lines) + "\n"
+
+
+def text_table(comparison: Comparison) -> str:
+    """The ranking as aligned plain text, for the terminal."""
+    header, cells = table_rows(comparison)
+    widths = [max(len(row[i]) for row in [header, *cells]) for i in range(len(header))]
+    fmt = lambda row: "  ".join(c.ljust(w) if i in (1, 2) else c.rjust(w)  # noqa: E731
+                                for i, (c, w) in enumerate(zip(row, widths)))
+    return "\n".join([fmt(header), *(fmt(row) for row in cells)])
+
+
+def compare_run(run_dir, fpr: Optional[float] = None, approaches: Optional[Sequence[str]] = None,
+                log: Callable[[str], None] = log_info) -> Comparison:
+    """``agnostophobia compare``: rank (:func:`compare_models`), then write ``comparison.json``
+    and ``comparison.md`` into the run, each atomically, under the run's lock."""
+    run_dir = Path(run_dir)
+    _checked(run_dir, fpr, approaches)  # a refusal leaves the run as it was, its lock file included
+    with run_lock(run_dir, create=False):
+        comparison = compare_models(run_dir, fpr, approaches)
+        run = RunDir(run_dir)
+        data = json.dumps(comparison.as_json(), indent=1)
+        table = markdown(comparison, run_dir.name)
+        run.write(run.comparison, lambda tmp: Path(tmp).write_text(data))
+        run.write(run.comparison_table, lambda tmp: Path(tmp).write_text(table))
+    for line in describe(comparison, run_dir):
+        log(line)
+    log(text_table(comparison))
+    for note in comparison.notes:
+        log(f"not compared: {note}")
+    log(f"written: {run.comparison_table} and {run.comparison}")
+    return comparison

@@ -1,0 +1,74 @@
+r"""Which false positive rates a set of negatives can support: the one rule every ranking,
+every tuning and every report table that reads CCR at an FPR follows.
+
+:func:`~agnostophobia.metrics.ccr_at_fpr` returns a number at any FPR ``t >= 1/|D_a|`` (one
+false positive allowed; the paper's "N/A" below that). With a handful of false positives
+allowed, though, the threshold is the score of one of a handful of negatives, and the rate it
+gives on new data varies widely (a binomial count of k has a relative standard error of about
+:math:`1/\sqrt{k}`). A CCR is therefore *reported* -- used to choose a detector's settings
+(``tune-detectors``), to rank detectors (``compare``), or shown in a report's detector matrix
+-- only where the negatives allow at least :data:`MIN_FALSE_POSITIVES` false positives:
+
+.. math::
+
+    t \ge \frac{10}{|D_a|}.
+
+``calibrate`` warns below the same line (its threshold still resolves from one false positive on).
+"""
+from __future__ import annotations
+
+import math
+from typing import List, Sequence
+
+#: False positives the negatives must allow at a target FPR before a CCR there is reported.
+MIN_FALSE_POSITIVES = 10
+
+#: The FPRs a comparison reads CCR at, where the negatives support them: 1, 2 and 5 per decade
+#: from 1e-4 (the paper's smallest) to 0.5.
+FPR_SERIES = tuple(float(f"{m}e{e}") for e in range(-4, 0) for m in (1, 2, 5))
+
+
+def supports_fpr(fpr: float, num_negatives: int) -> bool:
+    """Whether ``num_negatives`` negatives support a CCR at ``fpr``: ``fpr * n >= 10`` (rounded to
+    9 decimals, so that 0.1 x 100 counts as 10)."""
+    return num_negatives > 0 and round(float(fpr) * num_negatives, 9) >= MIN_FALSE_POSITIVES
+
+
+def smallest_supported_fpr(num_negatives: int) -> float:
+    """``10 / n``: the smallest FPR ``num_negatives`` negatives support (``inf`` without any; above 1
+    with fewer than 10, i.e. none)."""
+    return MIN_FALSE_POSITIVES / num_negatives if num_negatives > 0 else math.inf
+
+
+def negatives_for(fpr: float) -> int:
+    """Negatives needed to support ``fpr``: ``ceil(10 / fpr)``."""
+    return math.ceil(round(MIN_FALSE_POSITIVES / float(fpr), 9))
+
+
+def supported_fprs(num_negatives: int, candidates: Sequence[float] = FPR_SERIES) -> List[float]:
+    """The ``candidates`` ``num_negatives`` negatives support, in their order."""
+    return [float(t) for t in candidates if supports_fpr(t, num_negatives)]
+
+
+def reported_fprs(num_negatives: int) -> List[float]:
+    """The FPR columns of a comparison on ``num_negatives`` negatives: the smallest value of
+    :data:`FPR_SERIES` they support, then every supported decade above it (1e-4 ... 0.1).
+    Empty where fewer than 20 negatives support none (0.5 is the series' largest)."""
+    supported = supported_fprs(num_negatives)
+    if not supported:
+        return []
+    decades = [t for t in supported[1:] if math.log10(t).is_integer()]
+    return [supported[0], *decades]
+
+
+def unsupported_fpr_message(fpr: float, num_negatives: int, what: str = "the validation split") -> str:
+    """One line: why ``num_negatives`` negatives cannot support ``fpr``, the smallest FPR they do
+    support, the supported values of :data:`FPR_SERIES`, and the negatives ``fpr`` would need."""
+    supported = supported_fprs(num_negatives)
+    smallest = smallest_supported_fpr(num_negatives)
+    bound = (f"the smallest FPR they support is 10/{num_negatives} = {smallest:.3g}" if smallest <= 1
+             else "they support no FPR (fewer than 10)")
+    proposal = f"; supported: {', '.join(f'{t:g}' for t in supported)}" if supported else ""
+    return (f"FPR {float(fpr):g} is below what {what} can support: it holds {num_negatives} negative(s) (label -1), "
+            f"a CCR is read only at FPR >= {MIN_FALSE_POSITIVES}/#negatives (at least {MIN_FALSE_POSITIVES} false "
+            f"positives allowed), so {bound}{proposal}; FPR {float(fpr):g} needs {negatives_for(fpr)} negatives")

@@ -1,0 +1,141 @@
+"""``agnostophobia compare``: every (approach, detector) of a run ranked on validation data alone,
+``--detector best`` deploying its top, and the one rule of which FPRs a set of negatives supports."""
+from __future__ import annotations
+
+import json
+import shutil
+
+import numpy as np
+import pytest
+from sklearn.metrics import roc_auc_score
+
+from agnostophobia.cli import main
+from agnostophobia.detectors.stored import NotFitted, detector_inputs, fitted_detector
+from agnostophobia.losses import known_columns
+from agnostophobia.metrics import (MIN_FALSE_POSITIVES, reported_fprs, smallest_supported_fpr, supported_fprs,
+                                   supports_fpr)
+from agnostophobia.rundir import CALIBRATION, COMPARISON, COMPARISON_TABLE, VAL_OUTPUTS
+from agnostophobia.training.outputs import load_fit_outputs, load_outputs, save_outputs
+
+from runs import snapshot
+
+
+# ------------------------------------------------------------------ the rule (metrics.resolution)
+def test_a_ccr_is_reported_only_where_the_negatives_allow_ten_false_positives():
+    assert MIN_FALSE_POSITIVES == 10
+    assert supports_fpr(0.1, 100) and not supports_fpr(0.1, 99)  # 0.1 x 100 is 10.000000000000002 in floats
+    assert supports_fpr(0.01, 1000) and not supports_fpr(0.01, 999) and not supports_fpr(0.5, 0)
+    assert smallest_supported_fpr(76) == pytest.approx(10 / 76) and smallest_supported_fpr(0) == np.inf
+    assert supported_fprs(76) == [0.2, 0.5]  # the user's 76 negatives: not 0.01, not even 0.1
+    assert reported_fprs(76) == [0.2] and reported_fprs(1000) == [0.01, 0.1] and reported_fprs(19) == []
+    assert reported_fprs(300) == [0.05, 0.1] and reported_fprs(10 ** 5) == [1e-4, 1e-3, 1e-2, 0.1]
+
+
+# ------------------------------------------------------------------ compare on the tiny run
+@pytest.fixture
+def run(tiny_run, tmp_path):
+    copy = tmp_path / "run"
+    shutil.copytree(tiny_run, copy)
+    return copy
+
+
+def validation_auroc(run, approach: str, detector: str) -> float:
+    """AUROC of ``detector``'s per-sample score on seed 0's validation split, computed here with
+    scikit-learn (knowns positive)."""
+    model_dir = run / "seed0" / approach
+    val = load_outputs(model_dir / VAL_OUTPUTS)["val"]
+    num_classes = known_columns(approach, val["logits"].shape[1])
+    scorer = fitted_detector(detector, load_fit_outputs(model_dir), num_classes, model_dir=model_dir)
+    scores = scorer.scores(detector_inputs(scorer, val["logits"], num_classes), val["features"])
+    return roc_auc_score(val["labels"] >= 0, scores.max(axis=1))
+
+
+def test_compare_ranks_every_pair_by_validation_auroc_and_writes_the_table(run, capsys):
+    assert main(["compare", str(run)]) == 0
+    out = capsys.readouterr().out
+    stored = json.loads((run / COMPARISON).read_text())
+    rows = stored["rows"]
+    assert stored["val_negatives"] == 32 and stored["fprs"] == [0.5] and stored["rank_fpr"] is None
+    assert {r["approach"] for r in rows} == {"softmax", "entropic"} and len(rows) > 10
+    aurocs = [r["val"]["auroc"] for r in rows]
+    assert aurocs == sorted(aurocs, reverse=True) and [r["rank"] for r in rows] == list(range(1, len(rows) + 1))
+    for row in rows:
+        try:
+            expected = validation_auroc(run, row["approach"], row["detector"])
+        except NotFitted:
+            pytest.fail(f"{row['detector']} is ranked but cannot be fitted")
+        assert row["val"]["auroc"] == pytest.approx(expected, abs=1e-12), row["detector"]
+        assert set(row["test"]) == {"letters", "devanagari", "notmnist", "cifar10"}
+        assert set(row["val"]["ccr_at_fpr"]) == {"5e-1"} and row["val"]["closed_set_accuracy"] is not None
+    # fitted detectors that cannot be fitted on the tiny run are named, not dropped silently
+    assert any("openmax" in note for note in stored["notes"])
+    table = (run / COMPARISON_TABLE).read_text()
+    top = f"{rows[0]['approach']}/{rows[0]['detector']}"
+    assert f"| 1 | {top} |" in table and "val CCR@5e-1" in table and "letters AUROC" in table
+    assert str(run.parent) not in table  # the run by its name, not an absolute path
+    assert top in out and "val AUROC" in out
+
+
+def test_the_ranking_reads_no_test_set(run):
+    """Test outputs replaced by noise: every validation number and the order stay."""
+    assert main(["compare", str(run)]) == 0
+    before = json.loads((run / COMPARISON).read_text())["rows"]
+    rng = np.random.default_rng(0)
+    for model_dir in (run / "seed0").iterdir():
+        test = load_outputs(model_dir / "outputs.npz")
+        save_outputs(model_dir / "outputs.npz",
+                     {split: {**data, "logits": rng.normal(size=data["logits"].shape).astype(np.float32)}
+                      for split, data in test.items()})
+    assert main(["compare", str(run)]) == 0
+    after = json.loads((run / COMPARISON).read_text())["rows"]
+    assert [(r["approach"], r["detector"], r["val"]) for r in after] == \
+        [(r["approach"], r["detector"], r["val"]) for r in before]
+    assert [r["test"] for r in after] != [r["test"] for r in before]
+
+
+def test_compare_at_an_unsupported_fpr_is_refused_and_keeps_the_last_table(run, capsys):
+    assert main(["compare", str(run), "--fpr", "0.5"]) == 0
+    stored = json.loads((run / COMPARISON).read_text())
+    ccrs = [r["val"]["ccr_at_fpr"]["5e-1"] for r in stored["rows"]]
+    assert stored["rank_fpr"] == 0.5 and ccrs == sorted(ccrs, key=lambda v: -1 if v is None else -v)
+    capsys.readouterr()
+    before = snapshot(run)
+    assert main(["compare", str(run), "--fpr", "0.1"]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "holds 32 negative(s)" in err[0] and "10/32 = 0.312" in err[0], err
+    assert "supported: 0.5" in err[0]
+    assert snapshot(run) == before  # comparison.json and comparison.md byte for byte
+
+
+def top_at(run, fpr: float):
+    rows = json.loads((run / COMPARISON).read_text())["rows"]
+    key = f"{fpr:.0e}".replace("e-0", "e-")
+    best = max(r["val"]["ccr_at_fpr"][key] for r in rows if r["val"]["ccr_at_fpr"][key] is not None)
+    tied = [r for r in rows if r["val"]["ccr_at_fpr"][key] == best]
+    top = max(tied, key=lambda r: r["val"]["auroc"])
+    return top["approach"], top["detector"]
+
+
+def test_calibrate_detector_best_uses_the_top_and_a_refusal_keeps_the_calibration(run, capsys):
+    assert main(["compare", str(run), "--fpr", "0.5"]) == 0
+    approach, detector = top_at(run, 0.5)
+    capsys.readouterr()
+    assert main(["calibrate", str(run), "--fpr", "0.5", "--detector", "best"]) == 0
+    out = capsys.readouterr().out
+    assert f"--detector best: {approach}/{detector}: the highest validation CCR at FPR 0.5" in out
+    entries = json.loads((run / CALIBRATION).read_text())["entries"]
+    assert [(e["approach"], e["detector"]) for e in entries if e["target_fpr"] == 0.5] == [(approach, detector)]
+    before = (run / CALIBRATION).read_bytes()
+    assert main(["calibrate", str(run), "--fpr", "0.01", "--detector", "best"]) == 1
+    assert "holds 32 negative(s)" in capsys.readouterr().err
+    assert (run / CALIBRATION).read_bytes() == before
+
+
+def test_predict_detector_best_reads_the_calibrated_choice(run, capsys, tmp_path, real_data_dir):
+    assert main(["calibrate", str(run), "--fpr", "0.5", "--detector", "best"]) == 0
+    chosen = capsys.readouterr().out.split("--detector best: ", 1)[1].split(":", 1)[0]
+    images = tmp_path / "digits.npz"
+    np.savez(images, x=np.load(real_data_dir / "mnist" / "mnist.npz")["x_test"][:8])
+    assert main(["predict", str(run), str(images), "--detector", "best", "--out", str(tmp_path / "rows.csv")]) == 0
+    out = capsys.readouterr().out
+    assert f"--detector best at FPR 0.5: {chosen}:" in out and "8 predictions" in out
