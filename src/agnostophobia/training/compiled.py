@@ -16,6 +16,7 @@ rounding, so ``compile`` is free to change when a run resumes.
 from __future__ import annotations
 
 import functools
+import logging
 import shutil
 import warnings
 
@@ -67,6 +68,9 @@ class CompiledOrEager(nn.Module):
     def __init__(self, module: nn.Module):
         super().__init__()
         self.module = module
+        # inductor's CPU build looks for a CUDA toolkit and logs a warning when a CPU-only machine
+        # has none: noise for a user training on the CPU
+        logging.getLogger("torch.utils.cpp_extension").setLevel(logging.ERROR)
         self._compiled = torch.compile(module)
         self._proven = False  # a compiled call has succeeded: errors from then on are real
 
