@@ -231,6 +231,9 @@ def main(argv: Optional[list] = None) -> int:
     print("matrix product 2048^2: " + ", ".join(f"{p} {g:.0f} GFLOP/s" for p, g in matmul.items()))
     results = {key: measure_network(key, networks[key], precisions, compile_too, args.repeats, matmul)
                for key in chosen}
+    again = {p: matmul_gflops(torch.float32 if p == "fp32" else torch.bfloat16) for p in precisions}
+    print("matrix product again, at the end: " + ", ".join(f"{p} {g:.0f} GFLOP/s" for p, g in again.items())
+          + " (a first reading disturbed by the process's start is lower; the shares above use the first)")
     print("\nsummary (trainer's best variant):")
     for key, r in results.items():
         print(f"   {key:13s} {r['best']:14s} {r['trainer']:8.1f} img/s  x{r['vs_fastest_bare']:.2f} fastest bare  "
