@@ -7,6 +7,8 @@
 * :mod:`.resolution`: the FPRs a number of negatives supports (a CCR is reported only at
   FPR >= 10/#negatives), one rule for tuning, ranking and reports.
 * :mod:`.stats`: Table 1's entropy and feature-magnitude statistics.
+* :mod:`.significance`: intervals over seeds, paired tests over seeds or test samples, and
+  Holm's adjustment for a table of comparisons.
 * :mod:`.summary`: every number of one evaluation row (CCR@FPR, AUROC, OSCR areas,
   worst / best class CCR), JSON-ready; :mod:`.rows`: row labels and order.
 
@@ -25,6 +27,7 @@ from .oscr import (PAPER_FPR_VALUES, OperatingPoint, OSCRCurve, ccr_at_fpr, clas
                    rates_at_threshold, threshold_at_fpr)
 from .resolution import (MIN_FALSE_POSITIVES, reported_fprs, smallest_supported_fpr, supported_fprs,
                          supports_fpr, unsupported_fpr_message)
+from .significance import Interval, PairedTest, holm, paired_bootstrap, paired_seed_test, seed_interval
 from .stats import EntropyMagnitudeStats, MeanStd, entropy_magnitude_stats
 from .summary import FPR_KEYS, finite_or_none, fpr_keys, summarize
 
@@ -37,4 +40,5 @@ __all__ = [
     "MIN_FALSE_POSITIVES", "supports_fpr", "smallest_supported_fpr", "supported_fprs", "reported_fprs",
     "unsupported_fpr_message",
     "entropy_magnitude_stats", "EntropyMagnitudeStats", "MeanStd",
+    "seed_interval", "paired_seed_test", "paired_bootstrap", "holm", "Interval", "PairedTest",
 ]
