@@ -74,7 +74,7 @@ def run(args) -> None:
         net = train(x, y, entropic, args.epochs, args.seed)
         with torch.no_grad():
             logits = net(x_test)
-        scores = build_detector("softmax").scores(logits, None)  # max-softmax, Sec. 3
+        scores = build_detector("softmax").scores(logits, None)  # max-softmax (as its log-odds), Sec. 3
         fpr, ccr, _ = oscr(scores, y_test)
         ccr1, ccr2 = ccr_at_fpr(scores, y_test, [1e-2, 1e-1])
         print(f"{name:10} {ccr1:13.3f} {ccr2:13.3f}")

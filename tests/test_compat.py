@@ -7,6 +7,7 @@ import json
 import os
 import shutil
 import tempfile
+import warnings
 from pathlib import Path
 
 import pytest
@@ -43,6 +44,10 @@ def old_run(tmp_path_factory):
     return run
 
 
+#: Keys of a metrics.json row recorded since the fixture was made.
+LATER_KEYS = ("tied_share", "tied_share_std")
+
+
 def metrics(run: Path) -> dict:
     return json.loads((run / "metrics.json").read_text())
 
@@ -55,7 +60,11 @@ def test_an_old_run_evaluates_to_the_numbers_it_recorded(old_run):
     assert after["table1"] == before["table1"]
     old = {row["detector"] for row in before["results"]}
     for key in ("results", "per_seed"):  # the detectors of that day: their numbers unchanged
-        assert [row for row in after[key] if row["detector"] in old] == before[key], key
+        # (tie-free scores, score scale 2: no score of this small run saturated, so no number moved);
+        # tied_share is recorded since, and none of them ties
+        assert all(row["tied_share"] == 0 for row in after[key])
+        assert [{k: v for k, v in row.items() if k not in LATER_KEYS} for row in after[key]
+                if row["detector"] in old] == before[key], key
     # the detectors that read the last layer: it is recomputed from each best.pt once and kept
     for model in sorted(old_run.glob("seed*/*/outputs.npz")):
         assert (model.parent / "last_layer.npz").is_file()
@@ -92,3 +101,53 @@ def test_an_old_run_resumes_with_another_seed(old_run, tmp_path):
     assert result.returncode == 0, result.stderr
     assert checkpoint.read_bytes() == before
     assert (old_run / "seed1" / "entropic" / "last.pt").exists()
+
+
+@pytest.mark.slow  # three commands on the fixture (~35 s): make test-slow, which CI runs
+def test_an_old_runs_threshold_on_the_old_score_scale_is_chosen_again(old_run, tmp_path):
+    """A ``calibration.json`` written before the scores were tie-free (no ``score_scale``: its
+    max-softmax threshold a probability) is not compared with today's log-odds: ``predict``,
+    ``export`` and ``evaluate`` choose the threshold again by the same rule, at the entry's target
+    FPR, on the stored validation outputs, and say so once; the file is left as it was."""
+    import torch
+
+    from agnostophobia.deploy.calibration import calibrate_in_memory
+
+    run = tmp_path / "run"
+    shutil.copytree(FIXTURE / "run", run)  # a copy the other tests do not touch (old_run built the protocol)
+    now = calibrate_in_memory(run, "entropic", "softmax", 0, 0.25, "fp32")
+    assert now["score_scale"] == 2
+    old = {key: value for key, value in now.items() if key not in ("score_scale", "class_names")}
+    old["threshold"] = 0.5  # a max-softmax of 1/2: on today's log-odds scale, 0 would be that
+    (run / "calibration.json").write_text(json.dumps({"format": 1, "rule": now["rule"],
+                                                      "class_names": now["class_names"], "entries": [old]}))
+    stored = (run / "calibration.json").read_bytes()
+    said = "chosen on an older score scale"
+
+    rows = tmp_path / "rows.json"
+    images = fixture_module().PROTOCOL_DIR / "test" / "dots"
+    result = run_cli(["predict", run, images, "--approach", "entropic", "--detector", "softmax", "--device", "cpu",
+                      "--out", rows])
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.count(said) == 1, result.stdout
+    assert {row["threshold"] for row in json.loads(rows.read_text())} == {now["threshold"]}
+
+    model = tmp_path / "model.pt"
+    result = run_cli(["export", run, "--format", "torchscript", "--out", model, "--approach", "entropic",
+                      "--detector", "softmax"])
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.count(said) == 1, result.stdout
+    extra = {"agnostophobia.json": ""}
+    with warnings.catch_warnings():  # torch.jit.load's deprecation
+        warnings.simplefilter("ignore", FutureWarning)
+        torch.jit.load(str(model), _extra_files=extra)
+    assert json.loads(extra["agnostophobia.json"])["threshold"] == now["threshold"]
+
+    result = run_cli(["evaluate", run, "--no-progress", "--device", "cpu"])
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.count(said) == 1, result.stdout
+    section = metrics(run)["at_validation_threshold"]
+    assert {r["threshold"] for r in section["results"]} == {now["threshold"]}
+    assert any(said in note for note in section["notes"])
+    assert said in (run / "report.md").read_text()
+    assert (run / "calibration.json").read_bytes() == stored  # chosen again in memory; `calibrate` stores it

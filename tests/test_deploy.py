@@ -68,9 +68,16 @@ def test_images(real_data_dir):
 
 
 def softmax(logits):
-    from scipy.special import softmax as scipy_softmax
+    """The ``softmax`` detector's (N, C) scores: the log-odds of the softmax (tie-free scores, score
+    scale 2), in the order of the probabilities, which ``expit`` gives back."""
+    from scipy.special import expit, softmax as scipy_softmax
 
-    return scipy_softmax(np.asarray(logits, np.float64), axis=1)
+    from agnostophobia.detectors import softmax_log_odds
+
+    logits = np.asarray(logits, np.float64)
+    scores = softmax_log_odds(logits)
+    np.testing.assert_allclose(expit(scores), scipy_softmax(logits, axis=1), rtol=1e-12, atol=1e-300)
+    return scores
 
 
 # ------------------------------------------------------------------ shared pieces
@@ -225,8 +232,8 @@ def test_calibration_json_is_computed_from_validation_outputs_only(calibrated):
     assert set(entries) == {("softmax", "softmax", 0), ("entropic", "softmax", 0)}  # each approach's paper score
     for (approach, _, _), entry in entries.items():
         val = deployed_val(calibrated / "seed0" / approach)  # the network in fp32, as every deployed form
-        probs = softmax(val["logits"])
-        score, correct = probs.max(axis=1), probs.argmax(axis=1) == val["labels"]
+        log_odds = softmax(val["logits"])
+        score, correct = log_odds.max(axis=1), log_odds.argmax(axis=1) == val["labels"]
         negative = val["labels"] < 0
         k = math.floor(FPR * negative.sum())
         assert entry["threshold"] == np.nextafter(np.sort(score[negative])[::-1][k], np.inf)
@@ -286,9 +293,9 @@ def test_the_report_shows_test_rates_at_the_validation_threshold(calibrated, tmp
     for r in rows:
         outputs = load_outputs(run / "seed0" / r["approach"] / "outputs.npz")
         known, unknown = outputs["known"], outputs[r["unknowns"]]
-        probs = softmax(known["logits"])
-        accepted = probs.max(axis=1) >= thresholds[r["approach"]]
-        assert r["test_ccr"] == np.mean(accepted & (probs.argmax(axis=1) == known["labels"]))
+        log_odds = softmax(known["logits"])
+        accepted = log_odds.max(axis=1) >= thresholds[r["approach"]]
+        assert r["test_ccr"] == np.mean(accepted & (log_odds.argmax(axis=1) == known["labels"]))
         assert r["test_fpr"] == np.mean(softmax(unknown["logits"]).max(axis=1)
                                         >= thresholds[r["approach"]])
         # the oracle beside it is Table 2's CCR at the same FPR (1e-1), read on the test set
@@ -315,14 +322,14 @@ def test_the_classifier_scores_new_images_as_the_run_scored_its_own(calibrated, 
     logits, _ = own.trained.outputs(images)
     np.testing.assert_array_equal(logits, stored["logits"])
     labels, scores = own.decide(images)
-    probs = softmax(stored["logits"])
-    np.testing.assert_array_equal(scores, probs.max(axis=1))
-    np.testing.assert_array_equal(labels, np.where(scores >= own.threshold, probs.argmax(axis=1), -1))
+    log_odds = softmax(stored["logits"])
+    np.testing.assert_array_equal(scores, log_odds.max(axis=1))
+    np.testing.assert_array_equal(labels, np.where(scores >= own.threshold, log_odds.argmax(axis=1), -1))
     # the default classifier: the same rule on the fp32 network's outputs
     labels, scores = clf.decide(images)
-    probs = softmax(clf.trained.outputs(images)[0])
-    np.testing.assert_array_equal(scores, probs.max(axis=1))
-    np.testing.assert_array_equal(labels, np.where(scores >= clf.threshold, probs.argmax(axis=1), -1))
+    log_odds = softmax(clf.trained.outputs(images)[0])
+    np.testing.assert_array_equal(scores, log_odds.max(axis=1))
+    np.testing.assert_array_equal(labels, np.where(scores >= clf.threshold, log_odds.argmax(axis=1), -1))
     as_float = torch.from_numpy(images).float() / 255  # (N, C, H, W) in [0, 1]
     np.testing.assert_array_equal(clf.predict(as_float), labels)
     np.testing.assert_array_equal(clf.predict(images[:, 0]), labels)  # stored (N, H, W) images, prepared here

@@ -351,7 +351,9 @@ def test_openmax_equals_the_numbers_of_the_implementation_it_replaced(case):
     # The parameters agree to an ulp. With libMR's translation the shapes are 10^5-10^6, and
     # the Weibull CDF moves by about k ulp = 2e-10 (relative) for one ulp of k or of the scale.
     np.testing.assert_allclose(detector.predict_proba(test_x), probabilities, rtol=5e-10, atol=1e-300)
-    np.testing.assert_allclose(detector.scores(test_x), probabilities[:, :-1], rtol=5e-10, atol=1e-300)
+    # the scores are the log-odds of those probabilities (tie-free, score scale 2): expit gives them back
+    np.testing.assert_allclose(scipy.special.expit(detector.scores(test_x)), probabilities[:, :-1], rtol=5e-10,
+                               atol=1e-300)
     # the old predict answered C (= 6) for "unknown"; the detector answers -1 like the rest of the package
     old = np.array(case["predict"])
     assert (old == 6).any()

@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import scipy.special
 import pytest
 import torch
 from scipy.stats import weibull_min
@@ -226,7 +227,9 @@ def test_scores_are_the_known_columns(model):
     proba = model.predict_proba(TEST_X[:50])
     scores = model.scores(TEST_X[:50])
     assert scores.shape == (50, C)
-    np.testing.assert_array_equal(scores, proba[:, :C])
+    # the log-odds of the known columns (tie-free, score scale 2): expit gives the probabilities back
+    np.testing.assert_allclose(scipy.special.expit(scores), proba[:, :C], rtol=1e-12, atol=1e-300)
+    np.testing.assert_array_equal(scores.argmax(1), proba[:, :C].argmax(1))
 
 
 def test_fit_uses_only_correctly_classified_samples():

@@ -18,6 +18,7 @@ from agnostophobia.detectors import (
     feature_magnitude,
     scaled_objectosphere_scores,
     softmax_entropy,
+    softmax_log_odds,
     softmax_scores,
 )
 
@@ -125,8 +126,13 @@ def test_cuda_tensors_accepted():
 def test_registry():
     assert POST_HOC == ["ash", "background", "energy", "entropy", "gen", "magnitude", "max-logit",
                         "objectosphere-scaled", "scale", "softmax"]
-    np.testing.assert_array_equal(compute_scores("softmax", LOGITS), softmax_scores(LOGITS))
-    np.testing.assert_array_equal(compute_scores("background", LOGITS, FEATURES), background_scores(LOGITS))
+    # the softmax scores are log-odds (tie-free, score scale 2): expit gives the probabilities back
+    np.testing.assert_array_equal(compute_scores("softmax", LOGITS), softmax_log_odds(LOGITS))
+    np.testing.assert_allclose(scipy.special.expit(compute_scores("softmax", LOGITS)), softmax_scores(LOGITS),
+                               rtol=1e-13)
+    np.testing.assert_array_equal(compute_scores("background", LOGITS, FEATURES), softmax_log_odds(LOGITS)[:, :-1])
+    np.testing.assert_allclose(scipy.special.expit(compute_scores("background", LOGITS, FEATURES)),
+                               background_scores(LOGITS), rtol=1e-13)
     np.testing.assert_array_equal(compute_scores("objectosphere-scaled", LOGITS, FEATURES),
                                   scaled_objectosphere_scores(LOGITS, FEATURES))
     with pytest.raises(ValueError, match="unknown detector 'openmax-v2'"):

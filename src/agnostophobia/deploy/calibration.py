@@ -13,10 +13,18 @@ validation data" (:func:`threshold_results`), beside the oracle.
     {"format": 1, "rule": "...", "class_names": [...],
      "entries": [{"approach", "detector", "seed", "target_fpr", "threshold" (null: see "reason"),
                   "val_fpr", "val_ccr", "val_knowns", "val_negatives", "false_positives_allowed",
-                  "detector_settings", "rule", "reason", "precision", "arithmetic"}, ...]}
+                  "detector_settings", "rule", "reason", "precision", "arithmetic", "score_scale"}, ...]}
 
 One entry per (approach, detector, seed); calibrating again replaces the entries it
 recomputes and keeps the others.
+
+**The score's scale.** ``score_scale`` is the detector's ``SCORE_SCALE`` when the threshold was
+chosen. The scores became tie-free in scale 2 (max-softmax is its log-odds, a saturating CDF goes
+on past 0 and 1: :mod:`agnostophobia.detectors`), so a threshold recorded before (no
+``score_scale``: scale 1) means something else on today's scores. ``predict``, ``export``,
+:class:`~agnostophobia.deploy.OpenSetClassifier` and ``evaluate`` choose such a threshold again,
+in memory, by the same rule at the entry's target FPR on the stored validation outputs, and say
+so once (:func:`current_scale`, :func:`rechosen`); ``calibrate`` stores it.
 
 **One deployment arithmetic.** A threshold is only valid for scores computed as the ones it
 was chosen on: a score in bf16 differs from the same score in fp32 by far more than the gap
@@ -228,7 +236,8 @@ def calibrate_model(val: SplitOutputs, approach: str, detector_name: str, seed: 
     entry = {"approach": approach, "detector": detector_name, "seed": seed, "target_fpr": fpr, "threshold": None,
              "val_fpr": None, "val_ccr": None, "val_knowns": n_known, "val_negatives": n_negative,
              "false_positives_allowed": None, "detector_settings": settings.get(detector_name, {}), "rule": RULE,
-             "reason": None, "precision": precision, "arithmetic": arithmetic(precision)}
+             "reason": None, "precision": precision, "arithmetic": arithmetic(precision),
+             "score_scale": DETECTORS.get(detector_name).SCORE_SCALE}
     if n_negative == 0:
         return {**entry, "reason": "the validation split holds no negatives (label -1): this protocol validates "
                                    "without known unknowns, so no FPR can be measured on validation data"}
@@ -410,6 +419,36 @@ def check_threshold(entry: Dict, source) -> None:
                                  f"{entry['seed']}) at FPR {entry['target_fpr']:g}: {entry.get('reason')}")
 
 
+def current_scale(entry: Dict) -> bool:
+    """Whether ``entry``'s threshold was chosen on the scale its detector scores on today
+    (``score_scale``; an entry without one was chosen on scale 1)."""
+    return entry.get("score_scale", 1) == DETECTORS.get(entry["detector"]).SCORE_SCALE
+
+
+def old_scale_note(entries: List[Dict], run_dir: Path) -> str:
+    """One line on ``entries`` whose thresholds were chosen on an older score scale and have just been
+    chosen again in memory (:func:`rechosen`)."""
+    named = ", ".join(f"{e['approach']}/{e['detector']} (seed {e['seed']}, FPR <= {e['target_fpr']:g}: "
+                      f"{e['threshold']:.6g})" for e in entries)
+    return (f"{RunDir(run_dir).calibration}: threshold(s) chosen on an older score scale, before the detectors' "
+            f"scores were tie-free (max-softmax was a probability, now its log-odds); chosen again by the same rule "
+            f"on the validation outputs at the same target FPR, in memory: {named}; `agnostophobia calibrate "
+            f"{run_dir} --fpr T` stores them")
+
+
+def rechosen(entry: Dict, run_dir: Path, precision: Optional[str] = None, data_dir=None,
+             device: Optional[str] = None) -> Dict:
+    """``entry`` with its threshold chosen again in memory (:func:`calibrate_in_memory`: the stored
+    validation outputs, else computed from ``best.pt``) at its target FPR, with the network in
+    ``precision`` (default: the entry's); nothing is written and nothing logged (the caller says it
+    once: :func:`old_scale_note`)."""
+    model_dir = RunDir(run_dir).model_dir(entry["seed"], entry["approach"])
+    precision = precision or entry_precision(entry, model_dir)
+    again = calibrate_in_memory(run_dir, entry["approach"], entry["detector"], entry["seed"], entry["target_fpr"],
+                                precision, data_dir, device, log=lambda line: None)
+    return {**again, "class_names": entry.get("class_names") or again.get("class_names")}
+
+
 def entry_precision(entry: Dict, model_dir: Path) -> str:
     """The network precision ``entry``'s threshold was chosen in: recorded, or (an entry from
     before that was recorded) the run's own, whose stored validation outputs it was chosen on."""
@@ -435,14 +474,17 @@ def calibrate_in_memory(run_dir: Path, approach: str, detector: str, seed: int, 
 
 
 # ------------------------------------------------------------------ test sets at the thresholds
-def threshold_results(run_dir: Path, settings: Optional[Settings] = None) -> Tuple[List[Dict], List[str]]:
+def threshold_results(run_dir: Path, settings: Optional[Settings] = None,
+                      log: Callable[[str], None] = log_info) -> Tuple[List[Dict], List[str]]:
     """Per (calibration entry, unknown set): the test CCR on D_c and the test FPR on the unknown
     set at the validation-chosen threshold, beside the oracle CCR at the target FPR read
-    from the test set itself (Table 2's readout); and notes on entries without numbers."""
+    from the test set itself (Table 2's readout); and notes on entries without numbers. A
+    threshold chosen on an older score scale is chosen again in memory (:func:`rechosen`), said
+    once in a note and to ``log``."""
     calibration = read_calibration(run_dir)
     if calibration is None:
         return [], []
-    rows, notes, scores = [], [], {}
+    rows, notes, scores, again = [], [], {}, []
     for entry in calibration["entries"]:
         approach, detector, seed = _key(entry)
         model_dir = RunDir(run_dir).model_dir(seed, approach)
@@ -453,6 +495,15 @@ def threshold_results(run_dir: Path, settings: Optional[Settings] = None) -> Tup
             notes.append(f"{approach}/{detector} (seed {seed}) at FPR {entry['target_fpr']:g}: no threshold: "
                          f"{entry.get('reason')}")
             continue
+        if detector in DETECTORS and not current_scale(entry):
+            try:
+                entry = rechosen(entry, run_dir, device="cpu")
+            except AgnostophobiaError as exc:
+                notes.append(f"{approach}/{detector} (seed {seed}) at FPR {entry['target_fpr']:g}: its threshold was "
+                             f"chosen on an older score scale and could not be chosen again ({exc}); run "
+                             f"`agnostophobia calibrate {run_dir} --fpr {entry['target_fpr']:g}`")
+                continue
+            again.append(entry)
         if model_dir not in scores:
             scores[model_dir] = model_scores(model_dir, approach,
                                              model_settings(settings or {}, run_tuned_settings(run_dir), approach))
@@ -474,4 +525,7 @@ def threshold_results(run_dir: Path, settings: Optional[Settings] = None) -> Tup
                          "val_ccr": entry["val_ccr"], "test_fpr": test_fpr, "test_ccr": test_ccr,
                          "oracle_ccr": oracle if np.isfinite(oracle) else None,
                          "num_known": int((labels >= 0).sum()), "num_unknown": int((labels < 0).sum())})
+    if again:
+        notes.append(old_scale_note(again, run_dir))
+        log(notes[-1])
     return rows, notes

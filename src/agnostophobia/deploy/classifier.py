@@ -21,7 +21,7 @@ from agnostophobia.rundir import RunDir
 from agnostophobia.training.trained import TrainedModel, load_trained_model
 
 from .calibration import (CALIBRATION, DEPLOY_PRECISION, calibrate_in_memory, calibrate_models, calibration_entry,
-                          entry_precision, network_outputs, resolve_model)
+                          current_scale, entry_precision, network_outputs, old_scale_note, rechosen, resolve_model)
 from agnostophobia._log import log_info
 
 UNKNOWN = -1
@@ -30,10 +30,16 @@ UNKNOWN_NAME = "unknown"
 
 def threshold_in(entry: Dict, trained: TrainedModel, run_dir: Path, data_dir=None, device: Optional[str] = None,
                  log=log_info) -> Dict:
-    """``entry`` if its threshold was chosen in ``trained``'s precision; else the threshold
-    chosen again, in memory, at the same target FPR on validation outputs in that precision:
-    a threshold is never compared with scores computed in another arithmetic."""
+    """``entry`` if its threshold was chosen in ``trained``'s precision and on today's score scale;
+    else the threshold chosen again, in memory, at the same target FPR on validation outputs in
+    that precision: a threshold is never compared with scores computed in another arithmetic, nor
+    on another scale (a threshold chosen before the scores were tie-free: said once)."""
     chosen_in = entry_precision(entry, RunDir(run_dir).model_dir(entry["seed"], entry["approach"]))
+    if not current_scale(entry):
+        again = rechosen(entry, run_dir, trained.precision, data_dir, str(trained.device))
+        log(old_scale_note([again], run_dir) + ("" if chosen_in == trained.precision else
+                                                f" (on validation outputs in {trained.precision})"))
+        return again
     if chosen_in == trained.precision:
         return entry
     again = calibrate_in_memory(run_dir, entry["approach"], entry["detector"], entry["seed"], entry["target_fpr"],

@@ -110,6 +110,7 @@ def metadata(classifier: OpenSetClassifier, fmt: str) -> str:
     return json.dumps({
         "format": fmt, "agnostophobia": agnostophobia.__version__, "approach": classifier.approach,
         "detector": classifier.detector_name, "seed": classifier.seed, "threshold": classifier.threshold,
+        "score_scale": classifier.detector.SCORE_SCALE,
         "target_fpr": classifier.calibration.get("target_fpr"), "class_names": classifier.class_names,
         "input": {"shape": ["N", *spec.shape], "dtype": "float32", "range": [0, 1], "kind": spec.kind,
                   "preprocessing": spec.preprocessing, "preparation": INPUT_CONVENTIONS[spec.preprocessing]},

@@ -12,8 +12,8 @@ that cannot be exported says why in ``NOT_EXPORTABLE``); found by name in :data:
     exported = detector.torch_score()  # the same score in torch operations, for ``export``
 
 ========================  ======================================================
-``softmax``               max-softmax (Sec. 3)
-``background``            C+1 softmax, known columns (Sec. 3)
+``softmax``               max-softmax (Sec. 3), as its log-odds
+``background``            C+1 softmax, known columns (Sec. 3), as their log-odds
 ``objectosphere-scaled``  softmax * ||F|| (Sec. 4.2)
 ``entropy``               negative softmax entropy (Sec. 4.1, Table 1)
 ``magnitude``             ||F|| (Sec. 4.2, Table 1)
@@ -33,6 +33,11 @@ that cannot be exported says why in ``NOT_EXPORTABLE``); found by name in :data:
 ``ash``                   energy of F pruned per sample (Djurisic et al., ICLR 2023); last layer
 ``scale``                 energy of F scaled per sample (Xu et al., ICLR 2024); last layer
 ========================  ======================================================
+
+Scores are tie-free (score scale 2): a probability that float64 rounds to 1 would tie
+confident knowns with confident unknowns, so softmax-based scores are log-odds, and a
+saturating map keeps the order of the statistic beneath it where it saturates
+(``detectors.posthoc``, ``detectors._evt.gpd_score``). A detector's ``SCORE_SCALE`` numbers its scale.
 """
 from ._base import (DETECTORS, Detector, NotExportable, NotFittedError, Setting, TorchScore, build_detector,
                     detector_applies, place_in_predicted_column, register, setting_grid)
@@ -42,8 +47,9 @@ from .knn import KNNDetector, k_smallest_distances, kth_neighbour_distance, l2_n
 from .mahalanobis import Mahalanobis, RelativeMahalanobis
 from .openmax import OpenMax
 from .postmax import PostMax
-from .posthoc import (background_scores, feature_magnitude, generalized_entropy, scaled_objectosphere_scores,
-                      softmax_entropy, softmax_scores)
+from .posthoc import (background_scores, feature_magnitude, generalized_entropy, log_generalized_entropy,
+                      log_softmax_entropy, scaled_objectosphere_scores, softmax_entropy, softmax_log_odds,
+                      softmax_scores)
 from .shaping import ASH, SCALE, ReAct
 from .vim import ViM
 
@@ -51,6 +57,6 @@ __all__ = [
     "DETECTORS", "Detector", "NotExportable", "NotFittedError", "Setting", "TorchScore", "setting_grid",
     "build_detector", "detector_applies", "register", "place_in_predicted_column", "KNNDetector", "OpenMax", "EVM", "PostMax", "GHOST", "k_smallest_distances",
     "kth_neighbour_distance", "l2_normalize", "ViM", "Mahalanobis", "RelativeMahalanobis", "ReAct", "ASH", "SCALE",
-    "generalized_entropy",
+    "generalized_entropy", "log_generalized_entropy", "log_softmax_entropy", "softmax_log_odds",
     "softmax_scores", "background_scores", "feature_magnitude", "scaled_objectosphere_scores", "softmax_entropy",
 ]

@@ -12,6 +12,13 @@ more known, so that OSCR (Eq. 3), CCR at FPR and every figure work unchanged:
 (Sec. 3) has one more column, which only a detector with ``reads_background_column``
 receives (the ``background`` score); every other detector sees its C known columns.
 
+Scores are **tie-free**: they resolve as finely as the statistic they threshold. A
+probability that float64 rounds to 1 (or 0) would tie confident knowns with confident unknowns
+(a threshold cannot part them; CCR at low FPR reads 0), so softmax-based scores are log-odds,
+and a saturating map (a CDF) keeps the order of the statistic beneath it where it saturates
+(``posthoc``, ``_evt.gpd_score``). A detector's ``SCORE_SCALE`` numbers its score's scale: a
+threshold chosen on another scale (``calibration.json`` records it) is chosen again.
+
 A detector whose score is one number per sample s(x) (entropy, magnitude, energy, k-NN)
 puts it in the column of the predicted class (the arg-max of the C known logits) and a
 smaller finite value in every other column (:func:`place_in_predicted_column`), so the
@@ -166,7 +173,11 @@ class Detector(DeclaresSettings):
     * ``NOT_EXPORTABLE``: why ``export`` cannot write the score, for a detector that does not
       implement :meth:`_torch_score`; one that does leaves it empty;
     * ``title``: the name shown in reports; ``report_note``: what a report says about how
-      the detector was applied (empty: nothing beyond its title and settings).
+      the detector was applied (empty: nothing beyond its title and settings);
+    * ``SCORE_SCALE``: the version of the score's scale, raised when a change of the score moves
+      the value of a threshold (2: the tie-free scores of ``softmax``, ``background``,
+      ``openmax``, ``entropy``, ``gen``, ``postmax`` and ``ghost``); a threshold that
+      ``calibrate`` recorded with another is chosen again (``deploy.calibration``).
     """
 
     name: ClassVar[str] = "detector"
@@ -177,6 +188,7 @@ class Detector(DeclaresSettings):
     needs_last_layer: ClassVar[bool] = False
     title: ClassVar[str] = "detector"
     report_note: ClassVar[str] = ""
+    SCORE_SCALE: ClassVar[int] = 1
     #: The attributes :meth:`fit` sets that are the whole fitted detector (arrays and numbers):
     #: ``detectors.stored`` keeps them on disk per model so that a run's detectors are fitted once
     #: (:meth:`fitted_state`, :meth:`restore_fitted_state`). Empty: nothing worth keeping, fitting

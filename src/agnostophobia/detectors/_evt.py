@@ -1,7 +1,8 @@
 r"""The extreme-value statistics the detectors share: Weibull fits and CDFs (OpenMax's tails,
 the EVM's margins: :func:`fit_weibull_rows`, :func:`weibull_cdf`) and the generalized Pareto
 distribution (PostMax's and GHOST's recalibration: :func:`fit_gpd`, :func:`gpd_cdf`, and
-:func:`torch_gpd_cdf`, the same CDF in torch operations for ``export``).
+:func:`torch_gpd_cdf`, the same CDF in torch operations for ``export``; :func:`gpd_score` and
+:func:`torch_gpd_score`, the CDF as a tie-free score).
 
 Everything is float64; the fits raise ``ValueError`` naming what could not be fitted.
 """
@@ -17,8 +18,8 @@ from scipy.special import logsumexp, softmax
 
 from agnostophobia._validation import to_numpy
 
-__all__ = ["MIN_GPD_VALUES", "fit_gpd", "fit_weibull", "fit_weibull_rows", "gpd_cdf", "torch_gpd_cdf",
-           "weibull_cdf"]
+__all__ = ["MIN_GPD_VALUES", "fit_gpd", "fit_weibull", "fit_weibull_rows", "gpd_cdf", "gpd_score", "torch_gpd_cdf",
+           "torch_gpd_score", "weibull_cdf"]
 
 
 # --------------------------------------------------------------------------- Weibull
@@ -178,3 +179,57 @@ def torch_gpd_cdf(values: torch.Tensor, shape: torch.Tensor, loc: torch.Tensor, 
     z = torch.where(shape < 0, torch.minimum(z, -1.0 / torch.where(shape < 0, shape, -1.0)), z)
     safe = torch.where(shape == 0, torch.ones_like(shape), shape)
     return torch.where(shape == 0, -torch.expm1(-z), -torch.expm1(-torch.log1p(safe * z) / safe))
+
+
+#: The GPD CDF :math:`G = 1 - e^{-L}` (:math:`L`: its cumulative hazard) *saturates* where
+#: :math:`1 - G < 2^{-26}`, :math:`L > 26 \ln 2`: float64 keeps fewer than 27 of its 53 bits of
+#: :math:`1 - G` there (none once :math:`G` rounds to 1, at :math:`L > 53 \ln 2`), so nearby values
+#: tie; at or below it :math:`G \le 1 - 2^{-26}`.
+SATURATED_HAZARD = 26 * math.log(2.0)
+#: The standardised values beyond which a score is held (a GHOST value may be infinite): finite
+#: scores, and room for :func:`~agnostophobia.detectors._base.place_in_predicted_column`'s gap.
+_Z_LIMIT = 1e300
+
+
+def _gpd_pieces(z, shape, lib):
+    """``(cdf, saturated)`` of the GPD at standardised ``z`` >= 0 (numpy or torch): the CDF, and
+    where it saturates at 1 (its hazard above :data:`SATURATED_HAZARD`, or ``z`` at or beyond the
+    upper end of a support bounded by ``shape`` < 0)."""
+    zero = shape == 0
+    safe = lib.where(zero, lib.ones_like(shape), shape)
+    inside = 1 + safe * z
+    beyond = (shape < 0) & (inside <= 0)
+    hazard = lib.where(zero, z, lib.log1p(lib.where(beyond, lib.zeros_like(z), safe * z)) / safe)
+    saturated = beyond | (hazard > SATURATED_HAZARD)
+    return -lib.expm1(-lib.where(saturated, lib.zeros_like(hazard), hazard)), saturated
+
+
+def gpd_score(values, shape, loc, scale) -> np.ndarray:
+    r"""The GPD CDF :math:`G` as a tie-free score, broadcasting over the parameters: with
+    :math:`z = (v - \mu) / \sigma`,
+
+    .. math:: s(v) = z \ (z \le 0), \qquad G(v) \ (0 < G(v) \le 1 - 2^{-26}), \qquad 1 + z \
+              \text{(where } G > 1 - 2^{-26} \text{)}.
+
+    The CDF keeps its value wherever it does not saturate (to an ulp of scipy's
+    ``genpareto.cdf``); where it saturates, at 0 below the location and near 1 (above the upper end
+    of a bounded support, :math:`\xi < 0`, or where float64 holds too few bits of :math:`1 - G`:
+    :data:`SATURATED_HAZARD`), the score goes on with :math:`z`, so the order of :math:`v`
+    survives: below 0 (:math:`z \le 0`; :math:`G` starts with slope 1 in :math:`z`, so this is its
+    linear continuation) and above 1 (:math:`1 + z > 1`). Strictly increasing in :math:`v`; :math:`z` is held within
+    :math:`\pm 10^{300}` so that every score is finite."""
+    values = np.asarray(values, dtype=np.float64)
+    shape, loc, scale = (np.asarray(a, dtype=np.float64) for a in (shape, loc, scale))
+    with np.errstate(invalid="ignore", over="ignore"):
+        z = np.clip((values - loc) / scale, -_Z_LIMIT, _Z_LIMIT)
+    positive = np.maximum(z, 0.0)
+    cdf, saturated = _gpd_pieces(positive, shape, np)
+    return np.where(z <= 0, z, np.where(saturated, 1.0 + z, cdf))
+
+
+def torch_gpd_score(values: torch.Tensor, shape: torch.Tensor, loc: torch.Tensor,
+                    scale: torch.Tensor) -> torch.Tensor:
+    """:func:`gpd_score` in torch operations (``export``)."""
+    z = ((values - loc) / scale).clamp(-_Z_LIMIT, _Z_LIMIT)
+    cdf, saturated = _gpd_pieces(z.clamp_min(0.0), shape, torch)
+    return torch.where(z <= 0, z, torch.where(saturated, 1.0 + z, cdf))

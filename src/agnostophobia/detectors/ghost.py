@@ -22,10 +22,14 @@ fitted by maximum likelihood (``scipy.stats.genpareto.fit``), here one per class
 ``GHOST_Base.gpd_mp_fit`` / ``ReScore``): :math:`P(x) = G_{\hat c}(v(x))`.
 
 (N, C) scores: :math:`P(x)` in the predicted class's column, smaller values elsewhere
-(:func:`~agnostophobia.detectors._base.place_in_predicted_column`). A sample exactly at
-its class mean (sum of z-scores 0) has the sum raised to the smallest positive double, so
-its :math:`v` is :math:`\pm\infty` with the sign of the logit (probability 1 or 0).
-Everything is closed-form torch-expressible: ``export`` writes :meth:`GHOST._torch_score`.
+(:func:`~agnostophobia.detectors._base.place_in_predicted_column`). **Tie-free** (score scale 2),
+as PostMax: where the class's CDF saturates (0 below its location, near 1 above) the score goes on
+with the standardised :math:`z = (v - \mu_{\hat c}) / \sigma_{\hat c}` of that class's GPD,
+:math:`z \le 0` below and :math:`1 + z` above (:func:`~agnostophobia.detectors._evt.gpd_score`).
+A sample exactly at its class mean (sum of z-scores 0) has the sum raised to the smallest
+positive double, so its :math:`v` is :math:`\pm\infty` with the sign of the logit (score
+:math:`\pm 10^{300}`). Everything is closed-form torch-expressible: ``export`` writes
+:meth:`GHOST._torch_score`.
 """
 from __future__ import annotations
 
@@ -34,7 +38,7 @@ import torch
 
 from ._base import (Detector, TorchScore, check_columns, check_training_data, picked, place_in_predicted_column,
                     register)
-from ._evt import fit_gpd, gpd_cdf, torch_gpd_cdf
+from ._evt import fit_gpd, gpd_score, torch_gpd_score
 
 
 def ghost_normalised_logit(logits: np.ndarray, features: np.ndarray, classes: np.ndarray, mean: np.ndarray,
@@ -62,6 +66,7 @@ class GHOST(Detector):
     needs_features = True
     FITTED_STATE = ("mean_", "std_", "gpd_")
     title = "GHOST"
+    SCORE_SCALE = 2  # the CDF continued by z where it saturates (1: the CDF, which ties at 0 and 1)
     report_note = ("Rabinowitz et al. (AAAI 2025): per-class diagonal Gaussians of the deep features of each "
                    "model's correctly classified training knowns; the predicted class's logit divided by the sum "
                    "of the features' absolute z-scores, through a per-class generalized Pareto CDF.")
@@ -92,15 +97,15 @@ class GHOST(Detector):
         predicted = logits.argmax(axis=1)
         values = ghost_normalised_logit(logits, features, predicted, self.mean_, self.std_)
         shape, loc, scale = self.gpd_[predicted].T
-        return place_in_predicted_column(gpd_cdf(values, shape, loc, scale), logits)
+        return place_in_predicted_column(gpd_score(values, shape, loc, scale), logits)
 
     def _torch_score(self):
         return TorchScore(_torch_ghost_score, mean=self.mean_, std=self.std_, gpd=self.gpd_)
 
 
 def _torch_ghost_score(logits, features, predicted, mean, std, gpd) -> torch.Tensor:
-    """The predicted class's :func:`ghost_normalised_logit` through its GPD CDF, in torch operations."""
+    """The predicted class's :func:`ghost_normalised_logit` through its GPD score, in torch operations."""
     z_sum = ((features - mean[predicted]).abs() / std[predicted]).sum(dim=1)
     value = picked(logits, predicted) / z_sum.clamp_min(torch.finfo(torch.float64).tiny)
     shape, loc, scale = gpd[predicted].unbind(dim=1)
-    return torch_gpd_cdf(value, shape, loc, scale)
+    return torch_gpd_score(value, shape, loc, scale)

@@ -48,8 +48,15 @@ Deviations from the authors' MNIST OpenMax (Vastlab/Reducing-Network-Agnostophob
 * Original OpenMax additionally rejects a sample as unknown when its largest probability is
   below a threshold; :meth:`OpenMax.predict` is the plain arg-max over the C+1 columns
   (-1 for the unknown column, the package's label for "unknown"), and
-  :meth:`OpenMax.scores` gives the (N, C) known-class probabilities for OSCR, where the
+  :meth:`OpenMax.scores` gives the (N, C) known-class scores for OSCR, where the
   threshold is swept anyway.
+
+**Tie-free scores** (score scale 2): the scores are the **log-odds** of the known-class
+probabilities, :math:`\ln P_c - \ln(1 - P_c) = \hat v_c - \ln \sum_{j \ne c} e^{\hat v_j}` over the
+C+1 revised activations (:func:`~agnostophobia.detectors.posthoc.softmax_log_odds`), as for the
+``softmax`` detector: the same order as :math:`P_c`, which rounds to 1 (or 0) in float64 for
+the large revised activations of confident networks. :meth:`OpenMax.predict_proba` gives the
+probabilities (``scipy.special.expit`` of the scores).
 """
 from __future__ import annotations
 
@@ -66,6 +73,7 @@ from agnostophobia.registry import Registry
 
 from ._base import Detector, NotFittedError, Setting, check_training_data, register
 from ._evt import fit_weibull, weibull_cdf
+from .posthoc import softmax_log_odds
 
 __all__ = [
     "DISTANCES",
@@ -231,7 +239,7 @@ class OpenMax(Detector):
     r"""OpenMax recalibration of logit vectors (Bendale & Boult, CVPR 2016).
 
     A detector: :meth:`fit` on the training knowns' logits (features are not used),
-    :meth:`scores` the (N, C) known-class OpenMax probabilities.
+    :meth:`scores` the (N, C) log-odds of the known-class OpenMax probabilities.
 
     Parameters
     ----------
@@ -264,6 +272,7 @@ class OpenMax(Detector):
     keeps_prediction = False  # the alpha-rank recalibration can reorder the known classes
     NOT_EXPORTABLE = "its Weibull recalibration of the logits has no torch implementation here"
     title = "OpenMax"
+    SCORE_SCALE = 2  # log-odds of the known-class probabilities (1: the probabilities, which tie at 0 and 1)
     report_note = (
         "Bendale & Boult (CVPR 2016) on each model's logits: mean activation vectors and Weibull tails "
         "(libMR FitHigh semantics, our own fit) from its correctly classified training knowns; alpha-rank "
@@ -408,5 +417,6 @@ class OpenMax(Detector):
         return predicted
 
     def _scores(self, logits, features) -> np.ndarray:
-        """(N, C) known-class OpenMax probabilities (the first C columns), for OSCR evaluation."""
-        return self.predict_proba(logits)[:, :-1]
+        """(N, C) log-odds of the known-class OpenMax probabilities (the first C of the C+1
+        columns), for OSCR evaluation: tie-free where the probabilities round to 0 or 1."""
+        return softmax_log_odds(self.revised_activations(logits))[:, :-1]

@@ -8,20 +8,43 @@ float64 numpy arrays. Notation: :math:`l \in \mathbb{R}^C` the known-class logit
 ============================  ==============================================  ===============================
 name                          per-class score (larger = more known)            source
 ============================  ==============================================  ===============================
-``softmax``                   :math:`S_c`                                      Sec. 3 (softmax thresholding);
+``softmax``                   :math:`\ln \frac{S_c}{1 - S_c}` (log-odds)  (†)  Sec. 3 (softmax thresholding);
                                                                                Hendrycks & Gimpel, ICLR 2017
-``background``                :math:`S_c` of the C+1 softmax, c < C            Sec. 3 (background class)
+``background``                log-odds of :math:`S_c` of the C+1 softmax,      Sec. 3 (background class)
+                              c < C  (†)
 ``objectosphere-scaled``      :math:`S_c \cdot \lVert F \rVert`                Sec. 4.2, last paragraph
 ``max-logit``                 :math:`l_c`                                      Vaze et al., ICLR 2022 (MLS)
-``entropy``                   :math:`-H(S) = \sum_c S_c \ln S_c`  (*)          Sec. 4.1, Table 1
+``entropy``                   :math:`-H(S) = \sum_c S_c \ln S_c`  (*, ‡)       Sec. 4.1, Table 1
 ``magnitude``                 :math:`\lVert F \rVert`  (*)                     Sec. 4.2, Table 1
 ``energy``                    :math:`T \ln \sum_c e^{l_c / T}`  (*)            Liu et al., NeurIPS 2020
 ``gen``                       :math:`-\sum_{j \le M} p_{(j)}^\gamma             Liu et al., CVPR 2023
-                              (1 - p_{(j)})^\gamma`  (*)
+                              (1 - p_{(j)})^\gamma`  (*, ‡)
 ============================  ==============================================  ===============================
 
 (*) one number per sample, placed in the column of the predicted class
 (:func:`~agnostophobia.detectors._base.place_in_predicted_column`).
+
+**Tie-free scores** (score scale 2). A probability near 1 cannot be told apart in float64: the
+max-softmax of a sample whose top logit leads by more than about 37 is exactly 1.0, and between
+about 30 and 37 it takes only a few hundred values, so confident knowns and confident unknowns tie
+and a threshold cannot separate them (LogitNorm's logits, norms in the thousands, tie for three
+quarters of the images). Hence:
+
+(†) the softmax scores are the **log-odds** :math:`\ln S_c - \ln(1 - S_c) = l_c - \ln \sum_{j \ne c}
+e^{l_j}`, computed from the logits with ``logsumexp`` (:func:`softmax_log_odds`): a strictly
+increasing function of :math:`S_c` (:math:`S_c` = ``scipy.special.expit`` of the score), so every
+ranking, OSCR curve, CCR at FPR and AUROC is the one the exact max-softmax gives, and it is
+exact for any logits. Thresholds are log-odds too (0 is a max-softmax of 1/2).
+
+(‡) :math:`H` and :math:`G_\gamma` near 0 keep their resolution in float64 (its absolute
+resolution grows as values shrink) until they underflow, for a top logit that leads by more than
+about 745 (:math:`H`) or 745/:math:`\gamma` (:math:`G_\gamma`). The score keeps :math:`-H`
+(:math:`-G_\gamma`) where it is a normal float64, and is :math:`-\ln H` (:math:`-\ln G_\gamma`,
+> 708, so above every such score) where it would underflow, computed in log space
+(:func:`log_softmax_entropy`, :func:`log_generalized_entropy`) with the top class's
+:math:`\ln S` and :math:`\ln(1 - S)` from the log-odds, not from a :math:`\ln S` rounded to 0.
+``objectosphere-scaled`` keeps :math:`S_c \lVert F \rVert` on its own scale: where :math:`S_c`
+rounds to 1 the product still orders samples by :math:`\lVert F \rVert`.
 
 Each detector writes its score twice, side by side: ``_scores`` in numpy/scipy for
 evaluation, ``_torch_score`` in torch for ``export`` (the predicted class's value).
@@ -37,11 +60,16 @@ from scipy.special import log_softmax, logsumexp, softmax
 
 from ._base import Detector, Setting, TorchScore, as_float64, picked, place_in_predicted_column, register
 
+#: Below this a float64 loses precision (subnormal): where -H or -G would be smaller in size, the
+#: ``entropy`` and ``gen`` scores are -ln H and -ln G instead (see the module docstring).
+LOG_TINY = float(np.log(np.finfo(np.float64).tiny))
+
 
 # ------------------------------------------------------------------ score functions
 
 def softmax_scores(logits) -> np.ndarray:
-    """Softmax over the logits' columns, (N, C)."""
+    """Softmax over the logits' columns, (N, C): probabilities, for figures and ensembles; the
+    ``softmax`` detector's scores are their log-odds (:func:`softmax_log_odds`)."""
     return softmax(as_float64(logits, "logits"), axis=1)
 
 
@@ -50,7 +78,9 @@ def background_scores(logits) -> np.ndarray:
 
     ``logits`` has C+1 columns, the last being the background class. The softmax runs
     over all C+1 outputs and only then is the background column dropped, so the rows
-    sum to 1 - S_background (they do not sum to 1).
+    sum to 1 - S_background (they do not sum to 1). Probabilities, for figures; the
+    ``background`` detector's scores are their log-odds (:func:`softmax_log_odds` of all C+1
+    columns, the background column dropped).
     """
     arr = as_float64(logits, "logits")
     if arr.shape[1] < 2:
@@ -75,50 +105,166 @@ def scaled_objectosphere_scores(logits, features) -> np.ndarray:
     return probs * magnitude[:, None]
 
 
-def softmax_entropy(logits) -> np.ndarray:
-    """Entropy of the softmax in nats (natural log), (N,); at most ln C.
+def _top_rest(x: np.ndarray, top: np.ndarray) -> np.ndarray:
+    r""":math:`a = \ln \sum_{j \ne t} e^{l_j - l_t}` per row, ``top`` t the arg-max column: minus the
+    top class's log-odds, exact for any gap (the top column left out of a ``logsumexp``)."""
+    rows = np.arange(len(x))
+    shifted = x - x[rows, top][:, None]
+    shifted[rows, top] = -np.inf
+    return logsumexp(shifted, axis=1)
 
-    Uses log_softmax, so a probability that underflows to 0 contributes 0 * finite = 0.
+
+def softmax_log_odds(logits) -> np.ndarray:
+    r"""(N, K) log-odds of the softmax over the logits' K >= 2 columns,
+    :math:`\ln S_c - \ln(1 - S_c) = l_c - \ln \sum_{j \ne c} e^{l_j}`, exact where :math:`S_c`
+    rounds to 1 (or 0) in float64; ``scipy.special.expit`` of it is the softmax.
+
+    For a column other than the arg-max the sum includes the arg-max's term, so it is at least
+    1 after shifting by the maximum and nothing cancels; the arg-max's own sum leaves it out in a
+    ``logsumexp`` (``_top_rest``). One column (K = 1): 0, the log-odds of nothing to compare."""
+    x = as_float64(logits, "logits")
+    n, k = x.shape
+    if k == 1:
+        return np.zeros_like(x)
+    top = x.argmax(axis=1)
+    rows = np.arange(n)
+    peak = x[rows, top][:, None]
+    terms = np.exp(x - peak)
+    with np.errstate(divide="ignore"):  # the arg-max's rest may round to 0; replaced just below
+        rest = np.log(terms.sum(axis=1, keepdims=True) - terms) + peak
+    rest[rows, top] = _top_rest(x, top) + peak[:, 0]
+    return x - rest
+
+
+def torch_log_odds(logits: torch.Tensor, predicted: torch.Tensor) -> torch.Tensor:
+    """The ``predicted`` column of :func:`softmax_log_odds` in torch operations, (N,)."""
+    return -_torch_top_rest(logits, predicted)
+
+
+def _torch_top_rest(logits: torch.Tensor, predicted: torch.Tensor) -> torch.Tensor:
+    """:func:`_top_rest` in torch operations (``predicted``: the arg-max column)."""
+    top = torch.arange(logits.shape[1], device=logits.device)[None, :] == predicted[:, None]
+    shifted = (logits - picked(logits, predicted)[:, None]).masked_fill(top, float("-inf"))
+    return torch.logsumexp(shifted, dim=1)
+
+
+def _log_softplus(a):
+    r""":math:`\ln \ln(1 + e^a)`, finite for every finite ``a`` (numpy or torch): :math:`a - e^a / 2`
+    where :math:`e^a` is below 1e-13 (the series' next term is below 1e-26 of it)."""
+    lib = torch if isinstance(a, torch.Tensor) else np
+    far = a < -30.0
+    safe = lib.where(far, lib.zeros_like(a), a)
+    return lib.where(far, a - lib.exp(a) / 2, lib.log(lib.log1p(lib.exp(safe))))
+
+
+def _log_probabilities(x, a, mask):
+    r"""``(ln p, ln(1 - p))`` (N, K) of the softmax (numpy or torch), the top column's from
+    :math:`a` (:func:`_top_rest`): :math:`\ln p_t = -\ln(1 + e^a)`, :math:`\ln(1 - p_t) = a - \ln(1 + e^a)`,
+    where ``log_softmax`` would round :math:`\ln p_t` to 0. ``mask``: True in the top column."""
+    lib = torch if isinstance(x, torch.Tensor) else np
+    softplus = lib.log1p(lib.exp(a))[:, None]  # a <= ln(K - 1): no overflow
+    log_p = (torch.log_softmax(x, dim=1) if lib is torch else log_softmax(x, axis=1))
+    log_p = lib.where(mask, -softplus, log_p)
+    other = lib.where(mask, lib.full_like(log_p, -1.0), log_p)  # the top column's is replaced below
+    log_rest = lib.where(mask, a[:, None] - softplus, lib.log(-lib.expm1(other)))
+    return log_p, log_rest
+
+
+def _log_entropy_terms(x, a, mask):
+    r""":math:`\ln(-p_j \ln p_j)` per column (numpy or torch), accurate at the top column."""
+    lib = torch if isinstance(x, torch.Tensor) else np
+    log_p, _ = _log_probabilities(x, a, mask)
+    other = lib.where(mask, lib.full_like(log_p, -1.0), log_p)
+    return lib.where(mask, (-lib.log1p(lib.exp(a)) + _log_softplus(a))[:, None], log_p + lib.log(-other))
+
+
+def log_softmax_entropy(logits) -> np.ndarray:
+    r""":math:`\ln H(S)` in nats, (N,), computed in log space: finite where :math:`H` underflows
+    (a top logit leading by more than about 745), accurate where :math:`\ln S` of the top class
+    rounds to 0 (its term :math:`-S_t \ln S_t` from the log-odds). One column: :math:`-\infty`."""
+    x = as_float64(logits, "logits")
+    if x.shape[1] == 1:
+        return np.full(len(x), -np.inf)
+    top = x.argmax(axis=1)
+    mask = np.arange(x.shape[1])[None, :] == top[:, None]
+    return logsumexp(_log_entropy_terms(x, _top_rest(x, top), mask), axis=1)
+
+
+def softmax_entropy(logits) -> np.ndarray:
+    """Entropy of the softmax in nats (natural log), (N,); at most ln C: Table 1's statistic.
+
+    Uses log_softmax, so a probability that underflows to 0 contributes 0 * finite = 0. Where
+    the top class's probability rounds to 1 its own term is 0, and where every other one
+    underflows H is 0: the ``entropy`` detector scores from :func:`log_softmax_entropy` instead.
     """
     log_p = log_softmax(as_float64(logits, "logits"), axis=1)
     return -(np.exp(log_p) * log_p).sum(axis=1)
 
 
+def _tie_free_negative(log_value):
+    r"""The score of a statistic :math:`V > 0` that is better when smaller, from :math:`\ln V`
+    (numpy or torch): :math:`-V` where :math:`V` is a normal float64, :math:`-\ln V` (> 708, so
+    above every :math:`-V`) where it is smaller: strictly decreasing in :math:`V`, finite."""
+    lib = torch if isinstance(log_value, torch.Tensor) else np
+    log_value = lib.clip(log_value, -1e300, None) if lib is np else log_value.clamp_min(-1e300)
+    normal = log_value >= LOG_TINY
+    return lib.where(normal, -lib.exp(lib.where(normal, log_value, lib.zeros_like(log_value))), -log_value)
+
+
 def _torch_negative_entropy(logits, features, predicted):
-    """Minus :func:`softmax_entropy` in torch operations, (N,): the ``entropy`` detector's export."""
-    log_p = torch.log_softmax(logits, dim=1)
-    return (log_p.exp() * log_p).sum(dim=1)
+    """The ``entropy`` detector's score in torch operations, (N,): its export."""
+    if logits.shape[1] == 1:
+        return torch.full((logits.shape[0],), 1e300, dtype=logits.dtype, device=logits.device)
+    mask = torch.arange(logits.shape[1], device=logits.device)[None, :] == predicted[:, None]
+    terms = _log_entropy_terms(logits, _torch_top_rest(logits, predicted), mask)
+    return _tie_free_negative(torch.logsumexp(terms, dim=1))
 
 
 # ------------------------------------------------------------------ detectors
 
 @register("softmax")
 class SoftmaxDetector(Detector):
-    r"""Maximum softmax probability: :math:`S_c = e^{l_c} / \sum_j e^{l_j}` (Sec. 3,
-    "softmax thresholding"; Hendrycks & Gimpel, ICLR 2017)."""
+    r"""Maximum softmax probability :math:`S_c = e^{l_c} / \sum_j e^{l_j}` (Sec. 3, "softmax
+    thresholding"; Hendrycks & Gimpel, ICLR 2017), scored as its log-odds
+    :math:`\ln \frac{S_c}{1 - S_c} = l_c - \ln \sum_{j \ne c} e^{l_j}`, which orders samples as
+    :math:`S_c` does and stays exact where :math:`S_c` rounds to 1 (:func:`softmax_log_odds`);
+    :meth:`probabilities` gives :math:`S_c` itself."""
 
     title = "max-softmax"
+    SCORE_SCALE = 2  # log-odds (1: the probability, which ties where it rounds to 1)
 
     def _scores(self, logits, features):
+        return softmax_log_odds(logits)
+
+    def probabilities(self, logits, features=None) -> np.ndarray:
+        """(N, C) softmax probabilities :math:`S_c` (``scipy.special.expit`` of the scores)."""
         return softmax_scores(logits)
 
     def _torch_score(self):
-        return TorchScore(lambda logits, features, predicted: picked(torch.softmax(logits, dim=1), predicted))
+        return TorchScore(lambda logits, features, predicted: torch_log_odds(logits, predicted))
 
 
 @register("background")
 class BackgroundDetector(Detector):
     r"""Known-class columns of the C+1 softmax of a background-class network (Sec. 3):
-    :math:`S_c = e^{l_c} / \sum_{j=1}^{C+1} e^{l_j}` for the C known classes."""
+    :math:`S_c = e^{l_c} / \sum_{j=1}^{C+1} e^{l_j}` for the C known classes, scored as their
+    log-odds :math:`l_c - \ln \sum_{j \ne c}^{C+1} e^{l_j}` (as ``softmax``: tie-free)."""
 
     reads_background_column = True
     title = "background (C+1 softmax)"
+    SCORE_SCALE = 2  # log-odds, as ``softmax``
 
     def _scores(self, logits, features):
+        if logits.shape[1] < 2:
+            raise ValueError(f"logits must have C+1 >= 2 columns for background scores, got {logits.shape[1]}")
+        return softmax_log_odds(logits)[:, :-1]
+
+    def probabilities(self, logits, features=None) -> np.ndarray:
+        """(N, C) known-class probabilities of the C+1 softmax (:func:`background_scores`)."""
         return background_scores(logits)
 
-    def _torch_score(self):  # the C+1 softmax, read at a known column
-        return TorchScore(lambda logits, features, predicted: picked(torch.softmax(logits, dim=1), predicted))
+    def _torch_score(self):  # the log-odds in the C+1 softmax, read at a known column
+        return TorchScore(lambda logits, features, predicted: torch_log_odds(logits, predicted))
 
 
 @register("objectosphere-scaled")
@@ -156,11 +302,15 @@ class EntropyDetector(Detector):
     r"""Negative softmax entropy :math:`-H(S) = \sum_c S_c \ln S_c` in nats, in [-ln C, 0].
 
     The Entropic Open-Set loss (Sec. 4.1, Eq. 1) drives unknowns to maximal entropy ln C;
-    Table 1 reports H. One number per sample, in the predicted class's column.
+    Table 1 reports H. One number per sample, in the predicted class's column. Where :math:`H`
+    would underflow float64 (a top logit leading by more than about 708) the score is
+    :math:`-\ln H` (> 708) instead, so that such samples stay ordered (module docstring, ‡).
     """
 
+    SCORE_SCALE = 2  # -ln H where H underflows (1: 0 there, a tie)
+
     def _scores(self, logits, features):
-        return place_in_predicted_column(-softmax_entropy(logits), logits)
+        return place_in_predicted_column(_tie_free_negative(log_softmax_entropy(logits)), logits)
 
     def _torch_score(self):
         return TorchScore(_torch_negative_entropy)
@@ -204,15 +354,26 @@ class EnergyDetector(Detector):
         return TorchScore(lambda logits, features, predicted: t * torch.logsumexp(logits / t, dim=1))
 
 
+def log_generalized_entropy(logits: np.ndarray, gamma: float, top: int) -> np.ndarray:
+    r"""(N,) :math:`\ln G_\gamma` in log space (:func:`generalized_entropy`): finite where
+    :math:`G_\gamma` underflows, with the top class's :math:`\ln p` and :math:`\ln(1 - p)` from its
+    log-odds (a :math:`\ln p` rounded to 0 would drop its term)."""
+    x = as_float64(logits, "logits")
+    if x.shape[1] == 1:
+        return np.full(len(x), -np.inf)
+    best = x.argmax(axis=1)
+    mask = np.arange(x.shape[1])[None, :] == best[:, None]
+    log_p, log_rest = _log_probabilities(x, _top_rest(x, best), mask)
+    chosen = np.argpartition(-log_p, top - 1, axis=1)[:, :top]  # the M largest, in any order
+    return logsumexp(gamma * np.take_along_axis(log_p + log_rest, chosen, axis=1), axis=1)
+
+
 def generalized_entropy(logits: np.ndarray, gamma: float, top: int) -> np.ndarray:
     r"""(N,) :math:`G_\gamma = \sum_{j=1}^{M} p_{(j)}^\gamma (1 - p_{(j)})^\gamma` over the M = ``top``
-    largest softmax probabilities; from log-probabilities, so a probability of exactly 0 or 1
-    contributes 0 (finite for every input), never a clamp."""
-    log_p = log_softmax(logits, axis=1)
-    log_p = -np.partition(-log_p, top - 1, axis=1)[:, :top]  # the M largest, in any order
-    with np.errstate(divide="ignore"):  # log(1 - p) = -inf where p rounds to 1: its term is 0
-        log_rest = np.log(-np.expm1(log_p))
-    return np.exp(gamma * (log_p + log_rest)).sum(axis=1)
+    largest softmax probabilities; ``exp`` of :func:`log_generalized_entropy`, so a probability of
+    exactly 0 contributes 0 (finite for every input), never a clamp, and a top probability that
+    rounds to 1 still contributes its :math:`(1 - p)^\gamma`."""
+    return np.exp(log_generalized_entropy(logits, gamma, top))
 
 
 @register("gen")
@@ -230,6 +391,7 @@ class GENDetector(Detector):
     """
 
     title = "GEN"
+    SCORE_SCALE = 2  # -ln G where G underflows (1: 0 there, a tie)
     report_note = ("Liu et al. (CVPR 2023): minus the generalized entropy of the M largest softmax probabilities; "
                    "M is clipped to the number of known classes C.")
     SETTINGS = {"gamma": Setting(float, 0.1, low=0, low_open=True, grid=(0.01, 0.1, 0.5, 1.0)),
@@ -239,13 +401,17 @@ class GENDetector(Detector):
         self._take_settings(gamma=gamma, top=top)
 
     def _scores(self, logits, features: Optional[np.ndarray]):
-        return place_in_predicted_column(-generalized_entropy(logits, self.gamma, min(self.top, logits.shape[1])),
-                                         logits)
+        log_g = log_generalized_entropy(logits, self.gamma, min(self.top, logits.shape[1]))
+        return place_in_predicted_column(_tie_free_negative(log_g), logits)
 
     def _torch_score(self):
         return TorchScore(partial(_torch_gen, gamma=self.gamma, top=self.top))
 
 
 def _torch_gen(logits, features, predicted, *, gamma: float, top: int):
-    log_p = torch.topk(torch.log_softmax(logits, dim=1), min(top, logits.shape[1]), dim=1).values
-    return -torch.exp(gamma * (log_p + torch.log(-torch.expm1(log_p)))).sum(dim=1)
+    if logits.shape[1] == 1:
+        return torch.full((logits.shape[0],), 1e300, dtype=logits.dtype, device=logits.device)
+    mask = torch.arange(logits.shape[1], device=logits.device)[None, :] == predicted[:, None]
+    log_p, log_rest = _log_probabilities(logits, _torch_top_rest(logits, predicted), mask)
+    chosen = torch.topk(log_p, min(top, logits.shape[1]), dim=1).indices
+    return _tie_free_negative(torch.logsumexp(gamma * (log_p + log_rest).gather(1, chosen), dim=1))

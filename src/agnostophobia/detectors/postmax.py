@@ -29,10 +29,13 @@ logits, which PostMax keeps) and a smaller value in every other column
 stays the network's and a threshold acts on :math:`P`. A zero feature vector (whose
 logits a bias-free logit layer makes 0 too) has :math:`v = 0`.
 
-The CDF is a closed form in torch operations as well (``export``:
-:func:`~agnostophobia.detectors._evt.torch_gpd_cdf`), but it saturates: values above the
-fitted support's upper end (:math:`\xi < 0`) all score 1, and values below :math:`\mu` all
-score 0.
+**Tie-free** (score scale 2). The CDF saturates: values above the fitted support's upper end
+(:math:`\xi < 0`) all have :math:`P = 1`, values below :math:`\mu` all have :math:`P = 0`, and near
+1 float64 keeps few bits of :math:`1 - P`. The score is :math:`P` where it does not saturate and
+goes on with the standardised :math:`z = (v - \mu) / \sigma` where it does: :math:`z \le 0` below
+the location (so samples there still rank by the normalised logit) and :math:`1 + z` above
+(:func:`~agnostophobia.detectors._evt.gpd_score`). A closed form in torch operations as well
+(``export``: :func:`~agnostophobia.detectors._evt.torch_gpd_score`).
 """
 from __future__ import annotations
 
@@ -41,9 +44,9 @@ import math
 import numpy as np
 import torch
 
-from ._base import (Detector, Setting, TorchScore, check_columns, check_training_data, place_in_predicted_column,
-                    register)
-from ._evt import fit_gpd, gpd_cdf, torch_gpd_cdf
+from ._base import (Detector, Setting, TorchScore, as_float64, check_columns, check_training_data,
+                    place_in_predicted_column, register)
+from ._evt import fit_gpd, gpd_cdf, gpd_score, torch_gpd_score
 
 
 def normalised_max_logit(logits: np.ndarray, features: np.ndarray) -> np.ndarray:
@@ -63,7 +66,8 @@ def torch_normalised_max_logit(logits: torch.Tensor, features: torch.Tensor) -> 
 @register("postmax")
 class PostMax(Detector):
     r"""GPD CDF of the normalised maximum logit :math:`\max_c l_c / \lVert F \rVert`
-    (Cruz et al., ECCV 2024); formulas in the module docstring.
+    (Cruz et al., ECCV 2024), continued where it saturates (tie-free); formulas in the module
+    docstring.
 
     Parameter: ``tail_fraction`` in (0, 1], the GPD fit threshold (default 1: all correctly
     classified training knowns). Attributes after :meth:`fit`: ``gpd_`` (shape, location,
@@ -74,6 +78,7 @@ class PostMax(Detector):
     needs_features = True
     FITTED_STATE = ("gpd_", "num_classes_", "feature_dim_")
     title = "PostMax"
+    SCORE_SCALE = 2  # the CDF continued by z where it saturates (1: the CDF, which ties at 0 and 1)
     report_note = ("Cruz et al. (ECCV 2024): the maximum logit divided by ||F||, through the CDF of a generalized "
                    "Pareto distribution fitted by maximum likelihood on each model's correctly classified "
                    "training knowns.")
@@ -97,8 +102,13 @@ class PostMax(Detector):
 
     def _scores(self, logits, features):
         check_columns(self, logits, features, self.num_classes_, self.feature_dim_)
-        return place_in_predicted_column(gpd_cdf(normalised_max_logit(logits, features), *self.gpd_), logits)
+        return place_in_predicted_column(gpd_score(normalised_max_logit(logits, features), *self.gpd_), logits)
+
+    def probabilities(self, logits, features) -> np.ndarray:
+        r"""(N,) the GPD CDF :math:`P(x)` itself, in [0, 1] (saturating; the scores do not)."""
+        return gpd_cdf(normalised_max_logit(as_float64(logits, "logits"), as_float64(features, "features")),
+                       *self.gpd_)
 
     def _torch_score(self):
-        return TorchScore(lambda logits, features, predicted, gpd: torch_gpd_cdf(
+        return TorchScore(lambda logits, features, predicted, gpd: torch_gpd_score(
             torch_normalised_max_logit(logits, features), gpd[0], gpd[1], gpd[2]), gpd=self.gpd_)

@@ -6,7 +6,8 @@ fitted detector (k-NN, OpenMax) once on the model's own training knowns
 (``fit_outputs.npz``), scores every split, and keeps the result beside the outputs in
 ``detector_scores.npz``. The file is reused while the outputs, the training outputs,
 the detector settings and the package version are unchanged (a content fingerprint),
-so a run's metrics and its figures show the same fitted detectors.
+so a run's metrics and its figures show the same fitted detectors. The fingerprint holds each
+detector's ``SCORE_SCALE`` too: scores kept before a scale changed are computed again.
 
 What is kept per (detector, split) is what every open-set metric reads of an (N, C)
 score matrix: the predicted class and its score; :meth:`ModelScores.scores` rebuilds an
@@ -452,8 +453,10 @@ def model_scores(model_dir: Path, approach: str, settings: Optional[Settings] = 
 
 def _fingerprint(model_dir: Path, background_class: bool, settings: Settings) -> str:
     digest = hashlib.sha256()
+    # each detector's score scale: scores kept from before a scale changed (tie-free scores) are stale
+    scales = {name: DETECTORS.get(name).SCORE_SCALE for name in DETECTORS.names()}
     digest.update(json.dumps([_FORMAT, agnostophobia.__version__, DETECTORS.names(), background_class,
-                              settings], sort_keys=True, default=str).encode())
+                              settings, scales], sort_keys=True, default=str).encode())
     for name in (OUTPUTS, FIT_OUTPUTS):
         digest.update(name.encode())
         _hash_file(digest, model_dir / name)

@@ -15,7 +15,7 @@ from agnostophobia.deploy.calibration import RULE, threshold_results
 from agnostophobia.detectors import DETECTORS, build_detector
 from agnostophobia.detectors.stored import (ModelScores, detector_settings, model_scores, model_settings,
                                             run_tuned_settings)
-from agnostophobia.metrics import PAPER_FPR_VALUES, ccr_at_fpr, supported_fprs
+from agnostophobia.metrics import PAPER_FPR_VALUES, TIE_FLAG, ccr_at_fpr, supported_fprs
 from agnostophobia.training.records import read_tuned_settings
 from agnostophobia.experiments.run_metrics import FPR_KEYS, aggregate_seeds, entropy_magnitude_table, evaluate_model
 from agnostophobia.experiments.paper_numbers import PAPER_PROTOCOLS, PAPER_SIZES, TABLE1, TABLE2
@@ -209,9 +209,34 @@ def table2_markdown(metrics: Dict, experiment: str) -> str:
     return "\n".join(lines)
 
 
+#: The mark of a cell whose ranking ties decide in part (:func:`tie_flag`).
+TIE_MARK = "†"
+
+
+def tie_flag(result: Dict) -> str:
+    """`` †`` where more than :data:`~agnostophobia.metrics.TIE_FLAG` (1 %) of the row's samples
+    score exactly as a sample of the other kind (``tied_share``, mean over seeds): ties decide
+    that much of its ranking; else "" (a row from before ``tied_share`` was recorded too)."""
+    share = result.get("tied_share")
+    return f" {TIE_MARK}" if share is not None and share > TIE_FLAG else ""
+
+
+def tie_note(results: Sequence[Dict]) -> List[str]:
+    """The line under a table with a flagged cell: what the mark means, and each flagged row's share."""
+    flagged = [r for r in results if tie_flag(r)]
+    if not flagged:
+        return []
+    shares = "; ".join(dict.fromkeys(f"{r.get('row', r.get('approach'))} on {set_cell(r['unknowns'])}: "
+                                     f"{100 * r['tied_share']:.1f} %" for r in flagged))
+    return ["", f"{TIE_MARK} ties decide more than {100 * TIE_FLAG:g} % of the ranking: that share of the samples "
+                f"score exactly as a sample of the other kind (known vs unknown), and no threshold parts them "
+                f"(`tied_share` in metrics.json): {shares}."]
+
+
 def ccr_table_markdown(results: List[Dict], label, paper: Optional[Dict[str, Sequence]] = None) -> List[str]:
     """Rows of CCR at FPR (mean ± std over seeds), closed-set accuracy and AUROC; ``label(r)``
-    is a row's first cell; a row whose ``row`` has numbers in ``paper`` gets them below it."""
+    is a row's first cell, marked † where ties decide more than 1 % of its ranking (:func:`tie_flag`,
+    explained under the table); a row whose ``row`` has numbers in ``paper`` gets them below it."""
     paper = paper or {}
     lines = ["| Algorithm | " + " | ".join(f"CCR@{k}" for k in FPR_KEYS) + " | closed-set acc. | AUROC |",
              "|---|" + "---:|" * (len(FPR_KEYS) + 2)]
@@ -219,12 +244,13 @@ def ccr_table_markdown(results: List[Dict], label, paper: Optional[Dict[str, Seq
         std = r.get("ccr_at_fpr_std") or {}
         cells = [format_value(r["ccr_at_fpr"][k], std.get(k)) for k in FPR_KEYS]
         accuracy = format_value(r["closed_set_accuracy"], r.get("closed_set_accuracy_std"))
-        lines.append(f"| {label(r)} | " + " | ".join(cells) + f" | {accuracy} | {format_value(r['auroc'])} |")
+        lines.append(f"| {label(r)}{tie_flag(r)} | " + " | ".join(cells) + f" | {accuracy} | "
+                     f"{format_value(r['auroc'])} |")
         reference = paper.get(r["row"])
         if reference:
             lines.append(f"| *paper: {label(r)}* | " + " | ".join(f"*{format_value(v)}*" for v in reference) +
                          " | | |")
-    return lines
+    return lines + tie_note(results)
 
 
 def table1_markdown(metrics: Dict, experiment: str = TABLE1_EXPERIMENT) -> str:
@@ -298,7 +324,7 @@ def _matrix_table(cell: Dict, approaches: List[str], detectors: List[str], not_a
                 cells.append("not applicable" if detector in not_applicable.get(approach, {}) else "—")
                 continue
             text = format_value(value(r), std(r))
-            cells.append(f"**{text}**" if value(r) is not None and value(r) == best else text)
+            cells.append((f"**{text}**" if value(r) is not None and value(r) == best else text) + tie_flag(r))
         lines.append(f"| {approach} | " + " | ".join(cells) + " |")
     return lines
 
@@ -329,6 +355,9 @@ def matrix_markdown(metrics: Dict) -> str:
             lines += ["AUROC:", ""]
             lines += _matrix_table(cell, approaches, detectors, not_applicable, lambda r: r["auroc"],
                                    lambda r: r.get("auroc_std")) + [""]
+        note = tie_note(list(cell.values()))
+        if note:
+            lines += note[1:] + [""]
     reasons = dict.fromkeys(f"{detector}: {why}" for notes in not_applicable.values() for detector, why in notes.items())
     if reasons:
         lines += ["Not applicable: " + "; ".join(reasons), ""]

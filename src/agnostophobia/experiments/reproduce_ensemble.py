@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
 import numpy as np
+from scipy.special import expit
 
 from agnostophobia._runlock import run_lock
 from agnostophobia.baselines.ensemble import ROW_TITLES, average_probabilities, scaling_invariance, squared_scores
@@ -135,7 +136,8 @@ def _member_scores(run_dir: Path) -> Tuple[np.ndarray, np.ndarray, List[int]]:
 
 def _lenet_scores(lenet_run: Path) -> Dict[str, List[Tuple[np.ndarray, np.ndarray]]]:
     """Max-softmax scores of the LeNet++ models on their own D_c and notMNIST, per approach and seed,
-    read from the run's stored detector scores (the same ones as its own report)."""
+    read from the run's stored detector scores (the same ones as its own report): log-odds, the
+    ``softmax`` detector's scale (``scipy.special.expit`` gives the max-softmax)."""
     settings, tuned = detector_settings(run_config(lenet_run)), run_tuned_settings(lenet_run)  # as its report
     found: Dict[str, List[Tuple[np.ndarray, np.ndarray]]] = {}
     for _, approach, model_dir in RunDir(lenet_run).models():
@@ -162,7 +164,9 @@ def evaluate_ensemble(run_dir: Path, lenet_run: Optional[Path] = None):
                      "seed": seed, **summarize(s, y)}
                     for approach, pairs in lenet.items() for seed, (s, y) in enumerate(pairs)]
         results += aggregate_seeds(per_seed, ("model", "row"))
-        compared.update({a: (approach_name(a), pairs) for a, pairs in lenet.items()})
+        # Fig. 3b's axis is the confidence itself: the max-softmax, expit of the stored log-odds (the
+        # detector's tie-free scale); the rows' numbers above are read from the log-odds
+        compared.update({a: (approach_name(a), [(expit(s), y) for s, y in pairs]) for a, pairs in lenet.items()})
         notes = ([f"LeNet++ rows from {lenet_run}: {', '.join(f'{a} ({len(p)} seed(s))' for a, p in lenet.items())}; "
                   "max-softmax scores of its stored detector scores on its own 'known' and 'notmnist' outputs"]
                  if lenet else [f"LeNet++ run {lenet_run}: no {'/'.join(LENET_APPROACHES)} model with a "

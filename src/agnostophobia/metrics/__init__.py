@@ -9,6 +9,8 @@
 * :mod:`.stats`: Table 1's entropy and feature-magnitude statistics.
 * :mod:`.significance`: intervals over seeds, paired tests over seeds or test samples, and
   Holm's adjustment for a table of comparisons.
+* ``ties``: the share of samples whose score ties with a sample of the other kind (known vs
+  unknown), the part of a ranking that ties decide.
 * :mod:`.summary`: every number of one evaluation row (CCR@FPR, AUROC, OSCR areas,
   worst / best class CCR), JSON-ready; :mod:`.rows`: row labels and order.
 
@@ -30,6 +32,7 @@ from .resolution import (MIN_FALSE_POSITIVES, reported_fprs, smallest_supported_
 from .significance import Interval, PairedTest, holm, paired_bootstrap, paired_seed_test, seed_interval
 from .stats import EntropyMagnitudeStats, MeanStd, entropy_magnitude_stats
 from .summary import FPR_KEYS, finite_or_none, fpr_keys, summarize
+from .ties import TIE_FLAG, tied_share
 
 __all__ = [
     "oscr", "ccr_at_fpr", "OSCRCurve", "PAPER_FPR_VALUES", "oscr_area", "class_ccr_at_fpr",
@@ -41,4 +44,5 @@ __all__ = [
     "unsupported_fpr_message",
     "entropy_magnitude_stats", "EntropyMagnitudeStats", "MeanStd",
     "seed_interval", "paired_seed_test", "paired_bootstrap", "holm", "Interval", "PairedTest",
+    "tied_share", "TIE_FLAG",
 ]

@@ -8,7 +8,10 @@ ensemble of Fig. 3), so all reports read the same fields:
 * ``oscr_auc`` and ``oscr_auc_log``: the area under the OSCR curve over a linear FPR
   axis [0, 1] and over log10 FPR from 1e-4 to 1, normalised to [0, 1] (:func:`oscr_area`);
 * ``class_ccr_worst`` / ``class_ccr_best``: the CCR of the worst and of the best known
-  class at the single threshold that gives FPR 1e-2 (:func:`class_ccr_at_fpr`).
+  class at the single threshold that gives FPR 1e-2 (:func:`class_ccr_at_fpr`);
+* ``tied_share``: the share of samples whose max score ties with a sample of the other kind
+  (known vs unknown, :func:`~agnostophobia.metrics.ties.tied_share`), the part of the ranking
+  that ties decide; the report flags a row above 1 %.
 """
 from __future__ import annotations
 
@@ -19,6 +22,7 @@ import numpy as np
 from .._validation import check_labels, check_scores
 from .ood import auroc, fpr_at_tpr
 from .oscr import PAPER_FPR_VALUES, ccr_at_fpr, class_ccr_at_fpr, oscr_area
+from .ties import tied_share
 
 #: The FPR at which the per-class CCR is read (the paper's middle column, Table 2).
 CLASS_CCR_FPR = 1e-2
@@ -56,4 +60,5 @@ def summarize(scores: np.ndarray, labels: np.ndarray, fpr_targets: Sequence[floa
         "oscr_auc_log": oscr_area(scores, labels, log_fpr=True),
         "class_ccr_worst": float(present.min()) if present.size else None,
         "class_ccr_best": float(present.max()) if present.size else None,
+        "tied_share": tied_share(confidence, labels),
     }

@@ -83,7 +83,7 @@ def _probabilities(approach: str, data: Dict[str, np.ndarray]) -> np.ndarray:
     the softmax, or the C+1 softmax of the background network)."""
     detector = build_detector(own_detector(approach) or "softmax")
     num_classes = known_columns(approach, data["logits"].shape[1])
-    return detector.scores(detector_inputs(detector, data["logits"], num_classes))
+    return detector.probabilities(detector_inputs(detector, data["logits"], num_classes))  # not the log-odds scores
 
 
 class RunFigure(NamedTuple):

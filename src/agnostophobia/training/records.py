@@ -370,7 +370,8 @@ def _read_format_1(path: Path) -> Optional[Dict[str, Any]]:
 def read_calibration(run_dir) -> Optional[Dict[str, Any]]:
     """``RUN/calibration.json``, checked (None when the run was not calibrated): ``format`` 1,
     ``class_names`` strings, every entry a known approach, a detector name, a seed >= 0, a
-    target FPR in (0, 1] and a finite threshold, or null with a reason."""
+    target FPR in (0, 1] and a finite threshold, or null with a reason, and a ``score_scale``
+    >= 1 where there is one (an entry written before it was recorded has none: scale 1)."""
     path = RunDir(run_dir).calibration
     data = _read_format_1(path)
     if data is None:
@@ -452,6 +453,8 @@ def _check_entry(path, where: str, entry) -> None:
     for key in ("val_fpr", "val_ccr"):
         if entry.get(key) is not None and not _is_number(entry[key]):
             _fail(path, f"must be a finite number or null, got {entry[key]!r}", f"{where}.{key}")
+    if "score_scale" in entry and not _is_count(entry["score_scale"], 1):  # absent: scale 1 (before it was recorded)
+        _fail(path, f"must be an integer >= 1, got {entry['score_scale']!r}", f"{where}.score_scale")
 
 
 def _read_json(path):
