@@ -227,8 +227,8 @@ class SoftmaxDetector(Detector):
     r"""Maximum softmax probability :math:`S_c = e^{l_c} / \sum_j e^{l_j}` (Sec. 3, "softmax
     thresholding"; Hendrycks & Gimpel, ICLR 2017), scored as its log-odds
     :math:`\ln \frac{S_c}{1 - S_c} = l_c - \ln \sum_{j \ne c} e^{l_j}`, which orders samples as
-    :math:`S_c` does and stays exact where :math:`S_c` rounds to 1 (:func:`softmax_log_odds`);
-    :meth:`probabilities` gives :math:`S_c` itself."""
+    :math:`S_c` does and stays exact where :math:`S_c` rounds to 1
+    (:func:`~agnostophobia.detectors.softmax_log_odds`); ``probabilities()`` gives :math:`S_c` itself."""
 
     title = "max-softmax"
     SCORE_SCALE = 2  # log-odds (1: the probability, which ties where it rounds to 1)
@@ -260,7 +260,8 @@ class BackgroundDetector(Detector):
         return softmax_log_odds(logits)[:, :-1]
 
     def probabilities(self, logits, features=None) -> np.ndarray:
-        """(N, C) known-class probabilities of the C+1 softmax (:func:`background_scores`)."""
+        """(N, C) known-class probabilities of the C+1 softmax
+        (:func:`~agnostophobia.detectors.background_scores`)."""
         return background_scores(logits)
 
     def _torch_score(self):  # the log-odds in the C+1 softmax, read at a known column
