@@ -23,7 +23,7 @@ SCANNED = [ROOT / name for name in ("README.md", "Makefile", "pyproject.toml") i
     and not p.relative_to(ROOT).as_posix().startswith(GENERATED)]
 
 # Markdown files a run writes into its output folder, not part of the repository.
-RUN_OUTPUTS = {"report.md", "tune.md", "ablation.md"}
+RUN_OUTPUTS = {"report.md", "tune.md", "ablation.md", "comparison.md"}
 # A name ending in .md; an absolute one only after a space, quote, bracket or "=" (not runs/<budget>/report.md).
 MARKDOWN_NAME = re.compile(r"(?<![\w.+/-])((?:(?<![^\s\"'`(\[=])/)?(?:[\w.+-]+/)*[\w.+-]+\.md)\b")
 # A relative path that starts by going up (not a variable's folder such as $DIR/../x).
@@ -33,6 +33,9 @@ LEAVES_ON_PURPOSE = {
     (".ci/run", "../shared/data"): "CI stages the data beside its clone and hands it to the tests as "
                                    "AGNOSTOPHOBIA_DATA; without it they skip",
     ("tests/test_file_protocols.py", "../tree"): "a protocol's folder relative to its YAML, in a temporary folder",
+    ("src/agnostophobia/experiments/report.py", "../data/images"): "an example of a protocol folder shown "
+                                                                     "relative to the run, in a docstring",
+    ("tests/test_experiments.py", "../../data/images"): "the report's relative path to a temporary data folder",
 }
 # Notes kept outside the repository were cited by these names, with or without ".md".
 OUTSIDE_NOTES = re.compile(r"\b(?:REFERENCES|PROVENANCE)\b")
