@@ -43,7 +43,7 @@ COMMANDS = {  # name -> argv for (run, out folder, area)
     "evaluate-unknowns": lambda run, out, area: ["evaluate", run, "--unknowns", area / "extra.npz"],
     "calibrate": lambda run, out, area: ["calibrate", run, "--fpr", "0.05"],
     "export": lambda run, out, area: ["export", run, "--format", "torchscript", "--out", out / "model.pt"],
-    "tune-detectors": lambda run, out, area: ["tune-detectors", run],
+    "tune-detectors": lambda run, out, area: ["tune-detectors", run, "--fpr", "0.2", "--detector", "knn", "gen"],
     "predict": lambda run, out, area: ["predict", run, area / "images", "--out", out / "rows.csv"],
 }
 #: Files whose bytes carry no result a rerun must reproduce bit for bit: figures (a drawing

@@ -52,6 +52,9 @@ def add_commands(subparsers) -> None:
                                       "paper score)")
     p.add_argument("--approach", action="append", help="calibrate only this approach (repeatable; default: all)")
     p.add_argument("--device", help="cpu, cuda or cuda:N, for validation outputs not stored (default: the run's)")
+    p.add_argument("--partial", action="store_true",
+                   help="where some models get no threshold at T, still write those that resolve (default: write "
+                        "nothing, keep calibration.json as it was, and say what this would write)")
     p.set_defaults(func=_calibrate)
 
     p = subparsers.add_parser("predict", parents=[common, one_model],
@@ -77,7 +80,7 @@ def _calibrate(args) -> int:
     from agnostophobia.deploy.calibration import calibrate_run
 
     calibrate_run(args.run, args.fpr, approaches=args.approach, detector=args.detector, data_dir=args.data_dir,
-                  device=args.device)
+                  device=args.device, partial=args.partial)
     return 0
 
 
