@@ -17,7 +17,7 @@ from runs import run_main
 
 from agnostophobia.errors import AgnostophobiaError, AgnostophobiaWarning, ConfigError
 
-BAD_NAMES = {"escape": "../../escape", "separator": "a/b", "backslash": "a\\b", "dotdot": "..", "dot": ".",
+BAD_NAMES = {"escape": "/".join(["..", "..", "escape"]), "separator": "a/b", "backslash": "a\\b", "dotdot": "..", "dot": ".",
              "nul": "a\0b", "long": "x" * 101, "empty": ""}
 
 

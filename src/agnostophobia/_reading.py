@@ -96,6 +96,13 @@ def read_input_text(path, what: str = "", error: type = DataError, encoding: str
 MAX_FOLDER_DEPTH = 64
 
 
+def _leads_to_folder(entry: os.DirEntry) -> bool:
+    try:
+        return entry.is_dir(follow_symlinks=True)
+    except OSError:  # a link loop: listed as a file, whose reading is the problem reported
+        return False
+
+
 def walk_files(root, what: str = "", error: type = DataError):
     """``(folder, file names)`` of ``root`` and every folder below it, sorted, without recursion
     and without following links to folders (as ``os.walk``); a tree deeper than
@@ -111,5 +118,5 @@ def walk_files(root, what: str = "", error: type = DataError):
         except OSError:
             continue
         folders = [e.path for e in entries if e.is_dir(follow_symlinks=False)]
-        yield folder, [e.name for e in entries if not e.is_dir(follow_symlinks=True)]
+        yield folder, [e.name for e in entries if not _leads_to_folder(e)]
         pending += [(path, depth + 1) for path in reversed(folders)]

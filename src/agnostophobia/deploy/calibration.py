@@ -275,13 +275,13 @@ def _grouped(entries: List[Dict], why: Callable[[Dict], str]) -> str:
     return "; ".join(f"{', '.join(models)}: {reason}" for reason, models in groups.items())
 
 
-def check_resolved(run_dir: Path, entries: List[Dict], fpr: float, written: bool = True) -> None:
+def check_resolved(run_dir: Path, entries: List[Dict], fpr: float, written: bool = True, warn: bool = True) -> None:
     """A warning where a threshold rests on fewer than :data:`ENOUGH_FALSE_POSITIVES` allowed false
     positives (n x FPR < 10), and an error, one line, naming every model without a threshold and
     what became of the thresholds that resolve: ``written`` (``--partial``), or nothing written
     (``calibration.json`` left as it was) and what ``--partial`` would write."""
     few = [e for e in entries if e["threshold"] is not None and e["val_negatives"] * fpr < ENOUGH_FALSE_POSITIVES]
-    if few:
+    if few and warn:
         warnings.warn(f"calibrate at FPR {fpr:g}: " + _grouped(few, lambda e: (
             f"the {e['val_negatives']} validation negatives allow {e['false_positives_allowed']} false positive(s), "
             f"fewer than {ENOUGH_FALSE_POSITIVES}, so the threshold rests on a handful of scores; "
@@ -318,7 +318,7 @@ def _key(entry: Dict) -> Tuple[str, str, int]:
 
 def calibrate_models(run_dir: Path, fpr: float, models: Iterable[Tuple[int, str, str]], data_dir=None,
                      device: Optional[str] = None, log: Callable[[str], None] = log_info,
-                     partial: bool = False) -> Dict:
+                     partial: bool = False, warn: bool = False) -> Dict:
     """Calibrate ``(seed, approach, detector)`` models of ``run_dir`` at ``fpr`` and merge their
     entries into ``calibration.json`` (written atomically, under the run's lock).
 
@@ -343,7 +343,7 @@ def calibrate_models(run_dir: Path, fpr: float, models: Iterable[Tuple[int, str,
             computed.append(entry)
             log(describe(entry))
         if not partial:
-            check_resolved(run_dir, computed, fpr, written=False)  # all or nothing: refused before a write
+            check_resolved(run_dir, computed, fpr, written=False, warn=warn)  # all or nothing: refused before a write
         for entry in computed:
             if entry["threshold"] is not None or _key(entry) not in entries:  # never a working threshold lost
                 entries[_key(entry)] = entry
@@ -355,7 +355,7 @@ def calibrate_models(run_dir: Path, fpr: float, models: Iterable[Tuple[int, str,
         run = RunDir(run_dir)
         run.write(run.calibration, lambda tmp: Path(tmp).write_text(json.dumps(calibration, indent=1)))
     if partial:
-        check_resolved(run_dir, computed, fpr, written=True)
+        check_resolved(run_dir, computed, fpr, written=True, warn=warn)
     return calibration
 
 
@@ -385,7 +385,7 @@ def calibrate_run(run_dir, fpr: float, approaches: Optional[Sequence[str]] = Non
     if not chosen:
         raise AgnostophobiaError(f"{run_dir}: detector {detector!r} reads a background class, which none of the "
                                  f"models {', '.join(approaches or trained)} has; choose another --detector")
-    calibrate_models(run_dir, fpr, chosen, data_dir, device, log, partial=partial)
+    calibrate_models(run_dir, fpr, chosen, data_dir, device, log, partial=partial, warn=True)
     path = RunDir(run_dir).calibration
     log(f"calibration: {path}; `agnostophobia evaluate {run_dir}` adds what these thresholds give on the "
         f"test sets to the report")
