@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
+from PIL import Image
 
 from runs import run_cli, run_main, snapshot
 from test_imagefolder import make_tree, mapping, write_split
@@ -110,7 +111,8 @@ def test_a_run_records_its_files_and_refuses_to_continue_on_changed_ones(tmp_pat
     assert sources["images"]["files"] == sum(1 for _ in (tmp_path / "photos").rglob("*.png"))
     image = tmp_path / "photos" / "seven" / "000.png"
     original, stat = image.read_bytes(), image.stat()
-    image.write_bytes((tmp_path / "photos" / "seven" / "001.png").read_bytes())  # another image under its name
+    other = Image.open(tmp_path / "photos" / "seven" / "001.png")  # another image under its name (not a copy of
+    other.transpose(Image.Transpose.FLIP_LEFT_RIGHT).save(image)  # one: a copy in another split is leakage)
     before = records(run)
     code, _, err = run_main(["train", config, "--out", run, "--resume", "--seeds", "2", "--no-progress"], capsys)
     assert code == 1 and len(err) == 1, err

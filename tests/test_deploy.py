@@ -203,6 +203,10 @@ def test_calibrate_exits_1_naming_models_without_a_threshold_and_keeps_the_file(
                              "(seed 0), entropic/softmax (seed 0): the validation split holds 32 negative(s): the "
                              "smallest FPR they resolve is 1/32 = 0.0312, above 0.01; FPR 0.01 needs at least "
                              "ceil(1/0.01) = 100 validation negatives")
+    assert "(nothing written, calibration.json is as it was; --partial would write the 0 threshold(s)" in err[0]
+    assert not (run / "calibration.json").exists()
+    code, out, err = run_main(["calibrate", run, "--fpr", "0.01", "--partial"], capsys)  # the reasons, written
+    assert code == 1 and "(0 threshold(s) that resolve written to" in err[0], err
     entries = json.loads((run / "calibration.json").read_text())["entries"]
     assert [e["threshold"] for e in entries] == [None, None]
     code, out, err = run_main(["calibrate", run, "--fpr", "0.1"], capsys)

@@ -7,6 +7,7 @@ The unit tests use small synthetic white-on-black glyphs (tests/conftest.py ``gl
 """
 from __future__ import annotations
 
+import itertools
 import json
 import os
 from pathlib import Path
@@ -18,6 +19,7 @@ from PIL import Image
 from torchvision.transforms.v2 import CenterCrop, Resize
 
 from conftest import glyphs, make_example, png_bytes
+from reliability_table import proves
 from agnostophobia.cli import main
 from agnostophobia.data import build_protocol
 from agnostophobia.data.file_protocols import MAX_SHOWN, check_file_protocol
@@ -29,10 +31,14 @@ from agnostophobia.training.config import load_experiment
 RNG = np.random.default_rng(0)
 
 
+_UNIQUE = itertools.count()
+
+
 def image(path: Path, label: int = 0, size=(28, 28)) -> Path:
     """A white-on-black glyph PNG at ``path``."""
     path.parent.mkdir(parents=True, exist_ok=True)
     glyph = glyphs(RNG, np.array([label]), size=max(size))[0][:size[0], :size[1]]
+    glyph[-1, :2] = divmod(next(_UNIQUE), 256)  # every image its own: equal content in two splits is leakage
     path.write_bytes(png_bytes(glyph))
     return path
 
@@ -316,6 +322,23 @@ def test_a_folder_file_in_two_splits_is_refused_naming_both_paths(tmp_path):
                 f"{root / 'train' / 'cat' / '1.png'} and {root / 'val' / 'cat' / 'rel.png'}: the same file "
                 f"{real(root / 'train' / 'cat' / '1.png')} is in the train and the val split"]
     assert len(problems) == 2 and all(any(line in p for p in problems) for line in expected), problems
+
+
+@proves("refused input", "a protocol's image in two splits under two names (a hard link, or a copy of the same "
+                         "content) is refused as leakage")
+@pytest.mark.parametrize("how", ["hardlink", "copy"])
+def test_the_same_image_under_two_names_in_two_splits_is_refused(tmp_path, how):
+    root = tree(tmp_path / "tree", GOOD_TREE)
+    original, again = root / "train" / "dog" / "3.png", root / "test" / "dog" / "again.png"
+    if how == "hardlink":
+        os.link(original, again)
+    else:
+        again.write_bytes(original.read_bytes())
+    problems = check_file_protocol(folders(root))
+    assert len(problems) == 1 and f"{original} and {again}" in problems[0], problems
+    assert "in the train and the test split" in problems[0]
+    with pytest.raises(DataError, match="leakage"):
+        build_protocol(folders(root))
 
 
 def test_a_file_twice_in_a_split_is_refused_unless_allowed(tmp_path):

@@ -367,14 +367,14 @@ DRAWING_PARENT = """
 import os, sys, time
 import agnostophobia.plotting.run as run
 
-def write_pid_and_sleep(index, out_dir, formats):
+def write_pid_and_sleep(index, out_dir, formats, write):
     with open(sys.argv[1 + index], "w") as file:
         file.write(str(os.getpid()))
     time.sleep(120)
     return []
 
 run._draw_one = write_pid_and_sleep  # inherited by the forked drawing processes
-run._draw_all([None, None], sys.argv[1], ("png",), None)  # None: one process per core (at least 2 here)
+run._draw_all([None, None], sys.argv[1], ("png",), None, None)  # None: one process per core (at least 2 here)
 """
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from reliability_table import proves
 from runs import TINY, reproduce_args, run_cli, write_config
 
 from agnostophobia.cli import main
@@ -37,6 +38,7 @@ KILL_POINTS = ["train-step:3", "write:outputs.npz", "epoch-end:2", "write:metric
 
 # make test kills at the first and the last point (and a half-done outputs.npz); the sweep of
 # every point runs with the tests marked slow (make test-slow, CI)
+@proves("kill", "`reproduce` killed (SIGKILL) at kill points and run again gives the uninterrupted result")
 @pytest.mark.parametrize("points", [
     pytest.param([KILL_POINTS[0], "write:outputs.npz", KILL_POINTS[-1]], id="first-and-last"),
     pytest.param(KILL_POINTS, id="every", marks=pytest.mark.slow)])
@@ -72,6 +74,8 @@ def hold_lock(run: Path) -> subprocess.Popen:
     return holder
 
 
+@proves("concurrent commands", "a second command on a run in use stops at once, naming the command that holds it; "
+                                "the first finishes unharmed")
 def test_a_second_command_on_a_run_in_use_stops_and_names_the_holder(tiny_run, tiny_config, real_data_dir,
                                                                      capsys):
     config_before = (tiny_run / "config.yaml").read_bytes()

@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from PIL import Image
+from reliability_table import proves
 from runs import run_cli
 
 from agnostophobia._atomic import TMP_TAG
@@ -43,7 +44,7 @@ COMMANDS = {  # name -> argv for (run, out folder, area)
     "evaluate-unknowns": lambda run, out, area: ["evaluate", run, "--unknowns", area / "extra.npz"],
     "calibrate": lambda run, out, area: ["calibrate", run, "--fpr", "0.05"],
     "export": lambda run, out, area: ["export", run, "--format", "torchscript", "--out", out / "model.pt"],
-    "tune-detectors": lambda run, out, area: ["tune-detectors", run, "--fpr", "0.5"],  # 32 val. negatives
+    "tune-detectors": lambda run, out, area: ["tune-detectors", run, "--fpr", "0.5", "--detector", "knn", "gen"],  # 32 val. negatives
     "predict": lambda run, out, area: ["predict", run, area / "images", "--out", out / "rows.csv"],
 }
 #: Files whose bytes carry no result a rerun must reproduce bit for bit: figures (a drawing
@@ -183,12 +184,16 @@ def points_of(command, area, tmp_path_factory, every: bool) -> list:
 # goes through it (one test per command keeps the parametrisation free of a run at collection).
 # make test chains the stops (each stopped run is the rerun of the one before, so that a command
 # pays about one full rerun); the slow sweeps start each point from a fresh copy.
+@proves("kill", "evaluate --unknowns, calibrate, export, tune-detectors and predict --out, killed while writing, "
+                 "are finished by running them again: the same result as an uninterrupted run, no temporary left")
 @pytest.mark.parametrize("command", COMMANDS)
 def test_a_killed_command_is_finished_by_running_it_again(command, area, tmp_path, tmp_path_factory):
     points = points_of(command, area, tmp_path_factory, every=False)
     killed_then_rerun(command, points, area, tmp_path, tmp_path_factory)
 
 
+@proves("full disk", "the same commands stopped by a full disk are finished by running them again once there "
+                      "is room")
 @pytest.mark.parametrize("command", COMMANDS)
 def test_a_command_stopped_by_a_full_disk_is_finished_by_running_it_again(command, area, tmp_path, tmp_path_factory,
                                                                           monkeypatch):

@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from runs import snapshot
+from reliability_table import proves
 
 from agnostophobia._runlock import LOCK_NAME, RunInUse, run_lock
 from agnostophobia.cli import main
@@ -107,6 +108,7 @@ def test_read_only_commands_work_on_a_run_the_user_cannot_write(tiny_run, real_d
     assert json.loads((out / "fpr.json").read_text()) == json.loads((tmp_path / "fpr.json").read_text())
 
 
+@proves("concurrent commands", "plot, predict and export never read a run while a writer holds it")
 def test_readers_never_work_while_a_writer_holds_the_run(tiny_run, tmp_path, capsys):
     from agnostophobia._runlock import run_read_lock
 

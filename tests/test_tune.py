@@ -21,6 +21,7 @@ from agnostophobia.losses import LOSSES, loss_settings
 from agnostophobia.metrics import ccr_at_fpr
 from agnostophobia.training.config import load_experiment
 from agnostophobia.training.outputs import load_outputs
+from reliability_table import proves
 from synthetic import synthetic_protocol
 
 # 96 negatives in 4 classes to train on, 24 in validation: the 2 held-out classes give 12
@@ -279,3 +280,16 @@ def test_tune_searches_a_parameter_of_a_loss_registered_here(config, synthetic_d
 def test_a_parameter_value_is_checked_against_its_declaration():
     with pytest.raises(Exception, match="xi must be a number >= 0"):
         tune_module.parse_param("xi=10,-1")
+
+
+@proves("refused input", "`tune` refused after a good tuning (its --out again, without --resume) leaves "
+                         "tune.json, tune.md and the chosen configs byte for byte")
+def test_a_refused_tune_leaves_the_last_good_result(config, synthetic_data, tmp_path, capsys):
+    out = tmp_path / "tune"
+    assert main(tune_args(config, out)) == 0
+    written = {path: path.read_bytes() for path in out.iterdir() if path.is_file()}
+    assert {"tune.json", "tune.md"} <= {path.name for path in written}
+    capsys.readouterr()
+    assert main(tune_args(config, out)) == 1  # an existing tuning run needs --resume
+    assert len(capsys.readouterr().err.strip().splitlines()) == 1
+    assert {path: path.read_bytes() for path in out.iterdir() if path.is_file()} == written

@@ -10,6 +10,7 @@ import subprocess
 import sys
 
 import pytest
+from reliability_table import proves
 from runs import run_cli, run_main, snapshot
 
 from agnostophobia import _atomic
@@ -61,6 +62,7 @@ def test_an_output_naming_a_file_of_the_run_is_refused(calibrated, tmp_path, cap
     assert snapshot(calibrated) == before
 
 
+@proves("links", "an `--out` reaching a file of the run through a link, a hard link or `..` is refused")
 @pytest.mark.parametrize("how", ["symlink", "hardlink", "dotdot"])
 def test_an_output_reaching_a_run_file_another_way_is_refused(calibrated, tmp_path, capsys, how):
     target = calibrated / "seed0" / "softmax" / "best.pt"
@@ -136,6 +138,7 @@ def test_the_file_is_fsynced_before_the_rename_and_the_folder_after(tmp_path, mo
 
 
 # ------------------------------------------------------------------ a full disk
+@proves("full disk", "`export` to a full disk is one line naming `--out`; no temporary is left")
 @pytest.mark.parametrize("fmt", ["torchscript", "pt2"])
 def test_export_to_a_full_disk_is_one_line_and_leaves_nothing(calibrated, tmp_path, capsys, monkeypatch, fmt):
     monkeypatch.setenv("AGNOSTOPHOBIA_DISK_FULL_AT", f"write:deployed-{fmt}.pt")
@@ -145,6 +148,7 @@ def test_export_to_a_full_disk_is_one_line_and_leaves_nothing(calibrated, tmp_pa
 
 
 # ------------------------------------------------------------------ links made on purpose
+@proves("links", "a run reached through a link is calibrated and predicted")
 def test_a_run_reached_through_a_link_is_calibrated_and_predicted(calibrated, tmp_path, capsys):
     real = tmp_path / "real"
     shutil.copytree(calibrated, real)

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Callable, Optional
 
 from agnostophobia._killpoints import kill_point
+from agnostophobia.errors import AgnostophobiaError
 
 
 TMP_SUFFIX = ".tmp"
@@ -134,6 +135,24 @@ def naming_target(exc: OSError, path, tmp: Optional[str] = None) -> OSError:
     return OSError(message if str(path) in message else f"{path}: {message}")
 
 
+_KINDS = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+          (stat.S_ISSOCK, "a socket"), (stat.S_ISDIR, "a folder"))
+
+
+def check_replaceable(path, option: str = "") -> None:
+    """Refuse (one line naming it) to replace ``path`` unless it is new or a regular file (or a
+    link to one): a FIFO, device, socket or folder named as an output is the user's, and a rename
+    over it would replace ``/dev/null`` itself for root, or a pipe another program reads."""
+    try:
+        found = os.stat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return
+    for test, kind in _KINDS:
+        if test(found.st_mode):
+            raise AgnostophobiaError(f"{option + ' ' if option else ''}{path}: is {kind}, not a regular file; "
+                                     f"an output is written only as a new file or over a regular one")
+
+
 def atomic_write(path, write: Callable[[str], None]) -> None:
     """Call ``write(tmp_path)``, then rename it over ``path``.
 
@@ -145,6 +164,7 @@ def atomic_write(path, write: Callable[[str], None]) -> None:
     The file gets the mode of :func:`new_file_mode`; an ``OSError`` names ``path``.
     """
     path = Path(path)
+    check_replaceable(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     mode = new_file_mode(path)
     remove_stale_temporaries(path.parent, [path.name])  # a killed earlier write of this file

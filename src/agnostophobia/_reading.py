@@ -89,3 +89,34 @@ def read_input_text(path, what: str = "", error: type = DataError, encoding: str
         return read_input_bytes(path, what, error).decode(encoding)
     except UnicodeDecodeError:
         raise error(f"{what + ' ' if what else ''}{path}: not a {encoding} text file") from None
+
+
+#: The deepest folder an input's folder walk descends to (a folder tree of images is a few levels
+#: deep; one 1,100 deep ended in RecursionError).
+MAX_FOLDER_DEPTH = 64
+
+
+def _leads_to_folder(entry: os.DirEntry) -> bool:
+    try:
+        return entry.is_dir(follow_symlinks=True)
+    except OSError:  # a link loop: listed as a file, whose reading is the problem reported
+        return False
+
+
+def walk_files(root, what: str = "", error: type = DataError):
+    """``(folder, file names)`` of ``root`` and every folder below it, sorted, without recursion
+    and without following links to folders (as ``os.walk``); a tree deeper than
+    :data:`MAX_FOLDER_DEPTH` is ``error`` in one line naming it."""
+    pending = [(os.fspath(root), 0)]
+    while pending:
+        folder, depth = pending.pop()
+        if depth > MAX_FOLDER_DEPTH:
+            raise error(f"{what + ' ' if what else ''}{root}: folders nested more than {MAX_FOLDER_DEPTH} deep; "
+                        f"an input is a few levels of folders")
+        try:
+            entries = sorted(os.scandir(folder), key=lambda e: e.name)
+        except OSError:
+            continue
+        folders = [e.path for e in entries if e.is_dir(follow_symlinks=False)]
+        yield folder, [e.name for e in entries if not _leads_to_folder(e)]
+        pending += [(path, depth + 1) for path in reversed(folders)]

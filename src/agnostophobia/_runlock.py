@@ -29,7 +29,7 @@ from pathlib import Path
 
 from agnostophobia._atomic import remove_stale_temporaries
 from agnostophobia.errors import AgnostophobiaError
-from agnostophobia.rundir import LOCK
+from agnostophobia.rundir import LOCK, RunDir
 
 try:
     import fcntl
@@ -77,7 +77,8 @@ def run_lock(run_dir, command: str | None = None, create: bool = True):
         yield
         return
     try:
-        fd = os.open(run_dir / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
+        # never through a link: a planted .lock linking to another file would be truncated
+        fd = RunDir(run_dir).open_in_place(run_dir / LOCK_NAME, os.O_RDWR | os.O_CREAT)
     except OSError as exc:
         if exc.errno not in (errno.EACCES, errno.EPERM, errno.EROFS):
             raise
@@ -115,7 +116,7 @@ def run_read_lock(run_dir):
         return
     path = run_dir / LOCK_NAME
     try:
-        fd = os.open(path, os.O_RDONLY | (os.O_CREAT if run_is_writable(run_dir) else 0), 0o644)
+        fd = RunDir(run_dir).open_in_place(path, os.O_RDONLY | (os.O_CREAT if run_is_writable(run_dir) else 0))
     except FileNotFoundError:  # a run this user cannot write, never locked: no writer can be in it
         yield
         return

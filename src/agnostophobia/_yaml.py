@@ -28,6 +28,11 @@ FLOAT = re.compile(r"""^(?:[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+]?[0-9]+)?
                      |\.(?:nan|NaN|NAN))$""", re.X)
 
 
+#: The deepest nesting of mappings and lists a YAML file of the package may hold (a config has
+#: four or five levels; 3,000 ended in RecursionError).
+MAX_DEPTH = 100
+
+
 class StrictLoader(yaml.SafeLoader):
     """``yaml.SafeLoader`` without anchors, aliases or repeated keys, with exponent floats."""
 
@@ -36,7 +41,14 @@ class StrictLoader(yaml.SafeLoader):
         if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
             raise ConstructorError(None, None, f"anchors and aliases (&{event.anchor}, *{event.anchor}) "
                                    "are not accepted; write the value out", event.start_mark)
-        return super().compose_node(parent, index)
+        self._depth = getattr(self, "_depth", 0) + 1
+        try:
+            if self._depth > MAX_DEPTH:  # refused long before Python's recursion limit
+                raise ConstructorError(None, None, f"nested more than {MAX_DEPTH} levels deep; a config is "
+                                       f"a few levels of mappings and lists", event.start_mark)
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
 
     def construct_mapping(self, node, deep=False):
         seen = set()

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
+import shlex
 import sys
 import traceback
 import warnings
@@ -79,9 +80,22 @@ def main(argv=None) -> int:
         print(f"agnostophobia: error: {message}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
-        print("agnostophobia: interrupted (checkpoints written so far are kept; run the same command again to resume)",
-              file=sys.stderr)
+        print(f"agnostophobia: interrupted (checkpoints written so far are kept; to continue, run "
+              f"`{continuing_command(args, sys.argv[1:] if argv is None else argv)}`)", file=sys.stderr)
         return 130
+
+
+#: Commands that continue an interrupted run only when told to (the others continue by themselves).
+RESUMED_WITH_FLAG = ("train", "tune")
+
+
+def continuing_command(args, argv) -> str:
+    """The command line that continues an interrupted command: the same one, with ``--resume``
+    where the command needs it to continue a run it started."""
+    argv = [str(a) for a in argv]
+    if getattr(args, "command", None) in RESUMED_WITH_FLAG and not getattr(args, "resume", False):
+        argv.append("--resume")
+    return shlex.join(["agnostophobia", *argv])
 
 
 if __name__ == "__main__":

@@ -10,7 +10,8 @@ from __future__ import annotations
 from difflib import SequenceMatcher
 from typing import Callable, Dict, Generic, Iterator, List, TypeVar
 
-from agnostophobia.errors import ConfigError
+from agnostophobia.errors import AgnostophobiaError, ConfigError
+from agnostophobia.rundir import check_path_name
 from agnostophobia.plugins import load_plugins
 
 T = TypeVar("T")
@@ -19,12 +20,21 @@ T = TypeVar("T")
 class Registry(Generic[T]):
     """A named collection of factories or objects."""
 
-    def __init__(self, kind: str):
+    def __init__(self, kind: str, path_names: bool = False):
+        """``path_names``: its names become components of a run's paths (an approach's folder, a
+        set's figures), each checked when registered (:func:`agnostophobia.rundir.check_path_name`)."""
         self.kind = kind
+        self.path_names = path_names
         self._items: Dict[str, T] = {}
 
     def register(self, name: str) -> Callable[[T], T]:
         """Decorator: ``@REG.register("name")`` adds the decorated object."""
+
+        if self.path_names:
+            try:
+                check_path_name(name, f"registering {self.kind}")
+            except AgnostophobiaError as exc:
+                raise ConfigError(str(exc)) from None
 
         def add(obj: T) -> T:
             if name in self._items:

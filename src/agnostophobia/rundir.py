@@ -27,13 +27,15 @@ layer that reads or writes a run, ``data.fetch`` included, takes its paths from 
 """
 from __future__ import annotations
 
+import errno
 import os
 import re
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, List, Tuple
 
-from agnostophobia._atomic import atomic_write
+from agnostophobia._atomic import atomic_write, check_replaceable
 from agnostophobia.errors import AgnostophobiaError
 
 # ------------------------------------------------------------------- the run's own records
@@ -81,6 +83,29 @@ CHECKPOINTS = {"best": BEST, "last": LAST}
 SEED_FOLDER = re.compile(r"seed(0|[1-9][0-9]*)")
 #: A model's name within its run (the keys of timings.json and of report fingerprints).
 RUN_KEY = re.compile(rf"{SEED_FOLDER.pattern}/[A-Za-z0-9_.+-]+")
+
+
+#: The longest name that becomes one component of a run's paths (a loss, detector, dataset, protocol
+#: or unknown set): room for the prefixes and suffixes a file name adds, under the usual 255 bytes.
+MAX_NAME_LENGTH = 100
+
+
+def check_path_name(name, what: str) -> str:
+    """Refuse (one line naming it) a ``name`` that becomes one component of a run's paths (an
+    approach's folder, a set's figures and arrays) but could not be one: not a string, empty,
+    ``.`` or ``..``, holding a path separator or a NUL, or over :data:`MAX_NAME_LENGTH`
+    characters. Checked once where a name enters (a registry, an unknown set's file name), so
+    that nothing is written under a name that escapes the run or cannot be written at all."""
+    if not isinstance(name, str) or not name:
+        raise AgnostophobiaError(f"{what} {name!r}: a name must be a non-empty string")
+    separators = {"/", "\\", "\0", os.sep, os.altsep or "/"}
+    if name in (".", "..") or any(sep in name for sep in separators):
+        raise AgnostophobiaError(f"{what} {name!r}: a name becomes a file or folder name of a run, so it must be one "
+                                 f"path component (no '/', '\\', NUL, and not '.' or '..')")
+    if len(name) > MAX_NAME_LENGTH:
+        raise AgnostophobiaError(f"{what} {name[:40]!r}...: a name becomes a file or folder name of a run, so it "
+                                 f"must be at most {MAX_NAME_LENGTH} characters, has {len(name)}")
+    return name
 
 
 class RecordError(AgnostophobiaError):
@@ -231,23 +256,73 @@ class RunDir:
     def write(self, path, writer: Callable[[str], None]) -> None:
         """Write the run's file ``path`` atomically: ``writer(tmp_path)`` writes it whole, then it
         replaces ``path`` (:func:`agnostophobia._atomic.atomic_write`). Every writer of a run's
-        files writes through here, so that every check of where a run's file may be written is
-        made in this one place: a file reached through a link that leads out of the run is refused
-        (one line naming the path), before anything is written."""
+        files writes through here (or :meth:`open_in_place` for the lock), so that every check of
+        where a run's file may be written is made in this one place (:meth:`check_writable`)."""
         path = Path(path)
-        self._check_writable(path)
+        self.check_writable(path)
         atomic_write(path, writer)
 
-    def _check_writable(self, path: Path) -> None:
+    def open_in_place(self, path, flags: int, mode: int = 0o644) -> int:
+        """``os.open`` of the run's file ``path`` for a write made in place (the lock), never
+        following a final symbolic link (``O_NOFOLLOW``); the opened file is checked again
+        (:func:`check_own_regular_file` on its ``fstat``), so a link swapped in after the check
+        is refused too, before a byte of it changes. Returns the descriptor."""
+        path = Path(path)
+        self.check_writable(path)
+        try:
+            fd = os.open(path, flags | getattr(os, "O_NOFOLLOW", 0), mode)
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:  # O_NOFOLLOW met a link created since the check
+                raise RecordError(f"{path}: {_LINK_REFUSED}") from None
+            raise
+        try:
+            check_own_regular_file(path, os.fstat(fd))
+        except BaseException:
+            os.close(fd)
+            raise
+        return fd
+
+    def check_writable(self, path: Path) -> None:
         """Every check of where a file of this run may be written, before anything is: ``path``
-        is one of the run's files, reached through no link that leads out of the run."""
+        is one of the run's files, reached through no link that leads out of the run, and is
+        (where it exists) the run's own regular file: not a symbolic link, not a FIFO or device,
+        not hard-linked to another name (whose content a write in place would change too)."""
         if not _within(os.path.abspath(self.root), os.path.abspath(path)):
             raise RecordError(f"{path}: not a file of the run {self.root}")
         root = os.path.realpath(self.root)
-        target = os.path.realpath(path)
-        if not _within(root, target):
+        folder = os.path.realpath(Path(path).parent)
+        if not _within(root, folder):
             raise RecordError(f"{path}: refusing to write a file of the run {self.root} through a link that "
-                              f"leads out of it (to {target})")
+                              f"leads out of it (to {os.path.join(folder, Path(path).name)})")
+        try:
+            found = os.lstat(path)
+        except FileNotFoundError:
+            return
+        check_own_regular_file(path, found)
+
+    def is_run(self) -> bool:
+        """Whether ``root`` holds a run of this project: its lock (taken before anything else is
+        written), its run record, or a seed folder."""
+        return (self.root / LOCK).is_file() or self.run_meta.is_file() or any(
+            SEED_FOLDER.fullmatch(p.name) and p.is_dir() for p in self.root.iterdir())
+
+    def check_run_folder(self, option: str = "--out") -> None:
+        """A training writes only into a new or empty folder or into a run of this project:
+        any other folder (``train --out .``, a folder of the user's files) is refused in one
+        line naming a file the run would have replaced, or one it holds."""
+        if not os.path.lexists(self.root):
+            return
+        if not self.root.is_dir():
+            raise AgnostophobiaError(f"{option} {self.root}: is a file, not a folder; choose a new or empty folder")
+        entries = sorted(self.root.iterdir())
+        if not entries or self.is_run():
+            return
+        replaced = [p for p in (self.root / name for name in (*RECORDS, SPLIT, FIGURES)) if os.path.lexists(p)]
+        if (self.root / SPLIT).is_dir():
+            replaced = sorted((self.root / SPLIT).iterdir())[:1] or replaced
+        shown = f"would replace {replaced[0]}" if replaced else f"holds {entries[0]}"
+        raise AgnostophobiaError(f"{option} {self.root}: is a folder of other files, not a run of this project "
+                                 f"(it {shown}); train into a new or empty folder, or into a run to continue")
 
     def own_files(self) -> List[Path]:
         """Every file this run holds or may come to hold: its records, and each model's files."""
@@ -259,7 +334,8 @@ class RunDir:
         """Refuse (one line) an output path of a command reading this run that names one of the
         run's own files (:meth:`own_files`, its figures, its lock), however it is reached: by
         its path, through a link, or as a hard link to one. Nothing of the run is ever overwritten
-        by a command's output."""
+        by a command's output. Nor is anything but a regular file or a new name (a FIFO, a device)."""
+        check_replaceable(out, option)
         target = os.path.realpath(out)
         if any(_within(os.path.realpath(folder), target) for folder in (self.figures, self.data_split)):
             raise AgnostophobiaError(f"{option} {out}: is a file of the run {self.root}; write the output elsewhere")
@@ -267,6 +343,47 @@ class RunDir:
             if os.path.realpath(own) == target or (os.path.exists(out) and own.exists() and os.path.samefile(own, out)):
                 raise AgnostophobiaError(f"{option} {out}: is the run's own {own.name} ({own}); "
                                          f"write the output elsewhere")
+
+
+_LINK_REFUSED = ("refusing to write through a symbolic link: a command writes a run's files only where they are "
+                 "the run's own regular files; remove the link and run the command again")
+
+
+def check_own_regular_file(path, found: os.stat_result) -> None:
+    """Refuse (one line naming ``path``) a run's file, as ``lstat``/``fstat`` ``found`` it, that a
+    write must not change: a symbolic link, anything but a regular file, or a file with
+    another hard link (a write in place, or a reader taking it for this model's own, would reach
+    the other name's file too)."""
+    if stat.S_ISLNK(found.st_mode):
+        raise RecordError(f"{path}: {_LINK_REFUSED}")
+    if not stat.S_ISREG(found.st_mode):
+        raise RecordError(f"{path}: is not a regular file (a FIFO, socket, device or folder); a run's file must "
+                          f"be a regular file; remove it and run the command again")
+    if found.st_nlink > 1:
+        raise RecordError(f"{path}: is hard-linked ({found.st_nlink} names share this file); a run's file must be "
+                          f"its own, not another's (copy a run with `cp -r`, not hard links); remove the other "
+                          f"names or copy the file, then run the command again")
+
+
+def check_model_file(path) -> None:
+    """Refuse (one line naming it) a model's file ``RUN/seed<N>/<approach>/NAME`` that is not the
+    model's own: a symbolic link, or a hard link to the same-named file of another model of the
+    run (read as this model's, it would give that model's thresholds and numbers). A file hard-linked
+    only outside the run (a run copied with ``cp -al``) is read as it is."""
+    path = Path(path)
+    try:
+        found = os.lstat(path)
+    except FileNotFoundError:
+        return
+    if stat.S_ISLNK(found.st_mode):
+        raise RecordError(f"{path}: is a symbolic link; a model's files must be its own, not links to another's "
+                          f"(which would give that model's results as this one's)")
+    if found.st_nlink > 1 and SEED_FOLDER.fullmatch(path.parent.parent.name):
+        run = path.parent.parent.parent
+        for other in run.glob(f"seed*/*/{path.name}"):
+            if other.parent != path.parent and os.path.samefile(other, path):
+                raise RecordError(f"{path}: is a hard link to {other}; a model's files must be its own (read as "
+                                  f"this model's, it would give that model's results as this one's)")
 
 
 def write_run_file(path, writer: Callable[[str], None]) -> None:

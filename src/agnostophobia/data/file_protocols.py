@@ -43,6 +43,7 @@ test unknowns become two unknown test sets, ``negatives`` (D_b) and ``unknowns``
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
 import os
 import re
@@ -53,19 +54,21 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
-from agnostophobia._reading import read_input_bytes, read_input_text
+from agnostophobia._reading import check_declared_bytes, read_input_bytes, read_input_text, walk_files
 from agnostophobia.data.formats import decode_image
 from agnostophobia.data.fingerprint import file_fingerprint, listing_fingerprint
 from agnostophobia.data.preprocess import KINDS, NATURAL, OURS, InputSpec, prepare_images
 from agnostophobia.data.image_files import ImageFiles, choose_loading
 from agnostophobia.data.protocol_types import (OpenSetProtocol, ProtocolSpec, ProtocolSplit, UnknownSet,
                                                declare_unknown_sets, purpose_rng, stratified_subset)
-from agnostophobia.errors import ConfigError, DataError
+from agnostophobia.errors import AgnostophobiaError, ConfigError, DataError
 from agnostophobia.settings import check_settings, field_settings, setting
 
 TYPES = ("csv", "folders", "imagefolder")
 SPLITS = ("train", "val", "test")
 NEGATIVE, UNKNOWN = -1, -2
+#: The most known classes a protocol from files may have (ImageNet-21k has 21,843).
+MAX_CLASSES = 100_000
 COMMON_KEYS = ("type", "root", "image_size", "channels", "kind", "allow_duplicates")
 TYPE_KEYS = {"csv": ("train", "val", "test", "class_names", "allow_outside_root"),
              "folders": ("known", "negative", "unknown"),
@@ -300,11 +303,11 @@ def _check_duplicates(spec: FileProtocolSpec, listing: Listing) -> None:
     within a split is a problem too unless ``allow_duplicates: true`` (then counted in
     ``listing.repeats`` for the report), and always when the two entries give it different
     labels. Each problem names both entries (CSV ``file:line``, or both image paths)."""
-    first: Dict[str, Tuple[str, Item]] = {}
+    first: Dict[Any, Tuple[str, Item]] = {}
     for split in SPLITS:
         for item in listing.splits[split]:
             real = os.path.realpath(item.path)
-            seen_split, seen = first.setdefault(real, (split, item))
+            seen_split, seen = first.setdefault(_file_identity(item.path), (split, item))
             if seen is item:
                 continue
             both = f"{seen.where} and {item.where}: the same file {real}"
@@ -318,6 +321,42 @@ def _check_duplicates(spec: FileProtocolSpec, listing: Listing) -> None:
                                         f"the protocol mapping keeps repeated entries)")
             else:
                 listing.repeats[split] = listing.repeats.get(split, 0) + 1
+    _check_same_content(first, listing)
+
+
+def _file_identity(path: Path):
+    """What makes two names one file: its device and inode (a hard link, a symbolic link, ``..``),
+    or its real path where it cannot be read (a missing file, reported elsewhere)."""
+    try:
+        found = os.stat(path)
+    except OSError:
+        return os.path.realpath(path)
+    return found.st_dev, found.st_ino
+
+
+def _check_same_content(first: Dict[Any, Tuple[str, Item]], listing: Listing) -> None:
+    """Leakage by copy: two files of the same content in two splits. Only files whose size another
+    split's file shares are hashed (a stat each for the rest)."""
+    by_size: Dict[int, List[Tuple[str, Item]]] = {}
+    for split, item in first.values():
+        try:
+            by_size.setdefault(os.stat(item.path).st_size, []).append((split, item))
+        except OSError:
+            continue
+    for group in by_size.values():
+        if len({split for split, _ in group}) < 2:
+            continue
+        seen: Dict[str, Tuple[str, Item]] = {}
+        for split, item in group:
+            try:
+                digest = hashlib.sha256(read_input_bytes(item.path)).hexdigest()
+            except (OSError, AgnostophobiaError):
+                continue
+            other_split, other = seen.setdefault(digest, (split, item))
+            if other_split != split:
+                listing.problems.append(f"{other.where} and {item.where}: the same content (SHA-256 {digest[:12]}...) "
+                                        f"is in the {other_split} and the {split} split (leakage: an image may be "
+                                        f"in one split only)")
 
 
 # ------------------------------------------------------------------ CSV files
@@ -388,8 +427,9 @@ def _csv_item(fields: List[str], where: str, spec: FileProtocolSpec, split: str,
         problems.append(f"{where}: path {fields[0]!r} leads outside the protocol root {spec.root} "
                         f"(allow_outside_root: true in the protocol mapping allows it)")
         return None
-    if label < UNKNOWN:
-        problems.append(f"{where}: label {label} out of range (>= 0 known class, -1 negative, -2 unknown)")
+    if not UNKNOWN <= label < MAX_CLASSES:  # checked before any array holds it (10**30 overflowed int64)
+        problems.append(f"{where}: label {label if abs(label) < 10**12 else fields[1][:20] + '...'} out of range "
+                        f"(0..{MAX_CLASSES - 1:,} known class, -1 negative, -2 unknown)")
         return None
     if label == UNKNOWN and split != "test":
         problems.append(f"{where}: an unknown (-2) in the {split} split; unknowns (D_a) are test only")
@@ -463,7 +503,8 @@ def _list_split_folder(folder: Path, split: str, roles: Dict[str, int], problems
         else:
             # a link to nothing (dangling, or a loop), a FIFO, socket or device is listed too:
             # reading it is a problem, not a skip
-            files = [p for p in sorted(entry.rglob("*")) if not p.is_dir() and not p.name.startswith(".")]
+            files = sorted(Path(folder, name) for folder, names in walk_files(entry) for name in names
+                           if not name.startswith("."))
             if not files:
                 problems.append(f"{entry}: empty class folder")
             source = entry.name if roles[entry.name] == NEGATIVE else None
@@ -505,7 +546,8 @@ def _class_files(root: Path, cls: str, problems: List[str]) -> Optional[List[Pat
     if not folder.is_dir():
         problems.append(f"{folder}: the class folder named in the config does not exist")
         return None
-    files = [p for p in folder.rglob("*") if (p.is_file() or p.is_symlink() and not p.exists())
+    files = [p for p in (Path(d, name) for d, names in walk_files(folder) for name in names)
+             if (p.is_file() or p.is_symlink() and not p.exists())
              and not any(part.startswith(".") for part in p.relative_to(folder).parts)]
     if not files:
         problems.append(f"{folder}: empty class folder")
@@ -586,6 +628,9 @@ def _read_split(items: List[Item], keep: set, spec: FileProtocolSpec, split: str
     """Decode every image of ``items`` (the check); the ones whose index is in ``keep`` are
     prepared as model input, in chunks so that few originals are held at once."""
     mode = "L" if spec.channels == 1 else "RGB"
+    shape = spec.input.shape  # what the prepared split will take, refused before an image is decoded
+    check_declared_bytes(len(keep) * int(np.prod(shape)), f"{spec.source(split)}: {len(keep):,} images of "
+                                                          f"{'x'.join(map(str, shape))}")
     prepared, batch = [], []
     for i, item in enumerate(items):
         image = _read_image(item, mode, problems)

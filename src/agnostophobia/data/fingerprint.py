@@ -14,18 +14,24 @@ A protocol's ``sources`` map what it read to a fingerprint:
 
 Hashing a file costs about 1 s per GB; the digest is cached in the user's cache folder
 (``data.paths.cache_dir``, never the data folder, which may be read-only) under the file's
-real path, size and ``mtime_ns``, so that a second command pays one ``stat``.
+real path, size, ``mtime_ns``, inode and ``ctime_ns``, so that a second command pays one ``stat``.
+The inode and ``ctime`` are what a user cannot set back: a file rewritten in place with its old
+size and modification time (``touch -d``) is hashed again. A cache that is not a regular file
+(a FIFO, which would block the read) is ignored, with a warning.
 """
 from __future__ import annotations
 
 import hashlib
 import json
 import os
+import warnings
 from pathlib import Path
 from typing import Dict, Iterable, Mapping, Optional, Tuple
 
 from agnostophobia._atomic import atomic_write
 from agnostophobia._log import LOGGER
+from agnostophobia._reading import check_regular_file, read_input_bytes, walk_files
+from agnostophobia.errors import AgnostophobiaError, AgnostophobiaWarning
 from agnostophobia.data.paths import cache_dir
 
 #: The cache of file digests, in :func:`~agnostophobia.data.paths.cache_dir`.
@@ -40,9 +46,18 @@ def _cache_path() -> Path:
 
 
 def _read_cache() -> Dict[str, Dict]:
-    """The digest cache; a missing or damaged one is empty (it only saves time)."""
+    """The digest cache; a missing or damaged one is empty (it only saves time), and one that is
+    not a regular file is ignored with a warning (never opened: a FIFO would block)."""
+    path = _cache_path()
+    if not os.path.lexists(path):
+        return {}
     try:
-        data = json.loads(_cache_path().read_text())
+        data = json.loads(read_input_bytes(path, "the fingerprint cache"))
+    except FileNotFoundError:
+        return {}
+    except AgnostophobiaError as exc:
+        warnings.warn(f"{exc}; ignored (data files are hashed again)", AgnostophobiaWarning, stacklevel=3)
+        return {}
     except (OSError, ValueError):
         return {}
     return data if isinstance(data, dict) else {}
@@ -51,24 +66,26 @@ def _read_cache() -> Dict[str, Dict]:
 def _write_cache(cache: Dict[str, Dict]) -> None:
     try:
         atomic_write(_cache_path(), lambda tmp: Path(tmp).write_text(json.dumps(cache)))
-    except OSError as exc:  # a read-only cache folder costs time, never the command
+    except (OSError, AgnostophobiaError) as exc:  # (a cache that is not a regular file is not replaced)  # a read-only cache folder costs time, never the command
         LOGGER.debug("fingerprint cache not written (%s)", exc)
 
 
 def file_fingerprint(path) -> Dict[str, object]:
-    """``{"path", "size", "sha256"}`` of one file, its digest cached by (real path, size, mtime_ns)."""
+    """``{"path", "size", "sha256"}`` of one file, its digest cached by (real path, size, mtime_ns,
+    inode, ctime_ns)."""
     path = Path(path)
     st = os.stat(path)
     key = os.path.realpath(path)
     cache = _read_cache()
     entry = cache.get(key)
-    if not (isinstance(entry, dict) and entry.get("size") == st.st_size and entry.get("mtime_ns") == st.st_mtime_ns
+    stamp = {"size": st.st_size, "mtime_ns": st.st_mtime_ns, "inode": st.st_ino, "ctime_ns": st.st_ctime_ns}
+    if not (isinstance(entry, dict) and all(entry.get(k) == v for k, v in stamp.items())
             and isinstance(entry.get("sha256"), str)):
         digest = hashlib.sha256()
         with open(path, "rb") as handle:
             for chunk in iter(lambda: handle.read(_CHUNK), b""):
                 digest.update(chunk)
-        entry = {"size": st.st_size, "mtime_ns": st.st_mtime_ns, "sha256": digest.hexdigest()}
+        entry = {**stamp, "sha256": digest.hexdigest()}
         cache[key] = entry
         _write_cache(cache)
     return {"path": str(path), "size": st.st_size, "sha256": entry["sha256"]}
@@ -95,7 +112,7 @@ def source_fingerprint(path) -> Dict[str, object]:
     path = Path(path)
     if not path.is_dir():
         return file_fingerprint(path)
-    files = [Path(folder) / name for folder, _, names in os.walk(path) for name in names
+    files = [Path(folder) / name for folder, names in walk_files(path) for name in names
              if os.path.isfile(Path(folder) / name)]
     return listing_fingerprint(path, files)
 

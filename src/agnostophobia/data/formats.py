@@ -25,7 +25,7 @@ from typing import Callable, Dict, Iterable, Iterator, Optional, Sequence, Tuple
 import numpy as np
 
 from agnostophobia._atomic import atomic_write
-from agnostophobia._reading import check_declared_bytes, check_regular_file, read_input_bytes
+from agnostophobia._reading import check_declared_bytes, check_regular_file, read_input_bytes, walk_files
 from agnostophobia.errors import DataError
 from agnostophobia.data.paths import cache_dir
 
@@ -151,9 +151,8 @@ class Archive:
         or device among them is refused); with ``read=False`` of a directory, the bytes are b""."""
         try:
             if self.kind == "dir":
-                for root, dirs, files in os.walk(self.path):
-                    dirs.sort()
-                    for f in sorted(files):
+                for root, files in walk_files(self.path):  # bounded depth, no recursion
+                    for f in files:
                         full = Path(root) / f
                         rel = full.relative_to(self.path).as_posix()
                         if want(rel):

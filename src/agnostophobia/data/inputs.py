@@ -28,7 +28,8 @@ from agnostophobia.data import formats as F
 from agnostophobia.data.datasets import DATASETS, load_dataset
 from agnostophobia.data.preprocess import OURS, InputSpec, StoredImages, prepare_images
 from agnostophobia.data.protocols import protocol_input
-from agnostophobia.errors import DataError
+from agnostophobia.errors import AgnostophobiaError, DataError
+from agnostophobia.rundir import check_path_name
 
 IMAGE_SUFFIXES = {".png", ".jpg", ".jpeg", ".bmp", ".gif", ".tif", ".tiff", ".webp"}
 NPZ_IMAGE_KEYS = ("x_test", "x", "images")
@@ -194,7 +195,10 @@ def _printable_set_name(name: str, spec: str) -> str:
     if bad is not None:
         raise DataError(f"--unknowns {spec!r}: the set name {name!r} contains the control character "
                         f"{bad!r}; rename the file or folder")
-    return name
+    try:
+        return check_path_name(name, f"--unknowns {spec}: the set name")  # it names the set's figures
+    except AgnostophobiaError as exc:
+        raise DataError(f"{exc}; rename the file or folder") from None
 
 
 def read_unknowns(spec: str, data_dir=None) -> UnknownSet:

@@ -29,6 +29,7 @@ from typing import Optional, Sequence, Union
 
 import numpy as np
 
+from agnostophobia._reading import check_declared_bytes
 from agnostophobia.errors import DataError
 
 # What a set of images shows: DatasetInfo.kind of a registered dataset, InputSpec.kind of a protocol.
@@ -269,6 +270,10 @@ def resize(images: np.ndarray, size: int, resample: str = "bilinear") -> np.ndar
         return images
     pil_filter = Image.Resampling.BICUBIC if resample == "bicubic" else Image.Resampling.BILINEAR
     new_h, new_w = shorter_side_to(images.shape[1], images.shape[2], size)
+    channels = images.shape[3] if images.ndim == 4 else 1
+    # a 1 x 300,000 image resized to 32 would take 9.6 M x 32 pixels: refused before Pillow allocates them
+    check_declared_bytes(new_h * new_w * channels, f"an image of {images.shape[1]}x{images.shape[2]} pixels "
+                                                   f"resized to a shorter side of {size} ({new_h}x{new_w})")
     top, left = int(round((new_h - size) / 2.0)), int(round((new_w - size) / 2.0))
     out = np.empty((images.shape[0], size, size, *images.shape[3:]), np.uint8)
     for i, img in enumerate(images):

@@ -130,7 +130,7 @@ class ProtocolSpec:
         return self.build(data_dir=data_dir, seed=seed, preprocessing=preprocessing, **limits)
 
 
-PROTOCOLS: Registry[ProtocolSpec] = Registry("protocol")
+PROTOCOLS: Registry[ProtocolSpec] = Registry("protocol", path_names=True)
 
 
 @dataclass(frozen=True)
@@ -166,7 +166,7 @@ class UnknownSet:
 
 #: Every declared unknown test set by name, from the protocols' declarations
 #: (:func:`register_protocol`'s ``unknown_sets``) and the file protocols' two sets.
-UNKNOWN_SETS: Registry[UnknownSet] = Registry("unknown set")
+UNKNOWN_SETS: Registry[UnknownSet] = Registry("unknown set", path_names=True)
 
 
 def declare_unknown_sets(*sets: UnknownSet) -> None:

@@ -285,22 +285,31 @@ def _grouped(entries: List[Dict], why: Callable[[Dict], str]) -> str:
     return "; ".join(f"{', '.join(models)}: {reason}" for reason, models in groups.items())
 
 
-def check_resolved(run_dir: Path, entries: List[Dict], fpr: float) -> None:
+def check_resolved(run_dir: Path, entries: List[Dict], fpr: float, written: bool = True, warn: bool = True) -> None:
     """A warning where a threshold rests on fewer than :data:`ENOUGH_FALSE_POSITIVES` allowed false
-    positives (n x FPR < 10), and an error, one line, naming every model without a threshold
-    (written entries are kept: the thresholds that resolve stay usable)."""
+    positives (n x FPR < 10), and an error, one line, naming every model without a threshold and
+    what became of the thresholds that resolve: ``written`` (``--partial``), or nothing written
+    (``calibration.json`` left as it was) and what ``--partial`` would write."""
     few = [e for e in entries if e["threshold"] is not None and e["val_negatives"] * fpr < ENOUGH_FALSE_POSITIVES]
-    if few:
+    if few and warn:
         warnings.warn(f"calibrate at FPR {fpr:g}: " + _grouped(few, lambda e: (
             f"the {e['val_negatives']} validation negatives allow {e['false_positives_allowed']} false positive(s), "
             f"fewer than {ENOUGH_FALSE_POSITIVES}, so the threshold rests on a handful of scores; "
             f"ceil({ENOUGH_FALSE_POSITIVES}/{fpr:g}) = {negatives_needed(fpr, ENOUGH_FALSE_POSITIVES)} "
             f"validation negatives would allow {ENOUGH_FALSE_POSITIVES}")), AgnostophobiaWarning, stacklevel=3)
     missing = [e for e in entries if e["threshold"] is None]
-    if missing:
-        written = len(entries) - len(missing)
-        raise AgnostophobiaError(f"calibrate: no threshold at FPR {fpr:g} for " + _grouped(missing, lambda e: e["reason"])
-                                 + f" ({written} threshold(s) that resolve written to {RunDir(run_dir).calibration})")
+    if not missing:
+        return
+    resolved = [e for e in entries if e["threshold"] is not None]
+    path = RunDir(run_dir).calibration
+    if written:
+        outcome = f"{len(resolved)} threshold(s) that resolve written to {path}"
+    else:
+        would = ", ".join(f"{e['approach']}/{e['detector']} (seed {e['seed']})" for e in resolved) or "nothing"
+        outcome = (f"nothing written, {path.name} is as it was; --partial would write the {len(resolved)} "
+                   f"threshold(s) that resolve: {would}")
+    raise AgnostophobiaError(f"calibrate: no threshold at FPR {fpr:g} for " + _grouped(missing, lambda e: e["reason"])
+                             + f" ({outcome})")
 
 
 # ------------------------------------------------------------------------ calibration.json
@@ -318,9 +327,16 @@ def _key(entry: Dict) -> Tuple[str, str, int]:
 
 
 def calibrate_models(run_dir: Path, fpr: float, models: Iterable[Tuple[int, str, str]], data_dir=None,
-                     device: Optional[str] = None, log: Callable[[str], None] = log_info) -> Dict:
+                     device: Optional[str] = None, log: Callable[[str], None] = log_info,
+                     partial: bool = False, warn: bool = False) -> Dict:
     """Calibrate ``(seed, approach, detector)`` models of ``run_dir`` at ``fpr`` and merge their
-    entries into ``calibration.json`` (written atomically, under the run's lock)."""
+    entries into ``calibration.json`` (written atomically, under the run's lock).
+
+    Every entry is computed before anything is decided: where a model gets no threshold, nothing
+    is written (:func:`check_resolved` says what ``partial`` would write) and the file keeps
+    its working thresholds byte for byte. With ``partial`` the thresholds that resolve are
+    written, and a model without one keeps its earlier entry (an entry saying why where it had
+    none); the error naming the models without one follows."""
     run_dir = Path(run_dir)
     fpr = check_target(fpr)
     settings, tuned = detector_settings(run_config(run_dir)), run_tuned_settings(run_dir)
@@ -328,13 +344,19 @@ def calibrate_models(run_dir: Path, fpr: float, models: Iterable[Tuple[int, str,
     with run_lock(run_dir, create=False):
         calibration = read_calibration(run_dir) or {}
         entries = {_key(e): e for e in calibration.get("entries", [])}
+        computed = []
         for seed, approach, detector in models:
             model_dir = RunDir(run_dir).model_dir(seed, approach)
             val = validation_outputs(model_dir, protocols, device, log)  # in DEPLOY_PRECISION
             entry = calibrate_model(val, approach, detector, seed, fpr, load_fit_outputs(model_dir),
                                     model_settings(settings, tuned, approach), kept=KeptFits(model_dir))
-            entries[_key(entry)] = entry
+            computed.append(entry)
             log(describe(entry))
+        if not partial:
+            check_resolved(run_dir, computed, fpr, written=False, warn=warn)  # all or nothing: refused before a write
+        for entry in computed:
+            if entry["threshold"] is not None or _key(entry) not in entries:  # never a working threshold lost
+                entries[_key(entry)] = entry
         order = {approach: i for i, (_, approach, _) in enumerate(trained_models(run_dir))}
         calibration = {"format": _FORMAT, "rule": RULE,
                        "class_names": calibration.get("class_names") or class_names(run_dir, protocols),
@@ -342,16 +364,21 @@ def calibrate_models(run_dir: Path, fpr: float, models: Iterable[Tuple[int, str,
                                                                           e["detector"]))}
         run = RunDir(run_dir)
         run.write(run.calibration, lambda tmp: Path(tmp).write_text(json.dumps(calibration, indent=1)))
+    if partial:
+        check_resolved(run_dir, computed, fpr, written=True, warn=warn)
     return calibration
 
 
 def calibrate_run(run_dir, fpr: float, approaches: Optional[Sequence[str]] = None, detector: Optional[str] = None,
-                  data_dir=None, device: Optional[str] = None, log: Callable[[str], None] = log_info) -> Path:
+                  data_dir=None, device: Optional[str] = None, log: Callable[[str], None] = log_info,
+                  partial: bool = False) -> Path:
     """``agnostophobia calibrate``: every trained approach (or ``approaches``) and seed, each
-    with its paper score (or ``detector``, on the models it applies to). The thresholds that
-    resolve are written; then an :class:`~agnostophobia.errors.AgnostophobiaError` names the models without one, and
-    an :class:`~agnostophobia.errors.AgnostophobiaWarning` those whose validation negatives allow fewer than 10 false
-    positives at ``fpr`` (:func:`check_resolved`)."""
+    with its paper score (or ``detector``, on the models it applies to). Where every model
+    resolves, the thresholds are written; where one does not, an
+    :class:`~agnostophobia.errors.AgnostophobiaError` names it and nothing is written (``partial``:
+    those that resolve are written first). An :class:`~agnostophobia.errors.AgnostophobiaWarning`
+    names the models whose validation negatives allow fewer than 10 false positives at ``fpr``
+    (:func:`check_resolved`)."""
     run_dir = Path(run_dir)
     check_target(fpr)
     records.check_run(run_dir)  # every record valid and in agreement before anything is written
@@ -368,9 +395,7 @@ def calibrate_run(run_dir, fpr: float, approaches: Optional[Sequence[str]] = Non
     if not chosen:
         raise AgnostophobiaError(f"{run_dir}: detector {detector!r} reads a background class, which none of the "
                                  f"models {', '.join(approaches or trained)} has; choose another --detector")
-    calibration = calibrate_models(run_dir, fpr, chosen, data_dir, device, log)
-    requested = {(approach, detector, seed) for seed, approach, detector in chosen}
-    check_resolved(run_dir, [e for e in calibration["entries"] if _key(e) in requested], check_target(fpr))
+    calibrate_models(run_dir, fpr, chosen, data_dir, device, log, partial=partial, warn=True)
     path = RunDir(run_dir).calibration
     log(f"calibration: {path}; `agnostophobia evaluate {run_dir}` adds what these thresholds give on the "
         f"test sets to the report")

@@ -64,6 +64,9 @@ def add_commands(subparsers) -> None:
                                       "paper score)")
     p.add_argument("--approach", action="append", help="calibrate only this approach (repeatable; default: all)")
     p.add_argument("--device", help="cpu, cuda or cuda:N, for validation outputs not stored (default: the run's)")
+    p.add_argument("--partial", action="store_true",
+                   help="where some models get no threshold at T, still write those that resolve (default: write "
+                        "nothing, keep calibration.json as it was, and say what this would write)")
     p.set_defaults(func=_calibrate)
 
     p = subparsers.add_parser("predict", parents=[common, one_model],
@@ -97,7 +100,7 @@ def _calibrate(args) -> int:
 
     if args.detector != "best":
         calibrate_run(args.run, args.fpr, approaches=args.approach, detector=args.detector, data_dir=args.data_dir,
-                      device=args.device)
+                      device=args.device, partial=args.partial)
         return 0
     from agnostophobia.deploy.compare import best_to_calibrate
 
@@ -106,7 +109,7 @@ def _calibrate(args) -> int:
         print(f"--detector best: {choice.approach}/{choice.detector}: {choice.why}")
     for choice in choices:
         calibrate_run(args.run, args.fpr, approaches=[choice.approach], detector=choice.detector,
-                      data_dir=args.data_dir, device=args.device)
+                      data_dir=args.data_dir, device=args.device, partial=args.partial)
     return 0
 
 

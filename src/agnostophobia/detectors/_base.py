@@ -48,7 +48,7 @@ from agnostophobia.registry import Registry
 from agnostophobia.settings import DeclaresSettings, Setting  # noqa: F401 (Setting: for the detector modules)
 
 #: Detector classes by name; ``build_detector(name, **settings)`` makes one.
-DETECTORS: Registry = Registry("detector")
+DETECTORS: Registry = Registry("detector", path_names=True)
 
 
 def setting_grid(detector: str) -> List[Dict[str, Any]]:

@@ -162,6 +162,9 @@ def add_commands(subparsers) -> None:
                    help="target FPR of the validation CCR (default 0.01); refused below 10/#validation negatives")
     p.add_argument("--detector", nargs="+", help="detectors to tune (default: every one that declares a grid)")
     p.add_argument("--approach", nargs="+", help="trained approaches to tune for (default: every one of the run)")
+    p.add_argument("--partial", action="store_true",
+                   help="where some detectors get no setting, still write those chosen (default: write nothing, "
+                        "keep detector_settings.json as it was, and say what this would write)")
     p.set_defaults(func=_tune_detectors)
 
     p = subparsers.add_parser("ablate", parents=[common],
@@ -249,7 +252,7 @@ def _tune(args) -> int:
 def _tune_detectors(args) -> int:
     from agnostophobia.experiments.tune_detectors import tune_detectors
 
-    tune_detectors(args.run, args.fpr, args.detector, args.approach)
+    tune_detectors(args.run, args.fpr, args.detector, args.approach, partial=args.partial)
     return 0
 
 

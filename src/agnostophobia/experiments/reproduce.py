@@ -360,6 +360,7 @@ def check_detectors(experiment: ExperimentConfig) -> None:
 def check_existing_run(experiment: ExperimentConfig, out: Path) -> None:
     """Refuse, before anything is written, to continue a run trained with another config, or
     one whose training records (timings, wall time, classes, notes) are damaged."""
+    RunDir(out).check_run_folder()
     check_training_records(out)
     for seed in range(experiment.seeds):
         for approach in experiment.approaches:

@@ -43,7 +43,7 @@ from agnostophobia.metrics import ccr_at_fpr, supports_fpr, unsupported_fpr_mess
 from agnostophobia.metrics.rows import paper_rows
 from agnostophobia.training.outputs import load_fit_outputs, load_val_outputs
 from agnostophobia.training.records import check_run, read_tuned_settings
-from agnostophobia.rundir import VAL_OUTPUTS, RunDir
+from agnostophobia.rundir import TUNED_SETTINGS, VAL_OUTPUTS, RunDir
 from agnostophobia._log import log_info
 
 DEFAULT_FPR = 1e-2
@@ -56,8 +56,12 @@ def tunable_detectors() -> List[str]:
 
 
 def tune_detectors(run_dir, fpr: float = DEFAULT_FPR, detectors: Optional[Sequence[str]] = None,
-                   approaches: Optional[Sequence[str]] = None, log: Callable[[str], None] = log_info) -> Dict:
-    """Choose, store and return the settings (see the module docstring)."""
+                   approaches: Optional[Sequence[str]] = None, log: Callable[[str], None] = log_info,
+                   partial: bool = False) -> Dict:
+    """Choose, store and return the settings (see the module docstring). Where a detector tuned
+    gets no setting (no grid point fits every model, or reaches ``fpr``), nothing is written and
+    an error says what would have been (``partial``: the settings chosen are written, and the
+    detectors without one keep what the run held for them)."""
     run_dir = Path(run_dir)
     if not (isinstance(fpr, (int, float)) and 0 < fpr <= 1):
         raise AgnostophobiaError(f"--fpr: must be a rate in (0, 1], got {fpr!r}")
@@ -67,7 +71,7 @@ def tune_detectors(run_dir, fpr: float = DEFAULT_FPR, detectors: Optional[Sequen
     detectors = _selected_detectors(detectors)
     validation = {model_dir: _validation(model_dir) for _, _, model_dir in models}
     check_supported_fpr(float(fpr), validation)
-    chosen, candidates = {}, {}
+    chosen, candidates, untuned = {}, {}, []
     for approach in dict.fromkeys(approach for _, approach, _ in models):
         dirs = [model_dir for _, a, model_dir in models if a == approach]
         kept = {detector for detector, _ in paper_rows(approach)}  # the paper's rows keep the config's settings
@@ -80,12 +84,21 @@ def tune_detectors(run_dir, fpr: float = DEFAULT_FPR, detectors: Optional[Sequen
             best = _best(name, grid, settings.get(name, {}))
             candidates.setdefault(approach, {})[name] = grid
             if best is None:
+                untuned.append(f"{approach}/{name}")
                 log(f"{approach}/{name}: no setting of its grid could be fitted on every model of the approach "
                     f"(why: the notes of `agnostophobia evaluate`); not tuned")
                 continue
             chosen.setdefault(approach, {})[name] = best["settings"]
             log(f"{approach}/{name}: {_shown(best['settings'])} (validation CCR at FPR {fpr:g}: "
                 f"{best['val_ccr']:.4f})")
+    if untuned and not partial:  # all or nothing: the run's earlier choices are kept byte for byte
+        would = ", ".join(f"{a}/{d}" for a, names in chosen.items() for d in names) or "nothing"
+        raise AgnostophobiaError(f"tune-detectors at FPR {fpr:g}: no setting could be chosen for {', '.join(untuned)} "
+                                 f"(nothing written, {TUNED_SETTINGS} is as it was; --partial would write the "
+                                 f"settings chosen for: {would})")
+    for key in untuned:  # --partial: a detector without a setting keeps what the run held for it
+        approach, name = key.split("/", 1)
+        candidates[approach].pop(name)
     return _store(run_dir, float(fpr), chosen, candidates)
 
 

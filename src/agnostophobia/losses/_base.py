@@ -33,7 +33,7 @@ from ..settings import DeclaresSettings, Setting, declared_settings
 #: approach names are these names, in the paper's order (softmax, background, entropic,
 #: objectosphere: the order of registration), and each class declares the facts the
 #: trainer and the detectors need (``trains_on_unknowns``, ``background_class``).
-LOSSES: Registry = Registry("loss")
+LOSSES: Registry = Registry("loss", path_names=True)
 
 REDUCTIONS = ("mean", "sum", "none")
 

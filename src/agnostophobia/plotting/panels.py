@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, List, Optional, Sequence, Tuple, Union
+from typing import Callable, Iterable, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 from matplotlib.axes import Axes
@@ -51,15 +51,17 @@ def _axes(ax: Optional[Axes], panel_size=(4.6, 3.8)) -> Axes:
     return new_figure(panel_size=panel_size)[1][0, 0]
 
 
-def save_figure(fig: Figure, stem: Union[str, Path], formats: Sequence[str] = ("png",)) -> List[Path]:
-    """Write ``stem.<format>`` for each format; returns the paths written."""
+def save_figure(fig: Figure, stem: Union[str, Path], formats: Sequence[str] = ("png",),
+                write: Callable[[Path, Callable[[str], None]], None] = atomic_write) -> List[Path]:
+    """Write ``stem.<format>`` for each format through ``write`` (atomically; a run's figures
+    through the run's writer); returns the paths written."""
     stem = Path(stem)
     stem.parent.mkdir(parents=True, exist_ok=True)
     paths = []
     for fmt in formats:
         path = stem.with_name(f"{stem.name}.{fmt}")
         # metadata=None keeps matplotlib's defaults; a fixed date would need per-format keys.
-        atomic_write(path, lambda tmp: fig.savefig(tmp, format=fmt, dpi=DPI))  # a killed run leaves no half figure
+        write(path, lambda tmp: fig.savefig(tmp, format=fmt, dpi=DPI))  # a killed run leaves no half figure
         paths.append(path)
     return paths
 

@@ -47,6 +47,7 @@ from agnostophobia.plotting.panels import (DEFAULT_MAX_POINTS, logit_weights, ne
                                            supported_formats)
 from agnostophobia.training.outputs import load_outputs, run_config
 from agnostophobia.rundir import OUTPUTS, RunDir
+from agnostophobia._atomic import atomic_write
 from agnostophobia.training.concurrent import available_cores, die_with_parent
 from agnostophobia.training.records import check_run
 from agnostophobia._log import log_info
@@ -152,6 +153,7 @@ def draw_run(run_dir, formats: Sequence[str] = ("png",), out_dir=None, *,
     run_dir = Path(run_dir)
     formats = check_formats(formats)
     out_dir = Path(out_dir) if out_dir is not None else RunDir(run_dir).figures
+    write = figure_writer(run_dir, out_dir)
     preferred = next((f for f in EMBEDDABLE if f in formats), formats[0])
     sections: Dict[str, List[str]] = {}
     wanted: List[_PlannedFigure] = []
@@ -161,7 +163,18 @@ def draw_run(run_dir, formats: Sequence[str] = ("png",), out_dir=None, *,
         if splits is None or item.split in splits or \
                 not all((out_dir / f"{item.stem}.{fmt}").exists() for fmt in formats):
             wanted.append(item)
-    return sections, _draw_all(wanted, out_dir, formats, workers)
+    return sections, _draw_all(wanted, out_dir, formats, workers, write)
+
+
+def figure_writer(run_dir: Path, out_dir: Path) -> Callable:
+    """How figures in ``out_dir`` are written: into the run (its ``figures/``) by the run's one
+    writer, which refuses a folder or file linked out of the run (checked here, before any figure
+    is drawn); anywhere else atomically."""
+    run = RunDir(run_dir)
+    if os.path.commonpath([os.path.abspath(run_dir), os.path.abspath(out_dir)]) != os.path.abspath(run_dir):
+        return atomic_write
+    run.check_writable(out_dir / "figure.png")
+    return run.write
 
 
 #: At most this many processes draw figures at once.
@@ -169,16 +182,16 @@ MAX_WORKERS = 8
 _PENDING: List["_PlannedFigure"] = []  # what forked drawing processes inherit; set only while they run
 
 
-def _draw_one(index: int, out_dir: Path, formats: Sequence[str]) -> List[Path]:
+def _draw_one(index: int, out_dir: Path, formats: Sequence[str], write: Callable) -> List[Path]:
     figure = _PENDING[index].make()
     try:
-        return save_figure(figure, out_dir / _PENDING[index].stem, formats)
+        return save_figure(figure, out_dir / _PENDING[index].stem, formats, write)
     finally:
         figure.clear()
 
 
 def _draw_all(items: List["_PlannedFigure"], out_dir: Path, formats: Sequence[str],
-              workers: Optional[int]) -> List[Path]:
+              workers: Optional[int], write: Callable) -> List[Path]:
     """Draw and save ``items``: in forked processes (each figure is drawn and rendered in its
     own, from the run data read once here), or here one by one with one CPU or one figure.
     Processes, not threads: rendering holds the GIL (measured: threads were no faster)."""
@@ -187,10 +200,11 @@ def _draw_all(items: List["_PlannedFigure"], out_dir: Path, formats: Sequence[st
     _PENDING = items
     try:
         if workers <= 1 or "fork" not in mp.get_all_start_methods():
-            return [path for i in range(len(items)) for path in _draw_one(i, out_dir, formats)]
+            return [path for i in range(len(items)) for path in _draw_one(i, out_dir, formats, write)]
         with ProcessPoolExecutor(workers, mp_context=mp.get_context("fork"), initializer=die_with_parent,
                                  initargs=(os.getpid(),)) as pool:
-            done = pool.map(_draw_one, range(len(items)), [out_dir] * len(items), [formats] * len(items))
+            done = pool.map(_draw_one, range(len(items)), [out_dir] * len(items), [formats] * len(items),
+                            [write] * len(items))
             return [path for paths in done for path in paths]
     finally:
         _PENDING = []

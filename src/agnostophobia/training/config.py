@@ -422,11 +422,16 @@ def check_approaches(approaches) -> List[str]:
     return list(approaches)
 
 
+#: The most seeds one run trains: each is a whole training, and every command loops over them
+#: (2**63 seeds, each a valid seed number, looped for ever before writing anything).
+MAX_SEEDS = 10_000
+
+
 def check_seeds(seeds, where: str = "config key 'seeds'") -> int:
     if not _is_int(seeds) or seeds < 1:
         raise ConfigError(f"{where}: must be an integer >= 1 (0 seeds would train nothing), got {seeds!r}")
-    if not is_seed(seeds - 1):  # seeds 0..seeds-1 are trained; each must be a valid seed
-        raise ConfigError(f"{where}: at most 2**63 seeds (seed numbers {SEED_RULE}), got {seeds!r}")
+    if seeds > MAX_SEEDS:  # seeds 0..seeds-1 are trained, each a whole training
+        raise ConfigError(f"{where}: at most {MAX_SEEDS:,} seeds (each is a whole training), got {seeds!r}")
     return seeds
 
 

@@ -29,6 +29,10 @@ def resolve_device(name) -> torch.device:
         raise ConfigError(f"config key 'device': {name!r} requested but CUDA is not available")
     if device.type == "cuda" and (device.index or 0) >= torch.cuda.device_count():
         raise ConfigError(f"config key 'device': {name!r} requested but only {torch.cuda.device_count()} GPU(s) exist")
+    if device.type == "mps" and not (getattr(torch.backends, "mps", None) and torch.backends.mps.is_available()):
+        raise ConfigError(f"config key 'device': {name!r} requested but MPS (Apple GPU) is not available here")
+    if device.type not in ("cpu", "cuda", "mps"):  # xpu, meta ...: refused before a run folder is made
+        raise ConfigError(f"device {name!r}: not supported (auto, cpu, mps, cuda, cuda:N)")
     return device
 
 

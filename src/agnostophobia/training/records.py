@@ -26,7 +26,7 @@ from agnostophobia._log import log_info
 from agnostophobia.data.fingerprint import changed_source
 from agnostophobia.errors import AgnostophobiaError, ConfigError, DataError
 from agnostophobia.losses import LOSSES
-from agnostophobia.rundir import (BEST, DATA_NOTES, DATA_SOURCES, FIT_OUTPUTS, LAST_LAYER, OUTPUTS, PREPROCESSING_NOTES, RUN_KEY,
+from agnostophobia.rundir import (check_model_file, BEST, DATA_NOTES, DATA_SOURCES, FIT_OUTPUTS, LAST_LAYER, OUTPUTS, PREPROCESSING_NOTES, RUN_KEY,
                                   SCORES_FILE, VAL_OUTPUTS, RecordError, RunDir)
 from agnostophobia.settings import field_settings
 from agnostophobia.training.precision import PRECISIONS
@@ -194,6 +194,7 @@ def read_outputs(path) -> Dict[str, Dict[str, np.ndarray]]:
     the same C and D in every split; ``outputs.npz`` holds the ``known`` split, the other two
     their one split, whose labels are training knowns (fit) or knowns and -1 (val)."""
     path = Path(path)
+    check_model_file(path)  # not another model's file through a link
     with _open_npz(path) as data:
         result: Dict[str, Dict[str, np.ndarray]] = {}
         for key in data.files:

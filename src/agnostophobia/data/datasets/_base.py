@@ -95,7 +95,7 @@ class DatasetInfo:
         return f"get it with `agnostophobia data fetch {target}`"
 
 
-DATASETS: Registry[DatasetInfo] = Registry("dataset")
+DATASETS: Registry[DatasetInfo] = Registry("dataset", path_names=True)
 
 
 def register_dataset(info: DatasetInfo) -> DatasetInfo:

@@ -1,0 +1,218 @@
+"""Inputs a hostile or careless user gives, each class refused at the depth where it arises,
+in one line, before anything is written: names that would become paths, a training folder of
+the user's own files, outputs onto what is not a regular file, seed counts no command could loop
+over, devices that are not there; and the data-fingerprint cache, which must notice a file
+rewritten in place and never block on a FIFO; and the message after Ctrl-C, which names the
+command that continues."""
+from __future__ import annotations
+
+import json
+import os
+import warnings
+from pathlib import Path
+
+import pytest
+from reliability_table import proves
+from runs import run_main
+
+from agnostophobia.errors import AgnostophobiaError, AgnostophobiaWarning, ConfigError
+
+BAD_NAMES = {"escape": "/".join(["..", "..", "escape"]), "separator": "a/b", "backslash": "a\\b", "dotdot": "..", "dot": ".",
+             "nul": "a\0b", "long": "x" * 101, "empty": ""}
+
+
+def registries():
+    from agnostophobia.data.datasets import DATASETS
+    from agnostophobia.data.protocol_types import PROTOCOLS, UNKNOWN_SETS
+    from agnostophobia.detectors import DETECTORS
+    from agnostophobia.losses import LOSSES
+
+    return {"loss": LOSSES, "detector": DETECTORS, "dataset": DATASETS, "protocol": PROTOCOLS,
+            "unknown set": UNKNOWN_SETS}
+
+
+@proves("refused input", "a name that becomes a path (a registered loss, detector, dataset, protocol or unknown "
+                         "set) with a separator, `..`, a NUL or over 100 characters is refused when registered")
+@pytest.mark.parametrize("kind", ["loss", "detector", "dataset", "protocol", "unknown set"])
+@pytest.mark.parametrize("name", BAD_NAMES.values(), ids=BAD_NAMES.keys())
+def test_a_registered_name_that_is_no_single_path_component_is_refused(kind, name):
+    registry = registries()[kind]
+    with pytest.raises(ConfigError, match=f"registering {kind}") as error:
+        registry.register(name)(object())
+    assert "\n" not in str(error.value) and name not in registry.names()
+
+
+def test_a_name_of_100_characters_is_registered_and_one_of_101_is_not():
+    from agnostophobia.registry import Registry
+
+    registry = Registry("thing", path_names=True)
+    registry.register("y" * 100)(1)
+    with pytest.raises(ConfigError, match="at most 100 characters, has 101"):
+        registry.register("y" * 101)(1)
+
+
+@proves("refused input", "an unknown set whose file name cannot name its figures (240 characters) is refused "
+                         "before anything is written")
+@pytest.mark.parametrize("stem", ["u" * 101, "u" * 240])
+def test_an_unknown_set_named_by_a_long_file_is_refused(tmp_path, stem):
+    from agnostophobia.data.inputs import unknown_set_name
+    from agnostophobia.errors import DataError
+
+    path = tmp_path / f"{stem}.npz"
+    path.write_bytes(b"")
+    with pytest.raises(DataError, match="at most 100 characters"):
+        unknown_set_name(str(path))
+
+
+# ------------------------------------------------------------------ train --out DIR
+@proves("refused input", "`train --out DIR` into a folder of the user's own files is refused naming a file it "
+                         "would replace; the folder is unchanged")
+@pytest.mark.parametrize("files", [{"config.yaml": "my experiment\n"}, {"data_split/train.csv": "mine\n"},
+                                   {"notes.txt": "mine\n"}], ids=["config", "data_split", "other"])
+def test_train_into_a_folder_of_other_files_is_refused(tiny_config, real_data_dir, tmp_path, capsys, files):
+    out = tmp_path / "mine"
+    for name, text in files.items():
+        (out / name).parent.mkdir(parents=True, exist_ok=True)
+        (out / name).write_text(text)
+    code, _, err = run_main(["train", tiny_config, "--out", out, "--no-progress", "--data-dir", real_data_dir],
+                            capsys)
+    assert code == 1 and len(err) == 1 and "not a run of this project" in err[0], err
+    assert str(out / next(iter(files))) in err[0]
+    assert sorted(str(p.relative_to(out)) for p in out.rglob("*") if p.is_file()) == sorted(files)
+    assert all((out / name).read_text() == text for name, text in files.items())
+
+
+# ------------------------------------------------------------------ --out onto what is not a regular file
+@proves("refused input", "`--out` onto a FIFO or a device (export, predict) is refused; the FIFO stays")
+@pytest.mark.parametrize("command", ["export", "predict"])
+def test_an_output_onto_a_fifo_is_refused(tiny_run, tmp_path, capsys, command):
+    fifo = tmp_path / ("model.pt" if command == "export" else "rows.csv")
+    os.mkfifo(fifo)
+    argv = (["export", tiny_run, "--format", "torchscript", "--out", fifo] if command == "export"
+            else ["predict", tiny_run, tmp_path / "none.png", "--out", fifo])
+    code, _, err = run_main(argv, capsys)
+    assert code == 1 and len(err) == 1 and "is a FIFO, not a regular file" in err[0], err
+    assert Path(fifo).is_fifo()
+
+
+def test_a_device_is_never_replaced_by_an_atomic_write():
+    from agnostophobia._atomic import check_replaceable
+
+    with pytest.raises(AgnostophobiaError, match="/dev/null: is a character device"):
+        check_replaceable("/dev/null")  # what atomic_write checks before it writes anything
+
+
+# ------------------------------------------------------------------ seeds, devices
+@proves("refused input", "`--seeds 2**63` and an unavailable `--device` are refused at once, before the run "
+                         "folder is made")
+@pytest.mark.parametrize("option", [["--seeds", str(2**63)], ["--seeds", "10001"], ["--device", "mps"]],
+                         ids=["seeds-2-63", "seeds-10001", "mps"])
+def test_a_seed_count_or_device_no_run_can_use_is_refused_before_the_folder(tiny_config, tmp_path, capsys, option):
+    import torch
+
+    if option[0] == "--device" and torch.backends.mps.is_available():
+        pytest.skip("this machine has MPS")
+    out = tmp_path / "run"
+    code, _, err = run_main(["train", tiny_config, "--out", out, "--no-progress", *option], capsys)
+    assert code == 1 and len(err) == 1 and not out.exists(), err
+
+
+# ------------------------------------------------------------------ the fingerprint cache
+@proves("refused input", "a data file rewritten in place with its old size and modification time is hashed "
+                         "again (the cache keys on inode and ctime too)")
+def test_a_file_rewritten_with_its_old_size_and_mtime_is_hashed_again(tmp_path):
+    from agnostophobia.data.fingerprint import file_fingerprint
+
+    data = tmp_path / "data.npz"
+    data.write_bytes(b"first content")
+    st = os.stat(data)
+    first = file_fingerprint(data)["sha256"]
+    data.write_bytes(b"other content")  # same size
+    os.utime(data, ns=(st.st_atime_ns, st.st_mtime_ns))  # the old modification time, set back
+    assert os.stat(data).st_size == st.st_size and os.stat(data).st_mtime_ns == st.st_mtime_ns
+    assert file_fingerprint(data)["sha256"] != first
+
+
+def test_a_fifo_as_the_fingerprint_cache_is_ignored_with_a_warning(tmp_path, monkeypatch):
+    from agnostophobia.data import fingerprint
+
+    monkeypatch.setenv("AGNOSTOPHOBIA_CACHE", str(tmp_path / "cache"))
+    fingerprint._cache_path().parent.mkdir(parents=True)
+    os.mkfifo(fingerprint._cache_path())
+    data = tmp_path / "data.npz"
+    data.write_bytes(b"content")
+    with pytest.warns(AgnostophobiaWarning, match="fingerprint cache.*FIFO.*ignored"):
+        assert len(fingerprint.file_fingerprint(data)["sha256"]) == 64
+    assert fingerprint._cache_path().is_fifo()
+
+
+# ------------------------------------------------------------------ Ctrl-C
+@proves("kill", "after Ctrl-C the message names the command that continues (`train` with `--resume`)")
+@pytest.mark.parametrize("argv, continuing", [
+    (["train", "{cfg}", "--out", "r"], "agnostophobia train {cfg} --out r --resume"),
+    (["train", "{cfg}", "--out", "r", "--resume"], "agnostophobia train {cfg} --out r --resume"),
+    (["calibrate", "r", "--fpr", "0.1"], "agnostophobia calibrate r --fpr 0.1")], ids=["train", "resume", "calibrate"])
+def test_the_message_after_ctrl_c_names_the_command_that_continues(tiny_config, monkeypatch, capsys, argv,
+                                                                    continuing):
+    import agnostophobia.deploy.calibration as calibration
+    import agnostophobia.experiments.reproduce as reproduce
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(reproduce, "train_run", interrupted)
+    monkeypatch.setattr(calibration, "calibrate_run", interrupted)
+    code, _, err = run_main([a.format(cfg=tiny_config) for a in argv], capsys)
+    assert code == 130 and len(err) == 1 and f"run `{continuing.format(cfg=tiny_config)}`" in err[0], err
+
+
+# ------------------------------------------------------------------ nesting, numbers, sizes
+@proves("refused input", "YAML nested thousands deep and folders nested past 64 levels are one-line refusals, "
+                         "not RecursionError")
+@pytest.mark.parametrize("text", ["a: " + "[" * 5000 + "]" * 5000, "a:\n" + "".join("  " * i + "k:\n" for i in range(1, 3000))],
+                         ids=["flow", "block"])
+def test_yaml_nested_too_deep_is_one_line(tmp_path, text):
+    from agnostophobia._yaml import read_yaml_file
+
+    path = tmp_path / "deep.yaml"
+    path.write_text(text)
+    with pytest.raises(ConfigError, match="nested more than 100 levels deep") as error:
+        read_yaml_file(path, ConfigError)
+    assert "\n" not in str(error.value)
+
+
+def deep_folder(root: Path, depth: int) -> Path:
+    """``root/d/d/.../d`` ``depth`` deep (past the bound of 64; not 1,100, which pytest's own clean-up of
+    temporary folders could not remove without recursing too deep)."""
+    folder = root / "/".join(["d"] * depth)
+    folder.mkdir(parents=True)
+    return folder
+
+
+@pytest.mark.parametrize("reader", ["predict-folder", "fingerprint"])
+def test_folders_nested_too_deep_are_one_line(tmp_path, reader):
+    from agnostophobia.data.fingerprint import source_fingerprint
+    from agnostophobia.data.inputs import open_image_input
+    from agnostophobia.errors import DataError
+
+    root = tmp_path / "images"
+    (deep_folder(root, 100) / "x.png").write_bytes(b"")
+    with pytest.raises(DataError, match="nested more than 64 deep"):
+        open_image_input(str(root)) if reader == "predict-folder" else source_fingerprint(root)
+
+
+@proves("refused input", "a CSV label of 10**30 is refused as out of range before any array holds it")
+@pytest.mark.parametrize("label", [str(10**30), "100000", str(-(10**30))])
+def test_a_label_beyond_any_class_is_refused_before_casting(tmp_path, label):
+    from agnostophobia.data.file_protocols import check_file_protocol
+
+    (tmp_path / "img").mkdir()
+    Image = pytest.importorskip("PIL.Image")
+    for name in "abc":
+        Image.fromarray(__import__("numpy").zeros((28, 28), "uint8")).save(tmp_path / "img" / f"{name}.png")
+    for split, text in (("train", f"a.png,{label}\n"), ("val", "b.png,0\n"), ("test", "c.png,0\n")):
+        (tmp_path / f"{split}.csv").write_text(text)
+    problems = check_file_protocol({"type": "csv", "root": str(tmp_path / "img"), "train": str(tmp_path / "train.csv"),
+                                    "val": str(tmp_path / "val.csv"), "test": str(tmp_path / "test.csv"),
+                                    "image_size": 28, "channels": 1})
+    assert any("out of range" in p and "train.csv:1" in p for p in problems), problems
