@@ -40,6 +40,7 @@ from agnostophobia.training.compiled import cpp_compiler
 from agnostophobia.training.config import TrainConfig, load_experiment
 from agnostophobia.training.precision import autocast, bf16_is_native
 from agnostophobia.training.trainer import Training, epoch_order, train_one_epoch
+from bench_roofline import best_seconds, matmul_gflops  # the one roofline measurement (this folder)
 
 BATCH = 128
 
@@ -73,21 +74,6 @@ def shipped_networks() -> Dict[str, Network]:
         "resnet18-w64": Network("ResNet-18 width 64 (the paper's)", paper.model, dict(paper.model_kwargs),
                                 (3, 32, 32), 256),
     }
-
-
-def best_seconds(fn, repeats: int = 5) -> float:
-    fn()
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return min(times)
-
-
-def matmul_gflops(dtype) -> float:
-    a, b = torch.randn(2048, 2048).to(dtype), torch.randn(2048, 2048).to(dtype)
-    return 2 * 2048 ** 3 / best_seconds(lambda: a @ b) / 1e9
 
 
 def largest_conv_gflops(net: Network, dtype) -> float:

@@ -76,13 +76,26 @@ def test_an_os_error_while_writing_names_the_target_not_the_temporary_file(tmp_p
     assert leftovers(tmp_path) == [] and not target.exists()
 
 
-def test_a_failed_rename_names_the_target(tmp_path):
+def test_a_failed_rename_names_the_target(tmp_path, monkeypatch):
+    """The rename's error names the file asked for, never the temporary (a rename across devices
+    fails with EXDEV; a folder in the target's place is refused before anything is written)."""
+    import agnostophobia._atomic as atomic_module
+
     target = tmp_path / "report.md"
-    target.mkdir()  # the rename of a file over a folder fails
-    with pytest.raises(IsADirectoryError) as caught:
+
+    def cross_device(source, destination):
+        raise OSError(errno.EXDEV, os.strerror(errno.EXDEV), source, destination)
+
+    monkeypatch.setattr(atomic_module.os, "replace", cross_device)
+    with pytest.raises(OSError) as caught:
         atomic_write(target, write_text("# report"))
-    assert str(caught.value) == f"[Errno {errno.EISDIR}] {os.strerror(errno.EISDIR)}: '{target}'"
+    assert str(caught.value) == f"[Errno {errno.EXDEV}] {os.strerror(errno.EXDEV)}: '{target}'"
     assert leftovers(tmp_path) == []
+    monkeypatch.undo()
+    target.mkdir()
+    with pytest.raises(Exception, match=f"{target}: is a folder, not a regular file"):
+        atomic_write(target, write_text("# report"))
+    assert leftovers(tmp_path) == [] and target.is_dir()
 
 
 def test_an_unwritable_folder_is_named_with_the_target_file(tmp_path):

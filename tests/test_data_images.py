@@ -187,7 +187,7 @@ def test_a_folder_protocol_of_16_bit_pngs_builds_as_its_8_bit_original(tmp_path)
     images = {}
     for depth, scale, dtype in ((8, 1, np.uint8), (16, 257, np.uint16)):
         root = tmp_path / f"bits{depth}"
-        for split in ("train", "val", "test"):
+        for s, split in enumerate(("train", "val", "test")):
             for c, cls in enumerate(("a", "b", "neg")):
                 folder = root / split / cls
                 folder.mkdir(parents=True)
@@ -195,6 +195,7 @@ def test_a_folder_protocol_of_16_bit_pngs_builds_as_its_8_bit_original(tmp_path)
                     glyph = np.zeros((12, 12), np.uint16)
                     glyph[2 + c * 3:4 + c * 3, 2:10] = 40 + 70 * i + 5 * c
                     glyph[2:10, 6] = 255
+                    glyph[11, s] = 255  # one image in one split only (the protocol refuses leaked copies)
                     Image.fromarray((glyph * scale).astype(dtype)).save(folder / f"{i}.png")
         mapping = {"type": "folders", "root": str(root), "known": ["a", "b"], "negative": ["neg"],
                    "image_size": 12, "channels": 1, "kind": "glyph"}
