@@ -72,6 +72,7 @@ def test_an_old_run_evaluates_to_the_numbers_it_recorded(old_run):
     assert {"react", "ash", "scale", "gen", "mahalanobis", "relative-mahalanobis"} <= new
 
 
+@pytest.mark.slow  # 10-27 s: make test stays within its time; CI runs it with the slow tests
 def test_an_old_run_calibrates_exports_and_predicts(old_run, tmp_path):
     result = run_cli(["calibrate", old_run, "--fpr", "0.25", "--device", "cpu"])
     assert result.returncode == 0, result.stderr

@@ -216,6 +216,7 @@ def in_turn(one_thread_config, real_data_dir, tmp_path_factory):
     return out
 
 
+@pytest.mark.slow  # 10-27 s: make test stays within its time; CI runs it with the slow tests
 def test_a_concurrent_reproduction_equals_one_trained_run_after_run(in_turn, one_thread_config, real_data_dir,
                                                                     tmp_path):
     out = tmp_path / "at-once"

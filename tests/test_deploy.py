@@ -718,6 +718,7 @@ def check_one_arithmetic(run, data_dir, images, tmp, capsys):
     assert bf16.calibration["precision"] == "bf16"
 
 
+@pytest.mark.slow  # 10-27 s: make test stays within its time; CI runs it with the slow tests
 def test_a_bf16_run_decides_alike_everywhere_on_1000_real_images(bf16_run, real_data_dir, test_images, tmp_path,
                                                                  capsys):
     check_one_arithmetic(bf16_run, real_data_dir, test_images, tmp_path, capsys)

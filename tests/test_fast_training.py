@@ -134,8 +134,8 @@ def test_a_failed_compile_trains_eagerly_and_says_so_once(monkeypatch):
     model = build_model("lenet++", num_outputs=3)
     wrapped = CompiledOrEager(model)
     x = torch.rand(2, 1, 28, 28)
-    with pytest.warns(AgnostophobiaWarning, match="torch.compile failed .*No working C\\+\\+ compiler found\); "
-                                                  "training eagerly"):
+    with pytest.warns(AgnostophobiaWarning, match=r"torch.compile failed .*No working C\+\+ compiler found\); "
+                                                  r"training eagerly"):
         logits, _ = wrapped(x)
     assert not wrapped.is_compiled
     with warnings.catch_warnings():

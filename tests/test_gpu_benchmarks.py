@@ -48,6 +48,7 @@ def test_compare_batched_seeds_says_no_cuda_device():
     assert result.stdout.strip() == "no CUDA device"
 
 
+@pytest.mark.slow  # 10-27 s: make test stays within its time; CI runs it with the slow tests
 def test_compare_batched_seeds_on_the_cpu_prints_both_ways_for_every_seed(real_data_dir, tmp_path):
     """The comparison the GPU check runs, on the CPU with the smoke budget cut further: each
     seed's rows for both ways, and the runs written where --out says."""

@@ -82,6 +82,7 @@ def synthetic_protocol(where: Path) -> Path:
     return module.write_protocol(where)
 
 
+@pytest.mark.slow  # 10-27 s: make test stays within its time; CI runs it with the slow tests
 def test_a_plugin_loss_and_detector_train_and_evaluate_by_name(plugin_site, tmp_path):
     protocol = synthetic_protocol(tmp_path / "protocol")
     config = tmp_path / "plugin.yaml"

@@ -40,7 +40,8 @@ KILL_POINTS = ["train-step:3", "write:outputs.npz", "epoch-end:2", "write:metric
 # every point runs with the tests marked slow (make test-slow, CI)
 @proves("kill", "`reproduce` killed (SIGKILL) at kill points and run again gives the uninterrupted result")
 @pytest.mark.parametrize("points", [
-    pytest.param([KILL_POINTS[0], "write:outputs.npz", KILL_POINTS[-1]], id="first-and-last"),
+    pytest.param([KILL_POINTS[0], "write:outputs.npz", KILL_POINTS[-1]], id="first-and-last",
+                 marks=pytest.mark.slow),  # 23 s: make test stays within its time
     pytest.param(KILL_POINTS, id="every", marks=pytest.mark.slow)])
 def test_reproduce_survives_sigkill_at_every_kill_point(tiny_run, tiny_config, real_data_dir, tmp_path, points):
     out = tmp_path / "killed"

@@ -195,6 +195,7 @@ def test_batched_seeds_train_as_their_separate_runs(approach, tmp_path):
         assert_runs_agree(tmp_path / f"batched{SEEDS[1]}", tmp_path / f"alone{SEEDS[0]}", initial, model)
 
 
+@pytest.mark.slow  # 10-27 s: make test stays within its time; CI runs it with the slow tests
 def test_a_run_resumes_with_batching_switched_either_way(tmp_path):
     """Checkpoints have one form: a batched run resumed one seed at a time, and separate runs
     resumed batched, end where uninterrupted separate runs end (within the whole-run tolerance);
