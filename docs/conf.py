@@ -78,10 +78,11 @@ _INTERNAL = ("_torch_score _take_settings fitted_state restore_fitted_state scor
              "agnostophobia.data.preprocess.prepare_images agnostophobia.data.inputs.run_input "
              "agnostophobia.data.file_protocols.build_file_protocol agnostophobia.data.fetch.FetchedFile "
              "agnostophobia.data.datasets.DatasetSplit check_resolved KDTREE_MAX_DIM kdtree_smallest "
-             "agnostophobia.detectors.mahalanobis._GaussianDetector agnostophobia.detectors.shaping._LastLayerDetector"
+             "agnostophobia.detectors.mahalanobis._GaussianDetector agnostophobia.detectors.shaping._LastLayerDetector "
+             "FPR_SERIES WHITENING_SAMPLES"
              ).split()
 # Submodules that package docstrings name by their short name (``:mod:`oscr```).
-_SUBMODULES = "calibration predict export oscr ood stats summary rows backbones weights".split()
+_SUBMODULES = "calibration predict export oscr ood stats summary rows backbones weights resolution significance".split()
 nitpick_ignore = ([(role, name) for name in _INTERNAL for role in ("py:class", "py:func", "py:meth", "py:data")]
                   + [("py:mod", name) for name in _SUBMODULES])
 suppress_warnings = [
