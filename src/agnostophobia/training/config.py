@@ -21,6 +21,7 @@ from yaml import YAMLError
 
 from agnostophobia.data.image_files import LOADINGS
 from agnostophobia.data.preprocess import OURS
+from agnostophobia.data.streaming import CROP_PADDING
 from agnostophobia._yaml import load_yaml, read_yaml_file
 from agnostophobia._validation import SEED_RULE, check_arguments, is_seed
 from agnostophobia.data.protocols import build_protocol, check_limits, protocol_spec
@@ -70,7 +71,7 @@ class TrainConfig:
     augment: str = setting(str, "none", choices=("none", "crop-flip"))  # CIFAR: random crop with padding, h-flip
     # crop-flip's zero padding in pixels: 4 is the usual CIFAR augmentation, 2 airbench's lighter
     # translation for short schedules (arXiv:2404.00498)
-    crop_padding: int = setting(int, 4, low=0, high=16)
+    crop_padding: int = setting(int, CROP_PADDING, low=0, high=16)
     seed: int = 0                    # training seed: initialisation, data order, augmentation
     data_seed: int = 0               # data seed: validation split and training subsample, fixed across seeds
     device: str = setting(str, "auto", resumable=True)  # auto | cpu | cuda | cuda:N (checked in validate)

@@ -22,6 +22,7 @@ from typing import Any, Dict, List, Optional, Tuple
 import numpy as np
 
 from agnostophobia.data.preprocess import OURS
+from agnostophobia.data.streaming import CROP_PADDING
 from agnostophobia._log import log_info
 from agnostophobia.data.fingerprint import changed_source
 from agnostophobia.errors import AgnostophobiaError, ConfigError, DataError
@@ -45,7 +46,9 @@ VERSIONED = ("torch", "torchvision", "numpy")
 RESUME_FREE_KEYS = frozenset(key for key, declared in field_settings(TrainConfig).items() if declared.resumable)
 # Keys that change results and came after runs were trained: a checkpoint without one was trained
 # with this value.
-VALUE_WHEN_ABSENT = {"preprocessing": OURS, "crop_padding": 4, "warmup_fraction": 0.25}
+# (crop-flip's padding was CROP_PADDING; a run from before onecycle never read warmup_fraction)
+VALUE_WHEN_ABSENT = {"preprocessing": OURS, "crop_padding": CROP_PADDING,
+                     "warmup_fraction": field_settings(TrainConfig)["warmup_fraction"].default}
 # Keys of a model's checkpoint config that belong to that model, not to the run.
 PER_MODEL_KEYS = {"approach", "seed"}
 

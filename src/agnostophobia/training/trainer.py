@@ -126,7 +126,7 @@ def initialise_from_data(model: torch.nn.Module, split) -> None:
     initialise = getattr(model, "initialise_from_data", None)
     if initialise is None or is_streamed(split):
         return
-    images = np.asarray(split.images[:4 * 4096])
+    images = np.asarray(split.images)  # a view: the model reads the few it needs
     if len(images):
         initialise(torch.from_numpy(np.ascontiguousarray(images)))
 
@@ -169,8 +169,7 @@ class Training:
             initialise_from_data(models[-1], protocol.train)
         # network: what trains the model, DDP under torchrun; compiled where the config asks (.compiled)
         self.model, self.network = self.seed_layout.place(models, self.world, self.device, cfg.channels_last)
-        self.compiled, self.compile_reason = resolve_compile(cfg.compile, self.device, bool(self.seed_shape),
-                                                             self.world.distributed)
+        self.compiled = resolve_compile(cfg.compile, self.device, bool(self.seed_shape), self.world.distributed)[0]
         if self.compiled:
             self.network = CompiledOrEager(self.network)
         self.loss_fn.to(self.device).attach(self.model)  # a loss's own parameters and state live beside the model
