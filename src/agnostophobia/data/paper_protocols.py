@@ -100,8 +100,11 @@ def _unknown(ds: DatasetSplit) -> np.ndarray:
 
 
 # ------------------------------------------------------------------ LeNet++
+# converged_accuracy: the paper's LeNet++ reaches about 0.99 on the MNIST test digits (Sec. 5); CIFAR-10
+# networks trained to convergence reach 0.90 and more (OpenOOD's ResNet-18: about 0.95 on all ten classes).
 @register_protocol("lenet++", LENET_INPUT, datasets=("mnist", "letters", "devanagari", "notmnist", "cifar10"),
                    preprocessings=(OURS, AUTHORS),  # authors: the sets of their MNIST/data_prep.py
+                   converged_accuracy=0.985,
                    unknown_sets=(UnknownSet("letters", "EMNIST letters test", known_unknowns=True,
                                             figures="supplementary figure"),
                                  UnknownSet("devanagari", "Devanagari", figures="Figs. 1 and 2"),
@@ -167,7 +170,7 @@ def mnist_notmnist_protocol(data_dir=None, seed: int = 0, preprocessing: str = O
 CIFAR_DB_COARSE = tuple(range(10))
 
 
-@register_protocol("cifar", RESNET_INPUT, datasets=("cifar100", "svhn", "cifar10"),
+@register_protocol("cifar", RESNET_INPUT, datasets=("cifar100", "svhn", "cifar10"), converged_accuracy=0.90,
                    data_hint="the `cifar` protocol needs CIFAR-10, CIFAR-100 and SVHN; "
                              "`--protocol cifar10-split` runs on CIFAR-10 alone",
                    unknown_sets=(UnknownSet("cifar100", "CIFAR-100 super-classes 10-19 test"),
@@ -221,7 +224,7 @@ CIFAR10_NEGATIVE = (7, 8)               # horse ship: D_b' (training negatives)
 CIFAR10_UNKNOWN = (5, 9)                # dog truck: D_a (test only)
 
 
-@register_protocol("cifar10-split", RESNET_INPUT, datasets=("cifar10",),
+@register_protocol("cifar10-split", RESNET_INPUT, datasets=("cifar10",), converged_accuracy=0.90,
                    unknown_sets=(UnknownSet("cifar10-dog-truck", "CIFAR-10 dog + truck test"),
                                  UnknownSet("cifar10-horse-ship", "CIFAR-10 horse + ship test", known_unknowns=True)))
 def cifar10_split_protocol(data_dir=None, seed: int = 0, preprocessing: str = OURS, **limits) -> OpenSetProtocol:

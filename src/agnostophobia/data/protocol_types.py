@@ -85,6 +85,10 @@ class ProtocolSpec:
     datasets: Tuple[str, ...] = ()
     preprocessings: Tuple[str, ...] = (OURS,)
     data_hint: str = ""
+    # The closed-set accuracy at or above which a network trained on this protocol counts as
+    # converged (``benchmark`` marks a row below it "not converged" and ranks it nowhere); None:
+    # no declared threshold (a user's protocol: ``benchmark --min-accuracy``).
+    converged_accuracy: Optional[float] = None
     # True where building is what checks the protocol (its files): `reproduce` builds it before
     # anything of the run is written; the others' data is checked by `require_data`.
     check_by_building = False
@@ -182,12 +186,13 @@ def unknown_set(name: str) -> UnknownSet:
 
 def register_protocol(name: str, input: InputSpec, datasets: Tuple[str, ...] = (),
                       preprocessings: Tuple[str, ...] = (OURS,), data_hint: str = "",
-                      unknown_sets: Tuple[UnknownSet, ...] = ()):
+                      unknown_sets: Tuple[UnknownSet, ...] = (), converged_accuracy: Optional[float] = None):
     """Decorator: register the builder it decorates as protocol ``name``, with its declaration
     (:class:`ProtocolSpec`) and that of the unknown test sets it builds; the builder is returned
     unchanged."""
     def add(build: Callable[..., OpenSetProtocol]) -> Callable[..., OpenSetProtocol]:
-        PROTOCOLS.register(name)(ProtocolSpec(name, build, input, tuple(datasets), tuple(preprocessings), data_hint))
+        PROTOCOLS.register(name)(ProtocolSpec(name, build, input, tuple(datasets), tuple(preprocessings), data_hint,
+                                                converged_accuracy))
         declare_unknown_sets(*unknown_sets)
         return build
 

@@ -40,7 +40,8 @@ from agnostophobia.detectors import DETECTORS, build_detector
 from agnostophobia.detectors.stored import (KeptFits, ModelScores, detector_settings, model_scores, model_settings,
                                             run_tuned_settings, score_outputs)
 from agnostophobia.errors import AgnostophobiaError
-from agnostophobia.metrics import auroc, ccr_at_fpr, reported_fprs, supports_fpr, unsupported_fpr_message
+from agnostophobia.metrics import (auroc, ccr_at_fpr, oscr_area, reported_fprs, supports_fpr, tied_share,
+                                   unsupported_fpr_message)
 from agnostophobia.metrics.rows import row_label, row_sort_key
 from agnostophobia.metrics.summary import fpr_keys
 from agnostophobia.rundir import VAL_OUTPUTS, RunDir
@@ -84,11 +85,15 @@ def _validation(model_dir: Path, run_dir: Path) -> Dict[str, np.ndarray]:
 
 
 def _numbers(scores: np.ndarray, labels: np.ndarray, fprs: Sequence[float], num_negatives: int) -> Dict:
-    """AUROC of the per-sample score, CCR at each of ``fprs`` (None where the negatives do not
-    support it) and closed-set accuracy, of (N, C) ``scores`` and labels (N,) (< 0: negative)."""
+    """AUROC of the per-sample score, the area under the OSCR curve (linear FPR axis), CCR at each
+    of ``fprs`` (None where the negatives do not support it), closed-set accuracy and the share of
+    samples whose score ties with one of the other kind, of (N, C) ``scores`` and labels (N,)
+    (< 0: negative)."""
     known = labels >= 0
     ccr = ccr_at_fpr(scores, labels, fprs) if len(fprs) else []
-    return {"auroc": float(auroc(scores.max(axis=1), labels)),
+    top = scores.max(axis=1)
+    return {"auroc": float(auroc(top, labels)), "oscr": float(oscr_area(scores, labels)),
+            "tied_share": float(tied_share(top, labels)),
             "ccr_at_fpr": {key: (float(v) if supports_fpr(t, num_negatives) and np.isfinite(v) else None)
                            for key, t, v in zip(fpr_keys(fprs), fprs, ccr)},
             "closed_set_accuracy": float((scores[known].argmax(axis=1) == labels[known]).mean()),
@@ -126,6 +131,10 @@ def _source(detector: str, approach: str, tuned: Dict) -> str:
     return "tune-detectors (validation)" if detector in tuned.get(approach, {}) else "config"
 
 
+#: The per-model numbers of a row that are averaged over seeds (beside the CCR at each FPR).
+SEED_STATISTICS = ("auroc", "oscr", "closed_set_accuracy", "tied_share")
+
+
 def _mean_std(values: List[Optional[float]]) -> Tuple[Optional[float], Optional[float]]:
     present = [v for v in values if v is not None]
     if not present or len(present) < len(values):  # a seed without the number: no mean over the others
@@ -134,13 +143,17 @@ def _mean_std(values: List[Optional[float]]) -> Tuple[Optional[float], Optional[
 
 
 def _merge(per_seed: List[Dict]) -> Dict:
-    """Mean and std over seeds of :func:`_numbers` dicts."""
+    """Mean and std over seeds of :func:`_numbers` dicts, and each seed's values (``per_seed``, in
+    the run's seed order: what intervals and paired tests over seeds read)."""
     merged: Dict = {"seeds": len(per_seed)}
-    for key in ("auroc", "closed_set_accuracy"):
+    for key in SEED_STATISTICS:
         merged[key], merged[key + "_std"] = _mean_std([n[key] for n in per_seed])
     merged["ccr_at_fpr"], merged["ccr_at_fpr_std"] = {}, {}
     for key in per_seed[0]["ccr_at_fpr"]:
         merged["ccr_at_fpr"][key], merged["ccr_at_fpr_std"][key] = _mean_std([n["ccr_at_fpr"][key] for n in per_seed])
+    merged["per_seed"] = {**{key: [n[key] for n in per_seed] for key in SEED_STATISTICS},
+                          "ccr_at_fpr": {key: [n["ccr_at_fpr"][key] for n in per_seed]
+                                         for key in per_seed[0]["ccr_at_fpr"]}}
     merged["num_known"] = min(n["num_known"] for n in per_seed)
     merged["num_negative"] = min(n["num_negative"] for n in per_seed)
     return merged
@@ -173,6 +186,11 @@ def _checked(run_dir: Path, fpr: Optional[float], approaches: Optional[Sequence[
     return records, models, validation, negatives
 
 
+def validation_negatives(run_dir) -> int:
+    """The fewest validation negatives of any model of the run (refused as :func:`compare_models` is)."""
+    return _checked(Path(run_dir), None, None)[3]
+
+
 def compare_models(run_dir, fpr: Optional[float] = None, approaches: Optional[Sequence[str]] = None,
                    with_tests: bool = True) -> Comparison:
     """Score and rank every (approach, detector) of the run (or of ``approaches``); nothing is
@@ -189,7 +207,7 @@ def compare_models(run_dir, fpr: Optional[float] = None, approaches: Optional[Se
         settings = model_settings(config, tuned, approach)
         rows, why = _model_rows(seed, approach, model_dir, settings, validation[model_dir], fprs, with_tests)
         for detector, numbers in rows.items():
-            per_row.setdefault((approach, detector), []).append({**numbers, "settings": settings})
+            per_row.setdefault((approach, detector), []).append({**numbers, "settings": settings, "seed": seed})
         notes += [f"{approach}/{detector} (seed {seed}): {note}" for detector, note in why.items()]
     seeds = {a: sum(1 for _, b, _ in models if b == a) for a in trained}
     rows = [_row(approach, detector, group, tuned) for (approach, detector), group in per_row.items()
@@ -206,7 +224,7 @@ def _row(approach: str, detector: str, group: List[Dict], tuned: Dict) -> Dict:
     common = [u for u in tests[0] if all(u in t for t in tests)]
     return {"approach": approach, "detector": detector, "row": row_label(approach, detector),
             "title": DETECTORS.get(detector).title, "settings": _settings_shown(detector, group[0]["settings"]),
-            "settings_from": _source(detector, approach, tuned),
+            "settings_from": _source(detector, approach, tuned), "seed_ids": [g["seed"] for g in group],
             "val": _merge([g["val"] for g in group]),
             "test": {u: _merge([t[u] for t in tests]) for u in common}}
 

@@ -1,4 +1,5 @@
-"""Sub-commands ``train``, ``evaluate``, ``reproduce``, ``tune``, ``tune-detectors``, ``ablate`` and ``plot``.
+"""Sub-commands ``train``, ``evaluate``, ``reproduce``, ``tune``, ``tune-detectors``, ``benchmark``, ``ablate``
+and ``plot``.
 
 The parsers import nothing heavy (``--help`` and an argument error answer without torch or
 numpy); each command imports what it runs."""
@@ -167,6 +168,22 @@ def add_commands(subparsers) -> None:
                         "keep detector_settings.json as it was, and say what this would write)")
     p.set_defaults(func=_tune_detectors)
 
+    p = subparsers.add_parser("benchmark", parents=[common, runs],
+                              help="every training method x every post-processor on one protocol, several seeds: "
+                                   "train, tune the detectors on validation data, and one report of OSCR, AUROC "
+                                   "and CCR with 95 %% intervals, closed-set accuracy, ties and paired tests")
+    p.add_argument("protocol", help="lenet++, cifar10-split, cifar, or an experiment YAML (your own protocol or "
+                                    "image folder)")
+    p.add_argument("--budget", help="a budget of the protocol's config: converged (networks trained to the "
+                                    "protocol's closed-set accuracy threshold) or smoke (a minute, not a result)")
+    p.add_argument("--seeds", type=positive_int, default=3, help="seeds per approach (default 3; at least 2)")
+    p.add_argument("--out", type=Path, help="output directory (default: runs/benchmark-PROTOCOL-BUDGET); an "
+                                            "existing one continues where it stopped")
+    p.add_argument("--min-accuracy", type=float, metavar="A",
+                   help="closed-set accuracy below which a network counts as not converged (default: the "
+                        "protocol's, 0.985 for lenet++ and 0.90 for the CIFAR protocols; none for your own)")
+    p.set_defaults(func=_benchmark)
+
     p = subparsers.add_parser("ablate", parents=[common],
                               help="the config's ablation steps, each a reproduction adding one factor toward the "
                                    "authors' protocol, and one table of them")
@@ -253,6 +270,18 @@ def _tune_detectors(args) -> int:
     from agnostophobia.experiments.tune_detectors import tune_detectors
 
     tune_detectors(args.run, args.fpr, args.detector, args.approach, partial=args.partial)
+    return 0
+
+
+def _benchmark(args) -> int:
+    from agnostophobia.experiments.benchmark import benchmark, experiment_for
+    from agnostophobia.training.distributed import require_one_process
+
+    require_one_process("benchmark")
+    check_budget(experiment_for(args.protocol)[0], args.budget)
+    benchmark(args.protocol, budget=args.budget, seeds=args.seeds, out=args.out, min_accuracy=args.min_accuracy,
+              data_dir=args.data_dir, device=args.device, progress=not args.no_progress,
+              concurrent_runs=args.concurrent_runs, batched_seeds=args.batched_seeds, set_options=args.set_options)
     return 0
 
 
