@@ -87,7 +87,7 @@ def tune_fpr(negatives: int) -> Optional[float]:
 
 def benchmark(target: str, budget: Optional[str] = None, seeds: int = DEFAULT_SEEDS, out: Optional[Path] = None,
               min_accuracy: Optional[float] = None, data_dir=None, device: Optional[str] = None,
-              progress: bool = True, concurrent_runs=None, batched_seeds=None,
+              progress: bool = True, concurrent_runs=None, batched_seeds=None, cuda_graph=None,
               set_options: Sequence[Tuple[str, object]] = (), log: Callable[[str], None] = log_info) -> Path:
     """Train, tune, score and report (the module docstring); returns ``benchmark.md``'s path."""
     from agnostophobia.experiments.reproduce import reproduce
@@ -102,7 +102,8 @@ def benchmark(target: str, budget: Optional[str] = None, seeds: int = DEFAULT_SE
     out = Path(out or Path("runs") / f"benchmark-{name}-{budget or 'config'}")
     options = [*protocol_options, ("approaches", list(LOSSES.names())), *set_options]
     reproduce(config, budget=budget, seeds=seeds, out=out, data_dir=data_dir, device=device, progress=progress,
-              concurrent_runs=concurrent_runs, batched_seeds=batched_seeds, set_options=options, log=log)
+              concurrent_runs=concurrent_runs, batched_seeds=batched_seeds, cuda_graph=cuda_graph,
+              set_options=options, log=log)
     return write_benchmark(out, min_accuracy, log=log)
 
 

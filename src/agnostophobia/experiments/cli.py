@@ -171,7 +171,7 @@ def add_commands(subparsers) -> None:
     p = subparsers.add_parser("benchmark", parents=[common, runs],
                               help="every training method x every post-processor on one protocol, several seeds: "
                                    "train, tune the detectors on validation data, and one report of OSCR, AUROC "
-                                   "and CCR with 95 %% intervals, closed-set accuracy, ties and paired tests")
+                                   "and CCR with intervals over seeds, closed-set accuracy, ties and paired tests")
     p.add_argument("protocol", help="lenet++, cifar10-split, cifar, or an experiment YAML (your own protocol or "
                                     "image folder)")
     p.add_argument("--budget", help="a budget of the protocol's config: converged (networks trained to the "
@@ -281,7 +281,8 @@ def _benchmark(args) -> int:
     check_budget(experiment_for(args.protocol)[0], args.budget)
     benchmark(args.protocol, budget=args.budget, seeds=args.seeds, out=args.out, min_accuracy=args.min_accuracy,
               data_dir=args.data_dir, device=args.device, progress=not args.no_progress,
-              concurrent_runs=args.concurrent_runs, batched_seeds=args.batched_seeds, set_options=args.set_options)
+              concurrent_runs=args.concurrent_runs, batched_seeds=args.batched_seeds, cuda_graph=args.cuda_graph,
+              set_options=args.set_options)
     return 0
 
 
