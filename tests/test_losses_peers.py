@@ -20,7 +20,8 @@ with warnings.catch_warnings():  # pytorch-ood's imports warn about things this 
     import pytorch_ood.loss as ood
 
 C, N = 5, 40
-PEERS = [name for name in LOSSES.registered() if name not in PAPER_APPROACHES]
+# the fine-tuning variants are these losses again, started from a softmax network (tests/test_fine_tune.py)
+PEERS = [name for name in LOSSES.registered() if name not in PAPER_APPROACHES and LOSSES.get(name).fine_tune is None]
 DOUBLE = torch.float64
 
 
@@ -258,7 +259,8 @@ def test_the_paper_detectors_are_the_defaults():
     assert {name: default_detector(name) for name in LOSSES.registered()} == {
         "softmax": "softmax", "background": "background", "entropic": "softmax", "objectosphere": "softmax",
         "outlier-exposure": "softmax", "energy-regularized": "energy", "mixoe": "softmax",
-        "maximal-entropy": "softmax", "logitnorm": "softmax", "vos": "energy"}
+        "maximal-entropy": "softmax", "logitnorm": "softmax", "vos": "energy",
+        "outlier-exposure-ft": "softmax", "energy-regularized-ft": "energy", "mixoe-ft": "softmax"}
 
 
 # --------------------------------------------------------------------------- MixOE's batch hook

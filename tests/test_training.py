@@ -172,8 +172,9 @@ def test_config_rejects_unknown_keys_and_bad_values():
 
 def test_the_background_approach_is_the_one_with_an_extra_output():
     assert LOSSES.registered() == ["softmax", "background", "entropic", "objectosphere",  # the paper's order
-                                   "outlier-exposure", "energy-regularized", "mixoe", "maximal-entropy",
-                                   "logitnorm", "vos"]  # then the training peers
+                                   "outlier-exposure", "outlier-exposure-ft", "energy-regularized",
+                                   "energy-regularized-ft", "mixoe", "mixoe-ft", "maximal-entropy",
+                                   "logitnorm", "vos"]  # then the training peers, each fine-tune beside its loss
     assert [name for name in LOSSES.registered() if LOSSES.get(name).background_class] == ["background"]
     for name in LOSSES.registered():  # the network width the trainer builds agrees with the flag
         loss = build_loss(name, 10)

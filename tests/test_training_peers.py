@@ -24,7 +24,8 @@ from runs import reproduce_args, run_cli, write_config
 from synthetic import synthetic_protocol
 from test_cuda_graph import history
 
-PEERS = [name for name in LOSSES.registered() if name not in PAPER_APPROACHES]
+# the fine-tuning variants are these losses again, started from a softmax network (tests/test_fine_tune.py)
+PEERS = [name for name in LOSSES.registered() if name not in PAPER_APPROACHES and LOSSES.get(name).fine_tune is None]
 SMALL_VOS = {"queue_size": 4, "candidates": 64}  # queues fill within the first epoch of a tiny run
 
 

@@ -114,7 +114,11 @@ def test_loss_settings_say_which_losses_read_xi_and_lambda():
         "energy-regularized": ("energy_weight", "energy_margin_in", "energy_margin_out"),
         "mixoe": ("mix", "mix_alpha", "mix_weight"), "maximal-entropy": ("margin",),
         "logitnorm": ("logitnorm_temperature",),
-        "vos": ("vos_weight", "vos_start", "queue_size", "candidates", "selected")}
+        "vos": ("vos_weight", "vos_start", "queue_size", "candidates", "selected"),
+        # the fine-tuning variants read their loss's settings
+        "outlier-exposure-ft": ("outlier_weight", "outlier_average"),
+        "energy-regularized-ft": ("energy_weight", "energy_margin_in", "energy_margin_out"),
+        "mixoe-ft": ("mix", "mix_alpha", "mix_weight")}
     xi = loss_settings("objectosphere")["xi"]
     assert (xi.type, xi.default, xi.low) == (float, 50.0, 0)
 

@@ -70,12 +70,14 @@ CONFIG_SCORES_FILE = "detector_scores_config.npz"
 FITTED_FILE = "fitted_detectors.npz"
 #: The network's last (logit) layer on F: weight, and bias where it has one (ViM, ReAct, ASH, SCALE read it).
 LAST_LAYER = "last_layer.npz"
+#: A fine-tuning approach's record of the network it started from (training.fine_tune).
+FINE_TUNE_START = "fine_tune_start.json"
 
 #: Every file name a run's top folder holds, and every file name of one of its model folders.
 RECORDS = (CONFIG, RUN_META, CALIBRATION, TUNED_SETTINGS, TIMINGS, WALL_TIME, CLASSES, DATA_NOTES, DATA_SOURCES,
            PREPROCESSING_NOTES, METRICS, DATA_FETCHED, REPORT, COMPARISON, COMPARISON_TABLE, LOCK)
 MODEL_FILES = (BEST, LAST, HISTORY, OUTPUTS, FIT_OUTPUTS, VAL_OUTPUTS, SCORES_FILE, CONFIG_SCORES_FILE, FITTED_FILE,
-               LAST_LAYER)
+               LAST_LAYER, FINE_TUNE_START)
 #: The checkpoints a model folder holds, by the name a caller asks for.
 CHECKPOINTS = {"best": BEST, "last": LAST}
 

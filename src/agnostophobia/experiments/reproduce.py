@@ -33,6 +33,7 @@ from agnostophobia.training.concurrent import (Job, check_concurrent_runs, resol
 from agnostophobia.training.config import (ExperimentConfig, TrainConfig, check_approaches, check_seeds,
                                            load_experiment, protocol_for)
 from agnostophobia.training.epoch_log import use_tensorboard
+from agnostophobia.training.fine_tune import check_starts, start_approach
 from agnostophobia.training.precision import describe_precision, resolve_precision
 from agnostophobia.training.records import (check_data_sources, check_training_records, library_versions, read_classes,
                                             read_data_sources, read_notes,
@@ -142,26 +143,30 @@ def train_and_store(experiment: ExperimentConfig, out: Path, device: torch.devic
         run.write(run.timings, lambda tmp: Path(tmp).write_text(json.dumps(timings, indent=1)))
         log(f"{unit_name(unit)}: done in {seconds:.0f} s")
 
-    if processes == 1:
-        for unit in units:
-            log(starting(unit, protocol, device))
-            seconds = fit_and_store_unit(unit, protocol, device)
-            if world.is_main:
-                done(unit, seconds)
-            world.barrier()  # the other processes wait while rank 0 predicts
-    else:
+    if processes > 1:
         # a cpu_threads the config sets is kept as it is, also for the last runs
         threads = experiment.train.cpu_threads or threads_per_run(processes)
         log(f"training {len(pending)} runs as {len(units)} unit(s), {processes} at a time in their own processes, "
             f"{threads} thread(s) each (concurrent_runs: {experiment.concurrent_runs}, "
             f"batched_seeds: {experiment.batched_seeds})")
-        # one bar per process would garble the terminal: each run logs its start and end instead
-        quiet = {unit_name(unit): [(dataclasses.replace(cfg, progress=False), run_dir) for cfg, run_dir in unit]
-                 for unit in units}
-        jobs = [Job(name, fit_and_store_unit, (unit, protocol, device)) for name, unit in quiet.items()]
-        run_jobs(jobs, processes, threads, on_start=lambda job: log(starting(quiet[job.name], protocol, device)),
-                 on_done=lambda job, seconds: done(quiet[job.name], seconds),
-                 share_out=experiment.train.cpu_threads is None)
+    # fine-tunes after every other run: each starts from a network of the first phase (training.fine_tune)
+    for phase in (units_from_scratch(units, True), units_from_scratch(units, False)):
+        if processes == 1:
+            for unit in phase:
+                log(starting(unit, protocol, device))
+                seconds = fit_and_store_unit(unit, protocol, device)
+                if world.is_main:
+                    done(unit, seconds)
+                world.barrier()  # the other processes wait while rank 0 predicts
+        elif phase:
+            # one bar per process would garble the terminal: each run logs its start and end instead
+            quiet = {unit_name(unit): [(dataclasses.replace(cfg, progress=False), run_dir) for cfg, run_dir in unit]
+                     for unit in phase}
+            jobs = [Job(name, fit_and_store_unit, (unit, protocol, device)) for name, unit in quiet.items()]
+            run_jobs(jobs, processes, threads,
+                     on_start=lambda job, quiet=quiet: log(starting(quiet[job.name], protocol, device)),
+                     on_done=lambda job, seconds, quiet=quiet: done(quiet[job.name], seconds),
+                     share_out=experiment.train.cpu_threads is None)
     if not world.is_main:
         return StoredTraining(timings)
     if pending:  # the training's wall time, summed over the invocations that trained something
@@ -179,6 +184,11 @@ def train_and_store(experiment: ExperimentConfig, out: Path, device: torch.devic
                         lambda: read_classes(out), {}),
         preprocessing_notes=_record(run, run.preprocessing_notes, preprocessing_notes or None,
                                     lambda: read_notes(out, PREPROCESSING_NOTES), []))
+
+
+def units_from_scratch(units: List[List[Tuple[TrainConfig, Path]]], scratch: bool) -> List[List[Tuple[TrainConfig, Path]]]:
+    """The ``units`` that train from scratch (``scratch``), or those that fine-tune another run's network."""
+    return [unit for unit in units if (start_approach(unit[0][0].approach) is None) == scratch]
 
 
 def is_kept(run: RunDir, cfg: TrainConfig) -> bool:
@@ -362,6 +372,10 @@ def check_existing_run(experiment: ExperimentConfig, out: Path) -> None:
     one whose training records (timings, wall time, classes, notes) are damaged."""
     RunDir(out).check_run_folder()
     check_training_records(out)
+    # a fine-tune's start must train in this run, or be trained there already for every seed
+    elsewhere = {start_approach(a) for a in experiment.approaches} - {None} - set(experiment.approaches)
+    check_starts(experiment.approaches, [start for start in elsewhere if all(
+        is_kept(RunDir(out), experiment.for_approach(start, seed)) for seed in range(experiment.seeds))])
     for seed in range(experiment.seeds):
         for approach in experiment.approaches:
             check_resumable(RunDir(out).model_dir(seed, approach), experiment.for_approach(approach, seed))

@@ -19,7 +19,7 @@ from __future__ import annotations
 import inspect
 import operator
 import warnings
-from typing import Dict, Tuple
+from typing import Dict, NamedTuple, Optional, Tuple
 
 import torch
 from torch import nn
@@ -94,6 +94,19 @@ def int64_label_tensor(labels, name: str = "labels") -> torch.Tensor:
     return torch.as_tensor(int64_labels(labels, name, integral_floats=False))
 
 
+class FineTune(NamedTuple):
+    """How a loss's paper trains it when it fine-tunes a trained network instead of training from
+    scratch: the run of ``start`` (another approach of the same run and seed) gives the initial
+    weights (its best checkpoint), then ``epochs`` at learning rate ``lr`` with ``scheduler``; the
+    optimiser and everything else are the run's. ``source`` says where the recipe comes from."""
+
+    start: str
+    epochs: int
+    lr: float
+    scheduler: str
+    source: str
+
+
 class OpenSetLoss(DeclaresSettings, nn.Module):
     """Base class: one call form, input checks, the reduction, and the hooks a trainer calls.
 
@@ -113,7 +126,9 @@ class OpenSetLoss(DeclaresSettings, nn.Module):
     their own count, as Outlier Exposure and its successors do), ``default_detector`` (the score
     its paper thresholds), ``batches_over_seeds`` (False for a loss whose step keeps state or draws
     on the host: ``batched_seeds`` then trains its seeds one by one), ``replays_in_cuda_graph``
-    (False where one captured step cannot stand for every step: ``cuda_graph: true`` is refused). Their hyper-parameters are
+    (False where one captured step cannot stand for every step: ``cuda_graph: true`` is refused),
+    ``fine_tune`` (a :class:`FineTune` recipe where the approach starts from another approach's
+    trained network, as its paper does; None: from scratch). Their hyper-parameters are
     their constructor's keyword arguments, each declared in ``SETTINGS`` (type, default, range,
     tuning grid) or, where not declared, inferred from its annotation and default
     (:meth:`hyperparameters`).
@@ -131,6 +146,8 @@ class OpenSetLoss(DeclaresSettings, nn.Module):
     default_detector: str = "softmax"
     batches_over_seeds: bool = True
     replays_in_cuda_graph: bool = True
+    #: Where set, the approach fine-tunes the same seed's trained ``start`` network (:class:`FineTune`).
+    fine_tune: Optional[FineTune] = None
     #: Value checks that read a tensor back to the host (label range, weight finiteness), one
     #: synchronisation each per call. A trainer that checked its whole dataset once turns
     #: them off so that a GPU step never waits for the host; shape and dtype checks stay.

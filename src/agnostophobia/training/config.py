@@ -300,7 +300,11 @@ class ExperimentConfig:
         return experiment
 
     def for_approach(self, approach: str, seed: int) -> TrainConfig:
-        return dataclasses.replace(self.train, approach=approach, seed=seed).validate()
+        """The run of ``approach`` with ``seed``; an approach that fine-tunes (its loss's
+        ``fine_tune`` recipe) trains for the recipe's epochs at its learning rate and schedule."""
+        recipe = LOSSES.get(approach).fine_tune
+        schedule = {} if recipe is None else {"epochs": recipe.epochs, "lr": recipe.lr, "scheduler": recipe.scheduler}
+        return dataclasses.replace(self.train, approach=approach, seed=seed, **schedule).validate()
 
 
 def parse_set_option(text: str) -> Tuple[str, Any]:

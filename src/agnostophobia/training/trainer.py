@@ -47,6 +47,7 @@ from agnostophobia.training.compiled import CompiledOrEager, resolve_compile
 from agnostophobia.training.config import TrainConfig
 from agnostophobia.training.cuda_graph import (CapturedStep, check_cuda_graph, cuda_capture, plain_optimizer_state,
                                                set_capturable)
+from agnostophobia.training.fine_tune import record_start, start_approach, start_weights
 from agnostophobia.training.epoch_log import close_tensorboard, log_scalars, open_tensorboard, write_history
 from agnostophobia.training.hostsync import HostCopy, read_once, to_device
 from agnostophobia.training.loaders import device_data, is_streamed
@@ -591,6 +592,12 @@ def _fit(run: Training, run_dirs: List[Path], resume: bool, stop_after_epoch: Op
         run.load_seed_states(saved, [str(run_dir / LAST) for run_dir in run_dirs])
         set_rng_state(saved[0]["rng"])
         states = [{k: one[k] for k in states[0]} for one in saved]
+    elif start_approach(cfg.approach) is not None:  # a fine-tune's first epoch: the start network's weights
+        for i, run_dir in enumerate(run_dirs):
+            weights, record = world.from_main(lambda run_dir=run_dir: start_weights(run_dir, cfg.approach))
+            run.load_seed_weights(i, weights)
+            if world.is_main:
+                record_start(run_dir, record)
     if world.is_main:
         for run_dir in run_dirs:
             remove_killed_writes(run_dir)

@@ -1,0 +1,66 @@
+"""Fine-tuning: an approach whose loss declares a :class:`~agnostophobia.losses._base.FineTune`
+recipe (``outlier-exposure-ft``, ``energy-regularized-ft``, ``mixoe-ft``) starts from the trained
+network of another approach of the same run and seed (its ``best.pt``), as Outlier Exposure, the
+energy loss and MixOE are trained in their papers and in OpenOOD, instead of from scratch.
+
+The model's folder records where it started (``fine_tune_start.json``: the start's approach, its
+checkpoint relative to the model folder, the checkpoint's SHA-256 and epoch, and the recipe), written
+before the first epoch; a resumed run continues from its own ``last.pt`` and reads no start again.
+A start that is not trained is refused in one line before anything trains
+(:func:`check_starts`).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Dict, Iterable, Optional, Tuple
+
+from agnostophobia.errors import ConfigError
+from agnostophobia.losses import LOSSES
+from agnostophobia.rundir import BEST, FINE_TUNE_START, write_run_file
+from agnostophobia.training.checkpoint import load_checkpoint
+
+
+def start_approach(approach: str) -> Optional[str]:
+    """The approach whose network ``approach`` fine-tunes (None: it trains from scratch)."""
+    recipe = LOSSES.get(approach).fine_tune
+    return None if recipe is None else recipe.start
+
+
+def check_starts(approaches: Iterable[str], trained: Iterable[str] = ()) -> None:
+    """Refuse a fine-tuning approach whose start is neither trained in this invocation
+    (``approaches``) nor already (``trained``)."""
+    available = set(approaches) | set(trained)
+    for approach in approaches:
+        start = start_approach(approach)
+        if start is not None and start not in available:
+            raise ConfigError(f"approach {approach!r} fine-tunes the same seed's {start!r} network, which this run "
+                              f"neither has nor trains: add {start} to the approaches (it trains first)")
+
+
+def start_weights(model_dir: Path, approach: str) -> Tuple[Dict, Dict]:
+    """The weights a fine-tuning ``approach`` starts from (the state dict of the same seed's start
+    network, ``../START/best.pt``) and the record of them for :data:`FINE_TUNE_START`."""
+    recipe = LOSSES.get(approach).fine_tune
+    path = Path(model_dir).parent / recipe.start / BEST
+    if not path.is_file():
+        raise ConfigError(f"{model_dir}: {approach} fine-tunes {path}, which does not exist; train "
+                          f"{recipe.start} for this seed first")
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    checkpoint = load_checkpoint(path)
+    record = {"approach": recipe.start, "checkpoint": f"../{recipe.start}/{BEST}",
+              "sha256": digest, "epoch": checkpoint.get("epoch"),
+              "recipe": recipe._asdict()}
+    return checkpoint["model"], record
+
+
+def record_start(model_dir: Path, record: Dict) -> None:
+    write_run_file(Path(model_dir) / FINE_TUNE_START,
+                   lambda tmp: Path(tmp).write_text(json.dumps(record, indent=1)))
+
+
+def read_start(model_dir: Path) -> Optional[Dict]:
+    """The record of where a fine-tuned model started (None: it trained from scratch)."""
+    path = Path(model_dir) / FINE_TUNE_START
+    return json.loads(path.read_text()) if path.is_file() else None

@@ -1,0 +1,69 @@
+"""Fine-tuning approaches (``outlier-exposure-ft``, ``energy-regularized-ft``, ``mixoe-ft``): their
+papers' schedule, a start that must exist before anything is written, and the start recorded with
+its hash; the network really starts from the start's weights."""
+from __future__ import annotations
+
+import hashlib
+import json
+
+import pytest
+import torch
+
+from agnostophobia.losses import LOSSES
+from agnostophobia.losses._base import FineTune
+from agnostophobia.rundir import BEST, FINE_TUNE_START
+from agnostophobia.training.config import load_experiment
+
+from runs import TINY, run_main, write_config
+
+FINE_TUNES = [name for name in LOSSES.names() if LOSSES.get(name).fine_tune is not None]
+
+
+def test_the_fine_tunes_are_the_three_papers_that_fine_tune():
+    assert FINE_TUNES == ["energy-regularized-ft", "mixoe-ft", "outlier-exposure-ft"]
+    for name in FINE_TUNES:
+        loss, base = LOSSES.get(name), LOSSES.get(name.removesuffix("-ft"))
+        assert issubclass(loss, base) and loss.SETTINGS == base.SETTINGS  # the same loss, the same settings
+        assert loss.fine_tune.start == "softmax" and loss.default_detector == base.default_detector
+
+
+@pytest.mark.parametrize("name", FINE_TUNES)
+def test_a_fine_tune_trains_with_its_papers_schedule_whatever_the_budget(name, tmp_path):
+    experiment = load_experiment(write_config(tmp_path / "tiny.yaml", approaches=["softmax", name]))
+    recipe = LOSSES.get(name).fine_tune
+    cfg = experiment.for_approach(name, 0)
+    assert (cfg.epochs, cfg.lr, cfg.scheduler) == (recipe.epochs, recipe.lr, recipe.scheduler) == (10, 1e-3, "cosine")
+    softmax = experiment.for_approach("softmax", 0)
+    assert (softmax.epochs, softmax.lr, softmax.scheduler) == (TINY["epochs"], TINY["lr"], "none")
+
+
+def test_a_fine_tune_without_its_start_is_refused_before_anything_is_written(tmp_path, capsys):
+    config = write_config(tmp_path / "tiny.yaml", approaches=["outlier-exposure-ft"])
+    code, _, err = run_main(["train", config, "--out", tmp_path / "run", "--no-progress"], capsys)
+    assert code != 0 and len(err) == 1
+    assert "fine-tunes the same seed's 'softmax' network" in err[0] and "add softmax" in err[0]
+    assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.slow
+def test_the_fine_tune_starts_from_the_softmax_network_and_records_it(real_data_dir, tmp_path, monkeypatch, capsys):
+    """At a learning rate of ~0 the fine-tuned network keeps the start's parameters exactly: it
+    started from them, not from a random initialisation (the test fails if the weights are not loaded)."""
+    loss = LOSSES.get("outlier-exposure-ft")
+    monkeypatch.setattr(loss, "fine_tune", FineTune("softmax", epochs=1, lr=1e-30, scheduler="none", source="test"))
+    config = write_config(tmp_path / "tiny.yaml", approaches=["softmax", "outlier-exposure-ft"])
+    out = tmp_path / "run"
+    code, _, err = run_main(["train", config, "--out", out, "--no-progress", "--data-dir", real_data_dir], capsys)
+    assert code == 0, err
+    start, tuned = out / "seed0" / "softmax" / BEST, out / "seed0" / "outlier-exposure-ft" / BEST
+    record = json.loads((out / "seed0" / "outlier-exposure-ft" / FINE_TUNE_START).read_text())
+    assert record["sha256"] == hashlib.sha256(start.read_bytes()).hexdigest()
+    assert record["approach"] == "softmax" and record["checkpoint"] == "../softmax/best.pt"
+    before = torch.load(start, weights_only=True)["model"]
+    after = torch.load(tuned, weights_only=True)["model"]
+    # BatchNorm's running statistics move at any learning rate: the learned parameters are compared
+    learned = [name for name, value in before.items() if value.is_floating_point()
+               and "running_" not in name and "num_batches" not in name]
+    assert learned
+    for name in learned:
+        torch.testing.assert_close(after[name], before[name], rtol=0, atol=1e-6, msg=name)
