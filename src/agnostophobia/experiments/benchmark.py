@@ -147,6 +147,7 @@ def write_benchmark(run_dir, min_accuracy: Optional[float] = None, log: Callable
                        "fprs": comparison.fprs, "meta": _meta(run_dir)})
         run = RunDir(run_dir)
         json_path, md_path = run_dir / BENCHMARK_JSON, run_dir / BENCHMARK_MD
+        result["figures"] = oscr_figures(run_dir, result, records)
         text = markdown(result, run_dir.name)
         run.write(json_path, lambda tmp: Path(tmp).write_text(json.dumps(result, indent=1, default=float)))
         run.write(md_path, lambda tmp: Path(tmp).write_text(text))
@@ -320,6 +321,49 @@ def what_the_data_says(result: Dict) -> List[str]:
     return lines
 
 
+# ------------------------------------------------------------------------ the figures
+def oscr_figures(run_dir: Path, result: Dict, records) -> Dict[str, str]:
+    """Per unknown-unknown set, the OSCR curves (mean over seeds, ± 1 std) of every approach with its
+    paper's detector, written into the run's ``figures/benchmark_oscr_SET.png``; ``{set: path}``
+    relative to the run (none where matplotlib is missing)."""
+    try:
+        from agnostophobia.plotting.panels import new_figure, oscr_series, plot_oscr, save_figure
+        from agnostophobia.plotting.run import figure_writer
+    except ImportError:
+        return {}
+    from agnostophobia.detectors.stored import detector_settings, model_scores, model_settings, run_tuned_settings
+    from agnostophobia.losses import LOSSES
+    from agnostophobia.metrics import oscr
+
+    config, tuned = detector_settings(records.config), run_tuned_settings(run_dir)
+    converged = {r["approach"]: r["converged"] for r in result["rows"]}
+    curves: Dict[str, Dict[str, List]] = {}
+    for seed, approach, model_dir in records.models:
+        detector = LOSSES.get(approach).default_detector
+        scores = model_scores(model_dir, approach, model_settings(config, tuned, approach))
+        if detector not in scores.top:
+            continue
+        for unknown in scores.unknown_sets:
+            if not unknown_set(unknown).known_unknowns:
+                values, labels = scores.known_vs_unknown(detector, unknown)
+                curves.setdefault(unknown, {}).setdefault(approach, []).append(
+                    (oscr(values, labels)[:2], int((labels < 0).sum())))
+    figures_dir = RunDir(run_dir).figures
+    write = figure_writer(run_dir, figures_dir)
+    written = {}
+    for unknown, by_approach in curves.items():
+        fig, axes = new_figure(panel_size=(7.4, 4.4))
+        series = [oscr_series(approach, [c for c, _ in runs], min(n for _, n in runs),
+                              label=f"{LOSSES.get(approach).title} ({LOSSES.get(approach).default_detector})"
+                                    + (" (not converged)" if converged.get(approach) is False else ""))
+                  for approach, runs in by_approach.items()]
+        plot_oscr(series, ax=axes[0, 0], title=f"OSCR, {unknown_set(unknown).title}: each approach with its "
+                                                f"paper's detector")
+        path = save_figure(fig, figures_dir / f"benchmark_oscr_{unknown}", ("png",), write)[0]
+        written[unknown] = str(path.relative_to(run_dir))
+    return written
+
+
 # ------------------------------------------------------------------------ the report
 def markdown(result: Dict, run_name: str) -> str:
     meta = result["meta"]
@@ -362,7 +406,10 @@ def markdown(result: Dict, run_name: str) -> str:
                                   f"{t['p_holm']:.3g}", "yes" if t["significant"] else "no"]))
     if result["notes"]:
         lines += ["", "Not scored:", "", *[f"- {n}" for n in result["notes"]]]
-    lines += ["", "Figures (Fig. 1, OSCR curves) and the paper's tables of this run: `report.md`.", ""]
+    for unknown, path in result.get("figures", {}).items():
+        lines += ["", f"![OSCR curves on {unknown}]({path})"]
+    lines += ["", "Figures of the paper's rows (Fig. 1, OSCR curves) and the paper's tables of this run: `report.md`.",
+              ""]
     return "\n".join(lines)
 
 

@@ -14,6 +14,7 @@ from typing import Dict, List, Optional, Tuple
 from matplotlib import colormaps
 
 from agnostophobia.baselines.ensemble import ROW_TITLES as BASELINE_TITLES
+from agnostophobia.losses import LOSSES
 from agnostophobia.metrics.rows import row_title
 
 # Okabe & Ito (2008), "Color Universal Design".
@@ -31,9 +32,18 @@ APPROACH_COLORS: Dict[str, str] = {
     "objectosphere-scaled": OKABE_ITO["vermillion"],
     "openmax": OKABE_ITO["reddish purple"],
     "ensemble": OKABE_ITO["black"],
+    # the training peers: Paul Tol's colour-blind safe "muted" scheme, apart from the paper's colours
+    "outlier-exposure": "#882255", "energy-regularized": "#999933", "mixoe": "#AA4499",
+    "maximal-entropy": "#332288", "logitnorm": "#DDCC77", "vos": "#CC6677",
 }
 #: Line style per row; rows not listed are solid.
 APPROACH_LINESTYLES: Dict[str, str] = {"objectosphere-scaled": "--", "ensemble": "-."}
+# an approach that fine-tunes (its loss's ``fine_tune``) is drawn in the colour of the loss it
+# subclasses, dotted: the same loss, trained from another start
+for _name in LOSSES.names():
+    _base = [n for n in LOSSES.names() if LOSSES.get(n) is LOSSES.get(_name).__mro__[1]]
+    if LOSSES.get(_name).fine_tune is not None and _base and _base[0] in APPROACH_COLORS:
+        APPROACH_COLORS[_name], APPROACH_LINESTYLES[_name] = APPROACH_COLORS[_base[0]], ":"
 
 MODEL_NAMES: Dict[str, str] = {"lenet++": "LeNet++", "resnet18": "ResNet-18"}
 
