@@ -21,7 +21,9 @@ class EnergyRegularizedLoss(OpenSetLoss):
             + \lambda\Bigl(\mathbb{E}_{D_c'}\bigl[\max(0, E(x) - m_{in})^2\bigr]
                           + \mathbb{E}_{D_b'}\bigl[\max(0, m_{out} - E(x))^2\bigr]\Bigr)
 
-    Defaults are the paper's CIFAR-10 values, λ = 0.1, m_in = -25, m_out = -7; each expectation
+    Defaults are the authors' code's (wetliu/energy_ood, CIFAR/train.py) and pytorch-ood's, λ = 0.1,
+    m_in = -25, m_out = -7; the authors' released CIFAR-10 command passes m_in = -23, m_out = -5
+    (docs/training-peers.md, "Where each default comes from"); each expectation
     is a mean over its own samples (``mean_per_term``), as in the authors' code. A batch without
     negatives has no out-term and one without knowns no in-terms. The paper thresholds the
     negative energy (``energy``).
@@ -70,4 +72,4 @@ class EnergyRegularizedFineTuned(EnergyRegularizedLoss):
 
     title = "Energy-regularised (fine-tuned)"
     fine_tune = FineTune("softmax", epochs=10, lr=1e-3, scheduler="cosine",
-                         source="Liu et al. (NeurIPS 2020) Sec. 4.1; OpenOOD's energy fine-tuning")
+                         source="Liu et al. (NeurIPS 2020) Sec. 4.1; wetliu/energy_ood CIFAR/run.sh energy_ft")

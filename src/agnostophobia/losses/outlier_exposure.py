@@ -60,12 +60,12 @@ class OutlierExposureLoss(OpenSetLoss):
 class OutlierExposureFineTuned(OutlierExposureLoss):
     r"""Outlier Exposure as its paper trains it (Sec. 4.2, "fine-tuning"): the same loss, starting from
     the same seed's trained softmax network, 10 epochs at learning rate 10⁻³ with cosine decay (the
-    authors' code, hendrycks/outlier-exposure, and OpenOOD's OE recipe). ``outlier-exposure`` is the
-    same loss trained from scratch.
+    authors' code, hendrycks/outlier-exposure: CIFAR/oe_tune.py). ``outlier-exposure`` is the same
+    loss trained from scratch, as the authors' CIFAR/oe_scratch.py and OpenOOD's OE recipe train it.
     The loss is :class:`OutlierExposureLoss`'s :math:`\mathcal{L}`, minimised from the start network's weights
     :math:`\theta_0 = \theta_{\mathrm{softmax}}` instead of a random initialisation.
     """
 
     title = "Outlier Exposure (fine-tuned)"
     fine_tune = FineTune("softmax", epochs=10, lr=1e-3, scheduler="cosine",
-                         source="Hendrycks et al. (ICLR 2019) Sec. 4.2; OpenOOD's OE fine-tuning")
+                         source="Hendrycks et al. (ICLR 2019) Sec. 4.2; hendrycks/outlier-exposure CIFAR/oe_tune.py")
