@@ -24,7 +24,7 @@ from typing import Dict
 
 from ..errors import ConfigError
 from ..settings import Setting
-from ._base import LOSSES, PAPER_APPROACHES, REDUCTIONS, OpenSetLoss, known_columns
+from ._base import LOSSES, PAPER_APPROACHES, REDUCTIONS, FineTune, OpenSetLoss, known_columns
 from .baselines import BackgroundClassLoss, SoftmaxLoss
 from .entropic import EntropicOpenSetLoss
 from .objectosphere import ObjectosphereLoss
@@ -41,6 +41,7 @@ __all__ = [
     "LOSSES",
     "REDUCTIONS",
     "OpenSetLoss",
+    "FineTune",
     "SoftmaxLoss",
     "BackgroundClassLoss",
     "EntropicOpenSetLoss",

@@ -19,7 +19,7 @@ from __future__ import annotations
 import inspect
 import operator
 import warnings
-from typing import Dict, NamedTuple, Optional, Tuple
+from typing import Dict, NamedTuple, Tuple
 
 import torch
 from torch import nn
@@ -127,7 +127,7 @@ class OpenSetLoss(DeclaresSettings, nn.Module):
     its paper thresholds), ``batches_over_seeds`` (False for a loss whose step keeps state or draws
     on the host: ``batched_seeds`` then trains its seeds one by one), ``replays_in_cuda_graph``
     (False where one captured step cannot stand for every step: ``cuda_graph: true`` is refused),
-    ``fine_tune`` (a :class:`FineTune` recipe where the approach starts from another approach's
+    ``fine_tune`` (a :class:`~agnostophobia.losses.FineTune` recipe where the approach starts from another approach's
     trained network, as its paper does; None: from scratch). Their hyper-parameters are
     their constructor's keyword arguments, each declared in ``SETTINGS`` (type, default, range,
     tuning grid) or, where not declared, inferred from its annotation and default
@@ -146,8 +146,9 @@ class OpenSetLoss(DeclaresSettings, nn.Module):
     default_detector: str = "softmax"
     batches_over_seeds: bool = True
     replays_in_cuda_graph: bool = True
-    #: Where set, the approach fine-tunes the same seed's trained ``start`` network (:class:`FineTune`).
-    fine_tune: Optional[FineTune] = None
+    #: Where set (a :class:`~agnostophobia.losses.FineTune`), the approach fine-tunes the same seed's
+    #: trained ``start`` network; None: it trains from scratch.
+    fine_tune = None
     #: Value checks that read a tensor back to the host (label range, weight finiteness), one
     #: synchronisation each per call. A trainer that checked its whole dataset once turns
     #: them off so that a GPU step never waits for the host; shape and dtype checks stay.

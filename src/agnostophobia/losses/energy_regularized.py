@@ -66,7 +66,7 @@ class EnergyRegularizedFineTuned(EnergyRegularizedLoss):
     r"""The energy-regularised loss as its paper trains it (Liu et al., NeurIPS 2020, Sec. 4.1): the same
     loss, starting from the same seed's trained softmax network, 10 epochs at learning rate 10⁻³ with
     cosine decay. ``energy-regularized`` is the same loss trained from scratch.
-    The loss is :class:`EnergyRegularizedLoss`'s :math:`\mathcal{L}`, minimised from the start network's weights
+    The loss is :class:`~agnostophobia.losses.EnergyRegularizedLoss`'s :math:`\mathcal{L}`, minimised from the start network's weights
     :math:`\theta_0 = \theta_{\mathrm{softmax}}` instead of a random initialisation.
     """
 

@@ -111,7 +111,7 @@ class MixOEFineTuned(MixOELoss):
     seed's trained softmax network, 10 epochs at learning rate 10⁻³ with cosine decay (OpenOOD's
     scripts/ood/mixoe: a pretrained checkpoint, lr 0.001, 10 epochs). ``mixoe`` is the same loss
     trained from scratch.
-    The loss is :class:`MixOELoss`'s :math:`\mathcal{L}`, minimised from the start network's weights
+    The loss is :class:`~agnostophobia.losses.MixOELoss`'s :math:`\mathcal{L}`, minimised from the start network's weights
     :math:`\theta_0 = \theta_{\mathrm{softmax}}` instead of a random initialisation.
     """
 

@@ -62,7 +62,7 @@ class OutlierExposureFineTuned(OutlierExposureLoss):
     the same seed's trained softmax network, 10 epochs at learning rate 10⁻³ with cosine decay (the
     authors' code, hendrycks/outlier-exposure: CIFAR/oe_tune.py). ``outlier-exposure`` is the same
     loss trained from scratch, as the authors' CIFAR/oe_scratch.py and OpenOOD's OE recipe train it.
-    The loss is :class:`OutlierExposureLoss`'s :math:`\mathcal{L}`, minimised from the start network's weights
+    The loss is :class:`~agnostophobia.losses.OutlierExposureLoss`'s :math:`\mathcal{L}`, minimised from the start network's weights
     :math:`\theta_0 = \theta_{\mathrm{softmax}}` instead of a random initialisation.
     """
 

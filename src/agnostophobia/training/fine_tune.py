@@ -1,4 +1,4 @@
-"""Fine-tuning: an approach whose loss declares a :class:`~agnostophobia.losses._base.FineTune`
+"""Fine-tuning: an approach whose loss declares a :class:`~agnostophobia.losses.FineTune`
 recipe (``outlier-exposure-ft``, ``energy-regularized-ft``, ``mixoe-ft``) starts from the trained
 network of another approach of the same run and seed (its ``best.pt``), as Outlier Exposure, the
 energy loss and MixOE are trained in their papers and in OpenOOD, instead of from scratch.
