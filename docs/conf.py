@@ -35,6 +35,7 @@ extensions = [
     "sphinx.ext.mathjax",
     "sphinx.ext.viewcode",  # [source] links: each API entry's code, highlighted, on this site
     "sphinx_copybutton",
+    "sphinx_design",  # the landing page's cards
     "sphinx.ext.intersphinx",
     "sphinxarg.ext",
     "sphinx_gallery.gen_gallery",
