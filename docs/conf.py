@@ -51,6 +51,10 @@ templates_path = ["_templates"]
 # --- Markdown (myst) --------------------------------------------------------------------------
 myst_enable_extensions = ["dollarmath", "amsmath", "colon_fence", "deflist"]
 myst_heading_anchors = 4  # the existing pages link to their sections as GitHub does (#what-is-staged-...)
+# No smart quotes or dashes: "--epochs" stays "--epochs" and quotes stay straight wherever text is
+# not marked as code (sphinx-argparse puts help text and flags in plain paragraphs), so that what a
+# reader copies runs.
+smartquotes = False
 
 # --- checks -----------------------------------------------------------------------------------
 nitpicky = True
