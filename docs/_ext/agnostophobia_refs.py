@@ -411,8 +411,37 @@ def _attribute_comments_as_written() -> None:
     GoogleDocstring._parse_attribute_docstring = as_written  # NumpyDocstring inherits it
 
 
+_BACKLINK = re.compile(r'<a class="viewcode-back" href="[^"#]*#([^"]+)">([^<]*)</a>')
+
+
+def _viewcode_backlinks(app, pagename, templatename, context, doctree):
+    """viewcode keeps one documented module per source file for its "[docs]" links back from the
+    code, so an object of ``detectors/posthoc.py`` documented on the registries page gets the anchor
+    of ``agnostophobia.detectors`` that the functions of the same file have. Each link is pointed
+    at the entry the object has, found by the source's module and the object's name; a link to an
+    object with no entry (a member left out) is dropped."""
+    if not pagename.startswith("_modules/") or "body" not in context:
+        return
+    objects = app.env.domains.python_domain.objects
+    modname = pagename[len("_modules/"):].replace("/", ".")
+
+    def point(match):
+        anchor, text = match.groups()
+        parts = anchor.split(".")
+        candidates = [anchor] + [f"{modname}.{'.'.join(parts[k:])}" for k in range(1, len(parts))]
+        for name in candidates:
+            entry = objects.get(name)
+            if entry is not None and not entry.aliased:
+                return (f'<a class="viewcode-back" href="{app.builder.get_relative_uri(pagename, entry.docname)}'
+                        f'#{entry.node_id}">{text}</a>')
+        return ""
+
+    context["body"] = _BACKLINK.sub(point, context["body"])
+
+
 def setup(app):
     _attribute_comments_as_written()
+    app.connect("html-page-context", _viewcode_backlinks)
     app.connect("autodoc-process-docstring", _settings_after_class_docstring)
     app.connect("autodoc-process-docstring", _drop_torch_docstrings)
     app.connect("autodoc-skip-member", _skip_members)
