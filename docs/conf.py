@@ -33,6 +33,9 @@ extensions = [
     "sphinx.ext.autosummary",
     "sphinx.ext.napoleon",
     "sphinx.ext.mathjax",
+    "sphinx.ext.viewcode",  # [source] links: each API entry's code, highlighted, on this site
+    "sphinx_copybutton",
+    "sphinx_design",  # the landing page's cards
     "sphinx.ext.intersphinx",
     "sphinxarg.ext",
     "sphinx_gallery.gen_gallery",
@@ -48,6 +51,10 @@ templates_path = ["_templates"]
 # --- Markdown (myst) --------------------------------------------------------------------------
 myst_enable_extensions = ["dollarmath", "amsmath", "colon_fence", "deflist"]
 myst_heading_anchors = 4  # the existing pages link to their sections as GitHub does (#what-is-staged-...)
+# No smart quotes or dashes: "--epochs" stays "--epochs" and quotes stay straight wherever text is
+# not marked as code (sphinx-argparse puts help text and flags in plain paragraphs), so that what a
+# reader copies runs.
+smartquotes = False
 
 # --- checks -----------------------------------------------------------------------------------
 nitpicky = True
@@ -136,12 +143,28 @@ sphinx_gallery_conf = {
 }
 
 # --- HTML ---------------------------------------------------------------------------------------
-html_theme = "alabaster"
+# Furo rather than alabaster: Furo is maintained, responsive (at phone width the content comes
+# first and the navigation folds into a drawer), has a dark mode, the current page marked in the
+# navigation and each page's own contents on the right, and it scrolls wide tables and code
+# blocks inside their own box. pytorch-ood, the closest peer, uses it too. It ships its assets in
+# the wheel: nothing is fetched when a page is built or opened.
+html_theme = "furo"
 html_title = f"agnostophobia {release}"
-html_static_path = []
-html_theme_options = {"description": "Open-set recognition after Reducing Network Agnostophobia",
-                      "fixed_sidebar": True}
-html_sidebars = {"**": ["about.html", "navigation.html", "relations.html", "searchbox.html"]}
+html_static_path = ["_static"]
+html_css_files = ["agnostophobia.css"]
+html_theme_options = {
+    "navigation_with_keys": True,
+    "top_of_page_buttons": [],  # no "view/edit source" buttons: no repository URL is configured
+}
+html_show_sourcelink = False  # viewcode's [source] links show the code; the page's Markdown adds nothing
+pygments_style = "friendly"
+pygments_dark_style = "monokai"
+
+# Copy buttons on code blocks: the prompt ($ , >>> , ...) and the output are left out of the copy.
+copybutton_prompt_text = r"\$ |>>> |\.\.\. "
+copybutton_prompt_is_regexp = True
+copybutton_only_copy_prompt_lines = False
+copybutton_exclude = ".linenos, .gp, .go"
 
 
 def setup(app):

@@ -13,6 +13,7 @@ little; its features already separate what looks unlike the training data.
 # %%
 import argparse
 
+import matplotlib.pyplot as plt
 import numpy as np
 import torch
 
@@ -58,12 +59,19 @@ def run(args) -> None:
     # the classes, as a fitted detector sees "correctly classified training knowns".
     train_pred = train_logits.argmax(axis=1)
     print(f"{'detector':10} AUROC (knowns vs noise)")
-    for name, settings in (("softmax", {}), ("max-logit", {}), ("energy", {}), ("knn", {"k": 5})):
+    fig, axes = plt.subplots(2, 2, figsize=(7, 4.4))  # 2 x 2: a readable thumbnail
+    for ax, (name, settings) in zip(axes.flat, (("softmax", {}), ("max-logit", {}), ("energy", {}), ("knn", {"k": 5}))):
         detector = build_detector(name, **settings)
         if detector.needs_fit:
             detector.fit(train_logits, train_features, train_pred)
-        scores = detector.scores(test_logits, test_features)
-        print(f"{name:10} {auroc(scores.max(axis=1), test_y):.3f}")
+        score = detector.scores(test_logits, test_features).max(axis=1)  # larger = more known
+        print(f"{name:10} {auroc(score, test_y):.3f}")
+        ax.hist([score[test_y >= 0], score[test_y < 0]], bins=20, label=["knowns", "noise"])
+        ax.set_title(f"{name}: AUROC {auroc(score, test_y):.2f}", fontsize=9)
+        ax.set_yticks([])
+    axes.flat[0].legend(fontsize=8)
+    fig.supxlabel("score (larger = more known)", fontsize=9)
+    fig.tight_layout()
 
 
 # %%

@@ -150,3 +150,32 @@ def test_the_exportable_scores_list_is_generated_from_the_registry():
     for name in DETECTORS.names():
         assert f"``{name}``" in (exported if name in exportable() else refused), name
     assert "{exportable-scores}" in (ROOT / "docs/guide/deploying.md").read_text()
+
+
+def _check_site():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("check_site", ROOT / "docs/check_site.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_browser_check_finds_a_broken_page_an_anchor_and_a_mailto(tmp_path):
+    """docs/check_site.py's link part (the rest needs Chromium and a built site: CI runs it after
+    `make docs`) reads every href of the built pages."""
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "index.html").write_text('<a href="sub/page.html#here">ok</a> <a href="sub/page.html#gone">x</a>'
+                                         '<a href="missing.html">x</a> <a href="mailto:CCR%40FPR">x</a>'
+                                         '<a href="https://example.org/">external</a> <a href="#top">x</a><p id="top">')
+    (tmp_path / "sub" / "page.html").write_text('<h1 id="here">t</h1><a href="../index.html">back</a>')
+    check = _check_site()
+    broken = check.broken_links(tmp_path, check.pages(tmp_path))
+    assert len(broken) == 3
+    assert any("#gone" in b for b in broken) and any("missing.html" in b for b in broken)
+    assert any("mailto" in b for b in broken)
+
+
+def test_ci_checks_the_site_in_a_browser_after_building_it():
+    run = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    assert "chromium-driver" in run and run.index("make docs") < run.index("docs/check_site.py")

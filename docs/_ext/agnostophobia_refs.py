@@ -15,6 +15,16 @@ Directives (used in docs/reference/*.md):
 
 A loss or detector registered tomorrow appears without an edit here: the directives iterate the
 registries.
+
+Hooks into autodoc (the API pages):
+
+- a loss's or detector's class entry ends with the table of its settings, rendered from its
+  declarations (the same table as the settings reference), and the ``SETTINGS`` attribute itself,
+  whose value would be printed as a ``Setting(type=<class 'float'>, ...)`` repr, is left out;
+- what a class inherits from torch's ``nn.Module`` without writing its own (the docstring of
+  ``forward`` that says "Define the computation performed at every call", ``extra_repr``) is
+  left out;
+- an attribute's ``#:`` comment is shown as written (napoleon would read "A (B: C)" as a type).
 """
 from __future__ import annotations
 
@@ -344,7 +354,97 @@ def forget_example_registrations(gallery_conf, fname, when=None):
             del registry._items[name]
 
 
+def class_settings_table(cls) -> List[str]:
+    """The settings table that ends a loss's or detector's API entry (empty for other classes)."""
+    from agnostophobia.detectors import Detector
+    from agnostophobia.losses import OpenSetLoss
+
+    if not inspect.isclass(cls):
+        return []
+    if issubclass(cls, OpenSetLoss):
+        settings, keys = cls.hyperparameters(), {"lambda_": "lambda"}
+        where = "Set under ``loss:`` in an experiment YAML"
+    elif issubclass(cls, Detector):
+        settings, keys = dict(getattr(cls, "SETTINGS", {})), None
+        where = "Set under ``detectors.NAME:`` in an experiment YAML or as keywords of the constructor"
+    else:
+        return []
+    if not settings:
+        return ["", ".. rubric:: Settings", "", "None: nothing to choose.", ""]
+    return (["", ".. rubric:: Settings", "",
+             f"{where}; ``tune`` searches the \"tuned over\" values (:doc:`/reference/settings`).", ""]
+            + settings_table(settings, keys))
+
+
+def _settings_after_class_docstring(app, what, name, obj, options, lines):
+    if what == "class":
+        lines.extend(class_settings_table(obj))
+
+
+def _torch_inherited(obj) -> bool:
+    """A method whose docstring comes from torch: the class wrote the method without one (``forward``)
+    or did not write it at all (``extra_repr``)."""
+    function = getattr(obj, "__func__", obj)
+    return (getattr(function, "__module__", "") or "").startswith("torch.") or (
+        getattr(function, "__name__", "") in ("forward", "extra_repr") and not getattr(function, "__doc__", None))
+
+
+def _drop_torch_docstrings(app, what, name, obj, options, lines):
+    if what == "method" and name.rsplit(".", 1)[-1] in ("forward", "extra_repr") and _torch_inherited(obj):
+        lines[:] = []
+
+
+def _skip_members(app, what, name, obj, skip, options):
+    if name == "SETTINGS" and isinstance(obj, dict):
+        return True  # the class entry's Settings table shows it (_settings_after_class_docstring)
+    if name == "extra_repr" and _torch_inherited(obj):
+        return True
+    return None
+
+
+def _attribute_comments_as_written() -> None:
+    from sphinx.ext.napoleon.docstring import GoogleDocstring
+
+    def as_written(self) -> List[str]:
+        return list(self._consume_to_end())
+
+    GoogleDocstring._parse_attribute_docstring = as_written  # NumpyDocstring inherits it
+
+
+_BACKLINK = re.compile(r'<a class="viewcode-back" href="[^"#]*#([^"]+)">([^<]*)</a>')
+
+
+def _viewcode_backlinks(app, pagename, templatename, context, doctree):
+    """viewcode keeps one documented module per source file for its "[docs]" links back from the
+    code, so an object of ``detectors/posthoc.py`` documented on the registries page gets the anchor
+    of ``agnostophobia.detectors`` that the functions of the same file have. Each link is pointed
+    at the entry the object has, found by the source's module and the object's name; a link to an
+    object with no entry (a member left out) is dropped."""
+    if not pagename.startswith("_modules/") or "body" not in context:
+        return
+    objects = app.env.domains.python_domain.objects
+    modname = pagename[len("_modules/"):].replace("/", ".")
+
+    def point(match):
+        anchor, text = match.groups()
+        parts = anchor.split(".")
+        candidates = [anchor] + [f"{modname}.{'.'.join(parts[k:])}" for k in range(1, len(parts))]
+        for name in candidates:
+            entry = objects.get(name)
+            if entry is not None and not entry.aliased:
+                return (f'<a class="viewcode-back" href="{app.builder.get_relative_uri(pagename, entry.docname)}'
+                        f'#{entry.node_id}">{text}</a>')
+        return ""
+
+    context["body"] = _BACKLINK.sub(point, context["body"])
+
+
 def setup(app):
+    _attribute_comments_as_written()
+    app.connect("html-page-context", _viewcode_backlinks)
+    app.connect("autodoc-process-docstring", _settings_after_class_docstring)
+    app.connect("autodoc-process-docstring", _drop_torch_docstrings)
+    app.connect("autodoc-skip-member", _skip_members)
     app.add_directive("loss-settings", LossSettings)
     app.add_directive("detector-settings", DetectorSettings)
     app.add_directive("config-keys", ConfigKeys)

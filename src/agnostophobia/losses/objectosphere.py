@@ -39,7 +39,7 @@ class ObjectosphereLoss(OpenSetLoss):
     the (bias-free) logit layer. Known samples are pushed out to magnitude ``xi``,
     unknowns to the origin, where J_R has its only minimum (Theorem 2). The defaults are the
     authors' MNIST values, ``xi=50, lambda_=1e-4``; ``tune`` searches the grids declared in
-    :data:`SETTINGS` by cross-class calibration (Sec. 6). Their Keras code wrote the penalty as
+    ``SETTINGS`` (the Settings table below) by cross-class calibration (Sec. 6). Their Keras code wrote the penalty as
     ``mean((1[known] max(xi-||F||,0) + 1[unknown] ||F||)^2)``, which is the same per
     sample; ``sample_weight`` multiplies the whole per-sample J_R.
 

@@ -11,7 +11,7 @@
   Holm's adjustment for a table of comparisons.
 * ``ties``: the share of samples whose score ties with a sample of the other kind (known vs
   unknown), the part of a ranking that ties decide.
-* :mod:`.summary`: every number of one evaluation row (CCR@FPR, AUROC, OSCR areas,
+* :mod:`.summary`: every number of one evaluation row (``CCR@FPR``, AUROC, OSCR areas,
   worst / best class CCR), JSON-ready; :mod:`.rows`: row labels and order.
 
 **One convention for the whole API.** Inputs are NumPy arrays or torch tensors (any device,

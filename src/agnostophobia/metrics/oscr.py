@@ -24,7 +24,7 @@ v`` reads as the decision rule "accept a sample when ``s(x) >= v``". Knowns that
 exactly 1.0 already count at the first point, threshold 1.0 (the authors' code missed
 them until the first lower known).
 
-**CCR@FPR readout (ours).** ``ccr_at_fpr(t)`` is the largest CCR over *all* thresholds
+**CCR at FPR readout (ours).** ``ccr_at_fpr(t)`` is the largest CCR over *all* thresholds
 whose FPR is at most ``t`` -- no interpolation, no "nearest FPR" and no shift by one
 point. Other code reads the same curve differently (openset-imagenet takes the point
 whose FPR is nearest ``t`` within 10 %, which may exceed ``t``; the authors' code reads

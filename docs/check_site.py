@@ -1,0 +1,224 @@
+"""The built site read in a real browser: every page of docs/_build/html in headless Chromium.
+
+Run after ``make docs`` (``.ci/run`` does)::
+
+    python docs/check_site.py                    # every page at 1400 and 400 px; exit 1 on a finding
+    python docs/check_site.py --screenshots DIR index.html reference/config.html ...
+
+Each page is opened at each width and fails the check when
+
+- its body is wider than the window (``document.documentElement.scrollWidth`` beyond the
+  viewport): a table, code block, formula or word that pushes the page sideways instead of
+  scrolling in its own box;
+- a code element (``code``, ``pre``, ``kbd``, a signature) shows an en or em dash before a word,
+  where ``--flag`` was written and a smart-quote pass turned it into ``–flag`` (in the text
+  outside code too: a dash right after a space and before a word);
+- it shows a raw ``Setting(type=...)`` repr (a declaration printed instead of rendered as a table);
+- (read from the files, once) an internal link points to a page or an anchor that does not exist.
+
+Needs Debian's ``chromium`` and ``chromium-driver`` and the Python package ``selenium`` (its
+version in constraints.txt); the driver is the system's ``chromedriver``, so nothing is fetched.
+Not a pytest test: the normal suite runs without a browser and without a built site.
+"""
+from __future__ import annotations
+
+import argparse
+import html.parser
+import posixpath
+import re
+import shutil
+import sys
+import time
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+HTML = Path(__file__).resolve().parent / "_build" / "html"
+WIDTHS = (1400, 400)
+HEIGHT = 900
+
+# An en/em dash right before a letter, at the start or after a space or bracket: "–epochs" where
+# "--epochs" was written (a smart-quote pass). "Tables 1–2" (between digits) and a minus sign in a
+# formula ("relu(−x)") are left alone.
+RAW_SETTING = "Setting(type="  # the start of a declaration's repr
+
+MEASURE = r"""
+const done = arguments[arguments.length - 1];
+const measure = () => {
+  const doc = document.documentElement;
+  const wide = [];
+  if (doc.scrollWidth > doc.clientWidth) {
+    for (const el of document.querySelectorAll('body *')) {
+      const r = el.getBoundingClientRect();
+      if (r.width > 0 && r.right > doc.clientWidth + 1 && getComputedStyle(el).position !== 'fixed') {
+        let inside = false;  // inside a box that scrolls on its own: not the page's problem
+        for (let p = el.parentElement; p; p = p.parentElement) {
+          const o = getComputedStyle(p).overflowX;
+          if (o === 'auto' || o === 'scroll' || o === 'hidden') { inside = true; break; }
+        }
+        if (!inside) { wide.push(el.tagName.toLowerCase() + (el.className ? '.' + String(el.className).split(' ')[0] : '')
+                                + ' ' + Math.round(r.right) + 'px'); }
+        if (wide.length >= 3) break;
+      }
+    }
+  }
+  const dashes = [];
+  for (const el of document.querySelectorAll('code, pre, kbd, samp, .sig, tt')) {
+    const text = el.textContent;
+    if (/(?:^|[\s\[("'=,])[\u2013\u2014][A-Za-z]/.test(text)) {
+      dashes.push(text.trim().slice(0, 60));
+    }
+  }
+  const body = document.body.innerText;
+  // outside code too: a flag in plain text (sphinx-argparse's help) read as a dash and a word
+  for (const m of body.matchAll(/(?:^|\s)[\u2013\u2014][a-z][a-z-]*/g)) { dashes.push(m[0].trim()); }
+  done({scroll: doc.scrollWidth, client: doc.clientWidth, wide: wide, dashes: dashes,
+        raw: (body.match(/Setting\(type=/g) || []).length});
+};
+// measure once the fonts and the formulas are laid out (MathJax typesets after the load)
+const ready = (window.MathJax && MathJax.startup && MathJax.startup.promise) ? MathJax.startup.promise : Promise.resolve();
+Promise.race([ready, new Promise(r => setTimeout(r, 4000))])
+  .then(() => document.fonts ? document.fonts.ready : null)
+  .then(() => requestAnimationFrame(() => measure()));
+"""
+
+
+class _Links(html.parser.HTMLParser):
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.ids: set = set()
+        self.hrefs: list = []
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        for key in ("id", "name"):
+            if attrs.get(key):
+                self.ids.add(attrs[key])
+        if tag == "a" and attrs.get("href"):
+            self.hrefs.append(attrs["href"])
+
+
+def pages(root: Path) -> list:
+    return sorted(p.relative_to(root).as_posix() for p in root.rglob("*.html"))
+
+
+def broken_links(root: Path, names: list) -> list:
+    """Internal links (relative hrefs) whose page or ``#anchor`` is missing."""
+    parsed = {}
+    for name in names:
+        parser = _Links()
+        parser.feed((root / name).read_text(encoding="utf-8"))
+        parsed[name] = parser
+    broken = []
+    for name, parser in parsed.items():
+        for href in parser.hrefs:
+            parts = urlsplit(href)
+            if parts.scheme or parts.netloc or href.startswith(("mailto:", "javascript:", "data:")):
+                if parts.scheme == "mailto":
+                    broken.append(f"{name}: a mailto link {href!r} (text that was meant literally?)")
+                continue
+            target = posixpath.normpath(posixpath.join(posixpath.dirname(name), unquote(parts.path))) if parts.path else name
+            if target.endswith("/") or (root / target).is_dir():
+                target = posixpath.join(target, "index.html")
+            if not (root / target).exists():
+                broken.append(f"{name}: {href} (no file {target})")
+                continue
+            anchor = unquote(parts.fragment)
+            if anchor and target.endswith(".html") and target in parsed and anchor not in parsed[target].ids:
+                broken.append(f"{name}: {href} (no anchor #{anchor} in {target})")
+    return broken
+
+
+def driver(chromedriver: str, chromium: str):
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = chromium
+    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                "--hide-scrollbars", f"--window-size={WIDTHS[0]},{HEIGHT}", "--force-device-scale-factor=1"):
+        options.add_argument(arg)
+    browser = webdriver.Chrome(service=Service(executable_path=chromedriver), options=options)
+    browser.set_script_timeout(20)
+    browser.set_page_load_timeout(30)
+    return browser
+
+
+def set_width(browser, width: int, height: int = HEIGHT) -> None:
+    # the viewport itself, exactly (a window's outer size differs between modes)
+    browser.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
+                            {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": False})
+
+
+def check(root: Path, browser, names: list, widths=WIDTHS) -> dict:
+    findings = {"wide": {w: [] for w in widths}, "dashes": [], "raw": []}
+    for width in widths:
+        set_width(browser, width)
+        for name in names:
+            browser.get((root / name).resolve().as_uri())
+            m = browser.execute_async_script(MEASURE)
+            if m["scroll"] > m["client"]:
+                findings["wide"][width].append(f"{name}: {m['scroll']} px > {m['client']} px ({'; '.join(m['wide'])})")
+            if width == widths[0]:
+                findings["dashes"] += [f"{name}: {text!r}" for text in m["dashes"]]
+                if m["raw"]:
+                    findings["raw"].append(f"{name}: {m['raw']} x {RAW_SETTING!r}")
+    return findings
+
+
+def screenshots(root: Path, browser, names: list, out: Path, widths=WIDTHS, height: int = HEIGHT) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    for width in widths:
+        set_width(browser, width, height)
+        for name in names:
+            path, _, anchor = name.partition("#")
+            browser.get((root / path).resolve().as_uri() + (f"#{anchor}" if anchor else ""))
+            browser.execute_async_script(MEASURE)
+            shot = out / f"{re.sub(r'[^A-Za-z0-9]+', '_', name)}-{width}.png"
+            browser.save_screenshot(str(shot))
+            print(shot)
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--html", type=Path, default=HTML, help="the built site (default: docs/_build/html)")
+    p.add_argument("--chromedriver", default=shutil.which("chromedriver") or "/usr/bin/chromedriver")
+    p.add_argument("--chromium", default=shutil.which("chromium") or "/usr/bin/chromium")
+    p.add_argument("--screenshots", type=Path, metavar="DIR",
+                   help="only take screenshots of the PAGES (relative to --html) at each width into DIR")
+    p.add_argument("--height", type=int, default=HEIGHT, help="screenshot height in px")
+    p.add_argument("pages", nargs="*", help="pages relative to --html (default: every page)")
+    args = p.parse_args(argv)
+    root = args.html.resolve()
+    if not (root / "index.html").is_file():
+        print(f"no built site at {root}: run `make docs` first", file=sys.stderr)
+        return 2
+    names = args.pages or pages(root)
+    start = time.monotonic()
+    browser = driver(args.chromedriver, args.chromium)
+    try:
+        if args.screenshots:
+            screenshots(root, browser, names, args.screenshots, height=args.height)
+            return 0
+        findings = check(root, browser, names)
+    finally:
+        browser.quit()
+    broken = broken_links(root, pages(root))
+    failed = False
+    for width, wide in findings["wide"].items():
+        print(f"pages wider than the window at {width} px: {len(wide)}")
+        failed |= bool(wide)
+        for line in wide:
+            print("  " + line)
+    for label, items in (("code elements with an en/em dash before a word", findings["dashes"]),
+                         (f"pages showing a raw {RAW_SETTING!r} repr", findings["raw"]),
+                         ("broken internal links or anchors", broken)):
+        print(f"{label}: {len(items)}")
+        failed |= bool(items)
+        for line in items:
+            print("  " + line)
+    print(f"{len(names)} pages at {', '.join(f'{w} px' for w in WIDTHS)} in {time.monotonic() - start:.0f} s")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
