@@ -216,3 +216,102 @@ def test_a_label_beyond_any_class_is_refused_before_casting(tmp_path, label):
                                     "val": str(tmp_path / "val.csv"), "test": str(tmp_path / "test.csv"),
                                     "image_size": 28, "channels": 1})
     assert any("out of range" in p and "train.csv:1" in p for p in problems), problems
+
+
+# ------------------------------------------------------------------ sizes declared before allocating
+def npz_declaring(path: Path, shape) -> Path:
+    """An .npz whose member's .npy header declares ``shape`` (uint8) over a few bytes of data:
+    1.57 GB said, 300 bytes on disk."""
+    import io
+    import zipfile
+
+    import numpy as np
+
+    header = io.BytesIO()
+    np.lib.format.write_array_header_1_0(header, {"descr": "|u1", "fortran_order": False, "shape": shape})
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr("x.npy", header.getvalue() + bytes(64))
+    return path
+
+
+def _npz_member(tmp_path):
+    from agnostophobia.data.inputs import read_images
+
+    read_images(str(npz_declaring(tmp_path / "big.npz", (20000, 280, 280))))  # 1.57 GB declared
+
+
+def _wide_image(tmp_path):
+    import numpy as np
+
+    from agnostophobia.data.preprocess import LENET_INPUT, prepare_images
+
+    prepare_images([np.zeros((1, 300000), np.uint8)], LENET_INPUT, name="wide.png")  # 28 x 8.4 M once resized
+
+
+def _prepared_set(tmp_path):
+    import numpy as np
+
+    from agnostophobia.data.preprocess import InputSpec, prepare_images
+
+    stored = np.broadcast_to(np.zeros((1, 28, 28), np.uint8), (1000, 28, 28))  # 784 bytes held, 784 kB said
+    prepare_images(stored, InputSpec(3, 4096, "natural"), name="set.npz")  # 1000 x 3 x 4096 x 4096: 50 GB
+
+
+def _prepared_folder(tmp_path):
+    import numpy as np
+
+    from agnostophobia.data.preprocess import InputSpec, prepare_images
+
+    prepare_images([np.zeros((28, 28), np.uint8)] * 2000, InputSpec(3, 4096, "natural"), name="folder")  # 100 GB
+
+
+@proves("refused input", "an input whose declared size does not fit (an .npz member's header, an image once "
+                         "resized, a set prepared at image_size 4096) is refused in one line naming it and the "
+                         "limit, before the array is allocated")
+@pytest.mark.parametrize("read", [_npz_member, _wide_image, _prepared_set, _prepared_folder],
+                         ids=["npz-member", "wide-image", "prepared-set", "prepared-folder"])
+def test_an_input_declaring_more_than_fits_is_refused_before_allocating(tmp_path, monkeypatch, read):
+    import agnostophobia._reading as reading
+    from agnostophobia.errors import DataError
+
+    monkeypatch.setattr(reading, "available_memory", lambda: 256 << 20)  # the limit: half of it, 128 MiB
+    with pytest.raises(DataError, match=r"more than the 0\.1 GiB one input may take") as error:
+        read(tmp_path)
+    assert "\n" not in str(error.value)
+
+
+def test_rgb_to_grey_works_a_few_images_at_a_time(monkeypatch):
+    import tracemalloc
+
+    import numpy as np
+
+    import agnostophobia.data.preprocess as preprocess
+
+    monkeypatch.setattr(preprocess, "GREY_CHUNK_PIXELS", 1 << 14)  # 4 images of 64 x 64 at a time
+    images = np.random.default_rng(0).integers(0, 256, (200, 64, 64, 3), dtype=np.uint8)  # 2.5 MB
+    rgb = images.astype(np.uint32)
+    luma = ((rgb[..., 0] * 19595 + rgb[..., 1] * 38470 + rgb[..., 2] * 7471 + 0x8000) >> 16).astype(np.uint8)
+    del rgb
+    tracemalloc.start()
+    grey = preprocess.rgb_to_grey(images)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert np.array_equal(grey, luma)
+    assert peak < images.nbytes  # the whole set in 32 bits took 4 x its size, and as much again
+
+
+@proves("refused input", "a command that runs out of memory where no declared size foretold it (a network on "
+                         "huge images) ends in one line, not a traceback")
+@pytest.mark.parametrize("error", [MemoryError(), RuntimeError("[enforce fail at alloc_cpu.cpp:118] data. "
+                                                               "DefaultCPUAllocator: can't allocate memory: you tried "
+                                                               "to allocate 34359738368 bytes.")],
+                         ids=["MemoryError", "torch-cpu-allocator"])
+def test_running_out_of_memory_is_one_line(tiny_config, tmp_path, capsys, monkeypatch, error):
+    import agnostophobia.experiments.reproduce as reproduce
+
+    def out_of_memory(*args, **kwargs):
+        raise error
+
+    monkeypatch.setattr(reproduce, "train_run", out_of_memory)
+    code, _, err = run_main(["train", tiny_config, "--out", tmp_path / "run"], capsys)
+    assert code == 1 and len(err) == 1 and "out of memory" in err[0], err

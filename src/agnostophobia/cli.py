@@ -79,10 +79,31 @@ def main(argv=None) -> int:
         message = "; ".join(line.strip() for line in str(exc).splitlines() if line.strip())
         print(f"agnostophobia: error: {message}", file=sys.stderr)
         return 1
+    except (MemoryError, RuntimeError) as exc:
+        if not out_of_memory(exc):
+            raise
+        if os.environ.get("AGNOSTOPHOBIA_DEBUG"):
+            traceback.print_exc()
+        # what no declared size foretold (a network's activations on huge images): one line, not a traceback
+        print(f"agnostophobia: error: out of memory ({type(exc).__name__}: {_first_line(exc)}); what this command "
+              f"holds at once did not fit: use smaller images (image_size), a smaller batch_size or fewer images "
+              f"at a time", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         print(f"agnostophobia: interrupted (checkpoints written so far are kept; to continue, run "
               f"`{continuing_command(args, sys.argv[1:] if argv is None else argv)}`)", file=sys.stderr)
         return 130
+
+
+def out_of_memory(exc: BaseException) -> bool:
+    """Whether ``exc`` says an allocation failed: a MemoryError, torch's OutOfMemoryError, or the
+    RuntimeError torch's CPU allocator raises."""
+    return isinstance(exc, MemoryError) or type(exc).__name__ == "OutOfMemoryError" or (
+        "can't allocate memory" in str(exc) or "not enough memory" in str(exc))
+
+
+def _first_line(exc: BaseException) -> str:
+    return next((line.strip() for line in str(exc).splitlines() if line.strip()), "")[:200]
 
 
 #: Commands that continue an interrupted run only when told to (the others continue by themselves).
