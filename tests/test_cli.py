@@ -34,7 +34,7 @@ def test_budgets_are_the_ones_the_experiment_config_defines(tmp_path, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert err == ["agnostophobia: error: --budget 'huge' is not defined in the config lenet++; "
                    "defined budgets: ablation-0, ablation-1, ablation-2, ablation-3, ablation-4, ablation-5, "
-                   "cpu, paper, peers, smoke, tune"]
+                   "converged, cpu, paper, peers, smoke, tune"]
     # a budget a user's config defines is a valid --budget: the CLI holds no list of its own
     config = tmp_path / "mine.yaml"
     config.write_text("name: mine\nbudgets: {tiny: {epochs: 1}}\n")
