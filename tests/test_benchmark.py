@@ -11,8 +11,9 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from agnostophobia.experiments.benchmark import (BENCHMARK_JSON, BENCHMARK_MD, REFERENCE_APPROACH,
-                                                 REFERENCE_DETECTOR, experiment_for, markdown, summarise, tune_fpr)
+from agnostophobia.experiments.benchmark import (REFERENCE_APPROACH, REFERENCE_DETECTOR, experiment_for, markdown,
+                                                 summarise, tune_fpr)
+from agnostophobia.rundir import BENCHMARK as BENCHMARK_JSON, BENCHMARK_TABLE as BENCHMARK_MD
 from agnostophobia.errors import AgnostophobiaError
 
 

@@ -58,7 +58,7 @@ def test_the_fine_tune_starts_from_the_softmax_network_and_records_it(real_data_
     start, tuned = out / "seed0" / "softmax" / BEST, out / "seed0" / "outlier-exposure-ft" / BEST
     record = json.loads((out / "seed0" / "outlier-exposure-ft" / FINE_TUNE_START).read_text())
     assert record["sha256"] == hashlib.sha256(start.read_bytes()).hexdigest()
-    assert record["approach"] == "softmax" and record["checkpoint"] == "../softmax/best.pt"
+    assert record["approach"] == "softmax" and record["checkpoint"] == "softmax/best.pt"
     before = torch.load(start, weights_only=True)["model"]
     after = torch.load(tuned, weights_only=True)["model"]
     # BatchNorm's running statistics move at any learning rate: the learned parameters are compared

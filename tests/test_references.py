@@ -23,7 +23,7 @@ SCANNED = [ROOT / name for name in ("README.md", "Makefile", "pyproject.toml") i
     and not p.relative_to(ROOT).as_posix().startswith(GENERATED)]
 
 # Markdown files a run writes into its output folder, not part of the repository.
-RUN_OUTPUTS = {"report.md", "tune.md", "ablation.md", "comparison.md"}
+RUN_OUTPUTS = {"report.md", "tune.md", "ablation.md", "comparison.md", "benchmark.md"}
 # A name ending in .md; an absolute one only after a space, quote, bracket or "=" (not runs/<budget>/report.md).
 MARKDOWN_NAME = re.compile(r"(?<![\w.+/-])((?:(?<![^\s\"'`(\[=])/)?(?:[\w.+-]+/)*[\w.+-]+\.md)\b")
 # A relative path that starts by going up (not a variable's folder such as $DIR/../x).
@@ -36,6 +36,7 @@ LEAVES_ON_PURPOSE = {
     ("src/agnostophobia/experiments/report.py", "../data/images"): "an example of a protocol folder shown "
                                                                      "relative to the run, in a docstring",
     ("tests/test_experiments.py", "../../data/images"): "the report's relative path to a temporary data folder",
+    ("tests/test_docs_site.py", "../index.html"): "a link between two pages of a small site built in a temporary folder",
 }
 # Notes kept outside the repository were cited by these names, with or without ".md".
 OUTSIDE_NOTES = re.compile(r"\b(?:REFERENCES|PROVENANCE)\b")

@@ -54,6 +54,8 @@ DATA_FETCHED = "data_fetched.json"  # the data files fetched for the run (``data
 REPORT = "report.md"
 COMPARISON = "comparison.json"    # every (approach, detector) ranked on validation data (compare)
 COMPARISON_TABLE = "comparison.md"  # the same ranking as a table
+BENCHMARK = "benchmark.json"      # every approach x detector with intervals and tests (benchmark)
+BENCHMARK_TABLE = "benchmark.md"  # the benchmark's report
 LOCK = ".lock"                    # one command at a time (:mod:`agnostophobia._runlock`)
 FIGURES = "figures"
 SPLIT = "data_split"              # how a protocol split the user's images (imagefolder: the CSVs to reuse)
@@ -75,7 +77,8 @@ FINE_TUNE_START = "fine_tune_start.json"
 
 #: Every file name a run's top folder holds, and every file name of one of its model folders.
 RECORDS = (CONFIG, RUN_META, CALIBRATION, TUNED_SETTINGS, TIMINGS, WALL_TIME, CLASSES, DATA_NOTES, DATA_SOURCES,
-           PREPROCESSING_NOTES, METRICS, DATA_FETCHED, REPORT, COMPARISON, COMPARISON_TABLE, LOCK)
+           PREPROCESSING_NOTES, METRICS, DATA_FETCHED, REPORT, COMPARISON, COMPARISON_TABLE, BENCHMARK,
+           BENCHMARK_TABLE, LOCK)
 MODEL_FILES = (BEST, LAST, HISTORY, OUTPUTS, FIT_OUTPUTS, VAL_OUTPUTS, SCORES_FILE, CONFIG_SCORES_FILE, FITTED_FILE,
                LAST_LAYER, FINE_TUNE_START)
 #: The checkpoints a model folder holds, by the name a caller asks for.
@@ -204,6 +207,14 @@ class RunDir:
     @property
     def comparison_table(self) -> Path:
         return self.root / COMPARISON_TABLE
+
+    @property
+    def benchmark(self) -> Path:
+        return self.root / BENCHMARK
+
+    @property
+    def benchmark_table(self) -> Path:
+        return self.root / BENCHMARK_TABLE
 
     @property
     def figures(self) -> Path:

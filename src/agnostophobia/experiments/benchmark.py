@@ -56,8 +56,6 @@ REFERENCE_DETECTOR = "softmax"
 ALPHA = 0.05
 #: FPR at which ``tune-detectors`` chooses settings, where the validation negatives support it.
 TUNE_FPR = 1e-2
-BENCHMARK_JSON = "benchmark.json"
-BENCHMARK_MD = "benchmark.md"
 #: The shipped protocols ``benchmark`` takes by name: (the config, the ``--set`` options it needs).
 SHIPPED = {"lenet++": ("lenet++", ()), "cifar": ("cifar", ()),
            "cifar10-split": ("cifar", (("protocol", "cifar10-split"),))}
@@ -146,8 +144,8 @@ def write_benchmark(run_dir, min_accuracy: Optional[float] = None, log: Callable
                        "val_negatives": comparison.val_negatives, "test_sets": comparison.test_sets,
                        "fprs": comparison.fprs, "meta": _meta(run_dir)})
         run = RunDir(run_dir)
-        json_path, md_path = run_dir / BENCHMARK_JSON, run_dir / BENCHMARK_MD
-        result["figures"] = oscr_figures(run_dir, result, records)
+        json_path, md_path = run.benchmark, run.benchmark_table
+        result["oscr_figures"] = oscr_figures(run_dir, result, records)
         text = markdown(result, run_dir.name)
         run.write(json_path, lambda tmp: Path(tmp).write_text(json.dumps(result, indent=1, default=float)))
         run.write(md_path, lambda tmp: Path(tmp).write_text(text))
@@ -406,7 +404,7 @@ def markdown(result: Dict, run_name: str) -> str:
                                   f"{t['p_holm']:.3g}", "yes" if t["significant"] else "no"]))
     if result["notes"]:
         lines += ["", "Not scored:", "", *[f"- {n}" for n in result["notes"]]]
-    for unknown, path in result.get("figures", {}).items():
+    for unknown, path in result.get("oscr_figures", {}).items():
         lines += ["", f"![OSCR curves on {unknown}]({path})"]
     lines += ["", "Figures of the paper's rows (Fig. 1, OSCR curves) and the paper's tables of this run: `report.md`.",
               ""]

@@ -4,7 +4,7 @@ network of another approach of the same run and seed (its ``best.pt``), as Outli
 energy loss and MixOE are trained in their papers and in OpenOOD, instead of from scratch.
 
 The model's folder records where it started (``fine_tune_start.json``: the start's approach, its
-checkpoint relative to the model folder, the checkpoint's SHA-256 and epoch, and the recipe), written
+checkpoint relative to the seed's folder, the checkpoint's SHA-256 and epoch, and the recipe), written
 before the first epoch; a resumed run continues from its own ``last.pt`` and reads no start again.
 A start that is not trained is refused in one line before anything trains
 (:func:`check_starts`).
@@ -41,7 +41,8 @@ def check_starts(approaches: Iterable[str], trained: Iterable[str] = ()) -> None
 
 def start_weights(model_dir: Path, approach: str) -> Tuple[Dict, Dict]:
     """The weights a fine-tuning ``approach`` starts from (the state dict of the same seed's start
-    network, ``../START/best.pt``) and the record of them for :data:`FINE_TUNE_START`."""
+    network, ``best.pt`` of the START folder beside the model's) and the record of them for
+    :data:`FINE_TUNE_START` (its checkpoint named relative to the seed's folder)."""
     recipe = LOSSES.get(approach).fine_tune
     path = Path(model_dir).parent / recipe.start / BEST
     if not path.is_file():
@@ -49,7 +50,7 @@ def start_weights(model_dir: Path, approach: str) -> Tuple[Dict, Dict]:
                           f"{recipe.start} for this seed first")
     digest = hashlib.sha256(path.read_bytes()).hexdigest()
     checkpoint = load_checkpoint(path)
-    record = {"approach": recipe.start, "checkpoint": f"../{recipe.start}/{BEST}",
+    record = {"approach": recipe.start, "checkpoint": (Path(recipe.start) / BEST).as_posix(),
               "sha256": digest, "epoch": checkpoint.get("epoch"),
               "recipe": recipe._asdict()}
     return checkpoint["model"], record
