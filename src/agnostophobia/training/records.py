@@ -24,6 +24,7 @@ import numpy as np
 from agnostophobia.data.preprocess import OURS
 from agnostophobia.data.streaming import CROP_PADDING
 from agnostophobia._log import log_info
+from agnostophobia._reading import read_input_text
 from agnostophobia.data.fingerprint import changed_source
 from agnostophobia.errors import AgnostophobiaError, ConfigError, DataError
 from agnostophobia.losses import LOSSES
@@ -462,12 +463,19 @@ def _check_entry(path, where: str, entry) -> None:
 
 
 def _read_json(path):
+    """A run's JSON record: a regular file (a FIFO in a record's place blocked the command forever;
+    refused by :func:`~agnostophobia._reading.read_input_text` before it is opened), of a bounded
+    size and nesting (JSON nested thousands deep ended in RecursionError)."""
     try:
-        return json.loads(Path(path).read_text())
-    except (OSError, UnicodeDecodeError) as exc:
-        _fail(path, f"cannot be read ({exc})")
+        text = read_input_text(path, error=RecordError)
+    except RecordError as exc:
+        _fail(path, str(exc).removeprefix(f"{path}: "))
+    try:
+        return json.loads(text)
     except ValueError as exc:
         _fail(path, f"not valid JSON ({exc})")
+    except RecursionError:
+        _fail(path, "not valid JSON (nested too deep for a run record)")
 
 
 def _optional_json(path: Path, kind: Optional[type] = dict, what: str = "a mapping"):
