@@ -128,11 +128,15 @@ def test_a_linked_record_is_refused_before_it_is_written(run, area, tmp_path, ca
     assert without_lock(snapshot(run)) == before  # refused before the first write (evaluate wrote outputs first)
 
 
-@proves("links", "a FIFO in a run record's place (calibration.json, metrics.json, detector_settings.json) is "
-                 "refused in one line naming it; no command blocks on it")
+@proves("links", "a FIFO in the place of a run record or model file (calibration.json, metrics.json, "
+                 "detector_settings.json, val_outputs.npz, detector_scores.npz) is refused in one line naming it; "
+                 "no command blocks on it")
 @pytest.mark.parametrize("name, command", [("calibration.json", "calibrate"), ("calibration.json", "predict"),
                                            ("metrics.json", "evaluate-unknowns"),
-                                           ("detector_settings.json", "tune-detectors")])
+                                           ("detector_settings.json", "tune-detectors"),
+                                           ("seed0/softmax/val_outputs.npz", "calibrate"),
+                                           ("seed0/softmax/val_outputs.npz", "predict"),
+                                           ("seed0/softmax/detector_scores.npz", "evaluate-unknowns")])
 def test_a_fifo_as_a_run_record_is_refused_not_waited_on(run, area, tmp_path, capsys, name, command):
     import signal
 

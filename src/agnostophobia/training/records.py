@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,7 +25,7 @@ import numpy as np
 from agnostophobia.data.preprocess import OURS
 from agnostophobia.data.streaming import CROP_PADDING
 from agnostophobia._log import log_info
-from agnostophobia._reading import read_input_text
+from agnostophobia._reading import check_regular_file, read_input_text
 from agnostophobia.data.fingerprint import changed_source
 from agnostophobia.errors import AgnostophobiaError, ConfigError, DataError
 from agnostophobia.losses import LOSSES
@@ -172,6 +173,11 @@ def version_mismatch(run_dir, meta: Optional[Dict]) -> Optional[str]:
 
 # ------------------------------------------------------------------------- stored outputs
 def _open_npz(path):
+    if os.path.lexists(path):  # a FIFO in a model file's place blocked calibrate, predict and evaluate forever
+        try:
+            check_regular_file(path, error=RecordError)
+        except RecordError as exc:
+            _fail(path, str(exc).removeprefix(f"{path}: "))
     try:
         data = np.load(path, allow_pickle=False)
     except FileNotFoundError:
