@@ -115,6 +115,7 @@ def test_train_resume_refuses_a_linked_lock(run, area, tiny_config, real_data_di
                  "command writes it; the file the link reaches is unchanged")
 @pytest.mark.parametrize("name, command", [("calibration.json", "calibrate"), ("metrics.json", "evaluate-unknowns"),
                                            ("seed0/softmax/detector_scores.npz", "evaluate-unknowns"),
+                                           ("seed0/entropic/fitted_detectors.npz", "evaluate-unknowns"),
                                            ("detector_settings.json", "tune-detectors")])
 @pytest.mark.parametrize("how", ["symlink-outside", "hardlink-outside"])
 def test_a_linked_record_is_refused_before_it_is_written(run, area, tmp_path, capsys, name, command, how):

@@ -41,7 +41,7 @@ from agnostophobia.detectors.stored import (ModelScores, model_scores, model_set
                                             run_tuned_settings, stored_model_scores)
 from agnostophobia.training.outputs import load_outputs, save_outputs
 from agnostophobia.training.records import check_run, read_checkpoint_config
-from agnostophobia.rundir import BEST, CONFIG_SCORES_FILE, OUTPUTS, SCORES_FILE, RunDir
+from agnostophobia.rundir import BEST, CONFIG_SCORES_FILE, FITTED_FILE, OUTPUTS, SCORES_FILE, RunDir
 from agnostophobia.training.trained import load_trained_model
 from agnostophobia.training.device import resolve_device
 from agnostophobia._log import log_info
@@ -143,7 +143,8 @@ def evaluate_run(run_dir, unknowns: Sequence[str] = (), data_dir=None, device: O
         # what the run already holds, read before its outputs change: the other sets are not recomputed
         caches = _score_caches(run_dir, records.models, settings)
         run = RunDir(run_dir)  # every file this writes, checked before the first is: a refusal leaves the run as it was
-        run.check_writable_all([*(d / OUTPUTS for d in model_dirs), *(c.model_dir / c.file for c in caches),
+        run.check_writable_all([*(d / name for d in model_dirs for name in (OUTPUTS, FITTED_FILE)),
+                                *(c.model_dir / c.file for c in caches),
                                 run.metrics, run.report, *([run.figures] if plots else [])])
         held = [stored_model_scores(c.model_dir, c.approach, c.settings, c.file) for c in caches]
         for model_dir in model_dirs:
