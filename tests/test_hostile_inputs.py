@@ -103,10 +103,11 @@ def test_a_device_is_never_replaced_by_an_atomic_write():
 
 
 # ------------------------------------------------------------------ seeds, devices
-@proves("refused input", "`--seeds 2**63` and an unavailable `--device` are refused at once, before the run "
-                         "folder is made")
-@pytest.mark.parametrize("option", [["--seeds", str(2**63)], ["--seeds", "10001"], ["--device", "mps"]],
-                         ids=["seeds-2-63", "seeds-10001", "mps"])
+@proves("refused input", "`--seeds 2**63`, `epochs` past 100,000 and an unavailable `--device` are refused at "
+                         "once, before the run folder is made")
+@pytest.mark.parametrize("option", [["--seeds", str(2**63)], ["--seeds", "10001"], ["--device", "mps"],
+                                    ["--set", f"epochs={10**30}"], ["--set", "epochs=100001"]],
+                         ids=["seeds-2-63", "seeds-10001", "mps", "epochs-10-30", "epochs-100001"])
 def test_a_seed_count_or_device_no_run_can_use_is_refused_before_the_folder(tiny_config, tmp_path, capsys, option):
     import torch
 

@@ -112,3 +112,35 @@ def test_a_killed_calibration_leaves_the_last_good_one(run):
     before = (run / "calibration.json").read_bytes()
     assert run_cli(["calibrate", run, "--fpr", "0.2"], kill_at="write:calibration.json").returncode < 0
     assert (run / "calibration.json").read_bytes() == before
+
+
+@proves("refused input", "`calibrate --detector best` over several approaches chooses every approach's detector "
+                         "first and writes all or nothing: one approach without a threshold leaves `calibration.json` "
+                         "byte for byte, the others' included")
+@pytest.mark.parametrize("unresolved", ["softmax", "entropic"])
+def test_calibrate_best_over_several_approaches_is_all_or_nothing(run, capsys, monkeypatch, unresolved):
+    import agnostophobia.deploy.calibration as calibration
+    from agnostophobia.rundir import RunDir
+
+    assert main(["calibrate", str(run), "--fpr", "0.5"]) == 0
+    before = (run / "calibration.json").read_bytes()
+    real, writes = calibration.calibrate_model, []
+
+    def no_threshold_for_one(val, approach, *args, **kwargs):
+        entry = real(val, approach, *args, **kwargs)
+        return {**entry, "threshold": None, "reason": "refused here"} if approach == unresolved else entry
+
+    real_write = RunDir.write
+    monkeypatch.setattr(calibration, "calibrate_model", no_threshold_for_one)
+    monkeypatch.setattr(RunDir, "write", lambda self, path, writer: (writes.append(path), real_write(self, path,
+                                                                                                    writer))[1])
+    code, out, err = run_main(["calibrate", run, "--fpr", "0.5", "--detector", "best", "--approach", "softmax",
+                               "--approach", "entropic"], capsys)
+    assert code == 1 and "nothing written" in err[-1] and "refused here" in err[-1], err
+    assert out.count("--detector best:") == 2  # both choices said, before anything was calibrated
+    assert (run / "calibration.json").read_bytes() == before and writes == []
+    monkeypatch.setattr(calibration, "calibrate_model", real)
+    code, _, err = run_main(["calibrate", run, "--fpr", "0.5", "--detector", "best", "--approach", "softmax",
+                             "--approach", "entropic"], capsys)
+    assert code == 0, err
+    assert [Path(p).name for p in writes] == ["calibration.json"]  # both approaches' thresholds in one write

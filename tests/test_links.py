@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from PIL import Image
 from reliability_table import proves
-from runs import run_main, snapshot
+from runs import run_main, snapshot, write_config
 
 from agnostophobia.cli import main
 from agnostophobia.rundir import RunDir
@@ -30,6 +30,8 @@ def area(tiny_run, real_data_dir, tmp_path_factory):
     digits = np.load(real_data_dir / "mnist" / "mnist.npz")["x_test"][:8]
     np.savez(area / "extra.npz", x=digits)
     Image.fromarray(digits[0]).save(area / "digit.png")
+    write_config(area / "one-epoch.yaml", epochs=1, approaches=["softmax"],
+                 protocol_limits={"max_known_train": 32, "max_unknown_train": 8, "max_val": 16, "max_test_per_set": 16})
     return area
 
 
@@ -58,6 +60,11 @@ def plant(link: Path, how: str, outside: Path, run: Path) -> Path:
               "hardlink-inside": run / "config.yaml"}[how]
     (os.link if how.startswith("hardlink") else os.symlink)(target, link)
     return target
+
+
+def without_lock(files: dict) -> dict:
+    """A run's snapshot less its lock file (every locking command empties it again)."""
+    return {path: content for path, content in files.items() if path.name != ".lock"}
 
 
 def refused_naming(code, err, name) -> None:
@@ -108,15 +115,42 @@ def test_train_resume_refuses_a_linked_lock(run, area, tiny_config, real_data_di
                  "command writes it; the file the link reaches is unchanged")
 @pytest.mark.parametrize("name, command", [("calibration.json", "calibrate"), ("metrics.json", "evaluate-unknowns"),
                                            ("seed0/softmax/detector_scores.npz", "evaluate-unknowns"),
+                                           ("seed0/entropic/fitted_detectors.npz", "evaluate-unknowns"),
                                            ("detector_settings.json", "tune-detectors")])
 @pytest.mark.parametrize("how", ["symlink-outside", "hardlink-outside"])
 def test_a_linked_record_is_refused_before_it_is_written(run, area, tmp_path, capsys, name, command, how):
     outside = tmp_path / "precious.txt"
     outside.write_text("the user's own file")
     plant(run / name, how, outside, run)
+    before = without_lock(snapshot(run))
     code, _, err = run_main(COMMANDS[command](run, area, tmp_path), capsys)
     refused_naming(code, err, Path(name).name)
     assert outside.read_text() == "the user's own file"
+    assert without_lock(snapshot(run)) == before  # refused before the first write (evaluate wrote outputs first)
+
+
+@proves("links", "a FIFO in the place of a run record or model file (calibration.json, metrics.json, "
+                 "detector_settings.json, val_outputs.npz, detector_scores.npz) is refused in one line naming it; "
+                 "no command blocks on it")
+@pytest.mark.parametrize("name, command", [("calibration.json", "calibrate"), ("calibration.json", "predict"),
+                                           ("metrics.json", "evaluate-unknowns"),
+                                           ("detector_settings.json", "tune-detectors"),
+                                           ("seed0/softmax/val_outputs.npz", "calibrate"),
+                                           ("seed0/softmax/val_outputs.npz", "predict"),
+                                           ("seed0/softmax/detector_scores.npz", "evaluate-unknowns")])
+def test_a_fifo_as_a_run_record_is_refused_not_waited_on(run, area, tmp_path, capsys, name, command):
+    import signal
+
+    (run / name).unlink(missing_ok=True)
+    os.mkfifo(run / name)
+    signal.signal(signal.SIGALRM, signal.default_int_handler)
+    signal.alarm(120)  # a command blocked on the FIFO is interrupted, and fails the test
+    try:
+        code, _, err = run_main(COMMANDS[command](run, area, tmp_path), capsys)
+    finally:
+        signal.alarm(0)
+    assert code == 1 and len(err) == 1 and name in err[0] and "FIFO" in err[0], err
+    assert (run / name).is_fifo()
 
 
 @proves("links", "a `figures` folder replaced by a link out of the run: `plot` and `evaluate` refuse, "
@@ -198,12 +232,25 @@ WRITING = {  # commands that write into the run, and a file each must write
     "plot": (lambda run, area, tmp: ["plot", run], ".png"),
     "tune-detectors": (lambda run, area, tmp: ["tune-detectors", run, "--fpr", "0.5", "--detector", "gen"],
                        "detector_settings.json"),
+    "compare": (lambda run, area, tmp: ["compare", run, "--fpr", "0.5"], "comparison.json"),
+    "calibrate-best": (lambda run, area, tmp: ["calibrate", run, "--fpr", "0.5", "--detector", "best", "--approach",
+                                               "softmax", "--approach", "entropic"], "calibration.json"),
+    "export": (lambda run, area, tmp: ["export", run, "--format", "torchscript", "--fpr", "0.5", "--out",
+                                       tmp / "model.pt"], "calibration.json"),
+    "predict-out": (lambda run, area, tmp: ["predict", run, area / "digit.png", "--fpr", "0.5", "--out",
+                                            tmp / "rows.csv"], "calibration.json"),
+    "train": (lambda run, area, tmp: ["train", area / "one-epoch.yaml", "--out", tmp / "fresh", "--no-progress"],
+              "best.pt"),
 }
+#: Traced in ``make test-slow`` (each takes seconds more than the others; their writes are the same writer's).
+SLOW_TRACES = ("compare", "export")
 
 
 @proves("links", "every file a command writes into a run goes through the one writer, which refuses links "
-                 "(traced: `open`, `os.open`, `os.replace` during calibrate, evaluate, plot, tune-detectors)")
-@pytest.mark.parametrize("command", WRITING)
+                 "(traced: `open`, `os.open`, `os.replace` during train, calibrate, calibrate --detector best, "
+                 "compare, evaluate, export, plot, predict --out, tune-detectors)")
+@pytest.mark.parametrize("command", [pytest.param(name, marks=pytest.mark.slow) if name in SLOW_TRACES else name
+                                     for name in WRITING])
 def test_every_write_into_a_run_goes_through_the_one_writer(run, area, tmp_path, capsys, traced_writes, command,
                                                             monkeypatch):
     import agnostophobia.plotting.run as plotting
@@ -214,7 +261,7 @@ def test_every_write_into_a_run_goes_through_the_one_writer(run, area, tmp_path,
         shutil.rmtree(run / "figures")
     code, _, err = run_main(argv(run, area, tmp_path), capsys)
     assert code == 0, err
-    root = os.path.realpath(run)
+    root = os.path.realpath(tmp_path / "fresh" if command == "train" else run)
     inside = [(path, ok) for path, ok in traced_writes if os.path.realpath(path).startswith(root + os.sep)]
     assert any(path.endswith(expected) for path, _ in inside), inside  # the trace saw the command's writes
     assert [path for path, ok in inside if not ok] == []

@@ -313,6 +313,20 @@ class RunDir:
             return
         check_own_regular_file(path, found)
 
+    def check_writable_all(self, paths) -> None:
+        """:meth:`check_writable` of every path a command will write, before it writes the first:
+        a refusal then leaves the run as it was. A folder (``figures``) is checked as the folder
+        its files are written into, and each file it holds."""
+        for path in map(Path, paths):
+            if path.is_dir() and not path.is_symlink():
+                self.check_writable(path / ".check")  # the folder stays within the run
+                for held in sorted(path.iterdir()):
+                    self.check_writable(held)
+            elif path.name == FIGURES:  # a link in the folder's place, or a file: refused naming it
+                self.check_writable(path / ".check")
+            else:
+                self.check_writable(path)
+
     def is_run(self) -> bool:
         """Whether ``root`` holds a run of this project: its lock (taken before anything else is
         written), its run record, or a seed folder."""

@@ -371,10 +371,11 @@ def calibrate_models(run_dir: Path, fpr: float, models: Iterable[Tuple[int, str,
 
 def calibrate_run(run_dir, fpr: float, approaches: Optional[Sequence[str]] = None, detector: Optional[str] = None,
                   data_dir=None, device: Optional[str] = None, log: Callable[[str], None] = log_info,
-                  partial: bool = False) -> Path:
+                  partial: bool = False, detectors: Optional[Dict[str, str]] = None) -> Path:
     """``agnostophobia calibrate``: every trained approach (or ``approaches``) and seed, each
-    with its paper score (or ``detector``, on the models it applies to). Where every model
-    resolves, the thresholds are written; where one does not, an
+    with its paper score (or ``detector``, on the models it applies to; or ``detectors[approach]``,
+    one detector per approach, as ``--detector best`` chooses them). Where every model
+    resolves, the thresholds are written, in one write; where one does not, an
     :class:`~agnostophobia.errors.AgnostophobiaError` names it and nothing is written (``partial``:
     those that resolve are written first). An :class:`~agnostophobia.errors.AgnostophobiaWarning`
     names the models whose validation negatives allow fewer than 10 false positives at ``fpr``
@@ -387,9 +388,15 @@ def calibrate_run(run_dir, fpr: float, approaches: Optional[Sequence[str]] = Non
     for approach in approaches or ():
         if approach not in trained:
             raise AgnostophobiaError(f"{run_dir}: no trained approach {approach!r}; trained: {', '.join(trained)}")
-    if detector is not None:
-        DETECTORS.get(detector)  # an unknown name: one line listing the registered ones
-    chosen = [(seed, approach, detector or default_detector(approach)) for seed, approach, _ in models
+    if detector is not None and detectors is not None:
+        raise ValueError("calibrate_run: give detector or detectors, not both")
+    for name in ([detector] if detector is not None else []) + list((detectors or {}).values()):
+        DETECTORS.get(name)  # an unknown name: one line listing the registered ones
+    if detectors is not None:
+        approaches = list(detectors)
+    wanted = (lambda approach: detectors[approach]) if detectors is not None else (
+        lambda approach: detector or default_detector(approach))
+    chosen = [(seed, approach, wanted(approach)) for seed, approach, _ in models
               if (not approaches or approach in approaches)
               and (detector is None or detector_applies(detector, approach))]
     if not chosen:

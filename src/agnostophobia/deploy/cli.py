@@ -107,9 +107,9 @@ def _calibrate(args) -> int:
     choices = best_to_calibrate(args.run, args.fpr, args.approach)  # every choice made before anything is written
     for choice in choices:
         print(f"--detector best: {choice.approach}/{choice.detector}: {choice.why}")
-    for choice in choices:
-        calibrate_run(args.run, args.fpr, approaches=[choice.approach], detector=choice.detector,
-                      data_dir=args.data_dir, device=args.device, partial=args.partial)
+    # one calibration of every chosen (approach, detector): all or nothing, one write under one lock
+    calibrate_run(args.run, args.fpr, detectors={choice.approach: choice.detector for choice in choices},
+                  data_dir=args.data_dir, device=args.device, partial=args.partial)
     return 0
 
 

@@ -35,12 +35,13 @@ import numpy as np
 
 from agnostophobia.data.inputs import model_input, read_unknowns, run_input, unknown_set_name
 from agnostophobia.errors import AgnostophobiaWarning, DataError
+from agnostophobia._reading import read_input_text
 from agnostophobia._runlock import run_lock
 from agnostophobia.detectors.stored import (ModelScores, model_scores, model_settings, run_detector_settings,
                                             run_tuned_settings, stored_model_scores)
 from agnostophobia.training.outputs import load_outputs, save_outputs
 from agnostophobia.training.records import check_run, read_checkpoint_config
-from agnostophobia.rundir import BEST, CONFIG_SCORES_FILE, OUTPUTS, SCORES_FILE, RunDir
+from agnostophobia.rundir import BEST, CONFIG_SCORES_FILE, FITTED_FILE, OUTPUTS, SCORES_FILE, RunDir
 from agnostophobia.training.trained import load_trained_model
 from agnostophobia.training.device import resolve_device
 from agnostophobia._log import log_info
@@ -76,8 +77,8 @@ def finished_sets(run_dir: Path) -> set:
     try:
         if run.report.stat().st_mtime_ns < run.metrics.stat().st_mtime_ns:
             return set()  # metrics.json written, the report not yet: stopped half-way
-        rows = json.loads(run.metrics.read_text())["per_seed"]
-    except (OSError, ValueError, KeyError, TypeError):
+        rows = json.loads(read_input_text(run.metrics))["per_seed"]  # a FIFO in its place: refused, not waited on
+    except (OSError, ValueError, KeyError, TypeError, RecursionError, DataError):
         return set()
     return {row.get("unknowns") for row in rows if isinstance(row, dict)} if isinstance(rows, list) else set()
 
@@ -141,6 +142,10 @@ def evaluate_run(run_dir, unknowns: Sequence[str] = (), data_dir=None, device: O
             return finish_run(run_dir, meta, plots=plots, log=log)
         # what the run already holds, read before its outputs change: the other sets are not recomputed
         caches = _score_caches(run_dir, records.models, settings)
+        run = RunDir(run_dir)  # every file this writes, checked before the first is: a refusal leaves the run as it was
+        run.check_writable_all([*(d / name for d in model_dirs for name in (OUTPUTS, FITTED_FILE)),
+                                *(c.model_dir / c.file for c in caches),
+                                run.metrics, run.report, *([run.figures] if plots else [])])
         held = [stored_model_scores(c.model_dir, c.approach, c.settings, c.file) for c in caches]
         for model_dir in model_dirs:
             save_outputs(model_dir / OUTPUTS, {**load_outputs(model_dir / OUTPUTS), **computed[model_dir]})
@@ -180,9 +185,9 @@ def kept_results(run_dir: Path, held: Dict[Tuple[int, str], Optional[ModelScores
     ``metrics.json`` rows were computed from the detector scores ``held`` (same fingerprint),
     every row but those of the ``recomputed`` sets. A model without such rows is computed anew."""
     try:
-        metrics = json.loads(RunDir(run_dir).metrics.read_text())
+        metrics = json.loads(read_input_text(RunDir(run_dir).metrics))
         fingerprints, per_seed = metrics["scores_fingerprints"], metrics["per_seed"]
-    except (OSError, ValueError, KeyError, TypeError):  # none, or from before fingerprints: compute all
+    except (OSError, ValueError, KeyError, TypeError, RecursionError, DataError):  # none, or from before fingerprints: compute all
         return {}
     kept: Dict[Tuple[int, str], Dict[Tuple[str, str], Dict]] = {}
     for (seed, approach), scores in held.items():

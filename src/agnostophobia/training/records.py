@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,6 +25,7 @@ import numpy as np
 from agnostophobia.data.preprocess import OURS
 from agnostophobia.data.streaming import CROP_PADDING
 from agnostophobia._log import log_info
+from agnostophobia._reading import check_regular_file, read_input_text
 from agnostophobia.data.fingerprint import changed_source
 from agnostophobia.errors import AgnostophobiaError, ConfigError, DataError
 from agnostophobia.losses import LOSSES
@@ -171,6 +173,11 @@ def version_mismatch(run_dir, meta: Optional[Dict]) -> Optional[str]:
 
 # ------------------------------------------------------------------------- stored outputs
 def _open_npz(path):
+    if os.path.lexists(path):  # a FIFO in a model file's place blocked calibrate, predict and evaluate forever
+        try:
+            check_regular_file(path, error=RecordError)
+        except RecordError as exc:
+            _fail(path, str(exc).removeprefix(f"{path}: "))
     try:
         data = np.load(path, allow_pickle=False)
     except FileNotFoundError:
@@ -462,12 +469,19 @@ def _check_entry(path, where: str, entry) -> None:
 
 
 def _read_json(path):
+    """A run's JSON record: a regular file (a FIFO in a record's place blocked the command forever;
+    refused by :func:`~agnostophobia._reading.read_input_text` before it is opened), of a bounded
+    size and nesting (JSON nested thousands deep ended in RecursionError)."""
     try:
-        return json.loads(Path(path).read_text())
-    except (OSError, UnicodeDecodeError) as exc:
-        _fail(path, f"cannot be read ({exc})")
+        text = read_input_text(path, error=RecordError)
+    except RecordError as exc:
+        _fail(path, str(exc).removeprefix(f"{path}: "))
+    try:
+        return json.loads(text)
     except ValueError as exc:
         _fail(path, f"not valid JSON ({exc})")
+    except RecursionError:
+        _fail(path, "not valid JSON (nested too deep for a run record)")
 
 
 def _optional_json(path: Path, kind: Optional[type] = dict, what: str = "a mapping"):
