@@ -245,7 +245,7 @@ def test_every_scalar_config_key_is_declared_once_and_checked_by_its_declaration
         assert setting.problem(setting.default) is None, key
     assert RESUME_FREE_KEYS == {key for key, setting in declared.items() if setting.resumable}
     assert "deterministic" not in RESUME_FREE_KEYS and "lr" not in RESUME_FREE_KEYS
-    for key, bad, message in (("epochs", 0, "must be an integer >= 1"), ("lr", 0.0, "must be a number > 0"),
+    for key, bad, message in (("epochs", 0, "must be an integer in \\[1, 100000\\]"), ("lr", 0.0, "must be a number > 0"),
                               ("optimizer", "rmsprop", "must be one of adam, sgd"),
                               ("adversarial_epsilon", 2.0, r"must be a number in \[0, 1\]"),
                               ("cpu_threads", 0, "must be null or an integer >= 1"),

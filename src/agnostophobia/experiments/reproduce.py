@@ -372,13 +372,17 @@ def check_existing_run(experiment: ExperimentConfig, out: Path) -> None:
     one whose training records (timings, wall time, classes, notes) are damaged."""
     RunDir(out).check_run_folder()
     check_training_records(out)
-    # a fine-tune's start must train in this run, or be trained there already for every seed
-    elsewhere = {start_approach(a) for a in experiment.approaches} - {None} - set(experiment.approaches)
-    check_starts(experiment.approaches, [start for start in elsewhere if all(
-        is_kept(RunDir(out), experiment.for_approach(start, seed)) for seed in range(experiment.seeds))])
+    check_fine_tune_starts(experiment, out)
     for seed in range(experiment.seeds):
         for approach in experiment.approaches:
             check_resumable(RunDir(out).model_dir(seed, approach), experiment.for_approach(approach, seed))
+
+
+def check_fine_tune_starts(experiment: ExperimentConfig, out: Path) -> None:
+    """A fine-tune's start must train in this run, or be trained in ``out`` already for every seed."""
+    elsewhere = {start_approach(a) for a in experiment.approaches} - {None} - set(experiment.approaches)
+    check_starts(experiment.approaches, [start for start in elsewhere if all(
+        is_kept(RunDir(out), experiment.for_approach(start, seed)) for seed in range(experiment.seeds))])
 
 
 def write_config(out: Path, experiment: ExperimentConfig, budget: Optional[str]) -> None:
@@ -446,6 +450,7 @@ def train_run(config, out: Path, budget: Optional[str] = None, approaches: Optio
     if approaches:
         experiment.approaches = check_approaches(list(dict.fromkeys(approaches)))
     out = Path(out)
+    check_fine_tune_starts(experiment, out)  # a config error before any data is looked for
     protocol = file_protocol_first(experiment.train)  # a broken one stops here: nothing written
     if not resume and not out.exists():  # a fresh run: its datasets must be there before anything is written
         require_protocol_data(experiment.train.protocol, experiment.train.data_dir)

@@ -49,8 +49,7 @@ class TrainConfig:
     approach: str = "entropic"  # the registered loss one run trains with (an experiment: approaches)
     # Each scalar key below is declared by its Setting (type, default, range or choices, whether a
     # resumed run may change it): validate() and the resume rule (records.RESUME_FREE_KEYS) read them.
-    # passes over the training set; at most 100,000 (10**30 trained for ever instead of being refused)
-    epochs: int = setting(int, 70, low=1, high=100_000)
+    epochs: int = setting(int, 70, low=1, high=100_000)  # passes over the training set (bounded: 10**30 ran for ever)
     batch_size: int = setting(int, 128, low=1)   # the global batch: split over the processes under DDP (torchrun)
     optimizer: str = setting(str, "adam", choices=("adam", "sgd"))  # the authors': Adam
     lr: float = setting(float, 0.01, low=0, low_open=True)  # learning rate
