@@ -28,6 +28,12 @@ def start_approach(approach: str) -> Optional[str]:
     return None if recipe is None else recipe.start
 
 
+def recipe_schedule(approach: str) -> Dict:
+    """The config keys a fine-tuning ``approach``'s recipe sets over the run's ({}: none)."""
+    recipe = LOSSES.get(approach).fine_tune
+    return {} if recipe is None else {"epochs": recipe.epochs, "lr": recipe.lr, "scheduler": recipe.scheduler}
+
+
 def check_starts(approaches: Iterable[str], trained: Iterable[str] = ()) -> None:
     """Refuse a fine-tuning approach whose start is neither trained in this invocation
     (``approaches``) nor already (``trained``)."""

@@ -29,6 +29,7 @@ from agnostophobia._reading import check_regular_file, read_input_text
 from agnostophobia.data.fingerprint import changed_source
 from agnostophobia.errors import AgnostophobiaError, ConfigError, DataError
 from agnostophobia.losses import LOSSES
+from agnostophobia.training.fine_tune import recipe_schedule
 from agnostophobia.rundir import (check_model_file, BEST, DATA_NOTES, DATA_SOURCES, FIT_OUTPUTS, LAST_LAYER, OUTPUTS, PREPROCESSING_NOTES, RUN_KEY,
                                   SCORES_FILE, VAL_OUTPUTS, RecordError, RunDir)
 from agnostophobia.settings import field_settings
@@ -728,7 +729,7 @@ def check_agreement(records: RunRecords) -> None:
         best = model_dir / BEST
         if (saved["approach"], saved["seed"]) != (approach, seed):
             _fail(best, f"was trained as {RunDir.run_key(saved['seed'], saved['approach'])} but lies in {model_dir}")
-        difference = trained_differently(saved, config, one_model=False)
+        difference = trained_differently(saved, {**config, **recipe_schedule(approach)}, one_model=False)
         if difference:
             key, value, other = difference
             raise RecordError(f"{best} and {config_path} disagree: the model was trained with {key}={value!r}, "
