@@ -44,7 +44,8 @@ from agnostophobia._log import log_info
 from agnostophobia._runlock import run_lock
 from agnostophobia.data.protocols import unknown_set  # the registered protocols declare their sets there
 from agnostophobia.errors import AgnostophobiaError
-from agnostophobia.metrics import TIE_FLAG, holm, paired_seed_test, seed_interval, supported_fprs, supports_fpr
+from agnostophobia.metrics import (TIE_FLAG, fpr_keys, holm, paired_seed_test, seed_interval, supported_fprs,
+                                   supports_fpr)
 from agnostophobia.rundir import RunDir
 
 _FORMAT = 1
@@ -142,7 +143,7 @@ def write_benchmark(run_dir, min_accuracy: Optional[float] = None, log: Callable
         result = summarise(comparison.rows, threshold)
         result.update({"format": _FORMAT, "tuning": tuning, "notes": comparison.notes,
                        "val_negatives": comparison.val_negatives, "test_sets": comparison.test_sets,
-                       "fprs": comparison.fprs, "meta": _meta(run_dir)})
+                       "fprs": comparison.fprs, "meta": _meta(records.meta)})
         run = RunDir(run_dir)
         json_path, md_path = run.benchmark, run.benchmark_table
         result["oscr_figures"] = oscr_figures(run_dir, result, records)
@@ -162,10 +163,9 @@ def _declared_accuracy(config: Dict) -> Optional[float]:
     return protocol_spec(protocol).converged_accuracy if isinstance(protocol, str) else None
 
 
-def _meta(run_dir: Path) -> Dict:
-    from agnostophobia.training.records import read_run_meta
-
-    meta = read_run_meta(run_dir) or {}
+def _meta(meta: Optional[Dict]) -> Dict:
+    """What the report's header says of the run, from its record (``run_meta.json``, already read)."""
+    meta = meta or {}
     keys = ("experiment", "budget", "seeds", "command", "device", "wall_time_s", "precision", "versions",
             "timings_s")
     return {key: meta[key] for key in keys if key in meta}
@@ -366,7 +366,7 @@ def oscr_figures(run_dir: Path, result: Dict, records) -> Dict[str, str]:
 def markdown(result: Dict, run_name: str) -> str:
     meta = result["meta"]
     sets = list(result["test_sets"])
-    keys = [k for k in (result["fprs"] and _fpr_keys(result["fprs"])) or []]
+    keys = fpr_keys(result["fprs"])
     lines = [f"# Benchmark: {meta.get('experiment', run_name)}", "",
              f"Run `{run_name}`: budget {meta.get('budget')}, {meta.get('seeds')} seeds, device "
              f"{meta.get('device')}, precision {meta.get('precision')}, training wall time "
@@ -409,12 +409,6 @@ def markdown(result: Dict, run_name: str) -> str:
     lines += ["", "Figures of the paper's rows (Fig. 1, OSCR curves) and the paper's tables of this run: `report.md`.",
               ""]
     return "\n".join(lines)
-
-
-def _fpr_keys(fprs):
-    from agnostophobia.metrics.summary import fpr_keys
-
-    return fpr_keys(fprs)
 
 
 def _label(row: Dict) -> str:

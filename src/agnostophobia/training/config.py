@@ -27,6 +27,7 @@ from agnostophobia._validation import SEED_RULE, check_arguments, is_seed
 from agnostophobia.data.protocols import build_protocol, check_limits, protocol_spec
 from agnostophobia.errors import AgnostophobiaWarning, ConfigError
 from agnostophobia.settings import field_settings, setting
+from agnostophobia.training.fine_tune import recipe_schedule
 from agnostophobia.losses import LOSSES, PAPER_APPROACHES, build_loss, every_loss_setting, loss_settings
 from agnostophobia.models import MODELS, build_model
 from agnostophobia.training.precision import PRECISIONS
@@ -302,9 +303,7 @@ class ExperimentConfig:
     def for_approach(self, approach: str, seed: int) -> TrainConfig:
         """The run of ``approach`` with ``seed``; an approach that fine-tunes (its loss's
         ``fine_tune`` recipe) trains for the recipe's epochs at its learning rate and schedule."""
-        recipe = LOSSES.get(approach).fine_tune
-        schedule = {} if recipe is None else {"epochs": recipe.epochs, "lr": recipe.lr, "scheduler": recipe.scheduler}
-        return dataclasses.replace(self.train, approach=approach, seed=seed, **schedule).validate()
+        return dataclasses.replace(self.train, approach=approach, seed=seed, **recipe_schedule(approach)).validate()
 
 
 def parse_set_option(text: str) -> Tuple[str, Any]:
