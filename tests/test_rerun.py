@@ -72,6 +72,12 @@ def result(folder: Path) -> dict:
     return found
 
 
+def snapshot(folder: Path) -> dict:
+    """Every file's bytes (the lock's aside): what the user had, byte for byte."""
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*"))
+            if p.is_file() and p.name != ".lock"}
+
+
 def fresh(area: Path, tmp_path: Path) -> tuple:
     run, out = tmp_path / "run", tmp_path / "out"
     shutil.copytree(area / "base", run)
@@ -165,6 +171,7 @@ def killed_then_rerun(command, points, area, tmp_path, tmp_path_factory):
 
 def full_disk_then_rerun(command, points, area, tmp_path, tmp_path_factory, monkeypatch):
     def fill(run, out, point):  # in its own process, as a user runs it (no state left from another run)
+        before = snapshot(run)
         with monkeypatch.context() as patch:
             patch.setenv(DISK_FULL_ENV, point)
             stopped = run_cli(COMMANDS[command](run, out, area))
@@ -174,6 +181,7 @@ def full_disk_then_rerun(command, points, area, tmp_path, tmp_path_factory, monk
         err = [line for line in stopped.stderr.strip().splitlines() if not line.startswith("findfont:")]
         assert stopped.returncode == 1 and len(err) == 1 and "No space left on device" in err[0], (point, err)
         assert "Traceback" not in err[0] and f"{TMP_TAG}-" not in err[0], (point, err)
+        assert snapshot(run) == before, f"{point}: a refused command left the run changed"
         return "stopped"
     stopped_then_rerun(command, points, fill, area, tmp_path, tmp_path_factory)
 

@@ -149,3 +149,101 @@ def test_the_spelling_check_finds_names_seed_folders_and_globs(tmp_path):
                       'e = f"{out}/seed{n}"\n')
     assert list(run_path_spellings(source)) == ["2: 'metrics.json'", "3: f-string f'seed{n}/x'",
                                                 "4: 'seed*/*/last.pt'", "6: f-string f'{out}/seed{n}'"]
+
+
+# ------------------------------------------------------------------------ all or nothing
+def a_run_with_results(tmp_path):
+    """A run holding a report and one model's outputs: the last good result."""
+    run = RunDir(tmp_path / "run")
+    run.write(run.report, write_text("good report"))
+    run.write(run.model_dir(0, "softmax") / "outputs.npz", write_text("good outputs"))
+    return run
+
+
+def contents(run):
+    """Every file of the run (the lock aside) by its path, with its bytes."""
+    return {p.relative_to(run.root).as_posix(): p.read_bytes() for p in sorted(run.root.rglob("*"))
+            if p.is_file() and p.name != rundir.LOCK}
+
+
+def test_a_command_stopped_part_way_leaves_the_last_good_result_byte_for_byte(tmp_path):
+    run = a_run_with_results(tmp_path)
+    before = contents(run)
+    with pytest.raises(OSError, match="No space"):
+        with run.all_or_nothing():
+            run.write(run.model_dir(0, "softmax") / "outputs.npz", write_text("new outputs"))
+            run.write(run.figures / "new.png", write_text("a new figure"))
+            run.write(run.metrics, write_text("new metrics"))
+            raise OSError(28, "No space left on device", str(run.report))
+    assert contents(run) == before  # replaced files back, new ones gone, no undo record left
+    assert not (run.root / rundir.UNDO).exists()
+
+
+def test_a_finished_command_keeps_what_it_wrote_and_no_undo_record(tmp_path):
+    run = a_run_with_results(tmp_path)
+    with run.all_or_nothing():
+        run.write(run.report, write_text("new report"))
+        run.write(run.report, write_text("newer report"))  # a second write of one file in one command
+        run.write(run.metrics, write_text("metrics"))
+    assert contents(run) == {"report.md": b"newer report", "metrics.json": b"metrics",
+                             "seed0/softmax/outputs.npz": b"good outputs"}
+    assert {p.name for p in run.root.iterdir()} == {"report.md", "metrics.json", "seed0"}
+
+
+def test_a_killed_commands_changes_are_undone_by_the_next_command_that_locks_the_run(tmp_path):
+    from agnostophobia._runlock import run_lock
+    run = a_run_with_results(tmp_path)
+    before = contents(run)
+    block = run.all_or_nothing()
+    block.__enter__()
+    run.write(run.report, write_text("half of a new result"))
+    run.write(run.metrics, write_text("new metrics"))
+    rundir._UNDO_OPEN.clear()  # the process dies here: no exit from the block runs
+    assert contents(run)["report.md"] == b"half of a new result"
+    with run_lock(run.root):
+        pass
+    assert contents(run) == before and not (run.root / rundir.UNDO).exists()
+
+
+def test_a_write_that_fails_inside_leaves_the_file_its_own(tmp_path):
+    """A cache's write that a command does without (a full disk): the old file keeps no second
+    name, so the command may write it again."""
+    run = a_run_with_results(tmp_path)
+    with run.all_or_nothing():
+        def full(tmp):
+            raise OSError(28, "No space left on device", tmp)
+        with pytest.raises(OSError):
+            run.write(run.report, full)
+        assert os.stat(run.report).st_nlink == 1
+        run.write(run.report, write_text("written after all"))
+    assert run.report.read_text() == "written after all"
+
+
+def test_what_a_forked_process_writes_is_undone_too(tmp_path):
+    """Figures are drawn in forked processes: their writes belong to the command's."""
+    run = a_run_with_results(tmp_path)
+    before = contents(run)
+    with pytest.raises(RuntimeError):
+        with run.all_or_nothing():
+            pid = os.fork()
+            if pid == 0:  # the child writes a new figure and replaces the report, then leaves at once
+                try:
+                    run.write(run.figures / "f.png", write_text("figure"))
+                    run.write(run.report, write_text("child's report"))
+                finally:
+                    os._exit(0)
+            os.waitpid(pid, 0)
+            assert (run.figures / "f.png").exists()
+            raise RuntimeError("a later step fails")
+    assert contents(run) == before
+
+
+def test_an_undo_folder_planted_as_a_link_is_never_written_through(tmp_path):
+    run = a_run_with_results(tmp_path)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (run.root / rundir.UNDO).symlink_to(outside)
+    with pytest.raises(RecordError, match="undo folder"):
+        with run.all_or_nothing():
+            run.write(run.report, write_text("new"))
+    assert list(outside.iterdir()) == [] and run.report.read_text() == "good report"

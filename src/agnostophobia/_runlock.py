@@ -92,6 +92,7 @@ def run_lock(run_dir, command: str | None = None, create: bool = True):
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"process {os.getpid()} ({command or _command_line()})\n".encode(), 0)
         remove_stale_temporaries(run_dir, recursive=True)  # safe: no other process can be writing now
+        RunDir(run_dir).undo_unfinished()  # what a command killed part-way changed is put back first
         try:
             yield
         finally:

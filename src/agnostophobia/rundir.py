@@ -13,6 +13,7 @@ A run directory holds::
     metrics.json, report.md   every number of the run and its report (``evaluate``, ``reproduce``)
     comparison.json, comparison.md  every (approach, detector) ranked on validation data (``compare``)
     figures/                  the figures (``plot``)
+    .undo/                    while ``evaluate`` writes: what it replaced, put back if it stops part-way
     data_split/               an imagefolder protocol's split: train.csv, val.csv, test.csv, class_names.txt
     seed<N>/<approach>/       one trained model: best.pt / last.pt (with the config it was trained
                               with), metrics.csv, outputs.npz, fit_outputs.npz, val_outputs.npz,
@@ -27,15 +28,17 @@ layer that reads or writes a run, ``data.fetch`` included, takes its paths from 
 """
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import re
+import shutil
 import stat
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, List, Tuple
+from typing import Callable, Dict, Iterator, List, Tuple
 
-from agnostophobia._atomic import atomic_write, check_replaceable
+from agnostophobia._atomic import atomic_write, check_replaceable, fsync_directory
 from agnostophobia.errors import AgnostophobiaError
 
 # ------------------------------------------------------------------- the run's own records
@@ -57,6 +60,7 @@ COMPARISON_TABLE = "comparison.md"  # the same ranking as a table
 BENCHMARK = "benchmark.json"      # every approach x detector with intervals and tests (benchmark)
 BENCHMARK_TABLE = "benchmark.md"  # the benchmark's report
 LOCK = ".lock"                    # one command at a time (:mod:`agnostophobia._runlock`)
+UNDO = ".undo"                    # what an all-or-nothing command replaced, until it finishes (:meth:`RunDir.all_or_nothing`)
 FIGURES = "figures"
 SPLIT = "data_split"              # how a protocol split the user's images (imagefolder: the CSVs to reuse)
 # ------------------------------------------------------------------ each model's files
@@ -273,7 +277,13 @@ class RunDir:
         where a run's file may be written is made in this one place (:meth:`check_writable`)."""
         path = Path(path)
         self.check_writable(path)
-        atomic_write(path, writer)
+        kept = self._keep_for_undo(path)
+        try:
+            atomic_write(path, writer)
+        except BaseException:
+            if kept is not None:  # the file did not change: nothing to put back (and no second name left on it)
+                kept.unlink(missing_ok=True)
+            raise
 
     def open_in_place(self, path, flags: int, mode: int = 0o644) -> int:
         """``os.open`` of the run's file ``path`` for a write made in place (the lock), never
@@ -327,6 +337,84 @@ class RunDir:
             else:
                 self.check_writable(path)
 
+    # ------------------------------------------------------------- all or nothing
+    @contextlib.contextmanager
+    def all_or_nothing(self) -> Iterator[None]:
+        """Every file the ``with`` block writes through :meth:`write` (in this process or one
+        forked from it: a figure's) is put back as it was if the block fails: a command stopped
+        part-way by a full disk, an error or Ctrl-C leaves the run's last good result byte for
+        byte. Before a file is first replaced, its old version is kept by a hard link under
+        ``.undo/old/`` (no copy: a full disk still allows it), and a file new to the run is
+        noted under ``.undo/new/``; undoing is renames and removals, which need no room. On
+        success ``.undo`` is renamed away in one step, then removed. A command killed inside
+        the block (SIGKILL, power loss) leaves ``.undo``: the next command that takes the run's
+        lock undoes it first (:meth:`undo_unfinished`). Held under the run's exclusive lock."""
+        self.undo_unfinished()
+        undo = self.root / UNDO
+        if os.path.lexists(undo):  # a link or file planted in its place: never written through
+            raise RecordError(f"{undo}: is not the run's own undo folder (a link or a file); remove it and run the "
+                              f"command again")
+        key = os.path.realpath(self.root)
+        _UNDO_OPEN[key] = self.root / UNDO
+        try:
+            yield
+        except BaseException:
+            _UNDO_OPEN.pop(key, None)
+            self.undo_unfinished()
+            raise
+        _UNDO_OPEN.pop(key, None)
+        self._drop_undo()
+
+    def undo_unfinished(self) -> None:
+        """Put back what a command stopped inside :meth:`all_or_nothing` replaced (each old
+        version renamed back, each new file removed), then drop the record. Safe to repeat:
+        a step done is removed from the record as it is done."""
+        undo = self.root / UNDO
+        done = self.root / f"{UNDO}-done"
+        if done.is_dir() and not done.is_symlink():  # a finished command killed while tidying up
+            shutil.rmtree(done, ignore_errors=True)
+        if not undo.is_dir() or undo.is_symlink():
+            return
+        for kept in sorted((undo / "new").rglob("*"), reverse=True):
+            if kept.is_file():
+                target = self.root / kept.relative_to(undo / "new")
+                with contextlib.suppress(FileNotFoundError):
+                    target.unlink()
+                kept.unlink()
+        for kept in sorted((undo / "old").rglob("*"), reverse=True):
+            if kept.is_file():
+                os.replace(kept, self.root / kept.relative_to(undo / "old"))
+        fsync_directory(self.root)
+        shutil.rmtree(undo, ignore_errors=True)
+
+    def _drop_undo(self) -> None:
+        undo = self.root / UNDO
+        if undo.is_dir():
+            done = self.root / f"{UNDO}-done"
+            if os.path.lexists(done) and (done.is_symlink() or not done.is_dir()):
+                done.unlink()
+            os.replace(undo, done)  # one step: from here nothing is undone
+            shutil.rmtree(done, ignore_errors=True)
+
+    def _keep_for_undo(self, path: Path):
+        """Inside :meth:`all_or_nothing`, before ``path`` is first replaced: keep its old version
+        (a hard link) or note that it is new. Returns what it kept (None: nothing)."""
+        undo = _UNDO_OPEN.get(os.path.realpath(self.root))
+        if undo is None:
+            return None
+        relative = os.path.relpath(os.path.abspath(path), os.path.abspath(self.root))
+        old, new = undo / "old" / relative, undo / "new" / relative
+        if os.path.lexists(old) or os.path.lexists(new):
+            return None  # replaced before in this command: the first version is the one to put back
+        kept = old if os.path.lexists(path) else new
+        kept.parent.mkdir(parents=True, exist_ok=True)
+        if kept is old:
+            os.link(path, old)
+        else:
+            kept.touch()
+        fsync_directory(kept.parent)  # recorded before the file changes, even across a crash
+        return kept
+
     def is_run(self) -> bool:
         """Whether ``root`` holds a run of this project: its lock (taken before anything else is
         written), its run record, or a seed folder."""
@@ -371,6 +459,10 @@ class RunDir:
                 raise AgnostophobiaError(f"{option} {out}: is the run's own {own.name} ({own}); "
                                          f"write the output elsewhere")
 
+
+#: The undo folder of each run (by real path) whose :meth:`RunDir.all_or_nothing` block is open
+#: in this process (a forked figure process inherits it).
+_UNDO_OPEN: Dict[str, Path] = {}
 
 _LINK_REFUSED = ("refusing to write through a symbolic link: a command writes a run's files only where they are "
                  "the run's own regular files; remove the link and run the command again")

@@ -21,7 +21,9 @@ Everything that can be refused is refused before anything is written: the set na
 ``replace``), then every input is read, checked and prepared, and the models run; a set the
 run holds but did not finish is refused too unless it holds exactly these outputs (then the
 same command was killed or stopped before it finished, and running it again finishes it).
-Only then are outputs written, then metrics.json, figures and report.
+Only then are outputs written, then metrics.json, figures and report, all or nothing
+(:meth:`agnostophobia.rundir.RunDir.all_or_nothing`): a command stopped part-way (a full disk,
+an error, Ctrl-C; a kill, at the next command) leaves the run's last result byte for byte.
 """
 from __future__ import annotations
 
@@ -136,7 +138,7 @@ def evaluate_run(run_dir, unknowns: Sequence[str] = (), data_dir=None, device: O
         computed = {d: _unknown_outputs(d, names, prepared[run_input(configs[d])], device, log) for d in model_dirs}
         if not replace:
             check_held_sets(run_dir, computed)
-    with run_lock(run_dir, create=False):
+    with run_lock(run_dir, create=False), RunDir(run_dir).all_or_nothing():  # stopped part-way: as it was
         meta = records.meta or {"experiment": "", "budget": None}  # a run whose training did not finish
         if not unknowns:
             return finish_run(run_dir, meta, plots=plots, log=log)
