@@ -166,6 +166,20 @@ def test_a_figures_folder_linked_out_of_the_run_gets_no_figure(run, area, tmp_pa
     assert list(elsewhere.iterdir()) == []
 
 
+@proves("links", "one figure file linked out of the run: `plot` refuses before it draws any figure, so the "
+                 "run's figures stay as they were")
+def test_plot_checks_every_figure_file_before_it_draws_the_first(run, area, tmp_path, capsys):
+    figures = sorted((run / "figures").glob("*.png"))
+    outside = tmp_path / "outside.png"
+    outside.write_bytes(b"the user's")
+    figures[-1].unlink()
+    figures[-1].symlink_to(outside)
+    before = snapshot(run)
+    code, _, err = run_main(["plot", run], capsys)
+    refused_naming(code, err, figures[-1].name)
+    assert snapshot(run) == before and outside.read_bytes() == b"the user's"
+
+
 @proves("links", "a model's `val_outputs.npz` or `outputs.npz` linked (symbolic or hard) to another "
                  "approach's is refused by `calibrate` and `predict`, not read as this model's")
 @pytest.mark.parametrize("name", ["val_outputs.npz", "outputs.npz"])
@@ -189,7 +203,7 @@ WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
 @pytest.fixture
 def traced_writes(monkeypatch):
     """Every file opened for writing and every rename target, with whether the one writer
-    (``RunDir.write`` / ``RunDir.open_in_place``) was on the stack: ``[(path, through_writer)]``."""
+    (``RunDir.write`` / ``RunDir.open_in_place``, or the run's undo record) was on the stack: ``[(path, through_writer)]``."""
     writes, depth = [], [0]
 
     def through(function):
@@ -203,6 +217,9 @@ def traced_writes(monkeypatch):
 
     monkeypatch.setattr(RunDir, "write", through(RunDir.write))
     monkeypatch.setattr(RunDir, "open_in_place", through(RunDir.open_in_place))
+    # the undo record of an all-or-nothing command: written, put back and dropped by the run object alone
+    monkeypatch.setattr(RunDir, "undo_unfinished", through(RunDir.undo_unfinished))
+    monkeypatch.setattr(RunDir, "_drop_undo", through(RunDir._drop_undo))
     real_open, real_os_open, real_replace = builtins.open, os.open, os.replace
 
     def traced_open(file, mode="r", *args, **kwargs):

@@ -163,6 +163,8 @@ def draw_run(run_dir, formats: Sequence[str] = ("png",), out_dir=None, *,
         if splits is None or item.split in splits or \
                 not all((out_dir / f"{item.stem}.{fmt}").exists() for fmt in formats):
             wanted.append(item)
+    if write is not atomic_write:  # every figure file of the run checked before the first is drawn
+        RunDir(run_dir).check_writable_all([out_dir / f"{item.stem}.{fmt}" for item in wanted for fmt in formats])
     return sections, _draw_all(wanted, out_dir, formats, workers, write)
 
 
