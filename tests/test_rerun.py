@@ -203,8 +203,8 @@ def test_a_killed_command_is_finished_by_running_it_again(command, area, tmp_pat
     killed_then_rerun(command, points, area, tmp_path, tmp_path_factory)
 
 
-@proves("full disk", "the same commands stopped by a full disk are finished by running them again once there "
-                      "is room")
+@proves("full disk", "the same commands stopped by a full disk leave the run byte for byte as it was (evaluate "
+                      "puts back what it had replaced), and are finished by running them again once there is room")
 @pytest.mark.parametrize("command", QUICK_COMMANDS)
 def test_a_command_stopped_by_a_full_disk_is_finished_by_running_it_again(command, area, tmp_path, tmp_path_factory,
                                                                           monkeypatch):
