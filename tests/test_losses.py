@@ -514,3 +514,51 @@ def test_a_loss_written_without_features_is_called_without_them():
         loss(logits)
     with pytest.raises(TypeError, match="positional"):
         loss(logits, labels, torch.ones(4), torch.ones(4))
+
+
+# ------------------------------------------------- one setting name, two losses' declarations
+@pytest.fixture
+def two_losses_sharing_a_name(monkeypatch):
+    """Two losses registered after every other, both reading ``shared_knob``: the first allows
+    [0, 1], the second any value down to -10 (as two peers' margins may)."""
+    from agnostophobia.losses import LOSSES, OpenSetLoss
+    from agnostophobia.settings import Setting
+
+    def loss_class(declared):
+        class Knobbed(OpenSetLoss):
+            SETTINGS = {"shared_knob": declared}
+
+            def __init__(self, num_classes: int, shared_knob: float = 0.5, reduction: str = "mean"):
+                super().__init__(num_classes, reduction)
+                self.shared_knob = shared_knob
+        return Knobbed
+
+    monkeypatch.setitem(LOSSES._items, "knob-unit", loss_class(Setting(float, 0.5, low=0, high=1)))
+    monkeypatch.setitem(LOSSES._items, "knob-wide", loss_class(Setting(float, 0.5, low=-10)))
+
+
+def test_a_loss_setting_is_checked_by_the_loss_that_reads_it(two_losses_sharing_a_name):
+    """A name two losses declare: a value is checked against the trained approach's own
+    declaration, not the first-registered one's (which refused -5 for `knob-wide` before)."""
+    from agnostophobia.errors import ConfigError
+    from agnostophobia.training.config import TrainConfig
+
+    TrainConfig(approach="knob-wide", loss={"shared_knob": -5.0}).validate()
+    with pytest.raises(ConfigError, match="shared_knob.*knob-unit"):
+        TrainConfig(approach="knob-unit", loss={"shared_knob": -5.0}).validate()
+    # a key the trained approach never reads: refused only where no loss would accept it
+    TrainConfig(approach="softmax", loss={"shared_knob": -5.0}).validate()
+    with pytest.raises(ConfigError, match="shared_knob"):
+        TrainConfig(approach="softmax", loss={"shared_knob": -50.0}).validate()
+
+
+def test_tune_checks_a_grid_against_the_tuned_approaches_own_declarations(two_losses_sharing_a_name):
+    from agnostophobia.errors import ConfigError
+    from agnostophobia.experiments.tune import check_grid, parse_params
+
+    grid = parse_params(["shared_knob=-5,0.5"])  # some loss accepts each value
+    check_grid(grid, ["knob-wide"])
+    with pytest.raises(ConfigError, match="-5.*knob-unit"):
+        check_grid(grid, ["knob-wide", "knob-unit"])
+    with pytest.raises(ConfigError, match="-50"):
+        parse_params(["shared_knob=-50"])

@@ -44,7 +44,7 @@ from agnostophobia.detectors.stored import detector_settings, model_scores
 from agnostophobia.errors import ConfigError, TrainingDiverged
 from agnostophobia.experiments.reproduce import (CommandChoices, check_existing_run, configure, default_budget,
                                                  protocol_for, train_and_store, write_config)
-from agnostophobia.losses import LOSSES, every_loss_setting, loss_settings
+from agnostophobia.losses import LOSSES, every_loss_setting, loss_settings, setting_problem
 from agnostophobia.metrics import ccr_at_fpr
 from agnostophobia.metrics.rows import own_detector
 from agnostophobia.metrics.summary import finite_or_none
@@ -105,7 +105,7 @@ def parse_param(text: str) -> Tuple[str, Tuple[float, ...]]:
             raise ConfigError(f"--param {text!r}: {item.strip()!r} is not a number") from None
         if setting.type is int and value.is_integer():
             value = int(value)
-        problem = setting.problem(value)
+        problem = setting_problem(tunable[name][0], value)  # any loss's range; the tuned ones': check_grid
         if problem:
             raise ConfigError(f"--param {text!r}: {item.strip()!r}: {name} {problem}")
         if value in parsed:
@@ -125,6 +125,17 @@ def parse_params(texts: Sequence[str]) -> Dict[str, Tuple[float, ...]]:
             raise ConfigError(f"--param {name} is given twice; list all its values in one --param {name}=V1,V2,...")
         params[name] = values
     return params
+
+
+def check_grid(params: Dict[str, Tuple[float, ...]], approaches: Sequence[str]) -> None:
+    """Every grid value checked against the declaration of each tuned approach whose loss reads
+    the parameter (two losses may declare one name with different ranges)."""
+    tunable = tunable_parameters()
+    for name, values in params.items():
+        for value in values:
+            problem = setting_problem(tunable[name][0], value, approaches)
+            if problem:
+                raise ConfigError(f"--param {name}: {format_value(value)}: {name} {problem}")
 
 
 def grid_points(params: Dict[str, Tuple[float, ...]]) -> List[Dict[str, float]]:
@@ -266,6 +277,7 @@ def setup(config: str, params: Sequence[str], budget: Optional[str] = None, fpr:
         budget = "tune"
     experiment, device = configure(loaded.for_budget(budget), CommandChoices(seeds, data_dir, device, progress))
     tuned, not_tuned = tuned_approaches(experiment.approaches, list(parsed), approaches)
+    check_grid(parsed, tuned)
     experiment.approaches = tuned
     return TuneSetup(str(config), experiment, device, budget, parsed, tuned, not_tuned,
                      check_detectors(tuned, detector), fpr)

@@ -20,7 +20,7 @@ weights it. The training pipeline passes the authors' inverse-frequency weights 
 from __future__ import annotations
 
 import inspect
-from typing import Dict
+from typing import Dict, Optional
 
 from ..errors import ConfigError
 from ..settings import Setting
@@ -56,6 +56,7 @@ __all__ = [
     "known_columns",
     "loss_settings",
     "every_loss_setting",
+    "setting_problem",
     "PAPER_APPROACHES",
     "inverse_frequency_class_weights",
     "sample_weights",
@@ -86,10 +87,29 @@ def loss_settings(name: str) -> Dict[str, Setting]:
 
 
 def every_loss_setting() -> Dict[str, Setting]:
-    """Every hyper-parameter some registered loss reads, by keyword (the first loss, in the
-    order of registration, to declare a keyword declares it for a config's ``loss:``)."""
+    """Every hyper-parameter some registered loss reads, by keyword, with the first declaration
+    in the order of registration: the names a config's ``loss:`` may hold. A value is checked
+    against the declaration of the loss that reads it (:func:`setting_problem`), never this one's
+    alone: two losses may declare one name with different ranges."""
     settings: Dict[str, Setting] = {}
     for name in LOSSES.registered():
         for keyword, declared in loss_settings(name).items():
             settings.setdefault(keyword, declared)
     return settings
+
+
+def setting_problem(keyword: str, value, approaches=None) -> Optional[str]:
+    """What is wrong with ``value`` for the loss setting ``keyword``: checked against each of
+    ``approaches`` whose loss reads it (the approaches trained or tuned), naming the approach
+    whose declaration refuses it; without such an approach (a config key for a loss not trained
+    here), refused only when no registered loss's declaration accepts it. None: acceptable."""
+    readers = [a for a in (approaches or ()) if keyword in loss_settings(a)]
+    for approach in readers:
+        problem = loss_settings(approach)[keyword].problem(value)
+        if problem:
+            return f"{problem} (as {approach}'s loss declares it)"
+    if readers:
+        return None
+    problems = [declared[keyword].problem(value) for declared in map(loss_settings, LOSSES.registered())
+                if keyword in declared]
+    return problems[0] if problems and all(problems) else None

@@ -28,7 +28,8 @@ from agnostophobia.data.protocols import build_protocol, check_limits, protocol_
 from agnostophobia.errors import AgnostophobiaWarning, ConfigError
 from agnostophobia.settings import field_settings, setting
 from agnostophobia.training.fine_tune import recipe_schedule
-from agnostophobia.losses import LOSSES, PAPER_APPROACHES, build_loss, every_loss_setting, loss_settings
+from agnostophobia.losses import (LOSSES, PAPER_APPROACHES, build_loss, every_loss_setting, loss_settings,
+                                  setting_problem)
 from agnostophobia.models import MODELS, build_model
 from agnostophobia.training.precision import PRECISIONS
 from agnostophobia.training.concurrent import check_concurrent_runs
@@ -172,7 +173,7 @@ class TrainConfig:
             if key not in declared:
                 raise ConfigError(f"config key 'loss.{key}': no registered loss declares it; "
                                   f"loss settings: {sorted(declared) or 'none'}")
-            problem = declared[key].problem(value)  # also where this run's loss does not read it
+            problem = setting_problem(key, value, [self.approach])  # by the declaration of the loss that reads it
             if problem:
                 raise ConfigError(f"config key 'loss.{key}': {problem}, got {value!r}")
         try:
@@ -391,9 +392,19 @@ def comparable_config(values: Dict[str, Any]) -> Dict[str, Any]:
     values = with_loss_keys_moved(values)
     loss = values.get("loss")
     if isinstance(loss, dict):
-        defaults = {keyword: declared.default for keyword, declared in every_loss_setting().items()}
-        values = {**values, "loss": {k: v for k, v in loss.items() if k not in defaults or v != defaults[k]}}
+        approach = values.get("approach")
+        own = loss_settings(approach) if isinstance(approach, str) and approach in LOSSES else {}
+        values = {**values, "loss": {k: v for k, v in loss.items() if not _at_default(k, v, own)}}
     return values
+
+
+def _at_default(keyword: str, value, own: Dict) -> bool:
+    """Whether a loss setting holds its declared default: the approach's own loss's where it
+    reads ``keyword``, else any registered loss's that declares it (a key the approach never reads)."""
+    if keyword in own:
+        return value == own[keyword].default
+    return any(keyword in declared and value == declared[keyword].default
+               for declared in map(loss_settings, LOSSES.registered()))
 
 
 def apply_overrides(base, values: Dict[str, Any], where: str = ""):
