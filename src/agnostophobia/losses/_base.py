@@ -206,7 +206,11 @@ class OpenSetLoss(DeclaresSettings, nn.Module):
 
     def mix_batch(self, x: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
         """A training batch's inputs as the network should see them (MixOE mixes its negatives
-        with knowns here); called on training batches only, before the network."""
+        with knowns here); called on training batches only, before the network.
+
+        ``x`` is (N, C, H, W) and ``labels`` (N,), or, with seeds batched (``batched_seeds``), every
+        seed's batch stacked: (S, N, C, H, W) and (S, N). A loss that overrides this for one batch
+        only declares ``batches_over_seeds = False`` (MixOE does), and its seeds train one by one."""
         return x
 
     @classmethod
