@@ -114,9 +114,21 @@ def test_links_inside_the_run_and_a_linked_run_folder_are_written(tmp_path):
 
 
 # ------------------------------------------------------------------ no run path spelled elsewhere
+#: The names of the constants that name a model's files (``rundir.BEST``, ...).
+MODEL_FILE_CONSTANTS = {key for key, value in vars(rundir).items() if key.isupper() and value in rundir.MODEL_FILES}
+
+
+def _model_file_name(node) -> bool:
+    """Whether ``node`` names a model's file: ``BEST`` or ``rundir.BEST`` (a path ``... / BEST`` composed by hand)."""
+    name = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else None
+    return name in MODEL_FILE_CONSTANTS
+
+
 def run_path_spellings(path: Path):
     """``line: text`` of each string in ``path`` (docstrings aside) that is a run file's name (or a
-    path ending in one), and of each f-string that builds a seed folder's name."""
+    path ending in one), of each path composed from a model file's constant (``model_dir / BEST``:
+    :class:`~agnostophobia.rundir.ModelDir` names them), and of each f-string that builds a seed
+    folder's name."""
     names = {value for key, value in vars(rundir).items() if key.isupper() and isinstance(value, str)}
     tree = ast.parse(path.read_text())
     docstrings = {id(node.body[0].value) for node in ast.walk(tree)
@@ -126,6 +138,8 @@ def run_path_spellings(path: Path):
         if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings:
             if node.value in names or (" " not in node.value and any(node.value.endswith("/" + name) for name in names)):
                 yield f"{node.lineno}: {node.value!r}"
+        elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div) and _model_file_name(node.right):
+            yield f"{node.lineno}: composed {ast.unparse(node)}"
         elif isinstance(node, ast.JoinedStr) and any(
                 isinstance(part, ast.Constant) and str(part.value).endswith("seed")
                 and isinstance(following, ast.FormattedValue) for part, following in zip(node.values, node.values[1:])):
@@ -146,9 +160,10 @@ def test_the_spelling_check_finds_names_seed_folders_and_globs(tmp_path):
     source = tmp_path / "m.py"
     source.write_text('"""metrics.json in a docstring is prose."""\n'
                       'a = "metrics.json"\nb = f"seed{n}/x"\nc = "seed*/*/last.pt"\nd = "report of metrics.json"\n'
-                      'e = f"{out}/seed{n}"\n')
+                      'e = f"{out}/seed{n}"\nf = model_dir / BEST\ng = Path(d) / rundir.VAL_OUTPUTS\n')
     assert list(run_path_spellings(source)) == ["2: 'metrics.json'", "3: f-string f'seed{n}/x'",
-                                                "4: 'seed*/*/last.pt'", "6: f-string f'{out}/seed{n}'"]
+                                                "4: 'seed*/*/last.pt'", "6: f-string f'{out}/seed{n}'",
+                                                "7: composed model_dir / BEST", "8: composed Path(d) / rundir.VAL_OUTPUTS"]
 
 
 # ------------------------------------------------------------------------ all or nothing
@@ -247,3 +262,16 @@ def test_an_undo_folder_planted_as_a_link_is_never_written_through(tmp_path):
         with run.all_or_nothing():
             run.write(run.report, write_text("new"))
     assert list(outside.iterdir()) == [] and run.report.read_text() == "good report"
+
+
+def test_a_model_folder_names_every_file_a_model_holds(tmp_path):
+    run = RunDir(tmp_path)
+    model = run.model(2, "entropic")
+    assert model.path == tmp_path / "seed2" / "entropic"
+    named = [model.best, model.last, model.history, model.outputs, model.fit_outputs, model.val_outputs, model.scores,
+             model.config_scores, model.fitted, model.last_layer, model.fine_tune_start]
+    assert sorted(p.name for p in named) == sorted(rundir.MODEL_FILES)
+    assert all(model.file(p.name) == p for p in named)
+    assert run.checkpoint(2, "entropic", "last") == model.last and run.outputs(2, "entropic") == model.outputs
+    with pytest.raises(ValueError, match="not a model file"):
+        model.file("../metrics.json")

@@ -135,6 +135,41 @@ def seed_folder(seed: int) -> str:
 
 
 @dataclass(frozen=True)
+class ModelDir:
+    """One trained model's folder, ``RUN/seed<N>/<approach>``: the paths of its files. Every
+    model-file path is named here (a test checks that none is composed elsewhere)."""
+
+    path: Path
+
+    def __post_init__(self):
+        object.__setattr__(self, "path", Path(self.path))
+
+    def file(self, name: str) -> Path:
+        """The model's file ``name``, one of :data:`MODEL_FILES` (for code that picks the file)."""
+        if name not in MODEL_FILES:
+            raise ValueError(f"{name!r} is not a model file ({', '.join(MODEL_FILES)})")
+        return self.path / name
+
+    def checkpoint(self, which: str = "best") -> Path:
+        """``best.pt`` or ``last.pt`` (``which``: ``"best"`` or ``"last"``)."""
+        return self.path / CHECKPOINTS[which]
+
+    best = property(lambda self: self.path / BEST, doc="the best-validation checkpoint, ``best.pt``")
+    last = property(lambda self: self.path / LAST, doc="the last epoch's full-state checkpoint, ``last.pt``")
+    history = property(lambda self: self.path / HISTORY, doc="the per-epoch history, ``metrics.csv``")
+    outputs = property(lambda self: self.path / OUTPUTS, doc="the test sets' logits and features, ``outputs.npz``")
+    fit_outputs = property(lambda self: self.path / FIT_OUTPUTS, doc="the training knowns' outputs detectors fit on")
+    val_outputs = property(lambda self: self.path / VAL_OUTPUTS, doc="the validation split's outputs (calibration)")
+    scores = property(lambda self: self.path / SCORES_FILE, doc="every detector's scores, ``detector_scores.npz``")
+    config_scores = property(lambda self: self.path / CONFIG_SCORES_FILE,
+                             doc="the scores with the config's detector settings in a tuned run")
+    fitted = property(lambda self: self.path / FITTED_FILE, doc="the fitted detectors, ``fitted_detectors.npz``")
+    last_layer = property(lambda self: self.path / LAST_LAYER, doc="the logit layer on F, ``last_layer.npz``")
+    fine_tune_start = property(lambda self: self.path / FINE_TUNE_START,
+                               doc="a fine-tuned model's record of its start, ``fine_tune_start.json``")
+
+
+@dataclass(frozen=True)
 class RunDir:
     """One run directory, ``root``: the paths of its records, models and figures, and the one
     way to write any of them (:meth:`write`)."""
@@ -237,12 +272,16 @@ class RunDir:
     def model_dir(self, seed: int, approach: str) -> Path:
         return self.root / seed_folder(seed) / approach
 
+    def model(self, seed: int, approach: str) -> ModelDir:
+        """The model folder of ``approach`` trained with ``seed``, naming its files."""
+        return ModelDir(self.model_dir(seed, approach))
+
     def checkpoint(self, seed: int, approach: str, which: str = "best") -> Path:
         """The model's ``best.pt`` or ``last.pt`` (``which``: ``"best"`` or ``"last"``)."""
-        return self.model_dir(seed, approach) / CHECKPOINTS[which]
+        return self.model(seed, approach).checkpoint(which)
 
     def outputs(self, seed: int, approach: str) -> Path:
-        return self.model_dir(seed, approach) / OUTPUTS
+        return self.model(seed, approach).outputs
 
     def last_checkpoints(self) -> List[Path]:
         """Every ``seed<N>/<approach>/last.pt`` (a training that was started)."""

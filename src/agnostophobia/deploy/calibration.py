@@ -70,7 +70,7 @@ from agnostophobia.training.outputs import (SplitOutputs, load_fit_outputs, load
 from agnostophobia.training import records
 from agnostophobia.training.checkpoint import load_checkpoint
 from agnostophobia.training.precision import resolve_precision
-from agnostophobia.rundir import BEST, CALIBRATION, VAL_OUTPUTS, RunDir
+from agnostophobia.rundir import CALIBRATION, VAL_OUTPUTS, ModelDir, RunDir
 from agnostophobia.training.trained import TrainedModel, load_trained_model
 from agnostophobia.training.device import resolve_device
 from agnostophobia._log import log_info
@@ -201,8 +201,8 @@ def validation_outputs(model_dir: Path, protocols: Protocols, device: Optional[s
     at training time, or computed from ``best.pt`` on the run's rebuilt protocol (and stored
     where ``store`` is set, so this happens once)."""
     model_dir = Path(model_dir)
-    split = val_split(precision, trained_precision(load_checkpoint(model_dir / BEST)["config"])) \
-        if (model_dir / BEST).is_file() else "val"
+    split = val_split(precision, trained_precision(load_checkpoint(ModelDir(model_dir).best)["config"])) \
+        if ModelDir(model_dir).best.is_file() else "val"
     stored = load_val_outputs(model_dir, split)
     if stored is not None:
         return stored
@@ -212,7 +212,7 @@ def validation_outputs(model_dir: Path, protocols: Protocols, device: Optional[s
     outputs = {"logits": logits, "features": features, "labels": np.asarray(val.labels, np.int64)}
     where = "kept in memory"
     if store:
-        path = model_dir / VAL_OUTPUTS
+        path = ModelDir(model_dir).val_outputs
         save_outputs(path, {**(load_outputs(path) if path.exists() else {}), split: outputs})
         where = f"stored in {VAL_OUTPUTS} (split {split!r})"
     log(f"{model_dir}: validation outputs in {precision} computed from best.pt ({len(logits):,} samples), {where}")
@@ -424,7 +424,7 @@ def class_names(run_dir: Path, protocols: Protocols) -> List[str]:
     if meta.get("class_names"):
         return list(meta["class_names"])
     _, _, model_dir = trained_models(run_dir)[0]
-    protocol = protocols.for_config(load_checkpoint(model_dir / BEST)["config"])
+    protocol = protocols.for_config(load_checkpoint(ModelDir(model_dir).best)["config"])
     return list(protocol.class_names) or [str(c) for c in range(protocol.num_classes)]
 
 
@@ -484,7 +484,7 @@ def rechosen(entry: Dict, run_dir: Path, precision: Optional[str] = None, data_d
 def entry_precision(entry: Dict, model_dir: Path) -> str:
     """The network precision ``entry``'s threshold was chosen in: recorded, or (an entry from
     before that was recorded) the run's own, whose stored validation outputs it was chosen on."""
-    return entry.get("precision") or trained_precision(load_checkpoint(Path(model_dir) / BEST)["config"])
+    return entry.get("precision") or trained_precision(load_checkpoint(ModelDir(model_dir).best)["config"])
 
 
 def calibrate_in_memory(run_dir: Path, approach: str, detector: str, seed: int, fpr: float, precision: str,
@@ -539,7 +539,7 @@ def threshold_results(run_dir: Path, settings: Optional[Settings] = None,
         if model_dir not in scores:
             scores[model_dir] = model_scores(model_dir, approach,
                                              model_settings(settings or {}, run_tuned_settings(run_dir), approach))
-            stored_in = trained_precision(load_checkpoint(model_dir / BEST)["config"])
+            stored_in = trained_precision(load_checkpoint(ModelDir(model_dir).best)["config"])
             if stored_in != entry_precision(entry, model_dir):
                 notes.append(f"{approach} (seed {seed}): the thresholds were chosen on validation scores with the "
                              f"network in {entry_precision(entry, model_dir)}, as deployed; the test rates beside them "

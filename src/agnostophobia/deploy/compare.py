@@ -44,7 +44,7 @@ from agnostophobia.metrics import (auroc, ccr_at_fpr, oscr_area, reported_fprs, 
                                    unsupported_fpr_message)
 from agnostophobia.metrics.rows import row_label, row_sort_key
 from agnostophobia.metrics.summary import fpr_keys
-from agnostophobia.rundir import VAL_OUTPUTS, RunDir
+from agnostophobia.rundir import VAL_OUTPUTS, ModelDir, RunDir
 from agnostophobia.training.outputs import load_fit_outputs, load_val_outputs
 from agnostophobia.training.records import check_run
 
@@ -79,7 +79,7 @@ def _validation(model_dir: Path, run_dir: Path) -> Dict[str, np.ndarray]:
         raise AgnostophobiaError(f"{model_dir}: no validation outputs ({VAL_OUTPUTS}, split val); run "
                                  f"`agnostophobia calibrate {run_dir} --fpr T` once to store them, then compare")
     if not (np.asarray(val["labels"]) < 0).any():
-        raise AgnostophobiaError(f"{model_dir / VAL_OUTPUTS}: the validation split holds no negatives (label -1), "
+        raise AgnostophobiaError(f"{ModelDir(model_dir).val_outputs}: the validation split holds no negatives (label -1), "
                                  f"so detectors cannot be compared on validation data")
     return val
 

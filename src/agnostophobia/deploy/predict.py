@@ -19,7 +19,7 @@ from typing import Dict, List, Optional, Sequence
 from agnostophobia._atomic import atomic_write
 from agnostophobia.data.inputs import model_input, open_image_input
 from agnostophobia.errors import AgnostophobiaError, AgnostophobiaWarning
-from agnostophobia.rundir import RunDir
+from agnostophobia.rundir import ModelDir, RunDir
 from agnostophobia.training.checkpoint import load_checkpoint
 from agnostophobia.training.records import check_run
 from agnostophobia.training.trained import BEST
@@ -45,7 +45,7 @@ def predict_files(run_dir, inputs: Sequence[str], approach: Optional[str] = None
         calibration_entry(run_dir, approach, detector, seed)  # stop before reading anything without a threshold
     else:
         check_target(fpr)
-    config = load_checkpoint(model_dir / BEST)["config"]
+    config = load_checkpoint(ModelDir(model_dir).best)["config"]
     sources = [open_image_input(spec) for spec in inputs]  # every input listed and checked before any model
     classifier = OpenSetClassifier.from_run(run_dir, approach, detector, seed, device=device, fpr=fpr,
                                             data_dir=data_dir, log=log)

@@ -30,7 +30,7 @@ import numpy as np
 import agnostophobia
 from agnostophobia.losses import LOSSES, known_columns
 from agnostophobia.errors import ConfigError
-from agnostophobia.rundir import FIT_OUTPUTS, FITTED_FILE, OUTPUTS, SCORES_FILE, RecordError, RunDir, write_run_file
+from agnostophobia.rundir import FIT_OUTPUTS, OUTPUTS, SCORES_FILE, ModelDir, RecordError, RunDir, write_run_file
 from agnostophobia.settings import check_settings
 from agnostophobia.training.outputs import load_fit_outputs, load_outputs
 from agnostophobia.training.records import read_detector_scores, read_fitted_detectors, read_tuned_settings
@@ -214,8 +214,8 @@ class KeptFits:
 
     def __init__(self, model_dir: Path):
         self.model_dir = Path(model_dir)
-        self.path = Path(model_dir) / FITTED_FILE
-        self._fit_path = Path(model_dir) / FIT_OUTPUTS
+        self.path = ModelDir(model_dir).fitted
+        self._fit_path = ModelDir(model_dir).fit_outputs
         self._fit_digest: Optional[str] = None
         self._entries: Optional[Dict[str, Dict]] = None
         self._new: Dict[str, Dict] = {}
@@ -418,7 +418,7 @@ def stored_model_scores(model_dir: Path, approach: str, settings: Optional[Setti
     present outputs and these settings; None otherwise. Nothing is computed."""
     model_dir = Path(model_dir)
     fingerprint = _fingerprint(model_dir, LOSSES.get(approach).background_class, settings or {})
-    return _read(model_dir / file, fingerprint)
+    return _read(ModelDir(model_dir).file(file), fingerprint)
 
 
 def model_scores(model_dir: Path, approach: str, settings: Optional[Settings] = None,
@@ -435,12 +435,12 @@ def model_scores(model_dir: Path, approach: str, settings: Optional[Settings] = 
     settings = settings or {}
     background_class = LOSSES.get(approach).background_class
     fingerprint = _fingerprint(model_dir, background_class, settings)
-    path = model_dir / file
+    path = ModelDir(model_dir).file(file)
     cached = _read(path, fingerprint)
     if cached is not None:
         return cached
     fits = KeptFits(model_dir)
-    result = score_outputs(load_outputs(model_dir / OUTPUTS), load_fit_outputs(model_dir), approach,
+    result = score_outputs(load_outputs(ModelDir(model_dir).outputs), load_fit_outputs(model_dir), approach,
                            settings, reuse, fits)
     fits.save()
     result.fingerprint = fingerprint
@@ -459,7 +459,7 @@ def _fingerprint(model_dir: Path, background_class: bool, settings: Settings) ->
                               settings, scales], sort_keys=True, default=str).encode())
     for name in (OUTPUTS, FIT_OUTPUTS):
         digest.update(name.encode())
-        _hash_file(digest, model_dir / name)
+        _hash_file(digest, ModelDir(model_dir).file(name))
     return digest.hexdigest()
 
 

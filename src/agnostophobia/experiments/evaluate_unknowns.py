@@ -43,7 +43,7 @@ from agnostophobia.detectors.stored import (ModelScores, model_scores, model_set
                                             run_tuned_settings, stored_model_scores)
 from agnostophobia.training.outputs import load_outputs, save_outputs
 from agnostophobia.training.records import check_run, read_checkpoint_config
-from agnostophobia.rundir import BEST, CONFIG_SCORES_FILE, FITTED_FILE, OUTPUTS, SCORES_FILE, RunDir
+from agnostophobia.rundir import CONFIG_SCORES_FILE, SCORES_FILE, ModelDir, RunDir
 from agnostophobia.training.trained import load_trained_model
 from agnostophobia.training.device import resolve_device
 from agnostophobia._log import log_info
@@ -91,7 +91,7 @@ def check_held_sets(run_dir: Path, computed: Dict[Path, Dict[str, Dict]]) -> Non
     same command, killed or stopped before it finished: running the command again finishes it,
     with the result of a run never interrupted."""
     clash = sorted({name for model_dir, sets in computed.items()
-                    for name, stored in load_outputs(model_dir / OUTPUTS).items()
+                    for name, stored in load_outputsModelDir(model_dir).outputs.items()
                     if name in sets and not _same_outputs(stored, sets[name])})
     if clash:
         raise _already_holds(run_dir, clash)
@@ -128,7 +128,7 @@ def evaluate_run(run_dir, unknowns: Sequence[str] = (), data_dir=None, device: O
         if not replace:
             check_finished_sets(run_dir, [unknown_set_name(spec) for spec in unknowns])
         sets = [read_unknowns(spec, data_dir) for spec in unknowns]
-        configs = {d: records.checkpoint_configs.get(d) or read_checkpoint_config(d / BEST) for d in model_dirs}
+        configs = {d: records.checkpoint_configs.get(d) or read_checkpoint_config(ModelDir(d).best) for d in model_dirs}
         for cfg in configs.values():  # one preparation per input spec, shared by the models trained with it
             spec = run_input(cfg)
             if spec not in prepared:
@@ -145,12 +145,12 @@ def evaluate_run(run_dir, unknowns: Sequence[str] = (), data_dir=None, device: O
         # what the run already holds, read before its outputs change: the other sets are not recomputed
         caches = _score_caches(run_dir, records.models, settings)
         run = RunDir(run_dir)  # every file this writes, checked before the first is: a refusal leaves the run as it was
-        run.check_writable_all([*(d / name for d in model_dirs for name in (OUTPUTS, FITTED_FILE)),
-                                *(c.model_dir / c.file for c in caches),
+        run.check_writable_all([*(path for d in map(ModelDir, model_dirs) for path in (d.outputs, d.fitted)),
+                                *(ModelDir(c.model_dir).file(c.file) for c in caches),
                                 run.metrics, run.report, *([run.figures] if plots else [])])
         held = [stored_model_scores(c.model_dir, c.approach, c.settings, c.file) for c in caches]
         for model_dir in model_dirs:
-            save_outputs(model_dir / OUTPUTS, {**load_outputs(model_dir / OUTPUTS), **computed[model_dir]})
+            save_outputs(ModelDir(model_dir).outputs, {**load_outputs(ModelDir(model_dir).outputs), **computed[model_dir]})
         for c, old in zip(caches, held):  # score the new sets alone; the caches are extended
             model_scores(c.model_dir, c.approach, c.settings, reuse=old.without(names) if old else None, file=c.file)
         matrix = {(c.seed, c.approach): old for c, old in zip(caches, held) if c.file == SCORES_FILE}

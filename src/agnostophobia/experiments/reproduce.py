@@ -38,7 +38,7 @@ from agnostophobia.training.precision import describe_precision, resolve_precisi
 from agnostophobia.training.records import (check_data_sources, check_training_records, library_versions, read_classes,
                                             read_data_sources, read_notes,
                                             read_timings, read_wall_time)
-from agnostophobia.rundir import DATA_NOTES, DATA_SOURCES, LAST, PREPROCESSING_NOTES, RunDir
+from agnostophobia.rundir import DATA_NOTES, DATA_SOURCES, PREPROCESSING_NOTES, ModelDir, RunDir
 from agnostophobia.training.checkpoint import load_checkpoint
 from agnostophobia.training.loaders import is_streamed
 from agnostophobia.training.seed_batch import batches_over_seeds, check_batched_seeds, resolve_batched_seeds
@@ -233,7 +233,7 @@ def training_units(pending: List[Tuple[TrainConfig, Path]], batched: bool, world
 
 def saved_epoch(run_dir: Path) -> int:
     """The epochs ``run_dir/last.pt`` holds (0 without one)."""
-    last = run_dir / LAST
+    last = ModelDir(run_dir).last
     return int(load_checkpoint(last)["epoch"]) if last.exists() else 0
 
 

@@ -33,7 +33,7 @@ from agnostophobia.metrics.ood import CONFIDENCE_GRID, mean_confidence_curves
 from agnostophobia.plotting.style import approach_name
 from agnostophobia.training.config import load_experiment
 from agnostophobia.training.outputs import load_outputs, run_config
-from agnostophobia.rundir import OUTPUTS, RunDir
+from agnostophobia.rundir import ModelDir, RunDir
 from agnostophobia._log import log_info
 
 #: The unknown set of Fig. 3 (a split of the ``mnist-notmnist`` protocol).
@@ -123,7 +123,7 @@ def _member_scores(run_dir: Path) -> Tuple[np.ndarray, np.ndarray, List[int]]:
     probs: Dict[str, List[np.ndarray]] = {"known": [], UNKNOWN: []}
     labels, members = {}, []
     for seed, _, model_dir in RunDir(run_dir).models():
-        outputs = load_outputs(model_dir / OUTPUTS)
+        outputs = load_outputs(ModelDir(model_dir).outputs)
         for split in probs:
             probs[split].append(softmax_scores(outputs[split]["logits"]))
             labels[split] = outputs[split]["labels"]

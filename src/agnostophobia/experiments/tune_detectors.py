@@ -43,7 +43,7 @@ from agnostophobia.metrics import ccr_at_fpr, supports_fpr, unsupported_fpr_mess
 from agnostophobia.metrics.rows import paper_rows
 from agnostophobia.training.outputs import load_fit_outputs, load_val_outputs
 from agnostophobia.training.records import check_run, read_tuned_settings
-from agnostophobia.rundir import TUNED_SETTINGS, VAL_OUTPUTS, RunDir
+from agnostophobia.rundir import TUNED_SETTINGS, VAL_OUTPUTS, ModelDir, RunDir
 from agnostophobia._log import log_info
 
 DEFAULT_FPR = 1e-2
@@ -130,7 +130,7 @@ def _validation(model_dir: Path) -> Dict[str, np.ndarray]:
         raise AgnostophobiaError(f"{model_dir}: no validation outputs ({VAL_OUTPUTS}, split val); run "
                                  f"`agnostophobia calibrate` once to store them, then tune")
     if not (np.asarray(val["labels"]) < 0).any():
-        raise AgnostophobiaError(f"{model_dir / VAL_OUTPUTS}: the validation split holds no negatives (label -1), "
+        raise AgnostophobiaError(f"{ModelDir(model_dir).val_outputs}: the validation split holds no negatives (label -1), "
                                  f"so detector settings cannot be chosen on validation data (e.g. mnist-notmnist "
                                  f"has no validation unknowns)")
     return val
@@ -144,7 +144,7 @@ def check_supported_fpr(fpr: float, validation: Dict[Path, Dict[str, np.ndarray]
     fewest = min(counts, key=counts.get)
     if not supports_fpr(fpr, counts[fewest]):
         raise AgnostophobiaError(f"--fpr {fpr:g}: {unsupported_fpr_message(fpr, counts[fewest])} "
-                                 f"({fewest / VAL_OUTPUTS}); choose a supported --fpr, or validate on more negatives")
+                                 f"({ModelDir(fewest).val_outputs}); choose a supported --fpr, or validate on more negatives")
 
 
 def _not_applicable(name: str, val: Dict[str, np.ndarray], approach: str) -> Optional[str]:

@@ -18,7 +18,7 @@ from typing import Dict, Iterable, Optional, Tuple
 
 from agnostophobia.errors import ConfigError
 from agnostophobia.losses import LOSSES
-from agnostophobia.rundir import BEST, FINE_TUNE_START, write_run_file
+from agnostophobia.rundir import FINE_TUNE_START, ModelDir, write_run_file
 from agnostophobia.training.checkpoint import load_checkpoint
 
 
@@ -50,24 +50,24 @@ def start_weights(model_dir: Path, approach: str) -> Tuple[Dict, Dict]:
     network, ``best.pt`` of the START folder beside the model's) and the record of them for
     :data:`FINE_TUNE_START` (its checkpoint named relative to the seed's folder)."""
     recipe = LOSSES.get(approach).fine_tune
-    path = Path(model_dir).parent / recipe.start / BEST
+    path = ModelDir(Path(model_dir).parent / recipe.start).best
     if not path.is_file():
         raise ConfigError(f"{model_dir}: {approach} fine-tunes {path}, which does not exist; train "
                           f"{recipe.start} for this seed first")
     digest = hashlib.sha256(path.read_bytes()).hexdigest()
     checkpoint = load_checkpoint(path)
-    record = {"approach": recipe.start, "checkpoint": (Path(recipe.start) / BEST).as_posix(),
+    record = {"approach": recipe.start, "checkpoint": ModelDir(recipe.start).best.as_posix(),
               "sha256": digest, "epoch": checkpoint.get("epoch"),
               "recipe": recipe._asdict()}
     return checkpoint["model"], record
 
 
 def record_start(model_dir: Path, record: Dict) -> None:
-    write_run_file(Path(model_dir) / FINE_TUNE_START,
+    write_run_file(ModelDir(model_dir).fine_tune_start,
                    lambda tmp: Path(tmp).write_text(json.dumps(record, indent=1)))
 
 
 def read_start(model_dir: Path) -> Optional[Dict]:
     """The record of where a fine-tuned model started (None: it trained from scratch)."""
-    path = Path(model_dir) / FINE_TUNE_START
+    path = ModelDir(model_dir).fine_tune_start
     return json.loads(path.read_text()) if path.is_file() else None

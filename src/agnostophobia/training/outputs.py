@@ -32,7 +32,7 @@ from typing import Dict, Optional, Tuple
 import numpy as np
 import torch
 
-from agnostophobia.rundir import FIT_OUTPUTS, LAST_LAYER, OUTPUTS, VAL_OUTPUTS, write_run_file
+from agnostophobia.rundir import ModelDir, write_run_file
 from agnostophobia.training.records import FIELDS, read_outputs, read_run_config
 from agnostophobia.training.augment import to_input
 from agnostophobia.training.precision import autocast
@@ -43,10 +43,10 @@ SplitOutputs = Dict[str, np.ndarray]  # keys: logits, features, labels
 def store_outputs(run, protocol, run_dir: Path) -> None:
     """The per-sample outputs of a trained model on the test sets, on its training knowns (from
     which fitted detectors, k-NN and OpenMax, learn) and on the validation split."""
-    save_outputs(run_dir / FIT_OUTPUTS, {"train": fit_outputs(run, protocol)})
-    save_last_layer(run_dir / LAST_LAYER, last_layer_arrays(run.model.state_dict()))
-    save_outputs(run_dir / VAL_OUTPUTS, val_outputs(run, protocol))  # calibrate reads these
-    save_outputs(run_dir / OUTPUTS, run_outputs(run, protocol))
+    save_outputs(ModelDir(run_dir).fit_outputs, {"train": fit_outputs(run, protocol)})
+    save_last_layer(ModelDir(run_dir).last_layer, last_layer_arrays(run.model.state_dict()))
+    save_outputs(ModelDir(run_dir).val_outputs, val_outputs(run, protocol))  # calibrate reads these
+    save_outputs(ModelDir(run_dir).outputs, run_outputs(run, protocol))
 
 
 def fit_outputs(run, protocol) -> Dict:
@@ -155,7 +155,7 @@ def load_outputs(path: Path) -> Dict[str, SplitOutputs]:
 
 def load_fit_outputs(model_dir: Path) -> Optional[SplitOutputs]:
     """The training knowns' outputs stored beside ``outputs.npz`` (for fitted detectors), or None."""
-    path = Path(model_dir) / FIT_OUTPUTS
+    path = ModelDir(model_dir).fit_outputs
     return load_outputs(path)["train"] if path.exists() else None
 
 
@@ -168,7 +168,7 @@ def val_split(precision: str, run_precision: str) -> str:
 def load_val_outputs(model_dir: Path, split: str = "val") -> Optional[SplitOutputs]:
     """The validation split's outputs stored beside ``outputs.npz`` (for calibration) as
     ``split`` (see :func:`val_split`), or None for a run trained before they were stored."""
-    path = Path(model_dir) / VAL_OUTPUTS
+    path = ModelDir(model_dir).val_outputs
     return load_outputs(path).get(split) if path.exists() else None
 
 

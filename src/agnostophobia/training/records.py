@@ -30,8 +30,8 @@ from agnostophobia.data.fingerprint import changed_source
 from agnostophobia.errors import AgnostophobiaError, ConfigError, DataError
 from agnostophobia.losses import LOSSES
 from agnostophobia.training.fine_tune import recipe_schedule
-from agnostophobia.rundir import (check_model_file, BEST, DATA_NOTES, DATA_SOURCES, FIT_OUTPUTS, LAST_LAYER, OUTPUTS, PREPROCESSING_NOTES, RUN_KEY,
-                                  SCORES_FILE, VAL_OUTPUTS, RecordError, RunDir)
+from agnostophobia.rundir import (DATA_NOTES, DATA_SOURCES, FIT_OUTPUTS, OUTPUTS, PREPROCESSING_NOTES, RUN_KEY,
+                                  VAL_OUTPUTS, ModelDir, RecordError, RunDir, check_model_file)
 from agnostophobia.settings import field_settings
 from agnostophobia.training.precision import PRECISIONS
 from agnostophobia.training.config import (TrainConfig, apply_overrides, check_approaches, check_seeds,
@@ -675,16 +675,17 @@ def check_run(run_dir, command: str = "evaluate") -> RunRecords:
     read_tuned_settings(run_dir)
     for seed, approach, model_dir in models:
         widths = {}
-        for name in (OUTPUTS, FIT_OUTPUTS, VAL_OUTPUTS):
-            if (model_dir / name).exists() or name == OUTPUTS:
-                for arrays in read_outputs(model_dir / name).values():
-                    _same_widths(model_dir / name, arrays, widths)
-        if (model_dir / SCORES_FILE).exists():
-            read_detector_scores(model_dir / SCORES_FILE)
-        if (model_dir / LAST_LAYER).exists():
-            read_last_layer(model_dir / LAST_LAYER, widths.get("features"))
-        if (model_dir / BEST).exists():
-            records.checkpoint_configs[model_dir] = read_checkpoint_config(model_dir / BEST)
+        folder = ModelDir(model_dir)
+        for path in (folder.outputs, folder.fit_outputs, folder.val_outputs):
+            if path.exists() or path == folder.outputs:
+                for arrays in read_outputs(path).values():
+                    _same_widths(path, arrays, widths)
+        if ModelDir(model_dir).scores.exists():
+            read_detector_scores(ModelDir(model_dir).scores)
+        if ModelDir(model_dir).last_layer.exists():
+            read_last_layer(ModelDir(model_dir).last_layer, widths.get("features"))
+        if ModelDir(model_dir).best.exists():
+            records.checkpoint_configs[model_dir] = read_checkpoint_config(ModelDir(model_dir).best)
     check_agreement(records)
     return records
 
@@ -726,7 +727,7 @@ def check_agreement(records: RunRecords) -> None:
         saved = records.checkpoint_configs.get(model_dir)
         if saved is None:
             continue
-        best = model_dir / BEST
+        best = ModelDir(model_dir).best
         if (saved["approach"], saved["seed"]) != (approach, seed):
             _fail(best, f"was trained as {RunDir.run_key(saved['seed'], saved['approach'])} but lies in {model_dir}")
         difference = trained_differently(saved, {**config, **recipe_schedule(approach)}, one_model=False)

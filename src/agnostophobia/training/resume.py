@@ -21,7 +21,7 @@ from agnostophobia._atomic import remove_stale_temporaries
 from agnostophobia.errors import ConfigError
 from agnostophobia.training.checkpoint import load_checkpoint, rng_state, save_checkpoint
 from agnostophobia.training.config import TrainConfig
-from agnostophobia.rundir import BEST, HISTORY, LAST
+from agnostophobia.rundir import BEST, HISTORY, LAST, ModelDir
 from agnostophobia.training.records import trained_differently
 
 
@@ -39,13 +39,13 @@ def check_saved_config(saved: Dict, cfg: TrainConfig, path: Path) -> None:
 
 def check_resumable(run_dir: Path, cfg: TrainConfig) -> None:
     """Raise :class:`ConfigError` if ``run_dir`` holds a checkpoint trained with another config."""
-    last = Path(run_dir) / LAST
+    last = ModelDir(run_dir).last
     if last.exists():
         check_saved_config(load_checkpoint(last)["config"], cfg, last)
 
 
 def is_finished(run_dir: Path, cfg: TrainConfig) -> bool:
-    last = Path(run_dir) / LAST
+    last = ModelDir(run_dir).last
     if not last.exists():
         return False
     state = load_checkpoint(last)
@@ -56,7 +56,7 @@ def is_finished(run_dir: Path, cfg: TrainConfig) -> bool:
 def saved_run(run_dir: Path, cfg: TrainConfig, resume: bool) -> Optional[Dict]:
     """The checkpoint of the run in ``run_dir`` to continue, or None for a new run (``run_dir`` is created)."""
     run_dir.mkdir(parents=True, exist_ok=True)
-    last_path = run_dir / LAST
+    last_path = ModelDir(run_dir).last
     if not last_path.exists():
         return None
     if not resume:
@@ -87,9 +87,9 @@ def save_epoch(run_dir: Path, cfg: TrainConfig, state: Dict, held: Dict, val_los
     scheduler state dicts, as a separate run holds them, and the loss's (its parameters and state)."""
     epoch = state["epoch"]
     if improved:
-        save_checkpoint(run_dir / BEST, {"model": held["model"], "epoch": epoch,
+        save_checkpoint(ModelDir(run_dir).best, {"model": held["model"], "epoch": epoch,
                                               "val_loss": val_loss, "config": cfg.to_dict()})
-    save_checkpoint(run_dir / LAST, {
+    save_checkpoint(ModelDir(run_dir).last, {
         **state, "model": held["model"], "optimizer": held["optimizer"],
         "scheduler": held["scheduler"], "loss": held.get("loss", {}), "config": cfg.to_dict(), "rng": rng_state(),
         "finished": epoch == cfg.epochs})

@@ -17,7 +17,7 @@ from agnostophobia.training.checkpoint import load_checkpoint
 from agnostophobia.training.device import resolve_device
 from agnostophobia.training.outputs import last_layer_arrays, predict, save_last_layer
 from agnostophobia.training.precision import resolve_precision
-from agnostophobia.rundir import BEST, LAST_LAYER
+from agnostophobia.rundir import BEST, LAST_LAYER, ModelDir
 from agnostophobia.training.records import checkpoint_config, read_last_layer
 
 
@@ -46,7 +46,7 @@ class TrainedModel:
 def load_trained_model(model_dir: Path, device: Optional[str] = None, precision: Optional[str] = None) -> TrainedModel:
     """The best-validation network of ``model_dir`` on ``device`` (default: the run's), in the
     run's precision unless ``precision`` (fp32 | bf16 | auto) says otherwise."""
-    path = Path(model_dir) / BEST
+    path = ModelDir(model_dir).best
     if not path.is_file():
         raise AgnostophobiaError(f"{path}: no such checkpoint; the model was not trained to the end of an epoch")
     best = load_checkpoint(path)
@@ -75,10 +75,10 @@ def load_last_layer(model_dir: Path) -> Tuple[Optional[Dict[str, np.ndarray]], s
     run); a run without either gets None. (A detector checks the layer's width against the
     features it is given.)"""
     model_dir = Path(model_dir)
-    path = model_dir / LAST_LAYER
+    path = ModelDir(model_dir).last_layer
     if path.exists():
         return read_last_layer(path), ""
-    best = model_dir / BEST
+    best = ModelDir(model_dir).best
     if not best.is_file():
         return None, f"no last layer is stored ({LAST_LAYER}) and there is no {BEST} to read it from"
     try:

@@ -52,7 +52,7 @@ from agnostophobia.training.epoch_log import close_tensorboard, log_scalars, ope
 from agnostophobia.training.hostsync import HostCopy, read_once, to_device
 from agnostophobia.training.loaders import device_data, is_streamed
 from agnostophobia.training.precision import autocast, resolve_precision
-from agnostophobia.rundir import BEST, HISTORY, LAST
+from agnostophobia.rundir import ModelDir
 from agnostophobia.training.resume import check_same_epoch, remove_killed_writes, save_epoch, saved_run
 from agnostophobia.training.seed_batch import seed_layout
 
@@ -589,7 +589,7 @@ def _fit(run: Training, run_dirs: List[Path], resume: bool, stop_after_epoch: Op
              for run_dir, seed_cfg in zip(run_dirs, run.seed_cfgs)]
     check_same_epoch(saved, run_dirs)
     if saved[0] is not None:
-        run.load_seed_states(saved, [str(run_dir / LAST) for run_dir in run_dirs])
+        run.load_seed_states(saved, [str(ModelDir(run_dir).last) for run_dir in run_dirs])
         set_rng_state(saved[0]["rng"])
         states = [{k: one[k] for k in states[0]} for one in saved]
     elif start_approach(cfg.approach) is not None:  # a fine-tune's first epoch: the start network's weights
@@ -633,8 +633,8 @@ def _fit(run: Training, run_dirs: List[Path], resume: bool, stop_after_epoch: Op
         for writer in writers:
             close_tensorboard(writer)
     for i, run_dir in enumerate(run_dirs):
-        if world.is_main and (run_dir / BEST).exists():
-            run.load_seed_weights(i, load_checkpoint(run_dir / BEST)["model"])
+        if world.is_main and ModelDir(run_dir).best.exists():
+            run.load_seed_weights(i, load_checkpoint(ModelDir(run_dir).best)["model"])
 
 
 def _record_epoch(run: Training, seed_index: int, run_dir: Path, state: Dict, row: Dict, improved: bool,
@@ -643,6 +643,6 @@ def _record_epoch(run: Training, seed_index: int, run_dir: Path, state: Dict, ro
     stacked): its checkpoints (:func:`.resume.save_epoch`), ``metrics.csv``, TensorBoard scalars.
     A checkpoint holds one plain network's state dict, also under DDP and with stacked seeds."""
     save_epoch(run_dir, run.seed_cfgs[seed_index], state, run.seed_state(seed_index), row["val_loss"], improved)
-    write_history(run_dir / HISTORY, state["history"])
+    write_history(ModelDir(run_dir).history, state["history"])
     kill_point("epoch-end")
     log_scalars(writer, row, state["epoch"])
