@@ -33,7 +33,8 @@ from agnostophobia.detectors.stored import fitted_detector, top_scores
 from agnostophobia.errors import AgnostophobiaError, AgnostophobiaWarning
 from agnostophobia.metrics import ccr_at_fpr, threshold_at_fpr
 from agnostophobia.rundir import LAST_LAYER
-from agnostophobia.training.outputs import VAL_OUTPUTS, load_outputs, save_last_layer
+from agnostophobia.rundir import VAL_OUTPUTS
+from agnostophobia.training.outputs import load_outputs, save_last_layer
 
 FPR = 0.1  # 32 validation negatives: k = 3 false positives allowed
 DIGITS = [str(d) for d in range(10)]
