@@ -91,7 +91,7 @@ def check_held_sets(run_dir: Path, computed: Dict[Path, Dict[str, Dict]]) -> Non
     same command, killed or stopped before it finished: running the command again finishes it,
     with the result of a run never interrupted."""
     clash = sorted({name for model_dir, sets in computed.items()
-                    for name, stored in load_outputsModelDir(model_dir).outputs.items()
+                    for name, stored in load_outputs(ModelDir(model_dir).outputs).items()
                     if name in sets and not _same_outputs(stored, sets[name])})
     if clash:
         raise _already_holds(run_dir, clash)
