@@ -322,8 +322,12 @@ def test_an_experiment_config_carries_the_detectors_mapping_and_old_configs_load
     from agnostophobia.training.config import parse_experiment
 
     new = parse_experiment({"approaches": ["entropic"], "detectors": {"knn": {"k": 7}, "evm": {"tail_size": 20}}})
-    # the config's knn defaults (the older key), k from detectors.knn
-    assert detector_settings(new.train.to_dict())["knn"] == {"k": 7, "normalize": True, "class_conditional": False}
+    # k from detectors.knn; what the config leaves out is the detector's declared default, written nowhere else
+    assert detector_settings(new.train.to_dict())["knn"] == {"k": 7}
+    from agnostophobia.detectors import DETECTORS
+    built = DETECTORS.get("knn")(**detector_settings(new.train.to_dict())["knn"])
+    assert (built.k, built.normalize, built.class_conditional) == (7, True, False)
+    assert new.train.openmax == {} and new.train.knn == {}  # TrainConfig holds no detector's defaults
     assert detector_settings(new.train.to_dict())["evm"] == {"tail_size": 20}
     old = parse_experiment({"approaches": ["entropic"], "openmax": {"tail_size": 3, "alpha": 2}, "knn": {"k": 4}})
     assert old.train.detectors == {}

@@ -110,11 +110,10 @@ class TrainConfig:
     detectors: Dict[str, Any] = setting(dict, factory=dict, resumable=True)  # evaluation, not training
     # The older spelling of two of them, still read (detectors.NAME wins where both set a key):
     # OpenMax on the logits (Bendale & Boult 2016; Fig. 1d of the paper), k-NN on the deep features
-    # (Sun et al. 2022: k = 50, L2-normalised, not class-conditional)
-    openmax: Dict[str, Any] = setting(dict, factory=lambda: {"tail_size": 20, "alpha": 3, "distance": "eucos"},
-                                      resumable=True)
-    knn: Dict[str, Any] = setting(dict, factory=lambda: {"k": 50, "normalize": True, "class_conditional": False},
-                                  resumable=True)  # k-NN's settings (detectors.knn wins)
+    # (Sun et al. 2022). Empty by default: each setting left out takes the default its detector
+    # declares (detectors/openmax.py, detectors/knn.py), the one place it is written.
+    openmax: Dict[str, Any] = setting(dict, factory=dict, resumable=True)
+    knn: Dict[str, Any] = setting(dict, factory=dict, resumable=True)  # k-NN's settings (detectors.knn wins)
 
     def validate(self, where: str = "") -> "TrainConfig":
         """Check every value, nested mappings included; ``where`` prefixes the key paths
