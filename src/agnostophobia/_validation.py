@@ -117,6 +117,22 @@ def check_seed(seed, name: str = "seed", error: type = ValueError) -> int:
 
 
 SEED_RULE = "must be an integer in 0..2**63-1"
+#: The one rule for a target false positive rate, wherever one enters (a flag or a record).
+FPR_RULE = "must be a rate in (0, 1]"
+
+
+def is_rate(value) -> bool:
+    """Whether ``value`` is a valid target false positive rate: a real number (not a bool) in
+    (0, 1] (NaN is not)."""
+    return not isinstance(value, (bool, np.bool_)) and isinstance(value, (int, float, np.integer, np.floating)) \
+        and 0 < value <= 1
+
+
+def check_fpr(fpr, name: str = "--fpr", error: type = ValueError) -> float:
+    """A target false positive rate as a float (:func:`is_rate`); ``error`` names ``name``."""
+    if not is_rate(fpr):
+        raise error(f"{name} {FPR_RULE} (a target false positive rate), got {fpr!r}")
+    return float(fpr)
 
 
 def is_seed(value) -> bool:

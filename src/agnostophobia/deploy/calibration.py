@@ -54,7 +54,7 @@ import numpy as np
 import torch
 
 from agnostophobia._runlock import run_lock
-from agnostophobia._validation import check_seed
+from agnostophobia._validation import check_fpr, check_seed
 from agnostophobia.detectors import DETECTORS, detector_applies
 from agnostophobia.detectors.stored import (KeptFits, NotFitted, Settings, detector_settings, fitted_detector,
                                             model_scores, model_settings, run_model_settings, run_tuned_settings,
@@ -220,9 +220,7 @@ def validation_outputs(model_dir: Path, protocols: Protocols, device: Optional[s
 
 
 def check_target(fpr) -> float:
-    if isinstance(fpr, bool) or not isinstance(fpr, (int, float)) or not 0 < fpr <= 1:
-        raise AgnostophobiaError(f"--fpr {fpr!r}: the target false positive rate must be in (0, 1]")
-    return float(fpr)
+    return check_fpr(fpr, error=AgnostophobiaError)
 
 
 def calibrate_model(val: SplitOutputs, approach: str, detector_name: str, seed: int, fpr: float,

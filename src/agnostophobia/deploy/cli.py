@@ -13,12 +13,14 @@ from agnostophobia.deploy.formats import DEFAULT_FORMAT, FORMATS
 
 def fpr_rate(text: str) -> float:
     """argparse type for ``--fpr``: a false positive rate in (0, 1]."""
+    from agnostophobia._validation import FPR_RULE, is_rate  # numpy: only when --fpr is given
+
     try:
         value = float(text)
     except ValueError:
         value = float("nan")
-    if not 0 < value <= 1:
-        raise argparse.ArgumentTypeError(f"must be a rate in (0, 1], e.g. 0.01, got {text!r}")
+    if not is_rate(value):
+        raise argparse.ArgumentTypeError(f"{FPR_RULE}, e.g. 0.01, got {text!r}")
     return value
 
 

@@ -34,6 +34,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from agnostophobia._validation import check_fpr
 from agnostophobia._log import log_info
 from agnostophobia._runlock import run_lock
 from agnostophobia.detectors import DETECTORS, build_detector
@@ -162,8 +163,7 @@ def _merge(per_seed: List[Dict]) -> Dict:
 def _check_fpr(fpr: Optional[float], negatives: int) -> None:
     if fpr is None:
         return
-    if isinstance(fpr, bool) or not isinstance(fpr, (int, float)) or not 0 < fpr <= 1:
-        raise AgnostophobiaError(f"--fpr {fpr!r}: the target false positive rate must be in (0, 1]")
+    check_fpr(fpr, error=AgnostophobiaError)
     if not supports_fpr(fpr, negatives):
         raise AgnostophobiaError(f"--fpr {fpr:g}: {unsupported_fpr_message(fpr, negatives)}; compare at a "
                                  f"supported --fpr, or without --fpr (ranked by validation AUROC)")

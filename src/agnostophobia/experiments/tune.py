@@ -34,6 +34,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 import torch
+from agnostophobia._validation import check_fpr as check_rate
 from agnostophobia._yaml import dump_yaml
 
 from agnostophobia._atomic import atomic_write
@@ -243,9 +244,7 @@ class TuneSetup:
 
 
 def check_fpr(fpr) -> float:
-    if isinstance(fpr, bool) or not isinstance(fpr, (int, float)) or not 0 < fpr <= 1:
-        raise ConfigError(f"--fpr must be a rate in (0, 1], got {fpr!r}")
-    return float(fpr)
+    return check_rate(fpr, error=ConfigError)
 
 
 def check_detectors(approaches: Sequence[str], detector: Optional[str]) -> Dict[str, str]:

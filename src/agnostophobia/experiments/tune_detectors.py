@@ -32,6 +32,7 @@ from typing import Callable, Dict, List, Optional, Sequence
 
 import numpy as np
 
+from agnostophobia._validation import check_fpr
 from agnostophobia._runlock import run_lock
 from agnostophobia.detectors import DETECTORS
 from agnostophobia.detectors._base import setting_grid
@@ -63,8 +64,7 @@ def tune_detectors(run_dir, fpr: float = DEFAULT_FPR, detectors: Optional[Sequen
     an error says what would have been (``partial``: the settings chosen are written, and the
     detectors without one keep what the run held for them)."""
     run_dir = Path(run_dir)
-    if not (isinstance(fpr, (int, float)) and 0 < fpr <= 1):
-        raise AgnostophobiaError(f"--fpr: must be a rate in (0, 1], got {fpr!r}")
+    check_fpr(fpr, error=AgnostophobiaError)
     records = check_run(run_dir, "tune")
     settings = run_detector_settings(run_dir, records.config)
     models = _selected_models(run_dir, records.models, approaches)

@@ -22,6 +22,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
+from agnostophobia._validation import FPR_RULE, is_rate
 from agnostophobia.data.preprocess import OURS
 from agnostophobia.data.streaming import CROP_PADDING
 from agnostophobia._log import log_info
@@ -424,8 +425,8 @@ def read_tuned_settings(run_dir) -> Optional[Dict[str, Any]]:
     if data is None:
         return None
     fpr = data.get("target_fpr")
-    if not _is_number(fpr) or not 0 < fpr <= 1:
-        _fail(path, f"must be a rate in (0, 1], got {fpr!r}", "target_fpr")
+    if not is_rate(fpr):
+        _fail(path, f"{FPR_RULE}, got {fpr!r}", "target_fpr")
     chosen = data.get("chosen")
     if not isinstance(chosen, dict):
         _fail(path, "must be a mapping {approach: {detector: {setting: value}}}", "chosen")
@@ -454,8 +455,8 @@ def _check_entry(path, where: str, entry) -> None:
     if not _is_count(seed, 0):
         _fail(path, f"must be an integer >= 0, got {seed!r}", f"{where}.seed")
     fpr = entry.get("target_fpr")
-    if not _is_number(fpr) or not 0 < fpr <= 1:
-        _fail(path, f"must be a rate in (0, 1], got {fpr!r}", f"{where}.target_fpr")
+    if not is_rate(fpr):
+        _fail(path, f"{FPR_RULE}, got {fpr!r}", f"{where}.target_fpr")
     threshold = entry.get("threshold")
     if threshold is None:
         if not isinstance(entry.get("reason"), str):
