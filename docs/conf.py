@@ -142,7 +142,22 @@ sphinx_gallery_conf = {
     "within_subsection_order": "FileNameSortKey",
     "reset_modules": ("matplotlib", "agnostophobia_refs.forget_example_registrations"),
     "reset_modules_order": "after",
+    # "Examples using X": which examples use which names of the package, recorded while they run;
+    # each API entry that an example uses lists those examples (_examples_using, below).
+    "doc_module": ("agnostophobia",),
+    "backreferences_dir": "gallery/backreferences",
 }
+
+
+def _examples_using(app, what, name, obj, options, lines):
+    """Append "Examples using NAME" (sphinx-gallery's mini-gallery) to the API entry of a class or
+    function that a gallery example uses; nothing where none does."""
+    if what not in ("class", "function", "exception"):
+        return
+    used = HERE / "gallery" / "backreferences" / f"{name}.examples"
+    if used.is_file() and used.stat().st_size > 0:
+        short = name.rsplit(".", 1)[-1]
+        lines.extend(["", f".. minigallery:: {name}", f"   :add-heading: Examples using ``{short}``", ""])
 
 # --- HTML ---------------------------------------------------------------------------------------
 # Furo rather than alabaster: Furo is maintained, responsive (at phone width the content comes
@@ -171,3 +186,4 @@ copybutton_exclude = ".linenos, .gp, .go"
 
 def setup(app):
     app.connect("build-finished", _copy_mathjax)
+    app.connect("autodoc-process-docstring", _examples_using)
