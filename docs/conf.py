@@ -147,6 +147,9 @@ sphinx_gallery_conf = {
     # each API entry that an example uses lists those examples (_examples_using, below).
     "doc_module": ("agnostophobia",),
     "backreferences_dir": "gallery/backreferences",
+    # each figure also at twice the resolution (sharp on high-density screens); the page's script
+    # gallery-full-image.js links each figure to that full-size image
+    "image_srcset": ["2x"],
 }
 
 
@@ -170,6 +173,7 @@ html_theme = "furo"
 html_title = f"agnostophobia {release}"
 html_static_path = ["_static"]
 html_css_files = ["agnostophobia.css"]
+html_js_files = ["gallery-full-image.js"]
 html_theme_options = {
     "navigation_with_keys": True,
     "top_of_page_buttons": [],  # no "view/edit source" buttons: no repository URL is configured
