@@ -14,7 +14,9 @@ Each page is opened at each width and fails the check when
   where ``--flag`` was written and a smart-quote pass turned it into ``–flag`` (in the text
   outside code too: a dash right after a space and before a word);
 - it shows a raw ``Setting(type=...)`` repr (a declaration printed instead of rendered as a table);
-- (read from the files, once) an internal link points to a page or an anchor that does not exist.
+- (read from the files, once) an internal link points to a page or an anchor that does not exist;
+- (read from the files) a gallery example shows no figure of its own, so that its thumbnail is
+  sphinx-gallery's placeholder.
 
 Needs Debian's ``chromium`` and ``chromium-driver`` and the Python package ``selenium`` (its
 version in constraints.txt); the driver is the system's ``chromedriver``, so nothing is fetched.
@@ -128,6 +130,14 @@ def broken_links(root: Path, names: list) -> list:
     return broken
 
 
+def placeholder_thumbnails(root: Path) -> list:
+    """Gallery pages without a figure the example drew (``sphx_glr_<example>_001.png`` ...):
+    sphinx-gallery then gives the example its placeholder thumbnail."""
+    return [f"gallery/{page.name}: no figure, a placeholder thumbnail"
+            for page in sorted((root / "gallery").glob("*.html"))
+            if page.name != "index.html" and f"sphx_glr_{page.stem}_0" not in page.read_text(encoding="utf-8")]
+
+
 def driver(chromedriver: str, chromium: str):
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
@@ -211,7 +221,8 @@ def main(argv=None) -> int:
             print("  " + line)
     for label, items in (("code elements with an en/em dash before a word", findings["dashes"]),
                          (f"pages showing a raw {RAW_SETTING!r} repr", findings["raw"]),
-                         ("broken internal links or anchors", broken)):
+                         ("broken internal links or anchors", broken),
+                         ("gallery examples with a placeholder thumbnail", placeholder_thumbnails(root))):
         print(f"{label}: {len(items)}")
         failed |= bool(items)
         for line in items:

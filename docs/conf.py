@@ -86,10 +86,11 @@ _INTERNAL = ("_torch_score _take_settings fitted_state restore_fitted_state scor
              "agnostophobia.data.file_protocols.build_file_protocol agnostophobia.data.fetch.FetchedFile "
              "agnostophobia.data.datasets.DatasetSplit check_resolved KDTREE_MAX_DIM kdtree_smallest "
              "agnostophobia.detectors.mahalanobis._GaussianDetector agnostophobia.detectors.shaping._LastLayerDetector "
-             "FPR_SERIES WHITENING_SAMPLES"
+             "FPR_SERIES WHITENING_SAMPLES MAX_WORKERS ORIGIN_AXIS_GID BORDER_GID SUBSAMPLE_NOTE_GID"
              ).split()
 # Submodules that package docstrings name by their short name (``:mod:`oscr```).
-_SUBMODULES = "calibration predict export oscr ood stats summary rows backbones weights resolution significance".split()
+_SUBMODULES = ("calibration predict export oscr ood stats summary rows backbones weights resolution significance "
+               "run panels style").split()
 nitpick_ignore = ([(role, name) for name in _INTERNAL for role in ("py:class", "py:func", "py:meth", "py:data")]
                   + [("py:mod", name) for name in _SUBMODULES])
 suppress_warnings = [
@@ -124,11 +125,13 @@ def _copy_mathjax(app, exception):
 
 
 # --- gallery ---
-# the gallery: examples/plot_*.py run, their output shown
+# Every example in examples/ runs at build time, cell by cell, its printed output and figures
+# shown under each cell; make_folder_protocol.py (a tool that needs the staged datasets) is
+# left out of the gallery.
 sphinx_gallery_conf = {
     "examples_dirs": str(ROOT / "examples"),
     "gallery_dirs": "gallery",
-    "filename_pattern": r"/plot_",  # the runnable examples; make_folder_protocol.py needs staged data
+    "filename_pattern": r"\.py$",  # all of them, own_images.py included
     "ignore_pattern": r"make_folder_protocol\.py",
     "download_all_examples": False,
     "remove_config_comments": True,
@@ -140,7 +143,25 @@ sphinx_gallery_conf = {
     "within_subsection_order": "FileNameSortKey",
     "reset_modules": ("matplotlib", "agnostophobia_refs.forget_example_registrations"),
     "reset_modules_order": "after",
+    # "Examples using X": which examples use which names of the package, recorded while they run;
+    # each API entry that an example uses lists those examples (_examples_using, below).
+    "doc_module": ("agnostophobia",),
+    "backreferences_dir": "gallery/backreferences",
+    # each figure also at twice the resolution (sharp on high-density screens); the page's script
+    # gallery-full-image.js links each figure to that full-size image
+    "image_srcset": ["2x"],
 }
+
+
+def _examples_using(app, what, name, obj, options, lines):
+    """Append "Examples using NAME" (sphinx-gallery's mini-gallery) to the API entry of a class or
+    function that a gallery example uses; nothing where none does."""
+    if what not in ("class", "function", "exception"):
+        return
+    used = HERE / "gallery" / "backreferences" / f"{name}.examples"
+    if used.is_file() and used.stat().st_size > 0:
+        short = name.rsplit(".", 1)[-1]
+        lines.extend(["", f".. minigallery:: {name}", f"   :add-heading: Examples using ``{short}``", ""])
 
 # --- HTML ---------------------------------------------------------------------------------------
 # Furo rather than alabaster: Furo is maintained, responsive (at phone width the content comes
@@ -152,6 +173,7 @@ html_theme = "furo"
 html_title = f"agnostophobia {release}"
 html_static_path = ["_static"]
 html_css_files = ["agnostophobia.css"]
+html_js_files = ["gallery-full-image.js"]
 html_theme_options = {
     "navigation_with_keys": True,
     "top_of_page_buttons": [],  # no "view/edit source" buttons: no repository URL is configured
@@ -169,3 +191,4 @@ copybutton_exclude = ".linenos, .gp, .go"
 
 def setup(app):
     app.connect("build-finished", _copy_mathjax)
+    app.connect("autodoc-process-docstring", _examples_using)

@@ -4,85 +4,112 @@ Export a model and run the file in onnxruntime
 
 ``agnostophobia export RUN --format onnx`` writes one file holding the network, the
 detector's score as torch operations and the threshold chosen on validation data. The file
-runs without this package: here in onnxruntime, and it decides as ``predict`` does. The run
-is the small one of the folder example (generated images, a few seconds of training); any
-run of ``train`` or ``reproduce`` exports the same way.
+runs without this package: here in onnxruntime, and it decides as ``predict`` does. Any run
+of ``train`` or ``reproduce`` exports the same way.
 """
 # %%
-import argparse
-import importlib.util
+# A small run to export
+# ---------------------
+# The glyphs of the folder example (bars and boxes known, diagonals negative), a few
+# seconds of training of a small MLP.
 import json
+import shutil
 import tempfile
 from pathlib import Path
 
+import matplotlib.pyplot as plt
 import numpy as np
+import onnxruntime
+import yaml
+from PIL import Image
 
 from agnostophobia.cli import main
+from agnostophobia.deploy import OpenSetClassifier
+
+KNOWN, NEGATIVE = ["hbar", "vbar", "box"], ["diag"]
+work = Path(tempfile.mkdtemp(prefix="agnostophobia-export-"))
 
 
-def agnostophobia(argv) -> None:
+def draw(shape: str, rng: np.random.Generator) -> np.ndarray:
+    """One 28x28 uint8 glyph, white on black, jittered."""
+    img = np.zeros((28, 28), np.uint8)
+    a, b = rng.integers(5, 9), rng.integers(19, 23)
+    if shape == "hbar":
+        img[12 + rng.integers(-3, 4):16 + rng.integers(-3, 4), a:b] = 255
+    elif shape == "vbar":
+        img[a:b, 12 + rng.integers(-3, 4):16 + rng.integers(-3, 4)] = 255
+    elif shape == "box":
+        img[a:b, a:b] = 255
+        img[a + 3:b - 3, a + 3:b - 3] = 0
+    elif shape == "diag":
+        for i in range(a, b):
+            img[i, max(i - 2, 0):i + 2] = 255
+    else:  # dots: a pattern none of the others has
+        img[rng.integers(0, 2):: 4, rng.integers(0, 2):: 4] = 255
+    return np.clip(img.astype(int) + rng.integers(0, 40, img.shape), 0, 255).astype(np.uint8)
+
+
+def agnostophobia(*argv) -> None:
     """``agnostophobia ARGV...`` in this process; a failed command stops the example."""
     if main([str(a) for a in argv]) != 0:
         raise SystemExit(f"agnostophobia {' '.join(map(str, argv))} failed")
 
 
-def parse_args(argv=None):
-    p = argparse.ArgumentParser(description="train a tiny run, export it to ONNX, run it in onnxruntime")
-    p.add_argument("--per-class", type=int, default=40, help="training images per class")
-    p.add_argument("--out", type=Path, help="working folder (default: a temporary one)")
-    return p.parse_args(argv)
-
-
-def folder_example():
-    """The generator of plot_folder_to_deployed_model.py, beside this file (the gallery runs the
-    examples in their folder and defines no ``__file__``)."""
-    here = Path(globals().get("__file__", "plot_export_onnxruntime.py")).resolve().parent
-    path = here / "plot_folder_to_deployed_model.py"
-    spec = importlib.util.spec_from_file_location("plot_folder_to_deployed_model", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def run(args) -> None:
-    if args.out is not None:
-        return run_in(args, args.out)
-    with tempfile.TemporaryDirectory(prefix="agnostophobia-export-") as work:  # removed afterwards
-        return run_in(args, Path(work))
-
-
-def run_in(args, work: Path) -> None:
-    import onnxruntime
-
-    from agnostophobia.deploy import OpenSetClassifier
-
-    shapes = folder_example()
-    config = shapes.write_protocol(work / "protocol", args.per_class)
-    run_dir, onnx_file = work / "run", work / "shapes.onnx"
-    agnostophobia(["train", str(config), "--out", str(run_dir), "--no-progress"])
-    agnostophobia(["export", str(run_dir), "--format", "onnx", "--out", str(onnx_file), "--fpr", "0.2"])
-
-    # The file alone: float (N, 1, 28, 28) in [0, 1] in, (labels, scores) out; -1 = unknown.
-    rng = np.random.default_rng(2)
-    images = np.stack([shapes.draw(s, rng) for s in ("hbar", "vbar", "box", "dots")])
-    x = images[:, None].astype(np.float32) / 255
-    session = onnxruntime.InferenceSession(str(onnx_file))
-    labels, scores = session.run(["labels", "scores"], {"images": x})
-    info = json.loads(session.get_modelmeta().custom_metadata_map["agnostophobia.json"])
-    names = [info["class_names"][c] if c >= 0 else "unknown" for c in labels]
-
-    # The same decisions from the run directory, through the package
-    clf = OpenSetClassifier.from_run(run_dir)
-    ours = clf.predict(x)
-    print(f"threshold {info['threshold']:.6f}, file size {onnx_file.stat().st_size:,} bytes")
-    print(f"{'drawn':8} {'onnxruntime':12} {'score':>9}  predict")
-    for drawn, name, score, label in zip(("hbar", "vbar", "box", "dots"), names, scores, ours):
-        print(f"{drawn:8} {name:12} {score:9.6f}  {clf.class_names[label] if label >= 0 else 'unknown'}")
-    assert list(labels) == list(ours), "the exported file and predict disagree"
-
+rng = np.random.default_rng(0)
+for split, n in {"train": 40, "val": 10, "test": 20}.items():
+    for shape in KNOWN + NEGATIVE + (["dots"] if split == "test" else []):
+        (work / "images" / split / shape).mkdir(parents=True)
+        for i in range(n):
+            Image.fromarray(draw(shape, rng)).save(work / "images" / split / shape / f"{i:03d}.png")
+(work / "experiment.yaml").write_text(yaml.safe_dump({
+    "name": "shapes",
+    "protocol": {"type": "folders", "root": "images", "known": KNOWN, "negative": NEGATIVE, "unknown": ["dots"],
+                 "image_size": 28, "channels": 1, "kind": "glyph"},
+    "model": "mlp", "model_kwargs": {"hidden": [64, 32]}, "approaches": ["entropic"],
+    "epochs": 6, "batch_size": 16, "lr": 0.003, "tensorboard": False, "progress": False, "cpu_threads": 2,
+}, sort_keys=False))
+agnostophobia("train", work / "experiment.yaml", "--out", work / "run", "--no-progress")
 
 # %%
-# Train, export, run
-# ------------------
-if __name__ == "__main__":
-    run(parse_args())
+# Export to ONNX
+# --------------
+# ``--fpr 0.2`` calibrates the threshold on the validation data first (at most 20 % of the
+# validation negatives accepted) and puts it in the file with the class names.
+onnx_file = work / "shapes.onnx"
+agnostophobia("export", work / "run", "--format", "onnx", "--out", onnx_file, "--fpr", "0.2")
+print(f"{onnx_file.name}: {onnx_file.stat().st_size:,} bytes")
+
+# %%
+# The file alone, in onnxruntime
+# ------------------------------
+# Float (N, 1, 28, 28) in [0, 1] in, (labels, scores) out; -1 = unknown. The class names
+# and the threshold travel in the file's metadata.
+rng = np.random.default_rng(2)
+drawn = ["hbar", "vbar", "box", "dots"]
+x = np.stack([draw(s, rng) for s in drawn])[:, None].astype(np.float32) / 255
+session = onnxruntime.InferenceSession(str(onnx_file))
+labels, scores = session.run(["labels", "scores"], {"images": x})
+info = json.loads(session.get_modelmeta().custom_metadata_map["agnostophobia.json"])
+names = [info["class_names"][c] if c >= 0 else "unknown" for c in labels]
+print(f"threshold {info['threshold']:.6f}")
+
+# %%
+# The same decisions through the package
+# --------------------------------------
+# ``OpenSetClassifier`` reads the run directory and its calibration: the exported file and
+# ``predict`` agree image by image.
+clf = OpenSetClassifier.from_run(work / "run")
+ours = clf.predict(x)
+print(f"{'drawn':8} {'onnxruntime':12} {'score':>9}  predict")
+for shape, name, score, label in zip(drawn, names, scores, ours):
+    print(f"{shape:8} {name:12} {score:9.6f}  {clf.class_names[label] if label >= 0 else 'unknown'}")
+assert list(labels) == list(ours), "the exported file and predict disagree"
+
+fig, axes = plt.subplots(1, len(drawn), figsize=(6, 1.9))
+for ax, image, name, score in zip(axes, x[:, 0], names, scores):
+    ax.imshow(image, cmap="gray")
+    ax.set_title(f"{name}\nscore {score:.2f}", fontsize=9)
+    ax.axis("off")
+fig.suptitle(f"onnxruntime's answers (threshold {info['threshold']:.2f})", fontsize=10)
+fig.tight_layout()
+shutil.rmtree(work)  # the temporary folder

@@ -6,36 +6,27 @@ Images in folders ``ROOT/<split>/<class>/`` become an open-set protocol with a f
 YAML (no code): which class folders are known, which are negatives (trained on as
 "unknown") and which are unknowns (test only). Then ``train``, ``calibrate`` (a threshold
 chosen on validation data) and ``predict`` (a class or "unknown" for new images) run as on
-the command line. The images are generated here: bars and boxes as the known classes,
-diagonals as negatives, dots as unknowns, 28x28 white on black.
+the command line.
 """
 # %%
-# Images and the protocol
-# -----------------------
-import argparse
+# The images
+# ----------
+# Generated here: bars and boxes as the known classes, diagonals as negatives, dots as
+# unknowns, 28x28 white on black, written as PNG files in one folder per split and class.
+import shutil
 import tempfile
 from pathlib import Path
 
+import matplotlib.pyplot as plt
 import numpy as np
 import yaml
 from PIL import Image
 
 from agnostophobia.cli import main
 
-
-def agnostophobia(argv) -> None:
-    """``agnostophobia ARGV...`` in this process; a failed command stops the example."""
-    if main([str(a) for a in argv]) != 0:
-        raise SystemExit(f"agnostophobia {' '.join(map(str, argv))} failed")
-
+PER_CLASS = 40  # training images per class
 SHAPES = {"hbar": "known", "vbar": "known", "box": "known", "diag": "negative", "dots": "unknown"}
-
-
-def parse_args(argv=None):
-    p = argparse.ArgumentParser(description="generated images -> protocol -> trained, calibrated model")
-    p.add_argument("--per-class", type=int, default=40, help="training images per class")
-    p.add_argument("--out", type=Path, help="working folder (default: a temporary one)")
-    return p.parse_args(argv)
+work = Path(tempfile.mkdtemp(prefix="agnostophobia-folders-"))
 
 
 def draw(shape: str, rng: np.random.Generator) -> np.ndarray:
@@ -58,63 +49,77 @@ def draw(shape: str, rng: np.random.Generator) -> np.ndarray:
     return np.clip(img.astype(int) + noise, 0, 255).astype(np.uint8)
 
 
-def write_protocol(root: Path, per_class: int, seed: int = 0) -> Path:
-    rng = np.random.default_rng(seed)
-    sizes = {"train": per_class, "val": max(per_class // 4, 5), "test": max(per_class // 2, 5)}
-    for split, n in sizes.items():
-        for shape, role in SHAPES.items():
-            if role == "unknown" and split != "test":
-                continue  # unknowns are test only (D_a)
-            folder = root / "images" / split / shape
-            folder.mkdir(parents=True, exist_ok=True)
-            for i in range(n):
-                Image.fromarray(draw(shape, rng)).save(folder / f"{i:03d}.png")
-    experiment = {
-        "name": "shapes",
-        "protocol": {"type": "folders", "root": "images",
-                     "known": [s for s, r in SHAPES.items() if r == "known"],
-                     "negative": [s for s, r in SHAPES.items() if r == "negative"],
-                     "unknown": [s for s, r in SHAPES.items() if r == "unknown"],
-                     "image_size": 28, "channels": 1, "kind": "glyph"},
-        # a small MLP keeps this example fast; "model: lenet++" is the paper's network for 28x28 glyphs
-        "model": "mlp", "model_kwargs": {"hidden": [64, 32]},
-        "approaches": ["entropic"], "epochs": 6, "batch_size": 16, "lr": 0.003,
-        "tensorboard": False, "progress": False, "cpu_threads": 2,
-    }
-    config = root / "experiment.yaml"
-    config.write_text(yaml.safe_dump(experiment, sort_keys=False))
-    return config
+rng = np.random.default_rng(0)
+sizes = {"train": PER_CLASS, "val": PER_CLASS // 4, "test": PER_CLASS // 2}
+for split, n in sizes.items():
+    for shape, role in SHAPES.items():
+        if role == "unknown" and split != "test":
+            continue  # unknowns are test only (D_a)
+        folder = work / "protocol" / "images" / split / shape
+        folder.mkdir(parents=True, exist_ok=True)
+        for i in range(n):
+            Image.fromarray(draw(shape, rng)).save(folder / f"{i:03d}.png")
+
+fig, axes = plt.subplots(1, len(SHAPES), figsize=(7, 1.9))
+for ax, (shape, role) in zip(axes, SHAPES.items()):
+    ax.imshow(Image.open(work / "protocol" / "images" / "test" / shape / "000.png"), cmap="gray")
+    ax.set_title(f"{shape} ({role})", fontsize=9)
+    ax.axis("off")
+fig.tight_layout()
+
+# %%
+# The protocol, in YAML
+# ---------------------
+# The folder names are the class names; the lists say what each class is. A small MLP keeps
+# this example fast; ``model: lenet++`` is the paper's network for 28x28 glyphs.
+experiment = {
+    "name": "shapes",
+    "protocol": {"type": "folders", "root": "images",
+                 "known": [s for s, r in SHAPES.items() if r == "known"],
+                 "negative": [s for s, r in SHAPES.items() if r == "negative"],
+                 "unknown": [s for s, r in SHAPES.items() if r == "unknown"],
+                 "image_size": 28, "channels": 1, "kind": "glyph"},
+    "model": "mlp", "model_kwargs": {"hidden": [64, 32]},
+    "approaches": ["entropic"], "epochs": 6, "batch_size": 16, "lr": 0.003,
+    "tensorboard": False, "progress": False, "cpu_threads": 2,
+}
+config = work / "protocol" / "experiment.yaml"
+config.write_text(yaml.safe_dump(experiment, sort_keys=False))
+print(config.read_text())
 
 
-def run(args) -> None:
-    if args.out is not None:
-        return run_in(args, args.out)
-    with tempfile.TemporaryDirectory(prefix="agnostophobia-folders-") as work:  # removed afterwards
-        return run_in(args, Path(work))
-
-
-def run_in(args, work: Path) -> None:
-    config = write_protocol(work / "protocol", args.per_class)
-    print(config.read_text())
-    run_dir = work / "run"
-    # the three commands a user types, here in this process
-    agnostophobia(["train", str(config), "--out", str(run_dir), "--no-progress"])
-    agnostophobia(["calibrate", str(run_dir), "--fpr", "0.1"])
-    new_images = work / "new"
-    new_images.mkdir(exist_ok=True)
-    rng = np.random.default_rng(1)
-    for shape in ("hbar", "box", "dots"):
-        Image.fromarray(draw(shape, rng)).save(new_images / f"{shape}.png")
-    agnostophobia(["predict", str(run_dir), str(new_images)])
+def agnostophobia(*argv) -> None:
+    """``agnostophobia ARGV...`` in this process; a failed command stops the example."""
+    if main([str(a) for a in argv]) != 0:
+        raise SystemExit(f"agnostophobia {' '.join(map(str, argv))} failed")
 
 
 # %%
-# Train, calibrate, predict
-# -------------------------
+# Train
+# -----
+# ``agnostophobia train experiment.yaml --out RUN``: the headline reads the test knowns
+# against the test negatives and against the unknowns.
+run_dir = work / "run"
+agnostophobia("train", config, "--out", run_dir, "--no-progress")
+
+# %%
+# Calibrate
+# ---------
+# A threshold for at most 10 % false positives on the validation negatives; never chosen on
+# test data.
+agnostophobia("calibrate", run_dir, "--fpr", "0.1")
+
+# %%
+# Predict new images
+# ------------------
 # ``predict`` prints one row per image: the class, or ``unknown`` where the score is below
-# the threshold ``calibrate`` chose for 10 % false positives on the validation negatives.
-# With a few dozen images and six epochs of a small MLP a novel pattern may still score
-# above it: ``agnostophobia evaluate RUN`` measures how often (OSCR, CCR at FPR) on the
-# protocol's test unknowns.
-if __name__ == "__main__":
-    run(parse_args())
+# the threshold. With a few dozen images and six epochs of a small MLP a novel pattern may
+# still score above it: ``agnostophobia evaluate RUN`` measures how often (OSCR, CCR at FPR)
+# on the protocol's test unknowns.
+new_images = work / "new"
+new_images.mkdir()
+rng = np.random.default_rng(1)
+for shape in ("hbar", "box", "dots"):
+    Image.fromarray(draw(shape, rng)).save(new_images / f"{shape}.png")
+agnostophobia("predict", run_dir, new_images)
+shutil.rmtree(work)  # the temporary folder

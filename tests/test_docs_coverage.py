@@ -155,8 +155,27 @@ def test_every_configuration_key_is_documented_and_in_the_generated_reference(ol
     assert [row[0] for row in config_rows(TrainConfig) if not row[5]] == []
 
 
+# Rows of the old README reworded on purpose since (a path as link text became the page's name,
+# an internal reference left the user guide): each old row with the row that now says the same,
+# links written as their text (normalized() compares text only).
+REWORDED = {
+    "| the same on the authors' data preparation (inversions, CIFAR transpose/BGR, bicubic; [docs/data.md]"
+    "(docs/data.md#the-authors-preparation-preprocessing-authors)) |":
+    "| the same on the authors' data preparation (inversions, CIFAR transpose/BGR, bicubic; Data) |",  # a link
+    "| eager `OpenSetClassifier` (the run's bf16; fp32 by default since issue 22) |":
+    "| eager `OpenSetClassifier` (the run's bf16; fp32 is the default now) |",
+}
+
+
+def reworded(row: str) -> str:
+    for before, after in REWORDED.items():
+        if row.startswith(before):
+            return after + row[len(before):]
+    return row
+
+
 @pytest.mark.parametrize("index", range(19))
 def test_every_table_row_is_in_the_documentation(old, sources, index):
     _, lines = sources
     table = old["tables"][index]
-    assert [row for row in table if normalized(row) not in lines] == [], table[0]
+    assert [row for row in table if normalized(reworded(row)) not in lines] == [], table[0]

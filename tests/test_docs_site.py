@@ -33,10 +33,22 @@ def test_every_reference_page_is_in_a_toctree():
 
 
 def test_the_api_reference_covers_each_public_package():
-    for name in ("losses", "detectors", "metrics", "models", "data", "deploy"):
+    for name in ("losses", "detectors", "metrics", "models", "data", "deploy", "plotting"):
         page = (DOCS / "reference" / f"{name}.rst").read_text(encoding="utf-8")
         assert f".. automodule:: agnostophobia.{name}\n" in page and ":members:" in page
         assert f".. constants:: agnostophobia.{name}\n" in page  # the data of __all__, which automodule skips
+
+
+def test_each_subpackage_has_an_api_page_or_declares_no_public_names():
+    """A package with ``__init__.py`` is public (an API page) or says it is not (``__all__ = []``)."""
+    for init in sorted((ROOT / "src" / "agnostophobia").glob("*/__init__.py")):
+        name = init.parent.name
+        page = DOCS / "reference" / f"{name}.rst"
+        if page.is_file():
+            assert f".. automodule:: agnostophobia.{name}\n" in page.read_text(encoding="utf-8"), name
+        else:
+            declared = re.search(r"^__all__(: list)? = \[\]$", init.read_text(encoding="utf-8"), re.MULTILINE)
+            assert declared, f"agnostophobia.{name} has no API page and does not declare __all__ = []"
 
 
 def test_make_docs_treats_warnings_as_errors_and_fetches_nothing():

@@ -6,6 +6,8 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import runpy
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -208,9 +210,14 @@ def test_make_folder_protocol_runs_offline_or_says_what_it_needs(tmp_path, capsy
 
 
 def test_the_own_images_gallery_example_deploys_a_model(tmp_path, monkeypatch):
-    example = load_example("own_images")
-    monkeypatch.setitem(example.CONFIG, "epochs", 1)  # the path, not the model's quality
-    assert example.main(["--out", str(tmp_path / "demo")]) == 0
+    """The gallery runs it top to bottom as a script; here too, with one epoch (the path, not the
+    model's quality) and ``--out``, so that its files stay to be read."""
+    monkeypatch.setenv("MPLBACKEND", "Agg")
+    monkeypatch.setattr(sys, "argv", ["own_images.py", "--out", str(tmp_path / "demo"), "--epochs", "1"])
+    example = runpy.run_path(str(EXAMPLES / "own_images.py"), run_name="__main__")
     assert (tmp_path / "demo" / "model.pt2").stat().st_size > 0
-    assert len((tmp_path / "demo" / "star_predictions.csv").read_text().splitlines()) == example.IMAGES_PER_CLASS + 1
+    assert len((tmp_path / "demo" / "star_predictions.csv").read_text().splitlines()) == example["IMAGES_PER_CLASS"] + 1
+    assert yaml.safe_load((tmp_path / "demo" / "experiment.yaml").read_text())["epochs"] == 1
     assert (tmp_path / "demo" / "run" / "data_split" / "class_names.txt").read_text() == "circle\nsquare\ntriangle\n"
+    import matplotlib.pyplot as plt
+    plt.close("all")
