@@ -209,6 +209,7 @@ def test_make_folder_protocol_runs_offline_or_says_what_it_needs(tmp_path, capsy
     assert protocol.sizes()["train"] == {"known": 30, "unknown": 10}  # glyph polarity checked too
 
 
+@pytest.mark.slow  # the whole example, as the gallery runs it (12-26 s); make test keeps its 10-minute margin
 def test_the_own_images_gallery_example_deploys_a_model(tmp_path, monkeypatch):
     """The gallery runs it top to bottom as a script; here too, with one epoch (the path, not the
     model's quality) and ``--out``, so that its files stay to be read."""
