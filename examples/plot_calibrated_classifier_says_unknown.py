@@ -25,52 +25,23 @@ import numpy as np
 import yaml
 from PIL import Image
 
-from agnostophobia.cli import main
+from agnostophobia.cli import run_command
+from agnostophobia.data import draw_glyph, make_glyph_folders
 from agnostophobia.deploy import OpenSetClassifier
 
 KNOWN, NEGATIVE, UNKNOWN = ["hbar", "vbar", "box"], ["diag", "antidiag", "speckle"], ["dots", "cross"]
 work = Path(tempfile.mkdtemp(prefix="agnostophobia-unknown-"))
 
 
-def draw(shape: str, rng: np.random.Generator) -> np.ndarray:
-    """One 28x28 uint8 glyph, white on black, jittered."""
-    img = np.zeros((28, 28), np.uint8)
-    a, b = rng.integers(5, 9), rng.integers(19, 23)
-    if shape == "hbar":
-        img[12 + rng.integers(-3, 4):16 + rng.integers(-3, 4), a:b] = 255
-    elif shape == "vbar":
-        img[a:b, 12 + rng.integers(-3, 4):16 + rng.integers(-3, 4)] = 255
-    elif shape == "box":
-        img[a:b, a:b] = 255
-        img[a + 3:b - 3, a + 3:b - 3] = 0
-    elif shape in ("diag", "antidiag", "cross"):
-        for i in range(a, b):
-            if shape != "antidiag":
-                img[i, max(i - 2, 0):i + 2] = 255
-            if shape != "diag":
-                img[i, max(27 - i - 2, 0):27 - i + 2] = 255
-    elif shape == "speckle":  # scattered pixels
-        img[rng.random((28, 28)) < 0.08] = 255
-    else:  # dots: a regular grid
-        img[rng.integers(0, 2):: 4, rng.integers(0, 2):: 4] = 255
-    return np.clip(img.astype(int) + rng.integers(0, 40, img.shape), 0, 255).astype(np.uint8)
-
-
-rng = np.random.default_rng(0)
-for split, n in {"train": 60, "val": 30, "test": 30}.items():
-    for shape in KNOWN + NEGATIVE + (UNKNOWN if split == "test" else []):
-        (work / "images" / split / shape).mkdir(parents=True)
-        for i in range(n):
-            Image.fromarray(draw(shape, rng)).save(work / "images" / split / shape / f"{i:03d}.png")
+protocol = make_glyph_folders(work / "images", known=KNOWN, negative=NEGATIVE, unknown=UNKNOWN,
+                              per_split={"train": 60, "val": 30, "test": 30}, seed=0)
 (work / "experiment.yaml").write_text(yaml.safe_dump({
     "name": "glyphs",
-    "protocol": {"type": "folders", "root": "images", "known": KNOWN, "negative": NEGATIVE, "unknown": UNKNOWN,
-                 "image_size": 28, "channels": 1, "kind": "glyph"},
+    "protocol": protocol,
     "model": "mlp", "model_kwargs": {"hidden": [64, 32]}, "approaches": ["entropic"],
     "epochs": 10, "batch_size": 16, "lr": 0.003, "tensorboard": False, "progress": False, "cpu_threads": 2,
 }, sort_keys=False))
-if main(["train", str(work / "experiment.yaml"), "--out", str(work / "run"), "--no-progress"]) != 0:
-    raise SystemExit("agnostophobia train failed")
+run_command("train", work / "experiment.yaml", "--out", work / "run", "--no-progress")
 
 # %%
 # The classifier, calibrated on validation data
@@ -89,7 +60,7 @@ print(f"classes {clf.class_names}, threshold {clf.threshold:.4f}")
 # acts on; ``label_names`` turns labels into names.
 rng = np.random.default_rng(7)
 shown = KNOWN + NEGATIVE + UNKNOWN
-new = np.stack([draw(shape, rng) for shape in shown for _ in range(2)])
+new = np.stack([draw_glyph(shape, rng) for shape in shown for _ in range(2)])
 labels, scores = clf.decide(new)
 answers = clf.label_names(labels)
 print(f"{'drawn':10} {'answer':10} {'score':>8}")

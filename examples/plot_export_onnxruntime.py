@@ -23,52 +23,22 @@ import onnxruntime
 import yaml
 from PIL import Image
 
-from agnostophobia.cli import main
+from agnostophobia.cli import run_command
+from agnostophobia.data import draw_glyph, make_glyph_folders
 from agnostophobia.deploy import OpenSetClassifier
 
 KNOWN, NEGATIVE = ["hbar", "vbar", "box"], ["diag"]
 work = Path(tempfile.mkdtemp(prefix="agnostophobia-export-"))
 
 
-def draw(shape: str, rng: np.random.Generator) -> np.ndarray:
-    """One 28x28 uint8 glyph, white on black, jittered."""
-    img = np.zeros((28, 28), np.uint8)
-    a, b = rng.integers(5, 9), rng.integers(19, 23)
-    if shape == "hbar":
-        img[12 + rng.integers(-3, 4):16 + rng.integers(-3, 4), a:b] = 255
-    elif shape == "vbar":
-        img[a:b, 12 + rng.integers(-3, 4):16 + rng.integers(-3, 4)] = 255
-    elif shape == "box":
-        img[a:b, a:b] = 255
-        img[a + 3:b - 3, a + 3:b - 3] = 0
-    elif shape == "diag":
-        for i in range(a, b):
-            img[i, max(i - 2, 0):i + 2] = 255
-    else:  # dots: a pattern none of the others has
-        img[rng.integers(0, 2):: 4, rng.integers(0, 2):: 4] = 255
-    return np.clip(img.astype(int) + rng.integers(0, 40, img.shape), 0, 255).astype(np.uint8)
-
-
-def agnostophobia(*argv) -> None:
-    """``agnostophobia ARGV...`` in this process; a failed command stops the example."""
-    if main([str(a) for a in argv]) != 0:
-        raise SystemExit(f"agnostophobia {' '.join(map(str, argv))} failed")
-
-
-rng = np.random.default_rng(0)
-for split, n in {"train": 40, "val": 10, "test": 20}.items():
-    for shape in KNOWN + NEGATIVE + (["dots"] if split == "test" else []):
-        (work / "images" / split / shape).mkdir(parents=True)
-        for i in range(n):
-            Image.fromarray(draw(shape, rng)).save(work / "images" / split / shape / f"{i:03d}.png")
+protocol = make_glyph_folders(work / "images", known=KNOWN, negative=NEGATIVE, unknown=["dots"], seed=0)
 (work / "experiment.yaml").write_text(yaml.safe_dump({
     "name": "shapes",
-    "protocol": {"type": "folders", "root": "images", "known": KNOWN, "negative": NEGATIVE, "unknown": ["dots"],
-                 "image_size": 28, "channels": 1, "kind": "glyph"},
+    "protocol": protocol,
     "model": "mlp", "model_kwargs": {"hidden": [64, 32]}, "approaches": ["entropic"],
     "epochs": 6, "batch_size": 16, "lr": 0.003, "tensorboard": False, "progress": False, "cpu_threads": 2,
 }, sort_keys=False))
-agnostophobia("train", work / "experiment.yaml", "--out", work / "run", "--no-progress")
+run_command("train", work / "experiment.yaml", "--out", work / "run", "--no-progress")
 
 # %%
 # Export to ONNX
@@ -76,7 +46,7 @@ agnostophobia("train", work / "experiment.yaml", "--out", work / "run", "--no-pr
 # ``--fpr 0.2`` calibrates the threshold on the validation data first (at most 20 % of the
 # validation negatives accepted) and puts it in the file with the class names.
 onnx_file = work / "shapes.onnx"
-agnostophobia("export", work / "run", "--format", "onnx", "--out", onnx_file, "--fpr", "0.2")
+run_command("export", work / "run", "--format", "onnx", "--out", onnx_file, "--fpr", "0.2")
 print(f"{onnx_file.name}: {onnx_file.stat().st_size:,} bytes")
 
 # %%
@@ -86,7 +56,7 @@ print(f"{onnx_file.name}: {onnx_file.stat().st_size:,} bytes")
 # and the threshold travel in the file's metadata.
 rng = np.random.default_rng(2)
 drawn = ["hbar", "vbar", "box", "dots"]
-x = np.stack([draw(s, rng) for s in drawn])[:, None].astype(np.float32) / 255
+x = np.stack([draw_glyph(s, rng) for s in drawn])[:, None].astype(np.float32) / 255
 session = onnxruntime.InferenceSession(str(onnx_file))
 labels, scores = session.run(["labels", "scores"], {"images": x})
 info = json.loads(session.get_modelmeta().custom_metadata_map["agnostophobia.json"])

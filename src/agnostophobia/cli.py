@@ -95,6 +95,33 @@ def main(argv=None) -> int:
         return 130
 
 
+class CommandFailed(AgnostophobiaError):
+    """A command run with :func:`run_command` ended with a non-zero exit status."""
+
+
+def run_command(*argv) -> None:
+    """Run one ``agnostophobia`` command in this process, as the shell would, from a script or notebook.
+
+    Parameters
+    ----------
+    *argv : str or os.PathLike
+        The command and its arguments, e.g. ``run_command("train", "experiment.yaml", "--out", run)``;
+        paths are converted with :class:`str`.
+
+    Raises
+    ------
+    CommandFailed
+        The command failed; what went wrong is already printed, as on the command line.
+    """
+    argv = [str(arg) for arg in argv]
+    try:
+        status = main(argv)
+    except SystemExit as exc:  # argparse's exits: --help, --version (0) and a bad argument (2)
+        status = exc.code if isinstance(exc.code, int) else 1
+    if status != 0:
+        raise CommandFailed(f"{shlex.join(['agnostophobia', *argv])} failed with exit status {status}")
+
+
 def out_of_memory(exc: BaseException) -> bool:
     """Whether ``exc`` says an allocation failed: a MemoryError, torch's OutOfMemoryError, or the
     RuntimeError torch's CPU allocator raises."""

@@ -8,6 +8,8 @@
   may also be the mapping of a protocol from files (a folder tree or ``path,label`` CSV files,
   ``file_protocols``), whose problems ``check_file_protocol`` lists;
   ``hold_out_negative_classes(protocol, seed)``: its variant for cross-class calibration (Sec. 6).
+- ``make_glyph_folders(root, known, negative, unknown)`` / ``draw_glyph``: a small synthetic
+  folder protocol of 28x28 glyphs, for examples and first tries (no download).
 - ``to_lenet`` / ``to_chw`` / ``rgb_to_grey``: model-input preprocessing (uint8).
 
 The data directory: ``data_dir`` argument > ``$AGNOSTOPHOBIA_DATA`` > ``~/.cache/agnostophobia/data``.
@@ -35,6 +37,7 @@ _EXPORTS = {
     "build_protocol": "protocols", "hold_out_negative_classes": "protocols", "purpose_rng": "protocols",
     "split_negative_classes": "protocols", "stratified_split": "protocols", "stratified_subset": "protocols",
     "build_file_protocol": "file_protocols", "check_file_protocol": "file_protocols",
+    "GLYPH_SHAPES": "glyphs", "draw_glyph": "glyphs", "make_glyph_folders": "glyphs",
 }
 
 __all__ = sorted(_EXPORTS)
