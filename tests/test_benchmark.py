@@ -131,6 +131,8 @@ def test_benchmark_smoke_runs_every_approach_and_resumes(real_data_dir, tmp_path
     assert all(r["closed_set_accuracy"]["seeds"] == 2 for r in result["rows"])
     text = (out / BENCHMARK_MD).read_text()
     assert "## What the data says" in text and "tied share" in text and "(not converged)" in text
+    figures = result["oscr_figures"]  # one per unknown-unknown set, drawn from the curves scored once
+    assert figures and all((out / path).stat().st_size > 10_000 and path in text for path in figures.values())
     first = (out / BENCHMARK_JSON).read_bytes()
     capsys.readouterr()
     assert main(args) == 0  # resumed: nothing trained again, the same numbers

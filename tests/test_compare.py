@@ -139,3 +139,27 @@ def test_predict_detector_best_reads_the_calibrated_choice(run, capsys, tmp_path
     assert main(["predict", str(run), str(images), "--detector", "best", "--out", str(tmp_path / "rows.csv")]) == 0
     out = capsys.readouterr().out
     assert f"--detector best at FPR 0.5: {chosen}:" in out and "8 predictions" in out
+
+
+def test_the_kept_test_curves_are_the_oscr_of_the_scores_and_are_kept_only_when_asked(run):
+    """The benchmark's OSCR figures are drawn from these curves, not from a second scoring."""
+    from agnostophobia.deploy.compare import compare_models
+    from agnostophobia.detectors.stored import detector_settings, model_scores, model_settings, run_tuned_settings
+    from agnostophobia.metrics import oscr
+    from agnostophobia.training.records import check_run
+
+    assert compare_models(run).curves == {}
+    comparison = compare_models(run, curves=True)
+    records = check_run(run, "compare")
+    config, tuned = detector_settings(records.config), run_tuned_settings(run)
+    expected = {}
+    for seed, approach, model_dir in records.models:
+        scores = model_scores(model_dir, approach, model_settings(config, tuned, approach))
+        for detector in scores.top:
+            for unknown in scores.unknown_sets:
+                values, labels = scores.known_vs_unknown(detector, unknown)
+                expected[seed, approach, detector, unknown] = (*oscr(values, labels)[:2], int((labels < 0).sum()))
+    assert expected and set(comparison.curves) == set(expected)
+    for key, (ccr, fpr, unknowns) in comparison.curves.items():
+        assert np.array_equal(ccr, expected[key][0]) and np.array_equal(fpr, expected[key][1])
+        assert unknowns == expected[key][2]

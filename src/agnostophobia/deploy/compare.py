@@ -28,7 +28,7 @@ every ranking of a run's detectors takes.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
@@ -41,7 +41,7 @@ from agnostophobia.detectors import DETECTORS, build_detector
 from agnostophobia.detectors.stored import (KeptFits, ModelScores, detector_settings, model_scores, model_settings,
                                             run_tuned_settings, score_outputs)
 from agnostophobia.errors import AgnostophobiaError
-from agnostophobia.metrics import (auroc, ccr_at_fpr, oscr_area, reported_fprs, supports_fpr, tied_share,
+from agnostophobia.metrics import (auroc, ccr_at_fpr, oscr, oscr_area, reported_fprs, supports_fpr, tied_share,
                                    unsupported_fpr_message)
 from agnostophobia.metrics.rows import row_label, row_sort_key
 from agnostophobia.metrics.summary import fpr_keys
@@ -66,6 +66,10 @@ class Comparison:
     val_negatives: int         # the fewest validation negatives of any model
     test_sets: Dict[str, int]  # unknown set -> its unknowns (the fewest of any model)
     notes: List[str]           # rows that could not be scored, and why
+    #: (seed, approach, detector, unknown set) -> (CCR, FPR) of the test OSCR curve and the set's unknowns;
+    #: kept only when asked (``compare_models(..., curves=True)``): figures drawn without scoring again
+    curves: Dict[Tuple[int, str, str, str], Tuple[np.ndarray, np.ndarray, int]] = field(default_factory=dict,
+                                                                                         repr=False)
 
     def as_json(self) -> Dict:
         return {"format": _FORMAT, "rule": RANK_RULE, "split": VALIDATION, "rank_fpr": self.rank_fpr,
@@ -102,8 +106,10 @@ def _numbers(scores: np.ndarray, labels: np.ndarray, fprs: Sequence[float], num_
 
 
 def _model_rows(seed: int, approach: str, model_dir: Path, settings: Dict, val: Dict[str, np.ndarray],
-                fprs: Sequence[float], with_tests: bool) -> Tuple[Dict[str, Dict], Dict[str, str]]:
-    """{detector: {"val": numbers, "test": {set: numbers}}} of one model, and {detector: note}."""
+                fprs: Sequence[float], with_tests: bool,
+                curves: Optional[Dict] = None) -> Tuple[Dict[str, Dict], Dict[str, str]]:
+    """{detector: {"val": numbers, "test": {set: numbers}}} of one model, and {detector: note};
+    each test OSCR curve into ``curves`` where given (see :attr:`Comparison.curves`)."""
     tests: Optional[ModelScores] = model_scores(model_dir, approach, settings) if with_tests else None
     fits = KeptFits(model_dir)  # the fits model_scores kept: restored, not fitted again
     held = score_outputs({VALIDATION: val}, load_fit_outputs(model_dir), approach, settings, kept=fits)
@@ -116,6 +122,9 @@ def _model_rows(seed: int, approach: str, model_dir: Path, settings: Dict, val: 
             for unknown in tests.unknown_sets:
                 values, test_labels = tests.known_vs_unknown(detector, unknown)
                 row["test"][unknown] = _numbers(values, test_labels, fprs, int((test_labels < 0).sum()))
+                if curves is not None:
+                    curves[seed, approach, detector, unknown] = (*oscr(values, test_labels)[:2],
+                                                                 int((test_labels < 0).sum()))
         rows[detector] = row
     return rows, dict(held.notes)
 
@@ -192,10 +201,11 @@ def validation_negatives(run_dir) -> int:
 
 
 def compare_models(run_dir, fpr: Optional[float] = None, approaches: Optional[Sequence[str]] = None,
-                   with_tests: bool = True) -> Comparison:
+                   with_tests: bool = True, curves: bool = False) -> Comparison:
     """Score and rank every (approach, detector) of the run (or of ``approaches``); nothing is
     written but the detector caches. Refused (one line) before any scoring where the run has no
-    validation negatives or ``fpr`` is not supported by them."""
+    validation negatives or ``fpr`` is not supported by them. ``curves``: keep every test OSCR
+    curve in :attr:`Comparison.curves`."""
     run_dir = Path(run_dir)
     records, models, validation, negatives = _checked(run_dir, fpr, approaches)
     trained = list(dict.fromkeys(a for _, a, _ in records.models))
@@ -203,9 +213,11 @@ def compare_models(run_dir, fpr: Optional[float] = None, approaches: Optional[Se
     config, tuned = detector_settings(records.config), run_tuned_settings(run_dir)
     per_row: Dict[Tuple[str, str], List[Dict]] = {}
     notes: List[str] = []
+    kept_curves: Optional[Dict] = {} if curves else None
     for seed, approach, model_dir in models:
         settings = model_settings(config, tuned, approach)
-        rows, why = _model_rows(seed, approach, model_dir, settings, validation[model_dir], fprs, with_tests)
+        rows, why = _model_rows(seed, approach, model_dir, settings, validation[model_dir], fprs, with_tests,
+                                kept_curves)
         for detector, numbers in rows.items():
             per_row.setdefault((approach, detector), []).append({**numbers, "settings": settings, "seed": seed})
         notes += [f"{approach}/{detector} (seed {seed}): {note}" for detector, note in why.items()]
@@ -216,7 +228,8 @@ def compare_models(run_dir, fpr: Optional[float] = None, approaches: Optional[Se
     for row in rows:
         for unknown, numbers in row["test"].items():
             test_sets[unknown] = min(test_sets.get(unknown, numbers["num_negative"]), numbers["num_negative"])
-    return Comparison(rank(rows, fpr), fprs, None if fpr is None else float(fpr), negatives, test_sets, notes)
+    return Comparison(rank(rows, fpr), fprs, None if fpr is None else float(fpr), negatives, test_sets, notes,
+                      kept_curves or {})
 
 
 def _row(approach: str, detector: str, group: List[Dict], tuned: Dict) -> Dict:

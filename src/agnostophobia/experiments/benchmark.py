@@ -139,14 +139,14 @@ def write_benchmark(run_dir, min_accuracy: Optional[float] = None, log: Callable
     records = check_run(run_dir, "benchmark")
     threshold = min_accuracy if min_accuracy is not None else _declared_accuracy(records.config)
     with run_lock(run_dir, create=False):
-        comparison = compare_models(run_dir)
+        comparison = compare_models(run_dir, curves=True)
         result = summarise(comparison.rows, threshold)
         result.update({"format": _FORMAT, "tuning": tuning, "notes": comparison.notes,
                        "val_negatives": comparison.val_negatives, "test_sets": comparison.test_sets,
                        "fprs": comparison.fprs, "meta": _meta(records.meta)})
         run = RunDir(run_dir)
         json_path, md_path = run.benchmark, run.benchmark_table
-        result["oscr_figures"] = oscr_figures(run_dir, result, records)
+        result["oscr_figures"] = oscr_figures(run_dir, result, comparison)
         text = markdown(result, run_dir.name)
         run.write(json_path, lambda tmp: Path(tmp).write_text(json.dumps(result, indent=1, default=float)))
         run.write(md_path, lambda tmp: Path(tmp).write_text(text))
@@ -320,32 +320,23 @@ def what_the_data_says(result: Dict) -> List[str]:
 
 
 # ------------------------------------------------------------------------ the figures
-def oscr_figures(run_dir: Path, result: Dict, records) -> Dict[str, str]:
+def oscr_figures(run_dir: Path, result: Dict, comparison) -> Dict[str, str]:
     """Per unknown-unknown set, the OSCR curves (mean over seeds, ± 1 std) of every approach with its
     paper's detector, written into the run's ``figures/benchmark_oscr_SET.png``; ``{set: path}``
-    relative to the run (none where matplotlib is missing)."""
+    relative to the run (none where matplotlib is missing). The curves are those ``comparison``
+    kept while scoring (``compare_models(..., curves=True)``): nothing is scored twice."""
     try:
         from agnostophobia.plotting.panels import new_figure, oscr_series, plot_oscr, save_figure
         from agnostophobia.plotting.run import figure_writer
     except ImportError:
         return {}
-    from agnostophobia.detectors.stored import detector_settings, model_scores, model_settings, run_tuned_settings
     from agnostophobia.losses import LOSSES
-    from agnostophobia.metrics import oscr
 
-    config, tuned = detector_settings(records.config), run_tuned_settings(run_dir)
     converged = {r["approach"]: r["converged"] for r in result["rows"]}
     curves: Dict[str, Dict[str, List]] = {}
-    for seed, approach, model_dir in records.models:
-        detector = LOSSES.get(approach).default_detector
-        scores = model_scores(model_dir, approach, model_settings(config, tuned, approach))
-        if detector not in scores.top:
-            continue
-        for unknown in scores.unknown_sets:
-            if not unknown_set(unknown).known_unknowns:
-                values, labels = scores.known_vs_unknown(detector, unknown)
-                curves.setdefault(unknown, {}).setdefault(approach, []).append(
-                    (oscr(values, labels)[:2], int((labels < 0).sum())))
+    for (seed, approach, detector, unknown), (ccr, fpr, unknowns) in comparison.curves.items():
+        if detector == LOSSES.get(approach).default_detector and not unknown_set(unknown).known_unknowns:
+            curves.setdefault(unknown, {}).setdefault(approach, []).append(((ccr, fpr), unknowns))
     figures_dir = RunDir(run_dir).figures
     write = figure_writer(run_dir, figures_dir)
     written = {}
