@@ -12,7 +12,6 @@ from agnostophobia.errors import DataError
 from agnostophobia.rundir import DATA_SOURCES, RunDir
 from agnostophobia.training.records._common import _fail, _optional_json
 
-
 _SOURCE_FIELDS = {"path": str, "size": int, "sha256": str, "files": int, "listing": str}
 
 

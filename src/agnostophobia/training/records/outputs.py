@@ -12,13 +12,8 @@ from agnostophobia.rundir import FIT_OUTPUTS, OUTPUTS, VAL_OUTPUTS, check_model_
 from agnostophobia.training.precision import PRECISIONS
 from agnostophobia.training.records._common import _array, _fail, _open_npz
 
-
 SplitOutputs = Dict[str, np.ndarray]  # keys: logits, features, labels
-
-
 FIELDS = ("logits", "features", "labels")
-
-
 #: The one split each stored-outputs file other than outputs.npz holds.
 SPLIT_OF = {FIT_OUTPUTS: "train", VAL_OUTPUTS: "val"}
 

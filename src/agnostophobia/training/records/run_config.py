@@ -18,20 +18,15 @@ from agnostophobia.training.config import (TrainConfig, apply_overrides, check_a
                                            comparable_config, read_yaml, with_loss_keys_moved)
 from agnostophobia.training.records._common import _ABSENT, _fail
 
-
 # Config keys that may differ between a model's checkpoint and the run's config.yaml: how and
 # where the run was computed, and the detectors' settings (evaluation, not training; a resumed
 # run may change them): the keys TrainConfig declares resumable. Every other key changes what was trained.
 RESUME_FREE_KEYS = frozenset(key for key, declared in field_settings(TrainConfig).items() if declared.resumable)
-
-
 # Keys that change results and came after runs were trained: a checkpoint without one was trained
 # with this value.
 # (crop-flip's padding was CROP_PADDING; a run from before onecycle never read warmup_fraction)
 VALUE_WHEN_ABSENT = {"preprocessing": OURS, "crop_padding": CROP_PADDING,
                      "warmup_fraction": field_settings(TrainConfig)["warmup_fraction"].default}
-
-
 # Keys of a model's checkpoint config that belong to that model, not to the run.
 PER_MODEL_KEYS = {"approach", "seed"}
 

@@ -10,7 +10,6 @@ import numpy as np
 from agnostophobia.rundir import RunDir
 from agnostophobia.training.records._common import _fail, _is_strings, _optional_json
 
-
 #: The libraries whose versions a run records; a run re-read under others is named, not refused.
 VERSIONED = ("torch", "torchvision", "numpy")
 
