@@ -132,6 +132,7 @@ def test_train_without_a_budget_is_not_called_a_shortened_run(tmp_path, real_dat
 
 def test_every_seed_draws_the_same_data_and_the_report_says_so(monkeypatch):
     from agnostophobia.experiments import reproduce as reproduce_module
+    from agnostophobia.experiments.run_record import seeds_varied
     from agnostophobia.training import config as config_module
     from agnostophobia.training.config import ExperimentConfig
 
@@ -141,7 +142,7 @@ def test_every_seed_draws_the_same_data_and_the_report_says_so(monkeypatch):
         reproduce_module.protocol_for(TrainConfig(seed=seed, data_seed=7))
     assert seen == [7, 7, 7]
     experiment = ExperimentConfig(TrainConfig(data_seed=7), ["entropic"], seeds=3)
-    assert reproduce_module.seeds_varied(experiment) == (
+    assert seeds_varied(experiment) == (
         "training seeds 0-2 (network initialisation, data order, augmentation); "
         "data seed 7 fixed (validation split, training subsample)")
 

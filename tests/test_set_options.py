@@ -114,7 +114,7 @@ def test_reproduce_takes_set_too(tmp_path, capsys):
 def test_a_run_records_the_typed_command_only_from_the_command_line(monkeypatch, program, typed):
     """A program whose path merely holds the name (a checkout called agnostophobia) is a library
     caller: the run records the command its call stands for, not that program's arguments."""
-    from agnostophobia.experiments.reproduce import is_the_command_line
+    from agnostophobia.experiments.run_record import is_the_command_line
 
     monkeypatch.setattr(sys, "argv", [program, "-q"])
     assert is_the_command_line() is typed

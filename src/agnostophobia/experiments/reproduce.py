@@ -9,7 +9,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
-import platform
 import sys
 import time
 from pathlib import Path
@@ -27,6 +26,8 @@ from agnostophobia.models import build_model
 from agnostophobia.training.outputs import store_outputs
 from agnostophobia.experiments.report import write_metrics, write_report
 from agnostophobia.experiments.headline import headline_rows, headline_table, trained_headline_rows
+from agnostophobia.experiments.run_record import (StoredTraining, check_recorded_classes, protocol_classes,
+                                                  record_data_sources, record_or_read, write_config, write_run_record)
 from agnostophobia.training import distributed
 from agnostophobia.training.concurrent import (Job, check_concurrent_runs, resolve_concurrent_runs, run_jobs,
                                                threads_per_run)
@@ -35,10 +36,9 @@ from agnostophobia.training.config import (ExperimentConfig, TrainConfig, check_
 from agnostophobia.training.epoch_log import use_tensorboard
 from agnostophobia.training.fine_tune import check_starts, start_approach
 from agnostophobia.training.precision import describe_precision, resolve_precision
-from agnostophobia.training.records import (check_data_sources, check_training_records, library_versions, read_classes,
-                                            read_data_sources, read_notes,
-                                            read_timings, read_wall_time)
-from agnostophobia.rundir import DATA_NOTES, DATA_SOURCES, PREPROCESSING_NOTES, ModelDir, RunDir
+from agnostophobia.training.records import (check_data_sources, check_training_records, read_classes, read_data_sources,
+                                            read_notes, read_timings, read_wall_time)
+from agnostophobia.rundir import DATA_NOTES, PREPROCESSING_NOTES, ModelDir, RunDir
 from agnostophobia.training.checkpoint import load_checkpoint
 from agnostophobia.training.loaders import is_streamed
 from agnostophobia.training.seed_batch import batches_over_seeds, check_batched_seeds, resolve_batched_seeds
@@ -76,21 +76,6 @@ def check_model_input(cfg: TrainConfig, protocol) -> None:
         raise ConfigError(f"config key 'model': {cfg.model!r} cannot take the protocol's {shape} input "
                           f"(image_size and channels of the protocol; model_kwargs): "
                           f"{str(exc).splitlines()[0]}") from None
-
-
-@dataclasses.dataclass
-class StoredTraining:
-    """What :func:`train_and_store` hands the run's record (``run_meta.json``): the seconds of each
-    run (``seedS/APPROACH``), the training's wall time and how it ran, and the protocol's notes and
-    class names (read back from the run's records when nothing was trained)."""
-
-    timings_s: Dict[str, float]
-    training_wall_s: float = 0.0
-    concurrent_runs: int = 1
-    batched_seeds: bool = False
-    data_notes: List[str] = dataclasses.field(default_factory=list)
-    classes: Dict[str, List[str]] = dataclasses.field(default_factory=dict)
-    preprocessing_notes: List[str] = dataclasses.field(default_factory=list)
 
 
 def train_and_store(experiment: ExperimentConfig, out: Path, device: torch.device, log=log_info,
@@ -178,12 +163,12 @@ def train_and_store(experiment: ExperimentConfig, out: Path, device: torch.devic
     return StoredTraining(
         timings, training_wall_s=wall["training_s"], concurrent_runs=wall["concurrent_runs"],
         batched_seeds=bool(wall.get("batched_seeds", False)),
-        data_notes=_record(run, run.data_notes, list(protocol.notes) if protocol else None,
-                           lambda: read_notes(out, DATA_NOTES), []),
-        classes=_record(run, run.classes, protocol_classes(protocol) if protocol else None,
-                        lambda: read_classes(out), {}),
-        preprocessing_notes=_record(run, run.preprocessing_notes, preprocessing_notes or None,
-                                    lambda: read_notes(out, PREPROCESSING_NOTES), []))
+        data_notes=record_or_read(run, run.data_notes, list(protocol.notes) if protocol else None,
+                                  lambda: read_notes(out, DATA_NOTES), []),
+        classes=record_or_read(run, run.classes, protocol_classes(protocol) if protocol else None,
+                               lambda: read_classes(out), {}),
+        preprocessing_notes=record_or_read(run, run.preprocessing_notes, preprocessing_notes or None,
+                                           lambda: read_notes(out, PREPROCESSING_NOTES), []))
 
 
 def units_from_scratch(units: List[List[Tuple[TrainConfig, Path]]], scratch: bool) -> List[List[Tuple[TrainConfig, Path]]]:
@@ -194,16 +179,6 @@ def units_from_scratch(units: List[List[Tuple[TrainConfig, Path]]], scratch: boo
 def is_kept(run: RunDir, cfg: TrainConfig) -> bool:
     """Whether the run of ``cfg`` (an approach and seed) finished earlier with its outputs stored."""
     return run.outputs(cfg.seed, cfg.approach).exists() and is_finished(run.model_dir(cfg.seed, cfg.approach), cfg)
-
-
-def is_the_command_line() -> bool:
-    """Whether this process is the ``agnostophobia`` command (its script, or ``python -m
-    agnostophobia``), whose words a run records as they were typed. A program that calls the
-    library is not, even where its path holds the name (a checkout called agnostophobia)."""
-    if not sys.argv or not sys.argv[0]:
-        return False
-    program = Path(sys.argv[0])
-    return program.name == "agnostophobia" or (program.name == "__main__.py" and program.parent.name == "agnostophobia")
 
 
 def run_key(cfg: TrainConfig) -> str:
@@ -267,47 +242,6 @@ def fit_and_store_unit(unit: List[Tuple[TrainConfig, Path]], protocol, device: t
         for run, (_, run_dir) in zip(runs, unit):
             store_outputs(run, protocol, run_dir)
     return time.perf_counter() - start
-
-
-def protocol_classes(protocol) -> Dict[str, List[str]]:
-    """The class names a run's reports and outputs carry (and the negatives' source classes)."""
-    classes = {"class_names": list(protocol.class_names)}
-    if protocol.negative_class_names:
-        classes["negative_class_names"] = list(protocol.negative_class_names)
-    return classes
-
-
-def check_recorded_classes(out: Path, protocol) -> None:
-    """Refuse to continue a run whose recorded class names (``classes.json``) are not the
-    protocol's now, in the same order: its models' outputs would be read with other labels."""
-    recorded = read_classes(out)
-    if recorded is not None and recorded["class_names"] != list(protocol.class_names):
-        raise ConfigError(f"{RunDir(out).classes}: the run was trained with the classes {recorded['class_names']}, "
-                          f"the protocol now gives {list(protocol.class_names)}; a changed class order would "
-                          f"relabel the trained models (restore the config's classes, or train into a new --out)")
-
-
-def record_data_sources(run: RunDir, protocol, trained_before: bool, log) -> None:
-    """Check the data of a run that continues against its record (``data_sources.json``), or
-    write the record: a new run's, or that of a run from before the record, which says once that
-    its earlier training is unrecorded and continues on the files of now."""
-    if read_data_sources(run.root) is not None:
-        check_data_sources(run.root, protocol, log)
-        return
-    if trained_before:
-        log(f"{run.root}: no record of the data it was trained on so far ({DATA_SOURCES}, a run from before it); "
-            f"recording the files it continues on")
-    run.write(run.data_sources, lambda tmp: Path(tmp).write_text(json.dumps(protocol.sources, indent=1)))
-
-
-def _record(run: RunDir, path: Path, value, read: Callable[[], Any], default):
-    """Write ``value`` to the run's record ``path`` as JSON; None: what an earlier call wrote, by
-    ``read`` (its checked reader in ``training.records``), or ``default``."""
-    if value is None:
-        stored = read()
-        return default if stored is None else stored
-    run.write(path, lambda tmp: Path(tmp).write_text(json.dumps(value, indent=1)))
-    return value
 
 
 @dataclasses.dataclass(frozen=True)
@@ -383,54 +317,6 @@ def check_fine_tune_starts(experiment: ExperimentConfig, out: Path) -> None:
     elsewhere = {start_approach(a) for a in experiment.approaches} - {None} - set(experiment.approaches)
     check_starts(experiment.approaches, [start for start in elsewhere if all(
         is_kept(RunDir(out), experiment.for_approach(start, seed)) for seed in range(experiment.seeds))])
-
-
-def write_config(out: Path, experiment: ExperimentConfig, budget: Optional[str]) -> None:
-    resolved = {**experiment.train.to_dict(), "approaches": experiment.approaches, "seeds": experiment.seeds,
-                "budget": budget}
-    run = RunDir(out)
-    run.write(run.config, lambda tmp: Path(tmp).write_text(dump_yaml(resolved)))
-
-
-def seeds_varied(experiment: ExperimentConfig) -> str:
-    """What differs between the seeds of a run, for its report."""
-    seeds = experiment.seeds
-    trained = "training seed 0" if seeds == 1 else f"training seeds 0-{seeds - 1}"
-    return (f"{trained} (network initialisation, data order, augmentation); data seed "
-            f"{experiment.train.data_seed} fixed (validation split, training subsample)")
-
-
-def write_run_record(out: Path, experiment: ExperimentConfig, budget: Optional[str], stored: StoredTraining,
-                     command: str, device: torch.device, config_protocol: Optional[str] = None) -> Dict:
-    """``run_meta.json``: what ``evaluate``, ``plot`` and ``predict`` need to know of a run."""
-    train_cfg = experiment.train
-    world = distributed.current()
-    runs = stored.concurrent_runs
-    meta = {
-        "experiment": train_cfg.name, "budget": budget, "seeds": experiment.seeds,
-        "seeds_varied": seeds_varied(experiment), "approaches": experiment.approaches,
-        "command": " ".join(["agnostophobia"] + sys.argv[1:]) if is_the_command_line() else command,
-        "device": f"{device} ({platform.processor() or platform.machine()}, "
-                  f"{torch.get_num_threads()} threads)" + (f" x {world.size} processes (DDP)" if world.distributed else "")
-                  + (f", {runs} runs at a time, {train_cfg.cpu_threads or threads_per_run(runs)} thread(s) each" if runs > 1 else ""),
-        "wall_time_s": round(stored.training_wall_s, 1),
-        "concurrent_runs": runs,
-        "batched_seeds": stored.batched_seeds,  # seeds of an approach trained as one model
-        "precision": experiment.precision_chosen or train_cfg.precision,  # and why: the report's Setup says it
-        "train_config": {k: v for k, v in train_cfg.to_dict().items()
-                         if k not in ("approach", "seed", "progress", "tensorboard", "data_dir", "name")},
-        **stored.classes,
-        "data_notes": stored.data_notes,
-        "timings_s": stored.timings_s,
-        "versions": library_versions(),  # evaluate and predict name a library that differs later
-    }
-    if stored.preprocessing_notes:  # preprocessing: authors, every quirk for the report
-        meta["preprocessing_notes"] = stored.preprocessing_notes
-    if config_protocol and train_cfg.protocol != config_protocol:  # a variant: not comparable to the paper
-        meta["config_protocol"] = config_protocol
-    run = RunDir(out)
-    run.write(run.run_meta, lambda tmp: Path(tmp).write_text(json.dumps(meta, indent=1)))
-    return meta
 
 
 def train_run(config, out: Path, budget: Optional[str] = None, approaches: Optional[List[str]] = None,

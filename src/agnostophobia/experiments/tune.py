@@ -44,7 +44,8 @@ from agnostophobia.detectors import DETECTORS, detector_applies
 from agnostophobia.detectors.stored import detector_settings, model_scores
 from agnostophobia.errors import ConfigError, TrainingDiverged
 from agnostophobia.experiments.reproduce import (CommandChoices, check_existing_run, configure, default_budget,
-                                                 protocol_for, train_and_store, write_config)
+                                                 protocol_for, train_and_store)
+from agnostophobia.experiments.run_record import write_config
 from agnostophobia.losses import LOSSES, every_loss_setting, loss_settings, setting_problem
 from agnostophobia.metrics import ccr_at_fpr
 from agnostophobia.metrics.rows import own_detector

@@ -32,12 +32,12 @@ from typing import Dict, Optional, Tuple
 import numpy as np
 import torch
 
-from agnostophobia.rundir import ModelDir, write_run_file
-from agnostophobia.training.records import FIELDS, read_outputs, read_run_config
+from agnostophobia.rundir import ModelDir
+from agnostophobia.training.records.last_layer import save_last_layer
+from agnostophobia.training.records.outputs import SplitOutputs, read_outputs, save_outputs
+from agnostophobia.training.records.run_config import read_run_config
 from agnostophobia.training.augment import to_input
 from agnostophobia.training.precision import autocast
-
-SplitOutputs = Dict[str, np.ndarray]  # keys: logits, features, labels
 
 
 def store_outputs(run, protocol, run_dir: Path) -> None:
@@ -105,21 +105,6 @@ def predict(model: torch.nn.Module, images, batch_size: int = 1024,
     return torch.cat(logits).numpy(), torch.cat(features).numpy()
 
 
-def save_outputs(path: Path, outputs: Dict[str, SplitOutputs]) -> None:
-    """Write ``{split: {"logits":..., "features":..., "labels":...}}`` atomically."""
-    arrays = {}
-    for split, fields in outputs.items():
-        if "__" in split:
-            raise ValueError(f"split name {split!r} must not contain '__'")
-        for field in FIELDS:
-            arrays[f"{split}__{field}"] = np.asarray(fields[field])
-    def write(tmp: str) -> None:
-        with open(tmp, "wb") as fh:  # a file object: np.savez would append ".npz" to a name
-            np.savez(fh, **arrays)
-
-    write_run_file(path, write)
-
-
 def last_layer_arrays(state: Dict[str, torch.Tensor]) -> Optional[Dict[str, np.ndarray]]:
     """The logit layer on F of a network's state dict (every model names it ``logits``) as float64
     ``{"weight": (K, D)}`` plus ``"bias"`` where it has one; None when the state has no such layer.
@@ -133,18 +118,6 @@ def last_layer_arrays(state: Dict[str, torch.Tensor]) -> Optional[Dict[str, np.n
     if isinstance(bias, torch.Tensor):
         layer["bias"] = bias.detach().double().cpu().numpy()
     return layer
-
-
-def save_last_layer(path: Path, layer: Optional[Dict[str, np.ndarray]]) -> None:
-    """Write :func:`last_layer_arrays`' arrays atomically (nothing for a network without one)."""
-    if layer is None:
-        return
-
-    def write(tmp: str) -> None:
-        with open(tmp, "wb") as fh:
-            np.savez(fh, **layer)
-
-    write_run_file(path, write)
 
 
 def load_outputs(path: Path) -> Dict[str, SplitOutputs]:

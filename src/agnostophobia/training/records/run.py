@@ -1,0 +1,128 @@
+"""The whole run: :func:`check_run` reads every record a command will read, before the command
+writes anything, and checks that they agree (:func:`check_agreement`)."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Tuple
+
+from agnostophobia.errors import AgnostophobiaError
+from agnostophobia.losses import LOSSES
+from agnostophobia.rundir import ModelDir, RecordError, RunDir
+from agnostophobia.training.fine_tune import recipe_schedule
+from agnostophobia.training.records._common import _ABSENT, _fail
+from agnostophobia.training.records.calibration import read_calibration
+from agnostophobia.training.records.detector_caches import read_detector_scores
+from agnostophobia.training.records.last_layer import read_last_layer
+from agnostophobia.training.records.outputs import read_outputs
+from agnostophobia.training.records.run_config import read_checkpoint_config, read_run_config, trained_differently
+from agnostophobia.training.records.run_meta import read_run_meta, version_mismatch
+from agnostophobia.training.records.tuned_settings import read_tuned_settings
+
+
+@dataclass
+class RunRecords:
+    """Everything :func:`check_run` read and checked."""
+
+    run_dir: Path
+    config: Dict[str, Any]
+    meta: Optional[Dict[str, Any]]
+    models: List[Tuple[int, str, Path]]
+    calibration: Optional[Dict[str, Any]] = None
+    checkpoint_configs: Dict[Path, Dict[str, Any]] = field(default_factory=dict)
+
+    def version_warning(self) -> Optional[str]:
+        return version_mismatch(self.run_dir, self.meta)
+
+
+def check_run(run_dir, command: str = "evaluate") -> RunRecords:
+    """Read and check every record of ``run_dir`` that ``evaluate``, ``plot``, ``calibrate`` and
+    ``predict`` read, and that they agree; a :class:`RecordError` (one line) otherwise.
+
+    Call it before a command writes anything into the run: a refused run stays as it was."""
+    run_dir = Path(run_dir)
+    if not run_dir.is_dir():
+        raise AgnostophobiaError(f"run directory {run_dir} does not exist")
+    models = RunDir(run_dir).models()
+    if not models:
+        raise AgnostophobiaError(f"{run_dir} holds no trained run (seed*/<approach>/outputs.npz), nothing to "
+                                 f"{command}; train one with `agnostophobia reproduce` or `agnostophobia train`")
+    config = read_run_config(run_dir)
+    meta = read_run_meta(run_dir)
+    records = RunRecords(run_dir, config, meta, models, read_calibration(run_dir))
+    read_tuned_settings(run_dir)
+    for seed, approach, model_dir in models:
+        widths = {}
+        folder = ModelDir(model_dir)
+        for path in (folder.outputs, folder.fit_outputs, folder.val_outputs):
+            if path.exists() or path == folder.outputs:
+                for arrays in read_outputs(path).values():
+                    _same_widths(path, arrays, widths)
+        if ModelDir(model_dir).scores.exists():
+            read_detector_scores(ModelDir(model_dir).scores)
+        if ModelDir(model_dir).last_layer.exists():
+            read_last_layer(ModelDir(model_dir).last_layer, widths.get("features"))
+        if ModelDir(model_dir).best.exists():
+            records.checkpoint_configs[model_dir] = read_checkpoint_config(ModelDir(model_dir).best)
+    check_agreement(records)
+    return records
+
+
+def _same_widths(path, arrays, widths) -> None:
+    for name in ("logits", "features"):
+        if widths.setdefault(name, arrays[name].shape[1]) != arrays[name].shape[1]:
+            _fail(path, f"{arrays[name].shape[1]} columns, but the model's other stored outputs have "
+                        f"{widths[name]}", name)
+
+
+def check_agreement(records: RunRecords) -> None:
+    """The records of one run must agree; the rule:
+
+    * ``run_meta.json`` (when present) and ``config.yaml`` were written by the same command:
+      experiment name, budget, approaches, seeds and every key of ``train_config`` equal;
+    * each model's checkpoint (``best.pt``) was trained as its folder says (``seed<N>/<approach>``)
+      with the run's config: every key that changes what is trained equal to ``config.yaml``
+      (all but :data:`RESUME_FREE_KEYS`; a key missing from ``config.yaml`` disagrees too);
+    * the approach of every model folder is a registered approach.
+    """
+    config, meta = records.config, records.meta
+    config_path = RunDir(records.run_dir).config
+    if meta is not None:
+        meta_path = RunDir(records.run_dir).run_meta
+        pairs = [("experiment", "name"), ("budget", "budget"), ("approaches", "approaches"), ("seeds", "seeds")]
+        pairs += [(f"train_config.{key}", key) for key in meta.get("train_config", {})]
+        for meta_key, config_key in pairs:
+            recorded = _lookup(meta, meta_key)
+            if recorded is _ABSENT:
+                continue
+            if config.get(config_key, _ABSENT) != recorded:
+                raise RecordError(f"{meta_path} and {config_path} disagree: {meta_key} is {recorded!r} in one and "
+                                  f"{_shown(config.get(config_key, _ABSENT))} in the other; the run's records were "
+                                  f"changed or the command that made it did not finish (run it again)")
+    for seed, approach, model_dir in records.models:
+        if approach not in LOSSES:
+            _fail(model_dir, f"{approach!r} is not a registered approach")
+        saved = records.checkpoint_configs.get(model_dir)
+        if saved is None:
+            continue
+        best = ModelDir(model_dir).best
+        if (saved["approach"], saved["seed"]) != (approach, seed):
+            _fail(best, f"was trained as {RunDir.run_key(saved['seed'], saved['approach'])} but lies in {model_dir}")
+        difference = trained_differently(saved, {**config, **recipe_schedule(approach)}, one_model=False)
+        if difference:
+            key, value, other = difference
+            raise RecordError(f"{best} and {config_path} disagree: the model was trained with {key}={value!r}, "
+                              f"the run's config says {_shown(other)}")
+
+
+def _lookup(mapping: Dict, dotted: str):
+    value: Any = mapping
+    for part in dotted.split("."):
+        if not isinstance(value, dict) or part not in value:
+            return _ABSENT
+        value = value[part]
+    return value
+
+
+def _shown(value) -> str:
+    return "missing" if value is _ABSENT else repr(value)
