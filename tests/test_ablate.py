@@ -14,6 +14,7 @@ from agnostophobia.cli import main
 from agnostophobia.errors import ConfigError
 from agnostophobia.experiments.ablate import ablate, ablation_markdown
 from agnostophobia.training.config import load_experiment, parse_experiment
+from agnostophobia.experiments.request import RunRequest
 
 STEPS = [{"budget": "base", "adds": "1 epoch"}, {"budget": "longer", "adds": "2 epochs"}]
 
@@ -35,7 +36,7 @@ def quiet(*_):
 
 
 def test_every_step_is_a_reproduction_and_the_table_holds_their_numbers(experiment_file, tmp_path):
-    out = ablate(str(experiment_file), out=tmp_path / "abl", progress=False, fprs=["1e-1"], log=quiet)
+    out = ablate(RunRequest(experiment_file, out=tmp_path / "abl", progress=False), fprs=["1e-1"], log=quiet)
     record = json.loads((out / "ablation.json").read_text())
     assert [s["budget"] for s in record["steps"]] == ["base", "longer"]
     table = (out / "ablation.md").read_text()
@@ -58,20 +59,20 @@ def test_every_step_is_a_reproduction_and_the_table_holds_their_numbers(experime
 
 def test_finished_steps_are_kept_and_one_step_can_be_run_alone(experiment_file, tmp_path):
     messages = []
-    ablate(str(experiment_file), out=tmp_path / "abl", steps=["longer"], progress=False, log=messages.append)
+    ablate(RunRequest(experiment_file, out=tmp_path / "abl", progress=False), steps=["longer"], log=messages.append)
     assert not (tmp_path / "abl" / "base").exists()
     assert [s["budget"] for s in json.loads((tmp_path / "abl" / "ablation.json").read_text())["steps"]] == ["longer"]
     stamp = (tmp_path / "abl" / "longer" / "metrics.json").stat().st_mtime_ns
     messages.clear()
-    ablate(str(experiment_file), out=tmp_path / "abl", steps=["longer"], progress=False, log=messages.append)
+    ablate(RunRequest(experiment_file, out=tmp_path / "abl", progress=False), steps=["longer"], log=messages.append)
     assert "ablation step longer: finished earlier, kept" in messages
     assert (tmp_path / "abl" / "longer" / "metrics.json").stat().st_mtime_ns == stamp
 
 
 def test_more_seeds_than_a_finished_step_had_trains_the_missing_ones(experiment_file, tmp_path):
-    ablate(str(experiment_file), out=tmp_path / "abl", steps=["base"], progress=False, log=quiet)
-    ablate(str(experiment_file), out=tmp_path / "abl", steps=["base"], seeds=2, progress=False, fprs=["1e-1"],
-           log=quiet)
+    ablate(RunRequest(experiment_file, out=tmp_path / "abl", progress=False), steps=["base"], log=quiet)
+    ablate(RunRequest(experiment_file, out=tmp_path / "abl", seeds=2, progress=False), steps=["base"],
+           fprs=["1e-1"], log=quiet)
     assert (tmp_path / "abl" / "base" / "seed1" / "entropic" / "outputs.npz").exists()
     rows = json.loads((tmp_path / "abl" / "ablation.json").read_text())["steps"][0]["rows"]
     assert all(r["1e-1"]["std"] is not None for r in rows)  # two seeds: a spread

@@ -20,6 +20,7 @@ from agnostophobia.cli import main
 from agnostophobia.detectors import softmax_scores
 from agnostophobia.errors import ConfigError
 from agnostophobia.experiments.reproduce_ensemble import reproduce_ensemble
+from agnostophobia.experiments.request import RunRequest
 from agnostophobia.experiments.run_metrics import FPR_KEYS
 from agnostophobia.metrics import ccr_at_fpr, oscr, precision_vs_confidence
 from agnostophobia.models.mlp import build_mlp
@@ -250,8 +251,8 @@ def smoke_run(real_data_dir, tmp_path_factory):
     messages = []
     with pytest.MonkeyPatch.context() as mp:
         mp.chdir(base)  # no runs/lenet++-smoke here: no LeNet++ rows by default
-        out = reproduce_ensemble(budget="smoke", out=base / "run", data_dir=real_data_dir, progress=False,
-                                 plots=True, log=messages.append)
+        out = reproduce_ensemble(RunRequest("ensemble", budget="smoke", out=base / "run", data_dir=real_data_dir,
+                                            progress=False, plots=True), log=messages.append)
     return out, messages
 
 
@@ -348,6 +349,7 @@ def test_a_run_with_other_settings_is_not_mixed_in(smoke_run, tmp_path):
     run = tmp_path / "run"
     shutil.copytree(out, run)
     with pytest.raises(ConfigError, match="epochs"):
-        reproduce_ensemble(budget="smoke", out=run, config=path, progress=False, plots=False, log=lambda s: None)
+        reproduce_ensemble(RunRequest(path, budget="smoke", out=run, progress=False, plots=False), log=lambda s: None)
     with pytest.raises(ValueError, match="no such directory"):
-        reproduce_ensemble(budget="smoke", out=run, lenet_run=tmp_path / "missing", log=lambda s: None)
+        reproduce_ensemble(RunRequest("ensemble", budget="smoke", out=run, lenet_run=tmp_path / "missing"),
+                           log=lambda s: None)

@@ -20,6 +20,7 @@ from agnostophobia.deploy import OpenSetClassifier, calibrate_run
 from agnostophobia.errors import AgnostophobiaWarning
 from agnostophobia.experiments.evaluate_unknowns import evaluate_run
 from agnostophobia.experiments.reproduce import train_run
+from agnostophobia.experiments.request import RunRequest
 
 from test_imagefolder import make_tree, mapping
 
@@ -50,7 +51,7 @@ def test_the_library_api_prints_nothing_and_the_cli_prints_its_lines(tmp_path, c
                                       "epochs": 1, "batch_size": 16, "tensorboard": False}))
     run = tmp_path / "run"
     with caplog.at_level(logging.INFO, logger="agnostophobia"):
-        train_run(str(config), run, progress=False)
+        train_run(RunRequest(config, out=run, progress=False))
         evaluate_run(run, plots=False)
         with pytest.warns(AgnostophobiaWarning, match="fewer than 10"):  # a warning, not a printed line
             calibrate_run(run, 1.0)
@@ -71,7 +72,7 @@ def test_a_library_version_mismatch_is_a_warning(tmp_path):
     config = tmp_path / "experiment.yaml"
     config.write_text(yaml.safe_dump({"protocol": mapping(tmp_path / "photos"), "approaches": ["softmax"],
                                       "epochs": 1, "batch_size": 16, "tensorboard": False}))
-    run = train_run(str(config), tmp_path / "run", progress=False)
+    run = train_run(RunRequest(config, out=tmp_path / "run", progress=False))
     meta = json.loads((run / "run_meta.json").read_text())
     meta["versions"]["torch"] = "1.0.0"
     (run / "run_meta.json").write_text(json.dumps(meta))

@@ -27,6 +27,7 @@ from agnostophobia._atomic import atomic_write
 from agnostophobia.data.protocols import protocol_spec
 from agnostophobia.errors import ConfigError
 from agnostophobia.experiments.paper_numbers import TABLE2
+from agnostophobia.experiments.request import RunRequest
 from agnostophobia.training.config import ExperimentConfig, load_experiment
 from agnostophobia.training.records import read_metrics
 from agnostophobia._log import log_info
@@ -59,27 +60,26 @@ def step_finished(step_out: Path, seeds: int, approaches: Sequence[str]) -> bool
     return metrics.get("seeds") == seeds and list(metrics.get("approaches", [])) == list(approaches)
 
 
-def ablate(config: str, out: Optional[Path] = None, seeds: Optional[int] = None,
-           steps: Optional[Sequence[str]] = None, data_dir=None, device: Optional[str] = None,
-           progress: bool = True, fprs: Sequence[str] = FPRS, log=log_info) -> Path:
-    """Train and evaluate every step (or the ``steps`` named), then write the table of CCR at
-    the FPRs ``fprs`` (of Table 2's 1e-4, 1e-3, 1e-2, 1e-1)."""
+def ablate(request: RunRequest, steps: Optional[Sequence[str]] = None, fprs: Sequence[str] = FPRS,
+           log=log_info) -> Path:
+    """Train and evaluate every step of the request's experiment (or the ``steps`` named) into
+    ``request.out``, then write the table of CCR at the FPRs ``fprs`` (of Table 2's 1e-4, 1e-3,
+    1e-2, 1e-1). ``request.seeds``: seeds per step (default: each step's budget's)."""
     from agnostophobia.experiments.reproduce import reproduce
 
     fprs = check_fprs(fprs)
-    experiment = load_experiment(config)
+    experiment = load_experiment(request.experiment)
     chosen = ablation_steps(experiment, steps)
-    out = Path(out or Path("runs") / f"{experiment.train.name}-ablation")
+    out = request.out or Path("runs") / f"{experiment.train.name}-ablation"
     for step in chosen:
         budgeted = experiment.for_budget(step["budget"])
-        n_seeds = seeds or budgeted.seeds
+        n_seeds = request.seeds or budgeted.seeds
         step_out = out / step["budget"]
         if step_finished(step_out, n_seeds, budgeted.approaches):
             log(f"ablation step {step['budget']}: finished earlier, kept")
             continue
         log(f"ablation step {step['budget']}: {step['adds']}")
-        reproduce(config, budget=step["budget"], seeds=n_seeds, out=step_out, data_dir=data_dir, device=device,
-                  progress=progress, plots=False, log=log)
+        reproduce(request.but(budget=step["budget"], seeds=n_seeds, out=step_out, plots=False), log=log)
     record = ablation_record(experiment, out, fprs)
     write_ablation(out, record)
     log(f"ablation table: {out / 'ablation.md'}")

@@ -44,6 +44,7 @@ from agnostophobia._log import log_info
 from agnostophobia._runlock import run_lock
 from agnostophobia.data.protocols import unknown_set  # the registered protocols declare their sets there
 from agnostophobia.errors import AgnostophobiaError
+from agnostophobia.experiments.request import RunRequest
 from agnostophobia.metrics import (TIE_FLAG, fpr_keys, holm, paired_seed_test, seed_interval, supported_fprs,
                                    supports_fpr)
 from agnostophobia.rundir import RunDir
@@ -84,25 +85,26 @@ def tune_fpr(negatives: int) -> Optional[float]:
     return min(supported) if supported else None
 
 
-def benchmark(target: str, budget: Optional[str] = None, seeds: int = DEFAULT_SEEDS, out: Optional[Path] = None,
-              min_accuracy: Optional[float] = None, data_dir=None, device: Optional[str] = None,
-              progress: bool = True, concurrent_runs=None, batched_seeds=None, cuda_graph=None,
-              set_options: Sequence[Tuple[str, object]] = (), log: Callable[[str], None] = log_info) -> Path:
-    """Train, tune, score and report (the module docstring); returns ``benchmark.md``'s path."""
+def benchmark(target: str, request: Optional[RunRequest] = None, min_accuracy: Optional[float] = None,
+              log: Callable[[str], None] = log_info) -> Path:
+    """Train, tune, score and report (the module docstring); returns ``benchmark.md``'s path.
+    ``target``: a protocol's name, a protocol YAML or an image folder; ``request``: the budget,
+    seeds (default 3), output folder and training choices (its ``experiment`` is set here, from
+    ``target``)."""
     from agnostophobia.experiments.reproduce import reproduce
     from agnostophobia.losses import LOSSES
 
     config, protocol_options = experiment_for(target)
+    request = (request or RunRequest(config)).but(experiment=config)
+    seeds, budget = (DEFAULT_SEEDS if request.seeds is None else request.seeds), request.budget
     if seeds < 2:
         raise AgnostophobiaError(f"--seeds {seeds}: a benchmark needs at least 2 seeds for its intervals and "
                                  f"paired tests (default {DEFAULT_SEEDS})")
     _check_min_accuracy(min_accuracy)
     name = Path(target).stem if target not in SHIPPED else target
-    out = Path(out or Path("runs") / f"benchmark-{name}-{budget or 'config'}")
-    options = [*protocol_options, ("approaches", list(LOSSES.names())), *set_options]
-    reproduce(config, budget=budget, seeds=seeds, out=out, data_dir=data_dir, device=device, progress=progress,
-              concurrent_runs=concurrent_runs, batched_seeds=batched_seeds, cuda_graph=cuda_graph,
-              set_options=options, log=log)
+    out = request.out or Path("runs") / f"benchmark-{name}-{budget or 'config'}"
+    options = (*protocol_options, ("approaches", list(LOSSES.names())), *request.set_options)
+    reproduce(request.but(seeds=seeds, out=out, set_options=options), log=log)
     return write_benchmark(out, min_accuracy, log=log)
 
 

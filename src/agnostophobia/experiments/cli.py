@@ -176,7 +176,7 @@ def add_commands(subparsers) -> None:
                                     "image folder)")
     p.add_argument("--budget", help="a budget of the protocol's config: converged (networks trained to the "
                                     "protocol's closed-set accuracy threshold) or smoke (a minute, not a result)")
-    p.add_argument("--seeds", type=positive_int, default=3, help="seeds per approach (default 3; at least 2)")
+    p.add_argument("--seeds", type=positive_int, help="seeds per approach (default 3; at least 2)")
     p.add_argument("--out", type=Path, help="output directory (default: runs/benchmark-PROTOCOL-BUDGET); an "
                                             "existing one continues where it stopped")
     p.add_argument("--min-accuracy", type=float, metavar="A",
@@ -198,51 +198,34 @@ def add_commands(subparsers) -> None:
     p.set_defaults(func=_ablate)
 
 
-def check_budget(config: str, budget) -> None:
-    """``--budget`` must name a budget the experiment's YAML defines (the list lives there only)."""
-    if budget is None:
-        return
-    from agnostophobia.errors import ConfigError
-    from agnostophobia.training.config import load_experiment
+def _request(args, experiment):
+    """The one request of this command line (``experiments/request.py``): built here, once."""
+    from agnostophobia.experiments.request import RunRequest
 
-    defined = sorted(load_experiment(config).budgets)
-    if budget not in defined:
-        raise ConfigError(f"--budget {budget!r} is not defined in the config {config}; "
-                          f"defined budgets: {', '.join(defined) or 'none'}")
+    return RunRequest.from_args(args, experiment)
 
 
 def _reproduce(args) -> int:
     from agnostophobia.training.distributed import require_one_process
 
     require_one_process("reproduce")
-    check_budget(args.experiment, args.budget)
     if args.experiment == "ensemble":
         from agnostophobia.experiments.reproduce_ensemble import reproduce_ensemble
         if args.set_options:
             raise ValueError("--set applies to a config's experiment, not to 'reproduce ensemble'")
-        reproduce_ensemble(budget=args.budget, seeds=args.seeds, out=args.out, data_dir=args.data_dir,
-                           device=args.device, progress=not args.no_progress, plots=not args.no_plots,
-                           lenet_run=args.lenet_run, preprocessing=args.preprocessing)
+        reproduce_ensemble(_request(args, "ensemble"))
         return 0
     if args.lenet_run:
         raise ValueError("--lenet-run applies to 'reproduce ensemble' only")
     from agnostophobia.experiments.reproduce import reproduce
-    reproduce(args.experiment, budget=args.budget, seeds=args.seeds, out=args.out, data_dir=args.data_dir,
-              device=args.device, progress=not args.no_progress, plots=not args.no_plots, protocol_name=args.protocol,
-              fetch=not args.no_fetch, allow_unverified=args.allow_unverified, preprocessing=args.preprocessing,
-              concurrent_runs=args.concurrent_runs, batched_seeds=args.batched_seeds, cuda_graph=args.cuda_graph,
-              set_options=args.set_options)
+    reproduce(_request(args, args.experiment))
     return 0
 
 
 def _train(args) -> int:
     from agnostophobia.experiments.reproduce import train_run
 
-    check_budget(args.config, args.budget)
-    train_run(args.config, args.out, budget=args.budget, approaches=args.approach, seeds=args.seeds,
-              resume=args.resume, data_dir=args.data_dir, device=args.device, progress=not args.no_progress,
-              preprocessing=args.preprocessing, concurrent_runs=args.concurrent_runs,
-              batched_seeds=args.batched_seeds, cuda_graph=args.cuda_graph, set_options=args.set_options)
+    train_run(_request(args, args.config))
     return 0
 
 
@@ -259,10 +242,7 @@ def _evaluate(args) -> int:
 def _tune(args) -> int:
     from agnostophobia.experiments.tune import tune
 
-    check_budget(args.config, args.budget)
-    tune(args.config, args.param, budget=args.budget, out=args.out, fpr=args.fpr, seeds=args.seeds,
-         resume=args.resume, approaches=args.approach, detector=args.detector, data_dir=args.data_dir,
-         device=args.device, progress=not args.no_progress)
+    tune(_request(args, args.config), args.param, fpr=args.fpr, detector=args.detector)
     return 0
 
 
@@ -274,15 +254,12 @@ def _tune_detectors(args) -> int:
 
 
 def _benchmark(args) -> int:
-    from agnostophobia.experiments.benchmark import benchmark, experiment_for
+    from agnostophobia.experiments.benchmark import benchmark
     from agnostophobia.training.distributed import require_one_process
 
     require_one_process("benchmark")
-    check_budget(experiment_for(args.protocol)[0], args.budget)
-    benchmark(args.protocol, budget=args.budget, seeds=args.seeds, out=args.out, min_accuracy=args.min_accuracy,
-              data_dir=args.data_dir, device=args.device, progress=not args.no_progress,
-              concurrent_runs=args.concurrent_runs, batched_seeds=args.batched_seeds, cuda_graph=args.cuda_graph,
-              set_options=args.set_options)
+    # the positional PROTOCOL is the benchmark's target, not reproduce's --protocol variant
+    benchmark(args.protocol, _request(args, None).but(protocol=None), min_accuracy=args.min_accuracy)
     return 0
 
 
@@ -291,6 +268,5 @@ def _ablate(args) -> int:
     from agnostophobia.training.distributed import require_one_process
 
     require_one_process("ablate")
-    ablate(args.config, out=args.out, seeds=args.seeds, steps=args.step, data_dir=args.data_dir,
-           device=args.device, progress=not args.no_progress, **({"fprs": args.fpr} if args.fpr else {}))
+    ablate(_request(args, args.config), steps=args.step, **({"fprs": args.fpr} if args.fpr else {}))
     return 0

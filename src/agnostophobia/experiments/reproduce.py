@@ -26,6 +26,7 @@ from agnostophobia.models import build_model
 from agnostophobia.training.outputs import store_outputs
 from agnostophobia.experiments.report import write_metrics, write_report
 from agnostophobia.experiments.headline import headline_rows, headline_table, trained_headline_rows
+from agnostophobia.experiments.request import RunRequest
 from agnostophobia.experiments.run_record import (StoredTraining, check_recorded_classes, protocol_classes,
                                                   record_data_sources, record_or_read, write_config, write_run_record)
 from agnostophobia.training import distributed
@@ -244,35 +245,14 @@ def fit_and_store_unit(unit: List[Tuple[TrainConfig, Path]], protocol, device: t
     return time.perf_counter() - start
 
 
-@dataclasses.dataclass(frozen=True)
-class CommandChoices:
-    """What a training command's line chose over its config, handed to :func:`configure` as one
-    typed object: ``--seeds``, ``--data-dir``, ``--device``, ``--no-progress``, ``--preprocessing``,
-    ``--concurrent-runs``, ``--batched-seeds`` and ``--cuda-graph``. None: the config's value."""
-
-    seeds: Optional[int] = None
-    data_dir: Optional[str] = None
-    device: Optional[str] = None
-    progress: bool = True
-    preprocessing: Optional[str] = None
-    concurrent_runs: Any = None
-    batched_seeds: Any = None
-    cuda_graph: Optional[bool] = None
-
-    def train_overrides(self) -> Dict[str, Any]:
-        """The choices that are :class:`TrainConfig` keys, where the command line made one."""
-        chosen = {"data_dir": str(self.data_dir) if self.data_dir else None, "device": self.device or None,
-                  "preprocessing": self.preprocessing or None, "cuda_graph": self.cuda_graph}
-        return {"progress": self.progress, **{key: value for key, value in chosen.items() if value is not None}}
-
-
-def configure(experiment: ExperimentConfig, choices: CommandChoices = CommandChoices(), log=log_info,
+def configure(experiment: ExperimentConfig, request: Optional[RunRequest] = None, log=log_info,
               **train_overrides) -> Tuple[ExperimentConfig, torch.device]:
-    """The experiment with the command line's ``choices`` (and ``train_overrides``, config keys a
+    """The experiment with the ``request``'s choices (and ``train_overrides``, config keys a
     command sets itself) applied and checked, and the device it trains on: resolved here, once
     per command, and passed down from here. ``log`` gets one line: the precision chosen and why
     (also kept for ``run_meta.json`` and the report)."""
-    experiment.train = dataclasses.replace(experiment.train, **choices.train_overrides(),
+    request = request or RunRequest(None)  # no command line: the config's values
+    experiment.train = dataclasses.replace(experiment.train, **request.train_overrides(),
                                            **train_overrides).validate()
     check_detectors(experiment)
     device = resolve_device(experiment.train.device)  # "cuda" without a GPU stops here, before any write
@@ -284,12 +264,12 @@ def configure(experiment: ExperimentConfig, choices: CommandChoices = CommandCho
     if distributed.launched_rank() == 0:  # under torchrun: once, not once per process
         log(f"precision: {experiment.precision_chosen}")
     experiment.train.tensorboard = use_tensorboard(experiment.train.tensorboard)  # true without it stops here
-    if choices.seeds is not None:
-        experiment.seeds = check_seeds(choices.seeds, "--seeds")
-    if choices.concurrent_runs is not None:
-        experiment.concurrent_runs = check_concurrent_runs(choices.concurrent_runs, "--concurrent-runs")
-    if choices.batched_seeds is not None:
-        experiment.batched_seeds = check_batched_seeds(choices.batched_seeds, "--batched-seeds")
+    if request.seeds is not None:
+        experiment.seeds = check_seeds(request.seeds, "--seeds")
+    if request.concurrent_runs is not None:
+        experiment.concurrent_runs = check_concurrent_runs(request.concurrent_runs, "--concurrent-runs")
+    if request.batched_seeds is not None:
+        experiment.batched_seeds = check_batched_seeds(request.batched_seeds, "--batched-seeds")
     return experiment, device
 
 
@@ -319,29 +299,26 @@ def check_fine_tune_starts(experiment: ExperimentConfig, out: Path) -> None:
         is_kept(RunDir(out), experiment.for_approach(start, seed)) for seed in range(experiment.seeds))])
 
 
-def train_run(config, out: Path, budget: Optional[str] = None, approaches: Optional[List[str]] = None,
-              seeds: Optional[int] = None, resume: bool = False, data_dir=None, device: Optional[str] = None,
-              progress: bool = True, preprocessing: Optional[str] = None, concurrent_runs=None,
-              batched_seeds=None, cuda_graph=None, set_options: Sequence[Tuple[str, Any]] = (), log=log_info) -> Path:
-    """``agnostophobia train``: train the approaches of an experiment config into ``out``
-    and leave the same record (``config.yaml``, ``run_meta.json``) as ``reproduce``.
-    ``preprocessing`` (ours | authors) overrides the config's data preparation; ``set_options``,
-    ``(key, value)`` pairs of ``--set``, override config keys after the budget.
+def train_run(request: RunRequest, log=log_info) -> Path:
+    """``agnostophobia train``: train the approaches of the request's experiment config into
+    ``request.out`` and leave the same record (``config.yaml``, ``run_meta.json``) as ``reproduce``.
+    ``request.preprocessing`` (ours | authors) overrides the config's data preparation;
+    ``request.set_options``, the ``--set`` pairs, override config keys after the budget.
 
     Started by torchrun, every process calls this and trains with DDP; rank 0 alone holds the
     run's lock and writes (``training.distributed``)."""
-    experiment, device = configure(load_experiment(config).for_budget(budget).with_set_options(set_options),
-                                   CommandChoices(seeds, data_dir, device, progress, preprocessing, concurrent_runs,
-                                                  batched_seeds, cuda_graph), log=log)
+    if request.out is None:
+        raise ConfigError("train: the request names no output folder (--out)")
+    experiment, device = configure(request.load().with_set_options(request.set_options), request, log=log)
+    out, approaches, resume = request.out, request.approaches, request.resume
     if approaches:
         experiment.approaches = check_approaches(list(dict.fromkeys(approaches)))
-    out = Path(out)
     check_fine_tune_starts(experiment, out)  # a config error before any data is looked for
     protocol = file_protocol_first(experiment.train)  # a broken one stops here: nothing written
     if not resume and not out.exists():  # a fresh run: its datasets must be there before anything is written
         require_protocol_data(experiment.train.protocol, experiment.train.data_dir)
-    meta = train_and_record(experiment, device, out, budget,
-                            f"agnostophobia train {config} --out {out}{set_flags(set_options)}",
+    meta = train_and_record(experiment, device, out, request.budget,
+                            f"agnostophobia train {request.experiment} --out {out}{set_flags(request.set_options)}",
                             claim=lambda: claim_run(experiment, out, resume), protocol=protocol, log=log)
     if meta is not None:  # rank 0
         log(headline_table(trained_headline_rows(out), f"agnostophobia evaluate {out}"))
@@ -406,41 +383,35 @@ def claim_run(experiment: ExperimentConfig, out: Path, resume: bool):
     return run_lock(out)
 
 
-def reproduce(experiment_name: str, budget: Optional[str] = None, seeds: Optional[int] = None,
-              out: Optional[Path] = None, data_dir: Optional[str] = None, device: Optional[str] = None,
-              progress: bool = True, plots: bool = True, protocol_name: Optional[str] = None, log=log_info,
-              fetch: bool = True, allow_unverified: bool = False, preprocessing: Optional[str] = None,
-              concurrent_runs=None, batched_seeds=None, cuda_graph=None,
-              set_options: Sequence[Tuple[str, Any]] = ()) -> Path:
-    """``agnostophobia reproduce``; ``preprocessing`` (ours | authors) overrides the config's data
-    preparation. A run prepared otherwise than ``ours`` goes by default to ``runs/NAME-BUDGET-PREPROCESSING``
-    (so it never lands in, or resumes, an ``ours`` run); it keeps the experiment's name, so its report still
-    shows the paper's numbers, which the authors measured on their own preparation. ``set_options``: the
-    ``(key, value)`` pairs of ``--set``, applied after the budget."""
-    budget = budget or default_budget()
-    experiment = load_experiment(experiment_name).for_budget(budget)
+def reproduce(request: RunRequest, log=log_info) -> Path:
+    """``agnostophobia reproduce``; ``request.preprocessing`` (ours | authors) overrides the config's
+    data preparation. A run prepared otherwise than ``ours`` goes by default to
+    ``runs/NAME-BUDGET-PREPROCESSING`` (so it never lands in, or resumes, an ``ours`` run); it keeps the
+    experiment's name, so its report still shows the paper's numbers, which the authors measured on their
+    own preparation. ``request.set_options``: the ``--set`` pairs, applied after the budget;
+    ``request.protocol``: another registered protocol (a variant, named NAME-PROTOCOL)."""
+    budget = request.budget or default_budget()
+    experiment = request.load(budget)
     # a paper protocol's name before --set: `--set protocol=cifar10-split` is a variant too
     config_protocol = experiment.train.protocol if isinstance(experiment.train.protocol, str) else None
-    experiment = experiment.with_set_options(set_options)
+    experiment = experiment.with_set_options(request.set_options)
     variant = {}
-    if protocol_name and protocol_name != experiment.train.protocol:
+    if request.protocol and request.protocol != experiment.train.protocol:
         from agnostophobia.data import PROTOCOLS
 
-        PROTOCOLS.get(protocol_name)  # a clear error for an unknown name
-        variant = {"protocol": protocol_name, "name": f"{experiment.train.name}-{protocol_name}"}
-    experiment, device = configure(experiment, CommandChoices(seeds, data_dir, device, progress, preprocessing,
-                                                              concurrent_runs, batched_seeds, cuda_graph),
-                                   log=log, **variant)
+        PROTOCOLS.get(request.protocol)  # a clear error for an unknown name
+        variant = {"protocol": request.protocol, "name": f"{experiment.train.name}-{request.protocol}"}
+    experiment, device = configure(experiment, request, log=log, **variant)
     name = experiment.train.name
     prepared = "" if experiment.train.preprocessing == OURS else f"-{experiment.train.preprocessing}"
-    out = Path(out or Path("runs") / f"{name}-{budget}{prepared}")
+    out = request.out or Path("runs") / f"{name}-{budget}{prepared}"
     check_existing_run(experiment, out)  # check first, write after: a refused resume changes nothing
     protocol = file_protocol_first(experiment.train)
     fetched = []
     if not out.exists():  # a fresh run: fetch missing data (or stop and explain) before writing anything
-        fetched = require_protocol_data(experiment.train.protocol, experiment.train.data_dir, fetch=fetch,
-                                        allow_unverified=allow_unverified, progress=None if progress else False,
-                                        log=log)
+        fetched = require_protocol_data(experiment.train.protocol, experiment.train.data_dir, fetch=request.fetch,
+                                        allow_unverified=request.allow_unverified,
+                                        progress=None if request.progress else False, log=log)
 
     def first() -> None:
         if fetched:
@@ -450,9 +421,9 @@ def reproduce(experiment_name: str, budget: Optional[str] = None, seeds: Optiona
         log(f"agnostophobia reproduce {name}: budget {budget}, {experiment.seeds} seed(s), output in {out}")
 
     train_and_record(experiment, device, out, budget,
-                     f"agnostophobia reproduce {experiment_name} --budget {budget}{set_flags(set_options)}",
+                     f"agnostophobia reproduce {request.experiment} --budget {budget}{set_flags(request.set_options)}",
                      claim=lambda: run_lock(out), protocol=protocol, config_protocol=config_protocol, first=first,
-                     then=lambda meta: finish_run(out, meta, plots=plots, log=log), log=log)
+                     then=lambda meta: finish_run(out, meta, plots=request.plots, log=log), log=log)
     return out
 
 

@@ -27,7 +27,8 @@ from agnostophobia.detectors.stored import detector_settings, model_scores, mode
 from agnostophobia.experiments.run_metrics import aggregate_seeds
 from agnostophobia.experiments.paper_numbers import TABLE2
 from agnostophobia.experiments.report import ccr_table_markdown, format_value, write_metrics, write_report
-from agnostophobia.experiments.reproduce import CommandChoices, check_existing_run, configure, default_budget, train_and_record
+from agnostophobia.experiments.reproduce import check_existing_run, configure, default_budget, train_and_record
+from agnostophobia.experiments.request import RunRequest
 from agnostophobia.metrics import summarize
 from agnostophobia.metrics.ood import CONFIDENCE_GRID, mean_confidence_curves
 from agnostophobia.plotting.style import approach_name
@@ -66,26 +67,23 @@ DEVIATIONS = [
 ]
 
 
-def reproduce_ensemble(budget: Optional[str] = None, seeds: Optional[int] = None, out=None, data_dir=None,
-                       device: Optional[str] = None, progress: bool = True, plots: bool = True, lenet_run=None,
-                       config=None, preprocessing: Optional[str] = None, log=log_info) -> Path:
+def reproduce_ensemble(request: Optional[RunRequest] = None, log=log_info) -> Path:
     """Train (or resume) the members, evaluate the ensemble against notMNIST, write metrics,
     figures and report.
 
-    Args:
-        budget: a budget of the config (default: paper with CUDA, else cpu).
-        seeds: number of members (default: the config's, 5).
-        out: run directory (default ``runs/ensemble-BUDGET``); an existing one is resumed.
-        lenet_run: a LeNet++ reproduction whose softmax / entropic / objectosphere models are
-            compared (default ``runs/lenet++-BUDGET`` when it exists).
-        config: another experiment YAML instead of the shipped ``configs/ensemble.yaml``.
-        preprocessing: overrides the config key (``authors`` is refused: it applies to lenet++ only).
+    ``request`` (default: the shipped ``configs/ensemble.yaml`` as it is): ``experiment``, that
+    config or another experiment YAML; ``budget``, a budget of the config (default: paper with CUDA,
+    else cpu); ``seeds``, the number of members (default: the config's, 5); ``out``, the run
+    directory (default ``runs/ensemble-BUDGET``; an existing one is resumed); ``lenet_run``, a
+    LeNet++ reproduction whose softmax / entropic / objectosphere models are compared (default
+    ``runs/lenet++-BUDGET`` when it exists); ``preprocessing`` overrides the config key
+    (``authors`` is refused: it applies to lenet++ only); ``plots``: draw the figures.
     """
-    budget = budget or default_budget()
-    experiment, device = configure(load_experiment(config or "ensemble").for_budget(budget),
-                                   CommandChoices(seeds, data_dir, device, progress, preprocessing))
-    lenet_run = _lenet_run(lenet_run, budget)
-    out = Path(out) if out is not None else Path("runs") / f"{experiment.train.name}-{budget}"
+    request = request or RunRequest("ensemble")
+    budget = request.budget or default_budget()
+    experiment, device = configure(request.load(budget), request)
+    lenet_run = _lenet_run(request.lenet_run, budget)
+    out = request.out or Path("runs") / f"{experiment.train.name}-{budget}"
     check_existing_run(experiment, out)  # check first, write after: a refused resume changes nothing
     if not out.exists():
         from agnostophobia.data.protocols import require_protocol_data
@@ -99,7 +97,7 @@ def reproduce_ensemble(budget: Optional[str] = None, seeds: Optional[int] = None
     def then(meta: Dict) -> None:  # inside the run lock, after the members are trained and recorded
         meta["ensemble"], compared = evaluate_ensemble(out, lenet_run)
         metrics = write_metrics(out, meta)
-        figures = _figures(out, compared, budget, log) if plots else None
+        figures = _figures(out, compared, budget, log) if request.plots else None
         report = write_report(out, metrics, figures, sections=ensemble_section(metrics))
         log(f"report: {report}\nmetrics: {RunDir(out).metrics}")
 

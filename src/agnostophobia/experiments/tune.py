@@ -43,7 +43,8 @@ from agnostophobia.data.protocols import HELD_OUT_NEGATIVES, hold_out_negative_c
 from agnostophobia.detectors import DETECTORS, detector_applies
 from agnostophobia.detectors.stored import detector_settings, model_scores
 from agnostophobia.errors import ConfigError, TrainingDiverged
-from agnostophobia.experiments.reproduce import (CommandChoices, check_existing_run, configure, default_budget,
+from agnostophobia.experiments.request import RunRequest
+from agnostophobia.experiments.reproduce import (check_existing_run, configure, default_budget,
                                                  protocol_for, train_and_store)
 from agnostophobia.experiments.run_record import write_config
 from agnostophobia.losses import LOSSES, every_loss_setting, loss_settings, setting_problem
@@ -266,30 +267,30 @@ def default_out(experiment: ExperimentConfig, budget: Optional[str]) -> Path:
     return Path("runs") / f"{experiment.train.name}-tune{suffix}"
 
 
-def setup(config: str, params: Sequence[str], budget: Optional[str] = None, fpr: float = DEFAULT_FPR,
-          seeds: Optional[int] = None, approaches: Optional[Sequence[str]] = None, detector: Optional[str] = None,
-          data_dir=None, device: Optional[str] = None, progress: bool = True) -> TuneSetup:
+def setup(request: RunRequest, params: Sequence[str], fpr: float = DEFAULT_FPR,
+          detector: Optional[str] = None) -> TuneSetup:
     """Check every argument and resolve the experiment, before anything is written."""
     parsed = parse_params(params)
     fpr = check_fpr(fpr)
-    loaded = load_experiment(config)
-    if budget is None and "tune" in loaded.budgets:
+    budget = request.budget
+    if budget is None and "tune" in load_experiment(request.experiment).budgets:
         budget = "tune"
-    experiment, device = configure(loaded.for_budget(budget), CommandChoices(seeds, data_dir, device, progress))
-    tuned, not_tuned = tuned_approaches(experiment.approaches, list(parsed), approaches)
+    experiment, device = configure(request.load(budget), request)
+    tuned, not_tuned = tuned_approaches(experiment.approaches, list(parsed), request.approaches)
     check_grid(parsed, tuned)
     experiment.approaches = tuned
-    return TuneSetup(str(config), experiment, device, budget, parsed, tuned, not_tuned,
+    return TuneSetup(str(request.experiment), experiment, device, budget, parsed, tuned, not_tuned,
                      check_detectors(tuned, detector), fpr)
 
 
-def tune(config: str, params: Sequence[str], budget: Optional[str] = None, out: Optional[Path] = None,
-         fpr: float = DEFAULT_FPR, seeds: Optional[int] = None, resume: bool = False,
-         approaches: Optional[Sequence[str]] = None, detector: Optional[str] = None, data_dir=None,
-         device: Optional[str] = None, progress: bool = True, log=log_info) -> Path:
-    """Cross-class calibration (Sec. 6) of ``params`` over a grid; returns ``OUT/tune.json``."""
-    tuning = setup(config, params, budget, fpr, seeds, approaches, detector, data_dir, device, progress)
-    out = Path(out or default_out(tuning.experiment, tuning.budget))
+def tune(request: RunRequest, params: Sequence[str], fpr: float = DEFAULT_FPR, detector: Optional[str] = None,
+         log=log_info) -> Path:
+    """Cross-class calibration (Sec. 6) of ``params`` over a grid, for the request's experiment
+    (``request.approaches``: tune only these; ``request.resume``: continue in ``request.out``);
+    returns ``OUT/tune.json``."""
+    tuning = setup(request, params, fpr, detector)
+    out = request.out or default_out(tuning.experiment, tuning.budget)
+    resume = request.resume
     points = grid_points(tuning.params)
     started = any(run.last_checkpoints() for run in point_runs(out))
     if started and not resume:
@@ -299,7 +300,7 @@ def tune(config: str, params: Sequence[str], budget: Optional[str] = None, out: 
                           f"leave out --resume to start one there")
     for point in points:  # a refused resume changes nothing
         check_existing_run(tuning.experiment_at(point), out / point_name(point))
-    log(f"agnostophobia tune {config}: budget {tuning.budget or 'none (the config as is)'}, "
+    log(f"agnostophobia tune {tuning.config}: budget {tuning.budget or 'none (the config as is)'}, "
         f"{len(points)} grid point(s) of {', '.join(tuning.params)}, tuning {', '.join(tuning.approaches)}"
         + (f" (not {', '.join(tuning.not_tuned)}: their losses read none of them)" if tuning.not_tuned else "")
         + f", choosing by validation CCR at FPR {tuning.fpr:g}; output in {out}")
