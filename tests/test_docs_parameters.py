@@ -95,8 +95,12 @@ def undescribed(obj) -> List[str]:
     """The parameters of ``obj`` that nothing describes."""
     described = described_in(inspect.getdoc(obj) or "")
     if inspect.isclass(obj):
-        init = obj.__dict__.get("__init__")
-        described |= described_in(getattr(init, "__doc__", None) or "")
+        # the constructor's parameters are those of the class that writes __init__ (a loss without
+        # one takes OpenSetLoss's): that class's docstring and its __init__'s describe them
+        owner = next((k for k in obj.__mro__ if "__init__" in k.__dict__), obj)
+        if owner is not object:
+            described |= described_in(inspect.getdoc(owner) or "")
+            described |= described_in(owner.__dict__["__init__"].__doc__ or "")
         described |= set(declared_docs(obj))
     return [name for name in parameters(obj) if name not in described]
 
@@ -176,8 +180,12 @@ def test_an_undescribed_parameter_is_found():
                 x: the first.
             """
 
+    class Inherits(Declared):
+        """Summary; its constructor is Declared's."""
+
     assert undescribed(documented) == ["b"]
     assert undescribed(Declared) == ["y"]
+    assert undescribed(Inherits) == ["y"]
 
 
 def test_the_documented_api_includes_every_reference_module():
