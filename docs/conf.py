@@ -82,6 +82,7 @@ nitpick_ignore_regex = [
 _INTERNAL = ("_torch_score _take_settings fitted_state restore_fitted_state scores search_device fit_high "
              "_check_duplicates _Metric WeibullTail TrainedModel ImageFiles FileProtocolSpec FetchedFile "
              "DatasetStatus DISTANCES DETECTORS Setting DataError prepare_images "
+             "Training agnostophobia.training.trainer.Training "
              "agnostophobia.data.preprocess.prepare_images agnostophobia.data.inputs.run_input "
              "agnostophobia.data.file_protocols.build_file_protocol agnostophobia.data.fetch.FetchedFile "
              "agnostophobia.data.datasets.DatasetSplit check_resolved KDTREE_MAX_DIM kdtree_smallest "
@@ -155,8 +156,10 @@ sphinx_gallery_conf = {
 
 def _examples_using(app, what, name, obj, options, lines):
     """Append "Examples using NAME" (sphinx-gallery's mini-gallery) to the API entry of a class or
-    function that a gallery example uses; nothing where none does."""
-    if what not in ("class", "function", "exception"):
+    function that a gallery example uses; nothing where none does. An object with a page of its
+    own (reference/generated/) gets it from its page's template (docs/_templates/autosummary/);
+    this is for the registered classes that the registries page documents."""
+    if what not in ("class", "function", "exception") or app.env.docname.startswith("reference/generated/"):
         return
     used = HERE / "gallery" / "backreferences" / f"{name}.examples"
     if used.is_file() and used.stat().st_size > 0:

@@ -12,6 +12,11 @@ Directives (used in docs/reference/*.md):
     every key of an experiment YAML: the fields of ``TrainConfig`` (their ``setting(...)``
     declarations, or annotation and default) and the experiment keys of ``ExperimentConfig``;
     a key's meaning is its declaration's ``doc`` or the comment written at its declaration.
+``.. api-summary:: agnostophobia.PACKAGE``
+    the module page's tables of its public classes, functions and exceptions (the package's
+    ``__all__``), each name linking to a page of its own (scikit-learn's layout). Those pages are
+    written before the sources are read (:func:`write_api_pages`), by autosummary from the
+    templates in ``docs/_templates/autosummary/``.
 
 A loss or detector registered tomorrow appears without an edit here: the directives iterate the
 registries.
@@ -29,10 +34,13 @@ Hooks into autodoc (the API pages):
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import inspect
 import io
 import re
+import tempfile
 import tokenize
+from pathlib import Path
 from typing import Dict, List, Optional
 
 from docutils import nodes
@@ -296,7 +304,7 @@ class Registries(_Generated):
 
 
 class Constants(_Generated):
-    """``.. constants:: agnostophobia.PACKAGE``: an entry for each name of the package's ``__all__``
+    """``.. constants:: agnostophobia.PACKAGE``: an entry for each public name (:func:`public_names`)
     that is neither a class, a function nor a module (autodoc's ``automodule`` passes over data
     that a package imports from its submodules), with the ``#:`` comment written where it is
     defined and its value where that is a plain one."""
@@ -320,18 +328,100 @@ class Constants(_Generated):
                 if scope == "" and getattr(_sys.modules[modname], name, None) is getattr(package, name, object()):
                     comments.setdefault(name, [line for line in lines if line.strip()])
         rst: List[str] = []
-        for name in package.__all__:
+        for name in public_names(package.__name__):
             value = getattr(package, name)
             if inspect.isclass(value) or inspect.isroutine(value) or inspect.ismodule(value):
                 continue
             plain = isinstance(value, (int, float, str, tuple, frozenset)) and len(repr(value)) < 200
-            rst += [f".. py:data:: {package.__name__}.{name}"]
+            # the module as an option: a dotted name would be read as a class inside the current
+            # module (agnostophobia.losses.agnostophobia.losses.LOSSES)
+            rst += [f".. py:data:: {name}", f"   :module: {package.__name__}"]
             rst += [f"   :type: {type(value).__module__ + '.' if type(value).__module__ != 'builtins' else ''}"
                     f"{type(value).__qualname__}"]
             if plain:
                 rst += [f"   :value: {value!r}"]
             rst += [""] + [f"   {line}" for line in comments.get(name, [])] + [""]
         return self.render(rst)
+
+
+#: Where each object's own page is written, relative to docs/reference/ (git-ignored).
+API_PAGES = "generated"
+_API_SUMMARY = re.compile(r"^\.\. api-summary::\s*(\S+)\s*$", re.MULTILINE)
+_KINDS = ("Classes", "Functions", "Exceptions")
+
+
+def public_names(modname: str) -> List[str]:
+    """The public names of a module: its ``__all__``, or (a module without one) the names it
+    defines that do not start with an underscore."""
+    module = importlib.import_module(modname)
+    names = getattr(module, "__all__", None)
+    if names is None:
+        names = [name for name, value in vars(module).items()
+                 if not name.startswith("_") and getattr(value, "__module__", None) == modname]
+    return list(names)
+
+
+def api_objects(modname: str) -> Dict[str, List[str]]:
+    """The classes, functions and exceptions among a module's public names that get a page of
+    their own, by kind, in the order of ``__all__``. A name re-exported from another part of the
+    package (``detectors.Setting``, which is :class:`agnostophobia.settings.Setting`) has its page
+    at home and is left out here; data (registries, constants) is on the module page.
+    """
+    module = importlib.import_module(modname)
+    kinds: Dict[str, List[str]] = {kind: [] for kind in _KINDS}
+    for name in public_names(modname):
+        value = getattr(module, name)
+        if not (inspect.isclass(value) or inspect.isroutine(value)):
+            continue
+        home = getattr(value, "__module__", "") or ""
+        if home != modname and not home.startswith(modname + "."):
+            continue
+        kind = ("Exceptions" if inspect.isclass(value) and issubclass(value, BaseException)
+                else "Classes" if inspect.isclass(value) else "Functions")
+        kinds[kind].append(f"{modname}.{name}")
+    return kinds
+
+
+class ApiSummary(_Generated):
+    """``.. api-summary:: agnostophobia.PACKAGE``: a section per kind (classes, functions,
+    exceptions), each an autosummary table whose names link to their own pages."""
+
+    required_arguments = 1
+
+    def run(self):
+        modname = self.arguments[0]
+        rst: List[str] = [f".. currentmodule:: {modname}", ""]
+        for kind, names in api_objects(modname).items():
+            if names:
+                rst += [kind, "-" * len(kind), "", ".. autosummary::", f"   :toctree: {API_PAGES}/",
+                        "   :nosignatures:", ""] + [f"   {name[len(modname) + 1:]}" for name in names] + [""]
+        return self.render(rst)
+
+
+def documented_modules(reference: Path) -> List[str]:
+    """The modules named by an ``api-summary`` directive in the reference pages."""
+    return [match.group(1) for page in sorted(reference.glob("*.rst"))
+            for match in _API_SUMMARY.finditer(page.read_text(encoding="utf-8"))]
+
+
+def write_api_pages(app) -> None:
+    """Write one page per class, function and exception of every module that a reference page
+    summarizes, from the autosummary templates (docs/_templates/autosummary/), before the
+    sources are read; a page whose object left ``__all__`` is deleted (else it would be a page in
+    no table of contents)."""
+    from sphinx.ext.autosummary.generate import generate_autosummary_docs
+
+    reference = Path(app.srcdir) / "reference"
+    target = reference / API_PAGES
+    names = [name for modname in documented_modules(reference)
+             for kind in api_objects(modname).values() for name in kind]
+    with tempfile.TemporaryDirectory() as folder:
+        listing = Path(folder) / "api.rst"
+        listing.write_text("\n".join([".. autosummary::", f"   :toctree: {target}", ""]
+                                     + [f"   {name}" for name in names]) + "\n", encoding="utf-8")
+        generate_autosummary_docs([str(listing)], app=app, imported_members=True, overwrite=True)
+    for stale in set(target.glob("*.rst")) - {target / f"{name}.rst" for name in names}:
+        stale.unlink()
 
 
 def _registered():
@@ -374,6 +464,28 @@ def class_settings_table(cls) -> List[str]:
     return (["", ".. rubric:: Settings", "",
              f"{where}; ``tune`` searches the \"tuned over\" values (:doc:`/reference/settings`).", ""]
             + settings_table(settings, keys))
+
+
+def is_record(cls) -> bool:
+    """A dataclass or a named tuple: a class whose constructor's parameters are its fields."""
+    return inspect.isclass(cls) and (dataclasses.is_dataclass(cls) or (issubclass(cls, tuple) and hasattr(cls, "_fields")))
+
+
+def _field_comment_as_docstring(app, what, name, obj, options, lines):
+    """A field of a dataclass or named tuple is described by the comment written at it (as the
+    configuration reference reads ``TrainConfig``'s): its entry shows that comment, where it has
+    no docstring of its own (a named tuple's field has "Alias for field number N")."""
+    if what not in ("attribute", "property") or (lines and not lines[0].startswith("Alias for field number")):
+        return
+    owner_name, _, field = name.rpartition(".")
+    module_name, _, class_name = owner_name.rpartition(".")
+    try:
+        owner = getattr(importlib.import_module(module_name), class_name)
+    except (ImportError, AttributeError, ValueError):
+        return
+    comment = field_comments(owner).get(field) if is_record(owner) else None
+    if comment:  # written as plain text: "|x|" or "a * b" is no markup
+        lines[:] = [comment.replace("\\", "\\\\").replace("|", "\\|").replace("*", "\\*"), ""]
 
 
 def _settings_after_class_docstring(app, what, name, obj, options, lines):
@@ -439,11 +551,25 @@ def _viewcode_backlinks(app, pagename, templatename, context, doctree):
     context["body"] = _BACKLINK.sub(point, context["body"])
 
 
+#: Abbreviations the docstrings cite the papers with: the summary of an API table ends at the first
+#: sentence, and "Entropic Open-Set loss (Sec. 4.1, Eq. 1)." must not end at "(Sec.".
+CITATION_ABBREVIATIONS = ("Sec.", "Secs.", "Eq.", "Eqs.", "Fig.", "Figs.", "cf.", "resp.", "approx.")
+
+
+def _summaries_keep_citations() -> None:
+    from sphinx.ext import autosummary
+
+    autosummary.WELL_KNOWN_ABBREVIATIONS = tuple(dict.fromkeys(autosummary.WELL_KNOWN_ABBREVIATIONS
+                                                               + CITATION_ABBREVIATIONS))
+
+
 def setup(app):
     _attribute_comments_as_written()
+    _summaries_keep_citations()
     app.connect("html-page-context", _viewcode_backlinks)
     app.connect("autodoc-process-docstring", _settings_after_class_docstring)
     app.connect("autodoc-process-docstring", _drop_torch_docstrings)
+    app.connect("autodoc-process-docstring", _field_comment_as_docstring)
     app.connect("autodoc-skip-member", _skip_members)
     app.add_directive("loss-settings", LossSettings)
     app.add_directive("detector-settings", DetectorSettings)
@@ -451,4 +577,6 @@ def setup(app):
     app.add_directive("registries", Registries)
     app.add_directive("constants", Constants)
     app.add_directive("exportable-scores", ExportableScores)
+    app.add_directive("api-summary", ApiSummary)
+    app.connect("builder-inited", write_api_pages)
     return {"parallel_read_safe": True, "parallel_write_safe": True, "version": "1"}

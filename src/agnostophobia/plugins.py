@@ -23,6 +23,8 @@ from importlib.metadata import entry_points
 
 from agnostophobia.errors import ConfigError
 
+__all__ = ["GROUP", "load_plugins"]
+
 #: The entry-point group in which a plugin package names the module or function that registers its additions.
 GROUP = "agnostophobia.plugins"
 

@@ -18,11 +18,15 @@ T = TypeVar("T")
 
 
 class Registry(Generic[T]):
-    """A named collection of factories or objects."""
+    """A named collection of factories or objects.
+
+    Args:
+        kind: what it holds, in messages (``loss``, ``detector``, ...).
+        path_names: its names become components of a run's paths (an approach's folder, a set's
+            figures), each checked when registered (``rundir.check_path_name``).
+    """
 
     def __init__(self, kind: str, path_names: bool = False):
-        """``path_names``: its names become components of a run's paths (an approach's folder, a
-        set's figures), each checked when registered (:func:`agnostophobia.rundir.check_path_name`)."""
         self.kind = kind
         self.path_names = path_names
         self._items: Dict[str, T] = {}

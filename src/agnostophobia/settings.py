@@ -44,16 +44,16 @@ class Setting:
     (``resumable``: how a run is watched or where it runs, not what it learns) and whether the
     run's records keep it (``recorded``). ``doc`` says what it means, for the references."""
 
-    type: type
-    default: Any
-    low: Optional[float] = None
-    high: Optional[float] = None
-    low_open: bool = False
-    choices: Tuple = ()
-    grid: Tuple = ()
-    resumable: bool = False
-    recorded: bool = True
-    doc: str = ""
+    type: type  # int, float, bool, str or dict
+    default: Any  # the value where none is given
+    low: Optional[float] = None  # the smallest allowed value of a number (None: no bound)
+    high: Optional[float] = None  # the largest allowed value of a number (None: no bound)
+    low_open: bool = False  # low itself is not allowed (> low instead of >= low)
+    choices: Tuple = ()  # the allowed values (empty: any value of the type in the range)
+    grid: Tuple = ()  # the values tuning searches (empty: not tuned)
+    resumable: bool = False  # a resumed run may change it (how a run is watched or where it runs)
+    recorded: bool = True  # the run's records keep it
+    doc: str = ""  # what it means, for the references
     nullable: bool = False  # null (None) is a value: "not set, the library's default"
     # words allowed besides values of the type: ("auto",) for a switch decided where it runs
     words: Tuple[str, ...] = ()
@@ -143,8 +143,18 @@ class DeclaresSettings:
 
 def setting(kind: type, default: Any = None, factory=None, **declared) -> Any:
     """A dataclass field declared by its :class:`Setting` (kept in the field's metadata): the
-    field's default is the setting's, so the two are one declaration. ``factory`` makes a
-    mutable default (a mapping) anew for each instance."""
+    field's default is the setting's, so the two are one declaration.
+
+    Args:
+        kind: the setting's type (int, float, bool, str or dict).
+        default: the field's default value.
+        factory: makes a mutable default (a mapping) anew for each instance, instead of ``default``.
+        **declared: the rest of the :class:`Setting` (``low``, ``high``, ``choices``, ``grid``,
+            ``doc``, ...).
+
+    Returns:
+        A :func:`dataclasses.field` carrying the setting in its metadata.
+    """
     default_value = factory() if factory is not None else default
     metadata = {"setting": Setting(kind, default_value, **declared)}
     if factory is not None:
@@ -153,13 +163,26 @@ def setting(kind: type, default: Any = None, factory=None, **declared) -> Any:
 
 
 def field_settings(owner) -> Dict[str, Setting]:
-    """The settings of a dataclass's fields declared with :func:`setting`, by field name."""
+    """The settings of a dataclass's fields declared with :func:`setting`, by field name.
+
+    Args:
+        owner: a dataclass (the class or an instance).
+    """
     return {f.name: f.metadata["setting"] for f in dataclasses.fields(owner) if "setting" in f.metadata}
 
 
 def declared_settings(owner, declared: Mapping[str, Setting], skip: Iterable[str] = ()) -> Dict[str, Setting]:
-    """Every setting of ``owner`` (a class): its ``declared`` ones, in its constructor's order,
-    and each other keyword of the constructor (not in ``skip``) inferred from the signature."""
+    """Every setting of a class: its declared ones, in its constructor's order, and each other
+    keyword of the constructor inferred from the signature (:meth:`Setting.inferred`).
+
+    Args:
+        owner: the class (a loss or a detector).
+        declared: its declarations, by keyword (its ``SETTINGS``).
+        skip: keywords that are no settings (``num_classes``, ``reduction``).
+
+    Returns:
+        The settings by name.
+    """
     settings: Dict[str, Setting] = {}
     skipped = set(skip)
     for name, parameter in inspect.signature(owner).parameters.items():
@@ -174,8 +197,17 @@ def declared_settings(owner, declared: Mapping[str, Setting], skip: Iterable[str
 
 
 def check_settings(declared: Mapping[str, Setting], values: Mapping[str, Any], where: str, owner: str) -> None:
-    """Each of ``values`` a declared setting with an allowed value; a :class:`ConfigError`
-    naming the key path ``where.KEY`` and ``owner`` otherwise."""
+    """Check that each of ``values`` is a declared setting with an allowed value.
+
+    Args:
+        declared: the declarations, by name.
+        values: the values to check, by name (a config's mapping).
+        where: the config key path the values sit under (``detectors.knn``), for the message.
+        owner: what declares them (``detector knn``), for the message.
+
+    Raises:
+        ConfigError: an undeclared name or a value it does not allow, naming ``where.KEY``.
+    """
     for key, value in values.items():
         if key not in declared:
             raise ConfigError(f"config key {where + '.' + key!r}: {owner} has no setting {key!r}; "

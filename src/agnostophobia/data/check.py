@@ -32,6 +32,17 @@ class DatasetStatus:
 
 
 def check_dataset(name: str, data_dir: Optional[PathLike] = None) -> DatasetStatus:
+    """Whether a registered dataset is present and loads, split by split (``agnostophobia data
+    check NAME``): each split's size, image shape, class histogram and, for glyphs, the median
+    border pixel (about 0 for white on black).
+
+    Args:
+        name: the registered dataset.
+        data_dir: the datasets' folder; default: as for :func:`data_dir`.
+
+    Returns:
+        Its status, ``ok``, ``missing`` (with how to get it) or ``error`` (with the problem).
+    """
     info = DATASETS.get(name)
     root = resolve_data_dir(data_dir)
     if info.find(root) is None:
@@ -62,7 +73,19 @@ def check_dataset(name: str, data_dir: Optional[PathLike] = None) -> DatasetStat
 
 def check(names: Sequence[str] = (), data_dir: Optional[PathLike] = None) -> dict:
     """Report for ``names`` (all registered datasets when empty); ``report["ok"]``
-    follows the exit policy in the module docstring."""
+    follows the exit policy in the module docstring.
+
+    Args:
+        names: registered datasets; empty: every one.
+        data_dir: the datasets' folder; default: as for :func:`data_dir`.
+
+    Returns:
+        ``{"data_dir", "ok", "datasets": {name: status}, "failures": [message, ...]}``.
+
+    Raises:
+        ~agnostophobia.errors.ConfigError: an unknown dataset name.
+        ~agnostophobia.errors.DataError: the data directory does not exist.
+    """
     explicit = bool(names)
     for n in names:
         DATASETS.get(n)  # unknown names are an error before any work

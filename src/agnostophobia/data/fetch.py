@@ -150,6 +150,20 @@ def download(res: Resource, directory: PathLike, mirror: Optional[str] = None, a
     files without one, the sha256 recorded when it was fetched). Without a published
     checksum the download is refused unless ``allow_unverified``; then the sha256 it
     got is printed and recorded in ``directory/SHA256SUMS``.
+
+    Args:
+        res: the file's declaration (name, URLs, checksum).
+        directory: the folder it goes into; made if missing.
+        mirror: a base URL that replaces every official URL with ``MIRROR/<filename>``;
+            default: ``$AGNOSTOPHOBIA_MIRROR``, else the official URLs.
+        allow_unverified: download a file without a published checksum.
+        progress: show a progress bar (None: where the output is a terminal).
+        timeout: seconds to wait for the server.
+        log: receives one line per step.
+
+    Raises:
+        ~agnostophobia.errors.DataError: no published checksum (without ``allow_unverified``),
+            a checksum that does not match, or a failed download.
     """
     return Path(fetch_file(res, directory, mirror, allow_unverified, progress, timeout, log).path)
 
@@ -271,8 +285,22 @@ def fetch_dataset(name: str, data_dir: Optional[PathLike] = None, allow_unverifi
                   log: Callable[[str], None] = log_info, timeout: float = 60.0,
                   records: Optional[List[FetchedFile]] = None) -> List[Path]:
     """Fetch the official files of a registered dataset into ``DATA/<directory>/`` and
-    check that the result loads. Returns the paths of the files; ``records`` (a list)
-    receives a :class:`FetchedFile` for each."""
+    check that the result loads (``agnostophobia data fetch NAME``).
+
+    Args:
+        name: the registered dataset.
+        data_dir: the datasets' folder; default: as for :func:`data_dir`.
+        allow_unverified, mirror, progress, timeout, log: as for :func:`download`.
+        force: download the official files even where a prepared ``.npz`` is present.
+        records: a list that receives a ``FetchedFile`` (URL, sha256, verified) for each file.
+
+    Returns:
+        The paths of the files (empty where a prepared file made fetching unnecessary).
+
+    Raises:
+        ~agnostophobia.errors.DataError: the dataset has no official download, or a file
+            cannot be fetched or verified.
+    """
     info: DatasetInfo = DATASETS.get(name)
     source = _fetch_source(name)
     root = resolve_data_dir(data_dir)
@@ -301,7 +329,15 @@ def fetch_dataset(name: str, data_dir: Optional[PathLike] = None, allow_unverifi
 
 
 def fetch(names: Sequence[str], **kwargs) -> Dict[str, List[Path]]:
-    """Fetch several datasets; stops at the first failure (a DataError)."""
+    """Fetch several datasets; stops at the first failure (a DataError).
+
+    Args:
+        names: registered datasets; an unknown one fails before any download.
+        **kwargs: as for :func:`fetch_dataset`.
+
+    Returns:
+        Each dataset's file paths, by name.
+    """
     for name in names:
         DATASETS.get(name)  # unknown names fail before any download
     return {name: fetch_dataset(name, **kwargs) for name in names}

@@ -33,6 +33,12 @@ def data_dir(data_dir: Optional[PathLike] = None) -> Path:
 
     It need not exist yet (``fetch`` creates it), but a path that exists and is not a folder
     stops every command here, in one line, instead of every dataset being reported missing.
+
+    Args:
+        data_dir: the folder a command was given (``--data-dir``), or None.
+
+    Raises:
+        ~agnostophobia.errors.DataError: the path exists and is not a folder.
     """
     if data_dir is not None and str(data_dir) != "":
         return _folder_or_nothing(Path(data_dir).expanduser(), "data directory")

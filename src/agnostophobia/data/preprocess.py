@@ -246,6 +246,9 @@ def rgb_to_grey(images: np.ndarray) -> np.ndarray:
 
     Pillow computes ``L = (19595 R + 38470 G + 7471 B + 2**15) >> 16`` (BT.601 weights
     0.299, 0.587, 0.114 in 16-bit fixed point); vectorised here.
+
+    Args:
+        images: (N, H, W, 3) uint8 RGB images.
     """
     if images.ndim != 4 or images.shape[-1] != 3 or images.dtype != np.uint8:
         raise ValueError(f"expected uint8 (N, H, W, 3) RGB images, got {images.dtype} {images.shape}")
@@ -314,7 +317,12 @@ def border_pixels(images: np.ndarray, width: int = 2) -> np.ndarray:
 
 
 def border_mean(images: np.ndarray, width: int = 2) -> np.ndarray:
-    """Per-image mean of the frame: about 0 for a white glyph on black."""
+    """Per-image mean of the frame: about 0 for a white glyph on black.
+
+    Args:
+        images: (N, H, W) uint8 grey images.
+        width: the frame's width in pixels.
+    """
     return border_pixels(images, width).mean(axis=1)
 
 
@@ -323,6 +331,14 @@ def check_polarity(images: np.ndarray, name: str, limit: float = 128.0) -> float
 
     The median, not the mean, is tested: notMNIST legitimately has ~23 % of glyphs
     that fill the frame. Returns the median frame mean.
+
+    Args:
+        images: (N, H, W) or (N, 1, H, W) uint8 grey images.
+        name: what they are, in the message.
+        limit: the largest median frame mean that passes (0..255).
+
+    Raises:
+        ~agnostophobia.errors.DataError: the frame is bright: black glyphs on white.
     """
     grey = images[:, 0] if images.ndim == 4 and images.shape[1] == 1 else images
     median = float(np.median(border_mean(grey)))
@@ -333,13 +349,23 @@ def check_polarity(images: np.ndarray, name: str, limit: float = 128.0) -> float
 
 
 def to_lenet(images: np.ndarray, padding: int = 0) -> np.ndarray:
-    """Any stored images -> uint8 (N, 1, 28, 28) grey: :func:`prepare_images` for LeNet++
-    without the polarity check, for callers that check (or need not check) themselves."""
+    """Any stored images -> uint8 (N, 1, 28, 28) grey: ``prepare_images`` for LeNet++
+    without the polarity check, for callers that check (or need not check) themselves.
+
+    Args:
+        images: uint8 (N, H, W) grey or (N, H, W, 3) RGB, any size.
+        padding: the width of a blank frame the stored images carry (Devanagari: 2); it is
+            cropped where that leaves 28 x 28 and drops only zeros.
+    """
     return _convert(_check_stored(images, "images"), LENET_INPUT, OURS_RECIPE, padding)
 
 
 def to_chw(images: np.ndarray) -> np.ndarray:
-    """(N, H, W, 3) RGB -> uint8 (N, 3, H, W) for ResNet-style models."""
+    """(N, H, W, 3) RGB -> uint8 (N, 3, H, W) for ResNet-style models.
+
+    Args:
+        images: (N, H, W, 3) uint8 RGB images.
+    """
     if images.ndim != 4 or images.shape[-1] != 3:
         raise ValueError(f"expected (N, H, W, 3) RGB images, got shape {images.shape}")
     return np.ascontiguousarray(images.transpose(0, 3, 1, 2))

@@ -29,7 +29,7 @@ class ProtocolSplit:
     images prepared for the protocol's model, open-set labels (-1: unknown). Built from
     datasets' :class:`~agnostophobia.data.datasets.DatasetSplit` (as stored, own labels)."""
 
-    name: str
+    name: str            # the split: "train", "val", "known" or the unknown set's name
     images: np.ndarray   # uint8 (N, C, H, W), preprocessed for the protocol's model
     labels: np.ndarray   # int64 (N,), known class 0..C-1, or -1 for unknown
     negative_class: Optional[np.ndarray] = None  # int64 (N,): index into OpenSetProtocol.negative_class_names of each negative's source class, -1 for knowns; None where unknown
@@ -40,16 +40,20 @@ class ProtocolSplit:
 
 @dataclass
 class OpenSetProtocol:
-    name: str
-    num_classes: int
+    """An open-set protocol's data, prepared for its model: the training and validation splits
+    (knowns and, for the approaches that train on them, known unknowns labelled -1), the known
+    test set D_c and each unknown test set (paper Sec. 4.1; :func:`build_protocol` builds one)."""
+
+    name: str                          # the protocol's name (lenet++, cifar10, a file protocol's)
+    num_classes: int                   # the known classes C
     input_shape: tuple                 # (1, 28, 28) or (3, 32, 32)
     train: ProtocolSplit                       # D_c' knowns + D_b' known unknowns (label -1)
     val: ProtocolSplit                         # held-out knowns (+ held-out known unknowns, label -1)
     test_known: ProtocolSplit                  # D_c
     test_unknowns: Dict[str, ProtocolSplit]    # name -> unknown set, all labels -1
     notes: List[str]                   # data substitutions and deviations, for reports
-    class_names: List[str] = field(default_factory=list)
-    negative_class_names: List[str] = field(default_factory=list)
+    class_names: List[str] = field(default_factory=list)   # each known class's name, by label
+    negative_class_names: List[str] = field(default_factory=list)  # the classes of the known unknowns (D_b')
     # How the images were prepared, where that is not our preparation (preprocessing: authors), for reports
     preprocessing_notes: List[str] = field(default_factory=list)
     # Files that say how the protocol split its images (file name -> text), written into the run's
@@ -201,7 +205,12 @@ def register_protocol(name: str, input: InputSpec, datasets: Tuple[str, ...] = (
 
 # ------------------------------------------------------------------ sampling
 def purpose_rng(seed: int, purpose: str) -> np.random.Generator:
-    """An independent, reproducible stream per (seed, purpose)."""
+    """An independent, reproducible random stream per (seed, purpose).
+
+    Args:
+        seed: the data seed.
+        purpose: what the stream draws for (``"lenet++/train-val"``, ...): each purpose gets its own.
+    """
     return np.random.default_rng(np.random.SeedSequence([seed, zlib.crc32(purpose.encode())]))
 
 
@@ -216,7 +225,13 @@ def _allocate(counts: np.ndarray, total: int) -> np.ndarray:
 
 def stratified_split(labels: np.ndarray, fraction: float, rng: np.random.Generator) -> Tuple[np.ndarray, np.ndarray]:
     """Indices ``(keep, held_out)``; ``held_out`` is ``round(fraction * N)`` samples,
-    drawn per class in proportion to the class sizes. Both sorted."""
+    drawn per class in proportion to the class sizes. Both sorted.
+
+    Args:
+        labels: (N,) the samples' classes.
+        fraction: the share held out, in [0, 1].
+        rng: the random stream (e.g. :func:`purpose_rng`).
+    """
     if len(labels) == 0:
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
     classes, inverse, counts = np.unique(labels, return_inverse=True, return_counts=True)
@@ -231,7 +246,13 @@ def stratified_split(labels: np.ndarray, fraction: float, rng: np.random.Generat
 
 
 def stratified_subset(labels: np.ndarray, n: Optional[int], rng: np.random.Generator) -> np.ndarray:
-    """Sorted indices of ``n`` samples, class proportions preserved; all when ``n`` is None."""
+    """Sorted indices of ``n`` samples, class proportions preserved; all when ``n`` is None.
+
+    Args:
+        labels: (N,) the samples' classes.
+        n: how many to keep, or None.
+        rng: the random stream (e.g. :func:`purpose_rng`).
+    """
     if n is None or n >= len(labels):
         return np.arange(len(labels))
     _, held = stratified_split(labels, n / len(labels), rng)
@@ -255,8 +276,15 @@ def split_negative_classes(protocol: OpenSetProtocol, seed: int) -> Tuple[List[i
 
     The halves are disjoint and cover every negative class; a seeded permutation (its own
     random stream) decides, so one data seed always gives the same halves. With an odd
-    number of classes the trained half has the extra one. Raises :class:`DataError` where
-    the protocol does not keep its negatives' classes or has fewer than two.
+    number of classes the trained half has the extra one.
+
+    Args:
+        protocol: a protocol that keeps its negatives' classes.
+        seed: the data seed.
+
+    Raises:
+        ~agnostophobia.errors.DataError: the protocol does not keep its negatives' classes or
+            has fewer than two.
     """
     names = protocol.negative_class_names
     if not names or protocol.train.negative_class is None or protocol.val.negative_class is None:
@@ -288,6 +316,9 @@ def hold_out_negative_classes(protocol: OpenSetProtocol, seed: int) -> OpenSetPr
       validation negatives of the held-out classes, which no training step has seen.
       The protocol's own test sets are dropped, so tuning on this protocol never reads
       test data.
+
+    Args:
+        protocol, seed: as for :func:`split_negative_classes`.
     """
     trained, held_out = split_negative_classes(protocol, seed)
     names = protocol.negative_class_names

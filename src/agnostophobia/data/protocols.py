@@ -64,17 +64,29 @@ def protocol_spec(protocol: Any, where: Optional[str] = None) -> ProtocolSpec:
 def build_protocol(name, data_dir: Optional[PathLike] = None, seed: int = 0, data_loading: str = "memory",
                    preprocessing: str = OURS, **limits) -> OpenSetProtocol:
     """Build a registered protocol, or a protocol from files when ``name`` is a mapping
-    (:func:`agnostophobia.data.file_protocols.build_file_protocol`; ``data_dir`` unused).
+    (:func:`agnostophobia.data.file_protocols.build_file_protocol`).
 
-    ``preprocessing``: ``ours`` (default) or ``authors``, the authors' data preparation
-    (``data.preprocess``), which applies where the protocol's declaration allows it (lenet++).
+    Args:
+        name: a registered protocol (``lenet++``, ``cifar10``, ...; ``PROTOCOLS``), or the
+            mapping of a protocol from files (as under ``protocol:`` in an experiment YAML).
+        data_dir: the datasets' folder; default: as for :func:`data_dir` (unused by a protocol
+            from files).
+        seed: the data seed: the validation split and every subsample are drawn with it.
+        data_loading: ``memory``, ``stream`` or ``auto``; applies to a protocol from files only,
+            the registered protocols are always held in memory (``data.streaming``).
+        preprocessing: ``ours`` (default) or ``authors``, the authors' data preparation
+            (``data.preprocess``), where the protocol's declaration allows it (lenet++).
+        **limits: ``max_known_train``, ``max_unknown_train`` (training samples of D_c' and
+            D_b'), ``max_val`` (cap on the held-out knowns and, separately, on the held-out
+            known unknowns), ``max_test_per_set`` (cap on D_c and on every unknown test set);
+            ``None`` keeps all. ``val_fraction`` (default 0.2) sets the hold-out size.
 
-    ``limits``: ``max_known_train``, ``max_unknown_train`` (training samples of D_c'
-    and D_b'), ``max_val`` (cap on the held-out knowns and, separately, on the held-out
-    known unknowns), ``max_test_per_set`` (cap on D_c and on every unknown test set);
-    ``None`` keeps all. ``val_fraction`` (default 0.2) sets the hold-out size.
-    ``data_loading`` (memory, stream, auto) applies to a protocol from files only; the
-    registered protocols are always held in memory (``data.streaming``).
+    Returns:
+        The :class:`OpenSetProtocol`.
+
+    Raises:
+        ~agnostophobia.errors.ConfigError: an unknown protocol or a bad limit.
+        ~agnostophobia.errors.DataError: a dataset it reads is missing or malformed.
     """
     check_limits(limits, seed)
     return protocol_spec(name).make(data_dir=data_dir, seed=int(seed), preprocessing=preprocessing,

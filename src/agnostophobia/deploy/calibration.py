@@ -312,8 +312,15 @@ def check_resolved(run_dir: Path, entries: List[Dict], fpr: float, written: bool
 
 # ------------------------------------------------------------------------ calibration.json
 def read_calibration(run_dir: Path) -> Optional[Dict]:
-    """``RUN/calibration.json`` checked by the run records' reader (a NaN or non-number
-    threshold, a missing key: one line naming the file and the entry), or None."""
+    """``RUN/calibration.json``, checked by the run records' reader, or None where there is none.
+
+    Args:
+        run_dir: the run directory.
+
+    Raises:
+        ~agnostophobia.errors.AgnostophobiaError: a NaN or non-number threshold, a missing key:
+            one line naming the file and the entry.
+    """
     try:
         return records.read_calibration(run_dir)
     except records.RecordError as exc:
@@ -377,7 +384,25 @@ def calibrate_run(run_dir, fpr: float, approaches: Optional[Sequence[str]] = Non
     :class:`~agnostophobia.errors.AgnostophobiaError` names it and nothing is written (``partial``:
     those that resolve are written first). An :class:`~agnostophobia.errors.AgnostophobiaWarning`
     names the models whose validation negatives allow fewer than 10 false positives at ``fpr``
-    (:func:`check_resolved`)."""
+    (:func:`check_resolved`).
+
+    Args:
+        run_dir: the run directory.
+        fpr: the target false-positive rate on the validation negatives, in (0, 1]: each
+            threshold is the lowest with FPR <= ``fpr``.
+        approaches: the trained approaches to calibrate; default: every trained one.
+        detector: one registered detector for every model it applies to; default: each
+            approach's paper score.
+        data_dir: the datasets' folder, where the run's validation outputs must be computed
+            again; default: the run's.
+        device: where a network computes, where it must (``cpu``, ``cuda``, ...); default: the run's.
+        log: receives one line per step (default: the package's logger, at INFO).
+        partial: write the models that resolve even where another does not.
+        detectors: one detector per approach (``{approach: detector}``), instead of ``detector``.
+
+    Returns:
+        The path of the written ``calibration.json``.
+    """
     run_dir = Path(run_dir)
     check_target(fpr)
     records.check_run(run_dir)  # every record valid and in agreement before anything is written
@@ -427,8 +452,21 @@ def class_names(run_dir: Path, protocols: Protocols) -> List[str]:
 
 
 def calibration_entry(run_dir: Path, approach: str, detector: str, seed: int) -> Dict:
-    """The stored entry of one model and score; a one-line error telling what to run when
-    there is none or it has no threshold."""
+    """The stored entry of one model and score in ``calibration.json``.
+
+    Args:
+        run_dir: the run directory.
+        approach: the model's approach (its loss's name).
+        detector: the score's registered detector name.
+        seed: the model's seed.
+
+    Returns:
+        The entry (the threshold, its target FPR, the detector's settings, the class names, ...).
+
+    Raises:
+        ~agnostophobia.errors.AgnostophobiaError: there is no entry, or it has no threshold; the
+            message says what to run.
+    """
     calibration = read_calibration(run_dir)
     hint = (f"run `agnostophobia calibrate {run_dir} --fpr T --approach {approach} --detector {detector}` "
             f"(or pass --fpr T)")

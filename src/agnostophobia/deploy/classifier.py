@@ -75,6 +75,18 @@ class OpenSetClassifier:
     (a bf16 score compared with an fp32 threshold would move decisions). The score is the
     registered detector's (:mod:`agnostophobia.detectors`): the score in the predicted
     class's column.
+
+    Args:
+        trained: the network, as :func:`agnostophobia.training.load_trained_model` loads it.
+        detector: the score, a (fitted where it fits) detector of :mod:`agnostophobia.detectors`.
+        threshold: a sample whose score is below it is "unknown" (-1).
+        class_names: the known classes' names, by label.
+        approach: the approach the network was trained with (its loss's name).
+        seed: the model's seed in its run.
+        calibration: the ``calibration.json`` entry the threshold comes from (empty: none).
+
+    :meth:`from_run` builds one from a run directory; the constructor is for a network and a
+    threshold of your own.
     """
 
     def __init__(self, trained: TrainedModel, detector: Detector, threshold: float, class_names: Sequence[str],

@@ -80,6 +80,9 @@ def precision_recall(confidence, labels) -> PRCurve:
     sum, not the trapezoid rule, so it is not over-optimistic; the curve is *not* made
     monotonic). The paper's objection: two algorithms can have equal AP and very
     different precision at a chosen recall.
+
+    Args:
+        confidence, labels: as for :func:`auroc`.
     """
     confidence, known = check_confidence(confidence, labels)
     precision, recall, thresholds = precision_recall_curve(known, confidence)
@@ -127,8 +130,8 @@ def accuracy_vs_confidence(scores, labels, thresholds=None) -> ConfidenceCurve:
     rescaling of the scores (e.g. squaring), which OSCR does not.
 
     Args:
-        scores: (N, C) per-class scores; labels: (N,), negative = unknown. Knowns and
-            unknowns may each be absent.
+        scores: (N, C) per-class scores.
+        labels: (N,) integers, negative = unknown. Knowns and unknowns may each be absent.
         thresholds: confidence thresholds; default every distinct max score, increasing.
 
     Returns:
@@ -150,7 +153,13 @@ def precision_vs_confidence(scores, labels, thresholds=None) -> ConfidenceCurve:
     the fraction of accepted samples that are known, whether or not they are classified
     correctly (that stricter count is :func:`accuracy_vs_confidence`). It is the
     precision of :func:`precision_recall` for the max score, read at the threshold
-    instead of at a recall. Arguments and result as for :func:`accuracy_vs_confidence`.
+    instead of at a recall.
+
+    Args:
+        scores, labels, thresholds: as for :func:`accuracy_vs_confidence`.
+
+    Returns:
+        ``ConfidenceCurve(thresholds, value, accepted)``, as :func:`accuracy_vs_confidence`.
     """
     top = top_class(scores, labels, need_known=False, need_unknown=False)
     return _over_accepted(top.score, top.known, thresholds)

@@ -176,6 +176,13 @@ def threshold_at_fpr(scores, labels, fpr: float) -> OperatingPoint:
     told apart from rejecting every unknown: threshold, FPR and CCR are NaN (as in
     :func:`ccr_at_fpr`) and ``allowed`` is 0. ``calibrate`` chooses a deployed threshold this way on validation
     data (Sec. 4.3: an operating point is a threshold on the score).
+
+    Args:
+        scores, labels: as for :func:`oscr`.
+        fpr: the target false-positive rate, in [0, 1].
+
+    Returns:
+        ``OperatingPoint(threshold, fpr, ccr, allowed)``.
     """
     targets = _check_targets(fpr, counts=False)
     if targets.size != 1:
@@ -191,7 +198,12 @@ def threshold_at_fpr(scores, labels, fpr: float) -> OperatingPoint:
 def rates_at_threshold(scores, labels, threshold: float):
     r"""``(fpr, ccr)`` of the single threshold "accept ``s(x) >= threshold``" (Eq. 3): the
     share of unknowns accepted, :math:`|\{x \in D_a : s(x) \ge \theta\}| / |D_a|`, and of knowns
-    accepted and correctly classified, :math:`|\{x \in D_c : \hat y = y,\ s(x) \ge \theta\}| / |D_c|`."""
+    accepted and correctly classified, :math:`|\{x \in D_c : \hat y = y,\ s(x) \ge \theta\}| / |D_c|`.
+
+    Args:
+        scores, labels: as for :func:`oscr`.
+        threshold: accept a sample whose score is at least this.
+    """
     return _rates(top_class(scores, labels), float(threshold))
 
 
@@ -211,6 +223,10 @@ def class_ccr_at_fpr(scores, labels, fpr: float = 1e-2) -> np.ndarray:
     Their mean weighted by class size is ``ccr_at_fpr``; the smallest and largest say how
     unevenly the classes are served. NaN for a class without known samples, and for
     every class where ``fpr < 1/|D_a|`` (as in :func:`ccr_at_fpr`).
+
+    Args:
+        scores, labels: as for :func:`oscr`.
+        fpr: the target false-positive rate, in [0, 1].
     """
     targets = _check_targets(fpr, counts=False)
     if targets.size != 1:
@@ -241,6 +257,11 @@ def oscr_area(scores, labels, log_fpr: bool = False, min_fpr: float = 1e-4) -> f
       \mathrm{CCR}(10^u)\,du` with :math:`f_0` = ``min_fpr`` (default 10⁻⁴, the paper's
       smallest FPR), i.e. the area over a log FPR axis from ``min_fpr`` to 1 normalised to
       [0, 1]; it weights the low-FPR region the paper's Fig. 1d and Table 2 focus on.
+
+    Args:
+        scores, labels: as for :func:`oscr`.
+        log_fpr: the area over a log FPR axis (normalised) instead of a linear one.
+        min_fpr: where the log axis starts, in (0, 1).
     """
     if not (isinstance(min_fpr, (int, float)) and 0 < min_fpr < 1):
         raise ValueError(f"min_fpr must be in (0, 1), got {min_fpr!r}")

@@ -30,13 +30,22 @@ FPR_SERIES = tuple(float(f"{m}e{e}") for e in range(-4, 0) for m in (1, 2, 5))
 
 def supports_fpr(fpr: float, num_negatives: int) -> bool:
     """Whether ``num_negatives`` negatives support a CCR at ``fpr``: ``fpr * n >= 10`` (rounded to
-    9 decimals, so that 0.1 x 100 counts as 10)."""
+    9 decimals, so that 0.1 x 100 counts as 10).
+
+    Args:
+        fpr: the false-positive rate.
+        num_negatives: how many negatives (unknown samples) it would be measured on.
+    """
     return num_negatives > 0 and round(float(fpr) * num_negatives, 9) >= MIN_FALSE_POSITIVES
 
 
 def smallest_supported_fpr(num_negatives: int) -> float:
     """``10 / n``: the smallest FPR ``num_negatives`` negatives support (``inf`` without any; above 1
-    with fewer than 10, i.e. none)."""
+    with fewer than 10, i.e. none).
+
+    Args:
+        num_negatives: how many negatives (unknown samples).
+    """
     return MIN_FALSE_POSITIVES / num_negatives if num_negatives > 0 else math.inf
 
 
@@ -46,14 +55,23 @@ def negatives_for(fpr: float) -> int:
 
 
 def supported_fprs(num_negatives: int, candidates: Sequence[float] = FPR_SERIES) -> List[float]:
-    """The ``candidates`` ``num_negatives`` negatives support, in their order."""
+    """The ``candidates`` ``num_negatives`` negatives support, in their order.
+
+    Args:
+        num_negatives: how many negatives (unknown samples).
+        candidates: the FPRs to try (default: :data:`FPR_SERIES`, 1e-4 ... 0.5).
+    """
     return [float(t) for t in candidates if supports_fpr(t, num_negatives)]
 
 
 def reported_fprs(num_negatives: int) -> List[float]:
     """The FPR columns of a comparison on ``num_negatives`` negatives: the smallest value of
     :data:`FPR_SERIES` they support, then every supported decade above it (1e-4 ... 0.1).
-    Empty where fewer than 20 negatives support none (0.5 is the series' largest)."""
+    Empty where fewer than 20 negatives support none (0.5 is the series' largest).
+
+    Args:
+        num_negatives: how many negatives (unknown samples).
+    """
     supported = supported_fprs(num_negatives)
     if not supported:
         return []
@@ -63,7 +81,13 @@ def reported_fprs(num_negatives: int) -> List[float]:
 
 def unsupported_fpr_message(fpr: float, num_negatives: int, what: str = "the validation split") -> str:
     """One line: why ``num_negatives`` negatives cannot support ``fpr``, the smallest FPR they do
-    support, the supported values of :data:`FPR_SERIES`, and the negatives ``fpr`` would need."""
+    support, the supported values of :data:`FPR_SERIES`, and the negatives ``fpr`` would need.
+
+    Args:
+        fpr: the FPR asked for.
+        num_negatives: how many negatives there are.
+        what: where they are, in the message.
+    """
     supported = supported_fprs(num_negatives)
     smallest = smallest_supported_fpr(num_negatives)
     bound = (f"the smallest FPR they support is 10/{num_negatives} = {smallest:.3g}" if smallest <= 1

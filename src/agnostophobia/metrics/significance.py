@@ -26,11 +26,11 @@ from scipy import stats
 class Interval(NamedTuple):
     """A statistic's estimate and its confidence interval (``low``, ``high``) at ``confidence``."""
 
-    estimate: float
-    low: float
-    high: float
-    confidence: float
-    n: int
+    estimate: float  # the statistic (a mean over seeds, or a difference of metrics)
+    low: float  # the interval's lower end (NaN where there is no interval: one seed)
+    high: float  # the interval's upper end (NaN where there is no interval)
+    confidence: float  # the interval's confidence level, e.g. 0.95
+    n: int  # how many values (seeds) or samples it rests on
 
     def __str__(self) -> str:  # e.g. "0.743 [0.712, 0.774]"
         return f"{self.estimate:.3f} [{self.low:.3f}, {self.high:.3f}]"
@@ -39,10 +39,10 @@ class Interval(NamedTuple):
 class PairedTest(NamedTuple):
     """A paired comparison: mean difference (first minus second), its p-value and the test's name."""
 
-    difference: float
-    p_value: float
-    test: str
-    n: int
+    difference: float  # mean of first minus second over the pairs
+    p_value: float  # the two-sided p-value
+    test: str  # the test: "t" (paired t-test) or "wilcoxon" (signed-rank)
+    n: int  # how many pairs (seeds)
 
 
 def _values(values, name: str, at_least: int = 1) -> np.ndarray:
@@ -58,6 +58,10 @@ def seed_interval(values: Sequence[float], confidence: float = 0.95) -> Interval
     """Mean of ``values`` (one per seed) with its two-sided t interval at ``confidence``.
 
     One seed has no interval: ``low`` and ``high`` are NaN. Identical values give a zero-width one.
+
+    Args:
+        values: one value per seed.
+        confidence: the interval's level, in (0, 1).
     """
     array = _values(values, "seed_interval")
     mean = float(array.mean())
@@ -73,7 +77,13 @@ def seed_interval(values: Sequence[float], confidence: float = 0.95) -> Interval
 def paired_seed_test(first: Sequence[float], second: Sequence[float], test: str = "t") -> PairedTest:
     """Whether ``first`` and ``second`` (one value per seed each, the same seeds in the same order)
     differ: the paired t-test (``test="t"``) or Wilcoxon's signed-rank test (``"wilcoxon"``; with
-    fewer than 6 seeds it cannot reach p < 0.05). Two identical lists give p = 1."""
+    fewer than 6 seeds it cannot reach p < 0.05). Two identical lists give p = 1.
+
+    Args:
+        first: one value per seed of the first method.
+        second: one value per seed of the second, the same seeds in the same order.
+        test: ``"t"`` or ``"wilcoxon"``.
+    """
     a, b = _values(first, "paired_seed_test: first", 2), _values(second, "paired_seed_test: second", 2)
     if a.size != b.size:
         raise ValueError(f"paired_seed_test: one value per seed in both, got {a.size} and {b.size}")
@@ -94,9 +104,18 @@ def paired_bootstrap(metric: Callable, first, second, labels, resamples: int = 2
                      confidence: float = 0.95, seed: int = 0) -> tuple:
     """``(Interval of metric(first) - metric(second), two-sided p-value)`` by a paired bootstrap over
     the test samples: both scores are resampled with the same indices, so what the samples share
-    cancels. ``metric(scores, labels) -> float``; ``first``/``second``: scores of the same samples
-    (any shape with the samples first); ``labels``: their labels (-1 = unknown). The p-value is
-    twice the smaller share of resampled differences on either side of 0 (at least 1/resamples)."""
+    cancels. The p-value is twice the smaller share of resampled differences on either side of 0
+    (at least 1/resamples).
+
+    Args:
+        metric: ``metric(scores, labels) -> float``, e.g. CCR at one FPR.
+        first: the first method's scores of the test samples (any shape with the samples first).
+        second: the second method's scores of the same samples, in the same order.
+        labels: the samples' labels (negative = unknown).
+        resamples: how many bootstrap resamples.
+        confidence: the interval's level, in (0, 1).
+        seed: the resampling's random seed.
+    """
     first, second, labels = np.asarray(first), np.asarray(second), np.asarray(labels)
     if not len(first) == len(second) == len(labels):
         raise ValueError(f"paired_bootstrap: the same samples in both scores and the labels, got "
@@ -118,7 +137,11 @@ def paired_bootstrap(metric: Callable, first, second, labels, resamples: int = 2
 def holm(p_values: Sequence[float]) -> np.ndarray:
     """Holm's step-down adjusted p-values, in the order given: the k-th smallest p is multiplied by
     (m - k + 1), made non-decreasing along that order, capped at 1. A cell is significant at level
-    alpha for the whole family where its adjusted p-value is at most alpha."""
+    alpha for the whole family where its adjusted p-value is at most alpha.
+
+    Args:
+        p_values: the family's p-values.
+    """
     p = _values(p_values, "holm")
     if np.any((p < 0) | (p > 1)):
         raise ValueError(f"holm: p-values must lie in [0, 1], got {p.tolist()}")

@@ -17,9 +17,9 @@ from .._validation import check_labels, check_scores, split_known_unknown
 class MeanStd(NamedTuple):
     """Mean and population standard deviation (``ddof=0``) of ``n`` values."""
 
-    mean: float
-    std: float
-    n: int
+    mean: float  # the mean of the values
+    std: float  # their population standard deviation (ddof=0)
+    n: int  # how many values
 
     def __str__(self) -> str:  # Table 1 style, e.g. "0.015 ± 0.084"
         return f"{self.mean:.3f} ± {self.std:.3f}"
@@ -29,10 +29,10 @@ class MeanStd(NamedTuple):
 class EntropyMagnitudeStats:
     """One row of Table 1."""
 
-    known_entropy: MeanStd
-    unknown_entropy: MeanStd
-    known_magnitude: MeanStd
-    unknown_magnitude: MeanStd
+    known_entropy: MeanStd  # softmax entropy over the known samples (D_c)
+    unknown_entropy: MeanStd  # softmax entropy over the unknown samples
+    known_magnitude: MeanStd  # deep-feature magnitude ||F(x)|| over the known samples
+    unknown_magnitude: MeanStd  # deep-feature magnitude over the unknown samples
 
 
 def _mean_std(values: np.ndarray) -> MeanStd:

@@ -29,7 +29,11 @@ CLASS_CCR_FPR = 1e-2
 
 
 def fpr_keys(targets: Sequence[float]) -> List[str]:
-    """JSON keys of FPR targets: 1e-4 -> "1e-4"."""
+    """JSON keys of FPR targets: 1e-4 -> "1e-4".
+
+    Args:
+        targets: the FPR targets.
+    """
     return [f"{t:.0e}".replace("e-0", "e-") for t in targets]
 
 
@@ -37,11 +41,26 @@ FPR_KEYS = tuple(fpr_keys(PAPER_FPR_VALUES))
 
 
 def finite_or_none(value) -> Optional[float]:
+    """A number for a JSON record: ``value`` as a float, or None where it is None, NaN or infinite.
+
+    Args:
+        value: a number or None.
+    """
     return None if value is None or not np.isfinite(value) else float(value)
 
 
 def summarize(scores: np.ndarray, labels: np.ndarray, fpr_targets: Sequence[float] = PAPER_FPR_VALUES) -> Dict:
-    """The numbers of one row: ``scores`` (N, C) of D_c followed by unknowns (labels < 0)."""
+    """The numbers of one row of a report: sample counts, CCR at each FPR target, closed-set
+    accuracy, AUROC, FPR at 95 % TPR, OSCR areas and per-class CCR.
+
+    Args:
+        scores: (N, C) per-class scores of the known test samples and the unknowns.
+        labels: (N,) their labels, negative for the unknowns.
+        fpr_targets: the FPRs to read CCR at (default: the paper's 1e-4 ... 1e-1).
+
+    Returns:
+        A JSON-ready dict, non-finite values as None.
+    """
     scores = check_scores(scores)
     labels = check_labels(labels, scores.shape[0], num_classes=scores.shape[1])
     known = labels >= 0

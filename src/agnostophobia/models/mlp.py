@@ -18,8 +18,14 @@ def build_mlp(hidden: Sequence[int] = (200, 200, 200), num_classes: int = 10, in
               batch_norm: bool = False) -> nn.Sequential:
     """Flatten, ``Linear -> [BatchNorm1d] -> ReLU`` per hidden layer, linear logits (the last module).
 
-    PyTorch's default initialisation; seed first (``training.checkpoint.seed_everything``)
+    PyTorch's default initialisation; seed first (:func:`agnostophobia.training.seed_everything`)
     for a seeded one.
+
+    Args:
+        hidden: the width of each hidden layer.
+        num_classes: the logits.
+        input_dim: the flattened input's size (784: 28 x 28 MNIST).
+        batch_norm: a BatchNorm1d after each hidden layer's linear map.
     """
     layers: List[nn.Module] = [nn.Flatten()]
     width = input_dim

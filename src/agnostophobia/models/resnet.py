@@ -26,7 +26,14 @@ def _stage(in_ch: int, out_ch: int, stride: int) -> nn.Sequential:
 
 @MODELS.register("resnet18")
 class ResNet18(nn.Module):
-    """ResNet-18 for (3, 32, 32) inputs; ``forward`` returns ``(logits, features)``."""
+    """ResNet-18 for (3, 32, 32) inputs; ``forward`` returns ``(logits, features)``.
+
+    Args:
+        num_outputs: logits (C, or C+1 for the background-class approach).
+        feature_dim: the size of the deep features F that feed the logit layer.
+        width: the first stage's channels (64 in He et al.; the four stages have 1, 2, 4 and 8 times it).
+        in_channels: image channels.
+    """
 
     def __init__(self, num_outputs: int = 10, feature_dim: int = 1024, width: int = 64,
                  in_channels: int = 3):

@@ -56,7 +56,9 @@ class SmallCNN(nn.Module):
 
     Args:
         num_outputs: logits (C, or C+1 for the background-class approach).
-        in_channels: image channels; feature_dim: size of F; width: first stage's channels.
+        in_channels: image channels.
+        feature_dim: the size of the deep features F.
+        width: the first stage's channels.
         weights: path of a local ``small-cnn`` state dict to start from.
         freeze: ``none`` or ``backbone``.
     """

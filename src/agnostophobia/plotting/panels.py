@@ -39,7 +39,14 @@ DPI = 150
 
 def new_figure(ncols: int = 1, nrows: int = 1, panel_size: Tuple[float, float] = (4.2, 3.6),
                **subplot_kw) -> Tuple[Figure, np.ndarray]:
-    """A constrained-layout figure with ``nrows x ncols`` axes (always a 2-D array)."""
+    """A constrained-layout figure with ``nrows x ncols`` axes (always a 2-D array).
+
+    Args:
+        ncols: panels per row.
+        nrows: rows of panels.
+        panel_size: each panel's (width, height) in inches.
+        **subplot_kw: keywords of every axes (``Figure.subplots``'s ``subplot_kw``).
+    """
     fig = Figure(figsize=(panel_size[0] * ncols, panel_size[1] * nrows), layout="constrained")
     axes = fig.subplots(nrows, ncols, squeeze=False, subplot_kw=subplot_kw or None)
     return fig, axes
@@ -53,8 +60,18 @@ def _axes(ax: Optional[Axes], panel_size=(4.6, 3.8)) -> Axes:
 
 def save_figure(fig: Figure, stem: Union[str, Path], formats: Sequence[str] = ("png",),
                 write: Callable[[Path, Callable[[str], None]], None] = atomic_write) -> List[Path]:
-    """Write ``stem.<format>`` for each format through ``write`` (atomically; a run's figures
-    through the run's writer); returns the paths written."""
+    """Write ``stem.<format>`` for each format.
+
+    Args:
+        fig: the figure.
+        stem: the files' path without the extension; its folder is made if missing.
+        formats: the file formats, each one file.
+        write: writes a file through a temporary one, ``write(path, fill)`` (default: atomically,
+            ``_atomic.atomic_write``; a run's figures through the run's writer).
+
+    Returns:
+        The paths written.
+    """
     stem = Path(stem)
     stem.parent.mkdir(parents=True, exist_ok=True)
     paths = []
@@ -79,6 +96,10 @@ def logit_weights(features, logits) -> Tuple[np.ndarray, float]:
     Returns ``(W, relative_residual)`` where the residual is
     ``‖features @ W.T - logits‖ / ‖logits‖``: about 1e-7 for float32 outputs of a
     bias-free layer, large when the layer has a bias or is not linear in ``F``.
+
+    Args:
+        features: (N, D) deep features F.
+        logits: (N, C) the logits computed from them.
     """
     features = np.asarray(features, dtype=np.float64)
     logits = np.asarray(logits, dtype=np.float64)
@@ -100,6 +121,9 @@ def class_borders(weights) -> np.ndarray:
     classes ``a`` and ``b`` lies where ``(W_a - W_b) · (cos φ, sin φ) = 0``; every such
     angle is a candidate, and it is a border when the winning class differs on its two
     sides (evaluated half-way to the neighbouring candidates). Exact, no angle grid.
+
+    Args:
+        weights: (C, 2) weights of the logit layer (e.g. from :func:`logit_weights`).
     """
     w = np.asarray(weights, dtype=np.float64)
     if w.ndim != 2 or w.shape[1] != 2:
@@ -126,7 +150,13 @@ def class_borders(weights) -> np.ndarray:
 
 
 def subsample(n: int, max_points: Optional[int], seed: int = 0) -> np.ndarray:
-    """Sorted indices of at most ``max_points`` of ``n`` samples, drawn without replacement (seeded)."""
+    """Sorted indices of at most ``max_points`` of ``n`` samples, drawn without replacement (seeded).
+
+    Args:
+        n: how many samples there are.
+        max_points: how many to keep at most (None: all).
+        seed: the draw's random seed.
+    """
     if max_points is None or n <= max_points:
         return np.arange(n)
     return np.sort(np.random.default_rng(seed).choice(n, size=max_points, replace=False))
@@ -137,6 +167,12 @@ def subsample_note(shown_known: int, total_known: int, shown_unknown: int = 0,
     """``"showing 5,000 of 10,000 knowns (random subsample)"``, or None when all are shown.
 
     With both kinds subsampled, the unknowns go on a second line (keeps panels narrow).
+
+    Args:
+        shown_known: knowns drawn.
+        total_known: knowns there are.
+        shown_unknown: unknowns drawn.
+        total_unknown: unknowns there are.
     """
     parts = []
     if shown_known < total_known:
@@ -162,10 +198,21 @@ def plot_features(known_features, known_labels, unknown_features=None, *, weight
     note above the panel says so (``gid`` :data:`SUBSAMPLE_NOTE_GID`).
 
     Args:
-        known_features: (N, 2) deep features of D_c; known_labels: (N,) classes 0..C-1.
+        known_features: (N, 2) deep features of D_c.
+        known_labels: (N,) their classes 0..C-1.
         unknown_features: (M, 2) deep features of unknown samples, or None.
         weights: (C', 2) logit weights (e.g. from :func:`logit_weights`), or None: no borders.
+        ax: the axes to draw on; default: a new figure's.
         num_classes: number of class colours; default ``max(label) + 1``.
+        unknown_label: the unknowns' legend text.
+        max_points: draw at most this many knowns and this many unknowns (None: all).
+        seed: the subsample's random seed.
+        title: the panel's title; default: none.
+        legend: draw a legend (one entry per class and the unknowns).
+        point_size: the markers' size, in points squared.
+
+    Returns:
+        The axes.
     """
     ax = _axes(ax, panel_size=(6.4, 4.6) if legend else (4.6, 4.6))
     known_features = np.asarray(known_features, dtype=np.float64)
@@ -244,6 +291,14 @@ def softmax_histogram_values(known_probs, known_labels, unknown_probs) -> Tuple[
     probability of any known class, ``max_c P(c | x)``. ``*_probs`` are (N, C) known-class
     probabilities (for a background-class network: the C+1 softmax with the background
     column dropped, ``scores.background_scores``).
+
+    Args:
+        known_probs: (N, C) known-class probabilities of the known samples.
+        known_labels: (N,) their classes.
+        unknown_probs: (M, C) known-class probabilities of the unknown samples.
+
+    Returns:
+        ``(known_values, unknown_values)``, 1-D, for :func:`plot_softmax_histogram`.
     """
     known_probs = np.asarray(known_probs, dtype=np.float64)
     known_labels = int64_labels(known_labels, "known_labels")
@@ -271,6 +326,19 @@ def plot_softmax_histogram(known_values, unknown_values, *, ax: Optional[Axes] =
     ``known_values`` / ``unknown_values`` are 1-D probabilities, e.g. from
     :func:`softmax_histogram_values`. Draws one filled step histogram (one patch) per
     non-empty sample.
+
+    Args:
+        known_values: 1-D softmax probabilities of the known samples' correct class.
+        unknown_values: 1-D highest known-class probabilities of the unknown samples.
+        ax: the axes to draw on; default: a new figure's.
+        bins: the number of bins over [0, 1].
+        title: the panel's title; default: none.
+        known_label: the knowns' legend text.
+        unknown_label: the unknowns' legend text.
+        legend: draw a legend.
+
+    Returns:
+        The axes.
     """
     ax = _axes(ax)
     edges = np.linspace(0.0, 1.0, bins + 1)
@@ -295,6 +363,19 @@ def plot_magnitude_histogram(known_magnitudes, unknown_magnitudes, *, ax: Option
     """Normalised histograms (density) of deep-feature magnitudes ‖F‖ (paper Fig. 2).
 
     Both samples share the bin edges (0 to the largest magnitude), so the areas compare.
+
+    Args:
+        known_magnitudes: 1-D magnitudes of the known samples' deep features.
+        unknown_magnitudes: 1-D magnitudes of the unknown samples' deep features.
+        ax: the axes to draw on; default: a new figure's.
+        bins: the number of bins.
+        title: the panel's title; default: none.
+        known_label: the knowns' legend text.
+        unknown_label: the unknowns' legend text.
+        legend: draw a legend.
+
+    Returns:
+        The axes.
     """
     ax = _axes(ax)
     values = [np.asarray(v, dtype=np.float64).ravel() for v in (known_magnitudes, unknown_magnitudes)]
@@ -322,12 +403,12 @@ class CurveSeries:
     :mod:`.style`); ``label`` is the legend text (default: the row's display name).
     """
 
-    name: str
-    x: np.ndarray
-    y: np.ndarray
-    low: Optional[np.ndarray] = None
-    high: Optional[np.ndarray] = None
-    label: Optional[str] = None
+    name: str                 # the evaluation row: fixes the colour and line style
+    x: np.ndarray             # FPRs (or false-positive counts), non-decreasing
+    y: np.ndarray             # the CCR at each x
+    low: Optional[np.ndarray] = None   # the band's lower edge at each x (None: no band)
+    high: Optional[np.ndarray] = None  # the band's upper edge at each x
+    label: Optional[str] = None        # the legend text (None: the row's display name)
     seeds: int = 1            # curves averaged into this one (named in the legend title)
 
 
@@ -337,6 +418,11 @@ def oscr_on_grid(fpr, ccr, grid) -> np.ndarray:
     ``fpr``, ``ccr`` are the points of ``metrics.oscr`` (FPR non-decreasing); works the same
     for false-positive counts. Where no point has FPR ≤ x the CCR is 0 (reject everything).
     A relative tolerance of 1e-9 absorbs rounding between ``k / n`` and a grid value.
+
+    Args:
+        fpr: the curve's FPRs (or false-positive counts), non-decreasing.
+        ccr: the CCR at each of them.
+        grid: where to read the curve (e.g. :func:`oscr_grid`).
     """
     fpr = np.asarray(fpr, dtype=np.float64)
     ccr = np.asarray(ccr, dtype=np.float64)
@@ -347,7 +433,14 @@ def oscr_on_grid(fpr, ccr, grid) -> np.ndarray:
 
 
 def oscr_grid(n_unknown: int, counts: bool = False, points: int = 400) -> np.ndarray:
-    """Log-spaced common x grid: ``1/n .. 1`` for rates, ``1 .. n`` (integers) for counts."""
+    """A log-spaced x grid common to several OSCR curves: from 1/n to 1 for rates, from 1 to n
+    (integers) for counts.
+
+    Args:
+        n_unknown: the number n of unknown samples.
+        counts: a grid of false-positive counts instead of rates.
+        points: how many points (fewer for counts, where rounding merges them).
+    """
     n_unknown = max(int(n_unknown), 1)
     if counts:
         return np.unique(np.round(np.geomspace(1, n_unknown, points)))
@@ -364,6 +457,14 @@ def oscr_series(name: str, curves: Sequence[Tuple[np.ndarray, np.ndarray]], n_un
     positive) up. Several: the mean of the seeds' step functions on a common log-spaced
     grid (:func:`oscr_grid`), with a band of ± one standard deviation over seeds (clipped to
     [0, 1]); :func:`plot_oscr` names the number of seeds in the legend title.
+
+    Args:
+        name: the evaluation row (its colour, line style and display name).
+        curves: one ``(fpr, ccr)`` curve per seed, as :func:`agnostophobia.metrics.oscr` gives them.
+        n_unknown: the number of unknown samples (where a curve's steps start).
+        counts: the curves' x is a number of false positives instead of a rate.
+        label: the legend text; default: the row's display name.
+        points: points of the common grid where several curves are averaged.
     """
     if not curves:
         raise ValueError(f"no OSCR curves for {name!r}")
@@ -395,8 +496,14 @@ def plot_oscr(series: Iterable[Union[CurveSeries, Tuple]], *, ax: Optional[Axes]
         series: :class:`CurveSeries`, or tuples ``(row name, x, y[, low, high])``; draw one
             step line each (``where="post"``: the CCR at x holds until the next point),
             plus a filled band where ``low``/``high`` are given.
+        ax: the axes to draw on; default: a new figure's.
         counts: x is a number of false positives instead of a rate (axis label only).
+        title: the panel's title; default: none.
         xlim: default: from the smallest positive x to the largest x drawn.
+        legend: draw a legend.
+
+    Returns:
+        The axes.
     """
     ax = _axes(ax, panel_size=(7.2, 4.2))
     xs, seeds = [], set()
@@ -454,6 +561,14 @@ def plot_confidence_curves(curves: Iterable[Tuple[str, Sequence[float], Sequence
             name; other labels get a stable fallback colour.
         names: optional style keys aligned with ``curves`` when the labels are free text
             (e.g. ``"ensemble"`` for a curve labelled "MLP ensemble (squared)").
+        ax: the axes to draw on; default: a new figure's.
+        ylabel: the y axis's label.
+        xlabel: the x axis's label.
+        title: the panel's title; default: none.
+        legend: draw a legend.
+
+    Returns:
+        The axes.
     """
     ax = _axes(ax)
     for i, (label, thresholds, values) in enumerate(curves):

@@ -61,7 +61,14 @@ Outputs = Dict[str, Dict[str, np.ndarray]]
 
 
 def check_formats(formats: Sequence[str]) -> List[str]:
-    """Lower-cased, de-duplicated formats that matplotlib can write; ValueError otherwise."""
+    """Lower-cased, de-duplicated formats that matplotlib can write.
+
+    Args:
+        formats: file formats (``png``, ``pdf``, ``svg``, ...), or one as a string.
+
+    Raises:
+        ValueError: a format matplotlib cannot write.
+    """
     if isinstance(formats, str):
         formats = [formats]
     wanted = list(dict.fromkeys(f.lower().lstrip(".") for f in formats))
@@ -90,9 +97,9 @@ def _probabilities(approach: str, data: Dict[str, np.ndarray]) -> np.ndarray:
 class RunFigure(NamedTuple):
     """One figure of a run: its report section, file stem (no extension) and the Figure."""
 
-    section: str
-    stem: str
-    figure: Figure
+    section: str  # the report section it belongs to (one per unknown set)
+    stem: str  # its file name without the extension
+    figure: Figure  # the matplotlib Figure
 
 
 def set_file_stems(names: Sequence[str]) -> Dict[str, str]:
@@ -125,6 +132,7 @@ def plot_run(run_dir, formats: Sequence[str] = ("png",), out_dir=None, *,
         max_points: deep-feature plots show at most this many knowns and unknowns (seeded
             subsample, noted on the plot); None shows all.
         log: receives one line per figure or panel that is skipped, and why.
+        out_dir: where the figures go; default ``RUN/figures``.
 
     Returns:
         ``{section title: [figure paths relative to run_dir]}``, one section per unknown set,
@@ -149,7 +157,16 @@ def draw_run(run_dir, formats: Sequence[str] = ("png",), out_dir=None, *,
     ``workers``: processes drawing at once (1: here, one after another; None: one per usable
     core, at most :data:`MAX_WORKERS` — on this project's idle 2-core machine two processes drew
     the `cpu` LeNet++ run's 20 figures in 4.4–4.6 s against 8.6–8.8 s). Each drawing process
-    dies with the command that started it (``training.concurrent.die_with_parent``)."""
+    dies with the command that started it (``training.concurrent.die_with_parent``).
+
+    Args:
+        run_dir, formats, out_dir, max_points, log: as for :func:`plot_run`.
+        splits: the unknown sets whose figures are drawn again (None: all).
+        workers: processes drawing at once (None: one per usable core, at most ``MAX_WORKERS``).
+
+    Returns:
+        ``(sections, files)``, what :func:`plot_run` returns and every file written.
+    """
     run_dir = Path(run_dir)
     formats = check_formats(formats)
     out_dir = Path(out_dir) if out_dir is not None else RunDir(run_dir).figures
@@ -244,6 +261,9 @@ def iter_run_figures(run_dir, *, max_points: Optional[int] = DEFAULT_MAX_POINTS,
     (2-D feature models only), ``softmax_hist_<set>``, ``magnitude_hist_<set>``,
     ``oscr_<set>`` and ``oscr_counts_<set>``. The run is read before the first figure, so
     errors about it are raised by the first ``next()``.
+
+    Args:
+        run_dir, max_points, log: as for :func:`plot_run`.
     """
     for item in _plan_run_figures(run_dir, max_points=max_points, log=log):
         yield RunFigure(item.section, item.stem, item.make())

@@ -71,7 +71,12 @@ LABEL_THRESHOLD = "confidence threshold θ"
 
 
 def approach_color(name: str) -> str:
-    """Fixed colour of an approach or evaluation row."""
+    """Fixed colour of an approach or evaluation row.
+
+    Args:
+        name: an approach (``entropic``) or an evaluation row (``entropic/knn``); a name without a
+            fixed colour gets a stable fallback.
+    """
     if name in APPROACH_COLORS:
         return APPROACH_COLORS[name]
     return _FALLBACK[zlib.crc32(name.encode()) % len(_FALLBACK)]
@@ -83,7 +88,11 @@ def approach_linestyle(name: str) -> str:
 
 def approach_name(name: str) -> str:
     """Display name of an approach or evaluation row, as declared beside its code: the loss's or
-    detector's ``title`` (``metrics.rows.row_title``) or the baseline's (``baselines``)."""
+    detector's ``title`` (``metrics.rows.row_title``) or the baseline's (``baselines``).
+
+    Args:
+        name: an approach (``entropic``) or an evaluation row (``entropic/knn``).
+    """
     return BASELINE_TITLES.get(name) or row_title(name)
 
 

@@ -82,6 +82,12 @@ def set_rng_state(state: Dict[str, Any]) -> None:
 
 
 def seed_everything(seed: int) -> None:
+    """Seed Python's, numpy's and torch's random generators (every CUDA device's too), as a run
+    does before it builds its network.
+
+    Args:
+        seed: any integer; numpy gets it modulo 2**32.
+    """
     random.seed(seed)
     np.random.seed(seed % 2**32)
     torch.manual_seed(seed)

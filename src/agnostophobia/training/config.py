@@ -238,9 +238,16 @@ def _is_int(value) -> bool:
 
 def protocol_for(cfg: Union["TrainConfig", Dict[str, Any]], data_dir=None):
     """The run's protocol, drawn with the data seed (not the training seed): every training
-    seed of a run sees the same validation split and training subsample. ``cfg`` is a
-    :class:`TrainConfig` or a checkpoint's config dict; ``data_dir`` overrides its data
-    directory (a run moved to another machine)."""
+    seed of a run sees the same validation split and training subsample.
+
+    Args:
+        cfg: a :class:`TrainConfig`, or a checkpoint's config dict.
+        data_dir: the datasets' folder, instead of the config's ``data_dir`` (a run moved to
+            another machine).
+
+    Returns:
+        The :class:`~agnostophobia.data.OpenSetProtocol` (training, validation and test splits).
+    """
     values = cfg.to_dict() if isinstance(cfg, TrainConfig) else cfg
     return build_protocol(values["protocol"], data_dir=data_dir or values.get("data_dir"),
                           seed=values.get("data_seed", 0), data_loading=values.get("data_loading", "auto"),
@@ -288,7 +295,7 @@ class ExperimentConfig:
                                 concurrent_runs, batched_seeds)
 
     def with_set_options(self, pairs: Sequence[Tuple[str, Any]]) -> "ExperimentConfig":
-        """The experiment with each ``--set KEY=VALUE`` (:func:`parse_set_option`) applied in turn,
+        """The experiment with each ``--set KEY=VALUE`` (``parse_set_option``) applied in turn,
         after the budget: a dotted KEY sets one key of a mapping (``loss.xi``, ``protocol.root``)
         and keeps its others. Each is checked as the config file's keys are; an error is the
         file's wording, prefixed with ``--set KEY`` where the file's would name the file."""
@@ -494,10 +501,23 @@ def parse_experiment(data: Dict[str, Any], where: str = "", base_dir=None) -> Ex
 
 
 def load_experiment(path) -> ExperimentConfig:
-    """Load an experiment YAML: a file path, or the name of a config shipped with the package.
+    """Load an experiment YAML, checked key by key before anything runs.
 
     A file is read and parsed once per process (and again only once it changes): a command that
-    checks its ``--budget`` and then runs reads it once. Each call returns its own copy."""
+    checks its ``--budget`` and then runs reads it once. Each call returns its own copy.
+
+    Args:
+        path: a YAML file, or the name of a config shipped with the package (``lenet++``,
+            ``cifar10``, ... as ``agnostophobia reproduce`` takes them).
+
+    Returns:
+        The :class:`~agnostophobia.training.ExperimentConfig`; ``for_budget`` and ``for_approach``
+        give one run's :class:`~agnostophobia.training.TrainConfig`.
+
+    Raises:
+        ~agnostophobia.errors.ConfigError: an unreadable file, or an unknown key or bad value,
+            named with its key path.
+    """
     path = resolve_config_path(path)
     stat = path.stat()
     key = (str(path.resolve()), stat.st_mtime_ns, stat.st_size)

@@ -18,7 +18,18 @@ from agnostophobia.errors import ConfigError
 
 
 def resolve_device(name) -> torch.device:
-    """``name`` (a config's ``device`` value, or a :class:`torch.device`) as a device that exists here."""
+    """``name`` as a device that exists here; ``auto`` is CUDA where available, else the CPU.
+
+    Args:
+        name: a config's ``device`` value (``auto``, ``cpu``, ``cuda``, ``cuda:N``, ``mps``) or a
+            :class:`torch.device`.
+
+    Returns:
+        The :class:`torch.device`.
+
+    Raises:
+        ConfigError: a name that is no device, or a device this machine does not have (one line).
+    """
     if name == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     try:

@@ -83,12 +83,22 @@ def split_outputs(run, images, labels, precision: Optional[str] = None) -> Dict:
 def predict(model: torch.nn.Module, images, batch_size: int = 1024,
             device: Optional[torch.device] = None, channels_last: bool = False,
             precision: str = "fp32") -> Tuple[np.ndarray, np.ndarray]:
-    """Logits and deep features (float32 numpy) for images (N x C x H x W): uint8 as stored
-    (numpy or torch; divided by 255 here, as in training) or a float tensor already in [0, 1].
+    """Logits and deep features of images, batch by batch, as a run evaluates them.
 
-    ``precision`` is the one the model was trained with (a resolved value, fp32 or bf16):
-    the backbone runs in it, the head in fp32 (:func:`agnostophobia.models.head.open_set_head`).
-    An empty input gives empty (0, C) and (0, D) arrays.
+    Args:
+        model: a network that returns ``(logits, features)`` (every model of
+            :mod:`agnostophobia.models`).
+        images: (N, C, H, W) uint8 as stored (numpy or torch; divided by 255 here, as in
+            training) or a float tensor already in [0, 1].
+        batch_size: images per forward pass.
+        device: where to compute; default: where the model's parameters are.
+        channels_last: the memory format the model was trained in.
+        precision: the one the model was trained with (a resolved value, ``fp32`` or ``bf16``):
+            the backbone runs in it, the head in fp32 (``models.head.open_set_head``).
+
+    Returns:
+        Float32 numpy logits (N, C, or C + 1 with a background class) and features (N, D); an
+        empty input gives empty (0, C) and (0, D) arrays.
     """
     device = device or next(model.parameters()).device
     model.eval()

@@ -24,14 +24,14 @@ from agnostophobia.training.records import checkpoint_config, read_last_layer
 
 @dataclass
 class TrainedModel:
-    """A network with the settings it is run with; :meth:`outputs` gives (logits, features)."""
+    """A network with the settings it is run with; :meth:`~TrainedModel.outputs` gives (logits, features)."""
 
-    model: torch.nn.Module
+    model: torch.nn.Module       # the trained network, in eval mode: images -> (logits, features)
     config: Dict[str, Any]       # the training config stored in the checkpoint
-    device: torch.device
+    device: torch.device         # where the network is
     precision: str               # resolved: fp32 or bf16
-    channels_last: bool
-    batch_size: int
+    channels_last: bool          # the network's memory format, as trained (config key channels_last)
+    batch_size: int              # images per forward pass (the config's eval_batch_size)
 
     @property
     def num_outputs(self) -> int:
@@ -44,8 +44,20 @@ class TrainedModel:
 
 
 def load_trained_model(model_dir: Path, device: Optional[str] = None, precision: Optional[str] = None) -> TrainedModel:
-    """The best-validation network of ``model_dir`` on ``device`` (default: the run's), in the
-    run's precision unless ``precision`` (fp32 | bf16 | auto) says otherwise."""
+    """The best-validation network of a trained model, built and run as its run trained it.
+
+    Args:
+        model_dir: the model's folder in a run, ``RUN/seed<N>/<approach>`` (its ``best.pt``).
+        device: where to load it (``cpu``, ``cuda``, ``cuda:N``, ``auto``); default: the run's.
+        precision: ``fp32``, ``bf16`` or ``auto``; default: the run's.
+
+    Returns:
+        The :class:`~agnostophobia.training.TrainedModel`.
+
+    Raises:
+        ~agnostophobia.errors.AgnostophobiaError: no ``best.pt`` (not trained to the end of an
+            epoch), or a checkpoint that holds no trained network.
+    """
     path = ModelDir(model_dir).best
     if not path.is_file():
         raise AgnostophobiaError(f"{path}: no such checkpoint; the model was not trained to the end of an epoch")

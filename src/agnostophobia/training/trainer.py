@@ -551,14 +551,28 @@ def fit(cfg: TrainConfig, protocol, run_dir, resume: bool = True, device=None,
         stop_after_epoch: Optional[int] = None) -> Training:
     """Train ``cfg.approach`` on ``protocol``; write checkpoints and logs into ``run_dir``.
 
-    With ``resume`` an existing ``run_dir/last.pt`` is continued (a finished run is only
-    reloaded); temporary files a killed run left behind are deleted. ``stop_after_epoch``
-    ends early, as a kill would, for tests. Raises :class:`TrainingDiverged` when a training
-    or validation loss is non-finite; the checkpoints of the last good epoch stay as they were.
-    Returns the :class:`Training` with the best-validation weights loaded.
+    Temporary files a killed run left behind are deleted. Under DDP (``torchrun``) every process
+    calls this; rank 0 alone reads and writes ``run_dir`` and returns the best weights, the
+    others return the last ones.
 
-    Under DDP (``training.distributed``) every process calls this; rank 0 alone reads and writes
-    ``run_dir`` and returns the best weights, the others return the last ones.
+    Args:
+        cfg: the run's :class:`~agnostophobia.training.TrainConfig` (one approach, one seed), e.g.
+            :meth:`ExperimentConfig.for_approach <agnostophobia.training.ExperimentConfig.for_approach>`.
+        protocol: the run's data, an :class:`~agnostophobia.data.OpenSetProtocol`
+            (:func:`~agnostophobia.training.protocol_for` builds the config's).
+        run_dir: the model's folder (``best.pt``, ``last.pt``, ``metrics.csv``); made if missing.
+        resume: continue an existing ``run_dir/last.pt`` (a finished run is only reloaded),
+            under the config it was trained with; False starts again.
+        device: where to train (a :class:`torch.device`); default: the config's ``device``.
+        stop_after_epoch: end after this epoch, as a kill would (for tests); None trains to the end.
+
+    Returns:
+        The run (model, loss, optimiser, data) with the best-validation weights loaded; its
+        ``model`` is the trained network, which returns ``(logits, features)``.
+
+    Raises:
+        ~agnostophobia.errors.TrainingDiverged: a training or validation loss became non-finite;
+            the checkpoints of the last good epoch stay as they were.
     """
     run = Training(cfg, protocol, device)
     _fit(run, [Path(run_dir)], resume, stop_after_epoch)

@@ -29,11 +29,11 @@ class SplitUnavailable(DataError):
 class Resource:
     """One official file: where to download it and how to verify it."""
 
-    filename: str
-    urls: Tuple[str, ...]
-    md5: Optional[str] = None
-    sha256: Optional[str] = None
-    size: Optional[int] = None
+    filename: str  # the file's name in the dataset's directory
+    urls: Tuple[str, ...]  # where to download it, tried in order (mirrors)
+    md5: Optional[str] = None  # its MD5 checksum, hex (None: not published)
+    sha256: Optional[str] = None  # its SHA-256 checksum, hex (None: not published)
+    size: Optional[int] = None  # its size in bytes, where known
     checksum_source: str = ""  # where the checksum comes from, or why there is none
 
     @property
@@ -46,11 +46,11 @@ class DatasetSplit:
     """One split of one dataset, as stored (no model-specific preprocessing, the dataset's own
     labels); protocols build their :class:`~agnostophobia.data.protocol_types.ProtocolSplit` from it."""
 
-    dataset: str
-    split: str
+    dataset: str                       # the registered dataset's name
+    split: str                         # the split's name: "train", "test", ...
     images: np.ndarray                 # uint8 (N, H, W) or (N, H, W, 3) RGB
     labels: np.ndarray                 # int64 (N,), 0..num_classes-1
-    class_names: List[str]
+    class_names: List[str]             # the name of each label, by label
     source: str                        # file or directory it was read from
     format: str                        # "npz", "idx", "cifar-python", "mat", "images", "jpeg-npz"
     notes: List[str] = field(default_factory=list)      # substitutions, deviations
@@ -66,23 +66,27 @@ class DatasetSplit:
 
 @dataclass(frozen=True)
 class DatasetInfo:
-    name: str
-    title: str
+    """A dataset's declaration: where its files are, how they are laid out and read, and where the
+    official ones are downloaded from; registered by ``register_dataset`` in :data:`DATASETS`
+    (``agnostophobia data list`` and ``data check`` show it)."""
+
+    name: str                            # the registered name (``mnist``), a folder name too
+    title: str                           # what it is, with its source, in listings and reports
     directory: str                       # sub-directory of the data dir
     splits: Tuple[str, ...]              # splits the dataset can have
     required_splits: Tuple[str, ...]     # splits every copy must have
-    num_classes: int
-    class_names: Tuple[str, ...]
+    num_classes: int                     # how many classes its labels have
+    class_names: Tuple[str, ...]         # the name of each label, by label
     kind: str                            # "glyph" (white on black; polarity checked) or "natural"
-    label_convention: str
-    npz_layout: str
-    official_layout: str
+    label_convention: str                # what its labels mean (e.g. "digits 0..9, unchanged")
+    npz_layout: str                      # the keys, types and shapes of its .npz form
+    official_layout: str                 # the official files' names, as downloaded
     candidates: Tuple[str, ...]          # files/dirs that mean "present", in preference order
     resources: Tuple[Resource, ...]      # official downloads (empty: none exists)
-    loader: Callable[[Path, str], DatasetSplit]
+    loader: Callable[[Path, str], DatasetSplit]  # (data directory, split) -> the split as stored
     optional: bool = False               # not needed by the default LeNet++ experiment
     fetch_as: Optional[str] = None       # fetch another entry's files instead
-    notes: Tuple[str, ...] = ()
+    notes: Tuple[str, ...] = ()          # what a user should know (substitutions, deviations)
 
     def find(self, root: Path) -> Optional[Path]:
         """The first candidate file or directory present under ``root``."""
@@ -164,10 +168,20 @@ def _with_hint(info: DatasetInfo, exc: DataError) -> DataError:
 
 
 def load_dataset(name: str, split: str, data_dir: Optional[PathLike] = None) -> DatasetSplit:
-    """Load one split of a registered dataset.
+    """Load one split of a registered dataset, as stored (no model-specific preparation).
 
-    Raises :class:`DataError` with a one-line message (file, problem, how to get the
-    data) when the dataset is missing or a file is malformed.
+    Args:
+        name: the registered dataset (``agnostophobia data list``).
+        split: one of its splits (``train``, ``test``, ...).
+        data_dir: the datasets' folder; default: ``$AGNOSTOPHOBIA_DATA``, else the default folder
+            (:func:`data_dir`).
+
+    Returns:
+        The :class:`DatasetSplit`.
+
+    Raises:
+        ~agnostophobia.errors.DataError: the dataset is missing or a file is malformed; one line
+            naming the file, the problem and how to get the data.
     """
     info = DATASETS.get(name)
     root = resolve_data_dir(data_dir)
