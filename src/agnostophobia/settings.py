@@ -1,13 +1,13 @@
 """One declaration per setting: a :class:`Setting` is a typed knob declared beside the code that
-reads it -- a detector's constructor keyword (``Detector.SETTINGS``), a loss's hyper-parameter
-(``OpenSetLoss.SETTINGS``, e.g. Objectosphere's xi and lambda, paper Sec. 4.2 Eq. 2) -- with its
-type, default, allowed values, the grid that tuning searches, whether a resumed run may change
-it and whether the run's records keep it. Validation, tuning grids and records derive from the
+reads it -- a detector's setting, a loss's hyper-parameter (e.g. Objectosphere's xi and lambda,
+paper Sec. 4.2 Eq. 2), written once as a class attribute ``xi = Setting(float, 50.0, ...)`` and
+collected into the class's ``SETTINGS`` -- with its type, default, allowed values, the grid that
+tuning searches, whether a resumed run may change it and whether the run's records keep it. The
+constructor (:class:`DeclaresSettings`), validation, tuning grids and records derive from the
 declarations; nothing restates them.
 
-A keyword that a class does not declare is inferred from its signature
-(:func:`declared_settings`): a loss written as ``docs/architecture.md`` shows -- hyper-parameters
-as constructor keywords with annotations and defaults -- is tunable without a declaration.
+A loss that writes its own constructor may leave a keyword undeclared: it is inferred from its
+annotation and default (:func:`declared_settings`) and is tunable without a declaration.
 
 The lowest layer: it imports nothing of the package but its errors.
 """
