@@ -149,6 +149,11 @@ class DeclaresSettings:
         """What a made constructor does once the settings are kept (derived state, checks that
         read two settings); nothing here."""
 
+    def settings(self) -> Dict[str, Any]:
+        """The recorded settings' values, for records (reports, caches): every declared setting
+        but those that only change how fast a result is computed (``recorded=False``)."""
+        return {name: getattr(self, name) for name, setting in self.SETTINGS.items() if setting.recorded}
+
     def _take_settings(self, **values) -> None:
         """Each keyword checked against its declaration in ``SETTINGS`` (a ``ValueError`` naming
         it) and kept as the attribute of its name."""

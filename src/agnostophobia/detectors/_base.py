@@ -282,11 +282,6 @@ class Detector(DeclaresSettings):
             return None
         return cls.NOT_EXPORTABLE or "it has no torch implementation (no _torch_score)"
 
-    def settings(self) -> Dict[str, Any]:
-        """The recorded settings' values, for records (reports, caches): every declared setting
-        but those that only change how fast a score is computed (``recorded=False``)."""
-        return {name: getattr(self, name) for name, setting in self.SETTINGS.items() if setting.recorded}
-
     def fitted_state(self) -> Dict[str, np.ndarray]:
         """The fitted detector as arrays (its :data:`FITTED_STATE` attributes); {} before
         :meth:`fit` or when it declares none."""
