@@ -144,3 +144,20 @@ def test_built_by_name_with_the_declared_defaults():
     assert build_detector("openmax").distance == "eucos"
     with pytest.raises(ValueError, match=r"selected \(6\) must be <= candidates \(5\)"):
         build_loss("vos", 3, candidates=5, selected=6)
+
+
+def test_a_made_constructor_keeps_every_kind_of_base_argument():
+    """Whatever the hand-written base takes (positional-only, ``*args``, keyword-only, ``**kw``)
+    is passed on to it unchanged; the settings come after its keyword-only arguments."""
+    from agnostophobia.settings import DeclaresSettings
+
+    class Base(DeclaresSettings):
+        def __init__(self, a, /, b, *args, c=1, **kw):
+            self.got = (a, b, args, c, kw)
+
+    class Made(Base):
+        d = Setting(int, 2)
+
+    assert str(inspect.signature(Made)) == "(a, /, b, *args, c=1, d: int = 2, **kw)"
+    made = Made(1, 2, 3, c=4, d=5, e=6)
+    assert made.got == (1, 2, (3,), 4, {"e": 6}) and made.d == 5

@@ -210,38 +210,19 @@ def _made_init(cls):
     settings = {name: declared for name, declared in cls.SETTINGS.items() if name not in taken}
     P = inspect.Parameter
     parameters = [p for p in inherited if p.kind is not P.VAR_KEYWORD]
-    if not any(p.kind in (P.VAR_POSITIONAL, P.KEYWORD_ONLY) for p in parameters) and settings:
+    if settings and not any(p.kind in (P.VAR_POSITIONAL, P.KEYWORD_ONLY) for p in parameters):
         parameters.append(None)  # the bare * before the keyword-only settings
     parameters += [P(name, P.KEYWORD_ONLY, default=declared.default, annotation=declared.type)
                    for name, declared in settings.items()]
     parameters += [p for p in inherited if p.kind is P.VAR_KEYWORD]
-    namespace = {"_foundation": foundation}
-    spelled, passed, last_kind = [], [], None
-    for parameter in parameters:
-        kind = P.KEYWORD_ONLY if parameter is None else parameter.kind
-        if last_kind is P.POSITIONAL_ONLY and kind is not P.POSITIONAL_ONLY:
-            spelled.append("/")
-        last_kind = kind
-        if parameter is None:
-            spelled.append("*")
-            continue
-        name = parameter.name
-        if parameter.default is not P.empty:
-            namespace[f"_default_{name}"] = parameter.default
-        default = f"=_default_{name}" if parameter.default is not P.empty else ""
-        prefix = {P.VAR_POSITIONAL: "*", P.VAR_KEYWORD: "**"}.get(parameter.kind, "")
-        spelled.append(f"{prefix}{name}{default}")
-        if name not in settings:
-            passed.append({P.POSITIONAL_ONLY: name, P.POSITIONAL_OR_KEYWORD: name, P.VAR_POSITIONAL: f"*{name}",
-                           P.VAR_KEYWORD: f"**{name}"}.get(parameter.kind, f"{name}={name}"))
-    if last_kind is P.POSITIONAL_ONLY:
-        spelled.append("/")
-    kept = ", ".join(f"{name}={name}" for name in settings)
+    spelled, defaults = _spelled_parameters(parameters)
+    passed = [_passed_on(p) for p in parameters if p is not None and p.name not in settings]
     source = (f"def __init__(self, {', '.join(spelled)}):\n"
               f"    _foundation(self, {', '.join(passed)})\n"
-              f"    self._take_settings({kept})\n"
+              f"    self._take_settings({', '.join(f'{name}={name}' for name in settings)})\n"
               f"    self.__post_init__()\n")
-    exec(source, namespace)  # noqa: S102 (names are checked identifiers, values passed as defaults)
+    namespace = {"_foundation": foundation, **defaults}
+    exec(source, namespace)  # noqa: S102 (names are checked identifiers; values travel as defaults)
     init = namespace["__init__"]
     init.__qualname__ = f"{cls.__qualname__}.__init__"
     init.__module__ = cls.__module__
@@ -251,6 +232,37 @@ def _made_init(cls):
                     f"keyword is checked against its declaration and kept as the attribute of its name.")
     init._made_from_settings = True
     return init
+
+
+def _spelled_parameters(parameters) -> Tuple[list, Dict[str, Any]]:
+    """The source of ``parameters`` (None: a bare ``*``) in a ``def``, with ``/`` where the
+    positional-only ones end, and the defaults it names, ``{"_default_NAME": value}``."""
+    P = inspect.Parameter
+    spelled, defaults, last_kind = [], {}, None
+    for parameter in parameters:
+        kind = P.KEYWORD_ONLY if parameter is None else parameter.kind
+        if last_kind is P.POSITIONAL_ONLY and kind is not P.POSITIONAL_ONLY:
+            spelled.append("/")
+        last_kind = kind
+        if parameter is None:
+            spelled.append("*")
+            continue
+        text = {P.VAR_POSITIONAL: "*", P.VAR_KEYWORD: "**"}.get(kind, "") + parameter.name
+        if parameter.default is not P.empty:
+            defaults[f"_default_{parameter.name}"] = parameter.default
+            text += f"=_default_{parameter.name}"
+        spelled.append(text)
+    if last_kind is P.POSITIONAL_ONLY:
+        spelled.append("/")
+    return spelled, defaults
+
+
+def _passed_on(parameter: inspect.Parameter) -> str:
+    """How the made constructor hands ``parameter`` on to the foundation's."""
+    P = inspect.Parameter
+    return {P.POSITIONAL_ONLY: parameter.name, P.POSITIONAL_OR_KEYWORD: parameter.name,
+            P.VAR_POSITIONAL: f"*{parameter.name}", P.VAR_KEYWORD: f"**{parameter.name}"}.get(
+        parameter.kind, f"{parameter.name}={parameter.name}")
 
 
 def setting(kind: type, default: Any = None, factory=None, **declared) -> Any:
