@@ -8,8 +8,8 @@ through the ``agnostophobia.plugins`` entry points), they are found by name like
 built-in ones: ``approaches: [squared]`` and ``detectors: {margin: {scale: 2.0}}`` in an
 experiment YAML, ``tune``, ``tune-detectors``, ``calibrate``, ``predict`` and ``export``,
 and the settings reference of this site, which iterates the registries. Their settings are
-declared once (``SETTINGS``, or inferred from an annotated keyword with a default) and
-checked on construction.
+declared once (a ``Setting`` class attribute, or inferred from an annotated keyword with a
+default) and checked on construction.
 """
 # %%
 # A loss
@@ -56,18 +56,15 @@ LOSSES.register("squared")(SquaredLoss)
 # A detector
 # ----------
 # A subclass of ``Detector`` with ``_scores(logits, features)`` returning (N, C) per-class
-# scores, larger = more known. ``SETTINGS`` declares ``scale`` once: its type, default,
-# range and the grid ``tune-detectors`` searches. ``_torch_score`` is the same score in
-# torch operations, which ``export`` puts in the exported file.
+# scores, larger = more known. ``scale`` is declared once, as a class attribute: its type,
+# default, range and the grid ``tune-detectors`` searches; the constructor
+# ``MarginDetector(*, scale=1.0)`` is made from it and checks the value. ``_torch_score`` is
+# the same score in torch operations, which ``export`` puts in the exported file.
 class MarginDetector(Detector):
     """The top logit minus the second, times ``scale``."""
 
     title = "Margin"
-    SETTINGS = {"scale": Setting(float, 1.0, low=0, low_open=True, grid=(0.5, 1.0, 2.0),
-                                 doc="multiplies the margin")}
-
-    def __init__(self, scale: float = 1.0):
-        self._take_settings(scale=scale)
+    scale = Setting(float, 1.0, low=0, low_open=True, grid=(0.5, 1.0, 2.0), doc="multiplies the margin")
 
     def _scores(self, logits, features):
         top2 = np.sort(logits, axis=1)[:, -2:]

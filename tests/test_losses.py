@@ -552,6 +552,45 @@ def test_a_loss_setting_is_checked_by_the_loss_that_reads_it(two_losses_sharing_
         TrainConfig(approach="softmax", loss={"shared_knob": -50.0}).validate()
 
 
+@pytest.fixture(params=["wide first", "unit first"])
+def two_losses_declaring_a_name_differently(request, monkeypatch):
+    """Two losses that declare ``shared_depth`` differently (an integer from 1, default 3; a number
+    from 0, default 0.5), registered after every other in either order: no answer may depend on it."""
+    from agnostophobia.losses import LOSSES, OpenSetLoss
+    from agnostophobia.settings import Setting
+
+    def loss_class(declared):
+        class Deep(OpenSetLoss):
+            shared_depth = declared
+
+            def forward(self, logits, labels, sample_weight=None):
+                return logits.sum()
+        return Deep
+
+    losses = {"depth-int": loss_class(Setting(int, 3, low=1)), "depth-float": loss_class(Setting(float, 0.5, low=0))}
+    for name in sorted(losses, reverse=request.param == "wide first"):
+        monkeypatch.setitem(LOSSES._items, name, losses[name])
+
+
+def test_no_loss_setting_answer_depends_on_the_order_of_registration(two_losses_declaring_a_name_differently):
+    from types import SimpleNamespace
+
+    from agnostophobia.experiments.tune import TuneSetup, parse_param
+    from agnostophobia.losses import every_loss_setting
+
+    assert set(every_loss_setting()["shared_depth"]) == {"depth-int", "depth-float"}
+    name, values = parse_param("shared_depth=0.5,2")
+    assert values == (0.5, 2.0) and all(type(v) is float for v in values)  # one loss reads a float: not made an int
+    experiment = SimpleNamespace(train=SimpleNamespace(loss={}))
+    tuning = TuneSetup("c.yaml", experiment, None, None, {"shared_depth": (1.0, 2.0)}, ["depth-int", "depth-float"],
+                       [], {}, 0.01)
+    assert tuning.base_of("depth-int") == {"shared_depth": 3.0}  # each approach's own default breaks a tie
+    assert tuning.base_of("depth-float") == {"shared_depth": 0.5}
+    assert tuning.base == {"shared_depth": {"depth-int": 3.0, "depth-float": 0.5}}
+    experiment.train.loss = {"shared_depth": 2}
+    assert tuning.base == {"shared_depth": 2.0}
+
+
 def test_tune_checks_a_grid_against_the_tuned_approaches_own_declarations(two_losses_sharing_a_name):
     from agnostophobia.errors import ConfigError
     from agnostophobia.experiments.tune import check_grid, parse_params

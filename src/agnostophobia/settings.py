@@ -1,13 +1,13 @@
 """One declaration per setting: a :class:`Setting` is a typed knob declared beside the code that
-reads it -- a detector's constructor keyword (``Detector.SETTINGS``), a loss's hyper-parameter
-(``OpenSetLoss.SETTINGS``, e.g. Objectosphere's xi and lambda, paper Sec. 4.2 Eq. 2) -- with its
-type, default, allowed values, the grid that tuning searches, whether a resumed run may change
-it and whether the run's records keep it. Validation, tuning grids and records derive from the
+reads it -- a detector's setting, a loss's hyper-parameter (e.g. Objectosphere's xi and lambda,
+paper Sec. 4.2 Eq. 2), written once as a class attribute ``xi = Setting(float, 50.0, ...)`` and
+collected into the class's ``SETTINGS`` -- with its type, default, allowed values, the grid that
+tuning searches, whether a resumed run may change it and whether the run's records keep it. The
+constructor (:class:`DeclaresSettings`), validation, tuning grids and records derive from the
 declarations; nothing restates them.
 
-A keyword that a class does not declare is inferred from its signature
-(:func:`declared_settings`): a loss written as ``docs/architecture.md`` shows -- hyper-parameters
-as constructor keywords with annotations and defaults -- is tunable without a declaration.
+A loss that writes its own constructor may leave a keyword undeclared: it is inferred from its
+annotation and default (:func:`declared_settings`) and is tunable without a declaration.
 
 The lowest layer: it imports nothing of the package but its errors.
 """
@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import keyword
 import math
 import numbers
 from dataclasses import dataclass
@@ -116,29 +117,152 @@ class Setting:
 
 
 class DeclaresSettings:
-    """A class whose constructor keywords are declared settings (a detector, a loss): its
-    ``SETTINGS`` declares them, and its constructor keeps each through :meth:`_take_settings`."""
+    """A class whose constructor keywords are declared settings (a detector, a loss), written
+    once, dataclass-style, as class attributes::
+
+        class KNNDetector(Detector):
+            k = Setting(int, 50, low=1, grid=(1, 5, 10, 20, 50, 100))
+
+    The declarations are collected, in their order and after those a base class declares, into
+    :attr:`SETTINGS` (a class may also assign that mapping itself), each attribute becoming its
+    default. A class without an ``__init__`` of its own gets one made from them: the base's
+    arguments (a loss's ``num_classes`` and ``reduction``) followed by the settings as
+    keyword-only arguments with their defaults, a real signature that ``help``,
+    :func:`inspect.signature` and the reference docs show. It checks each value against its
+    declaration (:meth:`_take_settings`), keeps it as the attribute of its name, then calls
+    :meth:`__post_init__`. A class that needs its own ``__init__`` writes one and keeps its
+    settings with :meth:`_take_settings`; its keyword defaults are checked against the
+    declarations where the class is defined."""
 
     #: One :class:`Setting` per declared constructor keyword (none: nothing declared).
     SETTINGS: ClassVar[Dict[str, Setting]] = {}
 
     def __init_subclass__(cls, **kwargs):
-        """A constructor keyword's default is its declaration's: a class whose signature says
-        otherwise is refused where it is defined, so that the two can never drift apart."""
         super().__init_subclass__(**kwargs)
-        parameters = inspect.signature(cls.__init__).parameters
-        for name, declared in cls.SETTINGS.items():
-            parameter = parameters.get(name)
-            if parameter is not None and parameter.default is not inspect.Parameter.empty \
-                    and parameter.default != declared.default:
-                raise TypeError(f"{cls.__qualname__}: the keyword {name}={parameter.default!r} differs from its "
-                                f"declared default {declared.default!r} (SETTINGS[{name!r}])")
+        cls.SETTINGS = _collected_settings(cls)
+        if "__init__" in vars(cls):
+            _check_defaults(cls)
+        elif cls.SETTINGS:
+            cls.__init__ = _made_init(cls)
+
+    def __post_init__(self) -> None:
+        """What a made constructor does once the settings are kept (derived state, checks that
+        read two settings); nothing here."""
+
+    def settings(self) -> Dict[str, Any]:
+        """The recorded settings' values, for records (reports, caches): every declared setting
+        but those that only change how fast a result is computed (``recorded=False``)."""
+        return {name: getattr(self, name) for name, setting in self.SETTINGS.items() if setting.recorded}
 
     def _take_settings(self, **values) -> None:
         """Each keyword checked against its declaration in ``SETTINGS`` (a ``ValueError`` naming
         it) and kept as the attribute of its name."""
         for name, value in values.items():
             setattr(self, name, self.SETTINGS[name].check(value, name))
+
+
+def _collected_settings(cls) -> Dict[str, Setting]:
+    """The settings of ``cls``: its own ``SETTINGS`` mapping or else its base's, then each
+    :class:`Setting` class attribute it declares (which becomes its default, as a dataclass's)."""
+    settings = dict(vars(cls)["SETTINGS"] if "SETTINGS" in vars(cls) else super(cls, cls).SETTINGS)
+    for name, declared in list(vars(cls).items()):
+        if not isinstance(declared, Setting):
+            continue
+        if "SETTINGS" in vars(cls) and name in vars(cls)["SETTINGS"]:
+            raise TypeError(f"{cls.__qualname__}: the setting {name!r} is declared twice (SETTINGS and attribute)")
+        if not name.isidentifier() or keyword.iskeyword(name) or name.startswith("_"):
+            raise TypeError(f"{cls.__qualname__}: a setting's name must be a public keyword, got {name!r}")
+        settings[name] = declared
+        setattr(cls, name, declared.default)
+    return settings
+
+
+def _check_defaults(cls) -> None:
+    """A hand-written constructor's keyword default is its declaration's: a class whose signature
+    says otherwise is refused where it is defined, so that the two can never drift apart."""
+    parameters = inspect.signature(cls.__init__).parameters
+    for name, declared in cls.SETTINGS.items():
+        parameter = parameters.get(name)
+        if parameter is not None and parameter.default is not inspect.Parameter.empty \
+                and parameter.default != declared.default:
+            raise TypeError(f"{cls.__qualname__}: the keyword {name}={parameter.default!r} differs from its "
+                            f"declared default {declared.default!r} (SETTINGS[{name!r}])")
+
+
+def _foundation(cls):
+    """The nearest hand-written ``__init__`` above ``cls`` (a loss's: ``OpenSetLoss.__init__``)
+    and its parameters after ``self``; ``object``'s takes none."""
+    for base in cls.__mro__[1:]:
+        init = vars(base).get("__init__")
+        if init is not None and not getattr(init, "_made_from_settings", False):
+            if init is object.__init__:
+                return init, []
+            return init, list(inspect.signature(init).parameters.values())[1:]
+    raise AssertionError("object has an __init__")
+
+
+def _made_init(cls):
+    """``cls.__init__`` made from its declarations: the foundation's parameters, then each setting
+    the foundation does not take as a keyword-only one with its default. Written as source, as
+    :mod:`dataclasses` does, so that the signature and the errors of a wrong call are Python's."""
+    foundation, inherited = _foundation(cls)
+    taken = {p.name for p in inherited}
+    settings = {name: declared for name, declared in cls.SETTINGS.items() if name not in taken}
+    P = inspect.Parameter
+    parameters = [p for p in inherited if p.kind is not P.VAR_KEYWORD]
+    if settings and not any(p.kind in (P.VAR_POSITIONAL, P.KEYWORD_ONLY) for p in parameters):
+        parameters.append(None)  # the bare * before the keyword-only settings
+    parameters += [P(name, P.KEYWORD_ONLY, default=declared.default, annotation=declared.type)
+                   for name, declared in settings.items()]
+    parameters += [p for p in inherited if p.kind is P.VAR_KEYWORD]
+    spelled, defaults = _spelled_parameters(parameters)
+    passed = [_passed_on(p) for p in parameters if p is not None and p.name not in settings]
+    source = (f"def __init__(self, {', '.join(spelled)}):\n"
+              f"    _foundation(self, {', '.join(passed)})\n"
+              f"    self._take_settings({', '.join(f'{name}={name}' for name in settings)})\n"
+              f"    self.__post_init__()\n")
+    namespace = {"_foundation": foundation, **defaults}
+    exec(source, namespace)  # noqa: S102 (names are checked identifiers; values travel as defaults)
+    init = namespace["__init__"]
+    init.__qualname__ = f"{cls.__qualname__}.__init__"
+    init.__module__ = cls.__module__
+    init.__annotations__ = {**{p.name: p.annotation for p in inherited if p.annotation is not P.empty},
+                            **{name: declared.type for name, declared in settings.items()}}
+    init.__doc__ = (f"{cls.__name__}'s constructor, made from its declared settings (``SETTINGS``): each "
+                    f"keyword is checked against its declaration and kept as the attribute of its name.")
+    init._made_from_settings = True
+    return init
+
+
+def _spelled_parameters(parameters) -> Tuple[list, Dict[str, Any]]:
+    """The source of ``parameters`` (None: a bare ``*``) in a ``def``, with ``/`` where the
+    positional-only ones end, and the defaults it names, ``{"_default_NAME": value}``."""
+    P = inspect.Parameter
+    spelled, defaults, last_kind = [], {}, None
+    for parameter in parameters:
+        kind = P.KEYWORD_ONLY if parameter is None else parameter.kind
+        if last_kind is P.POSITIONAL_ONLY and kind is not P.POSITIONAL_ONLY:
+            spelled.append("/")
+        last_kind = kind
+        if parameter is None:
+            spelled.append("*")
+            continue
+        text = {P.VAR_POSITIONAL: "*", P.VAR_KEYWORD: "**"}.get(kind, "") + parameter.name
+        if parameter.default is not P.empty:
+            defaults[f"_default_{parameter.name}"] = parameter.default
+            text += f"=_default_{parameter.name}"
+        spelled.append(text)
+    if last_kind is P.POSITIONAL_ONLY:
+        spelled.append("/")
+    return spelled, defaults
+
+
+def _passed_on(parameter: inspect.Parameter) -> str:
+    """How the made constructor hands ``parameter`` on to the foundation's."""
+    P = inspect.Parameter
+    return {P.POSITIONAL_ONLY: parameter.name, P.POSITIONAL_OR_KEYWORD: parameter.name,
+            P.VAR_POSITIONAL: f"*{parameter.name}", P.VAR_KEYWORD: f"**{parameter.name}"}.get(
+        parameter.kind, f"{parameter.name}={parameter.name}")
 
 
 def setting(kind: type, default: Any = None, factory=None, **declared) -> Any:

@@ -25,8 +25,8 @@ smaller finite value in every other column (:func:`place_in_predicted_column`), 
 prediction stays the network's and the threshold acts on s(x).
 
 Adding a detector is one registered class (``@register("name")``) declaring its settings
-(``SETTINGS``: one :class:`Setting` per constructor keyword, with the grid that
-``tune-detectors`` searches) and its score twice side by side, ``_scores`` in numpy for
+(one :class:`Setting` class attribute each, ``k = Setting(int, 50, low=1, grid=...)``, with the
+grid that ``tune-detectors`` searches; its constructor is made from them) and its score twice side by side, ``_scores`` in numpy for
 evaluation and ``_torch_score`` in torch for ``export`` (or ``NOT_EXPORTABLE``: why not),
 plus its tests, which are parametrised over :data:`DETECTORS`; a config then sets them under
 ``detectors: {name: {...}}`` with no config edit.
@@ -169,7 +169,9 @@ class Detector(DeclaresSettings):
     * ``needs_last_layer``: True when the score reads the network's last layer on F, the
       logits' :math:`l = W F + b` (ViM, ReAct, ASH, SCALE): :meth:`use_last_layer` hands it over
       (its C known-class rows) before :meth:`fit` and :meth:`scores`;
-    * ``SETTINGS``: one :class:`Setting` per constructor keyword (type, range, default, grid);
+    * its settings, each a :class:`Setting` class attribute (type, range, default, grid), collected
+      into ``SETTINGS``: the constructor, keyword-only, is made from them
+      (:class:`~agnostophobia.settings.DeclaresSettings`);
     * ``NOT_EXPORTABLE``: why ``export`` cannot write the score, for a detector that does not
       implement :meth:`_torch_score`; one that does leaves it empty;
     * ``title``: the name shown in reports; ``report_note``: what a report says about how
@@ -279,11 +281,6 @@ class Detector(DeclaresSettings):
         if cls._torch_score is not Detector._torch_score:
             return None
         return cls.NOT_EXPORTABLE or "it has no torch implementation (no _torch_score)"
-
-    def settings(self) -> Dict[str, Any]:
-        """The recorded settings' values, for records (reports, caches): every declared setting
-        but those that only change how fast a score is computed (``recorded=False``)."""
-        return {name: getattr(self, name) for name, setting in self.SETTINGS.items() if setting.recorded}
 
     def fitted_state(self) -> Dict[str, np.ndarray]:
         """The fitted detector as arrays (its :data:`FITTED_STATE` attributes); {} before

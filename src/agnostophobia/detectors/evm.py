@@ -138,18 +138,13 @@ class EVM(Detector):
 
     # 12 grid points, as OpenMax's and k-NN's (tune-detectors fits each on every model): the tail
     # sizes the cpu LeNet++ run chose from (10, 20, 50, 100) were 10 and 100, so those two remain
-    SETTINGS = {"tail_size": Setting(int, 50, low=2, grid=(10, 100), doc="margins per Weibull fit (a fit needs 2)"),
-                "cover_threshold": Setting(float, 0.5, low=0, high=1, low_open=True, grid=(0.3, 0.5, 0.7)),
-                # tuned too: cosine ignores the feature magnitude, which is what separates unknowns in a
-                # 2-D LeNet++ (Fig. 2) and what Objectosphere trains; measured on the cpu LeNet++ run
-                "distance": Setting(str, "cosine", choices=METRICS, grid=METRICS),
-                "query_chunk": Setting(int, 1024, low=1, recorded=False),
-                "reference_chunk": Setting(int, 8192, low=1, recorded=False)}
-
-    def __init__(self, tail_size: int = 50, cover_threshold: float = 0.5, distance: str = "cosine",
-                 query_chunk: int = 1024, reference_chunk: int = 8192):
-        self._take_settings(tail_size=tail_size, cover_threshold=cover_threshold, distance=distance,
-                            query_chunk=query_chunk, reference_chunk=reference_chunk)
+    tail_size = Setting(int, 50, low=2, grid=(10, 100), doc="margins per Weibull fit (a fit needs 2)")
+    cover_threshold = Setting(float, 0.5, low=0, high=1, low_open=True, grid=(0.3, 0.5, 0.7))
+    # tuned too: cosine ignores the feature magnitude, which is what separates unknowns in a
+    # 2-D LeNet++ (Fig. 2) and what Objectosphere trains; measured on the cpu LeNet++ run
+    distance = Setting(str, "cosine", choices=METRICS, grid=METRICS)
+    query_chunk = Setting(int, 1024, low=1, recorded=False)
+    reference_chunk = Setting(int, 8192, low=1, recorded=False)
 
     def _margins(self, features: np.ndarray, labels: np.ndarray, c: int) -> np.ndarray:
         """(N_c, tail_size) smallest margins (half distances) of class c's samples to the others."""

@@ -198,16 +198,12 @@ class KNNDetector(Detector):
                    "fitted on each model's own training knowns; exact, chunked search.")
 
     # Sun et al. (2022) chose k on validation data too; the grid spans their CIFAR-10 choice.
-    SETTINGS = {"k": Setting(int, 50, low=1, grid=(1, 5, 10, 20, 50, 100)),
-                # tuned too: normalised features lose the magnitude (see EVM's distance)
-                "normalize": Setting(bool, True, grid=(True, False)), "class_conditional": Setting(bool, False),
-                "query_chunk": Setting(int, 1024, low=1, recorded=False),
-                "reference_chunk": Setting(int, 8192, low=1, recorded=False)}
-
-    def __init__(self, k: int = 50, normalize: bool = True, class_conditional: bool = False,
-                 query_chunk: int = 1024, reference_chunk: int = 8192):
-        self._take_settings(k=k, normalize=normalize, class_conditional=class_conditional, query_chunk=query_chunk,
-                            reference_chunk=reference_chunk)
+    k = Setting(int, 50, low=1, grid=(1, 5, 10, 20, 50, 100))
+    # tuned too: normalised features lose the magnitude (see EVM's distance)
+    normalize = Setting(bool, True, grid=(True, False))
+    class_conditional = Setting(bool, False)
+    query_chunk = Setting(int, 1024, low=1, recorded=False)
+    reference_chunk = Setting(int, 8192, low=1, recorded=False)
 
     def _prepare(self, features: np.ndarray) -> np.ndarray:
         return l2_normalize(features) if self.normalize else features

@@ -280,27 +280,24 @@ class OpenMax(Detector):
         "logits instead of softmax values; the unknown activation is sum_i v_i (1 - w_i) without mixing in the "
         "class-0 score; only correctly classified samples (their code used all).")
 
-    SETTINGS = {"tail_size": Setting(int, 20, low=2, grid=(10, 20, 50)),
-                "alpha": Setting(int, 3, low=1, grid=(1, 2, 3, 5)),  # <= C, checked when fitted
-                "distance": Setting(str, "eucos", choices=tuple(DISTANCES.names())),
-                "translate_amount": Setting(float, LIBMR_TRANSLATE_AMOUNT, low=0, low_open=True)}
+    tail_size = Setting(int, 20, low=2, grid=(10, 20, 50))
+    alpha = Setting(int, 3, low=1, grid=(1, 2, 3, 5))  # <= C, checked when fitted
+    distance = Setting(str, "eucos", choices=tuple(DISTANCES.names()))
+    translate_amount = Setting(float, LIBMR_TRANSLATE_AMOUNT, low=0, low_open=True)
 
-    def __init__(self, tail_size: int = 20, alpha: int = 3, distance: str = "eucos",
-                 translate_amount: float = LIBMR_TRANSLATE_AMOUNT):
-        self._take_settings(tail_size=tail_size, alpha=alpha, distance=distance, translate_amount=translate_amount)
-        self._distance_fn = DISTANCES.get(distance)
+    def __post_init__(self):
+        self._distance_fn = DISTANCES.get(self.distance)
         self.num_classes_: int | None = None
 
     @classmethod
-    def from_parameters(cls, mav, weibull_shape, weibull_scale, weibull_loc, *, alpha: int = 3,
-                        distance: str = "eucos", tail_size: int = 20,
-                        translate_amount: float = LIBMR_TRANSLATE_AMOUNT) -> "OpenMax":
-        """An OpenMax from stored parameters: ``mav`` (C, C), Weibull shape/scale/loc (C,) each.
+    def from_parameters(cls, mav, weibull_shape, weibull_scale, weibull_loc, **settings) -> "OpenMax":
+        """An OpenMax from stored parameters: ``mav`` (C, C), Weibull shape/scale/loc (C,) each,
+        and its ``settings`` as the constructor takes them.
 
         For reloading a fitted model (all attributes are plain arrays) and for tests with
-        hand-chosen Weibulls. ``tail_size`` and ``translate_amount`` are only recorded.
+        hand-chosen Weibulls. The tail size and the translate amount are only recorded.
         """
-        model = cls(tail_size=tail_size, alpha=alpha, distance=distance, translate_amount=translate_amount)
+        model = cls(**settings)
         mav = check_scores(mav, "mav")
         num_classes = mav.shape[0]
         if mav.shape != (num_classes, num_classes):

@@ -341,10 +341,7 @@ class EnergyDetector(Detector):
     evaluation. One number per sample, in the predicted class's column.
     """
 
-    SETTINGS = {"temperature": Setting(float, 1.0, low=0, low_open=True)}
-
-    def __init__(self, temperature: float = 1.0):
-        self._take_settings(temperature=temperature)
+    temperature = Setting(float, 1.0, low=0, low_open=True)
 
     def _scores(self, logits, features: Optional[np.ndarray]):
         t = self.temperature
@@ -395,11 +392,8 @@ class GENDetector(Detector):
     SCORE_SCALE = 2  # -ln G where G underflows (1: 0 there, a tie)
     report_note = ("Liu et al. (CVPR 2023): minus the generalized entropy of the M largest softmax probabilities; "
                    "M is clipped to the number of known classes C.")
-    SETTINGS = {"gamma": Setting(float, 0.1, low=0, low_open=True, grid=(0.01, 0.1, 0.5, 1.0)),
-                "top": Setting(int, 100, low=1, grid=(2, 5, 100))}
-
-    def __init__(self, gamma: float = 0.1, top: int = 100):
-        self._take_settings(gamma=gamma, top=top)
+    gamma = Setting(float, 0.1, low=0, low_open=True, grid=(0.01, 0.1, 0.5, 1.0))
+    top = Setting(int, 100, low=1, grid=(2, 5, 100))
 
     def _scores(self, logits, features: Optional[np.ndarray]):
         log_g = log_generalized_entropy(logits, self.gamma, min(self.top, logits.shape[1]))

@@ -83,11 +83,8 @@ class PostMax(Detector):
                    "Pareto distribution fitted by maximum likelihood on each model's correctly classified "
                    "training knowns.")
 
-    SETTINGS = {"tail_fraction": Setting(float, 1.0, low=0, high=1, low_open=True,
-                                         grid=(0.1, 0.25, 0.5, 0.75, 1.0))}
-
-    def __init__(self, tail_fraction: float = 1.0):
-        self._take_settings(tail_fraction=tail_fraction)
+    tail_fraction = Setting(float, 1.0, low=0, high=1, low_open=True,
+                            grid=(0.1, 0.25, 0.5, 0.75, 1.0))
 
     def fit(self, train_logits, train_features, train_labels) -> "PostMax":
         logits, features, labels = check_training_data(train_logits, train_features, train_labels, True)

@@ -108,11 +108,8 @@ class ReAct(_LastLayerDetector):
     needs_fit = True
     title = "ReAct"
     report_note = "Sun et al. (NeurIPS 2021): energy of the logits of F clipped at a training percentile; " + SHAPED_NOTE
-    SETTINGS = {"percentile": Setting(float, 90.0, low=0, high=100, grid=(80.0, 85.0, 90.0, 95.0, 99.0))}
+    percentile = Setting(float, 90.0, low=0, high=100, grid=(80.0, 85.0, 90.0, 95.0, 99.0))
     FITTED_STATE = ("threshold_",)
-
-    def __init__(self, percentile: float = 90.0):
-        self._take_settings(percentile=percentile)
 
     def fit(self, train_logits, train_features, train_labels) -> "ReAct":
         logits, features, _ = check_training_data(train_logits, train_features, train_labels, need_features=True)
@@ -157,11 +154,8 @@ class ASH(_LastLayerDetector):
 
     title = "ASH"
     report_note = "Djurisic et al. (ICLR 2023): energy of the logits of F pruned per sample; " + SHAPED_NOTE
-    SETTINGS = {"percentile": Setting(float, 90.0, low=0, high=99, grid=(65.0, 80.0, 90.0, 95.0)),
-                "variant": Setting(str, "s", choices=ASH_VARIANTS, grid=ASH_VARIANTS)}
-
-    def __init__(self, percentile: float = 90.0, variant: str = "s"):
-        self._take_settings(percentile=percentile, variant=variant)
+    percentile = Setting(float, 90.0, low=0, high=99, grid=(65.0, 80.0, 90.0, 95.0))
+    variant = Setting(str, "s", choices=ASH_VARIANTS, grid=ASH_VARIANTS)
 
     def shape(self, features):
         k = kept_count(features.shape[1], self.percentile)
@@ -215,10 +209,7 @@ class SCALE(_LastLayerDetector):
 
     title = "SCALE"
     report_note = "Xu et al. (ICLR 2024): energy of the logits of F scaled per sample; " + SHAPED_NOTE
-    SETTINGS = {"percentile": Setting(float, 85.0, low=0, high=99, grid=(65.0, 70.0, 75.0, 80.0, 85.0, 90.0, 95.0))}
-
-    def __init__(self, percentile: float = 85.0):
-        self._take_settings(percentile=percentile)
+    percentile = Setting(float, 85.0, low=0, high=99, grid=(65.0, 70.0, 75.0, 80.0, 85.0, 90.0, 95.0))
 
     def shape(self, features):
         k = kept_count(features.shape[1], self.percentile)

@@ -67,11 +67,8 @@ class ViM(Detector):
     title = "ViM"
     report_note = ("Wang et al. (CVPR 2022): energy minus the scaled norm of F's residual outside the training "
                    "knowns' principal subspace (d = principal_fraction x D); not applicable where D <= C.")
-    SETTINGS = {"principal_fraction": Setting(float, 0.5, low=0, high=1, low_open=True, grid=(0.25, 0.5, 0.75))}
+    principal_fraction = Setting(float, 0.5, low=0, high=1, low_open=True, grid=(0.25, 0.5, 0.75))
     FITTED_STATE = ("origin_", "residual_basis_", "alpha_")
-
-    def __init__(self, principal_fraction: float = 0.5):
-        self._take_settings(principal_fraction=principal_fraction)
 
     @classmethod
     def not_applicable(cls, num_classes: int, feature_dim: int) -> Optional[str]:

@@ -30,7 +30,7 @@ import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 import torch
@@ -53,7 +53,7 @@ from agnostophobia.metrics.rows import own_detector
 from agnostophobia.metrics.summary import finite_or_none
 from agnostophobia.rundir import RunDir
 from agnostophobia.settings import Setting
-from agnostophobia.training.config import (LOSS_ALIASES, ExperimentConfig, TrainConfig, load_experiment,
+from agnostophobia.training.config import (LOSS_ALIASES, ExperimentConfig, load_experiment,
                                            read_yaml, resolve_config_path, with_loss_keys_moved)
 from agnostophobia._log import log_info
 
@@ -64,18 +64,12 @@ INFO_FPRS = (1e-3, 1e-2, 1e-1)
 
 
 # ------------------------------------------------------------------ the grid
-def tunable_parameters() -> Dict[str, Tuple[str, Setting]]:
-    """``{command-line name: (keyword, setting)}`` of every hyper-parameter some registered
-    loss reads (declared, or inferred from its constructor), spelled as in the YAML
-    (``lambda`` for the keyword ``lambda_``)."""
+def tunable_parameters() -> Dict[str, Tuple[str, Dict[str, Setting]]]:
+    """``{command-line name: (keyword, {approach: setting})}`` of every hyper-parameter some
+    registered loss reads (declared, or inferred from its constructor), spelled as in the YAML
+    (``lambda`` for the keyword ``lambda_``), with the declaration of each loss that reads it."""
     spelled = {keyword: name for name, keyword in LOSS_ALIASES.items()}
     return {spelled.get(keyword, keyword): (keyword, declared) for keyword, declared in every_loss_setting().items()}
-
-
-def config_value(train: TrainConfig, keyword: str, setting: Setting):
-    """The value a config gives the loss hyper-parameter ``keyword``: under ``loss:``, else its
-    declared default."""
-    return train.loss.get(keyword, setting.default)
 
 
 def format_value(value: Optional[float]) -> str:
@@ -97,16 +91,17 @@ def parse_param(text: str) -> Tuple[str, Tuple[float, ...]]:
     if name not in tunable:
         raise ConfigError(f"--param {text!r}: unknown parameter {name!r}; tunable (read by a loss): "
                           f"{', '.join(tunable)}")
-    setting = tunable[name][1]
-    if setting.type not in (int, float):
-        raise ConfigError(f"--param {text!r}: {name} is {setting.type.__name__}, not a number; tune searches numbers")
+    numeric = [setting.type for setting in tunable[name][1].values() if setting.type in (int, float)]
+    if not numeric:
+        kinds = sorted({setting.type.__name__ for setting in tunable[name][1].values()})
+        raise ConfigError(f"--param {text!r}: {name} is {' or '.join(kinds)}, not a number; tune searches numbers")
     parsed = []
     for item in values.split(","):
         try:
             value = float(item)
         except ValueError:
             raise ConfigError(f"--param {text!r}: {item.strip()!r} is not a number") from None
-        if setting.type is int and value.is_integer():
+        if all(kind is int for kind in numeric) and value.is_integer():
             value = int(value)
         problem = setting_problem(tunable[name][0], value)  # any loss's range; the tuned ones': check_grid
         if problem:
@@ -230,12 +225,33 @@ class TuneSetup:
     def fprs(self) -> List[float]:
         return sorted({*INFO_FPRS, self.fpr})
 
-    @property
-    def base(self) -> Dict[str, float]:
-        """The config's own values of the tuned parameters (the authors' for lenet++)."""
+    def base_of(self, approach: str) -> Dict[str, Optional[float]]:
+        """The config's own values of the tuned parameters for ``approach`` (the authors' for
+        lenet++): under ``loss:``, else the default its own loss declares (for one its loss does
+        not read, the default of the losses that do, where they agree). None: unset."""
         tunable = tunable_parameters()
-        values = {name: config_value(self.experiment.train, *tunable[name]) for name in self.params}
-        return {name: None if value is None else float(value) for name, value in values.items()}  # None: required, unset
+        values = {}
+        for name in self.params:
+            keyword, readers = tunable[name]
+            defaults = {setting.default for setting in readers.values()}
+            default = readers[approach].default if approach in readers else \
+                defaults.pop() if len(defaults) == 1 else None
+            value = self.experiment.train.loss.get(keyword, default)
+            values[name] = None if value is None else float(value)
+        return values
+
+    @property
+    def base(self) -> Dict[str, Union[Optional[float], Dict[str, Optional[float]]]]:
+        """The config's own values of the tuned parameters, for the record: one value each, or,
+        where the tuned approaches' losses declare different defaults, ``{approach: value}``."""
+        values: Dict[str, Union[Optional[float], Dict[str, Optional[float]]]] = {}
+        readers = {name: [a for a in self.approaches if tunable_parameters()[name][0] in loss_settings(a)]
+                   for name in self.params}
+        for name in self.params:
+            by_approach = {a: self.base_of(a)[name] for a in readers[name] or self.approaches[:1]}
+            distinct = set(by_approach.values())
+            values[name] = distinct.pop() if len(distinct) == 1 else by_approach
+        return values
 
     def experiment_at(self, point: Dict[str, float]) -> ExperimentConfig:
         tunable = tunable_parameters()
@@ -370,7 +386,7 @@ def tune_record(tuning: TuneSetup, rows: List[Dict], split: Dict, protocol, out:
     n_unknown = len(protocol.test_unknowns[HELD_OUT_NEGATIVES])
     chosen, not_chosen, configs = {}, {}, {}
     for approach in tuning.approaches:
-        best = choose([r for r in rows if r["approach"] == approach], tuning.base, index)
+        best = choose([r for r in rows if r["approach"] == approach], tuning.base_of(approach), index)
         if best is None:
             chosen[approach] = None
             trained = any(r["status"] == "trained" for r in rows if r["approach"] == approach)
@@ -445,6 +461,13 @@ def write_results(out: Path, record: Dict) -> None:
     atomic_write(out / "tune.md", lambda tmp: Path(tmp).write_text(tune_markdown(record)))
 
 
+def _config_value_text(value) -> str:
+    """A config value as ``tune.md`` shows it: one number, or each approach's where they differ."""
+    if isinstance(value, dict):
+        return ", ".join(f"{format_value(v)} ({approach})" for approach, v in value.items())
+    return format_value(value)
+
+
 def _cell(value: Optional[float]) -> str:
     return "n/a" if value is None else f"{value:.4f}"
 
@@ -478,7 +501,7 @@ def tune_markdown(record: Dict) -> str:
         cells = [format_value(row["params"][p]) for p in params] + [row["approach"] + mark]
         cells += [_cell(v) for v in row["ccr"]] + [row["status"].split(":")[0], f"{row['wall_s']:.0f} s"]
         lines.append("| " + " | ".join(cells) + " |")
-    lines += ["", "Config values: " + ", ".join(f"{n} = {format_value(v)}" for n, v in record["config_values"].items())
+    lines += ["", "Config values: " + ", ".join(f"{n} = {_config_value_text(v)}" for n, v in record["config_values"].items())
               + ". ✓ = chosen. n/a: too few validation unknowns to resolve that FPR.", ""]
     for approach, chosen in record["chosen"].items():
         if chosen:

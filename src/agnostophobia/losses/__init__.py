@@ -86,15 +86,16 @@ def loss_settings(name: str) -> Dict[str, Setting]:
     return LOSSES.get(name).hyperparameters()
 
 
-def every_loss_setting() -> Dict[str, Setting]:
-    """Every hyper-parameter some registered loss reads, by keyword, with the first declaration
-    in the order of registration: the names a config's ``loss:`` may hold. A value is checked
-    against the declaration of the loss that reads it (:func:`setting_problem`), never this one's
-    alone: two losses may declare one name with different ranges."""
-    settings: Dict[str, Setting] = {}
+def every_loss_setting() -> Dict[str, Dict[str, Setting]]:
+    """Every hyper-parameter some registered loss reads, by keyword: the names a config's
+    ``loss:`` may hold, each with the declaration of every loss that reads it, by approach. Two
+    losses may declare one name with different types, ranges or defaults, so no declaration
+    stands for the others: a value is checked against those of the approaches trained or tuned
+    (:func:`setting_problem`)."""
+    settings: Dict[str, Dict[str, Setting]] = {}
     for name in LOSSES.registered():
         for keyword, declared in loss_settings(name).items():
-            settings.setdefault(keyword, declared)
+            settings.setdefault(keyword, {})[name] = declared
     return settings
 
 

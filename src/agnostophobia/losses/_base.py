@@ -129,9 +129,12 @@ class OpenSetLoss(DeclaresSettings, nn.Module):
     (False where one captured step cannot stand for every step: ``cuda_graph: true`` is refused),
     ``fine_tune`` (a :class:`~agnostophobia.losses.FineTune` recipe where the approach starts from another approach's
     trained network, as its paper does; None: from scratch). Their hyper-parameters are
-    their constructor's keyword arguments, each declared in ``SETTINGS`` (type, default, range,
-    tuning grid) or, where not declared, inferred from its annotation and default
-    (:meth:`hyperparameters`).
+    declared once each as a class attribute, ``xi = Setting(float, 50.0, low=0, grid=...)`` (type,
+    default, range, tuning grid): the constructor ``(num_classes, reduction='mean', *, xi=50.0)``
+    is made from them (:class:`~agnostophobia.settings.DeclaresSettings`), with
+    :meth:`~agnostophobia.settings.DeclaresSettings.__post_init__` for what a loss derives from
+    them. A loss with its own ``__init__`` may also take undeclared keywords, inferred from their
+    annotation and default (:meth:`hyperparameters`).
 
     Hooks the trainer calls, doing nothing here: :meth:`attach` (once, with the network it
     trains), :meth:`begin_epoch` (before each training epoch), :meth:`mix_batch` (on each
@@ -236,7 +239,8 @@ class OpenSetLoss(DeclaresSettings, nn.Module):
         return width - int(cls.background_class)
 
     def extra_repr(self) -> str:
-        return f"num_classes={self.num_classes}, reduction={self.reduction!r}"
+        settings = "".join(f", {name}={getattr(self, name)!r}" for name in self.SETTINGS if hasattr(self, name))
+        return f"num_classes={self.num_classes}, reduction={self.reduction!r}{settings}"
 
     # -- input checks -----------------------------------------------------------------
     def _check_logits(self, logits) -> torch.Tensor:

@@ -36,19 +36,11 @@ class EnergyRegularizedLoss(OpenSetLoss):
     trains_on_unknowns = True
     mean_per_term = True
     default_detector = "energy"
-    SETTINGS = {
-        "energy_weight": Setting(float, 0.1, low=0, grid=(0.05, 0.1, 0.5), doc="λ, the weight of the energy hinges"),
-        "energy_margin_in": Setting(float, -25.0, grid=(-27.0, -25.0, -23.0),
-                                    doc="m_in: knowns' energy is pushed below it"),
-        "energy_margin_out": Setting(float, -7.0, grid=(-9.0, -7.0, -5.0),
-                                     doc="m_out: negatives' energy is pushed above it"),
-    }
-
-    def __init__(self, num_classes: int, energy_weight: float = 0.1, energy_margin_in: float = -25.0,
-                 energy_margin_out: float = -7.0, reduction: str = "mean"):
-        super().__init__(num_classes, reduction)
-        self._take_settings(energy_weight=energy_weight, energy_margin_in=energy_margin_in,
-                            energy_margin_out=energy_margin_out)
+    energy_weight = Setting(float, 0.1, low=0, grid=(0.05, 0.1, 0.5), doc="λ, the weight of the energy hinges")
+    energy_margin_in = Setting(float, -25.0, grid=(-27.0, -25.0, -23.0),
+                               doc="m_in: knowns' energy is pushed below it")
+    energy_margin_out = Setting(float, -7.0, grid=(-9.0, -7.0, -5.0),
+                                doc="m_out: negatives' energy is pushed above it")
 
     def forward(self, logits: torch.Tensor, labels: torch.Tensor, sample_weight=None) -> torch.Tensor:
         logits, labels, weight = self._check_inputs(logits, labels, sample_weight)

@@ -30,12 +30,8 @@ class LogitNormLoss(OpenSetLoss):
     title = "LogitNorm"
     trains_on_unknowns = False
     default_detector = "softmax"
-    SETTINGS = {"logitnorm_temperature": Setting(float, 0.04, low=0, low_open=True, grid=(0.01, 0.04, 0.1),
-                                                 doc="τ, the temperature of the normalised logits")}
-
-    def __init__(self, num_classes: int, logitnorm_temperature: float = 0.04, reduction: str = "mean"):
-        super().__init__(num_classes, reduction)
-        self._take_settings(logitnorm_temperature=logitnorm_temperature)
+    logitnorm_temperature = Setting(float, 0.04, low=0, low_open=True, grid=(0.01, 0.04, 0.1),
+                                    doc="τ, the temperature of the normalised logits")
 
     def forward(self, logits: torch.Tensor, labels: torch.Tensor, sample_weight=None) -> torch.Tensor:
         logits, labels, weight = self._check_inputs(logits, labels, sample_weight)

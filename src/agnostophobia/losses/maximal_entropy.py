@@ -32,12 +32,8 @@ class MaximalEntropyLoss(OpenSetLoss):
     title = "Maximal Entropy"
     trains_on_unknowns = True
     default_detector = "softmax"
-    SETTINGS = {"margin": Setting(float, 0.35, low=0, grid=(0.1, 0.35, 0.5),
-                                  doc="m, subtracted from a known sample's target logit")}
-
-    def __init__(self, num_classes: int, margin: float = 0.35, reduction: str = "mean"):
-        super().__init__(num_classes, reduction)
-        self._take_settings(margin=margin)
+    margin = Setting(float, 0.35, low=0, grid=(0.1, 0.35, 0.5),
+                     doc="m, subtracted from a known sample's target logit")
 
     def forward(self, logits: torch.Tensor, labels: torch.Tensor, sample_weight=None) -> torch.Tensor:
         logits, labels, weight = self._check_inputs(logits, labels, sample_weight)

@@ -49,17 +49,12 @@ class MixOELoss(OpenSetLoss):
     default_detector = "softmax"
     batches_over_seeds = False
     replays_in_cuda_graph = False  # a replay would repeat the captured step's λ and box
-    SETTINGS = {
-        "mix": Setting(str, "mixup", choices=MIXES, grid=MIXES, doc="how a negative is mixed with a known"),
-        "mix_alpha": Setting(float, 1.0, low=0, low_open=True, grid=(0.5, 1.0, 2.0),
-                             doc="α of the Beta(α, α) distribution λ is drawn from"),
-        "mix_weight": Setting(float, 5.0, low=0, grid=(1.0, 5.0, 10.0), doc="β, the weight of the mixed term"),
-    }
+    mix = Setting(str, "mixup", choices=MIXES, grid=MIXES, doc="how a negative is mixed with a known")
+    mix_alpha = Setting(float, 1.0, low=0, low_open=True, grid=(0.5, 1.0, 2.0),
+                        doc="α of the Beta(α, α) distribution λ is drawn from")
+    mix_weight = Setting(float, 5.0, low=0, grid=(1.0, 5.0, 10.0), doc="β, the weight of the mixed term")
 
-    def __init__(self, num_classes: int, mix: str = "mixup", mix_alpha: float = 1.0, mix_weight: float = 5.0,
-                 reduction: str = "mean"):
-        super().__init__(num_classes, reduction)
-        self._take_settings(mix=mix, mix_alpha=mix_alpha, mix_weight=mix_weight)
+    def __post_init__(self):
         self._partners: Optional[torch.Tensor] = None  # each row's known partner's label (-1: unmixed)
         self._share = 0.0                               # λ, the known partner's share of the mixture
 

@@ -51,17 +51,10 @@ class ObjectosphereLoss(OpenSetLoss):
     title = "Objectosphere"  # display name in reports and figures
     uses_features = True
     trains_on_unknowns = True
-    SETTINGS = {"xi": Setting(float, 50.0, low=0, grid=(10.0, 50.0, 100.0),
-                              doc="the feature magnitude known samples are pushed beyond (Eq. 2)"),
-                "lambda_": Setting(float, 1e-4, low=0, grid=(1e-5, 1e-4, 1e-3),
-                                   doc="the weight of the magnitude term (Eq. 2); YAML key 'lambda'")}
-
-    def __init__(self, num_classes: int, xi: float = 50.0, lambda_: float = 1e-4, reduction: str = "mean"):
-        super().__init__(num_classes, reduction)
-        self._take_settings(xi=xi, lambda_=lambda_)
-
-    def extra_repr(self) -> str:
-        return f"{super().extra_repr()}, xi={self.xi}, lambda_={self.lambda_}"
+    xi = Setting(float, 50.0, low=0, grid=(10.0, 50.0, 100.0),
+                 doc="the feature magnitude known samples are pushed beyond (Eq. 2)")
+    lambda_ = Setting(float, 1e-4, low=0, grid=(1e-5, 1e-4, 1e-3),
+                      doc="the weight of the magnitude term (Eq. 2); YAML key 'lambda'")
 
     def forward(self, logits: torch.Tensor, labels: torch.Tensor, features: torch.Tensor = None,
                 sample_weight=None) -> torch.Tensor:

@@ -37,16 +37,13 @@ class OutlierExposureLoss(OpenSetLoss):
     trains_on_unknowns = True
     mean_per_term = True
     default_detector = "softmax"
-    SETTINGS = {"outlier_weight": Setting(float, 0.5, low=0, grid=(0.1, 0.5, 1.0),
-                                          doc="λ, the weight of the negatives' uniform cross-entropy (paper: 0.5)"),
-                "outlier_average": Setting(str, "per-term", choices=AVERAGES, grid=AVERAGES,
-                                           doc="'per-term': each term a mean over its own samples (the paper's "
-                                               "code); 'batch': both over the whole batch, as Entropic Open-Set")}
+    outlier_weight = Setting(float, 0.5, low=0, grid=(0.1, 0.5, 1.0),
+                             doc="λ, the weight of the negatives' uniform cross-entropy (paper: 0.5)")
+    outlier_average = Setting(str, "per-term", choices=AVERAGES, grid=AVERAGES,
+                              doc="'per-term': each term a mean over its own samples (the paper's "
+                                  "code); 'batch': both over the whole batch, as Entropic Open-Set")
 
-    def __init__(self, num_classes: int, outlier_weight: float = 0.5, outlier_average: str = "per-term",
-                 reduction: str = "mean"):
-        super().__init__(num_classes, reduction)
-        self._take_settings(outlier_weight=outlier_weight, outlier_average=outlier_average)
+    def __post_init__(self):
         self.mean_per_term = self.outlier_average == "per-term"
 
     def forward(self, logits: torch.Tensor, labels: torch.Tensor, sample_weight=None) -> torch.Tensor:

@@ -53,26 +53,20 @@ class VOSLoss(OpenSetLoss):
     default_detector = "energy"
     batches_over_seeds = False
     replays_in_cuda_graph = False  # whether it synthesises changes at an epoch, a captured step would not
-    SETTINGS = {
-        "vos_weight": Setting(float, 0.1, low=0, grid=(0.05, 0.1, 0.5), doc="β, the weight of the uncertainty loss"),
-        "vos_start": Setting(float, 0.4, low=0, high=1, grid=(0.2, 0.4, 0.6),
-                             doc="the fraction of the epochs after which outliers are synthesised (paper: 40/100)"),
-        "queue_size": Setting(int, 1000, low=1, grid=(200, 1000), doc="features kept per class"),
-        "candidates": Setting(int, 10000, low=1, grid=(1000, 10000), doc="features drawn per class and step"),
-        "selected": Setting(int, 1, low=1, grid=(1, 5), doc="the least likely draws kept per class"),
-    }
+    vos_weight = Setting(float, 0.1, low=0, grid=(0.05, 0.1, 0.5), doc="β, the weight of the uncertainty loss")
+    vos_start = Setting(float, 0.4, low=0, high=1, grid=(0.2, 0.4, 0.6),
+                        doc="the fraction of the epochs after which outliers are synthesised (paper: 40/100)")
+    queue_size = Setting(int, 1000, low=1, grid=(200, 1000), doc="features kept per class")
+    candidates = Setting(int, 10000, low=1, grid=(1000, 10000), doc="features drawn per class and step")
+    selected = Setting(int, 1, low=1, grid=(1, 5), doc="the least likely draws kept per class")
 
-    def __init__(self, num_classes: int, vos_weight: float = 0.1, vos_start: float = 0.4, queue_size: int = 1000,
-                 candidates: int = 10000, selected: int = 1, reduction: str = "mean"):
-        super().__init__(num_classes, reduction)
-        self._take_settings(vos_weight=vos_weight, vos_start=vos_start, queue_size=queue_size,
-                            candidates=candidates, selected=selected)
-        if selected > candidates:
-            raise ValueError(f"selected ({selected}) must be <= candidates ({candidates})")
-        self.energy_weights = nn.Parameter(torch.rand(num_classes))  # w, uniform in [0, 1) as the authors'
-        self.uncertainty = nn.Linear(1, 2)                             # φ
-        self.register_buffer("queue", torch.zeros(num_classes, queue_size, 0))
-        self.register_buffer("filled", torch.zeros(num_classes, dtype=torch.long))
+    def __post_init__(self):
+        if self.selected > self.candidates:
+            raise ValueError(f"selected ({self.selected}) must be <= candidates ({self.candidates})")
+        self.energy_weights = nn.Parameter(torch.rand(self.num_classes))  # w, uniform in [0, 1) as the authors'
+        self.uncertainty = nn.Linear(1, 2)                                  # φ
+        self.register_buffer("queue", torch.zeros(self.num_classes, self.queue_size, 0))
+        self.register_buffer("filled", torch.zeros(self.num_classes, dtype=torch.long))
         self.synthesising = False
         self.__dict__["_head"] = None  # the network's logit layer; not a submodule (the model owns it)
 
