@@ -40,7 +40,7 @@ ALLOWED: Dict[Tuple[str, str], str] = {
     ("data/datasets/svhn.py", "candidates"): _DATASET_FILES,
     ("detectors/vim.py", "alpha"): "ViM's fitted scale α, a buffer name in exported files, not OpenMax's alpha",
     ("detectors/stored.py", "top"): "the stored scores' record key of the top pairs, not GEN's top",
-    ("training/records.py", "top"): "the stored scores' record key of the top pairs, not GEN's top",
+    ("training/records/detector_caches.py", "top"): "the stored scores' record key of the top pairs, not GEN's top",
     ("experiments/benchmark.py", "alpha"): "the significance level of the benchmark's tests, not OpenMax's alpha",
     ("experiments/tune_detectors.py", "candidates"): "the tuning record's key of the settings tried, not VOS's",
     ("plotting/panels.py", "alpha"): "matplotlib's transparency, not OpenMax's alpha",
