@@ -140,6 +140,17 @@ class OpenSetLoss(DeclaresSettings, nn.Module):
     trains), :meth:`begin_epoch` (before each training epoch), :meth:`mix_batch` (on each
     training batch before the network sees it). A loss's parameters are trained with the
     network's, and its state dict is kept in the checkpoints.
+
+    Args:
+        num_classes: C, the number of known classes (a positive integer; numpy integers are
+            accepted, bools and floats refused). Known labels are ``0..C-1``; the loss expects
+            ``(N, C)`` logits, or ``(N, C+1)`` with a background class (:attr:`num_outputs`).
+        reduction: ``'mean'``, ``'sum'`` or ``'none'`` (the per-sample losses, shape ``(N,)``);
+            see the module docstring for how ``'mean'`` counts samples and weights.
+
+    Raises:
+        ValueError: ``num_classes`` is not a positive integer or ``reduction`` is not one of
+            the three.
     """
 
     uses_features: bool = False
@@ -223,18 +234,6 @@ class OpenSetLoss(DeclaresSettings, nn.Module):
         return declared_settings(cls, cls.SETTINGS, skip=("num_classes", "reduction"))
 
     def __init__(self, num_classes: int, reduction: str = "mean"):
-        """
-        Args:
-            num_classes: C, the number of known classes (a positive integer; numpy integers are
-                accepted, bools and floats refused). Known labels are ``0..C-1``; the loss expects
-                ``(N, C)`` logits, or ``(N, C+1)`` with a background class (:attr:`num_outputs`).
-            reduction: ``'mean'``, ``'sum'`` or ``'none'`` (the per-sample losses, shape ``(N,)``);
-                see the module docstring for how ``'mean'`` counts samples and weights.
-
-        Raises:
-            ValueError: ``num_classes`` is not a positive integer or ``reduction`` is not one of
-                the three.
-        """
         super().__init__()
         self.num_classes = check_num_classes(num_classes)
         self.reduction = check_reduction(reduction)
