@@ -56,7 +56,8 @@ def setting_grid(detector: str) -> List[Dict[str, Any]]:
     grids), as constructor keywords; empty when it declares nothing to tune.
 
     Args:
-        detector: a name registered in :data:`DETECTORS` (``"knn"``, ...).
+        detector: a name registered in :data:`~agnostophobia.detectors.DETECTORS`
+            (``"knn"``, ...).
 
     Returns:
         One ``{setting: value}`` mapping per grid point, the settings without a grid left at
@@ -113,7 +114,7 @@ def detector_applies(detector: str, approach: str) -> bool:
     with a background class (Sec. 3). An unknown name of either raises one line naming it.
 
     Args:
-        detector: a name registered in :data:`DETECTORS`.
+        detector: a name registered in :data:`~agnostophobia.detectors.DETECTORS`.
         approach: a name registered in :data:`~agnostophobia.losses.LOSSES` (the loss the
             network was trained with).
 
@@ -394,7 +395,8 @@ def build_detector(name: str, **settings) -> Detector:
     settings usually come from a config file.
 
     Args:
-        name: a name registered in :data:`DETECTORS` (``"knn"``, ``"openmax"``, ...).
+        name: a name registered in :data:`~agnostophobia.detectors.DETECTORS` (``"knn"``,
+            ``"openmax"``, ...).
         **settings: the detector's declared settings (its ``SETTINGS``, the table on its page);
             one left out takes its default.
 

@@ -71,7 +71,8 @@ def build_loss(name: str, num_classes: int, **kwargs) -> OpenSetLoss:
     naming it, since these usually come from a config file.
 
     Args:
-        name: a name registered in :data:`LOSSES` (an approach: ``"objectosphere"``, ...).
+        name: a name registered in :data:`~agnostophobia.losses.LOSSES` (an approach:
+            ``"objectosphere"``, ...).
         num_classes: C, the number of known classes.
         **kwargs: the loss's constructor keywords: ``reduction`` and its declared settings
             (:func:`loss_settings`).
@@ -99,7 +100,7 @@ def loss_settings(name: str) -> Dict[str, Setting]:
     ``tune`` tunes only approaches whose loss reads what it varies.
 
     Args:
-        name: a name registered in :data:`LOSSES`.
+        name: a name registered in :data:`~agnostophobia.losses.LOSSES`.
 
     Returns:
         The settings by keyword, in the constructor's order (empty: the loss has none).

@@ -100,10 +100,12 @@ class FineTune(NamedTuple):
     weights (its best checkpoint), then ``epochs`` at learning rate ``lr`` with ``scheduler``; the
     optimiser and everything else are the run's. ``source`` says where the recipe comes from."""
 
-    start: str  # the registered approach whose trained network (best checkpoint) is the initial weights
+    # the registered approach whose trained network (its best checkpoint) gives the initial weights
+    start: str
     epochs: int  # how many epochs the fine-tuning trains
     lr: float  # its learning rate
-    scheduler: str  # its learning-rate schedule, as the config key scheduler ("none", "cosine", "step", "onecycle")
+    # its learning-rate schedule, a value of the config key scheduler: none, cosine, step, onecycle
+    scheduler: str
     source: str  # where the recipe comes from (the paper and its section)
 
 
@@ -144,7 +146,8 @@ class OpenSetLoss(DeclaresSettings, nn.Module):
     Args:
         num_classes: C, the number of known classes (a positive integer; numpy integers are
             accepted, bools and floats refused). Known labels are ``0..C-1``; the loss expects
-            ``(N, C)`` logits, or ``(N, C+1)`` with a background class (:attr:`num_outputs`).
+            ``(N, C)`` logits, or ``(N, C+1)`` with a background class
+            (:attr:`~agnostophobia.losses.OpenSetLoss.num_outputs`).
         reduction: ``'mean'``, ``'sum'`` or ``'none'`` (the per-sample losses, shape ``(N,)``);
             see the module docstring for how ``'mean'`` counts samples and weights.
 
@@ -356,7 +359,7 @@ def known_columns(approach: str, width: int) -> int:
     was trained with the loss registered as ``approach``.
 
     Args:
-        approach: a name registered in :data:`LOSSES` (e.g. ``"background"``).
+        approach: a name registered in :data:`~agnostophobia.losses.LOSSES` (e.g. ``"background"``).
         width: the number of logit columns the network outputs.
 
     Returns:
