@@ -162,7 +162,8 @@ class ASH(_LastLayerDetector):
                              "on ImageNet)")
     variant = Setting(str, "s", choices=ASH_VARIANTS, grid=ASH_VARIANTS,
                       doc="what the kept entries become: 's' (ASH-S) scaled by exp(s1 / s2), 'p' (ASH-P) "
-                          "kept as they are, 'b' (ASH-B) each set to s1 / k (Djurisic et al., ICLR 2023)")
+                          "kept as they are, 'b' (ASH-B) each set to s1 / (the number kept); s1 the sum of "
+                          "F's positive entries, s2 that of the kept ones (Djurisic et al., ICLR 2023)")
 
     def shape(self, features):
         k = kept_count(features.shape[1], self.percentile)
