@@ -229,9 +229,23 @@ def _made_init(cls):
     init.__annotations__ = {**{p.name: p.annotation for p in inherited if p.annotation is not P.empty},
                             **{name: declared.type for name, declared in settings.items()}}
     init.__doc__ = (f"{cls.__name__}'s constructor, made from its declared settings (``SETTINGS``): each "
-                    f"keyword is checked against its declaration and kept as the attribute of its name.")
+                    f"keyword is checked against its declaration and kept as the attribute of its name."
+                    + _inherited_args(cls, foundation, [p for p in parameters if p is not None and p.name not in settings]))
     init._made_from_settings = True
     return init
+
+
+def _inherited_args(cls, foundation, inherited) -> str:
+    """The ``Args:`` section of a made constructor for the parameters it hands on to the
+    foundation's (a loss's ``num_classes`` and ``reduction``): described where that constructor is
+    written, so they are referred there; the settings are described by their declarations."""
+    if not inherited:
+        return ""
+    owner = next(base for base in cls.__mro__[1:] if vars(base).get("__init__") is foundation)
+    names = ", ".join({inspect.Parameter.VAR_POSITIONAL: "*", inspect.Parameter.VAR_KEYWORD: "**"}.get(p.kind, "")
+                      + p.name for p in inherited)
+    public = owner.__module__.split("._")[0]  # agnostophobia.losses._base: agnostophobia.losses
+    return f"\n\nArgs:\n    {names}: as for :class:`~{public}.{owner.__qualname__}`.\n"
 
 
 def _spelled_parameters(parameters) -> Tuple[list, Dict[str, Any]]:

@@ -53,7 +53,19 @@ DETECTORS: Registry = Registry("detector", path_names=True)
 
 def setting_grid(detector: str) -> List[Dict[str, Any]]:
     """Every point of the detector's declared tuning grid (the product of its settings'
-    grids), as constructor keywords; empty when it declares nothing to tune."""
+    grids), as constructor keywords; empty when it declares nothing to tune.
+
+    Args:
+        detector: a name registered in :data:`~agnostophobia.detectors.DETECTORS`
+            (``"knn"``, ...).
+
+    Returns:
+        One ``{setting: value}`` mapping per grid point, the settings without a grid left at
+        their defaults (``[]``: nothing to tune).
+
+    Raises:
+        ConfigError: ``detector`` is not registered.
+    """
     tuned = {key: setting.grid for key, setting in DETECTORS.get(detector).SETTINGS.items() if setting.grid}
     return [dict(zip(tuned, values)) for values in itertools.product(*tuned.values())] if tuned else []
 
@@ -72,7 +84,20 @@ class NotExportable(AgnostophobiaError):
 
 
 def register(name: str):
-    """Class decorator: register a :class:`Detector` subclass as ``name`` (its ``name`` attribute)."""
+    """Class decorator: register a :class:`Detector` subclass as ``name`` (its ``name`` attribute).
+
+    Args:
+        name: the name configs, :func:`build_detector` and the command line use (e.g.
+            ``"knn"``; one path component, as it names files of a run); also the class's
+            ``title`` where it declares none.
+
+    Returns:
+        The decorator, which returns the class it registers.
+
+    Raises:
+        ConfigError: ``name`` cannot be a path component (raised when the class is decorated).
+        ValueError: a class is already registered as ``name`` (likewise).
+    """
 
     def add(cls):
         cls.name = name
@@ -86,7 +111,19 @@ def register(name: str):
 def detector_applies(detector: str, approach: str) -> bool:
     """Whether the detector registered as ``detector`` can score a network trained with the
     loss registered as ``approach``: one that reads the background column needs a network
-    with a background class (Sec. 3). An unknown name of either raises one line naming it."""
+    with a background class (Sec. 3). An unknown name of either raises one line naming it.
+
+    Args:
+        detector: a name registered in :data:`~agnostophobia.detectors.DETECTORS`.
+        approach: a name registered in :data:`~agnostophobia.losses.LOSSES` (the loss the
+            network was trained with).
+
+    Returns:
+        True where the detector can score such a network.
+
+    Raises:
+        ConfigError: either name is not registered.
+    """
     return not DETECTORS.get(detector).reads_background_column or LOSSES.get(approach).background_class
 
 
@@ -103,6 +140,18 @@ def place_in_predicted_column(per_sample: np.ndarray, known_logits: np.ndarray) 
 
     The gap of at least 1 and of the order of :math:`|s|` keeps the arg-max through any
     strictly increasing transform of the whole matrix that does not overflow.
+
+    Args:
+        per_sample: the per-sample score s(x), a float64 array of shape ``(N,)``, larger = more
+            known.
+        known_logits: the C known-class logits, a float array of shape ``(N, C)``; its row-wise
+            arg-max is the predicted class.
+
+    Returns:
+        The ``(N, C)`` float64 scores.
+
+    Raises:
+        ValueError: ``per_sample`` is not of shape ``(N,)``.
     """
     n, num_classes = known_logits.shape
     if per_sample.shape != (n,):
@@ -126,7 +175,15 @@ class TorchScore(nn.Module):
 
     ``formula(logits, features, predicted, **fitted)`` computes it; ``fitted``: the detector's
     fitted arrays it reads (numpy arrays or numbers, float64 or int64; or tensors), held as
-    buffers so that they travel in the exported file. Settings are closed over by ``formula``."""
+    buffers so that they travel in the exported file. Settings are closed over by ``formula``.
+
+    Args:
+        formula: ``formula(logits, features, predicted, **fitted) -> (N,)``, the score in torch
+            operations (a function or :func:`functools.partial` that closes over the settings).
+        **fitted: the fitted arrays ``formula`` reads, by the keyword it reads them as: a tensor
+            is kept as it is, an integer array or number becomes an int64 buffer, any other a
+            float64 one.
+    """
 
     def __init__(self, formula: Callable[..., torch.Tensor], **fitted):
         super().__init__()
@@ -336,6 +393,19 @@ def build_detector(name: str, **settings) -> Detector:
 
     A setting the detector does not take raises :class:`ConfigError` naming it, since
     settings usually come from a config file.
+
+    Args:
+        name: a name registered in :data:`~agnostophobia.detectors.DETECTORS` (``"knn"``,
+            ``"openmax"``, ...).
+        **settings: the detector's declared settings (its ``SETTINGS``, the table on its page);
+            one left out takes its default.
+
+    Returns:
+        The detector, not yet fitted.
+
+    Raises:
+        ConfigError: ``name`` is not registered, or it takes no setting of a given name.
+        ValueError: a value the setting's declaration does not allow (naming the setting).
     """
     cls = DETECTORS.get(name)
     try:

@@ -139,12 +139,21 @@ class EVM(Detector):
     # 12 grid points, as OpenMax's and k-NN's (tune-detectors fits each on every model): the tail
     # sizes the cpu LeNet++ run chose from (10, 20, 50, 100) were 10 and 100, so those two remain
     tail_size = Setting(int, 50, low=2, grid=(10, 100), doc="margins per Weibull fit (a fit needs 2)")
-    cover_threshold = Setting(float, 0.5, low=0, high=1, low_open=True, grid=(0.3, 0.5, 0.7))
+    cover_threshold = Setting(float, 0.5, low=0, high=1, low_open=True, grid=(0.3, 0.5, 0.7),
+                              doc="ς of the model reduction (Rudd et al., TPAMI 2018): a sample covers another "
+                                  "of its class whose probability of inclusion is at least ς; smaller keeps "
+                                  "fewer extreme vectors")
     # tuned too: cosine ignores the feature magnitude, which is what separates unknowns in a
     # 2-D LeNet++ (Fig. 2) and what Objectosphere trains; measured on the cpu LeNet++ run
-    distance = Setting(str, "cosine", choices=METRICS, grid=METRICS)
-    query_chunk = Setting(int, 1024, low=1, recorded=False)
-    reference_chunk = Setting(int, 8192, low=1, recorded=False)
+    distance = Setting(str, "cosine", choices=METRICS, grid=METRICS,
+                       doc="d, between deep features: 'cosine' (1 - cos, as the evm package and Bisgin et al. "
+                           "2024 run it) or 'euclidean' (the paper's)")
+    query_chunk = Setting(int, 1024, low=1, recorded=False,
+                          doc="rows per block of the margin search (memory and speed only, not recorded)")
+    reference_chunk = Setting(int, 8192, low=1, recorded=False,
+                              doc="other-class rows per block of the margin search: at most query_chunk x "
+                                  "reference_chunk distances exist at a time (memory and speed only, not "
+                                  "recorded)")
 
     def _margins(self, features: np.ndarray, labels: np.ndarray, c: int) -> np.ndarray:
         """(N_c, tail_size) smallest margins (half distances) of class c's samples to the others."""

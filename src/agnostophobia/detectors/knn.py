@@ -32,7 +32,14 @@ from ._base import (Detector, Setting, TorchScore, check_columns, check_training
 
 
 def l2_normalize(features: np.ndarray) -> np.ndarray:
-    """Rows divided by their Euclidean norm; zero rows stay zero."""
+    """Rows divided by their Euclidean norm; zero rows stay zero.
+
+    Args:
+        features: the rows, a float NumPy array of shape ``(N, D)``.
+
+    Returns:
+        The normalised rows, shape ``(N, D)``, a new array.
+    """
     norms = np.linalg.norm(features, axis=1, keepdims=True)
     return np.divide(features, norms, out=np.zeros_like(features), where=norms > 0)
 
@@ -115,6 +122,28 @@ def k_smallest_distances(queries: np.ndarray, reference: np.ndarray, k: int, que
     On the CPU at low dimension (``search="auto"``, D <= :data:`KDTREE_MAX_DIM`) an exact
     k-d tree search finds the same neighbours (:func:`kdtree_smallest`); on a GPU and at high D
     brute force stays.
+
+    Args:
+        queries: the query rows, a float NumPy array of shape ``(M, D)``.
+        reference: the rows searched, shape ``(n, D)`` (a detector's training knowns).
+        k: how many nearest rows, ``1 <= k <= n``.
+        query_chunk: query rows per block of the brute-force search (memory and speed only).
+        reference_chunk: reference rows per block: at most ``query_chunk x reference_chunk``
+            distances exist at a time (64 MB in float64 at the defaults).
+        distance: ``"euclidean"`` or ``"cosine"`` (:math:`1 - \cos`, in [0, 2]; a zero row is at
+            distance 1 from every row).
+        device: where brute force runs: ``"auto"`` or None (CUDA when available, else the CPU),
+            or a device name (``"cpu"``, ``"cuda:1"``, ...).
+        search: ``"auto"`` (a k-d tree on the CPU at ``D <= KDTREE_MAX_DIM``, else brute force),
+            ``"brute"`` or ``"kdtree"`` (always on the CPU).
+
+    Returns:
+        The ``(M, k)`` float64 distances, ascending along each row.
+
+    Raises:
+        ValueError: ``k`` is outside ``1..n``, or ``search`` or ``distance`` is not one of its
+            values.
+        ConfigError: ``device`` names no device this machine has.
     """
     n_ref = reference.shape[0]
     if not 1 <= k <= n_ref:
@@ -174,7 +203,18 @@ def _tree_query(tree, queries: np.ndarray, k: int) -> np.ndarray:
 def kth_neighbour_distance(queries: np.ndarray, reference: np.ndarray, k: int, query_chunk: int = 1024,
                            reference_chunk: int = 8192) -> np.ndarray:
     r"""(M,) Euclidean distance of each query row to its k-th nearest reference row
-    (the last column of :func:`k_smallest_distances`)."""
+    (the last column of :func:`k_smallest_distances`).
+
+    Args:
+        queries, reference, k, query_chunk, reference_chunk: as for :func:`k_smallest_distances`
+            (the search runs where its ``device="auto"`` puts it).
+
+    Returns:
+        The ``(M,)`` float64 distances.
+
+    Raises:
+        ValueError: ``k`` is outside ``1..n``.
+    """
     return k_smallest_distances(queries, reference, k, query_chunk, reference_chunk)[:, k - 1]
 
 
@@ -198,12 +238,22 @@ class KNNDetector(Detector):
                    "fitted on each model's own training knowns; exact, chunked search.")
 
     # Sun et al. (2022) chose k on validation data too; the grid spans their CIFAR-10 choice.
-    k = Setting(int, 50, low=1, grid=(1, 5, 10, 20, 50, 100))
+    k = Setting(int, 50, low=1, grid=(1, 5, 10, 20, 50, 100),
+                doc="the score is minus the distance to the k-th nearest training known (Sun et al., ICML "
+                    "2022: 50 on CIFAR-10, 1000 on ImageNet); at most the number of training knowns (of "
+                    "the smallest class when class_conditional)")
     # tuned too: normalised features lose the magnitude (see EVM's distance)
-    normalize = Setting(bool, True, grid=(True, False))
-    class_conditional = Setting(bool, False)
-    query_chunk = Setting(int, 1024, low=1, recorded=False)
-    reference_chunk = Setting(int, 8192, low=1, recorded=False)
+    normalize = Setting(bool, True, grid=(True, False),
+                        doc="L2-normalise the deep features before the search, as Sun et al. do; false: "
+                            "compare the raw features, whose magnitude then counts")
+    class_conditional = Setting(bool, False,
+                                doc="search only the training knowns of the predicted class; false: all of "
+                                    "them, regardless of class (Sun et al.)")
+    query_chunk = Setting(int, 1024, low=1, recorded=False,
+                          doc="test rows per block of the exact search (memory and speed only, not recorded)")
+    reference_chunk = Setting(int, 8192, low=1, recorded=False,
+                              doc="training rows per block: at most query_chunk x reference_chunk distances "
+                                  "exist at a time (memory and speed only, not recorded)")
 
     def _prepare(self, features: np.ndarray) -> np.ndarray:
         return l2_normalize(features) if self.normalize else features

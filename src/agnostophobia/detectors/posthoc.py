@@ -69,7 +69,18 @@ LOG_TINY = float(np.log(np.finfo(np.float64).tiny))
 
 def softmax_scores(logits) -> np.ndarray:
     """Softmax over the logits' columns, (N, C): probabilities, for figures and ensembles; the
-    ``softmax`` detector's scores are their log-odds (:func:`softmax_log_odds`)."""
+    ``softmax`` detector's scores are their log-odds (:func:`softmax_log_odds`).
+
+    Args:
+        logits: the logits, shape ``(N, C)`` (a NumPy array or a torch tensor on any device, any
+            real dtype, every value finite).
+
+    Returns:
+        The ``(N, C)`` float64 probabilities; each row sums to 1.
+
+    Raises:
+        ValueError: ``logits`` not of shape ``(N, C)``, empty, not real numbers or not finite.
+    """
     return softmax(as_float64(logits, "logits"), axis=1)
 
 
@@ -81,6 +92,16 @@ def background_scores(logits) -> np.ndarray:
     sum to 1 - S_background (they do not sum to 1). Probabilities, for figures; the
     ``background`` detector's scores are their log-odds (:func:`softmax_log_odds` of all C+1
     columns, the background column dropped).
+
+    Args:
+        logits: the logits of a network trained with a background class (Sec. 3), shape
+            ``(N, C+1)``, the background class last (a NumPy array or a torch tensor, finite).
+
+    Returns:
+        The ``(N, C)`` float64 probabilities of the known classes.
+
+    Raises:
+        ValueError: ``logits`` has fewer than 2 columns, is not 2-D, empty, or not finite.
     """
     arr = as_float64(logits, "logits")
     if arr.shape[1] < 2:
@@ -92,12 +113,34 @@ def feature_magnitude(features) -> np.ndarray:
     """Euclidean norm ||F|| of each deep feature vector, (N,).
 
     Computed in float64, so squares of float32-range values cannot overflow.
+
+    Args:
+        features: the deep features F (the input of the logit layer), shape ``(N, D)`` (a NumPy
+            array or a torch tensor, finite).
+
+    Returns:
+        The ``(N,)`` float64 norms.
+
+    Raises:
+        ValueError: ``features`` not of shape ``(N, D)``, empty, not real numbers or not finite.
     """
     return np.linalg.norm(as_float64(features, "features"), axis=1)
 
 
 def scaled_objectosphere_scores(logits, features) -> np.ndarray:
-    """Softmax times deep feature magnitude, S_c(x) * ||F(x)|| (Sec. 4.2, last paragraph), (N, C)."""
+    """Softmax times deep feature magnitude, S_c(x) * ||F(x)|| (Sec. 4.2, last paragraph), (N, C).
+
+    Args:
+        logits: the logits, shape ``(N, C)`` (a NumPy array or a torch tensor on any device, any
+            real dtype, every value finite).
+        features: the deep features F of the same samples, shape ``(N, D)``.
+
+    Returns:
+        The ``(N, C)`` float64 scores.
+
+    Raises:
+        ValueError: either is not 2-D, empty or not finite, or their numbers of rows differ.
+    """
     probs = softmax_scores(logits)
     magnitude = feature_magnitude(features)
     if magnitude.shape[0] != probs.shape[0]:
@@ -121,7 +164,18 @@ def softmax_log_odds(logits) -> np.ndarray:
 
     For a column other than the arg-max the sum includes the arg-max's term, so it is at least
     1 after shifting by the maximum and nothing cancels; the arg-max's own sum leaves it out in a
-    ``logsumexp`` (``_top_rest``). One column (K = 1): 0, the log-odds of nothing to compare."""
+    ``logsumexp`` (``_top_rest``). One column (K = 1): 0, the log-odds of nothing to compare.
+
+    Args:
+        logits: the logits, shape ``(N, K)`` (a NumPy array or a torch tensor on any device, any
+            real dtype, every value finite).
+
+    Returns:
+        The ``(N, K)`` float64 log-odds.
+
+    Raises:
+        ValueError: ``logits`` not of shape ``(N, K)``, empty, not real numbers or not finite.
+    """
     x = as_float64(logits, "logits")
     n, k = x.shape
     if k == 1:
@@ -181,7 +235,18 @@ def _log_entropy_terms(x, a, mask):
 def log_softmax_entropy(logits) -> np.ndarray:
     r""":math:`\ln H(S)` in nats, (N,), computed in log space: finite where :math:`H` underflows
     (a top logit leading by more than about 745), accurate where :math:`\ln S` of the top class
-    rounds to 0 (its term :math:`-S_t \ln S_t` from the log-odds). One column: :math:`-\infty`."""
+    rounds to 0 (its term :math:`-S_t \ln S_t` from the log-odds). One column: :math:`-\infty`.
+
+    Args:
+        logits: the logits, shape ``(N, C)`` (a NumPy array or a torch tensor on any device, any
+            real dtype, every value finite).
+
+    Returns:
+        The ``(N,)`` float64 :math:`\ln H`.
+
+    Raises:
+        ValueError: ``logits`` not of shape ``(N, C)``, empty, not real numbers or not finite.
+    """
     x = as_float64(logits, "logits")
     if x.shape[1] == 1:
         return np.full(len(x), -np.inf)
@@ -196,6 +261,16 @@ def softmax_entropy(logits) -> np.ndarray:
     Uses log_softmax, so a probability that underflows to 0 contributes 0 * finite = 0. Where
     the top class's probability rounds to 1 its own term is 0, and where every other one
     underflows H is 0: the ``entropy`` detector scores from :func:`log_softmax_entropy` instead.
+
+    Args:
+        logits: the logits, shape ``(N, C)`` (a NumPy array or a torch tensor on any device, any
+            real dtype, every value finite).
+
+    Returns:
+        The ``(N,)`` float64 entropies, in [0, ln C].
+
+    Raises:
+        ValueError: ``logits`` not of shape ``(N, C)``, empty, not real numbers or not finite.
     """
     log_p = log_softmax(as_float64(logits, "logits"), axis=1)
     return -(np.exp(log_p) * log_p).sum(axis=1)
@@ -355,7 +430,21 @@ class EnergyDetector(Detector):
 def log_generalized_entropy(logits: np.ndarray, gamma: float, top: int) -> np.ndarray:
     r"""(N,) :math:`\ln G_\gamma` in log space (:func:`generalized_entropy`): finite where
     :math:`G_\gamma` underflows, with the top class's :math:`\ln p` and :math:`\ln(1 - p)` from its
-    log-odds (a :math:`\ln p` rounded to 0 would drop its term)."""
+    log-odds (a :math:`\ln p` rounded to 0 would drop its term).
+
+    Args:
+        logits: the logits, shape ``(N, C)`` (a NumPy array or a torch tensor on any device, any
+            real dtype, every value finite).
+        gamma: :math:`\gamma > 0`, the exponent of GEN (Liu et al., CVPR 2023, Eq. 6; theirs: 0.1).
+        top: M, how many of the largest probabilities are summed, ``1 <= M <= C`` (theirs: 100;
+            the ``gen`` detector clips its setting to C).
+
+    Returns:
+        The ``(N,)`` float64 :math:`\ln G_\gamma`; :math:`-\infty` for one column.
+
+    Raises:
+        ValueError: ``logits`` not of shape ``(N, C)``, empty, not real numbers or not finite.
+    """
     x = as_float64(logits, "logits")
     if x.shape[1] == 1:
         return np.full(len(x), -np.inf)
@@ -370,7 +459,17 @@ def generalized_entropy(logits: np.ndarray, gamma: float, top: int) -> np.ndarra
     r"""(N,) :math:`G_\gamma = \sum_{j=1}^{M} p_{(j)}^\gamma (1 - p_{(j)})^\gamma` over the M = ``top``
     largest softmax probabilities; ``exp`` of :func:`log_generalized_entropy`, so a probability of
     exactly 0 contributes 0 (finite for every input), never a clamp, and a top probability that
-    rounds to 1 still contributes its :math:`(1 - p)^\gamma`."""
+    rounds to 1 still contributes its :math:`(1 - p)^\gamma`.
+
+    Args:
+        logits, gamma, top: as for :func:`log_generalized_entropy`.
+
+    Returns:
+        The ``(N,)`` float64 :math:`G_\gamma`.
+
+    Raises:
+        ValueError: ``logits`` not of shape ``(N, C)``, empty, not real numbers or not finite.
+    """
     return np.exp(log_generalized_entropy(logits, gamma, top))
 
 

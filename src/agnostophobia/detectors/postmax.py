@@ -84,7 +84,10 @@ class PostMax(Detector):
                    "training knowns.")
 
     tail_fraction = Setting(float, 1.0, low=0, high=1, low_open=True,
-                            grid=(0.1, 0.25, 0.5, 0.75, 1.0))
+                            grid=(0.1, 0.25, 0.5, 0.75, 1.0),
+                            doc="f: the GPD is fitted to the largest ceil(f n) normalised maximum logits of the "
+                                "n correctly classified training knowns; 1 fits all, as the authors' code "
+                                "(Cruz et al., ECCV 2024)")
 
     def fit(self, train_logits, train_features, train_labels) -> "PostMax":
         logits, features, labels = check_training_data(train_logits, train_features, train_labels, True)

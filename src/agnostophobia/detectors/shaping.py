@@ -108,7 +108,9 @@ class ReAct(_LastLayerDetector):
     needs_fit = True
     title = "ReAct"
     report_note = "Sun et al. (NeurIPS 2021): energy of the logits of F clipped at a training percentile; " + SHAPED_NOTE
-    percentile = Setting(float, 90.0, low=0, high=100, grid=(80.0, 85.0, 90.0, 95.0, 99.0))
+    percentile = Setting(float, 90.0, low=0, high=100, grid=(80.0, 85.0, 90.0, 95.0, 99.0),
+                         doc="p: F is clipped at the p-th percentile (percent) of every entry of the training "
+                             "knowns' features (Sun et al., NeurIPS 2021, Sec. 3: 90)")
     FITTED_STATE = ("threshold_",)
 
     def fit(self, train_logits, train_features, train_labels) -> "ReAct":
@@ -154,8 +156,14 @@ class ASH(_LastLayerDetector):
 
     title = "ASH"
     report_note = "Djurisic et al. (ICLR 2023): energy of the logits of F pruned per sample; " + SHAPED_NOTE
-    percentile = Setting(float, 90.0, low=0, high=99, grid=(65.0, 80.0, 90.0, 95.0))
-    variant = Setting(str, "s", choices=ASH_VARIANTS, grid=ASH_VARIANTS)
+    percentile = Setting(float, 90.0, low=0, high=99, grid=(65.0, 80.0, 90.0, 95.0),
+                         doc="p: per sample, the entries of F below its p-th percentile (percent) are pruned "
+                             "to 0 and the D - round(D p / 100) largest kept (Djurisic et al., ICLR 2023: 90 "
+                             "on ImageNet)")
+    variant = Setting(str, "s", choices=ASH_VARIANTS, grid=ASH_VARIANTS,
+                      doc="what the kept entries become: 's' (ASH-S) scaled by exp(s1 / s2), 'p' (ASH-P) "
+                          "kept as they are, 'b' (ASH-B) each set to s1 / (the number kept); s1 the sum of "
+                          "F's positive entries, s2 that of the kept ones (Djurisic et al., ICLR 2023)")
 
     def shape(self, features):
         k = kept_count(features.shape[1], self.percentile)
@@ -209,7 +217,10 @@ class SCALE(_LastLayerDetector):
 
     title = "SCALE"
     report_note = "Xu et al. (ICLR 2024): energy of the logits of F scaled per sample; " + SHAPED_NOTE
-    percentile = Setting(float, 85.0, low=0, high=99, grid=(65.0, 70.0, 75.0, 80.0, 85.0, 90.0, 95.0))
+    percentile = Setting(float, 85.0, low=0, high=99, grid=(65.0, 70.0, 75.0, 80.0, 85.0, 90.0, 95.0),
+                         doc="p: F is multiplied by exp(s1 / s2), s1 the sum of its positive entries and s2 "
+                             "that of its D - round(D p / 100) largest; nothing is pruned (Xu et al., ICLR "
+                             "2024: 85 on ImageNet)")
 
     def shape(self, features):
         k = kept_count(features.shape[1], self.percentile)

@@ -67,7 +67,9 @@ class ViM(Detector):
     title = "ViM"
     report_note = ("Wang et al. (CVPR 2022): energy minus the scaled norm of F's residual outside the training "
                    "knowns' principal subspace (d = principal_fraction x D); not applicable where D <= C.")
-    principal_fraction = Setting(float, 0.5, low=0, high=1, low_open=True, grid=(0.25, 0.5, 0.75))
+    principal_fraction = Setting(float, 0.5, low=0, high=1, low_open=True, grid=(0.25, 0.5, 0.75),
+                                 doc="f: the principal subspace has d = round(f D) dimensions, clipped to "
+                                     "1..D-1 (Wang et al., CVPR 2022, fix d per backbone: 1000 of D = 2048)")
     FITTED_STATE = ("origin_", "residual_basis_", "alpha_")
 
     @classmethod

@@ -69,6 +69,21 @@ def build_loss(name: str, num_classes: int, **kwargs) -> OpenSetLoss:
     Keyword arguments go to the loss class (e.g. ``xi``, ``lambda_``, ``reduction``);
     a missing or unexpected one raises :class:`~agnostophobia.errors.ConfigError`
     naming it, since these usually come from a config file.
+
+    Args:
+        name: a name registered in :data:`~agnostophobia.losses.LOSSES` (an approach:
+            ``"objectosphere"``, ...).
+        num_classes: C, the number of known classes.
+        **kwargs: the loss's constructor keywords: ``reduction`` and its declared settings
+            (:func:`loss_settings`).
+
+    Returns:
+        The loss module.
+
+    Raises:
+        ConfigError: ``name`` is not registered, or a keyword is missing or not taken by the loss.
+        ValueError: ``num_classes`` is not a positive integer, or a value its declaration does
+            not allow (naming the keyword).
     """
     cls = LOSSES.get(name)
     try:
@@ -81,8 +96,18 @@ def build_loss(name: str, num_classes: int, **kwargs) -> OpenSetLoss:
 def loss_settings(name: str) -> Dict[str, Setting]:
     """The hyper-parameters the loss registered as ``name`` reads, each with its
     :class:`~agnostophobia.settings.Setting`: ``xi`` and ``lambda_`` for Objectosphere (Eq. 2),
-    none for the others. The trainer passes exactly these from the config, and ``tune`` tunes
-    only approaches whose loss reads what it varies."""
+    none for the paper's other three. The trainer passes exactly these from the config, and
+    ``tune`` tunes only approaches whose loss reads what it varies.
+
+    Args:
+        name: a name registered in :data:`~agnostophobia.losses.LOSSES`.
+
+    Returns:
+        The settings by keyword, in the constructor's order (empty: the loss has none).
+
+    Raises:
+        ConfigError: ``name`` is not a registered loss.
+    """
     return LOSSES.get(name).hyperparameters()
 
 
@@ -103,7 +128,17 @@ def setting_problem(keyword: str, value, approaches=None) -> Optional[str]:
     """What is wrong with ``value`` for the loss setting ``keyword``: checked against each of
     ``approaches`` whose loss reads it (the approaches trained or tuned), naming the approach
     whose declaration refuses it; without such an approach (a config key for a loss not trained
-    here), refused only when no registered loss's declaration accepts it. None: acceptable."""
+    here), refused only when no registered loss's declaration accepts it.
+
+    Args:
+        keyword: the setting's name, as a config's ``loss:`` writes it (``xi``, ``margin``, ...).
+        value: the value to check.
+        approaches: the registered approaches trained or tuned (None: none named).
+
+    Returns:
+        What is wrong, in words (``"must be a number >= 0 (as objectosphere's loss declares
+        it)"``), or None when the value is acceptable.
+    """
     readers = [a for a in (approaches or ()) if keyword in loss_settings(a)]
     for approach in readers:
         problem = loss_settings(approach)[keyword].problem(value)

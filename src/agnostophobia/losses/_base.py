@@ -100,11 +100,13 @@ class FineTune(NamedTuple):
     weights (its best checkpoint), then ``epochs`` at learning rate ``lr`` with ``scheduler``; the
     optimiser and everything else are the run's. ``source`` says where the recipe comes from."""
 
+    # the registered approach whose trained network (its best checkpoint) gives the initial weights
     start: str
-    epochs: int
-    lr: float
+    epochs: int  # how many epochs the fine-tuning trains
+    lr: float  # its learning rate
+    # its learning-rate schedule, a value of the config key scheduler: none, cosine, step, onecycle
     scheduler: str
-    source: str
+    source: str  # where the recipe comes from (the paper and its section)
 
 
 class OpenSetLoss(DeclaresSettings, nn.Module):
@@ -140,6 +142,18 @@ class OpenSetLoss(DeclaresSettings, nn.Module):
     trains), :meth:`begin_epoch` (before each training epoch), :meth:`mix_batch` (on each
     training batch before the network sees it). A loss's parameters are trained with the
     network's, and its state dict is kept in the checkpoints.
+
+    Args:
+        num_classes: C, the number of known classes (a positive integer; numpy integers are
+            accepted, bools and floats refused). Known labels are ``0..C-1``; the loss expects
+            ``(N, C)`` logits, or ``(N, C+1)`` with a background class
+            (:attr:`~agnostophobia.losses.OpenSetLoss.num_outputs`).
+        reduction: ``'mean'``, ``'sum'`` or ``'none'`` (the per-sample losses, shape ``(N,)``);
+            see the module docstring for how ``'mean'`` counts samples and weights.
+
+    Raises:
+        ValueError: ``num_classes`` is not a positive integer or ``reduction`` is not one of
+            the three.
     """
 
     uses_features: bool = False
@@ -342,5 +356,16 @@ def _is_labels(value) -> bool:
 
 def known_columns(approach: str, width: int) -> int:
     """The number of known-class logit columns (C) of a network ``width`` logits wide that
-    was trained with the loss registered as ``approach``."""
+    was trained with the loss registered as ``approach``.
+
+    Args:
+        approach: a name registered in :data:`~agnostophobia.losses.LOSSES` (e.g. ``"background"``).
+        width: the number of logit columns the network outputs.
+
+    Returns:
+        ``width - 1`` for a loss with a background class (its last column), else ``width``.
+
+    Raises:
+        ConfigError: ``approach`` is not a registered loss (from :meth:`Registry.get`).
+    """
     return LOSSES.get(approach).known_logits(width)

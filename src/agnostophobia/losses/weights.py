@@ -29,6 +29,20 @@ def inverse_frequency_class_weights(labels, num_classes: int, per_class_total: f
     of groups present, which makes the mean sample weight 1 and keeps the loss on the
     unweighted scale (the two choices differ by a constant factor only). A group absent
     from ``labels`` gets weight 0 (it never occurs, so its weight is never used).
+
+    Args:
+        labels: the whole training set's labels, shape ``(N,)`` (a tensor, array or sequence of
+            integers): ``0..C-1`` known classes, negative the known unknowns.
+        num_classes: C, the number of known classes.
+        per_class_total: T, the total weight of each group present (a finite number > 0); None:
+            ``N / K``.
+
+    Returns:
+        The class weights, a float tensor of shape ``(C+1,)`` in torch's default dtype.
+
+    Raises:
+        ValueError: ``labels`` is empty, not 1-D, not integers or has a label ``>= C``;
+            ``num_classes`` is not a positive integer; ``per_class_total`` is not finite and > 0.
     """
     num_classes = check_num_classes(num_classes)
     raw = to_numpy(labels, "labels")
@@ -53,6 +67,18 @@ def inverse_frequency_class_weights(labels, num_classes: int, per_class_total: f
 def sample_weights(labels, class_weights) -> torch.Tensor:
     """Per-sample weights for a batch: ``class_weights[label]``, or ``class_weights[C]``
     for unknowns (label < 0). Returned on ``labels``' device, in ``class_weights``' dtype.
+
+    Args:
+        labels: a batch's labels, shape ``(N,)``: ``0..C-1`` known classes, negative unknowns.
+        class_weights: the weights of the C known classes and the unknown group, shape
+            ``(C+1,)`` (:func:`inverse_frequency_class_weights`).
+
+    Returns:
+        The sample weights, shape ``(N,)``, to pass as a loss's ``sample_weight``.
+
+    Raises:
+        ValueError: ``class_weights`` is not of shape ``(C+1,)`` with C >= 1, ``labels`` is not
+            1-D integers, or a label is ``>= C``.
     """
     if isinstance(class_weights, torch.Tensor):
         check_tensor_storage(class_weights, "class_weights")

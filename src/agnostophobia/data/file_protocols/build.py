@@ -42,6 +42,31 @@ def build_file_protocol(mapping, seed: int = 0, data_loading: str = "memory", **
     ``limits`` as for the registered protocols (``max_known_train``, ``max_unknown_train``,
     ``max_val``, ``max_test_per_set``): seeded, stratified by class (negatives by their
     source class where known). ``val_fraction`` does not apply: the protocol has its own val.
+
+    Args:
+        mapping: the ``protocol:`` mapping of an experiment YAML (``type: folders``, ``csv`` or
+            ``imagefolder`` and its keys, see the module docstring), or the
+            :class:`FileProtocolSpec` ``parse_file_protocol`` made of one. Its relative paths
+            are taken from the current directory (a config's were made absolute when it was
+            loaded, by ``resolve_paths``).
+        seed: the data seed: it draws an imagefolder protocol's split and every subsample.
+        data_loading: ``"memory"``, ``"stream"`` or ``"auto"`` (as above).
+        **limits: caps on the number of samples, each None for all: ``max_known_train`` (the
+            training knowns), ``max_unknown_train`` (the training negatives, D_b'), ``max_val``
+            (the val knowns and, apart, the val negatives) and ``max_test_per_set`` (each of the
+            test knowns, negatives and unknowns).
+
+    Returns:
+        The protocol, its splits' images ``uint8 (N, C, S, S)`` (in memory or streamed), their
+        labels (``>= 0`` known, -1 negative or unknown), its notes (what was subsampled or
+        streamed), the split files an imagefolder protocol was split into and the fingerprints
+        of its files.
+
+    Raises:
+        ConfigError: a bad key or value of ``mapping``, ``data_loading`` not one of the three,
+            or ``val_fraction`` among ``limits``.
+        ~agnostophobia.errors.DataError: the protocol's problems (:func:`check_file_protocol`),
+            listed in one error.
     """
     spec = mapping if isinstance(mapping, FileProtocolSpec) else parse_file_protocol(mapping)
     if "val_fraction" in limits:

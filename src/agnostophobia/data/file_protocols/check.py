@@ -121,8 +121,20 @@ def check_file_protocol(protocol, seed: int = 0) -> List[str]:
     val, an empty class, a missing, unreadable, truncated or non-image file (a dangling or
     looping link included), a CSV path outside the root, a label out of
     range, a malformed CSV line, a file in two splits or twice in one (:func:`_check_duplicates`).
-    This opens and fully decodes every image file once. ``seed``: the data seed an imagefolder
-    protocol splits with."""
+    This opens and fully decodes every image file once.
+
+    Args:
+        protocol: the ``protocol:`` mapping of an experiment YAML, or the
+            :class:`FileProtocolSpec` ``parse_file_protocol`` made of one (as for
+            :func:`build_file_protocol`).
+        seed: the data seed an imagefolder protocol splits with (the other types ignore it).
+
+    Returns:
+        The problems, one line each naming its file or class, in the order found (empty: none).
+
+    Raises:
+        ConfigError: a bad key or value of ``protocol`` (checked before any file is read).
+    """
     spec = protocol if isinstance(protocol, FileProtocolSpec) else parse_file_protocol(protocol)
     listing = list_protocol(spec, seed)
     problems = list(listing.problems)
