@@ -22,7 +22,7 @@ from conftest import glyphs, make_example, png_bytes
 from reliability_table import proves
 from agnostophobia.cli import main
 from agnostophobia.data import build_protocol
-from agnostophobia.data.file_protocols import MAX_SHOWN, check_file_protocol
+from agnostophobia.data.file_protocols import MAX_SHOWN, build_file_protocol, check_file_protocol
 from agnostophobia.data.preprocess import LENET_INPUT, InputSpec, prepare_images
 from agnostophobia.data.protocols import protocol_input
 from agnostophobia.errors import ConfigError, DataError
@@ -122,6 +122,11 @@ def test_csv_limits_are_stratified_and_val_fraction_is_refused(tmp_path):
     assert np.array_equal(build_protocol(mapping, seed=3, max_known_train=6).train.images, protocol.train.images)
     with pytest.raises(ConfigError, match="val_fraction does not apply"):
         build_protocol(mapping, val_fraction=0.1)
+    # called directly, a misspelled or bad cap is refused as build_protocol refuses it, never ignored
+    with pytest.raises(ConfigError, match="unknown protocol option 'max_known_trian'"):
+        build_file_protocol(mapping, max_known_trian=6)
+    with pytest.raises(ConfigError, match="max_val must be a positive integer"):
+        build_file_protocol(mapping, max_val=0)
 
 
 # ------------------------------------------------------------------ folders

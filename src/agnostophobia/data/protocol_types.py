@@ -21,6 +21,7 @@ from agnostophobia.data.fetch import FetchedFile, require_datasets
 from agnostophobia.data.paths import PathLike
 from agnostophobia.data.preprocess import OURS, PREPROCESSINGS, InputSpec
 from agnostophobia._log import log_info
+from agnostophobia._validation import check_seed
 
 
 @dataclass
@@ -337,3 +338,20 @@ def hold_out_negative_classes(protocol: OpenSetProtocol, seed: int) -> OpenSetPr
                            _select(protocol.val, protocol.val.labels >= 0, "known"), {HELD_OUT_NEGATIVES: unseen},
                            protocol.notes + [note], list(protocol.class_names), list(names),
                            list(protocol.preprocessing_notes), sources=dict(protocol.sources))
+
+
+#: The caps a protocol takes (``protocol_limits`` in a config; ``build_protocol(..., **limits)``).
+LIMITS = ("max_known_train", "max_unknown_train", "max_val", "max_test_per_set")
+
+
+def check_limits(limits: Dict, seed) -> None:
+    """A :class:`ConfigError` naming the first bad protocol limit or seed."""
+    for key, value in limits.items():
+        if key not in LIMITS + ("val_fraction",):
+            raise ConfigError(f"unknown protocol option {key!r}; known: {', '.join(LIMITS + ('val_fraction',))}")
+        if key == "val_fraction":
+            if not isinstance(value, (int, float)) or not 0 < value < 1:
+                raise ConfigError(f"val_fraction must be in (0, 1), got {value!r}")
+        elif value is not None and (isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1):
+            raise ConfigError(f"{key} must be a positive integer or None, got {value!r}")
+    check_seed(seed, "seed", ConfigError)

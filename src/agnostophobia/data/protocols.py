@@ -26,8 +26,8 @@ from agnostophobia.data.paper_protocols import (CIFAR10_KNOWN, CIFAR10_NEGATIVE,
                                                 lenet_protocol, mnist_notmnist_protocol)
 from agnostophobia.data.paths import PathLike
 from agnostophobia.data.preprocess import OURS, InputSpec
-from agnostophobia.data.protocol_types import (HELD_OUT_NEGATIVES, PROTOCOLS, UNKNOWN_SETS, OpenSetProtocol,
-                                               ProtocolSpec, ProtocolSplit, UnknownSet, hold_out_negative_classes,
+from agnostophobia.data.protocol_types import (HELD_OUT_NEGATIVES, LIMITS, PROTOCOLS, UNKNOWN_SETS, OpenSetProtocol,
+                                               ProtocolSpec, check_limits, ProtocolSplit, UnknownSet, hold_out_negative_classes,
                                                purpose_rng, unknown_set,
                                                register_protocol, split_negative_classes, stratified_split,
                                                stratified_subset)
@@ -42,9 +42,6 @@ __all__ = [
     "lenet_protocol", "mnist_notmnist_protocol", "cifar_protocol", "cifar10_split_protocol",
     "CIFAR_DB_COARSE", "CIFAR10_KNOWN", "CIFAR10_NEGATIVE", "CIFAR10_UNKNOWN",
 ]
-
-LIMITS = ("max_known_train", "max_unknown_train", "max_val", "max_test_per_set")
-
 
 def protocol_spec(protocol: Any, where: Optional[str] = None) -> ProtocolSpec:
     """The declaration of ``protocol``: a registered protocol's name, or the mapping of a
@@ -91,19 +88,6 @@ def build_protocol(name, data_dir: Optional[PathLike] = None, seed: int = 0, dat
     check_limits(limits, seed)
     return protocol_spec(name).make(data_dir=data_dir, seed=int(seed), preprocessing=preprocessing,
                                     data_loading=data_loading, **limits)
-
-
-def check_limits(limits: Dict, seed) -> None:
-    """A :class:`ConfigError` naming the first bad protocol limit or seed."""
-    for key, value in limits.items():
-        if key not in LIMITS + ("val_fraction",):
-            raise ConfigError(f"unknown protocol option {key!r}; known: {', '.join(LIMITS + ('val_fraction',))}")
-        if key == "val_fraction":
-            if not isinstance(value, (int, float)) or not 0 < value < 1:
-                raise ConfigError(f"val_fraction must be in (0, 1), got {value!r}")
-        elif value is not None and (isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1):
-            raise ConfigError(f"{key} must be a positive integer or None, got {value!r}")
-    check_seed(seed, "seed", ConfigError)
 
 
 def check_preprocessing(protocol, preprocessing) -> None:

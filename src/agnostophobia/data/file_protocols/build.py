@@ -15,7 +15,7 @@ from agnostophobia.data.file_protocols.spec import (NEGATIVE, SPLITS, FileProtoc
 from agnostophobia.data.fingerprint import file_fingerprint, listing_fingerprint
 from agnostophobia.data.image_files import ImageFiles, choose_loading
 from agnostophobia.data.preprocess import OURS
-from agnostophobia.data.protocol_types import (OpenSetProtocol, ProtocolSpec, ProtocolSplit, UnknownSet,
+from agnostophobia.data.protocol_types import (OpenSetProtocol, ProtocolSpec, ProtocolSplit, UnknownSet, check_limits,
                                                declare_unknown_sets, purpose_rng, stratified_subset)
 from agnostophobia.errors import ConfigError
 
@@ -64,7 +64,7 @@ def build_file_protocol(mapping, seed: int = 0, data_loading: str = "memory", **
 
     Raises:
         ConfigError: a bad key or value of ``mapping``, ``data_loading`` not one of the three,
-            or ``val_fraction`` among ``limits``.
+            a key of ``limits`` that is not a cap (or ``val_fraction``), or a bad cap or seed.
         ~agnostophobia.errors.DataError: the protocol's problems (:func:`check_file_protocol`),
             listed in one error.
     """
@@ -73,6 +73,7 @@ def build_file_protocol(mapping, seed: int = 0, data_loading: str = "memory", **
         raise ConfigError("protocol_limits: val_fraction does not apply to a protocol from files "
                           + ("(an imagefolder protocol takes protocol.val_fraction)" if spec.type == "imagefolder"
                              else "(its val split is given)"))
+    check_limits(limits, seed)  # a misspelled cap is refused, never silently ignored
     listing = list_protocol(spec, seed)
     chosen, notes = _choose(listing, seed, limits)
     n_train = sum(len(chosen[p]) for p, s, _, _ in PARTS if s == "train")
