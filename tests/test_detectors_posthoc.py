@@ -155,3 +155,17 @@ def test_registry():
 def test_bad_input_raises_value_error_naming_the_argument(call, argument):
     with pytest.raises(ValueError, match=argument):
         call()
+
+
+@pytest.mark.parametrize("top, gamma, names", [(0, 0.1, "top"), (4, 0.1, "top"), (2.0, 0.1, "top"),
+                                               (True, 0.1, "top"), (2, 0.0, "gamma"), (2, "0.1", "gamma")])
+def test_gen_called_directly_refuses_a_top_or_gamma_out_of_range_naming_it(top, gamma, names):
+    """top=0 returned a wrong number and top > C numpy's 'kth out of bounds'; the gen detector
+    clips its setting to C, a direct caller is told."""
+    from agnostophobia.detectors import generalized_entropy, log_generalized_entropy
+
+    logits = np.random.default_rng(0).normal(size=(5, 3))
+    for function in (log_generalized_entropy, generalized_entropy):
+        with pytest.raises(ValueError, match=f"^{names}: "):
+            function(logits, gamma, top)
+    assert np.all(np.isfinite(log_generalized_entropy(logits, 0.1, 3)))

@@ -443,9 +443,15 @@ def log_generalized_entropy(logits: np.ndarray, gamma: float, top: int) -> np.nd
         The ``(N,)`` float64 :math:`\ln G_\gamma`; :math:`-\infty` for one column.
 
     Raises:
-        ValueError: ``logits`` not of shape ``(N, C)``, empty, not real numbers or not finite.
+        ValueError: ``logits`` not of shape ``(N, C)``, empty, not real numbers or not finite;
+            ``top`` not a whole number in ``[1, C]``; ``gamma`` not a positive number.
     """
     x = as_float64(logits, "logits")
+    if isinstance(top, bool) or not isinstance(top, (int, np.integer)) or not 1 <= top <= x.shape[1]:
+        raise ValueError(f"top: the number of largest probabilities summed must be a whole number in "
+                         f"[1, {x.shape[1]}] (the logits' columns), got {top!r}")
+    if isinstance(gamma, bool) or not isinstance(gamma, (int, float, np.floating)) or not gamma > 0:
+        raise ValueError(f"gamma: GEN's exponent must be a number > 0, got {gamma!r}")
     if x.shape[1] == 1:
         return np.full(len(x), -np.inf)
     best = x.argmax(axis=1)
@@ -468,7 +474,7 @@ def generalized_entropy(logits: np.ndarray, gamma: float, top: int) -> np.ndarra
         The ``(N,)`` float64 :math:`G_\gamma`.
 
     Raises:
-        ValueError: ``logits`` not of shape ``(N, C)``, empty, not real numbers or not finite.
+        ValueError: as for :func:`log_generalized_entropy`.
     """
     return np.exp(log_generalized_entropy(logits, gamma, top))
 
