@@ -463,7 +463,23 @@ def class_settings_table(cls) -> List[str]:
         return ["", ".. rubric:: Settings", "", "None: nothing to choose.", ""]
     return (["", ".. rubric:: Settings", "",
              f"{where}; ``tune`` searches the \"tuned over\" values (:doc:`/reference/settings`).", ""]
-            + settings_table(settings, keys))
+            + made_constructor_note(cls) + settings_table(settings, keys))
+
+
+def made_constructor_note(cls) -> List[str]:
+    """Where a class's constructor is made from its settings, one sentence saying what its other
+    arguments are and where they are described (the class it inherits them from)."""
+    if not getattr(cls.__init__, "_made_from_settings", False):
+        return []
+    declared = set(getattr(cls, "SETTINGS", {}))
+    others = [name for name in inspect.signature(cls).parameters if name not in declared]
+    source = next((base for base in cls.__mro__[1:]
+                   if "__init__" in vars(base) and not getattr(base.__init__, "_made_from_settings", False)), None)
+    if not others or source is None:
+        return []
+    names = ", ".join(f"``{name}``" for name in others)
+    return [f"The constructor takes {names} as :class:`~{source.__module__.split('._')[0]}.{source.__name__}` "
+            f"does, then these settings as keyword-only arguments.", ""]
 
 
 def is_record(cls) -> bool:
