@@ -124,13 +124,13 @@ class DeclaresSettings:
             k = Setting(int, 50, low=1, grid=(1, 5, 10, 20, 50, 100))
 
     The declarations are collected, in their order and after those a base class declares, into
-    :attr:`SETTINGS` (a class may also assign that mapping itself), each attribute becoming its
+    ``SETTINGS`` (a class may also assign that mapping itself), each attribute becoming its
     default. A class without an ``__init__`` of its own gets one made from them: the base's
     arguments (a loss's ``num_classes`` and ``reduction``) followed by the settings as
     keyword-only arguments with their defaults, a real signature that ``help``,
     :func:`inspect.signature` and the reference docs show. It checks each value against its
     declaration (:meth:`_take_settings`), keeps it as the attribute of its name, then calls
-    :meth:`__post_init__`. A class that needs its own ``__init__`` writes one and keeps its
+    ``__post_init__``. A class that needs its own ``__init__`` writes one and keeps its
     settings with :meth:`_take_settings`; its keyword defaults are checked against the
     declarations where the class is defined."""
 

@@ -92,7 +92,7 @@ def make_glyph_folders(root, known=("hbar", "vbar", "box"), negative=("diag",), 
     known, negative, unknown : sequence of str
         The class folders of each role, names of :data:`GLYPH_SHAPES`; a name in at most one
         role. ``known`` needs two classes at least; ``negative`` and ``unknown`` may be empty.
-    per_split : mapping of str to int, optional
+    per_split : dict, optional
         Images per class in each split, ``{"train": 40, "val": 10, "test": 20}`` by default;
         a split left out gets none.
     seed : int

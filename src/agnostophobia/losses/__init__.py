@@ -103,7 +103,7 @@ def loss_settings(name: str) -> Dict[str, Setting]:
         name: a name registered in :data:`~agnostophobia.losses.LOSSES`.
 
     Returns:
-        The settings by keyword, in the constructor's order (empty: the loss has none).
+        The settings by keyword, in the constructor's order (empty when the loss has none).
 
     Raises:
         ConfigError: ``name`` is not a registered loss.

@@ -134,7 +134,7 @@ class OpenSetLoss(DeclaresSettings, nn.Module):
     declared once each as a class attribute, ``xi = Setting(float, 50.0, low=0, grid=...)`` (type,
     default, range, tuning grid): the constructor ``(num_classes, reduction='mean', *, xi=50.0)``
     is made from them (:class:`~agnostophobia.settings.DeclaresSettings`), with
-    :meth:`~agnostophobia.settings.DeclaresSettings.__post_init__` for what a loss derives from
+    ``__post_init__`` for what a loss derives from
     them. A loss with its own ``__init__`` may also take undeclared keywords, inferred from their
     annotation and default (:meth:`hyperparameters`).
 
@@ -366,6 +366,6 @@ def known_columns(approach: str, width: int) -> int:
         ``width - 1`` for a loss with a background class (its last column), else ``width``.
 
     Raises:
-        ConfigError: ``approach`` is not a registered loss (from :meth:`Registry.get`).
+        ConfigError: ``approach`` is not a registered loss (from ``LOSSES.get``).
     """
     return LOSSES.get(approach).known_logits(width)

@@ -130,7 +130,7 @@ def check_file_protocol(protocol, seed: int = 0) -> List[str]:
         seed: the data seed an imagefolder protocol splits with (the other types ignore it).
 
     Returns:
-        The problems, one line each naming its file or class, in the order found (empty: none).
+        The problems, one line each naming its file or class, in the order found (empty when there is none).
 
     Raises:
         ConfigError: a bad key or value of ``protocol`` (checked before any file is read).
