@@ -1,5 +1,7 @@
 """The shared checks of ``agnostophobia._validation``: one rule per kind of value, wherever it enters."""
 import numpy as np
+import re
+
 import pytest
 
 
@@ -40,3 +42,18 @@ def test_every_entry_point_refuses_a_bad_target_fpr_by_one_rule(value):
 def test_every_entry_point_takes_a_good_target_fpr(value):
     for check in fpr_entry_points().values():
         assert check(value if not isinstance(value, np.floating) else float(value)) == pytest.approx(float(value))
+
+
+def test_one_device_rule_for_the_config_and_the_device_resolver():
+    from agnostophobia._validation import DEVICE_RULE, is_device_name
+    from agnostophobia.errors import ConfigError
+    from agnostophobia.training.config import parse_experiment
+    from agnostophobia.training.device import resolve_device
+
+    assert all(is_device_name(n) for n in ("auto", "cpu", "mps", "cuda", "cuda:0", "cuda:12"))
+    assert not any(is_device_name(n) for n in ("gpu", "cuda:", "cuda:x", "CPU", "", None, 0))
+    with pytest.raises(ConfigError, match=f"device.*must be {re.escape(DEVICE_RULE)}"):
+        parse_experiment({"device": "gpu", "tensorboard": False}).train.validate()
+    for name in ("gpu", "xpu"):  # not a name torch knows; a name torch knows that is not ours
+        with pytest.raises(ConfigError, match=re.escape(f"({DEVICE_RULE})")):
+            resolve_device(name)

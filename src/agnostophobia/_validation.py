@@ -7,6 +7,7 @@ traceback from deep inside numpy or torch, or a silently wrong number.
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 
@@ -119,6 +120,13 @@ def check_seed(seed, name: str = "seed", error: type = ValueError) -> int:
 SEED_RULE = "must be an integer in 0..2**63-1"
 #: The one rule for a target false positive rate, wherever one enters (a flag or a record).
 FPR_RULE = "must be a rate in (0, 1]"
+#: The device names a config, a request and a command line take (resolved by ``training.device``).
+DEVICE_RULE = "auto, cpu, mps, cuda or cuda:N"
+
+
+def is_device_name(value) -> bool:
+    """Whether ``value`` is written as :data:`DEVICE_RULE` says (not whether this machine has it)."""
+    return isinstance(value, str) and re.fullmatch(r"auto|cpu|mps|cuda(:\d+)?", value) is not None
 
 
 def is_rate(value) -> bool:

@@ -23,7 +23,7 @@ from agnostophobia.data.image_files import LOADINGS
 from agnostophobia.data.preprocess import OURS
 from agnostophobia.data.streaming import CROP_PADDING
 from agnostophobia._yaml import load_yaml, read_yaml_file
-from agnostophobia._validation import SEED_RULE, check_arguments, is_seed
+from agnostophobia._validation import DEVICE_RULE, SEED_RULE, check_arguments, is_device_name, is_seed
 from agnostophobia.data.protocols import build_protocol, check_limits, protocol_spec
 from agnostophobia.errors import AgnostophobiaWarning, ConfigError
 from agnostophobia.settings import field_settings, setting
@@ -132,8 +132,7 @@ class TrainConfig:
         for key, declared in field_settings(TrainConfig).items():  # every key declared by its Setting
             problem = declared.problem(getattr(self, key))
             need(problem is None, key, problem)
-        need(re.fullmatch(r"auto|cpu|mps|cuda(:\d+)?", self.device) is not None,
-             "device", "must be auto, cpu, mps, cuda or cuda:N")
+        need(is_device_name(self.device), "device", f"must be {DEVICE_RULE}")
         for key in ("seed", "data_seed"):
             need(_is_int(getattr(self, key)) and is_seed(getattr(self, key)), key, SEED_RULE)
         need(isinstance(self.model_kwargs, dict), "model_kwargs", "must be a mapping")

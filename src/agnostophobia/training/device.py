@@ -14,6 +14,7 @@ from typing import Callable, Optional
 
 import torch
 
+from agnostophobia._validation import DEVICE_RULE
 from agnostophobia.errors import ConfigError
 
 
@@ -35,7 +36,7 @@ def resolve_device(name) -> torch.device:
     try:
         device = torch.device(name)
     except (RuntimeError, TypeError):
-        raise ConfigError(f"device {name!r}: not a device name (auto, cpu, cuda, cuda:N)") from None
+        raise ConfigError(f"device {name!r}: not a device name ({DEVICE_RULE})") from None
     if device.type == "cuda" and not torch.cuda.is_available():
         raise ConfigError(f"config key 'device': {name!r} requested but CUDA is not available")
     if device.type == "cuda" and (device.index or 0) >= torch.cuda.device_count():
@@ -43,7 +44,7 @@ def resolve_device(name) -> torch.device:
     if device.type == "mps" and not (getattr(torch.backends, "mps", None) and torch.backends.mps.is_available()):
         raise ConfigError(f"config key 'device': {name!r} requested but MPS (Apple GPU) is not available here")
     if device.type not in ("cpu", "cuda", "mps"):  # xpu, meta ...: refused before a run folder is made
-        raise ConfigError(f"device {name!r}: not supported (auto, cpu, mps, cuda, cuda:N)")
+        raise ConfigError(f"device {name!r}: not supported ({DEVICE_RULE})")
     return device
 
 
