@@ -1,7 +1,7 @@
 """The shared checks of ``agnostophobia._validation``: one rule per kind of value, wherever it enters."""
-import numpy as np
 import re
 
+import numpy as np
 import pytest
 
 
