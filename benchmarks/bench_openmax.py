@@ -34,7 +34,7 @@ class LoopOpenMax:
             return spd.cosine(mu, v)
         return spd.euclidean(mu, v) / 200.0 + spd.cosine(mu, v)
 
-    def fit(self, activations, labels):
+    def fit(self, activations, features, labels):  # the detectors' fit(logits, features, labels)
         n_classes = activations.shape[1]
         members = [[] for _ in range(n_classes)]
         for v, y in zip(activations, labels):
