@@ -201,6 +201,11 @@ def main():
           f"{args.classes} classes (a full float64 k-NN distance matrix would be "
           f"{args.n * args.train * 8 / 1e9:,.0f} GB)")
     names = ["knn"] + [name for name in DETECTORS.names() if name != "knn"]
+    for name in names[1:]:  # e.g. ViM at LeNet++'s 2-D features: said, not a crash
+        why = DETECTORS.get(name).not_applicable(args.classes, args.dim)
+        if why:
+            print(f"{name}: not applicable at {args.dim}-D features and {args.classes} classes: {why}")
+            names.remove(name)
     context = multiprocessing.get_context("spawn")  # a fresh process per detector: its own peak memory
     results = {}
     with context.Pool(1, maxtasksperchild=1) as pool:
