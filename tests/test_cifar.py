@@ -50,6 +50,7 @@ def test_shortened_budgets(budget, width, epochs):
     assert (cfg.loss, cfg.optimizer, cfg.augment) == ({"xi": 10.0, "lambda_": 0.01}, "sgd", "crop-flip")
 
 
+@pytest.mark.slow  # 7-10 s: with the slow tests, keeping make test under its 570 s
 def test_cpu_budget_keeps_the_whole_cifar10_split(real_data_dir):
     """The cpu budget's limits leave cifar10-split's training and test sets whole."""
     limits = load_experiment("cifar").for_budget("cpu").train.protocol_limits

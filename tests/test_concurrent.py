@@ -131,6 +131,7 @@ def test_the_last_run_gets_the_threads_of_those_that_ended():
     assert done["long"] == [1, 2]  # started with its share, raised to both threads once "short" ended
 
 
+@pytest.mark.slow  # 7-10 s: with the slow tests, keeping make test under its 570 s
 def test_threads_set_by_the_caller_are_kept_for_the_last_run():
     done = {}
     jobs = [Job("short", _threads_and_value, (0,)), Job("long", _threads_seen, (3,))]

@@ -168,6 +168,7 @@ def metrics(path: Path):
         return list(csv.DictReader(fh))
 
 
+@pytest.mark.slow  # 7-10 s: with the slow tests, keeping make test under its 570 s
 def test_train_under_torchrun_writes_on_rank_0_only_and_resumes_in_one_process(tmp_path, monkeypatch):
     """softmax trains its 3 epochs under DDP and stores its outputs; the fourth epoch end, in
     entropic's first epoch, is a kill point (rank 0 kills itself, torchrun ends rank 1). The

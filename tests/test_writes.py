@@ -115,6 +115,7 @@ def test_a_killed_writes_temporary_is_removed_by_the_next_write_of_that_file(tmp
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted([out.name, other.name])
 
 
+@pytest.mark.slow  # 7-10 s: with the slow tests, keeping make test under its 570 s
 def test_a_killed_export_leaves_nothing_the_next_export_does_not_clean(calibrated, tmp_path):
     out = tmp_path / "deployed.pt"
     args = ["export", calibrated, "--format", "torchscript", "--out", out]
