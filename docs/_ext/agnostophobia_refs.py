@@ -469,13 +469,14 @@ def class_settings_table(cls) -> List[str]:
 def made_constructor_note(cls) -> List[str]:
     """Where a class's constructor is made from its settings, one sentence saying what its other
     arguments are and where they are described (the class it inherits them from)."""
+    from agnostophobia.settings import foundation_class
+
     if not getattr(cls.__init__, "_made_from_settings", False):
         return []
     declared = set(getattr(cls, "SETTINGS", {}))
     others = [name for name in inspect.signature(cls).parameters if name not in declared]
-    source = next((base for base in cls.__mro__[1:]
-                   if "__init__" in vars(base) and not getattr(base.__init__, "_made_from_settings", False)), None)
-    if not others or source is None:
+    source = foundation_class(cls)
+    if not others or source is object:
         return []
     names = ", ".join(f"``{name}``" for name in others)
     return [f"The constructor takes {names} as :class:`~{source.__module__.split('._')[0]}.{source.__name__}` "

@@ -189,16 +189,21 @@ def _check_defaults(cls) -> None:
                             f"declared default {declared.default!r} (SETTINGS[{name!r}])")
 
 
+def foundation_class(cls):
+    """The nearest class above ``cls`` whose ``__init__`` is hand-written (a loss's:
+    :class:`~agnostophobia.losses.OpenSetLoss`): the constructor a made one hands its
+    non-setting arguments on to; ``object`` where none is."""
+    return next(base for base in cls.__mro__[1:]
+                if "__init__" in vars(base) and not getattr(vars(base)["__init__"], "_made_from_settings", False))
+
+
 def _foundation(cls):
-    """The nearest hand-written ``__init__`` above ``cls`` (a loss's: ``OpenSetLoss.__init__``)
-    and its parameters after ``self``; ``object``'s takes none."""
-    for base in cls.__mro__[1:]:
-        init = vars(base).get("__init__")
-        if init is not None and not getattr(init, "_made_from_settings", False):
-            if init is object.__init__:
-                return init, []
-            return init, list(inspect.signature(init).parameters.values())[1:]
-    raise AssertionError("object has an __init__")
+    """The foundation's ``__init__`` (:func:`foundation_class`) and its parameters after
+    ``self``; ``object``'s takes none."""
+    init = vars(foundation_class(cls))["__init__"]
+    if init is object.__init__:
+        return init, []
+    return init, list(inspect.signature(init).parameters.values())[1:]
 
 
 def _made_init(cls):
@@ -230,18 +235,18 @@ def _made_init(cls):
                             **{name: declared.type for name, declared in settings.items()}}
     init.__doc__ = (f"{cls.__name__}'s constructor, made from its declared settings (``SETTINGS``): each "
                     f"keyword is checked against its declaration and kept as the attribute of its name."
-                    + _inherited_args(cls, foundation, [p for p in parameters if p is not None and p.name not in settings]))
+                    + _inherited_args(cls, [p for p in parameters if p is not None and p.name not in settings]))
     init._made_from_settings = True
     return init
 
 
-def _inherited_args(cls, foundation, inherited) -> str:
+def _inherited_args(cls, inherited) -> str:
     """The ``Args:`` section of a made constructor for the parameters it hands on to the
     foundation's (a loss's ``num_classes`` and ``reduction``): described where that constructor is
     written, so they are referred there; the settings are described by their declarations."""
     if not inherited:
         return ""
-    owner = next(base for base in cls.__mro__[1:] if vars(base).get("__init__") is foundation)
+    owner = foundation_class(cls)
     names = ", ".join({inspect.Parameter.VAR_POSITIONAL: "*", inspect.Parameter.VAR_KEYWORD: "**"}.get(p.kind, "")
                       + p.name for p in inherited)
     public = owner.__module__.split("._")[0]  # agnostophobia.losses._base: agnostophobia.losses
