@@ -382,3 +382,20 @@ def test_metrics_read_by_other_commands_are_checked(tmp_path, metrics, message):
 def test_the_metrics_of_a_real_run_are_read(tiny_run):
     metrics = records.read_metrics(tiny_run)
     assert metrics["seeds"] == 1 and {r["row"] for r in metrics["results"]} >= set(TINY["approaches"])
+
+
+def test_a_missing_or_empty_run_is_refused_in_one_line_by_every_reader(tmp_path):
+    """check_run (evaluate, plot, predict, ...) and calibrate find a run's models through one
+    function, run_models: the same refusal, naming what cannot be done where a command is given."""
+    from agnostophobia.deploy.calibration import trained_models
+    from agnostophobia.errors import AgnostophobiaError
+    from agnostophobia.training.records import check_run, run_models
+
+    with pytest.raises(AgnostophobiaError, match="^run directory .*missing does not exist$"):
+        run_models(tmp_path / "missing")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(AgnostophobiaError, match=r"holds no trained run \(seed\*/<approach>/outputs.npz\), nothing "
+                                                 r"to plot; train one with"):
+        check_run(tmp_path / "empty", "plot")
+    with pytest.raises(AgnostophobiaError, match=r"holds no trained run \(seed\*/<approach>/outputs.npz\); train one"):
+        trained_models(tmp_path / "empty")

@@ -88,12 +88,7 @@ RULE = ("threshold = the smallest with FPR <= target on the validation negatives
 def trained_models(run_dir: Path) -> List[Tuple[int, str, Path]]:
     """``(seed, approach, model_dir)`` of every trained model, in the run's order of approaches."""
     run_dir = Path(run_dir)
-    if not run_dir.is_dir():
-        raise AgnostophobiaError(f"run directory {run_dir} does not exist")
-    models = RunDir(run_dir).models()
-    if not models:
-        raise AgnostophobiaError(f"{run_dir} holds no trained run (seed*/<approach>/outputs.npz); "
-                                 f"train one with `agnostophobia reproduce` or `agnostophobia train`")
+    models = records.run_models(run_dir)
     order = {name: i for i, name in enumerate(run_config(run_dir).get("approaches") or [])}
     return sorted(models, key=lambda m: (m[0], order.get(m[1], len(order)), m[1]))
 

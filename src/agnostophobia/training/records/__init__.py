@@ -27,7 +27,7 @@ from agnostophobia.training.records.detector_caches import read_detector_scores,
 from agnostophobia.training.records.last_layer import read_last_layer, save_last_layer
 from agnostophobia.training.records.metrics import read_metrics
 from agnostophobia.training.records.outputs import FIELDS, SPLIT_OF, SplitOutputs, read_outputs, save_outputs
-from agnostophobia.training.records.run import RunRecords, check_agreement, check_run
+from agnostophobia.training.records.run import RunRecords, check_agreement, check_run, run_models
 from agnostophobia.training.records.run_config import (PER_MODEL_KEYS, RESUME_FREE_KEYS, VALUE_WHEN_ABSENT,
                                                        checkpoint_config, parse_run_config, read_checkpoint_config,
                                                        read_run_config, trained_differently)
@@ -42,4 +42,4 @@ __all__ = ["DATA_NOTES", "FIELDS", "PER_MODEL_KEYS", "PREPROCESSING_NOTES", "RES
            "parse_run_config", "read_calibration", "read_checkpoint_config", "read_classes", "read_data_sources",
            "read_detector_scores", "read_fitted_detectors", "read_last_layer", "read_metrics", "read_notes",
            "read_outputs", "read_run_config", "read_run_meta", "read_timings", "read_tuned_settings",
-           "read_wall_time", "save_last_layer", "save_outputs", "trained_differently", "version_mismatch"]
+           "read_wall_time", "run_models", "save_last_layer", "save_outputs", "trained_differently", "version_mismatch"]

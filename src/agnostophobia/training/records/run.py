@@ -35,18 +35,28 @@ class RunRecords:
         return version_mismatch(self.run_dir, self.meta)
 
 
+def run_models(run_dir, command: Optional[str] = None) -> List[Tuple[int, str, Path]]:
+    """``(seed, approach, model_dir)`` of every trained model of ``run_dir`` (:meth:`RunDir.models`);
+    a one-line :class:`AgnostophobiaError` where the folder is missing or holds none (``command``:
+    what then cannot be done, for the message)."""
+    run_dir = Path(run_dir)
+    if not run_dir.is_dir():
+        raise AgnostophobiaError(f"run directory {run_dir} does not exist")
+    models = RunDir(run_dir).models()
+    if not models:
+        nothing = f", nothing to {command}" if command else ""
+        raise AgnostophobiaError(f"{run_dir} holds no trained run (seed*/<approach>/outputs.npz){nothing}; "
+                                 f"train one with `agnostophobia reproduce` or `agnostophobia train`")
+    return models
+
+
 def check_run(run_dir, command: str = "evaluate") -> RunRecords:
     """Read and check every record of ``run_dir`` that ``evaluate``, ``plot``, ``calibrate`` and
     ``predict`` read, and that they agree; a :class:`RecordError` (one line) otherwise.
 
     Call it before a command writes anything into the run: a refused run stays as it was."""
     run_dir = Path(run_dir)
-    if not run_dir.is_dir():
-        raise AgnostophobiaError(f"run directory {run_dir} does not exist")
-    models = RunDir(run_dir).models()
-    if not models:
-        raise AgnostophobiaError(f"{run_dir} holds no trained run (seed*/<approach>/outputs.npz), nothing to "
-                                 f"{command}; train one with `agnostophobia reproduce` or `agnostophobia train`")
+    models = run_models(run_dir, command)
     config = read_run_config(run_dir)
     meta = read_run_meta(run_dir)
     records = RunRecords(run_dir, config, meta, models, read_calibration(run_dir))
