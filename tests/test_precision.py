@@ -40,6 +40,33 @@ def test_train_and_reproduce_say_which_precision_auto_chose_and_why(monkeypatch,
     assert printed == ["precision: fp32 (set in the config)"]
 
 
+@pytest.mark.parametrize("recorded", ["bf16", "fp32"])
+def test_a_continued_run_keeps_the_precision_auto_chose_when_it_started(monkeypatch, tmp_path, recorded):
+    """A run resumed where ``auto`` would now decide otherwise (another machine, another thread
+    count, a probe near its threshold) keeps the precision its config.yaml records, so its own
+    checkpoints do not refuse it; a new run decides anew, and a precision the config sets wins."""
+    from agnostophobia.experiments.reproduce import configure
+    from agnostophobia.experiments.request import RunRequest
+
+    other = "fp32" if recorded == "bf16" else "bf16"
+    monkeypatch.setattr(precision_module, "_cpu_has_native_bf16", lambda: True)
+    monkeypatch.setattr(precision_module, "probe_cpu_bf16", lambda: (other == "bf16", 1.9 if other == "bf16" else 1.05))
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "config.yaml").write_text(f"precision: {recorded}\n")
+    printed = []
+    experiment, _ = configure(parse_experiment({"tensorboard": False}), RunRequest(None, out=run), device="cpu",
+                              log=printed.append)
+    assert experiment.train.precision == recorded
+    assert printed == [f"precision: {recorded} (auto: as the run in {run} being continued was trained)"]
+    fresh, _ = configure(parse_experiment({"tensorboard": False}), RunRequest(None, out=tmp_path / "new"),
+                         device="cpu", log=printed.append)
+    assert fresh.train.precision == other
+    chosen, _ = configure(parse_experiment({"precision": other, "tensorboard": False}), RunRequest(None, out=run),
+                          device="cpu", log=printed.append)
+    assert chosen.train.precision == other
+
+
 def test_the_report_keeps_the_precision_line(tmp_path):
     from agnostophobia.experiments.report import write_report
 

@@ -37,8 +37,9 @@ from agnostophobia.training.config import (ExperimentConfig, TrainConfig, check_
 from agnostophobia.training.epoch_log import use_tensorboard
 from agnostophobia.training.fine_tune import check_starts, start_approach
 from agnostophobia.training.precision import describe_precision, resolve_precision
-from agnostophobia.training.records import (check_data_sources, check_training_records, read_classes, read_data_sources,
-                                            read_notes, read_timings, read_wall_time)
+from agnostophobia.training.records import (RecordError, check_data_sources, check_training_records, read_classes,
+                                            read_data_sources, read_notes, read_run_config, read_timings,
+                                            read_wall_time)
 from agnostophobia.rundir import DATA_NOTES, PREPROCESSING_NOTES, ModelDir, RunDir
 from agnostophobia.training.checkpoint import load_checkpoint
 from agnostophobia.training.loaders import is_streamed
@@ -245,6 +246,20 @@ def fit_and_store_unit(unit: List[Tuple[TrainConfig, Path]], protocol, device: t
     return time.perf_counter() - start
 
 
+def continued_precision(out) -> Optional[str]:
+    """The precision (``fp32`` or ``bf16``) the run in ``out`` was trained with, None where ``out``
+    holds no run. ``precision: auto`` decides by the device (and on a CPU by a timing probe), so a
+    run resumed on another machine, or with another thread count, could decide otherwise and then be
+    refused by its own checkpoints; it keeps its first decision instead."""
+    if out is None:
+        return None
+    try:
+        recorded = read_run_config(out, required=False).get("precision")
+    except RecordError:  # a damaged record: the resume's own checks say what is wrong with it
+        return None
+    return recorded if recorded in ("fp32", "bf16") else None
+
+
 def configure(experiment: ExperimentConfig, request: Optional[RunRequest] = None, log=log_info,
               **train_overrides) -> Tuple[ExperimentConfig, torch.device]:
     """The experiment with the ``request``'s choices (and ``train_overrides``, config keys a
@@ -258,9 +273,15 @@ def configure(experiment: ExperimentConfig, request: Optional[RunRequest] = None
     device = resolve_device(experiment.train.device)  # "cuda" without a GPU stops here, before any write
     for approach in experiment.approaches:  # so does cuda_graph, also for a loss whose step it cannot capture
         check_cuda_graph(experiment.train.cuda_graph, device, distributed.current().distributed, approach)
-    # "auto" becomes what this device gets, so that config.yaml, checkpoints and reports say it
-    experiment.precision_chosen = describe_precision(experiment.train.precision, device)
-    experiment.train.precision = resolve_precision(experiment.train.precision, device)
+    # "auto" becomes what this device gets, so that config.yaml, checkpoints and reports say it;
+    # a run being continued keeps the precision it was trained with (the choice is never made twice)
+    kept = continued_precision(request.out) if experiment.train.precision == "auto" else None
+    if kept:
+        experiment.precision_chosen = f"{kept} (auto: as the run in {request.out} being continued was trained)"
+        experiment.train.precision = kept
+    else:
+        experiment.precision_chosen = describe_precision(experiment.train.precision, device)
+        experiment.train.precision = resolve_precision(experiment.train.precision, device)
     if distributed.launched_rank() == 0:  # under torchrun: once, not once per process
         log(f"precision: {experiment.precision_chosen}")
     experiment.train.tensorboard = use_tensorboard(experiment.train.tensorboard)  # true without it stops here
