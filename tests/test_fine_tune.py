@@ -37,6 +37,23 @@ def test_a_fine_tune_trains_with_its_papers_schedule_whatever_the_budget(name, t
     assert (softmax.epochs, softmax.lr, softmax.scheduler) == (TINY["epochs"], TINY["lr"], "none")
 
 
+@pytest.mark.parametrize("name", FINE_TUNES)
+def test_fine_tune_epochs_shortens_the_recipe_and_nothing_else(name, tmp_path):
+    """``fine_tune_epochs`` (a budget's choice where its networks converge sooner than the papers')
+    replaces the recipe's epochs, keeps its learning rate and schedule, leaves the approaches that
+    train from scratch alone, and is refused below 1."""
+    from agnostophobia.errors import ConfigError
+
+    config = write_config(tmp_path / "tiny.yaml", approaches=["softmax", name], fine_tune_epochs=2)
+    experiment = load_experiment(config)
+    recipe = LOSSES.get(name).fine_tune
+    cfg = experiment.for_approach(name, 0)
+    assert (cfg.epochs, cfg.lr, cfg.scheduler) == (2, recipe.lr, recipe.scheduler)
+    assert experiment.for_approach("softmax", 0).epochs == TINY["epochs"]
+    with pytest.raises(ConfigError, match="fine_tune_epochs"):
+        load_experiment(write_config(tmp_path / "bad.yaml", approaches=["softmax", name], fine_tune_epochs=0))
+
+
 def test_a_fine_tune_without_its_start_is_refused_before_anything_is_written(tmp_path, capsys):
     config = write_config(tmp_path / "tiny.yaml", approaches=["outlier-exposure-ft"])
     code, _, err = run_main(["train", config, "--out", tmp_path / "run", "--no-progress"], capsys)

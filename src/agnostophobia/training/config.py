@@ -62,6 +62,9 @@ class TrainConfig:
     # short schedule, arXiv:2404.00498)
     scheduler: str = setting(str, "none", choices=("none", "cosine", "step", "onecycle"))
     warmup_fraction: float = setting(float, 0.25, low=0, high=1)  # for scheduler: onecycle
+    # epochs of an approach that fine-tunes (its loss's FineTune recipe, e.g. outlier-exposure-ft);
+    # null: the recipe's, its paper's (10). A budget shortens them where its networks converge sooner.
+    fine_tune_epochs: Optional[int] = setting(int, None, low=1, high=100_000, nullable=True)
     step_size: int = setting(int, 30, low=1)     # for scheduler: step
     gamma: float = setting(float, 0.1, low=0)    # for scheduler: step
     # The hyper-parameters of the registered losses, by their constructor's keyword names
@@ -308,8 +311,10 @@ class ExperimentConfig:
 
     def for_approach(self, approach: str, seed: int) -> TrainConfig:
         """The run of ``approach`` with ``seed``; an approach that fine-tunes (its loss's
-        ``fine_tune`` recipe) trains for the recipe's epochs at its learning rate and schedule."""
-        return dataclasses.replace(self.train, approach=approach, seed=seed, **recipe_schedule(approach)).validate()
+        ``fine_tune`` recipe) trains for the recipe's epochs (``fine_tune_epochs`` where the config
+        sets it) at the recipe's learning rate and schedule."""
+        return dataclasses.replace(self.train, approach=approach, seed=seed,
+                                   **recipe_schedule(approach, self.train.fine_tune_epochs)).validate()
 
 
 def parse_set_option(text: str) -> Tuple[str, Any]:

@@ -28,10 +28,13 @@ def start_approach(approach: str) -> Optional[str]:
     return None if recipe is None else recipe.start
 
 
-def recipe_schedule(approach: str) -> Dict:
-    """The config keys a fine-tuning ``approach``'s recipe sets over the run's ({}: none)."""
+def recipe_schedule(approach: str, epochs: Optional[int] = None) -> Dict:
+    """The config keys a fine-tuning ``approach``'s recipe sets over the run's ({}: none);
+    ``epochs`` (the config's ``fine_tune_epochs``), where set, replaces the recipe's epochs."""
     recipe = LOSSES.get(approach).fine_tune
-    return {} if recipe is None else {"epochs": recipe.epochs, "lr": recipe.lr, "scheduler": recipe.scheduler}
+    if recipe is None:
+        return {}
+    return {"epochs": recipe.epochs if epochs is None else epochs, "lr": recipe.lr, "scheduler": recipe.scheduler}
 
 
 def check_starts(approaches: Iterable[str], trained: Iterable[str] = ()) -> None:

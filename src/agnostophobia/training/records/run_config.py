@@ -26,7 +26,8 @@ RESUME_FREE_KEYS = frozenset(key for key, declared in field_settings(TrainConfig
 # with this value.
 # (crop-flip's padding was CROP_PADDING; a run from before onecycle never read warmup_fraction)
 VALUE_WHEN_ABSENT = {"preprocessing": OURS, "crop_padding": CROP_PADDING,
-                     "warmup_fraction": field_settings(TrainConfig)["warmup_fraction"].default}
+                     "warmup_fraction": field_settings(TrainConfig)["warmup_fraction"].default,
+                     "fine_tune_epochs": None}  # (a run from before fine_tune_epochs: its recipes' epochs)
 # Keys of a model's checkpoint config that belong to that model, not to the run.
 PER_MODEL_KEYS = {"approach", "seed"}
 
