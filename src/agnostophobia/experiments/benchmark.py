@@ -374,6 +374,7 @@ def markdown(result: Dict, run_name: str) -> str:
              "## What the data says", "", *[f"- {line}" for line in result["summary"]], ""]
     marks = _marks(result["tests"])
     lines += _papers_rows(result, sets, marks)
+    lines += _matrix(result["rows"])
     header = ["rank", "approach/detector", "closed-set acc.", *(f"{s} OSCR" for s in sets), "vs EOS", "vs MSP"]
     lines += ["## OSCR", "", _row_md(header), _rule(header)]
     for row in result["rows"]:
@@ -429,6 +430,26 @@ def _papers_rows(result: Dict, sets: List[str], marks: Dict) -> List[str]:
                  row["detector"], _fmt(row["closed_set_accuracy"]), _fmt(mean)]
         cells += [_fmt(row["test"].get(s, {}).get("oscr")) + _tie(row, s) for s in sets]
         lines.append(_row_md([*cells, marks["approaches"].get(row["row"], "")]))
+    return [*lines, ""]
+
+
+def _matrix(rows: List[Dict]) -> List[str]:
+    """Every approach (a line, in the order of the short table) with every detector (a column):
+    the mean D_a OSCR over seeds; the best detector of each approach in bold; "—" where a
+    detector does not apply to the approach or was not scored."""
+    approaches = list(dict.fromkeys(r["approach"] for r in papers_rows(rows) + rows))
+    detectors = sorted({r["detector"] for r in rows})
+    cell = {(r["approach"], r["detector"]): float(np.mean(r["mean_oscr_per_seed"]))
+            for r in rows if r["mean_oscr_per_seed"]}
+    header = ["approach", *detectors]
+    lines = ["## Every approach with every detector (mean D_a OSCR)", "", _row_md(header), _rule(header)]
+    for approach in approaches:
+        mine = [cell[(approach, d)] for d in detectors if (approach, d) in cell]
+        best = max(mine) if mine else None
+        texts = [("—" if (approach, d) not in cell else
+                  f"**{cell[(approach, d)]:.3f}**" if cell[(approach, d)] == best else f"{cell[(approach, d)]:.3f}")
+                 for d in detectors]
+        lines.append(_row_md([approach, *texts]))
     return [*lines, ""]
 
 
