@@ -200,10 +200,12 @@ class OpenSetLoss(DeclaresSettings, nn.Module):
     #: trained ``start`` network; None: it trains from scratch.
     fine_tune = None
     #: Where the recipe of an approach that trains from scratch comes from and what differs here
-    #: (a :class:`Provenance`; None: not stated). One that fine-tunes states it in ``fine_tune``.
+    #: (a :class:`~agnostophobia.losses.Provenance`; None: not stated). One that fine-tunes states
+    #: it in ``fine_tune``.
     scratch_recipe = None
-    #: Where the approach's other facts that are no setting come from (:class:`Provenance` each):
-    #: the loss itself for an approach without settings, the auxiliary outliers its paper trains on.
+    #: Where the approach's other facts that are no setting come from (a
+    #: :class:`~agnostophobia.losses.Provenance` each): the loss itself for an approach without
+    #: settings, the auxiliary outliers its paper trains on.
     provenance: Tuple[Provenance, ...] = ()
     #: Value checks that read a tensor back to the host (label range, weight finiteness), one
     #: synchronisation each per call. A trainer that checked its whole dataset once turns
