@@ -3,6 +3,7 @@ scores against a plain numpy / scipy computation written here; chunking; setting
 from __future__ import annotations
 
 import numpy as np
+import torch
 import pytest
 import scipy.stats
 
@@ -104,6 +105,32 @@ def test_chunked_and_unchunked_fits_are_equal(monkeypatch):
     np.testing.assert_allclose(chunked.ev_shape_, whole.ev_shape_, rtol=1e-12)
     test = features + 0.2
     np.testing.assert_allclose(chunked.scores(logits, test), whole.scores(logits, test), rtol=1e-12)
+
+
+@pytest.mark.parametrize("distance", ["euclidean", "cosine"])
+def test_the_set_cover_picks_the_same_extreme_vectors_with_its_cover_matrix_kept_or_computed_again(
+        monkeypatch, distance):
+    """The whole cover matrix kept for a small class (read again in the lazy greedy loop) and the
+    blocks computed again for a large one give the same picks in the same order, and the picks
+    cover every row, each pick covering as many uncovered rows as any row could (greedy)."""
+    from agnostophobia.detectors.knn import _Metric
+
+    rng = np.random.default_rng(3)
+    metric = _Metric(distance)
+    points = metric.prepare(np.round(rng.normal(size=(300, 2)), 1))  # rounded: many equal distances
+    radius = torch.from_numpy(rng.uniform(0.05, 0.6, size=300))
+    monkeypatch.setattr(evm_module, "BLOCK_ENTRIES", 300 * 40)  # blocks of 40 rows: the lazy loop works
+    kept = evm_module.greedy_set_cover(points, radius, metric)
+    monkeypatch.setattr(evm_module, "COVER_MATRIX_ENTRIES", 0)
+    computed = evm_module.greedy_set_cover(points, radius, metric)
+    np.testing.assert_array_equal(kept, computed)
+    inside = (metric.block(points, points, metric.bias(points)) <= radius[:, None]).numpy()
+    np.fill_diagonal(inside, True)
+    uncovered = np.ones(300, dtype=bool)
+    for pick in kept:
+        assert (inside[pick] & uncovered).sum() == (inside & uncovered).sum(axis=1).max() > 0
+        uncovered &= ~inside[pick]
+    assert not uncovered.any()
 
 
 @pytest.mark.parametrize("settings, message", [

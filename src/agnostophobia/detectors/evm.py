@@ -47,7 +47,9 @@ a sample whose ``tail_size`` margins are all equal cannot have a Weibull: it is 
 Memory: the margin search is the chunked k-nearest search of the k-NN detector
 (:func:`~agnostophobia.detectors.knn.k_smallest_distances`), the set cover and the
 scores compute distance blocks of at most ``2**22`` entries, so nothing grows with the
-square of the training set (``benchmarks/bench_detectors.py``: 100,000 training knowns).
+square of the training set (``benchmarks/bench_detectors.py``: 100,000 training knowns); a
+class of at most 8,192 samples keeps its set cover's boolean matrix (at most 64 MB), read
+again by the greedy loop instead of computed again.
 """
 from __future__ import annotations
 
@@ -62,6 +64,10 @@ from .knn import METRICS, _Metric, k_smallest_distances
 
 #: Entries of one distance block in the set cover and the scoring (32 MB in float64).
 BLOCK_ENTRIES = 1 << 22
+#: A class of at most this many rows squared keeps its whole cover matrix (one byte an entry,
+#: 64 MB) for the set cover's lazy greedy loop, which otherwise computes most of its distance
+#: blocks again (tune-detectors fits the EVM at 12 grid points on every model).
+COVER_MATRIX_ENTRIES = 1 << 26
 #: A zero margin is raised to this fraction of the sample's largest tail margin.
 ZERO_MARGIN = 1e-12
 
@@ -86,14 +92,20 @@ def greedy_set_cover(points: torch.Tensor, radius: torch.Tensor, metric: _Metric
     bias = metric.bias(points)
     rows = int(min(max(BLOCK_ENTRIES // n, 16), n))
 
-    def covers(index: np.ndarray) -> torch.Tensor:
+    def computed_covers(index: np.ndarray) -> torch.Tensor:
         index_t = torch.from_numpy(index)
         inside = metric.block(points[index_t], points, bias) <= radius[index_t, None]
         inside[torch.arange(len(index)), index_t] = True
         return inside
 
-    bound = np.concatenate([covers(np.arange(i, min(i + rows, n))).sum(dim=1).numpy()
-                            for i in range(0, n, rows)])
+    blocks = [computed_covers(np.arange(i, min(i + rows, n))) for i in range(0, n, rows)]
+    bound = np.concatenate([_row_counts(block).numpy() for block in blocks])
+    if n * n <= COVER_MATRIX_ENTRIES:  # the same booleans, read again instead of computed again
+        matrix = torch.cat(blocks)
+        covers = lambda index: matrix[torch.from_numpy(index)]  # noqa: E731
+    else:
+        covers = computed_covers
+    del blocks
     uncovered = torch.ones(n, dtype=torch.bool)
     chosen = []
     while uncovered.any():
@@ -101,7 +113,7 @@ def greedy_set_cover(points: torch.Tensor, radius: torch.Tensor, metric: _Metric
         block, outside = order[:rows], (bound[order[rows]] if n > rows else 0)
         inside = covers(block) & uncovered
         while True:
-            counts = inside.sum(dim=1)
+            counts = _row_counts(inside)
             best = int(torch.argmax(counts))  # the first maximum: the block is in (bound, index) order
             if counts[best] == 0 or counts[best] < outside:
                 break
@@ -109,8 +121,15 @@ def greedy_set_cover(points: torch.Tensor, radius: torch.Tensor, metric: _Metric
             newly = inside[best].clone()
             uncovered &= ~newly
             inside &= ~newly
-        bound[block] = inside.sum(dim=1).numpy()
+        bound[block] = _row_counts(inside).numpy()
     return np.array(chosen, dtype=np.int64)
+
+
+def _row_counts(inside: torch.Tensor) -> torch.Tensor:
+    """The True entries of each row of a boolean block, as int64: summed as bytes into int32,
+    about half the time of ``sum`` of the bools, which widens every entry to int64 (the set cover
+    spends much of its time counting)."""
+    return inside.view(torch.uint8).sum(dim=1, dtype=torch.int32).long()
 
 
 @register("evm")
