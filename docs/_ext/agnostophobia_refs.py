@@ -201,7 +201,8 @@ def field_comments(cls) -> Dict[str, str]:
         if stripped.startswith("def "):
             break
         pending = [] if not stripped.startswith("#") else pending
-    return comments
+    fields = set(getattr(cls, "__annotations__", {}))  # not a docstring's "Examples:" line
+    return {name: text for name, text in comments.items() if name in fields} if fields else comments
 
 
 def _annotation(field: dataclasses.Field) -> str:
