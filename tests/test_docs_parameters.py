@@ -32,12 +32,15 @@ SECTION = re.compile(r"^(Args|Arguments|Parameters|Keyword Args|Keyword Argument
 NUMPY_RULE = re.compile(r"^-{3,}\s*$")
 
 
-def described_in(docstring: str) -> set:
-    """The parameter names an ``Args:`` (or numpydoc ``Parameters``) section of ``docstring`` describes."""
+def section_entries(docstring: str, section: re.Pattern = SECTION) -> set:
+    """The names a section's entries begin with: by default the parameter names of an ``Args:``
+    (or numpydoc ``Parameters``) section of ``docstring``; ``section`` reads another (``Raises``).
+    An entry names one or several (``scores, labels: ...``), plain or as a cross-reference
+    (``~agnostophobia.errors.ConfigError:``, written as it is)."""
     lines = inspect.cleandoc(docstring or "").splitlines()
     names, i = set(), 0
     while i < len(lines):
-        if SECTION.match(lines[i].strip()):
+        if section.match(lines[i].strip()):
             numpy = i + 1 < len(lines) and NUMPY_RULE.match(lines[i + 1].strip())
             i += 2 if numpy else 1
             indent = None
@@ -56,13 +59,18 @@ def described_in(docstring: str) -> set:
                 if width < indent:
                     break
                 if width == indent:
-                    head = line.strip().split(":", 1)[0] if ":" in line or not numpy else line.strip()
-                    head = re.sub(r"\(.*?\)", "", head)  # "name (type)"
+                    head = line.strip().split(": ", 1)[0] if ": " in line or not numpy else line.strip()
+                    head = re.sub(r"\(.*?\)", "", head).rstrip(":")  # "name (type)"
                     names.update(part.strip().lstrip("*") for part in head.split(",") if part.strip())
                 i += 1
             continue
         i += 1
     return names
+
+
+def described_in(docstring: str) -> set:
+    """The parameter names an ``Args:`` (or numpydoc ``Parameters``) section of ``docstring`` describes."""
+    return section_entries(docstring, SECTION)
 
 
 def declared_docs(cls) -> Dict[str, str]:

@@ -322,7 +322,8 @@ def field_comments(cls) -> Dict[str, str]:
         if stripped.startswith("def "):
             break
         pending = [] if not stripped.startswith("#") else pending
-    return comments
+    fields = set(getattr(cls, "__annotations__", {}))  # not a docstring's "Examples:" line
+    return {name: text for name, text in comments.items() if name in fields} if fields else comments
 
 
 def _annotation(field: dataclasses.Field) -> str:
@@ -632,11 +633,18 @@ def _settings_after_class_docstring(app, what, name, obj, options, lines):
 
 
 def _torch_inherited(obj) -> bool:
-    """A method whose docstring comes from torch: the class wrote the method without one (``forward``)
-    or did not write it at all (``extra_repr``)."""
+    """A method whose docstring comes from torch: the class did not write it (``extra_repr``), or
+    wrote it without a docstring and no class of this package above it documents it (a model's
+    ``forward``; a loss's ``forward`` shows the contract :class:`~agnostophobia.losses.OpenSetLoss`
+    documents)."""
+    from torch import nn
+
     function = getattr(obj, "__func__", obj)
-    return (getattr(function, "__module__", "") or "").startswith("torch.") or (
-        getattr(function, "__name__", "") in ("forward", "extra_repr") and not getattr(function, "__doc__", None))
+    if (getattr(function, "__module__", "") or "").startswith("torch."):
+        return True
+    name = getattr(function, "__name__", "")
+    return name in ("forward", "extra_repr") and inspect.getdoc(function) in (
+        None, "", inspect.getdoc(getattr(nn.Module, name)))
 
 
 def _drop_torch_docstrings(app, what, name, obj, options, lines):

@@ -33,7 +33,12 @@ _state = {"loaded": False}
 
 def load_plugins() -> None:
     """Load every plugin of :data:`GROUP` once per process (a second call does nothing, and a
-    plugin's own registrations, which ask the registries again, do not recurse)."""
+    plugin's own registrations, which ask the registries again, do not recurse).
+
+    Raises:
+        ~agnostophobia.errors.ConfigError: a plugin failed to load (one line naming it and what
+            it raised); the next call tries again.
+    """
     if _state["loaded"]:
         return
     _state["loaded"] = True

@@ -24,6 +24,20 @@ class Registry(Generic[T]):
         kind: what it holds, in messages (``loss``, ``detector``, ...).
         path_names: its names become components of a run's paths (an approach's folder, a set's
             figures), each checked when registered (``rundir.check_path_name``).
+
+    Examples:
+        >>> from agnostophobia.registry import Registry
+        >>> SHAPES = Registry("shape")
+        >>> @SHAPES.register("square")
+        ... def square(side):
+        ...     return side * side
+        ...
+        >>> SHAPES.get("square")(3), SHAPES.names()
+        (9, ['square'])
+        >>> SHAPES.get("squares")
+        Traceback (most recent call last):
+            ...
+        agnostophobia.errors.ConfigError: unknown shape 'squares'; known: square
     """
 
     def __init__(self, kind: str, path_names: bool = False):
@@ -32,7 +46,18 @@ class Registry(Generic[T]):
         self._items: Dict[str, T] = {}
 
     def register(self, name: str) -> Callable[[T], T]:
-        """Decorator: ``@REG.register("name")`` adds the decorated object."""
+        """Decorator: ``@REG.register("name")`` adds the decorated object.
+
+        Args:
+            name: the name it is looked up by.
+
+        Returns:
+            The decorator, which registers the object and returns it unchanged.
+
+        Raises:
+            ~agnostophobia.errors.ConfigError: ``name`` cannot be a path component where the
+                registry's names are (``path_names``).
+        """
 
         if self.path_names:
             try:
@@ -55,6 +80,18 @@ class Registry(Generic[T]):
         return self._items
 
     def get(self, name: str) -> T:
+        """The object registered as ``name`` (plugins' registrations included).
+
+        Args:
+            name: a registered name.
+
+        Returns:
+            The registered object.
+
+        Raises:
+            ~agnostophobia.errors.ConfigError: ``name`` is not registered; the message lists the
+                registered names, or the closest ones.
+        """
         try:
             return self._entries[name]
         except KeyError:
@@ -62,7 +99,11 @@ class Registry(Generic[T]):
 
     def hint(self, name: str, listed: int = 12) -> str:
         """What to say about the unknown ``name``: every name of a short registry, the closest
-        ones of a long one (the models hold every torchvision architecture)."""
+        ones of a long one (the models hold every torchvision architecture).
+
+        Returns:
+            One phrase, ``known: a, b, c`` or ``close: ...`` (without a trailing period).
+        """
         names = self.names()
         if len(names) <= listed:
             return f"known: {', '.join(names) or '(none)'}"
@@ -71,7 +112,11 @@ class Registry(Generic[T]):
 
     def closest(self, name: str, n: int = 5, cutoff: float = 0.6) -> List[str]:
         """Up to ``n`` registered names most like ``name``, compared without a ``family/`` prefix
-        (``resnet50`` finds ``torchvision/resnet50``, ``torchvision/foo`` no torchvision model)."""
+        (``resnet50`` finds ``torchvision/resnet50``, ``torchvision/foo`` no torchvision model).
+
+        Returns:
+            The names, most alike first, each at least ``cutoff`` alike (0..1).
+        """
         family, _, member = str(name).rpartition("/")
 
         def likeness(candidate: str) -> float:  # a tie goes to the name's own family
@@ -82,10 +127,19 @@ class Registry(Generic[T]):
         return [candidate for score, candidate in scored[:n] if score >= cutoff]
 
     def names(self) -> List[str]:
+        """Every registered name, the plugins' included.
+
+        Returns:
+            The names, sorted.
+        """
         return sorted(self._entries)
 
     def registered(self) -> List[str]:
-        """Names in the order they were registered (e.g. the paper's order of approaches)."""
+        """Names in the order they were registered (e.g. the paper's order of approaches).
+
+        Returns:
+            The names, first registered first.
+        """
         return list(self._entries)
 
     def __contains__(self, name: object) -> bool:

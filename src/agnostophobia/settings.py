@@ -46,7 +46,14 @@ class Setting:
     run's records keep it (``recorded``). ``doc`` says what it means, for the references;
     ``source`` where its default was read (the paper, the authors' code: repository, file and
     argument, pytorch-ood, OpenOOD) and ``differs`` what is different here ("": nothing), for the
-    table of where each default comes from (docs/training-peers.md)."""
+    table of where each default comes from (docs/training-peers.md).
+
+    Examples:
+        >>> from agnostophobia.settings import Setting
+        >>> tail = Setting(float, 0.5, low=0, high=1, low_open=True, doc="the share kept")
+        >>> tail.describe_range(), tail.problem(0.0), tail.check(1, "tail")
+        ('(0, 1]', 'must be a number in (0, 1]', 1.0)
+    """
 
     type: type  # int, float, bool, str or dict
     default: Any  # the value where none is given
@@ -65,7 +72,11 @@ class Setting:
     differs: str = ""  # what is different here from that source ("": nothing)
 
     def problem(self, value) -> Optional[str]:
-        """What is wrong with ``value`` for this setting (None: nothing)."""
+        """What is wrong with ``value`` for this setting (None: nothing).
+
+        Returns:
+            One phrase (``must be a number >= 0``), or None.
+        """
         if value is None and self.nullable or isinstance(value, str) and value in self.words:
             return None
         problem = self._problem(value)
@@ -89,14 +100,22 @@ class Setting:
 
     def check(self, value, name: str):
         """``value`` as this setting allows (an integer given for a float becomes a float); a
-        ``ValueError`` naming ``name`` otherwise, as a constructor raises it."""
+        ``ValueError`` naming ``name`` otherwise, as a constructor raises it.
+
+        Returns:
+            The value, a float for a float setting and an int for an int one.
+        """
         problem = self.problem(value)
         if problem:
             raise ValueError(f"{name} {problem}, got {value!r}")
         return float(value) if self.type is float else int(value) if self.type is int else value
 
     def describe_bounds(self) -> str:
-        """``>= 1``, ``> 0``, ``<= 1`` or ``in (0, 1]``: the allowed range in words."""
+        """``>= 1``, ``> 0``, ``<= 1`` or ``in (0, 1]``: the allowed range in words.
+
+        Returns:
+            The range, e.g. ``>= 1``.
+        """
         if self.high is None:
             return f"{'>' if self.low_open else '>='} {self.low:g}"
         if self.low is None:
@@ -104,6 +123,12 @@ class Setting:
         return f"in {self.describe_range()}"
 
     def describe_range(self) -> str:
+        """The allowed interval of a number in words: a bound not given is infinite, an open
+        end in parentheses.
+
+        Returns:
+            The interval, e.g. ``[0, 1]`` or ``(0, inf)``.
+        """
         low = "-inf" if self.low is None else f"{self.low:g}"
         high = "inf" if self.high is None else f"{self.high:g}"
         return f"{'(' if self.low_open or self.low is None else '['}{low}, {high}{']' if self.high is not None else ')'}"
@@ -111,7 +136,11 @@ class Setting:
     @classmethod
     def inferred(cls, parameter: inspect.Parameter) -> Optional["Setting"]:
         """The setting a keyword declares by its annotation and default (``temperature: float =
-        1.0``), or None when neither names one of the four types."""
+        1.0``), or None when neither names one of the four types.
+
+        Returns:
+            A :class:`Setting` of that type with that default (unbounded), or None.
+        """
         kind = parameter.annotation
         if isinstance(kind, str):  # postponed annotations (``from __future__ import annotations``)
             kind = _TYPES_BY_NAME.get(kind.strip())
@@ -137,7 +166,20 @@ class DeclaresSettings:
     declaration (:meth:`_take_settings`), keeps it as the attribute of its name, then calls
     ``__post_init__``. A class that needs its own ``__init__`` writes one and keeps its
     settings with :meth:`_take_settings`; its keyword defaults are checked against the
-    declarations where the class is defined."""
+    declarations where the class is defined.
+
+    Examples:
+        >>> from agnostophobia.settings import DeclaresSettings, Setting
+        >>> class Smoother(DeclaresSettings):
+        ...     window = Setting(int, 3, low=1, grid=(1, 3, 5))
+        ...
+        >>> Smoother(window=5).settings()
+        {'window': 5}
+        >>> Smoother(window=0)
+        Traceback (most recent call last):
+            ...
+        ValueError: window must be an integer >= 1, got 0
+    """
 
     #: One :class:`Setting` per declared constructor keyword (none: nothing declared).
     SETTINGS: ClassVar[Dict[str, Setting]] = {}
@@ -156,7 +198,11 @@ class DeclaresSettings:
 
     def settings(self) -> Dict[str, Any]:
         """The recorded settings' values, for records (reports, caches): every declared setting
-        but those that only change how fast a result is computed (``recorded=False``)."""
+        but those that only change how fast a result is computed (``recorded=False``).
+
+        Returns:
+            ``{name: value}``, in the declarations' order.
+        """
         return {name: getattr(self, name) for name, setting in self.SETTINGS.items() if setting.recorded}
 
     def _take_settings(self, **values) -> None:
@@ -197,7 +243,11 @@ def _check_defaults(cls) -> None:
 def foundation_class(cls):
     """The nearest class above ``cls`` whose ``__init__`` is hand-written (a loss's:
     :class:`~agnostophobia.losses.OpenSetLoss`): the constructor a made one hands its
-    non-setting arguments on to; ``object`` where none is."""
+    non-setting arguments on to; ``object`` where none is.
+
+    Returns:
+        That class, or ``object``.
+    """
     return next(base for base in cls.__mro__[1:]
                 if "__init__" in vars(base) and not getattr(vars(base)["__init__"], "_made_from_settings", False))
 
@@ -315,6 +365,9 @@ def field_settings(owner) -> Dict[str, Setting]:
 
     Args:
         owner: a dataclass (the class or an instance).
+
+    Returns:
+        ``{field name: Setting}``, in the fields' order.
     """
     return {f.name: f.metadata["setting"] for f in dataclasses.fields(owner) if "setting" in f.metadata}
 

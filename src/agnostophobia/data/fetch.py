@@ -161,6 +161,9 @@ def download(res: Resource, directory: PathLike, mirror: Optional[str] = None, a
         timeout: seconds to wait for the server.
         log: receives one line per step.
 
+    Returns:
+        The path of the verified file in ``directory``.
+
     Raises:
         ~agnostophobia.errors.DataError: no published checksum (without ``allow_unverified``),
             a checksum that does not match, or a failed download.

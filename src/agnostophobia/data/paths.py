@@ -37,6 +37,9 @@ def data_dir(data_dir: Optional[PathLike] = None) -> Path:
     Args:
         data_dir: the folder a command was given (``--data-dir``), or None.
 
+    Returns:
+        The directory's path, with ``~`` expanded (it need not exist yet).
+
     Raises:
         ~agnostophobia.errors.DataError: the path exists and is not a folder.
     """
@@ -55,6 +58,10 @@ def _folder_or_nothing(path: Path, what: str) -> Path:
 
 
 def cache_dir() -> Path:
-    """Directory for derived, re-creatable files ($AGNOSTOPHOBIA_CACHE overrides)."""
+    """Directory for derived, re-creatable files ($AGNOSTOPHOBIA_CACHE overrides).
+
+    Returns:
+        The directory's path (not made here).
+    """
     env = os.environ.get(CACHE_ENV)
     return Path(env).expanduser() if env else user_cache_root() / "decoded"

@@ -249,6 +249,9 @@ def rgb_to_grey(images: np.ndarray) -> np.ndarray:
 
     Args:
         images: (N, H, W, 3) uint8 RGB images.
+
+    Returns:
+        An (N, H, W) uint8 NumPy array.
     """
     if images.ndim != 4 or images.shape[-1] != 3 or images.dtype != np.uint8:
         raise ValueError(f"expected uint8 (N, H, W, 3) RGB images, got {images.dtype} {images.shape}")
@@ -322,6 +325,9 @@ def border_mean(images: np.ndarray, width: int = 2) -> np.ndarray:
     Args:
         images: (N, H, W) uint8 grey images.
         width: the frame's width in pixels.
+
+    Returns:
+        An (N,) float64 NumPy array, each image's frame mean in [0, 255].
     """
     return border_pixels(images, width).mean(axis=1)
 
@@ -330,12 +336,15 @@ def check_polarity(images: np.ndarray, name: str, limit: float = 128.0) -> float
     """Raise unless most images have a dark frame (white glyph on black).
 
     The median, not the mean, is tested: notMNIST legitimately has ~23 % of glyphs
-    that fill the frame. Returns the median frame mean.
+    that fill the frame.
 
     Args:
         images: (N, H, W) or (N, 1, H, W) uint8 grey images.
         name: what they are, in the message.
         limit: the largest median frame mean that passes (0..255).
+
+    Returns:
+        The median frame mean, a float in [0, 255].
 
     Raises:
         ~agnostophobia.errors.DataError: the frame is bright: black glyphs on white.
@@ -356,6 +365,9 @@ def to_lenet(images: np.ndarray, padding: int = 0) -> np.ndarray:
         images: uint8 (N, H, W) grey or (N, H, W, 3) RGB, any size.
         padding: the width of a blank frame the stored images carry (Devanagari: 2); it is
             cropped where that leaves 28 x 28 and drops only zeros.
+
+    Returns:
+        An (N, 1, 28, 28) uint8 NumPy array.
     """
     return _convert(_check_stored(images, "images"), LENET_INPUT, OURS_RECIPE, padding)
 
@@ -365,6 +377,9 @@ def to_chw(images: np.ndarray) -> np.ndarray:
 
     Args:
         images: (N, H, W, 3) uint8 RGB images.
+
+    Returns:
+        An (N, 3, H, W) uint8 NumPy array.
     """
     if images.ndim != 4 or images.shape[-1] != 3:
         raise ValueError(f"expected (N, H, W, 3) RGB images, got shape {images.shape}")

@@ -28,7 +28,15 @@ from agnostophobia._validation import check_seed
 class ProtocolSplit:
     """One split of an open-set protocol (train, val, the known test set or one unknown set):
     images prepared for the protocol's model, open-set labels (-1: unknown). Built from
-    datasets' :class:`~agnostophobia.data.datasets.DatasetSplit` (as stored, own labels)."""
+    datasets' :class:`~agnostophobia.data.datasets.DatasetSplit` (as stored, own labels).
+
+    Examples:
+        >>> import numpy as np
+        >>> from agnostophobia.data import ProtocolSplit
+        >>> val = ProtocolSplit("val", np.zeros((4, 1, 28, 28), np.uint8), np.array([0, 1, -1, -1]))
+        >>> len(val), int((val.labels < 0).sum())  # two known unknowns (label -1)
+        (4, 2)
+    """
 
     name: str            # the split: "train", "val", "known" or the unknown set's name
     images: np.ndarray   # uint8 (N, C, H, W), preprocessed for the protocol's model
@@ -43,7 +51,20 @@ class ProtocolSplit:
 class OpenSetProtocol:
     """An open-set protocol's data, prepared for its model: the training and validation splits
     (knowns and, for the approaches that train on them, known unknowns labelled -1), the known
-    test set D_c and each unknown test set (paper Sec. 4.1; :func:`build_protocol` builds one)."""
+    test set D_c and each unknown test set (paper Sec. 4.1; :func:`build_protocol` builds one).
+
+    Examples:
+        >>> import numpy as np
+        >>> from agnostophobia.data import OpenSetProtocol, ProtocolSplit
+        >>> def split(name, labels):
+        ...     return ProtocolSplit(name, np.zeros((len(labels), 1, 28, 28), np.uint8), np.array(labels))
+        ...
+        >>> protocol = OpenSetProtocol("toy", 2, (1, 28, 28), train=split("train", [0, 1, -1]),
+        ...                            val=split("val", [0, -1]), test_known=split("known", [0, 1]),
+        ...                            test_unknowns={"letters": split("letters", [-1, -1])}, notes=[])
+        >>> protocol.sizes()["train"], protocol.sizes()["test_unknowns/letters"]
+        ({'known': 2, 'unknown': 1}, {'known': 0, 'unknown': 2})
+    """
 
     name: str                          # the protocol's name (lenet++, cifar10, a file protocol's)
     num_classes: int                   # the known classes C
@@ -65,7 +86,12 @@ class OpenSetProtocol:
     sources: Dict[str, Dict[str, object]] = field(default_factory=dict)
 
     def sizes(self) -> Dict[str, Dict[str, int]]:
-        """Sample counts: ``{"train": {"known": n, "unknown": m}, ...}``."""
+        """Sample counts of each split.
+
+        Returns:
+            ``{"train": {"known": n, "unknown": m}, "val": ..., "test_known": ...,
+            "test_unknowns/<name>": ...}``.
+        """
         def count(s: ProtocolSplit) -> Dict[str, int]:
             return {"known": int((s.labels >= 0).sum()), "unknown": int((s.labels < 0).sum())}
         out = {"train": count(self.train), "val": count(self.val), "test_known": count(self.test_known)}
@@ -211,6 +237,9 @@ def purpose_rng(seed: int, purpose: str) -> np.random.Generator:
     Args:
         seed: the data seed.
         purpose: what the stream draws for (``"lenet++/train-val"``, ...): each purpose gets its own.
+
+    Returns:
+        A :class:`numpy.random.Generator`, the same stream for the same ``(seed, purpose)``.
     """
     return np.random.default_rng(np.random.SeedSequence([seed, zlib.crc32(purpose.encode())]))
 
@@ -232,6 +261,9 @@ def stratified_split(labels: np.ndarray, fraction: float, rng: np.random.Generat
         labels: (N,) the samples' classes.
         fraction: the share held out, in [0, 1].
         rng: the random stream (e.g. :func:`purpose_rng`).
+
+    Returns:
+        ``(keep, held_out)``, two sorted int64 NumPy arrays of indices into ``labels``.
     """
     if len(labels) == 0:
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
@@ -253,6 +285,9 @@ def stratified_subset(labels: np.ndarray, n: Optional[int], rng: np.random.Gener
         labels: (N,) the samples' classes.
         n: how many to keep, or None.
         rng: the random stream (e.g. :func:`purpose_rng`).
+
+    Returns:
+        A sorted int64 NumPy array of indices into ``labels``.
     """
     if n is None or n >= len(labels):
         return np.arange(len(labels))
@@ -282,6 +317,9 @@ def split_negative_classes(protocol: OpenSetProtocol, seed: int) -> Tuple[List[i
     Args:
         protocol: a protocol that keeps its negatives' classes.
         seed: the data seed.
+
+    Returns:
+        ``(trained, held_out)``, two sorted lists of class indices.
 
     Raises:
         ~agnostophobia.errors.DataError: the protocol does not keep its negatives' classes or
@@ -320,6 +358,13 @@ def hold_out_negative_classes(protocol: OpenSetProtocol, seed: int) -> OpenSetPr
 
     Args:
         protocol, seed: as for :func:`split_negative_classes`.
+
+    Returns:
+        The :class:`OpenSetProtocol` described above.
+
+    Raises:
+        ~agnostophobia.errors.DataError: the held-out half has no validation negatives, or the
+            trained half no training negatives.
     """
     trained, held_out = split_negative_classes(protocol, seed)
     names = protocol.negative_class_names

@@ -312,6 +312,9 @@ def read_calibration(run_dir: Path) -> Optional[Dict]:
     Args:
         run_dir: the run directory.
 
+    Returns:
+        The file's content as a dict (one threshold entry per model), or None.
+
     Raises:
         ~agnostophobia.errors.AgnostophobiaError: a NaN or non-number threshold, a missing key:
             one line naming the file and the entry.
@@ -397,6 +400,11 @@ def calibrate_run(run_dir, fpr: float, approaches: Optional[Sequence[str]] = Non
 
     Returns:
         The path of the written ``calibration.json``.
+
+    Raises:
+        ~agnostophobia.errors.AgnostophobiaError: an approach the run did not train, a
+            ``detector`` that applies to none of the models, or a model without a threshold at
+            ``fpr``, named; nothing is written (without ``partial``).
     """
     run_dir = Path(run_dir)
     check_target(fpr)

@@ -87,6 +87,25 @@ class OpenSetClassifier:
 
     :meth:`from_run` builds one from a run directory; the constructor is for a network and a
     threshold of your own.
+
+    Examples:
+        >>> import torch
+        >>> from agnostophobia.deploy import OpenSetClassifier
+        >>> from agnostophobia.detectors import build_detector
+        >>> from agnostophobia.models import LeNetPlusPlus
+        >>> from agnostophobia.training import TrainedModel
+        >>> _ = torch.manual_seed(0)
+        >>> network = LeNetPlusPlus(num_outputs=10).eval()  # untrained here; from_run loads a run's
+        >>> trained = TrainedModel(network, {"protocol": "lenet++"}, torch.device("cpu"), "fp32", False, 64)
+        >>> clf = OpenSetClassifier(trained, build_detector("softmax"), threshold=0.9,
+        ...                         class_names=[str(c) for c in range(10)], approach="entropic", seed=0)
+        >>> images = torch.zeros(3, 1, 28, 28)
+        >>> images[:, :, 8:20, 12:16] = 1.0  # a white bar on black, as the network's inputs are
+        >>> labels, scores = clf.decide(images)
+        >>> labels.tolist(), scores.shape  # an untrained network is unsure of everything: all unknown (-1)
+        ([-1, -1, -1], (3,))
+        >>> clf.label_names([3, -1])
+        ['3', 'unknown']
     """
 
     def __init__(self, trained: TrainedModel, detector: Detector, threshold: float, class_names: Sequence[str],
@@ -108,7 +127,27 @@ class OpenSetClassifier:
         """The model ``seed<seed>/<approach>`` of ``run_dir`` (default: the run's first approach
         trained with negatives) with ``detector`` (default: its paper score) and the stored
         threshold; ``fpr`` calibrates that threshold first (FPR <= fpr on validation data),
-        stored in ``calibration.json``, or kept in memory on a run this user cannot write."""
+        stored in ``calibration.json``, or kept in memory on a run this user cannot write.
+
+        Args:
+            run_dir: the run directory.
+            approach: the trained approach; default: the run's first trained with negatives.
+            detector: a registered detector; default: the approach's paper score.
+            seed: the model's seed.
+            device: where the network runs (``cpu``, ``cuda``, ...); default: the run's.
+            precision: ``fp32`` (default) or ``bf16``, the network's arithmetic.
+            fpr: calibrate the threshold first, at this target FPR on validation data.
+            data_dir: the datasets' folder, where validation outputs must be computed again.
+            log: receives one line per step.
+
+        Returns:
+            The :class:`OpenSetClassifier`.
+
+        Raises:
+            ~agnostophobia.errors.AgnostophobiaError: the threshold was calibrated with other
+                detector settings than the run's now, or the detector cannot be fitted; one
+                line saying what to run.
+        """
         run_dir = Path(run_dir)
         model_dir, approach, detector = resolve_model(run_dir, approach, detector, seed)
         precision = precision or DEPLOY_PRECISION
@@ -143,8 +182,20 @@ class OpenSetClassifier:
 
     # ------------------------------------------------------------------ inputs
     def model_input(self, x, name: str = "x"):
-        """``x`` as the network's input: a float tensor in [0, 1], or prepared uint8 images; a
-        one-line error naming ``name`` and what is wrong with it otherwise."""
+        """``x`` as the network's input: a float tensor in [0, 1], or prepared uint8 images.
+
+        Args:
+            x: a float tensor or array (N, C, H, W) in [0, 1], or uint8 images as stored.
+            name: how the error message names ``x``.
+
+        Returns:
+            A float tensor (N, C, H, W) in [0, 1] as given, or a uint8 NumPy array (N, C, H, W)
+            of prepared images.
+
+        Raises:
+            ~agnostophobia.errors.AgnostophobiaError: a shape, dtype, range or polarity that is
+                not the network's input, in one line naming ``name``.
+        """
         shape = f"(N, {', '.join(map(str, self.input_spec.shape))})"
         if isinstance(x, torch.Tensor) and x.device.type == "meta":
             raise AgnostophobiaError(f"{name}: a tensor on the meta device holds no values; pass a {shape} "
@@ -173,7 +224,15 @@ class OpenSetClassifier:
 
     # ------------------------------------------------------------------ decisions
     def decide(self, x) -> Tuple[np.ndarray, np.ndarray]:
-        """``(labels, scores)``: int64 labels (N,), -1 for unknown, and float64 scores (N,)."""
+        """The decision on each sample and the score it rests on.
+
+        Args:
+            x: the images, as :meth:`model_input` takes them.
+
+        Returns:
+            ``(labels, scores)``: an (N,) int64 NumPy array of classes, -1 for unknown, and the
+            (N,) float64 scores.
+        """
         logits, features = network_outputs(self.trained, self.model_input(x))
         if not len(logits):
             return np.empty(0, np.int64), np.empty(0)
@@ -181,16 +240,40 @@ class OpenSetClassifier:
         return np.where(score >= self.threshold, predicted, UNKNOWN).astype(np.int64), score
 
     def scores(self, x) -> np.ndarray:
-        """The per-sample score (N,) float64 the threshold acts on; larger = more known."""
+        """The per-sample score the threshold acts on; larger = more known.
+
+        Args:
+            x: the images, as :meth:`model_input` takes them.
+
+        Returns:
+            An (N,) float64 NumPy array.
+        """
         return self.decide(x)[1]
 
     def predict(self, x) -> np.ndarray:
-        """int64 labels (N,): the predicted class, or -1 where the score is below the threshold."""
+        """The predicted class, or -1 where the score is below the threshold.
+
+        Args:
+            x: the images, as :meth:`model_input` takes them.
+
+        Returns:
+            An (N,) int64 NumPy array.
+        """
         return self.decide(x)[0]
 
     def label_names(self, labels: Sequence[int]) -> List[str]:
-        """The class name of each label, ``unknown`` for -1; a one-line error naming the first
-        label that is neither a class index (0..C-1) nor -1."""
+        """The class name of each label, ``unknown`` for -1.
+
+        Args:
+            labels: class indices 0..C-1 or -1, as :meth:`predict` returns them.
+
+        Returns:
+            One name per label, in their order.
+
+        Raises:
+            ~agnostophobia.errors.AgnostophobiaError: naming the first label that is neither a
+                class index nor -1.
+        """
         try:
             values = int64_labels(labels, "labels")
         except ValueError as exc:
@@ -205,6 +288,7 @@ class OpenSetClassifier:
 
     @property
     def detector_name(self) -> str:
+        """The registered name of the detector whose score the threshold acts on."""
         return self.detector.name
 
     def __repr__(self) -> str:

@@ -183,6 +183,17 @@ class TorchScore(nn.Module):
         **fitted: the fitted arrays ``formula`` reads, by the keyword it reads them as: a tensor
             is kept as it is, an integer array or number becomes an int64 buffer, any other a
             float64 one.
+
+    Examples:
+        >>> import torch
+        >>> from agnostophobia.detectors import TorchScore
+        >>> def offset_max_logit(logits, features, predicted, offset):
+        ...     return logits.gather(1, predicted[:, None])[:, 0] - offset
+        ...
+        >>> score = TorchScore(offset_max_logit, offset=0.5)
+        >>> score(torch.tensor([[2.0, 1.0], [0.0, 3.0]], dtype=torch.float64), torch.zeros(2, 4, dtype=torch.float64),
+        ...       torch.tensor([0, 1]))
+        tensor([1.5000, 2.5000], dtype=torch.float64)
     """
 
     def __init__(self, formula: Callable[..., torch.Tensor], **fitted):
@@ -193,6 +204,16 @@ class TorchScore(nn.Module):
             self.register_buffer(name, _as_buffer(value))
 
     def forward(self, logits: torch.Tensor, features: torch.Tensor, predicted: torch.Tensor) -> torch.Tensor:
+        """The score of each sample.
+
+        Args:
+            logits: (N, C) float64 logits (C+1 for a detector that reads the background column).
+            features: (N, D) float64 deep features.
+            predicted: (N,) int64 predicted classes, the arg-max of the C known logits.
+
+        Returns:
+            An (N,) float64 tensor, larger = more known.
+        """
         return self.formula(logits, features, predicted, **{name: getattr(self, name) for name in self.fitted})
 
 
@@ -237,6 +258,18 @@ class Detector(DeclaresSettings):
       the value of a threshold (2: the tie-free scores of ``softmax``, ``background``,
       ``openmax``, ``entropy``, ``gen``, ``postmax`` and ``ghost``); a threshold that
       ``calibrate`` recorded with another is chosen again (``deploy.calibration``).
+
+    Examples:
+        >>> import numpy as np
+        >>> from agnostophobia.detectors import Detector
+        >>> class MaxLogit(Detector):  # a post-hoc score: each class's logit, larger = more known
+        ...     name = title = "max-logit-example"
+        ...     def _scores(self, logits, features):
+        ...         return logits
+        ...
+        >>> detector = MaxLogit().fit(np.zeros((2, 3)), None, np.array([0, 1]))  # post-hoc: fit only checks
+        >>> detector.scores(np.array([[2.0, 0.5, 0.0], [0.1, 0.2, 0.3]])).max(axis=1).tolist()
+        [2.0, 0.3]
     """
 
     name: ClassVar[str] = "detector"
@@ -265,13 +298,21 @@ class Detector(DeclaresSettings):
     @classmethod
     def not_applicable(cls, num_classes: int, feature_dim: int) -> Optional[str]:
         """Why the detector does not apply to a network with ``num_classes`` known classes and
-        ``feature_dim``-dimensional features (one line), or None where it does."""
+        ``feature_dim``-dimensional features (one line), or None where it does.
+
+        Returns:
+            A one-line reason, or None.
+        """
         return None
 
     def use_last_layer(self, weight, bias=None) -> "Detector":
         """Hand over the network's last layer on F: ``weight`` (C, D) and ``bias`` (C,) of the C
         known-class logits :math:`l = W F + b` (None: a bias-free layer, LeNet++, ResNet-18 and the
-        torchvision backbones); a ``ValueError`` naming what is wrong otherwise. Returns ``self``."""
+        torchvision backbones); a ``ValueError`` naming what is wrong otherwise. Returns ``self``.
+
+        Returns:
+            The detector itself, ``self``.
+        """
         weight = as_float64(weight, "last layer weight")
         bias = np.zeros(weight.shape[0]) if bias is None else as_float64(bias, "last layer bias", ndim=1)
         if bias.shape != (weight.shape[0],):
@@ -289,7 +330,17 @@ class Detector(DeclaresSettings):
 
     def fit(self, train_logits, train_features, train_labels) -> "Detector":
         """Learn from the training knowns (labels ``0..C-1``); post-hoc detectors learn nothing
-        and return ``self``, after the same check of what they were given."""
+        and return ``self``, after the same check of what they were given.
+
+        Args:
+            train_logits: (N, C) float logits of the training knowns (C+1 for a detector that reads
+                the background column).
+            train_features: (N, D) float deep features, or None for a detector that does not read them.
+            train_labels: (N,) integer labels ``0..C-1``.
+
+        Returns:
+            The fitted detector itself, ``self``.
+        """
         check_training_data(train_logits, train_features, train_labels, need_features=False)
         return self
 
@@ -297,7 +348,15 @@ class Detector(DeclaresSettings):
         """(N, C) float64 per-class scores, larger = more known, as a NumPy array whatever the input:
         ``logits`` (N, C) (C+1 for a detector that reads the background column) and ``features``
         (N, D) may be NumPy arrays or torch tensors on any device (the package's one convention:
-        NumPy out; see :mod:`agnostophobia.metrics`, whose every metric takes this array)."""
+        NumPy out; see :mod:`agnostophobia.metrics`, whose every metric takes this array).
+
+        Returns:
+            An (N, C) float64 NumPy array, larger = more known; its row-wise arg-max is the predicted
+            class.
+
+        Raises:
+            NotFittedError: a detector that ``needs_fit`` before :meth:`fit`.
+        """
         if self.needs_fit and not self._fitted:
             raise NotFittedError(f"detector {self.name!r} is not fitted; call fit(train_logits, train_features, "
                                  "train_labels) on the training knowns first")
@@ -316,7 +375,16 @@ class Detector(DeclaresSettings):
     def torch_score(self) -> TorchScore:
         """The per-sample score as a torch module (:class:`TorchScore`), built from this fitted
         detector: what ``export`` writes. :class:`NotExportable` (naming ``NOT_EXPORTABLE``'s
-        reason) for a detector without one, :class:`NotFittedError` before :meth:`fit`."""
+        reason) for a detector without one, :class:`NotFittedError` before :meth:`fit`.
+
+        Returns:
+            A :class:`TorchScore`, ``forward(logits, features, predicted) -> (N,)`` float64.
+
+        Raises:
+            NotExportable: the detector has no torch implementation of its score.
+            NotFittedError: before :meth:`fit`, or before :meth:`use_last_layer` where it reads the
+                last layer.
+        """
         why = self.why_not_exportable()
         if why is not None:
             raise NotExportable(f"detector {self.name!r} is not exported: {why}")
@@ -334,21 +402,33 @@ class Detector(DeclaresSettings):
     @classmethod
     def why_not_exportable(cls) -> Optional[str]:
         """None when the detector writes its score in torch (it implements :meth:`_torch_score`),
-        else why ``export`` refuses it (``NOT_EXPORTABLE``)."""
+        else why ``export`` refuses it (``NOT_EXPORTABLE``).
+
+        Returns:
+            None, or a one-line reason.
+        """
         if cls._torch_score is not Detector._torch_score:
             return None
         return cls.NOT_EXPORTABLE or "it has no torch implementation (no _torch_score)"
 
     def fitted_state(self) -> Dict[str, np.ndarray]:
         """The fitted detector as arrays (its :data:`FITTED_STATE` attributes); {} before
-        :meth:`fit` or when it declares none."""
+        :meth:`fit` or when it declares none.
+
+        Returns:
+            ``{attribute: numpy.ndarray}``, one entry per name of ``FITTED_STATE``.
+        """
         if not self._fitted or not self.FITTED_STATE:
             return {}
         return {name: np.asarray(getattr(self, name)) for name in self.FITTED_STATE}
 
     def restore_fitted_state(self, state: Dict[str, np.ndarray]) -> "Detector":
         """This detector as :meth:`fit` left it, from :meth:`fitted_state`'s arrays (a 0-d integer
-        array becomes an int); a missing or extra name is a ``ValueError`` naming it."""
+        array becomes an int); a missing or extra name is a ``ValueError`` naming it.
+
+        Returns:
+            The fitted detector itself, ``self``.
+        """
         names = set(self.FITTED_STATE)
         if not names or set(state) != names:
             raise ValueError(f"detector {self.name!r}: a fitted state holds {sorted(names)}, "

@@ -142,6 +142,22 @@ class EVM(Detector):
     ``euclidean``), ``query_chunk`` / ``reference_chunk`` (block sizes of the margin search).
     Attributes after :meth:`fit`: ``ev_features_`` (E, D), ``ev_shape_``, ``ev_scale_``,
     ``ev_class_`` (E,) the extreme vectors grouped by class, ``n_left_out_``.
+
+    Examples:
+        >>> import numpy as np
+        >>> from agnostophobia.detectors import EVM
+        >>> rng = np.random.default_rng(0)
+        >>> weight = np.eye(3, 4)  # the last layer: three known classes along the first three axes of F
+        >>> labels = np.repeat(np.arange(3), 20)
+        >>> features = 4 * weight[labels] + rng.normal(size=(60, 4))
+        >>> detector = EVM(tail_size=5)
+        >>> detector = detector.fit(features @ weight.T, features, labels)
+        >>> test = np.array([[4.0, 0.1, 0.1, 0.1], [0.0, 0.0, 0.0, 8.0]])  # near class 0; off every class
+        >>> scores = detector.scores(test @ weight.T, test)
+        >>> scores.shape, int(scores[0].argmax())  # (N, C) scores; the first sample is put in class 0
+        ((2, 3), 0)
+        >>> bool(scores[0].max() > scores[1].max())  # the known scores higher
+        True
     """
 
     needs_fit = True
@@ -232,5 +248,9 @@ class EVM(Detector):
         return out
 
     def probabilities(self, logits, features) -> np.ndarray:
-        r"""(N, C) probabilities of inclusion :math:`P_c = \max_{i \in EV_c} \Psi(x_i, x)`."""
+        r"""(N, C) probabilities of inclusion :math:`P_c = \max_{i \in EV_c} \Psi(x_i, x)`.
+
+        Returns:
+            An (N, C) float64 NumPy array in [0, 1].
+        """
         return np.exp(-np.exp(-self.scores(logits, features)))

@@ -100,7 +100,24 @@ class _GaussianDetector(Detector):
 @register("mahalanobis")
 class Mahalanobis(_GaussianDetector):
     r"""Mahalanobis (Lee et al., NeurIPS 2018): :math:`\max_c -(F - \mu_c)^\top \Sigma^{+} (F - \mu_c)`
-    with class means and one shared covariance of the training knowns (see the module)."""
+    with class means and one shared covariance of the training knowns (see the module).
+
+    Examples:
+        >>> import numpy as np
+        >>> from agnostophobia.detectors import Mahalanobis
+        >>> rng = np.random.default_rng(0)
+        >>> weight = np.eye(3, 4)  # the last layer: three known classes along the first three axes of F
+        >>> labels = np.repeat(np.arange(3), 20)
+        >>> features = 4 * weight[labels] + rng.normal(size=(60, 4))
+        >>> detector = Mahalanobis()
+        >>> detector = detector.fit(features @ weight.T, features, labels)
+        >>> test = np.array([[4.0, 0.1, 0.1, 0.1], [0.0, 0.0, 0.0, 8.0]])  # near class 0; off every class
+        >>> scores = detector.scores(test @ weight.T, test)
+        >>> scores.shape, int(scores[0].argmax())  # (N, C) scores; the first sample is put in class 0
+        ((2, 3), 0)
+        >>> bool(scores[0].max() > scores[1].max())  # the known scores higher
+        True
+    """
 
     title = "Mahalanobis"
     report_note = ("Lee et al. (NeurIPS 2018): minus the squared Mahalanobis distance of F to the nearest class "
@@ -122,7 +139,24 @@ class Mahalanobis(_GaussianDetector):
 @register("relative-mahalanobis")
 class RelativeMahalanobis(_GaussianDetector):
     r"""Relative Mahalanobis (Ren et al., 2021): :math:`-\min_c (\mathrm{MD}_c - \mathrm{MD}_0)`, the
-    class distance less the distance to one Gaussian of all training knowns (see the module)."""
+    class distance less the distance to one Gaussian of all training knowns (see the module).
+
+    Examples:
+        >>> import numpy as np
+        >>> from agnostophobia.detectors import RelativeMahalanobis
+        >>> rng = np.random.default_rng(0)
+        >>> weight = np.eye(3, 4)  # the last layer: three known classes along the first three axes of F
+        >>> labels = np.repeat(np.arange(3), 20)
+        >>> features = 4 * weight[labels] + rng.normal(size=(60, 4))
+        >>> detector = RelativeMahalanobis()
+        >>> detector = detector.fit(features @ weight.T, features, labels)
+        >>> test = np.array([[4.0, 0.1, 0.1, 0.1], [0.0, 0.0, 0.0, 8.0]])  # near class 0; off every class
+        >>> scores = detector.scores(test @ weight.T, test)
+        >>> scores.shape, int(scores[0].argmax())  # (N, C) scores; the first sample is put in class 0
+        ((2, 3), 0)
+        >>> bool(scores[0].max() > scores[1].max())  # the known scores higher
+        True
+    """
 
     title = "relative Mahalanobis"
     report_note = ("Ren et al. (2021): the Mahalanobis distance to the nearest class mean less that to one "

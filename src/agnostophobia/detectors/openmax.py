@@ -265,6 +265,22 @@ class OpenMax(Detector):
     samples per class.
 
     The formulas and our deviations from the authors' code are in the module docstring.
+
+    Examples:
+        >>> import numpy as np
+        >>> from agnostophobia.detectors import OpenMax
+        >>> rng = np.random.default_rng(0)
+        >>> weight = np.eye(3, 4)  # the last layer: three known classes along the first three axes of F
+        >>> labels = np.repeat(np.arange(3), 20)
+        >>> features = 4 * weight[labels] + rng.normal(size=(60, 4))
+        >>> detector = OpenMax()
+        >>> detector = detector.fit(features @ weight.T, features, labels)
+        >>> test = np.array([[4.0, 0.1, 0.1, 0.1], [0.0, 0.0, 0.0, 8.0]])  # near class 0; off every class
+        >>> scores = detector.scores(test @ weight.T, test)
+        >>> scores.shape, int(scores[0].argmax())  # (N, C) scores; the first sample is put in class 0
+        ((2, 3), 0)
+        >>> bool(scores[0].max() > scores[1].max())  # the known scores higher
+        True
     """
 
     needs_fit = True
@@ -296,6 +312,9 @@ class OpenMax(Detector):
 
         For reloading a fitted model (all attributes are plain arrays) and for tests with
         hand-chosen Weibulls. The tail size and the translate amount are only recorded.
+
+        Returns:
+            A fitted :class:`OpenMax`.
         """
         model = cls(**settings)
         mav = check_scores(mav, "mav")
@@ -329,6 +348,12 @@ class OpenMax(Detector):
                 for k, s, l in zip(self.weibull_shape_, self.weibull_scale_, self.weibull_loc_)]
 
     def restore_fitted_state(self, state) -> "OpenMax":
+        """This OpenMax as :meth:`fit` left it, from :meth:`fitted_state`'s arrays; its Weibull
+        tails are rebuilt from them.
+
+        Returns:
+            The fitted detector itself, ``self``.
+        """
         super().restore_fitted_state(state)
         self.tails_ = self._tails()  # derived: kept as numbers, rebuilt here
         return self
@@ -336,7 +361,11 @@ class OpenMax(Detector):
     # ------------------------------------------------------------------ fitting
     def fit(self, train_logits, train_features, train_labels) -> "OpenMax":
         """Fit MAVs and per-class Weibull tails on the training knowns' logits (N, C) (the
-        activation vectors) and labels 0..C-1; ``train_features`` are not used (may be None)."""
+        activation vectors) and labels 0..C-1; ``train_features`` are not used (may be None).
+
+        Returns:
+            The fitted detector itself, ``self``.
+        """
         av, _, y = check_training_data(train_logits, None, train_labels, need_features=False)
         num_classes = av.shape[1]
         if self.alpha > num_classes:
@@ -386,6 +415,9 @@ class OpenMax(Detector):
         r"""The (N, C+1) revised activations :math:`[\hat v_1..\hat v_C, \hat v_0]` (pre-softmax).
 
         Vectorised over samples; the only loop is over the :math:`\alpha` ranks.
+
+        Returns:
+            An (N, C+1) float64 NumPy array, the unknown's column last.
         """
         av = self._check_input(logits)
         n = av.shape[0]
@@ -404,11 +436,19 @@ class OpenMax(Detector):
         return revised
 
     def predict_proba(self, logits) -> np.ndarray:
-        """(N, C+1) OpenMax probabilities; the last column is the unknown probability."""
+        """(N, C+1) OpenMax probabilities; the last column is the unknown probability.
+
+        Returns:
+            An (N, C+1) float64 NumPy array whose rows sum to 1.
+        """
         return softmax(self.revised_activations(logits), axis=1)
 
     def predict(self, logits) -> np.ndarray:
-        """(N,) arg-max of :meth:`predict_proba`: a known class 0..C-1, or -1 for "unknown"."""
+        """(N,) arg-max of :meth:`predict_proba`: a known class 0..C-1, or -1 for "unknown".
+
+        Returns:
+            An (N,) integer NumPy array of classes ``0..C-1``, -1 for unknown.
+        """
         predicted = self.predict_proba(logits).argmax(axis=1)
         predicted[predicted == self.num_classes_] = -1
         return predicted

@@ -72,6 +72,22 @@ class PostMax(Detector):
     Parameter: ``tail_fraction`` in (0, 1], the GPD fit threshold (default 1: all correctly
     classified training knowns). Attributes after :meth:`fit`: ``gpd_`` (shape, location,
     scale), ``num_classes_``, ``feature_dim_``.
+
+    Examples:
+        >>> import numpy as np
+        >>> from agnostophobia.detectors import PostMax
+        >>> rng = np.random.default_rng(0)
+        >>> weight = np.eye(3, 4)  # the last layer: three known classes along the first three axes of F
+        >>> labels = np.repeat(np.arange(3), 20)
+        >>> features = 4 * weight[labels] + rng.normal(size=(60, 4))
+        >>> detector = PostMax()
+        >>> detector = detector.fit(features @ weight.T, features, labels)
+        >>> test = np.array([[4.0, 0.1, 0.1, 0.1], [0.0, 0.0, 0.0, 8.0]])  # near class 0; off every class
+        >>> scores = detector.scores(test @ weight.T, test)
+        >>> scores.shape, int(scores[0].argmax())  # (N, C) scores; the first sample is put in class 0
+        ((2, 3), 0)
+        >>> bool(scores[0].max() > scores[1].max())  # the known scores higher
+        True
     """
 
     needs_fit = True
@@ -105,7 +121,11 @@ class PostMax(Detector):
         return place_in_predicted_column(gpd_score(normalised_max_logit(logits, features), *self.gpd_), logits)
 
     def probabilities(self, logits, features) -> np.ndarray:
-        r"""(N,) the GPD CDF :math:`P(x)` itself, in [0, 1] (saturating; the scores do not)."""
+        r"""(N,) the GPD CDF :math:`P(x)` itself, in [0, 1] (saturating; the scores do not).
+
+        Returns:
+            An (N,) float64 NumPy array in [0, 1].
+        """
         return gpd_cdf(normalised_max_logit(as_float64(logits, "logits"), as_float64(features, "features")),
                        *self.gpd_)
 

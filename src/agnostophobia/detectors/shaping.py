@@ -89,6 +89,15 @@ class _LastLayerDetector(Detector):
         return place_in_predicted_column(shaped_energy(features, self.weight_, self.bias_, self.shape), logits)
 
     def shape(self, features: np.ndarray) -> np.ndarray:
+        """The features as the detector shapes them before the last layer (each subclass's
+        docstring says how).
+
+        Args:
+            features: (N, D) float64 deep features.
+
+        Returns:
+            An (N, D) float64 NumPy array.
+        """
         raise NotImplementedError
 
 
@@ -103,6 +112,22 @@ class ReAct(_LastLayerDetector):
     c the ``percentile``-th percentile (percent, linear interpolation) of every entry of the
     training knowns' features (Sec. 3: the 90th, the default; the grid spans 80 to 99). Negative
     entries pass unchanged (clipped from above only); fitted on the training knowns.
+
+    Examples:
+        >>> import numpy as np
+        >>> from agnostophobia.detectors import ReAct
+        >>> rng = np.random.default_rng(0)
+        >>> weight = np.eye(3, 4)  # the last layer: three known classes along the first three axes of F
+        >>> labels = np.repeat(np.arange(3), 20)
+        >>> features = 4 * weight[labels] + rng.normal(size=(60, 4))
+        >>> detector = ReAct().use_last_layer(weight)
+        >>> detector = detector.fit(features @ weight.T, features, labels)
+        >>> test = np.array([[4.0, 0.1, 0.1, 0.1], [0.0, 0.0, 0.0, 8.0]])  # near class 0; off every class
+        >>> scores = detector.scores(test @ weight.T, test)
+        >>> scores.shape, int(scores[0].argmax())  # (N, C) scores; the first sample is put in class 0
+        ((2, 3), 0)
+        >>> bool(scores[0].max() > scores[1].max())  # the known scores higher
+        True
     """
 
     needs_fit = True
@@ -152,6 +177,22 @@ class ASH(_LastLayerDetector):
     parts here; ratio 1 where :math:`s_2 = 0`), scored by the energy of :math:`W h + b`.
     Defaults: ASH-S at p = 90 (their ImageNet setting); the grid spans their 65 to 95 (four
     values, so that with the three variants it stays at 12 points). Post-hoc: nothing is fitted.
+
+    Examples:
+        >>> import numpy as np
+        >>> from agnostophobia.detectors import ASH
+        >>> rng = np.random.default_rng(0)
+        >>> weight = np.eye(3, 4)  # the last layer: three known classes along the first three axes of F
+        >>> labels = np.repeat(np.arange(3), 20)
+        >>> features = 4 * weight[labels] + rng.normal(size=(60, 4))
+        >>> detector = ASH().use_last_layer(weight)
+        >>> detector = detector.fit(features @ weight.T, features, labels)
+        >>> test = np.array([[4.0, 0.1, 0.1, 0.1], [0.0, 0.0, 0.0, 8.0]])  # near class 0; off every class
+        >>> scores = detector.scores(test @ weight.T, test)
+        >>> scores.shape, int(scores[0].argmax())  # (N, C) scores; the first sample is put in class 0
+        ((2, 3), 0)
+        >>> bool(scores[0].max() > scores[1].max())  # the known scores higher
+        True
     """
 
     title = "ASH"
@@ -213,6 +254,22 @@ class SCALE(_LastLayerDetector):
     :math:`k = D - \mathrm{round}(D p / 100)` (at least 1; ratio 1 where :math:`s_2 = 0`), scored
     by the energy of :math:`W h + b`. Default p = 85 (their ImageNet setting); the grid spans 65
     to 95. Post-hoc: nothing is fitted.
+
+    Examples:
+        >>> import numpy as np
+        >>> from agnostophobia.detectors import SCALE
+        >>> rng = np.random.default_rng(0)
+        >>> weight = np.eye(3, 4)  # the last layer: three known classes along the first three axes of F
+        >>> labels = np.repeat(np.arange(3), 20)
+        >>> features = 4 * weight[labels] + rng.normal(size=(60, 4))
+        >>> detector = SCALE().use_last_layer(weight)
+        >>> detector = detector.fit(features @ weight.T, features, labels)
+        >>> test = np.array([[4.0, 0.1, 0.1, 0.1], [0.0, 0.0, 0.0, 8.0]])  # near class 0; off every class
+        >>> scores = detector.scores(test @ weight.T, test)
+        >>> scores.shape, int(scores[0].argmax())  # (N, C) scores; the first sample is put in class 0
+        ((2, 3), 0)
+        >>> bool(scores[0].max() > scores[1].max())  # the known scores higher
+        True
     """
 
     title = "SCALE"

@@ -59,7 +59,24 @@ def uncentred_covariance(features: np.ndarray, origin: np.ndarray) -> np.ndarray
 class ViM(Detector):
     r"""ViM (Wang et al., CVPR 2022): :math:`\ln \sum_c e^{l_c} - \alpha \lVert x^{P^\perp} \rVert`
     (see the module). ``principal_fraction``: d / D of the principal subspace (default 0.5).
-    One number per sample, in the predicted class's column."""
+    One number per sample, in the predicted class's column.
+
+    Examples:
+        >>> import numpy as np
+        >>> from agnostophobia.detectors import ViM
+        >>> rng = np.random.default_rng(0)
+        >>> weight = np.eye(3, 4)  # the last layer: three known classes along the first three axes of F
+        >>> labels = np.repeat(np.arange(3), 20)
+        >>> features = 4 * weight[labels] + rng.normal(size=(60, 4))
+        >>> detector = ViM().use_last_layer(weight)
+        >>> detector = detector.fit(features @ weight.T, features, labels)
+        >>> test = np.array([[4.0, 0.1, 0.1, 0.1], [0.0, 0.0, 0.0, 8.0]])  # near class 0; off every class
+        >>> scores = detector.scores(test @ weight.T, test)
+        >>> scores.shape, int(scores[0].argmax())  # (N, C) scores; the first sample is put in class 0
+        ((2, 3), 0)
+        >>> bool(scores[0].max() > scores[1].max())  # the known scores higher
+        True
+    """
 
     needs_fit = True
     needs_features = True
@@ -74,6 +91,11 @@ class ViM(Detector):
 
     @classmethod
     def not_applicable(cls, num_classes: int, feature_dim: int) -> Optional[str]:
+        """Why ViM does not apply: it needs more feature dimensions than classes.
+
+        Returns:
+            A one-line reason where ``feature_dim <= num_classes``, else None.
+        """
         if feature_dim <= num_classes:
             return (f"ViM needs more feature dimensions than classes (D={feature_dim} <= C={num_classes}): the "
                     "logits then span every direction of F and leave no residual")

@@ -117,7 +117,11 @@ def every_loss_setting() -> Dict[str, Dict[str, Setting]]:
     ``loss:`` may hold, each with the declaration of every loss that reads it, by approach. Two
     losses may declare one name with different types, ranges or defaults, so no declaration
     stands for the others: a value is checked against those of the approaches trained or tuned
-    (:func:`setting_problem`)."""
+    (:func:`setting_problem`).
+
+    Returns:
+        ``{keyword: {approach: Setting}}``, the keywords in the order the losses are registered.
+    """
     settings: Dict[str, Dict[str, Setting]] = {}
     for name in LOSSES.registered():
         for keyword, declared in loss_settings(name).items():

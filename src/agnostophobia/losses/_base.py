@@ -19,7 +19,7 @@ from __future__ import annotations
 import inspect
 import operator
 import warnings
-from typing import Dict, NamedTuple, Tuple
+from typing import Dict, NamedTuple, Optional, Tuple
 
 import torch
 from torch import nn
@@ -128,7 +128,14 @@ class FineTune(NamedTuple):
     weights (its best checkpoint), then ``epochs`` at learning rate ``lr`` with ``scheduler``; the
     optimiser and everything else are the run's. ``source`` says where the recipe comes from and
     ``differs`` what is different here ("": nothing; a config's ``fine_tune_epochs`` is read from
-    the configs, not stated here)."""
+    the configs, not stated here).
+
+    Examples:
+        >>> from agnostophobia.losses import LOSSES
+        >>> recipe = LOSSES.get("outlier-exposure-ft").fine_tune
+        >>> recipe.start, recipe.epochs, recipe.lr
+        ('softmax', 10, 0.001)
+    """
 
     # the registered approach whose trained network (its best checkpoint) gives the initial weights
     start: str
@@ -187,6 +194,21 @@ class OpenSetLoss(DeclaresSettings, nn.Module):
     Raises:
         ValueError: ``num_classes`` is not a positive integer or ``reduction`` is not one of
             the three.
+
+    Examples:
+        >>> import torch
+        >>> from agnostophobia.losses import OpenSetLoss
+        >>> class Hinge(OpenSetLoss):  # the knowns' hinge on their true logit, nothing on unknowns
+        ...     def forward(self, logits, labels, sample_weight=None):
+        ...         logits, labels, weight = self._check_inputs(logits, labels, sample_weight)
+        ...         known = labels >= 0
+        ...         true = logits.gather(1, labels.clamp(min=0)[:, None])[:, 0]
+        ...         hinge = torch.where(known, (1 - true).clamp(min=0), torch.zeros_like(true))
+        ...         return self._reduce(hinge, labels, weight)
+        ...
+        >>> loss = Hinge(num_classes=3, reduction="none")
+        >>> loss(torch.tensor([[2.0, 0.0, 0.0], [0.0, 0.5, 0.0], [0.0, 0.0, 0.0]]), torch.tensor([0, 1, -1]))
+        tensor([0.0000, 0.5000, 0.0000])
     """
 
     uses_features: bool = False
@@ -256,7 +278,11 @@ class OpenSetLoss(DeclaresSettings, nn.Module):
 
     # -- hooks of the training loop (none of the paper's four losses needs one) --------------------
     def attach(self, model: nn.Module) -> "OpenSetLoss":
-        """Called once with the network this loss trains (VOS reads its logit layer)."""
+        """Called once with the network this loss trains (VOS reads its logit layer).
+
+        Returns:
+            The loss itself, ``self``.
+        """
         return self
 
     def begin_epoch(self, epoch: int, epochs: int) -> None:
@@ -268,13 +294,44 @@ class OpenSetLoss(DeclaresSettings, nn.Module):
 
         ``x`` is (N, C, H, W) and ``labels`` (N,), or, with seeds batched (``batched_seeds``), every
         seed's batch stacked: (S, N, C, H, W) and (S, N). A loss that overrides this for one batch
-        only declares ``batches_over_seeds = False`` (MixOE does), and its seeds train one by one."""
+        only declares ``batches_over_seeds = False`` (MixOE does), and its seeds train one by one.
+
+        Returns:
+            The inputs the network trains on, of ``x``'s shape; here ``x`` itself.
+        """
         return x
+
+    def forward(self, logits: torch.Tensor, labels: torch.Tensor, features: Optional[torch.Tensor] = None,
+                sample_weight: Optional[torch.Tensor] = None) -> torch.Tensor:
+        """The loss of a batch; every subclass writes its own (its class docstring gives the
+        formula) and shares this contract, called as ``loss(logits, labels, features=None,
+        sample_weight=None)``.
+
+        Args:
+            logits: (N, C) float tensor, (N, C+1) for a loss with a background class.
+            labels: (N,) integer tensor: a known class ``0..C-1``, or negative for an unknown.
+            features: (N, D) float tensor of deep features, read by a loss that
+                ``uses_features`` (Objectosphere, VOS), ignored by the others.
+            sample_weight: None (unweighted) or an (N,) float tensor of per-sample weights.
+
+        Returns:
+            A 0-dim float tensor (``reduction`` ``'mean'`` or ``'sum'``), or the (N,) per-sample
+            losses (``'none'``), differentiable with respect to ``logits`` (and ``features``).
+
+        Raises:
+            ValueError: a shape, dtype or label out of range, naming the input.
+        """
+        raise NotImplementedError(f"{type(self).__name__} writes no forward")
 
     @classmethod
     def hyperparameters(cls) -> Dict[str, Setting]:
         """Every hyper-parameter: the constructor's keywords besides ``num_classes`` and
-        ``reduction``, declared (``SETTINGS``) or inferred (annotation and default)."""
+        ``reduction``, declared (``SETTINGS``) or inferred (annotation and default).
+
+        Returns:
+            The :class:`~agnostophobia.settings.Setting` of each keyword, by name, in the
+            constructor's order.
+        """
         return declared_settings(cls, cls.SETTINGS, skip=("num_classes", "reduction"))
 
     def __init__(self, num_classes: int, reduction: str = "mean"):
@@ -290,10 +347,19 @@ class OpenSetLoss(DeclaresSettings, nn.Module):
     @classmethod
     def known_logits(cls, width: int) -> int:
         """How many of ``width`` logit columns are known classes (C): all but the background
-        class, when the loss has one."""
+        class, when the loss has one.
+
+        Returns:
+            C, the number of known-class columns: ``width``, or ``width - 1`` with a background class.
+        """
         return width - int(cls.background_class)
 
     def extra_repr(self) -> str:
+        """What ``repr(loss)`` shows inside the parentheses.
+
+        Returns:
+            ``num_classes``, ``reduction`` and each declared setting, as ``name=value``.
+        """
         settings = "".join(f", {name}={getattr(self, name)!r}" for name in self.SETTINGS if hasattr(self, name))
         return f"num_classes={self.num_classes}, reduction={self.reduction!r}{settings}"
 

@@ -19,6 +19,18 @@ class SoftmaxLoss(OpenSetLoss):
     attached to the graph, not NaN. This lets one data loader feed every approach.
 
     Call ``loss(logits, labels, sample_weight=None)``; ``logits`` is (N, C).
+
+    Examples:
+        >>> import torch
+        >>> from agnostophobia.losses import SoftmaxLoss
+        >>> loss = SoftmaxLoss(num_classes=3)
+        >>> logits = torch.tensor([[4.0, 0.0, 0.0], [0.0, 0.0, 0.0]], requires_grad=True)
+        >>> value = loss(logits, torch.tensor([0, -1]))  # the unknown is not trained on
+        >>> round(value.item(), 4)
+        0.036
+        >>> value.backward()
+        >>> bool((logits.grad[1] == 0).all())
+        True
     """
 
     title = "Softmax"  # display name in reports and figures
@@ -47,6 +59,15 @@ class BackgroundClassLoss(OpenSetLoss):
     C+1 softmax).
 
     Call ``loss(logits, labels, sample_weight=None)``.
+
+    Examples:
+        >>> import torch
+        >>> from agnostophobia.losses import BackgroundClassLoss
+        >>> loss = BackgroundClassLoss(num_classes=3, reduction="none")
+        >>> loss.num_outputs  # C + 1 logit columns, the background class last
+        4
+        >>> loss(torch.zeros(2, 4), torch.tensor([1, -1])).round(decimals=4)  # an unknown's target is column 3
+        tensor([1.3863, 1.3863])
     """
 
     title = "Background"  # display name in reports and figures

@@ -30,6 +30,14 @@ class EnergyRegularizedLoss(OpenSetLoss):
 
     Call ``loss(logits, labels, features=None, sample_weight=None)``; ``'none'`` gives each
     sample's terms (a known's cross-entropy plus its λ-weighted hinge, a negative's λ-weighted hinge).
+
+    Examples:
+        >>> import torch
+        >>> from agnostophobia.losses import EnergyRegularizedLoss
+        >>> loss = EnergyRegularizedLoss(num_classes=3)
+        >>> logits = torch.tensor([[30.0, 0.0, 0.0], [0.0, 0.0, 0.0]])
+        >>> round(loss(logits, torch.tensor([0, -1])).item(), 4)  # E(known) = -30 under m_in, E(unknown) = -log 3 over m_out: no hinge
+        0.0
     """
 
     title = "Energy-regularised"

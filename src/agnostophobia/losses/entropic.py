@@ -41,6 +41,14 @@ class EntropicOpenSetLoss(OpenSetLoss):
     training pipeline passes the authors' weights by default (``sample_weighting: true``);
     when given, ``'mean'`` is ``sum_i w_i l_i / N`` (Keras-style), see
     :func:`inverse_frequency_class_weights`.
+
+    Examples:
+        >>> import torch
+        >>> from agnostophobia.losses import EntropicOpenSetLoss
+        >>> loss = EntropicOpenSetLoss(num_classes=3, reduction="none")
+        >>> logits = torch.tensor([[4.0, 0.0, 0.0], [0.0, 0.0, 0.0], [4.0, 0.0, 0.0]])
+        >>> loss(logits, torch.tensor([0, -1, -1])).round(decimals=4)  # a confident known; unknowns: log 3 at equal logits
+        tensor([0.0360, 1.0986, 2.7026])
     """
 
     title = "Entropic Open-Set"  # display name in reports and figures

@@ -25,6 +25,14 @@ class LogitNormLoss(OpenSetLoss):
     A row of zero logits (norm 0) is divided by the smallest positive float instead of 0.
 
     Call ``loss(logits, labels, features=None, sample_weight=None)``.
+
+    Examples:
+        >>> import torch
+        >>> from agnostophobia.losses import LogitNormLoss
+        >>> loss = LogitNormLoss(num_classes=3, logitnorm_temperature=1.0, reduction="none")
+        >>> logits = torch.tensor([[4.0, 0.0, 0.0], [40.0, 0.0, 0.0]])
+        >>> loss(logits, torch.tensor([0, 0])).round(decimals=4)  # the norm is divided out: scaling the logits changes nothing
+        tensor([0.5514, 0.5514])
     """
 
     title = "LogitNorm"

@@ -27,6 +27,14 @@ class MaximalEntropyLoss(OpenSetLoss):
     code); the mean is over the whole batch, as for Entropic Open-Set. Thresholded by its softmax.
 
     Call ``loss(logits, labels, features=None, sample_weight=None)``.
+
+    Examples:
+        >>> import torch
+        >>> from agnostophobia.losses import MaximalEntropyLoss
+        >>> loss = MaximalEntropyLoss(num_classes=3, reduction="none")
+        >>> logits = torch.tensor([[4.0, 0.0, 0.0], [0.0, 0.0, 0.0]])
+        >>> loss(logits, torch.tensor([0, -1])).round(decimals=4)
+        tensor([0.0507, 1.0986])
     """
 
     title = "Maximal Entropy"

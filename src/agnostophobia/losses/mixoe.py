@@ -41,6 +41,18 @@ class MixOELoss(OpenSetLoss):
     The draws (λ and the cutmix box on the host, from torch's global generator; the partners on
     the device) make each step depend on the step before: its seeds train one by one
     (``batches_over_seeds = False``), and its step is not captured in a CUDA graph.
+
+    Examples:
+        >>> import torch
+        >>> from agnostophobia.losses import MixOELoss
+        >>> _ = torch.manual_seed(0)
+        >>> loss = MixOELoss(num_classes=3, mix_weight=1.0)
+        >>> images, labels = torch.rand(4, 1, 8, 8), torch.tensor([0, 1, -1, -1])
+        >>> mixed = loss.mix_batch(images, labels)  # the negatives mixed with known partners
+        >>> mixed.shape, bool(torch.equal(mixed[:2], images[:2]))
+        (torch.Size([4, 1, 8, 8]), True)
+        >>> loss.eval()(torch.zeros(4, 3), labels).item() > 0  # outside training: an unmixed outlier term
+        True
     """
 
     title = "MixOE"
@@ -80,7 +92,12 @@ class MixOELoss(OpenSetLoss):
         self._share = 0.0                               # λ, the known partner's share of the mixture
 
     def mix_batch(self, x: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
-        """``x`` with each negative replaced by its mixture with a known partner (no host sync)."""
+        """``x`` with each negative replaced by its mixture with a known partner (no host sync).
+
+        Returns:
+            A tensor of ``x``'s shape and dtype: the knowns' rows as they were, each negative's
+            row its mixture with its partner (unchanged when the batch has no known).
+        """
         share = float(torch.distributions.Beta(self.mix_alpha, self.mix_alpha).sample())
         known = labels >= 0
         # knowns first, in random order; row i's partner is the (i mod K)-th of them

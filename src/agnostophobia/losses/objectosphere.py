@@ -46,6 +46,15 @@ class ObjectosphereLoss(OpenSetLoss):
     Call ``loss(logits, labels, features=features, sample_weight=None)``; ``features`` is (N, M).
     (The old form ``loss(logits, features, labels)`` still works, with a ``DeprecationWarning``.)
     Reductions and weighting as in :class:`EntropicOpenSetLoss`.
+
+    Examples:
+        >>> import torch
+        >>> from agnostophobia.losses import ObjectosphereLoss
+        >>> loss = ObjectosphereLoss(num_classes=3, xi=1.0, lambda_=1.0, reduction="none")
+        >>> logits = torch.zeros(2, 3)
+        >>> features = torch.tensor([[0.5, 0.0], [0.5, 0.0]])  # ||F|| = 0.5 for a known and for an unknown
+        >>> loss(logits, torch.tensor([0, -1]), features=features).round(decimals=4)  # knowns pay (xi - ||F||)^2, unknowns ||F||^2
+        tensor([1.3486, 1.3486])
     """
 
     title = "Objectosphere"  # display name in reports and figures

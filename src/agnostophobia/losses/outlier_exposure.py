@@ -31,6 +31,14 @@ class OutlierExposureLoss(OpenSetLoss):
 
     Call ``loss(logits, labels, features=None, sample_weight=None)`` (features are ignored);
     ``'none'`` gives each sample's own term (λ included), ``'sum'`` their sum.
+
+    Examples:
+        >>> import torch
+        >>> from agnostophobia.losses import OutlierExposureLoss
+        >>> loss = OutlierExposureLoss(num_classes=3, outlier_weight=0.5)
+        >>> logits = torch.tensor([[4.0, 0.0, 0.0], [0.0, 0.0, 0.0]])
+        >>> round(loss(logits, torch.tensor([0, -1])).item(), 4)  # known CE + 0.5 x the unknown's CE to uniform
+        0.5853
     """
 
     title = "Outlier Exposure"

@@ -45,6 +45,14 @@ class VOSLoss(OpenSetLoss):
     The queues, w and φ are the loss's state and parameters: trained with the network and kept in
     ``last.pt``; a run resumes them exactly. Its seeds train one by one (``batches_over_seeds``), and
     its step is not captured in a CUDA graph (``replays_in_cuda_graph``).
+
+    Examples:
+        >>> import torch
+        >>> from agnostophobia.losses import VOSLoss
+        >>> loss = VOSLoss(num_classes=3, queue_size=4)
+        >>> logits, features = torch.zeros(2, 3), torch.randn(2, 5)
+        >>> round(loss(logits, torch.tensor([0, 2]), features=features).item(), 4)  # queues not full yet: the cross-entropy alone
+        1.0986
     """
 
     title = "VOS"
@@ -88,6 +96,15 @@ class VOSLoss(OpenSetLoss):
         self.__dict__["_head"] = None  # the network's logit layer; not a submodule (the model owns it)
 
     def attach(self, model: nn.Module) -> "VOSLoss":
+        """Read the network's logit layer, which scores the virtual outliers, and size the
+        feature queues to its input.
+
+        Returns:
+            The loss itself, ``self``.
+
+        Raises:
+            ConfigError: the model has no ``logits`` attribute that is an ``nn.Linear``.
+        """
         head = getattr(model, "logits", None)
         if not isinstance(head, nn.Linear):
             raise ConfigError(f"vos: the model {type(model).__name__} has no logit layer 'logits' (an nn.Linear from "
@@ -148,7 +165,11 @@ class VOSLoss(OpenSetLoss):
 
     def uncertainty_loss(self, logits: torch.Tensor, known: torch.Tensor, outlier_logits: torch.Tensor) -> torch.Tensor:
         """L_unc: φ's cross-entropy, 1 for the batch's knowns (``known`` marks them among ``logits``' rows)
-        and 0 for the virtual outliers (``outlier_logits``), averaged over both together."""
+        and 0 for the virtual outliers (``outlier_logits``), averaged over both together.
+
+        Returns:
+            A 0-dim float tensor, differentiable with respect to the logits, ``w`` and φ.
+        """
         scores = torch.cat([self.energy_score(logits), self.energy_score(outlier_logits)])
         outlier = torch.zeros(len(outlier_logits), dtype=torch.long, device=logits.device)
         targets = torch.cat([torch.ones_like(known, dtype=torch.long), outlier])
@@ -157,7 +178,11 @@ class VOSLoss(OpenSetLoss):
         return torch.where(counted, per_row, torch.zeros_like(per_row)).sum() / counted.sum().to(per_row.dtype)
 
     def energy_score(self, logits: torch.Tensor) -> torch.Tensor:
-        r""":math:`s = \log\sum_c \mathrm{ReLU}(w_c) e^{z_c}` (the negative of the weighted free energy)."""
+        r""":math:`s = \log\sum_c \mathrm{ReLU}(w_c) e^{z_c}` (the negative of the weighted free energy).
+
+        Returns:
+            The (N,) float tensor of scores of the (N, C) ``logits``, larger = more known.
+        """
         top = logits.max(dim=1, keepdim=True).values.detach()
         return top.squeeze(1) + torch.log((F.relu(self.energy_weights) * torch.exp(logits - top)).sum(1))
 

@@ -36,6 +36,9 @@ def auroc(confidence, labels) -> float:
         confidence: (N,) per-sample confidence, higher = more known; or (N, C) per-class scores as a
             detector's ``scores()`` returns them, read as their maximum over classes. NumPy or torch.
         labels: (N,) integers, >= 0 known (positive), < 0 unknown; both must be present.
+
+    Returns:
+        The area, a float in [0, 1] (0.5: no better than chance).
     """
     confidence, known = check_confidence(confidence, labels)
     return float(roc_auc_score(known, confidence))
@@ -55,6 +58,9 @@ def fpr_at_tpr(confidence, labels, tpr: float = 0.95) -> float:
     Args:
         confidence, labels: as for :func:`auroc`.
         tpr: target true positive rate in (0, 1].
+
+    Returns:
+        The false-positive rate, a float in [0, 1].
     """
     if not np.isscalar(tpr) or not 0 < float(tpr) <= 1:
         raise ValueError(f"tpr must be a number in (0, 1], got {tpr!r}")
@@ -64,7 +70,15 @@ def fpr_at_tpr(confidence, labels, tpr: float = 0.95) -> float:
 
 
 class PRCurve(NamedTuple):
-    """Precision-recall curve of known-vs-unknown detection (``sklearn`` conventions)."""
+    """Precision-recall curve of known-vs-unknown detection (``sklearn`` conventions).
+
+    Examples:
+        >>> import numpy as np
+        >>> from agnostophobia.metrics import precision_recall
+        >>> curve = precision_recall(np.array([0.9, 0.8, 0.3, 0.1]), np.array([0, 1, -1, 0]))
+        >>> curve.precision.round(3).tolist(), curve.recall.round(3).tolist(), round(curve.average_precision, 4)
+        ([0.75, 0.667, 1.0, 1.0, 1.0], [1.0, 0.667, 0.667, 0.333, 0.0], 0.9167)
+    """
 
     precision: np.ndarray          # one more entry than thresholds, ending in 1
     recall: np.ndarray             # decreasing, ending in 0
@@ -83,6 +97,10 @@ def precision_recall(confidence, labels) -> PRCurve:
 
     Args:
         confidence, labels: as for :func:`auroc`.
+
+    Returns:
+        A :class:`PRCurve`: the (K+1,) precision and recall arrays, the (K,) thresholds (the
+        distinct confidences) and the average precision.
     """
     confidence, known = check_confidence(confidence, labels)
     precision, recall, thresholds = precision_recall_curve(known, confidence)
@@ -90,7 +108,16 @@ def precision_recall(confidence, labels) -> PRCurve:
 
 
 class ConfidenceCurve(NamedTuple):
-    """A measure over the accepted samples as a function of the confidence threshold."""
+    """A measure over the accepted samples as a function of the confidence threshold.
+
+    Examples:
+        >>> import numpy as np
+        >>> from agnostophobia.metrics import accuracy_vs_confidence
+        >>> scores = np.array([[0.9, 0.1], [0.3, 0.7], [0.6, 0.4], [0.45, 0.55]])
+        >>> curve = accuracy_vs_confidence(scores, np.array([0, 1, 1, -1]))
+        >>> curve.thresholds.tolist(), curve.value.round(3).tolist(), curve.accepted.tolist()
+        ([0.55, 0.6, 0.7, 0.9], [0.5, 0.667, 1.0, 1.0], [4, 3, 2, 1])
+    """
 
     thresholds: np.ndarray   # increasing unless given otherwise
     value: np.ndarray        # accuracy or precision; NaN where nothing is accepted

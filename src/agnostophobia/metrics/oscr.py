@@ -46,7 +46,17 @@ PAPER_FPR_VALUES = (1e-4, 1e-3, 1e-2, 1e-1)
 
 
 class OSCRCurve(NamedTuple):
-    """Points of an OSCR curve; unpacks as ``fpr, ccr, thresholds``."""
+    """Points of an OSCR curve; unpacks as ``fpr, ccr, thresholds``.
+
+    Examples:
+        >>> import numpy as np
+        >>> from agnostophobia.metrics import oscr
+        >>> scores = np.array([[0.9, 0.1], [0.2, 0.7], [0.6, 0.3], [0.4, 0.5]])
+        >>> labels = np.array([0, 1, -1, -1])  # two knowns, both correctly classified; two unknowns
+        >>> fpr, ccr, thresholds = oscr(scores, labels)
+        >>> fpr.tolist(), ccr.tolist()
+        ([0.0, 0.0, 0.5, 1.0], [0.5, 1.0, 1.0, 1.0])
+    """
 
     fpr: np.ndarray         # float64 FPR, or int64 false-positive counts with counts=True
     ccr: np.ndarray         # float64 CCR
@@ -154,7 +164,17 @@ def _score_limits(top, targets: np.ndarray, counts: bool):
 
 
 class OperatingPoint(NamedTuple):
-    """One threshold and what it gives: accept a sample when ``s(x) >= threshold``."""
+    """One threshold and what it gives: accept a sample when ``s(x) >= threshold``.
+
+    Examples:
+        >>> import numpy as np
+        >>> from agnostophobia.metrics import threshold_at_fpr
+        >>> scores = np.array([[0.9, 0.1], [0.2, 0.7], [0.6, 0.3], [0.4, 0.5]])
+        >>> labels = np.array([0, 1, -1, -1])
+        >>> point = threshold_at_fpr(scores, labels, fpr=0.5)  # one of the two unknowns may pass
+        >>> round(point.threshold, 4), point.fpr, point.ccr, point.allowed
+        (0.5, 0.5, 1.0, 1)
+    """
 
     threshold: float   # NaN where the unknowns are too few to resolve the target FPR
     fpr: float         # |{x in D_a : s >= threshold}| / |D_a|
@@ -203,6 +223,9 @@ def rates_at_threshold(scores, labels, threshold: float):
     Args:
         scores, labels: as for :func:`oscr`.
         threshold: accept a sample whose score is at least this.
+
+    Returns:
+        ``(fpr, ccr)``, two floats in [0, 1].
     """
     return _rates(top_class(scores, labels), float(threshold))
 
@@ -227,6 +250,9 @@ def class_ccr_at_fpr(scores, labels, fpr: float = 1e-2) -> np.ndarray:
     Args:
         scores, labels: as for :func:`oscr`.
         fpr: the target false-positive rate, in [0, 1].
+
+    Returns:
+        A (C,) float64 NumPy array of per-class CCRs in [0, 1], NaN where undefined.
     """
     targets = _check_targets(fpr, counts=False)
     if targets.size != 1:
@@ -262,6 +288,9 @@ def oscr_area(scores, labels, log_fpr: bool = False, min_fpr: float = 1e-4) -> f
         scores, labels: as for :func:`oscr`.
         log_fpr: the area over a log FPR axis (normalised) instead of a linear one.
         min_fpr: where the log axis starts, in (0, 1).
+
+    Returns:
+        The area, a float in [0, 1].
     """
     if not (isinstance(min_fpr, (int, float)) and 0 < min_fpr < 1):
         raise ValueError(f"min_fpr must be in (0, 1), got {min_fpr!r}")

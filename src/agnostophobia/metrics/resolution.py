@@ -35,6 +35,9 @@ def supports_fpr(fpr: float, num_negatives: int) -> bool:
     Args:
         fpr: the false-positive rate.
         num_negatives: how many negatives (unknown samples) it would be measured on.
+
+    Returns:
+        True where the CCR at ``fpr`` rests on at least 10 negatives.
     """
     return num_negatives > 0 and round(float(fpr) * num_negatives, 9) >= MIN_FALSE_POSITIVES
 
@@ -45,6 +48,9 @@ def smallest_supported_fpr(num_negatives: int) -> float:
 
     Args:
         num_negatives: how many negatives (unknown samples).
+
+    Returns:
+        ``10 / num_negatives`` as a float (``inf`` for 0).
     """
     return MIN_FALSE_POSITIVES / num_negatives if num_negatives > 0 else math.inf
 
@@ -60,6 +66,9 @@ def supported_fprs(num_negatives: int, candidates: Sequence[float] = FPR_SERIES)
     Args:
         num_negatives: how many negatives (unknown samples).
         candidates: the FPRs to try (default: :data:`FPR_SERIES`, 1e-4 ... 0.5).
+
+    Returns:
+        The supported candidates, in their order (possibly empty).
     """
     return [float(t) for t in candidates if supports_fpr(t, num_negatives)]
 
@@ -71,6 +80,9 @@ def reported_fprs(num_negatives: int) -> List[float]:
 
     Args:
         num_negatives: how many negatives (unknown samples).
+
+    Returns:
+        The FPRs, ascending (possibly empty).
     """
     supported = supported_fprs(num_negatives)
     if not supported:
@@ -87,6 +99,9 @@ def unsupported_fpr_message(fpr: float, num_negatives: int, what: str = "the val
         fpr: the FPR asked for.
         num_negatives: how many negatives there are.
         what: where they are, in the message.
+
+    Returns:
+        The message, one line without a trailing newline.
     """
     supported = supported_fprs(num_negatives)
     smallest = smallest_supported_fpr(num_negatives)

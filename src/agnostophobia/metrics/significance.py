@@ -24,7 +24,16 @@ from scipy import stats
 
 
 class Interval(NamedTuple):
-    """A statistic's estimate and its confidence interval (``low``, ``high``) at ``confidence``."""
+    """A statistic's estimate and its confidence interval (``low``, ``high``) at ``confidence``.
+
+    Examples:
+        >>> from agnostophobia.metrics import seed_interval
+        >>> interval = seed_interval([0.71, 0.74, 0.77])  # one value per seed
+        >>> print(interval)
+        0.740 [0.665, 0.815]
+        >>> interval.n, interval.confidence
+        (3, 0.95)
+    """
 
     estimate: float  # the statistic (a mean over seeds, or a difference of metrics)
     low: float  # the interval's lower end (NaN where there is no interval: one seed)
@@ -37,7 +46,14 @@ class Interval(NamedTuple):
 
 
 class PairedTest(NamedTuple):
-    """A paired comparison: mean difference (first minus second), its p-value and the test's name."""
+    """A paired comparison: mean difference (first minus second), its p-value and the test's name.
+
+    Examples:
+        >>> from agnostophobia.metrics import paired_seed_test
+        >>> result = paired_seed_test([0.71, 0.74, 0.77], [0.69, 0.70, 0.74])
+        >>> round(result.difference, 4), round(result.p_value, 3), result.test, result.n
+        (0.03, 0.035, 't', 3)
+    """
 
     difference: float  # mean of first minus second over the pairs
     p_value: float  # the two-sided p-value
@@ -62,6 +78,9 @@ def seed_interval(values: Sequence[float], confidence: float = 0.95) -> Interval
     Args:
         values: one value per seed.
         confidence: the interval's level, in (0, 1).
+
+    Returns:
+        An :class:`Interval`: the mean (``estimate``), ``low``, ``high``, ``confidence`` and ``n``.
     """
     array = _values(values, "seed_interval")
     mean = float(array.mean())
@@ -83,6 +102,10 @@ def paired_seed_test(first: Sequence[float], second: Sequence[float], test: str 
         first: one value per seed of the first method.
         second: one value per seed of the second, the same seeds in the same order.
         test: ``"t"`` or ``"wilcoxon"``.
+
+    Returns:
+        A :class:`PairedTest`: the mean difference, the two-sided p-value, the test and the
+        number of pairs.
     """
     a, b = _values(first, "paired_seed_test: first", 2), _values(second, "paired_seed_test: second", 2)
     if a.size != b.size:
@@ -115,6 +138,10 @@ def paired_bootstrap(metric: Callable, first, second, labels, resamples: int = 2
         resamples: how many bootstrap resamples.
         confidence: the interval's level, in (0, 1).
         seed: the resampling's random seed.
+
+    Returns:
+        ``(Interval, p)``: the :class:`Interval` of the difference (its ``estimate`` is the
+        difference on all samples) and the two-sided p-value, a float in (0, 1].
     """
     first, second, labels = np.asarray(first), np.asarray(second), np.asarray(labels)
     if not len(first) == len(second) == len(labels):
@@ -141,6 +168,9 @@ def holm(p_values: Sequence[float]) -> np.ndarray:
 
     Args:
         p_values: the family's p-values.
+
+    Returns:
+        A float64 NumPy array of the adjusted p-values, of ``p_values``' length and order.
     """
     p = _values(p_values, "holm")
     if np.any((p < 0) | (p > 1)):

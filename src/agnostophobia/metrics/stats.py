@@ -15,7 +15,18 @@ from .._validation import check_labels, check_scores, split_known_unknown
 
 
 class MeanStd(NamedTuple):
-    """Mean and population standard deviation (``ddof=0``) of ``n`` values."""
+    """Mean and population standard deviation (``ddof=0``) of ``n`` values.
+
+    Examples:
+        >>> import numpy as np
+        >>> from agnostophobia.metrics import entropy_magnitude_stats
+        >>> stats = entropy_magnitude_stats(np.array([0.1, 0.3, 1.0, 1.2]), np.array([5.0, 7.0, 0.5, 1.5]),
+        ...                                 np.array([0, 1, -1, -1]))
+        >>> stats.known_magnitude
+        MeanStd(mean=6.0, std=1.0, n=2)
+        >>> print(stats.known_magnitude)  # as Table 1 writes it
+        6.000 ± 1.000
+    """
 
     mean: float  # the mean of the values
     std: float  # their population standard deviation (ddof=0)
@@ -27,7 +38,18 @@ class MeanStd(NamedTuple):
 
 @dataclass(frozen=True)
 class EntropyMagnitudeStats:
-    """One row of Table 1."""
+    """One row of Table 1.
+
+    Examples:
+        >>> import numpy as np
+        >>> from agnostophobia.metrics import entropy_magnitude_stats
+        >>> stats = entropy_magnitude_stats(np.array([0.1, 0.3, 1.0, 1.2]), np.array([5.0, 7.0, 0.5, 1.5]),
+        ...                                 np.array([0, 1, -1, -1]))
+        >>> print(stats.known_entropy, "|", stats.unknown_entropy)
+        0.200 ± 0.100 | 1.100 ± 0.100
+        >>> stats.unknown_magnitude.mean < stats.known_magnitude.mean
+        True
+    """
 
     known_entropy: MeanStd  # softmax entropy over the known samples (D_c)
     unknown_entropy: MeanStd  # softmax entropy over the unknown samples
@@ -50,6 +72,10 @@ def entropy_magnitude_stats(entropy, magnitude, labels) -> EntropyMagnitudeStats
         entropy: (N,) softmax entropy per sample, finite.
         magnitude: (N,) deep feature magnitude per sample, finite and >= 0.
         labels: (N,) integers, >= 0 known, < 0 unknown; both must be present.
+
+    Returns:
+        An :class:`EntropyMagnitudeStats`: the four :class:`MeanStd` of knowns' and unknowns'
+        entropy and magnitude.
     """
     entropy = check_scores(entropy, "entropy", ndim=1)
     magnitude = check_scores(magnitude, "magnitude", ndim=1)

@@ -33,6 +33,9 @@ def fpr_keys(targets: Sequence[float]) -> List[str]:
 
     Args:
         targets: the FPR targets.
+
+    Returns:
+        One key per target, in their order (``0.01`` -> ``"0.01"``).
     """
     return [f"{t:.0e}".replace("e-0", "e-") for t in targets]
 
@@ -45,6 +48,9 @@ def finite_or_none(value) -> Optional[float]:
 
     Args:
         value: a number or None.
+
+    Returns:
+        A float, or None.
     """
     return None if value is None or not np.isfinite(value) else float(value)
 

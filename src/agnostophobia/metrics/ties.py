@@ -33,6 +33,9 @@ def tied_share(confidence, labels) -> float:
         confidence: (N,) per-sample score, e.g. the max score of a detector's (N, C) scores;
             compared exactly, as every threshold compares it.
         labels: (N,) integers, >= 0 known, < 0 unknown; both kinds must be present.
+
+    Returns:
+        The share, a float in [0, 1].
     """
     confidence, known = check_confidence(confidence, labels)
     known_scores, unknown_scores = confidence[known], confidence[~known]

@@ -82,6 +82,15 @@ class AirbenchNet(nn.Module):
         feature_dim: size of the deep-feature layer F.
         widths: channels of the three conv groups (airbench94: 64, 256, 256).
         in_channels: input channels.
+
+    Examples:
+        >>> import torch
+        >>> from agnostophobia.models import AirbenchNet
+        >>> _ = torch.manual_seed(0)
+        >>> network = AirbenchNet(num_outputs=10, feature_dim=32, widths=(8, 16, 16)).eval()
+        >>> logits, features = network(torch.rand(2, 3, 32, 32))
+        >>> logits.shape, features.shape
+        (torch.Size([2, 10]), torch.Size([2, 32]))
     """
 
     def __init__(self, num_outputs: int = 10, feature_dim: int = 256, widths: Sequence[int] = (64, 256, 256),
@@ -122,4 +131,13 @@ class AirbenchNet(nn.Module):
         self.whiten.bias.zero_()
 
     def forward(self, x: torch.Tensor):
+        """The network's outputs on a batch.
+
+        Args:
+            x: (N, ``in_channels``, H, W) float images (32 x 32 for CIFAR).
+
+        Returns:
+            ``(logits, features)``: the (N, ``num_outputs``) float32 logits and the (N, D) float32 deep
+            features F (D = ``feature_dim``), computed in fp32 even under bf16 autocast.
+        """
         return open_set_head(self.backbone(self.whiten(x - self.mean.to(x.dtype))), self.features, self.logits)

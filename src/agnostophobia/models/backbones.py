@@ -85,6 +85,15 @@ class TorchvisionBackbone(nn.Module):
         freeze_backbone: train only the head; the trunk stays in eval mode.
         mean, std: the normalisation of the first layer.
         builder_kwargs: passed to the torchvision builder.
+
+    Examples:
+        >>> import torch
+        >>> from agnostophobia.models import TorchvisionBackbone
+        >>> _ = torch.manual_seed(0)
+        >>> network = TorchvisionBackbone("resnet18", num_outputs=10, feature_dim=32).eval()  # no weights: random
+        >>> logits, features = network(torch.rand(2, 3, 32, 32))
+        >>> logits.shape, features.shape
+        (torch.Size([2, 10]), torch.Size([2, 32]))
     """
 
     def __init__(self, architecture: str, num_outputs: int = 10, feature_dim: int = 512,
@@ -114,13 +123,26 @@ class TorchvisionBackbone(nn.Module):
 
     def train(self, mode: bool = True) -> "TorchvisionBackbone":
         """As ``nn.Module.train``, except that a frozen trunk stays in eval mode (BatchNorm
-        statistics and dropout as at inference)."""
+        statistics and dropout as at inference).
+
+        Returns:
+            The network itself, ``self``.
+        """
         super().train(mode)
         if self.freeze_backbone:
             self.backbone.eval()
         return self
 
     def forward(self, x: torch.Tensor):
+        """The network's outputs on a batch.
+
+        Args:
+            x: (N, 3, H, W) float images in [0, 1] (or the backbone's channel count), normalised inside.
+
+        Returns:
+            ``(logits, features)``: the (N, ``num_outputs``) float32 logits and the (N, D) float32 deep
+            features F (D = ``feature_dim``), computed in fp32 even under bf16 autocast.
+        """
         return open_set_head(self.backbone(self.normalize(x)), self.features, self.logits)
 
 

@@ -62,6 +62,15 @@ class LeNetPlusPlus(nn.Module):
         feature_dim: size of the deep-feature layer F (2 in the paper).
         activation: ``"none"`` (the authors' code) or ``"prelu"`` (Wen et al.).
         in_channels: input channels (1 for grey images).
+
+    Examples:
+        >>> import torch
+        >>> from agnostophobia.models import LeNetPlusPlus
+        >>> _ = torch.manual_seed(0)
+        >>> network = LeNetPlusPlus(num_outputs=10, feature_dim=2).eval()
+        >>> logits, features = network(torch.rand(4, 1, 28, 28))
+        >>> logits.shape, features.shape  # (N, C) logits and the (N, 2) deep features of Fig. 2
+        (torch.Size([4, 10]), torch.Size([4, 2]))
     """
 
     def __init__(self, num_outputs: int = 10, feature_dim: int = 2, activation: str = "none",
@@ -81,4 +90,13 @@ class LeNetPlusPlus(nn.Module):
         self.logits = nn.Linear(feature_dim, num_outputs, bias=False)
 
     def forward(self, x: torch.Tensor):
+        """The network's outputs on a batch.
+
+        Args:
+            x: (N, 1, 28, 28) float images (``in_channels`` channels).
+
+        Returns:
+            ``(logits, features)``: the (N, ``num_outputs``) float32 logits and the (N, D) float32 deep
+            features F (D = ``feature_dim``, 2 in the paper), computed in fp32 even under bf16 autocast.
+        """
         return open_set_head(self.backbone(x), self.features, self.logits)

@@ -26,6 +26,9 @@ def build_mlp(hidden: Sequence[int] = (200, 200, 200), num_classes: int = 10, in
         num_classes: the logits.
         input_dim: the flattened input's size (784: 28 x 28 MNIST).
         batch_norm: a BatchNorm1d after each hidden layer's linear map.
+
+    Returns:
+        An ``nn.Sequential`` from (N, ...) inputs to (N, ``num_classes``) logits.
     """
     layers: List[nn.Module] = [nn.Flatten()]
     width = input_dim
@@ -48,6 +51,15 @@ class MLP(nn.Module):
         hidden: hidden layer widths (Lakshminarayanan et al.: three of 200).
         batch_norm: BatchNorm1d after every hidden linear layer.
         input_dim: flattened input size.
+
+    Examples:
+        >>> import torch
+        >>> from agnostophobia.models import MLP
+        >>> _ = torch.manual_seed(0)
+        >>> network = MLP(num_outputs=10, hidden=(32, 16)).eval()
+        >>> logits, features = network(torch.rand(4, 1, 28, 28))
+        >>> logits.shape, features.shape
+        (torch.Size([4, 10]), torch.Size([4, 16]))
     """
 
     def __init__(self, num_outputs: int = 10, hidden: Sequence[int] = (200, 200, 200), batch_norm: bool = False,
@@ -60,5 +72,14 @@ class MLP(nn.Module):
         self.logits = layers[-1]
 
     def forward(self, x: torch.Tensor):
+        """The network's outputs on a batch.
+
+        Args:
+            x: (N, ...) float inputs, flattened to (N, ``input_dim``).
+
+        Returns:
+            ``(logits, features)``: the (N, ``num_outputs``) float32 logits and the (N, D) float32 deep
+            features F (D: the last hidden width), computed in fp32 even under bf16 autocast.
+        """
         features = self.body(x)
         return self.logits(features), features

@@ -33,6 +33,15 @@ class ResNet18(nn.Module):
         feature_dim: the size of the deep features F that feed the logit layer.
         width: the first stage's channels (64 in He et al.; the four stages have 1, 2, 4 and 8 times it).
         in_channels: image channels.
+
+    Examples:
+        >>> import torch
+        >>> from agnostophobia.models import ResNet18
+        >>> _ = torch.manual_seed(0)
+        >>> network = ResNet18(num_outputs=10, feature_dim=64, width=8).eval()
+        >>> logits, features = network(torch.rand(2, 3, 32, 32))
+        >>> logits.shape, features.shape
+        (torch.Size([2, 10]), torch.Size([2, 64]))
     """
 
     def __init__(self, num_outputs: int = 10, feature_dim: int = 1024, width: int = 64,
@@ -51,4 +60,13 @@ class ResNet18(nn.Module):
         self.logits = nn.Linear(feature_dim, num_outputs, bias=False)
 
     def forward(self, x: torch.Tensor):
+        """The network's outputs on a batch.
+
+        Args:
+            x: (N, 3, H, W) float images (``in_channels`` channels; 32 x 32 for CIFAR).
+
+        Returns:
+            ``(logits, features)``: the (N, ``num_outputs``) float32 logits and the (N, D) float32 deep
+            features F (D = ``feature_dim``), computed in fp32 even under bf16 autocast.
+        """
         return open_set_head(self.backbone(x), self.features, self.logits)

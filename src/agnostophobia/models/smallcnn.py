@@ -61,6 +61,15 @@ class SmallCNN(nn.Module):
         width: the first stage's channels.
         weights: path of a local ``small-cnn`` state dict to start from.
         freeze: ``none`` or ``backbone``.
+
+    Examples:
+        >>> import torch
+        >>> from agnostophobia.models import SmallCNN
+        >>> _ = torch.manual_seed(0)
+        >>> network = SmallCNN(num_outputs=10, width=8, feature_dim=16).eval()
+        >>> logits, features = network(torch.rand(2, 3, 32, 32))
+        >>> logits.shape, features.shape
+        (torch.Size([2, 10]), torch.Size([2, 16]))
     """
 
     def __init__(self, num_outputs: int = 10, in_channels: int = 3, feature_dim: int = 64, width: int = 32,
@@ -84,8 +93,16 @@ class SmallCNN(nn.Module):
             self.backbone.eval()
 
     def load_pretrained(self, weights) -> None:
-        """The trunk (and the feature layer where its shape matches) from the state dict at ``weights``;
-        a one-line :class:`ConfigError` naming the file where it cannot be read or does not fit."""
+        """Load the trunk (and the feature layer where its shape matches) from the state dict at
+        ``weights``.
+
+        Args:
+            weights: the path of a state-dict file of a SmallCNN.
+
+        Raises:
+            ~agnostophobia.errors.ConfigError: the file cannot be read or does not fit this
+                network (one line naming it).
+        """
         state = read_state_dict(weights)
         own = self.state_dict()
         taken = {k: v for k, v in state.items() if k.startswith("backbone.")
@@ -103,13 +120,26 @@ class SmallCNN(nn.Module):
                               f"({sizes[0] if sizes else str(exc).splitlines()[0]})") from None
 
     def train(self, mode: bool = True) -> "SmallCNN":
-        """As ``nn.Module.train``, except that a frozen trunk stays in eval mode."""
+        """As ``nn.Module.train``, except that a frozen trunk stays in eval mode.
+
+        Returns:
+            The network itself, ``self``.
+        """
         super().train(mode)
         if getattr(self, "freeze", "none") == "backbone":
             self.backbone.eval()
         return self
 
     def forward(self, x: torch.Tensor):
+        """The network's outputs on a batch.
+
+        Args:
+            x: (N, ``in_channels``, H, W) float images.
+
+        Returns:
+            ``(logits, features)``: the (N, ``num_outputs``) float32 logits and the (N, D) float32 deep
+            features F (D = ``feature_dim``), computed in fp32 even under bf16 autocast.
+        """
         return open_set_head(self.backbone(x), self.features, self.logits)
 
 

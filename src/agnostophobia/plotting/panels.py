@@ -46,6 +46,9 @@ def new_figure(ncols: int = 1, nrows: int = 1, panel_size: Tuple[float, float] =
         nrows: rows of panels.
         panel_size: each panel's (width, height) in inches.
         **subplot_kw: keywords of every axes (``Figure.subplots``'s ``subplot_kw``).
+
+    Returns:
+        ``(figure, axes)``: the matplotlib Figure and a (nrows, ncols) object array of Axes.
     """
     fig = Figure(figsize=(panel_size[0] * ncols, panel_size[1] * nrows), layout="constrained")
     axes = fig.subplots(nrows, ncols, squeeze=False, subplot_kw=subplot_kw or None)
@@ -93,13 +96,15 @@ def supported_formats() -> List[str]:
 def logit_weights(features, logits) -> Tuple[np.ndarray, float]:
     """Least-squares weights ``W`` (C, D) of a bias-free logit layer, ``logits ≈ features @ W.T``.
 
-    Returns ``(W, relative_residual)`` where the residual is
-    ``‖features @ W.T - logits‖ / ‖logits‖``: about 1e-7 for float32 outputs of a
-    bias-free layer, large when the layer has a bias or is not linear in ``F``.
+    The relative residual ``‖features @ W.T - logits‖ / ‖logits‖`` is about 1e-7 for float32
+    outputs of a bias-free layer, large when the layer has a bias or is not linear in ``F``.
 
     Args:
         features: (N, D) deep features F.
         logits: (N, C) the logits computed from them.
+
+    Returns:
+        ``(W, relative_residual)``: the (C, D) float64 weights and a float.
     """
     features = np.asarray(features, dtype=np.float64)
     logits = np.asarray(logits, dtype=np.float64)
@@ -124,6 +129,10 @@ def class_borders(weights) -> np.ndarray:
 
     Args:
         weights: (C, 2) weights of the logit layer (e.g. from :func:`logit_weights`).
+
+    Returns:
+        A (K,) float64 NumPy array of angles (K = C for C classes spread around the origin;
+        empty where one class wins everywhere).
     """
     w = np.asarray(weights, dtype=np.float64)
     if w.ndim != 2 or w.shape[1] != 2:
@@ -156,6 +165,9 @@ def subsample(n: int, max_points: Optional[int], seed: int = 0) -> np.ndarray:
         n: how many samples there are.
         max_points: how many to keep at most (None: all).
         seed: the draw's random seed.
+
+    Returns:
+        A sorted int64 NumPy array of at most ``max_points`` indices in ``0..n-1``.
     """
     if max_points is None or n <= max_points:
         return np.arange(n)
@@ -173,6 +185,9 @@ def subsample_note(shown_known: int, total_known: int, shown_unknown: int = 0,
         total_known: knowns there are.
         shown_unknown: unknowns drawn.
         total_unknown: unknowns there are.
+
+    Returns:
+        The note (one or two lines), or None.
     """
     parts = []
     if shown_known < total_known:
@@ -401,6 +416,18 @@ class CurveSeries:
 
     ``name`` is the evaluation row (it fixes the colour and line style, see
     :mod:`.style`); ``label`` is the legend text (default: the row's display name).
+
+    Examples:
+        >>> import numpy as np
+        >>> from agnostophobia.plotting import oscr_series, plot_oscr, new_figure
+        >>> curve = (np.array([0.0, 0.25, 0.5, 1.0]), np.array([0.5, 0.75, 0.9, 0.9]))  # (fpr, ccr) of metrics.oscr
+        >>> series = oscr_series("entropic", [curve], n_unknown=4)
+        >>> series.name, series.seeds, series.low is None  # one seed: drawn exactly, no band
+        ('entropic', 1, True)
+        >>> figure, axes = new_figure()
+        >>> ax = plot_oscr([series], ax=axes[0, 0])
+        >>> len(ax.lines) >= 1, ax.get_xscale()
+        (True, 'log')
     """
 
     name: str                 # the evaluation row: fixes the colour and line style
@@ -423,6 +450,9 @@ def oscr_on_grid(fpr, ccr, grid) -> np.ndarray:
         fpr: the curve's FPRs (or false-positive counts), non-decreasing.
         ccr: the CCR at each of them.
         grid: where to read the curve (e.g. :func:`oscr_grid`).
+
+    Returns:
+        A float64 NumPy array of CCRs, of ``grid``'s shape.
     """
     fpr = np.asarray(fpr, dtype=np.float64)
     ccr = np.asarray(ccr, dtype=np.float64)
@@ -440,6 +470,9 @@ def oscr_grid(n_unknown: int, counts: bool = False, points: int = 400) -> np.nda
         n_unknown: the number n of unknown samples.
         counts: a grid of false-positive counts instead of rates.
         points: how many points (fewer for counts, where rounding merges them).
+
+    Returns:
+        A float64 NumPy array of at most ``points`` increasing values.
     """
     n_unknown = max(int(n_unknown), 1)
     if counts:
@@ -465,6 +498,10 @@ def oscr_series(name: str, curves: Sequence[Tuple[np.ndarray, np.ndarray]], n_un
         counts: the curves' x is a number of false positives instead of a rate.
         label: the legend text; default: the row's display name.
         points: points of the common grid where several curves are averaged.
+
+    Returns:
+        A :class:`CurveSeries`: its x and y, the band where several seeds are averaged, and the
+        row's style.
     """
     if not curves:
         raise ValueError(f"no OSCR curves for {name!r}")

@@ -66,6 +66,9 @@ def check_formats(formats: Sequence[str]) -> List[str]:
     Args:
         formats: file formats (``png``, ``pdf``, ``svg``, ...), or one as a string.
 
+    Returns:
+        The formats, lower-cased, in their first order.
+
     Raises:
         ValueError: a format matplotlib cannot write.
     """
@@ -95,7 +98,15 @@ def _probabilities(approach: str, data: Dict[str, np.ndarray]) -> np.ndarray:
 
 
 class RunFigure(NamedTuple):
-    """One figure of a run: its report section, file stem (no extension) and the Figure."""
+    """One figure of a run: its report section, file stem (no extension) and the Figure.
+
+    Examples:
+        >>> from agnostophobia.plotting import RunFigure, new_figure
+        >>> figure, axes = new_figure()
+        >>> shown = RunFigure(section="letters", stem="oscr_letters", figure=figure)
+        >>> shown.stem, axes.shape
+        ('oscr_letters', (1, 1))
+    """
 
     section: str  # the report section it belongs to (one per unknown set)
     stem: str  # its file name without the extension
@@ -257,13 +268,16 @@ def iter_run_figures(run_dir, *, max_points: Optional[int] = DEFAULT_MAX_POINTS,
                      log: Callable[[str], None] = log_info) -> Iterator[RunFigure]:
     """Build the figures of :func:`plot_run` one at a time, without saving them.
 
-    Yields one :class:`RunFigure` at a time, in report order: per unknown set, ``features_<set>``
+    One :class:`RunFigure` at a time, in report order: per unknown set, ``features_<set>``
     (2-D feature models only), ``softmax_hist_<set>``, ``magnitude_hist_<set>``,
     ``oscr_<set>`` and ``oscr_counts_<set>``. The run is read before the first figure, so
     errors about it are raised by the first ``next()``.
 
     Args:
         run_dir, max_points, log: as for :func:`plot_run`.
+
+    Yields:
+        :class:`RunFigure`: one figure and the name it is saved under.
     """
     for item in _plan_run_figures(run_dir, max_points=max_points, log=log):
         yield RunFigure(item.section, item.stem, item.make())

@@ -76,6 +76,9 @@ def approach_color(name: str) -> str:
     Args:
         name: an approach (``entropic``) or an evaluation row (``entropic/knn``); a name without a
             fixed colour gets a stable fallback.
+
+    Returns:
+        A matplotlib colour, a hex string (``#rrggbb``).
     """
     if name in APPROACH_COLORS:
         return APPROACH_COLORS[name]
@@ -92,6 +95,9 @@ def approach_name(name: str) -> str:
 
     Args:
         name: an approach (``entropic``) or an evaluation row (``entropic/knn``).
+
+    Returns:
+        The display name (the ``name`` itself where nothing declares one).
     """
     return BASELINE_TITLES.get(name) or row_title(name)
 

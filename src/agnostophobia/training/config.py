@@ -39,7 +39,21 @@ from agnostophobia.training.seed_batch import check_batched_seeds
 class TrainConfig:
     """Everything one training run depends on. Defaults are the authors' LeNet++ protocol
     (docs/references.md): Adam, lr 0.01, batch 128, 70 epochs, best validation loss kept;
-    Objectosphere's xi = 50 and lambda = 1e-4 are its loss's declared defaults (``loss:``)."""
+    Objectosphere's xi = 50 and lambda = 1e-4 are its loss's declared defaults (``loss:``).
+
+    Examples:
+        >>> from agnostophobia.training import TrainConfig
+        >>> config = TrainConfig(approach="objectosphere", loss={"xi": 20.0}, epochs=5).validate()
+        >>> config.protocol, config.model, config.epochs, config.loss_settings()
+        ('lenet++', 'lenet++', 5, {'xi': 20.0})
+        >>> from agnostophobia.errors import ConfigError
+        >>> try:
+        ...     TrainConfig(approach="entropic", epochs=0).validate()
+        ... except ConfigError as error:  # one line naming the key
+        ...     print(error)
+        ...
+        config key 'epochs': must be an integer in [1, 100000], got 0
+    """
 
     name: str = "experiment"  # the experiment's name, in reports and run records
     protocol: Union[str, Dict[str, Any]] = "lenet++"  # a registered name, or a protocol from files (a mapping)
@@ -120,7 +134,14 @@ class TrainConfig:
 
     def validate(self, where: str = "") -> "TrainConfig":
         """Check every value, nested mappings included; ``where`` prefixes the key paths
-        named in errors (``budgets.cpu.``)."""
+        named in errors (``budgets.cpu.``).
+
+        Returns:
+            The config itself, ``self``, checked.
+
+        Raises:
+            ~agnostophobia.errors.ConfigError: the first bad value, naming its key path.
+        """
         def need(cond: bool, key: str, what: str):
             if not cond:
                 raise ConfigError(f"config key {where + key!r}: {what}, got {getattr(self, key)!r}")
@@ -161,7 +182,11 @@ class TrainConfig:
     def loss_settings(self) -> Dict[str, Any]:
         """The keyword arguments of the approach's loss: each hyper-parameter its loss reads
         (:func:`~agnostophobia.losses.loss_settings`) that ``loss:`` sets; one set nowhere
-        keeps its declared default."""
+        keeps its declared default.
+
+        Returns:
+            ``{keyword: value}`` for the approach's loss constructor.
+        """
         return {name: self.loss[name] for name in loss_settings(self.approach) if name in self.loss}
 
     def _check_loss_settings(self) -> None:
@@ -183,6 +208,11 @@ class TrainConfig:
             raise ConfigError(f"config key 'loss' (approach {self.approach}): {exc}") from None
 
     def to_dict(self) -> Dict[str, Any]:
+        """The config as plain data, as a run's ``config.yaml`` and checkpoints keep it.
+
+        Returns:
+            ``{key: value}`` of every field, nested mappings copied.
+        """
         return dataclasses.asdict(self)
 
 
@@ -258,7 +288,17 @@ def protocol_for(cfg: Union["TrainConfig", Dict[str, Any]], data_dir=None):
 
 @dataclass
 class ExperimentConfig:
-    """A :class:`TrainConfig` shared by several approaches, seeds and budgets."""
+    """A :class:`TrainConfig` shared by several approaches, seeds and budgets.
+
+    Examples:
+        >>> from agnostophobia.training import load_experiment
+        >>> experiment = load_experiment("lenet++")  # the packaged configs/lenet++.yaml
+        >>> experiment.approaches[:3]
+        ['softmax', 'background', 'entropic']
+        >>> run = experiment.for_budget("cpu").with_set_options([("epochs", 2)]).for_approach("entropic", seed=1)
+        >>> run.approach, run.seed, run.epochs
+        ('entropic', 1, 2)
+    """
 
     train: TrainConfig
     approaches: List[str]  # the registered losses trained, one run each
@@ -275,7 +315,15 @@ class ExperimentConfig:
     precision_chosen: Optional[str] = None
 
     def for_budget(self, budget: Optional[str]) -> "ExperimentConfig":
-        """The experiment with the budget's overrides applied (None: unchanged)."""
+        """The experiment with the budget's overrides applied (None: unchanged).
+
+        Returns:
+            A new :class:`ExperimentConfig` (``self`` for None).
+
+        Raises:
+            ~agnostophobia.errors.ConfigError: ``budget`` is not defined in the config, or one of its
+                overrides is not a valid value.
+        """
         if budget is None:
             return self
         if budget not in self.budgets:
@@ -284,7 +332,11 @@ class ExperimentConfig:
 
     def with_overrides(self, values: Dict[str, Any], where: str = "") -> "ExperimentConfig":
         """The experiment with ``values`` (config keys: a budget's, or a ``--set``) applied and
-        checked as the config file's own keys are; ``where`` prefixes the key an error names."""
+        checked as the config file's own keys are; ``where`` prefixes the key an error names.
+
+        Returns:
+            A new :class:`ExperimentConfig`; ``self`` is unchanged.
+        """
         overrides = dict(values)
         approaches = overrides.pop("approaches", self.approaches)
         seeds = overrides.pop("seeds", self.seeds)
@@ -300,7 +352,14 @@ class ExperimentConfig:
         """The experiment with each ``--set KEY=VALUE`` (``parse_set_option``) applied in turn,
         after the budget: a dotted KEY sets one key of a mapping (``loss.xi``, ``protocol.root``)
         and keeps its others. Each is checked as the config file's keys are; an error is the
-        file's wording, prefixed with ``--set KEY`` where the file's would name the file."""
+        file's wording, prefixed with ``--set KEY`` where the file's would name the file.
+
+        Returns:
+            A new :class:`ExperimentConfig`; ``self`` is unchanged.
+
+        Raises:
+            ~agnostophobia.errors.ConfigError: an unknown key or a bad value, prefixed with ``--set KEY``.
+        """
         experiment = self
         for key, value in pairs:
             try:
@@ -312,7 +371,11 @@ class ExperimentConfig:
     def for_approach(self, approach: str, seed: int) -> TrainConfig:
         """The run of ``approach`` with ``seed``; an approach that fine-tunes (its loss's
         ``fine_tune`` recipe) trains for the recipe's epochs (``fine_tune_epochs`` where the config
-        sets it) at the recipe's learning rate and schedule."""
+        sets it) at the recipe's learning rate and schedule.
+
+        Returns:
+            The run's :class:`TrainConfig`, validated.
+        """
         return dataclasses.replace(self.train, approach=approach, seed=seed,
                                    **recipe_schedule(approach, self.train.fine_tune_epochs)).validate()
 

@@ -24,7 +24,18 @@ from agnostophobia.training.records import checkpoint_config, read_last_layer
 
 @dataclass
 class TrainedModel:
-    """A network with the settings it is run with; :meth:`~TrainedModel.outputs` gives (logits, features)."""
+    """A network with the settings it is run with; :meth:`~TrainedModel.outputs` gives (logits, features).
+
+    Examples:
+        >>> import torch
+        >>> from agnostophobia.models import LeNetPlusPlus
+        >>> from agnostophobia.training import TrainedModel
+        >>> network = LeNetPlusPlus(num_outputs=10).eval()  # load_trained_model loads a run's, as trained
+        >>> trained = TrainedModel(network, {"protocol": "lenet++"}, torch.device("cpu"), "fp32", False, 64)
+        >>> logits, features = trained.outputs(torch.zeros(3, 1, 28, 28))
+        >>> trained.num_outputs, logits.shape, features.shape, logits.dtype
+        (10, (3, 10), (3, 2), dtype('float32'))
+    """
 
     model: torch.nn.Module       # the trained network, in eval mode: images -> (logits, features)
     config: Dict[str, Any]       # the training config stored in the checkpoint
@@ -35,11 +46,16 @@ class TrainedModel:
 
     @property
     def num_outputs(self) -> int:
+        """The network's logit columns: C, or C+1 with a background class."""
         return int(self.model.logits.out_features)
 
     def outputs(self, images) -> Tuple[np.ndarray, np.ndarray]:
         """Float32 logits (N, C or C+1) and deep features (N, D) of uint8 images (N, C, H, W)
-        as stored, or of a float tensor in [0, 1]."""
+        as stored, or of a float tensor in [0, 1].
+
+        Returns:
+            ``(logits, features)``: float32 NumPy arrays (N, C or C+1) and (N, D).
+        """
         return predict(self.model, images, self.batch_size, self.device, self.channels_last, self.precision)
 
 

@@ -27,7 +27,14 @@ class SplitUnavailable(DataError):
 
 @dataclass(frozen=True)
 class Resource:
-    """One official file: where to download it and how to verify it."""
+    """One official file: where to download it and how to verify it.
+
+    Examples:
+        >>> from agnostophobia.data import DATASETS
+        >>> official = DATASETS.get("mnist").resources[0]
+        >>> official.filename, official.verifiable  # verifiable: a published checksum to check it against
+        ('train-images-idx3-ubyte.gz', True)
+    """
 
     filename: str  # the file's name in the dataset's directory
     urls: Tuple[str, ...]  # where to download it, tried in order (mirrors)
@@ -38,13 +45,23 @@ class Resource:
 
     @property
     def verifiable(self) -> bool:
+        """Whether a checksum was published (MD5 or SHA-256) to check a download against."""
         return bool(self.md5 or self.sha256)
 
 
 @dataclass
 class DatasetSplit:
     """One split of one dataset, as stored (no model-specific preprocessing, the dataset's own
-    labels); protocols build their :class:`~agnostophobia.data.protocol_types.ProtocolSplit` from it."""
+    labels); protocols build their :class:`~agnostophobia.data.protocol_types.ProtocolSplit` from it.
+
+    Examples:
+        >>> import numpy as np
+        >>> from agnostophobia.data import DatasetSplit
+        >>> split = DatasetSplit("toy", "train", np.zeros((5, 28, 28), np.uint8), np.array([0, 1, 1, 2, 2]),
+        ...                      ["a", "b", "c"], source="memory", format="npz")
+        >>> len(split), split.histogram().tolist()
+        (5, [1, 2, 2])
+    """
 
     dataset: str                       # the registered dataset's name
     split: str                         # the split's name: "train", "test", ...
@@ -61,6 +78,11 @@ class DatasetSplit:
         return int(self.labels.shape[0])
 
     def histogram(self) -> np.ndarray:
+        """How many samples each class has.
+
+        Returns:
+            A (num_classes,) int64 NumPy array of counts, by label.
+        """
         return np.bincount(self.labels, minlength=len(self.class_names))
 
 
@@ -68,7 +90,22 @@ class DatasetSplit:
 class DatasetInfo:
     """A dataset's declaration: where its files are, how they are laid out and read, and where the
     official ones are downloaded from; registered by ``register_dataset`` in :data:`DATASETS`
-    (``agnostophobia data list`` and ``data check`` show it)."""
+    (``agnostophobia data list`` and ``data check`` show it).
+
+    Examples:
+        >>> import tempfile
+        >>> from pathlib import Path
+        >>> from agnostophobia.data import DATASETS
+        >>> mnist = DATASETS.get("mnist")
+        >>> mnist.num_classes, mnist.kind
+        (10, 'glyph')
+        >>> with tempfile.TemporaryDirectory() as empty:
+        ...     print(mnist.find(Path(empty)))  # not present there
+        ...
+        None
+        >>> mnist.fetch_hint()
+        'get it with `agnostophobia data fetch mnist`'
+    """
 
     name: str                            # the registered name (``mnist``), a folder name too
     title: str                           # what it is, with its source, in listings and reports
@@ -89,10 +126,23 @@ class DatasetInfo:
     notes: Tuple[str, ...] = ()          # what a user should know (substitutions, deviations)
 
     def find(self, root: Path) -> Optional[Path]:
-        """The first candidate file or directory present under ``root``."""
+        """The first candidate file or directory present under ``root``.
+
+        Args:
+            root: the data directory.
+
+        Returns:
+            Its path, or None where none is present.
+        """
         return F.first_existing([root / c for c in self.candidates])
 
     def fetch_hint(self) -> str:
+        """How to get the dataset, for the message that says it is missing.
+
+        Returns:
+            One line: the ``agnostophobia data fetch`` command, or where the documentation says
+            how to prepare a dataset without an official download.
+        """
         target = self.fetch_as or self.name
         if not self.resources and not self.fetch_as:
             return f"{self.name} has no official download; prepare it as described in docs/data.md"
