@@ -17,7 +17,8 @@ def rows(images: np.ndarray) -> set:
 
 
 def test_registry_names():
-    assert PROTOCOLS.names() == ["cifar", "cifar10-split", "lenet++", "mnist-notmnist"]
+    # the package's own; a protocol registered beside them (docs/architecture.md) needs no edit here
+    assert {"cifar", "cifar10-split", "lenet++", "mnist-notmnist"} <= set(PROTOCOLS.names())
 
 
 def test_mnist_notmnist_protocol_has_no_validation_and_no_known_unknowns(synth):

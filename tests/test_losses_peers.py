@@ -22,6 +22,9 @@ with warnings.catch_warnings():  # pytorch-ood's imports warn about things this 
 C, N = 5, 40
 # the fine-tuning variants are these losses again, started from a softmax network (tests/test_fine_tune.py)
 PEERS = [name for name in LOSSES.registered() if name not in PAPER_APPROACHES and LOSSES.get(name).fine_tune is None]
+#: The peers whose paper formula :func:`reference_terms` writes out; a loss added beside them tests its
+#: own formula in its own test file (docs/architecture.md), so this file needs no edit for it.
+WRITTEN_OUT = ("outlier-exposure", "energy-regularized", "maximal-entropy", "logitnorm", "mixoe", "vos")
 DOUBLE = torch.float64
 
 
@@ -86,7 +89,7 @@ SMALL_MARGINS = {"energy-regularized": {"energy_margin_in": -2.0, "energy_margin
 
 @pytest.mark.parametrize("weighted", [False, True])
 @pytest.mark.parametrize("reduction", REDUCTIONS)
-@pytest.mark.parametrize("name", PEERS)
+@pytest.mark.parametrize("name", WRITTEN_OUT)
 def test_each_peer_matches_its_papers_formula(name, reduction, weighted):
     for seed in range(2):
         logits, labels, w = batch(seed)
@@ -99,7 +102,7 @@ def test_each_peer_matches_its_papers_formula(name, reduction, weighted):
 
 
 @pytest.mark.parametrize("kind", ["knowns only", "negatives only"])
-@pytest.mark.parametrize("name", PEERS)
+@pytest.mark.parametrize("name", WRITTEN_OUT)
 def test_a_batch_of_one_kind_gets_the_other_term_alone_never_nan(name, kind):
     logits, labels, w = batch(3, knowns=kind == "knowns only" or None, negatives=kind == "negatives only")
     if kind == "negatives only":
@@ -249,18 +252,20 @@ def test_each_peer_declares_its_papers_detector_and_tunable_settings(name):
     cls = LOSSES.get(name)
     assert cls.default_detector in DETECTORS and default_detector(name) == cls.default_detector
     settings = cls.hyperparameters()
-    assert settings and all(len(s.grid) >= 2 and s.default in s.grid for s in settings.values())
+    assert all(len(s.grid) >= 2 and s.default in s.grid for s in settings.values())
     loss = build_loss(name, C)  # from the declared defaults alone
     assert {k: getattr(loss, k) for k in settings} == {k: s.default for k, s in settings.items()}
-    assert cls.batches_over_seeds is (name not in ("mixoe", "vos"))
+    if name in WRITTEN_OUT:  # the package's own peers: each tunable, only MixOE and VOS not batched over seeds
+        assert settings and cls.batches_over_seeds is (name not in ("mixoe", "vos"))
 
 
 def test_the_paper_detectors_are_the_defaults():
-    assert {name: default_detector(name) for name in LOSSES.registered()} == {
+    expected = {
         "softmax": "softmax", "background": "background", "entropic": "softmax", "objectosphere": "softmax",
         "outlier-exposure": "softmax", "energy-regularized": "energy", "mixoe": "softmax",
         "maximal-entropy": "softmax", "logitnorm": "softmax", "vos": "energy",
         "outlier-exposure-ft": "softmax", "energy-regularized-ft": "energy", "mixoe-ft": "softmax"}
+    assert {name: default_detector(name) for name in expected} == expected  # the package's own losses
 
 
 # --------------------------------------------------------------------------- MixOE's batch hook
