@@ -66,6 +66,20 @@ def test_the_choice_is_the_best_validation_ccr_and_test_outputs_are_never_read(r
     assert run_tuned_settings(run) == stored["chosen"]
 
 
+def test_approaches_tuned_in_two_processes_choose_what_one_after_another_chooses(run, tmp_path):
+    """``processes=2`` (the benchmark's) scores each approach's grids in its own process; the
+    choices, the candidates' validation CCRs and the lines said are those of one process."""
+    from agnostophobia.experiments.tune_detectors import tune_detectors
+
+    other = tmp_path / "other"
+    shutil.copytree(run, other)
+    said_one, said_two = [], []
+    one = tune_detectors(run, TUNE_FPR, ["knn", "openmax"], log=said_one.append, partial=True)
+    two = tune_detectors(other, TUNE_FPR, ["knn", "openmax"], log=said_two.append, partial=True, processes=2)
+    assert one["chosen"] == two["chosen"] and one["candidates"] == two["candidates"]
+    assert said_one == said_two and len(one["candidates"]) == 2  # softmax and entropic
+
+
 def test_a_detector_that_does_not_apply_says_why_and_is_not_tuned(run, capsys):
     """The tiny run's LeNet++ has 2-D features and 10 classes: ViM does not apply."""
     assert main(["tune-detectors", str(run), "--fpr", str(TUNE_FPR), "--detector", "vim"]) == 0

@@ -123,7 +123,9 @@ def _tune(run_dir: Path, log) -> str:
     if fpr is None:
         return f"not tuned: {negatives} validation negatives support no FPR; every detector has the config's settings"
     try:
-        tune_detectors(run_dir, fpr, partial=True, log=log)
+        from agnostophobia.training.concurrent import available_cores
+
+        tune_detectors(run_dir, fpr, partial=True, log=log, processes=available_cores())
     except AgnostophobiaError as exc:
         return f"not tuned ({exc}); every detector has the config's settings"
     return f"tuned by tune-detectors on the validation split at FPR {fpr:g} ({negatives:,} validation negatives)"

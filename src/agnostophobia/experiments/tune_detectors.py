@@ -28,7 +28,7 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
-from typing import Callable, Dict, List, Optional, Sequence
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -58,11 +58,12 @@ def tunable_detectors() -> List[str]:
 
 def tune_detectors(run_dir, fpr: float = DEFAULT_FPR, detectors: Optional[Sequence[str]] = None,
                    approaches: Optional[Sequence[str]] = None, log: Callable[[str], None] = log_info,
-                   partial: bool = False) -> Dict:
+                   partial: bool = False, processes: int = 1) -> Dict:
     """Choose, store and return the settings (see the module docstring). Where a detector tuned
     gets no setting (no grid point fits every model, or reaches ``fpr``), nothing is written and
     an error says what would have been (``partial``: the settings chosen are written, and the
-    detectors without one keep what the run held for them)."""
+    detectors without one keep what the run held for them). ``processes``: approaches tuned at a
+    time, each in its own process (the same choices as one after another)."""
     run_dir = Path(run_dir)
     check_fpr(fpr, error=AgnostophobiaError)
     records = check_run(run_dir, "tune")
@@ -72,15 +73,14 @@ def tune_detectors(run_dir, fpr: float = DEFAULT_FPR, detectors: Optional[Sequen
     validation = {model_dir: _validation(model_dir) for _, _, model_dir in models}
     check_supported_fpr(float(fpr), validation)
     chosen, candidates, untuned = {}, {}, []
-    for approach in dict.fromkeys(approach for _, approach, _ in models):
-        dirs = [model_dir for _, a, model_dir in models if a == approach]
-        kept = {detector for detector, _ in paper_rows(approach)}  # the paper's rows keep the config's settings
-        for name in [d for d in detectors if d in applicable_detectors(approach) and d not in kept]:
-            why = _not_applicable(name, validation[dirs[0]], approach)
+    by_approach = {approach: [model_dir for _, a, model_dir in models if a == approach]
+                   for approach in dict.fromkeys(approach for _, approach, _ in models)}
+    grids = _approach_grids_of(by_approach, detectors, settings, float(fpr), processes)
+    for approach in by_approach:
+        for name, why, grid in grids[approach]:
             if why:  # no grid point could change that: say why, as the matrix does
                 log(f"{approach}/{name}: not applicable ({why}); not tuned")
                 continue
-            grid = _score_grid(name, settings.get(name, {}), dirs, validation, approach, float(fpr))
             best = _best(name, grid, settings.get(name, {}))
             candidates.setdefault(approach, {})[name] = grid
             if best is None:
@@ -100,6 +100,40 @@ def tune_detectors(run_dir, fpr: float = DEFAULT_FPR, detectors: Optional[Sequen
         approach, name = key.split("/", 1)
         candidates[approach].pop(name)
     return _store(run_dir, float(fpr), chosen, candidates)
+
+
+def _approach_grids_of(by_approach: Dict[str, List[Path]], detectors: List[str], settings: Dict, fpr: float,
+                       processes: int) -> Dict[str, List[Tuple[str, Optional[str], Optional[List[Dict]]]]]:
+    """:func:`approach_grids` of every approach: one after another, or ``processes`` approaches at
+    a time in their own processes (the grids are independent; the fits are mostly single-threaded
+    Python and numpy, so two processes use two cores where one would leave one idle)."""
+    if processes <= 1 or len(by_approach) < 2:
+        return {approach: approach_grids(approach, dirs, detectors, settings, fpr)
+                for approach, dirs in by_approach.items()}
+    from agnostophobia.training.concurrent import Job, run_jobs, threads_per_run
+
+    processes = min(processes, len(by_approach))
+    grids: Dict[str, List] = {}
+    jobs = [Job(approach, approach_grids, (approach, dirs, detectors, settings, fpr))
+            for approach, dirs in by_approach.items()]
+    run_jobs(jobs, processes, threads_per_run(processes), on_start=lambda job: None,
+             on_done=lambda job, result: grids.__setitem__(job.name, result))
+    return grids
+
+
+def approach_grids(approach: str, model_dirs: List[Path], detectors: List[str], settings: Dict,
+                   fpr: float) -> List[Tuple[str, Optional[str], Optional[List[Dict]]]]:
+    """For each detector to tune on ``approach``'s models: ``(name, why not applicable, None)``, or
+    ``(name, None, grid)`` with every grid point's mean validation CCR (:func:`_score_grid`). The
+    paper's rows keep the config's settings and are left out."""
+    validation = {model_dir: _validation(model_dir) for model_dir in model_dirs}
+    kept = {detector for detector, _ in paper_rows(approach)}
+    out = []
+    for name in [d for d in detectors if d in applicable_detectors(approach) and d not in kept]:
+        why = _not_applicable(name, validation[model_dirs[0]], approach)
+        grid = None if why else _score_grid(name, settings.get(name, {}), model_dirs, validation, approach, fpr)
+        out.append((name, why, grid))
+    return out
 
 
 def _selected_models(run_dir: Path, models, approaches: Optional[Sequence[str]]):
