@@ -19,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from repo_paths import REPO
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -334,7 +335,7 @@ def tiny_config(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def tiny_run(real_data_dir, tiny_config, tmp_path_factory):
-    """An uninterrupted tiny reproduction (tests/runs.py) in its own process, trained once."""
+    """An uninterrupted tiny reproduction (tests/_support/runs.py) in its own process, trained once."""
     from runs import reproduce_args, run_cli
 
     out = tmp_path_factory.mktemp("tiny") / "run"
@@ -343,7 +344,7 @@ def tiny_run(real_data_dir, tiny_config, tmp_path_factory):
     return out
 
 
-EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "make_folder_protocol.py"
+EXAMPLE = REPO / "examples" / "make_folder_protocol.py"
 
 
 def make_example(out: Path, data_dir: Path, fmt: str, per_class: int = 6) -> Path:

@@ -14,7 +14,6 @@ import pytest
 from agnostophobia.errors import ConfigError
 from agnostophobia.plugins import GROUP
 
-REPO = Path(__file__).resolve().parents[1]
 
 PLUGIN = '''
 import numpy as np
@@ -22,6 +21,7 @@ import numpy as np
 from agnostophobia.detectors import Detector, Setting, place_in_predicted_column, register
 from agnostophobia.losses import LOSSES, OpenSetLoss
 from agnostophobia.losses.entropic import entropic_per_sample
+from repo_paths import FIXTURES
 
 
 @LOSSES.register("plugin-tempered")
@@ -75,7 +75,7 @@ def run_cli(args, site: Path) -> subprocess.CompletedProcess:
 
 def synthetic_protocol(where: Path) -> Path:
     """The compatibility fixture's folder protocol of synthetic glyphs, written under ``where``."""
-    spec = importlib.util.spec_from_file_location("make_fixture", REPO / "tests" / "data" / "compat-7b7e620" /
+    spec = importlib.util.spec_from_file_location("make_fixture", FIXTURES / "compat-7b7e620" /
                                                   "make_fixture.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
