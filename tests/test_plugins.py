@@ -13,6 +13,7 @@ import pytest
 
 from agnostophobia.errors import ConfigError
 from agnostophobia.plugins import GROUP
+from repo_paths import FIXTURES
 
 
 PLUGIN = '''
@@ -21,7 +22,6 @@ import numpy as np
 from agnostophobia.detectors import Detector, Setting, place_in_predicted_column, register
 from agnostophobia.losses import LOSSES, OpenSetLoss
 from agnostophobia.losses.entropic import entropic_per_sample
-from repo_paths import FIXTURES
 
 
 @LOSSES.register("plugin-tempered")
