@@ -1,10 +1,9 @@
-"""Tests of the training peers (issue 34): each against a float64 reference written here from its
-paper's formula, the formula-free identities between them, a batch of one kind of sample, and
-pytorch-ood 0.4.0 where it implements the same loss (the conventions that differ named and
+"""Tests of the training peers (issue 34) beyond their float64 references (each in its own test
+module, tests/losses/test_<module>.py, checked by tests/contracts/test_loss_references.py): the
+formula-free identities between them, the batch hooks and the queues, and pytorch-ood 0.4.0 where it implements the same loss (the conventions that differ named and
 converted). Tiny random tensors, CPU, seconds."""
 from __future__ import annotations
 
-import math
 import warnings
 
 import pytest
@@ -14,6 +13,8 @@ import torch.nn.functional as F
 from agnostophobia.deploy.calibration import default_detector
 from agnostophobia.detectors import DETECTORS
 from agnostophobia.losses import LOSSES, PAPER_APPROACHES, REDUCTIONS, build_loss
+from references import log_softmax_row
+from tests.losses.test_mixoe import mixoe_term
 
 with warnings.catch_warnings():  # pytorch-ood's imports warn about things this test does not use
     warnings.simplefilter("ignore")
@@ -35,82 +36,14 @@ def batch(seed=0, n=N, knowns=True, negatives=True, scale=3.0):
     return logits, labels, weights
 
 
-# --------------------------------------------------------------------------- references from the papers
-def log_softmax_row(z):
-    """log S_c = z_c - log sum_j exp(z_j), one row, written out."""
-    top = max(z.tolist())
-    return z - (top + math.log(sum(math.exp(v - top) for v in z.tolist())))
-
-
-def reference_terms(name, logits, labels, loss):
-    """Per-sample terms straight from each paper's formula, one sample at a time."""
-    out = []
-    for z, y in zip(logits, labels.tolist()):
-        log_s = log_softmax_row(z)
-        uniform_ce = -log_s.sum() / C  # H(U; S): cross-entropy from S to uniform
-        if name == "outlier-exposure":  # Hendrycks et al. 2019, Sec. 4.2
-            out.append(-log_s[y] if y >= 0 else loss.outlier_weight * uniform_ce)
-        elif name == "energy-regularized":  # Liu et al. 2020, Eq. 8, T = 1
-            energy = -torch.logsumexp(z, 0)
-            if y >= 0:
-                out.append(-log_s[y] + loss.energy_weight * max(energy.item() - loss.energy_margin_in, 0) ** 2)
-            else:
-                out.append(loss.energy_weight * torch.tensor(max(loss.energy_margin_out - energy.item(), 0) ** 2, dtype=DOUBLE))
-        elif name == "maximal-entropy":  # Vareto et al.: margin m off the target logit of a known
-            if y >= 0:
-                shifted = z.clone()
-                shifted[y] -= loss.margin
-                out.append(-log_softmax_row(shifted)[y])
-            else:
-                out.append(uniform_ce)
-        elif name == "logitnorm":  # Wei et al. 2022, Eq. 5
-            normalised = z / (loss.logitnorm_temperature * torch.sqrt((z ** 2).sum()))
-            out.append(-log_softmax_row(normalised)[y] if y >= 0 else torch.zeros((), dtype=DOUBLE))
-        elif name == "mixoe":  # Zhang et al. 2023 with lambda = 0 (no batch hook): beta * H(U; S)
-            out.append(-log_s[y] if y >= 0 else loss.mix_weight * uniform_ce)
-        elif name == "vos":  # Du et al. 2022 before synthesis starts: cross-entropy on the knowns
-            out.append(-log_s[y] if y >= 0 else torch.zeros((), dtype=DOUBLE))
-    return torch.stack([torch.as_tensor(v, dtype=DOUBLE) for v in out])
-
-
+# each loss's float64 reference is in its own test module (tests/losses/test_<module>.py), checked with
+# every registered loss's by tests/contracts/test_loss_references.py
 def reference_mean(name, terms, labels):
     known = labels >= 0
     cls = LOSSES.get(name)
     if cls.mean_per_term:  # each expectation over its own samples
         return sum(terms[part].sum() / max(int(part.sum()), 1) for part in (known, ~known))
     return terms.sum() / (len(labels) if cls.trains_on_unknowns else max(int(known.sum()), 1))
-
-
-SMALL_MARGINS = {"energy-regularized": {"energy_margin_in": -2.0, "energy_margin_out": -4.0}}  # both hinges active
-
-
-@pytest.mark.parametrize("weighted", [False, True])
-@pytest.mark.parametrize("reduction", REDUCTIONS)
-@pytest.mark.parametrize("name", PEERS)
-def test_each_peer_matches_its_papers_formula(name, reduction, weighted):
-    for seed in range(2):
-        logits, labels, w = batch(seed)
-        loss = build_loss(name, C, reduction=reduction, **SMALL_MARGINS.get(name, {})).double()
-        w = w if weighted else None
-        got = loss(logits, labels, features=torch.randn(N, 2, dtype=DOUBLE), sample_weight=w)
-        terms = reference_terms(name, logits, labels, loss) * (1 if w is None else w)
-        expected = {"none": terms, "sum": terms.sum(), "mean": reference_mean(name, terms, labels)}[reduction]
-        torch.testing.assert_close(got, expected, rtol=1e-10, atol=1e-10)
-
-
-@pytest.mark.parametrize("kind", ["knowns only", "negatives only"])
-@pytest.mark.parametrize("name", PEERS)
-def test_a_batch_of_one_kind_gets_the_other_term_alone_never_nan(name, kind):
-    logits, labels, w = batch(3, knowns=kind == "knowns only" or None, negatives=kind == "negatives only")
-    if kind == "negatives only":
-        labels = -torch.ones_like(labels)
-    logits.requires_grad_(True)
-    loss = build_loss(name, C).double()
-    value = loss(logits, labels, features=torch.randn(N, 2, dtype=DOUBLE), sample_weight=w)
-    value.backward()
-    assert torch.isfinite(value) and torch.isfinite(logits.grad).all()
-    terms = reference_terms(name, logits.detach(), labels, loss) * w
-    torch.testing.assert_close(value, reference_mean(name, terms, labels), rtol=1e-10, atol=1e-10)
 
 
 # --------------------------------------------------------------------------- formula-free identities
@@ -302,7 +235,7 @@ def test_mixup_mixes_each_negative_with_a_known_and_trains_towards_the_mixed_tar
     terms = torch.stack(expected)
     torch.testing.assert_close(loss(logits, labels), reference_mean("mixoe", terms, labels), rtol=1e-10, atol=0)
     loss.eval()  # outside training a negative is an unmixed outlier: lambda = 0
-    plain = reference_terms("mixoe", logits, labels, loss)
+    plain = torch.stack([mixoe_term(loss, z, None, y) for z, y in zip(logits, labels.tolist())])
     torch.testing.assert_close(loss(logits, labels), reference_mean("mixoe", plain, labels), rtol=1e-10, atol=0)
 
 
