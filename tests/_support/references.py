@@ -39,28 +39,34 @@ def detector_reference(name: str, **settings):
     return register
 
 
-def own_test_module(cls, layer: str) -> str:
-    """``tests.losses.test_entropic`` for a class of ``agnostophobia.losses.entropic``."""
-    return f"tests.{layer}.test_{cls.__module__.rpartition('.')[2].lstrip('_')}"
+#: what each registry holds -> the folder of tests/ where the package's classes have their test modules
+LAYERS = {"loss": "losses", "detector": "detectors"}
 
 
-def find_reference(registry, references: Dict[str, Reference], layer: str, name: str) -> Reference:
-    """``name``'s registered reference; a class of the package has it in its own test module (imported
-    here when only the contract tests run); a subclass that changes no formula (a fine-tuning variant)
-    is checked against the reference of the registered class it derives from."""
+def own_test_module(cls, kind: str) -> str:
+    """``tests.losses.test_entropic`` for a loss of ``agnostophobia.losses.entropic``."""
+    return f"tests.{LAYERS[kind]}.test_{cls.__module__.rpartition('.')[2].lstrip('_')}"
+
+
+def find_reference(registry, references: Dict[str, Reference], kind: str, name: str) -> Reference:
+    """The reference registered for ``name`` (a ``kind``: ``"loss"`` or ``"detector"``). A class of the
+    package has it in its own test module, imported here when only the contract tests run; a subclass
+    that changes no formula (a fine-tuning variant) is checked against the reference of the registered
+    class it derives from."""
     for cls in registry.get(name).__mro__:
-        names = [n for n in registry.names() if registry.get(n) is cls]
-        for candidate in names:
+        for candidate in [n for n in registry.names() if registry.get(n) is cls]:
             if candidate not in references and cls.__module__.startswith("agnostophobia."):
                 try:
-                    importlib.import_module(own_test_module(cls, layer))
+                    importlib.import_module(own_test_module(cls, kind))
                 except ModuleNotFoundError:
                     pass
             if candidate in references:
                 return references[candidate]
-    raise LookupError(f"{layer[:-1]} {name!r} has no float64 reference: register one with "
-                      f"@{layer[:-2]}_reference({name!r}) in its own test module "
-                      f"({own_test_module(registry.get(name), layer).replace('.', '/')}.py for a class of the package)")
+    cls = registry.get(name)
+    where = (f"{own_test_module(cls, kind).replace('.', '/')}.py" if cls.__module__.startswith("agnostophobia.")
+             else "the test file that comes with it")
+    raise LookupError(f"{kind} {name!r} has no float64 reference: register one with "
+                      f"@{kind}_reference({name!r}) in {where}")
 
 
 # ----------------------------------------------------------------- pieces the formulas share

@@ -15,7 +15,7 @@ DOUBLE = torch.float64
 
 
 def reference_of(name: str):
-    return find_reference(LOSSES, LOSS_REFERENCES, "losses", name)
+    return find_reference(LOSSES, LOSS_REFERENCES, "loss", name)
 
 
 def built(name: str, reduction: str = "mean"):
