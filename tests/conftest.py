@@ -12,6 +12,7 @@ import importlib.util
 import io
 import os
 import pickle
+import shutil
 import struct
 import tarfile
 import zipfile
@@ -342,6 +343,19 @@ def tiny_run(real_data_dir, tiny_config, tmp_path_factory):
     result = run_cli(reproduce_args(tiny_config, out, real_data_dir))
     assert result.returncode == 0, result.stderr
     return out
+
+
+@pytest.fixture(scope="session")
+def calibrated(tiny_run, tmp_path_factory):
+    """A copy of the session's tiny run calibrated at FPR 0.1 (32 validation negatives: 3 false positives
+    allowed), made once per test run. Shared by every module that reads a calibrated run: a test that
+    writes into a run copies this one into its own ``tmp_path`` first."""
+    from agnostophobia.cli import main
+
+    copy = tmp_path_factory.mktemp("calibrated") / "run"
+    shutil.copytree(tiny_run, copy)
+    assert main(["calibrate", str(copy), "--fpr", "0.1"]) == 0
+    return copy
 
 
 EXAMPLE = REPO / "examples" / "make_folder_protocol.py"

@@ -17,16 +17,14 @@ from PIL import Image
 from reliability_table import proves
 from runs import run_main, snapshot, write_config
 
-from agnostophobia.cli import main
 from agnostophobia.rundir import RunDir
 
 
 @pytest.fixture(scope="module")
-def area(tiny_run, real_data_dir, tmp_path_factory):
+def area(calibrated, real_data_dir, tmp_path_factory):
     """A calibrated copy of the tiny run, an unknown set, an image and the tiny config."""
     area = tmp_path_factory.mktemp("links")
-    shutil.copytree(tiny_run, area / "base")
-    assert main(["calibrate", str(area / "base"), "--fpr", "0.1"]) == 0
+    shutil.copytree(calibrated, area / "base")
     digits = np.load(real_data_dir / "mnist" / "mnist.npz")["x_test"][:8]
     np.savez(area / "extra.npz", x=digits)
     Image.fromarray(digits[0]).save(area / "digit.png")

@@ -16,15 +16,6 @@ from runs import run_cli, run_main, snapshot
 from agnostophobia import _atomic
 from agnostophobia._atomic import TMP_TAG, atomic_write
 from agnostophobia._runlock import run_lock
-from agnostophobia.cli import main
-
-
-@pytest.fixture(scope="module")
-def calibrated(tiny_run, tmp_path_factory):
-    copy = tmp_path_factory.mktemp("calibrated") / "run"
-    shutil.copytree(tiny_run, copy)
-    assert main(["calibrate", str(copy), "--fpr", "0.1"]) == 0
-    return copy
 
 
 def dead_pid() -> int:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import io
 import json
-import shutil
 import struct
 import zlib
 
@@ -206,15 +205,6 @@ def test_a_folder_protocol_of_16_bit_pngs_builds_as_its_8_bit_original(tmp_path)
     for eight, sixteen in zip(images[8], images[16]):
         np.testing.assert_array_equal(sixteen, eight)
     assert images[8][0].max() == 255 and len(np.unique(images[8][0])) > 3  # grey levels, not just 0/255
-
-
-@pytest.fixture(scope="module")
-def calibrated(tiny_run, tmp_path_factory):
-    """A copy of the session's tiny run (tests/_support/runs.py), calibrated at FPR 0.1."""
-    copy = tmp_path_factory.mktemp("images") / "run"
-    shutil.copytree(tiny_run, copy)
-    assert main(["calibrate", str(copy), "--fpr", "0.1"]) == 0
-    return copy
 
 
 def test_predict_labels_16_bit_pngs_as_their_8_bit_originals(calibrated, real_data_dir, tmp_path):

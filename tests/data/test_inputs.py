@@ -4,7 +4,6 @@ input declares beyond 4 GiB or half the available memory is refused from its hea
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import socket
 import struct
@@ -16,7 +15,6 @@ from PIL import Image
 from runs import run_main, snapshot
 
 from agnostophobia import _reading
-from agnostophobia.cli import main
 from agnostophobia.data.inputs import open_image_input, read_images
 from agnostophobia.errors import DataError
 
@@ -53,14 +51,6 @@ def png(path, size=(28, 28)):
     path.parent.mkdir(parents=True, exist_ok=True)
     Image.fromarray(np.zeros(size[::-1], np.uint8)).save(path)
     return path
-
-
-@pytest.fixture(scope="module")
-def calibrated(tiny_run, tmp_path_factory):
-    copy = tmp_path_factory.mktemp("calibrated") / "run"
-    shutil.copytree(tiny_run, copy)
-    assert main(["calibrate", str(copy), "--fpr", "0.1"]) == 0
-    return copy
 
 
 SPECIAL = {  # (how a special file is made at a path, what the line says it is)

@@ -36,7 +36,7 @@ from agnostophobia.rundir import LAST_LAYER
 from agnostophobia.rundir import VAL_OUTPUTS
 from agnostophobia.training.outputs import load_outputs, save_last_layer
 
-FPR = 0.1  # 32 validation negatives: k = 3 false positives allowed
+FPR = 0.1  # the FPR of the session's calibrated run (tests/conftest.py): 32 validation negatives, k = 3
 DIGITS = [str(d) for d in range(10)]
 
 
@@ -45,15 +45,6 @@ def run(tiny_run, tmp_path):
     """A private copy of the tiny run, not yet calibrated."""
     copy = tmp_path / "run"
     shutil.copytree(tiny_run, copy)
-    return copy
-
-
-@pytest.fixture(scope="module")
-def calibrated(tiny_run, tmp_path_factory):
-    """A copy of the tiny run calibrated at FPR 0.1 (shared: tests must not write into it)."""
-    copy = tmp_path_factory.mktemp("calibrated") / "run"
-    shutil.copytree(tiny_run, copy)
-    assert main(["calibrate", str(copy), "--fpr", str(FPR)]) == 0
     return copy
 
 

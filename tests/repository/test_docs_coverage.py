@@ -14,7 +14,6 @@ import json
 import re
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 from repo_paths import FIXTURES, REPO
