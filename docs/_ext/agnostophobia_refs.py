@@ -12,6 +12,11 @@ Directives (used in docs/reference/*.md):
     every key of an experiment YAML: the fields of ``TrainConfig`` (their ``setting(...)``
     declarations, or annotation and default) and the experiment keys of ``ExperimentConfig``;
     a key's meaning is its declaration's ``doc`` or the comment written at its declaration.
+``.. default-sources::``
+    where each default of every registered loss comes from and what differs here: each
+    setting's ``source`` and ``differs``, each loss's recipe (``fine_tune`` or ``scratch_recipe``)
+    and other ``provenance``, and the values and fine-tuning epochs the shipped configs set
+    (docs/training-peers.md, inside ``{eval-rst}``: its output is RST, as the others').
 ``.. api-summary:: agnostophobia.PACKAGE``
     the module page's tables of its public classes, functions and exceptions (the package's
     ``__all__``), each name linking to a page of its own (scikit-learn's layout). Those pages are
@@ -41,7 +46,7 @@ import re
 import tempfile
 import tokenize
 from pathlib import Path
-from typing import Dict, List, Optional
+from typing import Dict, List, NamedTuple, Optional
 
 from docutils import nodes
 from docutils.statemachine import StringList
@@ -125,8 +130,7 @@ def loss_settings_rst() -> List[str]:
         rst += [f"``{name}``", "~" * (len(name) + 4), "",
                 f"{_first_line(cls)} Class: :class:`~{target}`"
                 if cls.__module__.startswith("agnostophobia.") else _first_line(cls), ""]
-        keys = {"lambda_": "lambda"}  # the YAML spelling of a Python keyword (training.config.LOSS_ALIASES)
-        rst += settings_table(cls.hyperparameters(), keys)
+        rst += settings_table(cls.hyperparameters(), yaml_names())
     return rst
 
 
@@ -170,6 +174,123 @@ def exportable_scores_rst() -> List[str]:
         rst.append("- Refused in one line saying why: " + "; ".join(
             f"``{n}`` ({DETECTORS.get(n).why_not_exportable().rstrip('.')})" for n in refused) + ".")
     return rst + [""]
+
+
+class SourceRow(NamedTuple):
+    """One row of the table of where each default comes from: a setting (or a fact that is no
+    setting: the loss, its recipe, its auxiliary outliers) of the ``approaches`` that share its
+    declaration, the value used here, where it was read and what differs here."""
+
+    approaches: List[str]
+    what: str  # ``name`` of a setting, as a config's loss: writes it; *topic* of a Provenance
+    ours: str
+    source: str
+    differs: str
+
+
+def yaml_names() -> Dict[str, str]:
+    """A loss setting's name as a config's ``loss:`` writes it, where it differs from the keyword
+    (``lambda_`` is ``lambda``): :data:`agnostophobia.training.config.LOSS_ALIASES` reversed."""
+    from agnostophobia.training.config import LOSS_ALIASES
+
+    return {keyword: spelled for spelled, keyword in LOSS_ALIASES.items()}
+
+
+def shipped_trains() -> List[tuple]:
+    """``(where, top, train)`` for each budget of each config shipped with the package
+    (``lenet++.yaml``, ...), and for its top level (``budget`` None): where it is, in words, and
+    the :class:`~agnostophobia.training.TrainConfig` of its top level and its own. The configs
+    are the facts that override the declarations' defaults."""
+    from agnostophobia.training.config import CONFIG_DIR, load_experiment
+
+    trains = []
+    for path in sorted(CONFIG_DIR.glob("*.yaml")):
+        experiment = load_experiment(path)
+        trains.append((f"``{path.name}``", experiment.train, experiment.train))
+        trains += [(f"``{path.name}``, budget ``{budget}``", experiment.train, experiment.for_budget(budget).train)
+                   for budget in experiment.budgets]
+    return trains
+
+
+def _config_values(trains: List[tuple], read) -> List[str]:
+    """``where: VALUE`` for each shipped config's top level and each budget where ``read(train
+    config)`` is set (not None), a budget only where it differs from its config's top level."""
+    return [f"{where}: {_default(read(train))}" for where, top, train in trains
+            if read(train) is not None and (train is top or read(train) != read(top))]
+
+
+def _setting_row(approach: str, name: str, setting: Setting, trains: List[tuple]) -> SourceRow:
+    """A setting's row: its declaration, and the values the shipped configs give it instead."""
+    shipped = _config_values(trains, lambda train: train.loss.get(name))
+    ours = "; ".join([_default(setting.default) + " (declared)" * bool(shipped)] + shipped)
+    return SourceRow([approach], f"``{yaml_names().get(name, name)}``", ours, setting.source, setting.differs)
+
+
+def _fine_tune_row(approach: str, recipe, trains: List[tuple]) -> SourceRow:
+    """A fine-tuning recipe's row: its declaration, and the configs that change its epochs
+    (``fine_tune_epochs``), read from them."""
+    changed = [f"{where} epochs (``fine_tune_epochs``), not the recipe's {recipe.epochs}"
+               for where in _config_values(trains, lambda train: train.fine_tune_epochs)]
+    ours = (f"fine-tuned from the same seed's ``{recipe.start}`` network: {recipe.epochs} epochs, "
+            f"lr {recipe.lr:g}, ``{recipe.scheduler}``")
+    return SourceRow([approach], "*recipe*", ours, recipe.source, "; ".join(filter(None, [recipe.differs, *changed])))
+
+
+def _provenance_row(approach: str, fact) -> SourceRow:
+    return SourceRow([approach], f"*{fact.topic}*", fact.ours, fact.source, fact.differs)
+
+
+def _loss_rows(approach: str, cls, trains: List[tuple]) -> List[tuple]:
+    """``(declaration, row)`` for each fact of a loss: its settings, its recipe (its
+    ``fine_tune``, or else its ``scratch_recipe``), its other ``provenance``."""
+    rows = [(setting, _setting_row(approach, name, setting, trains))
+            for name, setting in cls.hyperparameters().items()]
+    if cls.fine_tune is not None:
+        rows.append((cls.fine_tune, _fine_tune_row(approach, cls.fine_tune, trains)))
+    elif cls.scratch_recipe is not None:
+        rows.append((cls.scratch_recipe, _provenance_row(approach, cls.scratch_recipe)))
+    return rows + [(fact, _provenance_row(approach, fact)) for fact in cls.provenance]
+
+
+def default_source_rows(trains: Optional[List[tuple]] = None) -> List[SourceRow]:
+    """The rows of every registered loss, in the order of registration; approaches that share a
+    declaration (``outlier-exposure-ft`` inherits ``outlier-exposure``'s settings) share its row.
+
+    Args:
+        trains: the shipped configs' train configs (:func:`shipped_trains`, read where None).
+    """
+    from agnostophobia.losses import LOSSES
+
+    trains = shipped_trains() if trains is None else trains
+    rows: Dict[int, SourceRow] = {}
+    for approach in LOSSES.registered():
+        for declaration, row in _loss_rows(approach, LOSSES.get(approach), trains):
+            if id(declaration) in rows:
+                rows[id(declaration)].approaches.append(approach)
+            else:
+                rows[id(declaration)] = row
+    return list(rows.values())
+
+
+class DefaultSources(_Generated):
+    """``.. default-sources::``: the table of where each default of every registered loss comes
+    from and what differs here (each setting's ``source`` and ``differs``, each recipe's and other
+    fact's), with the shipped configs' values; a loss registered tomorrow appears without an edit."""
+
+    def run(self):
+        return self.render(default_sources_rst(default_source_rows()))
+
+
+def default_sources_rst(rows: List[SourceRow]) -> List[str]:
+    """An RST list-table of ``rows``: approach, setting, our default, source, what differs."""
+    lines = [".. list-table::", "   :header-rows: 1", "   :widths: 12 12 14 40 22", "",
+             "   * - approach", "     - setting", "     - our default", "     - source of the value",
+             "     - what differs here"]
+    for row in rows:
+        lines += [f"   * - {', '.join(f'``{name}``' for name in row.approaches)}", f"     - {row.what}",
+                  f"     - {_cell(row.ours) or ' '}", f"     - {_cell(row.source) or 'not stated'}",
+                  f"     - {_cell(row.differs) or 'nothing'}"]
+    return lines + [""]
 
 
 def field_comments(cls) -> Dict[str, str]:
@@ -452,7 +573,7 @@ def class_settings_table(cls) -> List[str]:
     if not inspect.isclass(cls):
         return []
     if issubclass(cls, OpenSetLoss):
-        settings, keys = cls.hyperparameters(), {"lambda_": "lambda"}
+        settings, keys = cls.hyperparameters(), yaml_names()
         where = "Set under ``loss:`` in an experiment YAML"
     elif issubclass(cls, Detector):
         settings, keys = dict(getattr(cls, "SETTINGS", {})), None
@@ -594,6 +715,7 @@ def setup(app):
     app.add_directive("registries", Registries)
     app.add_directive("constants", Constants)
     app.add_directive("exportable-scores", ExportableScores)
+    app.add_directive("default-sources", DefaultSources)
     app.add_directive("api-summary", ApiSummary)
     app.connect("builder-inited", write_api_pages)
     return {"parallel_read_safe": True, "parallel_write_safe": True, "version": "1"}

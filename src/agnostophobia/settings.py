@@ -43,7 +43,10 @@ class Setting:
     (``low``..``high``, ``low`` excluded when ``low_open``; or ``choices``), the small ``grid``
     that tuning searches (empty: not tuned), whether a resumed run may change it
     (``resumable``: how a run is watched or where it runs, not what it learns) and whether the
-    run's records keep it (``recorded``). ``doc`` says what it means, for the references."""
+    run's records keep it (``recorded``). ``doc`` says what it means, for the references;
+    ``source`` where its default was read (the paper, the authors' code: repository, file and
+    argument, pytorch-ood, OpenOOD) and ``differs`` what is different here ("": nothing), for the
+    table of where each default comes from (docs/training-peers.md)."""
 
     type: type  # int, float, bool, str or dict
     default: Any  # the value where none is given
@@ -58,6 +61,8 @@ class Setting:
     nullable: bool = False  # null (None) is a value: "not set, the library's default"
     # words allowed besides values of the type: ("auto",) for a switch decided where it runs
     words: Tuple[str, ...] = ()
+    source: str = ""  # where the default was read (paper, authors' code, pytorch-ood, OpenOOD)
+    differs: str = ""  # what is different here from that source ("": nothing)
 
     def problem(self, value) -> Optional[str]:
         """What is wrong with ``value`` for this setting (None: nothing)."""

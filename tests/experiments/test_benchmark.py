@@ -105,6 +105,40 @@ def test_ties_are_flagged_in_the_table_and_the_paragraph():
     assert any("softmax/max-logit" in line and "Ties decide" in line for line in result["summary"])
 
 
+def test_the_report_opens_with_each_approach_and_its_papers_detector():
+    """The short table: exactly the rows whose detector is the approach's paper score, ranked first,
+    the unconverged one marked, each with its mean OSCR over the D_a sets and its interval."""
+    from agnostophobia.losses import LOSSES
+
+    result = summarise(rows(), min_accuracy=0.985)
+    result.update({"meta": {}, "tuning": "config", "notes": [], "test_sets": {"letters": 1000, "devanagari": 1000},
+                   "fprs": [0.1]})
+    text = markdown(result, "run")
+    section = text.split("## Each approach with its paper's detector", 1)[1].split("\n## ", 1)[0]
+    table = [line for line in section.splitlines() if line.startswith("| ")][1:]
+    expected = [r for r in result["rows"] if r["detector"] == LOSSES.get(r["approach"]).default_detector]
+    assert [line.split(" | ")[1] for line in table] == [r["detector"] for r in expected]
+    assert len(table) == len(expected) >= 2
+    softmax = next(line for line in table if line.startswith("| softmax |"))
+    mean = np.mean([0.40, 0.45, 0.42])
+    assert f"{mean:.3f} [" in softmax.split(" | ")[3]
+    assert any("(not converged)" in line for line in table if line.startswith("| logitnorm"))
+
+
+def test_the_matrix_holds_every_approach_and_detector_with_the_best_of_each_approach_in_bold():
+    result = summarise(rows(), min_accuracy=0.985)
+    result.update({"meta": {}, "tuning": "config", "notes": [], "test_sets": {"letters": 1000, "devanagari": 1000},
+                   "fprs": [0.1]})
+    text = markdown(result, "run")
+    section = text.split("## Every approach with every detector (mean D_a OSCR)", 1)[1].split("\n## ", 1)[0]
+    header, _, *lines = [line for line in section.splitlines() if line.startswith("|")]
+    assert header == "| approach | max-logit | softmax |"
+    by_approach = {line.split(" | ")[0][2:]: line.split(" | ")[1:] for line in lines}
+    assert set(by_approach) == {"entropic", "softmax", "logitnorm"}
+    assert by_approach["entropic"] == ["**0.650**", "0.610 |"]  # the mean of 0.64, 0.66, 0.65 and its best
+    assert by_approach["logitnorm"][0] == "—"  # no logitnorm/max-logit row
+
+
 def test_targets_and_the_tuning_fpr():
     assert experiment_for("lenet++") == ("lenet++", ())
     assert experiment_for("cifar10-split") == ("cifar", (("protocol", "cifar10-split"),))

@@ -337,7 +337,7 @@ def oscr_figures(run_dir: Path, result: Dict, comparison) -> Dict[str, str]:
     converged = {r["approach"]: r["converged"] for r in result["rows"]}
     curves: Dict[str, Dict[str, List]] = {}
     for (seed, approach, detector, unknown), (ccr, fpr, unknowns) in comparison.curves.items():
-        if detector == LOSSES.get(approach).default_detector and not unknown_set(unknown).known_unknowns:
+        if is_papers_detector(approach, detector) and not unknown_set(unknown).known_unknowns:
             curves.setdefault(unknown, {}).setdefault(approach, []).append(((ccr, fpr), unknowns))
     figures_dir = RunDir(run_dir).figures
     write = figure_writer(run_dir, figures_dir)
@@ -373,6 +373,8 @@ def markdown(result: Dict, run_name: str) -> str:
              "detectors against max-softmax on the same network).", "",
              "## What the data says", "", *[f"- {line}" for line in result["summary"]], ""]
     marks = _marks(result["tests"])
+    lines += _papers_rows(result, sets, marks)
+    lines += _matrix(result["rows"])
     header = ["rank", "approach/detector", "closed-set acc.", *(f"{s} OSCR" for s in sets), "vs EOS", "vs MSP"]
     lines += ["## OSCR", "", _row_md(header), _rule(header)]
     for row in result["rows"]:
@@ -402,6 +404,53 @@ def markdown(result: Dict, run_name: str) -> str:
     lines += ["", "Figures of the paper's rows (Fig. 1, OSCR curves) and the paper's tables of this run: `report.md`.",
               ""]
     return "\n".join(lines)
+
+
+def is_papers_detector(approach: str, detector: str) -> bool:
+    """Whether ``detector`` is the score the paper of ``approach`` thresholds (its loss's
+    ``default_detector``): the training methods compared as published."""
+    from agnostophobia.losses import LOSSES
+
+    return detector == LOSSES.get(approach).default_detector
+
+
+def papers_rows(rows: List[Dict]) -> List[Dict]:
+    """The rows of each approach with its paper's detector (:func:`is_papers_detector`), ranked."""
+    return [r for r in rows if is_papers_detector(r["approach"], r["detector"])]
+
+
+def _papers_rows(result: Dict, sets: List[str], marks: Dict) -> List[str]:
+    """The short table first: one row per approach, with its paper's detector and the mean OSCR
+    over the unknown-unknown sets the ranking reads."""
+    header = ["approach", "detector", "closed-set acc.", "mean D_a OSCR", *(f"{s} OSCR" for s in sets), "vs EOS"]
+    lines = ["## Each approach with its paper's detector", "", _row_md(header), _rule(header)]
+    for row in papers_rows(result["rows"]):
+        mean = _interval(row["mean_oscr_per_seed"]) if row["mean_oscr_per_seed"] else None
+        cells = [_label(row).split("/", 1)[0] + (" (not converged)" if row["converged"] is False else ""),
+                 row["detector"], _fmt(row["closed_set_accuracy"]), _fmt(mean)]
+        cells += [_fmt(row["test"].get(s, {}).get("oscr")) + _tie(row, s) for s in sets]
+        lines.append(_row_md([*cells, marks["approaches"].get(row["row"], "")]))
+    return [*lines, ""]
+
+
+def _matrix(rows: List[Dict]) -> List[str]:
+    """Every approach (a line, in the order of the short table) with every detector (a column):
+    the mean D_a OSCR over seeds; the best detector of each approach in bold; "—" where a
+    detector does not apply to the approach or was not scored."""
+    approaches = list(dict.fromkeys(r["approach"] for r in papers_rows(rows) + rows))
+    detectors = sorted({r["detector"] for r in rows})
+    cell = {(r["approach"], r["detector"]): float(np.mean(r["mean_oscr_per_seed"]))
+            for r in rows if r["mean_oscr_per_seed"]}
+    header = ["approach", *detectors]
+    lines = ["## Every approach with every detector (mean D_a OSCR)", "", _row_md(header), _rule(header)]
+    for approach in approaches:
+        mine = [cell[(approach, d)] for d in detectors if (approach, d) in cell]
+        best = max(mine) if mine else None
+        texts = [("—" if (approach, d) not in cell else
+                  f"**{cell[(approach, d)]:.3f}**" if cell[(approach, d)] == best else f"{cell[(approach, d)]:.3f}")
+                 for d in detectors]
+        lines.append(_row_md([approach, *texts]))
+    return [*lines, ""]
 
 
 def _label(row: Dict) -> str:

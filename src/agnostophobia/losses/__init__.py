@@ -24,7 +24,7 @@ from typing import Dict, Optional
 
 from ..errors import ConfigError
 from ..settings import Setting
-from ._base import LOSSES, PAPER_APPROACHES, REDUCTIONS, FineTune, OpenSetLoss, known_columns
+from ._base import LOSSES, PAPER_APPROACHES, REDUCTIONS, FineTune, OpenSetLoss, Provenance, known_columns
 from .baselines import BackgroundClassLoss, SoftmaxLoss
 from .entropic import EntropicOpenSetLoss
 from .objectosphere import ObjectosphereLoss
@@ -42,6 +42,7 @@ __all__ = [
     "REDUCTIONS",
     "OpenSetLoss",
     "FineTune",
+    "Provenance",
     "SoftmaxLoss",
     "BackgroundClassLoss",
     "EntropicOpenSetLoss",

@@ -94,11 +94,41 @@ def int64_label_tensor(labels, name: str = "labels") -> torch.Tensor:
     return torch.as_tensor(int64_labels(labels, name, integral_floats=False))
 
 
+class Provenance(NamedTuple):
+    """Where a fact of an approach that is no setting comes from (a setting's is its
+    :class:`~agnostophobia.settings.Setting`'s ``source`` and ``differs``): what it is about
+    (``topic``: the loss itself, its recipe, its auxiliary outliers), what is done here
+    (``ours``), where the authors' or a library's choice was read (``source``) and what is
+    different here (``differs``; "": nothing). The docs' table of where each default comes from
+    (docs/training-peers.md) is made from these."""
+
+    topic: str  # what it is about: "loss", "recipe", "auxiliary outliers"
+    ours: str  # what is done here
+    source: str  # where it was read: the paper, the authors' code, pytorch-ood 0.4.0, OpenOOD v1.5
+    differs: str = ""  # what is different here from that source ("": nothing)
+
+
+def from_scratch(source: str, differs: str = "") -> Provenance:
+    """The :class:`Provenance` of a recipe that trains from scratch for the run's epochs, learning
+    rate and schedule (an approach's ``scratch_recipe``), read in ``source``."""
+    return Provenance("recipe", "from scratch: the budget's epochs, learning rate and schedule", source, differs)
+
+
+def auxiliary_outliers(source: str) -> Provenance:
+    """The :class:`Provenance` of the negatives an approach that trains on them uses here (the
+    protocol's) against those its paper and code used, read in ``source``."""
+    return Provenance("auxiliary outliers", "the protocol's negatives", source,
+                      "EMNIST letters (``lenet++``); CIFAR-10 horse and ship (``cifar10-split``) or CIFAR-100 "
+                      "super-classes 0-9 (``cifar``)")
+
+
 class FineTune(NamedTuple):
     """How a loss's paper trains it when it fine-tunes a trained network instead of training from
     scratch: the run of ``start`` (another approach of the same run and seed) gives the initial
     weights (its best checkpoint), then ``epochs`` at learning rate ``lr`` with ``scheduler``; the
-    optimiser and everything else are the run's. ``source`` says where the recipe comes from."""
+    optimiser and everything else are the run's. ``source`` says where the recipe comes from and
+    ``differs`` what is different here ("": nothing; a config's ``fine_tune_epochs`` is read from
+    the configs, not stated here)."""
 
     # the registered approach whose trained network (its best checkpoint) gives the initial weights
     start: str
@@ -106,7 +136,8 @@ class FineTune(NamedTuple):
     lr: float  # its learning rate
     # its learning-rate schedule, a value of the config key scheduler: none, cosine, step, onecycle
     scheduler: str
-    source: str  # where the recipe comes from (the paper and its section)
+    source: str  # where the recipe comes from (the paper and its section, the authors' code)
+    differs: str = ""  # what is different here from that source ("": nothing)
 
 
 class OpenSetLoss(DeclaresSettings, nn.Module):
@@ -130,7 +161,9 @@ class OpenSetLoss(DeclaresSettings, nn.Module):
     on the host: ``batched_seeds`` then trains its seeds one by one), ``replays_in_cuda_graph``
     (False where one captured step cannot stand for every step: ``cuda_graph: true`` is refused),
     ``fine_tune`` (a :class:`~agnostophobia.losses.FineTune` recipe where the approach starts from another approach's
-    trained network, as its paper does; None: from scratch). Their hyper-parameters are
+    trained network, as its paper does; None: from scratch), ``scratch_recipe`` and ``provenance``
+    (where its from-scratch recipe and its other facts come from,
+    :class:`~agnostophobia.losses.Provenance`). Their hyper-parameters are
     declared once each as a class attribute, ``xi = Setting(float, 50.0, low=0, grid=...)`` (type,
     default, range, tuning grid): the constructor ``(num_classes, reduction='mean', *, xi=50.0)``
     is made from them (:class:`~agnostophobia.settings.DeclaresSettings`), with
@@ -166,6 +199,14 @@ class OpenSetLoss(DeclaresSettings, nn.Module):
     #: Where set (a :class:`~agnostophobia.losses.FineTune`), the approach fine-tunes the same seed's
     #: trained ``start`` network; None: it trains from scratch.
     fine_tune = None
+    #: Where the recipe of an approach that trains from scratch comes from and what differs here
+    #: (a :class:`~agnostophobia.losses.Provenance`; None: not stated). One that fine-tunes states
+    #: it in ``fine_tune``.
+    scratch_recipe = None
+    #: Where the approach's other facts that are no setting come from (a
+    #: :class:`~agnostophobia.losses.Provenance` each): the loss itself for an approach without
+    #: settings, the auxiliary outliers its paper trains on.
+    provenance: Tuple[Provenance, ...] = ()
     #: Value checks that read a tensor back to the host (label range, weight finiteness), one
     #: synchronisation each per call. A trainer that checked its whole dataset once turns
     #: them off so that a GPU step never waits for the host; shape and dtype checks stay.

@@ -4,7 +4,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from ._base import LOSSES, OpenSetLoss
+from ._base import LOSSES, OpenSetLoss, Provenance
 
 
 @LOSSES.register("softmax")
@@ -22,6 +22,7 @@ class SoftmaxLoss(OpenSetLoss):
     """
 
     title = "Softmax"  # display name in reports and figures
+    provenance = (Provenance("loss", "cross-entropy on the knowns only", "Dhamija et al. 2018, Sec. 3"),)
     uses_features = False
     trains_on_unknowns = False
 
@@ -49,6 +50,7 @@ class BackgroundClassLoss(OpenSetLoss):
     """
 
     title = "Background"  # display name in reports and figures
+    provenance = (Provenance("loss", "cross-entropy with the negatives as class C+1", "Dhamija et al. 2018, Sec. 3"),)
     uses_features = False
     trains_on_unknowns = True
     background_class = True

@@ -4,7 +4,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from ._base import LOSSES, OpenSetLoss
+from ._base import LOSSES, OpenSetLoss, Provenance
 
 
 def entropic_per_sample(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
@@ -44,6 +44,7 @@ class EntropicOpenSetLoss(OpenSetLoss):
     """
 
     title = "Entropic Open-Set"  # display name in reports and figures
+    provenance = (Provenance("loss", "Eq. 1", "Dhamija et al. 2018, Eq. 1"),)
     uses_features = False
     trains_on_unknowns = True
 

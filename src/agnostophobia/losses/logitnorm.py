@@ -31,7 +31,13 @@ class LogitNormLoss(OpenSetLoss):
     trains_on_unknowns = False
     default_detector = "softmax"
     logitnorm_temperature = Setting(float, 0.04, low=0, low_open=True, grid=(0.01, 0.04, 0.1),
-                                    doc="τ, the temperature of the normalised logits")
+                                    doc="τ, the temperature of the normalised logits",
+                                    source="OpenOOD ``train_logitnorm.yml``: ``tau: 0.04``; "
+                                           "hongxin001/logitnorm_ood, README.md: the CIFAR-10 command passes "
+                                           "``--temp 0.01`` (train.py default 1.0); pytorch-ood "
+                                           "``LogitNorm(t=1.0)``; paper's value not confirmed",
+                                    differs="**differs from the authors' released CIFAR-10 command** (0.01); "
+                                            "pytorch-ood's default is 1")
 
     def forward(self, logits: torch.Tensor, labels: torch.Tensor, sample_weight=None) -> torch.Tensor:
         logits, labels, weight = self._check_inputs(logits, labels, sample_weight)

@@ -8,7 +8,7 @@ from typing import Optional
 import torch
 
 from ..settings import Setting
-from ._base import LOSSES, FineTune, OpenSetLoss
+from ._base import LOSSES, FineTune, OpenSetLoss, auxiliary_outliers, from_scratch
 
 MIXES = ("mixup", "cutmix")
 
@@ -49,10 +49,31 @@ class MixOELoss(OpenSetLoss):
     default_detector = "softmax"
     batches_over_seeds = False
     replays_in_cuda_graph = False  # a replay would repeat the captured step's λ and box
-    mix = Setting(str, "mixup", choices=MIXES, grid=MIXES, doc="how a negative is mixed with a known")
+    mix = Setting(str, "mixup", choices=MIXES, grid=MIXES, doc="how a negative is mixed with a known",
+                  source="zjysteven/MixOE, scripts/train.sh (the Car example): one run with ``--mix-op mixup``, "
+                         "one with ``--mix-op cutmix``; train/train_mixoe.py has no default (``required=True``); "
+                         "OpenOOD ``train_mixoe.yml``: ``mix_op: cutmix``",
+                  differs="OpenOOD uses cutmix")
     mix_alpha = Setting(float, 1.0, low=0, low_open=True, grid=(0.5, 1.0, 2.0),
-                        doc="α of the Beta(α, α) distribution λ is drawn from")
-    mix_weight = Setting(float, 5.0, low=0, grid=(1.0, 5.0, 10.0), doc="β, the weight of the mixed term")
+                        doc="α of the Beta(α, α) distribution λ is drawn from",
+                        source="zjysteven/MixOE, scripts/train.sh: ``--alpha 1.0`` with mixup, ``--alpha 2.0`` "
+                               "with cutmix (train_mixoe.py default 1.0; λ ~ Beta(α, α)); OpenOOD "
+                               "``train_mixoe.yml``: ``alpha: 0.1``, ``beta: 1.0``, drawn as Beta(0.1, 1.0) "
+                               "(``mixoe_trainer.py``); paper's per-dataset values not confirmed",
+                        differs="OpenOOD draws λ from Beta(0.1, 1), mostly near 0 (mostly outlier); the authors' "
+                                "cutmix run uses α = 2")
+    mix_weight = Setting(float, 5.0, low=0, grid=(1.0, 5.0, 10.0), doc="β, the weight of the mixed term",
+                         source="zjysteven/MixOE, scripts/train.sh: ``--beta 5.0`` for both mixes (train_mixoe.py "
+                                "default 1.0); OpenOOD ``train_mixoe.yml``: ``lambda_oe: 1.0``",
+                         differs="OpenOOD weighs the mixed term 1; the authors note the example is for Car and "
+                                 "other datasets need their own values")
+    scratch_recipe = from_scratch(
+        "zjysteven/MixOE, train/train_mixoe.py and OpenOOD (scripts/ood/mixoe/cifar10_train_mixoe.sh: "
+        "``--network.pretrained True``) fine-tune a trained network; a from-scratch schedule of theirs: "
+        "not confirmed",
+        "not the authors' or OpenOOD's recipe (that is ``mixoe-ft``)")
+    provenance = (auxiliary_outliers("WebVision (``--oe-set WebVision``); OpenOOD: its Tiny ImageNet subset "
+                                     "(``train_tin597.txt`` in ``cifar10_oe.yml``)"),)
 
     def __post_init__(self):
         self._partners: Optional[torch.Tensor] = None  # each row's known partner's label (-1: unmixed)
@@ -112,4 +133,7 @@ class MixOEFineTuned(MixOELoss):
 
     title = "MixOE (fine-tuned)"
     fine_tune = FineTune("softmax", epochs=10, lr=1e-3, scheduler="cosine",
-                         source="Zhang et al. (WACV 2023); OpenOOD's MixOE fine-tuning")
+                         source="Zhang et al. (WACV 2023); zjysteven/MixOE, train/train_mixoe.py: loads the "
+                                "baseline checkpoint, ``--epochs 10``, ``--lr 0.001``, cosine; OpenOOD "
+                                "scripts/ood/mixoe/cifar10_train_mixoe.sh: ``--network.pretrained True``, "
+                                "``--optimizer.lr 0.001``, ``--optimizer.num_epochs 10``")

@@ -52,9 +52,18 @@ class ObjectosphereLoss(OpenSetLoss):
     uses_features = True
     trains_on_unknowns = True
     xi = Setting(float, 50.0, low=0, grid=(10.0, 50.0, 100.0),
-                 doc="the feature magnitude known samples are pushed beyond (Eq. 2)")
+                 doc="the feature magnitude known samples are pushed beyond (Eq. 2)",
+                 source="Vastlab/Reducing-Network-Agnostophobia, MNIST/Mnist_Training.py: "
+                        "``--Minimum_Knowns_Magnitude 50.``; pytorch-ood ``ObjectosphereLoss(xi=1.0)``; "
+                        "not in OpenOOD v1.5",
+                 differs="CIFAR: the paper gives no value and no CIFAR code was released; the ``cifar.yaml`` "
+                         "value is ours, reasoned in the comment there")
     lambda_ = Setting(float, 1e-4, low=0, grid=(1e-5, 1e-4, 1e-3),
-                      doc="the weight of the magnitude term (Eq. 2); YAML key 'lambda'")
+                      doc="the weight of the magnitude term (Eq. 2); YAML key 'lambda'",
+                      source="Vastlab/Reducing-Network-Agnostophobia, MNIST/Mnist_Training.py: "
+                             "``--ring_loss_weight 0.0001``; pytorch-ood ``ObjectosphereLoss(alpha=1.0)``",
+                      differs="CIFAR: the ``cifar.yaml`` value is ours (the comment there); pytorch-ood's "
+                              "defaults (1.0, 1.0) are not the authors'")
 
     def forward(self, logits: torch.Tensor, labels: torch.Tensor, features: torch.Tensor = None,
                 sample_weight=None) -> torch.Tensor:

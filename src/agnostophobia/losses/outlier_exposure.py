@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 
 from ..settings import Setting
-from ._base import LOSSES, FineTune, OpenSetLoss
+from ._base import LOSSES, FineTune, OpenSetLoss, auxiliary_outliers, from_scratch
 from .entropic import entropic_per_sample
 
 AVERAGES = ("per-term", "batch")
@@ -38,10 +38,24 @@ class OutlierExposureLoss(OpenSetLoss):
     mean_per_term = True
     default_detector = "softmax"
     outlier_weight = Setting(float, 0.5, low=0, grid=(0.1, 0.5, 1.0),
-                             doc="λ, the weight of the negatives' uniform cross-entropy (paper: 0.5)")
+                             doc="λ, the weight of the negatives' uniform cross-entropy (paper: 0.5)",
+                             source="the paper's experiments: λ = 0.5 for vision (1.0 for NLP); "
+                                    "hendrycks/outlier-exposure, CIFAR/oe_tune.py: ``loss += 0.5 * ...``; "
+                                    "pytorch-ood ``OutlierExposureLoss(alpha=0.5)``; OpenOOD ``train_oe.yml``: "
+                                    "``lambda_oe: 0.5``")
     outlier_average = Setting(str, "per-term", choices=AVERAGES, grid=AVERAGES,
                               doc="'per-term': each term a mean over its own samples (the paper's "
-                                  "code); 'batch': both over the whole batch, as Entropic Open-Set")
+                                  "code); 'batch': both over the whole batch, as Entropic Open-Set",
+                              source="hendrycks/outlier-exposure, CIFAR/oe_tune.py: the in-term and the out-term "
+                                     "are each ``.mean()`` over their own samples; OpenOOD ``oe_trainer.py`` the same",
+                              differs="pytorch-ood's ``'mean'`` divides by the whole batch (see the table under "
+                                      "\"Tests\")")
+    scratch_recipe = from_scratch(
+        "hendrycks/outlier-exposure, CIFAR/oe_scratch.py (100 epochs, lr 0.1); OpenOOD v1.5 trains OE from scratch "
+        "(scripts/ood/oe/cifar10_train_oe.sh with ``baseline.yml``: 100 epochs, lr 0.1, ``pretrained: False``)",
+        "OpenOOD's from-scratch recipe at our budget's length; the paper's is ``outlier-exposure-ft``")
+    provenance = (auxiliary_outliers("80 Million Tiny Images (``TinyImages`` in CIFAR/oe_tune.py); OpenOOD: its Tiny "
+                                     "ImageNet subset (``train_tin597.txt`` in ``cifar10_oe.yml``)"),)
 
     def __post_init__(self):
         self.mean_per_term = self.outlier_average == "per-term"
@@ -65,4 +79,6 @@ class OutlierExposureFineTuned(OutlierExposureLoss):
 
     title = "Outlier Exposure (fine-tuned)"
     fine_tune = FineTune("softmax", epochs=10, lr=1e-3, scheduler="cosine",
-                         source="Hendrycks et al. (ICLR 2019) Sec. 4.2; hendrycks/outlier-exposure CIFAR/oe_tune.py")
+                         source="Hendrycks et al. (ICLR 2019) Sec. 4.2; hendrycks/outlier-exposure, "
+                                "CIFAR/oe_tune.py: loads the pretrained baseline, ``--epochs 10``, "
+                                "``--learning_rate 0.001``, cosine")

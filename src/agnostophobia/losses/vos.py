@@ -8,7 +8,7 @@ from torch import nn
 
 from ..errors import ConfigError
 from ..settings import Setting
-from ._base import LOSSES, OpenSetLoss
+from ._base import LOSSES, OpenSetLoss, from_scratch
 
 #: Added to the shared covariance's diagonal, as the authors do, so that it stays invertible.
 COVARIANCE_RIDGE = 1e-4
@@ -53,12 +53,29 @@ class VOSLoss(OpenSetLoss):
     default_detector = "energy"
     batches_over_seeds = False
     replays_in_cuda_graph = False  # whether it synthesises changes at an epoch, a captured step would not
-    vos_weight = Setting(float, 0.1, low=0, grid=(0.05, 0.1, 0.5), doc="β, the weight of the uncertainty loss")
+    vos_weight = Setting(float, 0.1, low=0, grid=(0.05, 0.1, 0.5), doc="β, the weight of the uncertainty loss",
+                         source="deeplearning-wisc/vos, classification/CIFAR/train_virtual.py: "
+                                "``--loss_weight 0.1``; pytorch-ood ``VOSRegLoss(alpha=0.1)``; OpenOOD "
+                                "``train_vos.yml``: ``loss_weight: 0.1``")
     vos_start = Setting(float, 0.4, low=0, high=1, grid=(0.2, 0.4, 0.6),
-                        doc="the fraction of the epochs after which outliers are synthesised (paper: 40/100)")
-    queue_size = Setting(int, 1000, low=1, grid=(200, 1000), doc="features kept per class")
-    candidates = Setting(int, 10000, low=1, grid=(1000, 10000), doc="features drawn per class and step")
-    selected = Setting(int, 1, low=1, grid=(1, 5), doc="the least likely draws kept per class")
+                        doc="the fraction of the epochs after which outliers are synthesised (paper: 40/100)",
+                        source="train_virtual.py: ``--start_epoch 40`` of ``--epochs 100``; OpenOOD "
+                               "``train_vos.yml``: ``start_epoch: 0``; pytorch-ood has no start (outliers once "
+                               "the queues are full); paper: not confirmed",
+                        differs="a fraction, so that 40 of 100 carries over to short budgets; OpenOOD synthesises "
+                                "from the first epoch")
+    queue_size = Setting(int, 1000, low=1, grid=(200, 1000), doc="features kept per class",
+                         source="train_virtual.py: ``--sample_number 1000``; the paper's object-detection setup: "
+                                "1,000 samples per class; pytorch-ood ``sample_number=1000``; OpenOOD "
+                                "``sample_number: 1000``")
+    candidates = Setting(int, 10000, low=1, grid=(1000, 10000), doc="features drawn per class and step",
+                         source="train_virtual.py: ``--sample_from 10000``; pytorch-ood ``sample_from=10000``; "
+                                "OpenOOD ``sample_from: 10000``")
+    selected = Setting(int, 1, low=1, grid=(1, 5), doc="the least likely draws kept per class",
+                       source="train_virtual.py: ``--select 1``; pytorch-ood ``select=1``; OpenOOD ``select: 1``")
+    scratch_recipe = from_scratch("train_virtual.py: 100 epochs from scratch, lr 0.1; OpenOOD ``train_vos.yml``: "
+                                  "100 epochs, lr 0.1",
+                                  "shorter budgets here; the start, a fraction of the epochs, keeps the 40 %")
 
     def __post_init__(self):
         if self.selected > self.candidates:
