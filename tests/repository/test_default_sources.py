@@ -13,7 +13,7 @@ from docutils.core import publish_doctree
 
 from agnostophobia.losses import LOSSES
 from agnostophobia.training.config import TrainConfig, load_experiment
-from test_docs_site import ROOT, _refs
+from tests.repository.test_docs_site import ROOT, _refs
 
 #: The losses the package registers (a plugin's or a test's own loss need not say where its
 #: defaults come from; the table shows "not stated" for it).
