@@ -12,7 +12,7 @@ Each epoch validates and writes each seed's checkpoints, as a reproduction does.
 3. over the seeds, the mean and spread of the last epoch's validation loss and accuracy each way,
    and the largest difference of one seed's validation accuracy between the two ways.
 
-The two ways are the same function of the data (``tests/test_seed_batch.py``: within 4e-15 in
+The two ways are the same function of the data (``tests/training/test_seed_batch.py``: within 4e-15 in
 float64); in bf16 or fp32 the batched (grouped) convolutions round differently, so a seed's two
 trainings drift apart as two kernel choices would. What the comparison can show is whether the
 batched seeds are as good a sample of the approach as the separate ones, and how much faster.

@@ -29,7 +29,7 @@
 #   6. reproduce lenet++ --budget paper --seeds 5 --preprocessing authors, then ours as time allows
 #                                  -> OUT_DIR/reproduce-{authors,ours}.log, OUT_DIR/runs/paper-{authors,ours}/
 #      with --cuda-graph when GPU_CHECK_CUDA_GRAPH is on, or (auto, the default) when every test of
-#      tests/test_cuda_graph.py passed in 2. and bench_gpu.py found one run's captured step at least
+#      tests/training/test_cuda_graph.py passed in 2. and bench_gpu.py found one run's captured step at least
 #      1.1x as fast as its eager step; the summary says which, and why. A resumed check keeps the
 #      first choice (OUT_DIR/cuda-graph.txt).
 # A summary of each stage's exit status and seconds goes to OUT_DIR/summary.txt.
@@ -162,7 +162,7 @@ echo "environment: $(sed -n 's/^python /python /p' "$OUT_DIR/environment.txt")" 
 
 # 2. the CUDA tests (only the files that hold them: the others may need packages this machine lacks)
 if "$PY" -c "import pytest" 2>/dev/null; then
-    mapfile -t CUDA_TESTS < <(grep -l "mark.cuda" tests/test_*.py)
+    mapfile -t CUDA_TESTS < <(grep -rl --include="test_*.py" "mark.cuda" tests)
     stage "cuda tests" 180 "$OUT_DIR/cuda-tests.log" "$PY" -m pytest -m cuda -q -p no:cacheprovider \
         --junitxml="$OUT_DIR/cuda-tests.xml" "${CUDA_TESTS[@]}"
 else

@@ -12,6 +12,7 @@ import importlib.util
 import io
 import os
 import pickle
+import shutil
 import struct
 import tarfile
 import zipfile
@@ -19,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from repo_paths import REPO
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -334,7 +336,7 @@ def tiny_config(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def tiny_run(real_data_dir, tiny_config, tmp_path_factory):
-    """An uninterrupted tiny reproduction (tests/runs.py) in its own process, trained once."""
+    """An uninterrupted tiny reproduction (tests/_support/runs.py) in its own process, trained once."""
     from runs import reproduce_args, run_cli
 
     out = tmp_path_factory.mktemp("tiny") / "run"
@@ -343,7 +345,20 @@ def tiny_run(real_data_dir, tiny_config, tmp_path_factory):
     return out
 
 
-EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "make_folder_protocol.py"
+@pytest.fixture(scope="session")
+def calibrated(tiny_run, tmp_path_factory):
+    """A copy of the session's tiny run calibrated at FPR 0.1 (32 validation negatives: 3 false positives
+    allowed), made once per test run. Shared by every module that reads a calibrated run: a test that
+    writes into a run copies this one into its own ``tmp_path`` first."""
+    from agnostophobia.cli import main
+
+    copy = tmp_path_factory.mktemp("calibrated") / "run"
+    shutil.copytree(tiny_run, copy)
+    assert main(["calibrate", str(copy), "--fpr", "0.1"]) == 0
+    return copy
+
+
+EXAMPLE = REPO / "examples" / "make_folder_protocol.py"
 
 
 def make_example(out: Path, data_dir: Path, fmt: str, per_class: int = 6) -> Path:

@@ -13,8 +13,8 @@ import pytest
 
 from agnostophobia.errors import ConfigError
 from agnostophobia.plugins import GROUP
+from repo_paths import FIXTURES
 
-REPO = Path(__file__).resolve().parents[1]
 
 PLUGIN = '''
 import numpy as np
@@ -75,7 +75,7 @@ def run_cli(args, site: Path) -> subprocess.CompletedProcess:
 
 def synthetic_protocol(where: Path) -> Path:
     """The compatibility fixture's folder protocol of synthetic glyphs, written under ``where``."""
-    spec = importlib.util.spec_from_file_location("make_fixture", REPO / "tests" / "data" / "compat-7b7e620" /
+    spec = importlib.util.spec_from_file_location("make_fixture", FIXTURES / "compat-7b7e620" /
                                                   "make_fixture.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

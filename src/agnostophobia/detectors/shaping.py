@@ -26,7 +26,7 @@ stored: shaping those, the papers' setting, is not supported). Conventions for n
   included) has ratio 1 (nothing of its positive mass is pruned) and ASH-B fill 0, so every
   score is finite.
 
-On non-negative F all three are the papers' formulas exactly (``tests/test_detectors_pytorch_ood.py``
+On non-negative F all three are the papers' formulas exactly (``tests/detectors/test_against_pytorch_ood.py``
 compares them with pytorch-ood 0.4.0).
 
 Computed in float64, in blocks of rows (:data:`ROWS`), so that 100,000 samples of 512-d features

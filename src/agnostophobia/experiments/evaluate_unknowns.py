@@ -7,7 +7,7 @@ once per model, on its training knowns, and only when a new set needs them; the 
 scores come from ``detector_scores.npz``, which is extended), its metrics rows, its figures --
 then rewrites ``metrics.json`` (the other sets' rows kept where the file records the scores
 they came from: :func:`kept_results`) and the report. The result equals a full evaluation
-(``tests/test_evaluate_unknowns.py``); ``--replace`` recomputes the replaced sets alone.
+(``tests/experiments/test_evaluate_unknowns.py``); ``--replace`` recomputes the replaced sets alone.
 An unknown set is a registered dataset name, an ``.npz`` in our layout (``x_test``, ``x``
 or ``images``: uint8 (N, H, W) grey or (N, H, W, 3) RGB), or a folder of images of any
 sizes. It is prepared by :func:`agnostophobia.data.preprocess.prepare_images` with the

@@ -31,7 +31,7 @@ epoch's device sums:
 Refused in one line (:func:`check_cuda_graph`): without a CUDA device, and under torchrun (DDP
 reduces gradients in hooks between the backward kernels). On the CPU the same bookkeeping runs
 with a stand-in for the capture that calls the step again at every replay (the tests'
-``capture=eager_capture``), which checks everything but the graph itself; ``tests/test_cuda_graph.py``
+``capture=eager_capture``), which checks everything but the graph itself; ``tests/training/test_cuda_graph.py``
 compares captured and eager training on CUDA.
 """
 from __future__ import annotations

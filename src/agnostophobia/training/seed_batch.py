@@ -15,7 +15,7 @@ of S times. Nothing else is shared:
 * BatchNorm computes its statistics per seed, its running statistics are stacked buffers.
 
 On the CPU in fp32 a batched run therefore equals separate runs up to the rounding of the
-batched kernels (``tests/test_seed_batch.py`` states and checks the tolerance). A model with
+batched kernels (``tests/training/test_seed_batch.py`` states and checks the tolerance). A model with
 random layers (dropout) draws from one generator for all seeds under ``vmap`` (``randomness=
 "different"``): valid, but not equal to separate runs.
 

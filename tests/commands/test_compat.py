@@ -1,0 +1,155 @@
+"""A run written by the code of commit 7b7e620 (tests/fixtures/compat-7b7e620, made by the script
+beside it) still loads, evaluates to the same numbers, resumes, calibrates, exports and predicts
+(issue 30, "Compatibility"): the record formats, config keys and checkpoints of that day keep
+their meaning."""
+import importlib.util
+import json
+import os
+import shutil
+import tempfile
+import warnings
+from pathlib import Path
+
+import pytest
+
+from runs import run_cli
+from repo_paths import FIXTURES
+
+FIXTURE = FIXTURES / "compat-7b7e620"
+
+
+def fixture_module():
+    spec = importlib.util.spec_from_file_location("make_fixture", FIXTURE / "make_fixture.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def old_run(tmp_path_factory):
+    """A copy of the fixture run, with its protocol rebuilt where the fixture was made (its
+    config records that absolute path); the protocol is written beside and moved into place,
+    so that two test sessions never see half of it."""
+    module = fixture_module()
+    protocol = module.PROTOCOL_DIR
+    if not protocol.exists():
+        protocol.parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(dir=protocol.parent))
+        module.write_protocol(staging)
+        try:
+            os.rename(staging, protocol)
+        except OSError:  # made meanwhile by another session: the same bytes
+            shutil.rmtree(staging)
+    run = tmp_path_factory.mktemp("compat") / "run"
+    shutil.copytree(FIXTURE / "run", run)
+    return run
+
+
+#: Keys of a metrics.json row recorded since the fixture was made.
+LATER_KEYS = ("tied_share", "tied_share_std")
+
+
+def metrics(run: Path) -> dict:
+    return json.loads((run / "metrics.json").read_text())
+
+
+def test_an_old_run_evaluates_to_the_numbers_it_recorded(old_run):
+    before = metrics(old_run)
+    result = run_cli(["evaluate", old_run, "--no-progress", "--device", "cpu"])
+    assert result.returncode == 0, result.stderr
+    after = metrics(old_run)
+    assert after["table1"] == before["table1"]
+    old = {row["detector"] for row in before["results"]}
+    for key in ("results", "per_seed"):  # the detectors of that day: their numbers unchanged
+        # (tie-free scores, score scale 2: no score of this small run saturated, so no number moved);
+        # tied_share is recorded since, and none of them ties
+        assert all(row["tied_share"] == 0 for row in after[key])
+        assert [{k: v for k, v in row.items() if k not in LATER_KEYS} for row in after[key]
+                if row["detector"] in old] == before[key], key
+    # the detectors that read the last layer: it is recomputed from each best.pt once and kept
+    for model in sorted(old_run.glob("seed*/*/outputs.npz")):
+        assert (model.parent / "last_layer.npz").is_file()
+    new = {row["detector"] for row in after["results"]} - old
+    assert {"react", "ash", "scale", "gen", "mahalanobis", "relative-mahalanobis"} <= new
+
+
+@pytest.mark.slow  # 10-27 s: make test stays within its time; CI runs it with the slow tests
+def test_an_old_run_calibrates_exports_and_predicts(old_run, tmp_path):
+    result = run_cli(["calibrate", old_run, "--fpr", "0.25", "--device", "cpu"])
+    assert result.returncode == 0, result.stderr
+    calibration = json.loads((old_run / "calibration.json").read_text())
+    assert calibration  # one entry per approach and seed at least
+    model = tmp_path / "model.pt"
+    result = run_cli(["export", old_run, "--format", "torchscript", "--out", model, "--approach", "entropic",
+                      "--fpr", "0.25"])
+    assert result.returncode == 0, result.stderr
+    assert model.stat().st_size > 0
+    images = fixture_module().PROTOCOL_DIR / "test" / "dots"
+    result = run_cli(["predict", old_run, images, "--approach", "entropic", "--device", "cpu"])
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.count(".png") == len(list(images.iterdir()))
+
+
+def test_an_old_run_resumes_with_another_seed(old_run, tmp_path):
+    """``train --resume`` with the old config (top-level ``xi`` and ``lambda``) adds seed 1 beside
+    the old seed 0, whose files stay."""
+    module = fixture_module()
+    config = tmp_path / "compat.yaml"
+    config.write_text(module.CONFIG.format(root=module.PROTOCOL_DIR))
+    checkpoint = old_run / "seed0" / "entropic" / "last.pt"
+    before = checkpoint.read_bytes()
+    result = run_cli(["train", config, "--out", old_run, "--resume", "--seeds", "2",
+                      "--approach", "entropic", "--no-progress", "--device", "cpu"])
+    assert result.returncode == 0, result.stderr
+    assert checkpoint.read_bytes() == before
+    assert (old_run / "seed1" / "entropic" / "last.pt").exists()
+
+
+@pytest.mark.slow  # three commands on the fixture (~35 s): make test-slow, which CI runs
+def test_an_old_runs_threshold_on_the_old_score_scale_is_chosen_again(old_run, tmp_path):
+    """A ``calibration.json`` written before the scores were tie-free (no ``score_scale``: its
+    max-softmax threshold a probability) is not compared with today's log-odds: ``predict``,
+    ``export`` and ``evaluate`` choose the threshold again by the same rule, at the entry's target
+    FPR, on the stored validation outputs, and say so once; the file is left as it was."""
+    import torch
+
+    from agnostophobia.deploy.calibration import calibrate_in_memory
+
+    run = tmp_path / "run"
+    shutil.copytree(FIXTURE / "run", run)  # a copy the other tests do not touch (old_run built the protocol)
+    now = calibrate_in_memory(run, "entropic", "softmax", 0, 0.25, "fp32")
+    assert now["score_scale"] == 2
+    old = {key: value for key, value in now.items() if key not in ("score_scale", "class_names")}
+    old["threshold"] = 0.5  # a max-softmax of 1/2: on today's log-odds scale, 0 would be that
+    (run / "calibration.json").write_text(json.dumps({"format": 1, "rule": now["rule"],
+                                                      "class_names": now["class_names"], "entries": [old]}))
+    stored = (run / "calibration.json").read_bytes()
+    said = "chosen on an older score scale"
+
+    rows = tmp_path / "rows.json"
+    images = fixture_module().PROTOCOL_DIR / "test" / "dots"
+    result = run_cli(["predict", run, images, "--approach", "entropic", "--detector", "softmax", "--device", "cpu",
+                      "--out", rows])
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.count(said) == 1, result.stdout
+    assert {row["threshold"] for row in json.loads(rows.read_text())} == {now["threshold"]}
+
+    model = tmp_path / "model.pt"
+    result = run_cli(["export", run, "--format", "torchscript", "--out", model, "--approach", "entropic",
+                      "--detector", "softmax"])
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.count(said) == 1, result.stdout
+    extra = {"agnostophobia.json": ""}
+    with warnings.catch_warnings():  # torch.jit.load's deprecation
+        warnings.simplefilter("ignore", FutureWarning)
+        torch.jit.load(str(model), _extra_files=extra)
+    assert json.loads(extra["agnostophobia.json"])["threshold"] == now["threshold"]
+
+    result = run_cli(["evaluate", run, "--no-progress", "--device", "cpu"])
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.count(said) == 1, result.stdout
+    section = metrics(run)["at_validation_threshold"]
+    assert {r["threshold"] for r in section["results"]} == {now["threshold"]}
+    assert any(said in note for note in section["notes"])
+    assert said in (run / "report.md").read_text()
+    assert (run / "calibration.json").read_bytes() == stored  # chosen again in memory; `calibrate` stores it
