@@ -432,6 +432,14 @@ def _papers_rows(result: Dict, sets: List[str], marks: Dict) -> List[str]:
                  row["detector"], _fmt(row["closed_set_accuracy"]), _fmt(mean)]
         cells += [_fmt(row["test"].get(s, {}).get("oscr")) + _tie(row, s) for s in sets]
         lines.append(_row_md([*cells, marks["approaches"].get(row["row"], "")]))
+    keys = fpr_keys(result["fprs"])
+    if keys:  # the low-FPR end, which the OSCR area on its linear axis weighs little
+        header = ["approach", "detector", *(f"{s} CCR@{keys[0]}" for s in sets)]
+        lines += ["", f"CCR at the smallest FPR the test sets resolve ({keys[0]}), the same rows:", "",
+                  _row_md(header), _rule(header)]
+        for row in papers_rows(result["rows"]):
+            cells = [_fmt(row["test"].get(s, {}).get("ccr_at_fpr", {}).get(keys[0])) for s in sets]
+            lines.append(_row_md([row["approach"], row["detector"], *cells]))
     return [*lines, ""]
 
 
