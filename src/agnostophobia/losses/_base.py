@@ -100,7 +100,15 @@ class Provenance(NamedTuple):
     (``topic``: the loss itself, its recipe, its auxiliary outliers), what is done here
     (``ours``), where the authors' or a library's choice was read (``source``) and what is
     different here (``differs``; "": nothing). The docs' table of where each default comes from
-    (docs/training-peers.md) is made from these."""
+    (docs/training-peers.md) is made from these.
+
+    Examples:
+        >>> from agnostophobia.losses import LOSSES
+        >>> [fact.topic for fact in LOSSES.get("outlier-exposure").provenance]
+        ['auxiliary outliers']
+        >>> LOSSES.get("outlier-exposure").provenance[0].ours
+        "the protocol's negatives"
+    """
 
     topic: str  # what it is about: "loss", "recipe", "auxiliary outliers"
     ours: str  # what is done here
