@@ -58,13 +58,21 @@ def test_a_continued_run_keeps_the_precision_auto_chose_when_it_started(monkeypa
     experiment, _ = configure(parse_experiment({"tensorboard": False}), RunRequest(None, out=run), device="cpu",
                               log=printed.append)
     assert experiment.train.precision == recorded
-    assert printed == [f"precision: {recorded} (auto: as the run in {run} being continued was trained)"]
+    assert printed == [f"precision: {recorded} (auto: as the run in {run} being continued was trained; "
+                       f"here auto chooses {other})"]
     fresh, _ = configure(parse_experiment({"tensorboard": False}), RunRequest(None, out=tmp_path / "new"),
                          device="cpu", log=printed.append)
     assert fresh.train.precision == other
     chosen, _ = configure(parse_experiment({"precision": other, "tensorboard": False}), RunRequest(None, out=run),
                           device="cpu", log=printed.append)
     assert chosen.train.precision == other
+    # where auto still chooses what the run was trained with, the words are the first invocation's
+    (run / "config.yaml").write_text(f"precision: {other}\n")
+    printed.clear()
+    same, _ = configure(parse_experiment({"tensorboard": False}), RunRequest(None, out=run), device="cpu",
+                        log=printed.append)
+    assert same.train.precision == other and same.precision_chosen == fresh.precision_chosen
+    assert "being continued" not in printed[0]
 
 
 def test_the_report_keeps_the_precision_line(tmp_path):

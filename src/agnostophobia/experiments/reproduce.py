@@ -276,12 +276,14 @@ def configure(experiment: ExperimentConfig, request: Optional[RunRequest] = None
     # "auto" becomes what this device gets, so that config.yaml, checkpoints and reports say it;
     # a run being continued keeps the precision it was trained with (the choice is never made twice)
     kept = continued_precision(request.out) if experiment.train.precision == "auto" else None
-    if kept:
-        experiment.precision_chosen = f"{kept} (auto: as the run in {request.out} being continued was trained)"
+    chosen = resolve_precision(experiment.train.precision, device)
+    if kept and kept != chosen:
+        experiment.precision_chosen = (f"{kept} (auto: as the run in {request.out} being continued was trained; "
+                                       f"here auto chooses {chosen})")
         experiment.train.precision = kept
-    else:
+    else:  # the same words as the run's first invocation: a resumed run's records equal an uninterrupted one's
         experiment.precision_chosen = describe_precision(experiment.train.precision, device)
-        experiment.train.precision = resolve_precision(experiment.train.precision, device)
+        experiment.train.precision = chosen
     if distributed.launched_rank() == 0:  # under torchrun: once, not once per process
         log(f"precision: {experiment.precision_chosen}")
     experiment.train.tensorboard = use_tensorboard(experiment.train.tensorboard)  # true without it stops here
