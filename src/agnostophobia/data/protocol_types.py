@@ -89,8 +89,8 @@ class OpenSetProtocol:
         """Sample counts of each split.
 
         Returns:
-            ``{"train": {"known": n, "unknown": m}, "val": ..., "test_known": ...,
-            "test_unknowns/<name>": ...}``.
+            A mapping from each split's name (``train``, ``val``, ``test_known``,
+            ``test_unknowns/<name>``) to its ``{"known": n, "unknown": m}`` counts.
         """
         def count(s: ProtocolSplit) -> Dict[str, int]:
             return {"known": int((s.labels >= 0).sum()), "unknown": int((s.labels < 0).sum())}

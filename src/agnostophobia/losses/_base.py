@@ -358,7 +358,7 @@ class OpenSetLoss(DeclaresSettings, nn.Module):
         class, when the loss has one.
 
         Returns:
-            C, the number of known-class columns: ``width``, or ``width - 1`` with a background class.
+            C, the number of known-class columns, ``width``, or ``width - 1`` with a background class.
         """
         return width - int(cls.background_class)
 

@@ -38,7 +38,7 @@ def auroc(confidence, labels) -> float:
         labels: (N,) integers, >= 0 known (positive), < 0 unknown; both must be present.
 
     Returns:
-        The area, a float in [0, 1] (0.5: no better than chance).
+        The area, a float in [0, 1] (0.5 is no better than chance).
     """
     confidence, known = check_confidence(confidence, labels)
     return float(roc_auc_score(known, confidence))

@@ -140,7 +140,7 @@ class DatasetInfo:
         """How to get the dataset, for the message that says it is missing.
 
         Returns:
-            One line: the ``agnostophobia data fetch`` command, or where the documentation says
+            One line, the ``agnostophobia data fetch`` command, or where the documentation says
             how to prepare a dataset without an official download.
         """
         target = self.fetch_as or self.name
