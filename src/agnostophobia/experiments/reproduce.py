@@ -36,7 +36,7 @@ from agnostophobia.training.config import (ExperimentConfig, TrainConfig, check_
                                            load_experiment, protocol_for)
 from agnostophobia.training.epoch_log import use_tensorboard
 from agnostophobia.training.fine_tune import check_starts, start_approach
-from agnostophobia.training.precision import describe_precision, resolve_precision
+from agnostophobia.training.precision import choose_precision, resolve_precision
 from agnostophobia.training.records import (RecordError, check_data_sources, check_training_records, read_classes,
                                             read_data_sources, read_notes, read_run_config, read_timings,
                                             read_wall_time)
@@ -276,13 +276,13 @@ def configure(experiment: ExperimentConfig, request: Optional[RunRequest] = None
     # "auto" becomes what this device gets, so that config.yaml, checkpoints and reports say it;
     # a run being continued keeps the precision it was trained with (the choice is never made twice)
     kept = continued_precision(request.out) if experiment.train.precision == "auto" else None
-    chosen = resolve_precision(experiment.train.precision, device)
+    chosen, why = choose_precision(experiment.train.precision, device)
     if kept and kept != chosen:
         experiment.precision_chosen = (f"{kept} (auto: as the run in {request.out} being continued was trained; "
                                        f"here auto chooses {chosen})")
         experiment.train.precision = kept
     else:  # the same words as the run's first invocation: a resumed run's records equal an uninterrupted one's
-        experiment.precision_chosen = describe_precision(experiment.train.precision, device)
+        experiment.precision_chosen = f"{chosen} ({why})"
         experiment.train.precision = chosen
     if distributed.launched_rank() == 0:  # under torchrun: once, not once per process
         log(f"precision: {experiment.precision_chosen}")

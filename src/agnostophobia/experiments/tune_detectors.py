@@ -75,7 +75,7 @@ def tune_detectors(run_dir, fpr: float = DEFAULT_FPR, detectors: Optional[Sequen
     chosen, candidates, untuned = {}, {}, []
     by_approach = {approach: [model_dir for _, a, model_dir in models if a == approach]
                    for approach in dict.fromkeys(approach for _, approach, _ in models)}
-    grids = _approach_grids_of(by_approach, detectors, settings, float(fpr), processes)
+    grids = _approach_grids_of(by_approach, detectors, settings, float(fpr), processes, validation)
     for approach in by_approach:
         for name, why, grid in grids[approach]:
             if why:  # no grid point could change that: say why, as the matrix does
@@ -103,12 +103,15 @@ def tune_detectors(run_dir, fpr: float = DEFAULT_FPR, detectors: Optional[Sequen
 
 
 def _approach_grids_of(by_approach: Dict[str, List[Path]], detectors: List[str], settings: Dict, fpr: float,
-                       processes: int) -> Dict[str, List[Tuple[str, Optional[str], Optional[List[Dict]]]]]:
-    """:func:`approach_grids` of every approach: one after another, or ``processes`` approaches at
-    a time in their own processes (the grids are independent; the fits are mostly single-threaded
-    Python and numpy, so two processes use two cores where one would leave one idle)."""
+                       processes: int, validation: Dict[Path, Dict[str, np.ndarray]]
+                       ) -> Dict[str, List[Tuple[str, Optional[str], Optional[List[Dict]]]]]:
+    """:func:`approach_grids` of every approach: one after another (on the validation outputs
+    already read), or ``processes`` approaches at a time in their own processes, each reading its
+    own (the grids are independent; the fits are mostly single-threaded Python and numpy, so two
+    processes use two cores where one would leave one idle)."""
     if processes <= 1 or len(by_approach) < 2:
-        return {approach: approach_grids(approach, dirs, detectors, settings, fpr)
+        return {approach: approach_grids(approach, dirs, detectors, settings, fpr,
+                                         {d: validation[d] for d in dirs})
                 for approach, dirs in by_approach.items()}
     from agnostophobia.training.concurrent import Job, run_jobs, threads_per_run
 
@@ -122,11 +125,14 @@ def _approach_grids_of(by_approach: Dict[str, List[Path]], detectors: List[str],
 
 
 def approach_grids(approach: str, model_dirs: List[Path], detectors: List[str], settings: Dict,
-                   fpr: float) -> List[Tuple[str, Optional[str], Optional[List[Dict]]]]:
+                   fpr: float, validation: Optional[Dict[Path, Dict[str, np.ndarray]]] = None
+                   ) -> List[Tuple[str, Optional[str], Optional[List[Dict]]]]:
     """For each detector to tune on ``approach``'s models: ``(name, why not applicable, None)``, or
     ``(name, None, grid)`` with every grid point's mean validation CCR (:func:`_score_grid`). The
-    paper's rows keep the config's settings and are left out."""
-    validation = {model_dir: _validation(model_dir) for model_dir in model_dirs}
+    paper's rows keep the config's settings and are left out. ``validation``: the models' stored
+    validation outputs where already read (None: read here, as a child process does)."""
+    if validation is None:
+        validation = {model_dir: _validation(model_dir) for model_dir in model_dirs}
     kept = {detector for detector, _ in paper_rows(approach)}
     out = []
     for name in [d for d in detectors if d in applicable_detectors(approach) and d not in kept]:
