@@ -161,3 +161,38 @@ def test_a_made_constructor_keeps_every_kind_of_base_argument():
     assert str(inspect.signature(Made)) == "(a, /, b, *args, c=1, d: int = 2, **kw)"
     made = Made(1, 2, 3, c=4, d=5, e=6)
     assert made.got == (1, 2, (3,), 4, {"e": 6}) and made.d == 5
+
+
+def test_a_record_key_may_be_required_a_path_or_a_list_and_belong_to_some_types():
+    """What a record's key declares beyond a constructor's setting (a ``protocol:`` mapping's keys)."""
+    import dataclasses
+    from pathlib import Path
+
+    from agnostophobia.settings import field_settings, setting
+
+    @dataclasses.dataclass
+    class Record:
+        where: Path = setting(Path, required=True)
+        names: tuple = setting(list, (), items=(str,), rule=lambda v: None if v else "must list a name")
+        size: int = setting(int, 8, low=8, refusal="must be at least 8 pixels")
+        only: str = setting(str, types=("a",))
+
+    assert [f.name for f in dataclasses.fields(Record) if f.default is dataclasses.MISSING] == ["where"]
+    declared = field_settings(Record)
+    assert declared["where"].required and declared["only"].types == ("a",) and declared["only"].default is None
+    assert declared["where"].problem("x/y") is None
+    assert declared["where"].problem("") == declared["where"].problem(3) == "must be a path"
+    assert declared["names"].problem(["a"]) is None and declared["names"].problem([]) == "must list a name"
+    assert declared["names"].problem(["a", 1]) == "must be a list, each item a string"
+    assert declared["size"].problem(4) == declared["size"].problem("8") == "must be at least 8 pixels"
+
+
+def test_a_list_or_path_default_declares_no_inferred_setting():
+    """Inference stays with the five kinds an annotation names: a list default is no setting."""
+    import inspect
+
+    def f(a=[1], b=1.0):  # noqa: B006
+        return a, b
+
+    parameters = inspect.signature(f).parameters
+    assert Setting.inferred(parameters["a"]) is None and Setting.inferred(parameters["b"]).type is float

@@ -9,6 +9,11 @@ declarations; nothing restates them.
 A loss that writes its own constructor may leave a keyword undeclared: it is inferred from its
 annotation and default (:func:`declared_settings`) and is tunable without a declaration.
 
+A record's keys are declared the same way, as dataclass fields (:func:`setting`): an experiment's
+keys (``TrainConfig``) and a ``protocol:`` mapping's (``FileProtocolSpec``), where a key may be
+``required``, a path or a list, belong to some ``types`` of the record only, and be refused in words
+of its own (``refusal``, ``rule``).
+
 The lowest layer: it imports nothing of the package but its errors.
 """
 from __future__ import annotations
@@ -19,12 +24,15 @@ import keyword
 import math
 import numbers
 from dataclasses import dataclass
-from typing import Any, ClassVar, Dict, Iterable, Mapping, Optional, Tuple
+from pathlib import Path
+from typing import Any, Callable, ClassVar, Dict, Iterable, Mapping, Optional, Tuple
 
 from agnostophobia.errors import ConfigError
 
-_KINDS = {int: "an integer", float: "a number", bool: "true or false", str: "a string", dict: "a mapping"}
-_TYPES_BY_NAME = {kind.__name__: kind for kind in _KINDS}
+_KINDS = {int: "an integer", float: "a number", bool: "true or false", str: "a string", dict: "a mapping",
+          Path: "a path", list: "a list"}
+_INFERRED = (int, float, bool, str, dict)  # the kinds a constructor keyword's annotation or default declares
+_TYPES_BY_NAME = {kind.__name__: kind for kind in _INFERRED}
 
 
 def _is_kind(value, kind: type) -> bool:
@@ -34,19 +42,26 @@ def _is_kind(value, kind: type) -> bool:
         return isinstance(value, numbers.Integral) and not isinstance(value, bool)
     if kind is float:
         return isinstance(value, numbers.Real) and not isinstance(value, bool)
+    if kind is Path:  # a path as a config writes it: a string that is not empty
+        return isinstance(value, str) and bool(value)
     return isinstance(value, kind)
 
 
 @dataclass(frozen=True)
 class Setting:
-    """One setting: its ``type`` (int, float, bool or str), ``default``, allowed values
+    """One setting: its ``type`` (int, float, bool, str, dict; a record's key also Path or list),
+    ``default``, allowed values
     (``low``..``high``, ``low`` excluded when ``low_open``; or ``choices``), the small ``grid``
     that tuning searches (empty: not tuned), whether a resumed run may change it
     (``resumable``: how a run is watched or where it runs, not what it learns) and whether the
     run's records keep it (``recorded``). ``doc`` says what it means, for the references;
     ``source`` where its default was read (the paper, the authors' code: repository, file and
     argument, pytorch-ood, OpenOOD) and ``differs`` what is different here ("": nothing), for the
-    table of where each default comes from (docs/training-peers.md).
+    table of where each default comes from (docs/training-peers.md). A record's key (a field
+    declared with :func:`setting`) may also be ``required`` (no default: a value must be given),
+    belong to some ``types`` of its record only (a ``protocol:`` mapping's ``csv`` keys), list
+    values of the ``items`` kinds (a ``list``), be refused in a phrase of its own (``refusal``) and
+    obey a further ``rule``.
 
     Examples:
         >>> from agnostophobia.settings import Setting
@@ -70,6 +85,12 @@ class Setting:
     words: Tuple[str, ...] = ()
     source: str = ""  # where the default was read (paper, authors' code, pytorch-ood, OpenOOD)
     differs: str = ""  # what is different here from that source ("": nothing)
+    required: bool = False  # a value must be given (by a record of one of its ``types``): no default
+    types: Tuple[str, ...] = ()  # the types of its record it belongs to, as a protocol's csv (empty: all)
+    items: Tuple[type, ...] = ()  # a list's allowed item kinds (empty: any)
+    refusal: str = ""  # the phrase a refused value gets instead of the derived one ("": derived)
+    # a further check of a value of the right kind: what is wrong with it, or None
+    rule: Optional[Callable[[Any], Optional[str]]] = None
 
     def problem(self, value) -> Optional[str]:
         """What is wrong with ``value`` for this setting (None: nothing).
@@ -80,6 +101,10 @@ class Setting:
         if value is None and self.nullable or isinstance(value, str) and value in self.words:
             return None
         problem = self._problem(value)
+        if problem and self.refusal:
+            return self.refusal
+        if not problem and self.rule is not None:
+            return self.rule(value)
         if problem and (self.nullable or self.words):
             allowed = ["null"] * self.nullable + list(self.words)
             return f"must be {', '.join(allowed)} or {problem[len('must be '):]}"
@@ -91,6 +116,8 @@ class Setting:
             return f"must be {_KINDS.get(self.type, self.type.__name__)}"
         if numeric and not math.isfinite(value):
             return "must be finite"
+        if self.type is list and self.items and not all(any(_is_kind(v, k) for k in self.items) for v in value):
+            return f"must be a list, each item {' or '.join(_KINDS.get(k, k.__name__) for k in self.items)}"
         if self.choices and value not in self.choices:
             return f"must be one of {', '.join(map(str, self.choices))}"
         if numeric and (self.low is not None and (value < self.low or self.low_open and value == self.low)
@@ -145,8 +172,8 @@ class Setting:
         if isinstance(kind, str):  # postponed annotations (``from __future__ import annotations``)
             kind = _TYPES_BY_NAME.get(kind.strip())
         default = None if parameter.default is inspect.Parameter.empty else parameter.default
-        if kind not in _KINDS:
-            kind = type(default) if type(default) in _KINDS else None
+        if kind not in _INFERRED:
+            kind = type(default) if type(default) in _INFERRED else None
         return None if kind is None else cls(kind, default)
 
 
@@ -339,24 +366,33 @@ def _passed_on(parameter: inspect.Parameter) -> str:
         parameter.kind, f"{parameter.name}={parameter.name}")
 
 
-def setting(kind: type, default: Any = None, factory=None, **declared) -> Any:
+_NO_DEFAULT = object()  # setting() called without a default
+
+
+def setting(kind: type, default: Any = _NO_DEFAULT, factory=None, **declared) -> Any:
     """A dataclass field declared by its :class:`Setting` (kept in the field's metadata): the
     field's default is the setting's, so the two are one declaration.
 
     Args:
-        kind: the setting's type (int, float, bool, str or dict).
-        default: the field's default value.
+        kind: the setting's type (int, float, bool, str, dict, Path or list).
+        default: the field's default value: None where not given, and no default at all for a
+            ``required=True`` setting (a field the constructor must be given; one that belongs to
+            some ``types`` only gives its default for the others, ``None``).
         factory: makes a mutable default (a mapping) anew for each instance, instead of ``default``.
         **declared: the rest of the :class:`Setting` (``low``, ``high``, ``choices``, ``grid``,
-            ``doc``, ...).
+            ``doc``, ``required``, ``types``, ...).
 
     Returns:
         A :func:`dataclasses.field` carrying the setting in its metadata.
     """
+    given = default is not _NO_DEFAULT
+    default = default if given else None
     default_value = factory() if factory is not None else default
     metadata = {"setting": Setting(kind, default_value, **declared)}
     if factory is not None:
         return dataclasses.field(default_factory=factory, metadata=metadata)
+    if declared.get("required") and not given:
+        return dataclasses.field(metadata=metadata)
     return dataclasses.field(default=default, metadata=metadata)
 
 
