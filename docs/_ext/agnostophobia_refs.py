@@ -12,6 +12,8 @@ Directives (used in docs/reference/*.md):
     every key of an experiment YAML: the fields of ``TrainConfig`` (their ``setting(...)``
     declarations, or annotation and default) and the experiment keys of ``ExperimentConfig``;
     a key's meaning is its declaration's ``doc`` or the comment written at its declaration.
+    ``:which: protocol``: every key of a ``protocol:`` mapping (a protocol from files), from the
+    declarations of ``FileProtocolSpec``'s fields: the types that take it, whether it is required.
 ``.. default-sources::``
     where each default of every registered loss comes from and what differs here: each
     setting's ``source`` and ``differs``, each loss's recipe (``fine_tune`` or ``scratch_recipe``)
@@ -61,12 +63,14 @@ def _code(text) -> str:
 
 def describe_allowed(setting: Setting) -> str:
     """The allowed values of a declared setting, in the words of the validation messages."""
-    if setting.choices:
+    if setting.refusal.startswith("must be "):  # the words it is refused with say what it allows
+        allowed = setting.refusal[len("must be "):]
+    elif setting.choices:
         allowed = "one of " + ", ".join(_code(c) for c in setting.choices)
     elif setting.type in (int, float) and (setting.low is not None or setting.high is not None):
         allowed = _code(setting.describe_range())
     else:
-        allowed = "any " + setting.type.__name__
+        allowed = "any " + setting.type.__name__.lower()  # a Path: "any path"
     return allowed + (" or ``null``" if setting.nullable else "")
 
 
@@ -366,6 +370,28 @@ def rows_table(rows: List[tuple]) -> List[str]:
     return lines + [""]
 
 
+def protocol_rows() -> List[tuple]:
+    """(key, types, type, default, allowed, meaning) per declared key of a ``protocol:`` mapping
+    (``FileProtocolSpec``'s fields, in their order)."""
+    from agnostophobia.data.file_protocols.spec import PROTOCOL_KEYS, TYPES
+
+    rows = []
+    for key, s in PROTOCOL_KEYS.items():
+        kind = {list: "list of names"}.get(s.type, s.type.__name__.lower())
+        default = "(required)" if s.required else "``[]``" if s.default == () else _default(s.default)
+        rows.append((key, ", ".join(s.types or TYPES), kind, default, describe_allowed(s), s.doc))
+    return rows
+
+
+def protocol_table(rows: List[tuple]) -> List[str]:
+    lines = [".. list-table::", "   :header-rows: 1", "   :widths: 16 16 10 10 20 28", "",
+             "   * - key", "     - types", "     - type", "     - default", "     - allowed", "     - meaning"]
+    for row in rows:
+        key, rest = row[0], row[1:]
+        lines += [f"   * - ``{key}``"] + [f"     - {_cell(cell) or ' '}" for cell in rest]
+    return lines + [""]
+
+
 class ConfigKeys(_Generated):
     option_spec = {"which": lambda text: text.strip()}
 
@@ -373,6 +399,8 @@ class ConfigKeys(_Generated):
         from agnostophobia.training.config import ExperimentConfig, TrainConfig
 
         which = self.options.get("which", "train")
+        if which == "protocol":
+            return self.render(protocol_table(protocol_rows()))
         if which == "train":
             return self.render(rows_table(config_rows(TrainConfig)))
         return self.render(rows_table(config_rows(ExperimentConfig, skip=("train",))))

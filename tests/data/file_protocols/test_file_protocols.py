@@ -22,7 +22,9 @@ from tests.conftest import glyphs, make_example, png_bytes
 from reliability_table import proves
 from agnostophobia.cli import main
 from agnostophobia.data import build_protocol
-from agnostophobia.data.file_protocols import MAX_SHOWN, build_file_protocol, check_file_protocol
+from agnostophobia.data.file_protocols import (MAX_SHOWN, build_file_protocol, check_file_protocol,
+                                               parse_file_protocol, resolve_paths)
+from agnostophobia.data.file_protocols.spec import PATH_KEYS, PROTOCOL_KEYS, TYPE_KEY, TYPES
 from agnostophobia.data.preprocess import LENET_INPUT, InputSpec, prepare_images
 from agnostophobia.data.protocols import protocol_input
 from agnostophobia.errors import ConfigError, DataError
@@ -456,3 +458,106 @@ def test_a_gap_in_the_training_labels_is_named_without_a_class_names_file(tmp_pa
                                                           "d.png,0\ne.png,-2\n")))
     assert f"{tmp_path / 'train.csv'}:2: label 2 out of range 0..1" in problems
     assert "known class 1 ('1') has no training image" in problems
+
+
+# ------------------------------------------------------------------ every key declared once (issue 45, item 1)
+#: The smallest mapping of each type.
+MINIMAL = {"csv": {"type": "csv", "root": "img", "image_size": 28, "channels": 1, "train": "a.csv", "val": "b.csv",
+                   "test": "c.csv"},
+           "folders": {"type": "folders", "root": "img", "image_size": 28, "channels": 1, "known": ["a"]},
+           "imagefolder": {"type": "imagefolder", "root": "img", "image_size": 28, "channels": 3, "known": ["a"]}}
+#: The keys each type takes, in the order the unknown-key message lists them (as before the declarations).
+ALLOWED = {"csv": "type, root, image_size, channels, kind, allow_duplicates, train, val, test, class_names, "
+                  "allow_outside_root",
+           "folders": "type, root, image_size, channels, kind, allow_duplicates, known, negative, unknown",
+           "imagefolder": "type, root, image_size, channels, kind, allow_duplicates, known, negative, unknown, split, "
+                          "val_fraction, test_fraction"}
+#: A good value of each kind a key may be, and one of the wrong kind.
+GOOD = {str: None, Path: "somewhere/x", int: None, bool: True, list: ["b", 7], float: 0.2}
+WRONG = {str: 5, Path: 5, int: "28", bool: "yes", list: "a", float: "a"}
+
+
+def _types_of(key):
+    return PROTOCOL_KEYS[key].types or TYPES
+
+
+@pytest.mark.parametrize("key", [key for key in PROTOCOL_KEYS if key != TYPE_KEY])
+def test_every_declared_key_is_taken_by_its_types_and_refused_by_the_others(key):
+    declared = PROTOCOL_KEYS[key]
+    value = GOOD[declared.type]
+    if value is None:  # a str or int key: the last of its choices, or its smallest value
+        value = declared.choices[-1] if declared.choices else int(declared.low)
+    expected = Path(value) if declared.type is Path else ("b", "7") if declared.type is list else value
+    for kind in TYPES:
+        mapping = {**MINIMAL[kind], key: value}
+        if kind in _types_of(key):
+            assert getattr(parse_file_protocol(mapping), key) == expected, (key, kind)
+        else:
+            with pytest.raises(ConfigError) as error:
+                parse_file_protocol(mapping)
+            assert str(error.value) == (f"unknown config key 'protocol.{key}' for a protocol of type {kind}; "
+                                        f"known: {ALLOWED[kind]}")
+
+
+@pytest.mark.parametrize("key", list(PROTOCOL_KEYS))
+def test_a_value_of_the_wrong_kind_is_one_line_naming_its_key(key):
+    wrong = WRONG[PROTOCOL_KEYS[key].type]
+    with pytest.raises(ConfigError) as error:
+        parse_file_protocol({**MINIMAL[_types_of(key)[0]], key: wrong})
+    message = str(error.value)
+    assert "\n" not in message and message.startswith(f"config key 'protocol.{key}': must be ")
+    assert message.endswith(f", got {wrong!r}")
+
+
+@pytest.mark.parametrize("key, value, message", [
+    ("type", "tree", "must be one of csv, folders, imagefolder, got 'tree'"),
+    ("type", None, "must be one of csv, folders, imagefolder, got None"),
+    ("image_size", 4097, "must be an integer from 8 to 4096 (the square side in pixels), got 4097"),
+    ("channels", True, "must be 1 (grey) or 3 (RGB), got True"),
+    ("channels", 1.0, "must be 1 (grey) or 3 (RGB), got 1.0"),  # once let through as a float channel count
+    ("kind", "photo", "must be one of glyph, natural, got 'photo'"),
+    ("root", "", "must be a path, got ''"),
+    ("known", [], "must list at least one class folder, got []"),
+    ("negative", ["a", None], "must be a list of class-folder names, got ['a', None]"),
+    ("val_fraction", 0.6, "must be a number in (0, 0.45], got 0.6"),
+])
+def test_a_refused_value_keeps_its_words(key, value, message):
+    with pytest.raises(ConfigError) as error:
+        parse_file_protocol({**MINIMAL["imagefolder"], key: value})
+    assert str(error.value) == f"config key 'protocol.{key}': {message}"
+
+
+def test_a_missing_key_names_what_its_type_needs():
+    for kind, dropped, needs in (("csv", "test", "root, image_size, channels, train, val, test"),
+                                 ("folders", "known", "root, image_size, channels, known"),
+                                 ("imagefolder", "root", "root, image_size, channels, known")):
+        with pytest.raises(ConfigError) as error:
+            parse_file_protocol({k: v for k, v in MINIMAL[kind].items() if k != dropped})
+        assert str(error.value) == (f"config key 'protocol.{dropped}' is missing (a protocol of type {kind} needs "
+                                    f"{needs})")
+
+
+def test_the_paths_made_absolute_are_the_keys_declared_as_paths(tmp_path):
+    assert PATH_KEYS == tuple(key for key, declared in PROTOCOL_KEYS.items() if declared.type is Path) == \
+        ("root", "train", "val", "test", "class_names", "split")
+    mapping = {key: "rel/x" for key in PROTOCOL_KEYS}
+    resolved = resolve_paths(mapping, tmp_path)
+    assert {key for key in mapping if resolved[key] != "rel/x"} == set(PATH_KEYS)
+    assert all(resolved[key] == str(tmp_path / "rel" / "x") for key in PATH_KEYS)
+
+
+def test_the_reference_lists_every_declared_key():
+    """The configuration reference's table of the protocol keys is generated from the declarations."""
+    import sys
+
+    from repo_paths import REPO
+
+    sys.path.insert(0, str(REPO / "docs" / "_ext"))
+    try:
+        from agnostophobia_refs import protocol_rows
+    finally:
+        sys.path.remove(str(REPO / "docs" / "_ext"))
+    rows = protocol_rows()
+    assert [row[0] for row in rows] == list(PROTOCOL_KEYS)
+    assert all(row[-1] for row in rows)  # each with its meaning
+    assert ".. config-keys::\n   :which: protocol" in (REPO / "docs" / "reference" / "config.rst").read_text()

@@ -5,51 +5,84 @@ read) into a :class:`FileProtocolSpec`, its paths made absolute against the YAML
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from agnostophobia.data.preprocess import KINDS, NATURAL, InputSpec
 from agnostophobia.errors import ConfigError
-from agnostophobia.settings import check_settings, field_settings, setting
+from agnostophobia.settings import Setting, check_settings, field_settings, setting
 
 TYPES = ("csv", "folders", "imagefolder")
+#: The types whose classes are folders that the config lists (known, negative, unknown).
+FOLDER_TYPES = ("folders", "imagefolder")
 SPLITS = ("train", "val", "test")
 NEGATIVE, UNKNOWN = -1, -2
 #: The most known classes a protocol from files may have (ImageNet-21k has 21,843).
 MAX_CLASSES = 100_000
-COMMON_KEYS = ("type", "root", "image_size", "channels", "kind", "allow_duplicates")
-TYPE_KEYS = {"csv": ("train", "val", "test", "class_names", "allow_outside_root"),
-             "folders": ("known", "negative", "unknown"),
-             "imagefolder": ("known", "negative", "unknown", "split", "val_fraction", "test_fraction")}
-PATH_KEYS = ("root", "train", "val", "test", "class_names", "split")
 #: An imagefolder split written to a run, in the csv type's format: split -> file name
 SPLIT_FILES = {"train": "train.csv", "val": "val.csv", "test": "test.csv"}
 CLASS_NAMES_FILE = "class_names.txt"
 
 
+def _csv_file(split: str) -> Any:
+    return setting(Path, None, required=True, types=("csv",),
+                   doc=f"the {split} split's CSV file: path,label[,source class of a negative] per line, the "
+                       f"paths relative to root")
+
+
+def _class_folders(what: str, required: bool = False) -> Any:
+    return setting(list, (), required=required, types=FOLDER_TYPES, items=(str, int),
+                   refusal="must be a list of class-folder names",
+                   rule=(lambda names: None if names else "must list at least one class folder") if required else None,
+                   doc=what)
+
+
 @dataclass(frozen=True)
 class FileProtocolSpec:
-    """A checked ``protocol:`` mapping; paths as given (relative ones to the working directory)."""
+    """A checked ``protocol:`` mapping, a field per key; paths as given (relative ones to the
+    working directory). Each key is declared once, here, by its
+    :class:`~agnostophobia.settings.Setting` (``types``: the protocol types it belongs to, none: every
+    type); the checks of :func:`parse_file_protocol`, the keys each type allows (``TYPE_KEYS``),
+    the paths :func:`resolve_paths` makes absolute (``PATH_KEYS``) and the reference's table of
+    the keys derive from the declarations."""
 
-    type: str
-    root: Path
-    image_size: int
-    channels: int
-    kind: str = NATURAL
-    files: Dict[str, Path] = field(default_factory=dict)   # csv: split -> CSV file
-    class_names: Optional[Path] = None                      # csv: one name per line
-    known: Tuple[str, ...] = ()                             # folders: class-folder names
-    negative: Tuple[str, ...] = ()
-    unknown: Tuple[str, ...] = ()
-    allow_duplicates: bool = False                          # a file listed twice within a split
-    allow_outside_root: bool = False                        # csv: a path that leads out of ``root``
-    split: Optional[Path] = None                            # imagefolder: a written split to reuse
-    # imagefolder: the share of each known and negative class held out for validation and for testing
-    val_fraction: float = setting(float, 0.15, low=0, high=0.45, low_open=True,
-                                  doc="imagefolder: share of each known and negative class for validation")
-    test_fraction: float = setting(float, 0.15, low=0, high=0.45, low_open=True,
-                                   doc="imagefolder: share of each known and negative class for testing")
+    type: str = setting(str, required=True, choices=TYPES, refusal=f"must be one of {', '.join(TYPES)}",
+                        doc="csv: a CSV file per split; folders: ROOT/<split>/<class>/<image>; imagefolder: "
+                            "ROOT/<class>/<image>, split here")
+    root: Path = setting(Path, required=True, doc="the folder the images are under")
+    image_size: int = setting(int, required=True, low=8, high=4096,
+                              refusal="must be an integer from 8 to 4096 (the square side in pixels)",
+                              doc="the square side in pixels: shorter side resized, then centre-cropped")
+    channels: int = setting(int, required=True, choices=(1, 3), refusal="must be 1 (grey) or 3 (RGB)",
+                            doc="1: grey (BT.601 luma); 3: RGB (grey images repeated)")
+    kind: str = setting(str, NATURAL, choices=KINDS, refusal=f"must be one of {', '.join(KINDS)}",
+                        doc="glyph: white on black, polarity checked; natural: any image")
+    allow_duplicates: bool = setting(bool, False, doc="a file listed twice within a split is kept, each entry a "
+                                                      "sample (with two labels it is still refused)")
+    train: Optional[Path] = _csv_file("train")
+    val: Optional[Path] = _csv_file("val")
+    test: Optional[Path] = _csv_file("test")
+    class_names: Optional[Path] = setting(Path, None, types=("csv",),
+                                          doc="a file with one known class name per line (without it the known "
+                                              "labels must be 0..K-1)")
+    allow_outside_root: bool = setting(bool, False, types=("csv",),
+                                       doc="a CSV path may lead out of root (climbing above it, or absolute)")
+    known: Tuple[str, ...] = _class_folders("the known classes' folders (D_c', D_c); the class indices: sorted "
+                                            "order (folders), the order listed (imagefolder)", required=True)
+    negative: Tuple[str, ...] = _class_folders("the negatives' folders (D_b', D_b): trained on as unknown")
+    unknown: Tuple[str, ...] = _class_folders("the unknowns' folders (D_a): test only")
+    split: Optional[Path] = setting(Path, None, types=("imagefolder",),
+                                    doc="a split written by a run (its CSV files) to reuse instead of drawing one")
+    val_fraction: float = setting(float, 0.15, low=0, high=0.45, low_open=True, types=("imagefolder",),
+                                  doc="the share of each known and negative class for validation")
+    test_fraction: float = setting(float, 0.15, low=0, high=0.45, low_open=True, types=("imagefolder",),
+                                   doc="the share of each known and negative class for testing")
+
+    @property
+    def files(self) -> Dict[str, Path]:
+        """The CSV file of each split (csv, or imagefolder reusing a written split); empty otherwise."""
+        return {split: getattr(self, split) for split in SPLITS if getattr(self, split) is not None}
 
     @property
     def input(self) -> InputSpec:
@@ -67,62 +100,73 @@ class FileProtocolSpec:
         return bool(self.files)
 
 
+#: Every key of a ``protocol:`` mapping, by name, in the order declared: :class:`FileProtocolSpec`'s fields.
+PROTOCOL_KEYS: Dict[str, Setting] = field_settings(FileProtocolSpec)
+#: The key whose value is the protocol's type (the one whose choices are ``TYPES``).
+TYPE_KEY = next(key for key, declared in PROTOCOL_KEYS.items() if declared.choices == TYPES)
+#: The keys every type takes, and those of each type alone.
+COMMON_KEYS = tuple(key for key, declared in PROTOCOL_KEYS.items() if not declared.types)
+TYPE_KEYS = {kind: tuple(key for key, declared in PROTOCOL_KEYS.items() if kind in declared.types) for kind in TYPES}
+#: The keys that hold a path: made absolute against the YAML file's folder (:func:`resolve_paths`).
+PATH_KEYS = tuple(key for key, declared in PROTOCOL_KEYS.items() if declared.type is Path)
+
+
+def protocol_keys(kind: str) -> Dict[str, Setting]:
+    """The keys a protocol of type ``kind`` takes, those of every type first.
+
+    Returns:
+        ``{key: Setting}``.
+    """
+    return {key: PROTOCOL_KEYS[key] for key in COMMON_KEYS + TYPE_KEYS[kind]}
+
+
 def is_file_protocol(protocol: Any) -> bool:
     """True for a ``protocol:`` mapping, False for a registered protocol's name."""
     return isinstance(protocol, dict)
 
 
 def parse_file_protocol(mapping: Mapping[str, Any], where: str = "protocol") -> FileProtocolSpec:
-    """Check the keys and values of a ``protocol:`` mapping (no file is read); a bad one
-    raises :class:`ConfigError` naming the key, e.g. ``config key 'protocol.channels'``."""
+    """Check the keys and values of a ``protocol:`` mapping (no file is read) against their
+    declarations (``PROTOCOL_KEYS``); a bad one raises :class:`ConfigError` naming the key,
+    e.g. ``config key 'protocol.channels'``."""
     def bad(key: str, what: str):
         return ConfigError(f"config key '{where}.{key}': {what}, got {mapping.get(key)!r}")
 
     if not is_file_protocol(mapping):
         raise ConfigError(f"config key {where!r}: must be a protocol name or a mapping, got {mapping!r}")
-    kind = mapping.get("type")
-    if kind not in TYPES:
-        raise bad("type", f"must be one of {', '.join(TYPES)}")
-    allowed = COMMON_KEYS + TYPE_KEYS[kind]
+    kind = mapping.get(TYPE_KEY)
+    problem = PROTOCOL_KEYS[TYPE_KEY].problem(kind)
+    if problem:
+        raise bad(TYPE_KEY, problem)
+    declared = protocol_keys(kind)
     for key in mapping:
-        if key not in allowed:
+        if key not in declared:
             raise ConfigError(f"unknown config key '{where}.{key}' for a protocol of type {kind}; "
-                              f"known: {', '.join(allowed)}")
-    required = ("root", "image_size", "channels") + (("train", "val", "test") if kind == "csv" else ("known",))
-    fractions = {key: mapping[key] for key in ("val_fraction", "test_fraction") if key in mapping}
-    check_settings(field_settings(FileProtocolSpec), fractions, where, f"a protocol of type {kind}")
+                              f"known: {', '.join(declared)}")
+    required = [key for key, declaration in declared.items() if declaration.required and key != TYPE_KEY]
     for key in required:
         if key not in mapping:
             raise ConfigError(f"config key '{where}.{key}' is missing (a protocol of type {kind} needs "
                               f"{', '.join(required)})")
-    for key in PATH_KEYS:
-        if key in mapping and not (isinstance(mapping[key], str) and mapping[key]):
-            raise bad(key, "must be a path")
-    size = mapping["image_size"]
-    if not isinstance(size, int) or isinstance(size, bool) or not 8 <= size <= 4096:
-        raise bad("image_size", "must be an integer from 8 to 4096 (the square side in pixels)")
-    if mapping["channels"] not in (1, 3) or isinstance(mapping["channels"], bool):
-        raise bad("channels", "must be 1 (grey) or 3 (RGB)")
-    if mapping.get("kind", NATURAL) not in KINDS:
-        raise bad("kind", f"must be one of {', '.join(KINDS)}")
-    for key in ("allow_duplicates", "allow_outside_root"):
-        if not isinstance(mapping.get(key, False), bool):
-            raise bad(key, "must be true or false")
-    lists = {key: _names(mapping, key, where, bad) for key in TYPE_KEYS["folders"]}
-    if kind != "csv" and not lists["known"]:
-        raise bad("known", "must list at least one class folder")
+    check_settings(declared, mapping, where, f"a protocol of type {kind}")
+    spec = FileProtocolSpec(**{key: _value(declared[key], value) for key, value in mapping.items()})
     if kind == "imagefolder":
-        _check_imagefolder_lists(lists, where, bad)
-    files = {s: Path(mapping[s]) for s in SPLITS if s in mapping}
-    class_names = Path(mapping["class_names"]) if "class_names" in mapping else None
-    split = Path(mapping["split"]) if "split" in mapping else None
-    if split is not None:  # a written split is read as the csv type reads its files
-        files, class_names = {s: split / name for s, name in SPLIT_FILES.items()}, split / CLASS_NAMES_FILE
-    return FileProtocolSpec(kind, Path(mapping["root"]), size, mapping["channels"], mapping.get("kind", NATURAL),
-                            files, class_names, **lists,
-                            allow_duplicates=mapping.get("allow_duplicates", False),
-                            allow_outside_root=mapping.get("allow_outside_root", False), split=split,
-                            **{k: float(v) for k, v in fractions.items()})
+        _check_imagefolder_lists({key: getattr(spec, key) for key, declaration in declared.items()
+                                  if declaration.type is list}, where, bad)
+    if spec.split is not None:  # a written split is read as the csv type reads its files
+        spec = replace(spec, class_names=spec.split / CLASS_NAMES_FILE,
+                       **{split: spec.split / name for split, name in SPLIT_FILES.items()})
+    return spec
+
+
+def _value(declared: Setting, value: Any) -> Any:
+    """A checked value as the spec keeps it: a path as a :class:`~pathlib.Path`, a list of
+    class-folder names as a tuple of strings, a number of a float setting as a float."""
+    if declared.type is Path:
+        return Path(value)
+    if declared.type is list:
+        return tuple(str(v) for v in value)
+    return declared.check(value, "")
 
 
 def _check_imagefolder_lists(lists: Dict[str, Tuple[str, ...]], where: str, bad) -> None:
@@ -135,13 +179,6 @@ def _check_imagefolder_lists(lists: Dict[str, Tuple[str, ...]], where: str, bad)
         odd = [n for n in names if not n or n in (".", "..") or "/" in n or "\\" in n]
         if odd:
             raise bad(key, f"{odd[0]!r} is not a folder name directly under the root")
-
-
-def _names(mapping, key: str, where: str, bad) -> Tuple[str, ...]:
-    value = mapping.get(key, [])
-    if not isinstance(value, list) or not all(isinstance(v, (str, int)) and not isinstance(v, bool) for v in value):
-        raise bad(key, "must be a list of class-folder names")
-    return tuple(str(v) for v in value)
 
 
 def resolve_paths(mapping: Mapping[str, Any], base_dir) -> Dict[str, Any]:
