@@ -40,6 +40,52 @@ def test_airbench_returns_logits_and_features_and_freezes_what_airbench_freezes(
     assert "whiten.bias" not in frozen
 
 
+def _plain_features(model, images):
+    """F of the network without test-time augmentation, one view per row of ``images``."""
+    model.tta = "none"
+    return model(images)[1]
+
+
+def test_flip_tta_network_is_mirror_symmetric_and_averages_the_two_views():
+    torch.manual_seed(0)
+    model = AirbenchNet(num_outputs=4, feature_dim=6, widths=(8, 16, 16), tta="flip").eval()
+    x = torch.rand(3, 3, 32, 32)
+    logits, features = model(x)
+    mirrored_logits, mirrored_features = model(x.flip(-1))
+    assert torch.allclose(features, mirrored_features, atol=1e-6) and torch.allclose(logits, mirrored_logits, atol=1e-6)
+    plain = _plain_features(model, torch.cat([x, x.flip(-1)]))
+    assert torch.allclose(features, (plain[:3] + plain[3:]) / 2, atol=1e-5)
+    assert (features - plain[:3]).abs().max() > 1e-4  # the average differs from one view
+    assert torch.allclose(logits, features @ model.logits.weight.T, atol=1e-5)  # logits from the averaged F
+
+
+def test_flip_translate_tta_weights_airbench_s_six_views():
+    """The views built independently (numpy's reflect padding): the unshifted pair weighs 1/2, each
+    one-pixel-shifted pair (up-left, down-right) 1/4."""
+    torch.manual_seed(1)
+    model = AirbenchNet(num_outputs=4, feature_dim=6, widths=(8, 16, 16), tta="flip-translate").eval()
+    x = torch.rand(2, 3, 32, 32)
+    _, features = model(x)
+    padded = torch.from_numpy(np.pad(x.numpy(), ((0, 0), (0, 0), (1, 1), (1, 1)), mode="reflect"))
+    up_left, down_right = padded[..., :32, :32], padded[..., 2:, 2:]
+    views = [x, x.flip(-1), up_left, up_left.flip(-1), down_right, down_right.flip(-1)]
+    plain = _plain_features(model, torch.cat(views)).reshape(6, 2, -1)
+    weights = torch.tensor([1 / 4, 1 / 4, 1 / 8, 1 / 8, 1 / 8, 1 / 8])
+    assert torch.allclose(features, (weights[:, None, None] * plain).sum(0), atol=1e-5)
+
+
+def test_tta_leaves_training_alone_and_refuses_an_unknown_mode():
+    torch.manual_seed(2)
+    model = AirbenchNet(num_outputs=4, feature_dim=6, widths=(8, 16, 16), tta="flip-translate").train()
+    x = torch.rand(4, 3, 32, 32)
+    torch.manual_seed(3)
+    with_tta = model(x)[1]
+    torch.manual_seed(3)
+    assert torch.equal(with_tta, _plain_features(model, x))  # train mode: one view, as without tta
+    with pytest.raises(ValueError, match="tta must be one of none, flip, flip-translate, got 'mirror'"):
+        AirbenchNet(tta="mirror")
+
+
 def test_identity_initialisation_passes_its_input_through():
     group = AirbenchNet(widths=(32, 16, 16)).backbone[1]  # 24 whitened channels in, 32 out
     x = torch.randn(2, group.conv1.in_channels, 6, 6)

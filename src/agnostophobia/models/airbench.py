@@ -20,9 +20,19 @@ What airbench's ideas bring here, and what is left out:
   statistics use PyTorch's default momentum (:data:`BN_MOMENTUM`).
 * **Flip-and-translate augmentation** is the trainer's ``augment: crop-flip`` with
   ``crop_padding`` (airbench: 2 pixels); the **one-cycle schedule** is ``scheduler: onecycle``.
-* Not taken: label smoothing, Lookahead and test-time augmentation. Each approach keeps its own loss
-  (the paper's Eq. 1-2 and the peers'), and every detector scores the plain network's outputs, so
-  none of them may be changed by the recipe.
+* **Test-time augmentation** (airbench's multi-crop evaluation), as a property of the network
+  (``tta``): in eval mode the network is its own mirror- and translation-symmetric version. The
+  pooled backbone outputs of the image, its mirror image and (``flip-translate``) both shifted by
+  one pixel up-left and down-right (reflect padding) are averaged, with airbench's weights (1/2 for
+  the unshifted pair, 1/4 for each shifted pair), and F and the logits are computed from that
+  average; they are linear in it, so they are the views' averages. Every output of an evaluated
+  network -- the validation outputs that choose the checkpoint, the test outputs, the outputs
+  detectors are fitted and calibrated on, ``predict`` and the exported model -- is the symmetric
+  network's, so every approach and every detector sees one and the same network. Training
+  (``train()`` mode) sees single augmented views: its compute is unchanged.
+* Not taken: label smoothing and Lookahead. Each approach keeps its own loss (the paper's Eq. 1-2
+  and the peers'), which label smoothing would change, and the one-cycle schedule's decay to zero
+  already averages the last weights (measured: docs/guide/scaling.md).
 
 The bias-free logit layer after F (Theorem 1, Sec. 4.1 of the paper) is
 :func:`~agnostophobia.models.head.open_set_head`; airbench's final scale of 1/9 becomes the logit
@@ -35,6 +45,7 @@ from typing import Sequence
 
 import torch
 from torch import nn
+from torch.nn import functional
 
 from agnostophobia.models._base import MODELS
 from agnostophobia.models.head import open_set_head
@@ -45,6 +56,9 @@ WHITENING_SAMPLES = 5000  # training images the covariance is estimated on (airb
 # running statistics: PyTorch momentum 0.1 (airbench takes 0.4 for its ~100 steps; a schedule of
 # several hundred steps evaluates better with the smoother running mean)
 BN_MOMENTUM = 0.1
+#: Test-time augmentation of the evaluated network: its views and their weights (airbench's).
+TTA_MODES = ("none", "flip", "flip-translate")
+TTA_SHIFT = 1  # pixels of the translated views (reflect padding)
 
 
 def _batch_norm(channels: int) -> nn.BatchNorm2d:
@@ -82,6 +96,8 @@ class AirbenchNet(nn.Module):
         feature_dim: size of the deep-feature layer F.
         widths: channels of the three conv groups (airbench94: 64, 256, 256).
         in_channels: input channels.
+        tta: what the network averages over in eval mode: ``"none"``, ``"flip"`` (the image and
+            its mirror image) or ``"flip-translate"`` (those and both shifted by one pixel).
 
     Examples:
         >>> import torch
@@ -94,8 +110,11 @@ class AirbenchNet(nn.Module):
     """
 
     def __init__(self, num_outputs: int = 10, feature_dim: int = 256, widths: Sequence[int] = (64, 256, 256),
-                 in_channels: int = 3):
+                 in_channels: int = 3, tta: str = "none"):
         super().__init__()
+        if tta not in TTA_MODES:
+            raise ValueError(f"tta must be one of {', '.join(TTA_MODES)}, got {tta!r}")
+        self.tta = tta
         widths = list(widths)
         if len(widths) != 3 or not all(isinstance(w, int) and w >= 1 for w in widths):
             raise ValueError(f"widths must be three integers >= 1, got {widths!r}")
@@ -140,4 +159,23 @@ class AirbenchNet(nn.Module):
             ``(logits, features)``: the (N, ``num_outputs``) float32 logits and the (N, D) float32 deep
             features F (D = ``feature_dim``), computed in fp32 even under bf16 autocast.
         """
-        return open_set_head(self.backbone(self.whiten(x - self.mean.to(x.dtype))), self.features, self.logits)
+        if self.training or self.tta == "none":
+            return open_set_head(self._pooled(x), self.features, self.logits)
+        views, weights = self._views(x)
+        pooled = self._pooled(torch.cat(views)).float().unflatten(0, (len(views), len(x)))
+        average = torch.einsum("v,vnd->nd", torch.tensor(weights, device=pooled.device), pooled)
+        return open_set_head(average, self.features, self.logits)
+
+    def _pooled(self, x: torch.Tensor) -> torch.Tensor:
+        """The backbone's pooled (N, ``widths[2]``) outputs, the input of the feature layer."""
+        return self.backbone(self.whiten(x - self.mean.to(x.dtype)))
+
+    def _views(self, x: torch.Tensor):
+        """The test-time views of a batch and their weights (summing to 1)."""
+        views = [x, x.flip(-1)]
+        if self.tta == "flip":
+            return views, [0.5, 0.5]
+        padded = functional.pad(x, (TTA_SHIFT,) * 4, mode="reflect")
+        up_left, down_right = padded[..., :-2 * TTA_SHIFT, :-2 * TTA_SHIFT], padded[..., 2 * TTA_SHIFT:, 2 * TTA_SHIFT:]
+        views += [up_left, up_left.flip(-1), down_right, down_right.flip(-1)]
+        return views, [0.25, 0.25, 0.125, 0.125, 0.125, 0.125]
