@@ -9,6 +9,7 @@ mixed into a device operation, a copy back to the host). On CUDA the same steps 
 """
 from types import SimpleNamespace
 
+import numpy as np
 import pytest
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
@@ -118,11 +119,12 @@ def test_the_sync_detector_sees_what_a_gpu_would_wait_for():
         "copies from the host without non_blocking"]
 
 
-def reference_crop_flip(x, generator, pad=4, offset=0, batch_size=None):
-    """The per-sample loop crop_flip replaced (it read the draws as Python numbers and flipped by a mask)."""
+def reference_crop_flip(x, generator, pad=4, offset=0, batch_size=None, mode="constant"):
+    """The per-sample loop crop_flip replaced (it read the draws as Python numbers and flipped by a mask);
+    the padding by numpy's np.pad (zeros, or ``reflect``: mirrored without repeating the edge, as torch's)."""
     n, _, h, w = x.shape
     batch_size = batch_size or n
-    padded = torch.nn.functional.pad(x, (pad, pad, pad, pad))
+    padded = torch.from_numpy(np.pad(x.numpy(), ((0, 0), (0, 0), (pad, pad), (pad, pad)), mode=mode))
     mine = slice(offset, offset + n)
     dy = torch.randint(0, 2 * pad + 1, (batch_size,), generator=generator)[mine].tolist()
     dx = torch.randint(0, 2 * pad + 1, (batch_size,), generator=generator)[mine].tolist()
@@ -132,14 +134,16 @@ def reference_crop_flip(x, generator, pad=4, offset=0, batch_size=None):
     return out
 
 
+@pytest.mark.parametrize("mode", ["constant", "reflect"])
 @pytest.mark.parametrize("channels_last", [False, True])
-def test_crop_flip_on_the_device_equals_the_per_sample_loop_bit_for_bit(channels_last):
+def test_crop_flip_on_the_device_equals_the_per_sample_loop_bit_for_bit(channels_last, mode):
     x = torch.rand(9, 3, 12, 10)
     if channels_last:
         x = x.contiguous(memory_format=torch.channels_last)
     for offset, size in ((0, None), (4, 13)):
-        got = crop_flip(x, torch.Generator().manual_seed(3), offset=offset, batch_size=size)
-        expected = reference_crop_flip(x, torch.Generator().manual_seed(3), offset=offset, batch_size=size)
+        got = crop_flip(x, torch.Generator().manual_seed(3), offset=offset, batch_size=size, mode=mode)
+        expected = reference_crop_flip(x, torch.Generator().manual_seed(3), offset=offset, batch_size=size,
+                                       mode=mode)
         assert torch.equal(got, expected) and got.is_contiguous()
 
 

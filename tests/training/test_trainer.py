@@ -108,6 +108,19 @@ def test_best_checkpoint_holds_lowest_validation_loss(tmp_path):
     assert best["val_loss"] == min(losses)
 
 
+def test_keep_checkpoint_last_keeps_the_last_epoch_whatever_its_validation_loss(tmp_path):
+    """keep_checkpoint: last (a schedule decaying to zero): best.pt is the last epoch's network, the
+    one the run ends with, also where an earlier epoch had the lower validation loss."""
+    protocol = synthetic_protocol()
+    training = fit(tiny_config(epochs=4, lr=3e-2, keep_checkpoint="last"), protocol, tmp_path)
+    last, best = load_checkpoint(tmp_path / "last.pt"), load_checkpoint(tmp_path / "best.pt")
+    assert best["epoch"] == 4 and best["val_loss"] == last["history"][-1]["val_loss"]
+    assert_same_weights(best["model"], last["model"])
+    assert_same_weights(weights(training.model), best["model"])  # the network fit leaves is the kept one
+    with pytest.raises(ConfigError, match="keep_checkpoint"):
+        tiny_config(keep_checkpoint="best")
+
+
 TRAIN_SCRIPT = textwrap.dedent("""
     import sys
     sys.path.insert(0, {tests!r})

@@ -30,6 +30,8 @@ from agnostophobia.data.image_files import ImageFiles
 from agnostophobia.errors import DataError
 
 CROP_PADDING = 4   # crop-flip: random crop after zero padding, as the in-memory path (training.augment.crop_flip)
+#: What fills crop-flip's padding (config key crop_padding_mode): zeros, or the image mirrored at its border.
+PADDING_MODES = ("constant", "reflect")
 
 
 def item_seed(seed: int, epoch: int, index: int) -> int:
@@ -45,13 +47,14 @@ class StreamingDataset(torch.utils.data.Dataset):
     loader raises it in the main process (``training.loaders``).
     """
 
-    def __init__(self, files: ImageFiles, seed: int = 0, augment: str = "none", padding: int = CROP_PADDING):
+    def __init__(self, files: ImageFiles, seed: int = 0, augment: str = "none", padding: int = CROP_PADDING,
+                 padding_mode: str = PADDING_MODES[0]):
         from torchvision.transforms import v2
 
         self.files, self.seed, self.augment = files, seed, augment
         self.transform = None
         if augment == "crop-flip":
-            self.transform = v2.Compose([v2.RandomCrop(files.spec.size, padding=padding),
+            self.transform = v2.Compose([v2.RandomCrop(files.spec.size, padding=padding, padding_mode=padding_mode),
                                          v2.RandomHorizontalFlip()])
 
     def __len__(self) -> int:

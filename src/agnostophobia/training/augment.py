@@ -13,7 +13,7 @@ from typing import Optional
 
 import torch
 
-from agnostophobia.data.streaming import CROP_PADDING
+from agnostophobia.data.streaming import CROP_PADDING, PADDING_MODES
 from agnostophobia.training.hostsync import to_device
 
 
@@ -24,8 +24,9 @@ def to_input(images: torch.Tensor, channels_last: bool) -> torch.Tensor:
 
 
 def crop_flip(x: torch.Tensor, generator, pad: int = CROP_PADDING, offset: int = 0,
-              batch_size: Optional[int] = None) -> torch.Tensor:
-    """Random crop with zero padding and horizontal flip (the usual CIFAR augmentation).
+              batch_size: Optional[int] = None, mode: str = PADDING_MODES[0]) -> torch.Tensor:
+    """Random crop with padding and horizontal flip (the usual CIFAR augmentation); the padding is
+    zeros (``mode`` ``"constant"``) or the image mirrored at its border (``"reflect"``, airbench's).
 
     ``x`` may be the part from ``offset`` of a batch of ``batch_size`` (a DDP process's shard):
     the draws are those of the whole batch, so each sample is augmented as in one process.
@@ -35,7 +36,7 @@ def crop_flip(x: torch.Tensor, generator, pad: int = CROP_PADDING, offset: int =
     images are drawn for by its own generator, as in its separate run, and cropped in the same gather.
     """
     draws = crop_flip_draws(generator, x.shape[-4], offset, batch_size, pad)
-    return apply_crop_flip(x, to_device(draws, x.device), pad)
+    return apply_crop_flip(x, to_device(draws, x.device), pad, mode)
 
 
 def crop_flip_draws(generator, n: int, offset: int = 0, batch_size: Optional[int] = None,
@@ -46,10 +47,11 @@ def crop_flip_draws(generator, n: int, offset: int = 0, batch_size: Optional[int
     return torch.cat([_crop_flip_draws(g, pad, n, offset, batch_size or n) for g in generators], dim=1)
 
 
-def apply_crop_flip(x: torch.Tensor, draws: torch.Tensor, pad: int = CROP_PADDING) -> torch.Tensor:
+def apply_crop_flip(x: torch.Tensor, draws: torch.Tensor, pad: int = CROP_PADDING,
+                    mode: str = PADDING_MODES[0]) -> torch.Tensor:
     """:func:`crop_flip` with its draws already on ``x``'s device (``x``: (..., C, H, W))."""
     shape = x.shape
-    return _crop_flip_apply(x.reshape(-1, *shape[-3:]), draws, pad).view(shape)
+    return _crop_flip_apply(x.reshape(-1, *shape[-3:]), draws, pad, mode).view(shape)
 
 
 def _crop_flip_draws(generator: torch.Generator, pad: int, n: int, offset: int, batch_size: int) -> torch.Tensor:
@@ -61,10 +63,10 @@ def _crop_flip_draws(generator: torch.Generator, pad: int, n: int, offset: int, 
     return torch.stack([dy, dx, flip.long()])
 
 
-def _crop_flip_apply(x: torch.Tensor, draws: torch.Tensor, pad: int) -> torch.Tensor:
+def _crop_flip_apply(x: torch.Tensor, draws: torch.Tensor, pad: int, mode: str) -> torch.Tensor:
     n, channels, h, w = x.shape
     dy, dx, flip = draws
-    padded = torch.nn.functional.pad(x, (pad, pad, pad, pad))
+    padded = torch.nn.functional.pad(x, (pad, pad, pad, pad), mode=mode)
     rows = dy[:, None] + torch.arange(h, device=x.device)                      # (n, h)
     cols = torch.arange(w, device=x.device)
     cols = torch.where(flip[:, None] > 0, w - 1 - cols, cols) + dx[:, None]   # (n, w), mirrored where flipped

@@ -21,7 +21,7 @@ from yaml import YAMLError
 
 from agnostophobia.data.image_files import LOADINGS
 from agnostophobia.data.preprocess import OURS
-from agnostophobia.data.streaming import CROP_PADDING
+from agnostophobia.data.streaming import CROP_PADDING, PADDING_MODES
 from agnostophobia._yaml import load_yaml, read_yaml_file
 from agnostophobia._validation import DEVICE_RULE, SEED_RULE, check_arguments, is_device_name, is_seed
 from agnostophobia.data.protocols import build_protocol, check_limits, protocol_spec
@@ -91,6 +91,14 @@ class TrainConfig:
     # crop-flip's zero padding in pixels: 4 is the usual CIFAR augmentation, 2 airbench's lighter
     # translation for short schedules (arXiv:2404.00498)
     crop_padding: int = setting(int, CROP_PADDING, low=0, high=16)
+    # what fills crop-flip's padding: zeros (constant), the usual CIFAR augmentation, or the image
+    # mirrored at its border (reflect), airbench's: no black frame that test images never have
+    crop_padding_mode: str = setting(str, PADDING_MODES[0], choices=PADDING_MODES)
+    # the checkpoint a run keeps as its result (best.pt, which evaluation reads): the epoch of the lowest
+    # validation loss, as the authors kept for LeNet++, or the last epoch, for a schedule that decays to
+    # zero (onecycle) and whose last weights are its result -- there the lowest validation loss falls
+    # epochs before the end, mid-decay, at a lower accuracy than the last epoch's (docs/guide/scaling.md)
+    keep_checkpoint: str = setting(str, "lowest-val-loss", choices=("lowest-val-loss", "last"))
     seed: int = 0                    # training seed: initialisation, data order, augmentation
     data_seed: int = 0               # data seed: validation split and training subsample, fixed across seeds
     device: str = setting(str, "auto", resumable=True)  # auto | cpu | cuda | cuda:N (checked in validate)

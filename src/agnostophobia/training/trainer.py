@@ -428,7 +428,7 @@ def training_step(run: Training, images: torch.Tensor, indices: torch.Tensor, dr
     this process's share of the global-batch mean (None in one process)."""
     x, y = augment.to_input(images, run.cfg.channels_last), run.train_data.labels[indices]
     if draws is not None:
-        x = augment.apply_crop_flip(x, draws, run.cfg.crop_padding)
+        x = augment.apply_crop_flip(x, draws, run.cfg.crop_padding, run.cfg.crop_padding_mode)
     x = run.loss_fn.mix_batch(x, y)  # the loss's batch hook (MixOE); the identity for most losses
     loss, logits = run.training_loss(x, y, run.train_data.weights_of(indices))
     if loss_scale is not None:
@@ -634,7 +634,8 @@ def _fit(run: Training, run_dirs: List[Path], resume: bool, stop_after_epoch: Op
             for i, (state, row) in enumerate(zip(states, rows)):
                 state["history"].append(row)
                 state["epoch"] = epoch + 1
-                improved = row["val_loss"] < state["best_val_loss"] or not len(run.val_data)  # no validation data: keep the last
+                improved = (cfg.keep_checkpoint == "last" or row["val_loss"] < state["best_val_loss"]
+                            or not len(run.val_data))  # no validation data: keep the last
                 if improved:
                     state["best_val_loss"], state["best_epoch"] = row["val_loss"], epoch + 1
                 if world.is_main:
