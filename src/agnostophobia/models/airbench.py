@@ -19,7 +19,8 @@ What airbench's ideas bring here, and what is left out:
 * **BatchNorm without scale** (weight fixed at 1, bias trained), as airbench; its running
   statistics use PyTorch's default momentum (:data:`BN_MOMENTUM`).
 * **Flip-and-translate augmentation** is the trainer's ``augment: crop-flip`` with
-  ``crop_padding`` (airbench: 2 pixels); the **one-cycle schedule** is ``scheduler: onecycle``.
+  ``crop_padding`` (airbench: 2 pixels) and ``crop_padding_mode: reflect``; the **one-cycle
+  schedule** is ``scheduler: onecycle``, whose last epoch ``keep_checkpoint: last`` keeps.
 * **Test-time augmentation** (airbench's multi-crop evaluation), as a property of the network
   (``tta``): in eval mode the network is its own mirror- and translation-symmetric version. The
   pooled backbone outputs of the image, its mirror image and (``flip-translate``) both shifted by
