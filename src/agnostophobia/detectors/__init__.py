@@ -38,6 +38,9 @@ Scores are tie-free (score scale 2): a probability that float64 rounds to 1 woul
 confident knowns with confident unknowns, so softmax-based scores are log-odds, and a
 saturating map keeps the order of the statistic beneath it where it saturates
 (``detectors.posthoc``, ``detectors._evt.gpd_score``). A detector's ``SCORE_SCALE`` numbers its scale.
+
+:func:`make_toy_outputs` draws small toy outputs (three classes, a last layer, a known and an
+unknown test sample) for trying a detector, as the examples do.
 """
 from ._base import (DETECTORS, Detector, NotExportable, NotFittedError, Setting, TorchScore, build_detector,
                     detector_applies, place_in_predicted_column, register, setting_grid)
@@ -51,6 +54,7 @@ from .posthoc import (background_scores, feature_magnitude, generalized_entropy,
                       log_softmax_entropy, scaled_objectosphere_scores, softmax_entropy, softmax_log_odds,
                       softmax_scores)
 from .shaping import ASH, SCALE, ReAct
+from .toy import ToyOutputs, make_toy_outputs
 from .vim import ViM
 
 __all__ = [
@@ -59,4 +63,5 @@ __all__ = [
     "kth_neighbour_distance", "l2_normalize", "ViM", "Mahalanobis", "RelativeMahalanobis", "ReAct", "ASH", "SCALE",
     "generalized_entropy", "log_generalized_entropy", "log_softmax_entropy", "softmax_log_odds",
     "softmax_scores", "background_scores", "feature_magnitude", "scaled_objectosphere_scores", "softmax_entropy",
+    "make_toy_outputs", "ToyOutputs",
 ]

@@ -144,16 +144,11 @@ class EVM(Detector):
     ``ev_class_`` (E,) the extreme vectors grouped by class, ``n_left_out_``.
 
     Examples:
-        >>> import numpy as np
-        >>> from agnostophobia.detectors import EVM
-        >>> rng = np.random.default_rng(0)
-        >>> weight = np.eye(3, 4)  # the last layer: three known classes along the first three axes of F
-        >>> labels = np.repeat(np.arange(3), 20)
-        >>> features = 4 * weight[labels] + rng.normal(size=(60, 4))
+        >>> from agnostophobia.detectors import EVM, make_toy_outputs
+        >>> toy = make_toy_outputs()  # three known classes along the first three axes of F
         >>> detector = EVM(tail_size=5)
-        >>> detector = detector.fit(features @ weight.T, features, labels)
-        >>> test = np.array([[4.0, 0.1, 0.1, 0.1], [0.0, 0.0, 0.0, 8.0]])  # near class 0; off every class
-        >>> scores = detector.scores(test @ weight.T, test)
+        >>> detector = detector.fit(toy.train_logits, toy.train_features, toy.train_labels)
+        >>> scores = detector.scores(toy.test_logits, toy.test_features)  # near class 0; off every class
         >>> scores.shape, int(scores[0].argmax())  # (N, C) scores; the first sample is put in class 0
         ((2, 3), 0)
         >>> bool(scores[0].max() > scores[1].max())  # the known scores higher

@@ -114,16 +114,11 @@ class ReAct(_LastLayerDetector):
     entries pass unchanged (clipped from above only); fitted on the training knowns.
 
     Examples:
-        >>> import numpy as np
-        >>> from agnostophobia.detectors import ReAct
-        >>> rng = np.random.default_rng(0)
-        >>> weight = np.eye(3, 4)  # the last layer: three known classes along the first three axes of F
-        >>> labels = np.repeat(np.arange(3), 20)
-        >>> features = 4 * weight[labels] + rng.normal(size=(60, 4))
-        >>> detector = ReAct().use_last_layer(weight)
-        >>> detector = detector.fit(features @ weight.T, features, labels)
-        >>> test = np.array([[4.0, 0.1, 0.1, 0.1], [0.0, 0.0, 0.0, 8.0]])  # near class 0; off every class
-        >>> scores = detector.scores(test @ weight.T, test)
+        >>> from agnostophobia.detectors import ReAct, make_toy_outputs
+        >>> toy = make_toy_outputs()  # three known classes along the first three axes of F
+        >>> detector = ReAct().use_last_layer(toy.last_layer_weight)
+        >>> detector = detector.fit(toy.train_logits, toy.train_features, toy.train_labels)
+        >>> scores = detector.scores(toy.test_logits, toy.test_features)  # near class 0; off every class
         >>> scores.shape, int(scores[0].argmax())  # (N, C) scores; the first sample is put in class 0
         ((2, 3), 0)
         >>> bool(scores[0].max() > scores[1].max())  # the known scores higher
@@ -179,16 +174,11 @@ class ASH(_LastLayerDetector):
     values, so that with the three variants it stays at 12 points). Post-hoc: nothing is fitted.
 
     Examples:
-        >>> import numpy as np
-        >>> from agnostophobia.detectors import ASH
-        >>> rng = np.random.default_rng(0)
-        >>> weight = np.eye(3, 4)  # the last layer: three known classes along the first three axes of F
-        >>> labels = np.repeat(np.arange(3), 20)
-        >>> features = 4 * weight[labels] + rng.normal(size=(60, 4))
-        >>> detector = ASH().use_last_layer(weight)
-        >>> detector = detector.fit(features @ weight.T, features, labels)
-        >>> test = np.array([[4.0, 0.1, 0.1, 0.1], [0.0, 0.0, 0.0, 8.0]])  # near class 0; off every class
-        >>> scores = detector.scores(test @ weight.T, test)
+        >>> from agnostophobia.detectors import ASH, make_toy_outputs
+        >>> toy = make_toy_outputs()  # three known classes along the first three axes of F
+        >>> detector = ASH().use_last_layer(toy.last_layer_weight)
+        >>> detector = detector.fit(toy.train_logits, toy.train_features, toy.train_labels)
+        >>> scores = detector.scores(toy.test_logits, toy.test_features)  # near class 0; off every class
         >>> scores.shape, int(scores[0].argmax())  # (N, C) scores; the first sample is put in class 0
         ((2, 3), 0)
         >>> bool(scores[0].max() > scores[1].max())  # the known scores higher
@@ -256,16 +246,11 @@ class SCALE(_LastLayerDetector):
     to 95. Post-hoc: nothing is fitted.
 
     Examples:
-        >>> import numpy as np
-        >>> from agnostophobia.detectors import SCALE
-        >>> rng = np.random.default_rng(0)
-        >>> weight = np.eye(3, 4)  # the last layer: three known classes along the first three axes of F
-        >>> labels = np.repeat(np.arange(3), 20)
-        >>> features = 4 * weight[labels] + rng.normal(size=(60, 4))
-        >>> detector = SCALE().use_last_layer(weight)
-        >>> detector = detector.fit(features @ weight.T, features, labels)
-        >>> test = np.array([[4.0, 0.1, 0.1, 0.1], [0.0, 0.0, 0.0, 8.0]])  # near class 0; off every class
-        >>> scores = detector.scores(test @ weight.T, test)
+        >>> from agnostophobia.detectors import SCALE, make_toy_outputs
+        >>> toy = make_toy_outputs()  # three known classes along the first three axes of F
+        >>> detector = SCALE().use_last_layer(toy.last_layer_weight)
+        >>> detector = detector.fit(toy.train_logits, toy.train_features, toy.train_labels)
+        >>> scores = detector.scores(toy.test_logits, toy.test_features)  # near class 0; off every class
         >>> scores.shape, int(scores[0].argmax())  # (N, C) scores; the first sample is put in class 0
         ((2, 3), 0)
         >>> bool(scores[0].max() > scores[1].max())  # the known scores higher
