@@ -105,13 +105,10 @@ class Mahalanobis(_GaussianDetector):
     Examples:
         >>> from agnostophobia.detectors import Mahalanobis, make_toy_outputs
         >>> toy = make_toy_outputs()  # three known classes along the first three axes of F
-        >>> detector = Mahalanobis()
-        >>> detector = detector.fit(toy.train_logits, toy.train_features, toy.train_labels)
+        >>> detector = Mahalanobis().fit(toy.train_logits, toy.train_features, toy.train_labels)
         >>> scores = detector.scores(toy.test_logits, toy.test_features)  # near class 0; off every class
-        >>> scores.shape, int(scores[0].argmax())  # (N, C) scores; the first sample is put in class 0
-        ((2, 3), 0)
-        >>> bool(scores[0].max() > scores[1].max())  # the known scores higher
-        True
+        >>> scores.shape, int(scores[0].argmax()), bool(scores[0].max() > scores[1].max())  # class 0; known higher
+        ((2, 3), 0, True)
     """
 
     title = "Mahalanobis"
@@ -139,13 +136,10 @@ class RelativeMahalanobis(_GaussianDetector):
     Examples:
         >>> from agnostophobia.detectors import RelativeMahalanobis, make_toy_outputs
         >>> toy = make_toy_outputs()  # three known classes along the first three axes of F
-        >>> detector = RelativeMahalanobis()
-        >>> detector = detector.fit(toy.train_logits, toy.train_features, toy.train_labels)
+        >>> detector = RelativeMahalanobis().fit(toy.train_logits, toy.train_features, toy.train_labels)
         >>> scores = detector.scores(toy.test_logits, toy.test_features)  # near class 0; off every class
-        >>> scores.shape, int(scores[0].argmax())  # (N, C) scores; the first sample is put in class 0
-        ((2, 3), 0)
-        >>> bool(scores[0].max() > scores[1].max())  # the known scores higher
-        True
+        >>> scores.shape, int(scores[0].argmax()), bool(scores[0].max() > scores[1].max())  # class 0; known higher
+        ((2, 3), 0, True)
     """
 
     title = "relative Mahalanobis"

@@ -119,10 +119,8 @@ class ReAct(_LastLayerDetector):
         >>> detector = ReAct().use_last_layer(toy.last_layer_weight)
         >>> detector = detector.fit(toy.train_logits, toy.train_features, toy.train_labels)
         >>> scores = detector.scores(toy.test_logits, toy.test_features)  # near class 0; off every class
-        >>> scores.shape, int(scores[0].argmax())  # (N, C) scores; the first sample is put in class 0
-        ((2, 3), 0)
-        >>> bool(scores[0].max() > scores[1].max())  # the known scores higher
-        True
+        >>> scores.shape, int(scores[0].argmax()), bool(scores[0].max() > scores[1].max())  # class 0; known higher
+        ((2, 3), 0, True)
     """
 
     needs_fit = True
@@ -179,10 +177,8 @@ class ASH(_LastLayerDetector):
         >>> detector = ASH().use_last_layer(toy.last_layer_weight)
         >>> detector = detector.fit(toy.train_logits, toy.train_features, toy.train_labels)
         >>> scores = detector.scores(toy.test_logits, toy.test_features)  # near class 0; off every class
-        >>> scores.shape, int(scores[0].argmax())  # (N, C) scores; the first sample is put in class 0
-        ((2, 3), 0)
-        >>> bool(scores[0].max() > scores[1].max())  # the known scores higher
-        True
+        >>> scores.shape, int(scores[0].argmax()), bool(scores[0].max() > scores[1].max())  # class 0; known higher
+        ((2, 3), 0, True)
     """
 
     title = "ASH"
@@ -251,10 +247,8 @@ class SCALE(_LastLayerDetector):
         >>> detector = SCALE().use_last_layer(toy.last_layer_weight)
         >>> detector = detector.fit(toy.train_logits, toy.train_features, toy.train_labels)
         >>> scores = detector.scores(toy.test_logits, toy.test_features)  # near class 0; off every class
-        >>> scores.shape, int(scores[0].argmax())  # (N, C) scores; the first sample is put in class 0
-        ((2, 3), 0)
-        >>> bool(scores[0].max() > scores[1].max())  # the known scores higher
-        True
+        >>> scores.shape, int(scores[0].argmax()), bool(scores[0].max() > scores[1].max())  # class 0; known higher
+        ((2, 3), 0, True)
     """
 
     title = "SCALE"
