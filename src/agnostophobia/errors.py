@@ -1,4 +1,5 @@
 """Errors shown to the user as one line (the CLI prints them without a traceback)."""
+from typing import Optional
 
 
 class AgnostophobiaError(ValueError):
@@ -17,7 +18,16 @@ class ConfigError(AgnostophobiaError):
 
 
 class TrainingDiverged(AgnostophobiaError):
-    """The training or validation loss became non-finite; the last good checkpoint is kept."""
+    """The training or validation loss became non-finite; the last good checkpoint is kept.
+    ``approach``: the approach whose run diverged, where known (it survives pickling, so a run
+    trained in a child process reports it too)."""
+
+    def __init__(self, message: str, approach: Optional[str] = None):
+        super().__init__(message)
+        self.approach = approach
+
+    def __reduce__(self):
+        return type(self), (str(self), self.approach)
 
 
 class AgnostophobiaWarning(UserWarning):

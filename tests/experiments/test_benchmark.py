@@ -150,6 +150,38 @@ def test_targets_and_the_tuning_fpr():
     assert tune_fpr(1000) == 0.01 and tune_fpr(200) == 0.05 and tune_fpr(9) is None
 
 
+def test_a_diverged_approach_stops_the_benchmark_with_how_to_continue_without_it(tmp_path, monkeypatch):
+    """A run that diverges stops the benchmark in one line that names it, keeps what finished, and
+    gives the same command's --set that leaves that approach out (the others as they were)."""
+    import pickle
+
+    from agnostophobia.errors import TrainingDiverged
+    from agnostophobia.experiments import benchmark as benchmark_module
+    from agnostophobia.experiments import reproduce as reproduce_module
+    from agnostophobia.experiments.request import RunRequest
+
+    seen = {}
+
+    def diverges(request, log=None):
+        seen["approaches"] = dict(request.set_options)["approaches"]
+        raise TrainingDiverged("energy-regularized (seed 0) diverged in epoch 1: the training loss became "
+                               "non-finite; try a lower lr", approach="energy-regularized")
+
+    monkeypatch.setattr(reproduce_module, "reproduce", diverges)
+    request = RunRequest("lenet++", set_options=(("approaches", ["softmax", "energy-regularized", "entropic"]),),
+                         out=tmp_path / "bench")
+    with pytest.raises(TrainingDiverged) as caught:
+        benchmark_module.benchmark("lenet++", request)
+    message = str(caught.value)
+    assert seen["approaches"] == ["softmax", "energy-regularized", "entropic"]  # the user's --set wins
+    assert message.startswith("energy-regularized (seed 0) diverged in epoch 1") and "\n" not in message
+    assert f"kept in {tmp_path / 'bench'}" in message
+    assert message.endswith('--set "approaches=[softmax, entropic]"')
+    assert caught.value.approach == "energy-regularized"
+    copy = pickle.loads(pickle.dumps(caught.value))  # as a run trained in a child process reports it
+    assert str(copy) == message and copy.approach == "energy-regularized"
+
+
 @pytest.mark.slow
 def test_benchmark_smoke_runs_every_approach_and_resumes(real_data_dir, tmp_path, capsys):
     """The command as CI runs it: every registered approach, 2 seeds, the report with intervals,

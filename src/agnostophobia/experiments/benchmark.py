@@ -43,7 +43,7 @@ import numpy as np
 from agnostophobia._log import log_info
 from agnostophobia._runlock import run_lock
 from agnostophobia.data.protocols import unknown_set  # the registered protocols declare their sets there
-from agnostophobia.errors import AgnostophobiaError
+from agnostophobia.errors import AgnostophobiaError, TrainingDiverged
 from agnostophobia.experiments.request import RunRequest
 from agnostophobia.metrics import (TIE_FLAG, fpr_keys, holm, paired_seed_test, seed_interval, supported_fprs,
                                    supports_fpr)
@@ -104,8 +104,22 @@ def benchmark(target: str, request: Optional[RunRequest] = None, min_accuracy: O
     name = Path(target).stem if target not in SHIPPED else target
     out = request.out or Path("runs") / f"benchmark-{name}-{budget or 'config'}"
     options = (*protocol_options, ("approaches", list(LOSSES.names())), *request.set_options)
-    reproduce(request.but(seeds=seeds, out=out, set_options=options), log=log)
+    try:
+        reproduce(request.but(seeds=seeds, out=out, set_options=options), log=log)
+    except TrainingDiverged as error:
+        raise _without(error, [value for key, value in options if key == "approaches"][-1], out) from None
     return write_benchmark(out, min_accuracy, log=log)
+
+
+def _without(error: TrainingDiverged, approaches: Sequence[str], out: Path) -> TrainingDiverged:
+    """The divergence of one approach's run, with how to benchmark the others: the networks
+    finished so far are kept in ``out``, and the same command without that approach continues."""
+    if error.approach is None or error.approach not in approaches:
+        return error
+    others = ", ".join(a for a in approaches if a != error.approach)
+    return TrainingDiverged(f"{error}. The networks finished so far are kept in {out}; to benchmark the other "
+                            f"approaches, run the same command again with --set \"approaches=[{others}]\"",
+                            approach=error.approach)
 
 
 def _check_min_accuracy(value: Optional[float]) -> None:

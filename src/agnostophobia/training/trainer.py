@@ -378,7 +378,7 @@ def diverged(cfg: TrainConfig, epoch: int, what: str) -> TrainingDiverged:
     kept = (f"the checkpoints of epoch {epoch - 1} are kept" if epoch > 1
             else "no epoch finished, so no checkpoint was written")
     return TrainingDiverged(f"{cfg.approach} (seed {cfg.seed}) diverged in epoch {epoch}: {what}; {kept}; "
-                            f"try a lower lr")
+                            f"try a lower lr", approach=cfg.approach)
 
 
 @dataclass
