@@ -74,6 +74,25 @@ def test_flip_translate_tta_weights_airbench_s_six_views():
     assert torch.allclose(features, (weights[:, None, None] * plain).sum(0), atol=1e-5)
 
 
+@pytest.mark.slow
+def test_tta_network_exports_to_onnx_with_its_views(tmp_path):
+    """The exported model (torch.onnx, dynamo; run in onnxruntime) is the symmetric network: the
+    views' padding, mirroring and averaging are in the graph, for any batch size."""
+    ort = pytest.importorskip("onnxruntime")
+    torch.manual_seed(4)
+    model = AirbenchNet(num_outputs=4, feature_dim=6, widths=(8, 16, 16), tta="flip-translate").eval()
+    x = torch.rand(3, 3, 32, 32)
+    program = torch.onnx.export(model, (x,), dynamo=True, dynamic_shapes=({0: torch.export.Dim("batch")},),
+                                input_names=["images"])
+    program.save(str(tmp_path / "airbench.onnx"))
+    session = ort.InferenceSession(str(tmp_path / "airbench.onnx"))
+    for batch in (x, torch.rand(5, 3, 32, 32)):
+        logits, features = session.run(None, {"images": batch.numpy()})
+        expected_logits, expected_features = model(batch)
+        assert np.allclose(logits, expected_logits.detach().numpy(), atol=1e-5)
+        assert np.allclose(features, expected_features.detach().numpy(), atol=1e-5)
+
+
 def test_tta_leaves_training_alone_and_refuses_an_unknown_mode():
     torch.manual_seed(2)
     model = AirbenchNet(num_outputs=4, feature_dim=6, widths=(8, 16, 16), tta="flip-translate").train()
