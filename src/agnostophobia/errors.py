@@ -19,8 +19,12 @@ class ConfigError(AgnostophobiaError):
 
 class TrainingDiverged(AgnostophobiaError):
     """The training or validation loss became non-finite; the last good checkpoint is kept.
-    ``approach``: the approach whose run diverged, where known (it survives pickling, so a run
-    trained in a child process reports it too)."""
+
+    Args:
+        message: the one line the user reads (which run, which epoch, what became non-finite).
+        approach: the approach whose run diverged, where known; kept as ``approach`` and through
+            pickling, so a run trained in a child process reports it too.
+    """
 
     def __init__(self, message: str, approach: Optional[str] = None):
         super().__init__(message)
