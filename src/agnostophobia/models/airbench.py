@@ -163,7 +163,8 @@ class AirbenchNet(nn.Module):
         if self.training or self.tta == "none":
             return open_set_head(self._pooled(x), self.features, self.logits)
         views, weights = self._views(x)
-        pooled = self._pooled(torch.cat(views)).float().unflatten(0, (len(views), len(x)))
+        pooled = self._pooled(torch.cat(views)).float()
+        pooled = pooled.reshape(len(views), -1, pooled.shape[-1])  # (views, N, D); -1 keeps N dynamic in export
         average = torch.einsum("v,vnd->nd", torch.tensor(weights, device=pooled.device), pooled)
         return open_set_head(average, self.features, self.logits)
 
