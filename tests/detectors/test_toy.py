@@ -84,7 +84,7 @@ def test_the_outputs_are_frozen():
     ({"separation": 0.0}, "separation must be a finite number > 0, got 0.0"),
     ({"separation": float("nan")}, "separation must be a finite number > 0, got nan"),
     ({"separation": "4"}, "separation must be a finite number > 0, got '4'"),
-    ({"seed": -1}, "seed must be an integer >= 0, got -1"),
+    ({"seed": -1}, "seed must be an integer in 0..2**63-1, got -1"),
 ])
 def test_an_argument_out_of_range_is_named_in_one_line(arguments, named):
     with pytest.raises(ValueError) as error:

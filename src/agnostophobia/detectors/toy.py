@@ -11,6 +11,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from agnostophobia._validation import check_seed
+
 
 @dataclass(frozen=True)
 class ToyOutputs:
@@ -90,7 +92,7 @@ def make_toy_outputs(samples_per_class: int = 20, num_classes: int = 3, feature_
     if isinstance(separation, bool) or not isinstance(separation, (int, float, np.integer, np.floating)) \
             or not math.isfinite(separation) or separation <= 0:
         raise ValueError(f"separation must be a finite number > 0, got {separation!r}")
-    seed = _count(seed, "seed", 0)
+    seed = check_seed(seed)
     rng = np.random.default_rng(seed)
     weight = np.eye(num_classes, feature_dim)
     labels = np.repeat(np.arange(num_classes, dtype=np.int64), samples_per_class)

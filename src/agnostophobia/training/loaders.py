@@ -114,7 +114,8 @@ class StreamedData:
     def _loader(self, cfg) -> torch.utils.data.DataLoader:
         workers = default_workers() if cfg.num_workers is None else cfg.num_workers
         return torch.utils.data.DataLoader(
-            StreamingDataset(self.files, cfg.seed, cfg.augment, cfg.crop_padding, cfg.crop_padding_mode), batch_sampler=EpochBatches(),
+            StreamingDataset(self.files, cfg.seed, cfg.augment, cfg.crop_padding, cfg.crop_padding_mode),
+            batch_sampler=EpochBatches(),
             num_workers=workers, pin_memory=self.device.type == "cuda",
             generator=torch.Generator().manual_seed(cfg.seed))
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any, Dict, Optional, Tuple
 
 from agnostophobia.data.preprocess import OURS
-from agnostophobia.data.streaming import CROP_PADDING, PADDING_MODES
+from agnostophobia.data.streaming import CROP_PADDING
 from agnostophobia.errors import ConfigError
 from agnostophobia.rundir import RecordError, RunDir
 from agnostophobia.settings import field_settings
@@ -25,11 +25,11 @@ RESUME_FREE_KEYS = frozenset(key for key, declared in field_settings(TrainConfig
 # Keys that change results and came after runs were trained: a checkpoint without one was trained
 # with this value.
 # (crop-flip's padding was CROP_PADDING; a run from before onecycle never read warmup_fraction)
-VALUE_WHEN_ABSENT = {"preprocessing": OURS, "crop_padding": CROP_PADDING,
-                     "warmup_fraction": field_settings(TrainConfig)["warmup_fraction"].default,
-                     "fine_tune_epochs": None,  # (a run from before fine_tune_epochs: its recipes' epochs)
-                     "keep_checkpoint": field_settings(TrainConfig)["keep_checkpoint"].default,
-                     "crop_padding_mode": PADDING_MODES[0]}
+# (a run from before fine_tune_epochs: its recipes' epochs; before keep_checkpoint and
+# crop_padding_mode: their defaults, the lowest validation loss and zero padding)
+VALUE_WHEN_ABSENT = {"preprocessing": OURS, "crop_padding": CROP_PADDING, "fine_tune_epochs": None,
+                     **{key: field_settings(TrainConfig)[key].default
+                        for key in ("warmup_fraction", "keep_checkpoint", "crop_padding_mode")}}
 # Keys of a model's checkpoint config that belong to that model, not to the run.
 PER_MODEL_KEYS = {"approach", "seed"}
 
