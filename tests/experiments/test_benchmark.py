@@ -170,8 +170,14 @@ def test_a_diverged_approach_stops_the_benchmark_with_how_to_continue_without_it
     monkeypatch.setattr(reproduce_module, "reproduce", diverges)
     request = RunRequest("lenet++", set_options=(("approaches", ["softmax", "energy-regularized", "entropic"]),),
                          out=tmp_path / "bench")
+    (tmp_path / "bench").mkdir()
+    earlier = {name: f"an earlier benchmark's {name}\n".encode() for name in (BENCHMARK_MD, BENCHMARK_JSON)}
+    for name, content in earlier.items():  # the last good report of this folder
+        (tmp_path / "bench" / name).write_bytes(content)
     with pytest.raises(TrainingDiverged) as caught:
         benchmark_module.benchmark("lenet++", request)
+    for name, content in earlier.items():  # the refused run leaves it byte for byte
+        assert (tmp_path / "bench" / name).read_bytes() == content
     message = str(caught.value)
     assert seen["approaches"] == ["softmax", "energy-regularized", "entropic"]  # the user's --set wins
     assert message.startswith("energy-regularized (seed 0) diverged in epoch 1") and "\n" not in message
