@@ -175,3 +175,42 @@ def test_the_matrix_uses_the_choice_and_the_report_shows_both(run):
         assert matrix[r["unknowns"]]["ccr_at_fpr"]["1e-1"] == pytest.approx(r["test_ccr_chosen"], nan_ok=True)
     table = "\n".join(tuned_detectors_markdown(metrics))
     assert "| entropic | k-NN |" in table and "k=7" in table and "test CCR (chosen)" in table
+
+
+def test_a_setting_whose_scores_tie_is_passed_over_for_one_that_ranks(run, capsys):
+    """ASH-B gives every sample without a positive feature the same score (LeNet++'s 2-d features
+    have a whole quadrant of them), so its validation CCR is decided by how ties are broken: the
+    tuner records each point's tied share and chooses among the points at most TIE_FLAG tied."""
+    from agnostophobia.metrics import TIE_FLAG, tied_share
+
+    model_dir = run / "seed0" / "softmax"
+    path = model_dir / VAL_OUTPUTS
+    stored_val = load_outputs(path)
+    val = stored_val["val"]
+    features = np.asarray(val["features"]).copy()
+    features[::2] = -np.abs(features[::2]) - 0.1  # half the knowns and half the negatives: no positive entry
+    save_outputs(path, {**stored_val, "val": {**val, "features": features}})
+    assert main(["tune-detectors", str(run), "--fpr", str(TUNE_FPR), "--detector", "ash", "--approach", "softmax"]) == 0
+    grid = json.loads((run / TUNED_SETTINGS).read_text())["candidates"]["softmax"]["ash"]
+    chosen = json.loads((run / TUNED_SETTINGS).read_text())["chosen"]["softmax"]["ash"]
+    val = load_outputs(path)["val"]
+    for candidate in grid:  # the recorded share is the one the scores give
+        detector = fitted_detector("ash", load_fit_outputs(model_dir), 10, {"ash": candidate["settings"]},
+                                   model_dir=model_dir)
+        top = detector.scores(detector_inputs(detector, val["logits"], 10), val["features"]).max(axis=1)
+        assert candidate["val_tied_share"] == pytest.approx(tied_share(top, val["labels"]))
+        assert (candidate["val_tied_share"] > 0.2) == (candidate["settings"]["variant"] == "b")
+    untied = [c for c in grid if c["val_tied_share"] <= TIE_FLAG]
+    assert chosen["variant"] != "b"
+    assert next(c for c in grid if c["settings"] == chosen)["val_ccr"] == max(c["val_ccr"] for c in untied)
+
+
+def test_the_choice_among_tied_and_untied_points():
+    from agnostophobia.experiments.tune_detectors import _best
+
+    tied = {"settings": {"variant": "b"}, "val_ccr": 0.31, "val_tied_share": 0.2}
+    ranks = {"settings": {"variant": "p"}, "val_ccr": 0.26, "val_tied_share": 0.0}
+    worse = {"settings": {"variant": "s"}, "val_ccr": 0.25, "val_tied_share": 0.01}
+    assert _best("ash", [tied, ranks, worse], {}) is ranks
+    assert _best("ash", [tied, {**ranks, "val_tied_share": 0.5}], {}) is tied  # every point ties: the best of them
+    assert _best("ash", [{**tied, "val_ccr": None}, worse], {}) is worse

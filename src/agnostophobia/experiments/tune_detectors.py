@@ -13,6 +13,11 @@ on validation knowns and validation negatives. Here, for every trained model of 
    (Eq. 3, :func:`agnostophobia.metrics.ccr_at_fpr`), the mean over the run's seeds;
 3. the best point per (approach, detector) is kept (ties: the config's setting, then the
    grid's order) in ``RUN/detector_settings.json``, written atomically under the run's lock.
+   A point whose validation scores tie a known with a negative for more than
+   :data:`~agnostophobia.metrics.TIE_FLAG` of the samples on some model
+   (:func:`~agnostophobia.metrics.tied_share`) is chosen only where every point does: its CCR
+   was decided partly by how ties were broken, not by the score (e.g. ASH-B on LeNet++'s 2-d
+   features gives every sample without a positive entry one and the same score).
 
 The detector matrix (``<approach>/<detector>`` rows of ``evaluate``/``reproduce``),
 ``calibrate``, ``predict`` and ``export`` then score with the chosen settings
@@ -40,7 +45,7 @@ from agnostophobia.detectors.stored import (NotFitted, applicable_detectors, det
                                             run_detector_settings, run_tuned_settings)
 from agnostophobia.errors import AgnostophobiaError
 from agnostophobia.losses import known_columns
-from agnostophobia.metrics import ccr_at_fpr, supports_fpr, unsupported_fpr_message
+from agnostophobia.metrics import TIE_FLAG, ccr_at_fpr, supports_fpr, tied_share, unsupported_fpr_message
 from agnostophobia.metrics.rows import paper_rows
 from agnostophobia.training.outputs import load_fit_outputs, load_val_outputs
 from agnostophobia.training.records import check_run, read_tuned_settings
@@ -89,8 +94,10 @@ def tune_detectors(run_dir, fpr: float = DEFAULT_FPR, detectors: Optional[Sequen
                     f"(why: the notes of `agnostophobia evaluate`); not tuned")
                 continue
             chosen.setdefault(approach, {})[name] = best["settings"]
+            passed = [g for g in grid if g["val_ccr"] is not None and g["val_ccr"] > best["val_ccr"]]
             log(f"{approach}/{name}: {_shown(best['settings'])} (validation CCR at FPR {fpr:g}: "
-                f"{best['val_ccr']:.4f})")
+                f"{best['val_ccr']:.4f})" + (f"; passed over, their scores tie: {len(passed)} setting(s) up to "
+                                             f"{max(g['val_ccr'] for g in passed):.4f}" if passed else ""))
     if untuned and not partial:  # all or nothing: the run's earlier choices are kept byte for byte
         would = ", ".join(f"{a}/{d}" for a, names in chosen.items() for d in names) or "nothing"
         raise AgnostophobiaError(f"tune-detectors at FPR {fpr:g}: no setting could be chosen for {', '.join(untuned)} "
@@ -197,19 +204,23 @@ def _not_applicable(name: str, val: Dict[str, np.ndarray], approach: str) -> Opt
 def _score_grid(name: str, base: Dict, model_dirs: List[Path], validation: Dict, approach: str,
                 fpr: float) -> List[Dict]:
     """Every grid point of detector ``name`` with its mean validation CCR over ``model_dirs``
-    (None where it could not be fitted on some model, or the FPR is unreachable)."""
+    (None where it could not be fitted on some model, or the FPR is unreachable) and the largest
+    share of its validation scores that ties a known with a negative."""
     results = []
     for point in setting_grid(name):
         values = {**base, **point}
-        ccrs = [_validation_ccr(name, values, model_dir, validation[model_dir], approach, fpr)
-                for model_dir in model_dirs]
-        usable = None if any(c is None for c in ccrs) else float(np.mean(ccrs))
-        results.append({"settings": point, "val_ccr": usable})
+        numbers = [_validation_numbers(name, values, model_dir, validation[model_dir], approach, fpr)
+                   for model_dir in model_dirs]
+        usable = not any(n is None for n in numbers)
+        results.append({"settings": point, "val_ccr": float(np.mean([n[0] for n in numbers])) if usable else None,
+                        "val_tied_share": max(n[1] for n in numbers) if usable else None})
     return results
 
 
-def _validation_ccr(name: str, values: Dict, model_dir: Path, val: Dict[str, np.ndarray], approach: str,
-                    fpr: float) -> Optional[float]:
+def _validation_numbers(name: str, values: Dict, model_dir: Path, val: Dict[str, np.ndarray], approach: str,
+                        fpr: float) -> Optional[Tuple[float, float]]:
+    """``(CCR at fpr, tied share)`` of the detector on the model's validation split; None where it
+    cannot be fitted or the CCR is undefined."""
     num_classes = known_columns(approach, val["logits"].shape[1])
     try:
         detector = fitted_detector(name, load_fit_outputs(model_dir), num_classes, {name: values},
@@ -217,16 +228,19 @@ def _validation_ccr(name: str, values: Dict, model_dir: Path, val: Dict[str, np.
         scores = detector.scores(detector_inputs(detector, val["logits"], num_classes), val["features"])
     except (NotFitted, ValueError):
         return None
-    ccr = float(ccr_at_fpr(scores, np.asarray(val["labels"], dtype=np.int64), [fpr])[0])
-    return None if math.isnan(ccr) else ccr
+    labels = np.asarray(val["labels"], dtype=np.int64)
+    ccr = float(ccr_at_fpr(scores, labels, [fpr])[0])
+    return None if math.isnan(ccr) else (ccr, float(tied_share(scores.max(axis=1), labels)))
 
 
 def _best(name: str, grid: List[Dict], config: Dict) -> Optional[Dict]:
-    """The point of largest validation CCR; ties go to the config's setting (or the declared
+    """The point of largest validation CCR among those whose scores tie at most :data:`TIE_FLAG`
+    (all usable points where none does); equal CCRs go to the config's setting (or the declared
     default), then to the grid's order."""
     usable = [g for g in grid if g["val_ccr"] is not None]
     if not usable:
         return None
+    usable = [g for g in usable if g["val_tied_share"] <= TIE_FLAG] or usable
     top = max(g["val_ccr"] for g in usable)
     tied = [g for g in usable if g["val_ccr"] == top]
     declared = DETECTORS.get(name).SETTINGS
