@@ -163,3 +163,24 @@ def test_the_kept_test_curves_are_the_oscr_of_the_scores_and_are_kept_only_when_
     for key, (ccr, fpr, unknowns) in comparison.curves.items():
         assert np.array_equal(ccr, expected[key][0]) and np.array_equal(fpr, expected[key][1])
         assert unknowns == expected[key][2]
+
+
+def test_each_row_has_the_oscr_area_over_the_log_fpr_axis_from_the_smallest_resolved_fpr(run):
+    """``oscr_log`` reads the curve from 10/#negatives (32 validation negatives: 10/32) up, on a log
+    axis: the area the linear one hardly weighs; checked against the metric called directly, and
+    against a sum over the curve's steps written here."""
+    from agnostophobia.deploy.compare import compare_models
+    from agnostophobia.metrics import oscr, oscr_area
+
+    rows = {(r["approach"], r["detector"]): r for r in compare_models(run, with_tests=False).rows}
+    model_dir = run / "seed0" / "entropic"
+    val = load_outputs(model_dir / VAL_OUTPUTS)["val"]
+    scorer = fitted_detector("softmax", load_fit_outputs(model_dir), 10, model_dir=model_dir)
+    scores = scorer.scores(detector_inputs(scorer, val["logits"], 10), val["features"])
+    expected = oscr_area(scores, val["labels"], log_fpr=True, min_fpr=10 / 32)
+    assert rows["entropic", "softmax"]["val"]["oscr_log"] == pytest.approx(expected, abs=1e-12)
+    fpr, ccr = oscr(scores, val["labels"])[:2]  # the curve's points: CCR(f) is the best CCR at FPR <= f
+    grid = np.logspace(np.log10(10 / 32), 0, 20001)
+    curve = [max([c for c, f in zip(ccr, fpr) if f <= g] or [0.0]) for g in grid]
+    assert expected == pytest.approx(np.trapezoid(curve, np.log10(grid)) / -np.log10(10 / 32), abs=2e-3)
+    assert all(0 <= r["val"]["oscr_log"] <= 1 for r in rows.values())

@@ -11,14 +11,14 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from agnostophobia.experiments.benchmark import (REFERENCE_APPROACH, REFERENCE_DETECTOR, experiment_for, markdown,
-                                                 summarise, tune_fpr)
+from agnostophobia.experiments.benchmark import (REFERENCE_APPROACH, REFERENCE_DETECTOR, benchmarked_approaches,
+                                                 experiment_for, markdown, summarise, tune_fpr)
 from agnostophobia.rundir import BENCHMARK as BENCHMARK_JSON, BENCHMARK_TABLE as BENCHMARK_MD
 from agnostophobia.errors import AgnostophobiaError
 
 
 def _numbers(oscr, accuracy, tied=0.0):
-    return {"per_seed": {"oscr": list(oscr), "auroc": [min(1.0, o + 0.1) for o in oscr],
+    return {"per_seed": {"oscr": list(oscr), "oscr_log": [o * o for o in oscr], "auroc": [min(1.0, o + 0.1) for o in oscr],
                          "closed_set_accuracy": list(accuracy), "tied_share": [tied] * len(oscr),
                          "ccr_at_fpr": {"1e-1": [o / 2 for o in oscr]}},
             "num_negative": 1000}
@@ -55,6 +55,35 @@ def test_rows_below_the_threshold_are_marked_and_never_ranked_or_tested():
     loose = summarise(rows(), min_accuracy=None)
     assert all(r["rank"] is not None for r in loose["rows"]) and loose["rows"][0]["row"] == "logitnorm/softmax"
     assert any("No convergence threshold" in line for line in loose["summary"])
+
+
+def test_an_approach_on_fewer_seeds_than_the_run_is_marked_and_never_ranked_or_tested():
+    """A benchmark stopped between seeds: the approach whose other seeds are still to train would be
+    ranked on one seed against rivals on three; it is shown, marked, and left out of ranks and tests."""
+    early = rows() + [_row("objectosphere", REFERENCE_DETECTOR, [0.95], [0.99])]  # best, but on one seed
+    result = summarise(early, min_accuracy=0.985)
+    by_row = {r["row"]: r for r in result["rows"]}
+    assert by_row["objectosphere/softmax"]["complete"] is False and by_row["objectosphere/softmax"]["rank"] is None
+    assert all(r["complete"] for name, r in by_row.items() if name != "objectosphere/softmax")
+    assert result["rows"][0]["row"] == "entropic/max-logit"
+    assert "objectosphere/softmax" not in {t["row"] for family in result["tests"].values() for t in family}
+    assert any("objectosphere (1 of 3)" in line and "neither ranked nor tested" in line for line in result["summary"])
+    result.update({"meta": {}, "tuning": "config", "notes": [], "test_sets": {"letters": 1000, "devanagari": 1000},
+                   "fprs": [0.1]})
+    assert "objectosphere/softmax (incomplete: 1 seed(s))" in markdown(result, "run")
+    assert not any("fewer seeds" in line for line in summarise(rows(), 0.985)["summary"])
+
+
+def test_the_report_covers_the_approaches_the_benchmark_was_asked_for():
+    """Models of an approach the last call did not ask for (an earlier call's, one set aside after a
+    divergence) stay in the folder and are left out of the report; the order is the folder's."""
+    from types import SimpleNamespace
+
+    models = [(seed, approach, None) for seed in (0, 1) for approach in ("entropic", "mixoe", "softmax")]
+    records = SimpleNamespace(models=models, config={"approaches": ["softmax", "entropic", "vos"]})
+    assert benchmarked_approaches(None, records) == (["entropic", "softmax"], ["mixoe"])
+    records.config = {}  # a run trained without an approaches list: every model it holds
+    assert benchmarked_approaches(None, records) == (["entropic", "mixoe", "softmax"], [])
 
 
 def test_ranking_reads_only_the_unknown_unknown_sets():
@@ -123,8 +152,11 @@ def test_the_report_opens_with_each_approach_and_its_papers_detector():
     softmax = next(line for line in table if line.startswith("| softmax |"))
     mean = np.mean([0.40, 0.45, 0.42])
     assert f"{mean:.3f} [" in softmax.split(" | ")[3]
+    mean_log = np.mean([0.40 ** 2, 0.45 ** 2, 0.42 ** 2])  # the D_a set's log-axis area (the D_b set's is left out)
+    assert softmax.split(" | ")[4].startswith(f"{mean_log:.3f} [")
     assert any("(not converged)" in line for line in table if line.startswith("| logitnorm"))
     softmax_ccr = next(line for line in ccr.splitlines() if line.startswith("| softmax |"))
+    assert "log FPR axis from the smallest FPR each set resolves" in oscr
     assert softmax_ccr.split(" | ")[3].startswith(f"{np.mean([0.20, 0.225, 0.21]):.3f} [")  # devanagari: oscr / 2
 
 

@@ -41,8 +41,8 @@ from agnostophobia.detectors import DETECTORS, build_detector
 from agnostophobia.detectors.stored import (KeptFits, ModelScores, detector_settings, model_scores, model_settings,
                                             run_tuned_settings, score_outputs)
 from agnostophobia.errors import AgnostophobiaError
-from agnostophobia.metrics import (auroc, ccr_at_fpr, oscr, oscr_area, reported_fprs, supports_fpr, tied_share,
-                                   unsupported_fpr_message)
+from agnostophobia.metrics import (auroc, ccr_at_fpr, oscr, oscr_area, reported_fprs, smallest_supported_fpr,
+                                   supports_fpr, tied_share, unsupported_fpr_message)
 from agnostophobia.metrics.rows import row_label, row_sort_key
 from agnostophobia.metrics.summary import fpr_keys
 from agnostophobia.rundir import VAL_OUTPUTS, ModelDir, RunDir
@@ -90,14 +90,18 @@ def _validation(model_dir: Path, run_dir: Path) -> Dict[str, np.ndarray]:
 
 
 def _numbers(scores: np.ndarray, labels: np.ndarray, fprs: Sequence[float], num_negatives: int) -> Dict:
-    """AUROC of the per-sample score, the area under the OSCR curve (linear FPR axis), CCR at each
+    """AUROC of the per-sample score, the area under the OSCR curve (linear FPR axis; ``oscr_log``:
+    over a log FPR axis from the smallest FPR the negatives resolve, 10/#negatives, to 1, which
+    weighs the low-FPR end the linear area hardly reads; None with fewer than 11), CCR at each
     of ``fprs`` (None where the negatives do not support it), closed-set accuracy and the share of
     samples whose score ties with one of the other kind, of (N, C) ``scores`` and labels (N,)
     (< 0: negative)."""
     known = labels >= 0
     ccr = ccr_at_fpr(scores, labels, fprs) if len(fprs) else []
     top = scores.max(axis=1)
+    lowest = smallest_supported_fpr(num_negatives)
     return {"auroc": float(auroc(top, labels)), "oscr": float(oscr_area(scores, labels)),
+            "oscr_log": float(oscr_area(scores, labels, log_fpr=True, min_fpr=lowest)) if lowest < 1 else None,
             "tied_share": float(tied_share(top, labels)),
             "ccr_at_fpr": {key: (float(v) if supports_fpr(t, num_negatives) and np.isfinite(v) else None)
                            for key, t, v in zip(fpr_keys(fprs), fprs, ccr)},
@@ -142,7 +146,7 @@ def _source(detector: str, approach: str, tuned: Dict) -> str:
 
 
 #: The per-model numbers of a row that are averaged over seeds (beside the CCR at each FPR).
-SEED_STATISTICS = ("auroc", "oscr", "closed_set_accuracy", "tied_share")
+SEED_STATISTICS = ("auroc", "oscr", "oscr_log", "closed_set_accuracy", "tied_share")
 
 
 def _mean_std(values: List[Optional[float]]) -> Tuple[Optional[float], Optional[float]]:

@@ -18,17 +18,20 @@ scores follow closed-set accuracy, so an unconverged network ranks training leng
    (:func:`~agnostophobia.deploy.compare.compare_models`: the reachable-FPR rule, CCR only at
    FPR ≥ 10/#negatives), per seed.
 4. **Report** (``benchmark.md``, ``benchmark.json``): per row and unknown set, the area under the
-   OSCR curve (Eq. 3, linear FPR axis, :func:`~agnostophobia.metrics.oscr_area`), AUROC and CCR at
+   OSCR curve (Eq. 3, linear FPR axis, :func:`~agnostophobia.metrics.oscr_area`; for the paper's
+   rows also over a log FPR axis from 10/#unknowns, the low-FPR end), AUROC and CCR at
    the supported FPRs, each as the mean over seeds with its 95 % t interval
    (:func:`~agnostophobia.metrics.seed_interval`); the network's closed-set accuracy, a row below
    the protocol's declared threshold (LeNet++ 0.985, CIFAR 0.90;
    :attr:`~agnostophobia.data.protocol_types.ProtocolSpec.converged_accuracy`) marked *not converged*
-   and left out of ranks and tests; the share of scores that ties decide
+   and left out of ranks and tests, as is an approach trained on fewer seeds than the others; the share of scores that ties decide
    (:func:`~agnostophobia.metrics.tied_share`, flagged above 1 %); paired t-tests over seeds of
    each approach against Entropic Open-Set (same detector) and of each detector against max-softmax
    (same network), on the OSCR area averaged over the unknown-unknown (D_a) sets, Holm-adjusted
    within each family (:func:`~agnostophobia.metrics.holm`); and a paragraph written from the numbers.
 
+The report covers the approaches the run's ``config.yaml`` lists (the last call's, ``--set
+approaches=`` included); models of others in the folder are named in its notes, not scored.
 Everything is read from the stored outputs: rerunning after the training finished only recomputes
 the tables (seconds to minutes).
 """
@@ -127,7 +130,18 @@ def _check_min_accuracy(value: Optional[float]) -> None:
         raise AgnostophobiaError(f"--min-accuracy {value!r}: a closed-set accuracy in (0, 1]")
 
 
-def _tune(run_dir: Path, log) -> str:
+def benchmarked_approaches(run_dir: Path, records) -> Tuple[List[str], List[str]]:
+    """The approaches the report covers, and the ones left out: those the run's ``config.yaml``
+    lists under ``approaches`` (what the last ``benchmark`` call trained, ``--set approaches=``
+    included) that have a model in the folder. A model of another approach (one an earlier call
+    trained, or that diverged and was set aside) stays in the folder but is not scored: a report
+    is of the approaches it was asked for."""
+    trained = list(dict.fromkeys(approach for _, approach, _ in records.models))
+    asked = records.config.get("approaches") or trained
+    return [a for a in trained if a in asked], [a for a in trained if a not in asked]
+
+
+def _tune(run_dir: Path, approaches: Sequence[str], log) -> str:
     """``tune-detectors`` on the run's validation data; what the report says of it."""
     from agnostophobia.deploy.compare import validation_negatives
     from agnostophobia.experiments.tune_detectors import tune_detectors
@@ -139,7 +153,7 @@ def _tune(run_dir: Path, log) -> str:
     try:
         from agnostophobia.training.concurrent import available_cores
 
-        tune_detectors(run_dir, fpr, partial=True, log=log, processes=available_cores())
+        tune_detectors(run_dir, fpr, approaches=approaches, partial=True, log=log, processes=available_cores())
     except AgnostophobiaError as exc:
         return f"not tuned ({exc}); every detector has the config's settings"
     return f"tuned by tune-detectors on the validation split at FPR {fpr:g} ({negatives:,} validation negatives)"
@@ -153,13 +167,16 @@ def write_benchmark(run_dir, min_accuracy: Optional[float] = None, log: Callable
 
     run_dir = Path(run_dir)
     _check_min_accuracy(min_accuracy)
-    tuning = _tune(run_dir, log)
     records = check_run(run_dir, "benchmark")
+    approaches, left_out = benchmarked_approaches(run_dir, records)
+    tuning = _tune(run_dir, approaches, log)
     threshold = min_accuracy if min_accuracy is not None else _declared_accuracy(records.config)
     with run_lock(run_dir, create=False):
-        comparison = compare_models(run_dir, curves=True)
+        comparison = compare_models(run_dir, approaches=approaches, curves=True)
         result = summarise(comparison.rows, threshold)
-        result.update({"format": _FORMAT, "tuning": tuning, "notes": comparison.notes,
+        notes = [f"{approach}: its models are in the folder, but it is not among this benchmark's approaches "
+                 f"(config.yaml)" for approach in left_out]
+        result.update({"format": _FORMAT, "tuning": tuning, "notes": notes + comparison.notes,
                        "val_negatives": comparison.val_negatives, "test_sets": comparison.test_sets,
                        "fprs": comparison.fprs, "meta": _meta(records.meta)})
         run = RunDir(run_dir)
@@ -217,17 +234,21 @@ def unknown_unknowns(row: Dict) -> List[str]:
     return sets or list(row["test"])
 
 
-def mean_oscr(row: Dict) -> Optional[List[float]]:
-    """Per seed, the OSCR area averaged over the row's D_a test sets: what rows are ranked and tested on."""
+def mean_oscr(row: Dict, statistic: str = "oscr") -> Optional[List[float]]:
+    """Per seed, the OSCR area averaged over the row's D_a test sets: what rows are ranked and tested
+    on (``statistic="oscr_log"``: the area over the log FPR axis, shown beside it). None where a set
+    or a seed lacks it."""
     sets = unknown_unknowns(row)
-    if not sets:
+    values = [row["test"][name]["per_seed"].get(statistic) for name in sets]
+    if not sets or any(v is None or None in v for v in values):
         return None
-    return [float(v) for v in np.mean([row["test"][name]["per_seed"]["oscr"] for name in sets], axis=0)]
+    return [float(v) for v in np.mean(values, axis=0)]
 
 
 def _cells(numbers: Dict) -> Dict:
     per_seed = numbers["per_seed"]
-    return {"oscr": _interval(per_seed["oscr"]), "auroc": _interval(per_seed["auroc"]),
+    return {"oscr": _interval(per_seed["oscr"]), "oscr_log": _interval(per_seed.get("oscr_log")),
+            "auroc": _interval(per_seed["auroc"]),
             "ccr_at_fpr": {key: _interval(values) for key, values in per_seed["ccr_at_fpr"].items()},
             "tied_share": float(np.mean(per_seed["tied_share"])), "num_negative": numbers["num_negative"]}
 
@@ -236,6 +257,7 @@ def summarise(rows: List[Dict], min_accuracy: Optional[float]) -> Dict:
     """Rows with intervals, convergence, ranks, tests and the paragraph (``benchmark.json``)."""
     approaches = list(dict.fromkeys(r["approach"] for r in rows))
     accuracy = {a: network_accuracy(rows, a) for a in approaches}
+    run_seeds = max((len(r["seed_ids"]) for r in rows), default=0)
     out_rows = []
     for row in rows:
         acc = accuracy[row["approach"]]
@@ -243,19 +265,22 @@ def summarise(rows: List[Dict], min_accuracy: Optional[float]) -> Dict:
         out_rows.append({"approach": row["approach"], "detector": row["detector"], "row": row["row"],
                          "settings": row["settings"], "settings_from": row["settings_from"],
                          "seeds": row["seed_ids"], "closed_set_accuracy": _interval(acc) if acc else None,
-                         "converged": converged, "mean_oscr_per_seed": mean_oscr(row),
+                         "converged": converged, "complete": len(row["seed_ids"]) == run_seeds,
+                         "mean_oscr_per_seed": mean_oscr(row), "mean_oscr_log_per_seed": mean_oscr(row, "oscr_log"),
                          "test": {name: _cells(numbers) for name, numbers in row["test"].items()}})
     _rank(out_rows)
     tests = {"approaches": _family(out_rows, "approach", REFERENCE_APPROACH),
              "detectors": _family(out_rows, "detector", REFERENCE_DETECTOR)}
-    result = {"min_accuracy": min_accuracy, "rows": out_rows, "tests": tests, "alpha": ALPHA,
+    result = {"min_accuracy": min_accuracy, "rows": out_rows, "tests": tests, "alpha": ALPHA, "seeds": run_seeds,
               "accuracy": {a: _interval(v) if v else None for a, v in accuracy.items()}}
     result["summary"] = what_the_data_says(result)
     return result
 
 
 def _rankable(row: Dict) -> bool:
-    return row["converged"] is not False and row["mean_oscr_per_seed"] is not None
+    """Converged (or no threshold), trained on every seed of the run (an approach whose other seeds
+    are still to train would be ranked on fewer seeds than its rivals), and scored on a D_a set."""
+    return row["converged"] is not False and row["complete"] and row["mean_oscr_per_seed"] is not None
 
 
 def _rank(rows: List[Dict]) -> None:
@@ -331,6 +356,11 @@ def what_the_data_says(result: Dict) -> List[str]:
     elif result["min_accuracy"] is None:
         lines.append("No convergence threshold is declared for this protocol (--min-accuracy): every row is ranked, "
                      "whatever its closed-set accuracy.")
+    partial = {r["approach"]: len(r["seeds"]) for r in rows if not r["complete"]}
+    if partial:
+        lines.append(f"Trained on fewer seeds than the run's {result['seeds']} (the rest still to train), so neither "
+                     f"ranked nor tested: " + ", ".join(f"{a} ({n} of {result['seeds']})" for a, n in partial.items())
+                     + ".")
     tied = sorted({r["row"] for r in rows for cell in r["test"].values() if cell["tied_share"] > TIE_FLAG})
     if tied:
         lines.append(f"Ties decide more than {TIE_FLAG:.0%} of the ranking in: {', '.join(tied)} (marked †).")
@@ -438,12 +468,18 @@ def papers_rows(rows: List[Dict]) -> List[Dict]:
 def _papers_rows(result: Dict, sets: List[str], marks: Dict) -> List[str]:
     """The short table first: one row per approach, with its paper's detector and the mean OSCR
     over the unknown-unknown sets the ranking reads."""
-    header = ["approach", "detector", "closed-set acc.", "mean D_a OSCR", *(f"{s} OSCR" for s in sets), "vs EOS"]
-    lines = ["## Each approach with its paper's detector", "", _row_md(header), _rule(header)]
+    header = ["approach", "detector", "closed-set acc.", "mean D_a OSCR", "mean D_a OSCR, log FPR",
+              *(f"{s} OSCR" for s in sets), "vs EOS"]
+    lines = ["## Each approach with its paper's detector", "",
+             "OSCR, log FPR: the area under the same curve over a log FPR axis from the smallest FPR each set "
+             "resolves (10/#unknowns) to 1, normalised to [0, 1]: it reads the low-FPR end, where networks "
+             "that reject almost every unknown differ, which the linear area hardly weighs.", "",
+             _row_md(header), _rule(header)]
     for row in papers_rows(result["rows"]):
         mean = _interval(row["mean_oscr_per_seed"]) if row["mean_oscr_per_seed"] else None
-        cells = [_label(row).split("/", 1)[0] + (" (not converged)" if row["converged"] is False else ""),
-                 row["detector"], _fmt(row["closed_set_accuracy"]), _fmt(mean)]
+        mean_log = _interval(row["mean_oscr_log_per_seed"]) if row["mean_oscr_log_per_seed"] else None
+        cells = [_label(row).split("/", 1)[0] + _marked(row),
+                 row["detector"], _fmt(row["closed_set_accuracy"]), _fmt(mean), _fmt(mean_log)]
         cells += [_fmt(row["test"].get(s, {}).get("oscr")) + _tie(row, s) for s in sets]
         lines.append(_row_md([*cells, marks["approaches"].get(row["row"], "")]))
     keys = fpr_keys(result["fprs"])
@@ -478,7 +514,13 @@ def _matrix(rows: List[Dict]) -> List[str]:
 
 
 def _label(row: Dict) -> str:
-    return row["row"] + ("" if row["converged"] is not False else " (not converged)")
+    return row["row"] + _marked(row)
+
+
+def _marked(row: Dict) -> str:
+    """Why a row is not ranked, as the tables say it."""
+    return (" (not converged)" if row["converged"] is False else "") + \
+        ("" if row["complete"] else f" (incomplete: {len(row['seeds'])} seed(s))")
 
 
 def _tie(row: Dict, name: str) -> str:
