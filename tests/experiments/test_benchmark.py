@@ -81,9 +81,9 @@ def test_the_report_covers_the_approaches_the_benchmark_was_asked_for():
 
     models = [(seed, approach, None) for seed in (0, 1) for approach in ("entropic", "mixoe", "softmax")]
     records = SimpleNamespace(models=models, config={"approaches": ["softmax", "entropic", "vos"]})
-    assert benchmarked_approaches(None, records) == (["entropic", "softmax"], ["mixoe"])
+    assert benchmarked_approaches(records) == (["entropic", "softmax"], ["mixoe"])
     records.config = {}  # a run trained without an approaches list: every model it holds
-    assert benchmarked_approaches(None, records) == (["entropic", "mixoe", "softmax"], [])
+    assert benchmarked_approaches(records) == (["entropic", "mixoe", "softmax"], [])
 
 
 def test_ranking_reads_only_the_unknown_unknown_sets():

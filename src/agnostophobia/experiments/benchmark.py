@@ -24,7 +24,8 @@ scores follow closed-set accuracy, so an unconverged network ranks training leng
    (:func:`~agnostophobia.metrics.seed_interval`); the network's closed-set accuracy, a row below
    the protocol's declared threshold (LeNet++ 0.985, CIFAR 0.90;
    :attr:`~agnostophobia.data.protocol_types.ProtocolSpec.converged_accuracy`) marked *not converged*
-   and left out of ranks and tests, as is an approach trained on fewer seeds than the others; the share of scores that ties decide
+   and left out of ranks and tests, as is an approach trained on fewer seeds than the others; the
+   share of scores that ties decide
    (:func:`~agnostophobia.metrics.tied_share`, flagged above 1 %); paired t-tests over seeds of
    each approach against Entropic Open-Set (same detector) and of each detector against max-softmax
    (same network), on the OSCR area averaged over the unknown-unknown (D_a) sets, Holm-adjusted
@@ -130,7 +131,7 @@ def _check_min_accuracy(value: Optional[float]) -> None:
         raise AgnostophobiaError(f"--min-accuracy {value!r}: a closed-set accuracy in (0, 1]")
 
 
-def benchmarked_approaches(run_dir: Path, records) -> Tuple[List[str], List[str]]:
+def benchmarked_approaches(records) -> Tuple[List[str], List[str]]:
     """The approaches the report covers, and the ones left out: those the run's ``config.yaml``
     lists under ``approaches`` (what the last ``benchmark`` call trained, ``--set approaches=``
     included) that have a model in the folder. A model of another approach (one an earlier call
@@ -168,7 +169,7 @@ def write_benchmark(run_dir, min_accuracy: Optional[float] = None, log: Callable
     run_dir = Path(run_dir)
     _check_min_accuracy(min_accuracy)
     records = check_run(run_dir, "benchmark")
-    approaches, left_out = benchmarked_approaches(run_dir, records)
+    approaches, left_out = benchmarked_approaches(records)
     tuning = _tune(run_dir, approaches, log)
     threshold = min_accuracy if min_accuracy is not None else _declared_accuracy(records.config)
     with run_lock(run_dir, create=False):
@@ -239,7 +240,7 @@ def mean_oscr(row: Dict, statistic: str = "oscr") -> Optional[List[float]]:
     on (``statistic="oscr_log"``: the area over the log FPR axis, shown beside it). None where a set
     or a seed lacks it."""
     sets = unknown_unknowns(row)
-    values = [row["test"][name]["per_seed"].get(statistic) for name in sets]
+    values = [row["test"][name]["per_seed"][statistic] for name in sets]
     if not sets or any(v is None or None in v for v in values):
         return None
     return [float(v) for v in np.mean(values, axis=0)]
@@ -247,7 +248,7 @@ def mean_oscr(row: Dict, statistic: str = "oscr") -> Optional[List[float]]:
 
 def _cells(numbers: Dict) -> Dict:
     per_seed = numbers["per_seed"]
-    return {"oscr": _interval(per_seed["oscr"]), "oscr_log": _interval(per_seed.get("oscr_log")),
+    return {"oscr": _interval(per_seed["oscr"]), "oscr_log": _interval(per_seed["oscr_log"]),
             "auroc": _interval(per_seed["auroc"]),
             "ccr_at_fpr": {key: _interval(values) for key, values in per_seed["ccr_at_fpr"].items()},
             "tied_share": float(np.mean(per_seed["tied_share"])), "num_negative": numbers["num_negative"]}
