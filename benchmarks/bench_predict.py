@@ -108,7 +108,8 @@ def main():
     if args.threads:
         torch.set_num_threads(args.threads)
     if args.run:
-        classifier = OpenSetClassifier.from_run(args.run, args.approach, args.detector, device="cpu")
+        classifier = OpenSetClassifier.from_run(args.run, approach=args.approach, detector=args.detector,
+                                                device="cpu")
         source = f"run {args.run}: {classifier.approach} / {classifier.detector_name}, {classifier.trained.precision}"
     else:
         classifier = random_classifier("fp32")

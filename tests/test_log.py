@@ -16,7 +16,7 @@ import yaml
 import agnostophobia
 from agnostophobia._log import log_info
 from agnostophobia.cli import main
-from agnostophobia.deploy import OpenSetClassifier, calibrate_run
+from agnostophobia.deploy import ModelRequest, OpenSetClassifier, calibrate_run
 from agnostophobia.errors import AgnostophobiaWarning
 from agnostophobia.experiments.evaluate_unknowns import evaluate_run
 from agnostophobia.experiments.reproduce import train_run
@@ -52,9 +52,9 @@ def test_the_library_api_prints_nothing_and_the_cli_prints_its_lines(tmp_path, c
     run = tmp_path / "run"
     with caplog.at_level(logging.INFO, logger="agnostophobia"):
         train_run(RunRequest(config, out=run, progress=False))
-        evaluate_run(run, plots=False)
+        evaluate_run(ModelRequest(run), plots=False)
         with pytest.warns(AgnostophobiaWarning, match="fewer than 10"):  # a warning, not a printed line
-            calibrate_run(run, 1.0)
+            calibrate_run(ModelRequest(run, fpr=1.0))
         clf = OpenSetClassifier.from_run(run)
         clf.predict(np.zeros((2, 1, 28, 28), np.uint8))
     assert capsys.readouterr().out == ""  # logging configured by no one here: nothing on stdout
@@ -77,7 +77,7 @@ def test_a_library_version_mismatch_is_a_warning(tmp_path):
     meta["versions"]["torch"] = "1.0.0"
     (run / "run_meta.json").write_text(json.dumps(meta))
     with pytest.warns(AgnostophobiaWarning, match=r"was made with torch 1.0.0 \(now "):
-        evaluate_run(run, plots=False)
+        evaluate_run(ModelRequest(run), plots=False)
 
 
 def test_log_info_is_silent_without_configuration(capsys):

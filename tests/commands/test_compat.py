@@ -113,11 +113,13 @@ def test_an_old_runs_threshold_on_the_old_score_scale_is_chosen_again(old_run, t
     FPR, on the stored validation outputs, and say so once; the file is left as it was."""
     import torch
 
+    from agnostophobia.deploy import ModelRequest
     from agnostophobia.deploy.calibration import calibrate_in_memory
 
     run = tmp_path / "run"
     shutil.copytree(FIXTURE / "run", run)  # a copy the other tests do not touch (old_run built the protocol)
-    now = calibrate_in_memory(run, "entropic", "softmax", 0, 0.25, "fp32")
+    now = calibrate_in_memory(ModelRequest(run, approach="entropic", detector="softmax", seed=0, fpr=0.25,
+                                           precision="fp32"))
     assert now["score_scale"] == 2
     old = {key: value for key, value in now.items() if key not in ("score_scale", "class_names")}
     old["threshold"] = 0.5  # a max-softmax of 1/2: on today's log-odds scale, 0 would be that

@@ -213,12 +213,14 @@ def test_reproduce_flag_resumes_the_authors_run_and_reports_every_quirk(authors_
 def test_predict_prepares_inputs_as_the_run_trained(authors_run, digits, tmp_path, real_data_dir):
     from agnostophobia.deploy import OpenSetClassifier
     from agnostophobia.deploy.export import metadata
+    from agnostophobia.deploy import ModelRequest
     from agnostophobia.deploy.predict import predict_files
 
     run = tmp_path / "run"
     shutil.copytree(authors_run[1], run)
     x, npz = digits
-    rows = predict_files(run, [str(npz)], approach="entropic", fpr=0.1, data_dir=real_data_dir, log=lambda m: None)
+    rows = predict_files(ModelRequest(run, approach="entropic", fpr=0.1, data_dir=real_data_dir), [str(npz)],
+                         log=lambda m: None)
     clf = OpenSetClassifier.from_run(run, approach="entropic", log=lambda m: None)
     labels, scores = clf.decide(255 - x[:, None])  # the authors' input of these digits, by hand
     assert [r["score"] for r in rows] == scores.tolist()
@@ -231,6 +233,7 @@ def test_predict_prepares_inputs_as_the_run_trained(authors_run, digits, tmp_pat
 
 
 def test_evaluate_unknowns_prepares_as_the_run_trained(authors_run, digits, tmp_path):
+    from agnostophobia.deploy import ModelRequest
     from agnostophobia.experiments.evaluate_unknowns import evaluate_run
     from agnostophobia.training.outputs import load_outputs
     from agnostophobia.training.trained import load_trained_model
@@ -238,7 +241,7 @@ def test_evaluate_unknowns_prepares_as_the_run_trained(authors_run, digits, tmp_
     run = tmp_path / "run"
     shutil.copytree(authors_run[1], run)
     x, npz = digits
-    evaluate_run(run, unknowns=[str(npz)], plots=False, log=lambda m: None)
+    evaluate_run(ModelRequest(run), unknowns=[str(npz)], plots=False, log=lambda m: None)
     model_dir = run / "seed0" / "entropic"
     stored = load_outputs(model_dir / "outputs.npz")["digits"]["logits"]
     expected = load_trained_model(model_dir).outputs(255 - x[:, None])[0]

@@ -272,11 +272,12 @@ def test_calibrating_another_detector_keeps_the_other_entries(run, capsys):
 
 
 def test_the_report_shows_test_rates_at_the_validation_threshold(calibrated, tmp_path):
+    from agnostophobia.deploy import ModelRequest
     from agnostophobia.experiments.evaluate_unknowns import evaluate_run
 
     run = tmp_path / "run"
     shutil.copytree(calibrated, run)
-    evaluate_run(run, plots=False, log=lambda message: None)
+    evaluate_run(ModelRequest(run), plots=False, log=lambda message: None)
     metrics = json.loads((run / "metrics.json").read_text())
     section = metrics["at_validation_threshold"]
     thresholds = {e["approach"]: e["threshold"] for e in json.loads((run / "calibration.json").read_text())["entries"]}

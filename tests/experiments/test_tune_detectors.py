@@ -69,13 +69,15 @@ def test_the_choice_is_the_best_validation_ccr_and_test_outputs_are_never_read(r
 def test_approaches_tuned_in_two_processes_choose_what_one_after_another_chooses(run, tmp_path):
     """``processes=2`` (the benchmark's) scores each approach's grids in its own process; the
     choices, the candidates' validation CCRs and the lines said are those of one process."""
+    from agnostophobia.deploy import ModelRequest
     from agnostophobia.experiments.tune_detectors import tune_detectors
 
     other = tmp_path / "other"
     shutil.copytree(run, other)
     said_one, said_two = [], []
-    one = tune_detectors(run, TUNE_FPR, ["knn", "openmax"], log=said_one.append, partial=True)
-    two = tune_detectors(other, TUNE_FPR, ["knn", "openmax"], log=said_two.append, partial=True, processes=2)
+    one = tune_detectors(ModelRequest(run, fpr=TUNE_FPR, partial=True), ["knn", "openmax"], log=said_one.append)
+    two = tune_detectors(ModelRequest(other, fpr=TUNE_FPR, partial=True), ["knn", "openmax"], processes=2,
+                         log=said_two.append)
     assert one["chosen"] == two["chosen"] and one["candidates"] == two["candidates"]
     assert said_one == said_two and len(one["candidates"]) == 2  # softmax and entropic
 
@@ -134,12 +136,13 @@ def test_an_fpr_the_validation_negatives_cannot_support_is_refused_with_the_coun
 
 
 def test_unknown_or_untunable_detector_and_unknown_approach_are_refused(run):
+    from agnostophobia.deploy import ModelRequest
     from agnostophobia.experiments.tune_detectors import tune_detectors
 
-    for kwargs, names in (({"detectors": ["softmax"]}, "--detector softmax"), ({"detectors": ["knm"]}, "knm"),
-                          ({"approaches": ["objectosphere"]}, "--approach objectosphere")):
+    for detectors, approaches, names in ((["softmax"], None, "--detector softmax"), (["knm"], None, "knm"),
+                                         (None, ["objectosphere"], "--approach objectosphere")):
         with pytest.raises(AgnostophobiaError, match=names):
-            tune_detectors(run, FPR, **kwargs)
+            tune_detectors(ModelRequest(run, fpr=FPR, approaches=approaches), detectors)
 
 
 def choose(run: Path, k: int) -> None:

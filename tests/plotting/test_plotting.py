@@ -15,8 +15,8 @@ from PIL import Image
 
 from agnostophobia.cli import main
 from agnostophobia.training.outputs import save_outputs
-from agnostophobia.plotting import (APPROACH_COLORS, CurveSeries, class_borders, draw_run, iter_run_figures,
-                                    logit_weights, oscr_on_grid, oscr_series, plot_confidence_curves,
+from agnostophobia.plotting import (APPROACH_COLORS, CurveSeries, PlotRequest, class_borders, draw_run,
+                                    iter_run_figures, logit_weights, oscr_on_grid, oscr_series, plot_confidence_curves,
                                     plot_features, plot_magnitude_histogram, plot_oscr, plot_run,
                                     plot_softmax_histogram, softmax_histogram_values, subsample_note)
 from agnostophobia.plotting import style
@@ -354,8 +354,8 @@ def test_plot_run_writes_every_figure_as_valid_png(run_dir):
 
 def test_figures_drawn_in_processes_equal_those_drawn_one_by_one(tmp_path):
     run_dir = make_run(tmp_path / "run", approaches=("softmax", "objectosphere"), n_known=40, n_unknown=20)
-    one, _ = draw_run(run_dir, out_dir=tmp_path / "one", log=lambda _: None, workers=1)
-    two, written = draw_run(run_dir, out_dir=tmp_path / "two", log=lambda _: None, workers=2)
+    one, _ = draw_run(PlotRequest(run_dir, out=tmp_path / "one", workers=1), log=lambda _: None)
+    two, written = draw_run(PlotRequest(run_dir, out=tmp_path / "two", workers=2), log=lambda _: None)
     assert len(written) == 10
     assert [Path(p).name for paths in one.values() for p in paths] == \
         [Path(p).name for paths in two.values() for p in paths]
@@ -394,9 +394,9 @@ def test_drawing_processes_die_with_the_command_that_started_them(tmp_path):
 
 def test_draw_run_redraws_only_the_sets_named_and_missing_figures(tmp_path):
     run_dir = make_run(tmp_path / "run", approaches=("softmax",), n_known=40, n_unknown=20)
-    every, _ = draw_run(run_dir, log=lambda _: None, workers=1)
+    every, _ = draw_run(PlotRequest(run_dir, workers=1), log=lambda _: None)
     (run_dir / "figures" / "oscr_letters.png").unlink()
-    again, written = draw_run(run_dir, log=lambda _: None, workers=1, splits={"devanagari"})
+    again, written = draw_run(PlotRequest(run_dir, workers=1, splits={"devanagari"}), log=lambda _: None)
     assert again == every  # the report still lists every figure
     assert sorted(p.name for p in written) == sorted(
         [f"{kind}_devanagari.png" for kind in ("features", "softmax_hist", "magnitude_hist", "oscr", "oscr_counts")]
@@ -407,7 +407,7 @@ def test_plot_run_pdf_svg_and_out_dir(tmp_path):
     run_dir = make_run(tmp_path / "run", approaches=("objectosphere",), n_known=40, n_unknown=20,
                        unknowns=("devanagari",))
     out = tmp_path / "elsewhere"
-    sections, written = draw_run(run_dir, ["PDF", "svg", "pdf"], out, log=lambda _: None)
+    sections, written = draw_run(PlotRequest(run_dir, ["PDF", "svg", "pdf"], out), log=lambda _: None)
     assert len(written) == 10 and {p.suffix for p in written} == {".pdf", ".svg"}
     for path in written:
         assert (is_pdf if path.suffix == ".pdf" else is_svg)(path), path

@@ -6,6 +6,9 @@
 * :class:`OpenSetClassifier`: a trained model with that threshold, ``predict`` -> class or
   -1 ("unknown"), on CPU or CUDA;
 * :mod:`.predict`: ``predict RUN INPUT...`` on image files, folders and ``.npz`` files;
+* :class:`ModelRequest`: which models of a run a command reads (the request the
+  ``compare``, ``calibrate``, ``predict``, ``export``, ``evaluate`` and ``tune-detectors``
+  handlers build once and the library functions take whole);
 * :mod:`.export`: one self-contained ``torch.export``, ONNX or TorchScript file with the
   network, the score and the threshold.
 
@@ -18,7 +21,7 @@ from agnostophobia._lazy import lazy_attributes
 
 _EXPORTS = {
     "CALIBRATION": "calibration", "calibrate_run": "calibration", "calibration_entry": "calibration",
-    "read_calibration": "calibration", "OpenSetClassifier": "classifier",
+    "read_calibration": "calibration", "OpenSetClassifier": "classifier", "ModelRequest": "request",
 }
 
 __all__ = sorted(_EXPORTS)

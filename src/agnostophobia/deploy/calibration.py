@@ -48,7 +48,7 @@ import json
 import math
 import warnings
 from pathlib import Path
-from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, Iterable, List, Optional, Tuple
 
 import numpy as np
 import torch
@@ -74,6 +74,8 @@ from agnostophobia.rundir import CALIBRATION, VAL_OUTPUTS, ModelDir, RunDir
 from agnostophobia.training.trained import TrainedModel, load_trained_model
 from agnostophobia.training.device import resolve_device
 from agnostophobia._log import log_info
+
+from .request import ModelRequest
 
 _FORMAT = 1
 #: The network's precision in every deployed decision; the score is computed in float64.
@@ -329,19 +331,19 @@ def _key(entry: Dict) -> Tuple[str, str, int]:
     return entry["approach"], entry["detector"], entry["seed"]
 
 
-def calibrate_models(run_dir: Path, fpr: float, models: Iterable[Tuple[int, str, str]], data_dir=None,
-                     device: Optional[str] = None, log: Callable[[str], None] = log_info,
-                     partial: bool = False, warn: bool = False) -> Dict:
-    """Calibrate ``(seed, approach, detector)`` models of ``run_dir`` at ``fpr`` and merge their
-    entries into ``calibration.json`` (written atomically, under the run's lock).
+def calibrate_models(request: ModelRequest, models: Iterable[Tuple[int, str, str]],
+                     log: Callable[[str], None] = log_info, warn: bool = False) -> Dict:
+    """Calibrate ``(seed, approach, detector)`` models of ``request.run`` at ``request.fpr`` and
+    merge their entries into ``calibration.json`` (written atomically, under the run's lock);
+    validation outputs not stored are computed from ``request.data_dir`` on ``request.device``.
 
     Every entry is computed before anything is decided: where a model gets no threshold, nothing
     is written (:func:`check_resolved` says what ``partial`` would write) and the file keeps
     its working thresholds byte for byte. With ``partial`` the thresholds that resolve are
     written, and a model without one keeps its earlier entry (an entry saying why where it had
     none); the error naming the models without one follows."""
-    run_dir = Path(run_dir)
-    fpr = check_target(fpr)
+    run_dir, data_dir, device, partial = request.run, request.data_dir, request.device, request.partial
+    fpr = check_target(request.fpr)
     settings, tuned = detector_settings(run_config(run_dir)), run_tuned_settings(run_dir)
     protocols = Protocols(run_dir, data_dir, log)
     with run_lock(run_dir, create=False):
@@ -372,31 +374,23 @@ def calibrate_models(run_dir: Path, fpr: float, models: Iterable[Tuple[int, str,
     return calibration
 
 
-def calibrate_run(run_dir, fpr: float, approaches: Optional[Sequence[str]] = None, detector: Optional[str] = None,
-                  data_dir=None, device: Optional[str] = None, log: Callable[[str], None] = log_info,
-                  partial: bool = False, detectors: Optional[Dict[str, str]] = None) -> Path:
-    """``agnostophobia calibrate``: every trained approach (or ``approaches``) and seed, each
-    with its paper score (or ``detector``, on the models it applies to; or ``detectors[approach]``,
-    one detector per approach, as ``--detector best`` chooses them). Where every model
-    resolves, the thresholds are written, in one write; where one does not, an
-    :class:`~agnostophobia.errors.AgnostophobiaError` names it and nothing is written (``partial``:
-    those that resolve are written first). An :class:`~agnostophobia.errors.AgnostophobiaWarning`
-    names the models whose validation negatives allow fewer than 10 false positives at ``fpr``
-    (:func:`check_resolved`).
+def calibrate_run(request: ModelRequest, log: Callable[[str], None] = log_info) -> Path:
+    """``agnostophobia calibrate``: every trained approach (or ``request.approaches``) and seed,
+    each with its paper score (or ``request.detector``, on the models it applies to; or
+    ``request.detector_of[approach]``, one detector per approach, as ``--detector best`` chooses
+    them), at ``request.fpr``. Where every model resolves, the thresholds are written, in one
+    write; where one does not, an :class:`~agnostophobia.errors.AgnostophobiaError` names it and
+    nothing is written (``request.partial``: those that resolve are written first). An
+    :class:`~agnostophobia.errors.AgnostophobiaWarning` names the models whose validation
+    negatives allow fewer than 10 false positives at the FPR (:func:`check_resolved`).
 
     Args:
-        run_dir: the run directory.
-        fpr: the target false-positive rate on the validation negatives, in (0, 1]: each
-            threshold is the lowest with FPR <= ``fpr``.
-        approaches: the trained approaches to calibrate; default: every trained one.
-        detector: one registered detector for every model it applies to; default: each
-            approach's paper score.
-        data_dir: the datasets' folder, where the run's validation outputs must be computed
-            again; default: the run's.
-        device: where a network computes, where it must (``cpu``, ``cuda``, ...); default: the run's.
+        request: the run and what to calibrate (:class:`~agnostophobia.deploy.request.ModelRequest`):
+            ``fpr`` (required) is the target false-positive rate on the validation negatives, in
+            (0, 1], each threshold the lowest with FPR <= ``fpr``; ``data_dir`` and ``device``
+            serve where the run's validation outputs must be computed again. It chooses no one
+            model (``seed``, ``approach``, ``precision``).
         log: receives one line per step (default: the package's logger, at INFO).
-        partial: write the models that resolve even where another does not.
-        detectors: one detector per approach (``{approach: detector}``), instead of ``detector``.
 
     Returns:
         The path of the written ``calibration.json``.
@@ -406,21 +400,19 @@ def calibrate_run(run_dir, fpr: float, approaches: Optional[Sequence[str]] = Non
             ``detector`` that applies to none of the models, or a model without a threshold at
             ``fpr``, named; nothing is written (without ``partial``).
     """
-    run_dir = Path(run_dir)
-    check_target(fpr)
+    request.refuse("calibrate_run", "seed", "approach", "precision")
+    run_dir, detector = request.run, request.detector
+    check_target(request.fpr)
     records.check_run(run_dir)  # every record valid and in agreement before anything is written
     models = trained_models(run_dir)
     trained = list(dict.fromkeys(a for _, a, _ in models))
+    approaches = list(request.detector_of) if request.detector_of is not None else request.approaches
     for approach in approaches or ():
         if approach not in trained:
             raise AgnostophobiaError(f"{run_dir}: no trained approach {approach!r}; trained: {', '.join(trained)}")
-    if detector is not None and detectors is not None:
-        raise ValueError("calibrate_run: give detector or detectors, not both")
-    for name in ([detector] if detector is not None else []) + list((detectors or {}).values()):
+    for name in ([detector] if detector is not None else []) + list((request.detector_of or {}).values()):
         DETECTORS.get(name)  # an unknown name: one line listing the registered ones
-    if detectors is not None:
-        approaches = list(detectors)
-    wanted = (lambda approach: detectors[approach]) if detectors is not None else (
+    wanted = (lambda approach: request.detector_of[approach]) if request.detector_of is not None else (
         lambda approach: detector or default_detector(approach))
     chosen = [(seed, approach, wanted(approach)) for seed, approach, _ in models
               if (not approaches or approach in approaches)
@@ -428,7 +420,7 @@ def calibrate_run(run_dir, fpr: float, approaches: Optional[Sequence[str]] = Non
     if not chosen:
         raise AgnostophobiaError(f"{run_dir}: detector {detector!r} reads a background class, which none of the "
                                  f"models {', '.join(approaches or trained)} has; choose another --detector")
-    calibrate_models(run_dir, fpr, chosen, data_dir, device, log, partial=partial, warn=True)
+    calibrate_models(request, chosen, log, warn=True)
     path = RunDir(run_dir).calibration
     log(f"calibration: {path}; `agnostophobia evaluate {run_dir}` adds what these thresholds give on the "
         f"test sets to the report")
@@ -515,8 +507,8 @@ def rechosen(entry: Dict, run_dir: Path, precision: Optional[str] = None, data_d
     once: :func:`old_scale_note`)."""
     model_dir = RunDir(run_dir).model_dir(entry["seed"], entry["approach"])
     precision = precision or entry_precision(entry, model_dir)
-    again = calibrate_in_memory(run_dir, entry["approach"], entry["detector"], entry["seed"], entry["target_fpr"],
-                                precision, data_dir, device, log=lambda line: None)
+    again = calibrate_in_memory(entry_request(entry, run_dir).but(precision=precision, data_dir=data_dir,
+                                                                   device=device), log=lambda line: None)
     return {**again, "class_names": entry.get("class_names") or again.get("class_names")}
 
 
@@ -526,13 +518,20 @@ def entry_precision(entry: Dict, model_dir: Path) -> str:
     return entry.get("precision") or trained_precision(load_checkpoint(ModelDir(model_dir).best)["config"])
 
 
-def calibrate_in_memory(run_dir: Path, approach: str, detector: str, seed: int, fpr: float, precision: str,
-                        data_dir=None, device: Optional[str] = None, log: Callable[[str], None] = log_info) -> Dict:
-    """The entry :func:`calibrate_models` would store, with the network in ``precision``,
-    computed and returned without writing anything into the run (a read-only run, or a
-    consumer computing in another precision than the stored threshold's)."""
-    run_dir = Path(run_dir)
-    fpr = check_target(fpr)
+def entry_request(entry: Dict, run_dir) -> ModelRequest:
+    """The request for the model of a calibration ``entry``, at its target FPR."""
+    return ModelRequest(run_dir, approach=entry["approach"], detector=entry["detector"], seed=entry["seed"],
+                        fpr=entry["target_fpr"], precision=entry.get("precision"))
+
+
+def calibrate_in_memory(request: ModelRequest, log: Callable[[str], None] = log_info) -> Dict:
+    """The entry :func:`calibrate_models` would store for the one model ``request`` names in
+    full (``approach``, ``detector``, ``seed``, ``fpr``), with the network in
+    ``request.precision``, computed and returned without writing anything into the run (a
+    read-only run, or a consumer computing in another precision than the stored threshold's)."""
+    run_dir, approach, detector, seed = request.run, request.approach, request.detector, request.seed
+    precision, data_dir, device = request.precision or DEPLOY_PRECISION, request.data_dir, request.device
+    fpr = check_target(request.fpr)
     model_dir = RunDir(run_dir).model_dir(seed, approach)
     protocols = Protocols(run_dir, data_dir, log)
     val = validation_outputs(model_dir, protocols, device, log, precision, store=False)

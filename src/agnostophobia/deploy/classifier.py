@@ -21,8 +21,11 @@ from agnostophobia.rundir import RunDir
 from agnostophobia.training.trained import TrainedModel, load_trained_model
 
 from .calibration import (CALIBRATION, DEPLOY_PRECISION, calibrate_in_memory, calibrate_models, calibration_entry,
-                          current_scale, entry_precision, network_outputs, old_scale_note, rechosen, resolve_model)
+                          current_scale, entry_precision, entry_request, network_outputs, old_scale_note, rechosen,
+                          resolve_model)
 from agnostophobia._log import log_info
+
+from .request import ModelRequest
 
 UNKNOWN = -1
 UNKNOWN_NAME = "unknown"
@@ -42,8 +45,8 @@ def threshold_in(entry: Dict, trained: TrainedModel, run_dir: Path, data_dir=Non
         return again
     if chosen_in == trained.precision:
         return entry
-    again = calibrate_in_memory(run_dir, entry["approach"], entry["detector"], entry["seed"], entry["target_fpr"],
-                                trained.precision, data_dir, str(trained.device), log)
+    again = calibrate_in_memory(entry_request(entry, run_dir).but(precision=trained.precision, data_dir=data_dir,
+                                                                   device=str(trained.device)), log)
     log(f"{run_dir}: the stored threshold was chosen on {chosen_in} scores and this classifier computes in "
         f"{trained.precision}: threshold {again['threshold']:.6g} chosen on validation outputs in "
         f"{trained.precision} at FPR <= {entry['target_fpr']:g} (in memory)")
@@ -121,24 +124,21 @@ class OpenSetClassifier:
         self.input_spec = run_input(trained.config)
 
     @classmethod
-    def from_run(cls, run_dir, approach: Optional[str] = None, detector: Optional[str] = None, seed: int = 0,
-                 device: Optional[str] = None, precision: Optional[str] = None, fpr: Optional[float] = None,
-                 data_dir=None, log=log_info) -> "OpenSetClassifier":
-        """The model ``seed<seed>/<approach>`` of ``run_dir`` (default: the run's first approach
-        trained with negatives) with ``detector`` (default: its paper score) and the stored
-        threshold; ``fpr`` calibrates that threshold first (FPR <= fpr on validation data),
-        stored in ``calibration.json``, or kept in memory on a run this user cannot write.
+    def from_run(cls, run, log=log_info, **choices) -> "OpenSetClassifier":
+        """The model ``seed<seed>/<approach>`` of the run ``run`` (default: the run's first
+        approach trained with negatives, seed 0) with ``detector`` (default: its paper score) and
+        the stored threshold; ``fpr`` calibrates that threshold first (FPR <= fpr on validation
+        data), stored in ``calibration.json``, or kept in memory on a run this user cannot write.
 
         Args:
-            run_dir: the run directory.
-            approach: the trained approach; default: the run's first trained with negatives.
-            detector: a registered detector; default: the approach's paper score.
-            seed: the model's seed.
-            device: where the network runs (``cpu``, ``cuda``, ...); default: the run's.
-            precision: ``fp32`` (default) or ``bf16``, the network's arithmetic.
-            fpr: calibrate the threshold first, at this target FPR on validation data.
-            data_dir: the datasets' folder, where validation outputs must be computed again.
+            run: the run directory, or a whole
+                :class:`~agnostophobia.deploy.request.ModelRequest`.
             log: receives one line per step.
+            **choices: the :class:`~agnostophobia.deploy.request.ModelRequest` fields this reads,
+                as keywords: ``approach``, ``detector``, ``seed``, ``device`` (where the network
+                runs; default: the run's), ``precision`` (``fp32``, the default, or ``bf16``),
+                ``fpr`` (calibrate first, at this target FPR) and ``data_dir`` (where validation
+                outputs must be computed again).
 
         Returns:
             The :class:`OpenSetClassifier`.
@@ -148,18 +148,24 @@ class OpenSetClassifier:
                 detector settings than the run's now, or the detector cannot be fitted; one
                 line saying what to run.
         """
-        run_dir = Path(run_dir)
+        if isinstance(run, ModelRequest):
+            request = run.but(**choices)
+        else:
+            request = ModelRequest(run, **choices)
+        request.refuse("OpenSetClassifier.from_run", "approaches", "detector_of", "partial")
+        run_dir, approach, detector, seed = request.run, request.approach, request.detector, request.seed
+        device, fpr, data_dir = request.device, request.fpr, request.data_dir
         model_dir, approach, detector = resolve_model(run_dir, approach, detector, seed)
-        precision = precision or DEPLOY_PRECISION
+        precision = request.precision or DEPLOY_PRECISION
         if fpr is not None and run_is_writable(run_dir):
-            calibrate_models(run_dir, fpr, [(seed, approach, detector)], data_dir, device, log)  # the exclusive lock
+            calibrate_models(request, [(seed, approach, detector)], log)  # under the exclusive lock
             fpr = None
         with run_read_lock(run_dir):  # no writer changes the run while its records are read
             if fpr is None:
                 entry = calibration_entry(run_dir, approach, detector, seed)
             else:
-                entry = calibrate_in_memory(run_dir, approach, detector, seed, fpr, DEPLOY_PRECISION, data_dir,
-                                            device, log)
+                entry = calibrate_in_memory(request.but(approach=approach, detector=detector,
+                                                        precision=DEPLOY_PRECISION), log)
                 log(f"{run_dir} is read-only: threshold {entry['threshold']:.6g} chosen on validation data at FPR "
                     f"<= {fpr:g} in memory, not stored in {CALIBRATION}")
             trained = load_trained_model(model_dir, device, precision)

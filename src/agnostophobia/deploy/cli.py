@@ -99,10 +99,10 @@ def _compare(args) -> int:
 
 def _calibrate(args) -> int:
     from agnostophobia.deploy.calibration import calibrate_run
+    from agnostophobia.deploy.request import ModelRequest
 
     if args.detector != "best":
-        calibrate_run(args.run, args.fpr, approaches=args.approach, detector=args.detector, data_dir=args.data_dir,
-                      device=args.device, partial=args.partial)
+        calibrate_run(ModelRequest.from_args(args))
         return 0
     from agnostophobia.deploy.compare import best_to_calibrate
 
@@ -110,8 +110,8 @@ def _calibrate(args) -> int:
     for choice in choices:
         print(f"--detector best: {choice.approach}/{choice.detector}: {choice.why}")
     # one calibration of every chosen (approach, detector): all or nothing, one write under one lock
-    calibrate_run(args.run, args.fpr, detectors={choice.approach: choice.detector for choice in choices},
-                  data_dir=args.data_dir, device=args.device, partial=args.partial)
+    chosen = {choice.approach: choice.detector for choice in choices}
+    calibrate_run(ModelRequest.from_args(args).but(detector=None, approaches=None, detector_of=chosen))
     return 0
 
 
@@ -134,12 +134,12 @@ def _best(args, log, exportable_only: bool = False) -> None:
 
 def _predict(args) -> int:
     from agnostophobia.deploy.predict import check_output, format_table, predict_files, write_rows
+    from agnostophobia.deploy.request import ModelRequest
 
     check_output(args.out, args.run)
     log = print if args.out else (lambda message: print(message, file=sys.stderr))  # stdout holds the table alone
     _best(args, log)
-    rows = predict_files(args.run, args.inputs, args.approach, args.detector, args.seed, fpr=args.fpr,
-                         data_dir=args.data_dir, device=args.device, log=log)
+    rows = predict_files(ModelRequest.from_args(args), args.inputs, log=log)
     if args.out:
         write_rows(rows, args.out)
         unknown = sum(row["label"] == "unknown" for row in rows)
@@ -151,8 +151,8 @@ def _predict(args) -> int:
 
 def _export(args) -> int:
     from agnostophobia.deploy.export import export_run
+    from agnostophobia.deploy.request import ModelRequest
 
     _best(args, print, exportable_only=True)
-    export_run(args.run, args.out, args.format, args.approach, args.detector, args.seed, fpr=args.fpr,
-               data_dir=args.data_dir)
+    export_run(ModelRequest.from_args(args), args.out, args.format)
     return 0

@@ -37,7 +37,7 @@ import io
 import json
 import warnings
 from pathlib import Path
-from typing import List, Optional
+from typing import List
 
 import torch
 from torch import nn
@@ -52,6 +52,7 @@ from agnostophobia.rundir import RunDir
 from .calibration import DEPLOY_PRECISION, arithmetic, resolve_model
 from .classifier import OpenSetClassifier
 from .formats import DEFAULT_FORMAT, FORMATS
+from .request import ModelRequest
 from agnostophobia._log import log_info
 
 METADATA = "agnostophobia.json"
@@ -174,18 +175,19 @@ def _onnx_program(module: nn.Module, example: torch.Tensor, batch):
                              output_names=["labels", "scores"], verbose=False)
 
 
-def export_run(run_dir, out: Path, fmt: str = DEFAULT_FORMAT, approach: Optional[str] = None,
-               detector: Optional[str] = None, seed: int = 0, fpr: Optional[float] = None, data_dir=None,
-               log=log_info) -> Path:
-    """``agnostophobia export``: one model of ``run_dir`` with its calibrated threshold."""
+def export_run(request: ModelRequest, out: Path, fmt: str = DEFAULT_FORMAT, log=log_info) -> Path:
+    """``agnostophobia export``: the one model ``request`` chooses (``approach``, ``detector``,
+    ``seed``; ``fpr`` calibrates its threshold first, from ``data_dir``), with its calibrated
+    threshold, on the CPU in fp32, as one ``fmt`` file at ``out``."""
+    request.refuse("export_run", "device", "precision")  # an export is computed on the CPU in fp32
     check_format(fmt)  # before any work, as the detector below
     if fmt == "torchscript":
         log(TORCHSCRIPT_NOTE)
-    RunDir(run_dir).check_output(out)  # an export never replaces a file of the run it reads
-    _, approach, detector = resolve_model(Path(run_dir), approach, detector, seed)
+    RunDir(request.run).check_output(out)  # an export never replaces a file of the run it reads
+    _, approach, detector = resolve_model(request.run, request.approach, request.detector, request.seed)
     check_exportable(detector)  # before any work: a calibration with --fpr writes
-    classifier = OpenSetClassifier.from_run(run_dir, approach, detector, seed, device="cpu",
-                                            precision=DEPLOY_PRECISION, fpr=fpr, data_dir=data_dir, log=log)
+    classifier = OpenSetClassifier.from_run(request.but(approach=approach, detector=detector, device="cpu",
+                                                        precision=DEPLOY_PRECISION), log=log)
     path = export_classifier(classifier, Path(out), fmt)
     log(f"exported {classifier.approach} (seed {classifier.seed}) with {classifier.detector_name} >= "
         f"{classifier.threshold:.6g} as {fmt}: {path} (fp32; input float (N, "

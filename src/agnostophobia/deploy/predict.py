@@ -26,29 +26,30 @@ from agnostophobia.training.trained import BEST
 
 from .calibration import calibration_entry, check_target, resolve_model
 from .classifier import OpenSetClassifier
+from .request import ModelRequest
 from agnostophobia._log import log_info
 
 COLUMNS = ("source", "label", "score", "threshold")
 OUTPUT_SUFFIXES = (".csv", ".json")
 
 
-def predict_files(run_dir, inputs: Sequence[str], approach: Optional[str] = None, detector: Optional[str] = None,
-                  seed: int = 0, fpr: Optional[float] = None, data_dir=None, device: Optional[str] = None,
-                  log=log_info) -> List[Dict]:
-    """Rows ``{source, label, score, threshold}`` for every image of ``inputs``, in order."""
-    run_dir = Path(run_dir)
+def predict_files(request: ModelRequest, inputs: Sequence[str], log=log_info) -> List[Dict]:
+    """Rows ``{source, label, score, threshold}`` for every image of ``inputs``, in order, by the
+    one model ``request`` chooses (:meth:`OpenSetClassifier.from_run
+    <agnostophobia.deploy.OpenSetClassifier.from_run>`: ``approach``, ``detector``, ``seed``,
+    ``fpr``, ``data_dir``, ``device``)."""
+    run_dir = request.run
     warning = check_run(run_dir).version_warning()  # broken records stop here; other library versions are named
     if warning:
         warnings.warn(warning, AgnostophobiaWarning, stacklevel=2)
-    model_dir, approach, detector = resolve_model(run_dir, approach, detector, seed)
-    if fpr is None:
-        calibration_entry(run_dir, approach, detector, seed)  # stop before reading anything without a threshold
+    model_dir, approach, detector = resolve_model(run_dir, request.approach, request.detector, request.seed)
+    if request.fpr is None:
+        calibration_entry(run_dir, approach, detector, request.seed)  # stop before reading anything without a threshold
     else:
-        check_target(fpr)
+        check_target(request.fpr)
     config = load_checkpoint(ModelDir(model_dir).best)["config"]
     sources = [open_image_input(spec) for spec in inputs]  # every input listed and checked before any model
-    classifier = OpenSetClassifier.from_run(run_dir, approach, detector, seed, device=device, fpr=fpr,
-                                            data_dir=data_dir, log=log)
+    classifier = OpenSetClassifier.from_run(request.but(approach=approach, detector=detector), log=log)
     rows = []
     for source in sources:  # at most one batch of decoded images at a time, whatever the input holds
         for images in source.batches(classifier.trained.batch_size):

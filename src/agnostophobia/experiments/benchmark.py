@@ -47,6 +47,7 @@ import numpy as np
 from agnostophobia._log import log_info
 from agnostophobia._runlock import run_lock
 from agnostophobia.data.protocols import unknown_set  # the registered protocols declare their sets there
+from agnostophobia.deploy.request import ModelRequest
 from agnostophobia.errors import AgnostophobiaError, TrainingDiverged
 from agnostophobia.experiments.request import RunRequest
 from agnostophobia.metrics import (TIE_FLAG, fpr_keys, holm, paired_seed_test, seed_interval, supported_fprs,
@@ -154,7 +155,8 @@ def _tune(run_dir: Path, approaches: Sequence[str], log) -> str:
     try:
         from agnostophobia.training.concurrent import available_cores
 
-        tune_detectors(run_dir, fpr, approaches=approaches, partial=True, log=log, processes=available_cores())
+        tune_detectors(ModelRequest(run_dir, approaches=approaches, fpr=fpr, partial=True), processes=available_cores(),
+                       log=log)
     except AgnostophobiaError as exc:
         return f"not tuned ({exc}); every detector has the config's settings"
     return f"tuned by tune-detectors on the validation split at FPR {fpr:g} ({negatives:,} validation negatives)"

@@ -161,7 +161,8 @@ def add_commands(subparsers) -> None:
     p.add_argument("run", type=Path, help="a run directory (reproduce/train output)")
     p.add_argument("--fpr", type=float, default=1e-2,
                    help="target FPR of the validation CCR (default 0.01); refused below 10/#validation negatives")
-    p.add_argument("--detector", nargs="+", help="detectors to tune (default: every one that declares a grid)")
+    p.add_argument("--detector", nargs="+", dest="detectors",
+                   help="detectors to tune (default: every one that declares a grid)")
     p.add_argument("--approach", nargs="+", help="trained approaches to tune for (default: every one of the run)")
     p.add_argument("--partial", action="store_true",
                    help="where some detectors get no setting, still write those chosen (default: write nothing, "
@@ -230,12 +231,12 @@ def _train(args) -> int:
 
 
 def _evaluate(args) -> int:
+    from agnostophobia.deploy.request import ModelRequest
     from agnostophobia.experiments.evaluate_unknowns import evaluate_run
     from agnostophobia.training.distributed import require_one_process
 
     require_one_process("evaluate")
-    evaluate_run(args.run, unknowns=args.unknowns, data_dir=args.data_dir, device=args.device,
-                 replace=args.replace)
+    evaluate_run(ModelRequest.from_args(args), unknowns=args.unknowns, replace=args.replace)
     return 0
 
 
@@ -247,9 +248,10 @@ def _tune(args) -> int:
 
 
 def _tune_detectors(args) -> int:
+    from agnostophobia.deploy.request import ModelRequest
     from agnostophobia.experiments.tune_detectors import tune_detectors
 
-    tune_detectors(args.run, args.fpr, args.detector, args.approach, partial=args.partial)
+    tune_detectors(ModelRequest.from_args(args), args.detectors)
     return 0
 
 

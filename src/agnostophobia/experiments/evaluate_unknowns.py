@@ -36,6 +36,7 @@ from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
 import numpy as np
 
 from agnostophobia.data.inputs import model_input, read_unknowns, run_input, unknown_set_name
+from agnostophobia.deploy.request import ModelRequest
 from agnostophobia.errors import AgnostophobiaWarning, DataError
 from agnostophobia._reading import read_input_text
 from agnostophobia._runlock import run_lock
@@ -109,11 +110,29 @@ def _same_outputs(stored: Dict[str, np.ndarray], computed: Dict[str, np.ndarray]
                for key, value in computed.items())
 
 
-def evaluate_run(run_dir, unknowns: Sequence[str] = (), data_dir=None, device: Optional[str] = None,
-                 plots: bool = True, replace: bool = False, log=log_info) -> Path:
+def evaluate_run(request: ModelRequest, unknowns: Sequence[str] = (), plots: bool = True, replace: bool = False,
+                 log=log_info) -> Path:
+    """``agnostophobia evaluate``: the metrics, report and figures of every model of
+    ``request.run`` computed again from its stored outputs; with ``unknowns``, those sets are
+    first run through every model and added (the other sets are not recomputed).
+
+    Args:
+        request: the run, and where networks compute what must be computed (``data_dir``:
+            where named unknown sets are read from; ``device``); it chooses no model, every one
+            is evaluated.
+        unknowns: unknown sets to add: registered names, ``.npz`` files, image folders or files.
+        plots: draw the figures again.
+        replace: an unknown set the run already holds is computed again (default: refused).
+        log: receives one line per step.
+
+    Returns:
+        The path of the written ``metrics.json``.
+    """
     from agnostophobia.experiments.reproduce import finish_run
 
-    run_dir = Path(run_dir)
+    request.refuse("evaluate_run", "approach", "approaches", "detector", "detector_of", "seed", "fpr",
+                   "precision", "partial")
+    run_dir, data_dir, device = request.run, request.data_dir, request.device
     if device:
         device = resolve_device(device)  # a bad --device stops before any work; resolved once, passed down
     records = check_run(run_dir)  # every record valid and in agreement, before anything is written

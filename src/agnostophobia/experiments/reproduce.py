@@ -464,7 +464,8 @@ def finish_run(out: Path, meta: Dict, plots: bool = True, log=log_info, previous
 
 def _plot(out: Path, log, splits=None):
     try:
-        from agnostophobia.plotting import draw_run
+        from agnostophobia.plotting.request import PlotRequest
+        from agnostophobia.plotting.run import draw_run
     except ImportError:
         return None
-    return draw_run(out, splits=splits)[0]
+    return draw_run(PlotRequest(out, splits=splits))[0]

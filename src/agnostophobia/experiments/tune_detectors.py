@@ -39,6 +39,7 @@ import numpy as np
 
 from agnostophobia._validation import check_fpr
 from agnostophobia._runlock import run_lock
+from agnostophobia.deploy.request import ModelRequest
 from agnostophobia.detectors import DETECTORS
 from agnostophobia.detectors._base import setting_grid
 from agnostophobia.detectors.stored import (NotFitted, applicable_detectors, detector_inputs, fitted_detector,
@@ -61,15 +62,19 @@ def tunable_detectors() -> List[str]:
     return [name for name in DETECTORS.names() if setting_grid(name)]
 
 
-def tune_detectors(run_dir, fpr: float = DEFAULT_FPR, detectors: Optional[Sequence[str]] = None,
-                   approaches: Optional[Sequence[str]] = None, log: Callable[[str], None] = log_info,
-                   partial: bool = False, processes: int = 1) -> Dict:
-    """Choose, store and return the settings (see the module docstring). Where a detector tuned
-    gets no setting (no grid point fits every model, or reaches ``fpr``), nothing is written and
-    an error says what would have been (``partial``: the settings chosen are written, and the
-    detectors without one keep what the run held for them). ``processes``: approaches tuned at a
-    time, each in its own process (the same choices as one after another)."""
-    run_dir = Path(run_dir)
+def tune_detectors(request: ModelRequest, detectors: Optional[Sequence[str]] = None, processes: int = 1,
+                   log: Callable[[str], None] = log_info) -> Dict:
+    """Choose, store and return the settings (see the module docstring) of ``detectors``
+    (default: every one that declares a grid) for the run ``request.run``'s approaches
+    (``request.approaches``, default: all), by the validation CCR at ``request.fpr`` (default
+    1 %). Where a detector tuned gets no setting (no grid point fits every model, or reaches the
+    FPR), nothing is written and an error says what would have been (``request.partial``: the
+    settings chosen are written, and the detectors without one keep what the run held for
+    them). ``processes``: approaches tuned at a time, each in its own process (the same choices
+    as one after another)."""
+    request.refuse("tune_detectors", "seed", "detector", "detector_of", "data_dir", "device", "precision")
+    run_dir, approaches, partial = request.run, request.chosen_approaches(), request.partial
+    fpr = DEFAULT_FPR if request.fpr is None else request.fpr
     check_fpr(fpr, error=AgnostophobiaError)
     records = check_run(run_dir, "tune")
     settings = run_detector_settings(run_dir, records.config)

@@ -14,7 +14,7 @@ from agnostophobia._lazy import lazy_attributes
 
 _EXPORTS = {
     "plot_run": "run", "draw_run": "run", "iter_run_figures": "run", "RunFigure": "run",
-    "check_formats": "run",
+    "check_formats": "run", "PlotRequest": "request",
     "plot_features": "panels", "plot_softmax_histogram": "panels", "plot_magnitude_histogram": "panels",
     "plot_oscr": "panels", "plot_confidence_curves": "panels", "CurveSeries": "panels",
     "oscr_series": "panels", "oscr_on_grid": "panels", "oscr_grid": "panels",

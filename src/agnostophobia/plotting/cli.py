@@ -21,18 +21,17 @@ def add_commands(subparsers) -> None:
 
 def _plot(args) -> int:
     from agnostophobia._runlock import run_read_lock
-    from agnostophobia.plotting.panels import DEFAULT_MAX_POINTS
+    from agnostophobia.plotting.request import PlotRequest
     from agnostophobia.plotting.run import check_formats, check_run_records, draw_run
-    from agnostophobia.rundir import RunDir
 
     if args.max_points is not None and args.max_points < 1:
         raise ValueError(f"--max-points must be >= 1, got {args.max_points}")
     check_formats(args.formats)  # bad flags are refused before the run is touched
     with run_read_lock(args.run):  # figures are not drawn while training rewrites the outputs; a reader writes nothing
         check_run_records(args.run)  # a run whose records are broken or disagree stops before anything is written
-        sections, written = draw_run(args.run, args.formats, args.out,
-                                     max_points=args.max_points or DEFAULT_MAX_POINTS)
-    out = args.out if args.out is not None else RunDir(args.run).figures
+        request = PlotRequest.from_args(args)
+        sections, written = draw_run(request)
+    out = request.out_dir
     if not written:
         print(f"no figures drawn for {args.run} (see the messages above)")
         return 0

@@ -28,7 +28,7 @@ import re
 from concurrent.futures import ProcessPoolExecutor
 from functools import partial
 from pathlib import Path
-from typing import Callable, Collection, Dict, Iterator, List, NamedTuple, Optional, Sequence, Tuple
+from typing import Callable, Dict, Iterator, List, NamedTuple, Optional, Sequence, Tuple
 
 import numpy as np
 from matplotlib.figure import Figure
@@ -41,6 +41,7 @@ from agnostophobia.data.protocols import unknown_set
 from agnostophobia.metrics import oscr
 from agnostophobia.metrics.rows import own_detector, paper_rows, row_sort_key
 from agnostophobia.plotting import style
+from agnostophobia.plotting.request import PlotRequest
 from agnostophobia.plotting.panels import (DEFAULT_MAX_POINTS, logit_weights, new_figure, oscr_series,
                                            plot_features, plot_magnitude_histogram, plot_oscr,
                                            plot_softmax_histogram, save_figure, softmax_histogram_values,
@@ -154,33 +155,29 @@ def plot_run(run_dir, formats: Sequence[str] = ("png",), out_dir=None, *,
         FileNotFoundError: ``run_dir`` does not exist.
         ValueError: no outputs to plot, or a format matplotlib cannot write.
     """
-    return draw_run(run_dir, formats, out_dir, max_points=max_points, log=log)[0]
+    return draw_run(PlotRequest(run_dir, formats, out_dir, max_points), log)[0]
 
 
-def draw_run(run_dir, formats: Sequence[str] = ("png",), out_dir=None, *,
-             max_points: Optional[int] = DEFAULT_MAX_POINTS,
-             log: Callable[[str], None] = log_info, splits: Optional[Collection[str]] = None,
-             workers: Optional[int] = None) -> Tuple[Dict[str, List[str]], List[Path]]:
-    """:func:`plot_run`, also returning every file written (all formats).
+def draw_run(request: PlotRequest, log: Callable[[str], None] = log_info) -> Tuple[Dict[str, List[str]], List[Path]]:
+    """:func:`plot_run` for a whole :class:`~agnostophobia.plotting.request.PlotRequest`, also
+    returning every file written (all formats).
 
-    ``splits``: draw only the figures of these unknown sets, and any other whose files are
-    missing (``evaluate --unknowns`` adds a set); the sections list every figure all the same.
-    ``workers``: processes drawing at once (1: here, one after another; None: one per usable
-    core, at most :data:`MAX_WORKERS` — on this project's idle 2-core machine two processes drew
-    the `cpu` LeNet++ run's 20 figures in 4.4–4.6 s against 8.6–8.8 s). Each drawing process
-    dies with the command that started it (``training.concurrent.die_with_parent``).
+    ``request.splits``: draw only the figures of these unknown sets, and any other whose files
+    are missing; the sections list every figure all the same. ``request.workers``: processes
+    drawing at once (on this project's idle 2-core machine two processes drew the `cpu` LeNet++
+    run's 20 figures in 4.4–4.6 s against 8.6–8.8 s in one). Each drawing process dies with the
+    command that started it (``training.concurrent.die_with_parent``).
 
     Args:
-        run_dir, formats, out_dir, max_points, log: as for :func:`plot_run`.
-        splits: the unknown sets whose figures are drawn again (None: all).
-        workers: processes drawing at once (None: one per usable core, at most ``MAX_WORKERS``).
+        request: the run, the formats, where the figures go, and which are drawn again.
+        log: receives one line per figure or panel that is skipped, and why.
 
     Returns:
         ``(sections, files)``, what :func:`plot_run` returns and every file written.
     """
-    run_dir = Path(run_dir)
-    formats = check_formats(formats)
-    out_dir = Path(out_dir) if out_dir is not None else RunDir(run_dir).figures
+    run_dir, splits, max_points = request.run, request.splits, request.max_points
+    formats = check_formats(request.formats)
+    out_dir = request.out_dir
     write = figure_writer(run_dir, out_dir)
     preferred = next((f for f in EMBEDDABLE if f in formats), formats[0])
     sections: Dict[str, List[str]] = {}
@@ -193,7 +190,7 @@ def draw_run(run_dir, formats: Sequence[str] = ("png",), out_dir=None, *,
             wanted.append(item)
     if write is not atomic_write:  # every figure file of the run checked before the first is drawn
         RunDir(run_dir).check_writable_all([out_dir / f"{item.stem}.{fmt}" for item in wanted for fmt in formats])
-    return sections, _draw_all(wanted, out_dir, formats, workers, write)
+    return sections, _draw_all(wanted, out_dir, formats, request.workers, write)
 
 
 def figure_writer(run_dir: Path, out_dir: Path) -> Callable:

@@ -1,0 +1,133 @@
+"""One request from the command line down: which models of a trained run a command reads.
+
+The handlers of ``compare``, ``calibrate``, ``predict``, ``export`` (``deploy/cli.py``),
+``evaluate`` and ``tune-detectors`` (``experiments/cli.py``) build one :class:`ModelRequest`
+from the parsed command line; the library functions behind them take it whole, as the
+training commands take a :class:`~agnostophobia.experiments.request.RunRequest`. So each
+flag is read in one place, and a script asks with the same object::
+
+    from agnostophobia.deploy.calibration import calibrate_run
+    from agnostophobia.deploy.request import ModelRequest
+
+    calibrate_run(ModelRequest("runs/lenet++-cpu", fpr=0.01, approaches=["entropic"]))
+
+:meth:`OpenSetClassifier.from_run <agnostophobia.deploy.OpenSetClassifier.from_run>` takes
+the fields as keywords (``from_run(run, approach="entropic", fpr=0.1)``).
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+from pathlib import Path
+from typing import Any, Dict, Mapping, Optional, Tuple
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelRequest:
+    """What a command on a trained run asked for; every field but ``run`` may be left at its
+    default.
+
+    A command that reads one model (``predict``, ``export``,
+    :meth:`~agnostophobia.deploy.OpenSetClassifier.from_run`) takes ``approach``; one that reads
+    several (``compare``, ``calibrate``, ``tune-detectors``) takes ``approaches``; a request
+    giving both is refused, and a field the command does not read must stay at its default
+    (:meth:`refuse`).
+
+    Args:
+        run: The run directory written by ``reproduce`` or ``train``.
+        approach: The one trained approach (``--approach``); default: the run's first trained with negatives.
+        approaches: Only these trained approaches (``--approach``, repeatable); default: every trained one.
+        detector: A registered detector (``--detector``); default: each approach's paper score.
+        detector_of: One detector per approach, ``{approach: detector}``, instead of ``detector``
+            (``calibrate --detector best`` chooses them).
+        seed: The one model's training seed (``--seed``, default 0).
+        fpr: A target false-positive rate on the validation negatives, in (0, 1] (``--fpr``):
+            ``calibrate`` chooses each threshold at it, ``predict`` and ``export`` calibrate first.
+        data_dir: The datasets' folder, where validation outputs must be computed again (``--data-dir``;
+            default: ``$AGNOSTOPHOBIA_DATA``).
+        device: Where a network computes (``cpu``, ``cuda``, ``cuda:N``; ``--device``); default: the run's.
+        precision: ``fp32`` (default) or ``bf16``: the one model's arithmetic.
+        partial: Where some models get no threshold at ``fpr``, still write those that resolve
+            (``--partial``).
+
+    Examples:
+        >>> from agnostophobia.deploy import ModelRequest
+        >>> request = ModelRequest("runs/lenet++-cpu", fpr=0.01, approaches=["entropic", "objectosphere"])
+        >>> request.chosen_approaches()
+        ('entropic', 'objectosphere')
+        >>> request.but(approaches=None, approach="softmax").chosen_approaches()
+        ('softmax',)
+        >>> ModelRequest("runs/lenet++-cpu", approach="softmax", approaches=["entropic"])
+        Traceback (most recent call last):
+        ...
+        ValueError: give approach (one model) or approaches (several), not both
+    """
+
+    run: Any
+    approach: Optional[str] = None
+    approaches: Optional[Tuple[str, ...]] = None
+    detector: Optional[str] = None
+    detector_of: Optional[Mapping[str, str]] = None
+    seed: int = 0
+    fpr: Optional[float] = None
+    data_dir: Any = None
+    device: Optional[str] = None
+    precision: Optional[str] = None
+    partial: bool = False
+
+    def __post_init__(self):
+        object.__setattr__(self, "run", Path(self.run))
+        if isinstance(self.approaches, str):
+            raise ValueError(f"approaches must be a sequence of approach names, got the string {self.approaches!r}")
+        if self.approaches is not None:  # a tuple: a frozen request holds no list a callee could change
+            object.__setattr__(self, "approaches", tuple(self.approaches))
+        if self.detector_of is not None:
+            object.__setattr__(self, "detector_of", dict(self.detector_of))
+        if self.approach is not None and self.approaches is not None:
+            raise ValueError("give approach (one model) or approaches (several), not both")
+        if self.detector is not None and self.detector_of is not None:
+            raise ValueError("give detector or detector_of, not both")
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> "ModelRequest":
+        """The request of a parsed command line: ``--approach`` is ``approaches`` where the
+        command repeats it (a list), else ``approach``; a flag the command lacks keeps the
+        field's default.
+
+        Returns:
+            The :class:`ModelRequest`.
+        """
+        given = vars(args)
+        values: Dict[str, Any] = {"run": given["run"]}
+        chosen = given.get("approach")
+        values["approaches" if isinstance(chosen, list) else "approach"] = chosen
+        for field in dataclasses.fields(cls):
+            if field.name not in ("run", "approach", "approaches") and given.get(field.name) is not None:
+                values[field.name] = given[field.name]
+        return cls(**values)
+
+    def but(self, **changes) -> "ModelRequest":
+        """A copy with ``changes`` (field names), e.g. the approach and detector filled in.
+
+        Returns:
+            The changed copy; this request is unchanged.
+        """
+        return dataclasses.replace(self, **changes)
+
+    def chosen_approaches(self) -> Optional[Tuple[str, ...]]:
+        """The approaches the request reads.
+
+        Returns:
+            ``approaches``, or the one ``approach`` as a tuple; None where it names none (every
+            trained approach).
+        """
+        return self.approaches if self.approach is None else (self.approach,)
+
+    def refuse(self, command: str, *fields: str) -> None:
+        """A ``ValueError`` naming ``command`` where one of ``fields``, which it does not read,
+        was changed from its default: no request is half followed in silence."""
+        defaults = {field.name: field.default for field in dataclasses.fields(self)}
+        changed = [name for name in fields if getattr(self, name) != defaults[name]]
+        if changed:
+            raise ValueError(f"{command} does not read {', '.join(changed)} of its ModelRequest; leave "
+                             f"{'it' if len(changed) == 1 else 'them'} at the default")
