@@ -115,10 +115,14 @@ def _calibrate(args) -> int:
     return 0
 
 
-def _best(args, log, exportable_only: bool = False) -> None:
-    """``--detector best``: the top of the ranking put in ``args.approach`` / ``args.detector``, said with why."""
-    if args.detector != "best":
-        return
+def _one_model(args, log, exportable_only: bool = False):
+    """The one model a ``predict`` or ``export`` command line asks for, as a ``ModelRequest``;
+    ``--detector best``: the top of the ranking, said with why."""
+    from agnostophobia.deploy.request import ModelRequest
+
+    request = ModelRequest.from_args(args)
+    if request.detector != "best":
+        return request
     from agnostophobia.deploy.compare import best_to_deploy
 
     only, among = None, ""
@@ -127,19 +131,17 @@ def _best(args, log, exportable_only: bool = False) -> None:
 
         only = lambda name: DETECTORS.get(name).why_not_exportable() is None  # noqa: E731
         among = " that export can write"
-    choice, fpr = best_to_deploy(args.run, args.approach, args.seed, args.fpr, only, among)
+    choice, fpr = best_to_deploy(request, only, among)
     log(f"--detector best at FPR {fpr:g}: {choice.approach}/{choice.detector}: {choice.why}")
-    args.approach, args.detector = choice.approach, choice.detector
+    return request.but(approach=choice.approach, detector=choice.detector)
 
 
 def _predict(args) -> int:
     from agnostophobia.deploy.predict import check_output, format_table, predict_files, write_rows
-    from agnostophobia.deploy.request import ModelRequest
 
     check_output(args.out, args.run)
     log = print if args.out else (lambda message: print(message, file=sys.stderr))  # stdout holds the table alone
-    _best(args, log)
-    rows = predict_files(ModelRequest.from_args(args), args.inputs, log=log)
+    rows = predict_files(_one_model(args, log), args.inputs, log=log)
     if args.out:
         write_rows(rows, args.out)
         unknown = sum(row["label"] == "unknown" for row in rows)
@@ -151,8 +153,6 @@ def _predict(args) -> int:
 
 def _export(args) -> int:
     from agnostophobia.deploy.export import export_run
-    from agnostophobia.deploy.request import ModelRequest
 
-    _best(args, print, exportable_only=True)
-    export_run(ModelRequest.from_args(args), args.out, args.format)
+    export_run(_one_model(args, print, exportable_only=True), args.out, args.format)
     return 0

@@ -315,12 +315,13 @@ def best_to_calibrate(run_dir, fpr: float, approaches: Optional[Sequence[str]] =
     return [best_choice(run_dir, fpr, [approach]) for approach in dict.fromkeys(approaches)]
 
 
-def best_to_deploy(run_dir, approach: Optional[str], seed: int, fpr: Optional[float],
-                   only: Optional[Callable[[str], bool]] = None, among: str = "") -> Tuple[Choice, float]:
-    """``predict``/``export --detector best``: the top of the ranking at ``fpr`` (the run's or
-    ``approach``'s), and that FPR. Without ``fpr``, at the target FPR of the calibration that
-    ``calibrate --detector best`` stored: the one FPR at which the top's own threshold (seed
-    ``seed``) is in ``calibration.json``; a one-line refusal where there is none, or several."""
+def best_to_deploy(request, only: Optional[Callable[[str], bool]] = None, among: str = "") -> Tuple[Choice, float]:
+    """``predict``/``export --detector best``: the top of the ranking at ``request.fpr`` (the
+    run's, or ``request.approach``'s), and that FPR. Without an FPR, at the target FPR of the
+    calibration that ``calibrate --detector best`` stored: the one FPR at which the top's own
+    threshold (seed ``request.seed``) is in ``calibration.json``; a one-line refusal where there
+    is none, or several. ``request`` is a :class:`~agnostophobia.deploy.request.ModelRequest`."""
+    run_dir, approach, seed, fpr = request.run, request.approach, request.seed, request.fpr
     approaches = [approach] if approach else None
     if fpr is not None:
         return best_choice(run_dir, fpr, approaches, only, among), float(fpr)
