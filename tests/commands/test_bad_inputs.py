@@ -402,6 +402,7 @@ def seed_link(run):
 # (id, how the run copy is broken, command as a function of (run, tmp), text the one line must contain)
 EVALUATE = lambda r, t: ["evaluate", r, "--no-progress"]  # noqa: E731
 PREDICT = lambda r, t: ["predict", r, image_npz(t), "--approach", "entropic"]  # noqa: E731
+EXPORT = lambda r, t: ["export", r, "--approach", "entropic", "--out", t / "model.pt2"]  # noqa: E731
 RECORD_CASES = [
     ("config-missing", lambda r: (r / "config.yaml").unlink(), EVALUATE, "config.yaml: missing"),
     ("config-empty", lambda r: (r / "config.yaml").write_text(""), EVALUATE, "config.yaml: is empty"),
@@ -445,6 +446,10 @@ RECORD_CASES = [
     ("calibration-not-json", lambda r: (r / "calibration.json").write_text("thresholds"),
      lambda r, t: ["calibrate", r, "--fpr", "0.1"], "calibration.json"),
     ("calibration-nan-evaluate", lambda r: set_threshold(r, float("nan")), EVALUATE, "entries[1].threshold"),
+    # export checks the whole run as predict does: records that disagree export no threshold
+    ("config-vs-meta-export", lambda r: rewrite_yaml(r / "config.yaml", openmax={"tail_size": 20}), EXPORT,
+     "train_config.openmax"),
+    ("meta-seeds-export", lambda r: rewrite_json(r / "run_meta.json", lambda d: d.update(seeds=3)), EXPORT, "seeds"),
 ]
 
 
