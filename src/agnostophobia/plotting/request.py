@@ -29,7 +29,7 @@ class PlotRequest:
         splits: Draw again only the figures of these unknown sets, and any other whose files are
             missing (``evaluate --unknowns`` adds a set); None: all.
         workers: Processes drawing at once (1: in this process, one after another; None: one per
-            usable core, at most :data:`~agnostophobia.plotting.run.MAX_WORKERS`).
+            usable core, at most ``plotting.run.MAX_WORKERS``).
 
     Examples:
         >>> from agnostophobia.plotting import PlotRequest
