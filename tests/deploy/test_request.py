@@ -3,11 +3,12 @@ trained run reaches its ``ModelRequest`` or its handler, a request is never half
 the library functions behind the commands take it whole."""
 from __future__ import annotations
 
-import argparse
 import dataclasses
 from pathlib import Path
 
 import pytest
+
+from request_flags import unread_flags
 
 from agnostophobia.cli import build_parser
 from agnostophobia.deploy.request import ModelRequest
@@ -19,18 +20,10 @@ HANDLER_ONLY = {"predict": {"inputs", "out"}, "export": {"out", "format"},
                 "evaluate": {"unknowns", "replace", "no_progress"}, "tune-detectors": {"detectors"}}
 
 
-def subparser(command: str) -> argparse.ArgumentParser:
-    parser = build_parser()
-    action = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
-    return action.choices[command]
-
-
 @pytest.mark.parametrize("command", RUN_COMMANDS)
 def test_every_flag_of_a_command_on_a_run_is_a_field_of_the_request_or_read_by_its_handler(command):
     """A new flag that neither reaches the request nor its handler would be parsed and ignored."""
-    fields = {f.name for f in dataclasses.fields(ModelRequest)}
-    dests = {a.dest for a in subparser(command)._actions if a.dest not in ("help", "func")}
-    unread = {d for d in dests if d not in fields} - HANDLER_ONLY.get(command, set())
+    unread = unread_flags(command, ModelRequest, HANDLER_ONLY.get(command, set()))
     assert not unread, f"{command}: flags no request field or handler reads: {sorted(unread)}"
 
 

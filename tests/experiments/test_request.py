@@ -3,12 +3,13 @@ command reaches its ``RunRequest``, the library functions behind the commands ta
 whole, and the budget is checked in one place."""
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import inspect
 from pathlib import Path
 
 import pytest
+
+from request_flags import unread_flags
 
 from agnostophobia.cli import build_parser, main
 from agnostophobia.errors import ConfigError
@@ -22,18 +23,10 @@ ALIASES = {"no_progress": "progress", "no_plots": "plots", "no_fetch": "fetch", 
            "config": "experiment"}
 
 
-def subparser(command: str) -> argparse.ArgumentParser:
-    parser = build_parser()
-    action = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
-    return action.choices[command]
-
-
 @pytest.mark.parametrize("command", TRAINING_COMMANDS)
 def test_every_flag_of_a_training_command_is_a_field_of_the_request_or_read_by_its_handler(command):
     """A new flag that neither reaches the request nor its handler would be parsed and ignored."""
-    fields = {f.name for f in dataclasses.fields(RunRequest)}
-    dests = {a.dest for a in subparser(command)._actions if a.dest != "help"}
-    unread = {d for d in dests if ALIASES.get(d, d) not in fields} - HANDLER_ONLY.get(command, set())
+    unread = unread_flags(command, RunRequest, HANDLER_ONLY.get(command, set()), ALIASES)
     assert not unread, f"{command}: flags no request field or handler reads: {sorted(unread)}"
 
 
