@@ -46,7 +46,7 @@ import agnostophobia
 from agnostophobia._atomic import atomic_write
 from agnostophobia.data.preprocess import INPUT_CONVENTIONS
 from agnostophobia.detectors import DETECTORS, TorchScore
-from agnostophobia.errors import AgnostophobiaError, AgnostophobiaWarning
+from agnostophobia.errors import AgnostophobiaError
 from agnostophobia.rundir import RunDir
 from agnostophobia.training.records import check_run
 
@@ -185,9 +185,7 @@ def export_run(request: ModelRequest, out: Path, fmt: str = DEFAULT_FORMAT, log=
     if fmt == "torchscript":
         log(TORCHSCRIPT_NOTE)
     RunDir(request.run).check_output(out)  # an export never replaces a file of the run it reads
-    warning = check_run(request.run, "export").version_warning()  # broken records stop here, as for predict
-    if warning:
-        warnings.warn(warning, AgnostophobiaWarning, stacklevel=2)
+    check_run(request.run, "export").warn_versions(stacklevel=2)  # broken records stop here, as for predict
     _, approach, detector = resolve_model(request.run, request.approach, request.detector, request.seed)
     check_exportable(detector)  # before any work: a calibration with --fpr writes
     classifier = OpenSetClassifier.from_run(request.but(approach=approach, detector=detector, device="cpu",

@@ -12,13 +12,12 @@ from __future__ import annotations
 import csv
 import io
 import json
-import warnings
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
 from agnostophobia._atomic import atomic_write
 from agnostophobia.data.inputs import model_input, open_image_input
-from agnostophobia.errors import AgnostophobiaError, AgnostophobiaWarning
+from agnostophobia.errors import AgnostophobiaError
 from agnostophobia.rundir import ModelDir, RunDir
 from agnostophobia.training.checkpoint import load_checkpoint
 from agnostophobia.training.records import check_run
@@ -39,9 +38,7 @@ def predict_files(request: ModelRequest, inputs: Sequence[str], log=log_info) ->
     <agnostophobia.deploy.OpenSetClassifier.from_run>`: ``approach``, ``detector``, ``seed``,
     ``fpr``, ``data_dir``, ``device``)."""
     run_dir = request.run
-    warning = check_run(run_dir).version_warning()  # broken records stop here; other library versions are named
-    if warning:
-        warnings.warn(warning, AgnostophobiaWarning, stacklevel=2)
+    check_run(run_dir).warn_versions(stacklevel=2)  # broken records stop here; other library versions are named
     model_dir, approach, detector = resolve_model(run_dir, request.approach, request.detector, request.seed)
     if request.fpr is None:
         calibration_entry(run_dir, approach, detector, request.seed)  # stop before reading anything without a threshold

@@ -28,7 +28,6 @@ an error, Ctrl-C; a kill, at the next command) leaves the run's last result byte
 from __future__ import annotations
 
 import json
-import warnings
 from collections import Counter
 from pathlib import Path
 from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
@@ -37,7 +36,7 @@ import numpy as np
 
 from agnostophobia.data.inputs import model_input, read_unknowns, run_input, unknown_set_name
 from agnostophobia.deploy.request import ModelRequest
-from agnostophobia.errors import AgnostophobiaWarning, DataError
+from agnostophobia.errors import DataError
 from agnostophobia._reading import read_input_text
 from agnostophobia._runlock import run_lock
 from agnostophobia.detectors.stored import (ModelScores, model_scores, model_settings, run_detector_settings,
@@ -137,9 +136,7 @@ def evaluate_run(request: ModelRequest, unknowns: Sequence[str] = (), plots: boo
         device = resolve_device(device)  # a bad --device stops before any work; resolved once, passed down
     records = check_run(run_dir)  # every record valid and in agreement, before anything is written
     settings = run_detector_settings(run_dir, records.config)  # settings that could not score stop here
-    warning = records.version_warning()
-    if warning:
-        warnings.warn(warning, AgnostophobiaWarning, stacklevel=2)
+    records.warn_versions(stacklevel=2)
     model_dirs = sorted(model_dir for _, _, model_dir in records.models)
     prepared, names = {}, []
     if unknowns:  # every input is checked, read and prepared before the run is touched

@@ -2,11 +2,12 @@
 writes anything, and checks that they agree (:func:`check_agreement`)."""
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
-from agnostophobia.errors import AgnostophobiaError
+from agnostophobia.errors import AgnostophobiaError, AgnostophobiaWarning
 from agnostophobia.losses import LOSSES
 from agnostophobia.rundir import ModelDir, RecordError, RunDir
 from agnostophobia.training.fine_tune import recipe_schedule
@@ -31,8 +32,13 @@ class RunRecords:
     calibration: Optional[Dict[str, Any]] = None
     checkpoint_configs: Dict[Path, Dict[str, Any]] = field(default_factory=dict)
 
-    def version_warning(self) -> Optional[str]:
-        return version_mismatch(self.run_dir, self.meta)
+    def warn_versions(self, stacklevel: int = 1) -> None:
+        """An :class:`~agnostophobia.errors.AgnostophobiaWarning` naming the libraries whose version
+        differs from the run's (:func:`version_mismatch`); nothing where none does. ``stacklevel``
+        counts from the caller, as :func:`warnings.warn`'s does."""
+        mismatch = version_mismatch(self.run_dir, self.meta)
+        if mismatch:
+            warnings.warn(mismatch, AgnostophobiaWarning, stacklevel=stacklevel + 1)
 
 
 def run_models(run_dir, command: Optional[str] = None) -> List[Tuple[int, str, Path]]:
