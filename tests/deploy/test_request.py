@@ -69,4 +69,5 @@ def test_a_field_the_command_does_not_read_is_refused_not_ignored(tmp_path):
         calibrate_run(ModelRequest(tmp_path, fpr=0.1, seed=1))
     with pytest.raises(ValueError, match="evaluate_run does not read approach, fpr"):
         evaluate_run(ModelRequest(tmp_path, approach="softmax", fpr=0.1))
-    ModelRequest(tmp_path).refuse("anything", "seed", "approach")  # defaults are no choice
+    ModelRequest(tmp_path).check_reads("anything")  # defaults are no choice
+    ModelRequest(tmp_path, seed=1, fpr=0.1).check_reads("anything", "seed", "fpr")  # what a command reads may be set

@@ -400,7 +400,8 @@ def calibrate_run(request: ModelRequest, log: Callable[[str], None] = log_info) 
             ``detector`` that applies to none of the models, or a model without a threshold at
             ``fpr``, named; nothing is written (without ``partial``).
     """
-    request.refuse("calibrate_run", "seed", "approach", "precision")
+    request.check_reads("calibrate_run", "approaches", "detector", "detector_of", "fpr", "data_dir", "device",
+                        "partial")
     run_dir, detector = request.run, request.detector
     check_target(request.fpr)
     records.check_run(run_dir)  # every record valid and in agreement before anything is written

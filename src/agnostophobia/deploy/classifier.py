@@ -152,7 +152,8 @@ class OpenSetClassifier:
             request = run.but(**choices)
         else:
             request = ModelRequest(run, **choices)
-        request.refuse("OpenSetClassifier.from_run", "approaches", "detector_of", "partial")
+        request.check_reads("OpenSetClassifier.from_run", "approach", "detector", "seed", "fpr", "data_dir", "device",
+                            "precision")
         run_dir, approach, detector, seed = request.run, request.approach, request.detector, request.seed
         device, fpr, data_dir = request.device, request.fpr, request.data_dir
         model_dir, approach, detector = resolve_model(run_dir, approach, detector, seed)

@@ -180,7 +180,8 @@ def export_run(request: ModelRequest, out: Path, fmt: str = DEFAULT_FORMAT, log=
     """``agnostophobia export``: the one model ``request`` chooses (``approach``, ``detector``,
     ``seed``; ``fpr`` calibrates its threshold first, from ``data_dir``), with its calibrated
     threshold, on the CPU in fp32, as one ``fmt`` file at ``out``."""
-    request.refuse("export_run", "device", "precision")  # an export is computed on the CPU in fp32
+    # an export is computed on the CPU in fp32: no device or precision to choose
+    request.check_reads("export_run", "approach", "detector", "seed", "fpr", "data_dir")
     check_format(fmt)  # before any work, as the detector below
     if fmt == "torchscript":
         log(TORCHSCRIPT_NOTE)

@@ -31,7 +31,7 @@ class ModelRequest:
     :meth:`~agnostophobia.deploy.OpenSetClassifier.from_run`) takes ``approach``; one that reads
     several (``compare``, ``calibrate``, ``tune-detectors``) takes ``approaches``; a request
     giving both is refused, and a field the command does not read must stay at its default
-    (:meth:`refuse`).
+    (:meth:`check_reads`).
 
     Args:
         run: The run directory written by ``reproduce`` or ``train``.
@@ -123,11 +123,12 @@ class ModelRequest:
         """
         return self.approaches if self.approach is None else (self.approach,)
 
-    def refuse(self, command: str, *fields: str) -> None:
-        """A ``ValueError`` naming ``command`` where one of ``fields``, which it does not read,
-        was changed from its default: no request is half followed in silence."""
-        defaults = {field.name: field.default for field in dataclasses.fields(self)}
-        changed = [name for name in fields if getattr(self, name) != defaults[name]]
+    def check_reads(self, command: str, *reads: str) -> None:
+        """A ``ValueError`` naming ``command`` where a field other than ``run`` and ``reads`` (the
+        fields it reads) was changed from its default: no request is half followed in silence, and
+        a field added later is refused by every command that does not say it reads it."""
+        changed = [field.name for field in dataclasses.fields(self)
+                   if field.name not in ("run", *reads) and getattr(self, field.name) != field.default]
         if changed:
             raise ValueError(f"{command} does not read {', '.join(changed)} of its ModelRequest; leave "
                              f"{'it' if len(changed) == 1 else 'them'} at the default")

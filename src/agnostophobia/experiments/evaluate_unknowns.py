@@ -129,8 +129,7 @@ def evaluate_run(request: ModelRequest, unknowns: Sequence[str] = (), plots: boo
     """
     from agnostophobia.experiments.reproduce import finish_run
 
-    request.refuse("evaluate_run", "approach", "approaches", "detector", "detector_of", "seed", "fpr",
-                   "precision", "partial")
+    request.check_reads("evaluate_run", "data_dir", "device")
     run_dir, data_dir, device = request.run, request.data_dir, request.device
     if device:
         device = resolve_device(device)  # a bad --device stops before any work; resolved once, passed down

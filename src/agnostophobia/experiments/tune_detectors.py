@@ -72,7 +72,7 @@ def tune_detectors(request: ModelRequest, detectors: Optional[Sequence[str]] = N
     settings chosen are written, and the detectors without one keep what the run held for
     them). ``processes``: approaches tuned at a time, each in its own process (the same choices
     as one after another)."""
-    request.refuse("tune_detectors", "seed", "detector", "detector_of", "data_dir", "device", "precision")
+    request.check_reads("tune_detectors", "approach", "approaches", "fpr", "partial")
     run_dir, approaches, partial = request.run, request.chosen_approaches(), request.partial
     fpr = DEFAULT_FPR if request.fpr is None else request.fpr
     check_fpr(fpr, error=AgnostophobiaError)
