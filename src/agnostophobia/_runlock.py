@@ -91,8 +91,9 @@ def run_lock(run_dir, command: str | None = None, create: bool = True):
             raise _in_use(run_dir, fd) from None
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"process {os.getpid()} ({command or _command_line()})\n".encode(), 0)
-        remove_stale_temporaries(run_dir, recursive=True)  # safe: no other process can be writing now
         RunDir(run_dir).undo_unfinished()  # what a command killed part-way changed is put back first
+        RunDir(run_dir).check_tree()  # nothing under the run is followed through a link, nor changed under two names
+        remove_stale_temporaries(run_dir, recursive=True)  # safe: no other process can be writing now
         try:
             yield
         finally:
@@ -129,6 +130,7 @@ def run_read_lock(run_dir):
             fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
         except BlockingIOError:
             raise _in_use(run_dir, fd) from None
+        RunDir(run_dir).check_tree()  # a link or a FIFO under the run is not read as the run's own
         yield
     finally:
         os.close(fd)

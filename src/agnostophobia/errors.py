@@ -9,6 +9,10 @@ class AgnostophobiaError(ValueError):
     """
 
 
+class RecordError(AgnostophobiaError):
+    """A run record that is missing, unreadable, malformed or disagrees with another record."""
+
+
 class DataError(AgnostophobiaError):
     """A dataset is missing, truncated or malformed; the message says how to get it."""
 

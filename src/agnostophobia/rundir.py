@@ -29,17 +29,18 @@ layer that reads or writes a run, ``data.fetch`` included, takes its paths from 
 from __future__ import annotations
 
 import contextlib
-import errno
 import os
 import re
-import shutil
 import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Dict, Iterator, List, Tuple
 
-from agnostophobia._atomic import atomic_write, check_replaceable, fsync_directory
-from agnostophobia.errors import AgnostophobiaError
+from agnostophobia import _journal
+from agnostophobia._atomic import atomic_write, check_replaceable
+from agnostophobia._journal import UNDO, UNDO_DONE
+from agnostophobia._runpath import RunTree, relative_parts
+from agnostophobia.errors import AgnostophobiaError, RecordError
 
 # ------------------------------------------------------------------- the run's own records
 CONFIG = "config.yaml"
@@ -60,7 +61,6 @@ COMPARISON_TABLE = "comparison.md"  # the same ranking as a table
 BENCHMARK = "benchmark.json"      # every approach x detector with intervals and tests (benchmark)
 BENCHMARK_TABLE = "benchmark.md"  # the benchmark's report
 LOCK = ".lock"                    # one command at a time (:mod:`agnostophobia._runlock`)
-UNDO = ".undo"                    # what an all-or-nothing command replaced, until it finishes (:meth:`RunDir.all_or_nothing`)
 FIGURES = "figures"
 SPLIT = "data_split"              # how a protocol split the user's images (imagefolder: the CSVs to reuse)
 # ------------------------------------------------------------------ each model's files
@@ -115,10 +115,6 @@ def check_path_name(name, what: str) -> str:
         raise AgnostophobiaError(f"{what} {name[:40]!r}...: a name becomes a file or folder name of a run, so it "
                                  f"must be at most {MAX_NAME_LENGTH} characters, has {len(name)}")
     return name
-
-
-class RecordError(AgnostophobiaError):
-    """A run record that is missing, unreadable, malformed or disagrees with another record."""
 
 
 def _fail(path, what: str):
@@ -313,30 +309,36 @@ class RunDir:
         """Write the run's file ``path`` atomically: ``writer(tmp_path)`` writes it whole, then it
         replaces ``path`` (:func:`agnostophobia._atomic.atomic_write`). Every writer of a run's
         files writes through here (or :meth:`open_in_place` for the lock), so that every check of
-        where a run's file may be written is made in this one place (:meth:`check_writable`)."""
+        where a run's file may be written is made in this one place (:meth:`check_writable`).
+        Inside :meth:`all_or_nothing` the undo journal records the change first."""
         path = Path(path)
         self.check_writable(path)
-        kept = self._keep_for_undo(path)
-        try:
+        journal = _UNDO_OPEN.get(os.path.realpath(self.root))
+        if journal is None:
             atomic_write(path, writer)
+            return
+        parts = relative_parts(self.root, path)
+        kept = journal.before_replace(parts)
+
+        def journaled(tmp: str) -> None:
+            writer(tmp)
+            journal.wrote(parts, tmp)  # recorded before the rename puts it in place
+        try:
+            atomic_write(path, journaled)
         except BaseException:
-            if kept is not None:  # the file did not change: nothing to put back (and no second name left on it)
-                kept.unlink(missing_ok=True)
+            if kept:  # the file did not change: nothing to put back (and no second name left on it)
+                journal.forget_kept(parts)
             raise
 
     def open_in_place(self, path, flags: int, mode: int = 0o644) -> int:
         """``os.open`` of the run's file ``path`` for a write made in place (the lock), never
-        following a final symbolic link (``O_NOFOLLOW``); the opened file is checked again
-        (:func:`check_own_regular_file` on its ``fstat``), so a link swapped in after the check
-        is refused too, before a byte of it changes. Returns the descriptor."""
+        following a link on the way or at the end (:meth:`RunTree.open
+        <agnostophobia._runpath.RunTree.open>`); the opened file is checked again on its
+        ``fstat``, so a link swapped in after the check is refused too, before a byte of it
+        changes. Returns the descriptor."""
         path = Path(path)
         self.check_writable(path)
-        try:
-            fd = os.open(path, flags | getattr(os, "O_NOFOLLOW", 0), mode)
-        except OSError as exc:
-            if exc.errno == errno.ELOOP:  # O_NOFOLLOW met a link created since the check
-                raise RecordError(f"{path}: {_LINK_REFUSED}") from None
-            raise
+        fd = self.tree.open(relative_parts(self.root, os.path.abspath(path)), flags, mode)
         try:
             check_own_regular_file(path, os.fstat(fd))
         except BaseException:
@@ -346,21 +348,30 @@ class RunDir:
 
     def check_writable(self, path: Path) -> None:
         """Every check of where a file of this run may be written, before anything is: ``path``
-        is one of the run's files, reached through no link that leads out of the run, and is
-        (where it exists) the run's own regular file: not a symbolic link, not a FIFO or device,
-        not hard-linked to another name (whose content a write in place would change too)."""
-        if not _within(os.path.abspath(self.root), os.path.abspath(path)):
+        is one of the run's files, reached through no link below the run folder (each folder on
+        the way is opened without following one, :class:`~agnostophobia._runpath.RunTree`), and
+        is (where it exists) the run's own regular file: not a symbolic link, not a FIFO or
+        device, not hard-linked to another name (whose content a write in place would change too)."""
+        parts = relative_parts(self.root, os.path.abspath(path))
+        if not parts:
             raise RecordError(f"{path}: not a file of the run {self.root}")
-        root = os.path.realpath(self.root)
-        folder = os.path.realpath(Path(path).parent)
-        if not _within(root, folder):
-            raise RecordError(f"{path}: refusing to write a file of the run {self.root} through a link that "
-                              f"leads out of it (to {os.path.join(folder, Path(path).name)})")
-        try:
-            found = os.lstat(path)
-        except FileNotFoundError:
-            return
-        check_own_regular_file(path, found)
+        found = self.tree.lstat(parts)
+        if found is not None:
+            check_own_regular_file(path, found)
+
+    @property
+    def tree(self) -> RunTree:
+        """The run's paths, reached without following a link below its folder."""
+        return RunTree(self.root)
+
+    def check_tree(self) -> int:
+        """Refuse (one line naming it) a link, a FIFO, socket or device, or a file with a second
+        name anywhere under the run, other than the kept versions of an unfinished command's
+        undo journal. Returns how many entries it read."""
+        allowed = set()
+        for parts, found in self.tree.walk((UNDO,)):
+            allowed.add((found.st_dev, found.st_ino))
+        return self.tree.check_tree(skip=(UNDO, UNDO_DONE), allowed=allowed)
 
     def check_writable_all(self, paths) -> None:
         """:meth:`check_writable` of every path a command will write, before it writes the first:
@@ -382,19 +393,19 @@ class RunDir:
         """Every file the ``with`` block writes through :meth:`write` (in this process or one
         forked from it: a figure's) is put back as it was if the block fails: a command stopped
         part-way by a full disk, an error or Ctrl-C leaves the run's last good result byte for
-        byte. Before a file is first replaced, its old version is kept by a hard link under
-        ``.undo/old/`` (no copy: a full disk still allows it), and a file new to the run is
-        noted under ``.undo/new/``; undoing is renames and removals, which need no room. On
-        success ``.undo`` is renamed away in one step, then removed. A command killed inside
-        the block (SIGKILL, power loss) leaves ``.undo``: the next command that takes the run's
-        lock undoes it first (:meth:`undo_unfinished`). Held under the run's exclusive lock."""
+        byte. Before a file is first replaced, the undo journal (:mod:`agnostophobia._journal`)
+        records its size and hash and keeps its old version by a hard link under ``.undo/old/``
+        (no copy: a full disk still allows it); a file new to the run is recorded as new, and
+        what is written is recorded before it is renamed into place. Undoing is renames and
+        removals of the recorded names only, each verified first. On success ``.undo`` is renamed
+        away in one step, then removed. A command killed inside the block (SIGKILL, power loss)
+        leaves ``.undo``: the next command that takes the run's lock undoes it first
+        (:meth:`undo_unfinished`). Held under the run's exclusive lock."""
         self.undo_unfinished()
-        undo = self.root / UNDO
-        if os.path.lexists(undo):  # a link or file planted in its place: never written through
-            raise RecordError(f"{undo}: is not the run's own undo folder (a link or a file); remove it and run the "
-                              f"command again")
         key = os.path.realpath(self.root)
-        _UNDO_OPEN[key] = self.root / UNDO
+        journal = _journal.Journal(self.tree)
+        journal.begin()
+        _UNDO_OPEN[key] = journal
         try:
             yield
         except BaseException:
@@ -405,54 +416,14 @@ class RunDir:
         self._drop_undo()
 
     def undo_unfinished(self) -> None:
-        """Put back what a command stopped inside :meth:`all_or_nothing` replaced (each old
-        version renamed back, each new file removed), then drop the record. Safe to repeat:
-        a step done is removed from the record as it is done."""
-        undo = self.root / UNDO
-        done = self.root / f"{UNDO}-done"
-        if done.is_dir() and not done.is_symlink():  # a finished command killed while tidying up
-            shutil.rmtree(done, ignore_errors=True)
-        if not undo.is_dir() or undo.is_symlink():
-            return
-        for kept in sorted((undo / "new").rglob("*"), reverse=True):
-            if kept.is_file():
-                target = self.root / kept.relative_to(undo / "new")
-                with contextlib.suppress(FileNotFoundError):
-                    target.unlink()
-                kept.unlink()
-        for kept in sorted((undo / "old").rglob("*"), reverse=True):
-            if kept.is_file():
-                os.replace(kept, self.root / kept.relative_to(undo / "old"))
-        fsync_directory(self.root)
-        shutil.rmtree(undo, ignore_errors=True)
+        """Put back what a command stopped inside :meth:`all_or_nothing` changed (each kept
+        version renamed back, each new file removed), after every step is verified against the
+        journal; then drop the journal. A journal that does not verify is refused in one line,
+        changing nothing (:class:`~agnostophobia._journal.UnverifiableJournal`). Safe to repeat."""
+        _journal.undo_unfinished(self.tree)
 
     def _drop_undo(self) -> None:
-        undo = self.root / UNDO
-        if undo.is_dir():
-            done = self.root / f"{UNDO}-done"
-            if os.path.lexists(done) and (done.is_symlink() or not done.is_dir()):
-                done.unlink()
-            os.replace(undo, done)  # one step: from here nothing is undone
-            shutil.rmtree(done, ignore_errors=True)
-
-    def _keep_for_undo(self, path: Path):
-        """Inside :meth:`all_or_nothing`, before ``path`` is first replaced: keep its old version
-        (a hard link) or note that it is new. Returns what it kept (None: nothing)."""
-        undo = _UNDO_OPEN.get(os.path.realpath(self.root))
-        if undo is None:
-            return None
-        relative = os.path.relpath(os.path.abspath(path), os.path.abspath(self.root))
-        old, new = undo / "old" / relative, undo / "new" / relative
-        if os.path.lexists(old) or os.path.lexists(new):
-            return None  # replaced before in this command: the first version is the one to put back
-        kept = old if os.path.lexists(path) else new
-        kept.parent.mkdir(parents=True, exist_ok=True)
-        if kept is old:
-            os.link(path, old)
-        else:
-            kept.touch()
-        fsync_directory(kept.parent)  # recorded before the file changes, even across a crash
-        return kept
+        _journal.drop(self.tree)
 
     def is_run(self) -> bool:
         """Whether ``root`` holds a run of this project: its lock (taken before anything else is
@@ -499,9 +470,9 @@ class RunDir:
                                          f"write the output elsewhere")
 
 
-#: The undo folder of each run (by real path) whose :meth:`RunDir.all_or_nothing` block is open
+#: The undo journal of each run (by real path) whose :meth:`RunDir.all_or_nothing` block is open
 #: in this process (a forked figure process inherits it).
-_UNDO_OPEN: Dict[str, Path] = {}
+_UNDO_OPEN: Dict[str, "_journal.Journal"] = {}
 
 _LINK_REFUSED = ("refusing to write through a symbolic link: a command writes a run's files only where they are "
                  "the run's own regular files; remove the link and run the command again")

@@ -14,7 +14,7 @@ PACKAGE = Path(agnostophobia.__file__).parent
 LAYERS = ("data", "models", "losses", "training", "detectors", "metrics", "baselines", "plotting", "deploy",
           "experiments")
 #: Importable from anywhere (the package root only for ``__version__``).
-SHARED = {"", "_atomic", "_log", "_validation", "registry", "errors", "_killpoints", "_runlock", "rundir", "settings",
+SHARED = {"", "_atomic", "_runpath", "_journal", "_log", "_validation", "registry", "errors", "_killpoints", "_runlock", "rundir", "settings",
           "plugins", "_yaml", "_reading", "_lazy"}
 
 
