@@ -108,6 +108,52 @@ def test_train_resume_refuses_a_linked_lock(run, area, tiny_config, real_data_di
     assert outside.read_text() == "the user's own file"
 
 
+# ------------------------------------------------------------------ the undo journal
+def undo_new_absolute(run, outside):
+    (run / ".undo").mkdir()
+    os.symlink(outside, run / ".undo" / "new")
+
+
+def undo_new_relative(run, outside):
+    (run / ".undo").mkdir()
+    os.symlink(os.path.relpath(outside, run / ".undo"), run / ".undo" / "new")
+
+
+def undo_old_folder(run, outside):
+    (run / ".undo").mkdir()
+    os.symlink(outside, run / ".undo" / "old")
+
+
+def undo_old_config(run, outside):
+    (run / ".undo" / "old").mkdir(parents=True)
+    os.symlink(outside / "config.yaml", run / ".undo" / "old" / "config.yaml")
+
+
+#: Round six's probe on ed12296, each by the command it used: the first two emptied the outside
+#: folder and removed the run's config.yaml; the third moved the user's files into the run; the
+#: last replaced the run's config by the link. (exit 0 each time)
+UNDO_PLANTS = {"new-absolute": (undo_new_absolute, "calibrate"), "new-relative": (undo_new_relative, "tune-detectors"),
+               "old-folder": (undo_old_folder, "compare"), "old-config": (undo_old_config, "calibrate")}
+
+
+@proves("links", "links planted under a run's undo folder (`.undo/new`, `.undo/old`, `.undo/old/config.yaml`) "
+                 "are refused in one line by calibrate, tune-detectors and compare; the user's folder they reach and "
+                 "the run are unchanged")
+@pytest.mark.parametrize("plant", UNDO_PLANTS)
+def test_an_undo_folder_with_planted_links_is_refused_and_nothing_moves(run, area, tmp_path, capsys, plant):
+    outside = tmp_path / "OUTSIDE" / "dir"
+    outside.mkdir(parents=True)
+    (outside / "keep.txt").write_text("keep")
+    (outside / "config.yaml").write_text("mine")
+    how, command = UNDO_PLANTS[plant]
+    how(run, outside)
+    before, kept = without_lock(snapshot(run)), snapshot(outside)
+    argv = WRITING[command][0](run, area, tmp_path)
+    code, _, err = run_main(argv, capsys)
+    refused_naming(code, err, ".undo")
+    assert snapshot(outside) == kept and without_lock(snapshot(run)) == before
+
+
 # ------------------------------------------------------------------ records, caches, figures
 @proves("links", "a record, cache or model file replaced by a symbolic or hard link is refused before the "
                  "command writes it; the file the link reaches is unchanged")
