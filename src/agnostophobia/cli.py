@@ -64,10 +64,12 @@ def main(argv=None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
-    from agnostophobia.training.allocator import keep_freed_memory
-
-    keep_freed_memory()  # training steps reuse their buffers instead of faulting pages in again
     try:
+        if getattr(args, "before_loading", None):  # checks that need no library, model or image: at once
+            args.before_loading(args)
+        from agnostophobia.training.allocator import keep_freed_memory
+
+        keep_freed_memory()  # training steps reuse their buffers instead of faulting pages in again
         with warnings.catch_warnings(), print_lines():  # the library logs; the command prints its lines
             warnings.showwarning = _one_line_warning(warnings.showwarning)
             warnings.simplefilter("always", AgnostophobiaWarning)  # each run of a command says it again

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from agnostophobia.deploy.formats import DEFAULT_FORMAT, FORMATS
+from agnostophobia.deploy.preflight import before_loading
 
 
 def fpr_rate(text: str) -> float:
@@ -55,7 +56,7 @@ def add_commands(subparsers) -> None:
                    help="rank by the validation CCR at T (refused below 10/#validation negatives; default: rank by "
                         "validation AUROC)")
     p.add_argument("--approach", action="append", help="compare only this approach's detectors (repeatable)")
-    p.set_defaults(func=_compare)
+    p.set_defaults(func=_compare, before_loading=before_loading)
 
     p = subparsers.add_parser("calibrate", parents=[common],
                               help="choose each model's threshold on validation data (FPR <= T on its negatives)")
@@ -69,7 +70,7 @@ def add_commands(subparsers) -> None:
     p.add_argument("--partial", action="store_true",
                    help="where some models get no threshold at T, still write those that resolve (default: write "
                         "nothing, keep calibration.json as it was, and say what this would write)")
-    p.set_defaults(func=_calibrate)
+    p.set_defaults(func=_calibrate, before_loading=before_loading)
 
     p = subparsers.add_parser("predict", parents=[common, one_model],
                               help="classify images with a run's model: a class or 'unknown'")
@@ -78,7 +79,7 @@ def add_commands(subparsers) -> None:
     p.add_argument("--out", type=Path, help="write the rows to FILE.csv or FILE.json (default: a table on stdout)")
     p.add_argument("--fpr", type=fpr_rate, metavar="T", help="calibrate the threshold on validation data first")
     p.add_argument("--device", help="cpu, cuda or cuda:N (default: the run's)")
-    p.set_defaults(func=_predict)
+    p.set_defaults(func=_predict, before_loading=before_loading)
 
     p = subparsers.add_parser("export", parents=[common, one_model],
                               help="one file with network, score and threshold: torch.export, ONNX or TorchScript")
@@ -87,7 +88,7 @@ def add_commands(subparsers) -> None:
                         "torchscript: deprecated by PyTorch, kept for existing users")
     p.add_argument("--out", type=Path, required=True, help="the file to write")
     p.add_argument("--fpr", type=fpr_rate, metavar="T", help="calibrate the threshold on validation data first")
-    p.set_defaults(func=_export)
+    p.set_defaults(func=_export, before_loading=before_loading)
 
 
 def _compare(args) -> int:

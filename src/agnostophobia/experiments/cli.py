@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from agnostophobia.experiments.preflight import before_loading
 from agnostophobia.rundir import DATA_FETCHED, TUNED_SETTINGS
 from agnostophobia.training.auto_options import check_batched_seeds, check_concurrent_runs
 
@@ -111,7 +112,7 @@ def add_commands(subparsers) -> None:
                         f"received is recorded in OUT/{DATA_FETCHED}")
     p.add_argument("--preprocessing", type=preprocessing, metavar="NAME",
                    help=PREPROCESSING_HELP + "; the default --out gains the suffix -authors")
-    p.set_defaults(func=_reproduce)
+    p.set_defaults(func=_reproduce, before_loading=before_loading)
 
     p = subparsers.add_parser("train", parents=[common, runs],
                               help="train approaches from an experiment config (also under torchrun: DDP)")
@@ -122,7 +123,7 @@ def add_commands(subparsers) -> None:
     p.add_argument("--out", type=Path, required=True, help="run directory")
     p.add_argument("--resume", action="store_true", help="continue the run already in --out")
     p.add_argument("--preprocessing", type=preprocessing, metavar="NAME", help=PREPROCESSING_HELP)
-    p.set_defaults(func=_train)
+    p.set_defaults(func=_train, before_loading=before_loading)
 
     p = subparsers.add_parser("evaluate", parents=[common],
                               help="metrics and report of a run; optionally on further unknown sets")

@@ -15,6 +15,7 @@ from agnostophobia._reading import check_declared_bytes, read_input_bytes
 from agnostophobia.data.file_protocols.csv_files import _list_csv
 from agnostophobia.data.file_protocols.folders import _list_folders
 from agnostophobia.data.file_protocols.imagefolder import _check_reused_split, _list_imagefolder
+from agnostophobia.data.file_protocols.roots import missing_root
 from agnostophobia.data.file_protocols.spec import SPLITS, FileProtocolSpec, Item, Listing, _title, parse_file_protocol
 from agnostophobia.data.formats import decode_image
 from agnostophobia.data.preprocess import prepare_images
@@ -27,6 +28,9 @@ CHUNK = 2048        # images decoded before they are prepared (and their origina
 def list_protocol(spec: FileProtocolSpec, seed: int = 0) -> Listing:
     """Read the CSV files, walk the folders or split the image folders (with the data ``seed``);
     structural problems are collected, not raised."""
+    root = None if spec.reads_csv else missing_root(spec)
+    if root:  # one problem, not one per class folder under it
+        return Listing({split: [] for split in SPLITS}, list(spec.known), sorted(spec.negative), [root])
     if spec.reads_csv:
         listing = _list_csv(spec)
         if spec.type == "imagefolder":

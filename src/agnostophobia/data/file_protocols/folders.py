@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Dict, List
 
 from agnostophobia._reading import walk_files
+from agnostophobia.data.file_protocols.roots import did_you_mean
 from agnostophobia.data.file_protocols.spec import NEGATIVE, SPLITS, UNKNOWN, FileProtocolSpec, Item, Listing
 
 
@@ -20,6 +21,7 @@ def _list_folders(spec: FileProtocolSpec) -> Listing:
         present = {item.path.relative_to(spec.root / split).parts[0] for item in splits[split]}
         if (spec.root / split).is_dir():  # (a missing split folder is one problem, not one per class)
             problems += [f"{spec.root / split / c}: {what} class has no {split} images (no such folder)"
+                         f"{did_you_mean(c, spec.root / split)}"
                          for c in classes if c not in present and not (spec.root / split / c).is_dir()]
     return Listing(splits, known, negative, problems)
 

@@ -12,6 +12,7 @@ from typing import Dict, List, Optional
 from agnostophobia._reading import walk_files
 from agnostophobia.data.file_protocols.csv_files import _source_order
 from agnostophobia.data.file_protocols.folders import _overlaps
+from agnostophobia.data.file_protocols.roots import missing_class_folder
 from agnostophobia.data.file_protocols.spec import (CLASS_NAMES_FILE, NEGATIVE, SPLIT_FILES, SPLITS, UNKNOWN,
                                                     FileProtocolSpec, Item, Listing)
 from agnostophobia.data.protocol_types import purpose_rng
@@ -50,8 +51,9 @@ def _class_files(root: Path, cls: str, problems: List[str]) -> Optional[List[Pat
     reading it is a problem), sorted by their path relative to the root; None with a problem
     where the folder is missing or holds nothing."""
     folder = root / cls
-    if not folder.is_dir():
-        problems.append(f"{folder}: the class folder named in the config does not exist")
+    missing = missing_class_folder(root, cls)
+    if missing:
+        problems.append(missing)
         return None
     files = [p for p in (Path(d, name) for d, names in walk_files(folder) for name in names)
              if (p.is_file() or p.is_symlink() and not p.exists())
