@@ -108,21 +108,34 @@ class ImageInput:
     spec: str
     files: List[Path] = field(default_factory=list)  # image files, in sample order; empty for an .npz
     stored: Optional[UnknownSet] = None               # an .npz, read whole (its array is stored so)
+    #: One line for each image file that cannot be read (its header when listed, its pixels when
+    #: decoded): left out of the batches, so that the other images are still classified.
+    unreadable: List[str] = field(default_factory=list)
 
     def __len__(self) -> int:
         return len(self.files) if self.stored is None else len(self.stored.samples)
 
     def batches(self, size: int):
-        """The input as :class:`UnknownSet` pieces of at most ``size`` images, in sample order."""
+        """The input as :class:`UnknownSet` pieces of at most ``size`` images, in sample order;
+        an image file that cannot be decoded is left out and named in :attr:`unreadable`."""
         for start in range(0, len(self), size):
             if self.stored is not None:
                 piece = self.stored.images[start:start + size]
                 yield UnknownSet(self.stored.name, self.stored.source, piece,
                                  samples=self.stored.samples[start:start + size])
-            else:
-                files = self.files[start:start + size]
-                yield UnknownSet(Path(self.spec).name, self.spec, [read_image_file(p) for p in files],
-                                 samples=[str(p) for p in files])
+                continue
+            decoded = [(path, self._decoded(path)) for path in self.files[start:start + size]]
+            decoded = [(path, image) for path, image in decoded if image is not None]
+            if decoded:
+                yield UnknownSet(Path(self.spec).name, self.spec, [image for _, image in decoded],
+                                 samples=[str(path) for path, _ in decoded])
+
+    def _decoded(self, path: Path) -> Optional[np.ndarray]:
+        try:
+            return read_image_file(path)
+        except DataError as exc:
+            self.unreadable.append(str(exc))
+            return None
 
 
 def open_image_input(spec: str) -> ImageInput:
@@ -135,9 +148,14 @@ def open_image_input(spec: str) -> ImageInput:
         files = [path]
     else:
         return ImageInput(spec, stored=read_images(spec))
+    readable, unreadable = [], []
     for file in files:
-        check_image_header(file)
-    return ImageInput(spec, files)
+        try:
+            check_image_header(file)
+            readable.append(file)
+        except DataError as exc:  # one bad file of a folder: named, the others still classified
+            unreadable.append(str(exc))
+    return ImageInput(spec, readable, unreadable=unreadable)
 
 
 def folder_image_files(folder: Path) -> List[Path]:

@@ -12,12 +12,13 @@ from __future__ import annotations
 import csv
 import io
 import json
+import warnings
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
 from agnostophobia._atomic import atomic_write
 from agnostophobia.data.inputs import model_input, open_image_input
-from agnostophobia.errors import AgnostophobiaError
+from agnostophobia.errors import AgnostophobiaError, AgnostophobiaWarning, DataError
 from agnostophobia.rundir import ModelDir, RunDir
 from agnostophobia.training.checkpoint import load_checkpoint
 from agnostophobia.training.records import check_run
@@ -46,6 +47,8 @@ def predict_files(request: ModelRequest, inputs: Sequence[str], log=log_info) ->
         check_target(request.fpr)
     config = load_checkpoint(ModelDir(model_dir).best)["config"]
     sources = [open_image_input(spec) for spec in inputs]  # every input listed and checked before any model
+    if not any(len(source) for source in sources):
+        raise _none_readable(inputs, sources)
     classifier = OpenSetClassifier.from_run(request.but(approach=approach, detector=detector), log=log)
     rows = []
     for source in sources:  # at most one batch of decoded images at a time, whatever the input holds
@@ -53,7 +56,18 @@ def predict_files(request: ModelRequest, inputs: Sequence[str], log=log_info) ->
             labels, scores = classifier.decide(model_input(images, config))
             rows += [{"source": sample, "label": name, "score": float(score), "threshold": classifier.threshold}
                      for sample, name, score in zip(images.samples, classifier.label_names(labels), scores)]
+    if not rows:
+        raise _none_readable(inputs, sources)
+    for source in sources:  # each on its own line; the other images are classified
+        for problem in source.unreadable:
+            warnings.warn(f"not classified: {problem}", AgnostophobiaWarning, stacklevel=2)
     return rows
+
+
+def _none_readable(inputs, sources) -> DataError:
+    problems = [problem for source in sources for problem in source.unreadable]
+    return DataError(f"no image of {', '.join(map(str, inputs))} can be read ({len(problems)} unreadable); the "
+                     f"first: {problems[0]}")
 
 
 def check_output(out: Optional[Path], run_dir=None) -> None:

@@ -54,8 +54,7 @@ def check_approaches(run: RunDir, asked: Optional[Sequence[str]]) -> None:
         if known and name not in known:
             close = difflib.get_close_matches(name, known, n=3, cutoff=0.6)
             hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ""
-            raise AgnostophobiaError(f"--approach {name!r}: {run.root} has no such approach (it has "
-                                     f"{', '.join(known)}){hint}")
+            raise AgnostophobiaError(f"{run.root}: no trained approach {name!r}; trained: {', '.join(known)}{hint}")
 
 
 def check_inputs(inputs: Sequence) -> None:
