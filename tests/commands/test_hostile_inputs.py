@@ -153,10 +153,14 @@ def test_a_fifo_as_the_fingerprint_cache_is_ignored_with_a_warning(tmp_path, mon
     (["train", "{cfg}", "--out", "r"], "agnostophobia train {cfg} --out r --resume"),
     (["train", "{cfg}", "--out", "r", "--resume"], "agnostophobia train {cfg} --out r --resume"),
     (["calibrate", "r", "--fpr", "0.1"], "agnostophobia calibrate r --fpr 0.1")], ids=["train", "resume", "calibrate"])
-def test_the_message_after_ctrl_c_names_the_command_that_continues(tiny_config, monkeypatch, capsys, argv,
+def test_the_message_after_ctrl_c_names_the_command_that_continues(tiny_config, monkeypatch, capsys, tmp_path, argv,
                                                                     continuing):
     import agnostophobia.deploy.calibration as calibration
     import agnostophobia.experiments.reproduce as reproduce
+
+    monkeypatch.chdir(tmp_path)  # a run "r" that passes the checks made before loading
+    (tmp_path / "r").mkdir()
+    (tmp_path / "r" / "config.yaml").write_text("approaches: [softmax]\n")
 
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt

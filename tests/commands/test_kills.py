@@ -132,3 +132,47 @@ def test_two_commands_at_once_on_one_run_leave_one_whole_result(calibrated, unin
     if len(finished) == 1:  # the refused one changed nothing
         assert {path for path in files if files[path] != base.get(path)} == {
             path for path in uninterrupted[finished[0]][0] if uninterrupted[finished[0]][0][path] != base.get(path)}
+
+
+# ------------------------------------------------------------------ the smoke benchmark
+def benchmark_args(out, data_dir):
+    return ["benchmark", "lenet++", "--budget", "smoke", "--seeds", "1", "--set", "approaches=[softmax, entropic]",
+            "--out", out, "--no-progress", "--data-dir", data_dir]
+
+
+def benchmark_result(out: Path) -> dict:
+    """What a benchmark computed: its rows and tests, and each model's stored outputs."""
+    record = json.loads((out / "benchmark.json").read_text())
+    return {"rows": record["rows"], "tests": record.get("tests"),
+            **{path.relative_to(out).as_posix(): path.read_bytes() for path in sorted(out.glob("seed*/*/outputs.npz"))}}
+
+
+@pytest.fixture(scope="module")
+def whole_benchmark(real_data_dir, tmp_path_factory):
+    out = tmp_path_factory.mktemp("whole-benchmark") / "bench"
+    log = out.parent / "points.txt"
+    os.environ[POINTS_LOG_ENV] = str(log)
+    try:
+        result = run_cli(benchmark_args(out, real_data_dir))
+    finally:
+        del os.environ[POINTS_LOG_ENV]
+    assert result.returncode == 0, result.stderr
+    points = numbered(line for line in log.read_text().split() if line.startswith(("write:", "epoch-end")))
+    return benchmark_result(out), points
+
+
+@proves("kill", "the smoke `benchmark` killed (SIGKILL) at its first epoch end and at its last write, then run "
+                "again, gives the uninterrupted benchmark's rows, tests and stored outputs")
+@pytest.mark.slow
+@pytest.mark.parametrize("which", ["first-epoch-end", "last-write"])
+def test_the_benchmark_killed_and_run_again_equals_an_uninterrupted_one(whole_benchmark, real_data_dir, tmp_path,
+                                                                        which):
+    whole, points = whole_benchmark
+    point = next(p for p in points if p.startswith("epoch-end")) if which == "first-epoch-end" else \
+        [p for p in points if p.startswith("write:")][-1]
+    out = tmp_path / "bench"
+    killed = run_cli(benchmark_args(out, real_data_dir), kill_at=point)
+    assert killed.returncode == -signal.SIGKILL, f"{point} was never reached: {killed.stderr[-500:]}"
+    again = run_cli(benchmark_args(out, real_data_dir))
+    assert again.returncode == 0, again.stderr
+    assert benchmark_result(out) == whole

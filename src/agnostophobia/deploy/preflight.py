@@ -11,6 +11,7 @@ from typing import List, Optional, Sequence
 
 import yaml
 
+from agnostophobia._atomic import check_replaceable
 from agnostophobia.errors import AgnostophobiaError
 from agnostophobia.rundir import SEED_FOLDER, RunDir
 
@@ -69,4 +70,6 @@ def before_loading(args) -> None:
     command line of compare, calibrate, predict or export)."""
     run = check_run_folder(args.run)
     check_approaches(run, getattr(args, "approach", None))
+    if getattr(args, "out", None) is not None:  # a FIFO or device named as the output: before the inputs
+        check_replaceable(args.out, "--out")
     check_inputs(getattr(args, "inputs", None) or ())
