@@ -337,7 +337,7 @@ def test_the_docs_list_of_tie_free_scores_is_the_registrys():
     every detector in the section's table, and the declared ties exactly those Detector.ties says."""
     from pathlib import Path
 
-    text = (Path(__file__).resolve().parents[2] / "docs" / "post-processors.md").read_text()
+    text = (Path(__file__).resolve().parents[2] / "docs/post-processors.md").read_text()
     section = text.split("## Tie-free scores", 1)[1].split("\n## ", 1)[0]
     named = lambda part: {name for name in DETECTORS.names() if f"`{name}`" in part}  # noqa: E731
     assert named(section) == set(DETECTORS.names())

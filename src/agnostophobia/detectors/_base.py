@@ -167,14 +167,15 @@ def continue_at_tie(score, tied, tie_value, beneath):
     (the unclipped one) as a second key, numpy or torch:
 
     .. math:: s' = s \ (s \le s^*), \qquad
-              s^* + g\,\Big(	frac12 + 	frac1\pi rctan \operatorname{asinh}(b - s^*)\Big) \ 	ext{(tied)},
+              s^* + g\,\Big(\tfrac12 + \tfrac1\pi \arctan \operatorname{asinh}(b - s^*)\Big) \ \text{(tied)},
               \qquad s + g \ (s > s^*), \qquad g = 1 + |s^*|.
 
     Where the clipped scores differ their order is kept (a shift by g above :math:`s^*` is
     monotone: float64 rounding may merge two scores an ulp apart, never swap them); the tied
     samples fill the gap :math:`(s^*, s^* + g)` opened for them, ordered by ``beneath``: the
-    arctan of the asinh maps every finite value into (0, 1) without saturating in float64 (it
-    resolves relative differences of about 1e-13 of ``beneath`` up to 1e300). A sample not in
+    arctan of the asinh maps every finite value into (0, 1) without saturating in float64 (two
+    values of ``beneath`` that differ by 1e-12 of their size stay apart up to 1e8, by 1e-9 up to
+    1e300). A sample not in
     ``tied`` that scores :math:`s^*` exactly stays there, below every tied one.
 
     Saturating maps that tie at an end of their range (a CDF at 0 and 1: :func:`~agnostophobia.

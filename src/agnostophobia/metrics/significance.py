@@ -312,7 +312,7 @@ class Decision(NamedTuple):
         ['better', 'equivalent', 'not resolved']
     """
 
-    verdict: str
+    verdict: str  # better, worse, equivalent or not resolved (BETTER, WORSE, EQUIVALENT, NOT_RESOLVED)
     p_holm: float  # the family's Holm-adjusted p-value (an undefined p counts as 1)
     equivalence: Interval  # the 1 - 2 alpha interval the equivalence test reads (90 % at alpha 0.05)
 
