@@ -2,7 +2,7 @@
 
 * :mod:`.oscr`: the OSCR curve of Eq. 3, CCR at fixed FPR (Table 2), and the rates of one
   threshold (the smallest with FPR <= t, as ``calibrate`` chooses it on validation data).
-* :mod:`.ood`: AUROC, FPR at a TPR, PR curve / average precision, and the
+* :mod:`.ood`: AUROC, FPR at a TPR, PR curve / average precision (AUPR-In, AUPR-Out), and the
   accuracy- and precision-vs-confidence curves the paper argues against.
 * :mod:`.resolution`: the FPRs a number of negatives supports (a CCR is reported only at
   FPR >= 10/#negatives), one rule for tuning, ranking and reports.
@@ -24,7 +24,7 @@ for unknown samples. The threshold-free measures (:func:`auroc`, :func:`fpr_at_t
 :func:`precision_recall`) take a per-sample confidence (N,) or the same (N, C) scores, read
 as their maximum over classes, so every metric accepts what ``scores()`` returns.
 """
-from .ood import (ConfidenceCurve, PRCurve, accuracy_vs_confidence, auroc, fpr_at_tpr,
+from .ood import (ConfidenceCurve, PRCurve, accuracy_vs_confidence, aupr_in, aupr_out, auroc, fpr_at_tpr,
                   precision_recall, precision_vs_confidence)
 from .oscr import (PAPER_FPR_VALUES, OperatingPoint, OSCRCurve, ccr_at_fpr, class_ccr_at_fpr, oscr, oscr_area,
                    rates_at_threshold, threshold_at_fpr)
@@ -41,7 +41,7 @@ __all__ = [
     "oscr", "ccr_at_fpr", "OSCRCurve", "PAPER_FPR_VALUES", "oscr_area", "class_ccr_at_fpr",
     "threshold_at_fpr", "rates_at_threshold", "OperatingPoint",
     "summarize", "fpr_keys", "FPR_KEYS", "finite_or_none",
-    "auroc", "fpr_at_tpr", "precision_recall", "PRCurve",
+    "auroc", "fpr_at_tpr", "precision_recall", "PRCurve", "aupr_in", "aupr_out",
     "accuracy_vs_confidence", "precision_vs_confidence", "ConfidenceCurve",
     "MIN_FALSE_POSITIVES", "supports_fpr", "smallest_supported_fpr", "supported_fprs", "reported_fprs",
     "unsupported_fpr_message",
