@@ -64,7 +64,8 @@ from agnostophobia.metrics import (BETTER, EQUIVALENT, NOT_RESOLVED, TIE_FLAG, W
                                    seed_interval, smallest_resolved_difference, supported_fprs, supports_fpr)
 from agnostophobia.rundir import RunDir
 
-_FORMAT = 2  # 2: three families of tests, each with its decision against MARGIN (1: "significant" per test)
+_FORMAT = 3  # 3: every choice on validation data, the ranking metric chosen by RANKING_RULE; 2: three families
+#              of tests, each with its decision against MARGIN (1: "significant" per test)
 #: Seeds per approach unless ``--seeds`` says otherwise: OpenOOD's three; a paired test needs two.
 DEFAULT_SEEDS = 3
 #: The reference of the approach families (the primary one: each approach with its paper's
@@ -93,6 +94,22 @@ FAMILIES = {
                                             "the detectors the primary family does not compare"),
     "detectors": ("secondary: detectors", "each detector against max-softmax on the same network"),
 }
+#: The candidates for the metric rows are ranked by: the statistic (of each set's numbers,
+#: :func:`~agnostophobia.deploy.compare.compare_models`) and its name in the report. The linear OSCR
+#: area is the paper's (Eq. 3); the log-FPR area reads the low-FPR end from the smallest FPR a set
+#: resolves (10/#negatives); AUROC the OOD literature's; CCR at that smallest FPR (10/#negatives,
+#: not rounded to a series) the strictest operating point the set supports.
+RANKING_CANDIDATES = {"oscr": "linear OSCR area", "oscr_log": "log-FPR OSCR area", "auroc": "AUROC",
+                      "ccr_at_lowest_fpr": "CCR at the lowest resolved FPR"}
+#: The metric ranked by where the rule cannot decide (fewer than two converged approaches): the paper's.
+DEFAULT_RANKING_METRIC = "oscr"
+#: The rule that chooses the ranking metric, declared before any run: a metric that separates the
+#: converged methods by more than their seeds' noise. It reads validation numbers only.
+RANKING_RULE = ("the candidate with the largest median separation, over every pair of converged approaches (each "
+                "with its paper's detector, trained on every seed), of their mean validation values in units of "
+                "the pair's mean 95 % t half-width over seeds; ties go to the earlier candidate (linear OSCR area, "
+                "log-FPR OSCR area, AUROC, CCR at the lowest resolved FPR), and with fewer than two such approaches "
+                "the linear OSCR area (the paper's)")
 #: FPR at which ``tune-detectors`` chooses settings, where the validation negatives support it.
 TUNE_FPR = 1e-2
 #: The shipped protocols ``benchmark`` takes by name: (the config, the ``--set`` options it needs).
@@ -295,15 +312,17 @@ def _interval(values: Sequence[Optional[float]]) -> Optional[Dict]:
             "high": float(np.clip(interval.high, 0, 1)), "seeds": interval.n}
 
 
-def network_accuracy(rows: List[Dict], approach: str) -> Optional[List[float]]:
-    """Per seed, the closed-set accuracy of the approach's network on the test knowns: its arg-max
-    class, read from the max-softmax row (any row of the approach where that one is missing)."""
-    mine = [r for r in rows if r["approach"] == approach and r["test"]]
+def network_accuracy(rows: List[Dict], approach: str, split: str = "test") -> Optional[List[float]]:
+    """Per seed, the closed-set accuracy of the approach's network on the test knowns (``split="val"``:
+    on the validation knowns, what convergence is judged on): its arg-max class, read from the
+    max-softmax row (any row of the approach where that one is missing)."""
+    mine = [r for r in rows if r["approach"] == approach and (r.get("val") if split == "val" else r["test"])]
     mine.sort(key=lambda r: r["detector"] != REFERENCE_DETECTOR)
     if not mine:
         return None
-    first = next(iter(mine[0]["test"].values()))
-    return first["per_seed"]["closed_set_accuracy"]
+    numbers = mine[0]["val"] if split == "val" else next(iter(mine[0]["test"].values()))
+    values = numbers["per_seed"]["closed_set_accuracy"]
+    return None if None in values else values
 
 
 def unknown_unknowns(row: Dict) -> List[str]:
@@ -323,10 +342,13 @@ def mean_oscr(row: Dict, statistic: str = "oscr") -> Optional[List[float]]:
     return [float(v) for v in np.mean(values, axis=0)]
 
 
+#: The per-set statistics each cell of ``benchmark.json`` gives with its interval over seeds.
+CELL_STATISTICS = ("oscr", "oscr_log", "auroc", "ccr_at_lowest_fpr", "fpr_at_95tpr", "aupr_in", "aupr_out")
+
+
 def _cells(numbers: Dict) -> Dict:
     per_seed = numbers["per_seed"]
-    return {"oscr": _interval(per_seed["oscr"]), "oscr_log": _interval(per_seed["oscr_log"]),
-            "auroc": _interval(per_seed["auroc"]),
+    return {**{key: _interval(per_seed.get(key)) for key in CELL_STATISTICS},
             "ccr_at_fpr": {key: _interval(values) for key, values in per_seed["ccr_at_fpr"].items()},
             "tied_share": float(np.mean(per_seed["tied_share"])), "num_negative": numbers["num_negative"]}
 
@@ -338,18 +360,25 @@ def summarise(rows: List[Dict], min_accuracy: Optional[float], replicates: Optio
     difference's standard error; None: the seeds' spread alone (the report says so)."""
     approaches = list(dict.fromkeys(r["approach"] for r in rows))
     accuracy = {a: network_accuracy(rows, a) for a in approaches}
+    val_accuracy = {a: network_accuracy(rows, a, "val") for a in approaches}
     run_seeds = max((len(r["seed_ids"]) for r in rows), default=0)
     out_rows = []
     for row in rows:
-        acc = accuracy[row["approach"]]
-        converged = None if min_accuracy is None or acc is None else bool(np.mean(acc) >= min_accuracy)
+        acc, val_acc = accuracy[row["approach"]], val_accuracy[row["approach"]]
+        # judged on the validation knowns: the test sets are read once, for the numbers reported
+        converged = None if min_accuracy is None else val_acc is not None and bool(np.mean(val_acc) >= min_accuracy)
         out_rows.append({"approach": row["approach"], "detector": row["detector"], "row": row["row"],
                          "settings": row["settings"], "settings_from": row["settings_from"],
                          "seeds": row["seed_ids"], "closed_set_accuracy": _interval(acc) if acc else None,
+                         "val_closed_set_accuracy": _interval(val_acc) if val_acc else None,
+                         "accuracy_per_seed": {"val": val_acc, "test": acc},
                          "converged": converged, "complete": len(row["seed_ids"]) == run_seeds,
                          "mean_oscr_per_seed": mean_oscr(row), "mean_oscr_log_per_seed": mean_oscr(row, "oscr_log"),
+                         "mean_da_per_seed": {key: mean_oscr(row, key) for key in RANKING_CANDIDATES},
+                         "val": row["val"],
                          "test": {name: _cells(numbers) for name, numbers in row["test"].items()}})
-    _rank(out_rows)
+    ranking = ranking_metric(out_rows)
+    out_rows = _rank(out_rows, ranking["chosen"])
     tests = {family: _family(out_rows, family, replicates) for family in FAMILIES}
     floored = any(t["se_samples"] is not None for family in tests.values() for t in family)
     result = {"min_accuracy": min_accuracy, "rows": out_rows, "tests": tests, "alpha": ALPHA, "margin": MARGIN,
@@ -357,7 +386,9 @@ def summarise(rows: List[Dict], min_accuracy: Optional[float], replicates: Optio
                                     family_resolution(tests[family], run_seeds)}
                            for family, (kind, compares) in FAMILIES.items()},
               "sample_floor": ({"resamples": BOOTSTRAP_RESAMPLES, "seed": BOOTSTRAP_SEED} if floored else None),
-              "seeds": run_seeds, "accuracy": {a: _interval(v) if v else None for a, v in accuracy.items()}}
+              "seeds": run_seeds, "ranking": ranking,
+              "accuracy": {a: {"val": _interval(val_accuracy[a]) if val_accuracy[a] else None,
+                               "test": _interval(accuracy[a]) if accuracy[a] else None} for a in approaches}}
     result["summary"] = what_the_data_says(result)
     return result
 
@@ -368,13 +399,79 @@ def _rankable(row: Dict) -> bool:
     return row["converged"] is not False and row["complete"] and row["mean_oscr_per_seed"] is not None
 
 
-def _rank(rows: List[Dict]) -> None:
-    """Rows best first by mean OSCR over the D_a sets; a row not converged gets no rank and follows."""
-    rows.sort(key=lambda r: (not _rankable(r), -(np.mean(r["mean_oscr_per_seed"]) if r["mean_oscr_per_seed"]
-                                                  else -np.inf)))
-    rank = 0
-    for row in rows:
-        row["rank"] = (rank := rank + 1) if _rankable(row) else None
+def _rank(rows: List[Dict], metric: str) -> List[Dict]:
+    """Rows best first by the validation ``metric`` (mean over seeds), through ``compare``'s ranking
+    (:func:`~agnostophobia.deploy.compare.rank`: ties to the higher validation AUROC, then the
+    run's row order); the rows not ranked (not converged, incomplete) follow in the same order,
+    without a rank. No test number is read."""
+    from agnostophobia.deploy.compare import rank
+
+    ranked = rank([r for r in rows if _rankable(r)], None, by=metric)
+    others = rank([r for r in rows if not _rankable(r)], None, by=metric)
+    return [*ranked, *({**row, "rank": None} for row in others)]
+
+
+def _half_width(values: Sequence[float]) -> float:
+    """The 95 % t interval's half-width over seeds (0 where the seeds agree)."""
+    interval = seed_interval(values)
+    return float(interval.high - interval.estimate)
+
+
+def _separation(a: Tuple[float, float], b: Tuple[float, float]) -> float:
+    """|mean a - mean b| in units of the two half-widths' mean; inf where both are 0 and the means
+    differ, 0 where they agree."""
+    difference, half = abs(a[0] - b[0]), (a[1] + b[1]) / 2
+    return difference / half if half > 0 else (np.inf if difference > 0 else 0.0)
+
+
+def candidate_numbers(rows: List[Dict], split: str) -> List[Dict]:
+    """For each of :data:`RANKING_CANDIDATES`, on ``split`` (``"val"``: the validation knowns and
+    negatives; ``"test"``: the mean over the D_a test sets), over the converged approaches each
+    with its paper's detector, trained on every seed: its median gap to closed-set accuracy
+    (accuracy minus the metric, means over seeds; near 0: the metric says little beyond
+    accuracy), the spread of the approaches' means (largest minus smallest), the median 95 % t
+    half-width over seeds, and the median separation of the approaches' means over every pair in
+    units of the pair's mean half-width (:func:`_separation`): what :data:`RANKING_RULE` reads.
+    A statistic is None where fewer than two approaches have it on every seed."""
+    chosen_rows = [r for r in papers_rows(rows) if _rankable(r)]
+    out = []
+    for metric, title in RANKING_CANDIDATES.items():
+        means, gaps = {}, []
+        for row in chosen_rows:
+            values = row["val"]["per_seed"].get(metric) if split == "val" else row["mean_da_per_seed"].get(metric)
+            accuracy = row["accuracy_per_seed"][split]
+            if not values or None in values or len(values) < 2 or not accuracy:
+                continue
+            means[row["approach"]] = (float(np.mean(values)), _half_width(values))
+            gaps.append(float(np.mean(accuracy) - np.mean(values)))
+        names = list(means)
+        pairs = [_separation(means[a], means[b]) for i, a in enumerate(names) for b in names[i + 1:]]
+        enough = len(names) >= 2
+        out.append({"metric": metric, "title": title, "split": split, "approaches": len(names),
+                    "median_gap": float(np.median(gaps)) if enough else None,
+                    "spread": float(max(m for m, _ in means.values()) - min(m for m, _ in means.values()))
+                    if enough else None,
+                    "median_half_width": float(np.median([h for _, h in means.values()])) if enough else None,
+                    "median_separation": float(np.median(pairs)) if enough else None})
+    return out
+
+
+def ranking_metric(rows: List[Dict]) -> Dict:
+    """The metric rows are ranked by, chosen by :data:`RANKING_RULE` from the validation numbers of
+    :func:`candidate_numbers` (the test's are computed beside them, shown, never read by the rule):
+    ``{"chosen", "title", "rule", "why", "candidates": {"val": [...], "test": [...]}}``."""
+    candidates = {split: candidate_numbers(rows, split) for split in ("val", "test")}
+    decidable = [c for c in candidates["val"] if c["median_separation"] is not None]
+    if decidable:  # max keeps the first of equal separations: the earlier candidate
+        best = max(decidable, key=lambda c: c["median_separation"])
+        chosen = best["metric"]
+        why = (f"the largest median separation on validation data: {best['median_separation']:.2f} half-widths "
+               f"over {best['approaches']} converged approaches")
+    else:
+        chosen = DEFAULT_RANKING_METRIC
+        why = "fewer than two converged approaches trained on every seed: the paper's linear OSCR area"
+    return {"chosen": chosen, "title": RANKING_CANDIDATES[chosen], "rule": RANKING_RULE, "why": why,
+            "split": "val", "candidates": candidates}
 
 
 def _pairs(rows: List[Dict], family: str) -> List[Tuple[Dict, Dict]]:
@@ -518,17 +615,20 @@ def what_the_data_says(result: Dict) -> List[str]:
     rows = result["rows"]
     lines = []
     ranked = [r for r in rows if r["rank"] is not None]
+    ranking = result["ranking"]
     if ranked:
         top = ranked[0]
-        lines.append(f"Best by mean OSCR over the unknown-unknown sets: {top['row']} "
-                     f"({np.mean(top['mean_oscr_per_seed']):.3f} over {len(top['seeds'])} seeds), "
+        value = top["val"].get(ranking["chosen"])
+        lines.append(f"Best by validation {ranking['title']} (the ranking metric, chosen on validation data): "
+                     f"{top['row']} ({_number(value)} on validation; its test mean D_a OSCR "
+                     f"{np.mean(top['mean_oscr_per_seed']):.3f} over {len(top['seeds'])} seeds), "
                      f"of {len(ranked)} ranked rows.")
     lines += _decisions_said(result)
     loose = sorted({r["approach"] for r in rows if r["converged"] is False})
     if loose:
-        acc = ", ".join(f"{a} {result['accuracy'][a]['mean']:.3f}" for a in loose if result["accuracy"].get(a))
-        lines.append(f"Not converged (closed-set accuracy below {result['min_accuracy']}), so neither ranked nor "
-                     f"tested: {acc}.")
+        acc = ", ".join(_accuracy_said(result["accuracy"].get(a), a) for a in loose)
+        lines.append(f"Not converged (closed-set accuracy on the validation knowns below {result['min_accuracy']}), "
+                     f"so neither ranked nor tested: {acc}.")
     elif result["min_accuracy"] is None:
         lines.append("No convergence threshold is declared for this protocol (--min-accuracy): every row is ranked, "
                      "whatever its closed-set accuracy.")
@@ -541,6 +641,18 @@ def what_the_data_says(result: Dict) -> List[str]:
     if tied:
         lines.append(f"Ties decide more than {TIE_FLAG:.0%} of the ranking in: {', '.join(tied)} (marked †).")
     return lines
+
+
+def _number(value: Optional[float], digits: int = 3) -> str:
+    return "N/A" if value is None else f"{value:.{digits}f}"
+
+
+def _accuracy_said(accuracy: Optional[Dict], approach: str) -> str:
+    """``approach 0.983 (test 0.981)``: the validation accuracy convergence was judged on, and the test's."""
+    if not accuracy or not accuracy.get("val"):
+        return f"{approach} (no validation accuracy)"
+    test = accuracy.get("test")
+    return f"{approach} {accuracy['val']['mean']:.3f}" + (f" (test {test['mean']:.3f})" if test else "")
 
 
 # ------------------------------------------------------------------------ the figures
@@ -588,30 +700,42 @@ def markdown(result: Dict, run_name: str) -> str:
              f"{meta.get('wall_time_s', 0) / 60:.1f} min, torch {meta.get('versions', {}).get('torch', '?')}. "
              f"Detector settings: {result['tuning']}.", "",
              "Each cell: mean over seeds [95 % t interval over seeds, cut to [0, 1]]. OSCR: area under the OSCR curve "
-             "(CCR against FPR, linear FPR axis; at most the closed-set accuracy). Rows ranked by the OSCR "
-             "averaged over the unknown-unknown (D_a) sets; † ties decide more than 1 % of that set's "
-             "ranking.", "", *decision_rule(result), "",
+             "(CCR against FPR, linear FPR axis; at most the closed-set accuracy). Every number shown is a test "
+             f"number unless its column says validation; rows are ranked by the validation "
+             f"{result['ranking']['title']} (mean over seeds), the ranking metric the declared rule chose on "
+             "validation data (\"Choosing the ranking metric\"); † ties decide more than 1 % of that set's "
+             "ranking.", "", *decision_rule(result), "", *choices_and_splits(result), "",
              "## What the data says", "", *[f"- {line}" for line in result["summary"]], ""]
     marks = _marks(result["tests"])
+    lines += _ranking_metric_section(result)
     lines += _papers_rows(result, sets, marks)
-    lines += _matrix(result["rows"])
-    header = ["rank", "approach/detector", "closed-set acc.", *(f"{s} OSCR" for s in sets),
-              "vs EOS, same detector (secondary)", "vs MSP (secondary)"]
+    lines += _matrix(result)
+    metric = result["ranking"]["chosen"]
+    header = ["rank", "approach/detector", "closed-set acc.", "val acc.", f"val {result['ranking']['title']} (ranked by)",
+              *(f"{s} OSCR" for s in sets), "vs EOS, same detector (secondary)", "vs MSP (secondary)"]
     lines += ["## OSCR", "", _row_md(header), _rule(header)]
     for row in result["rows"]:
-        cells = [str(row["rank"]) if row["rank"] else "—", _label(row), _fmt(row["closed_set_accuracy"])]
+        cells = [str(row["rank"]) if row["rank"] else "—", _label(row), _fmt(row["closed_set_accuracy"]),
+                 _fmt(row.get("val_closed_set_accuracy")), _val_cell(row, metric)]
         cells += [_fmt(row["test"].get(s, {}).get("oscr")) + _tie(row, s) for s in sets]
         cells += [marks["approaches"].get(row["row"], ""), marks["detectors"].get(row["row"], "")]
         lines.append(_row_md(cells))
     for s in sets:
-        header = ["approach/detector", "AUROC", *(f"CCR@{k}" for k in keys), "tied share"]
-        lines += ["", f"## {s} ({result['test_sets'][s]:,} unknowns)", "", _row_md(header), _rule(header)]
+        lowest = f"CCR@{10 / result['test_sets'][s]:.2g} (10/#unknowns)" if result["test_sets"].get(s) else "CCR@10/n"
+        header = ["approach/detector", "AUROC", "FPR@95%TPR", "AUPR-In", "AUPR-Out", *(f"CCR@{k}" for k in keys),
+                  lowest, "tied share"]
+        lines += ["", f"## {s} ({result['test_sets'][s]:,} unknowns)", "", "FPR@95%TPR: the FPR on the unknowns at "
+                  "the highest threshold that accepts 95 % of the knowns; AUPR-In: average precision with the knowns "
+                  "positive, AUPR-Out: with the unknowns positive (ranked by the negated score); a tie group is "
+                  "taken whole.", "", _row_md(header), _rule(header)]
         for row in result["rows"]:
             cell = row["test"].get(s)
             if cell is None:
                 continue
-            lines.append(_row_md([_label(row), _fmt(cell["auroc"]),
-                                  *(_fmt(cell["ccr_at_fpr"].get(k)) for k in keys), f"{cell['tied_share']:.4f}"]))
+            lines.append(_row_md([_label(row), _fmt(cell["auroc"]), _fmt(cell.get("fpr_at_95tpr")),
+                                  _fmt(cell.get("aupr_in")), _fmt(cell.get("aupr_out")),
+                                  *(_fmt(cell["ccr_at_fpr"].get(k)) for k in keys),
+                                  _fmt(cell.get("ccr_at_lowest_fpr")), f"{cell['tied_share']:.4f}"]))
     header = ["family", "row", "against", "difference [95 % interval]", "SE (seeds, samples)", "p", "p (Holm)",
               "90 % interval", "decision"]
     lines += ["", "## Tests", "", f"Difference: mean over seeds of the row's mean D_a OSCR minus the reference's. "
@@ -656,7 +780,7 @@ def papers_rows(rows: List[Dict]) -> List[Dict]:
 def _papers_rows(result: Dict, sets: List[str], marks: Dict) -> List[str]:
     """The short table first: one row per approach, with its paper's detector and the mean OSCR
     over the unknown-unknown sets the ranking reads."""
-    header = ["approach", "detector", "closed-set acc.", "mean D_a OSCR", "mean D_a OSCR, log FPR",
+    header = ["approach", "detector", "closed-set acc.", "val acc.", "mean D_a OSCR", "mean D_a OSCR, log FPR",
               *(f"{s} OSCR" for s in sets), "vs EOS (primary)"]
     lines = ["## Each approach with its paper's detector", "",
              "OSCR, log FPR: the area under the same curve over a log FPR axis from the smallest FPR each set "
@@ -667,7 +791,8 @@ def _papers_rows(result: Dict, sets: List[str], marks: Dict) -> List[str]:
         mean = _interval(row["mean_oscr_per_seed"]) if row["mean_oscr_per_seed"] else None
         mean_log = _interval(row["mean_oscr_log_per_seed"]) if row["mean_oscr_log_per_seed"] else None
         cells = [row["approach"] + _marked(row),  # the row's label is the approach's name: marked once
-                 row["detector"], _fmt(row["closed_set_accuracy"]), _fmt(mean), _fmt(mean_log)]
+                 row["detector"], _fmt(row["closed_set_accuracy"]), _fmt(row.get("val_closed_set_accuracy")),
+                 _fmt(mean), _fmt(mean_log)]
         cells += [_fmt(row["test"].get(s, {}).get("oscr")) + _tie(row, s) for s in sets]
         lines.append(_row_md([*cells, marks["primary"].get(row["row"], "")]))
     keys = fpr_keys(result["fprs"])
@@ -692,23 +817,90 @@ def _columns_resolution(result: Dict) -> str:
             f"5e-4, 1e-3, ...); each test set alone resolves down to 10/#unknowns: {tests}.")
 
 
-def _matrix(rows: List[Dict]) -> List[str]:
+def best_detectors(rows: List[Dict]) -> Dict[str, str]:
+    """``{approach: detector}``: each approach's best detector, its highest-ranked row (the ranking
+    reads validation numbers only, :func:`_rank`); an approach without a ranked row (not converged,
+    incomplete) has none."""
+    best: Dict[str, str] = {}
+    for row in sorted((r for r in rows if r["rank"] is not None), key=lambda r: r["rank"]):
+        best.setdefault(row["approach"], row["detector"])
+    return best
+
+
+def _matrix(result: Dict) -> List[str]:
     """Every approach (a line, in the order of the short table) with every detector (a column):
-    the mean D_a OSCR over seeds; the best detector of each approach in bold; "—" where a
-    detector does not apply to the approach or was not scored."""
+    the test mean D_a OSCR over seeds; in bold each approach's best detector by the validation
+    ranking metric (:func:`best_detectors`), none for an approach not ranked, which is marked
+    as the tables mark it; "—" where a detector does not apply to the approach or was not scored."""
+    rows = result["rows"]
     approaches = list(dict.fromkeys(r["approach"] for r in papers_rows(rows) + rows))
     detectors = sorted({r["detector"] for r in rows})
     cell = {(r["approach"], r["detector"]): float(np.mean(r["mean_oscr_per_seed"]))
             for r in rows if r["mean_oscr_per_seed"]}
+    first = {}
+    for row in rows:
+        first.setdefault(row["approach"], row)
+    best = best_detectors(rows)
     header = ["approach", *detectors]
-    lines = ["## Every approach with every detector (mean D_a OSCR)", "", _row_md(header), _rule(header)]
+    lines = ["## Every approach with every detector (mean D_a OSCR)", "",
+             f"Test numbers. In bold, each approach's best detector by the validation {result['ranking']['title']} "
+             f"(the ranking metric): chosen on validation data, not on these numbers; an approach not converged or "
+             f"not trained on every seed is marked and has none.", "", _row_md(header), _rule(header)]
     for approach in approaches:
-        mine = [cell[(approach, d)] for d in detectors if (approach, d) in cell]
-        best = max(mine) if mine else None
         texts = [("—" if (approach, d) not in cell else
-                  f"**{cell[(approach, d)]:.3f}**" if cell[(approach, d)] == best else f"{cell[(approach, d)]:.3f}")
+                  f"**{cell[(approach, d)]:.3f}**" if best.get(approach) == d else f"{cell[(approach, d)]:.3f}")
                  for d in detectors]
-        lines.append(_row_md([approach, *texts]))
+        lines.append(_row_md([approach + _marked(first[approach]), *texts]))
+    return [*lines, ""]
+
+
+def _val_cell(row: Dict, metric: str) -> str:
+    """The row's validation ``metric`` (mean over seeds [95 % t interval])."""
+    values = row["val"]["per_seed"].get(metric)
+    return _fmt(_interval(values)) if values else "N/A"
+
+
+def choices_and_splits(result: Dict) -> List[str]:
+    """Which split each choice of the report read: every choice validation data, the test sets read
+    once, for the numbers reported and the tests."""
+    ranking = result["ranking"]
+    threshold = result["min_accuracy"]
+    convergence = (f"closed-set accuracy of the validation knowns, mean over seeds, at least {threshold}"
+                   if threshold is not None else "no threshold declared (--min-accuracy): every row counts")
+    return ["## Which split each choice used", "",
+            "| choice | split | how |", "|---|---|---|",
+            f"| convergence (*not converged*: neither ranked, tested nor bold) | validation | {convergence} |",
+            f"| each detector's settings | validation | {result.get('tuning', '')} |",
+            f"| the ranking metric | validation | {ranking['title']}: {ranking['why']} "
+            f"(\"Choosing the ranking metric\") |",
+            f"| rank, best row, each approach's best detector (bold) | validation | the validation "
+            f"{ranking['title']}, mean over seeds, through compare's ranking (ties: validation AUROC) |",
+            "| the numbers reported, the tests and their decisions | test | read once, after every choice above: "
+            "the OSCR areas, AUROC, FPR@95%TPR, AUPR, CCR and accuracies shown, and the families of comparisons |"]
+
+
+def _ranking_metric_section(result: Dict) -> List[str]:
+    """The table the ranking metric is chosen from: each candidate's gap to closed-set accuracy,
+    spread across approaches and separation in seed half-widths, on validation data (what the
+    rule reads) and on the test sets (shown, not read)."""
+    ranking = result["ranking"]
+    header = ["metric", "split", "approaches", "median gap to closed-set acc.", "spread of means",
+              "median 95 % half-width", "median separation (half-widths)", ""]
+    lines = ["## Choosing the ranking metric", "",
+             f"Rule, declared before the run: {ranking['rule']}. Chosen: **{ranking['title']}**, {ranking['why']}. "
+             "Gap: closed-set accuracy minus the metric (means over seeds; the linear OSCR area is at most the "
+             "accuracy, so a gap near 0 says the metric reads little beyond accuracy). Separation: over every pair "
+             "of converged approaches, each with its paper's detector, the difference of their means over the "
+             "pair's mean 95 % t half-width over seeds. Validation rows decide; test rows (mean over the D_a sets) "
+             "are shown beside and decide nothing.", "", _row_md(header), _rule(header)]
+    for split, name in (("val", "validation"), ("test", "test (D_a mean)")):
+        for c in ranking["candidates"][split]:
+            chosen = "chosen" if split == "val" and c["metric"] == ranking["chosen"] else ""
+            separation = c["median_separation"]
+            lines.append(_row_md([c["title"], name, str(c["approaches"]), _number(c["median_gap"], 4),
+                                  _number(c["spread"], 4), _number(c["median_half_width"], 4),
+                                  "N/A" if separation is None else "∞" if np.isinf(separation) else f"{separation:.2f}",
+                                  chosen]))
     return [*lines, ""]
 
 
