@@ -19,12 +19,14 @@ scores follow closed-set accuracy, so an unconverged network ranks training leng
    FPR ≥ 10/#negatives), per seed.
 4. **Report** (``benchmark.md``, ``benchmark.json``): per row and unknown set, the area under the
    OSCR curve (Eq. 3, linear FPR axis, :func:`~agnostophobia.metrics.oscr_area`; for the paper's
-   rows also over a log FPR axis from 10/#unknowns, the low-FPR end), AUROC and CCR at
-   the supported FPRs, each as the mean over seeds with its 95 % t interval
-   (:func:`~agnostophobia.metrics.seed_interval`); the network's closed-set accuracy, a row below
-   the protocol's declared threshold (LeNet++ 0.985, CIFAR 0.90;
+   rows also over a log FPR axis from 10/#unknowns, the low-FPR end), AUROC, FPR at 95 % TPR,
+   AUPR-In, AUPR-Out and CCR at the supported FPRs and at 10/#unknowns, each as the mean over
+   seeds with its 95 % t interval (:func:`~agnostophobia.metrics.seed_interval`); the network's
+   closed-set accuracy on the test knowns and on the validation knowns, a network whose
+   *validation* accuracy is below the protocol's declared threshold (LeNet++ 0.985, CIFAR 0.90;
    :attr:`~agnostophobia.data.protocol_types.ProtocolSpec.converged_accuracy`) marked *not converged*
-   and left out of ranks and tests, as is an approach trained on fewer seeds than the others; the
+   and left out of ranks, tests and bold marks, as is an approach trained on fewer seeds than the
+   others; the
    share of scores that ties decide
    (:func:`~agnostophobia.metrics.tied_share`, flagged above 1 %); comparisons of the OSCR area
    averaged over the unknown-unknown (D_a) sets in three families (:data:`FAMILIES`): the
@@ -38,6 +40,18 @@ scores follow closed-set accuracy, so an unconverged network ranks training leng
    not resolved at the run's seeds), with Holm's correction within each family (each family at
    :data:`ALPHA`, not the whole report); and a paragraph written from the numbers, which says the
    smallest difference each family resolves.
+
+**Every choice on validation data, the test sets read once.** Convergence, the detectors' settings,
+the ranking metric, the rank, the best row and each approach's best (bold) detector are read from
+the validation split (held-out knowns and the negatives held out of training, as ``compare``
+scores them); the test sets give only the numbers reported and the comparisons' decisions, and
+the report has a table of which split each choice used (:func:`choices_and_splits`). The ranking
+metric is chosen among :data:`RANKING_CANDIDATES` by :data:`RANKING_RULE` from each candidate's
+gap to closed-set accuracy and its separation of the converged approaches in seed half-widths
+(:func:`candidate_numbers`, :func:`ranking_metric`): on LeNet++ the linear OSCR area is bounded by
+closed-set accuracy and nearly reaches it for every approach trained with negatives, so it cannot
+separate them. The families of comparisons still test the linear OSCR area against :data:`MARGIN`,
+declared for that area.
 
 The report covers the approaches the run's ``config.yaml`` lists (the last call's, ``--set
 approaches=`` included); models of others in the folder are named in its notes, not scored.
