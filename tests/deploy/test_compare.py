@@ -184,3 +184,44 @@ def test_each_row_has_the_oscr_area_over_the_log_fpr_axis_from_the_smallest_reso
     curve = [max([c for c, f in zip(ccr, fpr) if f <= g] or [0.0]) for g in grid]
     assert expected == pytest.approx(np.trapezoid(curve, np.log10(grid)) / -np.log10(10 / 32), abs=2e-3)
     assert all(0 <= r["val"]["oscr_log"] <= 1 for r in rows.values())
+
+
+# ------------------------------------------------------------------ issue 55: the benchmark's columns and ranking
+def test_each_set_gives_fpr95_aupr_in_and_out_and_the_ccr_at_the_smallest_fpr_it_resolves():
+    """The numbers of a set (validation or test) the benchmark reports and chooses its ranking metric
+    from: FPR@95%TPR and both AUPRs of the max score, as scikit-learn gives them (knowns positive for
+    AUPR-In, unknowns positive and the score negated for AUPR-Out), and CCR at 10/#negatives itself."""
+    from sklearn.metrics import average_precision_score, roc_curve
+
+    from agnostophobia.deploy.compare import SEED_STATISTICS, _numbers
+    from agnostophobia.metrics import ccr_at_fpr
+
+    rng = np.random.default_rng(3)
+    labels = np.r_[rng.integers(0, 4, 400), -np.ones(250, int)]
+    scores = np.round(rng.normal(size=(650, 4)) + np.eye(4)[np.maximum(labels, 0)] * (labels >= 0)[:, None], 1)
+    numbers = _numbers(scores, labels, [0.1], 250)
+    top = scores.max(axis=1)
+    fpr, tpr, _ = roc_curve(labels >= 0, top, drop_intermediate=False)
+    assert numbers["fpr_at_95tpr"] == fpr[np.argmax(tpr >= 0.95)]
+    assert numbers["aupr_in"] == pytest.approx(average_precision_score(labels >= 0, top), abs=1e-12)
+    assert numbers["aupr_out"] == pytest.approx(average_precision_score(labels < 0, -top), abs=1e-12)
+    assert numbers["ccr_at_lowest_fpr"] == pytest.approx(float(ccr_at_fpr(scores, labels, [10 / 250])[0]))
+    assert _numbers(scores[:405], labels[:405], [], 5)["ccr_at_lowest_fpr"] is None  # 5 negatives resolve none
+    assert {"fpr_at_95tpr", "aupr_in", "aupr_out", "ccr_at_lowest_fpr"} <= set(SEED_STATISTICS)
+
+
+def test_rank_by_a_validation_statistic_keeps_compares_ties():
+    """``benchmark`` ranks through compare's ranking, by the validation statistic its rule chose."""
+    from agnostophobia.deploy.compare import rank
+
+    def row(approach, detector, auroc, oscr_log):
+        return {"approach": approach, "detector": detector, "val": {"auroc": auroc, "oscr_log": oscr_log}}
+
+    rows = [row("softmax", "softmax", 0.9, 0.5), row("entropic", "softmax", 0.8, 0.7),
+            row("entropic", "energy", 0.95, 0.7), row("softmax", "energy", 0.99, None)]
+    assert [(r["approach"], r["detector"]) for r in rank(rows, None)][0] == ("softmax", "energy")  # by AUROC
+    ranked = rank(rows, None, by="oscr_log")
+    assert [(r["approach"], r["detector"], r["rank"]) for r in ranked] == [
+        ("entropic", "energy", 1), ("entropic", "softmax", 2), ("softmax", "softmax", 3), ("softmax", "energy", 4)]
+    with pytest.raises(ValueError, match="fpr_at_95tpr"):  # lower is better: not a ranking statistic
+        rank(rows, None, by="fpr_at_95tpr")

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agnostophobia.metrics import (accuracy_vs_confidence, auroc, fpr_at_tpr, precision_recall,
+from agnostophobia.metrics import (accuracy_vs_confidence, aupr_in, aupr_out, auroc, fpr_at_tpr, precision_recall,
                                    precision_vs_confidence)
 
 VALUES = (0.0, 0.1, 0.25, 0.5, 0.9, 1.0)
@@ -84,6 +84,38 @@ def test_perfect_and_inverted_detection():
     assert precision_recall(good, labels).average_precision == 1
 
 
+@pytest.mark.parametrize("seed", range(5))
+def test_aupr_in_and_out_and_fpr95_match_scikit_learn_on_random_scores_with_ties(seed):
+    """AUPR-In: knowns positive, ranked by confidence; AUPR-Out: unknowns positive, ranked by
+    -confidence; FPR@95: the unknowns' FPR at the first threshold (from the top) that accepts 95 %
+    of the knowns. Scores rounded to two decimals: many ties, each tie group taken together."""
+    from sklearn.metrics import average_precision_score, roc_curve
+
+    rng = np.random.default_rng(seed)
+    labels = np.r_[rng.integers(0, 5, 300), -np.ones(200, int)]
+    confidence = np.round(rng.normal(size=500) + (labels >= 0), 1)  # ~60 distinct values for 500 samples
+    assert aupr_in(confidence, labels) == pytest.approx(average_precision_score(labels >= 0, confidence), abs=1e-12)
+    assert aupr_out(confidence, labels) == pytest.approx(average_precision_score(labels < 0, -confidence), abs=1e-12)
+    assert aupr_in(confidence, labels) == precision_recall(confidence, labels).average_precision
+    fpr, tpr, _ = roc_curve(labels >= 0, confidence, drop_intermediate=False)
+    assert fpr_at_tpr(confidence, labels, 0.95) == fpr[np.argmax(tpr >= 0.95)]
+    # the same by hand: the highest threshold accepting 95 % of the knowns, ties accepted together
+    theta = max(t for t in set(confidence) if (confidence[labels >= 0] >= t).mean() >= 0.95)
+    assert fpr_at_tpr(confidence, labels, 0.95) == (confidence[labels < 0] >= theta).mean()
+    # the two conventions are one another with the roles of knowns and unknowns swapped
+    swapped = np.where(labels < 0, 0, -1)
+    assert aupr_out(-confidence, swapped) == pytest.approx(aupr_in(confidence, labels), abs=1e-12)
+    # (N, C) scores are read as their maximum, as every metric here reads them
+    scores = np.stack([confidence, confidence - 1], axis=1)
+    assert aupr_out(scores, labels) == aupr_out(confidence, labels)
+
+
+def test_aupr_chance_levels_are_the_shares_of_each_kind():
+    labels = np.r_[np.zeros(30, int), -np.ones(70, int)]
+    flat = np.zeros(100)  # one tie group: every sample accepted (or rejected) at once
+    assert aupr_in(flat, labels) == pytest.approx(0.3) and aupr_out(flat, labels) == pytest.approx(0.7)
+
+
 # ---------------------------------------------------------------- confidence curves
 def brute_over_accepted(scores, labels, thresholds, need_correct):
     out = []
@@ -130,7 +162,7 @@ CONF = np.array([0.9, 0.2, 0.6])
 LABELS = np.array([0, 1, -1])
 
 
-@pytest.mark.parametrize("func", [auroc, fpr_at_tpr, precision_recall])
+@pytest.mark.parametrize("func", [auroc, fpr_at_tpr, precision_recall, aupr_in, aupr_out])
 @pytest.mark.parametrize("confidence, labels, match", [
     (np.array([0.9, np.nan, 0.6]), LABELS, "confidence contains .*NaN"),
     (np.array([0.9, np.inf, 0.6]), LABELS, "confidence contains .*inf"),

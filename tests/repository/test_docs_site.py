@@ -105,8 +105,8 @@ def test_the_citation_cites_the_paper_and_the_software():
 
 
 METRICS = ["oscr", "ccr_at_fpr", "oscr_area", "class_ccr_at_fpr", "threshold_at_fpr", "rates_at_threshold",
-           "auroc", "fpr_at_tpr", "precision_recall", "accuracy_vs_confidence", "precision_vs_confidence",
-           "entropy_magnitude_stats"]
+           "auroc", "fpr_at_tpr", "precision_recall", "aupr_in", "aupr_out", "accuracy_vs_confidence",
+           "precision_vs_confidence", "entropy_magnitude_stats"]
 SOURCE = re.compile(r"Sec\. ?\d|Eq\. ?\d|et al\.|Table \d|Fig\. ?\d|\b(19|20)\d\d\b")
 
 

@@ -41,8 +41,8 @@ from agnostophobia.detectors import DETECTORS, build_detector
 from agnostophobia.detectors.stored import (KeptFits, ModelScores, detector_settings, model_scores, model_settings,
                                             run_tuned_settings, score_outputs)
 from agnostophobia.errors import AgnostophobiaError
-from agnostophobia.metrics import (auroc, ccr_at_fpr, oscr, oscr_area, reported_fprs, smallest_supported_fpr,
-                                   supports_fpr, tied_share, unsupported_fpr_message)
+from agnostophobia.metrics import (aupr_in, aupr_out, auroc, ccr_at_fpr, fpr_at_tpr, oscr, oscr_area, reported_fprs,
+                                   smallest_supported_fpr, supports_fpr, tied_share, unsupported_fpr_message)
 from agnostophobia.metrics.rows import row_label, row_sort_key
 from agnostophobia.metrics.summary import fpr_keys
 from agnostophobia.rundir import VAL_OUTPUTS, ModelDir, RunDir
@@ -93,15 +93,21 @@ def _numbers(scores: np.ndarray, labels: np.ndarray, fprs: Sequence[float], num_
     """AUROC of the per-sample score, the area under the OSCR curve (linear FPR axis; ``oscr_log``:
     over a log FPR axis from the smallest FPR the negatives resolve, 10/#negatives, to 1, which
     weighs the low-FPR end the linear area hardly reads; None with fewer than 11), CCR at each
-    of ``fprs`` (None where the negatives do not support it), closed-set accuracy and the share of
-    samples whose score ties with one of the other kind, of (N, C) ``scores`` and labels (N,)
-    (< 0: negative)."""
+    of ``fprs`` (None where the negatives do not support it) and at that smallest FPR itself
+    (``ccr_at_lowest_fpr``, None with fewer than 10), FPR at 95 % TPR, AUPR-In and AUPR-Out
+    (:func:`~agnostophobia.metrics.fpr_at_tpr`, :func:`~agnostophobia.metrics.aupr_in`,
+    :func:`~agnostophobia.metrics.aupr_out`), closed-set accuracy and the share of samples whose
+    score ties with one of the other kind, of (N, C) ``scores`` and labels (N,) (< 0: negative)."""
     known = labels >= 0
     ccr = ccr_at_fpr(scores, labels, fprs) if len(fprs) else []
     top = scores.max(axis=1)
     lowest = smallest_supported_fpr(num_negatives)
+    at_lowest = float(ccr_at_fpr(scores, labels, [lowest])[0]) if lowest <= 1 else None
     return {"auroc": float(auroc(top, labels)), "oscr": float(oscr_area(scores, labels)),
             "oscr_log": float(oscr_area(scores, labels, log_fpr=True, min_fpr=lowest)) if lowest < 1 else None,
+            "ccr_at_lowest_fpr": at_lowest if at_lowest is not None and np.isfinite(at_lowest) else None,
+            "fpr_at_95tpr": float(fpr_at_tpr(top, labels, 0.95)), "aupr_in": float(aupr_in(top, labels)),
+            "aupr_out": float(aupr_out(top, labels)),
             "tied_share": float(tied_share(top, labels)),
             "ccr_at_fpr": {key: (float(v) if supports_fpr(t, num_negatives) and np.isfinite(v) else None)
                            for key, t, v in zip(fpr_keys(fprs), fprs, ccr)},
@@ -146,7 +152,10 @@ def _source(detector: str, approach: str, tuned: Dict) -> str:
 
 
 #: The per-model numbers of a row that are averaged over seeds (beside the CCR at each FPR).
-SEED_STATISTICS = ("auroc", "oscr", "oscr_log", "closed_set_accuracy", "tied_share")
+SEED_STATISTICS = ("auroc", "oscr", "oscr_log", "ccr_at_lowest_fpr", "fpr_at_95tpr", "aupr_in", "aupr_out",
+                   "closed_set_accuracy", "tied_share")
+#: The validation statistics :func:`rank` can rank by (``by=``): each higher-is-better.
+RANKABLE = ("auroc", "oscr", "oscr_log", "ccr_at_lowest_fpr", "aupr_in", "aupr_out", "closed_set_accuracy")
 
 
 def _mean_std(values: List[Optional[float]]) -> Tuple[Optional[float], Optional[float]]:
@@ -246,14 +255,18 @@ def _row(approach: str, detector: str, group: List[Dict], tuned: Dict) -> Dict:
             "test": {u: _merge([t[u] for t in tests]) for u in common}}
 
 
-def rank(rows: List[Dict], fpr: Optional[float]) -> List[Dict]:
+def rank(rows: List[Dict], fpr: Optional[float], by: Optional[str] = None) -> List[Dict]:
     """``rows`` best first: by validation CCR at ``fpr`` (None ranks last), else by validation
-    AUROC; ties to the higher AUROC, then to the run's row order. Each row gets its ``rank``."""
+    AUROC; ties to the higher AUROC, then to the run's row order. Each row gets its ``rank``.
+    ``by``: rank by that validation statistic (mean over seeds, one of :data:`RANKABLE`, higher
+    better) instead, with the same ties (``benchmark`` ranks by the metric its rule chose)."""
     key = fpr_keys([fpr])[0] if fpr is not None else None
+    if by is not None and by not in RANKABLE:
+        raise ValueError(f"rank(by={by!r}): one of {', '.join(RANKABLE)}")
 
     def order(row: Dict):
         val = row["val"]
-        primary = val["auroc"] if key is None else val["ccr_at_fpr"].get(key)
+        primary = val.get(by) if by is not None else val["auroc"] if key is None else val["ccr_at_fpr"].get(key)
         auroc_value = val["auroc"] if val["auroc"] is not None else -np.inf
         return (primary is None, -(primary if primary is not None else 0.0), -auroc_value,
                 row_sort_key(row["approach"]), row["detector"])

@@ -182,8 +182,9 @@ def add_commands(subparsers) -> None:
     p.add_argument("--out", type=Path, help="output directory (default: runs/benchmark-PROTOCOL-BUDGET); an "
                                             "existing one continues where it stopped")
     p.add_argument("--min-accuracy", type=float, metavar="A",
-                   help="closed-set accuracy below which a network counts as not converged (default: the "
-                        "protocol's, 0.985 for lenet++ and 0.90 for the CIFAR protocols; none for your own)")
+                   help="closed-set accuracy of the validation knowns below which a network counts as not "
+                        "converged (default: the protocol's, 0.985 for lenet++ and 0.90 for the CIFAR protocols; "
+                        "none for your own)")
     p.set_defaults(func=_benchmark)
 
     p = subparsers.add_parser("ablate", parents=[common],

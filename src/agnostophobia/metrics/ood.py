@@ -8,7 +8,9 @@ confidence is at least the threshold.
   out-of-distribution literature; they ignore whether accepted knowns are classified
   correctly.
 * :func:`precision_recall`: the PR curve and its AUC (average precision), which Sec. 4.3
-  shows cannot rank algorithms at a chosen operating point.
+  shows cannot rank algorithms at a chosen operating point; :func:`aupr_in` and
+  :func:`aupr_out`, the two average precisions the out-of-distribution literature reports
+  (knowns positive, unknowns positive).
 * :func:`accuracy_vs_confidence`, :func:`precision_vs_confidence`: curves over the
   confidence threshold itself (Lakshminarayanan et al. 2017; paper Fig. 3b), which depend
   on how scores are scaled -- unlike the OSCR curve, see :mod:`.oscr`.
@@ -53,7 +55,9 @@ def fpr_at_tpr(confidence, labels, tpr: float = 0.95) -> float:
     :math:`\mathrm{FPR}(\theta) = |\{x \in D_a : c(x) \ge \theta\}| / |D_a|`, using
     ``sklearn.metrics.roc_curve`` (thresholds at every distinct confidence). The
     comparison with ``tpr`` is exact in floating point (``count / |D_c| >= tpr``), not
-    interpolated.
+    interpolated. **Ties**: a threshold accepts every sample of its confidence, so where a tie
+    group straddles the ``tpr`` line the whole group counts (the FPR is that of the highest
+    threshold accepting at least ``tpr`` of the knowns), never a share of it.
 
     Args:
         confidence, labels: as for :func:`auroc`.
@@ -105,6 +109,60 @@ def precision_recall(confidence, labels) -> PRCurve:
     confidence, known = check_confidence(confidence, labels)
     precision, recall, thresholds = precision_recall_curve(known, confidence)
     return PRCurve(precision, recall, thresholds, float(average_precision_score(known, confidence)))
+
+
+def aupr_in(confidence, labels) -> float:
+    r"""AUPR-In: the average precision of detecting the *knowns*, knowns positive and ranked by
+    ``confidence`` (Hendrycks & Gimpel, ICLR 2017; OpenOOD, Yang et al. 2022).
+
+    :math:`\mathrm{AP} = \sum_n (R_n - R_{n-1}) P_n` over the distinct confidences taken as
+    thresholds from the highest down, where a sample is accepted when :math:`c(x) \ge \theta`:
+    ``sklearn.metrics.average_precision_score(labels >= 0, confidence)``, the same number as
+    :func:`precision_recall`'s ``average_precision``. **Ties**: samples of one confidence are
+    accepted together (one step of the curve), never split in an order. Chance level is the
+    share of knowns.
+
+    Args:
+        confidence, labels: as for :func:`auroc`.
+
+    Returns:
+        The average precision, a float in [0, 1].
+
+    Examples:
+        >>> import numpy as np
+        >>> from agnostophobia.metrics import aupr_in
+        >>> round(aupr_in(np.array([0.9, 0.8, 0.3, 0.1]), np.array([0, 1, -1, 0])), 4)
+        0.9167
+    """
+    confidence, known = check_confidence(confidence, labels)
+    return float(average_precision_score(known, confidence))
+
+
+def aupr_out(confidence, labels) -> float:
+    r"""AUPR-Out: the average precision of detecting the *unknowns*, unknowns positive and ranked
+    by ``-confidence``, the least known-looking first (Hendrycks & Gimpel, ICLR 2017; OpenOOD,
+    Yang et al. 2022).
+
+    :math:`\mathrm{AP} = \sum_n (R_n - R_{n-1}) P_n` with recall and precision of the unknowns
+    among the samples *rejected* at each threshold, :math:`c(x) \le \theta`:
+    ``sklearn.metrics.average_precision_score(labels < 0, -confidence)``. **Ties**: as for
+    :func:`aupr_in`, samples of one confidence are rejected together. Chance level is the share
+    of unknowns, so AUPR-In and AUPR-Out of one score differ wherever the two sets differ in size.
+
+    Args:
+        confidence, labels: as for :func:`auroc`.
+
+    Returns:
+        The average precision, a float in [0, 1].
+
+    Examples:
+        >>> import numpy as np
+        >>> from agnostophobia.metrics import aupr_out
+        >>> round(aupr_out(np.array([0.9, 0.8, 0.3, 0.1]), np.array([0, 1, -1, 0])), 4)
+        0.5
+    """
+    confidence, known = check_confidence(confidence, labels)
+    return float(average_precision_score(~known, -np.asarray(confidence, dtype=np.float64)))
 
 
 class ConfidenceCurve(NamedTuple):
