@@ -114,13 +114,17 @@ def test_relative_mahalanobis_equals_pytorch_ood_up_to_minus_one_over_n(float64)
 @pytest.mark.parametrize("percentile", [85.0, 90.0])
 def test_react_equals_pytorch_ood_negated(percentile):
     """Same threshold (np.percentile of every training entry, linear interpolation) and energy.
-    Differs: their percentile is a fraction (0.9), ours percent (90); sign. Signed features as given
-    (both clip from above only)."""
+    Differs: their percentile is a fraction (0.9), ours percent (90); sign; ours continues the
+    clipped energy where every entry reaches the clip (tie-free: ``ReAct.clipped_energy`` undoes
+    it, and the order is theirs where theirs does not tie). Signed features as given (both clip
+    from above only)."""
     theirs_detector = pytorch_ood.ReAct(None, head=energy_head, percentile=percentile / 100)
     theirs_detector.fit_feature_maps(t(TRAIN_FEATURES), t(TRAIN_LABELS))
     theirs = theirs_detector.predict_feature_maps(t(TEST_FEATURES)).numpy()
+    detector = build_detector("react", percentile=percentile).use_last_layer(WEIGHT, BIAS)
+    detector.fit(TRAIN_FEATURES @ WEIGHT.T + BIAS, TRAIN_FEATURES, TRAIN_LABELS)
     mine = ours("react", percentile=percentile)
-    np.testing.assert_allclose(mine, -theirs, rtol=1e-6)
+    np.testing.assert_allclose(detector.clipped_energy(mine), -theirs, rtol=1e-6)
     same_auroc(mine, theirs)
 
 

@@ -105,22 +105,33 @@ def test_intervals_are_t_intervals_over_seeds_cut_to_the_unit_range():
 
 
 def test_paired_tests_match_scipy_and_are_holm_adjusted_per_family():
+    """Without per-sample replicates each comparison is the paired t-test over seeds, Holm-adjusted
+    within its family: the primary one (each approach with its paper's detector against EOS with
+    its paper's) and the two secondary ones."""
     result = summarise(rows(), min_accuracy=0.985)
+    primary = {t["row"]: t for t in result["tests"]["primary"]}
     approaches = {t["row"]: t for t in result["tests"]["approaches"]}
     detectors = {t["row"]: t for t in result["tests"]["detectors"]}
-    # softmax vs EOS, each with its detector: two tests in the approach family
-    assert set(approaches) == {"softmax/softmax", "softmax/max-logit"}
-    assert approaches["softmax/softmax"]["against"] == "entropic/softmax"
-    p = stats.ttest_rel([0.40, 0.45, 0.42], [0.60, 0.62, 0.61]).pvalue
-    assert approaches["softmax/softmax"]["p"] == pytest.approx(p)
-    ps = [approaches[r]["p"] for r in ("softmax/softmax", "softmax/max-logit")]
-    order = np.argsort(ps)
-    holm = np.minimum(1, np.maximum.accumulate([(2 - i) * ps[j] for i, j in enumerate(order)]))
-    assert sorted(approaches[r]["p_holm"] for r in approaches) == pytest.approx(sorted(holm))
-    assert approaches["softmax/softmax"]["difference"] < 0
-    # detectors against max-softmax on the same network
+    # softmax thresholding against EOS, each with its paper's detector (max-softmax): the primary family
+    assert set(primary) == {"softmax/softmax"} and primary["softmax/softmax"]["against"] == "entropic/softmax"
+    reference = stats.ttest_rel([0.40, 0.45, 0.42], [0.60, 0.62, 0.61])
+    assert primary["softmax/softmax"]["p"] == pytest.approx(reference.pvalue)
+    assert primary["softmax/softmax"]["interval"] == pytest.approx(list(reference.confidence_interval(0.95)))
+    assert primary["softmax/softmax"]["p_holm"] == pytest.approx(reference.pvalue)  # a family of one
+    assert primary["softmax/softmax"]["difference"] < 0 and primary["softmax/softmax"]["se_samples"] is None
+    # the same detector, other than the primary's: the secondary approach family
+    assert set(approaches) == {"softmax/max-logit"} and approaches["softmax/max-logit"]["against"] == "entropic/max-logit"
+    # detectors against max-softmax on the same network, Holm over their family of two
     assert set(detectors) == {"entropic/max-logit", "softmax/max-logit"}
     assert detectors["entropic/max-logit"]["against"] == "entropic/softmax"
+    # entropic/max-logit is entropic/softmax + 0.04 on every seed: no spread, so no p (it was 0, "significant")
+    assert detectors["entropic/max-logit"]["p"] is None and detectors["entropic/max-logit"]["decision"] == "not resolved"
+    assert detectors["entropic/max-logit"]["p_holm"] == 1.0  # an undefined p counts as 1 in Holm's adjustment
+    p = stats.ttest_rel([0.41, 0.44, 0.43], [0.40, 0.45, 0.42]).pvalue
+    assert detectors["softmax/max-logit"]["p"] == pytest.approx(p)
+    assert detectors["softmax/max-logit"]["p_holm"] == pytest.approx(min(1.0, 2 * p))  # the smaller of two: x2
+    assert {t["family"] for family in result["tests"].values() for t in family} == {"primary", "approaches",
+                                                                                     "detectors"}
 
 
 def test_ties_are_flagged_in_the_table_and_the_paragraph():
@@ -144,7 +155,7 @@ def test_the_report_opens_with_each_approach_and_its_papers_detector():
                    "fprs": [0.1]})
     text = markdown(result, "run")
     section = text.split("## Each approach with its paper's detector", 1)[1].split("\n## ", 1)[0]
-    oscr, ccr = section.split("CCR at the smallest FPR the test sets resolve (1e-1)", 1)
+    oscr, ccr = section.split("CCR at 1e-1, the smallest FPR of the report's columns", 1)
     table = [line for line in oscr.splitlines() if line.startswith("| ")][1:]
     expected = [r for r in result["rows"] if r["detector"] == LOSSES.get(r["approach"]).default_detector]
     assert [line.split(" | ")[1] for line in table] == [r["detector"] for r in expected]
@@ -250,4 +261,176 @@ def test_benchmark_smoke_runs_every_approach_and_resumes(real_data_dir, tmp_path
     ranked = json.loads((out / BENCHMARK_JSON).read_text())
     assert all(r["rank"] is not None for r in ranked["rows"] if r["mean_oscr_per_seed"] is not None)
     assert ranked["tests"]["approaches"] and ranked["tests"]["detectors"]
-    assert all(0 <= t["p_holm"] <= 1 and t["p_holm"] >= t["p"] for f in ranked["tests"].values() for t in f)
+    assert all(0 <= t["p_holm"] <= 1 and (t["p"] is None or t["p_holm"] >= t["p"])
+               for f in ranked["tests"].values() for t in f)
+    assert all(t["se_samples"] is not None and t["se"] >= t["se_samples"] > 0 for f in ranked["tests"].values()
+               for t in f if t["difference"] != 0)  # every difference floored by the test samples' bootstrap
+
+
+# ------------------------------------------------------------------ issue 55: decisions that mean what they say
+def _report(result, **extra):
+    result.update({"meta": {}, "tuning": "config", "notes": [], "test_sets": {"letters": 1000, "devanagari": 1000},
+                   "fprs": [0.1], **extra})
+    return markdown(result, "run")
+
+
+def _near_rows(spread=1e-6):
+    """EOS and a detector on it that differs by -0.0001 with a spread of ``spread`` over 3 seeds (the
+    review's maximal-entropy/energy case, p 3e-5), and softmax 0.2 lower with a wide spread."""
+    base = [0.9900, 0.9870, 0.9930]
+    return [_row(REFERENCE_APPROACH, REFERENCE_DETECTOR, base, [0.99] * 3),
+            _row(REFERENCE_APPROACH, "energy", [b - 1e-4 + spread * k for k, b in enumerate(base)], [0.99] * 3),
+            _row("softmax", REFERENCE_DETECTOR, [0.70, 0.95, 0.72], [0.99] * 3)]
+
+
+def _replicates_of(result_rows, se):
+    """Bootstrap replicates per row and seed whose mean paired difference has standard error
+    ``se``: each row's per-seed value plus one row-specific normal draw per resample, the same for
+    every seed (the seeds share the test samples)."""
+    rng = np.random.default_rng(0)
+    noise = {(r["approach"], r["detector"]): rng.normal(0, se / np.sqrt(2), 400) for r in result_rows}
+    return {(r["approach"], r["detector"]): {seed: value + noise[r["approach"], r["detector"]]
+                                             for seed, value in zip(r["seed_ids"], _da(r))}
+            for r in result_rows}
+
+
+def _da(row):
+    return row["test"]["devanagari"]["per_seed"]["oscr"]
+
+
+def test_marks_are_decisions_and_no_difference_is_called_seed_to_seed_noise():
+    """Issue 55, statement 2: '=' meant 'not significant after Holm' and was printed as 'within
+    seed-to-seed noise'; the marks are now decisions, and the report says what each means."""
+    result = summarise(rows(), min_accuracy=0.985)
+    text = _report(result)
+    assert "seed-to-seed noise" not in text and "▲" not in text and "▼" not in text
+    assert not any(" = |" in line or "| = " in line for line in text.splitlines())
+    decisions = {t["decision"] for family in result["tests"].values() for t in family}
+    assert decisions <= {"better", "worse", "equivalent", "not resolved"}
+    marks = {cell.strip() for line in text.splitlines() if line.startswith("| ") for cell in line.split("|")}
+    assert "not resolved (3 seeds)" in marks and "worse" in marks
+    assert "vs EOS (primary)" in text and "vs EOS, same detector (secondary)" in text and "vs MSP (secondary)" in text
+    assert "each Holm-adjusted on its own at 0.05 (not the whole report)" in text
+    said = " ".join(result["summary"])
+    assert "Primary family, each approach with its paper's detector" in said
+    assert "Secondary: detectors family" in said and "not resolved at 3 seeds" in said
+
+
+def test_a_tiny_difference_that_barely_moves_between_seeds_is_not_called_worse():
+    """The review's case: -0.0001 with a spread of 1e-6 is p ~ 1e-5 over the seeds alone; with the
+    test samples' standard error as its floor it is equivalent (inside the margin), and a large
+    difference with a wide spread is not resolved at 3 seeds, not 'noise'."""
+    bare = summarise(_near_rows(), min_accuracy=0.985)
+    near = next(t for t in bare["tests"]["detectors"] if t["row"] == "entropic/energy")
+    assert near["p"] < 1e-3 and near["se_samples"] is None
+    assert near["decision"] != "worse"  # below the margin: never worse, even on the seeds alone
+    floored = summarise(_near_rows(), min_accuracy=0.985, replicates=_replicates_of(_near_rows(), 4e-4))
+    near = next(t for t in floored["tests"]["detectors"] if t["row"] == "entropic/energy")
+    assert near["se_samples"] == pytest.approx(4e-4, rel=0.15) and near["se"] == near["se_samples"]
+    assert near["p"] > 0.5 and near["decision"] == "equivalent"
+    far = next(t for t in floored["tests"]["primary"] if t["row"] == "softmax/softmax")
+    assert far["difference"] < -0.1 and far["decision"] == "not resolved"
+    assert floored["sample_floor"] == {"resamples": 200, "seed": 55} and bare["sample_floor"] is None
+    assert any("floored by a paired bootstrap over the shared test samples" in line for line in floored["summary"])
+    assert any("the seeds' spread alone" in line for line in bare["summary"])
+
+
+def test_the_sample_floor_is_the_spread_of_the_mean_paired_difference_over_resamples():
+    from agnostophobia.metrics import resampled_se
+
+    source = _near_rows()
+    replicates = _replicates_of(source, 1e-3)
+    result = summarise(source, min_accuracy=0.985, replicates=replicates)
+    test = next(t for t in result["tests"]["detectors"] if t["row"] == "entropic/energy")
+    mine = np.stack([replicates[("entropic", "energy")][s] for s in range(3)])
+    theirs = np.stack([replicates[("entropic", "softmax")][s] for s in range(3)])
+    assert test["se_samples"] == pytest.approx(resampled_se(mine, theirs))
+    assert test["se"] == max(test["se_seeds"], test["se_samples"])
+    d = test["difference"]
+    assert test["p"] == pytest.approx(2 * stats.t.sf(abs(d) / test["se"], 2))
+    half = stats.t.ppf(0.95, 2) * test["se"]
+    assert test["equivalence_interval"] == pytest.approx([d - half, d + half])
+    # a row whose replicates lack a seed falls back to the seeds' spread
+    del replicates[("entropic", "energy")][1]
+    partial = summarise(source, min_accuracy=0.985, replicates=replicates)
+    assert next(t for t in partial["tests"]["detectors"] if t["row"] == "entropic/energy")["se_samples"] is None
+
+
+def test_each_family_says_the_smallest_difference_it_resolves():
+    from agnostophobia.experiments.benchmark import MARGIN
+    from agnostophobia.metrics import smallest_resolved_difference
+
+    result = summarise(rows(), min_accuracy=0.985)
+    for family, tests in result["tests"].items():
+        resolution = result["families"][family]["resolution"]
+        se = np.median([t["se"] for t in tests])
+        assert resolution["median_se"] == pytest.approx(se) and resolution["tests"] == len(tests)
+        assert resolution["smallest_resolved"] == pytest.approx(
+            smallest_resolved_difference(se, 3, 0.05, len(tests), MARGIN))
+    line = next(line for line in result["summary"] if line.startswith("Primary family"))
+    assert f"resolves differences from {result['families']['primary']['resolution']['smallest_resolved']:.4f} up" in line
+    assert result["families"]["primary"]["kind"] == "primary" and result["margin"] == MARGIN == 0.005
+
+
+def test_an_unconverged_papers_row_is_marked_once():
+    """Issue 55, statement 13: a paper's row is labelled by its approach alone (row_label), and the
+    short table added the mark to a label that already carried it."""
+    from agnostophobia.metrics.rows import row_label
+
+    source = rows()
+    softmax = source[2]
+    softmax["row"] = row_label("softmax", REFERENCE_DETECTOR)
+    softmax["test"] = {name: _numbers(v["per_seed"]["oscr"], [0.9] * 3) for name, v in softmax["test"].items()}
+    text = _report(summarise(source, min_accuracy=0.985))
+    assert "(not converged) (not converged)" not in text
+    assert "| softmax (not converged) | softmax |" in text
+
+
+def test_the_ccr_caption_says_where_its_fprs_come_from():
+    """Issue 55, statement 5: the column was called 'the smallest FPR the test sets resolve'; it is
+    the smallest the validation negatives support, and each test set resolves 10/#unknowns."""
+    result = summarise(rows(), min_accuracy=0.985)
+    result.update({"meta": {}, "tuning": "config", "notes": [], "fprs": [5e-3, 1e-2, 1e-1], "val_negatives": 4000,
+                   "test_sets": {"letters": 10000, "devanagari": 10000}})
+    text = markdown(result, "run")
+    assert "the smallest FPR the test sets resolve" not in text
+    assert "CCR at 5e-3, the smallest FPR of the report's columns" in text
+    assert "the 4,000 validation negatives support" in text and "letters 0.001, devanagari 0.001" in text
+
+
+def test_sample_replicates_resample_every_model_and_seed_alike():
+    """The paired bootstrap of the report: the same resamples of each split for every network,
+    detector and seed; the knowns once for every D_a set; the D_b set (letters) left out."""
+    from agnostophobia.detectors.stored import ModelScores
+    from agnostophobia.experiments.benchmark import BOOTSTRAP_RESAMPLES, _bootstrap_weights, sample_replicates
+    from agnostophobia.metrics import oscr_area_resamples
+
+    rng = np.random.default_rng(1)
+    known_labels = rng.integers(0, 3, 60)
+    labels = {"known": known_labels, "letters": np.full(40, -1), "devanagari": np.full(50, -1),
+              "notmnist": np.full(30, -1)}
+
+    def scores(seed, approach):
+        top = {}
+        for detector in ("softmax", "energy"):
+            r = np.random.default_rng(hash((seed, approach, detector)) % 2 ** 32)
+            top[detector] = {split: (np.where(r.random(len(l)) < 0.9, np.maximum(l, 0), 0), r.normal(size=len(l))
+                                     + (split == "known")) for split, l in labels.items()}
+        return ModelScores(3, dict(labels), top)
+
+    models = [(seed, approach, (seed, approach)) for seed in (0, 1) for approach in ("entropic", "softmax")]
+    replicates = sample_replicates(models, lambda key, approach: scores(*key))
+    assert set(replicates) == {(a, d) for a in ("entropic", "softmax") for d in ("softmax", "energy")}
+    model = scores(1, "softmax")
+    known = _bootstrap_weights("known", 60)
+    by_hand = np.mean([oscr_area_resamples(*model.known_vs_unknown("energy", s), known, _bootstrap_weights(s, n))
+                       for s, n in (("devanagari", 50), ("notmnist", 30))], axis=0)
+    np.testing.assert_array_equal(replicates[("softmax", "energy")][1], by_hand)
+    assert by_hand.shape == (BOOTSTRAP_RESAMPLES,)
+    np.testing.assert_array_equal(known, _bootstrap_weights("known", 60))  # seeded: deterministic
+    assert not np.array_equal(_bootstrap_weights("devanagari", 50)[:, :30], _bootstrap_weights("notmnist", 30))
+    # models whose test splits are not the same samples cannot be paired: no floor
+    other = dict(labels, known=np.roll(known_labels, 1))
+    odd = lambda key, approach: ModelScores(3, other if key == (1, "softmax") else dict(labels),  # noqa: E731
+                                            scores(*key).top)
+    assert sample_replicates(models, odd) is None

@@ -250,3 +250,99 @@ def test_a_calibration_entry_records_its_score_scale_and_a_bad_one_is_refused(tm
         else:
             with pytest.raises(RecordError, match="score_scale"):
                 read_calibration(tmp_path)
+
+
+# ------------------------------------------------------------------ issue 55, item 8: saturating inputs, the registry's claims
+def claimed_settings(name: str):
+    """The detector's defaults, and each other value of each categorical setting (a variant may tie
+    where the others do not: ASH-B)."""
+    settings = [{}]
+    for key, setting in DETECTORS.get(name).SETTINGS.items():
+        values = setting.choices or ((True, False) if setting.type is bool else ())
+        settings += [{key: value} for value in values if value != setting.default]
+    return settings
+
+
+def saturating_inputs(seed: int, n: int = 300):
+    """{family: (logits, features)} where a detector's statistic saturates: every entry of F above
+    every training entry (beyond any clip fitted on them: ReAct's corner), no positive entry (what
+    ASH and SCALE sum is 0), and huge logits (norms 1e4 to 1e6: every softmax rounds to 1)."""
+    rng = np.random.default_rng(seed)
+    scale = np.exp(rng.uniform(0, 9, (n, 1)))
+    above = TRAIN_FEATURES.max() + np.abs(rng.normal(size=(n, D))) * scale
+    negative = -np.abs(rng.normal(size=(n, D))) * np.exp(rng.uniform(-3, 6, (n, 1)))
+    huge = rng.normal(size=(n, D))
+    huge *= np.exp(rng.uniform(np.log(1e4), np.log(1e6), (n, 1))) / np.linalg.norm(huge @ WEIGHTS[:C].T, axis=1,
+                                                                                   keepdims=True)
+    return {name: (features @ WEIGHTS.T, features) for name, features in
+            (("above every clip", above), ("no positive entry", negative), ("huge logits", huge))}
+
+
+SATURATING = saturating_inputs(55)
+CLAIMS = [(name, settings) for name in DETECTORS.names() for settings in claimed_settings(name)]
+
+
+@pytest.mark.parametrize("name, settings", CLAIMS, ids=[f"{n}-{s}" for n, s in CLAIMS])
+def test_every_detector_that_claims_to_be_tie_free_keeps_saturating_inputs_apart(name, settings):
+    """Distinct inputs where the statistic saturates get distinct scores, unless the detector says
+    which inputs it scores alike (Detector.ties); and where it says so, they do tie."""
+    detector = fitted_at_scale(name, **settings)
+    claim = detector.ties()
+    shares = {}
+    for family, (logits, features) in SATURATING.items():
+        top = top_scores(detector, logits, features)
+        assert np.isfinite(top).all(), (name, settings, family)
+        shares[family] = share_tied(top)
+    if claim is None:
+        assert shares == {family: 0.0 for family in SATURATING}, (name, settings, shares)
+    else:
+        assert max(shares.values()) > 0.5, (name, settings, claim, shares)  # the declared ties are real
+
+
+def test_react_continues_at_the_corner_with_the_unclipped_energy():
+    """Every sample whose entries all reach the clip had one score, the corner's energy; it now
+    ranks by its unclipped energy between the clipped energies below and above the corner, and the
+    paper's score comes back from it."""
+    detector = fitted_at_scale("react")
+    logits, features = SATURATING["above every clip"]
+    clipped = scipy.special.logsumexp(np.minimum(features, detector.threshold_) @ WEIGHTS[:C].T, axis=1)
+    assert np.ptp(clipped) < 1e-9 * abs(clipped[0])  # what the paper's score tied: every sample
+    top = top_scores(detector, logits, features)
+    unclipped = scipy.special.logsumexp(features @ WEIGHTS[:C].T, axis=1)
+    np.testing.assert_array_equal(np.argsort(top, kind="stable"), np.argsort(unclipped, kind="stable"))
+    everywhere = np.concatenate([features, FEATURES])
+    scores = top_scores(detector, everywhere @ WEIGHTS.T, everywhere)
+    paper = scipy.special.logsumexp(np.minimum(everywhere, detector.threshold_) @ WEIGHTS[:C].T, axis=1)
+    np.testing.assert_allclose(detector.clipped_energy(scores), paper, rtol=1e-12)
+    apart = paper[:, None] < paper[None, :] - 1e-9 * np.abs(paper).max()  # distinct clipped energies keep their order
+    assert (scores[:, None] < scores[None, :])[apart].all()
+    torch_top = detector.torch_score()(torch.from_numpy(everywhere @ WEIGHTS[:C].T), torch.from_numpy(everywhere),
+                                       torch.from_numpy((everywhere @ WEIGHTS[:C].T).argmax(axis=1)))
+    np.testing.assert_allclose(torch_top.numpy(), scores, rtol=1e-12)
+    assert DETECTORS.get("react").SCORE_SCALE == 2  # a threshold chosen on the clipped energy is chosen again
+
+
+def declared_ties():
+    """{detector: the settings whose scores tie}, from the registry (Detector.ties)."""
+    declared = {}
+    for name, settings in CLAIMS:
+        detector = build_detector(name, **settings)
+        if detector.ties() is not None:
+            declared.setdefault(name, []).append(settings)
+    return declared
+
+
+def test_the_docs_list_of_tie_free_scores_is_the_registrys():
+    """docs/post-processors.md says which detectors tie (and where); the list is the registry's:
+    every detector in the section's table, and the declared ties exactly those Detector.ties says."""
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[2] / "docs/post-processors.md").read_text()
+    section = text.split("## Tie-free scores", 1)[1].split("\n## ", 1)[0]
+    named = lambda part: {name for name in DETECTORS.names() if f"`{name}`" in part}  # noqa: E731
+    assert named(section) == set(DETECTORS.names())
+    [line] = [line for line in section.splitlines() if line.startswith("Declared ties")]
+    declared = declared_ties()
+    assert named(line) == set(declared) == {"ash"}
+    assert all(f"`{key}: {value}`" in line for settings in declared["ash"] for key, value in settings.items())
+    assert "ReAct" not in section.split("| the others |", 1)[-1].split("\n", 1)[0]  # no longer "no saturating map"

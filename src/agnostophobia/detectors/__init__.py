@@ -35,9 +35,12 @@ that cannot be exported says why in ``NOT_EXPORTABLE``); found by name in :data:
 ========================  ======================================================
 
 Scores are tie-free (score scale 2): a probability that float64 rounds to 1 would tie
-confident knowns with confident unknowns, so softmax-based scores are log-odds, and a
+confident knowns with confident unknowns, so softmax-based scores are log-odds; a
 saturating map keeps the order of the statistic beneath it where it saturates
-(``detectors.posthoc``, ``detectors._evt.gpd_score``). A detector's ``SCORE_SCALE`` numbers its scale.
+(``detectors.posthoc``, ``detectors._evt.gpd_score``); ReAct, where every entry of F reaches its
+clip, continues with the unclipped energy (``detectors._base.continue_at_tie``). A detector
+declares the inputs it scores alike (``Detector.ties()``: ASH-B, every sample without a positive
+feature). A detector's ``SCORE_SCALE`` numbers its scale.
 
 :func:`make_toy_outputs` draws small toy outputs (three classes, a last layer, a known and an
 unknown test sample) for trying a detector, as the examples do.

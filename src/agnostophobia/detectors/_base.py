@@ -12,12 +12,14 @@ more known, so that OSCR (Eq. 3), CCR at FPR and every figure work unchanged:
 (Sec. 3) has one more column, which only a detector with ``reads_background_column``
 receives (the ``background`` score); every other detector sees its C known columns.
 
-Scores are **tie-free**: they resolve as finely as the statistic they threshold. A
-probability that float64 rounds to 1 (or 0) would tie confident knowns with confident unknowns
-(a threshold cannot part them; CCR at low FPR reads 0), so softmax-based scores are log-odds,
-and a saturating map (a CDF) keeps the order of the statistic beneath it where it saturates
-(``posthoc``, ``_evt.gpd_score``). A detector's ``SCORE_SCALE`` numbers its score's scale: a
-threshold chosen on another scale (``calibration.json`` records it) is chosen again.
+Scores are **tie-free**: distinct inputs get distinct scores, except where a detector declares
+which inputs it scores alike (:meth:`Detector.ties`: ASH-B). A probability that float64 rounds
+to 1 (or 0) would tie confident knowns with confident unknowns (a threshold cannot part them;
+CCR at low FPR reads 0), so softmax-based scores are log-odds; a saturating map (a CDF) keeps the
+order of the statistic beneath it where it saturates (``posthoc``, ``_evt.gpd_score``); and a
+clip that every entry reaches (ReAct) continues with the unclipped statistic
+(:func:`continue_at_tie`). A detector's ``SCORE_SCALE`` numbers its score's scale: a threshold
+chosen on another scale (``calibration.json`` records it) is chosen again.
 
 A detector whose score is one number per sample s(x) (entropy, magnitude, energy, k-NN)
 puts it in the column of the predicted class (the arg-max of the C known logits) and a
@@ -159,6 +161,42 @@ def place_in_predicted_column(per_sample: np.ndarray, known_logits: np.ndarray) 
     return scores_from_top(known_logits.argmax(axis=1), per_sample, num_classes)
 
 
+def continue_at_tie(score, tied, tie_value, beneath):
+    r"""A score that ties at one value :math:`s^*` inside its range (every sample of ``tied``
+    scores :math:`s^*`: a clip reached in every entry), continued by the statistic ``beneath`` it
+    (the unclipped one) as a second key, numpy or torch:
+
+    .. math:: s' = s \ (s \le s^*), \qquad
+              s^* + g\,\Big(\tfrac12 + \tfrac1\pi \arctan \operatorname{asinh}(b - s^*)\Big) \ \text{(tied)},
+              \qquad s + g \ (s > s^*), \qquad g = 1 + |s^*|.
+
+    Where the clipped scores differ their order is kept (a shift by g above :math:`s^*` is
+    monotone: float64 rounding may merge two scores an ulp apart, never swap them); the tied
+    samples fill the gap :math:`(s^*, s^* + g)` opened for them, ordered by ``beneath``: the
+    arctan of the asinh maps every finite value into (0, 1) without saturating in float64 (two
+    values of ``beneath`` that differ by 1e-12 of their size stay apart up to 1e8, by 1e-9 up to
+    1e300). A sample not in
+    ``tied`` that scores :math:`s^*` exactly stays there, below every tied one.
+
+    Saturating maps that tie at an end of their range (a CDF at 0 and 1: :func:`~agnostophobia.
+    detectors._evt.gpd_score`; a probability at 1: the log-odds) continue beyond that end and need
+    no gap; this is the continuation for a value inside it (ReAct's: every entry of F at the clip).
+
+    Args:
+        score: (N,) the clipped score s.
+        tied: (N,) bool, the samples that score :math:`s^*` because of the tie (not by chance).
+        tie_value: :math:`s^*`, a float (a 0-d tensor in torch).
+        beneath: (N,) the statistic beneath, read where ``tied`` (any finite value elsewhere).
+
+    Returns:
+        The (N,) continued score, float64, numpy or torch as ``score``.
+    """
+    lib = torch if isinstance(score, torch.Tensor) else np
+    gap = 1.0 + abs(tie_value)
+    key = 0.5 + lib.arctan(lib.arcsinh(beneath - tie_value)) / np.pi
+    return lib.where(tied, tie_value + gap * key, lib.where(score > tie_value, score + gap, score))
+
+
 def picked(values: torch.Tensor, predicted: torch.Tensor) -> torch.Tensor:
     """The torch twin of reading an (N, C) score matrix at the predicted class: the value of
     each row's ``predicted`` column, (N,)."""
@@ -256,8 +294,10 @@ class Detector(DeclaresSettings):
       the detector was applied (empty: nothing beyond its title and settings);
     * ``SCORE_SCALE``: the version of the score's scale, raised when a change of the score moves
       the value of a threshold (2: the tie-free scores of ``softmax``, ``background``,
-      ``openmax``, ``entropy``, ``gen``, ``postmax`` and ``ghost``); a threshold that
-      ``calibrate`` recorded with another is chosen again (``deploy.calibration``).
+      ``openmax``, ``entropy``, ``gen``, ``postmax``, ``ghost`` and ``react``); a threshold that
+      ``calibrate`` recorded with another is chosen again (``deploy.calibration``);
+    * :meth:`ties`: which distinct inputs the detector, with its settings, scores alike (None: it
+      does not, the rule), said by the detector and checked against its scores by the tests.
 
     Examples:
         >>> import numpy as np
@@ -371,6 +411,19 @@ class Detector(DeclaresSettings):
 
     def _scores(self, logits: np.ndarray, features: Optional[np.ndarray]) -> np.ndarray:
         raise NotImplementedError
+
+    def ties(self) -> Optional[str]:
+        """Which distinct inputs this detector, with its settings, gives one and the same score (one
+        line), or None where it gives distinct inputs distinct scores: where no region of inputs
+        shares a score, saturating or clipped ones included (ties of inputs that differ only in what
+        the score does not read, such as a feature vector's length for a cosine distance, or that
+        fall on one level set of a continuous score, are not counted). The detectors' list of
+        tie-free scores (docs/post-processors.md) is this method's, over the registry.
+
+        Returns:
+            None, or a one-line description of the inputs that tie.
+        """
+        return None
 
     def torch_score(self) -> TorchScore:
         """The per-sample score as a torch module (:class:`TorchScore`), built from this fitted

@@ -41,7 +41,8 @@ import numpy as np
 import torch
 from scipy.special import logsumexp
 
-from ._base import Detector, Setting, TorchScore, check_training_data, place_in_predicted_column, register
+from ._base import (Detector, Setting, TorchScore, check_training_data, continue_at_tie, place_in_predicted_column,
+                    register)
 
 #: Rows shaped at a time (a block of 8,192 x 512 float64 is 32 MB).
 ROWS = 8192
@@ -113,6 +114,16 @@ class ReAct(_LastLayerDetector):
     training knowns' features (Sec. 3: the 90th, the default; the grid spans 80 to 99). Negative
     entries pass unchanged (clipped from above only); fitted on the training knowns.
 
+    **Tie-free** (score scale 2): every sample whose entries all reach the clip has
+    :math:`h(F) = c \mathbf 1` and one and the same energy :math:`s^* = \ln \sum_c \exp(c\, W_c
+    \mathbf 1 + b_c)` (:attr:`corner`), whatever its features (on LeNet++'s 2-D features, a whole
+    quadrant). The score continues there with the unclipped energy :math:`\ln \sum_c \exp(W_c F
+    + b_c)` as a second key (:func:`~agnostophobia.detectors._base.continue_at_tie`): the clipped
+    energy below :math:`s^*`, the clipped energy + :math:`g` above it (:math:`g = 1 + |s^*|`), the
+    corner's samples in between, ordered by their unclipped energy. The order of distinct clipped
+    energies, and so every OSCR, CCR and AUROC where nothing reached the corner, is the paper's;
+    :meth:`clipped_energy` gives the paper's score back.
+
     Examples:
         >>> from agnostophobia.detectors import ReAct, make_toy_outputs
         >>> toy = make_toy_outputs()  # three known classes along the first three axes of F
@@ -125,6 +136,7 @@ class ReAct(_LastLayerDetector):
 
     needs_fit = True
     title = "ReAct"
+    SCORE_SCALE = 2  # continued at the corner where every entry is clipped (1: the clipped energy, which ties there)
     report_note = "Sun et al. (NeurIPS 2021): energy of the logits of F clipped at a training percentile; " + SHAPED_NOTE
     percentile = Setting(float, 90.0, low=0, high=100, grid=(80.0, 85.0, 90.0, 95.0, 99.0),
                          doc="p: F is clipped at the p-th percentile (percent) of every entry of the training "
@@ -142,12 +154,42 @@ class ReAct(_LastLayerDetector):
     def shape(self, features):
         return np.minimum(features, self.threshold_)
 
+    @property
+    def corner(self) -> float:
+        """:math:`s^*`, the clipped energy of every sample whose entries all reach the clip (fitted,
+        with the last layer handed over)."""
+        return float(logsumexp(self.threshold_ * self.weight_.sum(axis=1) + self.bias_))
+
+    def _scores(self, logits, features):
+        clipped = shaped_energy(features, self.weight_, self.bias_, self.shape)
+        tied = np.all(features >= self.threshold_, axis=1)
+        beneath = np.zeros(len(features))
+        beneath[tied] = shaped_energy(features[tied], self.weight_, self.bias_, lambda f: f)
+        return place_in_predicted_column(continue_at_tie(clipped, tied, self.corner, beneath), logits)
+
+    def clipped_energy(self, scores) -> np.ndarray:
+        """The paper's score, the clipped energy, of this detector's per-sample scores (the
+        predicted class's column of :meth:`scores`): the continuation at the corner undone.
+
+        Args:
+            scores: (N,) per-sample scores of this fitted detector.
+
+        Returns:
+            The (N,) float64 clipped energies.
+        """
+        scores, corner = np.asarray(scores, dtype=np.float64), self.corner
+        gap = 1.0 + abs(corner)
+        return np.where(scores >= corner + gap, scores - gap, np.where(scores > corner, corner, scores))
+
     def _torch_score(self):
         return TorchScore(_torch_react, threshold=self.threshold_, weight=self.weight_, bias=self.bias_)
 
 
 def _torch_react(logits, features, predicted, threshold, weight, bias):
-    return torch.logsumexp(torch.minimum(features, threshold) @ weight.T + bias, dim=1)
+    clipped = torch.logsumexp(torch.minimum(features, threshold) @ weight.T + bias, dim=1)
+    corner = torch.logsumexp(threshold * weight.sum(dim=1) + bias, dim=0)
+    tied = (features >= threshold).all(dim=1)
+    return continue_at_tie(clipped, tied, corner, torch.logsumexp(features @ weight.T + bias, dim=1))
 
 
 # -------------------------------------------------------------------------------- ASH
@@ -191,6 +233,12 @@ class ASH(_LastLayerDetector):
                       doc="what the kept entries become: 's' (ASH-S) scaled by exp(s1 / s2), 'p' (ASH-P) "
                           "kept as they are, 'b' (ASH-B) each set to s1 / (the number kept); s1 the sum of "
                           "F's positive entries, s2 that of the kept ones (Djurisic et al., ICLR 2023)")
+
+    def ties(self):
+        if self.variant == "b":
+            return ("ASH-B: every sample without a positive feature has shaped features 0 and the energy of the "
+                    "bias alone (its binarised values are the positive sum, 0)")
+        return None
 
     def shape(self, features):
         k = kept_count(features.shape[1], self.percentile)

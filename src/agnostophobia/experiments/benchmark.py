@@ -26,10 +26,18 @@ scores follow closed-set accuracy, so an unconverged network ranks training leng
    :attr:`~agnostophobia.data.protocol_types.ProtocolSpec.converged_accuracy`) marked *not converged*
    and left out of ranks and tests, as is an approach trained on fewer seeds than the others; the
    share of scores that ties decide
-   (:func:`~agnostophobia.metrics.tied_share`, flagged above 1 %); paired t-tests over seeds of
-   each approach against Entropic Open-Set (same detector) and of each detector against max-softmax
-   (same network), on the OSCR area averaged over the unknown-unknown (D_a) sets, Holm-adjusted
-   within each family (:func:`~agnostophobia.metrics.holm`); and a paragraph written from the numbers.
+   (:func:`~agnostophobia.metrics.tied_share`, flagged above 1 %); comparisons of the OSCR area
+   averaged over the unknown-unknown (D_a) sets in three families (:data:`FAMILIES`): the
+   **primary** one, each approach with its paper's detector against Entropic Open-Set with its
+   paper's, and two **secondary** ones, each approach against Entropic Open-Set with the same
+   detector and each detector against max-softmax on the same network. Each comparison is the mean
+   paired difference over seeds with its t interval, its standard error floored by a paired
+   bootstrap over the shared test samples (:func:`sample_replicates`,
+   :func:`~agnostophobia.metrics.paired_difference`), decided against the margin :data:`MARGIN`
+   declared before the run (:func:`~agnostophobia.metrics.decide`: better, worse, equivalent or
+   not resolved at the run's seeds), with Holm's correction within each family (each family at
+   :data:`ALPHA`, not the whole report); and a paragraph written from the numbers, which says the
+   smallest difference each family resolves.
 
 The report covers the approaches the run's ``config.yaml`` lists (the last call's, ``--set
 approaches=`` included); models of others in the folder are named in its notes, not scored.
@@ -39,6 +47,7 @@ the tables (seconds to minutes).
 from __future__ import annotations
 
 import json
+import zlib
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
@@ -50,17 +59,40 @@ from agnostophobia.data.protocols import unknown_set  # the registered protocols
 from agnostophobia.deploy.request import ModelRequest
 from agnostophobia.errors import AgnostophobiaError, TrainingDiverged
 from agnostophobia.experiments.request import RunRequest
-from agnostophobia.metrics import (TIE_FLAG, fpr_keys, holm, paired_seed_test, seed_interval, supported_fprs,
-                                   supports_fpr)
+from agnostophobia.metrics import (BETTER, EQUIVALENT, NOT_RESOLVED, TIE_FLAG, WORSE, decide, fpr_keys,
+                                   oscr_area_resamples, paired_difference, resample_weights, resampled_se,
+                                   seed_interval, smallest_resolved_difference, supported_fprs, supports_fpr)
 from agnostophobia.rundir import RunDir
 
-_FORMAT = 1
+_FORMAT = 2  # 2: three families of tests, each with its decision against MARGIN (1: "significant" per test)
 #: Seeds per approach unless ``--seeds`` says otherwise: OpenOOD's three; a paired test needs two.
 DEFAULT_SEEDS = 3
-#: The reference of the approach family (same detector) and of the detector family (same network).
+#: The reference of the approach families (the primary one: each approach with its paper's
+#: detector against this approach with its paper's; the secondary one: the same detector) and of
+#: the detector family (same network).
 REFERENCE_APPROACH = "entropic"
 REFERENCE_DETECTOR = "softmax"
+#: The level of each family's tests: Holm's correction holds it within a family, not across them.
 ALPHA = 0.05
+#: The margin, declared before any run: a difference of mean D_a OSCR area smaller than this does not
+#: matter, and one shown to lie within it (its 90 % interval inside +-MARGIN) is "equivalent". Half a
+#: point of area: the tables print three decimals, and on the converged LeNet++ networks trained with
+#: negatives the 95 % intervals over 3 seeds are +-0.002 to +-0.005 (docs/guide/benchmark.md): a
+#: smaller difference is neither one a reader acts on nor one 3 seeds can tell from the seeds' noise.
+MARGIN = 0.005
+#: Resamples and seed of the paired bootstrap over the test samples that floors each difference's
+#: standard error (the same resamples for every network, detector and seed: paired).
+BOOTSTRAP_RESAMPLES = 200
+BOOTSTRAP_SEED = 55
+#: The families of comparisons (``benchmark.json``'s ``tests``), each Holm-adjusted on its own:
+#: (its name in the report, what is compared with what).
+FAMILIES = {
+    "primary": ("primary", "each approach with its paper's detector against Entropic Open-Set with its paper's, "
+                           "max-softmax"),
+    "approaches": ("secondary: approaches", "each approach against Entropic Open-Set with the same detector, for "
+                                            "the detectors the primary family does not compare"),
+    "detectors": ("secondary: detectors", "each detector against max-softmax on the same network"),
+}
 #: FPR at which ``tune-detectors`` chooses settings, where the validation negatives support it.
 TUNE_FPR = 1e-2
 #: The shipped protocols ``benchmark`` takes by name: (the config, the ``--set`` options it needs).
@@ -176,7 +208,8 @@ def write_benchmark(run_dir, min_accuracy: Optional[float] = None, log: Callable
     threshold = min_accuracy if min_accuracy is not None else _declared_accuracy(records.config)
     with run_lock(run_dir, create=False):
         comparison = compare_models(run_dir, approaches=approaches, curves=True)
-        result = summarise(comparison.rows, threshold)
+        models = [m for m in records.models if m[1] in approaches]
+        result = summarise(comparison.rows, threshold, sample_replicates(models, _stored_scores(run_dir, records)))
         notes = [f"{approach}: its models are in the folder, but it is not among this benchmark's approaches "
                  f"(config.yaml)" for approach in left_out]
         result.update({"format": _FORMAT, "tuning": tuning, "notes": notes + comparison.notes,
@@ -192,6 +225,48 @@ def write_benchmark(run_dir, min_accuracy: Optional[float] = None, log: Callable
         log(line)
     log(f"written: {md_path} and {json_path}")
     return md_path
+
+
+def _stored_scores(run_dir: Path, records) -> Callable:
+    """``scores_of(model_dir, approach)``: a model's detector scores with the settings ``compare``
+    scored it with (the config's, or those ``tune-detectors`` chose), read from the scores it kept."""
+    from agnostophobia.detectors.stored import detector_settings, model_scores, model_settings, run_tuned_settings
+
+    config, tuned = detector_settings(records.config), run_tuned_settings(run_dir)
+    return lambda model_dir, approach: model_scores(model_dir, approach, model_settings(config, tuned, approach))
+
+
+def _bootstrap_weights(split: str, n: int) -> np.ndarray:
+    """The resamples of a test split of ``n`` samples: seeded by its name and size, so the same for
+    every network, detector and seed that shares the split (a paired bootstrap)."""
+    return resample_weights(n, BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED + zlib.crc32(f"{split}:{n}".encode()))
+
+
+def sample_replicates(models: Sequence[Tuple[int, str, Path]], scores_of: Callable) -> Optional[Dict]:
+    """Each row's mean D_a OSCR area on every resample of the paired bootstrap over the test
+    samples: ``{(approach, detector): {seed: (BOOTSTRAP_RESAMPLES,) array}}``, the knowns resampled
+    once for every set (D_c is shared) and each D_a set on its own (:func:`_bootstrap_weights`).
+    ``models``: the run's (seed, approach, model folder); ``scores_of(model_dir, approach)``: that
+    model's :class:`~agnostophobia.detectors.stored.ModelScores`. None where the models' test
+    splits differ in their labels (they are then not the same samples: no pairing)."""
+    replicates: Dict[Tuple[str, str], Dict[int, np.ndarray]] = {}
+    seen: Dict[str, np.ndarray] = {}
+    for seed, approach, model_dir in models:
+        scores = scores_of(model_dir, approach)
+        for split, labels in scores.labels.items():
+            if not np.array_equal(seen.setdefault(split, labels), labels):
+                return None
+        sets = [s for s in scores.unknown_sets if not unknown_set(s).known_unknowns] or scores.unknown_sets
+        if not sets:
+            continue
+        known = _bootstrap_weights("known", len(scores.labels["known"]))
+        unknown = {s: _bootstrap_weights(s, len(scores.labels[s])) for s in sets}
+        for detector in scores.detectors:
+            if any(s not in scores.top[detector] for s in ("known", *sets)):
+                continue
+            areas = [oscr_area_resamples(*scores.known_vs_unknown(detector, s), known, unknown[s]) for s in sets]
+            replicates.setdefault((approach, detector), {})[seed] = np.mean(areas, axis=0)
+    return replicates
 
 
 def _declared_accuracy(config: Dict) -> Optional[float]:
@@ -256,8 +331,11 @@ def _cells(numbers: Dict) -> Dict:
             "tied_share": float(np.mean(per_seed["tied_share"])), "num_negative": numbers["num_negative"]}
 
 
-def summarise(rows: List[Dict], min_accuracy: Optional[float]) -> Dict:
-    """Rows with intervals, convergence, ranks, tests and the paragraph (``benchmark.json``)."""
+def summarise(rows: List[Dict], min_accuracy: Optional[float], replicates: Optional[Dict] = None) -> Dict:
+    """Rows with intervals, convergence, ranks, tests and the paragraph (``benchmark.json``).
+    ``replicates``: ``{(approach, detector): {seed: (B,) array}}``, each row's mean D_a OSCR on the
+    paired bootstrap's resamples of the test samples (:func:`sample_replicates`), which floor each
+    difference's standard error; None: the seeds' spread alone (the report says so)."""
     approaches = list(dict.fromkeys(r["approach"] for r in rows))
     accuracy = {a: network_accuracy(rows, a) for a in approaches}
     run_seeds = max((len(r["seed_ids"]) for r in rows), default=0)
@@ -272,10 +350,14 @@ def summarise(rows: List[Dict], min_accuracy: Optional[float]) -> Dict:
                          "mean_oscr_per_seed": mean_oscr(row), "mean_oscr_log_per_seed": mean_oscr(row, "oscr_log"),
                          "test": {name: _cells(numbers) for name, numbers in row["test"].items()}})
     _rank(out_rows)
-    tests = {"approaches": _family(out_rows, "approach", REFERENCE_APPROACH),
-             "detectors": _family(out_rows, "detector", REFERENCE_DETECTOR)}
-    result = {"min_accuracy": min_accuracy, "rows": out_rows, "tests": tests, "alpha": ALPHA, "seeds": run_seeds,
-              "accuracy": {a: _interval(v) if v else None for a, v in accuracy.items()}}
+    tests = {family: _family(out_rows, family, replicates) for family in FAMILIES}
+    floored = any(t["se_samples"] is not None for family in tests.values() for t in family)
+    result = {"min_accuracy": min_accuracy, "rows": out_rows, "tests": tests, "alpha": ALPHA, "margin": MARGIN,
+              "families": {family: {"kind": kind, "compares": compares, "resolution":
+                                    family_resolution(tests[family], run_seeds)}
+                           for family, (kind, compares) in FAMILIES.items()},
+              "sample_floor": ({"resamples": BOOTSTRAP_RESAMPLES, "seed": BOOTSTRAP_SEED} if floored else None),
+              "seeds": run_seeds, "accuracy": {a: _interval(v) if v else None for a, v in accuracy.items()}}
     result["summary"] = what_the_data_says(result)
     return result
 
@@ -295,28 +377,95 @@ def _rank(rows: List[Dict]) -> None:
         row["rank"] = (rank := rank + 1) if _rankable(row) else None
 
 
-def _family(rows: List[Dict], varied: str, reference: str) -> List[Dict]:
-    """Paired t-tests over seeds of each rankable row against the reference row that differs only
-    in ``varied`` (approach or detector), on the per-seed mean D_a OSCR, Holm-adjusted together."""
-    fixed = "detector" if varied == "approach" else "approach"
+def _pairs(rows: List[Dict], family: str) -> List[Tuple[Dict, Dict]]:
+    """(row, reference row) of each comparison of ``family`` (:data:`FAMILIES`), both rankable and
+    on the same seeds: ``primary``, each approach with its paper's detector against Entropic
+    Open-Set with its paper's; ``approaches``, each approach against Entropic Open-Set with the
+    same detector, less the pairs of ``primary``; ``detectors``, each detector against max-softmax
+    on the same network."""
     by_key = {(r["approach"], r["detector"]): r for r in rows if _rankable(r)}
-    tests = []
+    primary_reference = by_key.get((REFERENCE_APPROACH, _papers_detector(REFERENCE_APPROACH)))
+    pairs = []
     for row in rows:
-        if not _rankable(row) or row[varied] == reference:
+        if not _rankable(row):
             continue
-        key = (reference, row[fixed]) if varied == "approach" else (row[fixed], reference)
-        base = by_key.get(key)
-        if base is None or base["seeds"] != row["seeds"]:
-            continue
-        paired = paired_seed_test(row["mean_oscr_per_seed"], base["mean_oscr_per_seed"])
+        if family == "primary":
+            if row["approach"] == REFERENCE_APPROACH or not is_papers_detector(row["approach"], row["detector"]):
+                continue
+            base = primary_reference
+        elif family == "approaches":
+            if row["approach"] == REFERENCE_APPROACH:
+                continue
+            base = by_key.get((REFERENCE_APPROACH, row["detector"]))
+            if base is not None and base is primary_reference and is_papers_detector(row["approach"], row["detector"]):
+                continue  # the same comparison is in the primary family
+        else:
+            if row["detector"] == REFERENCE_DETECTOR:
+                continue
+            base = by_key.get((row["approach"], REFERENCE_DETECTOR))
+        if base is not None and base["seeds"] == row["seeds"]:
+            pairs.append((row, base))
+    return pairs
+
+
+def _replicates(row: Dict, replicates: Optional[Dict]) -> Optional[np.ndarray]:
+    """(seeds, B) bootstrap replicates of the row's mean D_a OSCR, in the row's seed order; None
+    where any seed lacks them."""
+    if not replicates:
+        return None
+    by_seed = replicates.get((row["approach"], row["detector"]))
+    if not by_seed or any(seed not in by_seed for seed in row["seeds"]):
+        return None
+    return np.stack([by_seed[seed] for seed in row["seeds"]])
+
+
+def _finite(value: float) -> Optional[float]:
+    return float(value) if np.isfinite(value) else None
+
+
+def _family(rows: List[Dict], family: str, replicates: Optional[Dict] = None) -> List[Dict]:
+    """Each comparison of ``family`` on the per-seed mean D_a OSCR: the mean paired difference over
+    seeds, its standard error (the seeds' spread, floored by the paired bootstrap over the test
+    samples where ``replicates`` hold the two rows'), its 95 % t interval and p, and the decision
+    against :data:`MARGIN` (:func:`~agnostophobia.metrics.decide`: Holm within this family)."""
+    tests, differences = [], []
+    for row, base in _pairs(rows, family):
+        mine, theirs = _replicates(row, replicates), _replicates(base, replicates)
+        sample_se = resampled_se(mine, theirs) if mine is not None and theirs is not None else None
+        difference = paired_difference(row["mean_oscr_per_seed"], base["mean_oscr_per_seed"], sample_se=sample_se)
+        interval = difference.interval(1 - ALPHA)
+        differences.append(difference)
         tests.append({"row": row["row"], "approach": row["approach"], "detector": row["detector"],
-                      "against": base["row"], "difference": paired.difference, "p": paired.p_value,
-                      "seeds": paired.n})
-    if tests:
-        for test, adjusted in zip(tests, holm([t["p"] for t in tests])):
-            test["p_holm"] = float(adjusted)
-            test["significant"] = bool(adjusted <= ALPHA)
+                      "against": base["row"], "family": family, "difference": difference.difference,
+                      "interval": [_finite(interval.low), _finite(interval.high)], "se": difference.se,
+                      "se_seeds": difference.se_seeds, "se_samples": sample_se, "p": _finite(difference.p_value),
+                      "seeds": difference.n})
+    for test, decision in zip(tests, decide(differences, MARGIN, ALPHA)):
+        test["p_holm"] = decision.p_holm
+        test["equivalence_interval"] = [_finite(decision.equivalence.low), _finite(decision.equivalence.high)]
+        test["decision"] = decision.verdict
     return tests
+
+
+def family_resolution(tests: List[Dict], seeds: int) -> Optional[Dict]:
+    """What a family of ``tests`` over ``seeds`` seeds resolves: its median standard error and the
+    smallest difference sure to be called better or worse at it
+    (:func:`~agnostophobia.metrics.smallest_resolved_difference`, Holm's strictest step over the
+    family's size, at least :data:`MARGIN`); None for an empty family."""
+    if not tests or seeds < 2:
+        return None
+    se = float(np.median([t["se"] for t in tests]))
+    return {"tests": len(tests), "median_se": se,
+            "smallest_resolved": smallest_resolved_difference(se, seeds, ALPHA, len(tests), MARGIN)}
+
+
+def mark(test: Optional[Dict]) -> str:
+    """A test's decision as the tables print it: better, worse, equivalent, not resolved (n seeds)."""
+    if test is None:
+        return ""
+    if test["decision"] == NOT_RESOLVED:
+        return f"not resolved ({test['seeds']} seeds)"
+    return test["decision"]
 
 
 def _fmt(cell: Optional[Dict], digits: int = 3) -> str:
@@ -327,9 +476,45 @@ def _fmt(cell: Optional[Dict], digits: int = 3) -> str:
     return f"{cell['mean']:.{digits}f} [{cell['low']:.{digits}f}, {cell['high']:.{digits}f}]"
 
 
+def _resolution_said(resolution: Dict) -> str:
+    smallest = resolution["smallest_resolved"]
+    said = f"With its median standard error ({resolution['median_se']:.4f}) it resolves differences from "
+    if smallest >= 1:  # an area difference lies in [-1, 1]
+        return said + f"{smallest:.2f} up: none of areas in [0, 1]; more seeds are needed."
+    return said + f"{smallest:.4f} up."
+
+
+def _decisions_said(result: Dict) -> List[str]:
+    """One sentence per family of tests: what was decided, and the smallest difference it resolves."""
+    lines = []
+    seeds = result["seeds"]
+    for family, (kind, compares) in FAMILIES.items():
+        tests = result["tests"][family]
+        if not tests:
+            lines.append(f"{kind.capitalize()} family, {compares}: nothing to test (the rows are not converged, "
+                         f"or on fewer than two seeds).")
+            continue
+        named = {verdict: [t["row"] for t in tests if t["decision"] == verdict] for verdict in (BETTER, WORSE)}
+        counts = {verdict: sum(t["decision"] == verdict for t in tests) for verdict in (EQUIVALENT, NOT_RESOLVED)}
+        resolution = result["families"][family]["resolution"]
+        lines.append(f"{kind.capitalize()} family, {compares}: {len(tests)} test{'s' if len(tests) != 1 else ''}, "
+                     f"Holm's correction within this family at {ALPHA}, margin {MARGIN}: {len(named[BETTER])} better "
+                     f"({', '.join(named[BETTER]) or 'none'}), {len(named[WORSE])} worse "
+                     f"({', '.join(named[WORSE]) or 'none'}), {counts[EQUIVALENT]} equivalent (within "
+                     f"±{MARGIN}), {counts[NOT_RESOLVED]} not resolved at {seeds} seeds. "
+                     + _resolution_said(resolution))
+    if any(result["tests"].values()):
+        floor = result.get("sample_floor")
+        lines.append(f"Standard errors: the seeds' spread of each paired difference, floored by a paired bootstrap "
+                     f"over the shared test samples ({floor['resamples']} resamples)." if floor else
+                     "Standard errors: the seeds' spread alone (no per-sample scores were read for the bootstrap "
+                     "floor), so a difference that barely moves between seeds may be called resolved.")
+    return lines
+
+
 def what_the_data_says(result: Dict) -> List[str]:
-    """A few sentences from the numbers: the best row, what the tests found, what was not converged,
-    where ties decide."""
+    """A few sentences from the numbers: the best row, what the tests decided, what was not
+    converged, where ties decide."""
     rows = result["rows"]
     lines = []
     ranked = [r for r in rows if r["rank"] is not None]
@@ -338,19 +523,7 @@ def what_the_data_says(result: Dict) -> List[str]:
         lines.append(f"Best by mean OSCR over the unknown-unknown sets: {top['row']} "
                      f"({np.mean(top['mean_oscr_per_seed']):.3f} over {len(top['seeds'])} seeds), "
                      f"of {len(ranked)} ranked rows.")
-    for family, label, reference in (("approaches", "approach", f"{REFERENCE_APPROACH} (same detector)"),
-                                     ("detectors", "detector", f"max-softmax ({REFERENCE_DETECTOR}, same network)")):
-        tests = result["tests"][family]
-        better = [t["row"] for t in tests if t.get("significant") and t["difference"] > 0]
-        worse = [t["row"] for t in tests if t.get("significant") and t["difference"] < 0]
-        if not tests:
-            lines.append(f"No {label} could be tested against {reference}: it is not converged, or fewer than two "
-                         f"seeds.")
-            continue
-        lines.append(f"Against {reference}, of {len(tests)} paired tests over seeds (Holm, {ALPHA}): "
-                     f"{len(better)} significantly higher ({', '.join(better) or 'none'}), "
-                     f"{len(worse)} significantly lower ({', '.join(worse) or 'none'}); the other "
-                     f"{len(tests) - len(better) - len(worse)} differences are within seed-to-seed noise.")
+    lines += _decisions_said(result)
     loose = sorted({r["approach"] for r in rows if r["converged"] is False})
     if loose:
         acc = ", ".join(f"{a} {result['accuracy'][a]['mean']:.3f}" for a in loose if result["accuracy"].get(a))
@@ -417,14 +590,13 @@ def markdown(result: Dict, run_name: str) -> str:
              "Each cell: mean over seeds [95 % t interval over seeds, cut to [0, 1]]. OSCR: area under the OSCR curve "
              "(CCR against FPR, linear FPR axis; at most the closed-set accuracy). Rows ranked by the OSCR "
              "averaged over the unknown-unknown (D_a) sets; † ties decide more than 1 % of that set's "
-             "ranking; ▲/▼ significantly above/below the reference after Holm's correction (paired t-test "
-             "over seeds of the mean D_a OSCR; approaches against Entropic Open-Set with the same detector, "
-             "detectors against max-softmax on the same network).", "",
+             "ranking.", "", *decision_rule(result), "",
              "## What the data says", "", *[f"- {line}" for line in result["summary"]], ""]
     marks = _marks(result["tests"])
     lines += _papers_rows(result, sets, marks)
     lines += _matrix(result["rows"])
-    header = ["rank", "approach/detector", "closed-set acc.", *(f"{s} OSCR" for s in sets), "vs EOS", "vs MSP"]
+    header = ["rank", "approach/detector", "closed-set acc.", *(f"{s} OSCR" for s in sets),
+              "vs EOS, same detector (secondary)", "vs MSP (secondary)"]
     lines += ["## OSCR", "", _row_md(header), _rule(header)]
     for row in result["rows"]:
         cells = [str(row["rank"]) if row["rank"] else "—", _label(row), _fmt(row["closed_set_accuracy"])]
@@ -440,12 +612,19 @@ def markdown(result: Dict, run_name: str) -> str:
                 continue
             lines.append(_row_md([_label(row), _fmt(cell["auroc"]),
                                   *(_fmt(cell["ccr_at_fpr"].get(k)) for k in keys), f"{cell['tied_share']:.4f}"]))
-    lines += ["", "## Tests", "", _row_md(["row", "against", "difference", "p", "p (Holm)", "significant"]),
-              _rule(["a"] * 6)]
-    for family in ("approaches", "detectors"):
+    header = ["family", "row", "against", "difference [95 % interval]", "SE (seeds, samples)", "p", "p (Holm)",
+              "90 % interval", "decision"]
+    lines += ["", "## Tests", "", f"Difference: mean over seeds of the row's mean D_a OSCR minus the reference's. "
+              f"SE: the larger of the seeds' standard error and the test samples' (paired bootstrap; '—' where not "
+              f"computed). Holm's correction within each family; the 90 % interval is what the equivalence test "
+              f"reads against ±{MARGIN}.", "", _row_md(header), _rule(header)]
+    for family, (kind, _) in FAMILIES.items():
         for t in result["tests"][family]:
-            lines.append(_row_md([t["row"], t["against"], f"{t['difference']:+.4f}", f"{t['p']:.3g}",
-                                  f"{t['p_holm']:.3g}", "yes" if t["significant"] else "no"]))
+            samples = "—" if t["se_samples"] is None else f"{t['se_samples']:.4f}"
+            lines.append(_row_md([kind, t["row"], t["against"],
+                                  f"{t['difference']:+.4f} {_bounds(t['interval'])}",
+                                  f"{t['se']:.4f} ({t['se_seeds']:.4f}, {samples})", _p(t["p"]), _p(t["p_holm"]),
+                                  _bounds(t["equivalence_interval"]), mark(t)]))
     if result["notes"]:
         lines += ["", "Not scored:", "", *[f"- {n}" for n in result["notes"]]]
     for unknown, path in result.get("oscr_figures", {}).items():
@@ -453,6 +632,12 @@ def markdown(result: Dict, run_name: str) -> str:
     lines += ["", "Figures of the paper's rows (Fig. 1, OSCR curves) and the paper's tables of this run: `report.md`.",
               ""]
     return "\n".join(lines)
+
+
+def _papers_detector(approach: str) -> str:
+    from agnostophobia.losses import LOSSES
+
+    return LOSSES.get(approach).default_detector
 
 
 def is_papers_detector(approach: str, detector: str) -> bool:
@@ -472,7 +657,7 @@ def _papers_rows(result: Dict, sets: List[str], marks: Dict) -> List[str]:
     """The short table first: one row per approach, with its paper's detector and the mean OSCR
     over the unknown-unknown sets the ranking reads."""
     header = ["approach", "detector", "closed-set acc.", "mean D_a OSCR", "mean D_a OSCR, log FPR",
-              *(f"{s} OSCR" for s in sets), "vs EOS"]
+              *(f"{s} OSCR" for s in sets), "vs EOS (primary)"]
     lines = ["## Each approach with its paper's detector", "",
              "OSCR, log FPR: the area under the same curve over a log FPR axis from the smallest FPR each set "
              "resolves (10/#unknowns) to 1, normalised to [0, 1]: it reads the low-FPR end, where networks "
@@ -481,19 +666,30 @@ def _papers_rows(result: Dict, sets: List[str], marks: Dict) -> List[str]:
     for row in papers_rows(result["rows"]):
         mean = _interval(row["mean_oscr_per_seed"]) if row["mean_oscr_per_seed"] else None
         mean_log = _interval(row["mean_oscr_log_per_seed"]) if row["mean_oscr_log_per_seed"] else None
-        cells = [_label(row).split("/", 1)[0] + _marked(row),
+        cells = [row["approach"] + _marked(row),  # the row's label is the approach's name: marked once
                  row["detector"], _fmt(row["closed_set_accuracy"]), _fmt(mean), _fmt(mean_log)]
         cells += [_fmt(row["test"].get(s, {}).get("oscr")) + _tie(row, s) for s in sets]
-        lines.append(_row_md([*cells, marks["approaches"].get(row["row"], "")]))
+        lines.append(_row_md([*cells, marks["primary"].get(row["row"], "")]))
     keys = fpr_keys(result["fprs"])
     if keys:  # the low-FPR end, which the OSCR area on its linear axis weighs little
         header = ["approach", "detector", *(f"{s} CCR@{keys[0]}" for s in sets)]
-        lines += ["", f"CCR at the smallest FPR the test sets resolve ({keys[0]}), the same rows:", "",
-                  _row_md(header), _rule(header)]
+        lines += ["", f"CCR at {keys[0]}, the smallest FPR of the report's columns, the same rows. "
+                  f"{_columns_resolution(result)}", "", _row_md(header), _rule(header)]
         for row in papers_rows(result["rows"]):
             cells = [_fmt(row["test"].get(s, {}).get("ccr_at_fpr", {}).get(keys[0])) for s in sets]
             lines.append(_row_md([row["approach"], row["detector"], *cells]))
     return [*lines, ""]
+
+
+def _columns_resolution(result: Dict) -> str:
+    """Where the CCR columns' FPRs come from, and what the test sets would resolve: the columns are
+    the FPRs the validation negatives support (a CCR at FPR >= 10/#negatives), each test set resolves
+    down to 10/#unknowns, which may be smaller."""
+    negatives = result.get("val_negatives")
+    validation = (f"the {negatives:,} validation negatives" if negatives else "the validation negatives")
+    tests = ", ".join(f"{name} {10 / n:.2g}" for name, n in result["test_sets"].items() if n)
+    return (f"The columns are the FPRs {validation} support (10/#negatives, rounded up to the series 1e-4, 2e-4, "
+            f"5e-4, 1e-3, ...); each test set alone resolves down to 10/#unknowns: {tests}.")
 
 
 def _matrix(rows: List[Dict]) -> List[str]:
@@ -532,8 +728,28 @@ def _tie(row: Dict, name: str) -> str:
 
 
 def _marks(tests: Dict) -> Dict[str, Dict[str, str]]:
-    return {family: {t["row"]: ("▲" if t["difference"] > 0 else "▼") if t["significant"] else "="
-                     for t in family_tests} for family, family_tests in tests.items()}
+    return {family: {t["row"]: mark(t) for t in family_tests} for family, family_tests in tests.items()}
+
+
+def _bounds(ends: Sequence[Optional[float]]) -> str:
+    return "[—]" if None in ends else f"[{ends[0]:+.4f}, {ends[1]:+.4f}]"
+
+
+def _p(value: Optional[float]) -> str:
+    return "undefined" if value is None else f"{value:.3g}"
+
+
+def decision_rule(result: Dict) -> List[str]:
+    """The report's paragraph on what its marks mean."""
+    seeds = result["seeds"]
+    return [f"Marks: each comparison of the mean D_a OSCR over seeds, decided against a margin declared before the "
+            f"run (±{MARGIN}): **better**/**worse**, the row is above/below its reference by at least the margin, "
+            f"with Holm-adjusted p below {ALPHA} within its family; **equivalent**, the 90 % interval of "
+            f"the difference lies inside ±{MARGIN} (two one-sided tests at {ALPHA}); **not resolved ({seeds} "
+            f"seeds)**, neither: the data cannot say at this number of seeds. The standard error of a difference "
+            f"is the seeds' spread, floored by a paired bootstrap over the shared test samples. Families, each "
+            f"Holm-adjusted on its own at {ALPHA} (not the whole report): "
+            + "; ".join(f"{kind}, {compares}" for kind, compares in FAMILIES.values()) + "."]
 
 
 def _row_md(cells: Sequence[str]) -> str:

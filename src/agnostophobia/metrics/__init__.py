@@ -7,8 +7,9 @@
 * :mod:`.resolution`: the FPRs a number of negatives supports (a CCR is reported only at
   FPR >= 10/#negatives), one rule for tuning, ranking and reports.
 * :mod:`.stats`: Table 1's entropy and feature-magnitude statistics.
-* :mod:`.significance`: intervals over seeds, paired tests over seeds or test samples, and
-  Holm's adjustment for a table of comparisons.
+* :mod:`.significance`: intervals over seeds, paired differences with a standard error floored
+  by a bootstrap over the shared test samples, decisions against a declared margin (better,
+  worse, equivalent, not resolved) with Holm's adjustment within a family of comparisons.
 * ``ties``: the share of samples whose score ties with a sample of the other kind (known vs
   unknown), the part of a ranking that ties decide.
 * :mod:`.summary`: every number of one evaluation row (``CCR@FPR``, AUROC, OSCR areas,
@@ -29,7 +30,9 @@ from .oscr import (PAPER_FPR_VALUES, OperatingPoint, OSCRCurve, ccr_at_fpr, clas
                    rates_at_threshold, threshold_at_fpr)
 from .resolution import (MIN_FALSE_POSITIVES, reported_fprs, smallest_supported_fpr, supported_fprs,
                          supports_fpr, unsupported_fpr_message)
-from .significance import Interval, PairedTest, holm, paired_bootstrap, paired_seed_test, seed_interval
+from .significance import (BETTER, EQUIVALENT, NOT_RESOLVED, WORSE, Decision, Interval, PairedDifference, PairedTest,
+                           decide, holm, oscr_area_resamples, paired_bootstrap, paired_difference, paired_seed_test,
+                           resample_weights, resampled_se, seed_interval, smallest_resolved_difference)
 from .stats import EntropyMagnitudeStats, MeanStd, entropy_magnitude_stats
 from .summary import FPR_KEYS, finite_or_none, fpr_keys, summarize
 from .ties import TIE_FLAG, tied_share
@@ -44,5 +47,7 @@ __all__ = [
     "unsupported_fpr_message",
     "entropy_magnitude_stats", "EntropyMagnitudeStats", "MeanStd",
     "seed_interval", "paired_seed_test", "paired_bootstrap", "holm", "Interval", "PairedTest",
+    "paired_difference", "PairedDifference", "decide", "Decision", "smallest_resolved_difference",
+    "resample_weights", "oscr_area_resamples", "resampled_se", "BETTER", "WORSE", "EQUIVALENT", "NOT_RESOLVED",
     "tied_share", "TIE_FLAG",
 ]

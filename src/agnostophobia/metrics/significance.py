@@ -1,23 +1,39 @@
-"""Intervals and significance for comparing open-set methods: a number is reported with its 95 %
-interval, and a difference with a test that says whether seed-to-seed noise explains it.
+"""Intervals and decisions for comparing open-set methods: a number is reported with its 95 %
+interval, and a difference with a decision that says what the data can and cannot tell.
 
 * :func:`seed_interval`: the mean of one statistic over seeds (OSCR, CCR at an FPR, AUROC) and its
   confidence interval, a t interval (the seeds' networks are independent draws of the training's
   randomness; with 3-5 seeds a bootstrap over seeds cannot resolve a 95 % interval).
-* :func:`paired_seed_test`: two methods evaluated on the same seeds, the paired t-test of their
-  differences (``scipy.stats.ttest_rel``), or Wilcoxon's signed-rank test (``scipy.stats.wilcoxon``).
+* :func:`paired_difference`: two methods evaluated on the same seeds and the same test samples:
+  the mean paired difference over seeds, its standard error (the seeds' spread, floored by the
+  test samples' share from a paired bootstrap, so that a constant difference is never "certain"),
+  its t interval and two-sided p-value.
+* :func:`decide`: a family of such differences, Holm-adjusted, and each one's decision against a
+  margin declared before the run: ``better``/``worse`` (Holm-adjusted p below alpha *and* the
+  difference at least the margin), ``equivalent`` (the 1 - 2 alpha interval, 90 % at alpha 0.05,
+  inside plus or minus the margin: two one-sided tests, Schuirmann 1987), or ``not resolved``.
+* :func:`smallest_resolved_difference`: the smallest difference a comparison with a given standard
+  error, number of seeds and family size is sure to resolve.
+* :func:`resample_weights`, :func:`oscr_area_resamples`, :func:`resampled_se`: the paired
+  bootstrap over test samples (Efron & Tibshirani 1993, ch. 16) of the OSCR area, with the same
+  resamples for every method and seed, and the standard error of a mean difference over seeds it
+  gives.
+* :func:`paired_seed_test`: the paired t-test (``scipy.stats.ttest_rel``) or Wilcoxon's
+  signed-rank test of per-seed values alone; it measures seed-to-seed noise only (two detectors on
+  the same network move together, so a difference of 10⁻⁴ with a spread of 10⁻⁵ "passes").
 * :func:`paired_bootstrap`: two scores of the same test samples within one seed (e.g. two detectors
-  on one network), a paired bootstrap over the samples of a metric's difference (Efron &
-  Tibshirani 1993, ch. 16): its interval and a two-sided p-value.
-* :func:`holm`: Holm's step-down adjustment of a family of p-values (Holm 1979), so that "marked
-  significant at 0.05" holds for the whole table, not for each cell alone.
+  on one network), a paired bootstrap over the samples of any metric's difference: its interval
+  and a two-sided p-value.
+* :func:`holm`: Holm's step-down adjustment of a family of p-values (Holm 1979): "below alpha
+  after Holm" bounds the chance of any false rejection *within that family* by alpha. A report
+  with several families (the benchmark has three) controls each at alpha, not the whole report.
 
 Each function says in one line what it needs when given less (fewer than two seeds, unequal
 lengths, p-values outside [0, 1]).
 """
 from __future__ import annotations
 
-from typing import Callable, NamedTuple, Sequence
+from typing import Callable, List, NamedTuple, Optional, Sequence
 
 import numpy as np
 from scipy import stats
@@ -56,7 +72,7 @@ class PairedTest(NamedTuple):
     """
 
     difference: float  # mean of first minus second over the pairs
-    p_value: float  # the two-sided p-value
+    p_value: float  # the two-sided p-value (NaN where undefined: equal differences that are not 0)
     test: str  # the test: "t" (paired t-test) or "wilcoxon" (signed-rank)
     n: int  # how many pairs (seeds)
 
@@ -96,7 +112,14 @@ def seed_interval(values: Sequence[float], confidence: float = 0.95) -> Interval
 def paired_seed_test(first: Sequence[float], second: Sequence[float], test: str = "t") -> PairedTest:
     """Whether ``first`` and ``second`` (one value per seed each, the same seeds in the same order)
     differ: the paired t-test (``test="t"``) or Wilcoxon's signed-rank test (``"wilcoxon"``; with
-    fewer than 6 seeds it cannot reach p < 0.05). Two identical lists give p = 1.
+    fewer than 6 seeds it cannot reach p < 0.05). Two identical lists give p = 1; differences
+    that are all equal but not 0 give p = NaN: without a spread the test is undefined (not 0: a
+    constant difference of 10⁻⁵ is no evidence of anything).
+
+    This test sees the seeds' noise only. Where the two methods share the test samples (two
+    detectors on one network, two networks on one test set) use :func:`paired_difference` with
+    the samples' share of the error (:func:`resampled_se`): a tiny difference with a still tinier
+    spread over seeds gets a tiny p here.
 
     Args:
         first: one value per seed of the first method.
@@ -112,7 +135,7 @@ def paired_seed_test(first: Sequence[float], second: Sequence[float], test: str 
         raise ValueError(f"paired_seed_test: one value per seed in both, got {a.size} and {b.size}")
     difference = a - b
     if np.all(difference == difference[0]):  # no spread: t is undefined
-        p = 1.0 if difference[0] == 0 else 0.0
+        p = 1.0 if difference[0] == 0 else float("nan")
         return PairedTest(float(difference.mean()), p, test, int(a.size))
     if test == "t":
         p = stats.ttest_rel(a, b).pvalue
@@ -181,3 +204,265 @@ def holm(p_values: Sequence[float]) -> np.ndarray:
     adjusted = np.empty(m)
     adjusted[order] = adjusted_sorted
     return adjusted
+
+
+# ------------------------------------------------------------------ differences, decisions, resolution
+#: The decisions of :func:`decide`.
+BETTER, WORSE, EQUIVALENT, NOT_RESOLVED = "better", "worse", "equivalent", "not resolved"
+
+
+class PairedDifference(NamedTuple):
+    """A mean paired difference over seeds (first minus second) and the noise it is read against.
+
+    ``se`` is the larger of ``se_seeds`` (the per-seed differences' standard deviation over
+    :math:`\\sqrt n`, the paired t-test's) and ``se_samples`` (the test samples' share, from a
+    paired bootstrap over them: :func:`resampled_se`; 0 where not given); ``p_value`` is the
+    two-sided p of :math:`t = \\bar d / \\mathrm{se}` with ``df`` = n - 1 degrees of freedom.
+    Without any noise (``se`` = 0) p is 1 where every difference is 0 and NaN (undefined) otherwise.
+
+    Examples:
+        >>> from agnostophobia.metrics import paired_difference
+        >>> d = paired_difference([0.7101, 0.7402, 0.7703], [0.71, 0.74, 0.77], sample_se=0.004)
+        >>> round(d.difference, 4), round(d.se, 4), round(d.p_value, 2)  # the floor, not the seeds' 6e-5
+        (0.0002, 0.004, 0.96)
+        >>> print(d.interval(0.90))
+        0.000 [-0.011, 0.012]
+    """
+
+    difference: float  # mean over seeds of first - second
+    se: float  # the standard error read: max(se_seeds, se_samples)
+    se_seeds: float  # the per-seed differences' standard deviation / sqrt(n)
+    se_samples: float  # the test samples' share of the mean difference's error (0: not given)
+    df: int  # degrees of freedom of t: n - 1
+    p_value: float  # two-sided; NaN where undefined (se = 0, a difference not 0)
+    n: int  # how many seeds
+
+    def interval(self, confidence: float = 0.95) -> Interval:
+        """The two-sided t interval of the difference at ``confidence``: :math:`\\bar d \\pm
+        t_{(1+\\gamma)/2,\\,n-1}\\,\\mathrm{se}` (``[0, 0]`` where every difference and the noise are
+        0; NaN ends where there is no noise but a difference).
+
+        Args:
+            confidence: the interval's level, in (0, 1).
+
+        Returns:
+            An :class:`Interval` of the difference.
+        """
+        d = self.difference
+        if self.se == 0:
+            ends = (d, d) if d == 0 else (float("nan"), float("nan"))
+            return Interval(d, *ends, confidence, self.n)
+        half = float(stats.t.ppf((1 + confidence) / 2, self.df)) * self.se
+        return Interval(d, d - half, d + half, confidence, self.n)
+
+
+def paired_difference(first: Sequence[float], second: Sequence[float],
+                      sample_se: Optional[float] = None) -> PairedDifference:
+    """The mean paired difference of ``first`` and ``second`` (one value per seed each, the same
+    seeds in the same order) and its standard error: the seeds' spread, floored by ``sample_se``.
+
+    With ``sample_se`` None (or below the seeds' standard error) this is the paired t-test
+    (``scipy.stats.ttest_rel``): same p, same interval. The floor is what keeps a difference that
+    barely moves from seed to seed (two detectors on one network, which move together) from
+    being called certain: the test samples are a sample too, and a paired bootstrap over them
+    (:func:`resampled_se`) says how much of the mean difference they alone could make.
+
+    Args:
+        first: one value per seed of the first method.
+        second: one value per seed of the second, the same seeds in the same order.
+        sample_se: the standard error of the mean difference due to the test samples (e.g.
+            :func:`resampled_se`), >= 0; None: not known (the seeds' spread alone).
+
+    Returns:
+        A :class:`PairedDifference`.
+    """
+    a = _values(first, "paired_difference: first", 2)
+    b = _values(second, "paired_difference: second", 2)
+    if a.size != b.size:
+        raise ValueError(f"paired_difference: one value per seed in both, got {a.size} and {b.size}")
+    floor = 0.0 if sample_se is None else float(sample_se)
+    if not (np.isfinite(floor) and floor >= 0):
+        raise ValueError(f"paired_difference: sample_se must be a finite number >= 0, got {sample_se!r}")
+    difference = a - b
+    n = int(a.size)
+    mean = float(difference.mean())
+    se_seeds = float(difference.std(ddof=1) / np.sqrt(n))
+    se = max(se_seeds, floor)
+    if se == 0:
+        p = 1.0 if np.all(difference == 0) else float("nan")
+    else:
+        p = float(2 * stats.t.sf(abs(mean) / se, n - 1))
+    return PairedDifference(mean, se, se_seeds, floor, n - 1, p, n)
+
+
+class Decision(NamedTuple):
+    """What :func:`decide` concludes of one difference of a family.
+
+    ``verdict``: :data:`BETTER` or :data:`WORSE` (Holm-adjusted p below alpha and the difference at
+    least the margin), :data:`EQUIVALENT` (the 1 - 2 alpha interval inside plus or minus the
+    margin: both one-sided tests reject a difference of the margin or more), or
+    :data:`NOT_RESOLVED` (neither: more seeds or samples are needed to say).
+
+    Examples:
+        >>> from agnostophobia.metrics import decide, paired_difference
+        >>> family = [paired_difference([0.80, 0.82, 0.81], [0.70, 0.71, 0.70], sample_se=0.002),
+        ...           paired_difference([0.7101, 0.7402, 0.7703], [0.71, 0.74, 0.77], sample_se=0.0005),
+        ...           paired_difference([0.72, 0.75, 0.77], [0.71, 0.74, 0.77], sample_se=0.004)]
+        >>> [d.verdict for d in decide(family, margin=0.005)]
+        ['better', 'equivalent', 'not resolved']
+    """
+
+    verdict: str  # better, worse, equivalent or not resolved (BETTER, WORSE, EQUIVALENT, NOT_RESOLVED)
+    p_holm: float  # the family's Holm-adjusted p-value (an undefined p counts as 1)
+    equivalence: Interval  # the 1 - 2 alpha interval the equivalence test reads (90 % at alpha 0.05)
+
+
+def decide(differences: Sequence[PairedDifference], margin: float, alpha: float = 0.05) -> List[Decision]:
+    """Decisions for a family of differences against ``margin``, a difference declared before the
+    data were seen as too small to matter (:class:`Decision`).
+
+    Holm's adjustment (:func:`holm`) runs over this family alone; an undefined p (no noise, a
+    difference) counts as 1 in it. The equivalence test is two one-sided t-tests at ``alpha``
+    each (TOST, Schuirmann 1987), read as the 1 - 2 alpha interval inside
+    :math:`(-\\mathrm{margin}, \\mathrm{margin})`; it is per difference, not adjusted. A
+    difference cannot be both better (or worse) and equivalent: the first needs
+    :math:`|\\bar d| \\ge` margin, the second :math:`|\\bar d| <` margin.
+
+    Args:
+        differences: the family's :class:`PairedDifference` values.
+        margin: the smallest absolute difference that matters, > 0, in the metric's units.
+        alpha: the level of each test, in (0, 0.5).
+
+    Returns:
+        A list of :class:`Decision`, in the order of ``differences``.
+    """
+    if not (np.isfinite(margin) and margin > 0):
+        raise ValueError(f"decide: margin must be a positive number, got {margin!r}")
+    if not 0 < alpha < 0.5:
+        raise ValueError(f"decide: alpha must lie in (0, 0.5), got {alpha!r}")
+    if not differences:
+        return []
+    p = [d.p_value if np.isfinite(d.p_value) else 1.0 for d in differences]
+    decisions = []
+    for d, p_holm in zip(differences, holm(p)):
+        equivalence = d.interval(1 - 2 * alpha)
+        if p_holm < alpha and abs(d.difference) >= margin:
+            verdict = BETTER if d.difference > 0 else WORSE
+        elif -margin < equivalence.low and equivalence.high < margin:  # NaN ends: never
+            verdict = EQUIVALENT
+        else:
+            verdict = NOT_RESOLVED
+        decisions.append(Decision(verdict, float(p_holm), equivalence))
+    return decisions
+
+
+def smallest_resolved_difference(se: float, n: int, alpha: float = 0.05, family_size: int = 1,
+                                 margin: float = 0.0) -> float:
+    """The smallest absolute mean difference that :func:`decide` is sure to call better or worse,
+    given its standard error ``se`` over ``n`` seeds in a family of ``family_size`` tests: at
+    least the margin, and large enough that its two-sided p is below Holm's strictest step,
+    alpha / ``family_size``, whatever the family's other p-values:
+
+    .. math:: \\max\\big(\\mathrm{margin},\\ t_{1 - \\alpha / (2m),\\, n - 1}\\, \\mathrm{se}\\big).
+
+    (A difference below it may still pass at a later step of Holm's, once smaller p-values of the
+    family were rejected; at the last step the bound is :math:`t_{1-\\alpha/2,\\,n-1}\\,\\mathrm{se}`.)
+    This is the difference an observed mean must reach, not a power calculation.
+
+    Args:
+        se: the difference's standard error (:attr:`PairedDifference.se`), >= 0.
+        n: the number of seeds, >= 2.
+        alpha: the family's level, in (0, 1).
+        family_size: the number of tests in the family, >= 1.
+        margin: the margin of :func:`decide` (0: none).
+
+    Returns:
+        The difference, a float >= 0.
+    """
+    if n < 2 or family_size < 1 or not 0 < alpha < 1 or not (np.isfinite(se) and se >= 0):
+        raise ValueError(f"smallest_resolved_difference: needs se >= 0, n >= 2, family_size >= 1 and alpha in "
+                         f"(0, 1), got se={se!r}, n={n!r}, family_size={family_size!r}, alpha={alpha!r}")
+    return max(float(margin), float(stats.t.isf(alpha / (2 * family_size), n - 1)) * float(se))
+
+
+# ------------------------------------------------------------------ the paired bootstrap over test samples
+def resample_weights(n: int, resamples: int, seed: int) -> np.ndarray:
+    """``(resamples, n)`` bootstrap weights: row b counts how often each of ``n`` samples is drawn
+    when ``n`` are drawn with replacement (each row sums to ``n``). A weighted metric with these
+    counts is the metric of the resample; the same ``seed`` and ``n`` give the same rows, so two
+    methods scored on the same samples are resampled alike (paired).
+
+    Args:
+        n: how many samples, >= 1.
+        resamples: how many resamples, >= 1.
+        seed: the random seed (``numpy.random.default_rng``).
+
+    Returns:
+        An int64 array of shape ``(resamples, n)``.
+    """
+    if n < 1 or resamples < 1:
+        raise ValueError(f"resample_weights: needs n >= 1 and resamples >= 1, got n={n}, resamples={resamples}")
+    rng = np.random.default_rng(seed)
+    draws = rng.integers(0, n, (resamples, n))
+    offsets = (np.arange(resamples) * n)[:, None]
+    return np.bincount((draws + offsets).ravel(), minlength=resamples * n).reshape(resamples, n)
+
+
+def oscr_area_resamples(scores, labels, known_weights: np.ndarray, unknown_weights: np.ndarray) -> np.ndarray:
+    r"""The area under the OSCR curve (linear FPR axis, :func:`~agnostophobia.metrics.oscr_area`)
+    of each bootstrap resample given as weights, without drawing a resample:
+
+    .. math:: A_b = \frac{\sum_{i \in D_c} w_{bi}\, [\text{$i$ correct}]
+              \sum_{j \in D_a} v_{bj}\, [s_i > s_j]}{\sum_{i \in D_c} w_{bi} \sum_{j \in D_a} v_{bj}},
+
+    which with every weight 1 is :func:`~agnostophobia.metrics.oscr_area` exactly (its step
+    function integrates to the share of (correct known, unknown) pairs the known wins).
+
+    Args:
+        scores: (N, C) per-class scores (a detector's ``scores()``).
+        labels: (N,) labels, >= 0 known, < 0 unknown; both kinds present.
+        known_weights: (B, number of knowns) weights of the knowns, in their order in ``labels``
+            (e.g. :func:`resample_weights`).
+        unknown_weights: (B, number of unknowns) weights of the unknowns, likewise.
+
+    Returns:
+        A float64 array of the B areas.
+    """
+    from ._common import top_class
+
+    top = top_class(scores, labels)
+    known_weights = np.asarray(known_weights, dtype=np.float64)
+    unknown_weights = np.asarray(unknown_weights, dtype=np.float64)
+    n_known, n_unknown = int(top.known.sum()), int((~top.known).sum())
+    if known_weights.ndim != 2 or unknown_weights.ndim != 2 or known_weights.shape[0] != unknown_weights.shape[0] \
+            or known_weights.shape[1] != n_known or unknown_weights.shape[1] != n_unknown:
+        raise ValueError(f"oscr_area_resamples: weights of shape (B, {n_known}) and (B, {n_unknown}) (knowns, "
+                         f"unknowns), got {known_weights.shape} and {unknown_weights.shape}")
+    unknown = top.score[~top.known].astype(np.float64)
+    order = np.argsort(unknown, kind="stable")
+    below = np.zeros((unknown_weights.shape[0], n_unknown + 1))
+    np.cumsum(unknown_weights[:, order], axis=1, out=below[:, 1:])  # weight of the unknowns below each rank
+    correct = top.correct[top.known]
+    beaten = np.searchsorted(unknown[order], top.score[top.known][correct].astype(np.float64), side="left")
+    wins = (known_weights[:, correct] * below[:, beaten]).sum(axis=1)
+    return wins / (known_weights.sum(axis=1) * below[:, -1])
+
+
+def resampled_se(first: np.ndarray, second: np.ndarray) -> float:
+    """The standard error, due to the test samples, of the mean over seeds of first minus second:
+    the standard deviation over resamples of that mean, from (seeds, B) replicates of each method's
+    metric on the same resamples (row s: seed s; column b: resample b, the same samples drawn for
+    both methods and, where the seeds share the test samples, for every seed).
+
+    Args:
+        first: (seeds, B) replicates of the first method's metric (e.g. :func:`oscr_area_resamples`).
+        second: (seeds, B) replicates of the second's, on the same resamples.
+
+    Returns:
+        The standard error, a float >= 0.
+    """
+    first, second = np.asarray(first, dtype=np.float64), np.asarray(second, dtype=np.float64)
+    if first.shape != second.shape or first.ndim != 2 or first.shape[1] < 2:
+        raise ValueError(f"resampled_se: two (seeds, B >= 2) arrays of one shape, got {first.shape} and "
+                         f"{second.shape}")
+    return float((first - second).mean(axis=0).std(ddof=1))

@@ -5,8 +5,10 @@ A threshold cannot part a known and an unknown that score the same: every thresh
 both or neither. Where many do (a max-softmax that rounds to exactly 1.0 in float32 or float64
 for confident knowns and confident unknowns alike, a CDF that saturates at 0 or 1), CCR at a
 low FPR reads 0 and the AUROC counts each tied pair as half right, whatever the statistic beneath
-the score would say. The detectors' scores are tie-free (:mod:`agnostophobia.detectors`); this
-measures it, for every evaluation row (:func:`~agnostophobia.metrics.summary.summarize`:
+the score would say. The detectors' scores are tie-free where their statistics saturate too (a
+clip every entry reaches, ReAct's, continues with the unclipped energy), except the ties a detector
+declares (:meth:`~agnostophobia.detectors.Detector.ties`: ASH-B gives every sample without a
+positive feature one score; :mod:`agnostophobia.detectors`); this measures it, for every evaluation row (:func:`~agnostophobia.metrics.summary.summarize`:
 ``tied_share``), and the report flags a row above :data:`TIE_FLAG`.
 """
 from __future__ import annotations
