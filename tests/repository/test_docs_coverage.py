@@ -170,7 +170,7 @@ REWORDED = {
     "[labels](#the-paper-budget-on-a-gpu)) |":
     "| Tables 1, 2 (LeNet++ half), Figs. 1, 2, Fig. 1d OpenMax | `agnostophobia reproduce lenet++ --budget paper` | "
     "GPU, the authors' 70 epochs: 497 s wall for one seed on one H100, 4 runs at once (measured; run "
-    "[`paper-h100`](../provenance.md#paper-h100)) |",
+    "`paper-h100`) |",  # a link to the run's entry
 }
 
 

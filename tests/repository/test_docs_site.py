@@ -35,7 +35,7 @@ def test_every_markdown_page_is_in_a_toctree():
              if not p.relative_to(DOCS).as_posix().startswith(("_build/", "gallery/")) and p != ROOT / "docs/index.md"}
     orphans = {name for name, page in pages.items() if is_orphan(page)}
     assert set(pages) - orphans - toctree_entries() == set()
-    development = (DOCS / "development.md").read_text(encoding="utf-8")
+    development = (ROOT / "docs/development.md").read_text(encoding="utf-8")
     assert [name for name in sorted(orphans) if f"]({name}.md)" not in development] == []
 
 

@@ -13,9 +13,9 @@ from repo_paths import REPO
 
 DOCS = REPO / "docs"
 #: the pages that record where numbers come from and what changed: they may name commits and machines
-RECORDS = {"provenance.md", "development.md", "changelog.md"}
+RECORDS = {"docs/provenance.md", "docs/development.md", "docs/changelog.md"}
 #: generated pages, and the GPU check's raw output (an internal record, out of the navigation)
-GENERATED = ("_build/", "gallery/", "reference/generated/", "gpu-runs/")
+GENERATED = tuple(f"docs/{folder}/" for folder in ("_build", "gallery", "reference/generated", "gpu-runs"))
 
 #: 7 to 40 hex digits with at least one digit and one letter a-f, bounded by non-word characters
 #: ("decade", "facade" and "bf16" are not hashes), or any 7 to 40 hex digits named as a commit
@@ -25,12 +25,9 @@ MACHINE_TALK = re.compile(r"\bthis machine\b|\b2-core (?:CPU )?machine\b|\bniced
 
 
 def user_pages() -> list:
-    pages = []
-    for page in sorted(DOCS.rglob("*.md")):
-        name = page.relative_to(DOCS).as_posix()
-        if name not in RECORDS and not name.startswith(GENERATED):
-            pages.append(page)
-    return pages
+    return [page for page in sorted(DOCS.rglob("*.md"))
+            if page.relative_to(REPO).as_posix() not in RECORDS
+            and not page.relative_to(REPO).as_posix().startswith(GENERATED)]
 
 
 def findings(text: str) -> list:
@@ -42,11 +39,11 @@ def findings(text: str) -> list:
 
 
 def test_the_user_pages_are_found():
-    names = {page.relative_to(DOCS).as_posix() for page in user_pages()}
-    assert {"index.md", "installing.md", "own-images.md", "data.md", "cifar.md", "post-processors.md",
-            "training-peers.md", "reliability.md", "references.md", "glossary.md", "guide/results.md",
-            "guide/benchmark.md", "guide/deploying.md"} <= names
-    assert not names & RECORDS and not any(name.startswith("gpu-runs/") for name in names)
+    names = {page.relative_to(REPO).as_posix() for page in user_pages()}
+    assert {f"docs/{name}" for name in ("index", "installing", "own-images", "data", "cifar", "post-processors",
+                                         "training-peers", "reliability", "references", "glossary", "guide/results",
+                                         "guide/benchmark", "guide/deploying")} <= {name[:-3] for name in names}
+    assert not names & RECORDS and not any(name.startswith("docs/gpu-runs/") for name in names)
 
 
 @pytest.mark.parametrize("page", user_pages(), ids=lambda p: p.relative_to(DOCS).as_posix())

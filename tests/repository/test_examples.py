@@ -100,7 +100,7 @@ def test_the_readme_library_example_runs_as_written(capsys):
 
 
 def landing_python_block() -> str:
-    index = (ROOT / "docs" / "index.md").read_text(encoding="utf-8")
+    index = (ROOT / "docs/index.md").read_text(encoding="utf-8")
     section = index.split("\n## A first example\n", 1)[1].split("\n## ", 1)[0]
     return section.split("```python\n", 1)[1].split("```", 1)[0]
 

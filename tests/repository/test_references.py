@@ -1,7 +1,8 @@
 """The repository is self-contained: what its code, tests and documentation cite is in it.
 
 Facts the project relies on (the authors' protocol and code defects, other libraries'
-readouts, the provenance of the staged data) live in docs/references.md and docs/data.md.
+readouts, the provenance of the staged data) live in docs/references.md, docs/data.md and
+docs/provenance.md.
 Nothing may point at notes that exist only on one machine, at one machine's paths, or
 anywhere outside the repository: a file beside a clone (``../shared``) is in no user's clone.
 """
