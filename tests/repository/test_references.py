@@ -39,6 +39,9 @@ LEAVES_ON_PURPOSE = {
                                                                      "relative to the run, in a docstring",
     ("tests/commands/test_reproduce.py", "../../data/images"): "the report's relative path to a temporary data folder",
     ("tests/repository/test_docs_site.py", "../index.html"): "a link between two pages of a small site built in a temporary folder",
+    ("tests/test_journal.py", "../OUTSIDE/dir/keep.txt"): "a planted undo-journal entry that climbs out of the run: "
+                                                          "the test proves it is refused",
+    ("tests/test_runpath.py", "../outside"): "a name that climbs out of the run: the test proves it is refused",
 }
 # Notes kept outside the repository were cited by these names, with or without ".md".
 OUTSIDE_NOTES = re.compile(r"\b(?:REFERENCES|PROVENANCE)\b")
