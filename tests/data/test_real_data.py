@@ -1,5 +1,5 @@
 """The real staged data ($AGNOSTOPHOBIA_DATA; CI sets it): counts, histograms and array
-hashes as recorded in docs/data.md (Provenance), and the full LeNet++ protocol.
+hashes as recorded in docs/provenance.md (The staged data), and the full LeNet++ protocol.
 
 Skipped only when AGNOSTOPHOBIA_DATA is unset.
 """

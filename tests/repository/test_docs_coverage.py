@@ -164,6 +164,13 @@ REWORDED = {
     "| the same on the authors' data preparation (inversions, CIFAR transpose/BGR, bicubic; Data) |",  # a link
     "| eager `OpenSetClassifier` (the run's bf16; fp32 by default since issue 22) |":
     "| eager `OpenSetClassifier` (the run's bf16; fp32 is the default now) |",
+    # the commit went to the run's entry in docs/provenance.md (a user page names no commit)
+    "| Tables 1, 2 (LeNet++ half), Figs. 1, 2, Fig. 1d OpenMax | `agnostophobia reproduce lenet++ --budget paper` | "
+    "GPU, the authors' 70 epochs: 497 s wall for one seed on one H100, 4 runs at once (measured, commit 45e9cf7; "
+    "[labels](#the-paper-budget-on-a-gpu)) |":
+    "| Tables 1, 2 (LeNet++ half), Figs. 1, 2, Fig. 1d OpenMax | `agnostophobia reproduce lenet++ --budget paper` | "
+    "GPU, the authors' 70 epochs: 497 s wall for one seed on one H100, 4 runs at once (measured; run "
+    "`paper-h100`) |",  # a link to the run's entry
 }
 
 

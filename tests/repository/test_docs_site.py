@@ -21,11 +21,28 @@ def toctree_entries() -> set:
     return entries
 
 
+def is_orphan(page: Path) -> bool:
+    """A page left out of the navigation on purpose says so in its front matter (``orphan: true``)."""
+    text = page.read_text(encoding="utf-8")
+    return text.startswith("---\n") and "\norphan: true\n" in text.split("\n---\n", 1)[0] + "\n"
+
+
 def test_every_markdown_page_is_in_a_toctree():
-    """Adding a page is a file in docs/ and one line in docs/index.md; an orphan fails `make docs` too."""
-    pages = {p.relative_to(DOCS).with_suffix("").as_posix() for p in DOCS.rglob("*.md")
+    """Adding a page is a file in docs/ and one line in docs/index.md; an orphan fails `make docs` too.
+    The one kind of page kept out of the navigation, an internal record (the GPU check's raw
+    output), declares ``orphan: true`` and is linked from the development notes."""
+    pages = {p.relative_to(DOCS).with_suffix("").as_posix(): p for p in DOCS.rglob("*.md")
              if not p.relative_to(DOCS).as_posix().startswith(("_build/", "gallery/")) and p != ROOT / "docs/index.md"}
-    assert pages - toctree_entries() == set()
+    orphans = {name for name, page in pages.items() if is_orphan(page)}
+    assert set(pages) - orphans - toctree_entries() == set()
+    development = (ROOT / "docs/development.md").read_text(encoding="utf-8")
+    assert [name for name in sorted(orphans) if f"]({name}.md)" not in development] == []
+
+
+def test_the_internal_gpu_record_is_not_in_the_navigation():
+    """The H100 check's raw logs are a record for developers, not a page of the user guide."""
+    assert not any(entry.startswith("gpu-runs/") for entry in toctree_entries())
+    assert is_orphan(DOCS / "gpu-runs" / "h100-2026-11-27" / "README.md")
 
 
 def test_every_reference_page_is_in_a_toctree():

@@ -1,7 +1,8 @@
 """The repository is self-contained: what its code, tests and documentation cite is in it.
 
 Facts the project relies on (the authors' protocol and code defects, other libraries'
-readouts, the provenance of the staged data) live in docs/references.md and docs/data.md.
+readouts, the provenance of the staged data) live in docs/references.md, docs/data.md and
+docs/provenance.md.
 Nothing may point at notes that exist only on one machine, at one machine's paths, or
 anywhere outside the repository: a file beside a clone (``../shared``) is in no user's clone.
 """
@@ -38,6 +39,9 @@ LEAVES_ON_PURPOSE = {
                                                                      "relative to the run, in a docstring",
     ("tests/commands/test_reproduce.py", "../../data/images"): "the report's relative path to a temporary data folder",
     ("tests/repository/test_docs_site.py", "../index.html"): "a link between two pages of a small site built in a temporary folder",
+    ("tests/test_journal.py", "../OUTSIDE/dir/keep.txt"): "a planted undo-journal entry that climbs out of the run: "
+                                                          "the test proves it is refused",
+    ("tests/test_runpath.py", "../outside"): "a name that climbs out of the run: the test proves it is refused",
 }
 # Notes kept outside the repository were cited by these names, with or without ".md".
 OUTSIDE_NOTES = re.compile(r"\b(?:REFERENCES|PROVENANCE)\b")
