@@ -2,8 +2,8 @@
 
 A run directory holds::
 
-    config.yaml               the resolved configuration (+ approaches, seeds, budget)
-    run_meta.json             what the command that trained it recorded (+ library versions)
+    config.yaml               the resolved configuration (+ approaches, seeds, budget), and the run's marker
+    run_meta.json             what the command that trained it recorded (+ library versions), and the marker
     timings.json, wall_time.json, classes.json, data_notes.json, preprocessing_notes.json
                               what the training recorded beside run_meta.json
     data_sources.json         what the protocol was built from (checked when a command rebuilds its split)
@@ -23,8 +23,11 @@ A run directory holds::
 Readers take their paths from :class:`RunDir`; writers write through :meth:`RunDir.write`, the
 one place that checks where a run's file may be written (the atomic write of
 :mod:`agnostophobia._atomic` underneath). The layout is the one runs have always had: old
-runs load unchanged. A shared helper (it imports only ``_atomic`` and ``errors``), so that every
-layer that reads or writes a run, ``data.fetch`` included, takes its paths from here.
+runs load unchanged. Whether a folder is a run at all is read from its records, never from these
+names: config.yaml and run_meta.json carry the project's marker and the run's id
+(``training.records.run_marker``; the check is ``training.records.is_run``, which reads them). A shared helper
+(it imports only ``_atomic`` and ``errors``), so that every layer that reads or writes a run,
+``data.fetch`` included, takes its paths from here.
 """
 from __future__ import annotations
 
@@ -424,30 +427,6 @@ class RunDir:
 
     def _drop_undo(self) -> None:
         _journal.drop(self.tree)
-
-    def is_run(self) -> bool:
-        """Whether ``root`` holds a run of this project: its lock (taken before anything else is
-        written), its run record, or a seed folder."""
-        return (self.root / LOCK).is_file() or self.run_meta.is_file() or any(
-            SEED_FOLDER.fullmatch(p.name) and p.is_dir() for p in self.root.iterdir())
-
-    def check_run_folder(self, option: str = "--out") -> None:
-        """A training writes only into a new or empty folder or into a run of this project:
-        any other folder (``train --out .``, a folder of the user's files) is refused in one
-        line naming a file the run would have replaced, or one it holds."""
-        if not os.path.lexists(self.root):
-            return
-        if not self.root.is_dir():
-            raise AgnostophobiaError(f"{option} {self.root}: is a file, not a folder; choose a new or empty folder")
-        entries = sorted(self.root.iterdir())
-        if not entries or self.is_run():
-            return
-        replaced = [p for p in (self.root / name for name in (*RECORDS, SPLIT, FIGURES)) if os.path.lexists(p)]
-        if (self.root / SPLIT).is_dir():
-            replaced = sorted((self.root / SPLIT).iterdir())[:1] or replaced
-        shown = f"would replace {replaced[0]}" if replaced else f"holds {entries[0]}"
-        raise AgnostophobiaError(f"{option} {self.root}: is a folder of other files, not a run of this project "
-                                 f"(it {shown}); train into a new or empty folder, or into a run to continue")
 
     def own_files(self) -> List[Path]:
         """Every file this run holds or may come to hold: its records, and each model's files."""

@@ -1,7 +1,8 @@
-"""A run written by the code of commit 7b7e620 (tests/fixtures/compat-7b7e620, made by the script
-beside it) still loads, evaluates to the same numbers, resumes, calibrates, exports and predicts
-(issue 30, "Compatibility"): the record formats, config keys and checkpoints of that day keep
-their meaning."""
+"""Runs written by older code still load, evaluate to the same numbers, resume, calibrate, export
+and predict (issue 30, "Compatibility"): the record formats, config keys and checkpoints of that
+day keep their meaning. Two fixtures, each made by the script beside it: a run of commit 7b7e620
+(tests/fixtures/compat-7b7e620) and one of commit ed12296 (tests/fixtures/compat-ed12296), the
+last before a run carried a marker (issue 54): both are known as runs by their records agreeing."""
 import importlib.util
 import json
 import os
@@ -11,25 +12,28 @@ import warnings
 from pathlib import Path
 
 import pytest
+import yaml
 
-from runs import run_cli
+from runs import run_cli, run_main, snapshot
 from repo_paths import FIXTURES
 
 FIXTURE = FIXTURES / "compat-7b7e620"
+#: Every run made by older code that is kept as a fixture, by the commit that made it.
+OLD_RUNS = {"7b7e620": FIXTURE, "ed12296": FIXTURES / "compat-ed12296"}
 
 
-def fixture_module():
-    spec = importlib.util.spec_from_file_location("make_fixture", FIXTURE / "make_fixture.py")
+def fixture_module(fixture: Path = FIXTURE):
+    spec = importlib.util.spec_from_file_location(f"make_fixture_{fixture.name}", fixture / "make_fixture.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
 
 
 @pytest.fixture(scope="module")
-def old_run(tmp_path_factory):
-    """A copy of the fixture run, with its protocol rebuilt where the fixture was made (its
-    config records that absolute path); the protocol is written beside and moved into place,
-    so that two test sessions never see half of it."""
+def protocol() -> Path:
+    """The protocol of the fixture runs, rebuilt where they were made (their configs record that
+    absolute path); written beside and moved into place, so that two test sessions never see half
+    of it."""
     module = fixture_module()
     protocol = module.PROTOCOL_DIR
     if not protocol.exists():
@@ -40,9 +44,23 @@ def old_run(tmp_path_factory):
             os.rename(staging, protocol)
         except OSError:  # made meanwhile by another session: the same bytes
             shutil.rmtree(staging)
+    return protocol
+
+
+@pytest.fixture(scope="module")
+def old_run(tmp_path_factory, protocol):
+    """A copy of the 7b7e620 fixture run, shared by this module's tests."""
     run = tmp_path_factory.mktemp("compat") / "run"
     shutil.copytree(FIXTURE / "run", run)
     return run
+
+
+@pytest.fixture(params=OLD_RUNS.values(), ids=OLD_RUNS.keys())
+def fixture_run(request, tmp_path, protocol):
+    """(the script that made it, a copy of its run) for each fixture run, a copy per test."""
+    run = tmp_path / "run"
+    shutil.copytree(request.param / "run", run)
+    return fixture_module(request.param), run
 
 
 #: Keys of a metrics.json row recorded since the fixture was made.
@@ -90,19 +108,51 @@ def test_an_old_run_calibrates_exports_and_predicts(old_run, tmp_path):
     assert result.stdout.count(".png") == len(list(images.iterdir()))
 
 
-def test_an_old_run_resumes_with_another_seed(old_run, tmp_path):
-    """``train --resume`` with the old config (top-level ``xi`` and ``lambda``) adds seed 1 beside
-    the old seed 0, whose files stay."""
-    module = fixture_module()
+MARKER_KEYS = ("project", "run_format", "run_id")
+
+
+def marker(record: dict) -> tuple:
+    return tuple(record.get(key) for key in MARKER_KEYS)
+
+
+def test_an_old_run_resumes_with_another_seed(fixture_run, tmp_path):
+    """``train --resume`` with the old config (7b7e620: top-level ``xi`` and ``lambda``) adds seed 1
+    beside the old seed 0, whose files stay; the run, known by its records agreeing, is marked from then on."""
+    module, old_run = fixture_run
     config = tmp_path / "compat.yaml"
     config.write_text(module.CONFIG.format(root=module.PROTOCOL_DIR))
     checkpoint = old_run / "seed0" / "entropic" / "last.pt"
     before = checkpoint.read_bytes()
+    assert marker(yaml.safe_load((old_run / "config.yaml").read_text())) == (None, None, None)
     result = run_cli(["train", config, "--out", old_run, "--resume", "--seeds", "2",
                       "--approach", "entropic", "--no-progress", "--device", "cpu"])
     assert result.returncode == 0, result.stderr
     assert checkpoint.read_bytes() == before
     assert (old_run / "seed1" / "entropic" / "last.pt").exists()
+    config_marker = marker(yaml.safe_load((old_run / "config.yaml").read_text()))
+    assert config_marker[:2] == ("agnostophobia", 1)
+    assert marker(json.loads((old_run / "run_meta.json").read_text())) == config_marker
+
+
+def test_an_old_run_is_known_by_its_records_agreeing_not_by_its_lock(fixture_run, tmp_path, capsys):
+    """Without its ``.lock`` an old run is a run (its run_meta.json and config.yaml agree); with
+    records that disagree it is none, and ``train --out`` into it is refused, changing nothing."""
+    from agnostophobia.training.records import is_run
+
+    module, old_run = fixture_run
+    (old_run / ".lock").unlink()
+    assert is_run(old_run)
+    meta = json.loads((old_run / "run_meta.json").read_text())
+    (old_run / "run_meta.json").write_text(json.dumps({**meta, "experiment": "another"}))
+    assert not is_run(old_run)
+    config = tmp_path / "compat.yaml"
+    config.write_text(module.CONFIG.format(root=module.PROTOCOL_DIR))
+    before = snapshot(old_run)
+    code, _, err = run_main(["train", config, "--out", old_run, "--resume", "--no-progress", "--device", "cpu"],
+                            capsys)
+    errors = [line for line in err if not line.startswith("agnostophobia: warning:")]  # 7b7e620's key names
+    assert code == 1 and len(errors) == 1 and "not a run of this project" in errors[0], err
+    assert snapshot(old_run) == before
 
 
 @pytest.mark.slow  # three commands on the fixture (~35 s): make test-slow, which CI runs

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import warnings
 from pathlib import Path
 
 import pytest
 from reliability_table import proves
-from runs import run_main
+from runs import run_main, snapshot
 
 from agnostophobia.errors import AgnostophobiaError, AgnostophobiaWarning, ConfigError
 
@@ -65,21 +66,40 @@ def test_an_unknown_set_named_by_a_long_file_is_refused(tmp_path, stem):
 
 
 # ------------------------------------------------------------------ train --out DIR
-@proves("refused input", "`train --out DIR` into a folder of the user's own files is refused naming a file it "
-                         "would replace; the folder is unchanged")
-@pytest.mark.parametrize("files", [{"config.yaml": "my experiment\n"}, {"data_split/train.csv": "mine\n"},
-                                   {"notes.txt": "mine\n"}], ids=["config", "data_split", "other"])
-def test_train_into_a_folder_of_other_files_is_refused(tiny_config, real_data_dir, tmp_path, capsys, files):
-    out = tmp_path / "mine"
+#: A folder of the user's own files: the file a training would replace first, and what it holds.
+USERS_FILES = {"config": {"config.yaml": "name: my experiment\nepochs: 3\n"},  # an experiment file of the user's
+               "data_split": {"data_split/train.csv": "mine\n"}, "other": {"notes.txt": "mine\n"}}
+#: What the code before issue 54 took for a run by its name alone (a trailing / is an empty folder).
+LOOKALIKES = {"nothing": {}, "empty-lock": {".lock": ""}, "foreign-run-meta": {"run_meta.json": '{"name": "mine"}'},
+              "seed0": {"seed0/": None}, "seed3": {"seed3/": None}}
+
+
+def make_files(root: Path, files: dict) -> None:
     for name, text in files.items():
-        (out / name).parent.mkdir(parents=True, exist_ok=True)
-        (out / name).write_text(text)
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).mkdir() if name.endswith("/") else (root / name).write_text(text)
+
+
+def every_path(root: Path) -> dict:
+    """Every file (with its bytes and modification time) and every folder under ``root``."""
+    return {**snapshot(root), **{p: None for p in root.rglob("*") if p.is_dir()}}
+
+
+@proves("refused input", "`train --out DIR` into a folder of the user's own files is refused naming a file it "
+                         "would replace, also where the folder holds an empty `.lock`, a `run_meta.json` not of this "
+                         "project or an empty `seed<N>/`; the folder is unchanged, byte for byte")
+@pytest.mark.parametrize("lookalike", LOOKALIKES.values(), ids=LOOKALIKES.keys())
+@pytest.mark.parametrize("files", USERS_FILES.values(), ids=USERS_FILES.keys())
+def test_train_into_a_folder_of_other_files_is_refused(tiny_config, real_data_dir, tmp_path, capsys, files, lookalike):
+    out = tmp_path / "mine"
+    make_files(out, {**files, **lookalike})
+    before = every_path(out)
     code, _, err = run_main(["train", tiny_config, "--out", out, "--no-progress", "--data-dir", real_data_dir],
                             capsys)
     assert code == 1 and len(err) == 1 and "not a run of this project" in err[0], err
-    assert str(out / next(iter(files))) in err[0]
-    assert sorted(str(p.relative_to(out)) for p in out.rglob("*") if p.is_file()) == sorted(files)
-    assert all((out / name).read_text() == text for name, text in files.items())
+    named = re.search(r"\(it (?:would replace|holds) (\S+)\)", err[0]).group(1)
+    assert Path(named) in before, err  # a file of the folder, the first it would replace
+    assert every_path(out) == before
 
 
 # ------------------------------------------------------------------ --out onto what is not a regular file

@@ -123,8 +123,35 @@ def test_train_leaves_the_record_that_evaluate_needs(tiny_config, tmp_path, real
     assert main(["evaluate", str(out), "--no-progress"]) == 0
     metrics = json.loads((out / "metrics.json").read_text())
     assert metrics["train_config"]["openmax"] == TINY["openmax"]  # the custom OpenMax setting is kept
+    config_marker, meta_marker = marker(out)  # the run's marker: in both records, with one id, not in its numbers
+    assert config_marker == meta_marker and config_marker[0] == "agnostophobia"
+    assert not {"project", "run_format", "run_id"} & set(metrics)
     report = (out / "report.md").read_text()
     assert "`None`" not in report and "training seed 0" in report
+
+
+def marker(run: Path) -> tuple:
+    """The marker config.yaml and run_meta.json (where there is one) carry: (project, format, id) each."""
+    keys = ("project", "run_format", "run_id")
+    config = yaml.safe_load((run / "config.yaml").read_text())
+    meta = json.loads((run / "run_meta.json").read_text()) if (run / "run_meta.json").exists() else None
+    return tuple(config.get(k) for k in keys), meta and tuple(meta.get(k) for k in keys)
+
+
+@proves("kill", "`train` killed before its `run_meta.json` is continued by `train --resume`: the folder is known as "
+                "the run by the marker of its `config.yaml`, not by its `.lock`; the run keeps its id")
+def test_a_training_killed_before_its_record_is_known_by_its_config_and_continued(tiny_config, tmp_path,
+                                                                                   real_data_dir):
+    out = tmp_path / "killed"
+    train = ["train", tiny_config, "--out", out, "--no-progress", "--data-dir", real_data_dir]
+    assert run_cli(train, kill_at="epoch-end:1").returncode == -signal.SIGKILL
+    (config_marker, meta_marker) = marker(out)
+    assert meta_marker is None and config_marker[:2] == ("agnostophobia", 1) and len(config_marker[2]) == 32
+    (out / ".lock").unlink()  # known by what config.yaml says, not by the lock's name
+    for _ in range(2):  # continued, then continued again with nothing left to train
+        result = run_cli([*train, "--resume"])
+        assert result.returncode == 0, result.stderr
+        assert marker(out) == (config_marker, config_marker)
 
 
 def test_train_without_a_budget_is_not_called_a_shortened_run(tmp_path, real_data_dir):

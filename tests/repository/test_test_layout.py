@@ -127,6 +127,7 @@ COVERED_ELSEWHERE = {
     "training/records/outputs.py": _RECORDS,
     "training/records/run.py": _RECORDS,
     "training/records/run_config.py": _RECORDS,
+    "training/records/run_marker.py": _RECORDS,
     "training/records/run_meta.py": _RECORDS,
     "training/records/training_summary.py": _RECORDS,
     "training/records/tuned_settings.py": _RECORDS,

@@ -16,7 +16,7 @@ from agnostophobia.detectors import DETECTORS, build_detector
 from agnostophobia.detectors.stored import (ModelScores, detector_settings, model_scores, model_settings,
                                             run_tuned_settings)
 from agnostophobia.metrics import PAPER_FPR_VALUES, TIE_FLAG, ccr_at_fpr, supported_fprs
-from agnostophobia.training.records import read_tuned_settings
+from agnostophobia.training.records import MARKER_KEYS, read_tuned_settings
 from agnostophobia.experiments.run_metrics import FPR_KEYS, aggregate_seeds, entropy_magnitude_table, evaluate_model
 from agnostophobia.experiments.paper_numbers import PAPER_PROTOCOLS, PAPER_SIZES, TABLE1, TABLE2
 from agnostophobia.metrics.rows import PAPER_ROWS, is_paper_row, row_sort_key
@@ -70,7 +70,8 @@ def write_metrics(run_dir: Path, meta: Dict, previous: Optional[Dict] = None) ->
     settings = detector_settings(run_config(run_dir))
     per_seed, table1, skipped, fingerprints, not_applicable = collect_results(run_dir, settings, previous)
     metrics = {
-        **meta,
+        # the run's record, less the marker: it tells which folder is the run, not how its numbers were made
+        **{key: value for key, value in meta.items() if key not in MARKER_KEYS},
         "fpr_readout": "CCR at FPR t = the largest CCR(theta) over thresholds with FPR(theta) <= t "
                        "(Eq. 3 of the paper); null where t < 1/#unknowns",
         "detectors": {name: build_detector(name, **settings.get(name, {})).settings() for name in DETECTORS.names()},

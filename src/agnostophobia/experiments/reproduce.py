@@ -37,9 +37,9 @@ from agnostophobia.training.config import (ExperimentConfig, TrainConfig, check_
 from agnostophobia.training.epoch_log import use_tensorboard
 from agnostophobia.training.fine_tune import check_starts, start_approach
 from agnostophobia.training.precision import choose_precision, resolve_precision
-from agnostophobia.training.records import (RecordError, check_data_sources, check_training_records, read_classes,
-                                            read_data_sources, read_notes, read_run_config, read_timings,
-                                            read_wall_time)
+from agnostophobia.training.records import (RecordError, check_data_sources, check_run_folder, check_training_records,
+                                            read_classes, read_data_sources, read_notes, read_run_config,
+                                            read_timings, read_wall_time)
 from agnostophobia.rundir import DATA_NOTES, PREPROCESSING_NOTES, ModelDir, RunDir
 from agnostophobia.training.checkpoint import load_checkpoint
 from agnostophobia.training.loaders import is_streamed
@@ -307,7 +307,7 @@ def check_detectors(experiment: ExperimentConfig) -> None:
 def check_existing_run(experiment: ExperimentConfig, out: Path) -> None:
     """Refuse, before anything is written, to continue a run trained with another config, or
     one whose training records (timings, wall time, classes, notes) are damaged."""
-    RunDir(out).check_run_folder()
+    check_run_folder(out)
     check_training_records(out)
     check_fine_tune_starts(experiment, out)
     for seed in range(experiment.seeds):

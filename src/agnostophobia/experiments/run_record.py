@@ -1,8 +1,9 @@
 """The run record a training command leaves: ``config.yaml`` (:func:`write_config`, written before
 the training) and, after it, ``run_meta.json`` (:func:`write_run_record`, from what the training
-hands back, :class:`StoredTraining`); beside them what a continued training reads back and
-checks: ``classes.json``, ``data_notes.json``, ``preprocessing_notes.json`` and
-``data_sources.json``.
+hands back, :class:`StoredTraining`), both carrying the run's marker and id
+(:mod:`~agnostophobia.training.records.run_marker`: how a folder is known as a run); beside them what a
+continued training reads back and checks: ``classes.json``, ``data_notes.json``,
+``preprocessing_notes.json`` and ``data_sources.json``.
 
 ``train``, ``reproduce`` and ``reproduce ensemble`` write them from
 :mod:`agnostophobia.experiments.reproduce` (``tune`` writes each point's ``config.yaml``); their
@@ -21,11 +22,12 @@ import torch
 
 from agnostophobia._yaml import dump_yaml
 from agnostophobia.errors import ConfigError
-from agnostophobia.rundir import DATA_SOURCES, RunDir
+from agnostophobia.rundir import DATA_SOURCES, RecordError, RunDir
 from agnostophobia.training import distributed
 from agnostophobia.training.concurrent import threads_per_run
 from agnostophobia.training.config import ExperimentConfig
-from agnostophobia.training.records import check_data_sources, library_versions, read_classes, read_data_sources
+from agnostophobia.training.records import (RUN_ID_KEY, check_data_sources, library_versions, marked_run_id,
+                                            new_run_id, read_classes, read_data_sources, read_run_config, run_marker)
 
 
 @dataclasses.dataclass
@@ -54,10 +56,23 @@ def is_the_command_line() -> bool:
 
 
 def write_config(out: Path, experiment: ExperimentConfig, budget: Optional[str]) -> None:
-    resolved = {**experiment.train.to_dict(), "approaches": experiment.approaches, "seeds": experiment.seeds,
-                "budget": budget}
+    """``config.yaml``: the run's marker first, then the resolved configuration. The marker's id is
+    the run's own from its first config.yaml on: a run continued (or killed, then run again) keeps
+    it, so that its run_meta.json, written at the end, carries the id of its config.yaml."""
     run = RunDir(out)
+    run_id = marked_run_id(read_run_config(out, required=False)) or new_run_id()
+    resolved = {**run_marker(run_id), **experiment.train.to_dict(), "approaches": experiment.approaches,
+                "seeds": experiment.seeds, "budget": budget}
     run.write(run.config, lambda tmp: Path(tmp).write_text(dump_yaml(resolved)))
+
+
+def recorded_run_id(out: Path) -> str:
+    """The id that the run's config.yaml, written before its training, carries."""
+    run_id = marked_run_id(read_run_config(out))
+    if run_id is None:  # config.yaml replaced while the run trained
+        raise RecordError(f"{RunDir(out).config}: carries no run id ({RUN_ID_KEY}), though this command wrote one "
+                          f"before it trained; it was changed meanwhile: run the command again")
+    return run_id
 
 
 def seeds_varied(experiment: ExperimentConfig) -> str:
@@ -75,6 +90,7 @@ def write_run_record(out: Path, experiment: ExperimentConfig, budget: Optional[s
     world = distributed.current()
     runs = stored.concurrent_runs
     meta = {
+        **run_marker(recorded_run_id(out)),  # what makes the folder known as this run (records.run_marker)
         "experiment": train_cfg.name, "budget": budget, "seeds": experiment.seeds,
         "seeds_varied": seeds_varied(experiment), "approaches": experiment.approaches,
         "command": " ".join(["agnostophobia"] + sys.argv[1:]) if is_the_command_line() else command,

@@ -250,6 +250,95 @@ def test_agreeing_records_pass_and_a_run_without_run_meta_is_an_unfinished_one(t
     assert records.check_run(run).meta is None
 
 
+# ------------------------------------------------------------------ a run is known by content
+#: An old run's run_meta.json (made before the marker) that agrees with :data:`CONFIG`.
+OLD_META = {"experiment": "x", "budget": "smoke", "seeds": 1, "approaches": ["softmax"],
+            "train_config": {"openmax": {"tail_size": 3}}}
+MARK = records.run_marker("0" * 32)
+
+
+def folder(tmp_path, config=None, meta=None, config_text=None):
+    """A folder with a config.yaml (``config`` as YAML, or ``config_text``) and a run_meta.json, as given."""
+    if config is not None or config_text is not None:
+        (tmp_path / "config.yaml").write_text(config_text if config_text is not None else yaml.safe_dump(config))
+    if meta is not None:
+        (tmp_path / "run_meta.json").write_text(json.dumps(meta))
+    return tmp_path
+
+
+KNOWN_BY_CONTENT = {  # (config.yaml, run_meta.json): is it a run of this project?
+    "marked-config-alone": (({**MARK, **CONFIG}, None), True),  # a training killed before its run_meta.json
+    "marked-config-and-meta": (({**MARK, **CONFIG}, {**MARK, **OLD_META}), True),
+    "old-run-agreeing": ((CONFIG, OLD_META), True),
+    "old-run-continued": (({**MARK, **CONFIG, "seeds": 2}, OLD_META), True),  # its run_meta.json comes at the end
+    "ids-differ": (({**MARK, **CONFIG}, {**records.run_marker("1" * 32), **OLD_META}), False),
+    "marked-meta-unmarked-config": ((CONFIG, {**MARK, **OLD_META}), False),
+    "marked-meta-alone": ((None, {**MARK, **OLD_META}), False),
+    "old-run-disagreeing": ((CONFIG, {**OLD_META, "seeds": 2}), False),
+    "foreign-meta": ((CONFIG, {"name": "mine"}), False),  # agreeing on nothing proves nothing
+    "foreign-meta-marked-config": (({**MARK, **CONFIG}, {"name": "mine"}), False),
+    "unmarked-config-alone": ((CONFIG, None), False),
+    "meta-alone": ((None, OLD_META), False),
+    "other-project": (({**MARK, "project": "other", **CONFIG}, None), False),
+}
+
+
+@pytest.mark.parametrize("records_, expected", KNOWN_BY_CONTENT.values(), ids=KNOWN_BY_CONTENT.keys())
+def test_a_run_is_known_by_its_records_marker_or_agreement(tmp_path, records_, expected):
+    assert records.is_run(folder(tmp_path, *records_)) is expected
+
+
+@pytest.mark.parametrize("lookalike", ["lock", "seed-folder", "model-folder", "users-experiment"])
+def test_names_alone_make_no_run(tmp_path, lookalike):
+    """What the code before issue 54 took for a run: a ``.lock`` (even empty), a ``seed<N>/``."""
+    (tmp_path / "notes.txt").write_text("mine\n")
+    if lookalike == "lock":
+        (tmp_path / ".lock").touch()
+    elif lookalike == "seed-folder":
+        (tmp_path / "seed3").mkdir()
+    elif lookalike == "model-folder":
+        model(tmp_path)
+    else:  # an experiment file of the user's: refused by the run config's reader (budgets), so no run
+        folder(tmp_path, config_text=yaml.safe_dump({**TINY, "budgets": {"smoke": {}}}), meta={"name": "mine"})
+    assert not records.is_run(tmp_path)
+
+
+@pytest.mark.parametrize("files, refused", [
+    ({}, False), ({".lock": ""}, False),  # new, or left by a training killed before its config.yaml
+    ({".lock": "process 1 (mine)\n"}, True), ({".lock": "", "notes.txt": "mine"}, True), ({"seed0/": None}, True),
+    ({"config.yaml": yaml.safe_dump({**MARK, **CONFIG})}, False)])
+def test_a_training_writes_into_a_new_or_empty_folder_or_a_run(tmp_path, files, refused):
+    out = tmp_path / "out"
+    out.mkdir()
+    for name, text in files.items():
+        (out / name).mkdir() if name.endswith("/") else (out / name).write_text(text)
+    if refused:
+        with pytest.raises(rundir.AgnostophobiaError, match="not a run of this project"):
+            records.check_run_folder(out)
+    else:
+        records.check_run_folder(out)
+
+
+@pytest.mark.parametrize("key, value", [("run_id", 5), ("run_id", ""), ("run_format", True), ("run_format", 0),
+                                        ("project", ["agnostophobia"])])
+def test_the_markers_keys_are_read_with_their_kinds(tmp_path, key, value):
+    folder(tmp_path, {**MARK, **CONFIG, key: value}, {**MARK, **OLD_META, key: value})
+    with pytest.raises(RecordError, match=f"config.yaml: {key}: must be"):
+        records.read_run_config(tmp_path)
+    with pytest.raises(RecordError, match=f"run_meta.json: {key}: must be"):
+        records.read_run_meta(tmp_path)
+    assert not records.is_run(tmp_path)
+
+
+def test_the_marker_is_read_as_no_training_setting_and_the_ids_must_agree(tmp_path):
+    model(tmp_path)
+    folder(tmp_path, {**MARK, **CONFIG}, {**MARK, **OLD_META})
+    assert records.check_run(tmp_path).config["run_id"] == MARK["run_id"]
+    folder(tmp_path, meta={**records.run_marker("1" * 32), **OLD_META})
+    with pytest.raises(RecordError, match="disagree: run_id is '1{32}' in one and '0{32}' in the other"):
+        records.check_run(tmp_path)
+
+
 def test_a_checkpoint_must_agree_with_its_folder_and_the_runs_config(tiny_run, tmp_path):
     run = tmp_path / "run"
     shutil.copytree(tiny_run, run)

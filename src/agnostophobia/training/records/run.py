@@ -1,7 +1,10 @@
 """The whole run: :func:`check_run` reads every record a command will read, before the command
-writes anything, and checks that they agree (:func:`check_agreement`)."""
+writes anything, and checks that they agree (:func:`check_agreement`); :func:`is_run`, whether a
+folder is a run of this project at all, by what its records say, and :func:`check_run_folder`,
+whether a training may write into it."""
 from __future__ import annotations
 
+import os
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -9,7 +12,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from agnostophobia.errors import AgnostophobiaError, AgnostophobiaWarning
 from agnostophobia.losses import LOSSES
-from agnostophobia.rundir import ModelDir, RecordError, RunDir
+from agnostophobia.rundir import FIGURES, LOCK, RECORDS, SPLIT, ModelDir, RecordError, RunDir
 from agnostophobia.training.fine_tune import recipe_schedule
 from agnostophobia.training.records._common import _ABSENT, _fail
 from agnostophobia.training.records.calibration import read_calibration
@@ -17,6 +20,7 @@ from agnostophobia.training.records.detector_caches import read_detector_scores
 from agnostophobia.training.records.last_layer import read_last_layer
 from agnostophobia.training.records.outputs import read_outputs
 from agnostophobia.training.records.run_config import read_checkpoint_config, read_run_config, trained_differently
+from agnostophobia.training.records.run_marker import RUN_ID_KEY, marked_run_id
 from agnostophobia.training.records.run_meta import read_run_meta, version_mismatch
 from agnostophobia.training.records.tuned_settings import read_tuned_settings
 
@@ -91,11 +95,17 @@ def _same_widths(path, arrays, widths) -> None:
                         f"{widths[name]}", name)
 
 
+#: What run_meta.json and config.yaml both record, as (key in run_meta.json, key in config.yaml),
+#: beside every key of run_meta.json's ``train_config``: every run record has held them all.
+RECORDED_IN_BOTH = (("experiment", "name"), ("budget", "budget"), ("approaches", "approaches"), ("seeds", "seeds"))
+
+
 def check_agreement(records: RunRecords) -> None:
     """The records of one run must agree; the rule:
 
     * ``run_meta.json`` (when present) and ``config.yaml`` were written by the same command:
-      experiment name, budget, approaches, seeds and every key of ``train_config`` equal;
+      experiment name, budget, approaches, seeds, run id (where run_meta.json has one) and every
+      key of ``train_config`` equal;
     * each model's checkpoint (``best.pt``) was trained as its folder says (``seed<N>/<approach>``)
       with the run's config: every key that changes what is trained equal to ``config.yaml``
       (all but :data:`RESUME_FREE_KEYS`; a key missing from ``config.yaml`` disagrees too);
@@ -105,7 +115,7 @@ def check_agreement(records: RunRecords) -> None:
     config_path = RunDir(records.run_dir).config
     if meta is not None:
         meta_path = RunDir(records.run_dir).run_meta
-        pairs = [("experiment", "name"), ("budget", "budget"), ("approaches", "approaches"), ("seeds", "seeds")]
+        pairs = [*RECORDED_IN_BOTH, (RUN_ID_KEY, RUN_ID_KEY)]
         pairs += [(f"train_config.{key}", key) for key in meta.get("train_config", {})]
         for meta_key, config_key in pairs:
             recorded = _lookup(meta, meta_key)
@@ -143,3 +153,71 @@ def _lookup(mapping: Dict, dotted: str):
 
 def _shown(value) -> str:
     return "missing" if value is _ABSENT else repr(value)
+
+
+def is_run(run_dir) -> bool:
+    """Whether ``run_dir`` holds a run of this project, by what its records say, never by the
+    names of its files (a folder of the user's may hold a ``.lock``, a ``run_meta.json`` or a
+    ``seed0/`` of its own):
+
+    * its ``config.yaml`` carries the project's marker (:func:`~agnostophobia.training.records.run_marker.run_marker`,
+      written before anything is trained), and its ``run_meta.json``, where there is one, is the
+      record of the same run (the same id), or an old run's record (no marker) of a run being
+      continued; a training killed before it wrote its ``run_meta.json`` is a run;
+    * or it is an old run, made before the marker: its ``run_meta.json`` records what
+      :func:`check_agreement` compares, and its ``config.yaml`` agrees with it.
+
+    A record that cannot be read as one of this project's (the user's own ``config.yaml``) is no run."""
+    try:
+        config = read_run_config(run_dir, required=False)
+        meta = read_run_meta(run_dir)
+    except RecordError:
+        return False
+    run_id = marked_run_id(config)
+    if meta is None:
+        return run_id is not None  # a training in progress, or killed before its run_meta.json
+    if marked_run_id(meta) is not None:
+        return marked_run_id(meta) == run_id
+    if not _records_the_agreement(meta):
+        return False  # agreeing on nothing would prove nothing: a run_meta.json of the user's
+    if run_id is not None:
+        return True  # an old run being continued: its config.yaml is new, its run_meta.json comes at the end
+    try:
+        check_agreement(RunRecords(Path(run_dir), config, meta, models=[]))
+    except RecordError:
+        return False
+    return True
+
+
+def _records_the_agreement(meta: Dict[str, Any]) -> bool:
+    """Whether a run_meta.json holds every key :func:`check_agreement` compares, as every run
+    record of this project has since the first."""
+    return all(meta_key in meta for meta_key, _ in RECORDED_IN_BOTH) and bool(meta.get("train_config"))
+
+
+def check_run_folder(run_dir, option: str = "--out") -> None:
+    """A training writes only into a new or empty folder or into a run of this project
+    (:func:`is_run`): any other folder (``train --out .``, a folder of the user's files, even one
+    that also holds a ``.lock``, a ``run_meta.json`` or a ``seed0/``) is refused in one line naming
+    a file the run would have replaced, or one it holds, before anything is written. A folder
+    holding nothing but an empty ``.lock`` counts as empty: a training killed before it wrote
+    its ``config.yaml`` left it, and it holds nothing to lose."""
+    root = Path(run_dir)
+    if not os.path.lexists(root):
+        return
+    if not root.is_dir():
+        raise AgnostophobiaError(f"{option} {root}: is a file, not a folder; choose a new or empty folder")
+    entries = sorted(root.iterdir())
+    if not entries or _only_an_empty_lock(root, entries) or is_run(root):
+        return
+    replaced = [p for p in (root / name for name in (*RECORDS, SPLIT, FIGURES)) if os.path.lexists(p)]
+    if (root / SPLIT).is_dir():
+        replaced = sorted((root / SPLIT).iterdir())[:1] or replaced
+    shown = f"would replace {replaced[0]}" if replaced else f"holds {entries[0]}"
+    raise AgnostophobiaError(f"{option} {root}: is a folder of other files, not a run of this project "
+                             f"(it {shown}); train into a new or empty folder, or into a run to continue")
+
+
+def _only_an_empty_lock(root: Path, entries: List[Path]) -> bool:
+    lock = root / LOCK
+    return entries == [lock] and lock.is_file() and not lock.is_symlink() and lock.stat().st_size == 0

@@ -17,6 +17,7 @@ from agnostophobia.settings import field_settings
 from agnostophobia.training.config import (TrainConfig, apply_overrides, check_approaches, check_seeds,
                                            comparable_config, read_yaml, with_loss_keys_moved)
 from agnostophobia.training.records._common import _ABSENT, _fail
+from agnostophobia.training.records.run_marker import MARKER_KEYS, check_marker
 
 # Config keys that may differ between a model's checkpoint and the run's config.yaml: how and
 # where the run was computed, and the detectors' settings (evaluation, not training; a resumed
@@ -60,6 +61,9 @@ def parse_run_config(data, path) -> Dict[str, Any]:
     if not isinstance(data, dict):
         _fail(path, f"top level must be a mapping of config keys, got {type(data).__name__}")
     values = dict(data)
+    check_marker(values, path)
+    for key in MARKER_KEYS:  # the run's, not a training setting
+        values.pop(key, None)
     try:
         for key, check in (("approaches", check_approaches), ("seeds", check_seeds)):
             if key in values:

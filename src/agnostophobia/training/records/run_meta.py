@@ -9,6 +9,7 @@ import numpy as np
 
 from agnostophobia.rundir import RunDir
 from agnostophobia.training.records._common import _fail, _is_strings, _optional_json
+from agnostophobia.training.records.run_marker import check_marker
 
 #: The libraries whose versions a run records; a run re-read under others is named, not refused.
 VERSIONED = ("torch", "torchvision", "numpy")
@@ -25,6 +26,7 @@ def read_run_meta(run_dir) -> Optional[Dict[str, Any]]:
     for key, kind in expected.items():
         if key in meta and (not isinstance(meta[key], kind) or isinstance(meta[key], bool)):
             _fail(path, f"wrong type {type(meta[key]).__name__}", key)
+    check_marker(meta, path)
     for key in ("class_names", "approaches"):
         if not _is_strings(meta.get(key, [])):
             _fail(path, "must be a list of strings", key)
