@@ -391,3 +391,41 @@ def test_a_checkpoint_that_is_not_the_runs_network_is_refused_by_every_command(c
     assert code == 1 and len(err) == 1, err
     assert err[0].startswith(f"agnostophobia: error: {best}: {said}"), err
     assert snapshot(run) == before and not (tmp_path / "model.pt2").exists()
+
+
+# ------------------------------------------------------------------ flags without effect
+NO_DATA = "{tmp}/no-data"
+UNUSED_FLAGS = [  # (command, warning line, after "agnostophobia: warning: ")
+    (["calibrate", "{run}", "--fpr", "0.5", "--device", "cuda:99", "--data-dir", NO_DATA],
+     f"--data-dir {NO_DATA} and --device cuda:99 have no effect: every validation output this needs is stored"),
+    (["compare", "{run}", "--data-dir", NO_DATA], f"--data-dir {NO_DATA} has no effect: compare ranks the run's stored"),
+    (["predict", "{run}", "{tmp}/images.npz", "--approach", "entropic", "--data-dir", NO_DATA],
+     f"--data-dir {NO_DATA} has no effect: every validation output this needs is stored"),
+    (["evaluate", "{run}", "--device", "cpu", "--data-dir", NO_DATA],
+     f"--data-dir {NO_DATA} and --device cpu have no effect: without --unknowns, evaluate reads the run's stored"),
+]
+
+
+@proves("refused input", "a `--device` or `--data-dir` that has no effect (every output the command needs is "
+                         "stored in the run) is said in one warning line, not ignored")
+@pytest.mark.parametrize("argv, said", UNUSED_FLAGS, ids=[c[0][0] for c in UNUSED_FLAGS])
+def test_a_flag_without_effect_says_so_in_one_line(calibrated, tmp_path, capsys, monkeypatch, argv, said):
+    import shutil
+
+    import agnostophobia.experiments.reproduce as reproduce
+
+    monkeypatch.setattr(reproduce, "finish_run", lambda run_dir, *a, **k: run_dir)  # evaluate's report: not the point
+    run = shutil.copytree(calibrated, tmp_path / "run")
+    _images(tmp_path)
+    code, _, err = run_main([a.format(run=run, tmp=tmp_path) for a in argv], capsys)
+    assert code == 0 and len(err) == 1, err
+    assert err[0].startswith(f"agnostophobia: warning: {said.format(tmp=tmp_path)}"), err
+
+
+def test_a_device_this_machine_lacks_is_refused_where_a_network_runs(calibrated, tmp_path, capsys):
+    import torch
+
+    if torch.cuda.device_count() > 99:
+        pytest.skip("this machine has a GPU 99")
+    code, _, err = run_main(["predict", calibrated, _images(tmp_path), "--device", "cuda:99"], capsys)
+    assert code == 1 and len(err) == 1 and "device 'cuda:99': requested but" in err[0], err
