@@ -91,6 +91,7 @@ ANSWERED_AT_ONCE = [
     (["train", "c.yaml", "--out", "o", "--preprocessing", "mine"], 2),
     (["reproduce", "lenet++", "--seeds", "0"], 2), (["calibrate", "run", "--fpr", "2"], 2),
     (["export", "run", "--out", "m", "--seed", "-1"], 2),
+    (["calibrate", "run", "--fpr", "0.1", "--approach", "entropic", "--approach", "entropic"], 2),  # given twice
 ]
 
 
@@ -108,3 +109,25 @@ def test_the_import_probe_sees_a_heavy_import(tmp_path):
     (tmp_path / "config.yaml").write_text("approaches: [softmax]\n")
     code, imported, _ = modules_imported(["export", tmp_path, "--format", "pt2", "--out", tmp_path / "m.pt2"])
     assert code == 1 and "torch" in imported
+
+
+@pytest.mark.parametrize("args, flag", [
+    (["compare", "run", "--approach", "entropic", "--approach", "softmax", "--approach", "entropic"],
+     "--approach entropic"),
+    (["calibrate", "run", "--fpr", "0.1", "--approach", "softmax", "--approach", "softmax"], "--approach softmax"),
+    (["train", "c.yaml", "--out", "o", "--set", "lr=0.1", "--set", "lr=0.1"], "--set lr=0.1"),
+    (["tune-detectors", "run", "--detector", "knn", "knn"], "--detector knn"),
+    (["ablate", "c.yaml", "--step", "base", "--step", "base"], "--step base"),
+], ids=["compare", "calibrate", "set", "nargs", "ablate"])
+def test_a_flag_given_the_same_value_twice_is_refused_in_one_line(capsys, args, flag):
+    with pytest.raises(SystemExit) as exit:
+        main(args)
+    err = capsys.readouterr().err.strip().splitlines()
+    assert exit.value.code == 2 and len(err) == 1 and f"error: {flag}: given twice" in err[0], err
+
+
+def test_a_repeatable_flag_with_different_values_is_taken():
+    from agnostophobia.cli import build_parser
+
+    args = build_parser().parse_args(["compare", "run", "--approach", "entropic", "--approach", "softmax"])
+    assert args.approach == ["entropic", "softmax"]

@@ -57,3 +57,14 @@ def test_one_device_rule_for_the_config_and_the_device_resolver():
     for name in ("gpu", "xpu"):  # not a name torch knows; a name torch knows that is not ours
         with pytest.raises(ConfigError, match=re.escape(f"({DEVICE_RULE})")):
             resolve_device(name)
+
+
+# ------------------------------------------------------------- labels
+@pytest.mark.parametrize("labels", [[True, -1], (0, False), [[1, np.bool_(True)]]], ids=repr)
+def test_a_boolean_among_labels_is_refused_not_read_as_0_or_1(labels):
+    from agnostophobia._validation import check_labels, int64_labels
+
+    with pytest.raises(ValueError, match="labels must be integers, got a boolean"):
+        int64_labels(labels)
+    with pytest.raises(ValueError, match="labels must be integers, got a boolean"):
+        check_labels(labels, len(labels))

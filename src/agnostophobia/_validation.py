@@ -93,8 +93,12 @@ def _does_not_fit(name: str, value) -> ValueError:
 
 def _label_array(labels, name: str) -> np.ndarray:
     """``to_numpy(labels)``, except that Python integers beyond uint64, which numpy can hold only
-    as objects, are named as integers that do not fit, not as "non-numeric input"."""
+    as objects, are named as integers that do not fit, not as "non-numeric input", and that a
+    boolean in a list is refused: ``True`` is an int to Python and numpy, so ``[True, -1]``
+    would become the labels 1 and -1, where a boolean array is refused by its dtype."""
     if isinstance(labels, (list, tuple)):
+        if any(isinstance(value, (bool, np.bool_)) for value in _items(labels)):
+            raise ValueError(f"{name} must be integers, got a boolean (True or False is no class index)")
         try:
             arr = np.asarray(labels)
         except (ValueError, OverflowError):
@@ -106,6 +110,15 @@ def _label_array(labels, name: str) -> np.ndarray:
                 if too_large:
                     raise _does_not_fit(name, too_large[0])
     return to_numpy(labels, name)
+
+
+def _items(values):
+    """Every item of nested lists and tuples."""
+    for value in values:
+        if isinstance(value, (list, tuple)):
+            yield from _items(value)
+        else:
+            yield value
 
 
 def check_seed(seed, name: str = "seed", error: type = ValueError) -> int:
@@ -194,6 +207,20 @@ def check_vector(values, name: str) -> np.ndarray:
     if not np.isfinite(arr).all():
         raise ValueError(f"{name} contains non-finite values: {arr[~np.isfinite(arr)][:3].tolist()}")
     return arr
+
+
+def check_threshold(threshold, name: str = "threshold") -> float:
+    """One real number as a float: +inf (accept nothing) and -inf (accept everything) are
+    thresholds, NaN is not: every comparison with NaN is false, so it would accept no sample
+    and answer FPR 0, CCR 0 without a word."""
+    arr = to_numpy(threshold, name)
+    if arr.size != 1 or arr.dtype == bool or not np.issubdtype(arr.dtype, np.number) \
+            or np.issubdtype(arr.dtype, np.complexfloating):
+        raise ValueError(f"{name} must be one real number, got {threshold!r}")
+    value = float(arr.reshape(()))
+    if math.isnan(value):
+        raise ValueError(f"{name} is NaN: no score is at least NaN, so it would accept no sample; give a number")
+    return value
 
 
 def check_arguments(target, values, where: str) -> None:

@@ -34,6 +34,24 @@ class OneLineErrorParser(argparse.ArgumentParser):
     def error(self, message: str):
         self.exit(2, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
 
+    def parse_known_args(self, args=None, namespace=None):
+        namespace, extras = super().parse_known_args(args, namespace)
+        for action in self._actions:
+            if action.option_strings:
+                self._check_given_once(action, getattr(namespace, action.dest, None))
+        return namespace, extras
+
+    def _check_given_once(self, action: argparse.Action, values) -> None:
+        """A flag that takes several values (repeatable, or ``nargs``) given one value twice is a
+        typo or a script's bug, not a request to do one thing twice: refused in one line."""
+        if not isinstance(values, list):
+            return
+        repeated = next((value for i, value in enumerate(values) if value in values[:i]), None)
+        if repeated is not None:
+            # a --set KEY=VALUE is parsed into (KEY, VALUE): shown as given
+            shown = "=".join(map(str, repeated)) if isinstance(repeated, tuple) else str(repeated)
+            self.error(f"{'/'.join(action.option_strings)} {shown}: given twice; give each value once")
+
 
 def build_parser() -> argparse.ArgumentParser:
     parser = OneLineErrorParser(

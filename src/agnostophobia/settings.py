@@ -116,6 +116,8 @@ class Setting:
             return f"must be {_KINDS.get(self.type, self.type.__name__)}"
         if numeric and not math.isfinite(value):
             return "must be finite"
+        if self.type is int and not -2**63 <= value < 2**63:  # numpy and torch hold no wider integer
+            return "must be an integer that fits an int64 (-2**63..2**63-1)"
         if self.type is list and self.items and not all(any(_is_kind(v, k) for k in self.items) for v in value):
             return f"must be a list, each item {' or '.join(_KINDS.get(k, k.__name__) for k in self.items)}"
         if self.choices and value not in self.choices:

@@ -57,6 +57,18 @@ def snapshot(run: Path) -> dict:
     return {p: (p.stat().st_mtime_ns, p.read_bytes()) for p in sorted(Path(run).rglob("*")) if p.is_file()}
 
 
+def damage_weights(run: Path, damage, approach: str = "entropic") -> tuple:
+    """``damage(state)`` applied to the network weights in ``RUN/seed0/<approach>/best.pt``, in place:
+    (the checkpoint's path, what ``damage`` returned: the text a refusal must hold)."""
+    import torch
+
+    path = Path(run) / "seed0" / approach / "best.pt"
+    saved = torch.load(path, weights_only=True)
+    said = damage(saved["model"])
+    torch.save(saved, path)
+    return path, said
+
+
 def unwritable_folder(tmp: Path) -> Path:
     """A folder in which no file can be created: a read-only one under ``tmp`` (made writable
     again by pytest's clean-up), or for root, who writes anywhere, /sys."""

@@ -6,15 +6,13 @@ rewritten in place and never block on a FIFO; and the message after Ctrl-C, whic
 command that continues."""
 from __future__ import annotations
 
-import json
 import os
 import re
-import warnings
 from pathlib import Path
 
 import pytest
 from reliability_table import proves
-from runs import run_main, snapshot
+from runs import damage_weights, run_main, snapshot
 
 from agnostophobia.errors import AgnostophobiaError, AgnostophobiaWarning, ConfigError
 
@@ -340,3 +338,116 @@ def test_running_out_of_memory_is_one_line(tiny_config, tmp_path, capsys, monkey
     monkeypatch.setattr(reproduce, "train_run", out_of_memory)
     code, _, err = run_main(["train", tiny_config, "--out", tmp_path / "run"], capsys)
     assert code == 1 and len(err) == 1 and "out of memory" in err[0], err
+
+
+# ------------------------------------------------------------------ a best.pt that is not this run's network
+def _nan(state):
+    state["logits.weight"][0, 0] = float("nan")
+    return "layer logits.weight holds 1 NaN value(s)"
+
+
+def _inf(state):
+    first = next(iter(state))
+    state[first].view(-1)[3] = float("inf")
+    return f"layer {first} holds 1 infinite value(s)"
+
+
+def _outputs(state):
+    import torch
+
+    state["logits.weight"] = torch.zeros(13, 2)  # 13 outputs in a run of 10 classes
+    return "layer logits.weight has shape (13, 2), the network of this run has (10, 2)"
+
+
+def _shape(state):
+    import torch
+
+    first = next(iter(state))
+    wanted = tuple(state[first].shape)
+    state[first] = torch.zeros(*wanted[:-1], wanted[-1] + 1)
+    shown = ", ".join(map(str, wanted[:-1]))
+    return f"layer {first} has shape ({shown}, {wanted[-1] + 1}), the network of this run has ({shown}, {wanted[-1]})"
+
+
+def _integers(state):
+    for name, value in list(state.items()):
+        if value.is_floating_point():
+            state[name] = value.round().long()
+    return f"layer {next(iter(state))} holds int64 values"
+
+
+BAD_WEIGHTS = {"nan": _nan, "inf": _inf, "outputs": _outputs, "shape": _shape, "integers": _integers}
+MODEL_COMMANDS = {
+    "export": lambda r, t: ["export", r, "--approach", "entropic", "--out", t / "model.pt2"],
+    "calibrate": lambda r, t: ["calibrate", r, "--fpr", "0.1"],
+    "compare": lambda r, t: ["compare", r],
+    "evaluate": lambda r, t: ["evaluate", r, "--no-progress"],
+    "predict": lambda r, t: ["predict", r, _images(t), "--approach", "entropic"],
+}
+
+
+def _images(tmp: Path) -> Path:
+    import numpy as np
+
+    np.savez(tmp / "images.npz", x=np.zeros((2, 28, 28), np.uint8))
+    return tmp / "images.npz"
+
+
+@proves("refused input", "a `best.pt` whose weights are not the run's network (NaN or inf, a logit layer of "
+                         "another number of outputs, a layer of another shape, integers) is refused in one line "
+                         "naming the file and the layer by export, calibrate, compare, evaluate and predict; the "
+                         "run is unchanged")
+@pytest.mark.parametrize("command", MODEL_COMMANDS)
+@pytest.mark.parametrize("weights", BAD_WEIGHTS)
+def test_a_checkpoint_that_is_not_the_runs_network_is_refused_by_every_command(calibrated, tmp_path, capsys,
+                                                                                command, weights):
+    import shutil
+
+    from runs import snapshot
+
+    run = shutil.copytree(calibrated, tmp_path / "run")
+    best, said = damage_weights(run, BAD_WEIGHTS[weights])
+    argv = MODEL_COMMANDS[command](run, tmp_path)
+    before = snapshot(run)
+    code, _, err = run_main(argv, capsys)
+    assert code == 1 and len(err) == 1, err
+    assert err[0].startswith(f"agnostophobia: error: {best}: {said}"), err
+    assert snapshot(run) == before and not (tmp_path / "model.pt2").exists()
+
+
+# ------------------------------------------------------------------ flags without effect
+NO_DATA = "{tmp}/no-data"
+UNUSED_FLAGS = [  # (command, warning line, after "agnostophobia: warning: ")
+    (["calibrate", "{run}", "--fpr", "0.5", "--device", "cuda:99", "--data-dir", NO_DATA],
+     f"--data-dir {NO_DATA} and --device cuda:99 have no effect: every validation output this needs is stored"),
+    (["compare", "{run}", "--data-dir", NO_DATA], f"--data-dir {NO_DATA} has no effect: compare ranks the run's stored"),
+    (["predict", "{run}", "{tmp}/images.npz", "--approach", "entropic", "--data-dir", NO_DATA],
+     f"--data-dir {NO_DATA} has no effect: every validation output this needs is stored"),
+    (["evaluate", "{run}", "--device", "cpu", "--data-dir", NO_DATA],
+     f"--data-dir {NO_DATA} and --device cpu have no effect: without --unknowns, evaluate reads the run's stored"),
+]
+
+
+@proves("refused input", "a `--device` or `--data-dir` that has no effect (every output the command needs is "
+                         "stored in the run) is said in one warning line, not ignored")
+@pytest.mark.parametrize("argv, said", UNUSED_FLAGS, ids=[c[0][0] for c in UNUSED_FLAGS])
+def test_a_flag_without_effect_says_so_in_one_line(calibrated, tmp_path, capsys, monkeypatch, argv, said):
+    import shutil
+
+    import agnostophobia.experiments.reproduce as reproduce
+
+    monkeypatch.setattr(reproduce, "finish_run", lambda run_dir, *a, **k: run_dir)  # evaluate's report: not the point
+    run = shutil.copytree(calibrated, tmp_path / "run")
+    _images(tmp_path)
+    code, _, err = run_main([a.format(run=run, tmp=tmp_path) for a in argv], capsys)
+    assert code == 0 and len(err) == 1, err
+    assert err[0].startswith(f"agnostophobia: warning: {said.format(tmp=tmp_path)}"), err
+
+
+def test_a_device_this_machine_lacks_is_refused_where_a_network_runs(calibrated, tmp_path, capsys):
+    import torch
+
+    if torch.cuda.device_count() > 99:
+        pytest.skip("this machine has a GPU 99")
+    code, _, err = run_main(["predict", calibrated, _images(tmp_path), "--device", "cuda:99"], capsys)
+    assert code == 1 and len(err) == 1 and "device 'cuda:99': requested but" in err[0], err

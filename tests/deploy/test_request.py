@@ -71,3 +71,62 @@ def test_a_field_the_command_does_not_read_is_refused_not_ignored(tmp_path):
         evaluate_run(ModelRequest(tmp_path, approach="softmax", fpr=0.1))
     ModelRequest(tmp_path).check_reads("anything")  # defaults are no choice
     ModelRequest(tmp_path, seed=1, fpr=0.1).check_reads("anything", "seed", "fpr")  # what a command reads may be set
+
+
+# ------------------------------------------------------------------ every field of its kind
+WRONG_KINDS = [  # (field, value, what the one line says)
+    ("run", 5, "ModelRequest.run must be a path (str or os.PathLike), got int 5"),
+    ("approach", 3, "ModelRequest.approach must be a string or None, got int 3"),
+    ("approaches", ["a", 1], "ModelRequest.approaches must be a sequence of approach names, got tuple ('a', 1)"),
+    ("approaches", 5, "ModelRequest.approaches must be a sequence of approach names, got int 5"),
+    ("detector", ["knn"], "ModelRequest.detector must be a string or None"),
+    ("detector_of", {"a": 1}, "ModelRequest.detector_of must be a mapping of approach names to detector names"),
+    ("seed", True, "ModelRequest.seed must be an integer, got bool True"),
+    ("seed", "0", "ModelRequest.seed must be an integer, got str '0'"),
+    ("fpr", True, "ModelRequest.fpr must be a number or None, got bool True"),
+    ("fpr", "0.1", "ModelRequest.fpr must be a number or None, got str '0.1'"),
+    ("data_dir", 5, "ModelRequest.data_dir must be a path (str or os.PathLike) or None, got int 5"),
+    ("device", 0, "ModelRequest.device must be a string or None, got int 0"),
+    ("precision", 32, "ModelRequest.precision must be a string or None, got int 32"),
+    ("partial", "no", "ModelRequest.partial must be true or false (a bool), got str 'no'"),
+    ("partial", 1, "ModelRequest.partial must be true or false (a bool), got int 1"),
+]
+
+
+@pytest.mark.parametrize("field, value, message", WRONG_KINDS, ids=[f"{c[0]}-{c[1]!r}" for c in WRONG_KINDS])
+def test_a_field_of_the_wrong_kind_is_refused_naming_it(field, value, message):
+    with pytest.raises(TypeError) as error:
+        ModelRequest(**{"run": "r", field: value})
+    assert str(error.value).startswith(message) and "\n" not in str(error.value)
+
+
+@pytest.mark.parametrize("field, value, rule", [
+    ("seed", -1, "must be an integer in 0..2**63-1"), ("seed", 2**63, "must be an integer in 0..2**63-1"),
+    ("fpr", 0, "must be a rate in (0, 1]"), ("fpr", 1.5, "must be a rate in (0, 1]"),
+    ("fpr", float("nan"), "must be a rate in (0, 1]")])
+def test_a_field_out_of_its_range_is_refused_naming_it(field, value, rule):
+    from agnostophobia.errors import AgnostophobiaError
+
+    with pytest.raises(AgnostophobiaError) as error:
+        ModelRequest("r", **{field: value})
+    assert str(error.value) == f"ModelRequest.{field} {rule}, got {value!r}"
+
+
+def test_fields_of_their_kind_are_taken_as_given():
+    import os
+
+    import numpy as np
+
+    request = ModelRequest(Path("r"), approaches=iter(["a", "b"]), seed=np.int64(3), fpr=np.float32(0.25),
+                           data_dir=Path("d"), device="cuda:1", partial=True, detector_of={"a": "knn", "b": "knn"})
+    assert request.approaches == ("a", "b") and request.seed == 3 and isinstance(request.data_dir, os.PathLike)
+
+
+def test_best_without_an_fpr_to_rank_at_is_refused_in_one_line(tmp_path):
+    from agnostophobia.deploy import OpenSetClassifier
+    from agnostophobia.errors import AgnostophobiaError
+
+    with pytest.raises(AgnostophobiaError) as error:
+        OpenSetClassifier.from_run(tmp_path, detector="best")
+    assert "detector 'best' (the top of compare's ranking) needs fpr" in str(error.value)
+    assert "\n" not in str(error.value)

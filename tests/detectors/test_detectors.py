@@ -227,6 +227,9 @@ def test_bad_settings_name_the_setting():
         build_detector("knn", neighbours=3)
     with pytest.raises(ValueError, match="k must be an integer >= 1"):
         build_detector("knn", k=0)
+    for k in (10**30, 2**63):  # no array holds it: refused where given, not at the first fit
+        with pytest.raises(ValueError, match=r"k must be an integer that fits an int64 \(-2\*\*63..2\*\*63-1\), got "):
+            build_detector("knn", k=k)
     with pytest.raises(ValueError, match="temperature"):
         build_detector("energy", temperature=-1.0)
 

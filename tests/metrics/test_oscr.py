@@ -259,6 +259,26 @@ def test_bad_fpr_values(targets, counts, match):
         ccr_at_fpr(GOOD_SCORES, GOOD_LABELS, targets, counts=counts)
 
 
+@pytest.mark.parametrize("threshold, match", [
+    (float("nan"), "threshold is NaN"), (np.float32("nan"), "threshold is NaN"),
+    (True, "threshold must be one real number"), ("0.5", "threshold must be one real number"),
+    ([0.1, 0.2], "threshold must be one real number"),
+])
+def test_a_threshold_that_is_not_one_number_is_refused(threshold, match):
+    from agnostophobia.metrics import rates_at_threshold
+
+    with pytest.raises(ValueError, match=match):  # NaN accepted nothing: (0, 0), without a word
+        rates_at_threshold(GOOD_SCORES, GOOD_LABELS, threshold)
+
+
+def test_an_infinite_threshold_accepts_nothing_or_everything():
+    from agnostophobia.metrics import rates_at_threshold
+
+    assert rates_at_threshold(GOOD_SCORES, GOOD_LABELS, np.inf) == (0.0, 0.0)
+    assert rates_at_threshold(GOOD_SCORES, GOOD_LABELS, -np.inf) == (1.0, 1.0)
+    assert rates_at_threshold(GOOD_SCORES, GOOD_LABELS, np.float32(0.85)) == (0.0, 0.5)
+
+
 def test_scalar_target():
     assert ccr_at_fpr(GOOD_SCORES, GOOD_LABELS, 1.0).shape == (1,)
 

@@ -124,6 +124,7 @@ COVERED_ELSEWHERE = {
     "training/records/detector_caches.py": _RECORDS,
     "training/records/last_layer.py": _RECORDS,
     "training/records/metrics.py": _RECORDS,
+    "training/records/network_state.py": _RECORDS,
     "training/records/outputs.py": _RECORDS,
     "training/records/run.py": _RECORDS,
     "training/records/run_config.py": _RECORDS,

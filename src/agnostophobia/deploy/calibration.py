@@ -44,6 +44,7 @@ seed, and stored (where the run may be written; else kept in memory).
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import json
 import math
 import warnings
@@ -151,7 +152,35 @@ class Protocols:
             protocol = protocol_for(cfg, self.data_dir)
             records.check_data_sources(self.run_dir, protocol, self.log if not self._built else lambda line: None)
             self._built[key] = protocol
+            rebuilt = _REBUILT.get()
+            if rebuilt is not None:
+                rebuilt.append(key)
         return self._built[key]
+
+
+#: The protocols rebuilt inside the block of :func:`unused_flags_said` (None outside one).
+_REBUILT: contextvars.ContextVar[Optional[List[str]]] = contextvars.ContextVar("rebuilt", default=None)
+NOTHING_REBUILT = ("every validation output this needs is stored in the run: no data was read and no network run "
+                   "to compute one")
+
+
+@contextlib.contextmanager
+def unused_flags_said(request: ModelRequest, *fields: str):
+    """Run the block; where it rebuilt no validation split, warn that the ``fields`` of ``request``
+    given (``data_dir``, ``device``: they serve only that rebuild, for a run trained before its
+    validation outputs were stored) had no effect. Inside another such block it says nothing: the
+    outer one speaks for both."""
+    if _REBUILT.get() is not None:
+        yield
+        return
+    token = _REBUILT.set([])
+    try:
+        yield
+        rebuilt = bool(_REBUILT.get())
+    finally:
+        _REBUILT.reset(token)
+    if not rebuilt:
+        request.warn_unused(NOTHING_REBUILT, *fields)
 
 
 def arithmetic(precision: str) -> str:
@@ -335,7 +364,8 @@ def calibrate_models(request: ModelRequest, models: Iterable[Tuple[int, str, str
                      log: Callable[[str], None] = log_info, warn: bool = False) -> Dict:
     """Calibrate ``(seed, approach, detector)`` models of ``request.run`` at ``request.fpr`` and
     merge their entries into ``calibration.json`` (written atomically, under the run's lock);
-    validation outputs not stored are computed from ``request.data_dir`` on ``request.device``.
+    validation outputs not stored are computed from ``request.data_dir`` on ``request.device``
+    (given where every one is stored, they are said to have no effect).
 
     Every entry is computed before anything is decided: where a model gets no threshold, nothing
     is written (:func:`check_resolved` says what ``partial`` would write) and the file keeps
@@ -346,7 +376,7 @@ def calibrate_models(request: ModelRequest, models: Iterable[Tuple[int, str, str
     fpr = check_target(request.fpr)
     settings, tuned = detector_settings(run_config(run_dir)), run_tuned_settings(run_dir)
     protocols = Protocols(run_dir, data_dir, log)
-    with run_lock(run_dir, create=False):
+    with unused_flags_said(request, "data_dir", "device"), run_lock(run_dir, create=False):
         calibration = read_calibration(run_dir) or {}
         entries = {_key(e): e for e in calibration.get("entries", [])}
         computed = []

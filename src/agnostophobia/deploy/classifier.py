@@ -22,7 +22,8 @@ from agnostophobia.training.trained import TrainedModel, load_trained_model
 
 from .calibration import (CALIBRATION, DEPLOY_PRECISION, calibrate_in_memory, calibrate_models, calibration_entry,
                           current_scale, entry_precision, entry_request, network_outputs, old_scale_note, rechosen,
-                          resolve_model)
+                          resolve_model, unused_flags_said)
+from .compare import BEST, best_to_deploy
 from agnostophobia._log import log_info
 
 from .request import ModelRequest
@@ -51,6 +52,18 @@ def threshold_in(entry: Dict, trained: TrainedModel, run_dir: Path, data_dir=Non
         f"{trained.precision}: threshold {again['threshold']:.6g} chosen on validation outputs in "
         f"{trained.precision} at FPR <= {entry['target_fpr']:g} (in memory)")
     return {**again, "class_names": entry.get("class_names") or again.get("class_names")}
+
+
+def best_detector(request: ModelRequest, log=log_info) -> ModelRequest:
+    """``request`` with ``detector="best"`` replaced by the top of ``compare``'s ranking at
+    ``request.fpr`` (and its approach), said with why; refused in one line without an FPR to
+    rank at."""
+    if request.fpr is None:
+        raise AgnostophobiaError(f"{request.run}: detector {BEST!r} (the top of compare's ranking) needs fpr, the "
+                                 f"false positive rate to rank at, e.g. from_run(run, detector='best', fpr=0.01)")
+    choice, fpr = best_to_deploy(request)
+    log(f"detector best at FPR {fpr:g}: {choice.approach}/{choice.detector}: {choice.why}")
+    return request.but(approach=choice.approach, detector=choice.detector)
 
 
 class OpenSetClassifier:
@@ -135,7 +148,8 @@ class OpenSetClassifier:
                 :class:`~agnostophobia.deploy.request.ModelRequest`.
             log: receives one line per step.
             **choices: the :class:`~agnostophobia.deploy.request.ModelRequest` fields this reads,
-                as keywords: ``approach``, ``detector``, ``seed``, ``device`` (where the network
+                as keywords: ``approach``, ``detector`` (``"best"``: the top of ``compare``'s
+                ranking at ``fpr``, which it then needs), ``seed``, ``device`` (where the network
                 runs; default: the run's), ``precision`` (``fp32``, the default, or ``bf16``),
                 ``fpr`` (calibrate first, at this target FPR) and ``data_dir`` (where validation
                 outputs must be computed again).
@@ -145,8 +159,8 @@ class OpenSetClassifier:
 
         Raises:
             ~agnostophobia.errors.AgnostophobiaError: the threshold was calibrated with other
-                detector settings than the run's now, or the detector cannot be fitted; one
-                line saying what to run.
+                detector settings than the run's now, the detector cannot be fitted, or
+                ``detector="best"`` comes without ``fpr``; one line saying what to run.
         """
         if isinstance(run, ModelRequest):
             request = run.but(**choices)
@@ -154,6 +168,13 @@ class OpenSetClassifier:
             request = ModelRequest(run, **choices)
         request.check_reads("OpenSetClassifier.from_run", "approach", "detector", "seed", "fpr", "data_dir", "device",
                             "precision")
+        if request.detector == BEST:
+            request = best_detector(request, log)
+        with unused_flags_said(request, "data_dir"):  # the network runs on request.device whatever else was stored
+            return cls._from_request(request, log)
+
+    @classmethod
+    def _from_request(cls, request: ModelRequest, log) -> "OpenSetClassifier":
         run_dir, approach, detector, seed = request.run, request.approach, request.detector, request.seed
         device, fpr, data_dir = request.device, request.fpr, request.data_dir
         model_dir, approach, detector = resolve_model(run_dir, approach, detector, seed)

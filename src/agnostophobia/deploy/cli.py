@@ -93,7 +93,10 @@ def add_commands(subparsers) -> None:
 
 def _compare(args) -> int:
     from agnostophobia.deploy.compare import compare_run
+    from agnostophobia.deploy.request import ModelRequest
 
+    ModelRequest.from_args(args).warn_unused("compare ranks the run's stored validation outputs: it reads no data",
+                                             "data_dir")
     compare_run(args.run, args.fpr, args.approach)
     return 0
 

@@ -18,8 +18,14 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import numbers
+import os
+import warnings
 from pathlib import Path
-from typing import Any, Dict, Mapping, Optional, Tuple
+from typing import Any, Dict, Iterable, Mapping, Optional, Tuple
+
+from agnostophobia._validation import FPR_RULE, SEED_RULE, is_rate, is_seed
+from agnostophobia.errors import AgnostophobiaError, AgnostophobiaWarning
 
 
 @dataclasses.dataclass(frozen=True)
@@ -76,17 +82,47 @@ class ModelRequest:
     partial: bool = False
 
     def __post_init__(self):
-        object.__setattr__(self, "run", Path(self.run))
         if isinstance(self.approaches, str):
             raise ValueError(f"approaches must be a sequence of approach names, got the string {self.approaches!r}")
         if self.approaches is not None:  # a tuple: a frozen request holds no list a callee could change
+            _expect("approaches", self.approaches, isinstance(self.approaches, Iterable), "a sequence of approach names")
             object.__setattr__(self, "approaches", tuple(self.approaches))
+        self._check_fields()
+        object.__setattr__(self, "run", Path(self.run))
         if self.detector_of is not None:
             object.__setattr__(self, "detector_of", dict(self.detector_of))
         if self.approach is not None and self.approaches is not None:
             raise ValueError("give approach (one model) or approaches (several), not both")
         if self.detector is not None and self.detector_of is not None:
             raise ValueError("give detector or detector_of, not both")
+
+    def _check_fields(self) -> None:
+        """Each field of its kind (a ``TypeError`` naming it) and in its range (an
+        :class:`~agnostophobia.errors.AgnostophobiaError`): a request a script builds is refused
+        where it is made, not followed with ``partial="no"`` read as true, or a seed of ``True``.
+        (A device's name is checked where a network is placed on it, with the devices there.)"""
+        self._check_kinds()
+        for name, ok, rule in (("seed", is_seed(self.seed), SEED_RULE),
+                               ("fpr", self.fpr is None or is_rate(self.fpr), FPR_RULE)):
+            if not ok:
+                raise AgnostophobiaError(f"ModelRequest.{name} {rule}, got {getattr(self, name)!r}")
+
+    def _check_kinds(self) -> None:
+        _expect("run", self.run, _is_path(self.run), "a path (str or os.PathLike)")
+        for name in ("approach", "detector", "device", "precision"):
+            value = getattr(self, name)
+            _expect(name, value, value is None or isinstance(value, str), "a string or None")
+        if self.approaches is not None:
+            _expect("approaches", self.approaches, _is_names(self.approaches), "a sequence of approach names")
+        if self.detector_of is not None:
+            _expect("detector_of", self.detector_of, isinstance(self.detector_of, Mapping) and
+                    _is_names(self.detector_of.keys()) and _is_names(self.detector_of.values()),
+                    "a mapping of approach names to detector names, or None")
+        _expect("seed", self.seed, _is_integer(self.seed), "an integer")
+        _expect("fpr", self.fpr, self.fpr is None or _is_real(self.fpr), "a number or None")
+        _expect("data_dir", self.data_dir, self.data_dir is None or _is_path(self.data_dir),
+                "a path (str or os.PathLike) or None")
+        _expect("partial", self.partial, isinstance(self.partial, bool), "true or false (a bool)")
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> "ModelRequest":
@@ -132,3 +168,34 @@ class ModelRequest:
         if changed:
             raise ValueError(f"{command} does not read {', '.join(changed)} of its ModelRequest; leave "
                              f"{'it' if len(changed) == 1 else 'them'} at the default")
+
+    def warn_unused(self, why: str, *fields: str) -> None:
+        """One :class:`~agnostophobia.errors.AgnostophobiaWarning` naming those of ``fields`` that
+        were given (not None) and had no effect, and ``why``: a flag a command did not need (a
+        ``--device`` where no network ran) says so instead of being ignored without a word."""
+        given = [f"--{name.replace('_', '-')} {getattr(self, name)}" for name in fields
+                 if getattr(self, name) is not None]
+        if given:
+            verb = "has" if len(given) == 1 else "have"
+            warnings.warn(f"{' and '.join(given)} {verb} no effect: {why}", AgnostophobiaWarning, stacklevel=3)
+
+
+def _expect(name: str, value, ok: bool, kind: str) -> None:
+    if not ok:
+        raise TypeError(f"ModelRequest.{name} must be {kind}, got {type(value).__name__} {value!r}")
+
+
+def _is_path(value) -> bool:
+    return isinstance(value, (str, os.PathLike))
+
+
+def _is_names(values) -> bool:
+    return all(isinstance(value, str) for value in values)
+
+
+def _is_integer(value) -> bool:
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+def _is_real(value) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)

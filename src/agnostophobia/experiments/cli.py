@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from agnostophobia.deploy.cli import fpr_rate
 from agnostophobia.experiments.preflight import before_loading
 from agnostophobia.rundir import DATA_FETCHED, TUNED_SETTINGS
 from agnostophobia.training.auto_options import check_batched_seeds, check_concurrent_runs
@@ -160,7 +161,7 @@ def add_commands(subparsers) -> None:
                                    "tail size and cover threshold, PostMax's tail fraction) by CCR at an FPR on the "
                                    f"run's validation knowns and negatives; stored in RUN/{TUNED_SETTINGS}")
     p.add_argument("run", type=Path, help="a run directory (reproduce/train output)")
-    p.add_argument("--fpr", type=float, default=1e-2,
+    p.add_argument("--fpr", type=fpr_rate, default=1e-2,
                    help="target FPR of the validation CCR (default 0.01); refused below 10/#validation negatives")
     p.add_argument("--detector", nargs="+", dest="detectors",
                    help="detectors to tune (default: every one that declares a grid)")

@@ -136,6 +136,9 @@ def evaluate_run(request: ModelRequest, unknowns: Sequence[str] = (), plots: boo
     records = check_run(run_dir)  # every record valid and in agreement, before anything is written
     settings = run_detector_settings(run_dir, records.config)  # settings that could not score stop here
     records.warn_versions(stacklevel=2)
+    if not unknowns:
+        request.warn_unused("without --unknowns, evaluate reads the run's stored outputs: no data is read and no "
+                            "network run", "data_dir", "device")
     model_dirs = sorted(model_dir for _, _, model_dir in records.models)
     prepared, names = {}, []
     if unknowns:  # every input is checked, read and prepared before the run is touched

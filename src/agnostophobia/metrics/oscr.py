@@ -38,7 +38,7 @@ from typing import NamedTuple, Sequence
 
 import numpy as np
 
-from .._validation import check_labels, check_scores, check_vector
+from .._validation import check_labels, check_scores, check_threshold, check_vector
 from ._common import _float_input, top_class
 
 #: The FPR columns of the paper's Table 2.
@@ -222,12 +222,13 @@ def rates_at_threshold(scores, labels, threshold: float):
 
     Args:
         scores, labels: as for :func:`oscr`.
-        threshold: accept a sample whose score is at least this.
+        threshold: accept a sample whose score is at least this: a real number, ``+inf``
+            accepting nothing; NaN is refused (it would accept nothing, without a word).
 
     Returns:
         ``(fpr, ccr)``, two floats in [0, 1].
     """
-    return _rates(top_class(scores, labels), float(threshold))
+    return _rates(top_class(scores, labels), check_threshold(threshold))
 
 
 def _rates(top, threshold: float):

@@ -38,11 +38,11 @@ def resolve_device(name) -> torch.device:
     except (RuntimeError, TypeError):
         raise ConfigError(f"device {name!r}: not a device name ({DEVICE_RULE})") from None
     if device.type == "cuda" and not torch.cuda.is_available():
-        raise ConfigError(f"config key 'device': {name!r} requested but CUDA is not available")
+        raise ConfigError(f"device {name!r}: requested but CUDA is not available here")
     if device.type == "cuda" and (device.index or 0) >= torch.cuda.device_count():
-        raise ConfigError(f"config key 'device': {name!r} requested but only {torch.cuda.device_count()} GPU(s) exist")
+        raise ConfigError(f"device {name!r}: requested but only {torch.cuda.device_count()} GPU(s) exist here")
     if device.type == "mps" and not (getattr(torch.backends, "mps", None) and torch.backends.mps.is_available()):
-        raise ConfigError(f"config key 'device': {name!r} requested but MPS (Apple GPU) is not available here")
+        raise ConfigError(f"device {name!r}: requested but MPS (Apple GPU) is not available here")
     if device.type not in ("cpu", "cuda", "mps"):  # xpu, meta ...: refused before a run folder is made
         raise ConfigError(f"device {name!r}: not supported ({DEVICE_RULE})")
     return device

@@ -13,12 +13,11 @@ import torch
 
 from agnostophobia.errors import AgnostophobiaError
 from agnostophobia.models import build_model
-from agnostophobia.training.checkpoint import load_checkpoint
 from agnostophobia.training.device import resolve_device
 from agnostophobia.training.outputs import last_layer_arrays, predict, save_last_layer
 from agnostophobia.training.precision import resolve_precision
 from agnostophobia.rundir import BEST, LAST_LAYER, ModelDir
-from agnostophobia.training.records import checkpoint_config, read_last_layer
+from agnostophobia.training.records import read_last_layer, read_trained_checkpoint
 
 
 
@@ -72,15 +71,14 @@ def load_trained_model(model_dir: Path, device: Optional[str] = None, precision:
 
     Raises:
         ~agnostophobia.errors.AgnostophobiaError: no ``best.pt`` (not trained to the end of an
-            epoch), or a checkpoint that holds no trained network.
+            epoch), or a checkpoint that holds no trained network of this run: a layer missing,
+            unexpected or of another shape (the logit layer: one row per class of the run),
+            integer or non-finite weights (:func:`~agnostophobia.training.records.check_network_state`).
     """
     path = ModelDir(model_dir).best
     if not path.is_file():
         raise AgnostophobiaError(f"{path}: no such checkpoint; the model was not trained to the end of an epoch")
-    best = load_checkpoint(path)
-    cfg, state = checkpoint_config(best, path), best.get("model")
-    if not isinstance(state, dict) or not isinstance(state.get("logits.weight"), torch.Tensor):
-        raise AgnostophobiaError(f"{path}: model: not the state dict of a trained network (no logits.weight)")
+    cfg, state = read_trained_checkpoint(model_dir)  # this run's network, finite: refused in one line otherwise
     # the trained weights replace any pretrained ones: those are neither downloaded nor read again
     model = build_model(cfg["model"], num_outputs=state["logits.weight"].shape[0], load_weights=False,
                         **cfg["model_kwargs"])
@@ -99,8 +97,9 @@ def load_last_layer(model_dir: Path) -> Tuple[Optional[Dict[str, np.ndarray]], s
     gives it, and "" -- or None and why not (one line).
 
     A run stored before ``last_layer.npz`` existed has it recomputed from ``best.pt`` once (the
-    checkpoint's ``logits`` layer) and written beside the outputs (left unwritten in a read-only
-    run); a run without either gets None. (A detector checks the layer's width against the
+    checkpoint's ``logits`` layer, read only from a checkpoint :func:`load_trained_model` would
+    load) and written beside the outputs (left unwritten in a read-only run); a run without
+    either gets None. (A detector checks the layer's width against the
     features it is given.)"""
     model_dir = Path(model_dir)
     path = ModelDir(model_dir).last_layer
@@ -110,11 +109,10 @@ def load_last_layer(model_dir: Path) -> Tuple[Optional[Dict[str, np.ndarray]], s
     if not best.is_file():
         return None, f"no last layer is stored ({LAST_LAYER}) and there is no {BEST} to read it from"
     try:
-        saved = load_checkpoint(best)
+        state = read_trained_checkpoint(model_dir)[1]
     except (OSError, RuntimeError, ValueError, AgnostophobiaError) as exc:
         return None, f"no last layer is stored ({LAST_LAYER}) and {best} cannot be read ({exc})"
-    state = saved.get("model") if isinstance(saved, dict) else None
-    layer = last_layer_arrays(state) if isinstance(state, dict) else None
+    layer = last_layer_arrays(state)
     if layer is None:
         return None, f"no last layer is stored ({LAST_LAYER}) and {best} holds no logits layer"
     try:

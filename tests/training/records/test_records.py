@@ -353,6 +353,76 @@ def test_a_checkpoint_must_agree_with_its_folder_and_the_runs_config(tiny_run, t
                                                        checked.checkpoint_configs))
 
 
+# ------------------------------------------- a checkpoint's weights against the run's network
+LENET = {"model": "lenet++", "model_kwargs": {"activation": "prelu", "feature_dim": 2}}
+
+
+def lenet_state(num_outputs=10):
+    from agnostophobia.models import build_model
+
+    return build_model("lenet++", num_outputs, **LENET["model_kwargs"]).state_dict()
+
+
+def _renamed(state):
+    state["logits.kernel"] = state.pop("logits.weight")
+
+
+WEIGHT_CASES = [  # (id, change to a LeNet++ state dict of 10 outputs, approach, what the one line says)
+    ("background-needs-11", lambda s: None, "background",
+     "layer logits.weight has shape (10, 2), the network of this run has (11, 2) (11 outputs: one per class of the "
+     "run, and background's background class)"),
+    ("missing-and-unexpected", lambda s: s.update({"extra": s.pop("backbone.0.0.bias")}), "softmax",
+     "not the weights of this run's network (lenet++): missing layer(s) backbone.0.0.bias; unexpected layer(s) extra"),
+    ("bool", lambda s: s.update({"logits.weight": s["logits.weight"] > 0}), "softmax",
+     "layer logits.weight holds bool values, the network of this run holds floating-point ones there"),
+    ("float-counter", lambda s: s.update({name: v.float() for name, v in s.items() if "num_batches" in name}),
+     "softmax", "num_batches_tracked holds float32 values, the network of this run holds int64 ones there"),
+    ("nan-and-inf", lambda s: s["logits.weight"].view(-1)[:3].copy_(__import__("torch").tensor(
+        [float("nan"), float("inf"), -float("inf")])), "softmax", "layer logits.weight holds 1 NaN and 2 infinite value(s)"),
+    ("no-logits", _renamed, "softmax", "model: not the state dict of a trained network (no logits.weight)"),
+    ("not-tensors", lambda s: s.update({"logits.bias": [1.0]}), "softmax", "model: not the state dict"),
+]
+
+
+@pytest.mark.parametrize("change, approach, message", [c[1:] for c in WEIGHT_CASES], ids=[c[0] for c in WEIGHT_CASES])
+def test_weights_that_are_not_the_runs_network_are_one_line_naming_the_layer(change, approach, message):
+    state = lenet_state()
+    change(state)
+    with pytest.raises(RecordError, match="^best.pt: ") as error:
+        records.check_network_state("best.pt", state, {**LENET, "approach": approach}, 11 if approach == "background"
+                                    else 10)
+    assert message in str(error.value) and "\n" not in str(error.value)
+
+
+def test_the_weights_of_the_runs_network_pass_and_a_run_without_class_names_checks_all_but_the_width(tmp_path):
+    records.check_network_state("best.pt", lenet_state(11), {**LENET, "approach": "background"}, 11)
+    records.check_network_state("best.pt", lenet_state(13), {**LENET, "approach": "softmax"}, None)
+    (tmp_path / "classes.json").write_text(json.dumps({"class_names": list("abc")}))
+    assert records.network_state.run_outputs(tmp_path, "background") == 4
+    assert records.network_state.run_outputs(tmp_path / "none", "softmax") is None
+
+
+def one_nan(state):
+    state["logits.weight"][0, 0] = float("nan")
+    return "layer logits.weight holds 1 NaN value(s)"
+
+
+def test_the_library_loaders_refuse_a_checkpoint_with_non_finite_weights(tiny_run, tmp_path):
+    from runs import damage_weights
+
+    from agnostophobia.errors import AgnostophobiaError
+    from agnostophobia.training.trained import load_last_layer, load_trained_model
+
+    run = shutil.copytree(tiny_run, tmp_path / "run")
+    best, said = damage_weights(run, one_nan)
+    with pytest.raises(AgnostophobiaError) as error:
+        load_trained_model(best.parent, "cpu")
+    assert str(error.value).startswith(f"{best}: {said}")
+    (best.parent / "last_layer.npz").unlink()  # read back from best.pt, which is refused: no layer, and why
+    layer, why = load_last_layer(best.parent)
+    assert layer is None and said in why and not (best.parent / "last_layer.npz").exists()
+
+
 def test_runs_record_their_library_versions_and_a_mismatch_is_one_warning(tiny_run, tmp_path, capsys):
     meta = json.loads((tiny_run / "run_meta.json").read_text())
     assert meta["versions"] == records.library_versions()

@@ -18,8 +18,9 @@ from agnostophobia.training.records._common import _ABSENT, _fail
 from agnostophobia.training.records.calibration import read_calibration
 from agnostophobia.training.records.detector_caches import read_detector_scores
 from agnostophobia.training.records.last_layer import read_last_layer
+from agnostophobia.training.records.network_state import read_trained_checkpoint
 from agnostophobia.training.records.outputs import read_outputs
-from agnostophobia.training.records.run_config import read_checkpoint_config, read_run_config, trained_differently
+from agnostophobia.training.records.run_config import read_run_config, trained_differently
 from agnostophobia.training.records.run_marker import RUN_ID_KEY, marked_run_id
 from agnostophobia.training.records.run_meta import read_run_meta, version_mismatch
 from agnostophobia.training.records.tuned_settings import read_tuned_settings
@@ -82,8 +83,8 @@ def check_run(run_dir, command: str = "evaluate") -> RunRecords:
             read_detector_scores(ModelDir(model_dir).scores)
         if ModelDir(model_dir).last_layer.exists():
             read_last_layer(ModelDir(model_dir).last_layer, widths.get("features"))
-        if ModelDir(model_dir).best.exists():
-            records.checkpoint_configs[model_dir] = read_checkpoint_config(ModelDir(model_dir).best)
+        if ModelDir(model_dir).best.exists():  # its weights too: a command that loads them finds them sound
+            records.checkpoint_configs[model_dir] = read_trained_checkpoint(model_dir)[0]
     check_agreement(records)
     return records
 
