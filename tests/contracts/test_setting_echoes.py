@@ -42,6 +42,11 @@ ALLOWED: Dict[Tuple[str, str], str] = {
     ("detectors/stored.py", "top"): "the stored scores' record key of the top pairs, not GEN's top",
     ("training/records/detector_caches.py", "top"): "the stored scores' record key of the top pairs, not GEN's top",
     ("experiments/benchmark.py", "alpha"): "the significance level of the benchmark's tests, not OpenMax's alpha",
+    ("experiments/benchmark.py", "margin"): "benchmark.json's key of the comparisons' margin, not Maximal Entropy's",
+    ("experiments/benchmark_ranking.py", "candidates"): "benchmark.json's key of the ranking metric's candidates, "
+                                                        "not VOS's",
+    ("experiments/benchmark_report.py", "candidates"): "the ranking metric's candidates, read from benchmark.json, "
+                                                       "not VOS's",
     ("experiments/tune_detectors.py", "candidates"): "the tuning record's key of the settings tried, not VOS's",
     ("plotting/panels.py", "alpha"): "matplotlib's transparency, not OpenMax's alpha",
     ("training/config.py", "xi"): "config reader: the old top-level key, still read and moved under loss:",

@@ -11,8 +11,9 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from agnostophobia.experiments.benchmark import (REFERENCE_APPROACH, REFERENCE_DETECTOR, benchmarked_approaches,
-                                                 experiment_for, markdown, summarise, tune_fpr)
+from agnostophobia.experiments.benchmark import benchmarked_approaches, experiment_for, summarise, tune_fpr
+from agnostophobia.experiments.benchmark_report import markdown
+from agnostophobia.experiments.benchmark_rows import REFERENCE_APPROACH, REFERENCE_DETECTOR
 from agnostophobia.rundir import BENCHMARK as BENCHMARK_JSON, BENCHMARK_TABLE as BENCHMARK_MD
 from agnostophobia.errors import AgnostophobiaError
 
@@ -371,7 +372,7 @@ def test_the_sample_floor_is_the_spread_of_the_mean_paired_difference_over_resam
 
 
 def test_each_family_says_the_smallest_difference_it_resolves():
-    from agnostophobia.experiments.benchmark import MARGIN
+    from agnostophobia.experiments.benchmark_comparisons import MARGIN
     from agnostophobia.metrics import smallest_resolved_difference
 
     result = summarise(rows(), min_accuracy=0.985)
@@ -417,7 +418,7 @@ def test_sample_replicates_resample_every_model_and_seed_alike():
     """The paired bootstrap of the report: the same resamples of each split for every network,
     detector and seed; the knowns once for every D_a set; the D_b set (letters) left out."""
     from agnostophobia.detectors.stored import ModelScores
-    from agnostophobia.experiments.benchmark import BOOTSTRAP_RESAMPLES, _bootstrap_weights, sample_replicates
+    from agnostophobia.experiments.benchmark_comparisons import BOOTSTRAP_RESAMPLES, _bootstrap_weights, sample_replicates
     from agnostophobia.metrics import oscr_area_resamples
 
     rng = np.random.default_rng(1)
@@ -501,7 +502,7 @@ def test_the_rank_the_best_row_and_each_bold_detector_follow_validation_where_te
                                                   "softmax/max-logit"]  # on test: max-logit first in each
     assert result["summary"][0].startswith(f"Best by validation {result['ranking']['title']}")
     assert "entropic/softmax (0." in result["summary"][0] and "test mean D_a OSCR 0.610" in result["summary"][0]
-    from agnostophobia.experiments.benchmark import best_detectors
+    from agnostophobia.experiments.benchmark_ranking import best_detectors
 
     assert best_detectors(result["rows"]) == {"entropic": "softmax", "softmax": "softmax"}
     text = _report(result)
@@ -562,7 +563,7 @@ def test_the_ranking_metric_is_chosen_by_the_declared_rule_on_validation_numbers
     """Issue 55, item 3: for each candidate its gap to closed-set accuracy, the spread of the approaches'
     means and their median separation in seed half-widths; the rule (largest median separation on
     validation) picks AUROC here, though on test the linear OSCR area would win, and ranks by it."""
-    from agnostophobia.experiments.benchmark import RANKING_CANDIDATES, RANKING_RULE, candidate_numbers
+    from agnostophobia.experiments.benchmark_ranking import RANKING_CANDIDATES, RANKING_RULE, candidate_numbers
 
     assert "largest median separation" in RANKING_RULE and "validation" in RANKING_RULE
     assert list(RANKING_CANDIDATES) == ["oscr", "oscr_log", "auroc", "ccr_at_lowest_fpr"]

@@ -16,6 +16,8 @@ _RECORDS = ("tests/training/records/test_records.py", "the one validating reader
 _DATASETS = ("tests/data/test_formats.py", "every registered dataset's on-disk formats, parametrised over DATASETS")
 _FILE_PROTOCOLS = ("tests/data/file_protocols/test_file_protocols.py",
                    "protocols from files are tested through parse/build/check of the package, one pass")
+_BENCHMARK = ("tests/experiments/test_benchmark.py", "the benchmark's modules (rows, ranking, comparisons, report) are "
+              "tested as one, on the rows and reports its tests build")
 _COMMANDS = ("tests/test_cli.py", "a command's argument parsing; its behaviour end to end in tests/commands/")
 
 #: module (relative to src/agnostophobia) -> (the test files that cover it, why not at the matching path)
@@ -73,6 +75,10 @@ COVERED_ELSEWHERE = {
                   "the errors are what every refusal raises: one line each"),
     "experiments/__init__.py": ("tests/experiments/test_tune.py tests/experiments/test_request.py",
                                 "the public names of the experiments"),
+    "experiments/benchmark_comparisons.py": _BENCHMARK,
+    "experiments/benchmark_ranking.py": _BENCHMARK,
+    "experiments/benchmark_report.py": _BENCHMARK,
+    "experiments/benchmark_rows.py": _BENCHMARK,
     "experiments/cli.py": ("tests/test_cli.py tests/commands/test_reproduce.py", _COMMANDS[1]),
     "experiments/paper_numbers.py": ("tests/data/datasets/test_cifar.py tests/commands/test_reproduce.py",
                                      "the paper's numbers shown in a report"),

@@ -17,51 +17,60 @@ scores follow closed-set accuracy, so an unconverged network ranks training leng
 3. **Score** every (approach, detector) on every test set through the one code path of ``compare``
    (:func:`~agnostophobia.deploy.compare.compare_models`: the reachable-FPR rule, CCR only at
    FPR ≥ 10/#negatives), per seed.
-4. **Report** (``benchmark.md``, ``benchmark.json``): per row and unknown set, the area under the
-   OSCR curve (Eq. 3, linear FPR axis, :func:`~agnostophobia.metrics.oscr_area`; for the paper's
-   rows also over a log FPR axis from 10/#unknowns, the low-FPR end), AUROC, FPR at 95 % TPR,
-   AUPR-In, AUPR-Out and CCR at the supported FPRs and at 10/#unknowns, each as the mean over
-   seeds with its 95 % t interval (:func:`~agnostophobia.metrics.seed_interval`); the network's
-   closed-set accuracy on the test knowns and on the validation knowns, a network whose
-   *validation* accuracy is below the protocol's declared threshold (LeNet++ 0.985, CIFAR 0.90;
+4. **Report** (``benchmark.md``, ``benchmark.json``): per row and unknown set, the area under the OSCR
+   curve (Eq. 3, linear FPR axis, :func:`~agnostophobia.metrics.oscr_area`; for the paper's rows also
+   over a log FPR axis from 10/#unknowns, the low-FPR end), AUROC, FPR at 95 % TPR, AUPR-In, AUPR-Out
+   and CCR at the supported FPRs and at 10/#unknowns, each as the mean over seeds with its 95 % t
+   interval (:func:`~agnostophobia.metrics.seed_interval`); the network's closed-set accuracy on the
+   test knowns and on the validation knowns, a network whose *validation* accuracy is below the
+   protocol's declared threshold (LeNet++ 0.985, CIFAR 0.90;
    :attr:`~agnostophobia.data.protocol_types.ProtocolSpec.converged_accuracy`) marked *not converged*
    and left out of ranks, tests and bold marks, as is an approach trained on fewer seeds than the
-   others; the
-   share of scores that ties decide
-   (:func:`~agnostophobia.metrics.tied_share`, flagged above 1 %); comparisons of the OSCR area
-   averaged over the unknown-unknown (D_a) sets in three families (:data:`FAMILIES`): the
-   **primary** one, each approach with its paper's detector against Entropic Open-Set with its
-   paper's, and two **secondary** ones, each approach against Entropic Open-Set with the same
-   detector and each detector against max-softmax on the same network. Each comparison is the mean
-   paired difference over seeds with its t interval, its standard error floored by a paired
-   bootstrap over the shared test samples (:func:`sample_replicates`,
-   :func:`~agnostophobia.metrics.paired_difference`), decided against the margin :data:`MARGIN`
-   declared before the run (:func:`~agnostophobia.metrics.decide`: better, worse, equivalent or
-   not resolved at the run's seeds), with Holm's correction within each family (each family at
-   :data:`ALPHA`, not the whole report); and a paragraph written from the numbers, which says the
-   smallest difference each family resolves.
+   others; the share of scores that ties decide (:func:`~agnostophobia.metrics.tied_share`, flagged
+   above 1 %); comparisons of the OSCR area averaged over the unknown-unknown (D_a) sets in three
+   families (:data:`~agnostophobia.experiments.benchmark_comparisons.FAMILIES`): the **primary** one,
+   each approach with its paper's detector against Entropic Open-Set with its paper's, and two
+   **secondary** ones, each approach against Entropic Open-Set with the same detector and each detector
+   against max-softmax on the same network. Each comparison is the mean paired difference over seeds
+   with its t interval, its standard error floored by a paired bootstrap over the shared test samples
+   (:func:`~agnostophobia.experiments.benchmark_comparisons.sample_replicates`,
+   :func:`~agnostophobia.metrics.paired_difference`), decided against the margin
+   :data:`~agnostophobia.experiments.benchmark_comparisons.MARGIN` declared before the run
+   (:func:`~agnostophobia.metrics.decide`: better, worse, equivalent or not resolved at the run's
+   seeds), with Holm's correction within each family (each family at
+   :data:`~agnostophobia.experiments.benchmark_comparisons.ALPHA`, not the whole report); and a
+   paragraph written from the numbers, which says the smallest difference each family resolves.
 
-**Every choice on validation data, the test sets read once.** Convergence, the detectors' settings,
-the ranking metric, the rank, the best row and each approach's best (bold) detector are read from
-the validation split (held-out knowns and the negatives held out of training, as ``compare``
-scores them); the test sets give only the numbers reported and the comparisons' decisions, and
-the report has a table of which split each choice used (:func:`choices_and_splits`). The ranking
-metric is chosen among :data:`RANKING_CANDIDATES` by :data:`RANKING_RULE` from each candidate's
-gap to closed-set accuracy and its separation of the converged approaches in seed half-widths
-(:func:`candidate_numbers`, :func:`ranking_metric`): on LeNet++ the linear OSCR area is bounded by
-closed-set accuracy and nearly reaches it for every approach trained with negatives, so it cannot
-separate them. The families of comparisons still test the linear OSCR area against :data:`MARGIN`,
-declared for that area.
+**Every choice on validation data, the test sets read once.** Convergence, the detectors' settings, the
+ranking metric, the rank, the best row and each approach's best (bold) detector are read from the
+validation split (held-out knowns and the negatives held out of training, as ``compare`` scores them);
+the test sets give only the numbers reported and the comparisons' decisions, and the report has a table
+of which split each choice used
+(:func:`~agnostophobia.experiments.benchmark_report.choices_and_splits`). The ranking metric is chosen
+among :data:`~agnostophobia.experiments.benchmark_ranking.RANKING_CANDIDATES` by
+:data:`~agnostophobia.experiments.benchmark_ranking.RANKING_RULE` from each candidate's gap to
+closed-set accuracy and its separation of the converged approaches in seed half-widths
+(:func:`~agnostophobia.experiments.benchmark_ranking.candidate_numbers`,
+:func:`~agnostophobia.experiments.benchmark_ranking.ranking_metric`): on LeNet++ the linear OSCR area is
+bounded by closed-set accuracy and nearly reaches it for every approach trained with negatives, so it
+cannot separate them. The families of comparisons still test the linear OSCR area against
+:data:`~agnostophobia.experiments.benchmark_comparisons.MARGIN`, declared for that area.
 
 The report covers the approaches the run's ``config.yaml`` lists (the last call's, ``--set
 approaches=`` included); models of others in the folder are named in its notes, not scored.
 Everything is read from the stored outputs: rerunning after the training finished only recomputes
 the tables (seconds to minutes).
+
+This module is the command: what is run, the tuning, the scoring and ``benchmark.json``
+(:func:`summarise`). The rest is one module per concept: ``benchmark_rows`` (each row's numbers
+over seeds, the reference rows and which rows count), ``benchmark_ranking`` (the ranking metric's
+rule and the ranks, on validation data), ``benchmark_comparisons`` (the families of comparisons,
+the paired bootstrap, the margin and the decisions) and ``benchmark_report`` (``benchmark.md``'s
+tables and text).
 """
 from __future__ import annotations
 
 import json
-import zlib
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
@@ -72,58 +81,21 @@ from agnostophobia._runlock import run_lock
 from agnostophobia.data.protocols import unknown_set  # the registered protocols declare their sets there
 from agnostophobia.deploy.request import ModelRequest
 from agnostophobia.errors import AgnostophobiaError, TrainingDiverged
+from agnostophobia.experiments.benchmark_comparisons import (ALPHA, BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, FAMILIES,
+                                                             MARGIN, compare_family, family_resolution,
+                                                             sample_replicates)
+from agnostophobia.experiments.benchmark_ranking import RANKING_CANDIDATES, rank_rows, ranking_metric
+from agnostophobia.experiments.benchmark_report import markdown, what_the_data_says
+from agnostophobia.experiments.benchmark_rows import (cells, interval_over_seeds, is_papers_detector, mean_oscr,
+                                                      network_accuracy)
 from agnostophobia.experiments.request import RunRequest
-from agnostophobia.metrics import (BETTER, EQUIVALENT, NOT_RESOLVED, TIE_FLAG, WORSE, decide, fpr_keys,
-                                   oscr_area_resamples, paired_difference, resample_weights, resampled_se,
-                                   seed_interval, smallest_resolved_difference, supported_fprs, supports_fpr)
+from agnostophobia.metrics import supported_fprs, supports_fpr
 from agnostophobia.rundir import RunDir
 
 _FORMAT = 3  # 3: every choice on validation data, the ranking metric chosen by RANKING_RULE; 2: three families
 #              of tests, each with its decision against MARGIN (1: "significant" per test)
 #: Seeds per approach unless ``--seeds`` says otherwise: OpenOOD's three; a paired test needs two.
 DEFAULT_SEEDS = 3
-#: The reference of the approach families (the primary one: each approach with its paper's
-#: detector against this approach with its paper's; the secondary one: the same detector) and of
-#: the detector family (same network).
-REFERENCE_APPROACH = "entropic"
-REFERENCE_DETECTOR = "softmax"
-#: The level of each family's tests: Holm's correction holds it within a family, not across them.
-ALPHA = 0.05
-#: The margin, declared before any run: a difference of mean D_a OSCR area smaller than this does not
-#: matter, and one shown to lie within it (its 90 % interval inside +-MARGIN) is "equivalent". Half a
-#: point of area: the tables print three decimals, and on the converged LeNet++ networks trained with
-#: negatives the 95 % intervals over 3 seeds are +-0.002 to +-0.005 (docs/guide/benchmark.md): a
-#: smaller difference is neither one a reader acts on nor one 3 seeds can tell from the seeds' noise.
-MARGIN = 0.005
-#: Resamples and seed of the paired bootstrap over the test samples that floors each difference's
-#: standard error (the same resamples for every network, detector and seed: paired).
-BOOTSTRAP_RESAMPLES = 200
-BOOTSTRAP_SEED = 55
-#: The families of comparisons (``benchmark.json``'s ``tests``), each Holm-adjusted on its own:
-#: (its name in the report, what is compared with what).
-FAMILIES = {
-    "primary": ("primary", "each approach with its paper's detector against Entropic Open-Set with its paper's, "
-                           "max-softmax"),
-    "approaches": ("secondary: approaches", "each approach against Entropic Open-Set with the same detector, for "
-                                            "the detectors the primary family does not compare"),
-    "detectors": ("secondary: detectors", "each detector against max-softmax on the same network"),
-}
-#: The candidates for the metric rows are ranked by: the statistic (of each set's numbers,
-#: :func:`~agnostophobia.deploy.compare.compare_models`) and its name in the report. The linear OSCR
-#: area is the paper's (Eq. 3); the log-FPR area reads the low-FPR end from the smallest FPR a set
-#: resolves (10/#negatives); AUROC the OOD literature's; CCR at that smallest FPR (10/#negatives,
-#: not rounded to a series) the strictest operating point the set supports.
-RANKING_CANDIDATES = {"oscr": "linear OSCR area", "oscr_log": "log-FPR OSCR area", "auroc": "AUROC",
-                      "ccr_at_lowest_fpr": "CCR at the lowest resolved FPR"}
-#: The metric ranked by where the rule cannot decide (fewer than two converged approaches): the paper's.
-DEFAULT_RANKING_METRIC = "oscr"
-#: The rule that chooses the ranking metric, declared before any run: a metric that separates the
-#: converged methods by more than their seeds' noise. It reads validation numbers only.
-RANKING_RULE = ("the candidate with the largest median separation, over every pair of converged approaches (each "
-                "with its paper's detector, trained on every seed), of their mean validation values in units of "
-                "the pair's mean 95 % t half-width over seeds; ties go to the earlier candidate (linear OSCR area, "
-                "log-FPR OSCR area, AUROC, CCR at the lowest resolved FPR), and with fewer than two such approaches "
-                "the linear OSCR area (the paper's)")
 #: FPR at which ``tune-detectors`` chooses settings, where the validation negatives support it.
 TUNE_FPR = 1e-2
 #: The shipped protocols ``benchmark`` takes by name: (the config, the ``--set`` options it needs).
@@ -267,39 +239,6 @@ def _stored_scores(run_dir: Path, records) -> Callable:
     return lambda model_dir, approach: model_scores(model_dir, approach, model_settings(config, tuned, approach))
 
 
-def _bootstrap_weights(split: str, n: int) -> np.ndarray:
-    """The resamples of a test split of ``n`` samples: seeded by its name and size, so the same for
-    every network, detector and seed that shares the split (a paired bootstrap)."""
-    return resample_weights(n, BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED + zlib.crc32(f"{split}:{n}".encode()))
-
-
-def sample_replicates(models: Sequence[Tuple[int, str, Path]], scores_of: Callable) -> Optional[Dict]:
-    """Each row's mean D_a OSCR area on every resample of the paired bootstrap over the test
-    samples: ``{(approach, detector): {seed: (BOOTSTRAP_RESAMPLES,) array}}``, the knowns resampled
-    once for every set (D_c is shared) and each D_a set on its own (:func:`_bootstrap_weights`).
-    ``models``: the run's (seed, approach, model folder); ``scores_of(model_dir, approach)``: that
-    model's :class:`~agnostophobia.detectors.stored.ModelScores`. None where the models' test
-    splits differ in their labels (they are then not the same samples: no pairing)."""
-    replicates: Dict[Tuple[str, str], Dict[int, np.ndarray]] = {}
-    seen: Dict[str, np.ndarray] = {}
-    for seed, approach, model_dir in models:
-        scores = scores_of(model_dir, approach)
-        for split, labels in scores.labels.items():
-            if not np.array_equal(seen.setdefault(split, labels), labels):
-                return None
-        sets = [s for s in scores.unknown_sets if not unknown_set(s).known_unknowns] or scores.unknown_sets
-        if not sets:
-            continue
-        known = _bootstrap_weights("known", len(scores.labels["known"]))
-        unknown = {s: _bootstrap_weights(s, len(scores.labels[s])) for s in sets}
-        for detector in scores.detectors:
-            if any(s not in scores.top[detector] for s in ("known", *sets)):
-                continue
-            areas = [oscr_area_resamples(*scores.known_vs_unknown(detector, s), known, unknown[s]) for s in sets]
-            replicates.setdefault((approach, detector), {})[seed] = np.mean(areas, axis=0)
-    return replicates
-
-
 def _declared_accuracy(config: Dict) -> Optional[float]:
     from agnostophobia.data.protocols import protocol_spec
 
@@ -315,62 +254,12 @@ def _meta(meta: Optional[Dict]) -> Dict:
     return {key: meta[key] for key in keys if key in meta}
 
 
-# ------------------------------------------------------------------------ the statistics
-def _interval(values: Sequence[Optional[float]]) -> Optional[Dict]:
-    """Mean and 95 % t interval over seeds, the interval cut to [0, 1] (every statistic here is a
-    rate or an area in it; with few seeds a t interval reaches past both ends). None: a seed lacks it."""
-    if not values or any(v is None for v in values):
-        return None
-    interval = seed_interval(values)
-    return {"mean": interval.estimate, "low": float(np.clip(interval.low, 0, 1)),
-            "high": float(np.clip(interval.high, 0, 1)), "seeds": interval.n}
-
-
-def network_accuracy(rows: List[Dict], approach: str, split: str = "test") -> Optional[List[float]]:
-    """Per seed, the closed-set accuracy of the approach's network on the test knowns (``split="val"``:
-    on the validation knowns, what convergence is judged on): its arg-max class, read from the
-    max-softmax row (any row of the approach where that one is missing)."""
-    mine = [r for r in rows if r["approach"] == approach and (r.get("val") if split == "val" else r["test"])]
-    mine.sort(key=lambda r: r["detector"] != REFERENCE_DETECTOR)
-    if not mine:
-        return None
-    numbers = mine[0]["val"] if split == "val" else next(iter(mine[0]["test"].values()))
-    values = numbers["per_seed"]["closed_set_accuracy"]
-    return None if None in values else values
-
-
-def unknown_unknowns(row: Dict) -> List[str]:
-    """The row's test sets of unknown unknowns (D_a); all of them where none is declared so."""
-    sets = [name for name in row["test"] if not unknown_set(name).known_unknowns]
-    return sets or list(row["test"])
-
-
-def mean_oscr(row: Dict, statistic: str = "oscr") -> Optional[List[float]]:
-    """Per seed, the OSCR area averaged over the row's D_a test sets: what rows are ranked and tested
-    on (``statistic="oscr_log"``: the area over the log FPR axis, shown beside it). None where a set
-    or a seed lacks it."""
-    sets = unknown_unknowns(row)
-    values = [row["test"][name]["per_seed"][statistic] for name in sets]
-    if not sets or any(v is None or None in v for v in values):
-        return None
-    return [float(v) for v in np.mean(values, axis=0)]
-
-
-#: The per-set statistics each cell of ``benchmark.json`` gives with its interval over seeds.
-CELL_STATISTICS = ("oscr", "oscr_log", "auroc", "ccr_at_lowest_fpr", "fpr_at_95tpr", "aupr_in", "aupr_out")
-
-
-def _cells(numbers: Dict) -> Dict:
-    per_seed = numbers["per_seed"]
-    return {**{key: _interval(per_seed.get(key)) for key in CELL_STATISTICS},
-            "ccr_at_fpr": {key: _interval(values) for key, values in per_seed["ccr_at_fpr"].items()},
-            "tied_share": float(np.mean(per_seed["tied_share"])), "num_negative": numbers["num_negative"]}
-
-
+# ------------------------------------------------------------------------ benchmark.json
 def summarise(rows: List[Dict], min_accuracy: Optional[float], replicates: Optional[Dict] = None) -> Dict:
     """Rows with intervals, convergence, ranks, tests and the paragraph (``benchmark.json``).
     ``replicates``: ``{(approach, detector): {seed: (B,) array}}``, each row's mean D_a OSCR on the
-    paired bootstrap's resamples of the test samples (:func:`sample_replicates`), which floor each
+    paired bootstrap's resamples of the test samples
+    (:func:`~agnostophobia.experiments.benchmark_comparisons.sample_replicates`), which floor each
     difference's standard error; None: the seeds' spread alone (the report says so)."""
     approaches = list(dict.fromkeys(r["approach"] for r in rows))
     accuracy = {a: network_accuracy(rows, a) for a in approaches}
@@ -383,17 +272,18 @@ def summarise(rows: List[Dict], min_accuracy: Optional[float], replicates: Optio
         converged = None if min_accuracy is None else val_acc is not None and bool(np.mean(val_acc) >= min_accuracy)
         out_rows.append({"approach": row["approach"], "detector": row["detector"], "row": row["row"],
                          "settings": row["settings"], "settings_from": row["settings_from"],
-                         "seeds": row["seed_ids"], "closed_set_accuracy": _interval(acc) if acc else None,
-                         "val_closed_set_accuracy": _interval(val_acc) if val_acc else None,
+                         "seeds": row["seed_ids"],
+                         "closed_set_accuracy": interval_over_seeds(acc) if acc else None,
+                         "val_closed_set_accuracy": interval_over_seeds(val_acc) if val_acc else None,
                          "accuracy_per_seed": {"val": val_acc, "test": acc},
                          "converged": converged, "complete": len(row["seed_ids"]) == run_seeds,
                          "mean_oscr_per_seed": mean_oscr(row), "mean_oscr_log_per_seed": mean_oscr(row, "oscr_log"),
                          "mean_da_per_seed": {key: mean_oscr(row, key) for key in RANKING_CANDIDATES},
                          "val": row["val"],
-                         "test": {name: _cells(numbers) for name, numbers in row["test"].items()}})
+                         "test": {name: cells(numbers) for name, numbers in row["test"].items()}})
     ranking = ranking_metric(out_rows)
-    out_rows = _rank(out_rows, ranking["chosen"])
-    tests = {family: _family(out_rows, family, replicates) for family in FAMILIES}
+    out_rows = rank_rows(out_rows, ranking["chosen"])
+    tests = {family: compare_family(out_rows, family, replicates) for family in FAMILIES}
     floored = any(t["se_samples"] is not None for family in tests.values() for t in family)
     result = {"min_accuracy": min_accuracy, "rows": out_rows, "tests": tests, "alpha": ALPHA, "margin": MARGIN,
               "families": {family: {"kind": kind, "compares": compares, "resolution":
@@ -401,272 +291,11 @@ def summarise(rows: List[Dict], min_accuracy: Optional[float], replicates: Optio
                            for family, (kind, compares) in FAMILIES.items()},
               "sample_floor": ({"resamples": BOOTSTRAP_RESAMPLES, "seed": BOOTSTRAP_SEED} if floored else None),
               "seeds": run_seeds, "ranking": ranking,
-              "accuracy": {a: {"val": _interval(val_accuracy[a]) if val_accuracy[a] else None,
-                               "test": _interval(accuracy[a]) if accuracy[a] else None} for a in approaches}}
+              "accuracy": {a: {"val": interval_over_seeds(val_accuracy[a]) if val_accuracy[a] else None,
+                               "test": interval_over_seeds(accuracy[a]) if accuracy[a] else None}
+                           for a in approaches}}
     result["summary"] = what_the_data_says(result)
     return result
-
-
-def _rankable(row: Dict) -> bool:
-    """Converged (or no threshold), trained on every seed of the run (an approach whose other seeds
-    are still to train would be ranked on fewer seeds than its rivals), and scored on a D_a set."""
-    return row["converged"] is not False and row["complete"] and row["mean_oscr_per_seed"] is not None
-
-
-def _rank(rows: List[Dict], metric: str) -> List[Dict]:
-    """Rows best first by the validation ``metric`` (mean over seeds), through ``compare``'s ranking
-    (:func:`~agnostophobia.deploy.compare.rank`: ties to the higher validation AUROC, then the
-    run's row order); the rows not ranked (not converged, incomplete) follow in the same order,
-    without a rank. No test number is read."""
-    from agnostophobia.deploy.compare import rank
-
-    ranked = rank([r for r in rows if _rankable(r)], None, by=metric)
-    others = rank([r for r in rows if not _rankable(r)], None, by=metric)
-    return [*ranked, *({**row, "rank": None} for row in others)]
-
-
-def _half_width(values: Sequence[float]) -> float:
-    """The 95 % t interval's half-width over seeds (0 where the seeds agree)."""
-    interval = seed_interval(values)
-    return float(interval.high - interval.estimate)
-
-
-def _separation(a: Tuple[float, float], b: Tuple[float, float]) -> float:
-    """|mean a - mean b| in units of the two half-widths' mean; inf where both are 0 and the means
-    differ, 0 where they agree."""
-    difference, half = abs(a[0] - b[0]), (a[1] + b[1]) / 2
-    return difference / half if half > 0 else (np.inf if difference > 0 else 0.0)
-
-
-def candidate_numbers(rows: List[Dict], split: str) -> List[Dict]:
-    """For each of :data:`RANKING_CANDIDATES`, on ``split`` (``"val"``: the validation knowns and
-    negatives; ``"test"``: the mean over the D_a test sets), over the converged approaches each
-    with its paper's detector, trained on every seed: its median gap to closed-set accuracy
-    (accuracy minus the metric, means over seeds; near 0: the metric says little beyond
-    accuracy), the spread of the approaches' means (largest minus smallest), the median 95 % t
-    half-width over seeds, and the median separation of the approaches' means over every pair in
-    units of the pair's mean half-width (:func:`_separation`): what :data:`RANKING_RULE` reads.
-    A statistic is None where fewer than two approaches have it on every seed."""
-    chosen_rows = [r for r in papers_rows(rows) if _rankable(r)]
-    out = []
-    for metric, title in RANKING_CANDIDATES.items():
-        means, gaps = {}, []
-        for row in chosen_rows:
-            values = row["val"]["per_seed"].get(metric) if split == "val" else row["mean_da_per_seed"].get(metric)
-            accuracy = row["accuracy_per_seed"][split]
-            if not values or None in values or len(values) < 2 or not accuracy:
-                continue
-            means[row["approach"]] = (float(np.mean(values)), _half_width(values))
-            gaps.append(float(np.mean(accuracy) - np.mean(values)))
-        names = list(means)
-        pairs = [_separation(means[a], means[b]) for i, a in enumerate(names) for b in names[i + 1:]]
-        enough = len(names) >= 2
-        out.append({"metric": metric, "title": title, "split": split, "approaches": len(names),
-                    "median_gap": float(np.median(gaps)) if enough else None,
-                    "spread": float(max(m for m, _ in means.values()) - min(m for m, _ in means.values()))
-                    if enough else None,
-                    "median_half_width": float(np.median([h for _, h in means.values()])) if enough else None,
-                    "median_separation": float(np.median(pairs)) if enough else None})
-    return out
-
-
-def ranking_metric(rows: List[Dict]) -> Dict:
-    """The metric rows are ranked by, chosen by :data:`RANKING_RULE` from the validation numbers of
-    :func:`candidate_numbers` (the test's are computed beside them, shown, never read by the rule):
-    ``{"chosen", "title", "rule", "why", "candidates": {"val": [...], "test": [...]}}``."""
-    candidates = {split: candidate_numbers(rows, split) for split in ("val", "test")}
-    decidable = [c for c in candidates["val"] if c["median_separation"] is not None]
-    if decidable:  # max keeps the first of equal separations: the earlier candidate
-        best = max(decidable, key=lambda c: c["median_separation"])
-        chosen = best["metric"]
-        why = (f"the largest median separation on validation data: {best['median_separation']:.2f} half-widths "
-               f"over {best['approaches']} converged approaches")
-    else:
-        chosen = DEFAULT_RANKING_METRIC
-        why = "fewer than two converged approaches trained on every seed: the paper's linear OSCR area"
-    return {"chosen": chosen, "title": RANKING_CANDIDATES[chosen], "rule": RANKING_RULE, "why": why,
-            "split": "val", "candidates": candidates}
-
-
-def _pairs(rows: List[Dict], family: str) -> List[Tuple[Dict, Dict]]:
-    """(row, reference row) of each comparison of ``family`` (:data:`FAMILIES`), both rankable and
-    on the same seeds: ``primary``, each approach with its paper's detector against Entropic
-    Open-Set with its paper's; ``approaches``, each approach against Entropic Open-Set with the
-    same detector, less the pairs of ``primary``; ``detectors``, each detector against max-softmax
-    on the same network."""
-    by_key = {(r["approach"], r["detector"]): r for r in rows if _rankable(r)}
-    primary_reference = by_key.get((REFERENCE_APPROACH, _papers_detector(REFERENCE_APPROACH)))
-    pairs = []
-    for row in rows:
-        if not _rankable(row):
-            continue
-        if family == "primary":
-            if row["approach"] == REFERENCE_APPROACH or not is_papers_detector(row["approach"], row["detector"]):
-                continue
-            base = primary_reference
-        elif family == "approaches":
-            if row["approach"] == REFERENCE_APPROACH:
-                continue
-            base = by_key.get((REFERENCE_APPROACH, row["detector"]))
-            if base is not None and base is primary_reference and is_papers_detector(row["approach"], row["detector"]):
-                continue  # the same comparison is in the primary family
-        else:
-            if row["detector"] == REFERENCE_DETECTOR:
-                continue
-            base = by_key.get((row["approach"], REFERENCE_DETECTOR))
-        if base is not None and base["seeds"] == row["seeds"]:
-            pairs.append((row, base))
-    return pairs
-
-
-def _replicates(row: Dict, replicates: Optional[Dict]) -> Optional[np.ndarray]:
-    """(seeds, B) bootstrap replicates of the row's mean D_a OSCR, in the row's seed order; None
-    where any seed lacks them."""
-    if not replicates:
-        return None
-    by_seed = replicates.get((row["approach"], row["detector"]))
-    if not by_seed or any(seed not in by_seed for seed in row["seeds"]):
-        return None
-    return np.stack([by_seed[seed] for seed in row["seeds"]])
-
-
-def _finite(value: float) -> Optional[float]:
-    return float(value) if np.isfinite(value) else None
-
-
-def _family(rows: List[Dict], family: str, replicates: Optional[Dict] = None) -> List[Dict]:
-    """Each comparison of ``family`` on the per-seed mean D_a OSCR: the mean paired difference over
-    seeds, its standard error (the seeds' spread, floored by the paired bootstrap over the test
-    samples where ``replicates`` hold the two rows'), its 95 % t interval and p, and the decision
-    against :data:`MARGIN` (:func:`~agnostophobia.metrics.decide`: Holm within this family)."""
-    tests, differences = [], []
-    for row, base in _pairs(rows, family):
-        mine, theirs = _replicates(row, replicates), _replicates(base, replicates)
-        sample_se = resampled_se(mine, theirs) if mine is not None and theirs is not None else None
-        difference = paired_difference(row["mean_oscr_per_seed"], base["mean_oscr_per_seed"], sample_se=sample_se)
-        interval = difference.interval(1 - ALPHA)
-        differences.append(difference)
-        tests.append({"row": row["row"], "approach": row["approach"], "detector": row["detector"],
-                      "against": base["row"], "family": family, "difference": difference.difference,
-                      "interval": [_finite(interval.low), _finite(interval.high)], "se": difference.se,
-                      "se_seeds": difference.se_seeds, "se_samples": sample_se, "p": _finite(difference.p_value),
-                      "seeds": difference.n})
-    for test, decision in zip(tests, decide(differences, MARGIN, ALPHA)):
-        test["p_holm"] = decision.p_holm
-        test["equivalence_interval"] = [_finite(decision.equivalence.low), _finite(decision.equivalence.high)]
-        test["decision"] = decision.verdict
-    return tests
-
-
-def family_resolution(tests: List[Dict], seeds: int) -> Optional[Dict]:
-    """What a family of ``tests`` over ``seeds`` seeds resolves: its median standard error and the
-    smallest difference sure to be called better or worse at it
-    (:func:`~agnostophobia.metrics.smallest_resolved_difference`, Holm's strictest step over the
-    family's size, at least :data:`MARGIN`); None for an empty family."""
-    if not tests or seeds < 2:
-        return None
-    se = float(np.median([t["se"] for t in tests]))
-    return {"tests": len(tests), "median_se": se,
-            "smallest_resolved": smallest_resolved_difference(se, seeds, ALPHA, len(tests), MARGIN)}
-
-
-def mark(test: Optional[Dict]) -> str:
-    """A test's decision as the tables print it: better, worse, equivalent, not resolved (n seeds)."""
-    if test is None:
-        return ""
-    if test["decision"] == NOT_RESOLVED:
-        return f"not resolved ({test['seeds']} seeds)"
-    return test["decision"]
-
-
-def _fmt(cell: Optional[Dict], digits: int = 3) -> str:
-    if cell is None:
-        return "N/A"
-    if cell["seeds"] < 2 or not np.isfinite(cell["low"]):
-        return f"{cell['mean']:.{digits}f}"
-    return f"{cell['mean']:.{digits}f} [{cell['low']:.{digits}f}, {cell['high']:.{digits}f}]"
-
-
-def _resolution_said(resolution: Dict) -> str:
-    smallest = resolution["smallest_resolved"]
-    said = f"With its median standard error ({resolution['median_se']:.4f}) it resolves differences from "
-    if smallest >= 1:  # an area difference lies in [-1, 1]
-        return said + f"{smallest:.2f} up: none of areas in [0, 1]; more seeds are needed."
-    return said + f"{smallest:.4f} up."
-
-
-def _decisions_said(result: Dict) -> List[str]:
-    """One sentence per family of tests: what was decided, and the smallest difference it resolves."""
-    lines = []
-    seeds = result["seeds"]
-    for family, (kind, compares) in FAMILIES.items():
-        tests = result["tests"][family]
-        if not tests:
-            lines.append(f"{kind.capitalize()} family, {compares}: nothing to test (the rows are not converged, "
-                         f"or on fewer than two seeds).")
-            continue
-        named = {verdict: [t["row"] for t in tests if t["decision"] == verdict] for verdict in (BETTER, WORSE)}
-        counts = {verdict: sum(t["decision"] == verdict for t in tests) for verdict in (EQUIVALENT, NOT_RESOLVED)}
-        resolution = result["families"][family]["resolution"]
-        lines.append(f"{kind.capitalize()} family, {compares}: {len(tests)} test{'s' if len(tests) != 1 else ''}, "
-                     f"Holm's correction within this family at {ALPHA}, margin {MARGIN}: {len(named[BETTER])} better "
-                     f"({', '.join(named[BETTER]) or 'none'}), {len(named[WORSE])} worse "
-                     f"({', '.join(named[WORSE]) or 'none'}), {counts[EQUIVALENT]} equivalent (within "
-                     f"±{MARGIN}), {counts[NOT_RESOLVED]} not resolved at {seeds} seeds. "
-                     + _resolution_said(resolution))
-    if any(result["tests"].values()):
-        floor = result.get("sample_floor")
-        lines.append(f"Standard errors: the seeds' spread of each paired difference, floored by a paired bootstrap "
-                     f"over the shared test samples ({floor['resamples']} resamples)." if floor else
-                     "Standard errors: the seeds' spread alone (no per-sample scores were read for the bootstrap "
-                     "floor), so a difference that barely moves between seeds may be called resolved.")
-    return lines
-
-
-def what_the_data_says(result: Dict) -> List[str]:
-    """A few sentences from the numbers: the best row, what the tests decided, what was not
-    converged, where ties decide."""
-    rows = result["rows"]
-    lines = []
-    ranked = [r for r in rows if r["rank"] is not None]
-    ranking = result["ranking"]
-    if ranked:
-        top = ranked[0]
-        value = top["val"].get(ranking["chosen"])
-        lines.append(f"Best by validation {ranking['title']} (the ranking metric, chosen on validation data): "
-                     f"{top['row']} ({_number(value)} on validation; its test mean D_a OSCR "
-                     f"{np.mean(top['mean_oscr_per_seed']):.3f} over {len(top['seeds'])} seeds), "
-                     f"of {len(ranked)} ranked rows.")
-    lines += _decisions_said(result)
-    loose = sorted({r["approach"] for r in rows if r["converged"] is False})
-    if loose:
-        acc = ", ".join(_accuracy_said(result["accuracy"].get(a), a) for a in loose)
-        lines.append(f"Not converged (closed-set accuracy on the validation knowns below {result['min_accuracy']}), "
-                     f"so neither ranked nor tested: {acc}.")
-    elif result["min_accuracy"] is None:
-        lines.append("No convergence threshold is declared for this protocol (--min-accuracy): every row is ranked, "
-                     "whatever its closed-set accuracy.")
-    partial = {r["approach"]: len(r["seeds"]) for r in rows if not r["complete"]}
-    if partial:
-        lines.append(f"Trained on fewer seeds than the run's {result['seeds']} (the rest still to train), so neither "
-                     f"ranked nor tested: " + ", ".join(f"{a} ({n} of {result['seeds']})" for a, n in partial.items())
-                     + ".")
-    tied = sorted({r["row"] for r in rows for cell in r["test"].values() if cell["tied_share"] > TIE_FLAG})
-    if tied:
-        lines.append(f"Ties decide more than {TIE_FLAG:.0%} of the ranking in: {', '.join(tied)} (marked †).")
-    return lines
-
-
-def _number(value: Optional[float], digits: int = 3) -> str:
-    return "N/A" if value is None else f"{value:.{digits}f}"
-
-
-def _accuracy_said(accuracy: Optional[Dict], approach: str) -> str:
-    """``approach 0.983 (test 0.981)``: the validation accuracy convergence was judged on, and the test's."""
-    if not accuracy or not accuracy.get("val"):
-        return f"{approach} (no validation accuracy)"
-    test = accuracy.get("test")
-    return f"{approach} {accuracy['val']['mean']:.3f}" + (f" (test {test['mean']:.3f})" if test else "")
 
 
 # ------------------------------------------------------------------------ the figures
@@ -701,266 +330,3 @@ def oscr_figures(run_dir: Path, result: Dict, comparison) -> Dict[str, str]:
         path = save_figure(fig, figures_dir / f"benchmark_oscr_{unknown}", ("png",), write)[0]
         written[unknown] = str(path.relative_to(run_dir))
     return written
-
-
-# ------------------------------------------------------------------------ the report
-def markdown(result: Dict, run_name: str) -> str:
-    meta = result["meta"]
-    sets = list(result["test_sets"])
-    keys = fpr_keys(result["fprs"])
-    lines = [f"# Benchmark: {meta.get('experiment', run_name)}", "",
-             f"Run `{run_name}`: budget {meta.get('budget')}, {meta.get('seeds')} seeds, device "
-             f"{meta.get('device')}, precision {meta.get('precision')}, training wall time "
-             f"{meta.get('wall_time_s', 0) / 60:.1f} min, torch {meta.get('versions', {}).get('torch', '?')}. "
-             f"Detector settings: {result['tuning']}.", "",
-             "Each cell: mean over seeds [95 % t interval over seeds, cut to [0, 1]]. OSCR: area under the OSCR curve "
-             "(CCR against FPR, linear FPR axis; at most the closed-set accuracy). Every number shown is a test "
-             f"number unless its column says validation; rows are ranked by the validation "
-             f"{result['ranking']['title']} (mean over seeds), the ranking metric the declared rule chose on "
-             "validation data (\"Choosing the ranking metric\"); † ties decide more than 1 % of that set's "
-             "ranking.", "", *decision_rule(result), "", *choices_and_splits(result), "",
-             "## What the data says", "", *[f"- {line}" for line in result["summary"]], ""]
-    marks = _marks(result["tests"])
-    lines += _ranking_metric_section(result)
-    lines += _papers_rows(result, sets, marks)
-    lines += _matrix(result)
-    metric = result["ranking"]["chosen"]
-    header = ["rank", "approach/detector", "closed-set acc.", "val acc.", f"val {result['ranking']['title']} (ranked by)",
-              *(f"{s} OSCR" for s in sets), "vs EOS, same detector (secondary)", "vs MSP (secondary)"]
-    lines += ["## OSCR", "", _row_md(header), _rule(header)]
-    for row in result["rows"]:
-        cells = [str(row["rank"]) if row["rank"] else "—", _label(row), _fmt(row["closed_set_accuracy"]),
-                 _fmt(row.get("val_closed_set_accuracy")), _val_cell(row, metric)]
-        cells += [_fmt(row["test"].get(s, {}).get("oscr")) + _tie(row, s) for s in sets]
-        cells += [marks["approaches"].get(row["row"], ""), marks["detectors"].get(row["row"], "")]
-        lines.append(_row_md(cells))
-    for s in sets:
-        lowest = f"CCR@{10 / result['test_sets'][s]:.2g} (10/#unknowns)" if result["test_sets"].get(s) else "CCR@10/n"
-        header = ["approach/detector", "AUROC", "FPR@95%TPR", "AUPR-In", "AUPR-Out", *(f"CCR@{k}" for k in keys),
-                  lowest, "tied share"]
-        lines += ["", f"## {s} ({result['test_sets'][s]:,} unknowns)", "", "FPR@95%TPR: the FPR on the unknowns at "
-                  "the highest threshold that accepts 95 % of the knowns; AUPR-In: average precision with the knowns "
-                  "positive, AUPR-Out: with the unknowns positive (ranked by the negated score); a tie group is "
-                  "taken whole.", "", _row_md(header), _rule(header)]
-        for row in result["rows"]:
-            cell = row["test"].get(s)
-            if cell is None:
-                continue
-            lines.append(_row_md([_label(row), _fmt(cell["auroc"]), _fmt(cell.get("fpr_at_95tpr")),
-                                  _fmt(cell.get("aupr_in")), _fmt(cell.get("aupr_out")),
-                                  *(_fmt(cell["ccr_at_fpr"].get(k)) for k in keys),
-                                  _fmt(cell.get("ccr_at_lowest_fpr")), f"{cell['tied_share']:.4f}"]))
-    header = ["family", "row", "against", "difference [95 % interval]", "SE (seeds, samples)", "p", "p (Holm)",
-              "90 % interval", "decision"]
-    lines += ["", "## Tests", "", f"Difference: mean over seeds of the row's mean D_a OSCR minus the reference's. "
-              f"SE: the larger of the seeds' standard error and the test samples' (paired bootstrap; '—' where not "
-              f"computed). Holm's correction within each family; the 90 % interval is what the equivalence test "
-              f"reads against ±{MARGIN}.", "", _row_md(header), _rule(header)]
-    for family, (kind, _) in FAMILIES.items():
-        for t in result["tests"][family]:
-            samples = "—" if t["se_samples"] is None else f"{t['se_samples']:.4f}"
-            lines.append(_row_md([kind, t["row"], t["against"],
-                                  f"{t['difference']:+.4f} {_bounds(t['interval'])}",
-                                  f"{t['se']:.4f} ({t['se_seeds']:.4f}, {samples})", _p(t["p"]), _p(t["p_holm"]),
-                                  _bounds(t["equivalence_interval"]), mark(t)]))
-    if result["notes"]:
-        lines += ["", "Not scored:", "", *[f"- {n}" for n in result["notes"]]]
-    for unknown, path in result.get("oscr_figures", {}).items():
-        lines += ["", f"![OSCR curves on {unknown}]({path})"]
-    lines += ["", "Figures of the paper's rows (Fig. 1, OSCR curves) and the paper's tables of this run: `report.md`.",
-              ""]
-    return "\n".join(lines)
-
-
-def _papers_detector(approach: str) -> str:
-    from agnostophobia.losses import LOSSES
-
-    return LOSSES.get(approach).default_detector
-
-
-def is_papers_detector(approach: str, detector: str) -> bool:
-    """Whether ``detector`` is the score the paper of ``approach`` thresholds (its loss's
-    ``default_detector``): the training methods compared as published."""
-    from agnostophobia.losses import LOSSES
-
-    return detector == LOSSES.get(approach).default_detector
-
-
-def papers_rows(rows: List[Dict]) -> List[Dict]:
-    """The rows of each approach with its paper's detector (:func:`is_papers_detector`), ranked."""
-    return [r for r in rows if is_papers_detector(r["approach"], r["detector"])]
-
-
-def _papers_rows(result: Dict, sets: List[str], marks: Dict) -> List[str]:
-    """The short table first: one row per approach, with its paper's detector and the mean OSCR
-    over the unknown-unknown sets the ranking reads."""
-    header = ["approach", "detector", "closed-set acc.", "val acc.", "mean D_a OSCR", "mean D_a OSCR, log FPR",
-              *(f"{s} OSCR" for s in sets), "vs EOS (primary)"]
-    lines = ["## Each approach with its paper's detector", "",
-             "OSCR, log FPR: the area under the same curve over a log FPR axis from the smallest FPR each set "
-             "resolves (10/#unknowns) to 1, normalised to [0, 1]: it reads the low-FPR end, where networks "
-             "that reject almost every unknown differ, which the linear area hardly weighs.", "",
-             _row_md(header), _rule(header)]
-    for row in papers_rows(result["rows"]):
-        mean = _interval(row["mean_oscr_per_seed"]) if row["mean_oscr_per_seed"] else None
-        mean_log = _interval(row["mean_oscr_log_per_seed"]) if row["mean_oscr_log_per_seed"] else None
-        cells = [row["approach"] + _marked(row),  # the row's label is the approach's name: marked once
-                 row["detector"], _fmt(row["closed_set_accuracy"]), _fmt(row.get("val_closed_set_accuracy")),
-                 _fmt(mean), _fmt(mean_log)]
-        cells += [_fmt(row["test"].get(s, {}).get("oscr")) + _tie(row, s) for s in sets]
-        lines.append(_row_md([*cells, marks["primary"].get(row["row"], "")]))
-    keys = fpr_keys(result["fprs"])
-    if keys:  # the low-FPR end, which the OSCR area on its linear axis weighs little
-        header = ["approach", "detector", *(f"{s} CCR@{keys[0]}" for s in sets)]
-        lines += ["", f"CCR at {keys[0]}, the smallest FPR of the report's columns, the same rows. "
-                  f"{_columns_resolution(result)}", "", _row_md(header), _rule(header)]
-        for row in papers_rows(result["rows"]):
-            cells = [_fmt(row["test"].get(s, {}).get("ccr_at_fpr", {}).get(keys[0])) for s in sets]
-            lines.append(_row_md([row["approach"], row["detector"], *cells]))
-    return [*lines, ""]
-
-
-def _columns_resolution(result: Dict) -> str:
-    """Where the CCR columns' FPRs come from, and what the test sets would resolve: the columns are
-    the FPRs the validation negatives support (a CCR at FPR >= 10/#negatives), each test set resolves
-    down to 10/#unknowns, which may be smaller."""
-    negatives = result.get("val_negatives")
-    validation = (f"the {negatives:,} validation negatives" if negatives else "the validation negatives")
-    tests = ", ".join(f"{name} {10 / n:.2g}" for name, n in result["test_sets"].items() if n)
-    return (f"The columns are the FPRs {validation} support (10/#negatives, rounded up to the series 1e-4, 2e-4, "
-            f"5e-4, 1e-3, ...); each test set alone resolves down to 10/#unknowns: {tests}.")
-
-
-def best_detectors(rows: List[Dict]) -> Dict[str, str]:
-    """``{approach: detector}``: each approach's best detector, its highest-ranked row (the ranking
-    reads validation numbers only, :func:`_rank`); an approach without a ranked row (not converged,
-    incomplete) has none."""
-    best: Dict[str, str] = {}
-    for row in sorted((r for r in rows if r["rank"] is not None), key=lambda r: r["rank"]):
-        best.setdefault(row["approach"], row["detector"])
-    return best
-
-
-def _matrix(result: Dict) -> List[str]:
-    """Every approach (a line, in the order of the short table) with every detector (a column):
-    the test mean D_a OSCR over seeds; in bold each approach's best detector by the validation
-    ranking metric (:func:`best_detectors`), none for an approach not ranked, which is marked
-    as the tables mark it; "—" where a detector does not apply to the approach or was not scored."""
-    rows = result["rows"]
-    approaches = list(dict.fromkeys(r["approach"] for r in papers_rows(rows) + rows))
-    detectors = sorted({r["detector"] for r in rows})
-    cell = {(r["approach"], r["detector"]): float(np.mean(r["mean_oscr_per_seed"]))
-            for r in rows if r["mean_oscr_per_seed"]}
-    first = {}
-    for row in rows:
-        first.setdefault(row["approach"], row)
-    best = best_detectors(rows)
-    header = ["approach", *detectors]
-    lines = ["## Every approach with every detector (mean D_a OSCR)", "",
-             f"Test numbers. In bold, each approach's best detector by the validation {result['ranking']['title']} "
-             f"(the ranking metric): chosen on validation data, not on these numbers; an approach not converged or "
-             f"not trained on every seed is marked and has none.", "", _row_md(header), _rule(header)]
-    for approach in approaches:
-        texts = [("—" if (approach, d) not in cell else
-                  f"**{cell[(approach, d)]:.3f}**" if best.get(approach) == d else f"{cell[(approach, d)]:.3f}")
-                 for d in detectors]
-        lines.append(_row_md([approach + _marked(first[approach]), *texts]))
-    return [*lines, ""]
-
-
-def _val_cell(row: Dict, metric: str) -> str:
-    """The row's validation ``metric`` (mean over seeds [95 % t interval])."""
-    values = row["val"]["per_seed"].get(metric)
-    return _fmt(_interval(values)) if values else "N/A"
-
-
-def choices_and_splits(result: Dict) -> List[str]:
-    """Which split each choice of the report read: every choice validation data, the test sets read
-    once, for the numbers reported and the tests."""
-    ranking = result["ranking"]
-    threshold = result["min_accuracy"]
-    convergence = (f"closed-set accuracy of the validation knowns, mean over seeds, at least {threshold}"
-                   if threshold is not None else "no threshold declared (--min-accuracy): every row counts")
-    return ["## Which split each choice used", "",
-            "| choice | split | how |", "|---|---|---|",
-            f"| convergence (*not converged*: neither ranked, tested nor bold) | validation | {convergence} |",
-            f"| each detector's settings | validation | {result.get('tuning', '')} |",
-            f"| the ranking metric | validation | {ranking['title']}: {ranking['why']} "
-            f"(\"Choosing the ranking metric\") |",
-            f"| rank, best row, each approach's best detector (bold) | validation | the validation "
-            f"{ranking['title']}, mean over seeds, through compare's ranking (ties: validation AUROC) |",
-            "| the numbers reported, the tests and their decisions | test | read once, after every choice above: "
-            "the OSCR areas, AUROC, FPR@95%TPR, AUPR, CCR and accuracies shown, and the families of comparisons |"]
-
-
-def _ranking_metric_section(result: Dict) -> List[str]:
-    """The table the ranking metric is chosen from: each candidate's gap to closed-set accuracy,
-    spread across approaches and separation in seed half-widths, on validation data (what the
-    rule reads) and on the test sets (shown, not read)."""
-    ranking = result["ranking"]
-    header = ["metric", "split", "approaches", "median gap to closed-set acc.", "spread of means",
-              "median 95 % half-width", "median separation (half-widths)", ""]
-    lines = ["## Choosing the ranking metric", "",
-             f"Rule, declared before the run: {ranking['rule']}. Chosen: **{ranking['title']}**, {ranking['why']}. "
-             "Gap: closed-set accuracy minus the metric (means over seeds; the linear OSCR area is at most the "
-             "accuracy, so a gap near 0 says the metric reads little beyond accuracy). Separation: over every pair "
-             "of converged approaches, each with its paper's detector, the difference of their means over the "
-             "pair's mean 95 % t half-width over seeds. Validation rows decide; test rows (mean over the D_a sets) "
-             "are shown beside and decide nothing.", "", _row_md(header), _rule(header)]
-    for split, name in (("val", "validation"), ("test", "test (D_a mean)")):
-        for c in ranking["candidates"][split]:
-            chosen = "chosen" if split == "val" and c["metric"] == ranking["chosen"] else ""
-            separation = c["median_separation"]
-            lines.append(_row_md([c["title"], name, str(c["approaches"]), _number(c["median_gap"], 4),
-                                  _number(c["spread"], 4), _number(c["median_half_width"], 4),
-                                  "N/A" if separation is None else "∞" if np.isinf(separation) else f"{separation:.2f}",
-                                  chosen]))
-    return [*lines, ""]
-
-
-def _label(row: Dict) -> str:
-    return row["row"] + _marked(row)
-
-
-def _marked(row: Dict) -> str:
-    """Why a row is not ranked, as the tables say it."""
-    return (" (not converged)" if row["converged"] is False else "") + \
-        ("" if row["complete"] else f" (incomplete: {len(row['seeds'])} seed(s))")
-
-
-def _tie(row: Dict, name: str) -> str:
-    cell = row["test"].get(name)
-    return " †" if cell is not None and cell["tied_share"] > TIE_FLAG else ""
-
-
-def _marks(tests: Dict) -> Dict[str, Dict[str, str]]:
-    return {family: {t["row"]: mark(t) for t in family_tests} for family, family_tests in tests.items()}
-
-
-def _bounds(ends: Sequence[Optional[float]]) -> str:
-    return "[—]" if None in ends else f"[{ends[0]:+.4f}, {ends[1]:+.4f}]"
-
-
-def _p(value: Optional[float]) -> str:
-    return "undefined" if value is None else f"{value:.3g}"
-
-
-def decision_rule(result: Dict) -> List[str]:
-    """The report's paragraph on what its marks mean."""
-    seeds = result["seeds"]
-    return [f"Marks: each comparison of the mean D_a OSCR over seeds, decided against a margin declared before the "
-            f"run (±{MARGIN}): **better**/**worse**, the row is above/below its reference by at least the margin, "
-            f"with Holm-adjusted p below {ALPHA} within its family; **equivalent**, the 90 % interval of "
-            f"the difference lies inside ±{MARGIN} (two one-sided tests at {ALPHA}); **not resolved ({seeds} "
-            f"seeds)**, neither: the data cannot say at this number of seeds. The standard error of a difference "
-            f"is the seeds' spread, floored by a paired bootstrap over the shared test samples. Families, each "
-            f"Holm-adjusted on its own at {ALPHA} (not the whole report): "
-            + "; ".join(f"{kind}, {compares}" for kind, compares in FAMILIES.values()) + "."]
-
-
-def _row_md(cells: Sequence[str]) -> str:
-    return "| " + " | ".join(str(c).replace("|", "\\|") for c in cells) + " |"
-
-
-def _rule(header: Sequence[str]) -> str:
-    return "|" + "---|" * len(header)

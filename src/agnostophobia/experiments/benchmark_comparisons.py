@@ -1,0 +1,163 @@
+"""The comparisons of a benchmark (:mod:`agnostophobia.experiments.benchmark`): its three families
+of paired comparisons of the mean D_a OSCR area, each difference's standard error floored by a
+paired bootstrap over the shared test samples, each decided against the margin declared before any
+run with Holm's correction within its family, and what a family resolves at the run's seeds."""
+from __future__ import annotations
+
+import zlib
+from pathlib import Path
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from agnostophobia.data.protocols import unknown_set  # the registered protocols declare their sets there
+from agnostophobia.experiments.benchmark_rows import (REFERENCE_APPROACH, REFERENCE_DETECTOR, is_papers_detector,
+                                                      papers_detector, rankable)
+from agnostophobia.metrics import (NOT_RESOLVED, decide, oscr_area_resamples, paired_difference, resample_weights,
+                                   resampled_se, smallest_resolved_difference)
+
+#: The level of each family's tests: Holm's correction holds it within a family, not across them.
+ALPHA = 0.05
+#: The margin, declared before any run: a difference of mean D_a OSCR area smaller than this does not
+#: matter, and one shown to lie within it (its 90 % interval inside +-MARGIN) is "equivalent". Half a
+#: point of area: the tables print three decimals, and on the converged LeNet++ networks trained with
+#: negatives the 95 % intervals over 3 seeds are +-0.002 to +-0.005 (docs/guide/benchmark.md): a
+#: smaller difference is neither one a reader acts on nor one 3 seeds can tell from the seeds' noise.
+MARGIN = 0.005
+#: Resamples and seed of the paired bootstrap over the test samples that floors each difference's
+#: standard error (the same resamples for every network, detector and seed: paired).
+BOOTSTRAP_RESAMPLES = 200
+BOOTSTRAP_SEED = 55
+#: The families of comparisons (``benchmark.json``'s ``tests``), each Holm-adjusted on its own:
+#: (its name in the report, what is compared with what).
+FAMILIES = {
+    "primary": ("primary", "each approach with its paper's detector against Entropic Open-Set with its paper's, "
+                           "max-softmax"),
+    "approaches": ("secondary: approaches", "each approach against Entropic Open-Set with the same detector, for "
+                                            "the detectors the primary family does not compare"),
+    "detectors": ("secondary: detectors", "each detector against max-softmax on the same network"),
+}
+
+
+def _bootstrap_weights(split: str, n: int) -> np.ndarray:
+    """The resamples of a test split of ``n`` samples: seeded by its name and size, so the same for
+    every network, detector and seed that shares the split (a paired bootstrap)."""
+    return resample_weights(n, BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED + zlib.crc32(f"{split}:{n}".encode()))
+
+
+def sample_replicates(models: Sequence[Tuple[int, str, Path]], scores_of: Callable) -> Optional[Dict]:
+    """Each row's mean D_a OSCR area on every resample of the paired bootstrap over the test
+    samples: ``{(approach, detector): {seed: (BOOTSTRAP_RESAMPLES,) array}}``, the knowns resampled
+    once for every set (D_c is shared) and each D_a set on its own (:func:`_bootstrap_weights`).
+    ``models``: the run's (seed, approach, model folder); ``scores_of(model_dir, approach)``: that
+    model's :class:`~agnostophobia.detectors.stored.ModelScores`. None where the models' test
+    splits differ in their labels (they are then not the same samples: no pairing)."""
+    replicates: Dict[Tuple[str, str], Dict[int, np.ndarray]] = {}
+    seen: Dict[str, np.ndarray] = {}
+    for seed, approach, model_dir in models:
+        scores = scores_of(model_dir, approach)
+        for split, labels in scores.labels.items():
+            if not np.array_equal(seen.setdefault(split, labels), labels):
+                return None
+        sets = [s for s in scores.unknown_sets if not unknown_set(s).known_unknowns] or scores.unknown_sets
+        if not sets:
+            continue
+        known = _bootstrap_weights("known", len(scores.labels["known"]))
+        unknown = {s: _bootstrap_weights(s, len(scores.labels[s])) for s in sets}
+        for detector in scores.detectors:
+            if any(s not in scores.top[detector] for s in ("known", *sets)):
+                continue
+            areas = [oscr_area_resamples(*scores.known_vs_unknown(detector, s), known, unknown[s]) for s in sets]
+            replicates.setdefault((approach, detector), {})[seed] = np.mean(areas, axis=0)
+    return replicates
+
+
+def _pairs(rows: List[Dict], family: str) -> List[Tuple[Dict, Dict]]:
+    """(row, reference row) of each comparison of ``family`` (:data:`FAMILIES`), both rankable and
+    on the same seeds: ``primary``, each approach with its paper's detector against Entropic
+    Open-Set with its paper's; ``approaches``, each approach against Entropic Open-Set with the
+    same detector, less the pairs of ``primary``; ``detectors``, each detector against max-softmax
+    on the same network."""
+    by_key = {(r["approach"], r["detector"]): r for r in rows if rankable(r)}
+    primary_reference = by_key.get((REFERENCE_APPROACH, papers_detector(REFERENCE_APPROACH)))
+    pairs = []
+    for row in rows:
+        if not rankable(row):
+            continue
+        if family == "primary":
+            if row["approach"] == REFERENCE_APPROACH or not is_papers_detector(row["approach"], row["detector"]):
+                continue
+            base = primary_reference
+        elif family == "approaches":
+            if row["approach"] == REFERENCE_APPROACH:
+                continue
+            base = by_key.get((REFERENCE_APPROACH, row["detector"]))
+            if base is not None and base is primary_reference and is_papers_detector(row["approach"], row["detector"]):
+                continue  # the same comparison is in the primary family
+        else:
+            if row["detector"] == REFERENCE_DETECTOR:
+                continue
+            base = by_key.get((row["approach"], REFERENCE_DETECTOR))
+        if base is not None and base["seeds"] == row["seeds"]:
+            pairs.append((row, base))
+    return pairs
+
+
+def _replicates(row: Dict, replicates: Optional[Dict]) -> Optional[np.ndarray]:
+    """(seeds, B) bootstrap replicates of the row's mean D_a OSCR, in the row's seed order; None
+    where any seed lacks them."""
+    if not replicates:
+        return None
+    by_seed = replicates.get((row["approach"], row["detector"]))
+    if not by_seed or any(seed not in by_seed for seed in row["seeds"]):
+        return None
+    return np.stack([by_seed[seed] for seed in row["seeds"]])
+
+
+def _finite(value: float) -> Optional[float]:
+    return float(value) if np.isfinite(value) else None
+
+
+def compare_family(rows: List[Dict], family: str, replicates: Optional[Dict] = None) -> List[Dict]:
+    """Each comparison of ``family`` on the per-seed mean D_a OSCR: the mean paired difference over
+    seeds, its standard error (the seeds' spread, floored by the paired bootstrap over the test
+    samples where ``replicates`` hold the two rows'), its 95 % t interval and p, and the decision
+    against :data:`MARGIN` (:func:`~agnostophobia.metrics.decide`: Holm within this family)."""
+    tests, differences = [], []
+    for row, base in _pairs(rows, family):
+        mine, theirs = _replicates(row, replicates), _replicates(base, replicates)
+        sample_se = resampled_se(mine, theirs) if mine is not None and theirs is not None else None
+        difference = paired_difference(row["mean_oscr_per_seed"], base["mean_oscr_per_seed"], sample_se=sample_se)
+        interval = difference.interval(1 - ALPHA)
+        differences.append(difference)
+        tests.append({"row": row["row"], "approach": row["approach"], "detector": row["detector"],
+                      "against": base["row"], "family": family, "difference": difference.difference,
+                      "interval": [_finite(interval.low), _finite(interval.high)], "se": difference.se,
+                      "se_seeds": difference.se_seeds, "se_samples": sample_se, "p": _finite(difference.p_value),
+                      "seeds": difference.n})
+    for test, decision in zip(tests, decide(differences, MARGIN, ALPHA)):
+        test["p_holm"] = decision.p_holm
+        test["equivalence_interval"] = [_finite(decision.equivalence.low), _finite(decision.equivalence.high)]
+        test["decision"] = decision.verdict
+    return tests
+
+
+def family_resolution(tests: List[Dict], seeds: int) -> Optional[Dict]:
+    """What a family of ``tests`` over ``seeds`` seeds resolves: its median standard error and the
+    smallest difference sure to be called better or worse at it
+    (:func:`~agnostophobia.metrics.smallest_resolved_difference`, Holm's strictest step over the
+    family's size, at least :data:`MARGIN`); None for an empty family."""
+    if not tests or seeds < 2:
+        return None
+    se = float(np.median([t["se"] for t in tests]))
+    return {"tests": len(tests), "median_se": se,
+            "smallest_resolved": smallest_resolved_difference(se, seeds, ALPHA, len(tests), MARGIN)}
+
+
+def mark(test: Optional[Dict]) -> str:
+    """A test's decision as the tables print it: better, worse, equivalent, not resolved (n seeds)."""
+    if test is None:
+        return ""
+    if test["decision"] == NOT_RESOLVED:
+        return f"not resolved ({test['seeds']} seeds)"
+    return test["decision"]

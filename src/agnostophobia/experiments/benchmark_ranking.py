@@ -1,0 +1,114 @@
+"""The ranking of a benchmark (:mod:`agnostophobia.experiments.benchmark`), read from validation
+data only: the candidates for the ranking metric, the rule declared before any run that chooses
+among them (each candidate's separation of the converged approaches in seed half-widths), the rank
+of the rows by the chosen metric, and each approach's best detector."""
+from __future__ import annotations
+
+from typing import Dict, List, Sequence, Tuple
+
+import numpy as np
+
+from agnostophobia.experiments.benchmark_rows import papers_rows, rankable
+from agnostophobia.metrics import seed_interval
+
+#: The candidates for the metric rows are ranked by: the statistic (of each set's numbers,
+#: :func:`~agnostophobia.deploy.compare.compare_models`) and its name in the report. The linear OSCR
+#: area is the paper's (Eq. 3); the log-FPR area reads the low-FPR end from the smallest FPR a set
+#: resolves (10/#negatives); AUROC the OOD literature's; CCR at that smallest FPR (10/#negatives,
+#: not rounded to a series) the strictest operating point the set supports.
+RANKING_CANDIDATES = {"oscr": "linear OSCR area", "oscr_log": "log-FPR OSCR area", "auroc": "AUROC",
+                      "ccr_at_lowest_fpr": "CCR at the lowest resolved FPR"}
+#: The metric ranked by where the rule cannot decide (fewer than two converged approaches): the paper's.
+DEFAULT_RANKING_METRIC = "oscr"
+#: The rule that chooses the ranking metric, declared before any run: a metric that separates the
+#: converged methods by more than their seeds' noise. It reads validation numbers only.
+RANKING_RULE = ("the candidate with the largest median separation, over every pair of converged approaches (each "
+                "with its paper's detector, trained on every seed), of their mean validation values in units of "
+                "the pair's mean 95 % t half-width over seeds; ties go to the earlier candidate (linear OSCR area, "
+                "log-FPR OSCR area, AUROC, CCR at the lowest resolved FPR), and with fewer than two such approaches "
+                "the linear OSCR area (the paper's)")
+
+
+def rank_rows(rows: List[Dict], metric: str) -> List[Dict]:
+    """Rows best first by the validation ``metric`` (mean over seeds), through ``compare``'s ranking
+    (:func:`~agnostophobia.deploy.compare.rank`: ties to the higher validation AUROC, then the
+    run's row order); the rows not ranked (not converged, incomplete) follow in the same order,
+    without a rank. No test number is read."""
+    from agnostophobia.deploy.compare import rank
+
+    ranked = rank([r for r in rows if rankable(r)], None, by=metric)
+    others = rank([r for r in rows if not rankable(r)], None, by=metric)
+    return [*ranked, *({**row, "rank": None} for row in others)]
+
+
+def _half_width(values: Sequence[float]) -> float:
+    """The 95 % t interval's half-width over seeds (0 where the seeds agree)."""
+    interval = seed_interval(values)
+    return float(interval.high - interval.estimate)
+
+
+def _separation(a: Tuple[float, float], b: Tuple[float, float]) -> float:
+    """|mean a - mean b| in units of the two half-widths' mean; inf where both are 0 and the means
+    differ, 0 where they agree."""
+    difference, half = abs(a[0] - b[0]), (a[1] + b[1]) / 2
+    return difference / half if half > 0 else (np.inf if difference > 0 else 0.0)
+
+
+def candidate_numbers(rows: List[Dict], split: str) -> List[Dict]:
+    """For each of :data:`RANKING_CANDIDATES`, on ``split`` (``"val"``: the validation knowns and
+    negatives; ``"test"``: the mean over the D_a test sets), over the converged approaches each
+    with its paper's detector, trained on every seed: its median gap to closed-set accuracy
+    (accuracy minus the metric, means over seeds; near 0: the metric says little beyond
+    accuracy), the spread of the approaches' means (largest minus smallest), the median 95 % t
+    half-width over seeds, and the median separation of the approaches' means over every pair in
+    units of the pair's mean half-width (:func:`_separation`): what :data:`RANKING_RULE` reads.
+    A statistic is None where fewer than two approaches have it on every seed."""
+    chosen_rows = [r for r in papers_rows(rows) if rankable(r)]
+    out = []
+    for metric, title in RANKING_CANDIDATES.items():
+        means, gaps = {}, []
+        for row in chosen_rows:
+            values = row["val"]["per_seed"].get(metric) if split == "val" else row["mean_da_per_seed"].get(metric)
+            accuracy = row["accuracy_per_seed"][split]
+            if not values or None in values or len(values) < 2 or not accuracy:
+                continue
+            means[row["approach"]] = (float(np.mean(values)), _half_width(values))
+            gaps.append(float(np.mean(accuracy) - np.mean(values)))
+        names = list(means)
+        pairs = [_separation(means[a], means[b]) for i, a in enumerate(names) for b in names[i + 1:]]
+        enough = len(names) >= 2
+        out.append({"metric": metric, "title": title, "split": split, "approaches": len(names),
+                    "median_gap": float(np.median(gaps)) if enough else None,
+                    "spread": float(max(m for m, _ in means.values()) - min(m for m, _ in means.values()))
+                    if enough else None,
+                    "median_half_width": float(np.median([h for _, h in means.values()])) if enough else None,
+                    "median_separation": float(np.median(pairs)) if enough else None})
+    return out
+
+
+def ranking_metric(rows: List[Dict]) -> Dict:
+    """The metric rows are ranked by, chosen by :data:`RANKING_RULE` from the validation numbers of
+    :func:`candidate_numbers` (the test's are computed beside them, shown, never read by the rule):
+    ``{"chosen", "title", "rule", "why", "candidates": {"val": [...], "test": [...]}}``."""
+    candidates = {split: candidate_numbers(rows, split) for split in ("val", "test")}
+    decidable = [c for c in candidates["val"] if c["median_separation"] is not None]
+    if decidable:  # max keeps the first of equal separations: the earlier candidate
+        best = max(decidable, key=lambda c: c["median_separation"])
+        chosen = best["metric"]
+        why = (f"the largest median separation on validation data: {best['median_separation']:.2f} half-widths "
+               f"over {best['approaches']} converged approaches")
+    else:
+        chosen = DEFAULT_RANKING_METRIC
+        why = "fewer than two converged approaches trained on every seed: the paper's linear OSCR area"
+    return {"chosen": chosen, "title": RANKING_CANDIDATES[chosen], "rule": RANKING_RULE, "why": why,
+            "split": "val", "candidates": candidates}
+
+
+def best_detectors(rows: List[Dict]) -> Dict[str, str]:
+    """``{approach: detector}``: each approach's best detector, its highest-ranked row (the ranking
+    reads validation numbers only, :func:`rank_rows`); an approach without a ranked row (not converged,
+    incomplete) has none."""
+    best: Dict[str, str] = {}
+    for row in sorted((r for r in rows if r["rank"] is not None), key=lambda r: r["rank"]):
+        best.setdefault(row["approach"], row["detector"])
+    return best

@@ -1,0 +1,339 @@
+"""The report of a benchmark (:mod:`agnostophobia.experiments.benchmark`), ``benchmark.md``,
+written from ``benchmark.json``'s result alone: the paragraph of what the data says, the decision
+rule, which split each choice used, the table the ranking metric is chosen from, the short table
+of each approach with its paper's detector, the matrix of every approach with every detector, the
+OSCR table, a table per test set and the tests."""
+from __future__ import annotations
+
+from typing import Dict, List, Optional, Sequence
+
+import numpy as np
+
+from agnostophobia.experiments.benchmark_comparisons import ALPHA, FAMILIES, MARGIN, mark
+from agnostophobia.experiments.benchmark_ranking import best_detectors
+from agnostophobia.experiments.benchmark_rows import interval_over_seeds, papers_rows
+from agnostophobia.metrics import BETTER, EQUIVALENT, NOT_RESOLVED, TIE_FLAG, WORSE, fpr_keys
+
+
+def _fmt(cell: Optional[Dict], digits: int = 3) -> str:
+    if cell is None:
+        return "N/A"
+    if cell["seeds"] < 2 or not np.isfinite(cell["low"]):
+        return f"{cell['mean']:.{digits}f}"
+    return f"{cell['mean']:.{digits}f} [{cell['low']:.{digits}f}, {cell['high']:.{digits}f}]"
+
+
+def _resolution_said(resolution: Dict) -> str:
+    smallest = resolution["smallest_resolved"]
+    said = f"With its median standard error ({resolution['median_se']:.4f}) it resolves differences from "
+    if smallest >= 1:  # an area difference lies in [-1, 1]
+        return said + f"{smallest:.2f} up: none of areas in [0, 1]; more seeds are needed."
+    return said + f"{smallest:.4f} up."
+
+
+def _decisions_said(result: Dict) -> List[str]:
+    """One sentence per family of tests: what was decided, and the smallest difference it resolves."""
+    lines = []
+    seeds = result["seeds"]
+    for family, (kind, compares) in FAMILIES.items():
+        tests = result["tests"][family]
+        if not tests:
+            lines.append(f"{kind.capitalize()} family, {compares}: nothing to test (the rows are not converged, "
+                         f"or on fewer than two seeds).")
+            continue
+        named = {verdict: [t["row"] for t in tests if t["decision"] == verdict] for verdict in (BETTER, WORSE)}
+        counts = {verdict: sum(t["decision"] == verdict for t in tests) for verdict in (EQUIVALENT, NOT_RESOLVED)}
+        resolution = result["families"][family]["resolution"]
+        lines.append(f"{kind.capitalize()} family, {compares}: {len(tests)} test{'s' if len(tests) != 1 else ''}, "
+                     f"Holm's correction within this family at {ALPHA}, margin {MARGIN}: {len(named[BETTER])} better "
+                     f"({', '.join(named[BETTER]) or 'none'}), {len(named[WORSE])} worse "
+                     f"({', '.join(named[WORSE]) or 'none'}), {counts[EQUIVALENT]} equivalent (within "
+                     f"±{MARGIN}), {counts[NOT_RESOLVED]} not resolved at {seeds} seeds. "
+                     + _resolution_said(resolution))
+    if any(result["tests"].values()):
+        floor = result.get("sample_floor")
+        lines.append(f"Standard errors: the seeds' spread of each paired difference, floored by a paired bootstrap "
+                     f"over the shared test samples ({floor['resamples']} resamples)." if floor else
+                     "Standard errors: the seeds' spread alone (no per-sample scores were read for the bootstrap "
+                     "floor), so a difference that barely moves between seeds may be called resolved.")
+    return lines
+
+
+def what_the_data_says(result: Dict) -> List[str]:
+    """A few sentences from the numbers: the best row, what the tests decided, what was not
+    converged, where ties decide."""
+    rows = result["rows"]
+    lines = []
+    ranked = [r for r in rows if r["rank"] is not None]
+    ranking = result["ranking"]
+    if ranked:
+        top = ranked[0]
+        value = top["val"].get(ranking["chosen"])
+        lines.append(f"Best by validation {ranking['title']} (the ranking metric, chosen on validation data): "
+                     f"{top['row']} ({_number(value)} on validation; its test mean D_a OSCR "
+                     f"{np.mean(top['mean_oscr_per_seed']):.3f} over {len(top['seeds'])} seeds), "
+                     f"of {len(ranked)} ranked rows.")
+    lines += _decisions_said(result)
+    loose = sorted({r["approach"] for r in rows if r["converged"] is False})
+    if loose:
+        acc = ", ".join(_accuracy_said(result["accuracy"].get(a), a) for a in loose)
+        lines.append(f"Not converged (closed-set accuracy on the validation knowns below {result['min_accuracy']}), "
+                     f"so neither ranked nor tested: {acc}.")
+    elif result["min_accuracy"] is None:
+        lines.append("No convergence threshold is declared for this protocol (--min-accuracy): every row is ranked, "
+                     "whatever its closed-set accuracy.")
+    partial = {r["approach"]: len(r["seeds"]) for r in rows if not r["complete"]}
+    if partial:
+        lines.append(f"Trained on fewer seeds than the run's {result['seeds']} (the rest still to train), so neither "
+                     f"ranked nor tested: " + ", ".join(f"{a} ({n} of {result['seeds']})" for a, n in partial.items())
+                     + ".")
+    tied = sorted({r["row"] for r in rows for cell in r["test"].values() if cell["tied_share"] > TIE_FLAG})
+    if tied:
+        lines.append(f"Ties decide more than {TIE_FLAG:.0%} of the ranking in: {', '.join(tied)} (marked †).")
+    return lines
+
+
+def _number(value: Optional[float], digits: int = 3) -> str:
+    return "N/A" if value is None else f"{value:.{digits}f}"
+
+
+def _accuracy_said(accuracy: Optional[Dict], approach: str) -> str:
+    """``approach 0.983 (test 0.981)``: the validation accuracy convergence was judged on, and the test's."""
+    if not accuracy or not accuracy.get("val"):
+        return f"{approach} (no validation accuracy)"
+    test = accuracy.get("test")
+    return f"{approach} {accuracy['val']['mean']:.3f}" + (f" (test {test['mean']:.3f})" if test else "")
+
+
+def markdown(result: Dict, run_name: str) -> str:
+    meta = result["meta"]
+    sets = list(result["test_sets"])
+    keys = fpr_keys(result["fprs"])
+    lines = [f"# Benchmark: {meta.get('experiment', run_name)}", "",
+             f"Run `{run_name}`: budget {meta.get('budget')}, {meta.get('seeds')} seeds, device "
+             f"{meta.get('device')}, precision {meta.get('precision')}, training wall time "
+             f"{meta.get('wall_time_s', 0) / 60:.1f} min, torch {meta.get('versions', {}).get('torch', '?')}. "
+             f"Detector settings: {result['tuning']}.", "",
+             "Each cell: mean over seeds [95 % t interval over seeds, cut to [0, 1]]. OSCR: area under the OSCR curve "
+             "(CCR against FPR, linear FPR axis; at most the closed-set accuracy). Every number shown is a test "
+             f"number unless its column says validation; rows are ranked by the validation "
+             f"{result['ranking']['title']} (mean over seeds), the ranking metric the declared rule chose on "
+             "validation data (\"Choosing the ranking metric\"); † ties decide more than 1 % of that set's "
+             "ranking.", "", *decision_rule(result), "", *choices_and_splits(result), "",
+             "## What the data says", "", *[f"- {line}" for line in result["summary"]], ""]
+    marks = _marks(result["tests"])
+    lines += _ranking_metric_section(result)
+    lines += _papers_rows(result, sets, marks)
+    lines += _matrix(result)
+    metric = result["ranking"]["chosen"]
+    header = ["rank", "approach/detector", "closed-set acc.", "val acc.", f"val {result['ranking']['title']} (ranked by)",
+              *(f"{s} OSCR" for s in sets), "vs EOS, same detector (secondary)", "vs MSP (secondary)"]
+    lines += ["## OSCR", "", _row_md(header), _rule(header)]
+    for row in result["rows"]:
+        cells = [str(row["rank"]) if row["rank"] else "—", _label(row), _fmt(row["closed_set_accuracy"]),
+                 _fmt(row.get("val_closed_set_accuracy")), _val_cell(row, metric)]
+        cells += [_fmt(row["test"].get(s, {}).get("oscr")) + _tie(row, s) for s in sets]
+        cells += [marks["approaches"].get(row["row"], ""), marks["detectors"].get(row["row"], "")]
+        lines.append(_row_md(cells))
+    for s in sets:
+        lowest = f"CCR@{10 / result['test_sets'][s]:.2g} (10/#unknowns)" if result["test_sets"].get(s) else "CCR@10/n"
+        header = ["approach/detector", "AUROC", "FPR@95%TPR", "AUPR-In", "AUPR-Out", *(f"CCR@{k}" for k in keys),
+                  lowest, "tied share"]
+        lines += ["", f"## {s} ({result['test_sets'][s]:,} unknowns)", "", "FPR@95%TPR: the FPR on the unknowns at "
+                  "the highest threshold that accepts 95 % of the knowns; AUPR-In: average precision with the knowns "
+                  "positive, AUPR-Out: with the unknowns positive (ranked by the negated score); a tie group is "
+                  "taken whole.", "", _row_md(header), _rule(header)]
+        for row in result["rows"]:
+            cell = row["test"].get(s)
+            if cell is None:
+                continue
+            lines.append(_row_md([_label(row), _fmt(cell["auroc"]), _fmt(cell.get("fpr_at_95tpr")),
+                                  _fmt(cell.get("aupr_in")), _fmt(cell.get("aupr_out")),
+                                  *(_fmt(cell["ccr_at_fpr"].get(k)) for k in keys),
+                                  _fmt(cell.get("ccr_at_lowest_fpr")), f"{cell['tied_share']:.4f}"]))
+    header = ["family", "row", "against", "difference [95 % interval]", "SE (seeds, samples)", "p", "p (Holm)",
+              "90 % interval", "decision"]
+    lines += ["", "## Tests", "", f"Difference: mean over seeds of the row's mean D_a OSCR minus the reference's. "
+              f"SE: the larger of the seeds' standard error and the test samples' (paired bootstrap; '—' where not "
+              f"computed). Holm's correction within each family; the 90 % interval is what the equivalence test "
+              f"reads against ±{MARGIN}.", "", _row_md(header), _rule(header)]
+    for family, (kind, _) in FAMILIES.items():
+        for t in result["tests"][family]:
+            samples = "—" if t["se_samples"] is None else f"{t['se_samples']:.4f}"
+            lines.append(_row_md([kind, t["row"], t["against"],
+                                  f"{t['difference']:+.4f} {_bounds(t['interval'])}",
+                                  f"{t['se']:.4f} ({t['se_seeds']:.4f}, {samples})", _p(t["p"]), _p(t["p_holm"]),
+                                  _bounds(t["equivalence_interval"]), mark(t)]))
+    if result["notes"]:
+        lines += ["", "Not scored:", "", *[f"- {n}" for n in result["notes"]]]
+    for unknown, path in result.get("oscr_figures", {}).items():
+        lines += ["", f"![OSCR curves on {unknown}]({path})"]
+    lines += ["", "Figures of the paper's rows (Fig. 1, OSCR curves) and the paper's tables of this run: `report.md`.",
+              ""]
+    return "\n".join(lines)
+
+
+def _papers_rows(result: Dict, sets: List[str], marks: Dict) -> List[str]:
+    """The short table first: one row per approach, with its paper's detector and the mean OSCR
+    over the unknown-unknown sets the ranking reads."""
+    header = ["approach", "detector", "closed-set acc.", "val acc.", "mean D_a OSCR", "mean D_a OSCR, log FPR",
+              *(f"{s} OSCR" for s in sets), "vs EOS (primary)"]
+    lines = ["## Each approach with its paper's detector", "",
+             "OSCR, log FPR: the area under the same curve over a log FPR axis from the smallest FPR each set "
+             "resolves (10/#unknowns) to 1, normalised to [0, 1]: it reads the low-FPR end, where networks "
+             "that reject almost every unknown differ, which the linear area hardly weighs.", "",
+             _row_md(header), _rule(header)]
+    for row in papers_rows(result["rows"]):
+        mean = interval_over_seeds(row["mean_oscr_per_seed"]) if row["mean_oscr_per_seed"] else None
+        mean_log = interval_over_seeds(row["mean_oscr_log_per_seed"]) if row["mean_oscr_log_per_seed"] else None
+        cells = [row["approach"] + _marked(row),  # the row's label is the approach's name: marked once
+                 row["detector"], _fmt(row["closed_set_accuracy"]), _fmt(row.get("val_closed_set_accuracy")),
+                 _fmt(mean), _fmt(mean_log)]
+        cells += [_fmt(row["test"].get(s, {}).get("oscr")) + _tie(row, s) for s in sets]
+        lines.append(_row_md([*cells, marks["primary"].get(row["row"], "")]))
+    keys = fpr_keys(result["fprs"])
+    if keys:  # the low-FPR end, which the OSCR area on its linear axis weighs little
+        header = ["approach", "detector", *(f"{s} CCR@{keys[0]}" for s in sets)]
+        lines += ["", f"CCR at {keys[0]}, the smallest FPR of the report's columns, the same rows. "
+                  f"{_columns_resolution(result)}", "", _row_md(header), _rule(header)]
+        for row in papers_rows(result["rows"]):
+            cells = [_fmt(row["test"].get(s, {}).get("ccr_at_fpr", {}).get(keys[0])) for s in sets]
+            lines.append(_row_md([row["approach"], row["detector"], *cells]))
+    return [*lines, ""]
+
+
+def _columns_resolution(result: Dict) -> str:
+    """Where the CCR columns' FPRs come from, and what the test sets would resolve: the columns are
+    the FPRs the validation negatives support (a CCR at FPR >= 10/#negatives), each test set resolves
+    down to 10/#unknowns, which may be smaller."""
+    negatives = result.get("val_negatives")
+    validation = (f"the {negatives:,} validation negatives" if negatives else "the validation negatives")
+    tests = ", ".join(f"{name} {10 / n:.2g}" for name, n in result["test_sets"].items() if n)
+    return (f"The columns are the FPRs {validation} support (10/#negatives, rounded up to the series 1e-4, 2e-4, "
+            f"5e-4, 1e-3, ...); each test set alone resolves down to 10/#unknowns: {tests}.")
+
+
+def _matrix(result: Dict) -> List[str]:
+    """Every approach (a line, in the order of the short table) with every detector (a column):
+    the test mean D_a OSCR over seeds; in bold each approach's best detector by the validation
+    ranking metric (:func:`~agnostophobia.experiments.benchmark_ranking.best_detectors`), none for an
+    approach not ranked, which is marked as the tables mark it; "—" where a detector does not apply
+    to the approach or was not scored."""
+    rows = result["rows"]
+    approaches = list(dict.fromkeys(r["approach"] for r in papers_rows(rows) + rows))
+    detectors = sorted({r["detector"] for r in rows})
+    cell = {(r["approach"], r["detector"]): float(np.mean(r["mean_oscr_per_seed"]))
+            for r in rows if r["mean_oscr_per_seed"]}
+    first = {}
+    for row in rows:
+        first.setdefault(row["approach"], row)
+    best = best_detectors(rows)
+    header = ["approach", *detectors]
+    lines = ["## Every approach with every detector (mean D_a OSCR)", "",
+             f"Test numbers. In bold, each approach's best detector by the validation {result['ranking']['title']} "
+             f"(the ranking metric): chosen on validation data, not on these numbers; an approach not converged or "
+             f"not trained on every seed is marked and has none.", "", _row_md(header), _rule(header)]
+    for approach in approaches:
+        texts = [("—" if (approach, d) not in cell else
+                  f"**{cell[(approach, d)]:.3f}**" if best.get(approach) == d else f"{cell[(approach, d)]:.3f}")
+                 for d in detectors]
+        lines.append(_row_md([approach + _marked(first[approach]), *texts]))
+    return [*lines, ""]
+
+
+def _val_cell(row: Dict, metric: str) -> str:
+    """The row's validation ``metric`` (mean over seeds [95 % t interval])."""
+    values = row["val"]["per_seed"].get(metric)
+    return _fmt(interval_over_seeds(values)) if values else "N/A"
+
+
+def choices_and_splits(result: Dict) -> List[str]:
+    """Which split each choice of the report read: every choice validation data, the test sets read
+    once, for the numbers reported and the tests."""
+    ranking = result["ranking"]
+    threshold = result["min_accuracy"]
+    convergence = (f"closed-set accuracy of the validation knowns, mean over seeds, at least {threshold}"
+                   if threshold is not None else "no threshold declared (--min-accuracy): every row counts")
+    return ["## Which split each choice used", "",
+            "| choice | split | how |", "|---|---|---|",
+            f"| convergence (*not converged*: neither ranked, tested nor bold) | validation | {convergence} |",
+            f"| each detector's settings | validation | {result.get('tuning', '')} |",
+            f"| the ranking metric | validation | {ranking['title']}: {ranking['why']} "
+            f"(\"Choosing the ranking metric\") |",
+            f"| rank, best row, each approach's best detector (bold) | validation | the validation "
+            f"{ranking['title']}, mean over seeds, through compare's ranking (ties: validation AUROC) |",
+            "| the numbers reported, the tests and their decisions | test | read once, after every choice above: "
+            "the OSCR areas, AUROC, FPR@95%TPR, AUPR, CCR and accuracies shown, and the families of comparisons |"]
+
+
+def _ranking_metric_section(result: Dict) -> List[str]:
+    """The table the ranking metric is chosen from: each candidate's gap to closed-set accuracy,
+    spread across approaches and separation in seed half-widths, on validation data (what the
+    rule reads) and on the test sets (shown, not read)."""
+    ranking = result["ranking"]
+    header = ["metric", "split", "approaches", "median gap to closed-set acc.", "spread of means",
+              "median 95 % half-width", "median separation (half-widths)", ""]
+    lines = ["## Choosing the ranking metric", "",
+             f"Rule, declared before the run: {ranking['rule']}. Chosen: **{ranking['title']}**, {ranking['why']}. "
+             "Gap: closed-set accuracy minus the metric (means over seeds; the linear OSCR area is at most the "
+             "accuracy, so a gap near 0 says the metric reads little beyond accuracy). Separation: over every pair "
+             "of converged approaches, each with its paper's detector, the difference of their means over the "
+             "pair's mean 95 % t half-width over seeds. Validation rows decide; test rows (mean over the D_a sets) "
+             "are shown beside and decide nothing.", "", _row_md(header), _rule(header)]
+    for split, name in (("val", "validation"), ("test", "test (D_a mean)")):
+        for c in ranking["candidates"][split]:
+            chosen = "chosen" if split == "val" and c["metric"] == ranking["chosen"] else ""
+            separation = c["median_separation"]
+            lines.append(_row_md([c["title"], name, str(c["approaches"]), _number(c["median_gap"], 4),
+                                  _number(c["spread"], 4), _number(c["median_half_width"], 4),
+                                  "N/A" if separation is None else "∞" if np.isinf(separation) else f"{separation:.2f}",
+                                  chosen]))
+    return [*lines, ""]
+
+
+def _label(row: Dict) -> str:
+    return row["row"] + _marked(row)
+
+
+def _marked(row: Dict) -> str:
+    """Why a row is not ranked, as the tables say it."""
+    return (" (not converged)" if row["converged"] is False else "") + \
+        ("" if row["complete"] else f" (incomplete: {len(row['seeds'])} seed(s))")
+
+
+def _tie(row: Dict, name: str) -> str:
+    cell = row["test"].get(name)
+    return " †" if cell is not None and cell["tied_share"] > TIE_FLAG else ""
+
+
+def _marks(tests: Dict) -> Dict[str, Dict[str, str]]:
+    return {family: {t["row"]: mark(t) for t in family_tests} for family, family_tests in tests.items()}
+
+
+def _bounds(ends: Sequence[Optional[float]]) -> str:
+    return "[—]" if None in ends else f"[{ends[0]:+.4f}, {ends[1]:+.4f}]"
+
+
+def _p(value: Optional[float]) -> str:
+    return "undefined" if value is None else f"{value:.3g}"
+
+
+def decision_rule(result: Dict) -> List[str]:
+    """The report's paragraph on what its marks mean."""
+    seeds = result["seeds"]
+    return [f"Marks: each comparison of the mean D_a OSCR over seeds, decided against a margin declared before the "
+            f"run (±{MARGIN}): **better**/**worse**, the row is above/below its reference by at least the margin, "
+            f"with Holm-adjusted p below {ALPHA} within its family; **equivalent**, the 90 % interval of "
+            f"the difference lies inside ±{MARGIN} (two one-sided tests at {ALPHA}); **not resolved ({seeds} "
+            f"seeds)**, neither: the data cannot say at this number of seeds. The standard error of a difference "
+            f"is the seeds' spread, floored by a paired bootstrap over the shared test samples. Families, each "
+            f"Holm-adjusted on its own at {ALPHA} (not the whole report): "
+            + "; ".join(f"{kind}, {compares}" for kind, compares in FAMILIES.values()) + "."]
+
+
+def _row_md(cells: Sequence[str]) -> str:
+    return "| " + " | ".join(str(c).replace("|", "\\|") for c in cells) + " |"
+
+
+def _rule(header: Sequence[str]) -> str:
+    return "|" + "---|" * len(header)
