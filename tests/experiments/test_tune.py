@@ -22,6 +22,7 @@ from agnostophobia.metrics import ccr_at_fpr
 from agnostophobia.training.config import load_experiment
 from agnostophobia.training.outputs import load_outputs
 from reliability_table import proves
+from runs import snapshot
 from synthetic import synthetic_protocol
 
 # 96 negatives in 4 classes to train on, 24 in validation: the 2 held-out classes give 12
@@ -298,3 +299,17 @@ def test_a_refused_tune_leaves_the_last_good_result(config, synthetic_data, tmp_
     assert main(tune_args(config, out)) == 1  # an existing tuning run needs --resume
     assert len(capsys.readouterr().err.strip().splitlines()) == 1
     assert {path: path.read_bytes() for path in out.iterdir() if path.is_file()} == written
+
+
+@proves("refused input", "`tune --out DIR` into a folder of the user's files is refused in one line naming one, "
+                         "before anything is written; the folder is left byte for byte")
+@pytest.mark.parametrize("held", ["tune.json", "notes.txt", "seed0/kept.txt"])
+def test_tune_into_a_folder_of_other_files_is_refused(config, synthetic_data, tmp_path, capsys, held):
+    out = tmp_path / "mine"
+    (out / held).parent.mkdir(parents=True, exist_ok=True)
+    (out / held).write_text("the user's own")
+    before = snapshot(out)
+    assert main(tune_args(config, out)) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "is a folder of other files" in err[0] and str(out / held.split("/")[0]) in err[0], err
+    assert snapshot(out) == before

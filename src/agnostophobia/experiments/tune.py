@@ -51,7 +51,7 @@ from agnostophobia.losses import LOSSES, every_loss_setting, loss_settings, sett
 from agnostophobia.metrics import ccr_at_fpr
 from agnostophobia.metrics.rows import own_detector
 from agnostophobia.metrics.summary import finite_or_none
-from agnostophobia.rundir import RunDir
+from agnostophobia.rundir import LOCK, RunDir
 from agnostophobia.settings import Setting
 from agnostophobia.training.config import (LOSS_ALIASES, ExperimentConfig, load_experiment,
                                            read_yaml, resolve_config_path, with_loss_keys_moved)
@@ -311,6 +311,8 @@ def tune(request: RunRequest, params: Sequence[str], fpr: float = DEFAULT_FPR, d
     started = any(run.last_checkpoints() for run in point_runs(out))
     if started and not resume:
         raise ConfigError(f"--out {out} already holds a tuning run; add --resume to continue it, or choose another --out")
+    if not resume and not started:
+        check_tuning_folder(out, points)
     if resume and not (started or any(run.config.exists() for run in point_runs(out))):
         raise ConfigError(f"--resume: --out {out} holds no tuning run to continue (no grid point); "
                           f"leave out --resume to start one there")
@@ -337,6 +339,20 @@ def tune(request: RunRequest, params: Sequence[str], fpr: float = DEFAULT_FPR, d
     for approach, chosen in record["chosen"].items():
         log(f"{approach}: " + (chosen["summary"] if chosen else record["not_chosen"][approach]))
     return out / "tune.json"
+
+
+def check_tuning_folder(out: Path, points) -> None:
+    """A new tuning writes ``tune.json``, ``tune.md`` and a run per grid point into ``out``: only
+    into a new or empty folder (an empty lock aside), or one whose only entries are its grid
+    points' runs (a tuning killed before its first checkpoint). A folder of the user's own files
+    is refused in one line naming the first, before anything is written."""
+    if not out.is_dir():
+        return
+    ours = {point_name(point) for point in points} | {LOCK}
+    others = sorted(entry for entry in out.iterdir() if entry.name not in ours)
+    if others:
+        raise ConfigError(f"--out {out}: is a folder of other files, not a tuning run of this project (it holds "
+                          f"{others[0]}); tune into a new or empty folder, or add --resume to continue a tuning")
 
 
 def point_runs(out: Path) -> List[RunDir]:
