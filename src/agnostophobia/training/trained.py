@@ -73,7 +73,7 @@ def load_trained_model(model_dir: Path, device: Optional[str] = None, precision:
         ~agnostophobia.errors.AgnostophobiaError: no ``best.pt`` (not trained to the end of an
             epoch), or a checkpoint that holds no trained network of this run: a layer missing,
             unexpected or of another shape (the logit layer: one row per class of the run),
-            integer or non-finite weights (:func:`~agnostophobia.training.records.check_network_state`).
+            integer or non-finite weights (``training.records.check_network_state``).
     """
     path = ModelDir(model_dir).best
     if not path.is_file():
