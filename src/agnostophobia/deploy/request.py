@@ -56,6 +56,10 @@ class ModelRequest:
         partial: Where some models get no threshold at ``fpr``, still write those that resolve
             (``--partial``).
 
+    Each field is checked where the request is made: a ``TypeError`` names a field of the
+    wrong kind (``partial="no"``, ``seed=True``), an
+    :class:`~agnostophobia.errors.AgnostophobiaError` one out of its range (``fpr=0``).
+
     Examples:
         >>> from agnostophobia.deploy import ModelRequest
         >>> request = ModelRequest("runs/lenet++-cpu", fpr=0.01, approaches=["entropic", "objectosphere"])
