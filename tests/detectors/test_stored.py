@@ -182,10 +182,14 @@ def test_an_older_run_has_its_last_layer_recomputed_from_best_pt_once(tmp_path):
     the outputs, then read from there; the scores are those of the layer handed over directly."""
     import torch
 
+    from agnostophobia.models import build_model
+
     make_model(tmp_path, layer=False)
     weight, bias = last_layer(), np.arange(C, dtype=np.float64) / 10
-    torch.save({"model": {"features.weight": torch.zeros(C + EXTRA, 3), "logits.weight": torch.tensor(weight),
-                          "logits.bias": torch.tensor(bias)}}, tmp_path / "best.pt")
+    config = {"model": "mlp", "model_kwargs": {"hidden": [C + EXTRA]}, "approach": "entropic", "seed": 0}
+    state = {**build_model("mlp", C, **config["model_kwargs"]).state_dict(),  # checked as the run's network
+             "logits.weight": torch.tensor(weight), "logits.bias": torch.tensor(bias)}
+    torch.save({"model": state, "config": config}, tmp_path / "best.pt")
     stored = model_scores(tmp_path, "entropic", SETTINGS)
     assert set(LAST_LAYER_DETECTORS) <= set(stored.detectors)
     kept = records.read_last_layer(tmp_path / LAST_LAYER)

@@ -179,8 +179,8 @@ def unused_flags_said(request: ModelRequest, *fields: str):
         rebuilt = bool(_REBUILT.get())
     finally:
         _REBUILT.reset(token)
-    if not rebuilt:
-        request.warn_unused(NOTHING_REBUILT, *fields)
+    if not rebuilt:  # said where the caller of the function holding this block called it (past contextlib)
+        request.warn_unused(NOTHING_REBUILT, *fields, stacklevel=4)
 
 
 def arithmetic(precision: str) -> str:

@@ -56,6 +56,10 @@ class ModelRequest:
         partial: Where some models get no threshold at ``fpr``, still write those that resolve
             (``--partial``).
 
+    Each field is checked where the request is made: a ``TypeError`` names a field of the
+    wrong kind (``partial="no"``, ``seed=True``), an
+    :class:`~agnostophobia.errors.AgnostophobiaError` one out of its range (``fpr=0``).
+
     Examples:
         >>> from agnostophobia.deploy import ModelRequest
         >>> request = ModelRequest("runs/lenet++-cpu", fpr=0.01, approaches=["entropic", "objectosphere"])
@@ -169,15 +173,17 @@ class ModelRequest:
             raise ValueError(f"{command} does not read {', '.join(changed)} of its ModelRequest; leave "
                              f"{'it' if len(changed) == 1 else 'them'} at the default")
 
-    def warn_unused(self, why: str, *fields: str) -> None:
+    def warn_unused(self, why: str, *fields: str, stacklevel: int = 1) -> None:
         """One :class:`~agnostophobia.errors.AgnostophobiaWarning` naming those of ``fields`` that
         were given (not None) and had no effect, and ``why``: a flag a command did not need (a
-        ``--device`` where no network ran) says so instead of being ignored without a word."""
+        ``--device`` where no network ran) says so instead of being ignored without a word.
+        ``stacklevel`` counts from the caller, as :func:`warnings.warn`'s does."""
         given = [f"--{name.replace('_', '-')} {getattr(self, name)}" for name in fields
                  if getattr(self, name) is not None]
         if given:
             verb = "has" if len(given) == 1 else "have"
-            warnings.warn(f"{' and '.join(given)} {verb} no effect: {why}", AgnostophobiaWarning, stacklevel=3)
+            warnings.warn(f"{' and '.join(given)} {verb} no effect: {why}", AgnostophobiaWarning,
+                          stacklevel=stacklevel + 1)
 
 
 def _expect(name: str, value, ok: bool, kind: str) -> None:

@@ -138,7 +138,7 @@ def evaluate_run(request: ModelRequest, unknowns: Sequence[str] = (), plots: boo
     records.warn_versions(stacklevel=2)
     if not unknowns:
         request.warn_unused("without --unknowns, evaluate reads the run's stored outputs: no data is read and no "
-                            "network run", "data_dir", "device")
+                            "network run", "data_dir", "device", stacklevel=2)
     model_dirs = sorted(model_dir for _, _, model_dir in records.models)
     prepared, names = {}, []
     if unknowns:  # every input is checked, read and prepared before the run is touched
