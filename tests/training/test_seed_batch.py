@@ -87,13 +87,18 @@ def test_a_batched_step_equals_each_seeds_own_step(approach, options, protocol):
         assert [k for k, v in alone.model.state_dict().items() if not torch.equal(initial[i][k], v)] == []
         [(loss, grads)] = first_step(alone, augment)
         batched_loss, batched_grads = steps[i]
-        assert batched_loss == pytest.approx(loss, rel=1e-5)
+        # FGSM steps along the sign of the input gradient: where a pixel's gradient is near 0 its
+        # sign can differ between the batched and the separate kernels (seen on an AVX2-only
+        # Zen 3: loss 7.5e-5 apart, gradients up to 7 % of their scale), moving that pixel by
+        # 2*epsilon; a mixed-up seed is off by far more
+        adversarial = "adversarial_epsilon" in options
+        assert batched_loss == pytest.approx(loss, rel=5e-4 if adversarial else 1e-5)
         for name, grad in grads.items():
             if grad is None:
                 assert batched_grads[name] is None
                 continue
             scale = grad.abs().max().clamp(min=1e-12)
-            assert ((batched_grads[name] - grad).abs().max() / scale).item() < 1e-2, name
+            assert ((batched_grads[name] - grad).abs().max() / scale).item() < (0.15 if adversarial else 1e-2), name
 
 
 def test_a_seed_given_another_seeds_batch_is_told_apart(protocol):
@@ -118,11 +123,12 @@ def trained_parameters(state, model):
     return torch.cat([state[name].double().reshape(-1) for name in names])
 
 
-def assert_runs_agree(batched_dir, separate_dir, initial, model, tolerance=0.15):
+def assert_runs_agree(batched_dir, separate_dir, initial, model, tolerance=0.6):
     """The batched seed's run ends where its separate run ends: files of the same form, weights
     apart by at most ``tolerance`` of the distance the separate run moved them from ``initial``
-    (measured over the four approaches: 3e-6 to 0.09, the larger where one rounding-flipped
-    choice happened), every logged loss within 2 %."""
+    (measured over the four approaches: 3e-6 to 0.09 on a Zen 4 with AVX-512, up to 0.48 on an
+    AVX2-only Zen 3, whose kernels round differently and flip more choices along the way), every
+    logged loss within 2 %."""
     batched, separate = load_checkpoint(batched_dir / "last.pt"), load_checkpoint(separate_dir / "last.pt")
     assert list(batched["model"]) == list(separate["model"])
     assert [v.shape for v in batched["model"].values()] == [v.shape for v in separate["model"].values()]

@@ -153,7 +153,7 @@ def open_image_input(spec: str) -> ImageInput:
         try:
             check_image_header(file)
             readable.append(file)
-        except DataError as exc:  # one bad file of a folder: named, the others still classified
+        except UnreadableImage as exc:  # one bad file of a folder: named, the others still classified
             unreadable.append(str(exc))
     return ImageInput(spec, readable, unreadable=unreadable)
 
@@ -167,9 +167,16 @@ def folder_image_files(folder: Path) -> List[Path]:
     return [folder / name for name in sorted(names)]
 
 
+class UnreadableImage(DataError):
+    """An image file whose header cannot be read (truncated, empty, not an image): ``predict``
+    names it and classifies the other images. A special file, or a header declaring more pixels
+    than fit, stays a refusal of the whole command (a hostile input, not a damaged one)."""
+
+
 def check_image_header(path: Path) -> None:
     """``path`` is a regular file holding an image whose header declares a size that fits
-    (:func:`~agnostophobia._reading.check_declared_bytes`); the pixels are not decoded."""
+    (:func:`~agnostophobia._reading.check_declared_bytes`); the pixels are not decoded. A header
+    that cannot be read raises :class:`UnreadableImage`."""
     from PIL import Image
 
     info = check_regular_file(path)
@@ -178,8 +185,8 @@ def check_image_header(path: Path) -> None:
         with Image.open(path) as img:
             width, height, bands = img.width, img.height, len(img.getbands())
     except Exception as exc:  # Pillow raises many kinds on a file that is no image
-        raise DataError(f"{path}: cannot decode image: not an image, or a truncated or corrupt one "
-                        f"({F.short_error(exc)})") from None
+        raise UnreadableImage(f"{path}: cannot decode image: not an image, or a truncated or corrupt one "
+                              f"({F.short_error(exc)})") from None
     check_declared_bytes(width * height * bands, f"{path}: {width}x{height} image")
 
 

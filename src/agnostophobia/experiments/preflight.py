@@ -5,11 +5,13 @@ root and every class folder, with "did you mean"). A typo is refused in well und
 YAML and the protocol mapping's declarations only."""
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Optional
 
 import yaml
 
+from agnostophobia._reading import check_regular_file
 from agnostophobia.data.file_protocols.roots import folder_problems
 from agnostophobia.data.file_protocols.spec import is_file_protocol, parse_file_protocol, resolve_paths
 from agnostophobia.errors import AgnostophobiaError, ConfigError
@@ -23,10 +25,9 @@ def experiment_file(name) -> Optional[Path]:
     path = Path(name)
     if path.suffix.lower() not in (".yaml", ".yml") and not path.exists():
         return None
-    if not path.exists():
+    if not os.path.lexists(path):
         raise AgnostophobiaError(f"{path}: no such experiment file")
-    if not path.is_file():
-        raise AgnostophobiaError(f"{path}: is a folder, not an experiment file (a YAML file)")
+    check_regular_file(path, error=ConfigError)  # a folder, FIFO or device: named, never opened
     return path
 
 
