@@ -136,7 +136,7 @@ def test_two_commands_at_once_on_one_run_leave_one_whole_result(calibrated, unin
 
 # ------------------------------------------------------------------ the smoke benchmark
 def benchmark_args(out, data_dir):
-    return ["benchmark", "lenet++", "--budget", "smoke", "--seeds", "1", "--set", "approaches=[softmax, entropic]",
+    return ["benchmark", "lenet++", "--budget", "smoke", "--seeds", "2", "--set", "approaches=[softmax, entropic]",
             "--out", out, "--no-progress", "--data-dir", data_dir]
 
 
