@@ -16,7 +16,7 @@ from agnostophobia.errors import AgnostophobiaError
 from agnostophobia.rundir import SEED_FOLDER, RunDir
 
 
-def check_run_folder(run) -> RunDir:
+def existing_run(run) -> RunDir:
     """The run folder exists, is a folder, and holds a run's config (one line otherwise)."""
     run = Path(run)
     if not run.exists():
@@ -68,7 +68,7 @@ def check_inputs(inputs: Sequence) -> None:
 def before_loading(args) -> None:
     """The checks of a command on a run that need no model and no image (``args``: the parsed
     command line of compare, calibrate, predict or export)."""
-    run = check_run_folder(args.run)
+    run = existing_run(args.run)
     check_approaches(run, getattr(args, "approach", None))
     if getattr(args, "out", None) is not None:  # a FIFO or device named as the output: before the inputs
         check_replaceable(args.out, "--out")
