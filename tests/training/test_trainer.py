@@ -311,3 +311,38 @@ def test_tensorboard_is_on_where_installed_and_true_without_it_names_the_extra(m
         "agnostophobia: error: config key 'tensorboard': true needs the tensorboard package: "
         "pip install 'agnostophobia[tensorboard]' (or set tensorboard: auto or false)"]
     assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize("width, unsafe", [(2, True), (4, True), (8, False), (16, False)])
+def test_a_narrow_resnet_trains_contiguous_on_a_cpu_and_a_wide_one_in_channels_last(width, unsafe):
+    """oneDNN corrupts the heap computing the weight gradient of a 1x1 stride-2 convolution with
+    2-7 input channels in channels_last (torch 2.14.1, AVX2 Zen 3): a narrow ResNet's shortcut."""
+    from agnostophobia.training.device import unsafe_channels_last_convolutions
+    cfg = tiny_config(model="resnet18", model_kwargs={"width": width, "feature_dim": 8, "in_channels": 1},
+                      channels_last=True)
+    run = Training(cfg, synthetic_protocol())
+    assert bool(unsafe_channels_last_convolutions(run.model)) == unsafe
+    assert run.channels_last == (not unsafe)
+    assert run.seed_run(0).channels_last == run.channels_last
+    asked_off = Training(dataclasses.replace(cfg, channels_last=False), synthetic_protocol())
+    assert asked_off.channels_last is False
+
+
+def test_a_narrow_resnet_trains_on_a_cpu_without_corrupting_memory():
+    """The layer that crashed (above) trains through the trainer's step 20 times in a fresh process,
+    where a corrupted heap aborts or hangs (it did within 20 steps before the rule)."""
+    code = textwrap.dedent("""\
+        import sys; sys.path[:0] = [%r]
+        from synthetic import synthetic_protocol
+        from agnostophobia.training.config import TrainConfig
+        from agnostophobia.training.trainer import fit
+        cfg = TrainConfig(approach="softmax", model="resnet18", epochs=7, batch_size=16, tensorboard=False,
+                          progress=False, compile=False, model_kwargs={"width": 2, "feature_dim": 8, "in_channels": 1})
+        fit(cfg.validate(), synthetic_protocol(), sys.argv[1])
+        print("trained")
+        """) % str(SUPPORT)
+    import tempfile
+    with tempfile.TemporaryDirectory() as out:
+        result = subprocess.run([sys.executable, "-c", code, out], capture_output=True, text=True, timeout=120,
+                                env={**os.environ, "OMP_NUM_THREADS": "1"})
+    assert result.returncode == 0 and "trained" in result.stdout, result.stderr[-2000:]

@@ -75,7 +75,7 @@ def split_outputs(run, images, labels, precision: Optional[str] = None) -> Dict:
     """Per-sample logits, features and labels of ``images``, predicted as the run trained
     (its memory format, precision unless ``precision`` says otherwise, evaluation batch size)."""
     logits, features = predict(run.model, images, run.cfg.eval_batch_size, run.device,
-                               run.cfg.channels_last, precision or run.precision)
+                               run.channels_last, precision or run.precision)
     return {"logits": logits, "features": features, "labels": labels}
 
 

@@ -169,7 +169,9 @@ class Training:
             models.append(build_model(cfg.model, num_outputs=self.loss_fn.num_outputs, **cfg.model_kwargs))
             initialise_from_data(models[-1], protocol.train)
         # network: what trains the model, DDP under torchrun; compiled where the config asks (.compiled)
-        self.model, self.network = self.seed_layout.place(models, self.world, self.device, cfg.channels_last)
+        # channels_last where it is asked for and oneDNN computes it correctly (device.channels_last_is_safe)
+        self.channels_last = cfg.channels_last and devices.channels_last_is_safe(models[0], self.device)
+        self.model, self.network = self.seed_layout.place(models, self.world, self.device, self.channels_last)
         self.compiled = resolve_compile(cfg.compile, self.device, bool(self.seed_shape), self.world.distributed)[0]
         if self.compiled:
             self.network = CompiledOrEager(self.network)
@@ -309,9 +311,9 @@ class Training:
     def seed_run(self, seed_index: int) -> "SeedRun":
         """Seed ``seed_index``'s trained network as a plain module, with what predicting needs."""
         model = self.seed_layout.seed_model(self.model, seed_index)
-        if self.cfg.channels_last:
+        if self.channels_last:
             model.to(memory_format=torch.channels_last)
-        return SeedRun(model, self.seed_cfgs[seed_index], self.device, self.precision)
+        return SeedRun(model, self.seed_cfgs[seed_index], self.device, self.precision, self.channels_last)
 
 
 @dataclass
@@ -322,6 +324,7 @@ class SeedRun:
     cfg: TrainConfig
     device: torch.device
     precision: str
+    channels_last: bool  # the memory format it trained in (Training.channels_last)
 
 
 class DivergenceWatch:
@@ -426,7 +429,7 @@ def training_step(run: Training, images: torch.Tensor, indices: torch.Tensor, dr
     ``draws``: the batch's crop-flip draws on the device (None: no augmentation here); ``share``:
     the global batch size over the processes (the loss sum's weight); ``loss_scale``: under DDP,
     this process's share of the global-batch mean (None in one process)."""
-    x, y = augment.to_input(images, run.cfg.channels_last), run.train_data.labels[indices]
+    x, y = augment.to_input(images, run.channels_last), run.train_data.labels[indices]
     if draws is not None:
         x = augment.apply_crop_flip(x, draws, run.cfg.crop_padding, run.cfg.crop_padding_mode)
     x = run.loss_fn.mix_batch(x, y)  # the loss's batch hook (MixOE); the identity for most losses
@@ -538,7 +541,7 @@ def evaluation_sums(run: Training, data: TensorData) -> Tuple[torch.Tensor, torc
     correct = torch.zeros(run.seed_shape, dtype=torch.long, device=run.device)
     for i in run.world.eval_starts(len(data), run.cfg.eval_batch_size):  # all batches in one process
         batch = slice(i, i + run.cfg.eval_batch_size)
-        x = augment.to_input(data.images[batch], run.cfg.channels_last)
+        x = augment.to_input(data.images[batch], run.channels_last)
         y = data.labels[batch]
         loss, logits = run.batch_loss(x, y, data.weights_of(batch), shared=True)  # stacked: every seed sees them
         loss_sum += loss.double() * len(y)
