@@ -61,10 +61,13 @@ def test_normalisation_is_the_first_layer(arch):
     torch.testing.assert_close(trunk_inputs[-1][0, :, 0, 0], expected)
 
 
-@pytest.mark.parametrize("freeze", [True, False])
+@pytest.mark.parametrize("spelling", [{"freeze": "backbone"}, {"freeze": "none"}, {"freeze_backbone": True},
+                                      {"freeze_backbone": False}, {}], ids=str)
 @pytest.mark.parametrize("arch", SMALL)
-def test_a_frozen_trunk_keeps_its_weights_and_batchnorm_statistics(arch, freeze):
-    model = backbone(arch, freeze_backbone=freeze).train()
+def test_a_frozen_trunk_keeps_its_weights_and_batchnorm_statistics(arch, spelling):
+    """``freeze: backbone`` (and ``freeze_backbone: true``, the older spelling runs were trained with)."""
+    freeze = spelling in ({"freeze": "backbone"}, {"freeze_backbone": True})
+    model = backbone(arch, **spelling).train()
     trunk_before = {k: v.clone() for k, v in model.backbone.state_dict().items()}
     head_before = model.features.weight.clone()
     optimizer = torch.optim.SGD([p for p in model.parameters() if p.requires_grad], lr=0.1)
@@ -81,7 +84,7 @@ def test_a_frozen_trunk_keeps_its_weights_and_batchnorm_statistics(arch, freeze)
 
 def test_a_frozen_trunk_stays_frozen_through_a_training_run(tmp_path):
     """The trainer calls model.train() every epoch; grey 28x28 synthetic images go in as they are."""
-    cfg = TrainConfig(model="torchvision/mobilenet_v3_small", model_kwargs={"feature_dim": 4, "freeze_backbone": True},
+    cfg = TrainConfig(model="torchvision/mobilenet_v3_small", model_kwargs={"feature_dim": 4, "freeze": "backbone"},
                       approach="entropic", epochs=1, batch_size=24, lr=1e-2, tensorboard=False, progress=False,
                       cpu_threads=1).validate()
     torch.manual_seed(cfg.seed)
@@ -132,7 +135,9 @@ def test_bad_weights_are_one_clear_line(weights, message):
 
 @pytest.mark.parametrize("options, message", [
     ({"feature_dim": "512"}, "feature_dim must be integers >= 1, got 4, '512'"),
-    ({"freeze_backbone": "yes"}, "freeze_backbone must be true or false, got 'yes'"),
+    ({"freeze": "yes"}, "freeze must be one of none, backbone, got 'yes'"),
+    ({"freeze_backbone": "yes"}, r"freeze_backbone \(the older spelling of freeze\) must be true or false"),
+    ({"freeze_backbone": True, "freeze": "backbone"}, "given without freeze, got True"),
     ({"dropout_rate": 0.1}, "unexpected keyword argument 'dropout_rate'"),
 ])
 def test_bad_options_are_one_clear_line(options, message):

@@ -1,8 +1,19 @@
 """The model registry and factory, below the model modules that register themselves in it
 (so that ``models/__init__.py`` imports them without being imported back)."""
+from agnostophobia.errors import ConfigError
 from agnostophobia.registry import Registry
 
 MODELS: Registry = Registry("model")
+# what ``model_kwargs: {freeze: ...}`` may say, for every model with a pretrained trunk:
+# ``backbone`` trains only the head (F and the logit layer)
+FREEZE = ("none", "backbone")
+
+
+def check_freeze(model: str, freeze) -> str:
+    """``freeze`` if it is one of :data:`FREEZE`, else a one-line :class:`ConfigError` naming ``model``."""
+    if freeze not in FREEZE:
+        raise ConfigError(f"{model}: freeze must be one of {', '.join(FREEZE)}, got {freeze!r}")
+    return freeze
 
 
 def build_model(name: str, num_outputs: int, load_weights: bool = True, **kwargs):

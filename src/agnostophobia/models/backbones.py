@@ -18,9 +18,10 @@ layer, so training, evaluation, prediction and an exported model all feed images
   or just ``IMAGENET1K_V1`` / ``DEFAULT``; torchvision downloads it once into its cache), or the
   path of a local state-dict file of the torchvision model (its classifier, of any size, is
   dropped). Default: random initialisation.
-* ``freeze_backbone`` (default false): train only the head (F and the logit layer). The trunk's
-  parameters do not require gradients and the trunk stays in eval mode, so its BatchNorm
-  statistics do not move either.
+* ``freeze``: ``none`` (default) or ``backbone``: train only the head (F and the logit layer). The
+  trunk's parameters do not require gradients and the trunk stays in eval mode, so its BatchNorm
+  statistics do not move either. (``freeze_backbone: true``, the older spelling, is still read, so
+  runs trained with it load as they were.)
 * ``mean``, ``std``: the normalisation (default: the weights' own, ImageNet's for every torchvision
   classification weight; ImageNet's without weights).
 * anything else goes to the torchvision builder (e.g. ``image_size: 32`` for a ViT trained from scratch).
@@ -37,7 +38,7 @@ import torchvision
 from torch import nn
 
 from agnostophobia.errors import ConfigError
-from agnostophobia.models._base import MODELS
+from agnostophobia.models._base import MODELS, check_freeze
 from agnostophobia.models.head import open_set_head
 
 PREFIX = "torchvision/"
@@ -82,7 +83,8 @@ class TorchvisionBackbone(nn.Module):
         num_outputs: logits (C, or C+1 for the background-class approach).
         feature_dim: size of the deep-feature layer F.
         weights: torchvision weights name or local state-dict path (see the module docstring).
-        freeze_backbone: train only the head; the trunk stays in eval mode.
+        freeze: ``none`` or ``backbone`` (train only the head; the trunk stays in eval mode).
+        freeze_backbone: the older spelling of ``freeze="backbone"`` (True) and ``"none"`` (False).
         mean, std: the normalisation of the first layer.
         builder_kwargs: passed to the torchvision builder.
 
@@ -97,14 +99,18 @@ class TorchvisionBackbone(nn.Module):
     """
 
     def __init__(self, architecture: str, num_outputs: int = 10, feature_dim: int = 512,
-                 weights: Optional[str] = None, freeze_backbone: bool = False,
+                 weights: Optional[str] = None, freeze: str = "none", freeze_backbone: Optional[bool] = None,
                  mean: Optional[Sequence[float]] = None, std: Optional[Sequence[float]] = None, **builder_kwargs):
         super().__init__()
         if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 1 for v in (num_outputs, feature_dim)):
             raise ConfigError(f"{PREFIX}{architecture}: num_outputs and feature_dim must be integers >= 1, "
                               f"got {num_outputs!r}, {feature_dim!r}")
-        if not isinstance(freeze_backbone, bool):
-            raise ConfigError(f"{PREFIX}{architecture}: freeze_backbone must be true or false, got {freeze_backbone!r}")
+        check_freeze(PREFIX + architecture, freeze)
+        if freeze_backbone is not None:  # the older spelling, in configs of runs trained with it
+            if not isinstance(freeze_backbone, bool) or freeze != "none":
+                raise ConfigError(f"{PREFIX}{architecture}: freeze_backbone (the older spelling of freeze) must be "
+                                  f"true or false and given without freeze, got {freeze_backbone!r}")
+            freeze = "backbone" if freeze_backbone else "none"
         preset, weights_file = resolve_weights(architecture, weights)
         trunk = build_trunk(architecture, preset, builder_kwargs)
         classifier, width = remove_classifier(trunk, architecture)
@@ -116,8 +122,8 @@ class TorchvisionBackbone(nn.Module):
         self.backbone = trunk
         self.features = nn.Linear(width, feature_dim)  # deep features F, with bias
         self.logits = nn.Linear(feature_dim, num_outputs, bias=False)
-        self.freeze_backbone = freeze_backbone
-        if freeze_backbone:
+        self.freeze = freeze
+        if freeze == "backbone":
             self.backbone.requires_grad_(False)
             self.backbone.eval()
 
@@ -129,7 +135,7 @@ class TorchvisionBackbone(nn.Module):
             The network itself, ``self``.
         """
         super().train(mode)
-        if self.freeze_backbone:
+        if self.freeze == "backbone":
             self.backbone.eval()
         return self
 

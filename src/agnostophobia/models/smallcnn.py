@@ -35,11 +35,10 @@ import torch
 from torch import nn
 
 from agnostophobia.errors import ConfigError
-from agnostophobia.models._base import MODELS
+from agnostophobia.models._base import MODELS, check_freeze
 from agnostophobia.models.head import open_set_head
 
 NAME = "small-cnn"
-FREEZE = ("none", "backbone")
 
 
 def _stage(in_channels: int, out_channels: int) -> nn.Sequential:
@@ -79,8 +78,7 @@ class SmallCNN(nn.Module):
                            ("feature_dim", feature_dim), ("width", width)):
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ConfigError(f"{NAME}: {key} must be an integer >= 1, got {value!r}")
-        if freeze not in FREEZE:
-            raise ConfigError(f"{NAME}: freeze must be one of {', '.join(FREEZE)}, got {freeze!r}")
+        check_freeze(NAME, freeze)
         self.backbone = nn.Sequential(_stage(in_channels, width), _stage(width, 2 * width),
                                       _stage(2 * width, 4 * width), nn.AdaptiveAvgPool2d(1), nn.Flatten())
         self.features = nn.Linear(4 * width, feature_dim)  # deep features F, with bias
