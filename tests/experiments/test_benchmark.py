@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from agnostophobia.experiments.benchmark import benchmarked_approaches, experiment_for, summarise, tune_fpr
+from agnostophobia.experiments.benchmark import benchmarked_approaches, experiment_for, summarise
+from agnostophobia.experiments.tune_detectors import default_fpr
 from agnostophobia.experiments.benchmark_report import markdown
 from agnostophobia.experiments.benchmark_rows import REFERENCE_APPROACH, REFERENCE_DETECTOR
 from agnostophobia.rundir import BENCHMARK as BENCHMARK_JSON, BENCHMARK_TABLE as BENCHMARK_MD
@@ -205,7 +206,7 @@ def test_targets_and_the_tuning_fpr():
     assert experiment_for("cifar10-split") == ("cifar", (("protocol", "cifar10-split"),))
     with pytest.raises(AgnostophobiaError, match="not a shipped protocol"):
         experiment_for("no-such-protocol")
-    assert tune_fpr(1000) == 0.01 and tune_fpr(200) == 0.05 and tune_fpr(9) is None
+    assert default_fpr(1000) == 0.01 and default_fpr(200) == 0.05 and default_fpr(9) is None
 
 
 def test_a_diverged_approach_stops_the_benchmark_with_how_to_continue_without_it(tmp_path, monkeypatch):

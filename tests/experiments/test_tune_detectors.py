@@ -135,6 +135,15 @@ def test_an_fpr_the_validation_negatives_cannot_support_is_refused_with_the_coun
     assert main(["tune-detectors", str(run), "--fpr", "0.3125", "--detector", "knn"]) == 0  # exactly 10 allowed
 
 
+def test_without_fpr_the_target_is_the_smallest_the_validation_negatives_support(run, capsys):
+    """1 % needs 1,000 validation negatives; 32 support 0.5 at the smallest, and that is the default
+    (a small validation split is tuned, not refused), said in the log and stored."""
+    assert main(["tune-detectors", str(run), "--detector", "knn"]) == 0
+    assert "target FPR 0.5: the default, the smallest the validation negatives support (0.01 needs 1,000)" in \
+        capsys.readouterr().out
+    assert json.loads((run / TUNED_SETTINGS).read_text())["target_fpr"] == TUNE_FPR
+
+
 def test_unknown_or_untunable_detector_and_unknown_approach_are_refused(run):
     from agnostophobia.deploy import ModelRequest
     from agnostophobia.experiments.tune_detectors import tune_detectors

@@ -89,15 +89,12 @@ from agnostophobia.experiments.benchmark_report import markdown, what_the_data_s
 from agnostophobia.experiments.benchmark_rows import (cells, interval_over_seeds, is_papers_detector, mean_oscr,
                                                       network_accuracy)
 from agnostophobia.experiments.request import RunRequest
-from agnostophobia.metrics import supported_fprs, supports_fpr
 from agnostophobia.rundir import RunDir
 
 _FORMAT = 3  # 3: every choice on validation data, the ranking metric chosen by RANKING_RULE; 2: three families
 #              of tests, each with its decision against MARGIN (1: "significant" per test)
 #: Seeds per approach unless ``--seeds`` says otherwise: OpenOOD's three; a paired test needs two.
 DEFAULT_SEEDS = 3
-#: FPR at which ``tune-detectors`` chooses settings, where the validation negatives support it.
-TUNE_FPR = 1e-2
 #: The shipped protocols ``benchmark`` takes by name: (the config, the ``--set`` options it needs).
 SHIPPED = {"lenet++": ("lenet++", ()), "cifar": ("cifar", ()),
            "cifar10-split": ("cifar", (("protocol", "cifar10-split"),))}
@@ -114,15 +111,6 @@ def experiment_for(target: str) -> Tuple[str, Tuple[Tuple[str, object], ...]]:
     raise AgnostophobiaError(f"benchmark {target!r}: not a shipped protocol ({', '.join(SHIPPED)}) nor an "
                              f"experiment YAML file (for your own images: a config with protocol: "
                              f"{{type: imagefolder, ...}}, docs/own-images.md)")
-
-
-def tune_fpr(negatives: int) -> Optional[float]:
-    """:data:`TUNE_FPR`, or the smallest FPR of the series the validation negatives support (None:
-    fewer than 10 negatives support none)."""
-    if supports_fpr(TUNE_FPR, negatives):
-        return TUNE_FPR
-    supported = supported_fprs(negatives)
-    return min(supported) if supported else None
 
 
 def benchmark(target: str, request: Optional[RunRequest] = None, min_accuracy: Optional[float] = None,
@@ -181,10 +169,10 @@ def benchmarked_approaches(records) -> Tuple[List[str], List[str]]:
 def _tune(run_dir: Path, approaches: Sequence[str], log) -> str:
     """``tune-detectors`` on the run's validation data; what the report says of it."""
     from agnostophobia.deploy.compare import validation_negatives
-    from agnostophobia.experiments.tune_detectors import tune_detectors
+    from agnostophobia.experiments.tune_detectors import default_fpr, tune_detectors
 
     negatives = validation_negatives(run_dir)
-    fpr = tune_fpr(negatives)
+    fpr = default_fpr(negatives)
     if fpr is None:
         return f"not tuned: {negatives} validation negatives support no FPR; every detector has the config's settings"
     try:

@@ -161,8 +161,9 @@ def add_commands(subparsers) -> None:
                                    "tail size and cover threshold, PostMax's tail fraction) by CCR at an FPR on the "
                                    f"run's validation knowns and negatives; stored in RUN/{TUNED_SETTINGS}")
     p.add_argument("run", type=Path, help="a run directory (reproduce/train output)")
-    p.add_argument("--fpr", type=fpr_rate, default=1e-2,
-                   help="target FPR of the validation CCR (default 0.01); refused below 10/#validation negatives")
+    p.add_argument("--fpr", type=fpr_rate,
+                   help="target FPR of the validation CCR (default: 0.01 where the validation negatives support it, "
+                        "else the smallest FPR they support); refused below 10/#validation negatives")
     p.add_argument("--detector", nargs="+", dest="detectors",
                    help="detectors to tune (default: every one that declares a grid)")
     p.add_argument("--approach", nargs="+", help="trained approaches to tune for (default: every one of the run)")
