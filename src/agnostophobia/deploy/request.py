@@ -177,7 +177,7 @@ class ModelRequest:
         """One :class:`~agnostophobia.errors.AgnostophobiaWarning` naming those of ``fields`` that
         were given (not None) and had no effect, and ``why``: a flag a command did not need (a
         ``--device`` where no network ran) says so instead of being ignored without a word.
-        ``stacklevel`` counts from the caller, as :func:`warnings.warn`'s does."""
+        ``stacklevel`` counts from the caller, as ``warnings.warn``'s does."""
         given = [f"--{name.replace('_', '-')} {getattr(self, name)}" for name in fields
                  if getattr(self, name) is not None]
         if given:
