@@ -73,6 +73,8 @@ def default_fpr(negatives: int) -> Optional[float]:
         return DEFAULT_FPR
     supported = supported_fprs(negatives)
     return min(supported) if supported else None
+
+
 _FORMAT = 1
 
 
@@ -86,8 +88,8 @@ def tune_detectors(request: ModelRequest, detectors: Optional[Sequence[str]] = N
     """Choose, store and return the settings (see the module docstring) of ``detectors``
     (default: every one that declares a grid) for the run ``request.run``'s approaches
     (``request.approaches``, default: all), by the validation CCR at ``request.fpr`` (default:
-    :func:`default_fpr` of the fewest validation negatives of a model). Where a detector tuned gets no setting (no grid point fits every model, or reaches the
-    FPR), nothing is written and an error says what would have been (``request.partial``: the
+    :func:`default_fpr` of the fewest validation negatives of a model). Where a detector tuned
+    gets no setting (no grid point fits every model, or reaches the FPR), nothing is written and an error says what would have been (``request.partial``: the
     settings chosen are written, and the detectors without one keep what the run held for
     them). ``processes``: approaches tuned at a time, each in its own process (the same choices
     as one after another)."""
