@@ -12,7 +12,7 @@ from sklearn.metrics import roc_auc_score
 from agnostophobia.cli import main
 from agnostophobia.detectors.stored import NotFitted, detector_inputs, fitted_detector
 from agnostophobia.losses import known_columns
-from agnostophobia.metrics import (MIN_FALSE_POSITIVES, reported_fprs, smallest_supported_fpr, supported_fprs,
+from agnostophobia.metrics import (MIN_FALSE_POSITIVES, default_fpr, reported_fprs, smallest_supported_fpr, supported_fprs,
                                    supports_fpr)
 from agnostophobia.rundir import CALIBRATION, COMPARISON, COMPARISON_TABLE, VAL_OUTPUTS
 from agnostophobia.training.outputs import load_fit_outputs, load_outputs, save_outputs
@@ -50,15 +50,19 @@ def validation_auroc(run, approach: str, detector: str) -> float:
     return roc_auc_score(val["labels"] >= 0, scores.max(axis=1))
 
 
-def test_compare_ranks_every_pair_by_validation_auroc_and_writes_the_table(run, capsys):
+def test_compare_ranks_every_pair_at_the_default_fpr_and_writes_the_table(run, capsys):
+    """Without --fpr, at the FPR tune-detectors tunes at (32 validation negatives: 0.5, the
+    smallest they support); ties on that CCR to the higher AUROC, each such rank marked."""
     assert main(["compare", str(run)]) == 0
     out = capsys.readouterr().out
     stored = json.loads((run / COMPARISON).read_text())
     rows = stored["rows"]
-    assert stored["val_negatives"] == 32 and stored["fprs"] == [0.5] and stored["rank_fpr"] is None
+    assert stored["val_negatives"] == 32 and stored["fprs"] == [0.5]
+    assert stored["rank_fpr"] == default_fpr(32) == 0.5 and stored["rank_fpr_is_default"] is True
     assert {r["approach"] for r in rows} == {"softmax", "entropic"} and len(rows) > 10
-    aurocs = [r["val"]["auroc"] for r in rows]
-    assert aurocs == sorted(aurocs, reverse=True) and [r["rank"] for r in rows] == list(range(1, len(rows) + 1))
+    keys = [(r["val"]["ccr_at_fpr"]["5e-1"] is None, -(r["val"]["ccr_at_fpr"]["5e-1"] or 0), -r["val"]["auroc"])
+            for r in rows]
+    assert keys == sorted(keys) and [r["rank"] for r in rows] == list(range(1, len(rows) + 1))
     for row in rows:
         try:
             expected = validation_auroc(run, row["approach"], row["detector"])
@@ -72,8 +76,36 @@ def test_compare_ranks_every_pair_by_validation_auroc_and_writes_the_table(run, 
     table = (run / COMPARISON_TABLE).read_text()
     top = f"{rows[0]['approach']}/{rows[0]['detector']}"
     assert f"| 1 | {top} |" in table and "val CCR@5e-1" in table and "letters AUROC" in table
+    assert "ranked by validation CCR at FPR 0.5 (the default without --fpr" in table
+    ties = sum(1 for a, b in zip(keys, keys[1:]) if a[:2] == b[:2])
+    marked = [line for line in table.splitlines() if line.startswith("| ") and line.split("|")[1].strip().endswith("=")]
+    assert len(marked) == ties and (not ties or f"{ties} row(s) tie with the row above" in table)
     assert str(run.parent) not in table  # the run by its name, not an absolute path
     assert top in out and "val AUROC" in out
+
+
+def test_compare_and_detector_best_name_the_same_top_pair(run, capsys):
+    """One ranking rule: compare's rank 1 without --fpr is what --detector best deploys at the
+    default FPR, and at a given --fpr too."""
+    from agnostophobia.deploy.compare import best_choice
+
+    assert main(["compare", str(run)]) == 0
+    top = json.loads((run / COMPARISON).read_text())["rows"][0]
+    choice = best_choice(run, default_fpr(32))
+    assert (choice.approach, choice.detector) == (top["approach"], top["detector"])
+    assert main(["compare", str(run), "--fpr", "0.5"]) == 0
+    stored = json.loads((run / COMPARISON).read_text())
+    assert stored["rank_fpr_is_default"] is False and stored["rows"][0]["row"] == top["row"]
+
+
+def test_rank_falls_back_to_validation_auroc_only_where_no_fpr_is_supported():
+    from agnostophobia.deploy.compare import rank
+
+    rows = [{"approach": "softmax", "detector": d, "val": {"auroc": a, "ccr_at_fpr": {"1e-2": c}}}
+            for d, a, c in [("softmax", 0.8, 0.5), ("energy", 0.9, 0.5), ("maxlogit", 0.95, 0.4)]]
+    assert [r["detector"] for r in rank(rows, 0.01)] == ["energy", "softmax", "maxlogit"]  # the tie to AUROC
+    assert [r["detector"] for r in rank(rows, None)] == ["maxlogit", "energy", "softmax"]
+    assert default_fpr(19) is None and default_fpr(20) == 0.5 and default_fpr(999) == 0.02
 
 
 def test_the_ranking_reads_no_test_set(run):

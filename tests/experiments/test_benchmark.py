@@ -12,7 +12,7 @@ import pytest
 from scipy import stats
 
 from agnostophobia.experiments.benchmark import benchmarked_approaches, experiment_for, summarise
-from agnostophobia.experiments.tune_detectors import default_fpr
+from agnostophobia.metrics import default_fpr
 from agnostophobia.experiments.benchmark_report import markdown
 from agnostophobia.experiments.benchmark_rows import REFERENCE_APPROACH, REFERENCE_DETECTOR
 from agnostophobia.rundir import BENCHMARK as BENCHMARK_JSON, BENCHMARK_TABLE as BENCHMARK_MD

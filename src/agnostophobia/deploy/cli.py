@@ -53,8 +53,9 @@ def add_commands(subparsers) -> None:
                                    "every FPR the validation negatives support, closed-set accuracy), the test sets "
                                    "beside; written to RUN/comparison.md and comparison.json")
     p.add_argument("--fpr", type=fpr_rate, metavar="T",
-                   help="rank by the validation CCR at T (refused below 10/#validation negatives; default: rank by "
-                        "validation AUROC)")
+                   help="rank by the validation CCR at T (refused below 10/#validation negatives; default: the "
+                        "FPR tune-detectors tunes at, 0.01 where the negatives support it, else the smallest they "
+                        "support); ties to the higher validation AUROC")
     p.add_argument("--approach", action="append", help="compare only this approach's detectors (repeatable)")
     p.set_defaults(func=_compare, before_loading=before_loading)
 

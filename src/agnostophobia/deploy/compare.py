@@ -14,8 +14,12 @@ training knowns. Per row, mean (and std) over the run's seeds:
 * the same columns on every test set of the run (D_c with one unknown set, as Table 2 reads
   them; a CCR only where that set's unknowns support the FPR), beside them, never used to rank.
 
-The rows are ranked by validation CCR at ``--fpr`` when given (it must be supported), else by
-validation AUROC; ties go to the higher validation AUROC, then to the run's row order. The
+The rows are ranked by validation CCR at ``--fpr`` when given (it must be supported), else at
+:func:`~agnostophobia.metrics.default_fpr` of the validation negatives (1 % where they support
+it, else the smallest FPR they support; ``tune-detectors`` tunes at the same FPR), and by
+validation AUROC only where they support no FPR (fewer than 20). Ties go to the higher validation
+AUROC (the declared second key; the table marks each such rank with "="), then to the
+registry's order of approaches and the detector's name. The
 ranking, the numbers and how they were read are written to ``RUN/comparison.json`` and the table
 to ``RUN/comparison.md`` (each atomically, under the run's lock; a refused comparison writes
 nothing). :func:`best_choice` is the top of the same ranking at a target FPR: what
@@ -41,8 +45,8 @@ from agnostophobia.detectors import DETECTORS, build_detector
 from agnostophobia.detectors.stored import (KeptFits, ModelScores, detector_settings, model_scores, model_settings,
                                             run_tuned_settings, score_outputs)
 from agnostophobia.errors import AgnostophobiaError
-from agnostophobia.metrics import (aupr_in, aupr_out, auroc, ccr_at_fpr, fpr_at_tpr, oscr, oscr_area, reported_fprs,
-                                   smallest_supported_fpr, supports_fpr, tied_share, unsupported_fpr_message)
+from agnostophobia.metrics import (aupr_in, aupr_out, auroc, ccr_at_fpr, default_fpr, fpr_at_tpr, oscr, oscr_area,
+                                   reported_fprs, smallest_supported_fpr, supports_fpr, tied_share, unsupported_fpr_message)
 from agnostophobia.metrics.rows import row_label, row_sort_key
 from agnostophobia.metrics.summary import fpr_keys
 from agnostophobia.rundir import VAL_OUTPUTS, ModelDir, RunDir
@@ -51,9 +55,11 @@ from agnostophobia.training.records import check_run
 
 _FORMAT = 1
 VALIDATION = "val"
-RANK_RULE = ("ranked by the validation CCR at the target FPR (or, without one, the validation AUROC), mean over "
-             "seeds; ties: the higher validation AUROC, then the run's row order; test sets are shown, never ranked "
-             "on; a CCR is read only at FPR >= 10/#negatives of its set")
+RANK_RULE = ("ranked by the validation CCR at the target FPR (--fpr; without it the default: 1 % where the "
+             "validation negatives support it, else the smallest FPR they support; the validation AUROC only where "
+             "they support none), mean over seeds; ties: the higher validation AUROC, then the registry's order of "
+             "approaches and the detector's name; test sets are shown, never ranked on; a CCR is read only at "
+             "FPR >= 10/#negatives of its set")
 
 
 @dataclass
@@ -62,10 +68,11 @@ class Comparison:
 
     rows: List[Dict]           # ranked, best first
     fprs: List[float]          # the CCR columns (supported by the validation negatives)
-    rank_fpr: Optional[float]  # the FPR ranked by; None: ranked by validation AUROC
+    rank_fpr: Optional[float]  # the FPR ranked by; None: ranked by validation AUROC (no FPR supported)
     val_negatives: int         # the fewest validation negatives of any model
     test_sets: Dict[str, int]  # unknown set -> its unknowns (the fewest of any model)
     notes: List[str]           # rows that could not be scored, and why
+    rank_fpr_is_default: bool = False  # no --fpr given: ranked at default_fpr(val_negatives)
     #: (seed, approach, detector, unknown set) -> (CCR, FPR) of the test OSCR curve and the set's unknowns;
     #: kept only when asked (``compare_models(..., curves=True)``): figures drawn without scoring again
     curves: Dict[Tuple[int, str, str, str], Tuple[np.ndarray, np.ndarray, int]] = field(default_factory=dict,
@@ -73,6 +80,7 @@ class Comparison:
 
     def as_json(self) -> Dict:
         return {"format": _FORMAT, "rule": RANK_RULE, "split": VALIDATION, "rank_fpr": self.rank_fpr,
+                "rank_fpr_is_default": self.rank_fpr_is_default,
                 "fprs": self.fprs, "val_negatives": self.val_negatives, "test_sets": self.test_sets,
                 "rows": self.rows, "notes": self.notes}
 
@@ -188,7 +196,7 @@ def _check_fpr(fpr: Optional[float], negatives: int) -> None:
     check_fpr(fpr, error=AgnostophobiaError)
     if not supports_fpr(fpr, negatives):
         raise AgnostophobiaError(f"--fpr {fpr:g}: {unsupported_fpr_message(fpr, negatives)}; compare at a "
-                                 f"supported --fpr, or without --fpr (ranked by validation AUROC)")
+                                 f"supported --fpr, or without --fpr (ranked at the default FPR the negatives support)")
 
 
 def _checked(run_dir: Path, fpr: Optional[float], approaches: Optional[Sequence[str]]):
@@ -217,12 +225,14 @@ def compare_models(run_dir, fpr: Optional[float] = None, approaches: Optional[Se
                    with_tests: bool = True, curves: bool = False) -> Comparison:
     """Score and rank every (approach, detector) of the run (or of ``approaches``); nothing is
     written but the detector caches. Refused (one line) before any scoring where the run has no
-    validation negatives or ``fpr`` is not supported by them. ``curves``: keep every test OSCR
-    curve in :attr:`Comparison.curves`."""
+    validation negatives or ``fpr`` is not supported by them; without ``fpr``, ranked at
+    :func:`~agnostophobia.metrics.default_fpr` of the validation negatives. ``curves``: keep every
+    test OSCR curve in :attr:`Comparison.curves`."""
     run_dir = Path(run_dir)
     records, models, validation, negatives = _checked(run_dir, fpr, approaches)
     trained = list(dict.fromkeys(a for _, a, _ in records.models))
-    fprs = sorted(set(reported_fprs(negatives)) | ({float(fpr)} if fpr is not None else set()))
+    rank_fpr = float(fpr) if fpr is not None else default_fpr(negatives)
+    fprs = sorted(set(reported_fprs(negatives)) | ({rank_fpr} if rank_fpr is not None else set()))
     config, tuned = detector_settings(records.config), run_tuned_settings(run_dir)
     per_row: Dict[Tuple[str, str], List[Dict]] = {}
     notes: List[str] = []
@@ -241,8 +251,8 @@ def compare_models(run_dir, fpr: Optional[float] = None, approaches: Optional[Se
     for row in rows:
         for unknown, numbers in row["test"].items():
             test_sets[unknown] = min(test_sets.get(unknown, numbers["num_negative"]), numbers["num_negative"])
-    return Comparison(rank(rows, fpr), fprs, None if fpr is None else float(fpr), negatives, test_sets, notes,
-                      kept_curves or {})
+    return Comparison(rank(rows, rank_fpr), fprs, rank_fpr, negatives, test_sets, notes,
+                      rank_fpr_is_default=fpr is None and rank_fpr is not None, curves=kept_curves or {})
 
 
 def _row(approach: str, detector: str, group: List[Dict], tuned: Dict) -> Dict:
@@ -257,7 +267,8 @@ def _row(approach: str, detector: str, group: List[Dict], tuned: Dict) -> Dict:
 
 def rank(rows: List[Dict], fpr: Optional[float], by: Optional[str] = None) -> List[Dict]:
     """``rows`` best first: by validation CCR at ``fpr`` (None ranks last), else by validation
-    AUROC; ties to the higher AUROC, then to the run's row order. Each row gets its ``rank``.
+    AUROC; ties to the higher AUROC, then to the registry's order of approaches and the
+    detector's name. Each row gets its ``rank``.
     ``by``: rank by that validation statistic (mean over seeds, one of :data:`RANKABLE`, higher
     better) instead, with the same ties (``benchmark`` ranks by the metric its rule chose)."""
     key = fpr_keys([fpr])[0] if fpr is not None else None
@@ -367,6 +378,18 @@ def _cell(value: Optional[float], digits: int = 4) -> str:
     return "N/A" if value is None else f"{value:.{digits}f}"
 
 
+#: After a rank: the same validation value as the row above, ordered by the second key (AUROC).
+TIE_MARK = "="
+
+
+def _ranked_value(comparison: Comparison) -> Callable[[Dict], Optional[float]]:
+    """The validation value a row was ranked by (CCR at the rank FPR, else AUROC)."""
+    if comparison.rank_fpr is None:
+        return lambda row: row["val"]["auroc"]
+    key = fpr_keys([comparison.rank_fpr])[0]
+    return lambda row: row["val"]["ccr_at_fpr"].get(key)
+
+
 def table_rows(comparison: Comparison) -> Tuple[List[str], List[List[str]]]:
     """Header and cells of the ranking: validation columns first, then each test set's."""
     keys = fpr_keys(comparison.fprs)
@@ -375,9 +398,12 @@ def table_rows(comparison: Comparison) -> Tuple[List[str], List[List[str]]]:
         header += [f"{unknown} AUROC", *(f"{unknown} CCR@{k}" for k in keys)]
     header += ["test acc"]
     cells = []
-    for row in comparison.rows:
+    primary = _ranked_value(comparison)
+    for above, row in zip([None, *comparison.rows], comparison.rows):
         val = row["val"]
-        line = [str(row["rank"]), f"{row['approach']}/{row['detector']}", row["settings"] or "—", _cell(val["auroc"]),
+        tied = above is not None and primary(row) is not None and primary(row) == primary(above)
+        line = [f"{row['rank']}{TIE_MARK if tied else ''}", f"{row['approach']}/{row['detector']}",
+                row["settings"] or "—", _cell(val["auroc"]),
                 *(_cell(val["ccr_at_fpr"].get(k)) for k in keys), _cell(val["closed_set_accuracy"])]
         for unknown in comparison.test_sets:
             test = row["test"].get(unknown)
@@ -390,11 +416,21 @@ def table_rows(comparison: Comparison) -> Tuple[List[str], List[List[str]]]:
 
 def describe(comparison: Comparison, run_dir) -> List[str]:
     """What the table is, in a few lines (heads both the printed and the written table)."""
-    by = (f"validation CCR at FPR {comparison.rank_fpr:g}" if comparison.rank_fpr is not None
-          else "validation AUROC")
+    if comparison.rank_fpr is None:
+        by = "validation AUROC (the validation negatives support no FPR)"
+    else:
+        by = f"validation CCR at FPR {comparison.rank_fpr:g}"
+        if comparison.rank_fpr_is_default:
+            by += (" (the default without --fpr: 1 % where the validation negatives support it, else the smallest "
+                   "FPR they support; tune-detectors tunes at the same)")
+    primary = _ranked_value(comparison)
+    ties = sum(1 for above, row in zip(comparison.rows, comparison.rows[1:])
+               if primary(row) is not None and primary(row) == primary(above))
+    tie_line = (f" {ties} row(s) tie with the row above on that value ('{TIE_MARK}' after the rank): ordered by "
+                f"the second key, the higher validation AUROC, then the registry's order." if ties else "")
     sets = ", ".join(f"{name} ({n:,} unknowns)" for name, n in comparison.test_sets.items())
     fprs = ", ".join(f"{t:g}" for t in comparison.fprs) or "none (fewer than 20 negatives)"
-    return [f"Every (approach, detector) of {run_dir}, ranked by {by} (mean over seeds). Validation: "
+    return [f"Every (approach, detector) of {run_dir}, ranked by {by} (mean over seeds).{tie_line} Validation: "
             f"{comparison.val_negatives:,} negatives, so CCR at FPR {fprs} (a CCR is read only at FPR >= "
             f"10/#negatives). Test sets, beside, never ranked on: {sets or 'none'}. Settings: chosen by "
             f"tune-detectors on validation data where it chose them, else the config's; N/A: the set's negatives "

@@ -169,7 +169,8 @@ def benchmarked_approaches(records) -> Tuple[List[str], List[str]]:
 def _tune(run_dir: Path, approaches: Sequence[str], log) -> str:
     """``tune-detectors`` on the run's validation data; what the report says of it."""
     from agnostophobia.deploy.compare import validation_negatives
-    from agnostophobia.experiments.tune_detectors import default_fpr, tune_detectors
+    from agnostophobia.experiments.tune_detectors import tune_detectors
+    from agnostophobia.metrics import default_fpr
 
     negatives = validation_negatives(run_dir)
     fpr = default_fpr(negatives)

@@ -46,34 +46,14 @@ from agnostophobia.detectors.stored import (NotFitted, applicable_detectors, det
                                             run_detector_settings, run_tuned_settings)
 from agnostophobia.errors import AgnostophobiaError
 from agnostophobia.losses import known_columns
-from agnostophobia.metrics import (TIE_FLAG, ccr_at_fpr, supported_fprs, supports_fpr, tied_share,
-                                   unsupported_fpr_message)
+from agnostophobia.metrics import (DEFAULT_FPR, TIE_FLAG, ccr_at_fpr, default_fpr, supports_fpr,
+                                   tied_share, unsupported_fpr_message)
 from agnostophobia.metrics.resolution import negatives_for
 from agnostophobia.metrics.rows import paper_rows
 from agnostophobia.training.outputs import load_fit_outputs, load_val_outputs
 from agnostophobia.training.records import check_run, read_tuned_settings
 from agnostophobia.rundir import TUNED_SETTINGS, VAL_OUTPUTS, ModelDir, RunDir
 from agnostophobia._log import log_info
-
-#: The FPR settings are chosen at, where the validation negatives support it (:func:`default_fpr`).
-DEFAULT_FPR = 1e-2
-
-
-def default_fpr(negatives: int) -> Optional[float]:
-    """:data:`DEFAULT_FPR` where ``negatives`` validation negatives support it (at least 10 false
-    positives, :func:`~agnostophobia.metrics.supports_fpr`), else the smallest FPR of the series
-    they support (None: fewer than 10 negatives support none).
-
-    Examples:
-        >>> from agnostophobia.experiments.tune_detectors import default_fpr
-        >>> default_fpr(5000), default_fpr(200), default_fpr(5)
-        (0.01, 0.05, None)
-    """
-    if supports_fpr(DEFAULT_FPR, negatives):
-        return DEFAULT_FPR
-    supported = supported_fprs(negatives)
-    return min(supported) if supported else None
-
 
 _FORMAT = 1
 
@@ -88,7 +68,7 @@ def tune_detectors(request: ModelRequest, detectors: Optional[Sequence[str]] = N
     """Choose, store and return the settings (see the module docstring) of ``detectors``
     (default: every one that declares a grid) for the run ``request.run``'s approaches
     (``request.approaches``, default: all), by the validation CCR at ``request.fpr`` (default:
-    :func:`default_fpr` of the fewest validation negatives of a model). Where a detector tuned
+    :func:`~agnostophobia.metrics.default_fpr` of the fewest validation negatives of a model). Where a detector tuned
     gets no setting (no grid point fits every model, or reaches the FPR), nothing is written and an error says what would have been (``request.partial``: the
     settings chosen are written, and the detectors without one keep what the run held for
     them). ``processes``: approaches tuned at a time, each in its own process (the same choices
@@ -104,9 +84,13 @@ def tune_detectors(request: ModelRequest, detectors: Optional[Sequence[str]] = N
     validation = {model_dir: _validation(model_dir) for _, _, model_dir in models}
     fpr = request.fpr
     if fpr is None:
-        fpr = default_fpr(min(_negatives(val) for val in validation.values())) or DEFAULT_FPR  # None: refused below
-        log(f"target FPR {fpr:g}: the default" + ("" if fpr == DEFAULT_FPR else
-            f", the smallest the validation negatives support ({DEFAULT_FPR:g} needs {negatives_for(DEFAULT_FPR):,})"))
+        fpr = default_fpr(min(_negatives(val) for val in validation.values()))
+        if fpr is None:  # the negatives support no FPR: refused below, at the default, without a line before
+            fpr = DEFAULT_FPR
+        else:
+            log(f"target FPR {fpr:g}: the default" + ("" if fpr == DEFAULT_FPR else
+                f", the smallest the validation negatives support ({DEFAULT_FPR:g} needs "
+                f"{negatives_for(DEFAULT_FPR):,})"))
     check_supported_fpr(float(fpr), validation)
     chosen, candidates, untuned = {}, {}, []
     by_approach = {approach: [model_dir for _, a, model_dir in models if a == approach]

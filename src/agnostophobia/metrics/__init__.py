@@ -28,7 +28,7 @@ from .ood import (ConfidenceCurve, PRCurve, accuracy_vs_confidence, aupr_in, aup
                   precision_recall, precision_vs_confidence)
 from .oscr import (PAPER_FPR_VALUES, OperatingPoint, OSCRCurve, ccr_at_fpr, class_ccr_at_fpr, oscr, oscr_area,
                    rates_at_threshold, threshold_at_fpr)
-from .resolution import (MIN_FALSE_POSITIVES, reported_fprs, smallest_supported_fpr, supported_fprs,
+from .resolution import (DEFAULT_FPR, MIN_FALSE_POSITIVES, default_fpr, reported_fprs, smallest_supported_fpr, supported_fprs,
                          supports_fpr, unsupported_fpr_message)
 from .significance import (BETTER, EQUIVALENT, NOT_RESOLVED, WORSE, Decision, Interval, PairedDifference, PairedTest,
                            decide, holm, oscr_area_resamples, paired_bootstrap, paired_difference, paired_seed_test,

@@ -18,7 +18,7 @@ gives on new data varies widely (a binomial count of k has a relative standard e
 from __future__ import annotations
 
 import math
-from typing import List, Sequence
+from typing import List, Optional, Sequence
 
 #: False positives the negatives must allow at a target FPR before a CCR there is reported.
 MIN_FALSE_POSITIVES = 10
@@ -71,6 +71,35 @@ def supported_fprs(num_negatives: int, candidates: Sequence[float] = FPR_SERIES)
         The supported candidates, in their order (possibly empty).
     """
     return [float(t) for t in candidates if supports_fpr(t, num_negatives)]
+
+
+#: The target FPR a tuning or a ranking reads CCR at when none is given, where the negatives
+#: support it (:func:`default_fpr`): 1 % false alarms, one of the four FPRs of the paper's
+#: Table 2 (Sec. 5).
+DEFAULT_FPR = 1e-2
+
+
+def default_fpr(num_negatives: int) -> Optional[float]:
+    """The target FPR when none is given: :data:`DEFAULT_FPR` where ``num_negatives`` negatives
+    support it (:func:`supports_fpr`), else the smallest FPR of :data:`FPR_SERIES` they support.
+    ``tune-detectors`` tunes at it and ``compare`` ranks at it, so that both, and ``--detector
+    best``, read the same number.
+
+    Args:
+        num_negatives: how many validation negatives (the fewest of any model of a run).
+
+    Returns:
+        The FPR, or None where fewer than 20 negatives support no FPR of the series.
+
+    Examples:
+        >>> from agnostophobia.metrics import default_fpr
+        >>> default_fpr(5000), default_fpr(200), default_fpr(5)
+        (0.01, 0.05, None)
+    """
+    if supports_fpr(DEFAULT_FPR, num_negatives):
+        return DEFAULT_FPR
+    supported = supported_fprs(num_negatives)
+    return min(supported) if supported else None
 
 
 def reported_fprs(num_negatives: int) -> List[float]:
