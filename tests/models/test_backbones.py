@@ -8,7 +8,7 @@ import torchvision
 from torch import nn
 
 from agnostophobia.errors import ConfigError
-from agnostophobia.models import MODELS, build_model
+from agnostophobia.models import MODELS, build_model, loaded_weights
 from agnostophobia.models.backbones import IMAGENET_MEAN, IMAGENET_STD, Normalize
 from agnostophobia.training.config import TrainConfig
 from agnostophobia.training.trainer import fit
@@ -105,6 +105,8 @@ def test_weights_from_a_local_state_dict_file(tmp_path):
     loaded = model.backbone.state_dict()
     assert loaded.keys() == expected.keys()
     assert all(torch.equal(loaded[k], expected[k]) for k in expected)
+    assert loaded_weights(model) == (f"weights {path}: {len(expected)} of {len(model.state_dict())} tensors loaded "
+                                     f"(the trunk; the feature and logit layers start from random weights)")
     # rebuilding a trained model to load its checkpoint into reads no weights (the file may be gone)
     path.unlink()
     assert build_model("torchvision/resnet18", 4, load_weights=False, weights=str(path)) is not None
@@ -120,6 +122,9 @@ def test_weights_by_torchvision_name_set_weights_and_normalisation(monkeypatch):
         conv = model.backbone.features[0]
         assert torch.equal(conv.weight, source["features.0.weight"])
         assert model.normalize.mean.flatten().tolist() == pytest.approx(IMAGENET_MEAN)
+        assert loaded_weights(model).startswith("weights SqueezeNet1_1_Weights.IMAGENET1K_V1 (torchvision): "
+                                                f"{len(model.backbone.state_dict())} of ")
+    assert loaded_weights(backbone("squeezenet1_1")) is None
 
 
 @pytest.mark.parametrize("weights, message", [

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from agnostophobia.errors import ConfigError
-from agnostophobia.models import MODELS, SmallCNN, build_model
+from agnostophobia.models import MODELS, SmallCNN, build_model, loaded_weights
 
 from runs import run_cli, write_config
 
@@ -33,8 +33,13 @@ def test_weights_from_a_local_state_dict_start_the_trunk_never_the_logits(tmp_pa
             if key.startswith(("backbone.", "features.")):
                 assert torch.equal(model.state_dict()[key], value), key
         assert model.logits.weight.shape == (4, 32)
+        trunk = sum(k.startswith(("backbone.", "features.")) for k in source.state_dict())
+        assert loaded_weights(model) == (f"weights {tmp_path / name}: {trunk} of {len(model.state_dict())} tensors "
+                                         f"loaded (the trunk and the feature layer; the logit layer starts from "
+                                         f"random weights)")
     fresh = build_model("small-cnn", 4, **TINY)
     assert not torch.equal(fresh.backbone[0][0].weight, source.backbone[0][0].weight)
+    assert loaded_weights(fresh) is None
 
 
 @pytest.mark.parametrize("content, message", [
@@ -85,3 +90,25 @@ def test_a_pretrained_run_trains_resumes_evaluates_and_exports(tmp_path, real_da
     exported = run_cli(["export", run, "--out", tmp_path / "model.pt2", "--data-dir", real_data_dir])
     assert exported.returncode == 0, exported.stderr
     assert (tmp_path / "model.pt2").stat().st_size > 0
+
+
+def test_a_run_says_which_weights_it_started_from_and_a_resumed_run_does_not(tmp_path, caplog):
+    """Issue 57: nothing confirmed that ``weights: PATH`` was loaded; the trainer now says it
+    once, when a run starts, with the model's count of tensors loaded."""
+    from agnostophobia.training.config import TrainConfig
+    from agnostophobia.training.trainer import fit
+    from synthetic import synthetic_protocol
+
+    torch.save(SmallCNN(num_outputs=7, **TINY).state_dict(), tmp_path / "pretrained.pt")
+    cfg = TrainConfig(model="small-cnn", model_kwargs={"weights": str(tmp_path / "pretrained.pt"), **TINY},
+                      approach="entropic", epochs=1, batch_size=24, tensorboard=False, progress=False,
+                      cpu_threads=1).validate()
+    with caplog.at_level("INFO", logger="agnostophobia"):
+        fit(cfg, synthetic_protocol(), tmp_path / "run")
+    said = [r.getMessage() for r in caplog.records if "tensors loaded" in r.getMessage()]
+    assert said == [f"entropic: weights {tmp_path / 'pretrained.pt'}: "
+                    f"{loaded_weights(build_model('small-cnn', 3, **cfg.model_kwargs)).split(': ', 1)[1]}"]
+    caplog.clear()
+    with caplog.at_level("INFO", logger="agnostophobia"):
+        fit(cfg, synthetic_protocol(), tmp_path / "run")  # finished: reloaded, its weights are the run's
+    assert not [r for r in caplog.records if "tensors loaded" in r.getMessage()]

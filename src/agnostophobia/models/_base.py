@@ -7,6 +7,15 @@ MODELS: Registry = Registry("model")
 # what ``model_kwargs: {freeze: ...}`` may say, for every model with a pretrained trunk:
 # ``backbone`` trains only the head (F and the logit layer)
 FREEZE = ("none", "backbone")
+#: The attribute a model with a ``weights`` option sets to one line saying what it loaded (which
+#: file or torchvision weights, how many of its tensors): the trainer prints it when a run starts.
+WEIGHTS_LOADED = "weights_loaded"
+
+
+def loaded_weights(model) -> "str | None":
+    """What ``model`` loaded as its starting weights (its :data:`WEIGHTS_LOADED` line), or None
+    where it started from random weights."""
+    return getattr(model, WEIGHTS_LOADED, None)
 
 
 def check_freeze(model: str, freeze) -> str:

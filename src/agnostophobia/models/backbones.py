@@ -38,7 +38,7 @@ import torchvision
 from torch import nn
 
 from agnostophobia.errors import ConfigError
-from agnostophobia.models._base import MODELS, check_freeze
+from agnostophobia.models._base import MODELS, WEIGHTS_LOADED, check_freeze
 from agnostophobia.models.head import open_set_head
 
 PREFIX = "torchvision/"
@@ -126,6 +126,10 @@ class TorchvisionBackbone(nn.Module):
         if freeze == "backbone":
             self.backbone.requires_grad_(False)
             self.backbone.eval()
+        if preset is not None or weights_file is not None:
+            source = f"{type(preset).__name__}.{preset.name} (torchvision)" if preset is not None else weights_file
+            setattr(self, WEIGHTS_LOADED, f"weights {source}: {len(trunk.state_dict())} of {len(self.state_dict())} "
+                    f"tensors loaded (the trunk; the feature and logit layers start from random weights)")
 
     def train(self, mode: bool = True) -> "TorchvisionBackbone":
         """As ``nn.Module.train``, except that a frozen trunk stays in eval mode (BatchNorm

@@ -35,7 +35,7 @@ import torch
 from torch import nn
 
 from agnostophobia.errors import ConfigError
-from agnostophobia.models._base import MODELS, check_freeze
+from agnostophobia.models._base import MODELS, WEIGHTS_LOADED, check_freeze
 from agnostophobia.models.head import open_set_head
 
 NAME = "small-cnn"
@@ -116,6 +116,10 @@ class SmallCNN(nn.Module):
             sizes = [line.strip() for line in str(exc).splitlines() if "size mismatch" in line]
             raise ConfigError(f"{NAME}: weights file {weights} does not fit this network "
                               f"({sizes[0] if sizes else str(exc).splitlines()[0]})") from None
+        with_features = any(k.startswith("features.") for k in taken)
+        fresh = "the logit layer starts" if with_features else "the feature and logit layers start"
+        setattr(self, WEIGHTS_LOADED, f"weights {weights}: {len(taken)} of {len(own)} tensors loaded (the trunk"
+                f"{' and the feature layer' if with_features else ''}; {fresh} from random weights)")
 
     def train(self, mode: bool = True) -> "SmallCNN":
         """As ``nn.Module.train``, except that a frozen trunk stays in eval mode.

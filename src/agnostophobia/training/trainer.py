@@ -38,7 +38,8 @@ from tqdm.auto import tqdm
 
 from agnostophobia.errors import TrainingDiverged
 from agnostophobia.losses import build_loss, inverse_frequency_class_weights, sample_weights
-from agnostophobia.models import build_model
+from agnostophobia._log import log_info
+from agnostophobia.models import build_model, loaded_weights
 from agnostophobia._killpoints import kill_point
 from agnostophobia.training import augment, device as devices, distributed
 from agnostophobia.training.adversarial import adversarial_loss
@@ -171,6 +172,7 @@ class Training:
         # network: what trains the model, DDP under torchrun; compiled where the config asks (.compiled)
         # channels_last where it is asked for and oneDNN computes it correctly (device.channels_last_is_safe)
         self.channels_last = cfg.channels_last and devices.channels_last_is_safe(models[0], self.device)
+        self.weights_loaded = loaded_weights(models[0])  # the config's starting weights, said when a run starts
         self.model, self.network = self.seed_layout.place(models, self.world, self.device, self.channels_last)
         self.compiled = resolve_compile(cfg.compile, self.device, bool(self.seed_shape), self.world.distributed)[0]
         if self.compiled:
@@ -615,6 +617,8 @@ def _fit(run: Training, run_dirs: List[Path], resume: bool, stop_after_epoch: Op
             run.load_seed_weights(i, weights)
             if world.is_main:
                 record_start(run_dir, record)
+    elif run.weights_loaded is not None and world.is_main:  # not said on resuming: last.pt replaces them
+        log_info(f"{cfg.approach}: {run.weights_loaded}")
     if world.is_main:
         for run_dir in run_dirs:
             remove_killed_writes(run_dir)
