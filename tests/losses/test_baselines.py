@@ -1,5 +1,5 @@
 """The two baselines of the paper (Sec. 4, agnostophobia.losses.baselines): their float64 references,
-checked by tests/contracts/test_losses.py with every registered loss."""
+checked by tests/contracts/test_loss_references.py with every registered loss."""
 import torch
 
 from references import log_softmax_row, loss_reference

@@ -1,5 +1,5 @@
 """The energy-regularised loss (agnostophobia.losses.energy_regularized): its float64 reference,
-checked by tests/contracts/test_losses.py."""
+checked by tests/contracts/test_loss_references.py."""
 import torch
 
 from references import log_softmax_row, loss_reference

@@ -1,5 +1,5 @@
 """Entropic Open-Set (paper Eq. 1, agnostophobia.losses.entropic): its float64 reference, checked by
-tests/contracts/test_losses.py; the lemmas on it are in tests/losses/test_losses.py."""
+tests/contracts/test_loss_references.py; the lemmas on it are in tests/losses/test_losses.py."""
 from references import log_softmax_row, loss_reference, uniform_cross_entropy
 
 

@@ -1,5 +1,5 @@
 """LogitNorm (agnostophobia.losses.logitnorm): its float64 reference, checked by
-tests/contracts/test_losses.py."""
+tests/contracts/test_loss_references.py."""
 import torch
 
 from references import log_softmax_row, loss_reference

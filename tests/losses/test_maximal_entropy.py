@@ -1,5 +1,5 @@
 """The maximal-entropy loss (agnostophobia.losses.maximal_entropy): its float64 reference, checked by
-tests/contracts/test_losses.py."""
+tests/contracts/test_loss_references.py."""
 from references import log_softmax_row, loss_reference, uniform_cross_entropy
 
 

@@ -1,4 +1,4 @@
-"""MixOE (agnostophobia.losses.mixoe): its float64 reference, checked by tests/contracts/test_losses.py;
+"""MixOE (agnostophobia.losses.mixoe): its float64 reference, checked by tests/contracts/test_loss_references.py;
 the mixing of the batch hook is tested in tests/losses/test_peers.py."""
 from references import log_softmax_row, loss_reference, uniform_cross_entropy
 

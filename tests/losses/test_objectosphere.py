@@ -1,5 +1,5 @@
 """The Objectosphere loss (paper Eq. 2, agnostophobia.losses.objectosphere): its float64 reference,
-checked by tests/contracts/test_losses.py; Theorem 2 and the gradients at zero features are in
+checked by tests/contracts/test_loss_references.py; Theorem 2 and the gradients at zero features are in
 tests/losses/test_losses.py."""
 import torch
 

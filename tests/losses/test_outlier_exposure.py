@@ -1,5 +1,5 @@
 """Outlier Exposure (agnostophobia.losses.outlier_exposure): its float64 reference, checked by
-tests/contracts/test_losses.py; its identities and pytorch-ood's are in tests/losses/test_peers.py."""
+tests/contracts/test_loss_references.py; its identities and pytorch-ood's are in tests/losses/test_peers.py."""
 from references import log_softmax_row, loss_reference, uniform_cross_entropy
 
 

@@ -1,4 +1,4 @@
-"""VOS (agnostophobia.losses.vos): its float64 reference, checked by tests/contracts/test_losses.py;
+"""VOS (agnostophobia.losses.vos): its float64 reference, checked by tests/contracts/test_loss_references.py;
 the queues and the synthesis are tested in tests/losses/test_peers.py."""
 import torch
 

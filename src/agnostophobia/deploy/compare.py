@@ -49,8 +49,8 @@ from agnostophobia.metrics import (aupr_in, aupr_out, auroc, ccr_at_fpr, default
                                    reported_fprs, smallest_supported_fpr, supports_fpr, tied_share, unsupported_fpr_message)
 from agnostophobia.metrics.rows import row_label, row_sort_key
 from agnostophobia.metrics.summary import fpr_keys
-from agnostophobia.rundir import VAL_OUTPUTS, ModelDir, RunDir
-from agnostophobia.training.outputs import load_fit_outputs, load_val_outputs
+from agnostophobia.rundir import RunDir
+from agnostophobia.training.outputs import load_fit_outputs, validation_with_negatives
 from agnostophobia.training.records import check_run
 
 _FORMAT = 1
@@ -87,14 +87,8 @@ class Comparison:
 
 # ------------------------------------------------------------------------ scoring one model
 def _validation(model_dir: Path, run_dir: Path) -> Dict[str, np.ndarray]:
-    val = load_val_outputs(model_dir, VALIDATION)
-    if val is None:
-        raise AgnostophobiaError(f"{model_dir}: no validation outputs ({VAL_OUTPUTS}, split val); run "
-                                 f"`agnostophobia calibrate {run_dir} --fpr T` once to store them, then compare")
-    if not (np.asarray(val["labels"]) < 0).any():
-        raise AgnostophobiaError(f"{ModelDir(model_dir).val_outputs}: the validation split holds no negatives (label -1), "
-                                 f"so detectors cannot be compared on validation data")
-    return val
+    return validation_with_negatives(model_dir, f"run `agnostophobia calibrate {run_dir} --fpr T` once to store "
+                                     f"them, then compare", "detectors cannot be compared on validation data")
 
 
 def _numbers(scores: np.ndarray, labels: np.ndarray, fprs: Sequence[float], num_negatives: int) -> Dict:

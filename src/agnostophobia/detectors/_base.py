@@ -72,11 +72,6 @@ def setting_grid(detector: str) -> List[Dict[str, Any]]:
     return [dict(zip(tuned, values)) for values in itertools.product(*tuned.values())] if tuned else []
 
 
-def default_settings(detector: str) -> Dict[str, Any]:
-    """The declared defaults of the detector's tuned settings (those with a grid)."""
-    return {key: s.default for key, s in DETECTORS.get(detector).SETTINGS.items() if s.grid}
-
-
 class NotFittedError(AgnostophobiaError):
     """A detector that learns from training data was asked for scores before ``fit``."""
 

@@ -50,9 +50,9 @@ from agnostophobia.metrics import (DEFAULT_FPR, TIE_FLAG, ccr_at_fpr, default_fp
                                    tied_share, unsupported_fpr_message)
 from agnostophobia.metrics.resolution import negatives_for
 from agnostophobia.metrics.rows import paper_rows
-from agnostophobia.training.outputs import load_fit_outputs, load_val_outputs
+from agnostophobia.training.outputs import load_fit_outputs, validation_with_negatives
 from agnostophobia.training.records import check_run, read_tuned_settings
-from agnostophobia.rundir import TUNED_SETTINGS, VAL_OUTPUTS, ModelDir, RunDir
+from agnostophobia.rundir import TUNED_SETTINGS, ModelDir, RunDir
 from agnostophobia._log import log_info
 
 _FORMAT = 1
@@ -187,15 +187,9 @@ def _selected_detectors(detectors: Optional[Sequence[str]]) -> List[str]:
 
 def _validation(model_dir: Path) -> Dict[str, np.ndarray]:
     """The model's stored validation split; refused without one or without negatives."""
-    val = load_val_outputs(model_dir, "val")
-    if val is None:
-        raise AgnostophobiaError(f"{model_dir}: no validation outputs ({VAL_OUTPUTS}, split val); run "
-                                 f"`agnostophobia calibrate` once to store them, then tune")
-    if not (np.asarray(val["labels"]) < 0).any():
-        raise AgnostophobiaError(f"{ModelDir(model_dir).val_outputs}: the validation split holds no negatives (label -1), "
-                                 f"so detector settings cannot be chosen on validation data (e.g. mnist-notmnist "
-                                 f"has no validation unknowns)")
-    return val
+    return validation_with_negatives(model_dir, "run `agnostophobia calibrate` once to store them, then tune",
+                                     "detector settings cannot be chosen on validation data (e.g. mnist-notmnist "
+                                     "has no validation unknowns)")
 
 
 def _negatives(val: Dict[str, np.ndarray]) -> int:

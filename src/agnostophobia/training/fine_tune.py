@@ -69,8 +69,3 @@ def record_start(model_dir: Path, record: Dict) -> None:
     write_run_file(ModelDir(model_dir).fine_tune_start,
                    lambda tmp: Path(tmp).write_text(json.dumps(record, indent=1)))
 
-
-def read_start(model_dir: Path) -> Optional[Dict]:
-    """The record of where a fine-tuned model started (None: it trained from scratch)."""
-    path = ModelDir(model_dir).fine_tune_start
-    return json.loads(path.read_text()) if path.is_file() else None

@@ -32,6 +32,7 @@ from typing import Dict, Optional, Tuple
 import numpy as np
 import torch
 
+from agnostophobia.errors import AgnostophobiaError
 from agnostophobia.rundir import ModelDir
 from agnostophobia.training.records.last_layer import save_last_layer
 from agnostophobia.training.records.outputs import SplitOutputs, read_outputs, save_outputs
@@ -153,6 +154,21 @@ def load_val_outputs(model_dir: Path, split: str = "val") -> Optional[SplitOutpu
     ``split`` (see :func:`val_split`), or None for a run trained before they were stored."""
     path = ModelDir(model_dir).val_outputs
     return load_outputs(path).get(split) if path.exists() else None
+
+
+def validation_with_negatives(model_dir: Path, store_hint: str, without_negatives: str) -> SplitOutputs:
+    """The model's stored validation split (``val``) for choosing on validation data
+    (``compare``, ``tune-detectors``); a one-line :class:`~agnostophobia.errors.AgnostophobiaError`
+    where there is none (``store_hint``: how to store it) or where it holds no negatives
+    (``without_negatives``: what therefore cannot be done)."""
+    val = load_val_outputs(model_dir, "val")
+    if val is None:
+        raise AgnostophobiaError(f"{model_dir}: no validation outputs ({ModelDir(model_dir).val_outputs.name}, split "
+                                 f"val); {store_hint}")
+    if not (np.asarray(val["labels"]) < 0).any():
+        raise AgnostophobiaError(f"{ModelDir(model_dir).val_outputs}: the validation split holds no negatives "
+                                 f"(label -1), so {without_negatives}")
+    return val
 
 
 def run_config(run_dir: Path) -> Dict:

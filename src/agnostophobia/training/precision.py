@@ -134,12 +134,6 @@ def choose_precision(precision: str, device):
                     f"as fp32 (bf16 needs {PROBE_MIN_SPEEDUP}x)")
 
 
-def describe_precision(precision: str, device) -> str:
-    """``fp32 (auto: this CPU has no native bf16)``: the choice and its reason in one phrase."""
-    chosen, why = choose_precision(precision, device)
-    return f"{chosen} ({why})"
-
-
 def autocast(device, precision: str, cache: bool = True):
     """The autocast context of a resolved ``precision`` on ``device`` (none for fp32, so that a
     device autocast does not know, e.g. the ``meta`` device tests trace a step on, trains in fp32).
