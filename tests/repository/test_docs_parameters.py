@@ -25,6 +25,7 @@ from repo_paths import REPO
 ROOT = REPO
 sys.path.insert(0, str(ROOT / "docs" / "_ext"))
 try:
+    import agnostophobia_refs as refs
     from agnostophobia_refs import api_objects, config_rows, documented_modules, field_comments, is_record
 finally:
     sys.path.remove(str(ROOT / "docs" / "_ext"))

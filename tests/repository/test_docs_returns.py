@@ -40,7 +40,7 @@ from typing import Dict, List, Tuple
 
 import pytest
 
-from tests.repository.test_docs_parameters import NUMPY_RULE, documented_api, section_entries
+from tests.repository.test_docs_parameters import NUMPY_RULE, documented_api, refs, section_entries
 
 RETURNS = re.compile(r"^(Returns?|Yields?):?\s*$")
 RAISES = re.compile(r"^Raises:?\s*$")
@@ -392,6 +392,41 @@ def test_the_allow_list_is_counted():
     """The number of objects in NOT_YET is the one the module docstring states."""
     stated = re.search(r"It holds (\d+) objects", __doc__)
     assert stated and int(stated.group(1)) == sum(len(names) for names in NOT_YET.values())
+
+
+def summary(obj) -> str:
+    """The one-line summary the reference's tables show for ``obj``: what autosummary extracts
+    from its docstring, with the citation abbreviations (``Sec.``) the docs build teaches it."""
+    from docutils.frontend import get_default_settings
+    from docutils.parsers.rst import Parser
+    from sphinx.ext import autosummary
+
+    refs._summaries_keep_citations()
+    lines = inspect.cleandoc(inspect.getdoc(obj) or "").splitlines()
+    return autosummary.extract_summary(lines, get_default_settings(Parser))
+
+
+def test_a_summary_ending_in_a_colon_is_found():
+    def lead_in():
+        """The loss of Sec. 4.2, cross-entropy plus a term:
+
+        .. math:: x
+        """
+
+    def stated():
+        """The loss of Sec. 4.2, cross-entropy plus a term.
+
+        .. math:: x
+        """
+
+    assert summary(lead_in).endswith(":.") and summary(stated).endswith("term.")
+
+
+def test_no_summary_ends_in_a_colon():
+    """A first paragraph that leads into a formula (``...:``) reads as ``...:.`` in the summary
+    tables: the summary is a sentence of its own, and the formula follows it."""
+    found = {name: summary(obj) for name, obj in documented_api().items()}
+    assert {name: text for name, text in found.items() if text.rstrip(".").endswith(":")} == {}
 
 
 def _examples() -> List[doctest.DocTest]:

@@ -17,7 +17,7 @@ MIXES = ("mixup", "cutmix")
 class MixOELoss(OpenSetLoss):
     r"""MixOE (Zhang et al., WACV 2023, Sec. 3): each negative of a batch is mixed with a known
     partner, and the mixture is trained towards the correspondingly mixed target, between the
-    partner's one-hot label and uniform:
+    partner's one-hot label and uniform.
 
     .. math::
 

@@ -361,7 +361,7 @@ def smallest_resolved_difference(se: float, n: int, alpha: float = 0.05, family_
     """The smallest absolute mean difference that :func:`decide` is sure to call better or worse,
     given its standard error ``se`` over ``n`` seeds in a family of ``family_size`` tests: at
     least the margin, and large enough that its two-sided p is below Holm's strictest step,
-    alpha / ``family_size``, whatever the family's other p-values:
+    alpha / ``family_size``, whatever the family's other p-values.
 
     .. math:: \\max\\big(\\mathrm{margin},\\ t_{1 - \\alpha / (2m),\\, n - 1}\\, \\mathrm{se}\\big).
 
@@ -410,12 +410,12 @@ def resample_weights(n: int, resamples: int, seed: int) -> np.ndarray:
 
 def oscr_area_resamples(scores, labels, known_weights: np.ndarray, unknown_weights: np.ndarray) -> np.ndarray:
     r"""The area under the OSCR curve (linear FPR axis, :func:`~agnostophobia.metrics.oscr_area`)
-    of each bootstrap resample given as weights, without drawing a resample:
+    of each bootstrap resample given as weights, without drawing a resample.
 
     .. math:: A_b = \frac{\sum_{i \in D_c} w_{bi}\, [\text{$i$ correct}]
-              \sum_{j \in D_a} v_{bj}\, [s_i > s_j]}{\sum_{i \in D_c} w_{bi} \sum_{j \in D_a} v_{bj}},
+              \sum_{j \in D_a} v_{bj}\, [s_i > s_j]}{\sum_{i \in D_c} w_{bi} \sum_{j \in D_a} v_{bj}}.
 
-    which with every weight 1 is :func:`~agnostophobia.metrics.oscr_area` exactly (its step
+    With every weight 1 it is :func:`~agnostophobia.metrics.oscr_area` exactly (its step
     function integrates to the share of (correct known, unknown) pairs the known wins).
 
     Args:
