@@ -131,6 +131,10 @@ class Setting:
         """``value`` as this setting allows (an integer given for a float becomes a float); a
         ``ValueError`` naming ``name`` otherwise, as a constructor raises it.
 
+        Args:
+            value: the value given.
+            name: the keyword or config key that gave it, named in the error.
+
         Returns:
             The value, a float for a float setting and an int for an int one.
         """
@@ -166,6 +170,9 @@ class Setting:
     def inferred(cls, parameter: inspect.Parameter) -> Optional["Setting"]:
         """The setting a keyword declares by its annotation and default (``temperature: float =
         1.0``), or None when neither names one of the four types.
+
+        Args:
+            parameter: a constructor keyword, from :func:`inspect.signature`.
 
         Returns:
             A :class:`Setting` of that type with that default (unbounded), or None.

@@ -340,6 +340,10 @@ class Detector(DeclaresSettings):
         """Why the detector does not apply to a network with ``num_classes`` known classes and
         ``feature_dim``-dimensional features (one line), or None where it does.
 
+        Args:
+            num_classes: the number of known classes C.
+            feature_dim: the width of the network's deep features.
+
         Returns:
             A one-line reason, or None.
         """
@@ -478,6 +482,9 @@ class Detector(DeclaresSettings):
     def restore_fitted_state(self, state: Dict[str, np.ndarray]) -> "Detector":
         """This detector as :meth:`fit` left it, from :meth:`fitted_state`'s arrays (a 0-d integer
         array becomes an int); a missing or extra name is a ``ValueError`` naming it.
+
+        Args:
+            state: the arrays :meth:`fitted_state` returned, by name.
 
         Returns:
             The fitted detector itself, ``self``.

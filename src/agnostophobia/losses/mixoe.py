@@ -94,6 +94,10 @@ class MixOELoss(OpenSetLoss):
     def mix_batch(self, x: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
         """``x`` with each negative replaced by its mixture with a known partner (no host sync).
 
+        Args:
+            x: the (N, C, H, W) inputs of one training batch.
+            labels: their (N,) labels, >= 0 known, < 0 negative.
+
         Returns:
             A tensor of ``x``'s shape and dtype: the knowns' rows as they were, each negative's
             row its mixture with its partner (unchanged when the batch has no known).

@@ -14,7 +14,19 @@ WEIGHTS_LOADED = "weights_loaded"
 
 def loaded_weights(model) -> "str | None":
     """What ``model`` loaded as its starting weights (its :data:`WEIGHTS_LOADED` line), or None
-    where it started from random weights."""
+    where it started from random weights.
+
+    Args:
+        model: a network :func:`build_model` made.
+
+    Returns:
+        The line that says which weights it loaded, or None.
+
+    Examples:
+        >>> from agnostophobia.models import build_model, loaded_weights
+        >>> print(loaded_weights(build_model("lenet++", num_outputs=10)))
+        None
+    """
     return getattr(model, WEIGHTS_LOADED, None)
 
 
