@@ -67,6 +67,12 @@ def setting_grid(detector: str) -> List[Dict[str, Any]]:
 
     Raises:
         ConfigError: ``detector`` is not registered.
+
+    Examples:
+        >>> from agnostophobia.detectors import setting_grid
+        >>> grid = setting_grid("knn")
+        >>> len(grid), sorted(grid[0])
+        (12, ['k', 'normalize'])
     """
     tuned = {key: setting.grid for key, setting in DETECTORS.get(detector).SETTINGS.items() if setting.grid}
     return [dict(zip(tuned, values)) for values in itertools.product(*tuned.values())] if tuned else []
@@ -125,6 +131,11 @@ def detector_applies(detector: str, approach: str) -> bool:
 
     Raises:
         ConfigError: either name is not registered.
+
+    Examples:
+        >>> from agnostophobia.detectors import detector_applies
+        >>> detector_applies("background", "background"), detector_applies("background", "entropic")
+        (True, False)
     """
     return not DETECTORS.get(detector).reads_background_column or LOSSES.get(approach).background_class
 
@@ -154,6 +165,13 @@ def place_in_predicted_column(per_sample: np.ndarray, known_logits: np.ndarray) 
 
     Raises:
         ValueError: ``per_sample`` is not of shape ``(N,)``.
+
+    Examples:
+        >>> import numpy as np
+        >>> from agnostophobia.detectors import place_in_predicted_column
+        >>> place_in_predicted_column(np.array([0.5, 2.0]), np.array([[3.0, 1.0], [0.0, 1.0]]))
+        array([[ 0.5, -1. ],
+               [-1. ,  2. ]])
     """
     n, num_classes = known_logits.shape
     if per_sample.shape != (n,):
@@ -546,6 +564,16 @@ def build_detector(name: str, **settings) -> Detector:
     Raises:
         ConfigError: ``name`` is not registered, or it takes no setting of a given name.
         ValueError: a value the setting's declaration does not allow (naming the setting).
+
+    Examples:
+        >>> import numpy as np
+        >>> from agnostophobia.detectors import build_detector
+        >>> detector = build_detector("knn", k=2)  # settings as keywords: KNNDetector's k
+        >>> rng = np.random.default_rng(0)
+        >>> logits, features, labels = rng.normal(size=(20, 3)), rng.normal(size=(20, 4)), rng.integers(0, 3, 20)
+        >>> detector = detector.fit(logits, features, labels)  # the training knowns' outputs
+        >>> detector.scores(rng.normal(size=(5, 3)), features=rng.normal(size=(5, 4))).shape  # (N, C)
+        (5, 3)
     """
     cls = DETECTORS.get(name)
     try:

@@ -497,5 +497,10 @@ def known_columns(approach: str, width: int) -> int:
 
     Raises:
         ConfigError: ``approach`` is not a registered loss (from ``LOSSES.get``).
+
+    Examples:
+        >>> from agnostophobia.losses import known_columns
+        >>> known_columns("entropic", 10), known_columns("background", 11)
+        (10, 10)
     """
     return LOSSES.get(approach).known_logits(width)

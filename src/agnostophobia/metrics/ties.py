@@ -38,6 +38,12 @@ def tied_share(confidence, labels) -> float:
 
     Returns:
         The share, a float in [0, 1].
+
+    Examples:
+        >>> import numpy as np
+        >>> from agnostophobia.metrics import tied_share
+        >>> float(tied_share(np.array([0.9, 0.5, 0.5, 0.2]), np.array([0, 0, -1, -1])))  # the two 0.5s tie across the kinds
+        0.5
     """
     confidence, known = check_confidence(confidence, labels)
     known_scores, unknown_scores = confidence[known], confidence[~known]

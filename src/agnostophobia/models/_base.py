@@ -55,6 +55,14 @@ def build_model(name: str, num_outputs: int, load_weights: bool = True, **kwargs
 
     Raises:
         ~agnostophobia.errors.ConfigError: an unknown name (the message lists the registered ones).
+
+    Examples:
+        >>> import torch
+        >>> from agnostophobia.models import build_model
+        >>> model = build_model("lenet++", num_outputs=10)
+        >>> logits, features = model(torch.zeros(4, 1, 28, 28))
+        >>> logits.shape, features.shape  # 2-d deep features, as in the paper's Fig. 1
+        (torch.Size([4, 10]), torch.Size([4, 2]))
     """
     if not load_weights:
         kwargs.pop("weights", None)
