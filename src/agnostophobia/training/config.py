@@ -611,6 +611,12 @@ def load_experiment(path) -> ExperimentConfig:
     Raises:
         ~agnostophobia.errors.ConfigError: an unreadable file, or an unknown key or bad value,
             named with its key path.
+
+    Examples:
+        >>> from agnostophobia.training import load_experiment
+        >>> experiment = load_experiment("lenet++")  # the packaged configs/lenet++.yaml
+        >>> experiment.train.epochs, experiment.seeds
+        (70, 1)
     """
     path = resolve_config_path(path)
     stat = path.stat()
