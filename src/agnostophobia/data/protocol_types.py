@@ -347,6 +347,19 @@ def split_negative_classes(protocol: OpenSetProtocol, seed: int) -> Tuple[List[i
     Raises:
         ~agnostophobia.errors.DataError: the protocol does not keep its negatives' classes or
             has fewer than two.
+
+    Examples:
+        >>> import tempfile
+        >>> from pathlib import Path
+        >>> from agnostophobia.data import make_glyph_folders
+        >>> folder = tempfile.TemporaryDirectory()
+        >>> root = Path(folder.name) / "glyphs"  # two negative classes, a few images of each
+        >>> layout = make_glyph_folders(root, negative=("diag", "cross"), per_split={"train": 4, "val": 2, "test": 2})
+        >>> from agnostophobia.data import build_file_protocol, split_negative_classes
+        >>> protocol = build_file_protocol(layout)
+        >>> split_negative_classes(protocol, seed=0)  # (trained, held out): indices into negative_class_names
+        ([1], [0])
+        >>> folder.cleanup()
     """
     names = protocol.negative_class_names
     if not names or protocol.train.negative_class is None or protocol.val.negative_class is None:
@@ -388,6 +401,20 @@ def hold_out_negative_classes(protocol: OpenSetProtocol, seed: int) -> OpenSetPr
     Raises:
         ~agnostophobia.errors.DataError: the held-out half has no validation negatives, or the
             trained half no training negatives.
+
+    Examples:
+        >>> import tempfile
+        >>> from pathlib import Path
+        >>> from agnostophobia.data import make_glyph_folders
+        >>> folder = tempfile.TemporaryDirectory()
+        >>> root = Path(folder.name) / "glyphs"  # two negative classes, a few images of each
+        >>> layout = make_glyph_folders(root, negative=("diag", "cross"), per_split={"train": 4, "val": 2, "test": 2})
+        >>> from agnostophobia.data import build_file_protocol, hold_out_negative_classes
+        >>> protocol = build_file_protocol(layout)
+        >>> calibration = hold_out_negative_classes(protocol, seed=0)  # Sec. 6: train on one half of the negatives
+        >>> len(protocol.negative_class_names), sorted(calibration.test_unknowns)
+        (2, ['held-out-classes'])
+        >>> folder.cleanup()
     """
     trained, held_out = split_negative_classes(protocol, seed)
     names = protocol.negative_class_names
