@@ -105,6 +105,18 @@ def register(name: str):
     Raises:
         ConfigError: ``name`` cannot be a path component (raised when the class is decorated).
         ValueError: a class is already registered as ``name`` (likewise).
+
+    Examples:
+        >>> from agnostophobia.detectors import Detector, register
+        >>> try:  # a name is registered once: a second detector under "knn" is refused
+        ...     @register("knn")
+        ...     class AnotherKNN(Detector):
+        ...         def scores(self, logits, features=None):
+        ...             return logits
+        ... except ValueError as error:
+        ...     print(error)
+        ...
+        detector 'knn' is already registered
     """
 
     def add(cls):

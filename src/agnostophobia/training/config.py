@@ -292,6 +292,19 @@ def protocol_for(cfg: Union["TrainConfig", Dict[str, Any]], data_dir=None):
 
     Returns:
         The :class:`~agnostophobia.data.OpenSetProtocol` (training, validation and test splits).
+
+    Examples:
+        >>> import tempfile
+        >>> from pathlib import Path
+        >>> from agnostophobia.data import make_glyph_folders
+        >>> folder = tempfile.TemporaryDirectory()
+        >>> layout = make_glyph_folders(Path(folder.name) / "glyphs", per_split={"train": 6, "val": 2, "test": 2})
+        >>> from agnostophobia.training import TrainConfig, protocol_for
+        >>> config = TrainConfig(protocol=layout, model="mlp", data_seed=1)
+        >>> first, again = protocol_for(config), protocol_for(config.to_dict())  # a config or a checkpoint's dict
+        >>> bool((first.val.labels == again.val.labels).all()), first.input_shape  # the data seed fixes the splits
+        (True, (1, 28, 28))
+        >>> folder.cleanup()
     """
     values = cfg.to_dict() if isinstance(cfg, TrainConfig) else cfg
     return build_protocol(values["protocol"], data_dir=data_dir or values.get("data_dir"),
