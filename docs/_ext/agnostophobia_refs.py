@@ -719,8 +719,14 @@ def constructor_parameters(cls, config) -> Dict[str, str]:
     """What the class that writes a class's ``__init__`` says of its parameters (its ``__init__``'s
     ``Args:`` and, for a class that inherits the constructor, its own docstring's), by name: a
     class page shows the class docstring alone, so a loss's ``num_classes`` (written at
-    :class:`~agnostophobia.losses.OpenSetLoss`'s ``__init__``) would show no description."""
+    :class:`~agnostophobia.losses.OpenSetLoss`'s ``__init__``) would show no description. A
+    constructor made from settings takes its other parameters as the class it hands them to
+    (``foundation_class``) does, and is described by that class."""
+    from agnostophobia.settings import foundation_class
+
     owner = next((k for k in cls.__mro__ if "__init__" in k.__dict__), object)
+    if getattr(owner.__dict__.get("__init__"), "_made_from_settings", False):
+        owner = foundation_class(owner)  # a made constructor hands the others on to it
     if owner is object:
         return {}
     docs = [owner.__dict__["__init__"].__doc__] + ([inspect.getdoc(owner)] if owner is not cls else [])
