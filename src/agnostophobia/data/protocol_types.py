@@ -357,8 +357,11 @@ def split_negative_classes(protocol: OpenSetProtocol, seed: int) -> Tuple[List[i
         >>> layout = make_glyph_folders(root, negative=("diag", "cross"), per_split={"train": 4, "val": 2, "test": 2})
         >>> from agnostophobia.data import build_file_protocol, split_negative_classes
         >>> protocol = build_file_protocol(layout)
-        >>> split_negative_classes(protocol, seed=0)  # (trained, held out): indices into negative_class_names
-        ([1], [0])
+        >>> trained, held_out = split_negative_classes(protocol, seed=0)  # indices into negative_class_names
+        >>> sorted(trained + held_out), len(trained) == len(held_out) == 1
+        ([0, 1], True)
+        >>> split_negative_classes(protocol, seed=0) == (trained, held_out)  # one data seed, the same halves
+        True
         >>> folder.cleanup()
     """
     names = protocol.negative_class_names
