@@ -651,8 +651,120 @@ def _field_comment_as_docstring(app, what, name, obj, options, lines):
     except (ImportError, AttributeError, ValueError):
         return
     comment = field_comments(owner).get(field) if is_record(owner) else None
-    if comment:  # written as plain text: "|x|" or "a * b" is no markup
-        lines[:] = [comment.replace("\\", "\\\\").replace("|", "\\|").replace("*", "\\*"), ""]
+    if comment:
+        lines[:] = [_plain(comment), ""]
+
+
+def _plain(text: str) -> str:
+    """A comment, written as plain text, as reStructuredText: "|x|" or "a * b" is no markup."""
+    return text.replace("\\", "\\\\").replace("|", "\\|").replace("*", "\\*")
+
+
+def declared_parameters(cls) -> Dict[str, str]:
+    """What a class's declarations say of its constructor's parameters, as reStructuredText, by
+    name: a loss's or detector's ``SETTINGS`` (each declaration's ``doc``), a dataclass's or named
+    tuple's fields (the comment written at each), and the experiment configuration's fields
+    (``TrainConfig``, ``ExperimentConfig``: the meaning the configuration reference shows, the
+    declaration's ``doc`` and the comment)."""
+    from agnostophobia.training.config import ExperimentConfig, TrainConfig
+
+    docs = {name: _cell(s.doc) for name, s in dict(getattr(cls, "SETTINGS", {}) or {}).items() if s.doc}
+    if is_record(cls):
+        docs.update({name: _plain(text) for name, text in field_comments(cls).items()})
+    if cls in (TrainConfig, ExperimentConfig):
+        docs.update({row[0]: _cell(row[5]) for row in config_rows(cls)})
+    return {name: " ".join(doc.split()) for name, doc in docs.items() if doc.strip()}
+
+
+def napoleon_lines(docstring: str, config, what: str = "class") -> List[str]:
+    """A Google- or numpydoc-style docstring as napoleon gives it to autodoc (numpydoc read
+    first, then Google, as its ``autodoc-process-docstring`` handler does)."""
+    from sphinx.ext.napoleon.docstring import GoogleDocstring, NumpyDocstring
+
+    lines = inspect.cleandoc(docstring or "").splitlines()
+    if config.napoleon_numpy_docstring:
+        lines = NumpyDocstring(lines, config, what=what).lines()
+    if config.napoleon_google_docstring:
+        lines = GoogleDocstring(lines, config, what=what).lines()
+    return lines
+
+
+_FIELD = re.compile(r"^:(param|type)\s+([^:]+):(.*)$")
+_OTHER_FIELD = re.compile(r"^:(returns?|rtype|raises?|yields?|ytype|keyword|kwtype|var|ivar|cvar)\b[^:]*:")
+
+
+def parameter_fields(lines: List[str]) -> Dict[str, str]:
+    """The ``:param NAME: text`` fields of reStructuredText ``lines`` (what napoleon makes of an
+    ``Args:`` section), by name as autodoc reads it: ``:param int x:`` is ``x``, and of
+    ``:param a, b:`` only ``b`` (autodoc adds an empty entry for ``a``), and ``:param \\*\\*kw:``
+    is ``kw``. The text joins the field's continuation lines."""
+    fields: Dict[str, str] = {}
+    current = None
+    for line in lines:
+        match = _FIELD.match(line)
+        if match:
+            current = None
+            if match.group(1) == "param":
+                parts = match.group(2).split()
+                current = (parts[0] if len(parts) == 1 else " ".join(parts[1:])).replace("\\", "").lstrip("*")
+                fields[current] = match.group(3).strip()
+        elif current and line[:1].isspace() and line.strip():
+            fields[current] = " ".join(t for t in (fields[current], line.strip()) if t)
+        else:
+            current = None
+    return fields
+
+
+def constructor_parameters(cls, config) -> Dict[str, str]:
+    """What the class that writes a class's ``__init__`` says of its parameters (its ``__init__``'s
+    ``Args:`` and, for a class that inherits the constructor, its own docstring's), by name: a
+    class page shows the class docstring alone, so a loss's ``num_classes`` (written at
+    :class:`~agnostophobia.losses.OpenSetLoss`'s ``__init__``) would show no description. A
+    constructor made from settings takes its other parameters as the class it hands them to
+    (``foundation_class``) does, and is described by that class."""
+    from agnostophobia.settings import foundation_class
+
+    owner = next((k for k in cls.__mro__ if "__init__" in k.__dict__), object)
+    if getattr(owner.__dict__.get("__init__"), "_made_from_settings", False):
+        owner = foundation_class(owner)  # a made constructor hands the others on to it
+    if owner is object:
+        return {}
+    docs = [owner.__dict__["__init__"].__doc__] + ([inspect.getdoc(owner)] if owner is not cls else [])
+    found: Dict[str, str] = {}
+    for doc in docs:
+        found.update({name: text for name, text in parameter_fields(napoleon_lines(doc, config)).items() if text})
+    return found
+
+
+def with_parameter_descriptions(cls, lines: List[str], config) -> List[str]:
+    """A class docstring's lines (after napoleon) with a ``:param:`` field for each constructor
+    parameter the docstring does not describe but the class's declarations or constructor do,
+    next to the docstring's own (else at its end): autodoc (``autodoc_typehints =
+    "description"``) would otherwise list each such parameter with its type and no description."""
+    try:
+        names = [name for name in inspect.signature(cls).parameters if name not in ("self", "cls")]
+    except (TypeError, ValueError):
+        return lines
+    described = parameter_fields(lines)
+    known = {**constructor_parameters(cls, config), **declared_parameters(cls)}
+    added = [f":param {name}: {known[name]}" for name in names if name not in described and name in known]
+    if not added:
+        return lines
+    fields = [i for i, line in enumerate(lines) if _FIELD.match(line)]
+    if fields:  # after the docstring's own, in their field list
+        end = fields[-1] + 1
+        while end < len(lines) and lines[end][:1].isspace() and lines[end].strip():
+            end += 1
+        return lines[:end] + added + lines[end:]
+    others = [i for i, line in enumerate(lines) if _OTHER_FIELD.match(line)]
+    if others:  # before its Returns or Raises, in their field list: autodoc completes each list
+        return lines[:others[0]] + added + lines[others[0]:]
+    return lines + [""] + added + [""]
+
+
+def _parameters_on_the_class_page(app, what, name, obj, options, lines):
+    if what == "class" and inspect.isclass(obj):
+        lines[:] = with_parameter_descriptions(obj, lines, app.config)
 
 
 def _settings_after_class_docstring(app, what, name, obj, options, lines):
@@ -741,6 +853,7 @@ def setup(app):
     _attribute_comments_as_written()
     _summaries_keep_citations()
     app.connect("html-page-context", _viewcode_backlinks)
+    app.connect("autodoc-process-docstring", _parameters_on_the_class_page)
     app.connect("autodoc-process-docstring", _settings_after_class_docstring)
     app.connect("autodoc-process-docstring", _drop_torch_docstrings)
     app.connect("autodoc-process-docstring", _field_comment_as_docstring)

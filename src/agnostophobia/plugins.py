@@ -38,6 +38,11 @@ def load_plugins() -> None:
     Raises:
         ~agnostophobia.errors.ConfigError: a plugin failed to load (one line naming it and what
             it raised); the next call tries again.
+
+    Examples:
+        >>> from agnostophobia.plugins import load_plugins
+        >>> load_plugins()  # once per process; a second call does nothing
+        >>> load_plugins()
     """
     if _state["loaded"]:
         return

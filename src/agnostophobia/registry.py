@@ -101,6 +101,10 @@ class Registry(Generic[T]):
         """What to say about the unknown ``name``: every name of a short registry, the closest
         ones of a long one (the models hold every torchvision architecture).
 
+        Args:
+            name: the unknown name.
+            listed: the largest registry whose names are all listed.
+
         Returns:
             One phrase, ``known: a, b, c`` or ``close: ...`` (without a trailing period).
         """
@@ -113,6 +117,11 @@ class Registry(Generic[T]):
     def closest(self, name: str, n: int = 5, cutoff: float = 0.6) -> List[str]:
         """Up to ``n`` registered names most like ``name``, compared without a ``family/`` prefix
         (``resnet50`` finds ``torchvision/resnet50``, ``torchvision/foo`` no torchvision model).
+
+        Args:
+            name: the name looked for.
+            n: the most names returned.
+            cutoff: the least likeness a returned name has, in [0, 1] (``difflib``'s ratio).
 
         Returns:
             The names, most alike first, each at least ``cutoff`` alike (0..1).

@@ -131,6 +131,10 @@ class Setting:
         """``value`` as this setting allows (an integer given for a float becomes a float); a
         ``ValueError`` naming ``name`` otherwise, as a constructor raises it.
 
+        Args:
+            value: the value given.
+            name: the keyword or config key that gave it, named in the error.
+
         Returns:
             The value, a float for a float setting and an int for an int one.
         """
@@ -166,6 +170,9 @@ class Setting:
     def inferred(cls, parameter: inspect.Parameter) -> Optional["Setting"]:
         """The setting a keyword declares by its annotation and default (``temperature: float =
         1.0``), or None when neither names one of the four types.
+
+        Args:
+            parameter: a constructor keyword, from :func:`inspect.signature`.
 
         Returns:
             A :class:`Setting` of that type with that default (unbounded), or None.
@@ -276,6 +283,12 @@ def foundation_class(cls):
 
     Returns:
         That class, or ``object``.
+
+    Examples:
+        >>> from agnostophobia.losses import ObjectosphereLoss, OpenSetLoss
+        >>> from agnostophobia.settings import foundation_class
+        >>> foundation_class(ObjectosphereLoss) is OpenSetLoss  # its made constructor hands num_classes there
+        True
     """
     return next(base for base in cls.__mro__[1:]
                 if "__init__" in vars(base) and not getattr(vars(base)["__init__"], "_made_from_settings", False))
@@ -386,6 +399,16 @@ def setting(kind: type, default: Any = _NO_DEFAULT, factory=None, **declared) ->
 
     Returns:
         A :func:`dataclasses.field` carrying the setting in its metadata.
+
+    Examples:
+        >>> from dataclasses import dataclass
+        >>> from agnostophobia.settings import field_settings, setting
+        >>> @dataclass
+        ... class Schedule:
+        ...     epochs: int = setting(int, 10, low=1)  # the field's default is the setting's
+        ...
+        >>> Schedule().epochs, field_settings(Schedule)["epochs"].describe_range()
+        (10, '[1, inf)')
     """
     given = default is not _NO_DEFAULT
     default = default if given else None
@@ -406,6 +429,13 @@ def field_settings(owner) -> Dict[str, Setting]:
 
     Returns:
         ``{field name: Setting}``, in the fields' order.
+
+    Examples:
+        >>> from agnostophobia.settings import field_settings
+        >>> from agnostophobia.training import TrainConfig
+        >>> settings = field_settings(TrainConfig)
+        >>> settings["epochs"].default, settings["optimizer"].choices
+        (70, ('adam', 'sgd'))
     """
     return {f.name: f.metadata["setting"] for f in dataclasses.fields(owner) if "setting" in f.metadata}
 
@@ -421,6 +451,12 @@ def declared_settings(owner, declared: Mapping[str, Setting], skip: Iterable[str
 
     Returns:
         The settings by name.
+
+    Examples:
+        >>> from agnostophobia.losses import ObjectosphereLoss
+        >>> from agnostophobia.settings import declared_settings
+        >>> sorted(declared_settings(ObjectosphereLoss, ObjectosphereLoss.SETTINGS, skip=("num_classes", "reduction")))
+        ['lambda_', 'xi']
     """
     settings: Dict[str, Setting] = {}
     skipped = set(skip)
@@ -446,6 +482,18 @@ def check_settings(declared: Mapping[str, Setting], values: Mapping[str, Any], w
 
     Raises:
         ConfigError: an undeclared name or a value it does not allow, naming ``where.KEY``.
+
+    Examples:
+        >>> from agnostophobia.detectors import KNNDetector
+        >>> from agnostophobia.errors import ConfigError
+        >>> from agnostophobia.settings import check_settings
+        >>> check_settings(KNNDetector.SETTINGS, {"k": 20}, where="detectors.knn", owner="detector knn")  # fine: nothing
+        >>> try:
+        ...     check_settings(KNNDetector.SETTINGS, {"k": 0}, where="detectors.knn", owner="detector knn")
+        ... except ConfigError as error:
+        ...     print(error)
+        ...
+        config key 'detectors.knn.k': must be an integer >= 1, got 0
     """
     for key, value in values.items():
         if key not in declared:

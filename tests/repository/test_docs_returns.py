@@ -15,14 +15,14 @@ The rules, each a test below:
   (``raise ConfigError(...)``, read with :mod:`ast` and resolved in its module) names that class
   in its ``Raises:`` section (``ConfigError:`` or ``~agnostophobia.errors.ConfigError:``). What
   it raises through the functions it calls is their documentation's.
-- **Examples.** A public class (exceptions are not: they are raised, not made) has an
-  ``Examples:`` section in its own docstring with a ``>>>`` example, and every example of the
-  documented objects runs as a doctest (:func:`test_the_examples_run`), its numbers printed
-  rounded or as shapes.
+- **Examples.** A public class (exceptions are not: they are raised, not made) and a public
+  function have an ``Examples:`` section in their own docstring with a ``>>>`` example, and every
+  example of the documented objects runs as a doctest (:func:`test_the_examples_run`), its
+  numbers printed rounded or as shapes.
 
 ``NOT_YET`` lists, by name, the objects that may still break a rule: the gaps are counted there,
 never skipped silently, and an object that is fixed must leave the list (the test fails on a
-listed object that no longer breaks its rule). It holds 0 objects now
+listed object that no longer breaks its rule). It holds 9 objects now
 (``test_the_allow_list_is_counted`` checks that number against the list).
 
 Run as a script, it prints the gaps per module and kind.
@@ -40,7 +40,7 @@ from typing import Dict, List, Tuple
 
 import pytest
 
-from tests.repository.test_docs_parameters import NUMPY_RULE, documented_api, section_entries
+from tests.repository.test_docs_parameters import NUMPY_RULE, documented_api, refs, section_entries
 
 RETURNS = re.compile(r"^(Returns?|Yields?):?\s*$")
 RAISES = re.compile(r"^Raises:?\s*$")
@@ -50,7 +50,17 @@ EXAMPLES = re.compile(r"^Examples?:?\s*$")
 NOT_YET: Dict[str, Tuple[str, ...]] = {
     "returns": (),
     "raises": (),
-    "examples": (),
+    "examples": (  # functions still without an example: the rule reached functions later than classes
+        "agnostophobia.data.download",
+        "agnostophobia.data.fetch",
+        "agnostophobia.data.fetch_dataset",
+        "agnostophobia.data.load_dataset",
+        "agnostophobia.deploy.calibrate_run",
+        "agnostophobia.deploy.calibration_entry",
+        "agnostophobia.plotting.draw_run",
+        "agnostophobia.plotting.iter_run_figures",
+        "agnostophobia.plotting.plot_run",
+    ),
 }
 
 
@@ -68,10 +78,14 @@ def has_section(docstring: str, section: re.Pattern) -> bool:
 
 def section_text(docstring: str, section: re.Pattern) -> str:
     """The text of the section of ``docstring`` that ``section`` heads (up to the next heading
-    at the left margin), or ''."""
+    at the left margin, or in numpydoc form the next heading over dashes), or ''."""
     lines = inspect.cleandoc(docstring or "").splitlines()
     for i, line in enumerate(lines):
         if line == line.lstrip() and section.match(line.strip()):
+            if i + 1 < len(lines) and NUMPY_RULE.match(lines[i + 1].strip()):  # numpydoc: up to the next heading
+                end = next((j for j in range(i + 2, len(lines) - 1) if NUMPY_RULE.match(lines[j + 1].strip())),
+                           len(lines))
+                return "\n".join(lines[i + 2:end])
             body = []
             for following in lines[i + 1:]:
                 if following and following == following.lstrip() and not NUMPY_RULE.match(following):
@@ -228,9 +242,9 @@ def raise_gap(value) -> List[str]:
     return [error for error in raised_errors(function) if error not in named_errors(inspect.getdoc(value) or "")]
 
 
-def example_gap(cls) -> str:
-    """Why a class's own docstring has no runnable example, or ''."""
-    doc = cls.__dict__.get("__doc__") or ""
+def example_gap(obj) -> str:
+    """Why a class's or function's own docstring has no runnable example, or ''."""
+    doc = (obj.__dict__.get("__doc__") if inspect.isclass(obj) else obj.__doc__) or ""
     if not has_section(doc, EXAMPLES):
         return "no Examples section"
     if ">>>" not in section_text(doc, EXAMPLES):
@@ -243,6 +257,10 @@ def public_classes() -> Dict[str, type]:
             if inspect.isclass(obj) and not issubclass(obj, BaseException)}
 
 
+def public_functions() -> Dict[str, object]:
+    return {name: obj for name, obj in documented_api().items() if inspect.isroutine(obj)}
+
+
 @functools.lru_cache(maxsize=None)
 def gaps() -> Dict[str, Dict[str, str]]:
     """The objects that break a rule, by kind, each with why."""
@@ -252,8 +270,8 @@ def gaps() -> Dict[str, Dict[str, str]]:
             found["returns"][name] = why
         if missing := raise_gap(value):
             found["raises"][name] = "does not name " + ", ".join(missing)
-    for name, cls in public_classes().items():
-        if why := example_gap(cls):
+    for name, obj in {**public_classes(), **public_functions()}.items():
+        if why := example_gap(obj):
             found["examples"][name] = why
     return found
 
@@ -300,6 +318,17 @@ def test_the_reader_finds_returns_raises_and_examples_in_both_styles():
     assert named_errors(google) == {"ConfigError", "DataError", "ValueError"}
     assert named_errors(numpy) == {"ConfigError"}
     assert ">>> 1 + 1" in section_text(google, EXAMPLES) and not section_text(numpy, EXAMPLES)
+    numpy_example = numpy + """
+    Examples
+    --------
+    >>> 1 + 1
+    2
+
+    Notes
+    -----
+    After the example.
+    """
+    assert section_text(numpy_example, EXAMPLES).split() == [">>>", "1", "+", "1", "2"]
     assert not has_section("Returns the scores.\n\nReturns nothing here either.", RETURNS)
 
 
@@ -367,6 +396,22 @@ def test_a_class_without_an_example_is_found():
     assert example_gap(Bare) and not example_gap(Shown)
 
 
+def test_a_function_without_an_example_is_found():
+    def bare():
+        """Summary."""
+
+    def shown():
+        """Summary.
+
+        Examples:
+            >>> 1 + 1
+            2
+        """
+
+    assert example_gap(bare) == "no Examples section" and not example_gap(shown)
+    assert "agnostophobia.metrics.oscr" in public_functions()
+
+
 # --- the documented API --------------------------------------------------------------------------
 
 def test_every_method_of_a_documented_class_is_walked():
@@ -392,6 +437,41 @@ def test_the_allow_list_is_counted():
     """The number of objects in NOT_YET is the one the module docstring states."""
     stated = re.search(r"It holds (\d+) objects", __doc__)
     assert stated and int(stated.group(1)) == sum(len(names) for names in NOT_YET.values())
+
+
+def summary(obj) -> str:
+    """The one-line summary the reference's tables show for ``obj``: what autosummary extracts
+    from its docstring, with the citation abbreviations (``Sec.``) the docs build teaches it."""
+    from docutils.frontend import get_default_settings
+    from docutils.parsers.rst import Parser
+    from sphinx.ext import autosummary
+
+    refs._summaries_keep_citations()
+    lines = inspect.cleandoc(inspect.getdoc(obj) or "").splitlines()
+    return autosummary.extract_summary(lines, get_default_settings(Parser))
+
+
+def test_a_summary_ending_in_a_colon_is_found():
+    def lead_in():
+        """The loss of Sec. 4.2, cross-entropy plus a term:
+
+        .. math:: x
+        """
+
+    def stated():
+        """The loss of Sec. 4.2, cross-entropy plus a term.
+
+        .. math:: x
+        """
+
+    assert summary(lead_in).endswith(":.") and summary(stated).endswith("term.")
+
+
+def test_no_summary_ends_in_a_colon():
+    """A first paragraph that leads into a formula (``...:``) reads as ``...:.`` in the summary
+    tables: the summary is a sentence of its own, and the formula follows it."""
+    found = {name: summary(obj) for name, obj in documented_api().items()}
+    assert {name: text for name, text in found.items() if text.rstrip(".").endswith(":")} == {}
 
 
 def _examples() -> List[doctest.DocTest]:

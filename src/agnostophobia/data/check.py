@@ -42,6 +42,15 @@ def check_dataset(name: str, data_dir: Optional[PathLike] = None) -> DatasetStat
 
     Returns:
         Its status, ``ok``, ``missing`` (with how to get it) or ``error`` (with the problem).
+
+    Examples:
+        >>> import tempfile
+        >>> from agnostophobia.data import check_dataset
+        >>> with tempfile.TemporaryDirectory() as empty:
+        ...     status = check_dataset("mnist", data_dir=empty)
+        ...
+        >>> status.status
+        'missing'
     """
     info = DATASETS.get(name)
     root = resolve_data_dir(data_dir)
@@ -85,6 +94,15 @@ def check(names: Sequence[str] = (), data_dir: Optional[PathLike] = None) -> dic
     Raises:
         ~agnostophobia.errors.ConfigError: an unknown dataset name.
         ~agnostophobia.errors.DataError: the data directory does not exist.
+
+    Examples:
+        >>> import tempfile
+        >>> from agnostophobia.data import check
+        >>> with tempfile.TemporaryDirectory() as empty:
+        ...     report = check(["mnist"], data_dir=empty)
+        ...
+        >>> report["ok"], sorted(report["datasets"])
+        (False, ['mnist'])
     """
     explicit = bool(names)
     for n in names:

@@ -51,6 +51,14 @@ def draw_glyph(shape: str, rng: np.random.Generator) -> np.ndarray:
     ------
     AgnostophobiaError
         ``shape`` is not a name of :data:`GLYPH_SHAPES`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from agnostophobia.data import draw_glyph
+    >>> image = draw_glyph("box", np.random.default_rng(0))
+    >>> image.shape, image.dtype, int(image.max()) > 200, int(image[0, 0]) < 50  # white on black
+    ((28, 28), dtype('uint8'), True, True)
     """
     _check_shapes([shape], "shape")
     image = np.zeros((SIZE, SIZE), np.uint8)
@@ -110,6 +118,19 @@ def make_glyph_folders(root, known=("hbar", "vbar", "box"), negative=("diag",), 
     AgnostophobiaError
         An unknown shape, a class in two roles, fewer than two known classes, a bad count
         or split name, or a ``root`` that is a file or a non-empty folder.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> from agnostophobia.data import make_glyph_folders
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     layout = make_glyph_folders(Path(folder) / "glyphs", per_split={"train": 2, "test": 1})
+    ...     sorted(path.name for path in (Path(folder) / "glyphs").iterdir())
+    ...
+    ['test', 'train', 'val']
+    >>> layout["known"], layout["negative"], layout["unknown"]
+    (['hbar', 'vbar', 'box'], ['diag'], ['dots'])
     """
     for role, shapes in (("known", known), ("negative", negative), ("unknown", unknown)):
         if isinstance(shapes, str):

@@ -42,6 +42,12 @@ def data_dir(data_dir: Optional[PathLike] = None) -> Path:
 
     Raises:
         ~agnostophobia.errors.DataError: the path exists and is not a folder.
+
+    Examples:
+        >>> from pathlib import Path
+        >>> from agnostophobia.data import data_dir
+        >>> data_dir("/tmp/my-data") == Path("/tmp/my-data")  # an argument wins over $AGNOSTOPHOBIA_DATA
+        True
     """
     if data_dir is not None and str(data_dir) != "":
         return _folder_or_nothing(Path(data_dir).expanduser(), "data directory")
@@ -62,6 +68,11 @@ def cache_dir() -> Path:
 
     Returns:
         The directory's path (not made here).
+
+    Examples:
+        >>> from agnostophobia.data import cache_dir
+        >>> cache_dir().is_absolute()
+        True
     """
     env = os.environ.get(CACHE_ENV)
     return Path(env).expanduser() if env else user_cache_root() / "decoded"

@@ -252,6 +252,15 @@ def rgb_to_grey(images: np.ndarray) -> np.ndarray:
 
     Returns:
         An (N, H, W) uint8 NumPy array.
+
+    Examples:
+        >>> import numpy as np
+        >>> from agnostophobia.data import rgb_to_grey
+        >>> rgb = np.zeros((1, 2, 2, 3), dtype=np.uint8)
+        >>> rgb[..., 0] = 255  # pure red
+        >>> rgb_to_grey(rgb)
+        array([[[76, 76],
+                [76, 76]]], dtype=uint8)
     """
     if images.ndim != 4 or images.shape[-1] != 3 or images.dtype != np.uint8:
         raise ValueError(f"expected uint8 (N, H, W, 3) RGB images, got {images.dtype} {images.shape}")
@@ -328,6 +337,15 @@ def border_mean(images: np.ndarray, width: int = 2) -> np.ndarray:
 
     Returns:
         An (N,) float64 NumPy array, each image's frame mean in [0, 255].
+
+    Examples:
+        >>> import numpy as np
+        >>> from agnostophobia.data import draw_glyph
+        >>> rng = np.random.default_rng(0)
+        >>> images = np.stack([draw_glyph("box", rng), draw_glyph("hbar", rng)])  # (2, 28, 28) uint8, white on black
+        >>> from agnostophobia.data import border_mean
+        >>> border_mean(images).round(1)  # a dark frame, noise only (white is 255)
+        array([19.8, 20.4])
     """
     return border_pixels(images, width).mean(axis=1)
 
@@ -348,6 +366,22 @@ def check_polarity(images: np.ndarray, name: str, limit: float = 128.0) -> float
 
     Raises:
         ~agnostophobia.errors.DataError: the frame is bright: black glyphs on white.
+
+    Examples:
+        >>> import numpy as np
+        >>> from agnostophobia.data import draw_glyph
+        >>> rng = np.random.default_rng(0)
+        >>> images = np.stack([draw_glyph("box", rng), draw_glyph("hbar", rng)])  # (2, 28, 28) uint8, white on black
+        >>> from agnostophobia.data import check_polarity
+        >>> check_polarity(images, "glyphs") < 128  # the median border pixel: dark, so no error
+        True
+        >>> from agnostophobia.errors import DataError
+        >>> try:
+        ...     check_polarity(255 - images, "inverted")
+        ... except DataError as error:
+        ...     print(str(error).split(";")[0])
+        ...
+        inverted: looks like a black glyph on white (median border pixel 235)
     """
     grey = images[:, 0] if images.ndim == 4 and images.shape[1] == 1 else images
     median = float(np.median(border_mean(grey)))
@@ -368,6 +402,15 @@ def to_lenet(images: np.ndarray, padding: int = 0) -> np.ndarray:
 
     Returns:
         An (N, 1, 28, 28) uint8 NumPy array.
+
+    Examples:
+        >>> import numpy as np
+        >>> from agnostophobia.data import draw_glyph
+        >>> rng = np.random.default_rng(0)
+        >>> images = np.stack([draw_glyph("box", rng), draw_glyph("hbar", rng)])  # (2, 28, 28) uint8, white on black
+        >>> from agnostophobia.data import to_lenet
+        >>> to_lenet(images).shape, to_lenet(images).dtype
+        ((2, 1, 28, 28), dtype('uint8'))
     """
     return _convert(_check_stored(images, "images"), LENET_INPUT, OURS_RECIPE, padding)
 
@@ -380,6 +423,12 @@ def to_chw(images: np.ndarray) -> np.ndarray:
 
     Returns:
         An (N, 3, H, W) uint8 NumPy array.
+
+    Examples:
+        >>> import numpy as np
+        >>> from agnostophobia.data import to_chw
+        >>> to_chw(np.zeros((5, 32, 32, 3), dtype=np.uint8)).shape
+        (5, 3, 32, 32)
     """
     if images.ndim != 4 or images.shape[-1] != 3:
         raise ValueError(f"expected (N, H, W, 3) RGB images, got shape {images.shape}")

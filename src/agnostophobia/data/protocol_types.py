@@ -240,6 +240,14 @@ def purpose_rng(seed: int, purpose: str) -> np.random.Generator:
 
     Returns:
         A :class:`numpy.random.Generator`, the same stream for the same ``(seed, purpose)``.
+
+    Examples:
+        >>> from agnostophobia.data import purpose_rng
+        >>> a = purpose_rng(0, "validation split").integers(100, size=3)
+        >>> b = purpose_rng(0, "validation split").integers(100, size=3)
+        >>> c = purpose_rng(0, "training subsample").integers(100, size=3)
+        >>> bool((a == b).all()), bool((a == c).all())  # the same stream per (seed, purpose), another per purpose
+        (True, False)
     """
     return np.random.default_rng(np.random.SeedSequence([seed, zlib.crc32(purpose.encode())]))
 
@@ -264,6 +272,14 @@ def stratified_split(labels: np.ndarray, fraction: float, rng: np.random.Generat
 
     Returns:
         ``(keep, held_out)``, two sorted int64 NumPy arrays of indices into ``labels``.
+
+    Examples:
+        >>> import numpy as np
+        >>> from agnostophobia.data import stratified_split
+        >>> labels = np.array([0, 0, 0, 0, 1, 1, 1, 1])
+        >>> keep, held_out = stratified_split(labels, fraction=0.5, rng=np.random.default_rng(0))
+        >>> len(keep), np.bincount(labels[held_out])  # half of each class held out
+        (4, array([2, 2]))
     """
     if len(labels) == 0:
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
@@ -288,6 +304,13 @@ def stratified_subset(labels: np.ndarray, n: Optional[int], rng: np.random.Gener
 
     Returns:
         A sorted int64 NumPy array of indices into ``labels``.
+
+    Examples:
+        >>> import numpy as np
+        >>> from agnostophobia.data import stratified_subset
+        >>> labels = np.array([0, 0, 0, 0, 0, 0, 1, 1, 1])
+        >>> np.bincount(labels[stratified_subset(labels, 6, np.random.default_rng(0))])  # 2:1, as in labels
+        array([4, 2])
     """
     if n is None or n >= len(labels):
         return np.arange(len(labels))
@@ -324,6 +347,22 @@ def split_negative_classes(protocol: OpenSetProtocol, seed: int) -> Tuple[List[i
     Raises:
         ~agnostophobia.errors.DataError: the protocol does not keep its negatives' classes or
             has fewer than two.
+
+    Examples:
+        >>> import tempfile
+        >>> from pathlib import Path
+        >>> from agnostophobia.data import make_glyph_folders
+        >>> folder = tempfile.TemporaryDirectory()
+        >>> root = Path(folder.name) / "glyphs"  # two negative classes, a few images of each
+        >>> layout = make_glyph_folders(root, negative=("diag", "cross"), per_split={"train": 4, "val": 2, "test": 2})
+        >>> from agnostophobia.data import build_file_protocol, split_negative_classes
+        >>> protocol = build_file_protocol(layout)
+        >>> trained, held_out = split_negative_classes(protocol, seed=0)  # indices into negative_class_names
+        >>> sorted(trained + held_out), len(trained) == len(held_out) == 1
+        ([0, 1], True)
+        >>> split_negative_classes(protocol, seed=0) == (trained, held_out)  # one data seed, the same halves
+        True
+        >>> folder.cleanup()
     """
     names = protocol.negative_class_names
     if not names or protocol.train.negative_class is None or protocol.val.negative_class is None:
@@ -365,6 +404,20 @@ def hold_out_negative_classes(protocol: OpenSetProtocol, seed: int) -> OpenSetPr
     Raises:
         ~agnostophobia.errors.DataError: the held-out half has no validation negatives, or the
             trained half no training negatives.
+
+    Examples:
+        >>> import tempfile
+        >>> from pathlib import Path
+        >>> from agnostophobia.data import make_glyph_folders
+        >>> folder = tempfile.TemporaryDirectory()
+        >>> root = Path(folder.name) / "glyphs"  # two negative classes, a few images of each
+        >>> layout = make_glyph_folders(root, negative=("diag", "cross"), per_split={"train": 4, "val": 2, "test": 2})
+        >>> from agnostophobia.data import build_file_protocol, hold_out_negative_classes
+        >>> protocol = build_file_protocol(layout)
+        >>> calibration = hold_out_negative_classes(protocol, seed=0)  # Sec. 6: train on one half of the negatives
+        >>> len(protocol.negative_class_names), sorted(calibration.test_unknowns)
+        (2, ['held-out-classes'])
+        >>> folder.cleanup()
     """
     trained, held_out = split_negative_classes(protocol, seed)
     names = protocol.negative_class_names

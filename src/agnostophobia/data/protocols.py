@@ -84,6 +84,18 @@ def build_protocol(name, data_dir: Optional[PathLike] = None, seed: int = 0, dat
     Raises:
         ~agnostophobia.errors.ConfigError: an unknown protocol or a bad limit.
         ~agnostophobia.errors.DataError: a dataset it reads is missing or malformed.
+
+    Examples:
+        >>> import tempfile
+        >>> from pathlib import Path
+        >>> from agnostophobia.data import make_glyph_folders
+        >>> folder = tempfile.TemporaryDirectory()
+        >>> layout = make_glyph_folders(Path(folder.name) / "glyphs", per_split={"train": 6, "val": 2, "test": 2})
+        >>> from agnostophobia.data import build_protocol
+        >>> protocol = build_protocol(layout, max_known_train=9)  # a mapping: a protocol from files, capped
+        >>> protocol.train.images.shape, sorted(protocol.test_unknowns)  # 9 knowns and the 6 negatives
+        ((15, 1, 28, 28), ['negatives', 'unknowns'])
+        >>> folder.cleanup()
     """
     check_limits(limits, seed)
     return protocol_spec(name).make(data_dir=data_dir, seed=int(seed), preprocessing=preprocessing,

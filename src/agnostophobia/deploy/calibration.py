@@ -349,6 +349,15 @@ def read_calibration(run_dir: Path) -> Optional[Dict]:
     Raises:
         ~agnostophobia.errors.AgnostophobiaError: a NaN or non-number threshold, a missing key:
             one line naming the file and the entry.
+
+    Examples:
+        >>> import tempfile
+        >>> from pathlib import Path
+        >>> from agnostophobia.deploy import read_calibration
+        >>> with tempfile.TemporaryDirectory() as run:
+        ...     print(read_calibration(Path(run)))  # a run that was never calibrated
+        ...
+        None
     """
     try:
         return records.read_calibration(run_dir)

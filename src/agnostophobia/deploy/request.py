@@ -134,6 +134,9 @@ class ModelRequest:
         command repeats it (a list), else ``approach``; a flag the command lacks keeps the
         field's default.
 
+        Args:
+            args: the command's parsed arguments (``argparse.Namespace``).
+
         Returns:
             The :class:`ModelRequest`.
         """
@@ -166,7 +169,12 @@ class ModelRequest:
     def check_reads(self, command: str, *reads: str) -> None:
         """A ``ValueError`` naming ``command`` where a field other than ``run`` and ``reads`` (the
         fields it reads) was changed from its default: no request is half followed in silence, and
-        a field added later is refused by every command that does not say it reads it."""
+        a field added later is refused by every command that does not say it reads it.
+
+        Args:
+            command: the function named in the error (``export_run``).
+            *reads: the fields the command reads, besides ``run``.
+        """
         changed = [field.name for field in dataclasses.fields(self)
                    if field.name not in ("run", *reads) and getattr(self, field.name) != field.default]
         if changed:
@@ -177,7 +185,13 @@ class ModelRequest:
         """One :class:`~agnostophobia.errors.AgnostophobiaWarning` naming those of ``fields`` that
         were given (not None) and had no effect, and ``why``: a flag a command did not need (a
         ``--device`` where no network ran) says so instead of being ignored without a word.
-        ``stacklevel`` counts from the caller, as ``warnings.warn``'s does."""
+        ``stacklevel`` counts from the caller, as ``warnings.warn``'s does.
+
+        Args:
+            why: the reason they had no effect, ending the warning.
+            *fields: the names of the fields the command did not use.
+            stacklevel: which caller the warning points at, 1 the caller of this method.
+        """
         given = [f"--{name.replace('_', '-')} {getattr(self, name)}" for name in fields
                  if getattr(self, name) is not None]
         if given:

@@ -67,6 +67,12 @@ def setting_grid(detector: str) -> List[Dict[str, Any]]:
 
     Raises:
         ConfigError: ``detector`` is not registered.
+
+    Examples:
+        >>> from agnostophobia.detectors import setting_grid
+        >>> grid = setting_grid("knn")
+        >>> len(grid), sorted(grid[0])
+        (12, ['k', 'normalize'])
     """
     tuned = {key: setting.grid for key, setting in DETECTORS.get(detector).SETTINGS.items() if setting.grid}
     return [dict(zip(tuned, values)) for values in itertools.product(*tuned.values())] if tuned else []
@@ -94,6 +100,18 @@ def register(name: str):
     Raises:
         ConfigError: ``name`` cannot be a path component (raised when the class is decorated).
         ValueError: a class is already registered as ``name`` (likewise).
+
+    Examples:
+        >>> from agnostophobia.detectors import Detector, register
+        >>> try:  # a name is registered once: a second detector under "knn" is refused
+        ...     @register("knn")
+        ...     class AnotherKNN(Detector):
+        ...         def scores(self, logits, features=None):
+        ...             return logits
+        ... except ValueError as error:
+        ...     print(error)
+        ...
+        detector 'knn' is already registered
     """
 
     def add(cls):
@@ -120,6 +138,11 @@ def detector_applies(detector: str, approach: str) -> bool:
 
     Raises:
         ConfigError: either name is not registered.
+
+    Examples:
+        >>> from agnostophobia.detectors import detector_applies
+        >>> detector_applies("background", "background"), detector_applies("background", "entropic")
+        (True, False)
     """
     return not DETECTORS.get(detector).reads_background_column or LOSSES.get(approach).background_class
 
@@ -149,6 +172,13 @@ def place_in_predicted_column(per_sample: np.ndarray, known_logits: np.ndarray) 
 
     Raises:
         ValueError: ``per_sample`` is not of shape ``(N,)``.
+
+    Examples:
+        >>> import numpy as np
+        >>> from agnostophobia.detectors import place_in_predicted_column
+        >>> place_in_predicted_column(np.array([0.5, 2.0]), np.array([[3.0, 1.0], [0.0, 1.0]]))
+        array([[ 0.5, -1. ],
+               [-1. ,  2. ]])
     """
     n, num_classes = known_logits.shape
     if per_sample.shape != (n,):
@@ -335,6 +365,10 @@ class Detector(DeclaresSettings):
         """Why the detector does not apply to a network with ``num_classes`` known classes and
         ``feature_dim``-dimensional features (one line), or None where it does.
 
+        Args:
+            num_classes: the number of known classes C.
+            feature_dim: the width of the network's deep features.
+
         Returns:
             A one-line reason, or None.
         """
@@ -474,6 +508,9 @@ class Detector(DeclaresSettings):
         """This detector as :meth:`fit` left it, from :meth:`fitted_state`'s arrays (a 0-d integer
         array becomes an int); a missing or extra name is a ``ValueError`` naming it.
 
+        Args:
+            state: the arrays :meth:`fitted_state` returned, by name.
+
         Returns:
             The fitted detector itself, ``self``.
         """
@@ -534,6 +571,16 @@ def build_detector(name: str, **settings) -> Detector:
     Raises:
         ConfigError: ``name`` is not registered, or it takes no setting of a given name.
         ValueError: a value the setting's declaration does not allow (naming the setting).
+
+    Examples:
+        >>> import numpy as np
+        >>> from agnostophobia.detectors import build_detector
+        >>> detector = build_detector("knn", k=2)  # settings as keywords: KNNDetector's k
+        >>> rng = np.random.default_rng(0)
+        >>> logits, features, labels = rng.normal(size=(20, 3)), rng.normal(size=(20, 4)), rng.integers(0, 3, 20)
+        >>> detector = detector.fit(logits, features, labels)  # the training knowns' outputs
+        >>> detector.scores(rng.normal(size=(5, 3)), features=rng.normal(size=(5, 4))).shape  # (N, C)
+        (5, 3)
     """
     cls = DETECTORS.get(name)
     try:

@@ -39,6 +39,13 @@ def l2_normalize(features: np.ndarray) -> np.ndarray:
 
     Returns:
         The normalised rows, shape ``(N, D)``, a new array.
+
+    Examples:
+        >>> import numpy as np
+        >>> from agnostophobia.detectors import l2_normalize
+        >>> l2_normalize(np.array([[3.0, 4.0], [0.0, 0.0]]))
+        array([[0.6, 0.8],
+               [0. , 0. ]])
     """
     norms = np.linalg.norm(features, axis=1, keepdims=True)
     return np.divide(features, norms, out=np.zeros_like(features), where=norms > 0)
@@ -144,6 +151,13 @@ def k_smallest_distances(queries: np.ndarray, reference: np.ndarray, k: int, que
         ValueError: ``k`` is outside ``1..n``, or ``search`` or ``distance`` is not one of its
             values.
         ConfigError: ``device`` names no device this machine has.
+
+    Examples:
+        >>> import numpy as np
+        >>> from agnostophobia.detectors import k_smallest_distances
+        >>> reference = np.array([[0.0, 0.0], [3.0, 4.0], [6.0, 8.0]])
+        >>> k_smallest_distances(np.array([[0.0, 0.0]]), reference, k=2, device="cpu")
+        array([[0., 5.]])
     """
     n_ref = reference.shape[0]
     if not 1 <= k <= n_ref:
@@ -214,6 +228,13 @@ def kth_neighbour_distance(queries: np.ndarray, reference: np.ndarray, k: int, q
 
     Raises:
         ValueError: ``k`` is outside ``1..n``.
+
+    Examples:
+        >>> import numpy as np
+        >>> from agnostophobia.detectors import kth_neighbour_distance
+        >>> reference = np.array([[0.0, 0.0], [3.0, 4.0], [6.0, 8.0]])
+        >>> kth_neighbour_distance(np.array([[0.0, 0.0], [6.0, 8.0]]), reference, k=2)
+        array([5., 5.])
     """
     return k_smallest_distances(queries, reference, k, query_chunk, reference_chunk)[:, k - 1]
 

@@ -80,6 +80,14 @@ def softmax_scores(logits) -> np.ndarray:
 
     Raises:
         ValueError: ``logits`` not of shape ``(N, C)``, empty, not real numbers or not finite.
+
+    Examples:
+        >>> import numpy as np
+        >>> logits = np.array([[4.0, 0.0, 0.0], [1.0, 1.0, 1.0]])  # a confident sample, an undecided one
+        >>> from agnostophobia.detectors import softmax_scores
+        >>> softmax_scores(logits).round(4)
+        array([[0.9647, 0.0177, 0.0177],
+               [0.3333, 0.3333, 0.3333]])
     """
     return softmax(as_float64(logits, "logits"), axis=1)
 
@@ -102,6 +110,14 @@ def background_scores(logits) -> np.ndarray:
 
     Raises:
         ValueError: ``logits`` has fewer than 2 columns, is not 2-D, empty, or not finite.
+
+    Examples:
+        >>> import numpy as np
+        >>> from agnostophobia.detectors import background_scores
+        >>> logits = np.array([[3.0, 0.0, 0.0], [0.0, 0.0, 3.0]])  # the last column is the background class
+        >>> background_scores(logits).round(4)  # the softmax over all C + 1 columns, the background dropped
+        array([[0.9094, 0.0453],
+               [0.0453, 0.0453]])
     """
     arr = as_float64(logits, "logits")
     if arr.shape[1] < 2:
@@ -123,6 +139,12 @@ def feature_magnitude(features) -> np.ndarray:
 
     Raises:
         ValueError: ``features`` not of shape ``(N, D)``, empty, not real numbers or not finite.
+
+    Examples:
+        >>> import numpy as np
+        >>> from agnostophobia.detectors import feature_magnitude
+        >>> feature_magnitude(np.array([[3.0, 4.0], [0.0, 0.5]]))
+        array([5. , 0.5])
     """
     return np.linalg.norm(as_float64(features, "features"), axis=1)
 
@@ -140,6 +162,15 @@ def scaled_objectosphere_scores(logits, features) -> np.ndarray:
 
     Raises:
         ValueError: either is not 2-D, empty or not finite, or their numbers of rows differ.
+
+    Examples:
+        >>> import numpy as np
+        >>> logits = np.array([[4.0, 0.0, 0.0], [1.0, 1.0, 1.0]])  # a confident sample, an undecided one
+        >>> from agnostophobia.detectors import scaled_objectosphere_scores
+        >>> features = np.array([[30.0, 40.0], [0.3, 0.4]])  # magnitudes 50 and 0.5
+        >>> scaled_objectosphere_scores(logits, features).round(4)
+        array([[48.2332,  0.8834,  0.8834],
+               [ 0.1667,  0.1667,  0.1667]])
     """
     probs = softmax_scores(logits)
     magnitude = feature_magnitude(features)
@@ -175,6 +206,14 @@ def softmax_log_odds(logits) -> np.ndarray:
 
     Raises:
         ValueError: ``logits`` not of shape ``(N, K)``, empty, not real numbers or not finite.
+
+    Examples:
+        >>> import numpy as np
+        >>> logits = np.array([[4.0, 0.0, 0.0], [1.0, 1.0, 1.0]])  # a confident sample, an undecided one
+        >>> from agnostophobia.detectors import softmax_log_odds
+        >>> softmax_log_odds(logits).round(4)
+        array([[ 3.3069, -4.0181, -4.0181],
+               [-0.6931, -0.6931, -0.6931]])
     """
     x = as_float64(logits, "logits")
     n, k = x.shape
@@ -246,6 +285,13 @@ def log_softmax_entropy(logits) -> np.ndarray:
 
     Raises:
         ValueError: ``logits`` not of shape ``(N, C)``, empty, not real numbers or not finite.
+
+    Examples:
+        >>> import numpy as np
+        >>> logits = np.array([[4.0, 0.0, 0.0], [1.0, 1.0, 1.0]])  # a confident sample, an undecided one
+        >>> from agnostophobia.detectors import log_softmax_entropy
+        >>> log_softmax_entropy(logits).round(4)  # ln ln 3 for the undecided sample
+        array([-1.7298,  0.094 ])
     """
     x = as_float64(logits, "logits")
     if x.shape[1] == 1:
@@ -271,6 +317,13 @@ def softmax_entropy(logits) -> np.ndarray:
 
     Raises:
         ValueError: ``logits`` not of shape ``(N, C)``, empty, not real numbers or not finite.
+
+    Examples:
+        >>> import numpy as np
+        >>> logits = np.array([[4.0, 0.0, 0.0], [1.0, 1.0, 1.0]])  # a confident sample, an undecided one
+        >>> from agnostophobia.detectors import softmax_entropy
+        >>> softmax_entropy(logits).round(4)  # ln 3 = 1.0986 for the undecided sample
+        array([0.1773, 1.0986])
     """
     log_p = log_softmax(as_float64(logits, "logits"), axis=1)
     return -(np.exp(log_p) * log_p).sum(axis=1)
@@ -445,6 +498,13 @@ def log_generalized_entropy(logits: np.ndarray, gamma: float, top: int) -> np.nd
     Raises:
         ValueError: ``logits`` not of shape ``(N, C)``, empty, not real numbers or not finite;
             ``top`` not a whole number in ``[1, C]``; ``gamma`` not a positive number.
+
+    Examples:
+        >>> import numpy as np
+        >>> logits = np.array([[4.0, 0.0, 0.0], [1.0, 1.0, 1.0]])  # a confident sample, an undecided one
+        >>> from agnostophobia.detectors import log_generalized_entropy
+        >>> log_generalized_entropy(logits, gamma=0.1, top=2).round(4)
+        array([0.3221, 0.5427])
     """
     x = as_float64(logits, "logits")
     if isinstance(top, bool) or not isinstance(top, (int, np.integer)) or not 1 <= top <= x.shape[1]:
@@ -475,6 +535,13 @@ def generalized_entropy(logits: np.ndarray, gamma: float, top: int) -> np.ndarra
 
     Raises:
         ValueError: as for :func:`log_generalized_entropy`.
+
+    Examples:
+        >>> import numpy as np
+        >>> logits = np.array([[4.0, 0.0, 0.0], [1.0, 1.0, 1.0]])  # a confident sample, an undecided one
+        >>> from agnostophobia.detectors import generalized_entropy
+        >>> generalized_entropy(logits, gamma=0.1, top=2).round(4)  # larger for the undecided sample
+        array([1.38  , 1.7207])
     """
     return np.exp(log_generalized_entropy(logits, gamma, top))
 

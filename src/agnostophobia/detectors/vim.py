@@ -86,6 +86,10 @@ class ViM(Detector):
     def not_applicable(cls, num_classes: int, feature_dim: int) -> Optional[str]:
         """Why ViM does not apply: it needs more feature dimensions than classes.
 
+        Args:
+            num_classes: the number of known classes C.
+            feature_dim: the width of the network's deep features.
+
         Returns:
             A one-line reason where ``feature_dim <= num_classes``, else None.
         """

@@ -85,6 +85,15 @@ def build_loss(name: str, num_classes: int, **kwargs) -> OpenSetLoss:
         ConfigError: ``name`` is not registered, or a keyword is missing or not taken by the loss.
         ValueError: ``num_classes`` is not a positive integer, or a value its declaration does
             not allow (naming the keyword).
+
+    Examples:
+        >>> import torch
+        >>> from agnostophobia.losses import build_loss
+        >>> loss = build_loss("objectosphere", num_classes=3, xi=10.0)  # Sec. 4.2; keywords are its settings
+        >>> logits, features = torch.zeros(2, 3), torch.ones(2, 4)
+        >>> labels = torch.tensor([0, -1])  # a known of class 0, an unknown
+        >>> round(float(loss(logits, labels, features=features)), 4)
+        1.102
     """
     cls = LOSSES.get(name)
     try:
@@ -108,6 +117,11 @@ def loss_settings(name: str) -> Dict[str, Setting]:
 
     Raises:
         ConfigError: ``name`` is not a registered loss.
+
+    Examples:
+        >>> from agnostophobia.losses import loss_settings
+        >>> sorted(loss_settings("objectosphere")), loss_settings("entropic")
+        (['lambda_', 'xi'], {})
     """
     return LOSSES.get(name).hyperparameters()
 
@@ -121,6 +135,11 @@ def every_loss_setting() -> Dict[str, Dict[str, Setting]]:
 
     Returns:
         ``{keyword: {approach: Setting}}``, the keywords in the order the losses are registered.
+
+    Examples:
+        >>> from agnostophobia.losses import every_loss_setting
+        >>> sorted(every_loss_setting()["xi"])  # the approaches whose loss reads xi
+        ['objectosphere']
     """
     settings: Dict[str, Dict[str, Setting]] = {}
     for name in LOSSES.registered():
@@ -143,6 +162,13 @@ def setting_problem(keyword: str, value, approaches=None) -> Optional[str]:
     Returns:
         What is wrong, in words (``"must be a number >= 0 (as objectosphere's loss declares
         it)"``), or None when the value is acceptable.
+
+    Examples:
+        >>> from agnostophobia.losses import setting_problem
+        >>> setting_problem("xi", 50.0, approaches=["objectosphere"]) is None
+        True
+        >>> print(setting_problem("xi", -1.0, approaches=["objectosphere"]))
+        must be a number >= 0 (as objectosphere's loss declares it)
     """
     readers = [a for a in (approaches or ()) if keyword in loss_settings(a)]
     for approach in readers:

@@ -288,13 +288,21 @@ class OpenSetLoss(DeclaresSettings, nn.Module):
     def attach(self, model: nn.Module) -> "OpenSetLoss":
         """Called once with the network this loss trains (VOS reads its logit layer).
 
+        Args:
+            model: the network the loss trains.
+
         Returns:
             The loss itself, ``self``.
         """
         return self
 
     def begin_epoch(self, epoch: int, epochs: int) -> None:
-        """Called before training epoch ``epoch`` (from 0) of ``epochs``."""
+        """Called before training epoch ``epoch`` (from 0) of ``epochs``.
+
+        Args:
+            epoch: the epoch about to train, from 0.
+            epochs: the run's number of epochs.
+        """
 
     def mix_batch(self, x: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
         """A training batch's inputs as the network should see them (MixOE mixes its negatives
@@ -303,6 +311,10 @@ class OpenSetLoss(DeclaresSettings, nn.Module):
         ``x`` is (N, C, H, W) and ``labels`` (N,), or, with seeds batched (``batched_seeds``), every
         seed's batch stacked: (S, N, C, H, W) and (S, N). A loss that overrides this for one batch
         only declares ``batches_over_seeds = False`` (MixOE does), and its seeds train one by one.
+
+        Args:
+            x: the training batch's inputs.
+            labels: their labels, >= 0 known, < 0 negative.
 
         Returns:
             The inputs the network trains on, of ``x``'s shape; here ``x`` itself.
@@ -356,6 +368,9 @@ class OpenSetLoss(DeclaresSettings, nn.Module):
     def known_logits(cls, width: int) -> int:
         """How many of ``width`` logit columns are known classes (C): all but the background
         class, when the loss has one.
+
+        Args:
+            width: the number of logit columns, the network's outputs.
 
         Returns:
             C, the number of known-class columns, ``width``, or ``width - 1`` with a background class.
@@ -482,5 +497,10 @@ def known_columns(approach: str, width: int) -> int:
 
     Raises:
         ConfigError: ``approach`` is not a registered loss (from ``LOSSES.get``).
+
+    Examples:
+        >>> from agnostophobia.losses import known_columns
+        >>> known_columns("entropic", 10), known_columns("background", 11)
+        (10, 10)
     """
     return LOSSES.get(approach).known_logits(width)

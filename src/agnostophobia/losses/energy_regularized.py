@@ -13,7 +13,7 @@ from ._base import LOSSES, FineTune, OpenSetLoss, auxiliary_outliers, from_scrat
 class EnergyRegularizedLoss(OpenSetLoss):
     r"""Energy-bounded learning (Liu et al., NeurIPS 2020, Eq. 8): cross-entropy plus squared hinge
     losses on the free energy :math:`E(x) = -\log\sum_c e^{f_c(x)}` (temperature 1), pulling
-    knowns below :math:`m_{in}` and negatives above :math:`m_{out}`:
+    knowns below :math:`m_{in}` and negatives above :math:`m_{out}`.
 
     .. math::
 

@@ -12,7 +12,7 @@ from ._base import LOSSES, OpenSetLoss
 @LOSSES.register("logitnorm")
 class LogitNormLoss(OpenSetLoss):
     r"""LogitNorm (Wei et al., ICML 2022, Eq. 5): cross-entropy of the logits normalised to unit
-    L2 norm and divided by a temperature τ:
+    L2 norm and divided by a temperature τ.
 
     .. math::
 

@@ -13,7 +13,7 @@ from .entropic import entropic_per_sample
 @LOSSES.register("maximal-entropy")
 class MaximalEntropyLoss(OpenSetLoss):
     r"""Entropic Open-Set (Eq. 1 of Dhamija et al.) with an additive margin m on the target logit
-    of known samples:
+    of known samples.
 
     .. math::
 

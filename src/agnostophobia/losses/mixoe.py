@@ -17,7 +17,7 @@ MIXES = ("mixup", "cutmix")
 class MixOELoss(OpenSetLoss):
     r"""MixOE (Zhang et al., WACV 2023, Sec. 3): each negative of a batch is mixed with a known
     partner, and the mixture is trained towards the correspondingly mixed target, between the
-    partner's one-hot label and uniform:
+    partner's one-hot label and uniform.
 
     .. math::
 
@@ -93,6 +93,10 @@ class MixOELoss(OpenSetLoss):
 
     def mix_batch(self, x: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
         """``x`` with each negative replaced by its mixture with a known partner (no host sync).
+
+        Args:
+            x: the (N, C, H, W) inputs of one training batch.
+            labels: their (N,) labels, >= 0 known, < 0 negative.
 
         Returns:
             A tensor of ``x``'s shape and dtype: the knowns' rows as they were, each negative's

@@ -14,7 +14,7 @@ AVERAGES = ("per-term", "batch")
 @LOSSES.register("outlier-exposure")
 class OutlierExposureLoss(OpenSetLoss):
     r"""Outlier Exposure: cross-entropy on the knowns plus λ times the cross-entropy from the
-    softmax to the uniform distribution on the negatives (the paper's classification form, Sec. 4.2):
+    softmax to the uniform distribution on the negatives (the paper's classification form, Sec. 4.2).
 
     .. math::
 

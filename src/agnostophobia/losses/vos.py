@@ -99,6 +99,9 @@ class VOSLoss(OpenSetLoss):
         """Read the network's logit layer, which scores the virtual outliers, and size the
         feature queues to its input.
 
+        Args:
+            model: the network the loss trains; its ``logits`` is an ``nn.Linear``.
+
         Returns:
             The loss itself, ``self``.
 
@@ -114,6 +117,12 @@ class VOSLoss(OpenSetLoss):
         return self
 
     def begin_epoch(self, epoch: int, epochs: int) -> None:
+        """Synthesise virtual outliers from epoch ``round(vos_start * epochs)`` on.
+
+        Args:
+            epoch: the epoch about to train, from 0.
+            epochs: the run's number of epochs.
+        """
         self.synthesising = epoch >= round(self.vos_start * epochs)
 
     def _size_queue(self, width: int, dtype: torch.dtype) -> None:
@@ -167,6 +176,11 @@ class VOSLoss(OpenSetLoss):
         """L_unc: φ's cross-entropy, 1 for the batch's knowns (``known`` marks them among ``logits``' rows)
         and 0 for the virtual outliers (``outlier_logits``), averaged over both together.
 
+        Args:
+            logits: the (N, C) logits of the batch.
+            known: the (N,) boolean mask of its knowns.
+            outlier_logits: the (M, C) logits of the virtual outliers.
+
         Returns:
             A 0-dim float tensor, differentiable with respect to the logits, ``w`` and φ.
         """
@@ -179,6 +193,9 @@ class VOSLoss(OpenSetLoss):
 
     def energy_score(self, logits: torch.Tensor) -> torch.Tensor:
         r""":math:`s = \log\sum_c \mathrm{ReLU}(w_c) e^{z_c}` (the negative of the weighted free energy).
+
+        Args:
+            logits: the (N, C) logits.
 
         Returns:
             The (N,) float tensor of scores of the (N, C) ``logits``, larger = more known.

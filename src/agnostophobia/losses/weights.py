@@ -43,6 +43,13 @@ def inverse_frequency_class_weights(labels, num_classes: int, per_class_total: f
     Raises:
         ValueError: ``labels`` is empty, not 1-D, not integers or has a label ``>= C``;
             ``num_classes`` is not a positive integer; ``per_class_total`` is not finite and > 0.
+
+    Examples:
+        >>> import torch
+        >>> from agnostophobia.losses import inverse_frequency_class_weights
+        >>> labels = torch.tensor([0, 0, 0, 1, -1, -1])
+        >>> inverse_frequency_class_weights(labels, num_classes=2)  # classes 0, 1, then the unknowns
+        tensor([0.6667, 2.0000, 1.0000])
     """
     num_classes = check_num_classes(num_classes)
     raw = to_numpy(labels, "labels")
@@ -79,6 +86,12 @@ def sample_weights(labels, class_weights) -> torch.Tensor:
     Raises:
         ValueError: ``class_weights`` is not of shape ``(C+1,)`` with C >= 1, ``labels`` is not
             1-D integers, or a label is ``>= C``.
+
+    Examples:
+        >>> import torch
+        >>> from agnostophobia.losses import sample_weights
+        >>> sample_weights(torch.tensor([0, 1, -1]), torch.tensor([0.5, 2.0, 1.0]))  # label < 0 takes the last
+        tensor([0.5000, 2.0000, 1.0000])
     """
     if isinstance(class_weights, torch.Tensor):
         check_tensor_storage(class_weights, "class_weights")

@@ -41,6 +41,14 @@ def auroc(confidence, labels) -> float:
 
     Returns:
         The area, a float in [0, 1] (0.5 is no better than chance).
+
+    Examples:
+        >>> import numpy as np
+        >>> from agnostophobia.metrics import auroc
+        >>> confidence = np.array([0.9, 0.8, 0.4, 0.6, 0.3, 0.2])
+        >>> labels = np.array([0, 1, 1, -1, -1, -1])  # >= 0 known, < 0 unknown
+        >>> round(auroc(confidence, labels), 4)  # 8 of the 9 (known, unknown) pairs are ranked right
+        0.8889
     """
     confidence, known = check_confidence(confidence, labels)
     return float(roc_auc_score(known, confidence))
@@ -65,6 +73,14 @@ def fpr_at_tpr(confidence, labels, tpr: float = 0.95) -> float:
 
     Returns:
         The false-positive rate, a float in [0, 1].
+
+    Examples:
+        >>> import numpy as np
+        >>> from agnostophobia.metrics import fpr_at_tpr
+        >>> confidence = np.array([0.9, 0.8, 0.4, 0.6, 0.3, 0.2])
+        >>> labels = np.array([0, 1, 1, -1, -1, -1])
+        >>> round(fpr_at_tpr(confidence, labels, tpr=0.95), 4)  # all knowns accepted at 0.4: one unknown of three with them
+        0.3333
     """
     if not np.isscalar(tpr) or not 0 < float(tpr) <= 1:
         raise ValueError(f"tpr must be a number in (0, 1], got {tpr!r}")
@@ -105,6 +121,15 @@ def precision_recall(confidence, labels) -> PRCurve:
     Returns:
         A :class:`PRCurve`: the (K+1,) precision and recall arrays, the (K,) thresholds (the
         distinct confidences) and the average precision.
+
+    Examples:
+        >>> import numpy as np
+        >>> from agnostophobia.metrics import precision_recall
+        >>> confidence = np.array([0.9, 0.8, 0.4, 0.6, 0.3, 0.2])
+        >>> labels = np.array([0, 1, 1, -1, -1, -1])
+        >>> curve = precision_recall(confidence, labels)
+        >>> round(curve.average_precision, 4)
+        0.9167
     """
     confidence, known = check_confidence(confidence, labels)
     precision, recall, thresholds = precision_recall_curve(known, confidence)
@@ -222,6 +247,15 @@ def accuracy_vs_confidence(scores, labels, thresholds=None) -> ConfidenceCurve:
     Returns:
         ``ConfidenceCurve(thresholds, value, accepted)``; ``value`` is NaN where no sample
         is accepted.
+
+    Examples:
+        >>> import numpy as np
+        >>> scores = np.array([[0.9, 0.1], [0.2, 0.8], [0.7, 0.3], [0.6, 0.4], [0.3, 0.5], [0.75, 0.25]])
+        >>> labels = np.array([0, 1, 1, 0, -1, -1])  # >= 0 known, < 0 unknown
+        >>> from agnostophobia.metrics import accuracy_vs_confidence
+        >>> curve = accuracy_vs_confidence(scores, labels, thresholds=np.array([0.0, 0.6, 0.8]))
+        >>> curve.value.round(4), curve.accepted
+        (array([0.5, 0.6, 1. ]), array([6, 5, 2]))
     """
     top = top_class(scores, labels, need_known=False, need_unknown=False)
     return _over_accepted(top.score, top.correct, thresholds)
@@ -245,6 +279,15 @@ def precision_vs_confidence(scores, labels, thresholds=None) -> ConfidenceCurve:
 
     Returns:
         ``ConfidenceCurve(thresholds, value, accepted)``, as :func:`accuracy_vs_confidence`.
+
+    Examples:
+        >>> import numpy as np
+        >>> scores = np.array([[0.9, 0.1], [0.2, 0.8], [0.7, 0.3], [0.6, 0.4], [0.3, 0.5], [0.75, 0.25]])
+        >>> labels = np.array([0, 1, 1, 0, -1, -1])  # >= 0 known, < 0 unknown
+        >>> from agnostophobia.metrics import precision_vs_confidence
+        >>> curve = precision_vs_confidence(scores, labels, thresholds=np.array([0.0, 0.6, 0.8]))
+        >>> curve.value.round(4), curve.accepted
+        (array([0.6667, 0.8   , 1.    ]), array([6, 5, 2]))
     """
     top = top_class(scores, labels, need_known=False, need_unknown=False)
     return _over_accepted(top.score, top.known, thresholds)

@@ -84,6 +84,15 @@ def oscr(scores, labels, counts: bool = False) -> OSCRCurve:
         CCR equal to the closed-set accuracy on D_c. No other point is added.
 
     Cost: one ``argsort`` of the N max scores plus linear passes.
+
+    Examples:
+        >>> import numpy as np
+        >>> scores = np.array([[0.9, 0.1], [0.2, 0.8], [0.7, 0.3], [0.6, 0.4], [0.3, 0.5], [0.75, 0.25]])
+        >>> labels = np.array([0, 1, 1, 0, -1, -1])  # >= 0 known, < 0 unknown
+        >>> from agnostophobia.metrics import oscr
+        >>> curve = oscr(scores, labels)
+        >>> curve.fpr, curve.ccr  # the threshold falls: CCR rises only where a known is classified correctly
+        (array([0. , 0. , 0.5, 0.5, 0.5, 1. ]), array([0.25, 0.5 , 0.5 , 0.5 , 0.75, 0.75]))
     """
     top = top_class(scores, labels)
     order = np.argsort(top.score)[::-1]        # decreasing score; ties are grouped below
@@ -127,6 +136,14 @@ def ccr_at_fpr(scores, labels, fpr_values: Sequence[float] = PAPER_FPR_VALUES,
         well-defined operating point.
 
     Cost: ``np.sort`` of the unknown and of the correctly classified known scores.
+
+    Examples:
+        >>> import numpy as np
+        >>> scores = np.array([[0.9, 0.1], [0.2, 0.8], [0.7, 0.3], [0.6, 0.4], [0.3, 0.5], [0.75, 0.25]])
+        >>> labels = np.array([0, 1, 1, 0, -1, -1])  # >= 0 known, < 0 unknown
+        >>> from agnostophobia.metrics import ccr_at_fpr
+        >>> ccr_at_fpr(scores, labels, fpr_values=(0.5, 1.0))  # CCR where at most half, and where all, of the unknowns are accepted
+        array([0.75, 0.75])
     """
     targets = _check_targets(fpr_values, counts)
     top = top_class(scores, labels)
@@ -203,6 +220,15 @@ def threshold_at_fpr(scores, labels, fpr: float) -> OperatingPoint:
 
     Returns:
         ``OperatingPoint(threshold, fpr, ccr, allowed)``.
+
+    Examples:
+        >>> import numpy as np
+        >>> scores = np.array([[0.9, 0.1], [0.2, 0.8], [0.7, 0.3], [0.6, 0.4], [0.3, 0.5], [0.75, 0.25]])
+        >>> labels = np.array([0, 1, 1, 0, -1, -1])  # >= 0 known, < 0 unknown
+        >>> from agnostophobia.metrics import threshold_at_fpr
+        >>> point = threshold_at_fpr(scores, labels, fpr=0.5)
+        >>> round(point.threshold, 4), point.fpr, point.ccr
+        (0.5, 0.5, 0.75)
     """
     targets = _check_targets(fpr, counts=False)
     if targets.size != 1:
@@ -227,6 +253,14 @@ def rates_at_threshold(scores, labels, threshold: float):
 
     Returns:
         ``(fpr, ccr)``, two floats in [0, 1].
+
+    Examples:
+        >>> import numpy as np
+        >>> scores = np.array([[0.9, 0.1], [0.2, 0.8], [0.7, 0.3], [0.6, 0.4], [0.3, 0.5], [0.75, 0.25]])
+        >>> labels = np.array([0, 1, 1, 0, -1, -1])  # >= 0 known, < 0 unknown
+        >>> from agnostophobia.metrics import rates_at_threshold
+        >>> rates_at_threshold(scores, labels, threshold=0.65)  # (FPR, CCR)
+        (0.5, 0.5)
     """
     return _rates(top_class(scores, labels), check_threshold(threshold))
 
@@ -254,6 +288,14 @@ def class_ccr_at_fpr(scores, labels, fpr: float = 1e-2) -> np.ndarray:
 
     Returns:
         A (C,) float64 NumPy array of per-class CCRs in [0, 1], NaN where undefined.
+
+    Examples:
+        >>> import numpy as np
+        >>> scores = np.array([[0.9, 0.1], [0.2, 0.8], [0.7, 0.3], [0.6, 0.4], [0.3, 0.5], [0.75, 0.25]])
+        >>> labels = np.array([0, 1, 1, 0, -1, -1])  # >= 0 known, < 0 unknown
+        >>> from agnostophobia.metrics import class_ccr_at_fpr
+        >>> class_ccr_at_fpr(scores, labels, fpr=0.5)  # class 0, class 1
+        array([1. , 0.5])
     """
     targets = _check_targets(fpr, counts=False)
     if targets.size != 1:
@@ -292,6 +334,14 @@ def oscr_area(scores, labels, log_fpr: bool = False, min_fpr: float = 1e-4) -> f
 
     Returns:
         The area, a float in [0, 1].
+
+    Examples:
+        >>> import numpy as np
+        >>> scores = np.array([[0.9, 0.1], [0.2, 0.8], [0.7, 0.3], [0.6, 0.4], [0.3, 0.5], [0.75, 0.25]])
+        >>> labels = np.array([0, 1, 1, 0, -1, -1])  # >= 0 known, < 0 unknown
+        >>> from agnostophobia.metrics import oscr_area
+        >>> round(oscr_area(scores, labels), 4)
+        0.625
     """
     if not (isinstance(min_fpr, (int, float)) and 0 < min_fpr < 1):
         raise ValueError(f"min_fpr must be in (0, 1), got {min_fpr!r}")

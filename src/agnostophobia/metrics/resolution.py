@@ -38,6 +38,11 @@ def supports_fpr(fpr: float, num_negatives: int) -> bool:
 
     Returns:
         True where the CCR at ``fpr`` rests on at least 10 negatives.
+
+    Examples:
+        >>> from agnostophobia.metrics import supports_fpr
+        >>> supports_fpr(0.01, num_negatives=1000), supports_fpr(0.001, num_negatives=1000)
+        (True, False)
     """
     return num_negatives > 0 and round(float(fpr) * num_negatives, 9) >= MIN_FALSE_POSITIVES
 
@@ -51,6 +56,11 @@ def smallest_supported_fpr(num_negatives: int) -> float:
 
     Returns:
         ``10 / num_negatives`` as a float (``inf`` for 0).
+
+    Examples:
+        >>> from agnostophobia.metrics import smallest_supported_fpr
+        >>> smallest_supported_fpr(1000)
+        0.01
     """
     return MIN_FALSE_POSITIVES / num_negatives if num_negatives > 0 else math.inf
 
@@ -69,6 +79,11 @@ def supported_fprs(num_negatives: int, candidates: Sequence[float] = FPR_SERIES)
 
     Returns:
         The supported candidates, in their order (possibly empty).
+
+    Examples:
+        >>> from agnostophobia.metrics import supported_fprs
+        >>> supported_fprs(1000)
+        [0.01, 0.02, 0.05, 0.1, 0.2, 0.5]
     """
     return [float(t) for t in candidates if supports_fpr(t, num_negatives)]
 
@@ -112,6 +127,11 @@ def reported_fprs(num_negatives: int) -> List[float]:
 
     Returns:
         The FPRs, ascending (possibly empty).
+
+    Examples:
+        >>> from agnostophobia.metrics import reported_fprs
+        >>> reported_fprs(1000)
+        [0.01, 0.1]
     """
     supported = supported_fprs(num_negatives)
     if not supported:
@@ -131,6 +151,11 @@ def unsupported_fpr_message(fpr: float, num_negatives: int, what: str = "the val
 
     Returns:
         The message, one line without a trailing newline.
+
+    Examples:
+        >>> from agnostophobia.metrics import unsupported_fpr_message
+        >>> unsupported_fpr_message(0.001, num_negatives=1000).split("; ")[-1]
+        'FPR 0.001 needs 10000 negatives'
     """
     supported = supported_fprs(num_negatives)
     smallest = smallest_supported_fpr(num_negatives)

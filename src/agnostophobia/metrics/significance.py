@@ -97,6 +97,12 @@ def seed_interval(values: Sequence[float], confidence: float = 0.95) -> Interval
 
     Returns:
         An :class:`Interval`: the mean (``estimate``), ``low``, ``high``, ``confidence`` and ``n``.
+
+    Examples:
+        >>> from agnostophobia.metrics import seed_interval
+        >>> interval = seed_interval([0.80, 0.82, 0.84])
+        >>> round(interval.estimate, 4), round(interval.low, 4), round(interval.high, 4)
+        (0.82, 0.7703, 0.8697)
     """
     array = _values(values, "seed_interval")
     mean = float(array.mean())
@@ -129,6 +135,12 @@ def paired_seed_test(first: Sequence[float], second: Sequence[float], test: str 
     Returns:
         A :class:`PairedTest`: the mean difference, the two-sided p-value, the test and the
         number of pairs.
+
+    Examples:
+        >>> from agnostophobia.metrics import paired_seed_test
+        >>> result = paired_seed_test([0.80, 0.82, 0.84], [0.78, 0.79, 0.83])
+        >>> round(result.difference, 4), round(result.p_value, 4), result.test
+        (0.02, 0.0742, 't')
     """
     a, b = _values(first, "paired_seed_test: first", 2), _values(second, "paired_seed_test: second", 2)
     if a.size != b.size:
@@ -165,6 +177,20 @@ def paired_bootstrap(metric: Callable, first, second, labels, resamples: int = 2
     Returns:
         ``(Interval, p)``: the :class:`Interval` of the difference (its ``estimate`` is the
         difference on all samples) and the two-sided p-value, a float in (0, 1].
+
+    Examples:
+        >>> import numpy as np
+        >>> from agnostophobia.metrics import paired_bootstrap
+        >>> def separation(scores, labels):  # a metric: the knowns' mean score minus the unknowns'
+        ...     return float(scores[labels >= 0].mean() - scores[labels < 0].mean())
+        ...
+        >>> rng = np.random.default_rng(0)
+        >>> labels = np.repeat([0, -1], 50)
+        >>> first = rng.normal(labels == 0, 1.0)  # knowns score 1 higher on average
+        >>> second = rng.normal(0.0, 1.0, size=100)  # no separation
+        >>> interval, p = paired_bootstrap(separation, first, second, labels, resamples=200)
+        >>> round(interval.estimate, 4), interval.low > 0, round(p, 4)
+        (0.9409, True, 0.01)
     """
     first, second, labels = np.asarray(first), np.asarray(second), np.asarray(labels)
     if not len(first) == len(second) == len(labels):
@@ -194,6 +220,11 @@ def holm(p_values: Sequence[float]) -> np.ndarray:
 
     Returns:
         A float64 NumPy array of the adjusted p-values, of ``p_values``' length and order.
+
+    Examples:
+        >>> from agnostophobia.metrics import holm
+        >>> holm([0.01, 0.04, 0.03])
+        array([0.03, 0.06, 0.06])
     """
     p = _values(p_values, "holm")
     if np.any((p < 0) | (p > 1)):
@@ -275,6 +306,12 @@ def paired_difference(first: Sequence[float], second: Sequence[float],
 
     Returns:
         A :class:`PairedDifference`.
+
+    Examples:
+        >>> from agnostophobia.metrics import paired_difference
+        >>> difference = paired_difference([0.80, 0.82, 0.84], [0.78, 0.79, 0.83])
+        >>> round(difference.difference, 4), round(difference.se, 4), difference.n
+        (0.02, 0.0058, 3)
     """
     a = _values(first, "paired_difference: first", 2)
     b = _values(second, "paired_difference: second", 2)
@@ -335,6 +372,12 @@ def decide(differences: Sequence[PairedDifference], margin: float, alpha: float 
 
     Returns:
         A list of :class:`Decision`, in the order of ``differences``.
+
+    Examples:
+        >>> from agnostophobia.metrics import decide, paired_difference
+        >>> difference = paired_difference([0.80, 0.82, 0.84, 0.81], [0.70, 0.71, 0.73, 0.72])
+        >>> decide([difference], margin=0.01)[0].verdict
+        'better'
     """
     if not (np.isfinite(margin) and margin > 0):
         raise ValueError(f"decide: margin must be a positive number, got {margin!r}")
@@ -361,7 +404,7 @@ def smallest_resolved_difference(se: float, n: int, alpha: float = 0.05, family_
     """The smallest absolute mean difference that :func:`decide` is sure to call better or worse,
     given its standard error ``se`` over ``n`` seeds in a family of ``family_size`` tests: at
     least the margin, and large enough that its two-sided p is below Holm's strictest step,
-    alpha / ``family_size``, whatever the family's other p-values:
+    alpha / ``family_size``, whatever the family's other p-values.
 
     .. math:: \\max\\big(\\mathrm{margin},\\ t_{1 - \\alpha / (2m),\\, n - 1}\\, \\mathrm{se}\\big).
 
@@ -378,6 +421,11 @@ def smallest_resolved_difference(se: float, n: int, alpha: float = 0.05, family_
 
     Returns:
         The difference, a float >= 0.
+
+    Examples:
+        >>> from agnostophobia.metrics import smallest_resolved_difference
+        >>> round(smallest_resolved_difference(se=0.01, n=5), 4)
+        0.0278
     """
     if n < 2 or family_size < 1 or not 0 < alpha < 1 or not (np.isfinite(se) and se >= 0):
         raise ValueError(f"smallest_resolved_difference: needs se >= 0, n >= 2, family_size >= 1 and alpha in "
@@ -399,6 +447,12 @@ def resample_weights(n: int, resamples: int, seed: int) -> np.ndarray:
 
     Returns:
         An int64 array of shape ``(resamples, n)``.
+
+    Examples:
+        >>> from agnostophobia.metrics import resample_weights
+        >>> weights = resample_weights(n=4, resamples=3, seed=0)
+        >>> weights.shape, weights.sum(axis=1)
+        ((3, 4), array([4, 4, 4]))
     """
     if n < 1 or resamples < 1:
         raise ValueError(f"resample_weights: needs n >= 1 and resamples >= 1, got n={n}, resamples={resamples}")
@@ -410,12 +464,12 @@ def resample_weights(n: int, resamples: int, seed: int) -> np.ndarray:
 
 def oscr_area_resamples(scores, labels, known_weights: np.ndarray, unknown_weights: np.ndarray) -> np.ndarray:
     r"""The area under the OSCR curve (linear FPR axis, :func:`~agnostophobia.metrics.oscr_area`)
-    of each bootstrap resample given as weights, without drawing a resample:
+    of each bootstrap resample given as weights, without drawing a resample.
 
     .. math:: A_b = \frac{\sum_{i \in D_c} w_{bi}\, [\text{$i$ correct}]
-              \sum_{j \in D_a} v_{bj}\, [s_i > s_j]}{\sum_{i \in D_c} w_{bi} \sum_{j \in D_a} v_{bj}},
+              \sum_{j \in D_a} v_{bj}\, [s_i > s_j]}{\sum_{i \in D_c} w_{bi} \sum_{j \in D_a} v_{bj}}.
 
-    which with every weight 1 is :func:`~agnostophobia.metrics.oscr_area` exactly (its step
+    With every weight 1 it is :func:`~agnostophobia.metrics.oscr_area` exactly (its step
     function integrates to the share of (correct known, unknown) pairs the known wins).
 
     Args:
@@ -427,6 +481,15 @@ def oscr_area_resamples(scores, labels, known_weights: np.ndarray, unknown_weigh
 
     Returns:
         A float64 array of the B areas.
+
+    Examples:
+        >>> import numpy as np
+        >>> scores = np.array([[0.9, 0.1], [0.2, 0.8], [0.7, 0.3], [0.6, 0.4], [0.3, 0.5], [0.75, 0.25]])
+        >>> labels = np.array([0, 1, 1, 0, -1, -1])  # >= 0 known, < 0 unknown
+        >>> from agnostophobia.metrics import oscr_area, oscr_area_resamples
+        >>> ones = oscr_area_resamples(scores, labels, np.ones((1, 4)), np.ones((1, 2)))
+        >>> round(float(ones[0]), 4), round(oscr_area(scores, labels), 4)  # every weight 1: the area itself
+        (0.625, 0.625)
     """
     from ._common import top_class
 
@@ -460,6 +523,14 @@ def resampled_se(first: np.ndarray, second: np.ndarray) -> float:
 
     Returns:
         The standard error, a float >= 0.
+
+    Examples:
+        >>> import numpy as np
+        >>> from agnostophobia.metrics import resampled_se
+        >>> first = np.array([[0.80, 0.82, 0.78], [0.81, 0.83, 0.80]])  # (seeds, resamples)
+        >>> second = np.array([[0.79, 0.80, 0.78], [0.80, 0.80, 0.79]])
+        >>> round(resampled_se(first, second), 4)
+        0.0104
     """
     first, second = np.asarray(first, dtype=np.float64), np.asarray(second, dtype=np.float64)
     if first.shape != second.shape or first.ndim != 2 or first.shape[1] < 2:

@@ -76,6 +76,14 @@ def entropy_magnitude_stats(entropy, magnitude, labels) -> EntropyMagnitudeStats
     Returns:
         An :class:`EntropyMagnitudeStats`: the four :class:`MeanStd` of knowns' and unknowns'
         entropy and magnitude.
+
+    Examples:
+        >>> import numpy as np
+        >>> from agnostophobia.metrics import entropy_magnitude_stats
+        >>> entropy, magnitude = np.array([0.1, 0.3, 2.0, 1.8]), np.array([40.0, 60.0, 2.0, 4.0])
+        >>> stats = entropy_magnitude_stats(entropy, magnitude, labels=np.array([0, 1, -1, -1]))
+        >>> stats.known_magnitude.mean, stats.known_magnitude.std, round(stats.unknown_entropy.mean, 4)
+        (50.0, 10.0, 1.9)
     """
     entropy = check_scores(entropy, "entropy", ndim=1)
     magnitude = check_scores(magnitude, "magnitude", ndim=1)

@@ -36,6 +36,11 @@ def fpr_keys(targets: Sequence[float]) -> List[str]:
 
     Returns:
         One key per target, in their order (``0.01`` -> ``"0.01"``).
+
+    Examples:
+        >>> from agnostophobia.metrics import fpr_keys
+        >>> fpr_keys([1e-4, 0.001, 0.01, 0.1])
+        ['1e-4', '1e-3', '1e-2', '1e-1']
     """
     return [f"{t:.0e}".replace("e-0", "e-") for t in targets]
 
@@ -51,6 +56,11 @@ def finite_or_none(value) -> Optional[float]:
 
     Returns:
         A float, or None.
+
+    Examples:
+        >>> from agnostophobia.metrics import finite_or_none
+        >>> finite_or_none(0.5), finite_or_none(float("nan")), finite_or_none(None)
+        (0.5, None, None)
     """
     return None if value is None or not np.isfinite(value) else float(value)
 
@@ -66,6 +76,17 @@ def summarize(scores: np.ndarray, labels: np.ndarray, fpr_targets: Sequence[floa
 
     Returns:
         A JSON-ready dict, non-finite values as None.
+
+    Examples:
+        >>> import numpy as np
+        >>> scores = np.array([[0.9, 0.1], [0.2, 0.8], [0.7, 0.3], [0.6, 0.4], [0.3, 0.5], [0.75, 0.25]])
+        >>> labels = np.array([0, 1, 1, 0, -1, -1])  # >= 0 known, < 0 unknown
+        >>> from agnostophobia.metrics import summarize
+        >>> row = summarize(scores, labels, fpr_targets=(0.5,))
+        >>> sorted(row)[:6]
+        ['auroc', 'ccr_at_fpr', 'class_ccr_best', 'class_ccr_worst', 'closed_set_accuracy', 'fpr_at_95tpr']
+        >>> row["auroc"]
+        0.75
     """
     scores = check_scores(scores)
     labels = check_labels(labels, scores.shape[0], num_classes=scores.shape[1])

@@ -23,11 +23,11 @@ TIE_FLAG = 0.01
 
 
 def tied_share(confidence, labels) -> float:
-    r"""Share of the samples whose confidence ties with a sample of the other kind:
+    r"""Share of the samples whose confidence ties with a sample of the other kind.
 
-    .. math:: \frac{|\{x \in D_c : c(x) \in c(D_a)\}| + |\{x \in D_a : c(x) \in c(D_c)\}|}{|D_c| + |D_a|},
+    .. math:: \frac{|\{x \in D_c : c(x) \in c(D_a)\}| + |\{x \in D_a : c(x) \in c(D_c)\}|}{|D_c| + |D_a|}.
 
-    in [0, 1]: 0 when no known scores exactly as an unknown does, 1 when every sample ties with one
+    It lies in [0, 1]: 0 when no known scores exactly as an unknown does, 1 when every sample ties with one
     of the other kind (e.g. all score 1.0). Ties within one kind do not count: they decide nothing
     between knowns and unknowns.
 
@@ -38,6 +38,12 @@ def tied_share(confidence, labels) -> float:
 
     Returns:
         The share, a float in [0, 1].
+
+    Examples:
+        >>> import numpy as np
+        >>> from agnostophobia.metrics import tied_share
+        >>> float(tied_share(np.array([0.9, 0.5, 0.5, 0.2]), np.array([0, 0, -1, -1])))  # the two 0.5s tie across the kinds
+        0.5
     """
     confidence, known = check_confidence(confidence, labels)
     known_scores, unknown_scores = confidence[known], confidence[~known]

@@ -14,7 +14,19 @@ WEIGHTS_LOADED = "weights_loaded"
 
 def loaded_weights(model) -> "str | None":
     """What ``model`` loaded as its starting weights (its :data:`WEIGHTS_LOADED` line), or None
-    where it started from random weights."""
+    where it started from random weights.
+
+    Args:
+        model: a network :func:`build_model` made.
+
+    Returns:
+        The line that says which weights it loaded, or None.
+
+    Examples:
+        >>> from agnostophobia.models import build_model, loaded_weights
+        >>> print(loaded_weights(build_model("lenet++", num_outputs=10)))
+        None
+    """
     return getattr(model, WEIGHTS_LOADED, None)
 
 
@@ -43,6 +55,14 @@ def build_model(name: str, num_outputs: int, load_weights: bool = True, **kwargs
 
     Raises:
         ~agnostophobia.errors.ConfigError: an unknown name (the message lists the registered ones).
+
+    Examples:
+        >>> import torch
+        >>> from agnostophobia.models import build_model
+        >>> model = build_model("lenet++", num_outputs=10)
+        >>> logits, features = model(torch.zeros(4, 1, 28, 28))
+        >>> logits.shape, features.shape  # 2-d deep features, as in the paper's Fig. 1
+        (torch.Size([4, 10]), torch.Size([4, 2]))
     """
     if not load_weights:
         kwargs.pop("weights", None)

@@ -137,7 +137,11 @@ class AirbenchNet(nn.Module):
     @torch.no_grad()
     def initialise_from_data(self, images: torch.Tensor) -> None:
         """Set the input mean and the whitening filters from training ``images`` ((N, C, H, W), uint8
-        or in [0, 1]; the first :data:`WHITENING_SAMPLES` are used), as airbench does before training."""
+        or in [0, 1]; the first :data:`WHITENING_SAMPLES` are used), as airbench does before training.
+
+        Args:
+            images: the (N, C, H, W) training images, uint8 or in [0, 1].
+        """
         x = images[:WHITENING_SAMPLES].to(self.mean.device)
         x = x.float().div(255) if x.dtype == torch.uint8 else x.float()
         self.mean.copy_(x.mean(dim=(0, 2, 3), keepdim=True))

@@ -135,6 +135,9 @@ class TorchvisionBackbone(nn.Module):
         """As ``nn.Module.train``, except that a frozen trunk stays in eval mode (BatchNorm
         statistics and dropout as at inference).
 
+        Args:
+            mode: True for training mode, False for eval mode.
+
         Returns:
             The network itself, ``self``.
         """

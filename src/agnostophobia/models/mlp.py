@@ -29,6 +29,13 @@ def build_mlp(hidden: Sequence[int] = (200, 200, 200), num_classes: int = 10, in
 
     Returns:
         An ``nn.Sequential`` from (N, ...) inputs to (N, ``num_classes``) logits.
+
+    Examples:
+        >>> import torch
+        >>> from agnostophobia.models import build_mlp
+        >>> mlp = build_mlp(hidden=(32,), num_classes=3, input_dim=8)
+        >>> mlp(torch.zeros(5, 8)).shape
+        torch.Size([5, 3])
     """
     layers: List[nn.Module] = [nn.Flatten()]
     width = input_dim

@@ -124,6 +124,9 @@ class SmallCNN(nn.Module):
     def train(self, mode: bool = True) -> "SmallCNN":
         """As ``nn.Module.train``, except that a frozen trunk stays in eval mode.
 
+        Args:
+            mode: True for training mode, False for eval mode.
+
         Returns:
             The network itself, ``self``.
         """

@@ -49,6 +49,14 @@ def new_figure(ncols: int = 1, nrows: int = 1, panel_size: Tuple[float, float] =
 
     Returns:
         ``(figure, axes)``: the matplotlib Figure and a (nrows, ncols) object array of Axes.
+
+    Examples:
+        >>> from agnostophobia.plotting import new_figure
+        >>> import matplotlib.pyplot as plt
+        >>> fig, axes = new_figure(ncols=2)
+        >>> axes.shape
+        (1, 2)
+        >>> plt.close(fig)
     """
     fig = Figure(figsize=(panel_size[0] * ncols, panel_size[1] * nrows), layout="constrained")
     axes = fig.subplots(nrows, ncols, squeeze=False, subplot_kw=subplot_kw or None)
@@ -74,6 +82,18 @@ def save_figure(fig: Figure, stem: Union[str, Path], formats: Sequence[str] = ("
 
     Returns:
         The paths written.
+
+    Examples:
+        >>> import tempfile
+        >>> from pathlib import Path
+        >>> import matplotlib.pyplot as plt
+        >>> from agnostophobia.plotting import new_figure, save_figure
+        >>> fig, axes = new_figure()
+        >>> with tempfile.TemporaryDirectory() as folder:
+        ...     [path.name for path in save_figure(fig, Path(folder) / "oscr", formats=["png", "svg"])]
+        ...
+        ['oscr.png', 'oscr.svg']
+        >>> plt.close(fig)
     """
     stem = Path(stem)
     stem.parent.mkdir(parents=True, exist_ok=True)
@@ -105,6 +125,16 @@ def logit_weights(features, logits) -> Tuple[np.ndarray, float]:
 
     Returns:
         ``(W, relative_residual)``: the (C, D) float64 weights and a float.
+
+    Examples:
+        >>> import numpy as np
+        >>> from agnostophobia.plotting import logit_weights
+        >>> rng = np.random.default_rng(0)
+        >>> features = rng.normal(size=(50, 2))
+        >>> true_weights = np.array([[2.0, 0.0], [0.0, 1.0], [-1.0, -1.0]])
+        >>> weights, residual = logit_weights(features, features @ true_weights.T)
+        >>> np.allclose(weights, true_weights), round(residual, 4)  # recovered: no bias, no noise
+        (True, 0.0)
     """
     features = np.asarray(features, dtype=np.float64)
     logits = np.asarray(logits, dtype=np.float64)
@@ -133,6 +163,13 @@ def class_borders(weights) -> np.ndarray:
     Returns:
         A (K,) float64 NumPy array of angles (K = C for C classes spread around the origin;
         empty where one class wins everywhere).
+
+    Examples:
+        >>> import numpy as np
+        >>> from agnostophobia.plotting import class_borders
+        >>> weights = np.array([[1.0, 0.0], [0.0, 1.0], [-1.0, 0.0]])  # three classes, 2-D features
+        >>> np.degrees(class_borders(weights)).round(1)
+        array([ 45., 135., 270.])
     """
     w = np.asarray(weights, dtype=np.float64)
     if w.ndim != 2 or w.shape[1] != 2:
@@ -168,6 +205,11 @@ def subsample(n: int, max_points: Optional[int], seed: int = 0) -> np.ndarray:
 
     Returns:
         A sorted int64 NumPy array of at most ``max_points`` indices in ``0..n-1``.
+
+    Examples:
+        >>> from agnostophobia.plotting import subsample
+        >>> subsample(10, max_points=4), len(subsample(10, max_points=None))
+        (array([2, 4, 5, 7]), 10)
     """
     if max_points is None or n <= max_points:
         return np.arange(n)
@@ -188,6 +230,11 @@ def subsample_note(shown_known: int, total_known: int, shown_unknown: int = 0,
 
     Returns:
         The note (one or two lines), or None.
+
+    Examples:
+        >>> from agnostophobia.plotting import subsample_note
+        >>> subsample_note(5000, 10000), subsample_note(100, 100)
+        ('showing 5,000 of 10,000 knowns (random subsample)', None)
     """
     parts = []
     if shown_known < total_known:
@@ -228,6 +275,19 @@ def plot_features(known_features, known_labels, unknown_features=None, *, weight
 
     Returns:
         The axes.
+
+    Examples:
+        >>> import numpy as np
+        >>> import matplotlib.pyplot as plt
+        >>> from agnostophobia.plotting import plot_features
+        >>> rng = np.random.default_rng(0)
+        >>> known_labels = np.repeat([0, 1, 2], 20)
+        >>> angles = 2 * np.pi * known_labels / 3
+        >>> known = np.stack([np.cos(angles), np.sin(angles)], axis=1) * 5 + rng.normal(size=(60, 2))
+        >>> ax = plot_features(known, known_labels, unknown_features=rng.normal(size=(20, 2)))
+        >>> len(ax.collections)  # one scatter per class, one for the unknowns
+        4
+        >>> plt.close(ax.figure)
     """
     ax = _axes(ax, panel_size=(6.4, 4.6) if legend else (4.6, 4.6))
     known_features = np.asarray(known_features, dtype=np.float64)
@@ -314,6 +374,14 @@ def softmax_histogram_values(known_probs, known_labels, unknown_probs) -> Tuple[
 
     Returns:
         ``(known_values, unknown_values)``, 1-D, for :func:`plot_softmax_histogram`.
+
+    Examples:
+        >>> import numpy as np
+        >>> from agnostophobia.plotting import softmax_histogram_values
+        >>> known_probs = np.array([[0.9, 0.1], [0.3, 0.7]])
+        >>> unknown_probs = np.array([[0.6, 0.4]])
+        >>> softmax_histogram_values(known_probs, np.array([0, 0]), unknown_probs)  # the correct class's, the max
+        (array([0.9, 0.3]), array([0.6]))
     """
     known_probs = np.asarray(known_probs, dtype=np.float64)
     known_labels = int64_labels(known_labels, "known_labels")
@@ -354,6 +422,16 @@ def plot_softmax_histogram(known_values, unknown_values, *, ax: Optional[Axes] =
 
     Returns:
         The axes.
+
+    Examples:
+        >>> import numpy as np
+        >>> import matplotlib.pyplot as plt
+        >>> from agnostophobia.plotting import plot_softmax_histogram
+        >>> rng = np.random.default_rng(0)
+        >>> ax = plot_softmax_histogram(rng.uniform(0.8, 1.0, 100), rng.uniform(0.3, 1.0, 100), bins=10)
+        >>> ax.get_yscale()  # the counts on a log axis
+        'log'
+        >>> plt.close(ax.figure)
     """
     ax = _axes(ax)
     edges = np.linspace(0.0, 1.0, bins + 1)
@@ -391,6 +469,16 @@ def plot_magnitude_histogram(known_magnitudes, unknown_magnitudes, *, ax: Option
 
     Returns:
         The axes.
+
+    Examples:
+        >>> import numpy as np
+        >>> import matplotlib.pyplot as plt
+        >>> from agnostophobia.plotting import plot_magnitude_histogram
+        >>> rng = np.random.default_rng(0)
+        >>> ax = plot_magnitude_histogram(rng.normal(50, 5, 200), rng.normal(5, 2, 200), bins=20)
+        >>> ax.get_legend() is not None
+        True
+        >>> plt.close(ax.figure)
     """
     ax = _axes(ax)
     values = [np.asarray(v, dtype=np.float64).ravel() for v in (known_magnitudes, unknown_magnitudes)]
@@ -453,6 +541,13 @@ def oscr_on_grid(fpr, ccr, grid) -> np.ndarray:
 
     Returns:
         A float64 NumPy array of CCRs, of ``grid``'s shape.
+
+    Examples:
+        >>> import numpy as np
+        >>> from agnostophobia.plotting import oscr_on_grid
+        >>> fpr, ccr = np.array([0.0, 0.1, 0.5, 1.0]), np.array([0.2, 0.6, 0.8, 0.9])
+        >>> oscr_on_grid(fpr, ccr, grid=np.array([0.05, 0.1, 0.3, 1.0]))  # the best CCR with FPR <= x
+        array([0.2, 0.6, 0.6, 0.9])
     """
     fpr = np.asarray(fpr, dtype=np.float64)
     ccr = np.asarray(ccr, dtype=np.float64)
@@ -473,6 +568,12 @@ def oscr_grid(n_unknown: int, counts: bool = False, points: int = 400) -> np.nda
 
     Returns:
         A float64 NumPy array of at most ``points`` increasing values.
+
+    Examples:
+        >>> from agnostophobia.plotting import oscr_grid
+        >>> grid = oscr_grid(n_unknown=100, points=5)
+        >>> grid.round(4)  # from 1/100 to 1, log-spaced
+        array([0.01  , 0.0316, 0.1   , 0.3162, 1.    ])
     """
     n_unknown = max(int(n_unknown), 1)
     if counts:
@@ -502,6 +603,15 @@ def oscr_series(name: str, curves: Sequence[Tuple[np.ndarray, np.ndarray]], n_un
     Returns:
         A :class:`CurveSeries`: its x and y, the band where several seeds are averaged, and the
         row's style.
+
+    Examples:
+        >>> import numpy as np
+        >>> from agnostophobia.plotting import oscr_series
+        >>> first = (np.array([0.0, 0.1, 1.0]), np.array([0.5, 0.7, 0.9]))  # (fpr, ccr) of one seed
+        >>> second = (np.array([0.0, 0.2, 1.0]), np.array([0.4, 0.8, 0.9]))
+        >>> series = oscr_series("entropic", [first, second], n_unknown=10, points=4)
+        >>> series.x.round(4), series.y.round(4), series.seeds  # the mean over the seeds, on a common grid
+        (array([0.1   , 0.2154, 0.4642, 1.    ]), array([0.55, 0.75, 0.75, 0.9 ]), 2)
     """
     if not curves:
         raise ValueError(f"no OSCR curves for {name!r}")
@@ -541,6 +651,22 @@ def plot_oscr(series: Iterable[Union[CurveSeries, Tuple]], *, ax: Optional[Axes]
 
     Returns:
         The axes.
+
+    Examples:
+        >>> import numpy as np
+        >>> import matplotlib.pyplot as plt
+        >>> from agnostophobia.metrics import oscr
+        >>> from agnostophobia.plotting import oscr_series, plot_oscr
+        >>> rng = np.random.default_rng(0)
+        >>> labels = np.repeat([0, 1, -1], 50)
+        >>> scores = rng.normal(size=(150, 2))
+        >>> scores[:50, 0] += 2.0  # each known class scores high in its own column
+        >>> scores[50:100, 1] += 2.0
+        >>> curve = oscr(scores, labels)
+        >>> ax = plot_oscr([oscr_series("softmax", [(curve.fpr, curve.ccr)], n_unknown=50)])
+        >>> ax.get_xscale(), ax.get_ylabel()
+        ('log', 'CCR (fraction of knowns correctly classified)')
+        >>> plt.close(ax.figure)
     """
     ax = _axes(ax, panel_size=(7.2, 4.2))
     xs, seeds = [], set()
@@ -606,6 +732,14 @@ def plot_confidence_curves(curves: Iterable[Tuple[str, Sequence[float], Sequence
 
     Returns:
         The axes.
+
+    Examples:
+        >>> import matplotlib.pyplot as plt
+        >>> from agnostophobia.plotting import plot_confidence_curves
+        >>> ax = plot_confidence_curves([("entropic", [0.1, 0.5, 0.9], [0.6, 0.8, 0.95])])
+        >>> [line.get_label() for line in ax.get_lines()], ax.get_xlabel()
+        (['Entropic Open-Set'], 'confidence threshold θ')
+        >>> plt.close(ax.figure)
     """
     ax = _axes(ax)
     for i, (label, thresholds, values) in enumerate(curves):

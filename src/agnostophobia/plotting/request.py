@@ -59,6 +59,9 @@ class PlotRequest:
     def from_args(cls, args: argparse.Namespace) -> "PlotRequest":
         """The request of ``plot``'s parsed command line (a flag not given keeps the default).
 
+        Args:
+            args: ``plot``'s parsed arguments (``argparse.Namespace``).
+
         Returns:
             The :class:`PlotRequest`.
         """

@@ -72,6 +72,11 @@ def check_formats(formats: Sequence[str]) -> List[str]:
 
     Raises:
         ValueError: a format matplotlib cannot write.
+
+    Examples:
+        >>> from agnostophobia.plotting import check_formats
+        >>> check_formats(["PNG", "pdf", "png"])
+        ['png', 'pdf']
     """
     if isinstance(formats, str):
         formats = [formats]

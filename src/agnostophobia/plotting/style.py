@@ -79,6 +79,13 @@ def approach_color(name: str) -> str:
 
     Returns:
         A matplotlib colour, a hex string (``#rrggbb``).
+
+    Examples:
+        >>> from agnostophobia.plotting import approach_color
+        >>> approach_color("objectosphere") == approach_color("objectosphere")  # fixed across figures
+        True
+        >>> approach_color("objectosphere").startswith("#")
+        True
     """
     if name in APPROACH_COLORS:
         return APPROACH_COLORS[name]
@@ -98,6 +105,11 @@ def approach_name(name: str) -> str:
 
     Returns:
         The display name (the ``name`` itself where nothing declares one).
+
+    Examples:
+        >>> from agnostophobia.plotting import approach_name
+        >>> approach_name("objectosphere"), approach_name("entropic")
+        ('Objectosphere', 'Entropic Open-Set')
     """
     return BASELINE_TITLES.get(name) or row_title(name)
 

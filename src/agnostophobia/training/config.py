@@ -67,27 +67,27 @@ class TrainConfig:
     # resumed run may change it): validate() and the resume rule (records.RESUME_FREE_KEYS) read them.
     epochs: int = setting(int, 70, low=1, high=100_000)  # passes over the training set (bounded: 10**30 ran for ever)
     batch_size: int = setting(int, 128, low=1)   # the global batch: split over the processes under DDP (torchrun)
-    optimizer: str = setting(str, "adam", choices=("adam", "sgd"))  # the authors': Adam
+    optimizer: str = setting(str, "adam", choices=("adam", "sgd"))  # the optimizer; the authors': Adam
     lr: float = setting(float, 0.01, low=0, low_open=True)  # learning rate
-    momentum: float = setting(float, 0.9, low=0)  # for optimizer: sgd
+    momentum: float = setting(float, 0.9, low=0)  # SGD's momentum (optimizer: sgd)
     weight_decay: float = setting(float, 0.0, low=0)  # L2 penalty of the optimizer
     # learning-rate schedule; cosine and step change it after each epoch, onecycle after each step
     # (a linear warm-up over warmup_fraction of all steps from lr / 5, then linear to 0: airbench's
     # short schedule, arXiv:2404.00498)
     scheduler: str = setting(str, "none", choices=("none", "cosine", "step", "onecycle"))
-    warmup_fraction: float = setting(float, 0.25, low=0, high=1)  # for scheduler: onecycle
+    warmup_fraction: float = setting(float, 0.25, low=0, high=1)  # the share of all steps warming up (scheduler: onecycle)
     # epochs of an approach that fine-tunes (its loss's FineTune recipe, e.g. outlier-exposure-ft);
     # null: the recipe's, its paper's (10). A budget shortens them where its networks converge sooner.
     fine_tune_epochs: Optional[int] = setting(int, None, low=1, high=100_000, nullable=True)
-    step_size: int = setting(int, 30, low=1)     # for scheduler: step
-    gamma: float = setting(float, 0.1, low=0)    # for scheduler: step
+    step_size: int = setting(int, 30, low=1)     # epochs between two decays (scheduler: step)
+    gamma: float = setting(float, 0.1, low=0)    # each decay's factor on the lr (scheduler: step)
     # The hyper-parameters of the registered losses, by their constructor's keyword names
     # (losses.loss_settings; e.g. Objectosphere's xi and lambda, Eq. 2): {xi: 50, lambda: 1.0e-4}
     loss: Dict[str, Any] = field(default_factory=dict)
     # inverse class frequency, unknowns as one class: on, as the authors' Keras training; a loss module
     # called outside the trainer is unweighted unless given sample_weight (losses.weights)
     sample_weighting: bool = setting(bool, True)
-    augment: str = setting(str, "none", choices=("none", "crop-flip"))  # CIFAR: random crop with padding, h-flip
+    augment: str = setting(str, "none", choices=("none", "crop-flip"))  # training images' augmentation; crop-flip (CIFAR): random crop with padding, h-flip
     # crop-flip's zero padding in pixels: 4 is the usual CIFAR augmentation, 2 airbench's lighter
     # translation for short schedules (arXiv:2404.00498)
     crop_padding: int = setting(int, CROP_PADDING, low=0, high=16)
@@ -101,7 +101,7 @@ class TrainConfig:
     keep_checkpoint: str = setting(str, "lowest-val-loss", choices=("lowest-val-loss", "last"))
     seed: int = 0                    # training seed: initialisation, data order, augmentation
     data_seed: int = 0               # data seed: validation split and training subsample, fixed across seeds
-    device: str = setting(str, "auto", resumable=True)  # auto | cpu | cuda | cuda:N (checked in validate)
+    device: str = setting(str, "auto", resumable=True)  # where the network runs: auto | cpu | cuda | cuda:N (checked in validate)
     # fp32 | bf16 (autocast) | auto: bf16 where the device computes it natively
     precision: str = setting(str, "auto", choices=PRECISIONS)
     # deterministic algorithms: bit-identical reruns and resumes on CUDA too (not resumable: on CUDA it
@@ -124,7 +124,7 @@ class TrainConfig:
     # [tensorboard] extra, is installed), true (an error without it) or false (training.epoch_log)
     tensorboard: Union[str, bool] = setting(bool, "auto", words=("auto",), resumable=True)
     progress: bool = setting(bool, True, resumable=True)  # progress bars on the terminal
-    data_dir: Optional[str] = setting(str, None, nullable=True, resumable=True)  # null: $AGNOSTOPHOBIA_DATA or the cache
+    data_dir: Optional[str] = setting(str, None, nullable=True, resumable=True)  # where datasets are read; null: $AGNOSTOPHOBIA_DATA or the cache
     # A protocol from files: images held in memory, or decoded on the fly by worker processes
     # (auto: streamed from 2 GiB of decoded training images on; data.image_files.choose_loading)
     data_loading: str = setting(str, "auto", choices=LOADINGS)
@@ -133,16 +133,21 @@ class TrainConfig:
     # Settings of any registered detector, by name: {knn: {k: 20}, evm: {tail_size: 20}}; each is
     # checked against the settings the detector declares (detectors.stored.detector_settings)
     detectors: Dict[str, Any] = setting(dict, factory=dict, resumable=True)  # evaluation, not training
-    # The older spelling of two of them, still read (detectors.NAME wins where both set a key):
-    # OpenMax on the logits (Bendale & Boult 2016; Fig. 1d of the paper), k-NN on the deep features
-    # (Sun et al. 2022). Empty by default: each setting left out takes the default its detector
-    # declares (detectors/openmax.py, detectors/knn.py), the one place it is written.
+    # OpenMax's settings (on the logits: Bendale & Boult 2016; Fig. 1d of the paper), the older
+    # spelling of detectors.openmax, still read (detectors.openmax wins where both set a key). Empty
+    # by default: each setting left out takes the default its detector declares
+    # (detectors/openmax.py), the one place it is written.
     openmax: Dict[str, Any] = setting(dict, factory=dict, resumable=True)
-    knn: Dict[str, Any] = setting(dict, factory=dict, resumable=True)  # k-NN's settings (detectors.knn wins)
+    # k-NN's settings (on the deep features: Sun et al. 2022), the older spelling of detectors.knn,
+    # still read (detectors.knn wins); its defaults are declared in detectors/knn.py
+    knn: Dict[str, Any] = setting(dict, factory=dict, resumable=True)
 
     def validate(self, where: str = "") -> "TrainConfig":
         """Check every value, nested mappings included; ``where`` prefixes the key paths
         named in errors (``budgets.cpu.``).
+
+        Args:
+            where: the prefix of the key paths an error names (``budgets.cpu.``); '' for none.
 
         Returns:
             The config itself, ``self``, checked.
@@ -287,6 +292,19 @@ def protocol_for(cfg: Union["TrainConfig", Dict[str, Any]], data_dir=None):
 
     Returns:
         The :class:`~agnostophobia.data.OpenSetProtocol` (training, validation and test splits).
+
+    Examples:
+        >>> import tempfile
+        >>> from pathlib import Path
+        >>> from agnostophobia.data import make_glyph_folders
+        >>> folder = tempfile.TemporaryDirectory()
+        >>> layout = make_glyph_folders(Path(folder.name) / "glyphs", per_split={"train": 6, "val": 2, "test": 2})
+        >>> from agnostophobia.training import TrainConfig, protocol_for
+        >>> config = TrainConfig(protocol=layout, model="mlp", data_seed=1)
+        >>> first, again = protocol_for(config), protocol_for(config.to_dict())  # a config or a checkpoint's dict
+        >>> bool((first.val.labels == again.val.labels).all()), first.input_shape  # the data seed fixes the splits
+        (True, (1, 28, 28))
+        >>> folder.cleanup()
     """
     values = cfg.to_dict() if isinstance(cfg, TrainConfig) else cfg
     return build_protocol(values["protocol"], data_dir=data_dir or values.get("data_dir"),
@@ -308,7 +326,7 @@ class ExperimentConfig:
         ('entropic', 1, 2)
     """
 
-    train: TrainConfig
+    train: TrainConfig  # the settings every run of the experiment shares
     approaches: List[str]  # the registered losses trained, one run each
     seeds: int = 1  # how many seeds per approach (0, 1, ...)
     budgets: Dict[str, Dict[str, Any]] = field(default_factory=dict)  # {name: {key: value}} overrides, e.g. cpu
@@ -324,6 +342,9 @@ class ExperimentConfig:
 
     def for_budget(self, budget: Optional[str]) -> "ExperimentConfig":
         """The experiment with the budget's overrides applied (None: unchanged).
+
+        Args:
+            budget: the name of one of the config's ``budgets``, or None.
 
         Returns:
             A new :class:`ExperimentConfig` (``self`` for None).
@@ -341,6 +362,10 @@ class ExperimentConfig:
     def with_overrides(self, values: Dict[str, Any], where: str = "") -> "ExperimentConfig":
         """The experiment with ``values`` (config keys: a budget's, or a ``--set``) applied and
         checked as the config file's own keys are; ``where`` prefixes the key an error names.
+
+        Args:
+            values: ``{config key: value}``.
+            where: the prefix of the key paths an error names (``budgets.cpu.``).
 
         Returns:
             A new :class:`ExperimentConfig`; ``self`` is unchanged.
@@ -362,6 +387,9 @@ class ExperimentConfig:
         and keeps its others. Each is checked as the config file's keys are; an error is the
         file's wording, prefixed with ``--set KEY`` where the file's would name the file.
 
+        Args:
+            pairs: the ``(KEY, VALUE)`` pairs, in the order given on the command line.
+
         Returns:
             A new :class:`ExperimentConfig`; ``self`` is unchanged.
 
@@ -380,6 +408,10 @@ class ExperimentConfig:
         """The run of ``approach`` with ``seed``; an approach that fine-tunes (its loss's
         ``fine_tune`` recipe) trains for the recipe's epochs (``fine_tune_epochs`` where the config
         sets it) at the recipe's learning rate and schedule.
+
+        Args:
+            approach: the registered loss the run trains with.
+            seed: the run's training seed.
 
         Returns:
             The run's :class:`TrainConfig`, validated.
@@ -592,6 +624,12 @@ def load_experiment(path) -> ExperimentConfig:
     Raises:
         ~agnostophobia.errors.ConfigError: an unreadable file, or an unknown key or bad value,
             named with its key path.
+
+    Examples:
+        >>> from agnostophobia.training import load_experiment
+        >>> experiment = load_experiment("lenet++")  # the packaged configs/lenet++.yaml
+        >>> experiment.train.epochs, experiment.seeds
+        (70, 1)
     """
     path = resolve_config_path(path)
     stat = path.stat()

@@ -31,6 +31,11 @@ def resolve_device(name) -> torch.device:
 
     Raises:
         ConfigError: a name that is no device, or a device this machine does not have (one line).
+
+    Examples:
+        >>> from agnostophobia.training import resolve_device
+        >>> resolve_device("cpu")
+        device(type='cpu')
     """
     if name == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")

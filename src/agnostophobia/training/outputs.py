@@ -100,6 +100,15 @@ def predict(model: torch.nn.Module, images, batch_size: int = 1024,
     Returns:
         Float32 numpy logits (N, C, or C + 1 with a background class) and features (N, D); an
         empty input gives empty (0, C) and (0, D) arrays.
+
+    Examples:
+        >>> import numpy as np
+        >>> from agnostophobia.models import build_model
+        >>> from agnostophobia.training import predict
+        >>> model = build_model("lenet++", num_outputs=10)
+        >>> logits, features = predict(model, np.zeros((5, 1, 28, 28), dtype=np.uint8), batch_size=2, device="cpu")
+        >>> logits.shape, features.shape, logits.dtype
+        ((5, 10), (5, 2), dtype('float32'))
     """
     device = device or next(model.parameters()).device
     model.eval()

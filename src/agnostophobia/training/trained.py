@@ -74,6 +74,24 @@ def load_trained_model(model_dir: Path, device: Optional[str] = None, precision:
             epoch), or a checkpoint that holds no trained network of this run: a layer missing,
             unexpected or of another shape (the logit layer: one row per class of the run),
             integer or non-finite weights (``training.records.check_network_state``).
+
+    Examples:
+        >>> import tempfile
+        >>> from pathlib import Path
+        >>> from agnostophobia.data import make_glyph_folders
+        >>> from agnostophobia.training import TrainConfig, fit, protocol_for
+        >>> folder = tempfile.TemporaryDirectory()
+        >>> layout = make_glyph_folders(Path(folder.name) / "glyphs", per_split={"train": 6, "val": 2, "test": 2})
+        >>> config = TrainConfig(protocol=layout, model="mlp", model_kwargs={"hidden": [16]}, epochs=1,  # a small network
+        ...                      batch_size=8, device="cpu", progress=False, tensorboard=False)
+        ...
+        >>> from agnostophobia.training import load_trained_model
+        >>> _ = fit(config, protocol_for(config), Path(folder.name) / "run")
+        >>> trained = load_trained_model(Path(folder.name) / "run", device="cpu")
+        >>> logits, features = trained.outputs(protocol_for(config).test_known.images)
+        >>> logits.shape, trained.num_outputs  # 3 known classes: Entropic Open-Set has no background column
+        ((6, 3), 3)
+        >>> folder.cleanup()
     """
     path = ModelDir(model_dir).best
     if not path.is_file():

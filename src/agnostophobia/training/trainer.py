@@ -578,6 +578,22 @@ def fit(cfg: TrainConfig, protocol, run_dir, resume: bool = True, device=None,
     Raises:
         ~agnostophobia.errors.TrainingDiverged: a training or validation loss became non-finite;
             the checkpoints of the last good epoch stay as they were.
+
+    Examples:
+        >>> import tempfile
+        >>> from pathlib import Path
+        >>> from agnostophobia.data import make_glyph_folders
+        >>> from agnostophobia.training import TrainConfig, fit, protocol_for
+        >>> folder = tempfile.TemporaryDirectory()
+        >>> layout = make_glyph_folders(Path(folder.name) / "glyphs", per_split={"train": 6, "val": 2, "test": 2})
+        >>> config = TrainConfig(protocol=layout, model="mlp", model_kwargs={"hidden": [16]}, epochs=1,  # a small network
+        ...                      batch_size=8, device="cpu", progress=False, tensorboard=False)
+        ...
+        >>> run = Path(folder.name) / "run"
+        >>> training = fit(config, protocol_for(config), run)  # one epoch of Entropic Open-Set (Sec. 4.1)
+        >>> sorted(path.name for path in run.iterdir())  # best.pt: the lowest validation loss
+        ['best.pt', 'last.pt', 'metrics.csv']
+        >>> folder.cleanup()
     """
     run = Training(cfg, protocol, device)
     _fit(run, [Path(run_dir)], resume, stop_after_epoch)

@@ -67,6 +67,19 @@ def build_file_protocol(mapping, seed: int = 0, data_loading: str = "memory", **
             a key of ``limits`` that is not a cap (or ``val_fraction``), or a bad cap or seed.
         ~agnostophobia.errors.DataError: the protocol's problems (:func:`check_file_protocol`),
             listed in one error.
+
+    Examples:
+        >>> import tempfile
+        >>> from pathlib import Path
+        >>> from agnostophobia.data import make_glyph_folders
+        >>> folder = tempfile.TemporaryDirectory()
+        >>> root = Path(folder.name) / "glyphs"  # two negative classes, a few images of each
+        >>> layout = make_glyph_folders(root, negative=("diag", "cross"), per_split={"train": 4, "val": 2, "test": 2})
+        >>> from agnostophobia.data import build_file_protocol
+        >>> protocol = build_file_protocol(layout)
+        >>> protocol.num_classes, protocol.train.images.shape, protocol.negative_class_names
+        (3, (20, 1, 28, 28), ['cross', 'diag'])
+        >>> folder.cleanup()
     """
     spec = mapping if isinstance(mapping, FileProtocolSpec) else parse_file_protocol(mapping)
     if "val_fraction" in limits:

@@ -138,6 +138,22 @@ def check_file_protocol(protocol, seed: int = 0) -> List[str]:
 
     Raises:
         ConfigError: a bad key or value of ``protocol`` (checked before any file is read).
+
+    Examples:
+        >>> import tempfile
+        >>> from pathlib import Path
+        >>> from agnostophobia.data import make_glyph_folders
+        >>> folder = tempfile.TemporaryDirectory()
+        >>> root = Path(folder.name) / "glyphs"  # two negative classes, a few images of each
+        >>> layout = make_glyph_folders(root, negative=("diag", "cross"), per_split={"train": 4, "val": 2, "test": 2})
+        >>> from agnostophobia.data import check_file_protocol
+        >>> check_file_protocol(layout)  # no problem
+        []
+        >>> _ = (root / "train" / "box" / "000.png").write_bytes(b"not an image")
+        >>> problem = check_file_protocol(layout)[0]
+        >>> print(problem.replace(str(root), "glyphs").split(" (")[0])
+        glyphs/train/box/000.png: cannot decode image: not an image, or a truncated or corrupt one
+        >>> folder.cleanup()
     """
     spec = protocol if isinstance(protocol, FileProtocolSpec) else parse_file_protocol(protocol)
     listing = list_protocol(spec, seed)
