@@ -46,6 +46,18 @@ def test_negative_classes_split_into_disjoint_seeded_halves():
     assert len({tuple(split_negative_classes(protocol, seed)[0]) for seed in range(10)}) > 1
 
 
+def test_a_folder_protocol_moved_elsewhere_gets_the_same_halves(tmp_path):
+    """A protocol from files is named by its root's path; the halves must not depend on where the
+    folder lies (they did: the path seeded the permutation)."""
+    import dataclasses
+
+    protocol = synthetic_protocol(n_unknown=70, negative_classes=7)
+    here, there = (dataclasses.replace(protocol, name=f"imagefolder:{tmp_path / place}") for place in ("a", "b"))
+    assert split_negative_classes(here, seed=3) == split_negative_classes(there, seed=3)
+    halves = {tuple(split_negative_classes(here, seed)[0]) for seed in range(10)}
+    assert len(halves) > 1  # still drawn from the data seed
+
+
 def test_held_out_protocol_trains_on_one_half_and_validates_on_the_other():
     protocol = synthetic_protocol(n_unknown=80, negative_classes=4)
     trained, held_out = split_negative_classes(protocol, seed=0)

@@ -371,7 +371,11 @@ def split_negative_classes(protocol: OpenSetProtocol, seed: int) -> Tuple[List[i
     if len(names) < 2:
         raise DataError(f"protocol {protocol.name!r} has {len(names)} negative class; cross-class calibration "
                         f"needs at least two (one to train on, one held out)")
-    order = purpose_rng(seed, f"{protocol.name}/cross-class").permutation(len(names))
+    # a protocol from files is named "type:ROOT"; its stream leaves the path out, so a folder moved
+    # or copied elsewhere gets the same halves from the same data seed
+    family = protocol.name.split(":", 1)[0]
+    stream = f"{protocol.name}/cross-class" if family == protocol.name else f"{family}/{'|'.join(names)}/cross-class"
+    order = purpose_rng(seed, stream).permutation(len(names))
     n_trained = len(names) - len(names) // 2
     return sorted(order[:n_trained].tolist()), sorted(order[n_trained:].tolist())
 
