@@ -18,9 +18,9 @@ Each page is opened at each width and fails the check when
 - (read from the files) a gallery example shows no figure of its own, so that its thumbnail is
   sphinx-gallery's placeholder;
 - (at 1400 px, with every collapsed section opened) a table or a code block scrolls sideways
-  inside its own box (the box's ``scrollWidth`` beyond its ``clientWidth`` + 1: the
-  ``.table-wrapper`` around a table, the ``pre`` of a code block), so that a column or the end of
-  a line is cut off. A wide data table is allowed to scroll when its first column stays in place:
+  inside its own box (the box's ``scrollWidth`` beyond its ``clientWidth`` + 1: for a table the
+  nearest ancestor that scrolls or clips, Furo's ``.table-wrapper``; for a code block its
+  ``pre``), so that a column or the end of a line is cut off. A wide data table is allowed to scroll when its first column stays in place:
   Markdown puts such a table in a ``:::{container} sticky-first`` block, whose CSS
   (docs/_static/agnostophobia.css) makes the first column ``position: sticky``; the check reads
   the first cell's computed ``position`` rather than the class, so it passes exactly the tables
@@ -100,7 +100,11 @@ const measure = () => {
     };
     for (const table of document.querySelectorAll('article table')) {
       if (table.closest('pre, .highlight')) continue;  // a code block's line numbers
-      const box = table.closest('.table-wrapper') || table.parentElement;
+      // its box: the nearest ancestor that scrolls or clips (Furo's .table-wrapper); a table in no
+      // such box (the general index's) overflows onto the page, which the width check reads
+      let box = table.parentElement;
+      while (box && !['auto', 'scroll', 'hidden', 'clip'].includes(getComputedStyle(box).overflowX)) { box = box.parentElement; }
+      if (!box || box === document.body || box === doc) continue;
       if (box.scrollWidth <= box.clientWidth + 1) continue;
       const first = table.querySelector('tr > td:first-child, tr > th:first-child');
       if (first && getComputedStyle(first).position === 'sticky') continue;  // a data table, first column fixed
