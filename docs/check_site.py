@@ -16,7 +16,17 @@ Each page is opened at each width and fails the check when
 - it shows a raw ``Setting(type=...)`` repr (a declaration printed instead of rendered as a table);
 - (read from the files, once) an internal link points to a page or an anchor that does not exist;
 - (read from the files) a gallery example shows no figure of its own, so that its thumbnail is
-  sphinx-gallery's placeholder.
+  sphinx-gallery's placeholder;
+- (at 1400 px, with every collapsed section opened) a table or a code block scrolls sideways
+  inside its own box (the box's ``scrollWidth`` beyond its ``clientWidth`` + 1: for a table the
+  nearest ancestor that scrolls or clips, Furo's ``.table-wrapper``; for a code block its
+  ``pre``), so that a column or the end of a line is cut off. A wide data table is allowed to scroll when its first column stays in place:
+  Markdown puts such a table in a ``:::{container} sticky-first`` block, whose CSS
+  (docs/_static/agnostophobia.css) makes the first column ``position: sticky``; the check reads
+  the first cell's computed ``position`` rather than the class, so it passes exactly the tables
+  whose first column really stays;
+- (at 1400 px, collapsed sections closed) a result page (``RESULT_PAGES``) is taller than
+  ``MAX_RESULT_HEIGHT`` px: its answer comes first and the long tables are collapsed.
 
 Needs Debian's ``chromium`` and ``chromium-driver`` and the Python package ``selenium`` (its
 version in constraints.txt); the driver is the system's ``chromedriver``, so nothing is fetched.
@@ -42,6 +52,12 @@ HEIGHT = 900
 # "--epochs" was written (a smart-quote pass). "Tables 1–2" (between digits) and a minus sign in a
 # formula ("relu(−x)") are left alone.
 RAW_SETTING = "Setting(type="  # the start of a declaration's repr
+
+# The pages that report results of runs (long tables of numbers), and the height, at 1400 px with
+# the collapsed sections closed, a reader scrolls through at most.
+RESULT_PAGES = ("guide/benchmark-lenet.html", "guide/benchmark-cifar.html", "guide/benchmark.html",
+                "guide/results.html", "guide/scaling.html", "cifar.html", "training-peers.html")
+MAX_RESULT_HEIGHT = 12000
 
 MEASURE = r"""
 const done = arguments[arguments.length - 1];
@@ -73,8 +89,35 @@ const measure = () => {
   const body = document.body.innerText;
   // outside code too: a flag in plain text (sphinx-argparse's help) read as a dash and a word
   for (const m of body.matchAll(/(?:^|\s)[\u2013\u2014][a-z][a-z-]*/g)) { dashes.push(m[0].trim()); }
-  done({scroll: doc.scrollWidth, client: doc.clientWidth, wide: wide, dashes: dashes,
-        raw: (body.match(/Setting\(type=/g) || []).length});
+  const height = doc.scrollHeight;  // collapsed sections still closed
+  // open every collapsed section (<details>: a dropdown) and read each table's and code block's box
+  for (const d of document.querySelectorAll('details')) { d.open = true; }
+  requestAnimationFrame(() => {
+    const scrolling = {tables: [], code: []};
+    const label = (el) => {
+      const h = el.closest('section') ? el.closest('section').querySelector('h1, h2, h3, h4') : null;
+      return (h ? h.textContent.replace(/[\u00b6#]/g, '').trim().slice(0, 50) : '?');
+    };
+    for (const table of document.querySelectorAll('article table')) {
+      if (table.closest('pre, .highlight')) continue;  // a code block's line numbers
+      // its box: the nearest ancestor that scrolls or clips (Furo's .table-wrapper); a table in no
+      // such box (the general index's) overflows onto the page, which the width check reads
+      let box = table.parentElement;
+      while (box && !['auto', 'scroll', 'hidden', 'clip'].includes(getComputedStyle(box).overflowX)) { box = box.parentElement; }
+      if (!box || box === document.body || box === doc) continue;
+      if (box.scrollWidth <= box.clientWidth + 1) continue;
+      const first = table.querySelector('tr > td:first-child, tr > th:first-child');
+      if (first && getComputedStyle(first).position === 'sticky') continue;  // a data table, first column fixed
+      scrolling.tables.push(`table under "${label(table)}" ${box.scrollWidth - box.clientWidth} px too wide`);
+    }
+    for (const pre of document.querySelectorAll('article pre')) {
+      if (pre.scrollWidth <= pre.clientWidth + 1) continue;
+      scrolling.code.push(`code under "${label(pre)}" ${pre.scrollWidth - pre.clientWidth} px too wide: `
+                          + pre.textContent.trim().split('\n')[0].slice(0, 40));
+    }
+    done({scroll: doc.scrollWidth, client: doc.clientWidth, wide: wide, dashes: dashes,
+          raw: (body.match(/Setting\(type=/g) || []).length, height: height, scrolling: scrolling});
+  });
 };
 // measure once the fonts and the formulas are laid out (MathJax typesets after the load)
 const ready = (window.MathJax && MathJax.startup && MathJax.startup.promise) ? MathJax.startup.promise : Promise.resolve();
@@ -160,7 +203,8 @@ def set_width(browser, width: int, height: int = HEIGHT) -> None:
 
 
 def check(root: Path, browser, names: list, widths=WIDTHS) -> dict:
-    findings = {"wide": {w: [] for w in widths}, "dashes": [], "raw": []}
+    findings = {"wide": {w: [] for w in widths}, "dashes": [], "raw": [], "tables": [], "code": [],
+                "tall": []}
     for width in widths:
         set_width(browser, width)
         for name in names:
@@ -172,6 +216,10 @@ def check(root: Path, browser, names: list, widths=WIDTHS) -> dict:
                 findings["dashes"] += [f"{name}: {text!r}" for text in m["dashes"]]
                 if m["raw"]:
                     findings["raw"].append(f"{name}: {m['raw']} x {RAW_SETTING!r}")
+                findings["tables"] += [f"{name}: {line}" for line in m["scrolling"]["tables"]]
+                findings["code"] += [f"{name}: {line}" for line in m["scrolling"]["code"]]
+                if name in RESULT_PAGES and m["height"] > MAX_RESULT_HEIGHT:
+                    findings["tall"].append(f"{name}: {m['height']} px")
     return findings
 
 
@@ -221,6 +269,9 @@ def main(argv=None) -> int:
             print("  " + line)
     for label, items in (("code elements with an en/em dash before a word", findings["dashes"]),
                          (f"pages showing a raw {RAW_SETTING!r} repr", findings["raw"]),
+                         (f"tables scrolling sideways in their box at {WIDTHS[0]} px", findings["tables"]),
+                         (f"code blocks scrolling sideways in their box at {WIDTHS[0]} px", findings["code"]),
+                         (f"result pages taller than {MAX_RESULT_HEIGHT} px at {WIDTHS[0]} px", findings["tall"]),
                          ("broken internal links or anchors", broken),
                          ("gallery examples with a placeholder thumbnail", placeholder_thumbnails(root))):
         print(f"{label}: {len(items)}")

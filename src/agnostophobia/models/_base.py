@@ -13,7 +13,7 @@ WEIGHTS_LOADED = "weights_loaded"
 
 
 def loaded_weights(model) -> "str | None":
-    """What ``model`` loaded as its starting weights (its :data:`WEIGHTS_LOADED` line), or None
+    """What ``model`` loaded as its starting weights (its ``WEIGHTS_LOADED`` line), or None
     where it started from random weights.
 
     Args:
