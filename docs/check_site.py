@@ -25,6 +25,16 @@ Each page is opened at each width and fails the check when
   (docs/_static/agnostophobia.css) makes the first column ``position: sticky``; the check reads
   the first cell's computed ``position`` rather than the class, so it passes exactly the tables
   whose first column really stays;
+- (read from the files) the navigation of the landing page links an internal page
+  (``INTERNAL_PAGES``: records for the developers, such as a GPU check's log);
+- (read from the files) the landing page does not link the paper (``PAPER_URL``);
+- (read from the files) a public function or class on an API page (under ``reference/``;
+  exceptions aside) has no Examples section in its own docstring (napoleon's ``Examples``
+  rubric; a method's does not count for its class), counted once however many pages show it;
+  the functions ``tests/repository/test_docs_returns.py`` lists in its ``NOT_YET`` (counted there,
+  and printed here) are not findings twice;
+- (read from the files) an entry of an API page's Parameters list gives a name and a type and no
+  description (napoleon writes ``name (type) -- description``);
 - (at 1400 px, collapsed sections closed) a result page (``RESULT_PAGES``) is taller than
   ``MAX_RESULT_HEIGHT`` px: its answer comes first and the long tables are collapsed.
 
@@ -181,6 +191,126 @@ def placeholder_thumbnails(root: Path) -> list:
             if page.name != "index.html" and f"sphx_glr_{page.stem}_0" not in page.read_text(encoding="utf-8")]
 
 
+# ------------------------------------------------------------------ read from the files (no browser)
+# Pages under these prefixes are records for the project's developers (e.g. a GPU check's log),
+# reachable by link, never from the user's navigation.
+INTERNAL_PAGES = ("gpu-runs/",)
+# The paper the project implements: the landing page links it.
+PAPER_URL = "https://arxiv.org/abs/1811.04110"
+_SIG = re.compile(r'<dl class="py (function|class)">\s*<dt class="sig sig-object py" id="([^"]+)"')
+_PARAMETERS = re.compile(r'<dt class="field-\w+">Parameters<span class="colon">:</span></dt>\s*'
+                         r'<dd class="field-\w+">(.*?)</dd>', re.S)
+_ENTRY_ID = re.compile(r'<dt class="sig sig-object py" id="([^"]+)"')
+
+
+def _text(fragment: str) -> str:
+    return re.sub(r"\s+", " ", html.unescape(re.sub(r"<[^>]+>", "", fragment))).strip()
+
+
+def internal_in_navigation(root: Path) -> list:
+    """Links of the landing page's navigation (Furo's ``sidebar-tree``) to an internal page."""
+    text = (root / "index.html").read_text(encoding="utf-8")
+    start = text.find('class="sidebar-tree"')
+    if start < 0:
+        return ["index.html: no navigation (sidebar-tree) found"]
+    end = text.find("<main", start)
+    hrefs = re.findall(r'href="([^"#]*)', text[start:end if end > 0 else None])
+    return [f"index.html navigation: {href}" for href in hrefs if href.startswith(INTERNAL_PAGES)]
+
+
+def paper_link_missing(root: Path) -> list:
+    """The landing page without a link to the paper (:data:`PAPER_URL`)."""
+    text = (root / "index.html").read_text(encoding="utf-8")
+    return [] if f'href="{PAPER_URL}"' in text else [f"index.html: no link to {PAPER_URL}"]
+
+
+class _Entries(html.parser.HTMLParser):
+    """Each documented function and class of an API page, and whether its own docstring (not a
+    method's inside it) shows an Examples section (napoleon's ``rubric``)."""
+
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.stack: list = []      # (kind, id or None) of each open <dl>
+        self.examples: dict = {}   # id -> has Examples
+        self.rubric = False
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        if tag == "dl":
+            kind = (attrs.get("class") or "").split()
+            self.stack.append([kind[1] if kind[:1] == ["py"] and len(kind) > 1 else None, None])
+        elif tag == "dt" and self.stack and self.stack[-1][0] and self.stack[-1][1] is None and attrs.get("id"):
+            self.stack[-1][1] = attrs["id"]
+            if self.stack[-1][0] in ("function", "class"):
+                self.examples.setdefault(attrs["id"], False)
+        elif tag == "p" and "rubric" in (attrs.get("class") or "").split():
+            self.rubric = True
+
+    def handle_endtag(self, tag):
+        if tag == "dl" and self.stack:
+            self.stack.pop()
+        elif tag == "p":
+            self.rubric = False
+
+    def handle_data(self, data):
+        if self.rubric and data.strip() == "Examples":
+            owner = next((entry for entry in reversed(self.stack) if entry[0]), None)
+            if owner and owner[0] in ("function", "class") and owner[1]:
+                self.examples[owner[1]] = True
+
+
+def api_pages(root: Path) -> list:
+    return sorted(p for p in (root / "reference").rglob("*.html")) if (root / "reference").is_dir() else []
+
+
+# The source test that lists, and counts, the functions still without an example (its NOT_YET);
+# read, not repeated here, so that the site and the source agree on the gaps.
+EXAMPLE_GAPS = Path(__file__).resolve().parent.parent / "tests" / "repository" / "test_docs_returns.py"
+
+
+def listed_example_gaps(path: Path = EXAMPLE_GAPS) -> tuple:
+    """The names ``NOT_YET["examples"]`` of ``path`` lists (empty where the file is absent)."""
+    import ast
+
+    if not path.is_file():
+        return ()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, (ast.Assign, ast.AnnAssign)) and "NOT_YET" in ast.unparse(
+                node.targets[0] if isinstance(node, ast.Assign) else node.target):
+            return tuple(ast.literal_eval(node.value).get("examples", ()))
+    return ()
+
+
+def api_without_examples(root: Path, listed: tuple = ()) -> list:
+    """Public functions and classes (exceptions aside: raised, not made) of the API pages whose
+    docstring has no Examples section, except those ``listed`` (the source test's counted gaps);
+    an object documented on several pages counts once."""
+    examples: dict = {}
+    for page in api_pages(root):
+        parser = _Entries()
+        parser.feed(page.read_text(encoding="utf-8"))
+        for name, has in parser.examples.items():
+            examples[name] = examples.get(name, False) or has
+    return sorted(name for name, has in examples.items() if not has and name not in listed)
+
+
+def parameters_without_description(root: Path) -> list:
+    """Entries of an API page's Parameters lists that give a name (and a type) and no description
+    (napoleon writes ``name (type) -- description``)."""
+    found = set()
+    for page in api_pages(root):
+        text = page.read_text(encoding="utf-8")
+        for block in _PARAMETERS.finditer(text):
+            owners = _ENTRY_ID.findall(text[:block.start()])
+            owner = owners[-1] if owners else page.name
+            items = re.findall(r"<li>(.*?)</li>", block.group(1), re.S) or [block.group(1)]
+            for item in items:
+                entry = _text(item)
+                if entry and " -- " not in entry and " – " not in entry:
+                    found.add(f"{owner}: {entry}")
+    return sorted(found)
+
+
 def driver(chromedriver: str, chromium: str):
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
@@ -273,7 +403,13 @@ def main(argv=None) -> int:
                          (f"code blocks scrolling sideways in their box at {WIDTHS[0]} px", findings["code"]),
                          (f"result pages taller than {MAX_RESULT_HEIGHT} px at {WIDTHS[0]} px", findings["tall"]),
                          ("broken internal links or anchors", broken),
-                         ("gallery examples with a placeholder thumbnail", placeholder_thumbnails(root))):
+                         ("gallery examples with a placeholder thumbnail", placeholder_thumbnails(root)),
+                         ("internal pages in the navigation", internal_in_navigation(root)),
+                         ("the paper's link missing from the landing page", paper_link_missing(root)),
+                         ("API functions and classes without an Examples section (besides the "
+                          f"{len(listed_example_gaps())} the source test lists as not yet)",
+                          api_without_examples(root, listed_example_gaps())),
+                         ("API parameters without a description", parameters_without_description(root))):
         print(f"{label}: {len(items)}")
         failed |= bool(items)
         for line in items:

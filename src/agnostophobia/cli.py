@@ -132,6 +132,17 @@ def run_command(*argv) -> None:
     ------
     CommandFailed
         The command failed; what went wrong is already printed, as on the command line.
+
+    Examples
+    --------
+    >>> from agnostophobia.cli import CommandFailed, run_command
+    >>> run_command("--version")  # doctest: +ELLIPSIS
+    agnostophobia ...
+    >>> try:  # the reason goes to standard error, as on the command line
+    ...     run_command("compare", "no-such-run")
+    ... except CommandFailed as failed:
+    ...     print(failed)
+    agnostophobia compare no-such-run failed with exit status 1
     """
     argv = [str(arg) for arg in argv]
     try:

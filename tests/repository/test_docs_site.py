@@ -233,3 +233,36 @@ def test_the_browser_check_finds_a_broken_page_an_anchor_and_a_mailto(tmp_path):
 def test_ci_checks_the_site_in_a_browser_after_building_it():
     run = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
     assert "chromium-driver" in run and run.index("make docs") < run.index("docs/check_site.py")
+
+
+def test_the_site_check_finds_internal_navigation_a_missing_paper_link_and_thin_api_entries(tmp_path):
+    """docs/check_site.py's checks read from the files (issue 57 item 9): each finds what it is
+    for on a page written here, and nothing on a page without it."""
+    check = _check_site()
+    nav = ('<div class="sidebar-tree"><a href="guide/benchmark.html">b</a>'
+           '<a href="gpu-runs/h100/README.html">record</a></div><main>{}</main>')
+    (tmp_path / "index.html").write_text(nav.format(""))
+    assert check.internal_in_navigation(tmp_path) == ["index.html navigation: gpu-runs/h100/README.html"]
+    assert check.paper_link_missing(tmp_path) == [f"index.html: no link to {check.PAPER_URL}"]
+    (tmp_path / "index.html").write_text(nav.replace('<a href="gpu-runs/h100/README.html">record</a>', "")
+                                         .format(f'<a href="{check.PAPER_URL}">paper</a>'))
+    assert check.internal_in_navigation(tmp_path) == [] and check.paper_link_missing(tmp_path) == []
+
+    (tmp_path / "reference").mkdir()
+    entry = ('<dl class="py {kind}"><dt class="sig sig-object py" id="pkg.{name}">{name}</dt><dd>'
+             '<dl class="field-list simple"><dt class="field-odd">Parameters<span class="colon">:</span></dt>'
+             '<dd class="field-odd"><ul class="simple"><li><p><strong>x</strong> (<em>int</em>) -- a count.</p></li>'
+             '{extra}</ul></dd></dl>{body}</dd></dl>')
+    method = entry.format(kind="method", name="Thing.run", extra="", body='<p class="rubric">Examples</p>')
+    page = "".join([entry.format(kind="function", name="good", extra="", body='<p class="rubric">Examples</p>'),
+                    entry.format(kind="function", name="bare", extra="<li><p><strong>y</strong> (<em>float</em>)"
+                                 "</p></li>", body=""),
+                    entry.format(kind="class", name="Thing", extra="", body=method),  # a method's example: not its
+                    entry.format(kind="exception", name="Oops", extra="", body="")])
+    (tmp_path / "reference" / "api.html").write_text(page)
+    assert check.api_without_examples(tmp_path) == ["pkg.Thing", "pkg.bare"]
+    assert check.api_without_examples(tmp_path, ("pkg.bare",)) == ["pkg.Thing"]
+    assert check.parameters_without_description(tmp_path) == ["pkg.bare: y (float)"]
+    from tests.repository.test_docs_returns import NOT_YET
+
+    assert check.listed_example_gaps() == NOT_YET["examples"]  # read from the source test, not repeated

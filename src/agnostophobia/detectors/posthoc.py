@@ -356,7 +356,15 @@ class SoftmaxDetector(Detector):
     thresholding"; Hendrycks & Gimpel, ICLR 2017), scored as its log-odds
     :math:`\ln \frac{S_c}{1 - S_c} = l_c - \ln \sum_{j \ne c} e^{l_j}`, which orders samples as
     :math:`S_c` does and stays exact where :math:`S_c` rounds to 1
-    (:func:`~agnostophobia.detectors.softmax_log_odds`); ``probabilities()`` gives :math:`S_c` itself."""
+    (:func:`~agnostophobia.detectors.softmax_log_odds`); ``probabilities()`` gives :math:`S_c` itself.
+
+    Examples:
+        >>> import numpy as np
+        >>> from agnostophobia.detectors import build_detector
+        >>> logits = np.array([[4.0, 0.0, 0.0], [1.0, 1.0, 1.0]])  # a confident sample, an undecided one
+        >>> build_detector("softmax").scores(logits).max(axis=1).round(3)  # the log-odds of the top probability
+        array([ 3.307, -0.693])
+    """
 
     title = "max-softmax"
     SCORE_SCALE = 2  # log-odds (1: the probability, which ties where it rounds to 1)
@@ -376,7 +384,15 @@ class SoftmaxDetector(Detector):
 class BackgroundDetector(Detector):
     r"""Known-class columns of the C+1 softmax of a background-class network (Sec. 3):
     :math:`S_c = e^{l_c} / \sum_{j=1}^{C+1} e^{l_j}` for the C known classes, scored as their
-    log-odds :math:`l_c - \ln \sum_{j \ne c}^{C+1} e^{l_j}` (as ``softmax``: tie-free)."""
+    log-odds :math:`l_c - \ln \sum_{j \ne c}^{C+1} e^{l_j}` (as ``softmax``: tie-free).
+
+    Examples:
+        >>> import numpy as np
+        >>> from agnostophobia.detectors import build_detector
+        >>> logits = np.array([[4.0, 0.0, 0.0, 0.0], [0.0, 0.0, 0.0, 5.0]])  # C = 3 known + the background column
+        >>> build_detector("background").scores(logits).max(axis=1).round(3)  # the second sample: background
+        array([ 2.901, -5.013])
+    """
 
     reads_background_column = True
     title = "background (C+1 softmax)"
@@ -400,7 +416,16 @@ class BackgroundDetector(Detector):
 class ScaledObjectosphereDetector(Detector):
     r"""Softmax times deep-feature magnitude, :math:`S_c \cdot \lVert F \rVert`
     (Scaled Objectosphere, Sec. 4.2, last paragraph). A zero feature vector scores 0 for
-    every class."""
+    every class.
+
+    Examples:
+        >>> import numpy as np
+        >>> from agnostophobia.detectors import build_detector
+        >>> logits = np.array([[4.0, 0.0, 0.0], [1.0, 1.0, 1.0]])  # a confident sample, an undecided one
+        >>> features = np.array([[3.0, 4.0], [0.3, 0.4]])
+        >>> build_detector("objectosphere-scaled").scores(logits, features).max(axis=1).round(3)
+        array([4.823, 0.167])
+    """
 
     needs_features = True
     title = "softmax·‖F‖"
@@ -417,7 +442,15 @@ class ScaledObjectosphereDetector(Detector):
 class MaxLogitDetector(Detector):
     r"""The logits themselves, :math:`l_c`: thresholding the largest one is the maximum
     logit score (MLS) of Vaze, Han, Vedaldi & Zisserman, "Open-Set Recognition: a Good
-    Closed-Set Classifier is All You Need", ICLR 2022 (also Hendrycks et al., ICML 2022)."""
+    Closed-Set Classifier is All You Need", ICLR 2022 (also Hendrycks et al., ICML 2022).
+
+    Examples:
+        >>> import numpy as np
+        >>> from agnostophobia.detectors import build_detector
+        >>> logits = np.array([[4.0, 0.0, 0.0], [1.0, 1.0, 1.0]])  # a confident sample, an undecided one
+        >>> build_detector("max-logit").scores(logits).max(axis=1).round(3)  # the largest logit
+        array([4., 1.])
+    """
 
     def _scores(self, logits, features):
         return logits.copy()
@@ -434,6 +467,13 @@ class EntropyDetector(Detector):
     Table 1 reports H. One number per sample, in the predicted class's column. Where :math:`H`
     would underflow float64 (a top logit leading by more than about 708) the score is
     :math:`-\ln H` (> 708) instead, so that such samples stay ordered (module docstring, ‡).
+
+    Examples:
+        >>> import numpy as np
+        >>> from agnostophobia.detectors import build_detector
+        >>> logits = np.array([[4.0, 0.0, 0.0], [1.0, 1.0, 1.0]])  # a confident sample, an undecided one
+        >>> build_detector("entropy").scores(logits).max(axis=1).round(3)  # the undecided sample: -ln 3
+        array([-0.177, -1.099])
     """
 
     SCORE_SCALE = 2  # -ln H where H underflows (1: 0 there, a tie)
@@ -449,7 +489,16 @@ class EntropyDetector(Detector):
 class MagnitudeDetector(Detector):
     r"""Deep-feature magnitude :math:`\lVert F \rVert` (Sec. 4.2: Objectosphere pushes
     unknowns' features towards 0; Table 1). One number per sample, in the predicted
-    class's column."""
+    class's column.
+
+    Examples:
+        >>> import numpy as np
+        >>> from agnostophobia.detectors import build_detector
+        >>> logits = np.array([[4.0, 0.0, 0.0], [1.0, 1.0, 1.0]])  # a confident sample, an undecided one
+        >>> features = np.array([[3.0, 4.0], [0.3, 0.4]])
+        >>> build_detector("magnitude").scores(logits, features).max(axis=1).round(3)  # each sample's ||F||
+        array([5. , 0.5])
+    """
 
     needs_features = True
     title = "‖F‖"
@@ -467,9 +516,16 @@ class EnergyDetector(Detector):
     Li, "Energy-based Out-of-distribution Detection", NeurIPS 2020, Eq. 5 with the sign
     flipped so that larger = more known). ``temperature`` T > 0, default 1 as in their
     evaluation. One number per sample, in the predicted class's column.
+
+    Examples:
+        >>> import numpy as np
+        >>> from agnostophobia.detectors import build_detector
+        >>> logits = np.array([[4.0, 0.0, 0.0], [1.0, 1.0, 1.0]])  # a confident sample, an undecided one
+        >>> build_detector("energy").scores(logits).max(axis=1).round(3)  # T ln sum exp(l / T), T = 1
+        array([4.036, 2.099])
     """
 
-    temperature = Setting(float, 1.0, low=0, low_open=True)
+    temperature = Setting(float, 1.0, low=0, low_open=True, doc="T, the temperature the logits are divided by")
 
     def _scores(self, logits, features: Optional[np.ndarray]):
         t = self.temperature
@@ -558,14 +614,22 @@ class GENDetector(Detector):
     here M is clipped to the number of known classes C (a run with fewer classes sums all C, the
     report says so), and the grid spans :math:`\gamma` 0.01 to 1 and M 2, 5 and 100 (all C). Logits only.
     One number per sample, in the predicted class's column.
+
+    Examples:
+        >>> import numpy as np
+        >>> from agnostophobia.detectors import build_detector
+        >>> logits = np.array([[4.0, 0.0, 0.0], [1.0, 1.0, 1.0]])  # a confident sample, an undecided one
+        >>> build_detector("gen").scores(logits).max(axis=1).round(3)  # gamma 0.1, every class (C = 3 < M)
+        array([-2.047, -2.581])
     """
 
     title = "GEN"
     SCORE_SCALE = 2  # -ln G where G underflows (1: 0 there, a tie)
     report_note = ("Liu et al. (CVPR 2023): minus the generalized entropy of the M largest softmax probabilities; "
                    "M is clipped to the number of known classes C.")
-    gamma = Setting(float, 0.1, low=0, low_open=True, grid=(0.01, 0.1, 0.5, 1.0))
-    top = Setting(int, 100, low=1, grid=(2, 5, 100))
+    gamma = Setting(float, 0.1, low=0, low_open=True, grid=(0.01, 0.1, 0.5, 1.0),
+                    doc="γ, the exponent of the generalized entropy")
+    top = Setting(int, 100, low=1, grid=(2, 5, 100), doc="M, how many of the largest probabilities are summed")
 
     def _scores(self, logits, features: Optional[np.ndarray]):
         log_g = log_generalized_entropy(logits, self.gamma, min(self.top, logits.shape[1]))

@@ -150,6 +150,12 @@ class MixOEFineTuned(MixOELoss):
     trained from scratch.
     The loss is :class:`~agnostophobia.losses.MixOELoss`'s :math:`\mathcal{L}`, minimised from the start network's weights
     :math:`\theta_0 = \theta_{\mathrm{softmax}}` instead of a random initialisation.
+
+    Examples:
+        >>> from agnostophobia.losses import LOSSES
+        >>> recipe = LOSSES.get("mixoe-ft").fine_tune  # what it starts from, and how it trains
+        >>> recipe.start, recipe.epochs, recipe.lr, recipe.scheduler
+        ('softmax', 10, 0.001, 'cosine')
     """
 
     title = "MixOE (fine-tuned)"

@@ -83,6 +83,12 @@ class OutlierExposureFineTuned(OutlierExposureLoss):
     loss trained from scratch, as the authors' CIFAR/oe_scratch.py and OpenOOD's OE recipe train it.
     The loss is :class:`~agnostophobia.losses.OutlierExposureLoss`'s :math:`\mathcal{L}`, minimised from the start network's weights
     :math:`\theta_0 = \theta_{\mathrm{softmax}}` instead of a random initialisation.
+
+    Examples:
+        >>> from agnostophobia.losses import LOSSES
+        >>> recipe = LOSSES.get("outlier-exposure-ft").fine_tune  # what it starts from, and how it trains
+        >>> recipe.start, recipe.epochs, recipe.lr, recipe.scheduler
+        ('softmax', 10, 0.001, 'cosine')
     """
 
     title = "Outlier Exposure (fine-tuned)"
