@@ -747,7 +747,10 @@ def with_parameter_descriptions(cls, lines: List[str], config) -> List[str]:
         return lines
     described = parameter_fields(lines)
     known = {**constructor_parameters(cls, config), **declared_parameters(cls)}
-    added = [f":param {name}: {known[name]}" for name in names if name not in described and name in known]
+    # a trailing underscore (``lambda_``) is escaped: reStructuredText would read it as a link
+    # reference, and autodoc would list the typed parameter a second time, without this text
+    added = [f":param {name[:-1] + chr(92) + '_' if name.endswith('_') else name}: {known[name]}"
+             for name in names if name not in described and name in known]
     if not added:
         return lines
     fields = [i for i, line in enumerate(lines) if _FIELD.match(line)]
