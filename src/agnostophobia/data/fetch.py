@@ -167,6 +167,22 @@ def download(res: Resource, directory: PathLike, mirror: Optional[str] = None, a
     Raises:
         ~agnostophobia.errors.DataError: no published checksum (without ``allow_unverified``),
             a checksum that does not match, or a failed download.
+
+    Examples:
+        >>> import hashlib
+        >>> import tempfile
+        >>> from pathlib import Path
+        >>> from agnostophobia.data import Resource, download
+        >>> mirror = Path(tempfile.mkdtemp())  # a local mirror stands in for the server
+        >>> (mirror / "hello.txt").write_text("hello\\n")
+        6
+        >>> res = Resource("hello.txt", ("https://example.org/hello.txt",), md5=hashlib.md5(b"hello\\n").hexdigest(),
+        ...                checksum_source="this example")
+        >>> path = download(res, Path(tempfile.mkdtemp()), mirror=mirror.as_uri(), progress=False, log=print)
+        downloading file:///.../hello.txt
+        .../hello.txt: 6 bytes, checksum ok
+        >>> path.read_text()
+        'hello\\n'
     """
     return Path(fetch_file(res, directory, mirror, allow_unverified, progress, timeout, log).path)
 
@@ -303,6 +319,20 @@ def fetch_dataset(name: str, data_dir: Optional[PathLike] = None, allow_unverifi
     Raises:
         ~agnostophobia.errors.DataError: the dataset has no official download, or a file
             cannot be fetched or verified.
+
+    Examples:
+        >>> import tempfile
+        >>> from pathlib import Path
+        >>> import numpy as np
+        >>> data = Path(tempfile.mkdtemp()); (data / "mnist").mkdir()
+        >>> rng = np.random.default_rng(0)  # a stand-in for the real file: 20 + 10 random digits
+        >>> np.savez(data / "mnist" / "mnist.npz", x_train=rng.integers(0, 256, (20, 28, 28), dtype=np.uint8),
+        ...          y_train=np.arange(20) % 10, x_test=rng.integers(0, 256, (10, 28, 28), dtype=np.uint8),
+        ...          y_test=np.arange(10))
+        >>> from agnostophobia.data import fetch_dataset
+        >>> fetch_dataset("mnist", data_dir=data, log=print)  # a prepared file: nothing is downloaded
+        mnist: prepared file .../mnist/mnist.npz is present; nothing to fetch (--force downloads the official files)
+        []
     """
     info: DatasetInfo = DATASETS.get(name)
     source = _fetch_source(name)
@@ -340,6 +370,20 @@ def fetch(names: Sequence[str], **kwargs) -> Dict[str, List[Path]]:
 
     Returns:
         Each dataset's file paths, by name.
+
+    Examples:
+        >>> import tempfile
+        >>> from pathlib import Path
+        >>> import numpy as np
+        >>> data = Path(tempfile.mkdtemp()); (data / "mnist").mkdir()
+        >>> rng = np.random.default_rng(0)  # a stand-in for the real file: 20 + 10 random digits
+        >>> np.savez(data / "mnist" / "mnist.npz", x_train=rng.integers(0, 256, (20, 28, 28), dtype=np.uint8),
+        ...          y_train=np.arange(20) % 10, x_test=rng.integers(0, 256, (10, 28, 28), dtype=np.uint8),
+        ...          y_test=np.arange(10))
+        >>> from agnostophobia.data import fetch
+        >>> fetch(["mnist"], data_dir=data, log=print)
+        mnist: prepared file .../mnist/mnist.npz is present; nothing to fetch (--force downloads the official files)
+        {'mnist': []}
     """
     for name in names:
         DATASETS.get(name)  # unknown names fail before any download

@@ -232,6 +232,20 @@ def load_dataset(name: str, split: str, data_dir: Optional[PathLike] = None) -> 
     Raises:
         ~agnostophobia.errors.DataError: the dataset is missing or a file is malformed; one line
             naming the file, the problem and how to get the data.
+
+    Examples:
+        >>> import tempfile
+        >>> from pathlib import Path
+        >>> import numpy as np
+        >>> data = Path(tempfile.mkdtemp()); (data / "mnist").mkdir()
+        >>> rng = np.random.default_rng(0)  # a stand-in for the real file: 20 + 10 random digits
+        >>> np.savez(data / "mnist" / "mnist.npz", x_train=rng.integers(0, 256, (20, 28, 28), dtype=np.uint8),
+        ...          y_train=np.arange(20) % 10, x_test=rng.integers(0, 256, (10, 28, 28), dtype=np.uint8),
+        ...          y_test=np.arange(10))
+        >>> from agnostophobia.data import load_dataset
+        >>> digits = load_dataset("mnist", "test", data_dir=data)  # the layout of docs/data.md
+        >>> digits.images.shape, digits.images.dtype, digits.labels[:4].tolist(), digits.format
+        ((10, 28, 28), dtype('uint8'), [0, 1, 2, 3], 'npz')
     """
     info = DATASETS.get(name)
     root = resolve_data_dir(data_dir)
