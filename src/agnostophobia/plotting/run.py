@@ -159,6 +159,25 @@ def plot_run(run_dir, formats: Sequence[str] = ("png",), out_dir=None, *,
     Raises:
         FileNotFoundError: ``run_dir`` does not exist.
         ValueError: no outputs to plot, or a format matplotlib cannot write.
+
+    Examples:
+        >>> import tempfile
+        >>> from pathlib import Path
+        >>> import numpy as np
+        >>> from agnostophobia.training.outputs import save_outputs
+        >>> run = Path(tempfile.mkdtemp())  # a run's stored outputs, written here by hand
+        >>> rng = np.random.default_rng(0)
+        >>> def split(n, known):  # 2-D features of three known classes, or of unknowns (label -1)
+        ...     labels = rng.integers(0, 3, n) if known else np.full(n, -1)
+        ...     features = rng.normal(size=(n, 2)) + (3 * np.eye(3, 2)[labels] if known else 0)
+        ...     logits = features @ np.array([[2.0, 0.0, -2.0], [0.0, 2.0, -2.0]])
+        ...     return {"logits": logits.astype(np.float32), "features": features.astype(np.float32),
+        ...             "labels": labels}
+        >>> save_outputs(run / "seed0" / "softmax" / "outputs.npz", {"known": split(60, True),
+        ...                                                          "devanagari": split(30, False)})
+        >>> from agnostophobia.plotting import plot_run
+        >>> plot_run(run, log=lambda line: None)  # log: why a panel is left out (no OpenMax here)
+        {'Unknown unknowns: Devanagari (D_a), Figs. 1 and 2': ['figures/features_devanagari.png', ...]}
     """
     return draw_run(PlotRequest(run_dir, formats, out_dir, max_points), log)[0]
 
@@ -179,6 +198,27 @@ def draw_run(request: PlotRequest, log: Callable[[str], None] = log_info) -> Tup
 
     Returns:
         ``(sections, files)``, what :func:`plot_run` returns and every file written.
+
+    Examples:
+        >>> import tempfile
+        >>> from pathlib import Path
+        >>> import numpy as np
+        >>> from agnostophobia.training.outputs import save_outputs
+        >>> run = Path(tempfile.mkdtemp())  # a run's stored outputs, written here by hand
+        >>> rng = np.random.default_rng(0)
+        >>> def split(n, known):  # 2-D features of three known classes, or of unknowns (label -1)
+        ...     labels = rng.integers(0, 3, n) if known else np.full(n, -1)
+        ...     features = rng.normal(size=(n, 2)) + (3 * np.eye(3, 2)[labels] if known else 0)
+        ...     logits = features @ np.array([[2.0, 0.0, -2.0], [0.0, 2.0, -2.0]])
+        ...     return {"logits": logits.astype(np.float32), "features": features.astype(np.float32),
+        ...             "labels": labels}
+        >>> save_outputs(run / "seed0" / "softmax" / "outputs.npz", {"known": split(60, True),
+        ...                                                          "devanagari": split(30, False)})
+        >>> from agnostophobia.plotting import PlotRequest, draw_run
+        >>> sections, files = draw_run(PlotRequest(run, formats=("svg",)), log=lambda line: None)
+        >>> sorted(path.name for path in files)
+        ['features_devanagari.svg', 'magnitude_hist_devanagari.svg', 'oscr_counts_devanagari.svg',
+         'oscr_devanagari.svg', 'softmax_hist_devanagari.svg']
     """
     run_dir, splits, max_points = request.run, request.splits, request.max_points
     formats = check_formats(request.formats)
@@ -280,6 +320,32 @@ def iter_run_figures(run_dir, *, max_points: Optional[int] = DEFAULT_MAX_POINTS,
 
     Yields:
         :class:`RunFigure`: one figure and the name it is saved under.
+
+    Examples:
+        >>> import tempfile
+        >>> from pathlib import Path
+        >>> import numpy as np
+        >>> from agnostophobia.training.outputs import save_outputs
+        >>> run = Path(tempfile.mkdtemp())  # a run's stored outputs, written here by hand
+        >>> rng = np.random.default_rng(0)
+        >>> def split(n, known):  # 2-D features of three known classes, or of unknowns (label -1)
+        ...     labels = rng.integers(0, 3, n) if known else np.full(n, -1)
+        ...     features = rng.normal(size=(n, 2)) + (3 * np.eye(3, 2)[labels] if known else 0)
+        ...     logits = features @ np.array([[2.0, 0.0, -2.0], [0.0, 2.0, -2.0]])
+        ...     return {"logits": logits.astype(np.float32), "features": features.astype(np.float32),
+        ...             "labels": labels}
+        >>> save_outputs(run / "seed0" / "softmax" / "outputs.npz", {"known": split(60, True),
+        ...                                                          "devanagari": split(30, False)})
+        >>> import matplotlib.pyplot as plt
+        >>> from agnostophobia.plotting import iter_run_figures
+        >>> for item in iter_run_figures(run, log=lambda line: None):  # nothing is saved
+        ...     print(item.stem)
+        ...     plt.close(item.figure)
+        features_devanagari
+        softmax_hist_devanagari
+        magnitude_hist_devanagari
+        oscr_devanagari
+        oscr_counts_devanagari
     """
     for item in _plan_run_figures(run_dir, max_points=max_points, log=log):
         yield RunFigure(item.section, item.stem, item.make())
