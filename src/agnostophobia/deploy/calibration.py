@@ -438,6 +438,23 @@ def calibrate_run(request: ModelRequest, log: Callable[[str], None] = log_info) 
         ~agnostophobia.errors.AgnostophobiaError: an approach the run did not train, a
             ``detector`` that applies to none of the models, or a model without a threshold at
             ``fpr``, named; nothing is written (without ``partial``).
+
+    Examples:
+        >>> import contextlib, io, tempfile
+        >>> from pathlib import Path
+        >>> import yaml
+        >>> from agnostophobia.cli import run_command
+        >>> from agnostophobia.data import make_glyph_folders
+        >>> folder = Path(tempfile.mkdtemp())  # a run of a small network on glyph folders, 20 negatives to validate on
+        >>> layout = make_glyph_folders(folder / "glyphs", per_split={"train": 6, "val": 20, "test": 4})
+        >>> config = {"name": "glyphs", "protocol": layout, "model": "mlp", "model_kwargs": {"hidden": [16]},
+        ...           "approaches": ["entropic"], "epochs": 1, "batch_size": 8, "tensorboard": False}
+        >>> _ = (folder / "glyphs.yaml").write_text(yaml.safe_dump(config))
+        >>> with contextlib.redirect_stdout(io.StringIO()):  # the training's lines
+        ...     run_command("train", folder / "glyphs.yaml", "--out", folder / "run", "--no-progress")
+        >>> from agnostophobia.deploy import ModelRequest, calibrate_run
+        >>> calibrate_run(ModelRequest(folder / "run", fpr=0.5), log=lambda line: None).name
+        'calibration.json'
     """
     request.check_reads("calibrate_run", "approaches", "detector", "detector_of", "fpr", "data_dir", "device",
                         "partial")
@@ -501,6 +518,27 @@ def calibration_entry(run_dir: Path, approach: str, detector: str, seed: int) ->
     Raises:
         ~agnostophobia.errors.AgnostophobiaError: there is no entry, or it has no threshold; the
             message says what to run.
+
+    Examples:
+        >>> import contextlib, io, tempfile
+        >>> from pathlib import Path
+        >>> import yaml
+        >>> from agnostophobia.cli import run_command
+        >>> from agnostophobia.data import make_glyph_folders
+        >>> folder = Path(tempfile.mkdtemp())  # a run of a small network on glyph folders, 20 negatives to validate on
+        >>> layout = make_glyph_folders(folder / "glyphs", per_split={"train": 6, "val": 20, "test": 4})
+        >>> config = {"name": "glyphs", "protocol": layout, "model": "mlp", "model_kwargs": {"hidden": [16]},
+        ...           "approaches": ["entropic"], "epochs": 1, "batch_size": 8, "tensorboard": False}
+        >>> _ = (folder / "glyphs.yaml").write_text(yaml.safe_dump(config))
+        >>> with contextlib.redirect_stdout(io.StringIO()):  # the training's lines
+        ...     run_command("train", folder / "glyphs.yaml", "--out", folder / "run", "--no-progress")
+        >>> from agnostophobia.deploy import ModelRequest, calibrate_run
+        >>> calibrate_run(ModelRequest(folder / "run", fpr=0.5), log=lambda line: None).name
+        'calibration.json'
+        >>> from agnostophobia.deploy import calibration_entry
+        >>> entry = calibration_entry(folder / "run", "entropic", "softmax", seed=0)
+        >>> entry["target_fpr"], entry["val_negatives"], entry["false_positives_allowed"], entry["val_fpr"] <= 0.5
+        (0.5, 20, 10, True)
     """
     calibration = read_calibration(run_dir)
     hint = (f"run `agnostophobia calibrate {run_dir} --fpr T --approach {approach} --detector {detector}` "
