@@ -66,8 +66,8 @@ def test_scaled_process_losses_average_to_the_global_batch_mean(approach):
     loss_fn = build_loss(approach, 3, **kwargs)
 
     def loss(idx):
-        args = (logits[idx], features[idx]) if loss_fn.uses_features else (logits[idx],)
-        return loss_fn(*args, labels[idx], sample_weight=weights[idx])
+        features_of = {"features": features[idx]} if loss_fn.uses_features else {}
+        return loss_fn(logits[idx], labels[idx], sample_weight=weights[idx], **features_of)
 
     order = torch.arange(n)
     known_labels = None if loss_fn.trains_on_unknowns else labels
