@@ -197,7 +197,6 @@ def placeholder_thumbnails(root: Path) -> list:
 INTERNAL_PAGES = ("gpu-runs/",)
 # The paper the project implements: the landing page links it.
 PAPER_URL = "https://arxiv.org/abs/1811.04110"
-_SIG = re.compile(r'<dl class="py (function|class)">\s*<dt class="sig sig-object py" id="([^"]+)"')
 _PARAMETERS = re.compile(r'<dt class="field-\w+">Parameters<span class="colon">:</span></dt>\s*'
                          r'<dd class="field-\w+">(.*?)</dd>', re.S)
 _ENTRY_ID = re.compile(r'<dt class="sig sig-object py" id="([^"]+)"')

@@ -259,19 +259,29 @@ def _row(approach: str, detector: str, group: List[Dict], tuned: Dict) -> Dict:
             "test": {u: _merge([t[u] for t in tests]) for u in common}}
 
 
+def ranked_value(fpr: Optional[float], by: Optional[str] = None) -> Callable[[Dict], Optional[float]]:
+    """The validation value :func:`rank` orders a row by, its first key: ``by`` where given, else
+    the CCR at ``fpr``, else (``fpr`` None) the AUROC."""
+    if by is not None:
+        return lambda row: row["val"].get(by)
+    if fpr is None:
+        return lambda row: row["val"]["auroc"]
+    key = fpr_keys([fpr])[0]
+    return lambda row: row["val"]["ccr_at_fpr"].get(key)
+
+
 def rank(rows: List[Dict], fpr: Optional[float], by: Optional[str] = None) -> List[Dict]:
     """``rows`` best first: by validation CCR at ``fpr`` (None ranks last), else by validation
     AUROC; ties to the higher AUROC, then to the registry's order of approaches and the
     detector's name. Each row gets its ``rank``.
     ``by``: rank by that validation statistic (mean over seeds, one of :data:`RANKABLE`, higher
     better) instead, with the same ties (``benchmark`` ranks by the metric its rule chose)."""
-    key = fpr_keys([fpr])[0] if fpr is not None else None
     if by is not None and by not in RANKABLE:
         raise ValueError(f"rank(by={by!r}): one of {', '.join(RANKABLE)}")
+    primary_of = ranked_value(fpr, by)
 
     def order(row: Dict):
-        val = row["val"]
-        primary = val.get(by) if by is not None else val["auroc"] if key is None else val["ccr_at_fpr"].get(key)
+        val, primary = row["val"], primary_of(row)
         auroc_value = val["auroc"] if val["auroc"] is not None else -np.inf
         return (primary is None, -(primary if primary is not None else 0.0), -auroc_value,
                 row_sort_key(row["approach"]), row["detector"])
@@ -376,12 +386,12 @@ def _cell(value: Optional[float], digits: int = 4) -> str:
 TIE_MARK = "="
 
 
-def _ranked_value(comparison: Comparison) -> Callable[[Dict], Optional[float]]:
-    """The validation value a row was ranked by (CCR at the rank FPR, else AUROC)."""
-    if comparison.rank_fpr is None:
-        return lambda row: row["val"]["auroc"]
-    key = fpr_keys([comparison.rank_fpr])[0]
-    return lambda row: row["val"]["ccr_at_fpr"].get(key)
+def tied_with_row_above(comparison: Comparison) -> List[bool]:
+    """Per ranked row: whether its first key (:func:`ranked_value`) equals the row above's, so that
+    the second key decided its rank."""
+    primary = ranked_value(comparison.rank_fpr)
+    values = [primary(row) for row in comparison.rows]
+    return [i > 0 and value is not None and value == values[i - 1] for i, value in enumerate(values)]
 
 
 def table_rows(comparison: Comparison) -> Tuple[List[str], List[List[str]]]:
@@ -392,10 +402,8 @@ def table_rows(comparison: Comparison) -> Tuple[List[str], List[List[str]]]:
         header += [f"{unknown} AUROC", *(f"{unknown} CCR@{k}" for k in keys)]
     header += ["test acc"]
     cells = []
-    primary = _ranked_value(comparison)
-    for above, row in zip([None, *comparison.rows], comparison.rows):
+    for tied, row in zip(tied_with_row_above(comparison), comparison.rows):
         val = row["val"]
-        tied = above is not None and primary(row) is not None and primary(row) == primary(above)
         line = [f"{row['rank']}{TIE_MARK if tied else ''}", f"{row['approach']}/{row['detector']}",
                 row["settings"] or "—", _cell(val["auroc"]),
                 *(_cell(val["ccr_at_fpr"].get(k)) for k in keys), _cell(val["closed_set_accuracy"])]
@@ -417,9 +425,7 @@ def describe(comparison: Comparison, run_dir) -> List[str]:
         if comparison.rank_fpr_is_default:
             by += (" (the default without --fpr: 1 % where the validation negatives support it, else the smallest "
                    "FPR they support; tune-detectors tunes at the same)")
-    primary = _ranked_value(comparison)
-    ties = sum(1 for above, row in zip(comparison.rows, comparison.rows[1:])
-               if primary(row) is not None and primary(row) == primary(above))
+    ties = sum(tied_with_row_above(comparison))
     tie_line = (f" {ties} row(s) tie with the row above on that value ('{TIE_MARK}' after the rank): ordered by "
                 f"the second key, the higher validation AUROC, then the registry's order." if ties else "")
     sets = ", ".join(f"{name} ({n:,} unknowns)" for name, n in comparison.test_sets.items())
