@@ -230,14 +230,15 @@ def _setting_row(approach: str, name: str, setting: Setting, trains: List[tuple]
     return SourceRow([approach], f"``{yaml_names().get(name, name)}``", ours, setting.source, setting.differs)
 
 
-def _fine_tune_row(approach: str, recipe, trains: List[tuple]) -> SourceRow:
-    """A fine-tuning recipe's row: its declaration, and the configs that change its epochs
-    (``fine_tune_epochs``), read from them."""
+def _fine_tune_row(approach: str, recipe, trains: List[tuple], images: str = "") -> SourceRow:
+    """A fine-tuning recipe's row (``images``: the kind of images it is for, "" for the declared
+    one): its declaration, and the configs that change its epochs (``fine_tune_epochs``), read from them."""
     changed = [f"{where} epochs (``fine_tune_epochs``), not the recipe's {recipe.epochs}"
                for where in _config_values(trains, lambda train: train.fine_tune_epochs)]
     ours = (f"fine-tuned from the same seed's ``{recipe.start}`` network: {recipe.epochs} epochs, "
-            f"lr {recipe.lr:g}, ``{recipe.scheduler}``")
-    return SourceRow([approach], "*recipe*", ours, recipe.source, "; ".join(filter(None, [recipe.differs, *changed])))
+            f"``{recipe.optimizer}`` at lr {recipe.lr:g}, ``{recipe.scheduler}``, weight decay {recipe.weight_decay:g}")
+    what = f"*recipe ({images})*" if images else "*recipe*"
+    return SourceRow([approach], what, ours, recipe.source, "; ".join(filter(None, [recipe.differs, *changed])))
 
 
 def _provenance_row(approach: str, fact) -> SourceRow:
@@ -251,6 +252,8 @@ def _loss_rows(approach: str, cls, trains: List[tuple]) -> List[tuple]:
             for name, setting in cls.hyperparameters().items()]
     if cls.fine_tune is not None:
         rows.append((cls.fine_tune, _fine_tune_row(approach, cls.fine_tune, trains)))
+        if cls.fine_tune.glyphs is not None:
+            rows.append((cls.fine_tune.glyphs, _fine_tune_row(approach, cls.fine_tune.glyphs, trains, "glyphs")))
     elif cls.scratch_recipe is not None:
         rows.append((cls.scratch_recipe, _provenance_row(approach, cls.scratch_recipe)))
     return rows + [(fact, _provenance_row(approach, fact)) for fact in cls.provenance]

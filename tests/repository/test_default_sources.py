@@ -91,13 +91,19 @@ def test_the_configs_values_stand_beside_the_declared_defaults():
     assert all("made.yaml" not in r.differs for r in rows if r.what == "*recipe*" and r not in fine_tunes)
 
 
-def test_the_peers_page_shows_the_lenet_converged_fine_tuning_epochs():
-    """The LeNet++ ``converged`` budget fine-tunes for fewer epochs than the papers: its recipe
-    rows say so, with the number the config holds."""
-    epochs = load_experiment("lenet++").for_budget("converged").train.fine_tune_epochs
-    assert epochs is not None
+def test_the_peers_page_shows_each_fine_tunes_glyph_recipe_and_the_budgets_that_shorten_it():
+    """Each fine-tune's recipe for glyphs (Outlier Exposure's MNIST recipe) has its own row; the LeNet++
+    ``smoke`` budget shortens the fine-tunes and its rows say so, with the number the config holds,
+    and the ``converged`` budget trains the authors' epochs (no row names it)."""
+    lenet = load_experiment("lenet++")
+    assert lenet.for_budget("converged").train.fine_tune_epochs is None
+    epochs = lenet.for_budget("smoke").train.fine_tune_epochs
     text = "\n".join(_refs().default_sources_rst(_rows()))
-    assert f"``lenet++.yaml``, budget ``converged``: ``{epochs}`` epochs" in text
+    assert f"``lenet++.yaml``, budget ``smoke``: ``{epochs}`` epochs" in text
+    glyph_rows = [r for r in _rows() if r.what == "*recipe (glyphs)*"]
+    assert sorted(a for r in glyph_rows for a in r.approaches) == ["energy-regularized-ft", "mixoe-ft",
+                                                                    "outlier-exposure-ft"]
+    assert all("MNIST/oe_tune.py" in r.source and "lr 0.01" in r.ours for r in glyph_rows)
 
 
 def test_the_generated_table_is_valid_rst_and_replaces_the_hand_table():

@@ -27,14 +27,26 @@ def test_the_fine_tunes_are_the_three_papers_that_fine_tune():
         assert loss.fine_tune.start == "softmax" and loss.default_detector == base.default_detector
 
 
+def _schedule(cfg):
+    return cfg.epochs, cfg.lr, cfg.scheduler, cfg.optimizer, cfg.weight_decay
+
+
 @pytest.mark.parametrize("name", FINE_TUNES)
-def test_a_fine_tune_trains_with_its_papers_schedule_whatever_the_budget(name, tmp_path):
-    experiment = load_experiment(write_config(tmp_path / "tiny.yaml", approaches=["softmax", name]))
-    recipe = LOSSES.get(name).fine_tune
-    cfg = experiment.for_approach(name, 0)
-    assert (cfg.epochs, cfg.lr, cfg.scheduler) == (recipe.epochs, recipe.lr, recipe.scheduler) == (10, 1e-3, "cosine")
-    softmax = experiment.for_approach("softmax", 0)
-    assert (softmax.epochs, softmax.lr, softmax.scheduler) == (TINY["epochs"], TINY["lr"], "none")
+def test_a_fine_tune_trains_with_its_authors_recipe_for_the_protocols_images(name, tmp_path):
+    """On glyphs (``lenet++``) the fine-tunes train with Outlier Exposure's MNIST recipe (SGD at lr 0.01,
+    5 epochs, no weight decay: MNIST/oe_tune.py), on natural images (``cifar10-split``) with their own
+    CIFAR recipe (SGD at lr 10⁻³, 10 epochs, the authors' weight decay), whatever the budget's optimizer;
+    the approaches that train from scratch keep the run's."""
+    declared = LOSSES.get(name).fine_tune
+    weight_decay = {"mixoe-ft": 1e-5}.get(name, 5e-4)  # zjysteven/MixOE train_mixoe.py: --decay 0.00001
+    glyphs = load_experiment(write_config(tmp_path / "tiny.yaml", approaches=["softmax", name], optimizer="adam"))
+    assert _schedule(glyphs.for_approach(name, 0)) == (5, 0.01, "cosine", "sgd", 0.0)
+    assert _schedule(glyphs.for_approach("softmax", 0)) == (TINY["epochs"], TINY["lr"], "none", "adam", 0.0)
+    natural = load_experiment(write_config(tmp_path / "cifar.yaml", approaches=["softmax", name], optimizer="adam",
+                                           protocol="cifar10-split", model="resnet18", model_kwargs={}))
+    assert _schedule(natural.for_approach(name, 0)) == (10, 1e-3, "cosine", "sgd", weight_decay)
+    assert (declared.epochs, declared.lr, declared.weight_decay) == (10, 1e-3, weight_decay)  # as declared
+    assert declared.for_images("glyph") is not declared and declared.for_images("natural") is declared
 
 
 @pytest.mark.parametrize("name", FINE_TUNES)
@@ -46,9 +58,9 @@ def test_fine_tune_epochs_shortens_the_recipe_and_nothing_else(name, tmp_path):
 
     config = write_config(tmp_path / "tiny.yaml", approaches=["softmax", name], fine_tune_epochs=2)
     experiment = load_experiment(config)
-    recipe = LOSSES.get(name).fine_tune
+    recipe = LOSSES.get(name).fine_tune.for_images("glyph")  # TINY's protocol is lenet++
     cfg = experiment.for_approach(name, 0)
-    assert (cfg.epochs, cfg.lr, cfg.scheduler) == (2, recipe.lr, recipe.scheduler)
+    assert _schedule(cfg) == (2, recipe.lr, recipe.scheduler, recipe.optimizer, recipe.weight_decay)
     assert experiment.for_approach("softmax", 0).epochs == TINY["epochs"]
     with pytest.raises(ConfigError, match="fine_tune_epochs"):
         load_experiment(write_config(tmp_path / "bad.yaml", approaches=["softmax", name], fine_tune_epochs=0))

@@ -133,16 +133,22 @@ def auxiliary_outliers(source: str) -> Provenance:
 class FineTune(NamedTuple):
     """How a loss's paper trains it when it fine-tunes a trained network instead of training from
     scratch: the run of ``start`` (another approach of the same run and seed) gives the initial
-    weights (its best checkpoint), then ``epochs`` at learning rate ``lr`` with ``scheduler``; the
-    optimiser and everything else are the run's. ``source`` says where the recipe comes from and
-    ``differs`` what is different here ("": nothing; a config's ``fine_tune_epochs`` is read from
-    the configs, not stated here).
+    weights (its best checkpoint), then ``epochs`` at learning rate ``lr`` with ``scheduler``,
+    ``optimizer`` and ``weight_decay`` (SGD with the run's momentum, Nesterov, as the authors' code);
+    everything else is the run's. ``source`` says where the recipe comes from and ``differs`` what
+    is different here ("": nothing; a config's ``fine_tune_epochs`` is read from the configs, not
+    stated here). ``glyphs`` is the authors' recipe for grey glyph images (MNIST), where it is
+    another (None: this one): a protocol whose images are glyphs (``lenet++``) trains with it
+    (:meth:`for_images`).
 
     Examples:
         >>> from agnostophobia.losses import LOSSES
         >>> recipe = LOSSES.get("outlier-exposure-ft").fine_tune
-        >>> recipe.start, recipe.epochs, recipe.lr
-        ('softmax', 10, 0.001)
+        >>> recipe.start, recipe.epochs, recipe.lr, recipe.optimizer, recipe.weight_decay
+        ('softmax', 10, 0.001, 'sgd', 0.0005)
+        >>> mnist = recipe.for_images("glyph")  # Outlier Exposure's MNIST recipe
+        >>> mnist.epochs, mnist.lr, mnist.weight_decay
+        (5, 0.01, 0.0)
     """
 
     # the registered approach whose trained network (its best checkpoint) gives the initial weights
@@ -153,6 +159,15 @@ class FineTune(NamedTuple):
     scheduler: str
     source: str  # where the recipe comes from (the paper and its section, the authors' code)
     differs: str = ""  # what is different here from that source ("": nothing)
+    optimizer: str = "sgd"  # a value of the config key optimizer: the authors' code fine-tunes with SGD
+    weight_decay: float = 5e-4  # the optimizer's L2 penalty
+    # the authors' recipe for grey glyph images (MNIST) where it is another; None: this one
+    glyphs: Optional["FineTune"] = None
+
+    def for_images(self, kind: str) -> "FineTune":
+        """The recipe for a protocol whose images are of ``kind`` (``glyph`` or ``natural``,
+        :class:`~agnostophobia.data.InputSpec`): ``glyphs`` for glyphs where declared, else this."""
+        return self.glyphs if kind == "glyph" and self.glyphs is not None else self
 
 
 class OpenSetLoss(DeclaresSettings, nn.Module):

@@ -9,6 +9,7 @@ import torch
 
 from ..settings import Setting
 from ._base import LOSSES, FineTune, OpenSetLoss, auxiliary_outliers, from_scratch
+from .outlier_exposure import FINE_TUNE_DIFFERS, OE_MNIST_RECIPE
 
 MIXES = ("mixup", "cutmix")
 
@@ -154,13 +155,18 @@ class MixOEFineTuned(MixOELoss):
     Examples:
         >>> from agnostophobia.losses import LOSSES
         >>> recipe = LOSSES.get("mixoe-ft").fine_tune  # what it starts from, and how it trains
-        >>> recipe.start, recipe.epochs, recipe.lr, recipe.scheduler
-        ('softmax', 10, 0.001, 'cosine')
+        >>> recipe.start, recipe.epochs, recipe.lr, recipe.scheduler, recipe.weight_decay
+        ('softmax', 10, 0.001, 'cosine', 1e-05)
     """
 
     title = "MixOE (fine-tuned)"
-    fine_tune = FineTune("softmax", epochs=10, lr=1e-3, scheduler="cosine",
+    fine_tune = FineTune("softmax", epochs=10, lr=1e-3, scheduler="cosine", optimizer="sgd", weight_decay=1e-5,
                          source="Zhang et al. (WACV 2023); zjysteven/MixOE, train/train_mixoe.py: loads the "
-                                "baseline checkpoint, ``--epochs 10``, ``--lr 0.001``, cosine; OpenOOD "
+                                "baseline checkpoint, ``--epochs 10``, ``--lr 0.001``, SGD momentum 0.9 Nesterov, "
+                                "``--decay 0.00001``, cosine; OpenOOD "
                                 "scripts/ood/mixoe/cifar10_train_mixoe.sh: ``--network.pretrained True``, "
-                                "``--optimizer.lr 0.001``, ``--optimizer.num_epochs 10``")
+                                "``--optimizer.lr 0.001``, ``--optimizer.num_epochs 10``",
+                         differs=FINE_TUNE_DIFFERS,
+                         glyphs=OE_MNIST_RECIPE._replace(
+                             differs=OE_MNIST_RECIPE.differs + "; the authors ran fine-grained sets only: this is "
+                                     "Outlier Exposure's MNIST recipe, whose code (train/train_oe.py) theirs extends"))

@@ -407,7 +407,8 @@ class ExperimentConfig:
     def for_approach(self, approach: str, seed: int) -> TrainConfig:
         """The run of ``approach`` with ``seed``; an approach that fine-tunes (its loss's
         ``fine_tune`` recipe) trains for the recipe's epochs (``fine_tune_epochs`` where the config
-        sets it) at the recipe's learning rate and schedule.
+        sets it) at the recipe's learning rate, schedule, optimizer and weight decay, its authors'
+        recipe for the protocol's kind of images (:func:`~agnostophobia.training.fine_tune.recipe`).
 
         Args:
             approach: the registered loss the run trains with.
@@ -416,8 +417,8 @@ class ExperimentConfig:
         Returns:
             The run's :class:`TrainConfig`, validated.
         """
-        return dataclasses.replace(self.train, approach=approach, seed=seed,
-                                   **recipe_schedule(approach, self.train.fine_tune_epochs)).validate()
+        schedule = recipe_schedule(approach, self.train.fine_tune_epochs, self.train.protocol)
+        return dataclasses.replace(self.train, approach=approach, seed=seed, **schedule).validate()
 
 
 def parse_set_option(text: str) -> Tuple[str, Any]:

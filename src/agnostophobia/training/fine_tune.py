@@ -14,8 +14,9 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
-from typing import Dict, Iterable, Optional, Tuple
+from typing import Any, Dict, Iterable, Optional, Tuple
 
+from agnostophobia.data.protocols import protocol_spec
 from agnostophobia.errors import ConfigError
 from agnostophobia.losses import LOSSES
 from agnostophobia.rundir import FINE_TUNE_START, ModelDir, write_run_file
@@ -28,13 +29,26 @@ def start_approach(approach: str) -> Optional[str]:
     return None if recipe is None else recipe.start
 
 
-def recipe_schedule(approach: str, epochs: Optional[int] = None) -> Dict:
-    """The config keys a fine-tuning ``approach``'s recipe sets over the run's ({}: none);
-    ``epochs`` (the config's ``fine_tune_epochs``), where set, replaces the recipe's epochs."""
-    recipe = LOSSES.get(approach).fine_tune
-    if recipe is None:
+def recipe(approach: str, protocol: Any = None):
+    """The :class:`~agnostophobia.losses.FineTune` recipe a fine-tuning ``approach`` trains with on
+    ``protocol`` (a registered protocol's name or a protocol from files, as a config holds it): its
+    authors' recipe for the protocol's kind of images, MNIST's for glyphs; None for an approach that
+    trains from scratch. ``protocol`` None: the recipe as declared."""
+    declared = LOSSES.get(approach).fine_tune
+    if declared is None or protocol is None:
+        return declared
+    return declared.for_images(protocol_spec(protocol, "protocol").input.kind)
+
+
+def recipe_schedule(approach: str, epochs: Optional[int] = None, protocol: Any = None) -> Dict:
+    """The config keys a fine-tuning ``approach``'s recipe on ``protocol`` sets over the run's ({}:
+    none): its epochs, learning rate, schedule, optimizer and weight decay; ``epochs`` (the config's
+    ``fine_tune_epochs``), where set, replaces the recipe's epochs."""
+    chosen = recipe(approach, protocol)
+    if chosen is None:
         return {}
-    return {"epochs": recipe.epochs if epochs is None else epochs, "lr": recipe.lr, "scheduler": recipe.scheduler}
+    return {"epochs": chosen.epochs if epochs is None else epochs, "lr": chosen.lr, "scheduler": chosen.scheduler,
+            "optimizer": chosen.optimizer, "weight_decay": chosen.weight_decay}
 
 
 def check_starts(approaches: Iterable[str], trained: Iterable[str] = ()) -> None:
@@ -48,20 +62,21 @@ def check_starts(approaches: Iterable[str], trained: Iterable[str] = ()) -> None
                               f"neither has nor trains: add {start} to the approaches (it trains first)")
 
 
-def start_weights(model_dir: Path, approach: str) -> Tuple[Dict, Dict]:
+def start_weights(model_dir: Path, approach: str, protocol: Any = None) -> Tuple[Dict, Dict]:
     """The weights a fine-tuning ``approach`` starts from (the state dict of the same seed's start
     network, ``best.pt`` of the START folder beside the model's) and the record of them for
-    :data:`FINE_TUNE_START` (its checkpoint named relative to the seed's folder)."""
-    recipe = LOSSES.get(approach).fine_tune
-    path = ModelDir(Path(model_dir).parent / recipe.start).best
+    :data:`FINE_TUNE_START` (its checkpoint named relative to the seed's folder, and the recipe it
+    trains with on ``protocol``)."""
+    chosen = recipe(approach, protocol)
+    path = ModelDir(Path(model_dir).parent / chosen.start).best
     if not path.is_file():
         raise ConfigError(f"{model_dir}: {approach} fine-tunes {path}, which does not exist; train "
-                          f"{recipe.start} for this seed first")
+                          f"{chosen.start} for this seed first")
     digest = hashlib.sha256(path.read_bytes()).hexdigest()
     checkpoint = load_checkpoint(path)
-    record = {"approach": recipe.start, "checkpoint": ModelDir(recipe.start).best.as_posix(),
+    record = {"approach": chosen.start, "checkpoint": ModelDir(chosen.start).best.as_posix(),
               "sha256": digest, "epoch": checkpoint.get("epoch"),
-              "recipe": recipe._asdict()}
+              "recipe": {key: value for key, value in chosen._asdict().items() if key != "glyphs"}}
     return checkpoint["model"], record
 
 

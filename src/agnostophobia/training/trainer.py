@@ -629,7 +629,7 @@ def _fit(run: Training, run_dirs: List[Path], resume: bool, stop_after_epoch: Op
         states = [{k: one[k] for k in states[0]} for one in saved]
     elif start_approach(cfg.approach) is not None:  # a fine-tune's first epoch: the start network's weights
         for i, run_dir in enumerate(run_dirs):
-            weights, record = world.from_main(lambda run_dir=run_dir: start_weights(run_dir, cfg.approach))
+            weights, record = world.from_main(lambda run_dir=run_dir: start_weights(run_dir, cfg.approach, cfg.protocol))
             run.load_seed_weights(i, weights)
             if world.is_main:
                 record_start(run_dir, record)

@@ -135,8 +135,8 @@ def check_agreement(records: RunRecords) -> None:
         best = ModelDir(model_dir).best
         if (saved["approach"], saved["seed"]) != (approach, seed):
             _fail(best, f"was trained as {RunDir.run_key(saved['seed'], saved['approach'])} but lies in {model_dir}")
-        difference = trained_differently(saved, {**config, **recipe_schedule(approach, config.get('fine_tune_epochs'))},
-                                         one_model=False)
+        schedule = recipe_schedule(approach, config.get('fine_tune_epochs'), config.get('protocol'))
+        difference = trained_differently(saved, {**config, **schedule}, one_model=False)
         if difference:
             key, value, other = difference
             raise RecordError(f"{best} and {config_path} disagree: the model was trained with {key}={value!r}, "
