@@ -180,7 +180,7 @@ def add_commands(subparsers) -> None:
                                     "image folder)")
     p.add_argument("--budget", help="a budget of the protocol's config: converged (networks trained to the "
                                     "protocol's closed-set accuracy threshold) or smoke (a minute, not a result)")
-    p.add_argument("--seeds", type=positive_int, help="seeds per approach (default 3; at least 2)")
+    p.add_argument("--seeds", type=positive_int, help="seeds per approach (default 5; at least 2)")
     p.add_argument("--out", type=Path, help="output directory (default: runs/benchmark-PROTOCOL-BUDGET); an "
                                             "existing one continues where it stopped")
     p.add_argument("--min-accuracy", type=float, metavar="A",
