@@ -428,8 +428,11 @@ def test_reproduce_with_unreachable_network_stops_with_the_usual_line(tmp_path, 
         assert main(["reproduce", "cifar", "--protocol", "cifar10-split", "--budget", "smoke", "--no-progress",
                      "--data-dir", str(tmp_path / "data"), "--out", str(tmp_path / "run")]) == 1
         line = _one_error_line(capsys)
-        assert line.startswith(f"agnostophobia: error: cifar10 not found in {tmp_path / 'data'}; "
-                               f"get it with `agnostophobia data fetch cifar10`; automatic download failed: ")
+        assert line.startswith(f"agnostophobia: error: cifar10, mnist and notmnist not found in {tmp_path / 'data'}; "
+                               f"get them with `agnostophobia data fetch cifar10 mnist notmnist`; ")
+        # notMNIST (a far unknown set) has no published checksum: nothing is downloaded unverified
+        assert line.endswith("rerun with --allow-unverified to download it anyway (the sha256 received is recorded "
+                             "in the run's data_fetched.json); nothing was downloaded")
         assert not (tmp_path / "data").exists() and not (tmp_path / "run").exists()
 
 

@@ -173,6 +173,7 @@ def test_cifar_protocol_stops_without_svhn(synth):
 
 def test_cifar10_split_protocol(synth):
     c10 = synth.cifar10_python(per_batch=40)
+    mnist, notmnist = synth.mnist_npz(), synth.notmnist_npz()
     p = build_protocol("cifar10-split", synth.root, seed=0)
     assert p.num_classes == 6 and p.input_shape == (3, 32, 32)
     assert p.class_names == ["airplane", "automobile", "bird", "cat", "deer", "frog"]
@@ -189,6 +190,12 @@ def test_cifar10_split_protocol(synth):
     train_rows = rows(np.concatenate([p.train.images, p.val.images]))
     assert not train_rows & rows(xtr.transpose(0, 3, 1, 2)[np.isin(ytr, [5, 9])])  # D_a never in training
     assert set(np.unique(p.train.labels)) == set(range(-1, 6))
+    # the far unknowns: each grey test glyph in R, G and B, resized from 28x28 to 32x32, every one kept
+    for name, stored in (("mnist-rgb", mnist["x_test"]), ("notmnist-rgb", notmnist["x_test"])):
+        far = p.test_unknowns[name]
+        assert far.images.shape == (len(stored), 3, 32, 32) and (far.labels == -1).all()
+        assert (far.images[:, 0] == far.images[:, 1]).all() and (far.images[:, 1] == far.images[:, 2]).all()
+        assert (np.abs(far.images[:, 0].astype(int).mean(axis=(1, 2)) - stored.mean(axis=(1, 2))) < 8).all()
 
 
 # ------------------------------------------------------------------ declarations
@@ -196,7 +203,11 @@ def test_cifar10_split_protocol(synth):
 def test_a_protocol_reads_exactly_the_datasets_it_declares(name, synth, monkeypatch):
     """The declaration registered beside the builder says what the builder does: the datasets
     `reproduce` checks (or fetches) before it writes anything, and the input `evaluate` prepares."""
-    synth.lenet_set() if name in ("lenet++", "mnist-notmnist") else cifar_files(synth)
+    if name in ("lenet++", "mnist-notmnist"):
+        synth.lenet_set()
+    else:
+        cifar_files(synth)
+        synth.mnist_npz(), synth.notmnist_npz()  # cifar10-split's far unknowns
     loaded, load = set(), paper_protocols.load_dataset
     monkeypatch.setattr(paper_protocols, "load_dataset", lambda dataset, *a, **k: loaded.add(dataset) or load(
         dataset, *a, **k))

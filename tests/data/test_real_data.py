@@ -137,8 +137,10 @@ def test_cifar10_split_real(real_data_dir):
     assert p.sizes() == {"train": {"known": 24000, "unknown": 8000}, "val": {"known": 6000, "unknown": 2000},
                          "test_known": {"known": 6000, "unknown": 0},
                          "test_unknowns/cifar10-dog-truck": {"known": 0, "unknown": 2000},
-                         "test_unknowns/cifar10-horse-ship": {"known": 0, "unknown": 2000}}
-    assert p.train.images.shape[1:] == (3, 32, 32)
+                         "test_unknowns/cifar10-horse-ship": {"known": 0, "unknown": 2000},
+                         "test_unknowns/mnist-rgb": {"known": 0, "unknown": 10000},
+                         "test_unknowns/notmnist-rgb": {"known": 0, "unknown": 18724}}
+    assert p.train.images.shape[1:] == (3, 32, 32) and p.test_unknowns["mnist-rgb"].images.shape[1:] == (3, 32, 32)
 
 
 def test_cifar_protocol_stops_cleanly_here(real_data_dir):

@@ -621,3 +621,57 @@ def test_each_test_set_reports_fpr95_and_aupr_in_and_out():
     line = next(line for line in section.splitlines() if line.startswith("| softmax/softmax |"))
     assert line.split(" | ")[2].startswith(f"{1 - np.mean([0.40, 0.45, 0.42]):.3f} [")
     assert "AUPR-In: average precision with the knowns positive" in section
+
+
+# ------------------------------------------------------------------ issue 55 item 4: near and far unknowns apart
+def _with_far(row, far_oscr):
+    """``row`` as a protocol with near and far unknowns scores it: its D_a set renamed to the CIFAR-10
+    split's near dog + truck set, and one far set (MNIST as RGB) at ``far_oscr``."""
+    test = row["test"]
+    accuracy = test["devanagari"]["per_seed"]["closed_set_accuracy"]
+    row["test"] = {"cifar10-horse-ship": test["letters"], "cifar10-dog-truck": test.pop("devanagari"),
+                   "mnist-rgb": _numbers(far_oscr, accuracy)}
+    return row
+
+
+def test_far_unknowns_are_averaged_apart_and_decide_nothing():
+    """The rows are ranked and tested on the near D_a sets; the far ones are averaged apart and shown
+    in their own column: a far set that reverses the order changes no rank and no test."""
+    near_only = summarise([_with_far(r, [0.5] * 3) for r in rows()], min_accuracy=0.985)
+    reversed_far = [_with_far(r, [1.0 - o for o in r["test"]["devanagari"]["per_seed"]["oscr"]])
+                    for r in rows()]
+    result = summarise(reversed_far, min_accuracy=0.985)
+    assert result["ranked_sets"] == ["cifar10-dog-truck"] and result["far_sets"] == ["mnist-rgb"]
+    assert [r["row"] for r in result["rows"]] == [r["row"] for r in near_only["rows"]]
+    assert result["tests"] == near_only["tests"]
+    eos = next(r for r in result["rows"] if r["row"] == "entropic/softmax")
+    assert eos["mean_oscr_per_seed"] == pytest.approx([0.60, 0.62, 0.61])
+    assert eos["mean_far_oscr_per_seed"] == pytest.approx([0.40, 0.38, 0.39])
+    text = _report(result, test_sets={"cifar10-horse-ship": 1000, "cifar10-dog-truck": 1000, "mnist-rgb": 1000})
+    assert "| mean near D_a OSCR |" in text and "| mean far D_a OSCR |" in text
+    assert "the far sets (mnist-rgb) are averaged apart" in text
+
+
+def test_a_protocol_whose_unknowns_are_all_far_says_so_and_ranks_on_them():
+    """LeNet++'s unknown unknowns are all far (digits against letters, Devanagari, notMNIST, CIFAR-10):
+    they are what the rows are ranked on, no far column is added, and the report says so."""
+    result = summarise(rows(), min_accuracy=0.985)
+    assert result["ranked_sets"] == ["devanagari"] and result["far_sets"] == []
+    assert all(r["mean_far_oscr_per_seed"] is None for r in result["rows"])
+    text = _report(result)
+    assert "mean far D_a OSCR" not in text and "Every unknown-unknown set here is far from the knowns" in text
+
+
+def test_every_shipped_unknown_set_declares_how_far_it_lies():
+    """Every set a shipped protocol builds is declared near or far; a folder protocol's two sets are a
+    user's, of unknown distance ("")."""
+    from agnostophobia.data.protocol_types import DISTANCES, UNKNOWN_SETS, UnknownSet
+
+    users = {"negatives", "unknowns"}  # the file protocols' sets (data.file_protocols)
+    assert users <= set(UNKNOWN_SETS.names())
+    for name in UNKNOWN_SETS.names():
+        assert UNKNOWN_SETS.get(name).distance == ("" if name in users else UNKNOWN_SETS.get(name).distance)
+        assert name in users or UNKNOWN_SETS.get(name).distance in ("near", "far"), name
+    assert set(DISTANCES) == {"near", "far", ""}
+    with pytest.raises(ValueError, match="distance 'close'"):
+        UnknownSet("x", "x", distance="close")

@@ -168,6 +168,11 @@ class ProtocolSpec:
 PROTOCOLS: Registry[ProtocolSpec] = Registry("protocol", path_names=True)
 
 
+#: How far an unknown set lies from the knowns (:class:`UnknownSet`): near, far, or not declared.
+NEAR, FAR = "near", "far"
+DISTANCES = (NEAR, FAR, "")
+
+
 @dataclass(frozen=True)
 class UnknownSet:
     """An unknown test set's facts, declared once beside the protocol that builds it: how
@@ -175,13 +180,23 @@ class UnknownSet:
 
     ``known_unknowns`` marks a D_b set: test images of the classes whose training images are the
     negatives D_b' (Sec. 3); the others are D_a, classes never seen in training. ``figures``
-    names the paper's figures that show the set, where any do.
+    names the paper's figures that show the set, where any do. ``distance`` is how far the set
+    lies from the knowns, as OpenOOD v1.5 groups its sets (Zhang et al. 2023): ``near`` (other
+    classes of the knowns' own kind of images, e.g. CIFAR-10 dog and truck beside its other classes),
+    ``far`` (another domain, e.g. digits or letters beside photographs); "" where not declared
+    (a user's set). A benchmark reports a protocol's far D_a sets apart where it also has near ones
+    (:func:`~agnostophobia.experiments.benchmark_rows.ranked_sets`).
     """
 
     name: str
     title: str
     known_unknowns: bool = False
     figures: str = ""
+    distance: str = ""  # near | far | "" (not declared)
+
+    def __post_init__(self):
+        if self.distance not in DISTANCES:
+            raise ValueError(f"unknown set {self.name!r}: distance {self.distance!r} is not one of {DISTANCES}")
 
     @property
     def role(self) -> str:

@@ -86,8 +86,8 @@ from agnostophobia.experiments.benchmark_comparisons import (ALPHA, BOOTSTRAP_RE
                                                              sample_replicates)
 from agnostophobia.experiments.benchmark_ranking import RANKING_CANDIDATES, rank_rows, ranking_metric
 from agnostophobia.experiments.benchmark_report import markdown, what_the_data_says
-from agnostophobia.experiments.benchmark_rows import (cells, interval_over_seeds, is_papers_detector, mean_oscr,
-                                                      network_accuracy)
+from agnostophobia.experiments.benchmark_rows import (cells, far_sets, interval_over_seeds, is_papers_detector,
+                                                      mean_oscr, network_accuracy, ranked_sets)
 from agnostophobia.experiments.request import RunRequest
 from agnostophobia.rundir import RunDir
 
@@ -252,6 +252,7 @@ def summarise(rows: List[Dict], min_accuracy: Optional[float], replicates: Optio
     (:func:`~agnostophobia.experiments.benchmark_comparisons.sample_replicates`), which floor each
     difference's standard error; None: the seeds' spread alone (the report says so)."""
     approaches = list(dict.fromkeys(r["approach"] for r in rows))
+    sets = list(dict.fromkeys(name for r in rows for name in r["test"]))
     accuracy = {a: network_accuracy(rows, a) for a in approaches}
     val_accuracy = {a: network_accuracy(rows, a, "val") for a in approaches}
     run_seeds = max((len(r["seed_ids"]) for r in rows), default=0)
@@ -268,6 +269,7 @@ def summarise(rows: List[Dict], min_accuracy: Optional[float], replicates: Optio
                          "accuracy_per_seed": {"val": val_acc, "test": acc},
                          "converged": converged, "complete": len(row["seed_ids"]) == run_seeds,
                          "mean_oscr_per_seed": mean_oscr(row), "mean_oscr_log_per_seed": mean_oscr(row, "oscr_log"),
+                         "mean_far_oscr_per_seed": mean_oscr(row, far=True),
                          "mean_da_per_seed": {key: mean_oscr(row, key) for key in RANKING_CANDIDATES},
                          "val": row["val"],
                          "test": {name: cells(numbers) for name, numbers in row["test"].items()}})
@@ -280,7 +282,7 @@ def summarise(rows: List[Dict], min_accuracy: Optional[float], replicates: Optio
                                     family_resolution(tests[family], run_seeds)}
                            for family, (kind, compares) in FAMILIES.items()},
               "sample_floor": ({"resamples": BOOTSTRAP_RESAMPLES, "seed": BOOTSTRAP_SEED} if floored else None),
-              "seeds": run_seeds, "ranking": ranking,
+              "seeds": run_seeds, "ranking": ranking, "ranked_sets": ranked_sets(sets), "far_sets": far_sets(sets),
               "accuracy": {a: {"val": interval_over_seeds(val_accuracy[a]) if val_accuracy[a] else None,
                                "test": interval_over_seeds(accuracy[a]) if accuracy[a] else None}
                            for a in approaches}}

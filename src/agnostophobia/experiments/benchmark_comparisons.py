@@ -10,9 +10,8 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from agnostophobia.data.protocols import unknown_set  # the registered protocols declare their sets there
 from agnostophobia.experiments.benchmark_rows import (REFERENCE_APPROACH, REFERENCE_DETECTOR, is_papers_detector,
-                                                      papers_detector, rankable)
+                                                      papers_detector, rankable, ranked_sets)
 from agnostophobia.metrics import (NOT_RESOLVED, decide, oscr_area_resamples, paired_difference, resample_weights,
                                    resampled_se, smallest_resolved_difference)
 
@@ -46,9 +45,9 @@ def _bootstrap_weights(split: str, n: int) -> np.ndarray:
 
 
 def sample_replicates(models: Sequence[Tuple[int, str, Path]], scores_of: Callable) -> Optional[Dict]:
-    """Each row's mean D_a OSCR area on every resample of the paired bootstrap over the test
-    samples: ``{(approach, detector): {seed: (BOOTSTRAP_RESAMPLES,) array}}``, the knowns resampled
-    once for every set (D_c is shared) and each D_a set on its own (:func:`_bootstrap_weights`).
+    """Each row's mean D_a OSCR area (over the sets it is ranked on, ``ranked_sets``) on every resample
+    of the paired bootstrap over the test samples: ``{(approach, detector): {seed: (BOOTSTRAP_RESAMPLES,)
+    array}}``, the knowns resampled once for every set (D_c is shared) and each D_a set on its own (:func:`_bootstrap_weights`).
     ``models``: the run's (seed, approach, model folder); ``scores_of(model_dir, approach)``: that
     model's :class:`~agnostophobia.detectors.stored.ModelScores`. None where the models' test
     splits differ in their labels (they are then not the same samples: no pairing)."""
@@ -59,7 +58,7 @@ def sample_replicates(models: Sequence[Tuple[int, str, Path]], scores_of: Callab
         for split, labels in scores.labels.items():
             if not np.array_equal(seen.setdefault(split, labels), labels):
                 return None
-        sets = [s for s in scores.unknown_sets if not unknown_set(s).known_unknowns] or scores.unknown_sets
+        sets = ranked_sets(scores.unknown_sets)
         if not sets:
             continue
         known = _bootstrap_weights("known", len(scores.labels["known"]))

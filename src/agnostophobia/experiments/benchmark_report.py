@@ -9,6 +9,8 @@ from typing import Dict, List, Optional, Sequence
 
 import numpy as np
 
+from agnostophobia.data.protocol_types import FAR
+from agnostophobia.data.protocols import unknown_set  # the registered protocols declare their sets there
 from agnostophobia.experiments.benchmark_comparisons import ALPHA, FAMILIES, MARGIN, mark
 from agnostophobia.experiments.benchmark_ranking import best_detectors
 from agnostophobia.experiments.benchmark_rows import interval_over_seeds, papers_rows
@@ -176,19 +178,24 @@ def markdown(result: Dict, run_name: str) -> str:
 def _papers_rows(result: Dict, sets: List[str], marks: Dict) -> List[str]:
     """The short table first: one row per approach, with its paper's detector and the mean OSCR
     over the unknown-unknown sets the ranking reads."""
-    header = ["approach", "detector", "closed-set acc.", "val acc.", "mean D_a OSCR", "mean D_a OSCR, log FPR",
+    far = result.get("far_sets") or []
+    near = "near " if far else ""
+    header = ["approach", "detector", "closed-set acc.", "val acc.", f"mean {near}D_a OSCR",
+              f"mean {near}D_a OSCR, log FPR", *(["mean far D_a OSCR"] if far else []),
               *(f"{s} OSCR" for s in sets), "vs EOS (primary)"]
     lines = ["## Each approach with its paper's detector", "",
              "OSCR, log FPR: the area under the same curve over a log FPR axis from the smallest FPR each set "
              "resolves (10/#unknowns) to 1, normalised to [0, 1]: it reads the low-FPR end, where networks "
              "that reject almost every unknown differ, which the linear area hardly weighs.", "",
-             _row_md(header), _rule(header)]
+             *_distances_said(result), _row_md(header), _rule(header)]
     for row in papers_rows(result["rows"]):
         mean = interval_over_seeds(row["mean_oscr_per_seed"]) if row["mean_oscr_per_seed"] else None
         mean_log = interval_over_seeds(row["mean_oscr_log_per_seed"]) if row["mean_oscr_log_per_seed"] else None
+        far_mean = row.get("mean_far_oscr_per_seed")
         cells = [row["approach"] + _marked(row),  # the row's label is the approach's name: marked once
                  row["detector"], _fmt(row["closed_set_accuracy"]), _fmt(row.get("val_closed_set_accuracy")),
-                 _fmt(mean), _fmt(mean_log)]
+                 _fmt(mean), _fmt(mean_log), *([_fmt(interval_over_seeds(far_mean) if far_mean else None)]
+                                               if far else [])]
         cells += [_fmt(row["test"].get(s, {}).get("oscr")) + _tie(row, s) for s in sets]
         lines.append(_row_md([*cells, marks["primary"].get(row["row"], "")]))
     keys = fpr_keys(result["fprs"])
@@ -200,6 +207,22 @@ def _papers_rows(result: Dict, sets: List[str], marks: Dict) -> List[str]:
             cells = [_fmt(row["test"].get(s, {}).get("ccr_at_fpr", {}).get(keys[0])) for s in sets]
             lines.append(_row_md([row["approach"], row["detector"], *cells]))
     return [*lines, ""]
+
+
+def _distances_said(result: Dict) -> List[str]:
+    """Which unknown sets the mean the rows are ranked and tested on reads, and which far ones are
+    averaged apart (near and far unknowns, as OpenOOD reports them)."""
+    ranked, far = result.get("ranked_sets"), result.get("far_sets")
+    if not ranked:  # a report written before the sets were grouped by distance
+        return []
+    kinds = {unknown_set(name).distance for name in ranked}
+    if far:
+        return [f"Near and far unknowns apart: the mean near D_a OSCR ({', '.join(ranked)}) is what rows are ranked "
+                f"and tested on; the far sets ({', '.join(far)}) are averaged apart, shown, and decide nothing.", ""]
+    if kinds == {FAR}:
+        return [f"Every unknown-unknown set here is far from the knowns ({', '.join(ranked)}: another domain); "
+                f"the protocol has no near unknowns.", ""]
+    return []
 
 
 def _columns_resolution(result: Dict) -> str:

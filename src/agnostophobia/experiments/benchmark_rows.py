@@ -1,6 +1,7 @@
 """The rows of a benchmark (:mod:`agnostophobia.experiments.benchmark`): each (approach, detector)
 row's numbers over seeds with their intervals, its network's closed-set accuracy, its OSCR area
-averaged over the unknown-unknown (D_a) sets, the reference rows, and which rows count: each
+averaged over the unknown-unknown (D_a) sets it is ranked on (the near ones, where a protocol also
+has far ones, which are averaged apart), the reference rows, and which rows count: each
 approach with its paper's detector, and the rows that may be ranked and tested."""
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from typing import Dict, List, Optional, Sequence
 
 import numpy as np
 
+from agnostophobia.data.protocol_types import FAR
 from agnostophobia.data.protocols import unknown_set  # the registered protocols declare their sets there
 from agnostophobia.metrics import seed_interval
 
@@ -43,17 +45,28 @@ def network_accuracy(rows: List[Dict], approach: str, split: str = "test") -> Op
     return None if None in values else values
 
 
-def unknown_unknowns(row: Dict) -> List[str]:
-    """The row's test sets of unknown unknowns (D_a); all of them where none is declared so."""
-    sets = [name for name in row["test"] if not unknown_set(name).known_unknowns]
-    return sets or list(row["test"])
+def ranked_sets(names: Sequence[str]) -> List[str]:
+    """Of a run's unknown test sets, those the rows are ranked and tested on: the unknown unknowns
+    (D_a) that are not declared far, where there are any (the near ones: the CIFAR-10 split's dog and
+    truck), else every D_a set (LeNet++'s, all far), else every set."""
+    unknown_unknowns = [name for name in names if not unknown_set(name).known_unknowns]
+    near = [name for name in unknown_unknowns if unknown_set(name).distance != FAR]
+    return near or unknown_unknowns or list(names)
 
 
-def mean_oscr(row: Dict, statistic: str = "oscr") -> Optional[List[float]]:
-    """Per seed, the OSCR area averaged over the row's D_a test sets: what rows are ranked and tested
-    on (``statistic="oscr_log"``: the area over the log FPR axis, shown beside it). None where a set
-    or a seed lacks it."""
-    sets = unknown_unknowns(row)
+def far_sets(names: Sequence[str]) -> List[str]:
+    """Of a run's unknown test sets, the far D_a sets reported apart from the ranked ones
+    (:func:`ranked_sets`): none where every D_a set is far (they are then the ranked ones)."""
+    ranked = ranked_sets(names)
+    return [name for name in names if not unknown_set(name).known_unknowns and name not in ranked]
+
+
+def mean_oscr(row: Dict, statistic: str = "oscr", far: bool = False) -> Optional[List[float]]:
+    """Per seed, the OSCR area averaged over the row's ranked D_a test sets (:func:`ranked_sets`):
+    what rows are ranked and tested on (``statistic="oscr_log"``: the area over the log FPR axis,
+    shown beside it; ``far``: over the far sets reported apart, :func:`far_sets`). None where there
+    is no such set, or a set or a seed lacks it."""
+    sets = far_sets(list(row["test"])) if far else ranked_sets(list(row["test"]))
     values = [row["test"][name]["per_seed"][statistic] for name in sets]
     if not sets or any(v is None or None in v for v in values):
         return None

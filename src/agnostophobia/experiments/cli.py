@@ -94,7 +94,7 @@ def add_commands(subparsers) -> None:
     p.add_argument("experiment", help="lenet++ (Tables 1-2, Figs. 1-2), cifar (Table 2, lower half), "
                                       "ensemble (Fig. 3), or an experiment config path")
     p.add_argument("--protocol", help="run the experiment on another protocol, e.g. cifar --protocol cifar10-split "
-                                      "(CIFAR-10 alone, runs without CIFAR-100/SVHN)")
+                                      "(trained on CIFAR-10 alone, runs without CIFAR-100/SVHN)")
     p.add_argument("--lenet-run", type=Path, help="ensemble only: a LeNet++ reproduction to compare against "
                                                   "(default: runs/lenet++-BUDGET when it exists)")
     p.add_argument("--budget",

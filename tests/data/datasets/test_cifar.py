@@ -200,7 +200,7 @@ def test_cifar10_split_smoke_runs_on_the_real_data(split_smoke_run):
     assert metrics["experiment"] == "cifar-cifar10-split" and metrics["config_protocol"] == "cifar"
     assert metrics["train_config"]["protocol"] == "cifar10-split"
     pairs = {(r["row"], r["unknowns"]) for r in metrics["results"]}
-    assert {u for _, u in pairs} == {"cifar10-dog-truck", "cifar10-horse-ship"}
+    assert {u for _, u in pairs} == {"cifar10-dog-truck", "cifar10-horse-ship", "mnist-rgb", "notmnist-rgb"}
     assert {a for a, _ in pairs} >= ROWS - {"openmax"}
     outputs = load_outputs(split_smoke_run / "seed0" / "entropic" / "outputs.npz")
     assert outputs["known"]["features"].shape == (200, 1024) and outputs["known"]["logits"].shape == (200, 6)
