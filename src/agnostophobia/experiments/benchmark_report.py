@@ -5,6 +5,7 @@ of each approach with its paper's detector, the matrix of every approach with ev
 OSCR table, a table per test set and the tests."""
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
 import numpy as np
@@ -107,58 +108,92 @@ def _accuracy_said(accuracy: Optional[Dict], approach: str) -> str:
     return f"{approach} {accuracy['val']['mean']:.3f}" + (f" (test {test['mean']:.3f})" if test else "")
 
 
-def markdown(result: Dict, run_name: str) -> str:
+def _intro(result: Dict, run_name: str) -> List[str]:
+    """The run's line (budget, seeds, device, precision, wall time, torch, detector settings) and how
+    to read a cell."""
     meta = result["meta"]
-    sets = list(result["test_sets"])
-    keys = fpr_keys(result["fprs"])
-    lines = [f"# Benchmark: {meta.get('experiment', run_name)}", "",
-             f"Run `{run_name}`: budget {meta.get('budget')}, {meta.get('seeds')} seeds, device "
-             f"{meta.get('device')}, precision {meta.get('precision')}, training wall time "
-             f"{meta.get('wall_time_s', 0) / 60:.1f} min, torch {meta.get('versions', {}).get('torch', '?')}. "
-             f"Detector settings: {result['tuning']}.", "",
-             "Each cell: mean over seeds [95 % t interval over seeds, cut to [0, 1]]. OSCR: area under the OSCR curve "
-             "(CCR against FPR, linear FPR axis; at most the closed-set accuracy). Every number shown is a test "
-             f"number unless its column says validation; rows are ranked by the validation "
-             f"{result['ranking']['title']} (mean over seeds), the ranking metric the declared rule chose on "
-             "validation data (\"Choosing the ranking metric\"); † ties decide more than 1 % of that set's "
-             "ranking.", "", *decision_rule(result), "", *choices_and_splits(result), "",
-             "## What the data says", "", *[f"- {line}" for line in result["summary"]], ""]
+    return [f"Run `{run_name}`: budget {meta.get('budget')}, {meta.get('seeds')} seeds, device "
+            f"{meta.get('device')}, precision {meta.get('precision')}, training wall time "
+            f"{meta.get('wall_time_s', 0) / 60:.1f} min, torch {meta.get('versions', {}).get('torch', '?')}. "
+            f"Detector settings: {result['tuning']}.", "",
+            "Each cell: mean over seeds [95 % t interval over seeds, cut to [0, 1]]. OSCR: area under the OSCR curve "
+            "(CCR against FPR, linear FPR axis; at most the closed-set accuracy). Every number shown is a test "
+            f"number unless its column says validation; rows are ranked by the validation "
+            f"{result['ranking']['title']} (mean over seeds), the ranking metric the declared rule chose on "
+            "validation data (\"Choosing the ranking metric\"); † ties decide more than 1 % of that set's "
+            "ranking."]
+
+
+def markdown(result: Dict, run_name: str) -> str:
+    """``benchmark.md``: every section of the report, in reading order for a run folder."""
+    meta = result["meta"]
     marks = _marks(result["tests"])
+    lines = [f"# Benchmark: {meta.get('experiment', run_name)}", "", *_intro(result, run_name), "",
+             *decision_rule(result), "", *choices_and_splits(result), "",
+             "## What the data says", "", *[f"- {line}" for line in result["summary"]], ""]
     lines += _ranking_metric_section(result)
-    lines += _papers_rows(result, sets, marks)
+    lines += _papers_rows(result, list(result["test_sets"]), marks)
     lines += _matrix(result)
-    metric = result["ranking"]["chosen"]
+    lines += _oscr_table(result, marks)
+    for name in result["test_sets"]:
+        lines += ["", *_set_table(result, name)]
+    lines += ["", *_tests_table(result)]
+    lines += _notes(result)
+    for unknown, path in result.get("oscr_figures", {}).items():
+        lines += ["", f"![OSCR curves on {unknown}]({path})"]
+    lines += ["", "Figures of the paper's rows (Fig. 1, OSCR curves) and the paper's tables of this run: `report.md`.",
+              ""]
+    return "\n".join(lines)
+
+
+def _oscr_table(result: Dict, marks: Dict) -> List[str]:
+    """Every row, ranked: closed-set accuracies, the validation ranking metric, the OSCR on each set
+    and the secondary families' marks."""
+    sets, metric = list(result["test_sets"]), result["ranking"]["chosen"]
     header = ["rank", "approach/detector", "closed-set acc.", "val acc.", f"val {result['ranking']['title']} (ranked by)",
               *(f"{s} OSCR" for s in sets), "vs EOS, same detector (secondary)", "vs MSP (secondary)"]
-    lines += ["## OSCR", "", _row_md(header), _rule(header)]
+    lines = ["## OSCR", "", _row_md(header), _rule(header)]
     for row in result["rows"]:
         cells = [str(row["rank"]) if row["rank"] else "—", _label(row), _fmt(row["closed_set_accuracy"]),
                  _fmt(row.get("val_closed_set_accuracy")), _val_cell(row, metric)]
         cells += [_fmt(row["test"].get(s, {}).get("oscr")) + _tie(row, s) for s in sets]
         cells += [marks["approaches"].get(row["row"], ""), marks["detectors"].get(row["row"], "")]
         lines.append(_row_md(cells))
-    for s in sets:
-        lowest = f"CCR@{10 / result['test_sets'][s]:.2g} (10/#unknowns)" if result["test_sets"].get(s) else "CCR@10/n"
-        header = ["approach/detector", "AUROC", "FPR@95%TPR", "AUPR-In", "AUPR-Out", *(f"CCR@{k}" for k in keys),
-                  lowest, "tied share"]
-        lines += ["", f"## {s} ({result['test_sets'][s]:,} unknowns)", "", "FPR@95%TPR: the FPR on the unknowns at "
-                  "the highest threshold that accepts 95 % of the knowns; AUPR-In: average precision with the knowns "
-                  "positive, AUPR-Out: with the unknowns positive (ranked by the negated score); a tie group is "
-                  "taken whole.", "", _row_md(header), _rule(header)]
-        for row in result["rows"]:
-            cell = row["test"].get(s)
-            if cell is None:
-                continue
-            lines.append(_row_md([_label(row), _fmt(cell["auroc"]), _fmt(cell.get("fpr_at_95tpr")),
-                                  _fmt(cell.get("aupr_in")), _fmt(cell.get("aupr_out")),
-                                  *(_fmt(cell["ccr_at_fpr"].get(k)) for k in keys),
-                                  _fmt(cell.get("ccr_at_lowest_fpr")), f"{cell['tied_share']:.4f}"]))
+    return lines
+
+
+def _set_table(result: Dict, name: str) -> List[str]:
+    """One test set's table: AUROC, FPR@95%TPR, AUPR-In/Out, CCR at each FPR and the tied share of
+    every row scored on it."""
+    keys = fpr_keys(result["fprs"])
+    unknowns = result["test_sets"][name]
+    lowest = f"CCR@{10 / unknowns:.2g} (10/#unknowns)" if unknowns else "CCR@10/n"
+    header = ["approach/detector", "AUROC", "FPR@95%TPR", "AUPR-In", "AUPR-Out", *(f"CCR@{k}" for k in keys),
+              lowest, "tied share"]
+    lines = [f"## {name} ({unknowns:,} unknowns)", "", "FPR@95%TPR: the FPR on the unknowns at "
+             "the highest threshold that accepts 95 % of the knowns; AUPR-In: average precision with the knowns "
+             "positive, AUPR-Out: with the unknowns positive (ranked by the negated score); a tie group is "
+             "taken whole.", "", _row_md(header), _rule(header)]
+    for row in result["rows"]:
+        cell = row["test"].get(name)
+        if cell is None:
+            continue
+        lines.append(_row_md([_label(row), _fmt(cell["auroc"]), _fmt(cell.get("fpr_at_95tpr")),
+                              _fmt(cell.get("aupr_in")), _fmt(cell.get("aupr_out")),
+                              *(_fmt(cell["ccr_at_fpr"].get(k)) for k in keys),
+                              _fmt(cell.get("ccr_at_lowest_fpr")), f"{cell['tied_share']:.4f}"]))
+    return lines
+
+
+def _tests_table(result: Dict) -> List[str]:
+    """Every comparison of every family: difference and interval, standard errors, p, Holm's p, the
+    equivalence interval and the decision."""
     header = ["family", "row", "against", "difference [95 % interval]", "SE (seeds, samples)", "p", "p (Holm)",
               "90 % interval", "decision"]
-    lines += ["", "## Tests", "", f"Difference: mean over seeds of the row's mean D_a OSCR minus the reference's. "
-              f"SE: the larger of the seeds' standard error and the test samples' (paired bootstrap; '—' where not "
-              f"computed). Holm's correction within each family; the 90 % interval is what the equivalence test "
-              f"reads against ±{MARGIN}.", "", _row_md(header), _rule(header)]
+    lines = ["## Tests", "", f"Difference: mean over seeds of the row's mean D_a OSCR minus the reference's. "
+             f"SE: the larger of the seeds' standard error and the test samples' (paired bootstrap; '—' where not "
+             f"computed). Holm's correction within each family; the 90 % interval is what the equivalence test "
+             f"reads against ±{MARGIN}.", "", _row_md(header), _rule(header)]
     for family, (kind, _) in FAMILIES.items():
         for t in result["tests"][family]:
             samples = "—" if t["se_samples"] is None else f"{t['se_samples']:.4f}"
@@ -166,13 +201,11 @@ def markdown(result: Dict, run_name: str) -> str:
                                   f"{t['difference']:+.4f} {_bounds(t['interval'])}",
                                   f"{t['se']:.4f} ({t['se_seeds']:.4f}, {samples})", _p(t["p"]), _p(t["p_holm"]),
                                   _bounds(t["equivalence_interval"]), mark(t)]))
-    if result["notes"]:
-        lines += ["", "Not scored:", "", *[f"- {n}" for n in result["notes"]]]
-    for unknown, path in result.get("oscr_figures", {}).items():
-        lines += ["", f"![OSCR curves on {unknown}]({path})"]
-    lines += ["", "Figures of the paper's rows (Fig. 1, OSCR curves) and the paper's tables of this run: `report.md`.",
-              ""]
-    return "\n".join(lines)
+    return lines
+
+
+def _notes(result: Dict) -> List[str]:
+    return ["", "Not scored:", "", *[f"- {n}" for n in result["notes"]]] if result["notes"] else []
 
 
 def _papers_rows(result: Dict, sets: List[str], marks: Dict) -> List[str]:
@@ -360,3 +393,81 @@ def _row_md(cells: Sequence[str]) -> str:
 
 def _rule(header: Sequence[str]) -> str:
     return "|" + "---|" * len(header)
+
+
+# ------------------------------------------------------------------ the documentation's result page
+def site_page(result: Dict, title: str, run_link: str, figures: str) -> str:
+    """The documentation's result page of a benchmark, written from its ``benchmark.json`` alone by
+    the functions that write ``benchmark.md``, so that no number on it is typed by hand: the answer
+    first (each approach with its paper's detector, the CCR at the lowest FPR, the first OSCR
+    figure), then what the data says, how to read the tables, the run, the loss × detector matrix,
+    and the full tables collapsed (MyST dropdowns of sphinx-design); every table in a container
+    whose first column stays in place when it scrolls (``sticky-first``).
+
+    Args:
+        result: the benchmark's ``benchmark.json``, as read.
+        title: the page's title.
+        run_link: how the page names its run, e.g. a link to its provenance entry.
+        figures: the folder, relative to the page, where the run's ``figures/`` were copied.
+
+    Returns:
+        The page's Markdown (MyST).
+    """
+    marks = _marks(result["tests"])
+    sets = list(result["test_sets"])
+    figure_paths = {unknown: f"{figures}/{Path(path).name}" for unknown, path in result.get("oscr_figures", {}).items()}
+    intro, reading = _intro(result, run_link)[0], _intro(result, run_link)[2]
+    lines = [f"# {title}", "",
+             f"Run {run_link}, {result['seeds']} seeds: each approach with the detector its paper uses, then its OSCR "
+             "curves; what the data says, how to read the cells, the run and the full tables (collapsed: open a "
+             "section to see it) follow.", ""]
+    lines += _papers_rows(result, sets, marks)
+    first = next(iter(figure_paths.items()), None)
+    if first:
+        lines += [f"![OSCR curves on {first[0]}]({first[1]})", ""]
+    lines += ["## What the data says", "", *[f"- {line}" for line in result["summary"]], "",
+              "## How to read the tables", "", reading, "", *decision_rule(result), "",
+              *_demoted(choices_and_splits(result)), "", "## The run", "", intro, ""]
+    lines += _matrix(result)
+    lines += _collapsed(_oscr_table(result, marks), f"All {len(result['rows'])} rows, ranked: OSCR on each set, "
+                        f"closed-set accuracy and the secondary families' marks")
+    for name in sets:
+        scored = sum(name in row["test"] for row in result["rows"])
+        lines += _collapsed(_set_table(result, name), f"{scored} rows: AUROC, FPR@95%TPR, AUPR, CCR at each FPR "
+                            f"and the tied share on {name}")
+    tests = sum(len(family) for family in result["tests"].values())
+    lines += _collapsed(_tests_table(result), f"{tests} comparisons: difference, standard errors, p, p after "
+                        f"Holm's correction, decision")
+    lines += _collapsed(_ranking_metric_section(result), "The candidates' gap, spread and separation on validation "
+                        "and test data")
+    lines += _notes(result)
+    for unknown, path in list(figure_paths.items())[1:]:
+        lines += ["", f"![OSCR curves on {unknown}]({path})"]
+    return "\n".join(_sticky(lines)).rstrip("\n") + "\n"
+
+
+def _demoted(lines: List[str]) -> List[str]:
+    """A section's heading one level down (``##`` to ``###``), to sit inside another section."""
+    return [("#" + line) if line.startswith("## ") else line for line in lines]
+
+
+def _collapsed(lines: List[str], summary: str) -> List[str]:
+    """A section with its heading shown and its body in a dropdown titled ``summary``."""
+    heading = [line for line in lines[:1] if line.startswith("## ")]
+    body = lines[len(heading):]
+    while body and not body[0]:
+        body = body[1:]
+    return [*heading, "", f"::::{{dropdown}} {summary}", *body, "::::", ""]
+
+
+def _sticky(lines: List[str]) -> List[str]:
+    """Each Markdown table (a run of lines that start with ``|``) in a ``sticky-first`` container."""
+    out: List[str] = []
+    for index, line in enumerate(lines):
+        table = line.startswith("|")
+        if table and not (index and lines[index - 1].startswith("|")):
+            out.append(":::{container} sticky-first")
+        out.append(line)
+        if table and not (index + 1 < len(lines) and lines[index + 1].startswith("|")):
+            out.append(":::")
+    return out

@@ -1,0 +1,98 @@
+"""The documentation's benchmark result pages, generated from the committed ``benchmark.json`` of
+each published run by the code that writes the run's ``benchmark.md``
+(:func:`agnostophobia.experiments.benchmark_report.site_page`): no number on them is typed by hand,
+and a test (``tests/repository/test_result_pages.py``) regenerates each page and fails on any
+difference.
+
+Publish a finished run (its ``benchmark.json`` compact, its ``figures/benchmark_oscr_*.png``)::
+
+    python docs/result_pages.py publish RUN_DIR bench-lenet
+
+Regenerate every page from the committed files (``check`` only says which differ)::
+
+    python docs/result_pages.py write
+    python docs/result_pages.py check
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+from pathlib import Path
+from typing import Dict, List, NamedTuple
+
+DOCS = Path(__file__).resolve().parent
+
+
+class ResultPage(NamedTuple):
+    """A published benchmark run and the page generated from it (paths relative to ``docs/``)."""
+
+    page: str  # the generated page
+    title: str  # its title
+    run_link: str  # how it names the run: its entry in provenance.md
+    results: str  # the run's committed benchmark.json
+    figures: str  # the folder of the run's committed OSCR figures
+
+
+#: The published runs, by their label in provenance.md. A label's page is generated once its
+#: benchmark.json is committed; until then the page is the older, hand-assembled report of an
+#: earlier run, which says so.
+PAGES: Dict[str, ResultPage] = {
+    "bench-lenet-5": ResultPage("guide/benchmark-lenet.md", "LeNet++ benchmark: the full report",
+                                "[`bench-lenet-5`](../provenance.md#bench-lenet-5)", "results/bench-lenet-5.json",
+                                "images/bench-lenet-5"),
+    "bench-cifar-5": ResultPage("guide/benchmark-cifar.md", "CIFAR-10 split benchmark: the full report",
+                                "[`bench-cifar-5`](../provenance.md#bench-cifar-5)", "results/bench-cifar-5.json",
+                                "images/bench-cifar-5"),
+}
+
+
+def published() -> List[str]:
+    """The labels whose benchmark.json is committed: the pages generated from them."""
+    return [label for label, entry in PAGES.items() if (DOCS / entry.results).is_file()]
+
+
+def generate(label: str) -> str:
+    """The page of run ``label``, generated from its committed benchmark.json."""
+    from agnostophobia.experiments.benchmark_report import site_page
+
+    entry = PAGES[label]
+    result = json.loads((DOCS / entry.results).read_text(encoding="utf-8"))
+    figures = Path(os.path.relpath(DOCS / entry.figures, (DOCS / entry.page).parent)).as_posix()
+    return site_page(result, entry.title, entry.run_link, figures)
+
+
+def publish(run_dir: Path, label: str) -> None:
+    """Copy a finished run's benchmark.json (compact) and OSCR figures into the documentation and
+    write its page."""
+    entry = PAGES[label]
+    result = json.loads((run_dir / "benchmark.json").read_text(encoding="utf-8"))
+    (DOCS / entry.results).parent.mkdir(parents=True, exist_ok=True)
+    (DOCS / entry.results).write_text(json.dumps(result, separators=(",", ":"), sort_keys=True) + "\n",
+                                      encoding="utf-8")
+    (DOCS / entry.figures).mkdir(parents=True, exist_ok=True)
+    for path in result.get("oscr_figures", {}).values():
+        shutil.copyfile(run_dir / path, DOCS / entry.figures / Path(path).name)
+    (DOCS / entry.page).write_text(generate(label), encoding="utf-8")
+
+
+def main(argv: List[str]) -> int:
+    if argv[:1] == ["publish"] and len(argv) == 3:
+        publish(Path(argv[1]), argv[2])
+        return 0
+    if argv in (["write"], ["check"]):
+        stale = [label for label in published()
+                 if (DOCS / PAGES[label].page).read_text(encoding="utf-8") != generate(label)]
+        if argv == ["write"]:
+            for label in stale:
+                (DOCS / PAGES[label].page).write_text(generate(label), encoding="utf-8")
+        for label in stale:
+            print(f"{PAGES[label].page}: {'rewritten' if argv == ['write'] else 'differs'} from {PAGES[label].results}")
+        return 1 if stale and argv == ["check"] else 0
+    print(__doc__, file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
