@@ -192,17 +192,17 @@ def test_cifar10_split_protocol(synth):
 
 
 # ------------------------------------------------------------------ declarations
-@pytest.mark.parametrize("name", ["lenet++", "mnist-notmnist", "cifar", "cifar10-split"])
+@pytest.mark.parametrize("name", ["lenet++", "mnist-notmnist", "cifar", "cifar10-split", "osr-mnist", "osr-cifar10"])
 def test_a_protocol_reads_exactly_the_datasets_it_declares(name, synth, monkeypatch):
     """The declaration registered beside the builder says what the builder does: the datasets
     `reproduce` checks (or fetches) before it writes anything, and the input `evaluate` prepares."""
-    synth.lenet_set() if name in ("lenet++", "mnist-notmnist") else cifar_files(synth)
+    synth.lenet_set() if name in ("lenet++", "mnist-notmnist", "osr-mnist", "osr-cifar10") else cifar_files(synth)
     loaded, load = set(), paper_protocols.load_dataset
     monkeypatch.setattr(paper_protocols, "load_dataset", lambda dataset, *a, **k: loaded.add(dataset) or load(
         dataset, *a, **k))
     spec = PROTOCOLS.get(name)
     assert spec.name == name and spec.require_data(synth.root) == []
-    built = build_protocol(name, synth.root, seed=0)
+    built = build_protocol(name, synth.root, seed=0, **({"split": 0} if spec.splits else {}))
     assert built.input_shape == spec.input.shape
     assert loaded == set(spec.datasets)
     # and how its unknown sets are named: each is declared, so reports and figures title it alike
