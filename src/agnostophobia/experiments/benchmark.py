@@ -215,7 +215,7 @@ def write_benchmark(run_dir, min_accuracy: Optional[float] = None, log: Callable
         if extra:  # a protocol whose negatives are an outside set (osr-mnist, osr-cifar10)
             notes.append(f"extra data: {', '.join(extra)} trained on negatives from an outside set ({outside}) that "
                          f"the other approaches never saw; this table ranks every row together, "
-                         f"../benchmark-splits.md keeps them apart")
+                         f"benchmark-splits.md in the folder above keeps them apart")
         result.update({"format": _FORMAT, "tuning": tuning, "notes": notes + comparison.notes,
                        "val_negatives": comparison.val_negatives, "test_sets": comparison.test_sets,
                        "fprs": comparison.fprs, "meta": _meta(records.meta)})
