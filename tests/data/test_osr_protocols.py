@@ -145,3 +145,18 @@ def test_the_config_key_protocol_split(synth):
         TrainConfig(protocol_split=0).validate()
     with pytest.raises(ConfigError, match=r"config key 'protocol_split'"):
         TrainConfig(protocol="osr-mnist", protocol_split="two").validate()
+
+
+def test_the_documented_table_is_the_lists():
+    """docs/osr-splits.md's table of the splits, read back: each row's known and unknown classes."""
+    from pathlib import Path
+
+    page = (Path(__file__).resolve().parents[2] / "docs" / "osr-splits.md").read_text()
+    table = [line.split("|")[1:-1] for line in page.splitlines() if line.startswith("| ") and line[2].isdigit()]
+    assert [int(cells[0]) for cells in table] == list(range(5))
+    for k, cells in enumerate(table):
+        digits, unknown_digits, classes, unknown_classes = (c.strip() for c in cells[1:])
+        assert digits == ", ".join(map(str, OSR_MNIST_SPLITS[k]))
+        assert unknown_digits == ", ".join(str(d) for d in range(10) if d not in OSR_MNIST_SPLITS[k])
+        assert classes == ", ".join(f"{CIFAR10_CLASSES[c]} ({c})" for c in OSR_CIFAR10_SPLITS[k])
+        assert unknown_classes == ", ".join(CIFAR10_CLASSES[c] for c in range(10) if c not in OSR_CIFAR10_SPLITS[k])
