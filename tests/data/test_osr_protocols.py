@@ -151,7 +151,7 @@ def test_the_documented_table_is_the_lists():
     """docs/osr-splits.md's table of the splits, read back: each row's known and unknown classes."""
     from pathlib import Path
 
-    page = (Path(__file__).resolve().parents[2] / "docs" / "osr-splits.md").read_text()
+    page = (Path(__file__).resolve().parents[2] / "docs/osr-splits.md").read_text()
     table = [line.split("|")[1:-1] for line in page.splitlines() if line.startswith("| ") and line[2].isdigit()]
     assert [int(cells[0]) for cells in table] == list(range(5))
     for k, cells in enumerate(table):
