@@ -199,11 +199,11 @@ def test_cifar10_split_protocol(synth):
 
 
 # ------------------------------------------------------------------ declarations
-@pytest.mark.parametrize("name", ["lenet++", "mnist-notmnist", "cifar", "cifar10-split"])
+@pytest.mark.parametrize("name", ["lenet++", "mnist-notmnist", "cifar", "cifar10-split", "osr-mnist", "osr-cifar10"])
 def test_a_protocol_reads_exactly_the_datasets_it_declares(name, synth, monkeypatch):
     """The declaration registered beside the builder says what the builder does: the datasets
     `reproduce` checks (or fetches) before it writes anything, and the input `evaluate` prepares."""
-    if name in ("lenet++", "mnist-notmnist"):
+    if name in ("lenet++", "mnist-notmnist", "osr-mnist", "osr-cifar10"):
         synth.lenet_set()
     else:
         cifar_files(synth)
@@ -213,7 +213,7 @@ def test_a_protocol_reads_exactly_the_datasets_it_declares(name, synth, monkeypa
         dataset, *a, **k))
     spec = PROTOCOLS.get(name)
     assert spec.name == name and spec.require_data(synth.root) == []
-    built = build_protocol(name, synth.root, seed=0)
+    built = build_protocol(name, synth.root, seed=0, **({"split": 0} if spec.splits else {}))
     assert built.input_shape == spec.input.shape
     assert loaded == set(spec.datasets)
     # and how its unknown sets are named: each is declared, so reports and figures title it alike

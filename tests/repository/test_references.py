@@ -25,7 +25,7 @@ SCANNED = [ROOT / name for name in ("README.md", "Makefile", "pyproject.toml") i
     and not p.relative_to(ROOT).as_posix().startswith(GENERATED)]
 
 # Markdown files a run writes into its output folder, not part of the repository.
-RUN_OUTPUTS = {"report.md", "tune.md", "ablation.md", "comparison.md", "benchmark.md"}
+RUN_OUTPUTS = {"report.md", "tune.md", "ablation.md", "comparison.md", "benchmark.md", "benchmark-splits.md"}
 # A name ending in .md; an absolute one only after a space, quote, bracket or "=" (not runs/<budget>/report.md).
 MARKDOWN_NAME = re.compile(r"(?<![\w.+/-])((?:(?<![^\s\"'`(\[=])/)?(?:[\w.+-]+/)*[\w.+-]+\.md)\b")
 # A relative path that starts by going up (not a variable's folder such as $DIR/../x).

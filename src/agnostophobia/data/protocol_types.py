@@ -120,6 +120,16 @@ class ProtocolSpec:
     # converged (``benchmark`` marks a row below it "not converged" and ranks it nowhere); None:
     # no declared threshold (a user's protocol: ``benchmark --min-accuracy``).
     converged_accuracy: Optional[float] = None
+    # A protocol of the open-set literature's splits (Neal et al. 2018): each split's known classes,
+    # by the dataset's label, in the order they are numbered 0..C-1; () for a protocol of one split.
+    # A build of it names one (``split``: ``build_protocol(..., split=K)``, config key
+    # ``protocol_split``, ``--split K``).
+    splits: Tuple[Tuple[int, ...], ...] = ()
+    # Where the negatives (D_b', label -1) of a protocol come from when they are no part of its own
+    # dataset: the title of that declared outside set (``"EMNIST letters train"``). The rows of an
+    # approach that trains on negatives are then *extra data* in reports (as OpenOOD keeps methods
+    # trained with outliers apart); "" where the negatives are the protocol's own classes.
+    outside_negatives: str = ""
     # True where building is what checks the protocol (its files): `reproduce` builds it before
     # anything of the run is written; the others' data is checked by `require_data`.
     check_by_building = False
@@ -151,6 +161,22 @@ class ProtocolSpec:
         self.check_preprocessing(preprocessing)
         return replace(self.input, preprocessing=preprocessing)
 
+    def check_split(self, split, where: str = "config key 'protocol_split'", required: bool = False) -> None:
+        """A :class:`ConfigError` naming ``where`` unless ``split`` suits the protocol: one of its
+        splits' indices where it has splits, None where it has none (and None allowed for a
+        protocol with splits unless ``required``)."""
+        if split is None:
+            if required and self.splits:
+                raise ConfigError(f"{self.what} has {len(self.splits)} splits; name one, "
+                                  f"0-{len(self.splits) - 1} ({where})")
+            return
+        if not self.splits:
+            having = [n for n in PROTOCOLS.registered() if PROTOCOLS.get(n).splits]
+            raise ConfigError(f"{where} {split!r}: {self.what} has no splits (the protocols with splits: "
+                              f"{', '.join(having) or 'none'})")
+        if isinstance(split, bool) or not isinstance(split, (int, np.integer)) or not 0 <= split < len(self.splits):
+            raise ConfigError(f"{where} {split!r}: {self.what} has splits 0-{len(self.splits) - 1}")
+
     def require_data(self, data_dir: Optional[PathLike] = None, fetch: bool = False, allow_unverified: bool = False,
                      progress: Optional[bool] = None, log: Callable[[str], None] = log_info) -> List[FetchedFile]:
         """:func:`~agnostophobia.data.fetch.require_datasets` for the datasets it reads."""
@@ -160,7 +186,8 @@ class ProtocolSpec:
     def make(self, data_dir: Optional[PathLike] = None, seed: int = 0, preprocessing: str = OURS,
              data_loading: str = "memory", **limits) -> OpenSetProtocol:
         """Build it. ``data_loading`` applies to a protocol from files only: a registered
-        protocol is always held in memory (``data.streaming``)."""
+        protocol is always held in memory (``data.streaming``). A protocol with splits takes
+        ``split`` (:meth:`check_split`) among ``limits``."""
         self.check_preprocessing(preprocessing)
         return self.build(data_dir=data_dir, seed=seed, preprocessing=preprocessing, **limits)
 
@@ -232,13 +259,15 @@ def unknown_set(name: str) -> UnknownSet:
 
 def register_protocol(name: str, input: InputSpec, datasets: Tuple[str, ...] = (),
                       preprocessings: Tuple[str, ...] = (OURS,), data_hint: str = "",
-                      unknown_sets: Tuple[UnknownSet, ...] = (), converged_accuracy: Optional[float] = None):
+                      unknown_sets: Tuple[UnknownSet, ...] = (), converged_accuracy: Optional[float] = None,
+                      splits: Tuple[Tuple[int, ...], ...] = (), outside_negatives: str = ""):
     """Decorator: register the builder it decorates as protocol ``name``, with its declaration
     (:class:`ProtocolSpec`) and that of the unknown test sets it builds; the builder is returned
-    unchanged."""
+    unchanged. A builder of a protocol with ``splits`` takes ``split`` (an index into them)."""
     def add(build: Callable[..., OpenSetProtocol]) -> Callable[..., OpenSetProtocol]:
         PROTOCOLS.register(name)(ProtocolSpec(name, build, input, tuple(datasets), tuple(preprocessings), data_hint,
-                                                converged_accuracy))
+                                                converged_accuracy, tuple(tuple(s) for s in splits),
+                                                outside_negatives))
         declare_unknown_sets(*unknown_sets)
         return build
 

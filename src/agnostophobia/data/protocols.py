@@ -24,6 +24,8 @@ from agnostophobia.data.file_protocols import file_protocol_spec, is_file_protoc
 from agnostophobia.data.paper_protocols import (CIFAR10_KNOWN, CIFAR10_NEGATIVE, CIFAR10_UNKNOWN,
                                                 CIFAR_DB_COARSE, cifar10_split_protocol, cifar_protocol,
                                                 lenet_protocol, mnist_notmnist_protocol)
+from agnostophobia.data.osr_protocols import (OSR_CIFAR10_SPLITS, OSR_MNIST_SPLITS, osr_cifar10_protocol,
+                                              osr_mnist_protocol)
 from agnostophobia.data.paths import PathLike
 from agnostophobia.data.preprocess import OURS, InputSpec
 from agnostophobia.data.protocol_types import (HELD_OUT_NEGATIVES, LIMITS, PROTOCOLS, UNKNOWN_SETS, OpenSetProtocol,
@@ -40,6 +42,7 @@ __all__ = [
     "OpenSetProtocol", "ProtocolSplit", "purpose_rng", "stratified_split", "stratified_subset",
     "HELD_OUT_NEGATIVES", "split_negative_classes", "hold_out_negative_classes",
     "lenet_protocol", "mnist_notmnist_protocol", "cifar_protocol", "cifar10_split_protocol",
+    "osr_mnist_protocol", "osr_cifar10_protocol", "OSR_MNIST_SPLITS", "OSR_CIFAR10_SPLITS",
     "CIFAR_DB_COARSE", "CIFAR10_KNOWN", "CIFAR10_NEGATIVE", "CIFAR10_UNKNOWN",
 ]
 
@@ -59,7 +62,7 @@ def protocol_spec(protocol: Any, where: Optional[str] = None) -> ProtocolSpec:
 
 
 def build_protocol(name, data_dir: Optional[PathLike] = None, seed: int = 0, data_loading: str = "memory",
-                   preprocessing: str = OURS, **limits) -> OpenSetProtocol:
+                   preprocessing: str = OURS, split: Optional[int] = None, **limits) -> OpenSetProtocol:
     """Build a registered protocol, or a protocol from files when ``name`` is a mapping
     (:func:`agnostophobia.data.file_protocols.build_file_protocol`).
 
@@ -73,6 +76,8 @@ def build_protocol(name, data_dir: Optional[PathLike] = None, seed: int = 0, dat
             the registered protocols are always held in memory (``data.streaming``).
         preprocessing: ``ours`` (default) or ``authors``, the authors' data preparation
             (``data.preprocess``), where the protocol's declaration allows it (lenet++).
+        split: which of its splits a protocol with splits builds (``osr-mnist``, ``osr-cifar10``:
+            0-4, ``data.osr_protocols``); required there, refused for any other protocol.
         **limits: ``max_known_train``, ``max_unknown_train`` (training samples of D_c' and
             D_b'), ``max_val`` (cap on the held-out knowns and, separately, on the held-out
             known unknowns), ``max_test_per_set`` (cap on D_c and on every unknown test set);
@@ -98,8 +103,11 @@ def build_protocol(name, data_dir: Optional[PathLike] = None, seed: int = 0, dat
         >>> folder.cleanup()
     """
     check_limits(limits, seed)
-    return protocol_spec(name).make(data_dir=data_dir, seed=int(seed), preprocessing=preprocessing,
-                                    data_loading=data_loading, **limits)
+    spec = protocol_spec(name)
+    spec.check_split(split, "split", required=True)
+    chosen = {"split": int(split)} if spec.splits else {}
+    return spec.make(data_dir=data_dir, seed=int(seed), preprocessing=preprocessing,
+                     data_loading=data_loading, **chosen, **limits)
 
 
 def check_preprocessing(protocol, preprocessing) -> None:

@@ -137,7 +137,7 @@ def resolve_model(run_dir: Path, approach: Optional[str] = None, detector: Optio
 
 # ------------------------------------------------------------------------ validation data
 class Protocols:
-    """The run's protocols, built once per (protocol, data seed, limits) for all its models, each
+    """The run's protocols, built once per (protocol, data seed, limits, split) for all its models, each
     checked against the data the run was built from (``data_sources.json``): a split rebuilt
     from other files would be another split."""
 
@@ -146,8 +146,8 @@ class Protocols:
         self._built: Dict[str, object] = {}
 
     def for_config(self, cfg: Dict):
-        key = json.dumps([cfg["protocol"], cfg.get("data_seed", 0), cfg.get("protocol_limits") or {}],
-                         sort_keys=True)
+        key = json.dumps([cfg["protocol"], cfg.get("data_seed", 0), cfg.get("protocol_limits") or {},
+                          cfg.get("protocol_split")], sort_keys=True)
         if key not in self._built:
             protocol = protocol_for(cfg, self.data_dir)
             records.check_data_sources(self.run_dir, protocol, self.log if not self._built else lambda line: None)

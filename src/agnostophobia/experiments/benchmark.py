@@ -88,6 +88,7 @@ from agnostophobia.experiments.benchmark_ranking import RANKING_CANDIDATES, rank
 from agnostophobia.experiments.benchmark_report import markdown, what_the_data_says
 from agnostophobia.experiments.benchmark_rows import (cells, far_sets, interval_over_seeds, is_papers_detector,
                                                       mean_oscr, network_accuracy, ranked_sets)
+from agnostophobia.experiments.benchmark_splits import extra_data_approaches, write_split_summary
 from agnostophobia.experiments.request import RunRequest
 from agnostophobia.rundir import RunDir
 
@@ -98,7 +99,8 @@ _FORMAT = 3  # 3: every choice on validation data, the ranking metric chosen by 
 DEFAULT_SEEDS = 5
 #: The shipped protocols ``benchmark`` takes by name: (the config, the ``--set`` options it needs).
 SHIPPED = {"lenet++": ("lenet++", ()), "cifar": ("cifar", ()),
-           "cifar10-split": ("cifar", (("protocol", "cifar10-split"),))}
+           "cifar10-split": ("cifar", (("protocol", "cifar10-split"),)),
+           "osr-mnist": ("osr-mnist", ()), "osr-cifar10": ("osr-cifar10", ())}
 
 
 # ------------------------------------------------------------------------ what is run
@@ -133,11 +135,16 @@ def benchmark(target: str, request: Optional[RunRequest] = None, min_accuracy: O
     name = Path(target).stem if target not in SHIPPED else target
     out = request.out or Path("runs") / f"benchmark-{name}-{budget or 'config'}"
     options = (*protocol_options, ("approaches", list(LOSSES.names())), *request.set_options)
+    request = request.but(seeds=seeds, out=out, set_options=options)
+    runs = request.split_runs(request.load(budget).with_set_options(options), out)  # checks --split first
     try:
-        reproduce(request.but(seeds=seeds, out=out, set_options=options), log=log)
+        reproduce(request, log=log)
     except TrainingDiverged as error:
         raise _without(error, [value for key, value in options if key == "approaches"][-1], out) from None
-    return write_benchmark(out, min_accuracy, log=log)
+    tables = [write_benchmark(folder, min_accuracy, log=log) for _, folder in runs]
+    if runs[0][0] is None:
+        return tables[0]
+    return write_split_summary(out, [(split, folder) for split, folder in runs], log=log)
 
 
 def _without(error: TrainingDiverged, approaches: Sequence[str], out: Path) -> TrainingDiverged:
@@ -205,6 +212,11 @@ def write_benchmark(run_dir, min_accuracy: Optional[float] = None, log: Callable
         result = summarise(comparison.rows, threshold, sample_replicates(models, _stored_scores(run_dir, records)))
         notes = [f"{approach}: its models are in the folder, but it is not among this benchmark's approaches "
                  f"(config.yaml)" for approach in left_out]
+        extra, outside = extra_data_approaches(records.config.get("protocol"), approaches)
+        if extra:  # a protocol whose negatives are an outside set (osr-mnist, osr-cifar10)
+            notes.append(f"extra data: {', '.join(extra)} trained on negatives from an outside set ({outside}) that "
+                         f"the other approaches never saw; this table ranks every row together, "
+                         f"benchmark-splits.md in the folder above keeps them apart")
         result.update({"format": _FORMAT, "tuning": tuning, "notes": notes + comparison.notes,
                        "val_negatives": comparison.val_negatives, "test_sets": comparison.test_sets,
                        "fprs": comparison.fprs, "meta": _meta(records.meta)})

@@ -29,6 +29,22 @@ def positive_int(text: str) -> int:
     return value
 
 
+def split_index(text: str) -> int:
+    """argparse type for ``--split``: a split's index, checked against the protocol's splits later
+    (``RunRequest.split_runs``: the protocol is known once the config is read)."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be a split's index, an integer >= 0, got {text!r}")
+    return value
+
+
+SPLIT_HELP = ("of a protocol with splits (osr-mnist, osr-cifar10: 0-4), run only split K, into OUT/split-K "
+              "(default: every split, one run folder each)")
+
+
 def concurrent_runs(text: str):
     """argparse type for ``--concurrent-runs``: auto or an integer >= 1."""
     try:
@@ -88,6 +104,7 @@ def add_commands(subparsers) -> None:
     runs.add_argument("--cuda-graph", action=argparse.BooleanOptionalAction, default=None,
                       help="capture each run's training step in a CUDA graph and replay it (CUDA only; default: "
                            "the config's cuda_graph, false; not yet measured on a GPU)")
+    runs.add_argument("--split", type=split_index, metavar="K", help=SPLIT_HELP)
 
     p = subparsers.add_parser("reproduce", parents=[common, runs],
                               help="reproduce a paper experiment end to end (train, evaluate, report, figures)")
@@ -176,8 +193,8 @@ def add_commands(subparsers) -> None:
                               help="every training method x every post-processor on one protocol, several seeds: "
                                    "train, tune the detectors on validation data, and one report of OSCR, AUROC "
                                    "and CCR with intervals over seeds, closed-set accuracy, ties and paired tests")
-    p.add_argument("protocol", help="lenet++, cifar10-split, cifar, or an experiment YAML (your own protocol or "
-                                    "image folder)")
+    p.add_argument("protocol", help="lenet++, cifar10-split, cifar, osr-mnist, osr-cifar10 (five splits each: "
+                                    "--split), or an experiment YAML (your own protocol or image folder)")
     p.add_argument("--budget", help="a budget of the protocol's config: converged (networks trained to the "
                                     "protocol's closed-set accuracy threshold) or smoke (a minute, not a result)")
     p.add_argument("--seeds", type=positive_int, help="seeds per approach (default 5; at least 2)")
@@ -218,6 +235,9 @@ def _reproduce(args) -> int:
         from agnostophobia.experiments.reproduce_ensemble import reproduce_ensemble
         if args.set_options:
             raise ValueError("--set applies to a config's experiment, not to 'reproduce ensemble'")
+        if args.split is not None:
+            raise ValueError("--split applies to a protocol with splits (osr-mnist, osr-cifar10), not to "
+                             "'reproduce ensemble'")
         reproduce_ensemble(_request(args, "ensemble"))
         return 0
     if args.lenet_run:

@@ -329,9 +329,30 @@ def train_run(request: RunRequest, log=log_info) -> Path:
     ``request.set_options``, the ``--set`` pairs, override config keys after the budget.
 
     Started by torchrun, every process calls this and trains with DDP; rank 0 alone holds the
-    run's lock and writes (``training.distributed``)."""
+    run's lock and writes (``training.distributed``). A protocol with splits (``osr-mnist``,
+    ``osr-cifar10``) trains one run per split into ``OUT/split-K`` (``request.split``, else every
+    split; with ``resume``, a split not yet started starts)."""
     if request.out is None:
         raise ConfigError("train: the request names no output folder (--out)")
+    runs = request.split_runs(request.load().with_set_options(request.set_options), request.out)
+    if runs[0][0] is not None:  # a protocol with splits: one run folder per split, OUT/split-K
+        check_split_folders(runs, request.resume)
+        for split, folder in runs:
+            _train_one(request.but(split=split, out=folder, resume=request.resume and folder.exists()), log)
+        return request.out
+    return _train_one(request, log)
+
+
+def check_split_folders(runs: Sequence[Tuple[Optional[int], Path]], resume: bool) -> None:
+    """Before any split trains: a split's folder holding a run is continued only with ``--resume``."""
+    for _, folder in runs:
+        if not resume and RunDir(folder).last_checkpoints():
+            raise ValueError(f"--out {folder.parent}: {folder.name} already holds a run; add --resume to continue "
+                             f"it, or choose another --out")
+
+
+def _train_one(request: RunRequest, log=log_info) -> Path:
+    """One run of ``train``: a protocol's one split, or a protocol without splits."""
     experiment, device = configure(request.load().with_set_options(request.set_options), request, log=log)
     out, approaches, resume = request.out, request.approaches, request.resume
     if approaches:
@@ -341,12 +362,18 @@ def train_run(request: RunRequest, log=log_info) -> Path:
     if not resume and not out.exists():  # a fresh run: its datasets must be there before anything is written
         require_protocol_data(experiment.train.protocol, experiment.train.data_dir)
     meta = train_and_record(experiment, device, out, request.budget,
-                            f"agnostophobia train {request.experiment} --out {out}{set_flags(request.set_options)}",
+                            f"agnostophobia train {request.experiment} --out {out.parent if request.split is not None else out}"
+                            f"{split_flag(request)}{set_flags(request.set_options)}",
                             claim=lambda: claim_run(experiment, out, resume), protocol=protocol, log=log)
     if meta is not None:  # rank 0
         log(headline_table(trained_headline_rows(out), f"agnostophobia evaluate {out}"))
         log(f"trained {', '.join(experiment.approaches)} into {out}; next: agnostophobia evaluate {out}")
     return out
+
+
+def split_flag(request: RunRequest) -> str:
+    """``--split K`` as the run records would repeat it; '' for a protocol without splits."""
+    return f" --split {request.split}" if request.split is not None else ""
 
 
 def set_flags(set_options: Sequence[Tuple[str, Any]]) -> str:
@@ -412,8 +439,29 @@ def reproduce(request: RunRequest, log=log_info) -> Path:
     ``runs/NAME-BUDGET-PREPROCESSING`` (so it never lands in, or resumes, an ``ours`` run); it keeps the
     experiment's name, so its report still shows the paper's numbers, which the authors measured on their
     own preparation. ``request.set_options``: the ``--set`` pairs, applied after the budget;
-    ``request.protocol``: another registered protocol (a variant, named NAME-PROTOCOL)."""
+    ``request.protocol``: another registered protocol (a variant, named NAME-PROTOCOL). A protocol with
+    splits (``osr-mnist``, ``osr-cifar10``) makes one run per split, ``OUT/split-K``
+    (:meth:`~agnostophobia.experiments.request.RunRequest.split_runs`: ``request.split``, else every
+    split); returns OUT."""
     budget = request.budget or default_budget()
+    experiment, _, variant = reproduced_experiment(request, budget)
+    name = variant.get("name", experiment.train.name)
+    preprocessing = request.preprocessing or experiment.train.preprocessing
+    prepared = "" if preprocessing == OURS else f"-{preprocessing}"
+    out = request.out or Path("runs") / f"{name}-{budget}{prepared}"
+    runs = request.split_runs(dataclasses.replace(experiment, train=dataclasses.replace(experiment.train, **variant)),
+                              out)
+    if runs[0][0] is None:
+        return _reproduce_one(request.but(budget=budget, out=out), log)
+    for split, folder in runs:  # a protocol with splits: one run folder per split, OUT/split-K
+        _reproduce_one(request.but(budget=budget, out=folder, split=split), log)
+    return out
+
+
+def reproduced_experiment(request: RunRequest, budget: str) -> Tuple[ExperimentConfig, Optional[str], Dict[str, Any]]:
+    """The experiment ``reproduce`` runs at ``budget`` (``--set`` applied, not yet configured), the
+    paper protocol's name in the config before ``--set``, and the config keys of a ``--protocol``
+    variant (none: {})."""
     experiment = request.load(budget)
     # a paper protocol's name before --set: `--set protocol=cifar10-split` is a variant too
     config_protocol = experiment.train.protocol if isinstance(experiment.train.protocol, str) else None
@@ -424,10 +472,17 @@ def reproduce(request: RunRequest, log=log_info) -> Path:
 
         PROTOCOLS.get(request.protocol)  # a clear error for an unknown name
         variant = {"protocol": request.protocol, "name": f"{experiment.train.name}-{request.protocol}"}
+    return experiment, config_protocol, variant
+
+
+def _reproduce_one(request: RunRequest, log=log_info) -> Path:
+    """One run of ``reproduce`` into ``request.out``: a protocol's one split, or a protocol without
+    splits."""
+    budget = request.budget
+    experiment, config_protocol, variant = reproduced_experiment(request, budget)
     experiment, device = configure(experiment, request, log=log, **variant)
     name = experiment.train.name
-    prepared = "" if experiment.train.preprocessing == OURS else f"-{experiment.train.preprocessing}"
-    out = request.out or Path("runs") / f"{name}-{budget}{prepared}"
+    out = request.out
     check_existing_run(experiment, out)  # check first, write after: a refused resume changes nothing
     protocol = file_protocol_first(experiment.train)
     fetched = []
@@ -444,7 +499,8 @@ def reproduce(request: RunRequest, log=log_info) -> Path:
         log(f"agnostophobia reproduce {name}: budget {budget}, {experiment.seeds} seed(s), output in {out}")
 
     train_and_record(experiment, device, out, budget,
-                     f"agnostophobia reproduce {request.experiment} --budget {budget}{set_flags(request.set_options)}",
+                     f"agnostophobia reproduce {request.experiment} --budget {budget}{split_flag(request)}"
+                     f"{set_flags(request.set_options)}",
                      claim=lambda: run_lock(out), protocol=protocol, config_protocol=config_protocol, first=first,
                      then=lambda meta: finish_run(out, meta, plots=request.plots, log=log), log=log)
     return out

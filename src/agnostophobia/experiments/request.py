@@ -16,8 +16,9 @@ from __future__ import annotations
 import argparse
 import dataclasses
 from pathlib import Path
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
+from agnostophobia.data.protocols import protocol_spec
 from agnostophobia.errors import ConfigError
 from agnostophobia.training.config import ExperimentConfig, load_experiment
 
@@ -58,6 +59,9 @@ class RunRequest:
         without a published checksum (``--allow-unverified``).
     lenet_run : str or os.PathLike, optional
         ``reproduce ensemble --lenet-run``: the LeNet++ run whose models Fig. 3 compares.
+    split : int, optional
+        ``--split K``: the one split to run of a protocol with splits (``osr-mnist``,
+        ``osr-cifar10``); None: every split (:meth:`split_runs`).
     """
 
     experiment: Any
@@ -79,6 +83,7 @@ class RunRequest:
     fetch: bool = True
     allow_unverified: bool = False
     lenet_run: Any = None
+    split: Optional[int] = None
 
     def __post_init__(self):
         # tuples: a frozen request holds no list a callee could change under another
@@ -121,5 +126,30 @@ class RunRequest:
         """The request's choices that are :class:`~agnostophobia.training.config.TrainConfig` keys,
         where it made one."""
         chosen = {"data_dir": str(self.data_dir) if self.data_dir else None, "device": self.device or None,
-                  "preprocessing": self.preprocessing or None, "cuda_graph": self.cuda_graph}
+                  "preprocessing": self.preprocessing or None, "cuda_graph": self.cuda_graph,
+                  "protocol_split": self.split}
         return {"progress": self.progress, **{key: value for key, value in chosen.items() if value is not None}}
+
+    def split_runs(self, experiment: ExperimentConfig, out: Path) -> List[Tuple[Optional[int], Path]]:
+        """The runs this request makes of ``experiment`` (``--set`` and ``--protocol`` applied) in
+        ``out``: ``[(None, out)]`` for a protocol without splits; for one with splits (``osr-mnist``,
+        ``osr-cifar10``), one run folder per split, ``out/split-K``: the request's ``split``, else
+        the config's ``protocol_split``, else every split, as the literature reports them (each
+        split's numbers, and their mean and spread over the splits).
+
+        Raises:
+            ~agnostophobia.errors.ConfigError: ``--split`` for a protocol without splits, or not
+                one of its splits (one line naming ``--split`` and the protocol).
+        """
+        spec = protocol_spec(experiment.train.protocol)
+        spec.check_split(self.split, "--split")
+        if not spec.splits:
+            return [(None, Path(out))]
+        chosen = self.split if self.split is not None else experiment.train.protocol_split
+        splits = range(len(spec.splits)) if chosen is None else [chosen]
+        return [(k, split_folder(out, k)) for k in splits]
+
+
+def split_folder(out, split: int) -> Path:
+    """The run folder of split ``split`` in the folder ``out`` of a protocol with splits."""
+    return Path(out) / f"split-{split}"

@@ -58,6 +58,9 @@ class TrainConfig:
     name: str = "experiment"  # the experiment's name, in reports and run records
     protocol: Union[str, Dict[str, Any]] = "lenet++"  # a registered name, or a protocol from files (a mapping)
     protocol_limits: Dict[str, Optional[int]] = field(default_factory=dict)  # caps, e.g. {max_known_train: 600} (data.protocols.LIMITS)
+    # which split of a protocol with splits (osr-mnist, osr-cifar10: 0-4; data.osr_protocols) the run
+    # trains on; null for any other protocol. `train`/`reproduce`/`benchmark --split K` set it.
+    protocol_split: Optional[int] = setting(int, None, low=0, nullable=True)
     # ours | authors: our corrected data preparation, or the authors' data_prep.py (lenet++ only; data.preprocess)
     preprocessing: str = OURS
     model: str = "lenet++"  # a registered model: lenet++, mlp, resnet18, torchvision/<name>
@@ -163,7 +166,10 @@ class TrainConfig:
              f"must be one of {tuple(LOSSES.registered())}")  # an approach is its loss
         # names are checked here, before a run directory is written, not when training starts
         # (a protocol from files: its keys and values; the files are checked when it is built)
-        protocol_spec(self.protocol, f"{where}protocol").check_preprocessing(self.preprocessing)
+        spec = protocol_spec(self.protocol, f"{where}protocol")
+        spec.check_preprocessing(self.preprocessing)
+        if self.protocol_split is not None and _is_int(self.protocol_split):  # a wrong type: its Setting says so
+            spec.check_split(self.protocol_split, f"config key '{where}protocol_split'")
         need(isinstance(self.model, str) and self.model in MODELS, "model",
              f"must be a registered model (torchvision/NAME for a torchvision one; {MODELS.hint(str(self.model))})")
         for key, declared in field_settings(TrainConfig).items():  # every key declared by its Setting
@@ -309,7 +315,8 @@ def protocol_for(cfg: Union["TrainConfig", Dict[str, Any]], data_dir=None):
     values = cfg.to_dict() if isinstance(cfg, TrainConfig) else cfg
     return build_protocol(values["protocol"], data_dir=data_dir or values.get("data_dir"),
                           seed=values.get("data_seed", 0), data_loading=values.get("data_loading", "auto"),
-                          preprocessing=values.get("preprocessing", OURS), **(values.get("protocol_limits") or {}))
+                          preprocessing=values.get("preprocessing", OURS), split=values.get("protocol_split"),
+                          **(values.get("protocol_limits") or {}))
 
 
 @dataclass

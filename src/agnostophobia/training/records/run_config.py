@@ -28,7 +28,9 @@ RESUME_FREE_KEYS = frozenset(key for key, declared in field_settings(TrainConfig
 # (crop-flip's padding was CROP_PADDING; a run from before onecycle never read warmup_fraction)
 # (a run from before fine_tune_epochs: its recipes' epochs; before keep_checkpoint and
 # crop_padding_mode: their defaults, the lowest validation loss and zero padding)
+# (a run from before protocol_split trained on a protocol of one split: null)
 VALUE_WHEN_ABSENT = {"preprocessing": OURS, "crop_padding": CROP_PADDING, "fine_tune_epochs": None,
+                     "protocol_split": None,
                      **{key: field_settings(TrainConfig)[key].default
                         for key in ("warmup_fraction", "keep_checkpoint", "crop_padding_mode")}}
 # Keys of a model's checkpoint config that belong to that model, not to the run.

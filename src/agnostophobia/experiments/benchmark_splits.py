@@ -1,0 +1,154 @@
+"""The benchmark of a protocol with splits (``osr-mnist``, ``osr-cifar10``; ``data.osr_protocols``)
+over its splits: each split is a run folder ``OUT/split-K`` with its own ``benchmark.md``, and
+``OUT/benchmark-splits.md`` (and ``.json``) puts them side by side as the open-set literature
+reports them: per split, and the mean and standard deviation over the splits.
+
+Each row is an approach with its paper's detector. Its numbers per split are means over that
+split's seeds: the OSCR area averaged over the split's unknown-unknown (D_a) sets, AUROC on them,
+and the closed-set accuracy on the test knowns. Over splits: the mean and the sample standard
+deviation (ddof 1; Neal et al. 2018 and ARPL report mean ± std over their five splits).
+
+An approach that trains on negatives, on a protocol whose negatives come from a declared outside
+set (:attr:`~agnostophobia.data.protocol_types.ProtocolSpec.outside_negatives`), is *extra data*:
+its rows are listed apart, after the rows of the approaches that see the known classes only, and
+ordered among themselves (as OpenOOD keeps methods trained with outliers apart). Rows are ordered
+by their mean validation OSCR area over splits; no test number orders them.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from agnostophobia._atomic import atomic_write
+from agnostophobia._log import log_info
+from agnostophobia.experiments.benchmark_rows import is_papers_detector, unknown_unknowns
+from agnostophobia.rundir import RunDir
+
+#: The files of the summary, in the folder that holds the splits' run folders.
+SPLITS_TABLE = "benchmark-splits.md"
+SPLITS_JSON = "benchmark-splits.json"
+
+
+def _mean(values) -> Optional[float]:
+    return None if not values or any(v is None for v in values) else float(np.mean(values))
+
+
+def split_numbers(result: Dict) -> Dict[str, Dict]:
+    """``{approach: numbers}`` of one split's ``benchmark.json``: each approach with its paper's
+    detector, its means over the split's seeds (``oscr``, ``auroc`` over the D_a sets,
+    ``accuracy`` on the test knowns, ``val_oscr`` on the validation split) and ``converged``."""
+    out = {}
+    for row in result["rows"]:
+        if not is_papers_detector(row["approach"], row["detector"]):
+            continue
+        sets = unknown_unknowns(row)
+        auroc = [row["test"][name]["auroc"] for name in sets]
+        accuracy = row.get("closed_set_accuracy")
+        out[row["approach"]] = {
+            "detector": row["detector"], "oscr": _mean(row.get("mean_oscr_per_seed")),
+            "auroc": None if any(a is None for a in auroc) else float(np.mean([a["mean"] for a in auroc])),
+            "accuracy": accuracy["mean"] if accuracy else None,
+            "val_oscr": _mean(row.get("val", {}).get("per_seed", {}).get("oscr")),
+            "converged": row.get("converged")}
+    return out
+
+
+def over_splits(values: Sequence[Optional[float]]) -> Optional[Dict]:
+    """Mean and sample standard deviation (ddof 1; None for one split) over the splits that have it."""
+    kept = [v for v in values if v is not None]
+    if not kept:
+        return None
+    return {"mean": float(np.mean(kept)), "std": float(np.std(kept, ddof=1)) if len(kept) > 1 else None,
+            "splits": len(kept)}
+
+
+def summarise_splits(results: Sequence[Tuple[int, Dict]], extra_data: Sequence[str]) -> Dict:
+    """The summary of the splits' ``benchmark.json`` results (``[(split, result)]``): one row per
+    approach, its numbers per split and over them, ``extra_data`` marked, the rows of the approaches
+    without extra data first, each group ordered by the mean validation OSCR area over splits."""
+    per_split = {split: split_numbers(result) for split, result in results}
+    approaches = list(dict.fromkeys(a for numbers in per_split.values() for a in numbers))
+    rows = []
+    for approach in approaches:
+        mine = {split: numbers[approach] for split, numbers in per_split.items() if approach in numbers}
+        rows.append({"approach": approach, "detector": next(iter(mine.values()))["detector"],
+                     "extra_data": approach in extra_data, "per_split": mine,
+                     **{key: over_splits([m[key] for m in mine.values()])
+                        for key in ("oscr", "auroc", "accuracy", "val_oscr")},
+                     "converged_splits": sum(1 for m in mine.values() if m["converged"] is not False)})
+    rows.sort(key=lambda r: (r["extra_data"], -(r["val_oscr"] or {"mean": -1.0})["mean"]))
+    return {"splits": [split for split, _ in results], "rows": rows, "extra_data": list(extra_data)}
+
+
+def _cell(numbers: Optional[Dict]) -> str:
+    if numbers is None:
+        return "–"
+    return f"{numbers['mean']:.4f}" + (f" ± {numbers['std']:.4f}" if numbers["std"] is not None else "")
+
+
+def splits_markdown(summary: Dict, protocol: str, outside: str) -> str:
+    """``benchmark-splits.md``: one table of the approaches that see the knowns only, one of the
+    extra-data approaches, per split and mean ± std over the splits."""
+    splits = summary["splits"]
+    lines = [f"# Benchmark of {protocol} over its splits", "",
+             f"Splits {', '.join(map(str, splits))}; each split's own report is `split-K/benchmark.md`. "
+             "Each row is an approach with its paper's detector; a number per split is the mean over that "
+             "split's seeds, and the last columns are the mean ± sample standard deviation (ddof 1) over the "
+             "splits. OSCR: the linear OSCR area averaged over the split's unknown-unknown sets; AUROC on "
+             "the same sets; accuracy: closed-set accuracy on the split's test knowns. Rows are ordered by "
+             "the mean validation OSCR area over splits (no test number orders them).", ""]
+    header = ("| approach | detector | " + " | ".join(f"OSCR split {k}" for k in splits)
+              + " | OSCR | AUROC | accuracy | converged splits |")
+    rule = "|" + "---|" * (header.count("|") - 1)
+    groups = [("Known classes only", False), ("Extra data: trained on negatives from an outside set"
+                                              + (f" ({outside})" if outside else ""), True)]
+    for title, extra in groups:
+        rows = [r for r in summary["rows"] if r["extra_data"] == extra]
+        if not rows:
+            continue
+        lines += [f"## {title}", "", header, rule]
+        for r in rows:
+            per = [f"{r['per_split'][k]['oscr']:.4f}" if k in r["per_split"] and r["per_split"][k]["oscr"] is not None
+                   else "–" for k in splits]
+            lines.append(f"| {r['approach']} | {r['detector']} | " + " | ".join(per) + f" | {_cell(r['oscr'])} | "
+                         f"{_cell(r['auroc'])} | {_cell(r['accuracy'])} | {r['converged_splits']}/{len(r['per_split'])} |")
+        lines.append("")
+    if summary["extra_data"]:
+        lines += ["The extra-data approaches trained on negatives the other approaches never saw; compare them "
+                  "with each other, not with the rows above (as OpenOOD keeps methods trained with outliers apart).",
+                  ""]
+    return "\n".join(lines)
+
+
+def extra_data_approaches(protocol, approaches: Sequence[str]) -> Tuple[List[str], str]:
+    """The ``approaches`` that are extra data on ``protocol`` (a run config's value): those that train
+    on negatives where the protocol declares its negatives an outside set; and that set's title."""
+    from agnostophobia.data.protocols import protocol_spec
+    from agnostophobia.losses import LOSSES
+
+    outside = protocol_spec(protocol).outside_negatives
+    if not outside:
+        return [], ""
+    return [a for a in approaches if a in LOSSES and LOSSES.get(a).trains_on_unknowns], outside
+
+
+def write_split_summary(out, runs: Sequence[Tuple[int, Path]], log: Callable[[str], None] = log_info) -> Path:
+    """``OUT/benchmark-splits.md`` and ``.json`` from the ``benchmark.json`` of each split's run folder
+    (``[(split, folder)]``, each written by ``write_benchmark``); returns the table's path."""
+    from agnostophobia.training.records import read_run_config
+
+    results = [(split, json.loads(RunDir(folder).benchmark.read_text())) for split, folder in runs]
+    config = read_run_config(runs[0][1])
+    approaches = list(dict.fromkeys(r["approach"] for _, result in results for r in result["rows"]))
+    extra, outside = extra_data_approaches(config["protocol"], approaches)
+    summary = summarise_splits(results, extra)
+    summary.update({"protocol": config["protocol"], "outside_negatives": outside})
+    out = Path(out)
+    table, data = out / SPLITS_TABLE, out / SPLITS_JSON
+    atomic_write(data, lambda tmp: Path(tmp).write_text(json.dumps(summary, indent=1)))
+    atomic_write(table, lambda tmp: Path(tmp).write_text(splits_markdown(summary, config["protocol"], outside)))
+    log(f"written: {table} and {data}")
+    return table

@@ -1,0 +1,71 @@
+"""The benchmark over a protocol's splits (``benchmark-splits.md``): per split and mean ± std over
+the splits, the extra-data rows apart, read from each split's ``benchmark.json`` (written by hand
+here: the smoke benchmark itself is too slow for the suite, docs/osr-splits.md)."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from agnostophobia.experiments.benchmark_splits import (extra_data_approaches, over_splits, splits_markdown,
+                                                        summarise_splits, write_split_summary)
+
+
+def row(approach, detector, oscr, auroc, accuracy, val_oscr, converged=True):
+    return {"approach": approach, "detector": detector, "converged": converged,
+            "mean_oscr_per_seed": oscr, "closed_set_accuracy": {"mean": accuracy},
+            "val": {"per_seed": {"oscr": val_oscr}},
+            "test": {"osr-mnist-unknown": {"auroc": {"mean": auroc}}}}
+
+
+def result(shift):
+    return {"rows": [row("softmax", "softmax", [0.80 + shift, 0.82 + shift], 0.90, 0.99, [0.7, 0.7]),
+                     row("softmax", "knn", [0.5, 0.5], 0.5, 0.99, [0.9, 0.9]),  # not its paper's detector
+                     row("entropic", "softmax", [0.85 + shift, 0.87 + shift], 0.92, 0.98, [0.95, 0.95]),
+                     row("logitnorm", "softmax", [0.70, 0.70], 0.80, 0.97, [0.6, 0.6], converged=False)]}
+
+
+def test_mean_and_sample_std_over_splits():
+    assert over_splits([0.5, 0.7, None]) == {"mean": pytest.approx(0.6), "std": pytest.approx(np.std([0.5, 0.7], ddof=1)),
+                                             "splits": 2}
+    assert over_splits([0.5]) == {"mean": 0.5, "std": None, "splits": 1}
+    assert over_splits([None]) is None
+
+
+def test_the_extra_data_rows_are_apart_and_each_group_ordered_by_validation():
+    summary = summarise_splits([(0, result(0.0)), (2, result(0.1))], extra_data=["entropic"])
+    assert [(r["approach"], r["extra_data"]) for r in summary["rows"]] == [
+        ("softmax", False), ("logitnorm", False), ("entropic", True)]  # entropic's higher validation OSCR: apart
+    softmax = summary["rows"][0]
+    assert softmax["detector"] == "softmax" and sorted(softmax["per_split"]) == [0, 2]
+    assert softmax["oscr"]["mean"] == pytest.approx(np.mean([0.81, 0.91]))
+    assert softmax["oscr"]["std"] == pytest.approx(np.std([0.81, 0.91], ddof=1))
+    assert summary["rows"][1]["converged_splits"] == 0
+    text = splits_markdown(summary, "osr-mnist", "EMNIST letters train")
+    known_only, extra = text.split("## Extra data")
+    assert "| softmax | softmax | 0.8100 | 0.9100 | 0.8600 ± 0.0707 |" in known_only and "entropic" not in known_only
+    assert "(EMNIST letters train)" in extra and "| entropic | softmax |" in extra
+
+
+def test_which_approaches_are_extra_data():
+    approaches = ["softmax", "entropic", "outlier-exposure", "logitnorm"]
+    assert extra_data_approaches("osr-mnist", approaches) == (["entropic", "outlier-exposure"],
+                                                             "EMNIST letters train")
+    assert extra_data_approaches("lenet++", approaches) == ([], "")  # its negatives are the protocol's own D_b'
+
+
+def test_write_split_summary_reads_each_splits_benchmark(tmp_path):
+    runs = []
+    for k in (1, 4):
+        folder = tmp_path / f"split-{k}"
+        folder.mkdir()
+        (folder / "config.yaml").write_text("protocol: osr-mnist\nprotocol_split: %d\n" % k)
+        (folder / "benchmark.json").write_text(json.dumps(result(0.05 * k)))
+        runs.append((k, folder))
+    table = write_split_summary(tmp_path, runs, log=lambda line: None)
+    assert table == tmp_path / "benchmark-splits.md"
+    summary = json.loads((tmp_path / "benchmark-splits.json").read_text())
+    assert summary["splits"] == [1, 4] and summary["protocol"] == "osr-mnist"
+    assert [r["approach"] for r in summary["rows"] if r["extra_data"]] == ["entropic"]
+    assert "OSCR split 1 | OSCR split 4" in table.read_text()
