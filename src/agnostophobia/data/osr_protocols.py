@@ -29,7 +29,7 @@ import numpy as np
 from agnostophobia.data.datasets import CIFAR10_CLASSES, DIGITS, LETTERS
 from agnostophobia.data.paper_protocols import _Builder, _concat, _subset, _unknown
 from agnostophobia.data.preprocess import LENET_INPUT, OURS, RESNET_INPUT
-from agnostophobia.data.protocol_types import PROTOCOLS, OpenSetProtocol, UnknownSet, register_protocol
+from agnostophobia.data.protocol_types import NEAR, PROTOCOLS, OpenSetProtocol, UnknownSet, register_protocol
 
 #: The known classes (MNIST labels) of each split, in the order they are numbered 0..5.
 OSR_MNIST_SPLITS: Tuple[Tuple[int, ...], ...] = (
@@ -45,13 +45,14 @@ OSR_SOURCES = ("Neal et al., ECCV 2018; lists as published in iCGY96/ARPL split.
 OUTSIDE_NEGATIVES = "EMNIST letters train"
 
 
-def _osr_protocol(name: str, dataset: str, class_names: Sequence[str], split: int, data_dir, seed: int,
-                  preprocessing: str, limits: dict) -> OpenSetProtocol:
+def _osr_protocol(b: _Builder, dataset: str, class_names: Sequence[str], split: int, data_dir) -> OpenSetProtocol:
+    """Split ``split`` of the protocol ``b`` builds: the known classes' training images of ``dataset``
+    (its classes ``class_names``), the letters as outside negatives, and its test images."""
+    name = b.name
     spec = PROTOCOLS.get(name)
     spec.check_split(split, "split", required=True)
     known = spec.splits[split]
     unknown = tuple(c for c in range(len(class_names)) if c not in known)
-    b = _Builder(name, seed, limits, preprocessing)
     remap = np.full(len(class_names), -1, np.int64)
     remap[list(known)] = np.arange(len(known))  # list order, as ARPL's known.index(label)
     train = b.load(dataset, "train", data_dir)
@@ -85,18 +86,21 @@ def _osr_protocol(name: str, dataset: str, class_names: Sequence[str], split: in
 
 @register_protocol("osr-mnist", LENET_INPUT, datasets=("mnist", "letters"), converged_accuracy=0.985,
                    splits=OSR_MNIST_SPLITS, outside_negatives=OUTSIDE_NEGATIVES,
-                   unknown_sets=(UnknownSet("osr-mnist-unknown", "MNIST test, the split's 4 unknown digits"),))
+                   unknown_sets=(UnknownSet("osr-mnist-unknown", "MNIST test, the split's 4 unknown digits",
+                                            distance=NEAR),))
 def osr_mnist_protocol(data_dir=None, seed: int = 0, preprocessing: str = OURS, split: int = None,
                        **limits) -> OpenSetProtocol:
     """MNIST, split ``split`` of :data:`OSR_MNIST_SPLITS`: six known digits, the other four unknown."""
-    return _osr_protocol("osr-mnist", "mnist", DIGITS, split, data_dir, seed, preprocessing, limits)
+    return _osr_protocol(_Builder("osr-mnist", seed, limits, preprocessing), "mnist", DIGITS, split, data_dir)
 
 
 @register_protocol("osr-cifar10", RESNET_INPUT, datasets=("cifar10", "letters"), converged_accuracy=0.90,
                    splits=OSR_CIFAR10_SPLITS, outside_negatives=OUTSIDE_NEGATIVES,
-                   unknown_sets=(UnknownSet("osr-cifar10-unknown", "CIFAR-10 test, the split's 4 unknown classes"),))
+                   unknown_sets=(UnknownSet("osr-cifar10-unknown", "CIFAR-10 test, the split's 4 unknown classes",
+                                            distance=NEAR),))
 def osr_cifar10_protocol(data_dir=None, seed: int = 0, preprocessing: str = OURS, split: int = None,
                          **limits) -> OpenSetProtocol:
     """CIFAR-10, split ``split`` of :data:`OSR_CIFAR10_SPLITS`: six known classes, the other four
     unknown."""
-    return _osr_protocol("osr-cifar10", "cifar10", CIFAR10_CLASSES, split, data_dir, seed, preprocessing, limits)
+    return _osr_protocol(_Builder("osr-cifar10", seed, limits, preprocessing), "cifar10", CIFAR10_CLASSES, split,
+                         data_dir)

@@ -24,7 +24,7 @@ import numpy as np
 
 from agnostophobia._atomic import atomic_write
 from agnostophobia._log import log_info
-from agnostophobia.experiments.benchmark_rows import is_papers_detector, unknown_unknowns
+from agnostophobia.experiments.benchmark_rows import is_papers_detector, ranked_sets
 from agnostophobia.rundir import RunDir
 
 #: The files of the summary, in the folder that holds the splits' run folders.
@@ -44,7 +44,7 @@ def split_numbers(result: Dict) -> Dict[str, Dict]:
     for row in result["rows"]:
         if not is_papers_detector(row["approach"], row["detector"]):
             continue
-        sets = unknown_unknowns(row)
+        sets = ranked_sets(list(row["test"]))
         auroc = [row["test"][name]["auroc"] for name in sets]
         accuracy = row.get("closed_set_accuracy")
         out[row["approach"]] = {
