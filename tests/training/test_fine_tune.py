@@ -96,3 +96,37 @@ def test_the_fine_tune_starts_from_the_softmax_network_and_records_it(real_data_
     assert learned
     for name in learned:
         torch.testing.assert_close(after[name], before[name], rtol=0, atol=1e-6, msg=name)
+
+
+def test_a_fine_tune_trained_with_an_older_recipe_still_reads(synth, tmp_path, capsys):
+    """A run of an older version fine-tuned with the run's optimizer (Adam at 10⁻³ on LeNet++), and
+    its fine_tune_start.json names no optimizer: its records are read as they were trained, not
+    against today's recipe; a checkpoint that disagrees with its own record is still refused."""
+    from agnostophobia.errors import RecordError
+    from agnostophobia.training.records import check_run
+
+    synth.lenet_set()
+    config = write_config(tmp_path / "tiny.yaml", approaches=["softmax", "outlier-exposure-ft"], fine_tune_epochs=1)
+    out = tmp_path / "run"
+    code, _, err = run_main(["train", config, "--out", out, "--no-progress", "--data-dir", synth.root], capsys)
+    assert code == 0, err
+    model = out / "seed0" / "outlier-exposure-ft"
+    assert json.loads((model / FINE_TUNE_START).read_text())["recipe"]["optimizer"] == "sgd"
+    check_run(out, "test")
+
+    def rewrite(lr):
+        for name in (BEST, "last.pt"):
+            checkpoint = torch.load(model / name, weights_only=False)
+            checkpoint["config"].update(optimizer="adam", weight_decay=0.0, lr=lr)
+            torch.save(checkpoint, model / name)
+
+    record = json.loads((model / FINE_TUNE_START).read_text())
+    for key in ("optimizer", "weight_decay", "glyphs"):
+        record["recipe"].pop(key, None)
+    record["recipe"]["lr"] = 1e-3
+    (model / FINE_TUNE_START).write_text(json.dumps(record))
+    rewrite(1e-3)
+    check_run(out, "test")  # as an older version wrote it
+    rewrite(0.5)
+    with pytest.raises(RecordError, match="lr=0.5"):
+        check_run(out, "test")

@@ -51,6 +51,22 @@ def recipe_schedule(approach: str, epochs: Optional[int] = None, protocol: Any =
             "optimizer": chosen.optimizer, "weight_decay": chosen.weight_decay}
 
 
+def trained_schedule(model_dir: Path, approach: str, config: Dict) -> Dict:
+    """The config keys a trained fine-tune of the run ``config`` was trained with over the run's:
+    the recipe its ``fine_tune_start.json`` recorded (a run of an older version trained with the recipe
+    of its day, and with the run's optimizer and weight decay where its record names none), else the
+    recipe it would train with now (:func:`recipe_schedule`). ``{}`` for an approach that trains from
+    scratch."""
+    path = ModelDir(model_dir).fine_tune_start
+    if start_approach(approach) is None or not path.is_file():
+        return recipe_schedule(approach, config.get("fine_tune_epochs"), config.get("protocol"))
+    recorded = json.loads(path.read_text(encoding="utf-8")).get("recipe", {})
+    epochs = config.get("fine_tune_epochs")
+    return {"epochs": recorded.get("epochs") if epochs is None else epochs, "lr": recorded.get("lr"),
+            "scheduler": recorded.get("scheduler"), "optimizer": recorded.get("optimizer", config.get("optimizer")),
+            "weight_decay": recorded.get("weight_decay", config.get("weight_decay", 0.0))}
+
+
 def check_starts(approaches: Iterable[str], trained: Iterable[str] = ()) -> None:
     """Refuse a fine-tuning approach whose start is neither trained in this invocation
     (``approaches``) nor already (``trained``)."""

@@ -13,7 +13,7 @@ from typing import Any, Dict, List, Optional, Tuple
 from agnostophobia.errors import AgnostophobiaError, AgnostophobiaWarning
 from agnostophobia.losses import LOSSES
 from agnostophobia.rundir import FIGURES, LOCK, RECORDS, SPLIT, ModelDir, RecordError, RunDir
-from agnostophobia.training.fine_tune import recipe_schedule
+from agnostophobia.training.fine_tune import trained_schedule
 from agnostophobia.training.records._common import _ABSENT, _fail
 from agnostophobia.training.records.calibration import read_calibration
 from agnostophobia.training.records.detector_caches import read_detector_scores
@@ -135,7 +135,7 @@ def check_agreement(records: RunRecords) -> None:
         best = ModelDir(model_dir).best
         if (saved["approach"], saved["seed"]) != (approach, seed):
             _fail(best, f"was trained as {RunDir.run_key(saved['seed'], saved['approach'])} but lies in {model_dir}")
-        schedule = recipe_schedule(approach, config.get('fine_tune_epochs'), config.get('protocol'))
+        schedule = trained_schedule(model_dir, approach, config)  # a fine-tune's recipe as recorded
         difference = trained_differently(saved, {**config, **schedule}, one_model=False)
         if difference:
             key, value, other = difference
