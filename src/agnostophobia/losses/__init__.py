@@ -24,7 +24,8 @@ from typing import Dict, Optional
 
 from ..errors import ConfigError
 from ..settings import Setting
-from ._base import LOSSES, PAPER_APPROACHES, REDUCTIONS, FineTune, OpenSetLoss, Provenance, known_columns
+from ._base import (LOSSES, PAPER_APPROACHES, REDUCTIONS, FineTune, OpenSetLoss, Provenance, known_columns,
+                    with_logit_layer)
 from .baselines import BackgroundClassLoss, SoftmaxLoss
 from .entropic import EntropicOpenSetLoss
 from .objectosphere import ObjectosphereLoss
@@ -35,6 +36,9 @@ from .mixoe import MixOELoss
 from .maximal_entropy import MaximalEntropyLoss
 from .logitnorm import LogitNormLoss
 from .vos import VOSLoss
+# the distance-based approaches (issue 59): their logit layer is their own (OpenSetLoss.logit_layer)
+from .arpl import ARPLoss
+from .cac import CACLoss
 from .weights import inverse_frequency_class_weights, sample_weights
 
 __all__ = [
@@ -53,8 +57,11 @@ __all__ = [
     "MaximalEntropyLoss",
     "LogitNormLoss",
     "VOSLoss",
+    "ARPLoss",
+    "CACLoss",
     "build_loss",
     "known_columns",
+    "with_logit_layer",
     "loss_settings",
     "every_loss_setting",
     "setting_problem",
