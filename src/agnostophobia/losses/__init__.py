@@ -62,6 +62,7 @@ __all__ = [
     "build_loss",
     "known_columns",
     "with_logit_layer",
+    "approach_logit_layer",
     "loss_settings",
     "every_loss_setting",
     "setting_problem",
@@ -108,6 +109,36 @@ def build_loss(name: str, num_classes: int, **kwargs) -> OpenSetLoss:
     except TypeError as exc:
         raise ConfigError(f"loss {name!r}: {exc}") from None
     return cls(num_classes, **kwargs)
+
+
+def approach_logit_layer(model, approach: str, settings: Optional[Dict] = None):
+    """``model`` with the logit layer the loss registered as ``approach`` trains it with
+    (:func:`with_logit_layer`): a network of a trained run rebuilt as the run trained it (ARPL's
+    reciprocal points, CAC's anchor distances), unchanged for a loss whose logits are linear in F or an
+    approach not registered here.
+
+    Args:
+        model: a network just built (its ``logits`` the linear layer of the model's own).
+        approach: the approach it was trained with (a run's config ``approach``).
+        settings: the run's ``loss:`` settings (those the approach's loss does not read are left out;
+            None: the declared defaults).
+
+    Returns:
+        ``model`` itself.
+
+    Examples:
+        >>> from agnostophobia.losses import approach_logit_layer
+        >>> from agnostophobia.models import build_model
+        >>> model = approach_logit_layer(build_model("lenet++", num_outputs=10), "cac", {"cac_magnitude": 5.0})
+        >>> model.logits.magnitude, type(approach_logit_layer(build_model("lenet++", num_outputs=10), "softmax").logits)
+        (5.0, <class 'torch.nn.modules.linear.Linear'>)
+    """
+    if approach not in LOSSES or LOSSES.get(approach).linear_logits:
+        return model
+    own = loss_settings(approach)
+    kwargs = {name: value for name, value in (settings or {}).items() if name in own}
+    num_classes = LOSSES.get(approach).known_logits(int(model.logits.out_features))
+    return with_logit_layer(model, build_loss(approach, num_classes, **kwargs))
 
 
 def loss_settings(name: str) -> Dict[str, Setting]:

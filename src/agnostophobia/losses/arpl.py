@@ -35,6 +35,7 @@ class ReciprocalPoints(nn.Module):
     Args:
         in_features: D, the width of the deep features.
         out_features: C, the number of known classes.
+        generator: where the initial points are drawn from (None: torch's global generator).
 
     Examples:
         >>> import torch
@@ -46,10 +47,11 @@ class ReciprocalPoints(nn.Module):
         tensor([[-1.5000,  2.5000,  2.0000]])
     """
 
-    def __init__(self, in_features: int, out_features: int):
+    def __init__(self, in_features: int, out_features: int, generator: Optional[torch.Generator] = None):
         super().__init__()
         self.in_features, self.out_features = int(in_features), int(out_features)
-        self.weight = nn.Parameter(POINTS_INIT_SCALE * torch.randn(self.out_features, self.in_features))
+        self.weight = nn.Parameter(POINTS_INIT_SCALE * torch.randn(self.out_features, self.in_features,
+                                                                   generator=generator))
 
     def forward(self, features: torch.Tensor) -> torch.Tensor:
         """The (N, C) logits of the (N, D) deep features, computed as the authors' ``Dist`` does."""
@@ -89,7 +91,8 @@ class ARPLoss(OpenSetLoss):
     and kept in the checkpoints (points: the model's ``logits.weight``; R: the loss's state in
     ``last.pt``). The margin term reads the points of the network the loss was given
     (:meth:`logit_layer`, :meth:`attach`); a loss called on its own, with no network, makes its
-    own points of the features' width at its first call. Its seeds train one by one
+    own points of the features' width at its first call, drawn from a generator seeded 0 (two such
+    losses agree). Its seeds train one by one
     (``batches_over_seeds``: the margin term reads one network's points).
 
     Call ``loss(logits, labels, features=features, sample_weight=None)``.
@@ -192,7 +195,8 @@ class ARPLoss(OpenSetLoss):
         logits, labels, weight = self._check_inputs(logits, labels, sample_weight)
         features = self._check_features(features, logits)
         if self._head is None or self._head.in_features != features.shape[1]:  # used on its own, no network
-            self.logit_layer(nn.Linear(features.shape[1], self.num_classes, bias=False, device=features.device))
+            own = ReciprocalPoints(features.shape[1], self.num_classes, generator=torch.Generator().manual_seed(0))
+            self.__dict__["_head"] = own.to(features.device)
         points = self._head.weight.to(features.dtype)
         known = labels >= 0
         target = torch.where(known, labels, torch.zeros_like(labels))

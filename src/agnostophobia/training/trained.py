@@ -12,7 +12,7 @@ import numpy as np
 import torch
 
 from agnostophobia.errors import AgnostophobiaError
-from agnostophobia.losses import LOSSES, build_loss, loss_settings, with_logit_layer
+from agnostophobia.losses import approach_logit_layer
 from agnostophobia.models import build_model
 from agnostophobia.training.device import resolve_device
 from agnostophobia.training.outputs import last_layer_arrays, predict, save_last_layer
@@ -101,7 +101,7 @@ def load_trained_model(model_dir: Path, device: Optional[str] = None, precision:
     # the trained weights replace any pretrained ones: those are neither downloaded nor read again
     model = build_model(cfg["model"], num_outputs=state["logits.weight"].shape[0], load_weights=False,
                         **cfg["model_kwargs"])
-    model = trained_logit_layer(model, cfg)
+    model = approach_logit_layer(model, cfg.get("approach"), cfg.get("loss"))  # ARPL's, CAC's distances
     model.load_state_dict(state)
     target = resolve_device(device or cfg.get("device", "auto"))
     model.to(target).eval()
@@ -110,18 +110,6 @@ def load_trained_model(model_dir: Path, device: Optional[str] = None, precision:
         model.to(memory_format=torch.channels_last)
     resolved = resolve_precision(precision or cfg.get("precision", "fp32"), target)
     return TrainedModel(model, cfg, target, resolved, channels_last, int(cfg.get("eval_batch_size", 1024)))
-
-
-def trained_logit_layer(model: torch.nn.Module, cfg: Dict[str, Any]) -> torch.nn.Module:
-    """``model`` (built from a checkpoint's ``cfg``) with the logit layer its approach trained it with: a
-    distance-based loss's (ARPL, CAC: :func:`~agnostophobia.losses.with_logit_layer`, built with the
-    run's loss settings), so that the network outputs the logits the run stored; unchanged otherwise."""
-    approach = cfg.get("approach")
-    if approach not in LOSSES or LOSSES.get(approach).linear_logits:
-        return model
-    settings = {name: value for name, value in (cfg.get("loss") or {}).items() if name in loss_settings(approach)}
-    num_classes = LOSSES.get(approach).known_logits(int(model.logits.out_features))
-    return with_logit_layer(model, build_loss(approach, num_classes, **settings))
 
 
 def load_last_layer(model_dir: Path) -> Tuple[Optional[Dict[str, np.ndarray]], str]:
