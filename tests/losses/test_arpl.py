@@ -27,7 +27,7 @@ def arpl_term(loss, z, features, y):
         return torch.zeros((), dtype=DOUBLE)
     point = loss.points.detach().double()[y]
     distance = sum((f - p) ** 2 for f, p in zip(features.tolist(), point.tolist())) / len(features)
-    margin = max(0.0, distance - float(loss.radius) + 1.0)
+    margin = max(0.0, distance - float(loss.radius.detach()) + 1.0)
     return -log_softmax_row(z / loss.arpl_temperature)[y] + loss.arpl_weight * margin
 
 
