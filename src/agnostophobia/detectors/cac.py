@@ -50,8 +50,10 @@ def _torch_cac_score(logits: torch.Tensor, features: torch.Tensor, predicted: to
 
 @register("cac")
 class CACDetector(Detector):
-    r"""CAC's distance-based rejection score (Miller et al., WACV 2021, Sec. 3), with the distances to
-    the class anchors :math:`d = -l` (the logits of a ``cac`` network):
+    r"""CAC's distance-based rejection score (Miller et al., WACV 2021, Sec. 3), on the logits of a ``cac``
+    network, the negated distances to the class anchors.
+
+    With the distances :math:`d = -l`,
 
     .. math:: s(x) = -\,d_t(x)\,\bigl(1 - \mathrm{softmin}(d(x))_t\bigr),\qquad t = \arg\min_k d_k(x),
 
@@ -71,7 +73,7 @@ class CACDetector(Detector):
         >>> from agnostophobia.detectors import build_detector
         >>> distances = np.array([[1.0, 5.0, 5.0], [3.0, 3.0, 3.0]])  # near anchor 0; equally far from all
         >>> build_detector("cac").scores(-distances).max(axis=1).round(4)
-        array([-0.0359, -2.    ])
+        array([-0.0353, -2.    ])
     """
 
     title = "CAC rejection score"
