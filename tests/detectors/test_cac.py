@@ -70,3 +70,15 @@ def test_a_confident_sample_keeps_a_score_of_its_own_where_the_softmin_rounds_to
     d = np.array([[0.5, 60.0, 60.0], [0.5, 70.0, 70.0]])
     scores = build_detector("cac").scores(-d).max(axis=1)
     assert scores[0] != scores[1] and (scores < 0).all()
+
+
+def test_where_the_product_rounds_to_zero_the_score_goes_on_in_log_space_in_the_papers_order():
+    """d_t (1 - softmin_t) below e^-700 (anchors thousands apart): still distinct, the smaller product the
+    more known, above every score of a product that does not round; numpy and torch alike."""
+    d = np.array([[3.0, 5.0, 5.0], [0.5, 900.0, 900.0], [0.5, 2000.0, 2000.0], [0.25, 2000.0, 2000.0]])
+    detector = build_detector("cac")
+    scores = detector.scores(-d).max(axis=1)
+    assert np.isfinite(scores).all() and scores[0] < scores[1] < scores[2] < scores[3]
+    logits = torch.tensor(-d)
+    exported = detector.torch_score()(logits, torch.zeros(4, 1, dtype=torch.float64), logits.argmax(1)).numpy()
+    np.testing.assert_allclose(exported, scores, rtol=1e-12)

@@ -5,16 +5,43 @@ from __future__ import annotations
 
 import numpy as np
 import torch
-from scipy.special import expit, logsumexp
+from scipy.special import logsumexp
 
 from ._base import Detector, TorchScore, as_float64, picked, place_in_predicted_column, register
+
+
+#: Below :math:`\ln |s| = ` this, :math:`|s|` is continued in log space instead of underflowing.
+LOG_CUT = -700.0
+
+
+def _continued(lib, top, rest):
+    r"""The score :math:`s = l_t \sigma(a)` from the top logit :math:`l_t` and :math:`a = \ln \sum_{j \ne t}
+    e^{l_j - l_t}` (numpy or torch), tie-free: with :math:`m = \ln |l_t| + \ln \sigma(a)`, :math:`s` itself
+    where :math:`m >` :data:`LOG_CUT`; below it, where :math:`s` would round to 0, a CAC sample's
+    (:math:`l_t < 0`) continues upwards as :math:`(c - m) - e^{c}` (above every score of the first regime,
+    larger for smaller :math:`|s|`), any other's as :math:`e^{c} / (1 + c - m)`."""
+    tiny = np.finfo(np.float64).tiny
+    if lib is torch:
+        log_q = -torch.logaddexp(torch.zeros_like(rest), -rest)
+        size = torch.log(torch.clamp(top.abs(), min=tiny))
+    else:
+        log_q = -np.logaddexp(0.0, -rest)
+        size = np.log(np.maximum(np.abs(top), tiny))
+    m = size + log_q
+    exact = lib.sign(top) * lib.exp(lib.maximum(m, lib.full_like(m, LOG_CUT)))
+    cut = float(np.exp(LOG_CUT))
+    beyond = lib.where(top < 0, (LOG_CUT - m) - cut, cut / (1 + lib.clamp(LOG_CUT - m, min=0)
+                                                             if lib is torch else 1 + np.maximum(LOG_CUT - m, 0)))
+    return lib.where(m > LOG_CUT, exact, beyond)
 
 
 def cac_scores(logits) -> np.ndarray:
     r"""(N,) :math:`-d_t (1 - \mathrm{softmin}(d)_t)` at the predicted class t, with :math:`d = -l`: minus
     CAC's rejection score :math:`\min_k d_k (1 - \mathrm{softmin}(d)_k)` (attained at the nearest anchor t
-    where the distances are >= 0). :math:`1 - \mathrm{softmin}(d)_t` is computed as the sigmoid of
-    :math:`a = \ln \sum_{j \ne t} e^{l_j - l_t}`, exact where the softmin rounds to 1.
+    where the distances are >= 0). :math:`1 - \mathrm{softmin}(d)_t` is the sigmoid of
+    :math:`a = \ln \sum_{j \ne t} e^{l_j - l_t}`, exact where the softmin rounds to 1; where the product
+    would round to 0 it is continued in log space (tie-free; on a CAC network's logits, all <= 0, the
+    order stays the paper's).
 
     Args:
         logits: the (N, C) logits of a CAC network (the negated distances), a NumPy array or tensor.
@@ -36,7 +63,7 @@ def cac_scores(logits) -> np.ndarray:
         return np.zeros(len(x))
     shifted = x - x[rows, top][:, None]
     shifted[rows, top] = -np.inf
-    return x[rows, top] * expit(logsumexp(shifted, axis=1))
+    return _continued(np, x[rows, top], logsumexp(shifted, axis=1))
 
 
 def _torch_cac_score(logits: torch.Tensor, features: torch.Tensor, predicted: torch.Tensor) -> torch.Tensor:
@@ -45,7 +72,9 @@ def _torch_cac_score(logits: torch.Tensor, features: torch.Tensor, predicted: to
     own = torch.arange(logits.shape[1], device=logits.device)[None, :] == predicted[:, None]
     shifted = torch.where(own, torch.full_like(logits, -torch.inf), logits - top[:, None])
     rest = torch.logsumexp(shifted, dim=1)
-    return torch.where(torch.isfinite(rest), top * torch.sigmoid(rest), torch.zeros_like(top))
+    finite = torch.isfinite(rest)
+    return torch.where(finite, _continued(torch, top, torch.where(finite, rest, torch.zeros_like(rest))),
+                       torch.zeros_like(top))
 
 
 @register("cac")
@@ -57,7 +86,8 @@ class CACDetector(Detector):
 
     .. math:: s(x) = -\,d_t(x)\,\bigl(1 - \mathrm{softmin}(d(x))_t\bigr),\qquad t = \arg\min_k d_k(x),
 
-    larger = more known; the paper rejects where :math:`\min_k d_k (1 - \mathrm{softmin}(d)_k)` (which is
+    larger = more known (continued in log space where it would round to 0: :func:`cac_scores`); the paper
+    rejects where :math:`\min_k d_k (1 - \mathrm{softmin}(d)_k)` (which is
     attained at t) is large. One number per sample, in the predicted class's column. Applies to ``cac``
     networks alone (:attr:`approaches`): on other logits the product has no meaning.
 
