@@ -69,7 +69,7 @@ class ARPLoss(OpenSetLoss):
     r"""ARPL without confusing samples (Chen et al., TPAMI 2021, Sec. 3): cross-entropy of the
     distances to the reciprocal points, plus the adversarial margin constraint with a learnable radius R.
 
-    The network's logit layer is :class:`ReciprocalPoints` (:meth:`logit_layer`), so its logits are
+    The network's logit layer is ``ReciprocalPoints`` (this module; :meth:`logit_layer`), so its logits are
     :math:`l_k = \frac1D\|F - P^k\|^2 - F\cdot P^k` and
 
     .. math::
@@ -143,14 +143,14 @@ class ARPLoss(OpenSetLoss):
         self.radius = nn.Parameter(torch.zeros(()))  # R, trained with the network (the authors': 0-filled)
         self.__dict__["_head"] = None  # the network's ReciprocalPoints; not a submodule (the model owns it)
 
-    def logit_layer(self, layer: nn.Module) -> ReciprocalPoints:
+    def logit_layer(self, layer: nn.Module) -> nn.Module:
         """Reciprocal points in place of the network's linear logit layer, of its shape (C, D).
 
         Args:
             layer: the network's logit layer (an ``nn.Linear`` F -> C, or already reciprocal points).
 
         Returns:
-            The :class:`ReciprocalPoints` the network computes its logits with, read by the margin term.
+            The ``ReciprocalPoints`` the network computes its logits with, read by the margin term.
 
         Raises:
             ConfigError: ``layer`` has no ``in_features`` / ``out_features``, or not C outputs.
@@ -170,7 +170,8 @@ class ARPLoss(OpenSetLoss):
         """Read the reciprocal points of the network it trains (its ``logits``).
 
         Args:
-            model: the network; its logit layer is :class:`ReciprocalPoints` (:func:`~agnostophobia.losses.with_logit_layer`).
+            model: the network; its logit layer is ``ReciprocalPoints``
+                (:func:`~agnostophobia.losses.with_logit_layer`).
 
         Returns:
             The loss itself, ``self``.

@@ -64,7 +64,7 @@ class CACLoss(OpenSetLoss):
     r"""Class Anchor Clustering (Miller et al., WACV 2021, Sec. 3): the Tuplet loss on the distances to
     fixed class anchors plus λ times the Anchor loss, the distance to the sample's own anchor.
 
-    The network's logit layer is :class:`AnchorDistances` (:meth:`logit_layer`), whose logits are the
+    The network's logit layer is ``AnchorDistances`` (this module; :meth:`logit_layer`), whose logits are the
     negated distances :math:`l_k = -d_k = -\|z - \alpha e_k\|_2`; with :math:`d = -l`
 
     .. math::
@@ -127,14 +127,14 @@ class CACLoss(OpenSetLoss):
                    "the authors evaluate with the anchors moved to the training classes' mean logits"),
     )
 
-    def logit_layer(self, layer: nn.Module) -> AnchorDistances:
+    def logit_layer(self, layer: nn.Module) -> nn.Module:
         """The negated distances to the anchors in place of the network's linear logit layer.
 
         Args:
             layer: the network's logit layer, an ``nn.Linear`` F -> C (or already anchor distances).
 
         Returns:
-            The :class:`AnchorDistances` the network computes its logits with (α: :attr:`cac_magnitude`).
+            The ``AnchorDistances`` the network computes its logits with (α: :attr:`cac_magnitude`).
 
         Raises:
             ConfigError: ``layer`` is not a linear layer to the C classes.
