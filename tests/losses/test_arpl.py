@@ -44,7 +44,7 @@ def arpl_network(points, width):
 def test_logits_and_loss_equal_the_authors_code(run):
     """The logits (the network's, through ReciprocalPoints) and the batch loss of the authors'
     ``ARPLoss(x, y, labels)``, on their fixed inputs and parameters, to rtol 1e-5 in float64 (measured:
-    ~1e-16). Their ``weight_pl`` / ``temp`` are our ``arpl_weight`` / ``arpl_temperature``."""
+    0). Their ``weight_pl`` / ``temp`` are our ``arpl_weight`` / ``arpl_temperature``."""
     settings = REFERENCE["runs"][run]
     features = torch.tensor(REFERENCE["features"], dtype=DOUBLE)
     labels = torch.tensor(REFERENCE["labels"])
