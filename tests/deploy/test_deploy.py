@@ -498,7 +498,7 @@ def test_the_deployed_module_decides_as_its_detector(name, tmp_path):
     why = detector.why_not_exportable()
     if why is not None:
         with pytest.raises(AgnostophobiaError, match=f"^export: detector '{name}' is not exported: "
-                                                     f"{re.escape(why)}; exportable: ash, background, energy, "):
+                                                     f"{re.escape(why)}; exportable: ash, background, cac, energy, "):
             check_exportable(name)
         return
     check_exportable(name)
@@ -551,6 +551,36 @@ def test_an_exported_file_decides_as_predict_on_1000_real_images(calibrated, exp
     np.testing.assert_array_equal(labels, expected_labels)
     one_label, _ = run_file(x[:1])  # the batch dimension is dynamic
     assert one_label.tolist() == expected_labels[:1].tolist()
+
+
+@pytest.fixture(scope="module")
+def distance_run(real_data_dir, tmp_path_factory):
+    """A tiny run of the distance-based approaches, ARPL and CAC (their own logit layers in the network),
+    calibrated at FPR 0.1 with each approach's default detector (max-logit, cac)."""
+    folder = tmp_path_factory.mktemp("distance")
+    config = write_config(folder / "distance.yaml", approaches=["arpl", "cac"])
+    result = run_cli(reproduce_args(config, folder / "run", real_data_dir))
+    assert result.returncode == 0, result.stderr
+    for approach in ("arpl", "cac"):
+        assert main(["calibrate", str(folder / "run"), "--approach", approach, "--fpr", str(FPR)]) == 0
+    return folder / "run"
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("approach", ["arpl", "cac"])
+def test_a_distance_based_network_exported_decides_as_predict(distance_run, test_images, tmp_path, approach, fmt):
+    """ARPL's reciprocal points and CAC's anchor distances are the network's logit layer: every format
+    writes them, and the file decides as ``OpenSetClassifier`` (predict) on 1,000 real images."""
+    out = tmp_path / f"model.{fmt}"
+    assert main(["export", str(distance_run), "--approach", approach, "--format", fmt, "--out", str(out)]) == 0
+    x = test_images.astype(np.float32) / 255
+    labels, scores = load_exported(out, fmt)(x)
+    clf = OpenSetClassifier.from_run(distance_run, approach=approach)
+    assert clf.detector.name == {"arpl": "max-logit", "cac": "cac"}[approach]
+    expected_labels, expected_scores = clf.decide(torch.from_numpy(x))
+    assert 0 < (expected_labels == -1).sum() < 1000
+    np.testing.assert_allclose(scores, expected_scores, rtol=1e-5, atol=1e-6)
+    np.testing.assert_array_equal(labels, expected_labels)
 
 
 def test_export_writes_torch_export_by_default_and_warns_of_nothing(calibrated, tmp_path, capsys):

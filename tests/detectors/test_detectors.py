@@ -17,6 +17,7 @@ import torch
 from agnostophobia.detectors import (DETECTORS, NotExportable, NotFittedError, OpenMax, build_detector,
                                      k_smallest_distances, kth_neighbour_distance, place_in_predicted_column)
 from agnostophobia.errors import ConfigError
+from agnostophobia.losses import build_loss
 from agnostophobia.metrics import ccr_at_fpr, oscr
 from repo_paths import FIXTURES
 
@@ -55,8 +56,17 @@ TEST_LABELS = np.concatenate([KNOWN_LABELS, UNKNOWN_LABELS])
 
 
 def columns(detector, logits):
-    """What a detector sees of a background-class network: all C+1 columns or the C known ones."""
-    return logits if detector.reads_background_column else logits[:, :C]
+    """What a detector sees of a background-class network: all C+1 columns or the C known ones. A
+    detector that scores the networks of its ``approaches`` alone (``cac``: negated anchor distances) sees
+    the C logits as such a network outputs them: through the approach's logit layer on a linear layer
+    that passes them on (:meth:`OpenSetLoss.logit_layer`)."""
+    seen = logits if detector.reads_background_column else logits[:, :C]
+    if not detector.approaches:
+        return seen
+    identity = torch.nn.Linear(C, C, bias=False).double()
+    with torch.no_grad():
+        identity.weight.copy_(torch.eye(C))
+        return build_loss(detector.approaches[0], C).logit_layer(identity)(torch.as_tensor(seen[:, :C])).numpy()
 
 
 def built(name: str, **settings):

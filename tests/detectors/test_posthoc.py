@@ -125,7 +125,7 @@ def test_cuda_tensors_accepted():
 
 
 def test_registry():
-    assert POST_HOC == ["ash", "background", "energy", "entropy", "gen", "magnitude", "max-logit",
+    assert POST_HOC == ["ash", "background", "cac", "energy", "entropy", "gen", "magnitude", "max-logit",
                         "objectosphere-scaled", "scale", "softmax"]
     # the softmax scores are log-odds (tie-free, score scale 2): expit gives the probabilities back
     np.testing.assert_array_equal(compute_scores("softmax", LOGITS), softmax_log_odds(LOGITS))

@@ -32,6 +32,8 @@ that cannot be exported says why in ``NOT_EXPORTABLE``); found by name in :data:
                           fitted, last layer
 ``ash``                   energy of F pruned per sample (Djurisic et al., ICLR 2023); last layer
 ``scale``                 energy of F scaled per sample (Xu et al., ICLR 2024); last layer
+``cac``                   CAC's distance-based rejection score (Miller et al., WACV 2021); ``cac``
+                          networks only
 ========================  ======================================================
 
 Scores are tie-free (score scale 2): a probability that float64 rounds to 1 would tie
@@ -47,6 +49,7 @@ unknown test sample) for trying a detector, as the examples do.
 """
 from ._base import (DETECTORS, Detector, NotExportable, NotFittedError, Setting, TorchScore, build_detector,
                     detector_applies, place_in_predicted_column, register, setting_grid)
+from .cac import CACDetector, cac_scores
 from .evm import EVM
 from .ghost import GHOST
 from .knn import KNNDetector, k_smallest_distances, kth_neighbour_distance, l2_normalize
@@ -66,5 +69,5 @@ __all__ = [
     "kth_neighbour_distance", "l2_normalize", "ViM", "Mahalanobis", "RelativeMahalanobis", "ReAct", "ASH", "SCALE",
     "generalized_entropy", "log_generalized_entropy", "log_softmax_entropy", "softmax_log_odds",
     "softmax_scores", "background_scores", "feature_magnitude", "scaled_objectosphere_scores", "softmax_entropy",
-    "make_toy_outputs", "ToyOutputs",
+    "make_toy_outputs", "ToyOutputs", "CACDetector", "cac_scores",
 ]

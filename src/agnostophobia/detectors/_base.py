@@ -126,7 +126,10 @@ def register(name: str):
 def detector_applies(detector: str, approach: str) -> bool:
     """Whether the detector registered as ``detector`` can score a network trained with the
     loss registered as ``approach``: one that reads the background column needs a network
-    with a background class (Sec. 3). An unknown name of either raises one line naming it.
+    with a background class (Sec. 3); one that reads the last layer as linear (``needs_last_layer``)
+    a network whose logits are linear in F (not ARPL's or CAC's distances:
+    ``OpenSetLoss.linear_logits``); one that names the ``approaches`` it scores, one of those. An
+    unknown name of either raises one line naming it.
 
     Args:
         detector: a name registered in :data:`~agnostophobia.detectors.DETECTORS`.
@@ -143,8 +146,13 @@ def detector_applies(detector: str, approach: str) -> bool:
         >>> from agnostophobia.detectors import detector_applies
         >>> detector_applies("background", "background"), detector_applies("background", "entropic")
         (True, False)
+        >>> detector_applies("vim", "cac"), detector_applies("cac", "cac"), detector_applies("cac", "softmax")
+        (False, True, False)
     """
-    return not DETECTORS.get(detector).reads_background_column or LOSSES.get(approach).background_class
+    cls, loss = DETECTORS.get(detector), LOSSES.get(approach)
+    return ((not cls.reads_background_column or loss.background_class)
+            and (not cls.needs_last_layer or loss.linear_logits)
+            and (not cls.approaches or approach in cls.approaches))
 
 
 def as_float64(value, name: str, ndim: int = 2) -> np.ndarray:
@@ -310,6 +318,8 @@ class Detector(DeclaresSettings):
     * ``needs_last_layer``: True when the score reads the network's last layer on F, the
       logits' :math:`l = W F + b` (ViM, ReAct, ASH, SCALE): :meth:`use_last_layer` hands it over
       (its C known-class rows) before :meth:`fit` and :meth:`scores`;
+    * ``approaches``: the approaches (registered losses) whose networks it scores, where its score
+      reads their logits as something particular (``cac``: distances to class anchors); empty: every one;
     * its settings, each a :class:`Setting` class attribute (type, range, default, grid), collected
       into ``SETTINGS``: the constructor, keyword-only, is made from them
       (:class:`~agnostophobia.settings.DeclaresSettings`);
@@ -343,6 +353,7 @@ class Detector(DeclaresSettings):
     reads_background_column: ClassVar[bool] = False
     keeps_prediction: ClassVar[bool] = True
     needs_last_layer: ClassVar[bool] = False
+    approaches: ClassVar[Tuple[str, ...]] = ()
     title: ClassVar[str] = "detector"
     report_note: ClassVar[str] = ""
     SCORE_SCALE: ClassVar[int] = 1

@@ -24,7 +24,8 @@ from typing import Dict, Optional
 
 from ..errors import ConfigError
 from ..settings import Setting
-from ._base import LOSSES, PAPER_APPROACHES, REDUCTIONS, FineTune, OpenSetLoss, Provenance, known_columns
+from ._base import (LOSSES, PAPER_APPROACHES, REDUCTIONS, FineTune, OpenSetLoss, Provenance, known_columns,
+                    with_logit_layer)
 from .baselines import BackgroundClassLoss, SoftmaxLoss
 from .entropic import EntropicOpenSetLoss
 from .objectosphere import ObjectosphereLoss
@@ -35,6 +36,9 @@ from .mixoe import MixOELoss
 from .maximal_entropy import MaximalEntropyLoss
 from .logitnorm import LogitNormLoss
 from .vos import VOSLoss
+# the distance-based approaches (issue 59): their logit layer is their own (OpenSetLoss.logit_layer)
+from .arpl import ARPLoss
+from .cac import CACLoss
 from .weights import inverse_frequency_class_weights, sample_weights
 
 __all__ = [
@@ -53,8 +57,12 @@ __all__ = [
     "MaximalEntropyLoss",
     "LogitNormLoss",
     "VOSLoss",
+    "ARPLoss",
+    "CACLoss",
     "build_loss",
     "known_columns",
+    "with_logit_layer",
+    "approach_logit_layer",
     "loss_settings",
     "every_loss_setting",
     "setting_problem",
@@ -101,6 +109,36 @@ def build_loss(name: str, num_classes: int, **kwargs) -> OpenSetLoss:
     except TypeError as exc:
         raise ConfigError(f"loss {name!r}: {exc}") from None
     return cls(num_classes, **kwargs)
+
+
+def approach_logit_layer(model, approach: str, settings: Optional[Dict] = None):
+    """``model`` with the logit layer the loss registered as ``approach`` trains it with
+    (:func:`with_logit_layer`): a network of a trained run rebuilt as the run trained it (ARPL's
+    reciprocal points, CAC's anchor distances), unchanged for a loss whose logits are linear in F or an
+    approach not registered here.
+
+    Args:
+        model: a network just built (its ``logits`` the linear layer of the model's own).
+        approach: the approach it was trained with (a run's config ``approach``).
+        settings: the run's ``loss:`` settings (those the approach's loss does not read are left out;
+            None: the declared defaults).
+
+    Returns:
+        ``model`` itself.
+
+    Examples:
+        >>> from agnostophobia.losses import approach_logit_layer
+        >>> from agnostophobia.models import build_model
+        >>> model = approach_logit_layer(build_model("lenet++", num_outputs=10), "cac", {"cac_magnitude": 5.0})
+        >>> model.logits.magnitude, type(approach_logit_layer(build_model("lenet++", num_outputs=10), "softmax").logits)
+        (5.0, <class 'torch.nn.modules.linear.Linear'>)
+    """
+    if approach not in LOSSES or LOSSES.get(approach).linear_logits:
+        return model
+    own = loss_settings(approach)
+    kwargs = {name: value for name, value in (settings or {}).items() if name in own}
+    num_classes = LOSSES.get(approach).known_logits(int(model.logits.out_features))
+    return with_logit_layer(model, build_loss(approach, num_classes, **kwargs))
 
 
 def loss_settings(name: str) -> Dict[str, Setting]:

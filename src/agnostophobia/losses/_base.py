@@ -25,6 +25,7 @@ import torch
 from torch import nn
 
 from .._validation import int64_labels
+from ..errors import ConfigError
 from ..registry import Registry
 from ..settings import DeclaresSettings, Setting, declared_settings
 
@@ -252,6 +253,11 @@ class OpenSetLoss(DeclaresSettings, nn.Module):
     #: :class:`~agnostophobia.losses.Provenance` each): the loss itself for an approach without
     #: settings, the auxiliary outliers its paper trains on.
     provenance: Tuple[Provenance, ...] = ()
+    #: Whether the network's logits stay its linear layer on F, :math:`l = W F + b` (the rule). A
+    #: distance-based loss (ARPL, CAC) sets False and replaces that layer by its own
+    #: (:meth:`logit_layer`): the detectors that read the last layer as linear (ViM, ReAct, ASH,
+    #: SCALE) then do not apply (``detectors.detector_applies``).
+    linear_logits: bool = True
     #: Value checks that read a tensor back to the host (label range, weight finiteness), one
     #: synchronisation each per call. A trainer that checked its whole dataset once turns
     #: them off so that a GPU step never waits for the host; shape and dtype checks stay.
@@ -298,6 +304,25 @@ class OpenSetLoss(DeclaresSettings, nn.Module):
             OpenSetLoss._warned_old_call = True
             warnings.warn("loss(logits, features, labels) is deprecated; call loss(logits, labels, "
                           "features=features)", DeprecationWarning, stacklevel=4)
+
+    # -- the network's logit layer, as this loss trains it -----------------------------------------
+    def logit_layer(self, layer: nn.Module) -> nn.Module:
+        """The logit layer of a network trained with this loss, given the network's own (an
+        ``nn.Linear`` from the deep features F): that layer itself, for every loss whose logits are
+        linear in F (:attr:`linear_logits`). A distance-based loss returns a module of its own in its
+        place (ARPL: distances to reciprocal points; CAC: negated distances to class anchors), with a
+        ``weight`` of the linear layer's shape, so that the network's state dict keeps its names and
+        shapes and the network itself outputs the logits every detector, ``predict`` and ``export``
+        read. Called where a network is built for the loss (:func:`with_logit_layer`: the trainer, and
+        a trained network loaded back).
+
+        Args:
+            layer: the network's logit layer, ``model.logits``.
+
+        Returns:
+            The module the network computes its logits with; here ``layer``.
+        """
+        return layer
 
     # -- hooks of the training loop (none of the paper's four losses needs one) --------------------
     def attach(self, model: nn.Module) -> "OpenSetLoss":
@@ -497,6 +522,37 @@ def _is_labels(value) -> bool:
     """A 1-D array of integers: labels (the old call form's third argument)."""
     return isinstance(value, torch.Tensor) and value.dim() == 1 and not value.is_floating_point() \
         and not value.is_complex()
+
+
+def with_logit_layer(model: nn.Module, loss: OpenSetLoss) -> nn.Module:
+    """``model`` with its logit layer as ``loss`` trains it (:meth:`OpenSetLoss.logit_layer`): unchanged
+    for a loss whose logits are linear in F, else ``model.logits`` replaced by the loss's layer.
+
+    Args:
+        model: a network with a logit layer ``logits`` (every registered model has one).
+        loss: the loss it is trained, or was trained, with.
+
+    Returns:
+        ``model`` itself.
+
+    Raises:
+        ConfigError: the loss replaces the logit layer and ``model`` has none.
+
+    Examples:
+        >>> from agnostophobia.losses import build_loss, with_logit_layer
+        >>> from agnostophobia.models import build_model
+        >>> model = with_logit_layer(build_model("lenet++", num_outputs=10), build_loss("cac", 10))
+        >>> type(model.logits).__name__, tuple(model.logits.weight.shape)
+        ('AnchorDistances', (10, 2))
+    """
+    if loss.linear_logits:
+        return model
+    layer = getattr(model, "logits", None)
+    if not isinstance(layer, nn.Module):
+        raise ConfigError(f"{type(loss).__name__}: the model {type(model).__name__} has no logit layer 'logits', "
+                          f"which this loss replaces by its own")
+    model.logits = loss.logit_layer(layer)
+    return model
 
 
 def known_columns(approach: str, width: int) -> int:

@@ -12,6 +12,7 @@ import numpy as np
 import torch
 
 from agnostophobia.errors import AgnostophobiaError
+from agnostophobia.losses import approach_logit_layer
 from agnostophobia.models import build_model
 from agnostophobia.training.device import resolve_device
 from agnostophobia.training.outputs import last_layer_arrays, predict, save_last_layer
@@ -100,6 +101,7 @@ def load_trained_model(model_dir: Path, device: Optional[str] = None, precision:
     # the trained weights replace any pretrained ones: those are neither downloaded nor read again
     model = build_model(cfg["model"], num_outputs=state["logits.weight"].shape[0], load_weights=False,
                         **cfg["model_kwargs"])
+    model = approach_logit_layer(model, cfg.get("approach"), cfg.get("loss"))  # ARPL's, CAC's distances
     model.load_state_dict(state)
     target = resolve_device(device or cfg.get("device", "auto"))
     model.to(target).eval()

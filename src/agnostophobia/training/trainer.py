@@ -37,7 +37,7 @@ import torch
 from tqdm.auto import tqdm
 
 from agnostophobia.errors import TrainingDiverged
-from agnostophobia.losses import build_loss, inverse_frequency_class_weights, sample_weights
+from agnostophobia.losses import build_loss, inverse_frequency_class_weights, sample_weights, with_logit_layer
 from agnostophobia._log import log_info
 from agnostophobia.models import build_model, loaded_weights
 from agnostophobia._killpoints import kill_point
@@ -167,7 +167,9 @@ class Training:
         for seed_cfg in self.seed_cfgs:  # each network initialised as its separate run initialises it
             seed_everything(seed_cfg.seed)
             self.loss_fn = build_loss(cfg.approach, self.num_classes, **cfg.loss_settings())
-            models.append(build_model(cfg.model, num_outputs=self.loss_fn.num_outputs, **cfg.model_kwargs))
+            # the logit layer as the loss trains it: a distance-based loss (ARPL, CAC) puts its own there
+            models.append(with_logit_layer(build_model(cfg.model, num_outputs=self.loss_fn.num_outputs,
+                                                       **cfg.model_kwargs), self.loss_fn))
             initialise_from_data(models[-1], protocol.train)
         # network: what trains the model, DDP under torchrun; compiled where the config asks (.compiled)
         # channels_last where it is asked for and oneDNN computes it correctly (device.channels_last_is_safe)

@@ -17,7 +17,7 @@ from typing import Any, Dict, Optional, Tuple
 
 import torch
 
-from agnostophobia.losses import LOSSES
+from agnostophobia.losses import LOSSES, approach_logit_layer
 from agnostophobia.models import build_model
 from agnostophobia.rundir import ModelDir, RecordError
 from agnostophobia.training.checkpoint import load_checkpoint
@@ -71,9 +71,10 @@ def check_network_state(path, state, config: Dict[str, Any], num_outputs: Option
 def network_layers(config: Dict[str, Any], num_outputs: int) -> Dict[str, torch.Tensor]:
     """The state dict of the network ``config`` builds with ``num_outputs`` logits, on the meta
     device: names, shapes and dtypes, nothing allocated (a ResNet is checked as fast as LeNet++)."""
-    def build():
-        return build_model(config["model"], num_outputs=num_outputs, load_weights=False,
-                           **config.get("model_kwargs", {}))
+    def build():  # with the approach's logit layer where its loss puts one of its own (ARPL, CAC)
+        return approach_logit_layer(build_model(config["model"], num_outputs=num_outputs, load_weights=False,
+                                                **config.get("model_kwargs", {})),
+                                    config.get("approach"), config.get("loss"))
     try:
         with torch.device("meta"):
             return build().state_dict()
