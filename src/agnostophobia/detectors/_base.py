@@ -127,9 +127,8 @@ def detector_applies(detector: str, approach: str) -> bool:
     """Whether the detector registered as ``detector`` can score a network trained with the
     loss registered as ``approach``: one that reads the background column needs a network
     with a background class (Sec. 3); one that reads the last layer as linear (``needs_last_layer``)
-    a network whose logits are linear in F (not ARPL's or CAC's distances:
-    ``OpenSetLoss.linear_logits``); one that names the ``approaches`` it scores, one of those. An
-    unknown name of either raises one line naming it.
+    logits linear in F (not ARPL's or CAC's distances: ``OpenSetLoss.linear_logits``); one that names
+    the ``approaches`` it scores, one of those. An unknown name of either raises one line naming it.
 
     Args:
         detector: a name registered in :data:`~agnostophobia.detectors.DETECTORS`.

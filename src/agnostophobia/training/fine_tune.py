@@ -57,7 +57,7 @@ def trained_schedule(model_dir: Path, approach: str, config: Dict) -> Dict:
     of its day, and with the run's optimizer and weight decay where its record names none), else the
     recipe it would train with now (:func:`recipe_schedule`). ``{}`` for an approach that trains from
     scratch."""
-    path = ModelDir(model_dir).fine_tune_start
+    path = Path(model_dir) / FINE_TUNE_START
     if start_approach(approach) is None or not path.is_file():
         return recipe_schedule(approach, config.get("fine_tune_epochs"), config.get("protocol"))
     recorded = json.loads(path.read_text(encoding="utf-8")).get("recipe", {})
