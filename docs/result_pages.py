@@ -23,14 +23,16 @@ from pathlib import Path
 from typing import Dict, List, NamedTuple
 
 DOCS = Path(__file__).resolve().parent
+#: The page whose entry, under each run's label, says how the run was made.
+PROVENANCE_PAGE = "provenance.md"
 
 
 class ResultPage(NamedTuple):
-    """A published benchmark run and the page generated from it (paths relative to ``docs/``)."""
+    """A published benchmark run and the page generated from it (paths relative to ``docs/``); the
+    page names its run by a link to the run's entry in the provenance page."""
 
     page: str  # the generated page
     title: str  # its title
-    run_link: str  # how it names the run: its entry in provenance.md
     results: str  # the run's committed benchmark.json
     figures: str  # the folder of the run's committed OSCR figures
 
@@ -40,11 +42,9 @@ class ResultPage(NamedTuple):
 #: earlier run, which says so.
 PAGES: Dict[str, ResultPage] = {
     "bench-lenet-5": ResultPage("guide/benchmark-lenet.md", "LeNet++ benchmark: the full report",
-                                "[`bench-lenet-5`](../provenance.md#bench-lenet-5)", "results/bench-lenet-5.json",
-                                "images/bench-lenet-5"),
+                                "results/bench-lenet-5.json", "images/bench-lenet-5"),
     "bench-cifar-5": ResultPage("guide/benchmark-cifar.md", "CIFAR-10 split benchmark: the full report",
-                                "[`bench-cifar-5`](../provenance.md#bench-cifar-5)", "results/bench-cifar-5.json",
-                                "images/bench-cifar-5"),
+                                "results/bench-cifar-5.json", "images/bench-cifar-5"),
 }
 
 
@@ -59,8 +59,10 @@ def generate(label: str) -> str:
 
     entry = PAGES[label]
     result = json.loads((DOCS / entry.results).read_text(encoding="utf-8"))
-    figures = Path(os.path.relpath(DOCS / entry.figures, (DOCS / entry.page).parent)).as_posix()
-    return site_page(result, entry.title, entry.run_link, figures)
+    here = (DOCS / entry.page).parent
+    figures = Path(os.path.relpath(DOCS / entry.figures, here)).as_posix()
+    provenance = Path(os.path.relpath(DOCS / PROVENANCE_PAGE, here)).as_posix()
+    return site_page(result, entry.title, f"[`{label}`]({provenance}#{label})", figures)
 
 
 def publish(run_dir: Path, label: str) -> None:

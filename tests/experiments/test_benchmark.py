@@ -665,13 +665,13 @@ def test_a_protocol_whose_unknowns_are_all_far_says_so_and_ranks_on_them():
 def test_every_shipped_unknown_set_declares_how_far_it_lies():
     """Every set a shipped protocol builds is declared near or far; a folder protocol's two sets are a
     user's, of unknown distance ("")."""
-    from agnostophobia.data.protocol_types import DISTANCES, UNKNOWN_SETS, UnknownSet
+    from agnostophobia.data.protocol_types import PROXIMITIES, UNKNOWN_SETS, UnknownSet
 
     users = {"negatives", "unknowns"}  # the file protocols' sets (data.file_protocols)
     assert users <= set(UNKNOWN_SETS.names())
     for name in UNKNOWN_SETS.names():
-        assert UNKNOWN_SETS.get(name).distance == ("" if name in users else UNKNOWN_SETS.get(name).distance)
-        assert name in users or UNKNOWN_SETS.get(name).distance in ("near", "far"), name
-    assert set(DISTANCES) == {"near", "far", ""}
-    with pytest.raises(ValueError, match="distance 'close'"):
-        UnknownSet("x", "x", distance="close")
+        assert UNKNOWN_SETS.get(name).proximity == ("" if name in users else UNKNOWN_SETS.get(name).proximity)
+        assert name in users or UNKNOWN_SETS.get(name).proximity in ("near", "far"), name
+    assert set(PROXIMITIES) == {"near", "far", ""}
+    with pytest.raises(ValueError, match="proximity 'close'"):
+        UnknownSet("x", "x", proximity="close")

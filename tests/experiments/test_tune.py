@@ -96,6 +96,7 @@ def test_lenet_protocol_keeps_each_letter_through_subsetting(real_data_dir):
 
 def test_cifar10_split_and_cifar_protocols_name_their_negative_classes(synth):
     c10 = synth.cifar10_python(per_batch=40)
+    synth.mnist_npz(), synth.notmnist_npz()  # the split's far unknowns
     p = build_protocol("cifar10-split", synth.root, seed=0, max_unknown_train=10)
     assert p.negative_class_names == ["horse", "ship"]
     xtr, ytr = c10["train"]

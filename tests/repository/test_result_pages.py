@@ -59,20 +59,23 @@ def test_a_published_run_regenerates_and_an_edited_page_is_caught(tmp_path, monk
     assert pages.published() == []
     pages.publish(run, "bench-cifar-5")
     assert pages.published() == ["bench-cifar-5"] and pages.main(["check"]) == 0
-    page = docs / "guide/benchmark-cifar.md"
-    assert (docs / "images/bench-cifar-5/benchmark_oscr_mnist-rgb.png").read_bytes() == b"png"
-    assert "](../images/bench-cifar-5/benchmark_oscr_cifar10-dog-truck.png)" in page.read_text()
+    entry = pages.PAGES["bench-cifar-5"]
+    page = docs / entry.page
+    assert (docs / entry.figures / "benchmark_oscr_mnist-rgb.png").read_bytes() == b"png"
+    up = "/".join([".."] * (len(entry.page.split("/")) - 1))  # from the page's folder to docs/
+    assert f"]({up}/{entry.figures}/benchmark_oscr_cifar10-dog-truck.png)" in page.read_text()
+    assert f"[`bench-cifar-5`]({up}/{pages.PROVENANCE_PAGE}#bench-cifar-5)" in page.read_text()
     page.write_text(page.read_text().replace("0.610 [", "0.620 [", 1))  # a number typed by hand
     assert pages.main(["check"]) == 1 and "differs" in capsys.readouterr().out
     assert pages.main(["write"]) == 0 and pages.main(["check"]) == 0
 
 
 def test_the_page_opens_with_the_answer_and_collapses_the_full_tables():
-    text = site_page(_result(), "Split benchmark", "`run`", "../images/run")
+    text = site_page(_result(), "Split benchmark", "`run`", "figures-of-the-run")
     headings = [line for line in text.splitlines() if line.startswith("## ")]
     assert headings[:4] == ["## Each approach with its paper's detector", "## What the data says",
                             "## How to read the tables", "## The run"]
-    assert text.index("![OSCR curves on cifar10-dog-truck](../images/run/benchmark_oscr_cifar10-dog-truck.png)") \
+    assert text.index("![OSCR curves on cifar10-dog-truck](figures-of-the-run/benchmark_oscr_cifar10-dog-truck.png)") \
         < text.index("## What the data says")
     # every table in a sticky-first container, every container and dropdown closed
     lines = text.splitlines()

@@ -106,10 +106,10 @@ def _unknown(ds: DatasetSplit) -> np.ndarray:
                    preprocessings=(OURS, AUTHORS),  # authors: the sets of their MNIST/data_prep.py
                    converged_accuracy=0.985,
                    unknown_sets=(UnknownSet("letters", "EMNIST letters test", known_unknowns=True,
-                                            figures="supplementary figure", distance=FAR),
-                                 UnknownSet("devanagari", "Devanagari", figures="Figs. 1 and 2", distance=FAR),
-                                 UnknownSet("notmnist", "notMNIST", distance=FAR),
-                                 UnknownSet("cifar10", "CIFAR-10 test", distance=FAR)))
+                                            figures="supplementary figure", proximity=FAR),
+                                 UnknownSet("devanagari", "Devanagari", figures="Figs. 1 and 2", proximity=FAR),
+                                 UnknownSet("notmnist", "notMNIST", proximity=FAR),
+                                 UnknownSet("cifar10", "CIFAR-10 test", proximity=FAR)))
 def lenet_protocol(data_dir=None, seed: int = 0, preprocessing: str = OURS, **limits) -> OpenSetProtocol:
     """Sec. 3/5: MNIST digits known, EMNIST letters as D_b', four unknown test sets."""
     b = _Builder("lenet++", seed, limits, preprocessing)
@@ -173,10 +173,10 @@ CIFAR_DB_COARSE = tuple(range(10))
 @register_protocol("cifar", RESNET_INPUT, datasets=("cifar100", "svhn", "cifar10"), converged_accuracy=0.90,
                    data_hint="the `cifar` protocol needs CIFAR-10, CIFAR-100 and SVHN; "
                              "`--protocol cifar10-split` runs on CIFAR-10, MNIST and notMNIST",
-                   unknown_sets=(UnknownSet("cifar100", "CIFAR-100 super-classes 10-19 test", distance=NEAR),
-                                 UnknownSet("svhn", "SVHN test", distance=FAR),
+                   unknown_sets=(UnknownSet("cifar100", "CIFAR-100 super-classes 10-19 test", proximity=NEAR),
+                                 UnknownSet("svhn", "SVHN test", proximity=FAR),
                                  UnknownSet("cifar100-db", "CIFAR-100 super-classes 0-9 test", known_unknowns=True,
-                                            distance=NEAR)))
+                                            proximity=NEAR)))
 def cifar_protocol(data_dir=None, seed: int = 0, preprocessing: str = OURS, **limits) -> OpenSetProtocol:
     """Sec. 5: CIFAR-10 known; half of the CIFAR-100 super-classes as D_b', the other
     half (test images) and SVHN test as unknowns."""
@@ -226,11 +226,11 @@ CIFAR10_UNKNOWN = (5, 9)                # dog truck: D_a (test only)
 
 
 @register_protocol("cifar10-split", RESNET_INPUT, datasets=("cifar10", "mnist", "notmnist"), converged_accuracy=0.90,
-                   unknown_sets=(UnknownSet("cifar10-dog-truck", "CIFAR-10 dog + truck test", distance=NEAR),
+                   unknown_sets=(UnknownSet("cifar10-dog-truck", "CIFAR-10 dog + truck test", proximity=NEAR),
                                  UnknownSet("cifar10-horse-ship", "CIFAR-10 horse + ship test", known_unknowns=True,
-                                            distance=NEAR),
-                                 UnknownSet("mnist-rgb", "MNIST test as 32x32 RGB", distance=FAR),
-                                 UnknownSet("notmnist-rgb", "notMNIST as 32x32 RGB", distance=FAR)))
+                                            proximity=NEAR),
+                                 UnknownSet("mnist-rgb", "MNIST test as 32x32 RGB", proximity=FAR),
+                                 UnknownSet("notmnist-rgb", "notMNIST as 32x32 RGB", proximity=FAR)))
 def cifar10_split_protocol(data_dir=None, seed: int = 0, preprocessing: str = OURS, **limits) -> OpenSetProtocol:
     """CIFAR-10 alone for training: 6 known classes, 2 known-unknown classes; at test 2 unknown-unknown
     classes (near) and, as far unknowns (OpenOOD's near/far grouping, issue 55 item 4), the MNIST and

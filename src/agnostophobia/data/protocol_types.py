@@ -197,7 +197,7 @@ PROTOCOLS: Registry[ProtocolSpec] = Registry("protocol", path_names=True)
 
 #: How far an unknown set lies from the knowns (:class:`UnknownSet`): near, far, or not declared.
 NEAR, FAR = "near", "far"
-DISTANCES = (NEAR, FAR, "")
+PROXIMITIES = (NEAR, FAR, "")
 
 
 @dataclass(frozen=True)
@@ -207,7 +207,7 @@ class UnknownSet:
 
     ``known_unknowns`` marks a D_b set: test images of the classes whose training images are the
     negatives D_b' (Sec. 3); the others are D_a, classes never seen in training. ``figures``
-    names the paper's figures that show the set, where any do. ``distance`` is how far the set
+    names the paper's figures that show the set, where any do. ``proximity`` is how far the set
     lies from the knowns, as OpenOOD v1.5 groups its sets (Zhang et al. 2023): ``near`` (other
     classes of the knowns' own kind of images, e.g. CIFAR-10 dog and truck beside its other classes),
     ``far`` (another domain, e.g. digits or letters beside photographs); "" where not declared
@@ -219,11 +219,11 @@ class UnknownSet:
     title: str
     known_unknowns: bool = False
     figures: str = ""
-    distance: str = ""  # near | far | "" (not declared)
+    proximity: str = ""  # near | far | "" (not declared)
 
     def __post_init__(self):
-        if self.distance not in DISTANCES:
-            raise ValueError(f"unknown set {self.name!r}: distance {self.distance!r} is not one of {DISTANCES}")
+        if self.proximity not in PROXIMITIES:
+            raise ValueError(f"unknown set {self.name!r}: proximity {self.proximity!r} is not one of {PROXIMITIES}")
 
     @property
     def role(self) -> str:

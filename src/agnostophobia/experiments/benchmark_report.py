@@ -248,7 +248,7 @@ def _distances_said(result: Dict) -> List[str]:
     ranked, far = result.get("ranked_sets"), result.get("far_sets")
     if not ranked:  # a report written before the sets were grouped by distance
         return []
-    kinds = {unknown_set(name).distance for name in ranked}
+    kinds = {unknown_set(name).proximity for name in ranked}
     if far:
         return [f"Near and far unknowns apart: the mean near D_a OSCR ({', '.join(ranked)}) is what rows are ranked "
                 f"and tested on; the far sets ({', '.join(far)}) are averaged apart, shown, and decide nothing.", ""]

@@ -50,7 +50,7 @@ def ranked_sets(names: Sequence[str]) -> List[str]:
     (D_a) that are not declared far, where there are any (the near ones: the CIFAR-10 split's dog and
     truck), else every D_a set (LeNet++'s, all far), else every set."""
     unknown_unknowns = [name for name in names if not unknown_set(name).known_unknowns]
-    near = [name for name in unknown_unknowns if unknown_set(name).distance != FAR]
+    near = [name for name in unknown_unknowns if unknown_set(name).proximity != FAR]
     return near or unknown_unknowns or list(names)
 
 

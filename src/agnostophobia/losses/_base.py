@@ -166,8 +166,15 @@ class FineTune(NamedTuple):
     glyphs: Optional["FineTune"] = None
 
     def for_images(self, kind: str) -> "FineTune":
-        """The recipe for a protocol whose images are of ``kind`` (``glyph`` or ``natural``,
-        :class:`~agnostophobia.data.InputSpec`): ``glyphs`` for glyphs where declared, else this."""
+        """The recipe for a protocol whose images are of ``kind``.
+
+        Args:
+            kind: the kind of images of the protocol's input, ``glyph`` or ``natural``
+                (:class:`~agnostophobia.data.InputSpec`).
+
+        Returns:
+            ``glyphs`` for glyphs where declared, else this recipe.
+        """
         return self.glyphs if kind == "glyph" and self.glyphs is not None else self
 
 

@@ -51,13 +51,13 @@ def recipe_schedule(approach: str, epochs: Optional[int] = None, protocol: Any =
             "optimizer": chosen.optimizer, "weight_decay": chosen.weight_decay}
 
 
-def trained_schedule(model_dir: Path, approach: str, config: Dict) -> Dict:
+def trained_schedule(model: ModelDir, approach: str, config: Dict) -> Dict:
     """The config keys a trained fine-tune of the run ``config`` was trained with over the run's:
     the recipe its ``fine_tune_start.json`` recorded (a run of an older version trained with the recipe
     of its day, and with the run's optimizer and weight decay where its record names none), else the
     recipe it would train with now (:func:`recipe_schedule`). ``{}`` for an approach that trains from
     scratch."""
-    path = Path(model_dir) / FINE_TUNE_START
+    path = model.fine_tune_start
     if start_approach(approach) is None or not path.is_file():
         return recipe_schedule(approach, config.get("fine_tune_epochs"), config.get("protocol"))
     recorded = json.loads(path.read_text(encoding="utf-8")).get("recipe", {})

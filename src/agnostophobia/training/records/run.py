@@ -132,10 +132,11 @@ def check_agreement(records: RunRecords) -> None:
         saved = records.checkpoint_configs.get(model_dir)
         if saved is None:
             continue
-        best = ModelDir(model_dir).best
+        model = ModelDir(model_dir)
+        best = model.best
         if (saved["approach"], saved["seed"]) != (approach, seed):
             _fail(best, f"was trained as {RunDir.run_key(saved['seed'], saved['approach'])} but lies in {model_dir}")
-        schedule = trained_schedule(model_dir, approach, config)  # a fine-tune's recipe as recorded
+        schedule = trained_schedule(model, approach, config)  # a fine-tune's recipe as recorded
         difference = trained_differently(saved, {**config, **schedule}, one_model=False)
         if difference:
             key, value, other = difference
