@@ -170,7 +170,7 @@ class FineTune(NamedTuple):
 
         Args:
             kind: the kind of images of the protocol's input, ``glyph`` or ``natural``
-                (:class:`~agnostophobia.data.InputSpec`).
+                (the ``kind`` of the protocol's ``InputSpec``).
 
         Returns:
             ``glyphs`` for glyphs where declared, else this recipe.

@@ -415,7 +415,7 @@ class ExperimentConfig:
         """The run of ``approach`` with ``seed``; an approach that fine-tunes (its loss's
         ``fine_tune`` recipe) trains for the recipe's epochs (``fine_tune_epochs`` where the config
         sets it) at the recipe's learning rate, schedule, optimizer and weight decay, its authors'
-        recipe for the protocol's kind of images (:func:`~agnostophobia.training.fine_tune.recipe`).
+        recipe for the protocol's kind of images (``training.fine_tune.recipe``).
 
         Args:
             approach: the registered loss the run trains with.
