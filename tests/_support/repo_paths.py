@@ -9,3 +9,13 @@ TESTS = SUPPORT.parent
 FIXTURES = TESTS / "fixtures"
 #: The repository's root: docs/, examples/, src/, pyproject.toml.
 REPO = TESTS.parent
+
+
+def load_module(name: str, path: Path):
+    """The module in the file ``path`` (a script of docs/ or a fixture's maker, not on the path), loaded as ``name``."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module

@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 
 import yaml
-from repo_paths import REPO
+from repo_paths import REPO, load_module
 
 ROOT = REPO
 DOCS = ROOT / "docs"
@@ -157,12 +157,7 @@ def test_no_docstring_holds_a_control_character():
 
 
 def _refs():
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("agnostophobia_refs", ROOT / "docs/_ext/agnostophobia_refs.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_module("agnostophobia_refs", ROOT / "docs/_ext/agnostophobia_refs.py")
 
 
 def test_the_settings_reference_lists_every_registered_loss_and_detector_with_its_declarations():
@@ -207,12 +202,7 @@ def test_the_exportable_scores_list_is_generated_from_the_registry():
 
 
 def _check_site():
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("check_site", ROOT / "docs/check_site.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_module("check_site", ROOT / "docs/check_site.py")
 
 
 def test_the_browser_check_finds_a_broken_page_an_anchor_and_a_mailto(tmp_path):

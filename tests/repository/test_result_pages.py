@@ -3,7 +3,6 @@ their runs (docs/result_pages.py, experiments.benchmark_report.site_page), never
 published page is regenerated here and compared byte for byte (issue 55 item 7)."""
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
 import sys
@@ -12,14 +11,11 @@ import pytest
 
 from agnostophobia.experiments.benchmark import summarise
 from agnostophobia.experiments.benchmark_report import site_page
-from repo_paths import REPO as ROOT
+from repo_paths import REPO as ROOT, load_module
 
 
 def _pages():
-    spec = importlib.util.spec_from_file_location("result_pages", ROOT / "docs/result_pages.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_module("result_pages", ROOT / "docs/result_pages.py")
 
 
 def _result():

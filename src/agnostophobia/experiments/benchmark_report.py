@@ -416,7 +416,7 @@ def site_page(result: Dict, title: str, run_link: str, figures: str) -> str:
     marks = _marks(result["tests"])
     sets = list(result["test_sets"])
     figure_paths = {unknown: f"{figures}/{Path(path).name}" for unknown, path in result.get("oscr_figures", {}).items()}
-    intro, reading = _intro(result, run_link)[0], _intro(result, run_link)[2]
+    intro, _, reading = _intro(result, run_link)
     lines = [f"# {title}", "",
              f"Run {run_link}, {result['seeds']} seeds: each approach with the detector its paper uses, then its OSCR "
              "curves; what the data says, how to read the cells, the run and the full tables (collapsed: open a "

@@ -45,10 +45,13 @@ def recipe_schedule(approach: str, epochs: Optional[int] = None, protocol: Any =
     none): its epochs, learning rate, schedule, optimizer and weight decay; ``epochs`` (the config's
     ``fine_tune_epochs``), where set, replaces the recipe's epochs."""
     chosen = recipe(approach, protocol)
-    if chosen is None:
-        return {}
-    return {"epochs": chosen.epochs if epochs is None else epochs, "lr": chosen.lr, "scheduler": chosen.scheduler,
-            "optimizer": chosen.optimizer, "weight_decay": chosen.weight_decay}
+    return {} if chosen is None else _schedule(chosen._asdict(), epochs)
+
+
+def _schedule(recipe_keys: Dict, epochs: Optional[int]) -> Dict:
+    """The config keys a recipe (as a mapping) sets; ``epochs``, where set, replaces its epochs."""
+    return {"epochs": recipe_keys["epochs"] if epochs is None else epochs,
+            **{key: recipe_keys[key] for key in ("lr", "scheduler", "optimizer", "weight_decay")}}
 
 
 def trained_schedule(model: ModelDir, approach: str, config: Dict) -> Dict:
@@ -60,11 +63,10 @@ def trained_schedule(model: ModelDir, approach: str, config: Dict) -> Dict:
     path = model.fine_tune_start
     if start_approach(approach) is None or not path.is_file():
         return recipe_schedule(approach, config.get("fine_tune_epochs"), config.get("protocol"))
-    recorded = json.loads(path.read_text(encoding="utf-8")).get("recipe", {})
-    epochs = config.get("fine_tune_epochs")
-    return {"epochs": recorded.get("epochs") if epochs is None else epochs, "lr": recorded.get("lr"),
-            "scheduler": recorded.get("scheduler"), "optimizer": recorded.get("optimizer", config.get("optimizer")),
-            "weight_decay": recorded.get("weight_decay", config.get("weight_decay", 0.0))}
+    recorded = {"epochs": None, "lr": None, "scheduler": None,  # an older record: the run's optimizer trained it
+                "optimizer": config.get("optimizer"), "weight_decay": config.get("weight_decay", 0.0),
+                **json.loads(path.read_text(encoding="utf-8")).get("recipe", {})}
+    return _schedule(recorded, config.get("fine_tune_epochs"))
 
 
 def check_starts(approaches: Iterable[str], trained: Iterable[str] = ()) -> None:
