@@ -7,7 +7,6 @@ import json
 import re
 import sys
 
-
 from agnostophobia.experiments.benchmark import summarise
 from agnostophobia.experiments.benchmark_report import site_page
 from repo_paths import REPO as ROOT, load_module
