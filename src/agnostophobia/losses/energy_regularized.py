@@ -7,7 +7,7 @@ import torch.nn.functional as F
 
 from ..settings import Setting
 from ._base import LOSSES, FineTune, OpenSetLoss, auxiliary_outliers, from_scratch
-from .outlier_exposure import FINE_TUNE_DIFFERS, OE_MNIST_RECIPE
+from .outlier_exposure import FINE_TUNE_DIFFERS, OE_MNIST_RECIPE, OWN_LR_ON_GLYPHS
 
 
 @LOSSES.register("energy-regularized")
@@ -104,5 +104,5 @@ class EnergyRegularizedFineTuned(EnergyRegularizedLoss):
                                 "``--decay 0.0005``, cosine (CIFAR/run.sh ``energy_ft``)",
                          differs=FINE_TUNE_DIFFERS,
                          glyphs=OE_MNIST_RECIPE._replace(
-                             differs=OE_MNIST_RECIPE.differs + "; the authors ran CIFAR only: this is Outlier "
-                                     "Exposure's MNIST recipe, whose code theirs extends"))
+                             lr=1e-3, differs=OE_MNIST_RECIPE.differs + "; the authors ran CIFAR only: this is "
+                             "Outlier Exposure's MNIST recipe, whose code theirs extends, " + OWN_LR_ON_GLYPHS))
