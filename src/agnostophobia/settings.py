@@ -57,7 +57,8 @@ class Setting:
     run's records keep it (``recorded``). ``doc`` says what it means, for the references;
     ``source`` where its default was read (the paper, the authors' code: repository, file and
     argument, pytorch-ood, OpenOOD) and ``differs`` what is different here ("": nothing), for the
-    table of where each default comes from (docs/training-peers.md). A record's key (a field
+    table of where each default comes from (docs/training-peers.md); ``formerly`` the names it had
+    before (a config written with one still loads, read as this setting). A record's key (a field
     declared with :func:`setting`) may also be ``required`` (no default: a value must be given),
     belong to some ``types`` of its record only (a ``protocol:`` mapping's ``csv`` keys), list
     values of the ``items`` kinds (a ``list``), be refused in a phrase of its own (``refusal``) and
@@ -85,6 +86,7 @@ class Setting:
     words: Tuple[str, ...] = ()
     source: str = ""  # where the default was read (paper, authors' code, pytorch-ood, OpenOOD)
     differs: str = ""  # what is different here from that source ("": nothing)
+    formerly: Tuple[str, ...] = ()  # the names it had before: an old config's key, read as this setting
     required: bool = False  # a value must be given (by a record of one of its ``types``): no default
     types: Tuple[str, ...] = ()  # the types of its record it belongs to, as a protocol's csv (empty: all)
     items: Tuple[type, ...] = ()  # a list's allowed item kinds (empty: any)

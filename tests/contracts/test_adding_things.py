@@ -1,8 +1,10 @@
-"""Adding a loss with a tunable setting, or an exportable detector, is two source files and one test
-file each, and no other edit (docs/architecture.md, "Tests"): a package written here, outside the
-repository, registers both through the ``agnostophobia.plugins`` entry point, brings one test file
-for each that registers its float64 reference, and the repository's contract tests, run over them
-in a fresh pytest, pass; with a deliberately wrong reference they fail."""
+"""A loss with a tunable setting and an exportable detector added from outside the package pass the
+contract tests with their own test files alone (docs/architecture.md, "Layout"): a package written
+here, outside the repository, registers both through the ``agnostophobia.plugins`` entry point, brings
+one test file for each that registers its float64 reference, and the repository's contract tests, run
+over them in a fresh pytest, pass; with a deliberately wrong reference they fail. (The same inside the
+package, as the worked examples of docs/architecture.md write it, with the default selection of the
+registry-wide tests: tests/contracts/test_worked_examples.py.)"""
 from __future__ import annotations
 
 import os

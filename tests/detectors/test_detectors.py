@@ -1,12 +1,13 @@
 """The detector interface, parametrised over the registry (every detector: shape, finite values,
 the network's prediction kept, OSCR invariance under monotonic transforms, fit state, its torch
-score for ``export`` equal to its numpy score or a declared reason why there is none), and the
+score for ``export`` equal to its numpy score, at its defaults and at a point of its tuning grid, or a
+declared reason why there is none; its declared grid inside its ranges, each tuned setting moving the
+scores), read from what each detector declares beside its code, with no table of names to edit; and the
 exact checks: max-logit = largest logit, energy = logsumexp, k-NN = brute force, OpenMax =
 the numbers of the implementation it replaced (EVM, PostMax, GHOST: in their own test files)."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -15,7 +16,8 @@ import scipy.stats
 import torch
 
 from agnostophobia.detectors import (DETECTORS, NotExportable, NotFittedError, OpenMax, build_detector,
-                                     k_smallest_distances, kth_neighbour_distance, place_in_predicted_column)
+                                     k_smallest_distances, kth_neighbour_distance, place_in_predicted_column,
+                                     setting_grid)
 from agnostophobia.errors import ConfigError
 from agnostophobia.losses import build_loss
 from agnostophobia.metrics import ccr_at_fpr, oscr
@@ -75,8 +77,8 @@ def built(name: str, **settings):
     return detector.use_last_layer(WEIGHTS[:C]) if detector.needs_last_layer else detector
 
 
-def fitted(name: str):
-    detector = built(name)
+def fitted(name: str, **settings):
+    detector = built(name, **settings)
     known = TRAIN_LABELS >= 0
     train_logits = columns(detector, TRAIN_LOGITS)[:, :C]  # fitting always sees the C known classes
     return detector.fit(train_logits[known], TRAIN_FEATURES[known], TRAIN_LABELS[known])
@@ -169,8 +171,10 @@ def test_torch_inputs_give_the_numpy_scores(name):
                                detector.scores(logits, TEST_FEATURES), rtol=1e-12)
 
 
-# each registered detector, and the settings that change its torch formula
+# each registered detector with its defaults and at the first point of its declared tuning grid (every
+# tuned setting away from its default, where the grid allows), and the settings that change its torch formula
 TORCH_VARIANTS = [(name, {}) for name in DETECTORS.names()] + [
+    (name, setting_grid(name)[0]) for name in DETECTORS.names() if setting_grid(name)] + [
     ("knn", {"k": 3, "class_conditional": True}), ("knn", {"k": 2, "normalize": False}),
     ("energy", {"temperature": 2.5}), ("ash", {"variant": "p"}), ("ash", {"variant": "b", "percentile": 65.0}),
     ("gen", {"top": 2, "gamma": 1.0})]
@@ -389,8 +393,6 @@ def test_every_constructor_keyword_is_declared_with_the_constructors_default(nam
 
 @pytest.mark.parametrize("name", DETECTORS.names())
 def test_every_grid_value_is_inside_its_range_and_builds(name):
-    from agnostophobia.detectors import setting_grid
-
     for key, setting in DETECTORS.get(name).SETTINGS.items():
         assert len(set(setting.grid)) == len(setting.grid), key
         for value in setting.grid:
@@ -402,15 +404,22 @@ def test_every_grid_value_is_inside_its_range_and_builds(name):
         build_detector(name, **point)
 
 
-def test_the_settings_the_issue_names_are_tuned():
-    from agnostophobia.detectors import setting_grid
-
-    tuned = {name: set(setting_grid(name)[0]) for name in DETECTORS.names() if setting_grid(name)}
-    # and the two that decide whether the feature magnitude counts (cosine/normalised features drop it)
-    assert tuned == {"knn": {"k", "normalize"}, "openmax": {"tail_size", "alpha"},
-                     "evm": {"tail_size", "cover_threshold", "distance"}, "postmax": {"tail_fraction"},
-                     "react": {"percentile"}, "ash": {"percentile", "variant"}, "scale": {"percentile"},
-                     "vim": {"principal_fraction"}, "gen": {"gamma", "top"}}
+@pytest.mark.parametrize("name", [n for n in DETECTORS.names() if setting_grid(n)])
+def test_every_tuned_setting_moves_the_scores(name):
+    """``tune-detectors`` fits every point of the grid a detector declares beside its code (``setting_grid``:
+    the product of its settings' grids); each tuned setting changes the scores at some value of its grid
+    that the small training set here can fit, else its grid only multiplies the fits."""
+    base = fitted(name)
+    baseline = base.scores(columns(base, TEST_LOGITS), TEST_FEATURES)
+    for key, setting in base.SETTINGS.items():
+        moved = []
+        for value in [v for v in setting.grid if v != getattr(base, key)]:
+            try:
+                detector = fitted(name, **{key: value})
+            except ValueError:  # a tail longer than the tiny training set's classes (OpenMax's 50)
+                continue
+            moved.append(not np.array_equal(detector.scores(columns(detector, TEST_LOGITS), TEST_FEATURES), baseline))
+        assert not setting.grid or any(moved), (key, setting.grid)
 
 
 @pytest.mark.parametrize("name", DETECTORS.names())

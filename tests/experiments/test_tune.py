@@ -127,7 +127,7 @@ def test_loss_settings_say_which_losses_read_xi_and_lambda():
         "outlier-exposure": ("outlier_weight", "outlier_average"),
         "energy-regularized": ("energy_weight", "energy_margin_in", "energy_margin_out"),
         "mixoe": ("mix", "mix_alpha", "mix_weight"), "maximal-entropy": ("margin",),
-        "logitnorm": ("logitnorm_temperature",),
+        "logitnorm": ("temperature",),
         "vos": ("vos_weight", "vos_start", "queue_size", "candidates", "selected"),
         # the fine-tuning variants read their loss's settings
         "outlier-exposure-ft": ("outlier_weight", "outlier_average"),

@@ -566,3 +566,20 @@ def test_tune_checks_a_grid_against_the_tuned_approaches_own_declarations(two_lo
         check_grid(grid, ["knob-wide", "knob-unit"])
     with pytest.raises(ConfigError, match="-50"):
         parse_params(["shared_knob=-50"])
+
+
+def test_a_former_setting_name_names_one_setting_and_no_setting_has_it_now():
+    """A renamed setting keeps its old name loading (``Setting.formerly``, read by the config, ``build_loss``
+    and ``tune --param``); that is unambiguous only while no loss's setting is called so now and every loss
+    that declared it renamed it alike."""
+    from agnostophobia.losses import every_loss_setting, renamed_loss_settings
+
+    current = every_loss_setting()
+    became = {}
+    for keyword, by_approach in current.items():
+        for approach, declared in by_approach.items():
+            for former in declared.formerly:
+                assert former not in current, (approach, former)
+                assert became.setdefault(former, keyword) == keyword, (approach, former)
+    assert renamed_loss_settings() == became
+    assert became["logitnorm_temperature"] == "temperature"  # the package's own: LogitNorm's τ

@@ -138,7 +138,7 @@ def test_logitnorm_matches_pytorch_ood():
     drop them with a warning, we give them 0 and count the knowns)."""
     logits, labels, _ = batch(10, scale=6.0)
     for reduction in ("mean", "sum"):
-        ours = build_loss("logitnorm", C, logitnorm_temperature=0.04, reduction=reduction)(logits, labels)
+        ours = build_loss("logitnorm", C, temperature=0.04, reduction=reduction)(logits, labels)
         with pytest.warns(UserWarning, match="Discarding samples"):  # negatives: they warn, we count them 0
             theirs = ood.LogitNorm(t=0.04, reduction=reduction)(logits, labels)
         torch.testing.assert_close(ours, theirs, rtol=1e-6, atol=0)

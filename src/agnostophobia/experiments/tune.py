@@ -47,7 +47,7 @@ from agnostophobia.experiments.request import RunRequest
 from agnostophobia.experiments.reproduce import (check_existing_run, configure, default_budget,
                                                  protocol_for, train_and_store)
 from agnostophobia.experiments.run_record import write_config
-from agnostophobia.losses import LOSSES, every_loss_setting, loss_settings, setting_problem
+from agnostophobia.losses import LOSSES, every_loss_setting, loss_settings, renamed_loss_settings, setting_problem
 from agnostophobia.metrics import ccr_at_fpr
 from agnostophobia.metrics.rows import own_detector
 from agnostophobia.metrics.summary import finite_or_none
@@ -87,6 +87,7 @@ def parse_param(text: str) -> Tuple[str, Tuple[float, ...]]:
     name = name.strip()
     if not sep or not name or not values.strip():
         raise ConfigError(f"--param {text!r}: expected NAME=V1,V2,... (e.g. xi=10,50,100)")
+    name = renamed_loss_settings().get(name, name)  # a setting's former name, as a config's loss: reads it
     tunable = tunable_parameters()
     if name not in tunable:
         raise ConfigError(f"--param {text!r}: unknown parameter {name!r}; tunable (read by a loss): "

@@ -65,6 +65,8 @@ __all__ = [
     "approach_logit_layer",
     "loss_settings",
     "every_loss_setting",
+    "renamed_loss_settings",
+    "current_setting_names",
     "setting_problem",
     "PAPER_APPROACHES",
     "inverse_frequency_class_weights",
@@ -75,9 +77,9 @@ __all__ = [
 def build_loss(name: str, num_classes: int, **kwargs) -> OpenSetLoss:
     """Instantiate the loss registered as ``name`` (see ``LOSSES.names()``).
 
-    Keyword arguments go to the loss class (e.g. ``xi``, ``lambda_``, ``reduction``);
-    a missing or unexpected one raises :class:`~agnostophobia.errors.ConfigError`
-    naming it, since these usually come from a config file.
+    Keyword arguments go to the loss class (e.g. ``xi``, ``lambda_``, ``reduction``), a setting's
+    former name (``Setting.formerly``) read as the setting; a missing or unexpected one raises
+    :class:`~agnostophobia.errors.ConfigError` naming it, since these usually come from a config file.
 
     Args:
         name: a name registered in :data:`~agnostophobia.losses.LOSSES` (an approach:
@@ -104,6 +106,7 @@ def build_loss(name: str, num_classes: int, **kwargs) -> OpenSetLoss:
         1.102
     """
     cls = LOSSES.get(name)
+    kwargs = current_setting_names(kwargs, renamed_loss_settings(name), f"loss {name!r}")  # a former name builds it
     try:
         inspect.signature(cls).bind(num_classes, **kwargs)
     except TypeError as exc:
@@ -120,8 +123,8 @@ def approach_logit_layer(model, approach: str, settings: Optional[Dict] = None):
     Args:
         model: a network just built (its ``logits`` the linear layer of the model's own).
         approach: the approach it was trained with (a run's config ``approach``).
-        settings: the run's ``loss:`` settings (those the approach's loss does not read are left out;
-            None: the declared defaults).
+        settings: the run's ``loss:`` settings (those the approach's loss does not read are left out,
+            a former name read as its setting; None: the declared defaults).
 
     Returns:
         ``model`` itself.
@@ -136,7 +139,8 @@ def approach_logit_layer(model, approach: str, settings: Optional[Dict] = None):
     if approach not in LOSSES or LOSSES.get(approach).linear_logits:
         return model
     own = loss_settings(approach)
-    kwargs = {name: value for name, value in (settings or {}).items() if name in own}
+    settings = current_setting_names(settings or {}, renamed_loss_settings(approach), "loss settings")  # a record's
+    kwargs = {name: value for name, value in settings.items() if name in own}
     num_classes = LOSSES.get(approach).known_logits(int(model.logits.out_features))
     return with_logit_layer(model, build_loss(approach, num_classes, **kwargs))
 
@@ -184,6 +188,61 @@ def every_loss_setting() -> Dict[str, Dict[str, Setting]]:
         for keyword, declared in loss_settings(name).items():
             settings.setdefault(keyword, {})[name] = declared
     return settings
+
+
+def renamed_loss_settings(approach: Optional[str] = None) -> Dict[str, str]:
+    """The former names of the registered losses' settings (``Setting(..., formerly=...)``), each
+    with the name it has now: a config that still writes one loads, read as the setting it became.
+
+    Args:
+        approach: one registered loss, whose settings' former names alone are given (None: every
+            registered loss's).
+
+    Returns:
+        ``{former name: keyword}``.
+
+    Raises:
+        ConfigError: ``approach`` is not a registered loss.
+
+    Examples:
+        >>> from agnostophobia.losses import renamed_loss_settings
+        >>> renamed_loss_settings("logitnorm")  # LogitNorm's τ, named without a prefix now
+        {'logitnorm_temperature': 'temperature'}
+    """
+    approaches = LOSSES.registered() if approach is None else [approach]
+    return {former: keyword for name in approaches for keyword, declared in loss_settings(name).items()
+            for former in declared.formerly}
+
+
+def current_setting_names(values: Dict, renamed: Dict[str, str], where: str) -> Dict:
+    """``values`` (loss settings by name, a config's ``loss:`` or a constructor's keywords) with
+    each former name replaced by the setting's name now.
+
+    Args:
+        values: ``{name: value}``, some names perhaps former ones.
+        renamed: ``{former name: name}`` (:func:`renamed_loss_settings`, or one loss's).
+        where: what holds ``values``, for the error (``"config key 'loss'"``).
+
+    Returns:
+        ``{name: value}``, in the order given.
+
+    Raises:
+        ConfigError: a setting given under its former name and its name with two values.
+
+    Examples:
+        >>> from agnostophobia.losses import current_setting_names, renamed_loss_settings
+        >>> current_setting_names({"logitnorm_temperature": 0.1}, renamed_loss_settings(), "loss")
+        {'temperature': 0.1}
+    """
+    out: Dict = {}
+    given: Dict = {}
+    for key, value in values.items():
+        name = renamed.get(key, key)
+        if name in out and out[name] != value:
+            raise ConfigError(f"{where}: {given[name]!r} and {key!r} both set {name!r}, to {out[name]!r} and "
+                              f"{value!r}; set it once, as {name!r}")
+        out[name], given[name] = value, key
+    return out
 
 
 def setting_problem(keyword: str, value, approaches=None) -> Optional[str]:

@@ -29,7 +29,7 @@ class LogitNormLoss(OpenSetLoss):
     Examples:
         >>> import torch
         >>> from agnostophobia.losses import LogitNormLoss
-        >>> loss = LogitNormLoss(num_classes=3, logitnorm_temperature=1.0, reduction="none")
+        >>> loss = LogitNormLoss(num_classes=3, temperature=1.0, reduction="none")
         >>> logits = torch.tensor([[4.0, 0.0, 0.0], [40.0, 0.0, 0.0]])
         >>> loss(logits, torch.tensor([0, 0])).round(decimals=4)  # the norm is divided out: scaling the logits changes nothing
         tensor([0.5514, 0.5514])
@@ -38,19 +38,20 @@ class LogitNormLoss(OpenSetLoss):
     title = "LogitNorm"
     trains_on_unknowns = False
     default_detector = "softmax"
-    logitnorm_temperature = Setting(float, 0.04, low=0, low_open=True, grid=(0.01, 0.04, 0.1),
-                                    doc="τ, the temperature of the normalised logits",
-                                    source="OpenOOD ``train_logitnorm.yml``: ``tau: 0.04``; "
-                                           "hongxin001/logitnorm_ood, README.md: the CIFAR-10 command passes "
-                                           "``--temp 0.01`` (train.py default 1.0); pytorch-ood "
-                                           "``LogitNorm(t=1.0)``; paper's value not confirmed",
-                                    differs="**differs from the authors' released CIFAR-10 command** (0.01); "
-                                            "pytorch-ood's default is 1")
+    temperature = Setting(float, 0.04, low=0, low_open=True, grid=(0.01, 0.04, 0.1),
+                          doc="τ, the temperature of the normalised logits",
+                          source="OpenOOD ``train_logitnorm.yml``: ``tau: 0.04``; "
+                                 "hongxin001/logitnorm_ood, README.md: the CIFAR-10 command passes "
+                                 "``--temp 0.01`` (train.py default 1.0); pytorch-ood "
+                                 "``LogitNorm(t=1.0)``; paper's value not confirmed",
+                          differs="**differs from the authors' released CIFAR-10 command** (0.01); "
+                                  "pytorch-ood's default is 1",
+                          formerly=("logitnorm_temperature",))  # its name until settings were checked per family
 
     def forward(self, logits: torch.Tensor, labels: torch.Tensor, sample_weight=None) -> torch.Tensor:
         logits, labels, weight = self._check_inputs(logits, labels, sample_weight)
         norm = torch.linalg.vector_norm(logits, dim=1, keepdim=True).clamp(min=torch.finfo(logits.dtype).tiny)
         known = labels >= 0
-        nll = F.cross_entropy(logits / (self.logitnorm_temperature * norm),
+        nll = F.cross_entropy(logits / (self.temperature * norm),
                               torch.where(known, labels, torch.zeros_like(labels)), reduction="none")
         return self._reduce(torch.where(known, nll, torch.zeros_like(nll)), labels, weight)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import re
 import warnings
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -28,8 +27,8 @@ from agnostophobia.data.protocols import build_protocol, check_limits, protocol_
 from agnostophobia.errors import AgnostophobiaWarning, ConfigError
 from agnostophobia.settings import field_settings, setting
 from agnostophobia.training.fine_tune import recipe_schedule
-from agnostophobia.losses import (LOSSES, PAPER_APPROACHES, build_loss, every_loss_setting, loss_settings,
-                                  setting_problem)
+from agnostophobia.losses import (LOSSES, PAPER_APPROACHES, build_loss, current_setting_names, every_loss_setting,
+                                  loss_settings, renamed_loss_settings, setting_problem)
 from agnostophobia.models import MODELS, build_model
 from agnostophobia.training.precision import PRECISIONS
 from agnostophobia.training.concurrent import check_concurrent_runs
@@ -477,13 +476,15 @@ LEGACY_LOSS_KEYS = {"xi": "xi", "lambda": "lambda_", "lambda_": "lambda_"}
 def with_loss_keys_moved(values: Dict[str, Any], base_loss: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
     """``values`` (a config's keys) with the loss hyper-parameters in their one home: the old
     top-level ``xi`` / ``lambda`` moved under ``loss:`` (on top of ``base_loss``, the loss
-    settings they override), and ``loss: {lambda: ...}`` spelled as the keyword ``lambda_``.
+    settings they override), ``loss: {lambda: ...}`` spelled as the keyword ``lambda_``, and a
+    setting's former name (``logitnorm_temperature``) read as its name now (``temperature``).
     The same value set in both places is one setting; two values are a :class:`ConfigError`."""
     legacy = {key: values[key] for key in LEGACY_LOSS_KEYS if key in values}
     own = values.get("loss") or {}
     if not isinstance(own, dict) or not (legacy or "loss" in values or base_loss):
         return values  # nothing to move, or a malformed loss: the config check names it
     own = {LOSS_ALIASES.get(key, key): value for key, value in own.items()}
+    own = current_setting_names(own, renamed_loss_settings(), "config key 'loss'")
     for key, value in legacy.items():
         keyword = LEGACY_LOSS_KEYS[key]
         if keyword in own and own[keyword] != value:
@@ -496,14 +497,18 @@ def with_loss_keys_moved(values: Dict[str, Any], base_loss: Optional[Dict[str, A
 
 
 def legacy_loss_note(data: Dict[str, Any]) -> Optional[str]:
-    """The one line a config with top-level ``xi`` / ``lambda`` (here or in a budget) gets."""
+    """The one line a config with top-level ``xi`` / ``lambda``, or a loss setting's former name
+    (here or in a budget), gets."""
     levels = [("", data)] + [(f"budgets.{name}.", values) for name, values in (data.get("budgets") or {}).items()
                              if isinstance(values, dict)]
     found = [prefix + key for prefix, level in levels for key in LEGACY_LOSS_KEYS if key in level]
-    if not found:
-        return None
-    return (f"note: config key{'s' * (len(found) > 1)} {', '.join(found)}: read as loss.xi / loss.lambda; "
-            f"Objectosphere's hyper-parameters live under loss: now (loss: {{xi: 50, lambda: 1.0e-4}})")
+    renamed = renamed_loss_settings()
+    former = [(f"{prefix}loss.{key}", renamed[key]) for prefix, level in levels
+              if isinstance(level.get("loss"), dict) for key in level["loss"] if key in renamed]
+    notes = [f"config key{'s' * (len(found) > 1)} {', '.join(found)}: read as loss.xi / loss.lambda; "
+             f"Objectosphere's hyper-parameters live under loss: now (loss: {{xi: 50, lambda: 1.0e-4}})"] * bool(found)
+    notes += [f"config key {key}: read as loss.{name}, its name now" for key, name in former]
+    return "note: " + "; ".join(notes) if notes else None
 
 
 def comparable_config(values: Dict[str, Any]) -> Dict[str, Any]:
