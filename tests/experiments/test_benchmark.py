@@ -90,6 +90,29 @@ def test_an_approach_on_fewer_seeds_than_the_run_is_marked_and_never_ranked_or_t
     assert not any("fewer seeds" in line for line in summarise(rows(), 0.985)["summary"])
 
 
+def test_rows_trained_on_extra_data_are_marked_and_ranked_apart():
+    """On a protocol whose negatives are an outside set (osr-mnist, osr-cifar10), the approaches that
+    train on them are ranked after the others, their ranks counted among themselves (E1, ...), and the
+    others keep the ranks they have without them; the paragraph names the best of each group."""
+    alone = summarise([r for r in rows() if r["approach"] == "softmax"], min_accuracy=0.985)
+    result = summarise(rows(), min_accuracy=0.985, extra_data=[REFERENCE_APPROACH])
+    ranked = [(r["row"], r["rank"], r["extra_data"]) for r in result["rows"] if r["rank"] is not None]
+    assert ranked == [("softmax/max-logit", 1, False), ("softmax/softmax", 2, False),
+                      ("entropic/max-logit", 1, True), ("entropic/softmax", 2, True)]
+    assert [(r["row"], r["rank"]) for r in alone["rows"]] == [(row, rank) for row, rank, _ in ranked[:2]]
+    assert any(line.startswith("Best by") and "softmax/max-logit" in line for line in result["summary"])
+    assert any(line.startswith("Best with extra data") and "entropic/max-logit" in line for line in result["summary"])
+    result.update({"meta": {}, "tuning": "config", "notes": [], "test_sets": {"letters": 1000, "devanagari": 1000},
+                   "fprs": [0.1]})
+    text = markdown(result, "run")
+    assert "| E1 | entropic/max-logit (extra data) |" in text and "| 1 | softmax/max-logit |" in text
+    assert "ranked apart" in text
+    plain = summarise(rows(), min_accuracy=0.985)
+    plain.update({"meta": {}, "tuning": "config", "notes": [], "test_sets": {"letters": 1000, "devanagari": 1000},
+                  "fprs": [0.1]})
+    assert "extra data" not in markdown(plain, "run")  # a protocol without: the report is as before
+
+
 def test_the_report_covers_the_approaches_the_benchmark_was_asked_for():
     """Models of an approach the last call did not ask for (an earlier call's, one set aside after a
     divergence) stay in the folder and are left out of the report; the order is the folder's."""

@@ -209,14 +209,15 @@ def write_benchmark(run_dir, min_accuracy: Optional[float] = None, log: Callable
     with run_lock(run_dir, create=False):
         comparison = compare_models(run_dir, approaches=approaches, curves=True)
         models = [m for m in records.models if m[1] in approaches]
-        result = summarise(comparison.rows, threshold, sample_replicates(models, _stored_scores(run_dir, records)))
+        extra, outside = extra_data_approaches(records.config.get("protocol"), approaches)
+        result = summarise(comparison.rows, threshold, sample_replicates(models, _stored_scores(run_dir, records)),
+                           extra_data=extra)
         notes = [f"{approach}: its models are in the folder, but it is not among this benchmark's approaches "
                  f"(config.yaml)" for approach in left_out]
-        extra, outside = extra_data_approaches(records.config.get("protocol"), approaches)
         if extra:  # a protocol whose negatives are an outside set (osr-mnist, osr-cifar10)
             notes.append(f"extra data: {', '.join(extra)} trained on negatives from an outside set ({outside}) that "
-                         f"the other approaches never saw; this table ranks every row together, "
-                         f"benchmark-splits.md in the folder above keeps them apart")
+                         f"the other approaches never saw; their rows are marked (extra data) and ranked apart, "
+                         f"after the others, their ranks counted among themselves")
         result.update({"format": _FORMAT, "tuning": tuning, "notes": notes + comparison.notes,
                        "val_negatives": comparison.val_negatives, "test_sets": comparison.test_sets,
                        "fprs": comparison.fprs, "meta": _meta(records.meta)})
@@ -257,12 +258,16 @@ def _meta(meta: Optional[Dict]) -> Dict:
 
 
 # ------------------------------------------------------------------------ benchmark.json
-def summarise(rows: List[Dict], min_accuracy: Optional[float], replicates: Optional[Dict] = None) -> Dict:
+def summarise(rows: List[Dict], min_accuracy: Optional[float], replicates: Optional[Dict] = None,
+              extra_data: Sequence[str] = ()) -> Dict:
     """Rows with intervals, convergence, ranks, tests and the paragraph (``benchmark.json``).
     ``replicates``: ``{(approach, detector): {seed: (B,) array}}``, each row's mean D_a OSCR on the
     paired bootstrap's resamples of the test samples
     (:func:`~agnostophobia.experiments.benchmark_comparisons.sample_replicates`), which floor each
-    difference's standard error; None: the seeds' spread alone (the report says so)."""
+    difference's standard error; None: the seeds' spread alone (the report says so).
+    ``extra_data``: the approaches trained on an outside set of negatives
+    (:func:`~agnostophobia.experiments.benchmark_splits.extra_data_approaches`): their rows are
+    marked and ranked apart (:func:`~agnostophobia.experiments.benchmark_ranking.rank_rows`)."""
     approaches = list(dict.fromkeys(r["approach"] for r in rows))
     sets = list(dict.fromkeys(name for r in rows for name in r["test"]))
     accuracy = {a: network_accuracy(rows, a) for a in approaches}
@@ -280,6 +285,7 @@ def summarise(rows: List[Dict], min_accuracy: Optional[float], replicates: Optio
                          "val_closed_set_accuracy": interval_over_seeds(val_acc) if val_acc else None,
                          "accuracy_per_seed": {"val": val_acc, "test": acc},
                          "converged": converged, "complete": len(row["seed_ids"]) == run_seeds,
+                         "extra_data": row["approach"] in extra_data,
                          "mean_oscr_per_seed": mean_oscr(row), "mean_oscr_log_per_seed": mean_oscr(row, "oscr_log"),
                          "mean_far_oscr_per_seed": mean_oscr(row, far=True),
                          "mean_da_per_seed": {key: mean_oscr(row, key) for key in RANKING_CANDIDATES},

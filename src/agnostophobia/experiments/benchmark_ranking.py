@@ -32,11 +32,14 @@ RANKING_RULE = ("the candidate with the largest median separation, over every pa
 def rank_rows(rows: List[Dict], metric: str) -> List[Dict]:
     """Rows best first by the validation ``metric`` (mean over seeds), through ``compare``'s ranking
     (:func:`~agnostophobia.deploy.compare.rank`: ties to the higher validation AUROC, then the
-    run's row order); the rows not ranked (not converged, incomplete) follow in the same order,
-    without a rank. No test number is read."""
+    run's row order). The rows marked ``extra_data`` (trained on an outside set the others never
+    saw) are ranked apart, after the others, their ranks counted among themselves, as OpenOOD
+    separates the methods trained with outliers; the rows not ranked (not converged, incomplete)
+    follow in the same order, without a rank. No test number is read."""
     from agnostophobia.deploy.compare import rank
 
-    ranked = rank([r for r in rows if rankable(r)], None, by=metric)
+    ranked = [row for extra in (False, True)
+              for row in rank([r for r in rows if rankable(r) and bool(r.get("extra_data")) == extra], None, by=metric)]
     others = rank([r for r in rows if not rankable(r)], None, by=metric)
     return [*ranked, *({**row, "rank": None} for row in others)]
 

@@ -67,15 +67,16 @@ def what_the_data_says(result: Dict) -> List[str]:
     converged, where ties decide."""
     rows = result["rows"]
     lines = []
-    ranked = [r for r in rows if r["rank"] is not None]
     ranking = result["ranking"]
-    if ranked:
-        top = ranked[0]
-        value = top["val"].get(ranking["chosen"])
-        lines.append(f"Best by validation {ranking['title']} (the ranking metric, chosen on validation data): "
-                     f"{top['row']} ({_number(value)} on validation; its test mean D_a OSCR "
-                     f"{np.mean(top['mean_oscr_per_seed']):.3f} over {len(top['seeds'])} seeds), "
-                     f"of {len(ranked)} ranked rows.")
+    for extra, among in ((False, ""), (True, " with extra data")):
+        ranked = [r for r in rows if r["rank"] is not None and bool(r.get("extra_data")) == extra]
+        if ranked:
+            top = ranked[0]
+            value = top["val"].get(ranking["chosen"])
+            lines.append(f"Best{among} by validation {ranking['title']} (the ranking metric, chosen on validation "
+                         f"data): {top['row']} ({_number(value)} on validation; its test mean D_a OSCR "
+                         f"{np.mean(top['mean_oscr_per_seed']):.3f} over {len(top['seeds'])} seeds), "
+                         f"of {len(ranked)} ranked rows{among}.")
     lines += _decisions_said(result)
     loose = sorted({r["approach"] for r in rows if r["converged"] is False})
     if loose:
@@ -121,7 +122,8 @@ def _intro(result: Dict, run_name: str) -> List[str]:
             f"number unless its column says validation; rows are ranked by the validation "
             f"{result['ranking']['title']} (mean over seeds), the ranking metric the declared rule chose on "
             "validation data (\"Choosing the ranking metric\"); † ties decide more than 1 % of that set's "
-            "ranking."]
+            "ranking." + (" Rows marked (extra data) trained on negatives from an outside set the others never saw: "
+                          "they are ranked apart, after the others, E1 their best." if _has_extra(result) else "")]
 
 
 def markdown(result: Dict, run_name: str) -> str:
@@ -154,7 +156,7 @@ def _oscr_table(result: Dict, marks: Dict) -> List[str]:
               *(f"{s} OSCR" for s in sets), "vs EOS, same detector (secondary)", "vs MSP (secondary)"]
     lines = ["## OSCR", "", _row_md(header), _rule(header)]
     for row in result["rows"]:
-        cells = [str(row["rank"]) if row["rank"] else "—", _label(row), _fmt(row["closed_set_accuracy"]),
+        cells = [_rank_cell(row), _label(row), _fmt(row["closed_set_accuracy"]),
                  _fmt(row.get("val_closed_set_accuracy")), _val_cell(row, metric)]
         cells += [_fmt(row["test"].get(s, {}).get("oscr")) + _tie(row, s) for s in sets]
         cells += [marks["approaches"].get(row["row"], ""), marks["detectors"].get(row["row"], "")]
@@ -352,9 +354,21 @@ def _label(row: Dict) -> str:
 
 
 def _marked(row: Dict) -> str:
-    """Why a row is not ranked, as the tables say it."""
-    return (" (not converged)" if row["converged"] is False else "") + \
+    """Why a row is not ranked, or ranked apart, as the tables say it."""
+    return (" (extra data)" if row.get("extra_data") else "") + \
+        (" (not converged)" if row["converged"] is False else "") + \
         ("" if row["complete"] else f" (incomplete: {len(row['seeds'])} seed(s))")
+
+
+def _rank_cell(row: Dict) -> str:
+    """A row's rank: E before the ranks of the rows with extra data, counted among themselves."""
+    if not row["rank"]:
+        return "—"
+    return f"E{row['rank']}" if row.get("extra_data") else str(row["rank"])
+
+
+def _has_extra(result: Dict) -> bool:
+    return any(row.get("extra_data") for row in result["rows"])
 
 
 def _tie(row: Dict, name: str) -> str:
