@@ -31,9 +31,10 @@ OE_MNIST_RECIPE = FineTune("softmax", epochs=5, lr=1e-2, scheduler="cosine", opt
 #: recipe: measured with benchmarks/fine_tune_lr_stability.py from a LeNet++ softmax network of the
 #: ``converged`` budget (seed 0), 200 SGD steps of 128 from the same start at each lr.
 OWN_LR_ON_GLYPHS = ("at its authors' own fine-tune lr 10⁻³, not OE's MNIST lr 10⁻²: from a converged LeNet++ "
-                    "softmax network (large logits: its negatives' free energy -16 on average, a tenth under -36, "
-                    "against the margin m_out = -5), the energy loss's NaN came at step 8 and MixOE's at step 28 at 10⁻², while both train at 10⁻³ (energy 66 "
-                    "to 1.2, MixOE 27 to 11 in 200 steps) and OE's own loss trains at either")
+                    "softmax network (large logits: its negatives' free energy -16 on average, a tenth under -36,"
+                    " against the margin m_out = -5), the energy loss's NaN came at step 8 and MixOE's at step 28"
+                    " at 10⁻², while both train at 10⁻³ (energy 66 to 1.2, MixOE 27 to 11 in 200 steps) and OE's "
+                    "own loss trains at either")
 
 
 @LOSSES.register("outlier-exposure")
