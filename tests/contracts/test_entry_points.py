@@ -94,3 +94,15 @@ def test_the_count_sees_every_kind_of_parameter():
         pass
 
     assert parameter_count(loose) == 7 and parameter_count(varargs) == 3
+
+
+def test_a_handler_on_a_trained_run_only_maps_flags():
+    """``compare``, ``calibrate``, ``predict`` and ``export`` hand one ``ModelRequest`` to the
+    library, which resolves ``detector="best"`` itself: no handler imports the choosing of the
+    best detector, so a script that builds the request gets the same choice."""
+    imported = handler_imports(PACKAGE / "deploy" / "cli.py")
+    assert ("agnostophobia.deploy.request", "ModelRequest") in imported
+    assert not [name for module, name in imported if module == "agnostophobia.deploy.best"]
+    for module, name in imported:
+        if module != "agnostophobia.deploy.request" and name.endswith("_run"):
+            assert "request" in inspect.signature(resolve(module, name)).parameters, f"{module}.{name}"

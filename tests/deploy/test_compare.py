@@ -87,7 +87,7 @@ def test_compare_ranks_every_pair_at_the_default_fpr_and_writes_the_table(run, c
 def test_compare_and_detector_best_name_the_same_top_pair(run, capsys):
     """One ranking rule: compare's rank 1 without --fpr is what --detector best deploys at the
     default FPR, and at a given --fpr too."""
-    from agnostophobia.deploy.compare import best_choice
+    from agnostophobia.deploy.best import best_choice
 
     assert main(["compare", str(run)]) == 0
     top = json.loads((run / COMPARISON).read_text())["rows"][0]
@@ -171,6 +171,27 @@ def test_predict_detector_best_reads_the_calibrated_choice(run, capsys, tmp_path
     assert main(["predict", str(run), str(images), "--detector", "best", "--out", str(tmp_path / "rows.csv")]) == 0
     out = capsys.readouterr().out
     assert f"--detector best at FPR 0.5: {chosen}:" in out and "8 predictions" in out
+
+
+def test_a_script_asks_for_best_as_the_command_line_does(run, tmp_path):
+    """detector="best" is resolved in the library: calibrate_run, the classifier and compare_run
+    take the one ModelRequest the command line builds, and choose as ``--detector best`` does."""
+    from agnostophobia.deploy import ModelRequest, OpenSetClassifier, calibrate_run
+    from agnostophobia.deploy.compare import compare_run
+
+    said = []
+    compare_run(ModelRequest(run, fpr=0.5), log=said.append)
+    approach, detector = top_at(run, 0.5)
+    calibrate_run(ModelRequest(run, fpr=0.5, detector="best"), log=said.append)
+    assert any(line.startswith(f"--detector best: {approach}/{detector}: the highest validation CCR at FPR 0.5")
+               for line in said)
+    entries = json.loads((run / CALIBRATION).read_text())["entries"]
+    assert [(e["approach"], e["detector"]) for e in entries if e["target_fpr"] == 0.5] == [(approach, detector)]
+    # without an FPR, the one model is the top at the stored calibration's target FPR, as predict's
+    classifier = OpenSetClassifier.from_run(run, detector="best", log=said.append)
+    assert (classifier.approach, classifier.detector_name) == (approach, detector)
+    with pytest.raises(ValueError, match="compare_run does not read seed"):
+        compare_run(ModelRequest(run, seed=1))
 
 
 def test_the_kept_test_curves_are_the_oscr_of_the_scores_and_are_kept_only_when_asked(run):

@@ -123,10 +123,11 @@ def test_fields_of_their_kind_are_taken_as_given():
 
 
 def test_best_without_an_fpr_to_rank_at_is_refused_in_one_line(tmp_path):
+    """Without fpr, detector="best" needs the target FPR of a stored ``calibrate --detector best``."""
     from agnostophobia.deploy import OpenSetClassifier
     from agnostophobia.errors import AgnostophobiaError
 
     with pytest.raises(AgnostophobiaError) as error:
         OpenSetClassifier.from_run(tmp_path, detector="best")
-    assert "detector 'best' (the top of compare's ranking) needs fpr" in str(error.value)
+    assert "holds no threshold of the top detector" in str(error.value) and "pass --fpr T" in str(error.value)
     assert "\n" not in str(error.value)

@@ -9,6 +9,9 @@
 * :class:`ModelRequest`: which models of a run a command reads (the request the
   ``compare``, ``calibrate``, ``predict``, ``export``, ``evaluate`` and ``tune-detectors``
   handlers build once and the library functions take whole);
+* :func:`compare_run`: every (approach, detector) of a run ranked on validation data;
+  :func:`best_model` and :func:`best_detectors`: ``detector="best"``, the top of that ranking,
+  as every command that deploys a detector resolves it;
 * :mod:`.export`: one self-contained ``torch.export``, ONNX or TorchScript file with the
   network, the score and the threshold.
 
@@ -22,6 +25,7 @@ from agnostophobia._lazy import lazy_attributes
 _EXPORTS = {
     "CALIBRATION": "calibration", "calibrate_run": "calibration", "calibration_entry": "calibration",
     "read_calibration": "calibration", "OpenSetClassifier": "classifier", "ModelRequest": "request",
+    "compare_run": "compare", "best_detectors": "best", "best_model": "best",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -76,6 +76,7 @@ from agnostophobia.training.trained import TrainedModel, load_trained_model
 from agnostophobia.training.device import resolve_device
 from agnostophobia._log import log_info
 
+from .best import best_detectors
 from .request import ModelRequest
 
 _FORMAT = 1
@@ -458,9 +459,10 @@ def calibrate_run(request: ModelRequest, log: Callable[[str], None] = log_info) 
     """
     request.check_reads("calibrate_run", "approaches", "detector", "detector_of", "fpr", "data_dir", "device",
                         "partial")
-    run_dir, detector = request.run, request.detector
     check_target(request.fpr)
-    records.check_run(run_dir)  # every record valid and in agreement before anything is written
+    records.check_run(request.run)  # every record valid and in agreement before anything is written
+    request = best_detectors(request, log)  # detector "best": every choice made before anything is written
+    run_dir, detector = request.run, request.detector
     models = trained_models(run_dir)
     trained = list(dict.fromkeys(a for _, a, _ in models))
     approaches = list(request.detector_of) if request.detector_of is not None else request.approaches

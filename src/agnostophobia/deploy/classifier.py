@@ -23,7 +23,7 @@ from agnostophobia.training.trained import TrainedModel, load_trained_model
 from .calibration import (CALIBRATION, DEPLOY_PRECISION, calibrate_in_memory, calibrate_models, calibration_entry,
                           current_scale, entry_precision, entry_request, network_outputs, old_scale_note, rechosen,
                           resolve_model, unused_flags_said)
-from .compare import BEST, best_to_deploy
+from .best import best_model
 from agnostophobia._log import log_info
 
 from .request import ModelRequest
@@ -52,18 +52,6 @@ def threshold_in(entry: Dict, trained: TrainedModel, run_dir: Path, data_dir=Non
         f"{trained.precision}: threshold {again['threshold']:.6g} chosen on validation outputs in "
         f"{trained.precision} at FPR <= {entry['target_fpr']:g} (in memory)")
     return {**again, "class_names": entry.get("class_names") or again.get("class_names")}
-
-
-def best_detector(request: ModelRequest, log=log_info) -> ModelRequest:
-    """``request`` with ``detector="best"`` replaced by the top of ``compare``'s ranking at
-    ``request.fpr`` (and its approach), said with why; refused in one line without an FPR to
-    rank at."""
-    if request.fpr is None:
-        raise AgnostophobiaError(f"{request.run}: detector {BEST!r} (the top of compare's ranking) needs fpr, the "
-                                 f"false positive rate to rank at, e.g. from_run(run, detector='best', fpr=0.01)")
-    choice, fpr = best_to_deploy(request)
-    log(f"detector best at FPR {fpr:g}: {choice.approach}/{choice.detector}: {choice.why}")
-    return request.but(approach=choice.approach, detector=choice.detector)
 
 
 class OpenSetClassifier:
@@ -168,8 +156,7 @@ class OpenSetClassifier:
             request = ModelRequest(run, **choices)
         request.check_reads("OpenSetClassifier.from_run", "approach", "detector", "seed", "fpr", "data_dir", "device",
                             "precision")
-        if request.detector == BEST:
-            request = best_detector(request, log)
+        request = best_model(request, log)  # detector "best": the top of compare's ranking
         with unused_flags_said(request, "data_dir"):  # the network runs on request.device whatever else was stored
             return cls._from_request(request, log)
 

@@ -96,9 +96,7 @@ def _compare(args) -> int:
     from agnostophobia.deploy.compare import compare_run
     from agnostophobia.deploy.request import ModelRequest
 
-    ModelRequest.from_args(args).warn_unused("compare ranks the run's stored validation outputs: it reads no data",
-                                             "data_dir")
-    compare_run(args.run, args.fpr, args.approach)
+    compare_run(ModelRequest.from_args(args))
     return 0
 
 
@@ -106,47 +104,17 @@ def _calibrate(args) -> int:
     from agnostophobia.deploy.calibration import calibrate_run
     from agnostophobia.deploy.request import ModelRequest
 
-    if args.detector != "best":
-        calibrate_run(ModelRequest.from_args(args))
-        return 0
-    from agnostophobia.deploy.compare import best_to_calibrate
-
-    choices = best_to_calibrate(args.run, args.fpr, args.approach)  # every choice made before anything is written
-    for choice in choices:
-        print(f"--detector best: {choice.approach}/{choice.detector}: {choice.why}")
-    # one calibration of every chosen (approach, detector): all or nothing, one write under one lock
-    chosen = {choice.approach: choice.detector for choice in choices}
-    calibrate_run(ModelRequest.from_args(args).but(detector=None, approaches=None, detector_of=chosen))
+    calibrate_run(ModelRequest.from_args(args))  # --detector best: chosen there, before anything is written
     return 0
-
-
-def _one_model(args, log, exportable_only: bool = False):
-    """The one model a ``predict`` or ``export`` command line asks for, as a ``ModelRequest``;
-    ``--detector best``: the top of the ranking, said with why."""
-    from agnostophobia.deploy.request import ModelRequest
-
-    request = ModelRequest.from_args(args)
-    if request.detector != "best":
-        return request
-    from agnostophobia.deploy.compare import best_to_deploy
-
-    only, among = None, ""
-    if exportable_only:
-        from agnostophobia.detectors import DETECTORS
-
-        only = lambda name: DETECTORS.get(name).why_not_exportable() is None  # noqa: E731
-        among = " that export can write"
-    choice, fpr = best_to_deploy(request, only, among)
-    log(f"--detector best at FPR {fpr:g}: {choice.approach}/{choice.detector}: {choice.why}")
-    return request.but(approach=choice.approach, detector=choice.detector)
 
 
 def _predict(args) -> int:
     from agnostophobia.deploy.predict import check_output, format_table, predict_files, write_rows
+    from agnostophobia.deploy.request import ModelRequest
 
     check_output(args.out, args.run)
     log = print if args.out else (lambda message: print(message, file=sys.stderr))  # stdout holds the table alone
-    rows = predict_files(_one_model(args, log), args.inputs, log=log)
+    rows = predict_files(ModelRequest.from_args(args), args.inputs, log=log)
     if args.out:
         write_rows(rows, args.out)
         unknown = sum(row["label"] == "unknown" for row in rows)
@@ -158,6 +126,7 @@ def _predict(args) -> int:
 
 def _export(args) -> int:
     from agnostophobia.deploy.export import export_run
+    from agnostophobia.deploy.request import ModelRequest
 
-    export_run(_one_model(args, print, exportable_only=True), args.out, args.format)
+    export_run(ModelRequest.from_args(args), args.out, args.format)
     return 0

@@ -22,8 +22,8 @@ AUROC (the declared second key; the table marks each such rank with "="), then t
 registry's order of approaches and the detector's name. The
 ranking, the numbers and how they were read are written to ``RUN/comparison.json`` and the table
 to ``RUN/comparison.md`` (each atomically, under the run's lock; a refused comparison writes
-nothing). :func:`best_choice` is the top of the same ranking at a target FPR: what
-``calibrate``/``export``/``predict --detector best`` deploy.
+nothing). The top of the same ranking at a target FPR is what ``detector="best"`` deploys
+(:mod:`~agnostophobia.deploy.best`).
 
 Bisgin, Palechor, Suter & Günther (2024) choose post-processors by CCR at an FPR on validation
 knowns and negatives; Hendrycks & Gimpel (ICLR 2017) for AUROC. This module is the one code path
@@ -52,6 +52,8 @@ from agnostophobia.metrics.summary import fpr_keys
 from agnostophobia.rundir import RunDir
 from agnostophobia.training.outputs import load_fit_outputs, validation_with_negatives
 from agnostophobia.training.records import check_run
+
+from .request import ModelRequest
 
 _FORMAT = 1
 VALIDATION = "val"
@@ -290,93 +292,6 @@ def rank(rows: List[Dict], fpr: Optional[float], by: Optional[str] = None) -> Li
     return [{**row, "rank": i + 1} for i, row in enumerate(ranked)]
 
 
-# ------------------------------------------------------------------------ what is deployed
-@dataclass
-class Choice:
-    """The top of the ranking at a target FPR: what ``--detector best`` deploys, and why."""
-
-    approach: str
-    detector: str
-    why: str
-
-
-#: What ``--detector`` takes for the top of the ranking.
-BEST = "best"
-
-
-def best_choice(run_dir, fpr: float, approaches: Optional[Sequence[str]] = None,
-                only: Optional[Callable[[str], bool]] = None, among: str = "") -> Choice:
-    """The (approach, detector) of the highest validation CCR at ``fpr`` among the run's models
-    (or those of ``approaches``; and among the detectors ``only`` accepts, ``among`` saying which
-    in the reason): :func:`compare_models` on validation data alone (test sets not read); refused
-    (one line) where the validation negatives do not support ``fpr`` or no row has a CCR there."""
-    comparison = compare_models(run_dir, fpr, approaches, with_tests=False)
-    key = fpr_keys([fpr])[0]
-    scored = [r for r in comparison.rows if r["val"]["ccr_at_fpr"].get(key) is not None
-              and (only is None or only(r["detector"]))]
-    if not scored:
-        raise AgnostophobiaError(f"--detector best: no detector{among} of {run_dir} has a validation CCR at FPR "
-                                 f"{fpr:g} (every mean over seeds is missing); choose a --detector by name")
-    top = scored[0]
-    runner = ""
-    if len(scored) > 1:
-        second = scored[1]
-        tie = " (a tie on CCR: the higher validation AUROC ranks first)" \
-            if second["val"]["ccr_at_fpr"][key] == top["val"]["ccr_at_fpr"][key] else ""
-        runner = (f"; next: {second['approach']}/{second['detector']} {second['val']['ccr_at_fpr'][key]:.4f} "
-                  f"(AUROC {second['val']['auroc']:.4f}){tie}")
-    seeds = top["val"]["seeds"]
-    over = f"{seeds} seeds" if seeds != 1 else "1 seed"
-    why = (f"the highest validation CCR at FPR {fpr:g}: {top['val']['ccr_at_fpr'][key]:.4f} "
-           f"(AUROC {top['val']['auroc']:.4f}){runner}; {top['val']['num_known']:,} validation knowns and "
-           f"{top['val']['num_negative']:,} negatives, mean over {over}, among "
-           f"{len(scored)} (approach, detector) pairs{among}"
-           + (f" of {', '.join(approaches)}" if approaches else ""))
-    return Choice(top["approach"], top["detector"], why)
-
-
-def best_to_calibrate(run_dir, fpr: float, approaches: Optional[Sequence[str]] = None) -> List[Choice]:
-    """``calibrate --detector best``: the top (approach, detector) of the run, or with
-    ``approaches`` the top detector of each; every choice made before anything is calibrated."""
-    if not approaches:
-        return [best_choice(run_dir, fpr)]
-    return [best_choice(run_dir, fpr, [approach]) for approach in dict.fromkeys(approaches)]
-
-
-def best_to_deploy(request, only: Optional[Callable[[str], bool]] = None, among: str = "") -> Tuple[Choice, float]:
-    """``predict``/``export --detector best``: the top of the ranking at ``request.fpr`` (the
-    run's, or ``request.approach``'s), and that FPR. Without an FPR, at the target FPR of the
-    calibration that ``calibrate --detector best`` stored: the one FPR at which the top's own
-    threshold (seed ``request.seed``) is in ``calibration.json``; a one-line refusal where there
-    is none, or several. ``request`` is a :class:`~agnostophobia.deploy.request.ModelRequest`."""
-    run_dir, approach, seed, fpr = request.run, request.approach, request.seed, request.fpr
-    approaches = [approach] if approach else None
-    if fpr is not None:
-        return best_choice(run_dir, fpr, approaches, only, among), float(fpr)
-    from agnostophobia.deploy.calibration import read_calibration  # torch: only where a run is deployed
-
-    entries = [e for e in (read_calibration(run_dir) or {}).get("entries", [])
-               if e["seed"] == seed and e.get("threshold") is not None and (not approach or e["approach"] == approach)]
-    found = []
-    for target in sorted({e["target_fpr"] for e in entries}):
-        try:
-            choice = best_choice(run_dir, target, approaches, only, among)
-        except AgnostophobiaError:  # a target the negatives do not support: no ranking there
-            continue
-        if any((e["approach"], e["detector"], e["target_fpr"]) == (choice.approach, choice.detector, target)
-               for e in entries):
-            found.append((choice, target))
-    if len(found) == 1:
-        return found[0]
-    where = f"{RunDir(run_dir).calibration} (seed {seed}{', ' + approach if approach else ''})"
-    if not found:
-        raise AgnostophobiaError(f"--detector best: {where} holds no threshold of the top detector{among} at its "
-                                 f"target FPR; run `agnostophobia calibrate {run_dir} --fpr T --detector best` "
-                                 f"first, or pass --fpr T")
-    raise AgnostophobiaError(f"--detector best: {where} holds the top detector's threshold at several FPRs ("
-                             f"{', '.join(f'{c.approach}/{c.detector} at {t:g}' for c, t in found)}); pass --fpr T")
-
-
 # ------------------------------------------------------------------------ the table and the files
 def _cell(value: Optional[float], digits: int = 4) -> str:
     return "N/A" if value is None else f"{value:.{digits}f}"
@@ -456,11 +371,42 @@ def text_table(comparison: Comparison) -> str:
     return "\n".join([fmt(header), *(fmt(row) for row in cells)])
 
 
-def compare_run(run_dir, fpr: Optional[float] = None, approaches: Optional[Sequence[str]] = None,
-                log: Callable[[str], None] = log_info) -> Comparison:
+def compare_run(request: ModelRequest, log: Callable[[str], None] = log_info) -> Comparison:
     """``agnostophobia compare``: rank (:func:`compare_models`), then write ``comparison.json``
-    and ``comparison.md`` into the run, each atomically, under the run's lock."""
-    run_dir = Path(run_dir)
+    and ``comparison.md`` into the run, each atomically, under the run's lock.
+
+    Args:
+        request: The run, and what to rank: ``approaches`` (default: every trained one) and
+            ``fpr`` (the FPR to rank at; default: :func:`~agnostophobia.metrics.default_fpr` of
+            the validation negatives). A field compare does not read (``detector``, ``seed``,
+            ...) is refused; ``data_dir`` is said to have no effect (compare reads no data).
+        log: Where the table and the notes are said.
+
+    Returns:
+        The :class:`Comparison` written.
+
+    Examples:
+        >>> import contextlib, io, tempfile
+        >>> from pathlib import Path
+        >>> import yaml
+        >>> from agnostophobia.cli import run_command
+        >>> from agnostophobia.data import make_glyph_folders
+        >>> folder = Path(tempfile.mkdtemp())  # a run of a small network on glyph folders, 20 negatives to validate on
+        >>> layout = make_glyph_folders(folder / "glyphs", per_split={"train": 6, "val": 20, "test": 4})
+        >>> config = {"name": "glyphs", "protocol": layout, "model": "mlp", "model_kwargs": {"hidden": [16]},
+        ...           "approaches": ["entropic"], "epochs": 1, "batch_size": 8, "tensorboard": False}
+        >>> _ = (folder / "glyphs.yaml").write_text(yaml.safe_dump(config))
+        >>> with contextlib.redirect_stdout(io.StringIO()):  # the training's lines
+        ...     run_command("train", folder / "glyphs.yaml", "--out", folder / "run", "--no-progress")
+        >>> from agnostophobia.deploy import ModelRequest, compare_run
+        >>> comparison = compare_run(ModelRequest(folder / "run"), log=lambda line: None)
+        >>> comparison.rank_fpr, comparison.rows[0]["approach"]  # 20 negatives support an FPR of 0.5 at the least
+        (0.5, 'entropic')
+    """
+    request.check_reads("compare_run", "approach", "approaches", "fpr", "data_dir")
+    request.warn_unused("compare ranks the run's stored validation outputs: it reads no data", "data_dir",
+                        stacklevel=2)
+    run_dir, fpr, approaches = Path(request.run), request.fpr, request.chosen_approaches()
     _checked(run_dir, fpr, approaches)  # a refusal leaves the run as it was, its lock file included
     with run_lock(run_dir, create=False):
         comparison = compare_models(run_dir, fpr, approaches)

@@ -50,6 +50,7 @@ from agnostophobia.errors import AgnostophobiaError
 from agnostophobia.rundir import RunDir
 from agnostophobia.training.records import check_run
 
+from .best import best_model
 from .calibration import DEPLOY_PRECISION, arithmetic, resolve_model
 from .classifier import OpenSetClassifier
 from .formats import DEFAULT_FORMAT, FORMATS
@@ -187,6 +188,7 @@ def export_run(request: ModelRequest, out: Path, fmt: str = DEFAULT_FORMAT, log=
         log(TORCHSCRIPT_NOTE)
     RunDir(request.run).check_output(out)  # an export never replaces a file of the run it reads
     check_run(request.run, "export").warn_versions(stacklevel=2)  # broken records stop here, as for predict
+    request = best_model(request, log, exportable_only=True)  # detector "best": among those export writes
     _, approach, detector = resolve_model(request.run, request.approach, request.detector, request.seed)
     check_exportable(detector)  # before any work: a calibration with --fpr writes
     classifier = OpenSetClassifier.from_run(request.but(approach=approach, detector=detector, device="cpu",

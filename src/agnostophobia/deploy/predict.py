@@ -22,8 +22,8 @@ from agnostophobia.errors import AgnostophobiaError, AgnostophobiaWarning, DataE
 from agnostophobia.rundir import ModelDir, RunDir
 from agnostophobia.training.checkpoint import load_checkpoint
 from agnostophobia.training.records import check_run
-from agnostophobia.training.trained import BEST
 
+from .best import best_model
 from .calibration import calibration_entry, check_target, resolve_model
 from .classifier import OpenSetClassifier
 from .request import ModelRequest
@@ -40,6 +40,7 @@ def predict_files(request: ModelRequest, inputs: Sequence[str], log=log_info) ->
     ``fpr``, ``data_dir``, ``device``)."""
     run_dir = request.run
     check_run(run_dir).warn_versions(stacklevel=2)  # broken records stop here; other library versions are named
+    request = best_model(request, log)  # detector "best": the top of compare's ranking
     model_dir, approach, detector = resolve_model(run_dir, request.approach, request.detector, request.seed)
     if request.fpr is None:
         calibration_entry(run_dir, approach, detector, request.seed)  # stop before reading anything without a threshold

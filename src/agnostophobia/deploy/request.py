@@ -10,6 +10,7 @@ flag is read in one place, and a script asks with the same object::
     from agnostophobia.deploy.request import ModelRequest
 
     calibrate_run(ModelRequest("runs/lenet++-cpu", fpr=0.01, approaches=["entropic"]))
+    calibrate_run(ModelRequest("runs/lenet++-cpu", fpr=0.01, detector="best"))  # as --detector best
 
 :meth:`OpenSetClassifier.from_run <agnostophobia.deploy.OpenSetClassifier.from_run>` takes
 the fields as keywords (``from_run(run, approach="entropic", fpr=0.1)``).
