@@ -31,7 +31,7 @@ import stat
 import tempfile
 import urllib.error
 import urllib.request
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence
 
@@ -82,7 +82,8 @@ class Downloader:
     allow_unverified: bool = False  # download a file without a published checksum, and record its sha256
     progress: Optional[bool] = None  # show a progress bar (None: where the output is a terminal)
     timeout: float = 60.0  # seconds to wait for the server
-    log: Callable[[str], None] = log_info  # receives one line per step
+    # receives one line per step (left out of the repr, which shows in signatures: a function's is an address)
+    log: Callable[[str], None] = field(default=log_info, repr=False)
 
 
 def _urls(res: Resource, mirror: Optional[str]) -> List[str]:
