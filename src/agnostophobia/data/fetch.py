@@ -82,8 +82,9 @@ class Downloader:
     allow_unverified: bool = False  # download a file without a published checksum, and record its sha256
     progress: Optional[bool] = None  # show a progress bar (None: where the output is a terminal)
     timeout: float = 60.0  # seconds to wait for the server
-    # receives one line per step (left out of the repr, which shows in signatures: a function's is an address)
-    log: Callable[[str], None] = field(default=log_info, repr=False)
+    # receives one line per step (log_info by default: given per instance, not as a class attribute that
+    # would read as a method, and left out of the repr, which signatures show)
+    log: Callable[[str], None] = field(default_factory=lambda: log_info, repr=False)
 
 
 def _urls(res: Resource, mirror: Optional[str]) -> List[str]:
