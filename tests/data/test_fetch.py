@@ -17,7 +17,7 @@ import pytest
 
 from tests.conftest import Synth
 from agnostophobia.cli import main
-from agnostophobia.data import DATASETS, Resource, build_protocol, download, fetch_dataset, load_dataset
+from agnostophobia.data import DATASETS, Downloader, Resource, build_protocol, download, fetch_dataset, load_dataset
 from agnostophobia.data.fetch import FetchedFile, LoginRequired, fetch_missing, read_sums, write_fetch_record
 from agnostophobia.experiments.report import write_report
 from agnostophobia.errors import DataError
@@ -96,11 +96,11 @@ def res_for(data: bytes, name="blob.bin", **kw) -> Resource:
 def test_download_success_records_sha256(server, tmp_path):
     data = np.random.default_rng(0).bytes(300_000)
     server.files["blob.bin"] = data
-    path = download(res_for(data), tmp_path, mirror=server.url, log=quiet)
+    path = download(res_for(data), tmp_path, Downloader(mirror=server.url, log=quiet))
     assert path.read_bytes() == data
     assert read_sums(tmp_path) == {"blob.bin": hashlib.sha256(data).hexdigest()}
     assert leftovers(tmp_path) == []
-    download(res_for(data), tmp_path, mirror=server.url, log=quiet)  # present and valid: no request
+    download(res_for(data), tmp_path, Downloader(mirror=server.url, log=quiet))  # present and valid: no request
     assert server.requests == ["blob.bin"]
 
 
@@ -121,7 +121,7 @@ def test_a_killed_downloads_temporary_is_removed_by_the_next_and_a_users_file_is
     mine.write_bytes(b"the user's")
     data = b"y" * 1000
     server.files["blob.bin"] = data
-    download(res_for(data), tmp_path, mirror=server.url, log=quiet)
+    download(res_for(data), tmp_path, Downloader(mirror=server.url, log=quiet))
     assert not stale.exists() and mine.read_bytes() == b"the user's"
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted([".blob.bin.mine.part", "blob.bin", "SHA256SUMS"])
 
@@ -129,7 +129,7 @@ def test_a_killed_downloads_temporary_is_removed_by_the_next_and_a_users_file_is
 def test_wrong_checksum_leaves_no_file(server, tmp_path):
     server.files["blob.bin"] = b"the wrong bytes" * 100
     with pytest.raises(DataError, match="md5 .* does not match the published"):
-        download(res_for(b"the right bytes"), tmp_path, mirror=server.url, log=quiet)
+        download(res_for(b"the right bytes"), tmp_path, Downloader(mirror=server.url, log=quiet))
     assert list(tmp_path.iterdir()) == []
 
 
@@ -138,7 +138,7 @@ def test_server_dying_mid_file_leaves_no_partial_file(server, tmp_path):
     server.files["blob.bin"] = data
     server.dying.add("blob.bin")
     with pytest.raises(DataError, match="incomplete download: got 50000 of 200000 bytes"):
-        download(res_for(data), tmp_path, mirror=server.url, log=quiet)
+        download(res_for(data), tmp_path, Downloader(mirror=server.url, log=quiet))
     assert list(tmp_path.iterdir()) == []
 
 
@@ -146,7 +146,7 @@ def test_corrupt_existing_file_is_replaced(server, tmp_path):
     data = b"good" * 1000
     server.files["blob.bin"] = data
     (tmp_path / "blob.bin").write_bytes(b"half a fi")
-    download(res_for(data), tmp_path, mirror=server.url, log=quiet)
+    download(res_for(data), tmp_path, Downloader(mirror=server.url, log=quiet))
     assert (tmp_path / "blob.bin").read_bytes() == data
 
 
@@ -155,10 +155,10 @@ def test_http_error_then_fallback_url(server, tmp_path):
     server.files["ok/blob.bin"] = data
     res = Resource("blob.bin", (server.url + "/gone/blob.bin", server.url + "/ok/blob.bin"),
                    md5=hashlib.md5(data).hexdigest())
-    assert download(res, tmp_path, log=quiet).read_bytes() == data
+    assert download(res, tmp_path, Downloader(log=quiet)).read_bytes() == data
     assert server.requests == ["gone/blob.bin", "ok/blob.bin"]
     with pytest.raises(DataError, match="404"):
-        download(Resource("nope.bin", (server.url + "/nope.bin",), md5="0" * 32), tmp_path, log=quiet)
+        download(Resource("nope.bin", (server.url + "/nope.bin",), md5="0" * 32), tmp_path, Downloader(log=quiet))
     assert leftovers(tmp_path) == []
 
 
@@ -167,16 +167,16 @@ def test_unverified_refused_unless_allowed(server, tmp_path, monkeypatch):
     server.files["blob.bin"] = data
     res = Resource("blob.bin", ("http://example.invalid/blob.bin",), size=999, checksum_source="no checksum published")
     with pytest.raises(DataError, match="--allow-unverified"):
-        download(res, tmp_path, mirror=server.url, log=quiet)
+        download(res, tmp_path, Downloader(mirror=server.url, log=quiet))
     assert server.requests == [] and list(tmp_path.iterdir()) == []
     messages = []
     monkeypatch.setenv("AGNOSTOPHOBIA_MIRROR", server.url)  # the environment variable works too
-    download(res, tmp_path, allow_unverified=True, log=messages.append)
+    download(res, tmp_path, Downloader(allow_unverified=True, log=messages.append))
     sha = hashlib.sha256(data).hexdigest()
     assert any("UNVERIFIED" in m and sha in m for m in messages)
     assert any("documented size is 999" in m for m in messages)
     assert read_sums(tmp_path)["blob.bin"] == sha
-    download(res, tmp_path, allow_unverified=True, log=quiet)  # matches the recorded sum: kept
+    download(res, tmp_path, Downloader(allow_unverified=True, log=quiet))  # matches the recorded sum: kept
     assert server.requests == ["blob.bin"]
 
 
@@ -199,7 +199,7 @@ def test_fetch_dataset_end_to_end_then_loadable(server, synth, tmp_path, monkeyp
     monkeypatch.setitem(DATASETS._items, "mnist", patched)
     root = tmp_path / "fresh"
     log = []
-    paths = fetch_dataset("mnist", data_dir=root, mirror=server.url, log=log.append)
+    paths = fetch_dataset("mnist", data_dir=root, downloader=Downloader(mirror=server.url, log=log.append))
     assert sorted(p.name for p in paths) == sorted(files)
     assert any("mnist train: 300 images" in m for m in log)
     assert len(load_dataset("mnist", "test", root)) == 100
@@ -209,25 +209,25 @@ def test_fetch_dataset_end_to_end_then_loadable(server, synth, tmp_path, monkeyp
 def test_fetch_dataset_with_real_checksums_rejects_other_bytes(server, synth, tmp_path):
     server.files.update(_mnist_files(synth))  # not the real MNIST bytes
     with pytest.raises(DataError, match="does not match"):
-        fetch_dataset("mnist", data_dir=tmp_path, mirror=server.url, log=quiet)
+        fetch_dataset("mnist", data_dir=tmp_path, downloader=Downloader(mirror=server.url, log=quiet))
     assert not (tmp_path / "mnist").exists()
 
 
 def test_fetch_skips_when_prepared_npz_present(synth, server):
     synth.mnist_npz()
-    assert fetch_dataset("mnist", data_dir=synth.root, mirror=server.url, log=quiet) == []
+    assert fetch_dataset("mnist", data_dir=synth.root, downloader=Downloader(mirror=server.url, log=quiet)) == []
     assert server.requests == []
 
 
 def test_fetch_unverified_dataset_refused_before_download(server, tmp_path):
     with pytest.raises(DataError, match="notMNIST_small.tar.gz: no published checksum"):
-        fetch_dataset("notmnist", data_dir=tmp_path, mirror=server.url, log=quiet)
+        fetch_dataset("notmnist", data_dir=tmp_path, downloader=Downloader(mirror=server.url, log=quiet))
     assert server.requests == []
 
 
 def test_fetch_substitute_has_no_download(tmp_path):
     with pytest.raises(DataError, match="no official download"):
-        fetch_dataset("nist_sd19_vowels", data_dir=tmp_path, log=quiet)
+        fetch_dataset("nist_sd19_vowels", data_dir=tmp_path, downloader=Downloader(log=quiet))
 
 
 def test_cli_fetch_unverified_notmnist(server, synth, tmp_path, capsys):
@@ -269,7 +269,7 @@ def test_cli_fetch_refusal_is_one_line(tmp_path, capsys):
 def test_failed_fetch_leaves_no_new_folders(server, tmp_path):
     root = tmp_path / "new" / "data"
     with pytest.raises(DataError, match="404"):
-        download(res_for(b"x"), root / "mnist", mirror=server.url, log=quiet)
+        download(res_for(b"x"), root / "mnist", Downloader(mirror=server.url, log=quiet))
     assert list(tmp_path.iterdir()) == []
 
 
@@ -280,7 +280,7 @@ def test_a_temporary_download_that_cannot_be_made_is_named_by_its_target(server,
 
     monkeypatch.setattr(tempfile, "mkstemp", refused)
     with pytest.raises(DataError) as caught:
-        download(res_for(b"x"), tmp_path, mirror=server.url, log=quiet)
+        download(res_for(b"x"), tmp_path, Downloader(mirror=server.url, log=quiet))
     assert str(caught.value) == f"{tmp_path}: not writable ([Errno 13] Permission denied: '{tmp_path / 'blob.bin'}')"
 
 
@@ -290,7 +290,7 @@ def test_read_only_data_dir_is_refused_even_for_root(server, tmp_path):
     ro.chmod(0o555)
     try:
         with pytest.raises(DataError, match="read-only"):
-            download(res_for(b"x"), ro / "cifar100", mirror=server.url, log=quiet)
+            download(res_for(b"x"), ro / "cifar100", Downloader(mirror=server.url, log=quiet))
         assert list(ro.iterdir()) == [] and server.requests == []
     finally:
         ro.chmod(0o755)
@@ -444,7 +444,8 @@ def test_fetch_missing_turns_a_timeout_into_the_usual_line(tmp_path, monkeypatch
         monkeypatch.setenv("AGNOSTOPHOBIA_MIRROR", f"http://127.0.0.1:{silent.getsockname()[1]}")
         with pytest.raises(DataError, match=r"^svhn not found; get it \(here\); automatic download failed: "
                                             r"test_32x32.mat: download failed: .*timed out"):
-            fetch_missing(["svhn"], tmp_path / "data", "svhn not found; get it (here)", timeout=0.2, log=quiet)
+            fetch_missing(["svhn"], tmp_path / "data", "svhn not found; get it (here)",
+                          Downloader(timeout=0.2, log=quiet))
     finally:
         silent.close()
     assert not (tmp_path / "data").exists()
@@ -469,7 +470,8 @@ def test_read_only_data_dir_is_never_fetched_into(lenet_server, tmp_path, capsys
 def test_source_behind_a_login_says_so_and_where_to_put_the_file(server, tmp_path, status, content_type):
     server.answers["devanagari-character-dataset.zip"] = (status, content_type)
     with pytest.raises(LoginRequired) as err:
-        fetch_dataset("nhcd", data_dir=tmp_path, allow_unverified=True, mirror=server.url, log=quiet)
+        fetch_dataset("nhcd", data_dir=tmp_path,
+                      downloader=Downloader(allow_unverified=True, mirror=server.url, log=quiet))
     message = str(err.value)
     target = tmp_path / "nhcd" / "devanagari-character-dataset.zip"
     assert "needs a login" in message and f"save it as {target}" in message

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from agnostophobia.metrics import auroc, holm, paired_bootstrap, paired_seed_test, seed_interval
+from agnostophobia.metrics import Bootstrap, auroc, holm, paired_bootstrap, paired_seed_test, seed_interval
 
 
 @pytest.mark.parametrize("n", [2, 3, 5])
@@ -87,12 +87,12 @@ def test_paired_bootstrap_finds_a_real_difference_and_none_where_there_is_none()
     signal = np.where(labels >= 0, 1.0, 0.0)
     good = signal + rng.normal(0, 0.6, 600)
     bad = signal + rng.normal(0, 1.5, 600)
-    interval, p = paired_bootstrap(_confidence_auroc, good, bad, labels, resamples=400)
+    interval, p = paired_bootstrap(_confidence_auroc, good, bad, labels, Bootstrap(resamples=400))
     assert interval.estimate == pytest.approx(auroc(good, labels) - auroc(bad, labels))
     assert interval.low > 0 and p < 0.01
-    same, p_same = paired_bootstrap(_confidence_auroc, good, good, labels, resamples=400)
+    same, p_same = paired_bootstrap(_confidence_auroc, good, good, labels, Bootstrap(resamples=400))
     assert same.estimate == 0 and p_same == 1.0
-    again, _ = paired_bootstrap(_confidence_auroc, good, bad, labels, resamples=400)
+    again, _ = paired_bootstrap(_confidence_auroc, good, bad, labels, Bootstrap(resamples=400))
     assert again == interval  # seeded: the same resamples
     with pytest.raises(ValueError, match="the same samples"):
         paired_bootstrap(_confidence_auroc, good, bad[:10], labels)

@@ -2,7 +2,8 @@
 
 - ``DATASETS`` / ``load_dataset(name, split, data_dir=None) -> DatasetSplit``: one split as
   stored (uint8 images, int64 labels 0..C-1, class names, source, notes).
-- ``fetch(names, ...)`` / ``fetch_dataset``: verified, atomic download of the official files.
+- ``fetch(names, ...)`` / ``fetch_dataset``: verified, atomic download of the official files, from
+  where and how a ``Downloader`` says (a mirror, unverified files, a timeout, progress, a log).
 - ``check(names, data_dir)``: presence, counts, histograms, broken-file detection.
 - ``PROTOCOLS`` / ``build_protocol(name, data_dir=None, seed=0, **limits) -> OpenSetProtocol``; ``name``
   may also be the mapping of a protocol from files (a folder tree or ``path,label`` CSV files,
@@ -29,7 +30,7 @@ _EXPORTS = {
     "check": "check", "check_dataset": "check",
     "DATASETS": "datasets", "DatasetInfo": "datasets", "DatasetSplit": "datasets", "FINE_TO_COARSE": "datasets",
     "Resource": "datasets", "SplitUnavailable": "datasets", "load_dataset": "datasets",
-    "download": "fetch", "fetch": "fetch", "fetch_dataset": "fetch",
+    "Downloader": "fetch", "download": "fetch", "fetch": "fetch", "fetch_dataset": "fetch",
     "cache_dir": "paths", "data_dir": "paths",
     "border_mean": "preprocess", "check_polarity": "preprocess", "rgb_to_grey": "preprocess", "to_chw": "preprocess",
     "to_lenet": "preprocess",

@@ -69,12 +69,13 @@ def cmd_list(args) -> int:
 
 
 def cmd_fetch(args) -> int:
-    from agnostophobia.data.fetch import fetch
+    from agnostophobia.data.fetch import Downloader, fetch
     from agnostophobia.data.paths import data_dir as resolve_data_dir
 
     root = resolve_data_dir(args.data_dir)
-    fetch(args.names, data_dir=root, allow_unverified=args.allow_unverified, mirror=args.mirror,
-          force=args.force, log=lambda msg: print(msg, file=sys.stderr))
+    downloader = Downloader(mirror=args.mirror, allow_unverified=args.allow_unverified,
+                            log=lambda msg: print(msg, file=sys.stderr))
+    fetch(args.names, data_dir=root, downloader=downloader, force=args.force)
     return 0
 
 

@@ -8,7 +8,9 @@ then is the file moved into place with ``os.replace``; on any failure the tempor
 file is removed. Files are kept in their official format and read in place by the
 loaders (no extraction, no conversion).
 
-``AGNOSTOPHOBIA_MIRROR`` (or ``mirror=``) replaces every official URL with
+How a file is downloaded (from where, what is accepted, how long the server is waited for,
+what is shown) is a :class:`Downloader`, handed down whole from the command to each file.
+``AGNOSTOPHOBIA_MIRROR`` (or ``Downloader(mirror=...)``) replaces every official URL with
 ``MIRROR/<filename>``, for offline mirrors and for tests.
 
 :func:`fetch_missing` is what ``agnostophobia reproduce`` calls on a fresh run: it
@@ -29,7 +31,7 @@ import stat
 import tempfile
 import urllib.error
 import urllib.request
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence
 
@@ -61,6 +63,28 @@ class FetchedFile:
     url: Optional[str]      # None: it was already present and kept
     sha256: str
     verified: bool          # matched a published checksum (False: only its sha256 is known)
+
+
+@dataclass(frozen=True)
+class Downloader:
+    """How official files are downloaded, the same for every file of a command: from where, what
+    is accepted, how long the server is waited for, and what is shown.
+
+    Examples:
+        >>> from agnostophobia.data import Downloader
+        >>> Downloader(mirror="file:///srv/mirror", progress=False).timeout
+        60.0
+    """
+
+    # a base URL that replaces every official URL with MIRROR/<filename>; None:
+    # $AGNOSTOPHOBIA_MIRROR, else the official URLs
+    mirror: Optional[str] = None
+    allow_unverified: bool = False  # download a file without a published checksum, and record its sha256
+    progress: Optional[bool] = None  # show a progress bar (None: where the output is a terminal)
+    timeout: float = 60.0  # seconds to wait for the server
+    # receives one line per step (log_info by default: given per instance, not as a class attribute that
+    # would read as a method, and left out of the repr, which signatures show)
+    log: Callable[[str], None] = field(default_factory=lambda: log_info, repr=False)
 
 
 def _urls(res: Resource, mirror: Optional[str]) -> List[str]:
@@ -141,59 +165,54 @@ def _open(request: urllib.request.Request, timeout: float):
         raise
 
 
-def download(res: Resource, directory: PathLike, mirror: Optional[str] = None, allow_unverified: bool = False,
-             progress: Optional[bool] = None, timeout: float = 60.0,
-             log: Callable[[str], None] = log_info) -> Path:
+def download(res: Resource, directory: PathLike, downloader: Downloader = Downloader()) -> Path:
     """Download one official file into ``directory`` (verified, atomic); returns its path.
 
     A file already present is kept when it matches the published checksum (or, for
     files without one, the sha256 recorded when it was fetched). Without a published
-    checksum the download is refused unless ``allow_unverified``; then the sha256 it
+    checksum the download is refused unless ``downloader.allow_unverified``; then the sha256 it
     got is printed and recorded in ``directory/SHA256SUMS``.
 
     Args:
         res: the file's declaration (name, URLs, checksum).
         directory: the folder it goes into; made if missing.
-        mirror: a base URL that replaces every official URL with ``MIRROR/<filename>``;
-            default: ``$AGNOSTOPHOBIA_MIRROR``, else the official URLs.
-        allow_unverified: download a file without a published checksum.
-        progress: show a progress bar (None: where the output is a terminal).
-        timeout: seconds to wait for the server.
-        log: receives one line per step.
+        downloader: from where, and how (:class:`Downloader`); default: the official URLs
+            (or ``$AGNOSTOPHOBIA_MIRROR``), verified files only.
 
     Returns:
         The path of the verified file in ``directory``.
 
     Raises:
-        ~agnostophobia.errors.DataError: no published checksum (without ``allow_unverified``),
+        ~agnostophobia.errors.DataError: no published checksum (unless ``downloader.allow_unverified``),
             a checksum that does not match, or a failed download.
 
     Examples:
         >>> import hashlib
         >>> import tempfile
         >>> from pathlib import Path
-        >>> from agnostophobia.data import Resource, download
+        >>> from agnostophobia.data import Downloader, Resource, download
         >>> mirror = Path(tempfile.mkdtemp())  # a local mirror stands in for the server
         >>> (mirror / "hello.txt").write_text("hello\\n")
         6
         >>> res = Resource("hello.txt", ("https://example.org/hello.txt",), md5=hashlib.md5(b"hello\\n").hexdigest(),
         ...                checksum_source="this example")
-        >>> path = download(res, Path(tempfile.mkdtemp()), mirror=mirror.as_uri(), progress=False, log=print)
+        >>> downloader = Downloader(mirror=mirror.as_uri(), progress=False, log=print)
+        >>> path = download(res, Path(tempfile.mkdtemp()), downloader)
         downloading file:///.../hello.txt
         .../hello.txt: 6 bytes, checksum ok
         >>> path.read_text()
         'hello\\n'
     """
-    return Path(fetch_file(res, directory, mirror, allow_unverified, progress, timeout, log).path)
+    return Path(fetch_file(res, directory, downloader).path)
 
 
-def fetch_file(res: Resource, directory: PathLike, mirror: Optional[str] = None, allow_unverified: bool = False,
-               progress: Optional[bool] = None, timeout: float = 60.0, log: Callable[[str], None] = log_info,
+def fetch_file(res: Resource, directory: PathLike, downloader: Downloader = Downloader(),
                dataset: str = "") -> FetchedFile:
     """:func:`download`, returning what was fetched (url, sha256, verified) with the path."""
     directory = Path(directory)
     target = directory / res.filename
-    if not res.verifiable and not allow_unverified:
+    log = downloader.log
+    if not res.verifiable and not downloader.allow_unverified:
         raise DataError(f"{res.filename}: no published checksum ({res.checksum_source}); "
                         f"rerun with --allow-unverified to download it and record its sha256")
     if target.exists():
@@ -204,7 +223,7 @@ def fetch_file(res: Resource, directory: PathLike, mirror: Optional[str] = None,
         log(f"{target}: present but does not match its checksum; downloading again")
     top = _make_dir(directory)
     try:
-        return _download_into(res, directory, target, mirror, progress, timeout, log, dataset)
+        return _download_into(res, target, downloader, dataset)
     except BaseException:
         _remove_empty(directory, top)  # a failed fetch leaves no trace, not even empty folders
         raise
@@ -251,11 +270,11 @@ def _remove_empty(directory: Path, top: Optional[Path]) -> None:
         path = path.parent
 
 
-def _download_into(res: Resource, directory: Path, target: Path, mirror: Optional[str], progress: Optional[bool],
-                   timeout: float, log: Callable[[str], None], dataset: str) -> FetchedFile:
+def _download_into(res: Resource, target: Path, downloader: Downloader, dataset: str) -> FetchedFile:
+    directory, log = target.parent, downloader.log
     failures, logins = [], []
     remove_stale_temporaries(directory, [res.filename])  # what a killed earlier download of this file left
-    for url in _urls(res, mirror):
+    for url in _urls(res, downloader.mirror):
         try:  # named as every atomic write's temporary is: for its file and this process
             fd, tmp = tempfile.mkstemp(dir=directory, prefix=temporary_prefix(res.filename), suffix=TMP_SUFFIX)
         except OSError as exc:
@@ -263,7 +282,7 @@ def _download_into(res: Resource, directory: Path, target: Path, mirror: Optiona
         try:
             os.fchmod(fd, new_file_mode(target))  # mkstemp's 0o600 would hide a shared data folder from its users
             log(f"downloading {url}")
-            md5, sha, n = _stream(url, fd, res.filename, progress, timeout)
+            md5, sha, n = _stream(url, fd, res.filename, downloader.progress, downloader.timeout)
             if res.md5 and md5 != res.md5:
                 raise DataError(f"md5 {md5} does not match the published {res.md5}")
             if res.sha256 and sha != res.sha256:
@@ -299,17 +318,15 @@ def _fetch_source(name: str) -> DatasetInfo:
     return DATASETS.get(info.fetch_as) if info.fetch_as else info
 
 
-def fetch_dataset(name: str, data_dir: Optional[PathLike] = None, allow_unverified: bool = False,
-                  mirror: Optional[str] = None, force: bool = False, progress: Optional[bool] = None,
-                  log: Callable[[str], None] = log_info, timeout: float = 60.0,
-                  records: Optional[List[FetchedFile]] = None) -> List[Path]:
+def fetch_dataset(name: str, data_dir: Optional[PathLike] = None, downloader: Downloader = Downloader(),
+                  force: bool = False, records: Optional[List[FetchedFile]] = None) -> List[Path]:
     """Fetch the official files of a registered dataset into ``DATA/<directory>/`` and
     check that the result loads (``agnostophobia data fetch NAME``).
 
     Args:
         name: the registered dataset.
         data_dir: the datasets' folder; default: as for :func:`data_dir`.
-        allow_unverified, mirror, progress, timeout, log: as for :func:`download`.
+        downloader: as for :func:`download`.
         force: download the official files even where a prepared ``.npz`` is present.
         records: a list that receives a ``FetchedFile`` (URL, sha256, verified) for each file.
 
@@ -330,7 +347,8 @@ def fetch_dataset(name: str, data_dir: Optional[PathLike] = None, allow_unverifi
         ...          y_train=np.arange(20) % 10, x_test=rng.integers(0, 256, (10, 28, 28), dtype=np.uint8),
         ...          y_test=np.arange(10))
         >>> from agnostophobia.data import fetch_dataset
-        >>> fetch_dataset("mnist", data_dir=data, log=print)  # a prepared file: nothing is downloaded
+        >>> from agnostophobia.data import Downloader
+        >>> fetch_dataset("mnist", data_dir=data, downloader=Downloader(log=print))  # prepared: nothing downloaded
         mnist: prepared file .../mnist/mnist.npz is present; nothing to fetch (--force downloads the official files)
         []
     """
@@ -341,14 +359,13 @@ def fetch_dataset(name: str, data_dir: Optional[PathLike] = None, allow_unverifi
         raise DataError(f"{name} has no official download; prepare it as described in docs/data.md")
     prepared = root / source.candidates[0]
     if prepared.suffix == ".npz" and prepared.exists() and not force:
-        log(f"{name}: prepared file {prepared} is present; nothing to fetch (--force downloads the official files)")
+        downloader.log(f"{name}: prepared file {prepared} is present; nothing to fetch (--force downloads the official files)")
         return []
-    if not allow_unverified:  # refuse before downloading anything
+    if not downloader.allow_unverified:  # refuse before downloading anything
         for res in source.resources:
             if not res.verifiable:
-                download(res, root / source.directory, allow_unverified=False)
-    fetched = [fetch_file(res, root / source.directory, mirror, allow_unverified, progress, timeout, log, source.name)
-               for res in source.resources]
+                download(res, root / source.directory)
+    fetched = [fetch_file(res, root / source.directory, downloader, source.name) for res in source.resources]
     if records is not None:
         records.extend(fetched)
     paths = [Path(f.path) for f in fetched]
@@ -357,7 +374,7 @@ def fetch_dataset(name: str, data_dir: Optional[PathLike] = None, allow_unverifi
             ds = load_dataset(name, split, root)
         except SplitUnavailable:
             continue
-        log(f"{name} {split}: {len(ds)} images {ds.images.shape[1:]} loaded from {ds.source}")
+        downloader.log(f"{name} {split}: {len(ds)} images {ds.images.shape[1:]} loaded from {ds.source}")
     return paths
 
 
@@ -380,8 +397,8 @@ def fetch(names: Sequence[str], **kwargs) -> Dict[str, List[Path]]:
         >>> np.savez(data / "mnist" / "mnist.npz", x_train=rng.integers(0, 256, (20, 28, 28), dtype=np.uint8),
         ...          y_train=np.arange(20) % 10, x_test=rng.integers(0, 256, (10, 28, 28), dtype=np.uint8),
         ...          y_test=np.arange(10))
-        >>> from agnostophobia.data import fetch
-        >>> fetch(["mnist"], data_dir=data, log=print)
+        >>> from agnostophobia.data import Downloader, fetch
+        >>> fetch(["mnist"], data_dir=data, downloader=Downloader(log=print))
         mnist: prepared file .../mnist/mnist.npz is present; nothing to fetch (--force downloads the official files)
         {'mnist': []}
     """
@@ -391,15 +408,14 @@ def fetch(names: Sequence[str], **kwargs) -> Dict[str, List[Path]]:
 
 
 def fetch_missing(names: Sequence[str], data_dir: Optional[PathLike], explanation: str,
-                  allow_unverified: bool = False, mirror: Optional[str] = None, progress: Optional[bool] = None,
-                  timeout: float = 60.0, log: Callable[[str], None] = log_info) -> List[FetchedFile]:
+                  downloader: Downloader = Downloader()) -> List[FetchedFile]:
     """Fetch the missing datasets ``names`` for a run, or raise one :class:`DataError` line.
 
     ``explanation`` is the "not found; get them with ..." line the caller would raise
     without fetching; it is raised, with the reason appended, when the data cannot be
     fetched unattended: a dataset without an official download, a read-only data
     directory, or an unreachable or failing source. Files without a published checksum
-    are refused before anything is downloaded unless ``allow_unverified``. A source that
+    are refused before anything is downloaded unless ``downloader.allow_unverified``. A source that
     needs a login raises :class:`LoginRequired`, which says where to save the file.
     """
     root = resolve_data_dir(data_dir)
@@ -411,7 +427,7 @@ def fetch_missing(names: Sequence[str], data_dir: Optional[PathLike], explanatio
         raise DataError(f"{explanation}; nothing downloaded: {read_only} is read-only")
     unverified = [(info.name, res.filename) for info in sources.values() for res in info.resources
                   if not res.verifiable]
-    if unverified and not allow_unverified:
+    if unverified and not downloader.allow_unverified:
         files = ", ".join(f"{f} ({n})" for n, f in unverified)
         one = len(unverified) == 1
         raise DataError(f"{explanation}; {files} {'has' if one else 'have'} no published checksum: rerun with "
@@ -420,8 +436,7 @@ def fetch_missing(names: Sequence[str], data_dir: Optional[PathLike], explanatio
     records: List[FetchedFile] = []
     for name in sources:
         try:
-            fetch_dataset(name, root, allow_unverified=allow_unverified, mirror=mirror, progress=progress,
-                          log=log, timeout=timeout, records=records)
+            fetch_dataset(name, root, downloader, records=records)
         except LoginRequired:
             raise
         except DataError as exc:
@@ -430,13 +445,12 @@ def fetch_missing(names: Sequence[str], data_dir: Optional[PathLike], explanatio
 
 
 def require_datasets(names, data_dir: Optional[PathLike] = None, needed_by: str = "", fetch: bool = False,
-                     allow_unverified: bool = False, progress: Optional[bool] = None,
-                     log: Callable[[str], None] = log_info) -> List[FetchedFile]:
+                     downloader: Downloader = Downloader()) -> List[FetchedFile]:
     """Make sure every dataset of ``names`` is in the data directory.
 
     Without ``fetch``, raise one :class:`DataError` naming every absent dataset, with the
     single ``agnostophobia data fetch`` command that gets them all. With ``fetch``, download
-    them instead (:func:`~agnostophobia.data.fetch.fetch_missing`; that line is still
+    them instead, as ``downloader`` says (:func:`~agnostophobia.data.fetch.fetch_missing`; that line is still
     raised when they cannot be fetched). Returns the records of the files fetched.
     """
     root = resolve_data_dir(data_dir)
@@ -452,8 +466,7 @@ def require_datasets(names, data_dir: Optional[PathLike] = None, needed_by: str 
     message += f" ({needed_by})" if needed_by else ""
     if not fetch:
         raise DataError(message)
-    return fetch_missing([i.name for i in missing], root, message, allow_unverified=allow_unverified,
-                         progress=progress, log=log)
+    return fetch_missing([i.name for i in missing], root, message, downloader)
 
 
 def write_fetch_record(run_dir: PathLike, records: Sequence[FetchedFile]) -> Path:

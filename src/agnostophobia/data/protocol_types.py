@@ -17,7 +17,7 @@ import numpy as np
 
 from agnostophobia.errors import ConfigError, DataError
 from agnostophobia.registry import Registry
-from agnostophobia.data.fetch import FetchedFile, require_datasets
+from agnostophobia.data.fetch import Downloader, FetchedFile, require_datasets
 from agnostophobia.data.paths import PathLike
 from agnostophobia.data.preprocess import OURS, PREPROCESSINGS, InputSpec
 from agnostophobia._log import log_info
@@ -181,7 +181,7 @@ class ProtocolSpec:
                      progress: Optional[bool] = None, log: Callable[[str], None] = log_info) -> List[FetchedFile]:
         """:func:`~agnostophobia.data.fetch.require_datasets` for the datasets it reads."""
         return require_datasets(self.datasets, data_dir, self.data_hint, fetch=fetch,
-                                allow_unverified=allow_unverified, progress=progress, log=log)
+                                downloader=Downloader(allow_unverified=allow_unverified, progress=progress, log=log))
 
     def make(self, data_dir: Optional[PathLike] = None, seed: int = 0, preprocessing: str = OURS,
              data_loading: str = "memory", **limits) -> OpenSetProtocol:
@@ -257,6 +257,9 @@ def unknown_set(name: str) -> UnknownSet:
     return UNKNOWN_SETS.get(name) if name in UNKNOWN_SETS else UnknownSet(name, name)
 
 
+# Many parameters, on purpose: each is one independent fact of the protocol's declaration (the
+# fields of ProtocolSpec, and the unknown sets it builds), given by keyword where the builder is
+# declared, as a dataclass takes its fields; a record passed instead would only repeat them.
 def register_protocol(name: str, input: InputSpec, datasets: Tuple[str, ...] = (),
                       preprocessings: Tuple[str, ...] = (OURS,), data_hint: str = "",
                       unknown_sets: Tuple[UnknownSet, ...] = (), converged_accuracy: Optional[float] = None,

@@ -87,6 +87,20 @@ SET_HELP = ("override one config key for this run, after the budget (repeatable)
 
 
 def add_commands(subparsers) -> None:
+    """The experiment commands, in the order ``--help`` lists them."""
+    common, runs = _shared_options()
+    _add_reproduce(subparsers, common, runs)
+    _add_train(subparsers, common, runs)
+    _add_evaluate(subparsers, common)
+    _add_tune(subparsers, common)
+    _add_tune_detectors(subparsers)
+    _add_benchmark(subparsers, common, runs)
+    _add_ablate(subparsers, common)
+
+
+def _shared_options():
+    """The options several commands share, as argparse parents: ``common`` (where the data is,
+    the device, progress bars) and ``runs`` (how a training command trains its runs)."""
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--data-dir", help="dataset directory (default: $AGNOSTOPHOBIA_DATA or the user cache)")
     common.add_argument("--device", help="cpu, cuda or cuda:N (default: cuda when available)")
@@ -105,7 +119,11 @@ def add_commands(subparsers) -> None:
                       help="capture each run's training step in a CUDA graph and replay it (CUDA only; default: "
                            "the config's cuda_graph, false; not yet measured on a GPU)")
     runs.add_argument("--split", type=split_index, metavar="K", help=SPLIT_HELP)
+    return common, runs
 
+
+def _add_reproduce(subparsers, common, runs) -> None:
+    """``reproduce``: a paper experiment end to end."""
     p = subparsers.add_parser("reproduce", parents=[common, runs],
                               help="reproduce a paper experiment end to end (train, evaluate, report, figures)")
     p.add_argument("experiment", help="lenet++ (Tables 1-2, Figs. 1-2), cifar (Table 2, lower half), "
@@ -132,6 +150,9 @@ def add_commands(subparsers) -> None:
                    help=PREPROCESSING_HELP + "; the default --out gains the suffix -authors")
     p.set_defaults(func=_reproduce, before_loading=before_loading)
 
+
+def _add_train(subparsers, common, runs) -> None:
+    """``train``: the approaches of an experiment config."""
     p = subparsers.add_parser("train", parents=[common, runs],
                               help="train approaches from an experiment config (also under torchrun: DDP)")
     p.add_argument("config", help="experiment YAML (path, or the name of a shipped config)")
@@ -143,6 +164,9 @@ def add_commands(subparsers) -> None:
     p.add_argument("--preprocessing", type=preprocessing, metavar="NAME", help=PREPROCESSING_HELP)
     p.set_defaults(func=_train, before_loading=before_loading)
 
+
+def _add_evaluate(subparsers, common) -> None:
+    """``evaluate``: a run's metrics and report."""
     p = subparsers.add_parser("evaluate", parents=[common],
                               help="metrics and report of a run; optionally on further unknown sets")
     p.add_argument("run", type=Path, help="run directory written by train or reproduce")
@@ -152,6 +176,9 @@ def add_commands(subparsers) -> None:
                    help="replace unknown sets of the same name that the run already holds")
     p.set_defaults(func=_evaluate)
 
+
+def _add_tune(subparsers, common) -> None:
+    """``tune``: loss parameters by cross-class calibration (Sec. 6)."""
     p = subparsers.add_parser("tune", parents=[common],
                               help="choose loss parameters (xi, lambda) by cross-class calibration (paper Sec. 6): "
                                    "train on half of the negative classes, score on the other half")
@@ -173,6 +200,9 @@ def add_commands(subparsers) -> None:
                                                          "kept, an interrupted one resumes from its last epoch")
     p.set_defaults(func=_tune)
 
+
+def _add_tune_detectors(subparsers) -> None:
+    """``tune-detectors``: each detector's settings on the run's validation data."""
     p = subparsers.add_parser("tune-detectors",
                               help="choose each detector's settings (k-NN's k, OpenMax's tail size and alpha, EVM's "
                                    "tail size and cover threshold, PostMax's tail fraction) by CCR at an FPR on the "
@@ -189,6 +219,9 @@ def add_commands(subparsers) -> None:
                         "keep detector_settings.json as it was, and say what this would write)")
     p.set_defaults(func=_tune_detectors)
 
+
+def _add_benchmark(subparsers, common, runs) -> None:
+    """``benchmark``: every training method x every post-processor on one protocol."""
     p = subparsers.add_parser("benchmark", parents=[common, runs],
                               help="every training method x every post-processor on one protocol, several seeds: "
                                    "train, tune the detectors on validation data, and one report of OSCR, AUROC "
@@ -206,6 +239,9 @@ def add_commands(subparsers) -> None:
                         "none for your own)")
     p.set_defaults(func=_benchmark)
 
+
+def _add_ablate(subparsers, common) -> None:
+    """``ablate``: the config's ablation steps and their table."""
     p = subparsers.add_parser("ablate", parents=[common],
                               help="the config's ablation steps, each a reproduction adding one factor toward the "
                                    "authors' protocol, and one table of them")

@@ -27,8 +27,9 @@ from agnostophobia.training.outputs import store_outputs
 from agnostophobia.experiments.report import write_metrics, write_report
 from agnostophobia.experiments.headline import headline_rows, headline_table, trained_headline_rows
 from agnostophobia.experiments.request import RunRequest
-from agnostophobia.experiments.run_record import (StoredTraining, check_recorded_classes, protocol_classes,
-                                                  record_data_sources, record_or_read, write_config, write_run_record)
+from agnostophobia.experiments.run_record import (RunCommand, StoredTraining, check_recorded_classes,
+                                                  protocol_classes, record_data_sources, record_or_read, write_config,
+                                                  write_run_record)
 from agnostophobia.training import distributed
 from agnostophobia.training.concurrent import (Job, check_concurrent_runs, resolve_concurrent_runs, run_jobs,
                                                threads_per_run)
@@ -414,7 +415,7 @@ def train_and_record(experiment: ExperimentConfig, device: torch.device, out: Pa
         stored = train_and_store(experiment, out, device, log, protocol=protocol)
         if not world.is_main:
             return None
-        meta = write_run_record(out, experiment, budget, stored, command, device, config_protocol)
+        meta = write_run_record(out, experiment, stored, RunCommand(command, budget, config_protocol), device)
         then(meta)
     return meta
 

@@ -1,6 +1,7 @@
 """The run record a training command leaves: ``config.yaml`` (:func:`write_config`, written before
 the training) and, after it, ``run_meta.json`` (:func:`write_run_record`, from what the training
-hands back, :class:`StoredTraining`), both carrying the run's marker and id
+hands back, :class:`StoredTraining`, and the command that asked for it, :class:`RunCommand`),
+both carrying the run's marker and id
 (:mod:`~agnostophobia.training.records.run_marker`: how a folder is known as a run); beside them what a
 continued training reads back and checks: ``classes.json``, ``data_notes.json``,
 ``preprocessing_notes.json`` and ``data_sources.json``.
@@ -83,17 +84,30 @@ def seeds_varied(experiment: ExperimentConfig) -> str:
             f"{experiment.train.data_seed} fixed (validation split, training subsample)")
 
 
-def write_run_record(out: Path, experiment: ExperimentConfig, budget: Optional[str], stored: StoredTraining,
-                     command: str, device: torch.device, config_protocol: Optional[str] = None) -> Dict:
+@dataclasses.dataclass(frozen=True)
+class RunCommand:
+    """The command that made a run, as its records repeat it: the ``line`` to type to make it
+    again (where the run was not made from the command line itself), the ``budget`` it ran at,
+    and, for ``reproduce --protocol``, the protocol the experiment's config names
+    (``config_protocol``: the run is then a variant, not comparable to the paper)."""
+
+    line: str  # the command line that makes the run again
+    budget: Optional[str]  # the budget it ran at (None: the config's values)
+    config_protocol: Optional[str] = None  # reproduce --protocol: the protocol the config names
+
+
+def write_run_record(out: Path, experiment: ExperimentConfig, stored: StoredTraining, command: RunCommand,
+                     device: torch.device) -> Dict:
     """``run_meta.json``: what ``evaluate``, ``plot`` and ``predict`` need to know of a run."""
     train_cfg = experiment.train
+    budget, config_protocol = command.budget, command.config_protocol
     world = distributed.current()
     runs = stored.concurrent_runs
     meta = {
         **run_marker(recorded_run_id(out)),  # what makes the folder known as this run (records.run_marker)
         "experiment": train_cfg.name, "budget": budget, "seeds": experiment.seeds,
         "seeds_varied": seeds_varied(experiment), "approaches": experiment.approaches,
-        "command": " ".join(["agnostophobia"] + sys.argv[1:]) if is_the_command_line() else command,
+        "command": " ".join(["agnostophobia"] + sys.argv[1:]) if is_the_command_line() else command.line,
         "device": f"{device} ({platform.processor() or platform.machine()}, "
                   f"{torch.get_num_threads()} threads)" + (f" x {world.size} processes (DDP)" if world.distributed else "")
                   + (f", {runs} runs at a time, {train_cfg.cpu_threads or threads_per_run(runs)} thread(s) each" if runs > 1 else ""),

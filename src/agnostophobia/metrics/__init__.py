@@ -30,7 +30,7 @@ from .oscr import (PAPER_FPR_VALUES, OperatingPoint, OSCRCurve, ccr_at_fpr, clas
                    rates_at_threshold, threshold_at_fpr)
 from .resolution import (DEFAULT_FPR, MIN_FALSE_POSITIVES, default_fpr, reported_fprs, smallest_supported_fpr, supported_fprs,
                          supports_fpr, unsupported_fpr_message)
-from .significance import (BETTER, EQUIVALENT, NOT_RESOLVED, WORSE, Decision, Interval, PairedDifference, PairedTest,
+from .significance import (BETTER, EQUIVALENT, NOT_RESOLVED, WORSE, Bootstrap, Decision, Interval, PairedDifference, PairedTest,
                            decide, holm, oscr_area_resamples, paired_bootstrap, paired_difference, paired_seed_test,
                            resample_weights, resampled_se, seed_interval, smallest_resolved_difference)
 from .stats import EntropyMagnitudeStats, MeanStd, entropy_magnitude_stats
@@ -46,7 +46,7 @@ __all__ = [
     "MIN_FALSE_POSITIVES", "supports_fpr", "smallest_supported_fpr", "supported_fprs", "reported_fprs",
     "unsupported_fpr_message",
     "entropy_magnitude_stats", "EntropyMagnitudeStats", "MeanStd",
-    "seed_interval", "paired_seed_test", "paired_bootstrap", "holm", "Interval", "PairedTest",
+    "seed_interval", "paired_seed_test", "paired_bootstrap", "Bootstrap", "holm", "Interval", "PairedTest",
     "paired_difference", "PairedDifference", "decide", "Decision", "smallest_resolved_difference",
     "resample_weights", "oscr_area_resamples", "resampled_se", "BETTER", "WORSE", "EQUIVALENT", "NOT_RESOLVED",
     "tied_share", "TIE_FLAG",

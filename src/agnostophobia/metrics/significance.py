@@ -23,7 +23,7 @@ interval, and a difference with a decision that says what the data can and canno
   the same network move together, so a difference of 10⁻⁴ with a spread of 10⁻⁵ "passes").
 * :func:`paired_bootstrap`: two scores of the same test samples within one seed (e.g. two detectors
   on one network), a paired bootstrap over the samples of any metric's difference: its interval
-  and a two-sided p-value.
+  and a two-sided p-value; :class:`Bootstrap` says how many resamples, from which seed, at which level.
 * :func:`holm`: Holm's step-down adjustment of a family of p-values (Holm 1979): "below alpha
   after Holm" bounds the chance of any false rejection *within that family* by alpha. A report
   with several families (the benchmark has three) controls each at alpha, not the whole report.
@@ -158,8 +158,23 @@ def paired_seed_test(first: Sequence[float], second: Sequence[float], test: str 
     return PairedTest(float(difference.mean()), float(p), test, int(a.size))
 
 
-def paired_bootstrap(metric: Callable, first, second, labels, resamples: int = 2000,
-                     confidence: float = 0.95, seed: int = 0) -> tuple:
+class Bootstrap(NamedTuple):
+    """How a bootstrap over the test samples is drawn and read: ``resamples`` resamples drawn with
+    replacement by ``numpy.random.default_rng(seed)`` (the same seed, the same resamples), and its
+    interval at ``confidence``.
+
+    Examples:
+        >>> from agnostophobia.metrics import Bootstrap
+        >>> Bootstrap(resamples=200)
+        Bootstrap(resamples=200, confidence=0.95, seed=0)
+    """
+
+    resamples: int = 2000  # how many resamples (at least 100 for paired_bootstrap)
+    confidence: float = 0.95  # the interval's level, in (0, 1)
+    seed: int = 0  # the resampling's random seed
+
+
+def paired_bootstrap(metric: Callable, first, second, labels, bootstrap: Bootstrap = Bootstrap()) -> tuple:
     """``(Interval of metric(first) - metric(second), two-sided p-value)`` by a paired bootstrap over
     the test samples: both scores are resampled with the same indices, so what the samples share
     cancels. The p-value is twice the smaller share of resampled differences on either side of 0
@@ -170,9 +185,8 @@ def paired_bootstrap(metric: Callable, first, second, labels, resamples: int = 2
         first: the first method's scores of the test samples (any shape with the samples first).
         second: the second method's scores of the same samples, in the same order.
         labels: the samples' labels (negative = unknown).
-        resamples: how many bootstrap resamples.
-        confidence: the interval's level, in (0, 1).
-        seed: the resampling's random seed.
+        bootstrap: how many resamples (at least 100), from which seed, and the interval's level,
+            in (0, 1) (:class:`Bootstrap`).
 
     Returns:
         ``(Interval, p)``: the :class:`Interval` of the difference (its ``estimate`` is the
@@ -180,7 +194,7 @@ def paired_bootstrap(metric: Callable, first, second, labels, resamples: int = 2
 
     Examples:
         >>> import numpy as np
-        >>> from agnostophobia.metrics import paired_bootstrap
+        >>> from agnostophobia.metrics import Bootstrap, paired_bootstrap
         >>> def separation(scores, labels):  # a metric: the knowns' mean score minus the unknowns'
         ...     return float(scores[labels >= 0].mean() - scores[labels < 0].mean())
         ...
@@ -188,7 +202,7 @@ def paired_bootstrap(metric: Callable, first, second, labels, resamples: int = 2
         >>> labels = np.repeat([0, -1], 50)
         >>> first = rng.normal(labels == 0, 1.0)  # knowns score 1 higher on average
         >>> second = rng.normal(0.0, 1.0, size=100)  # no separation
-        >>> interval, p = paired_bootstrap(separation, first, second, labels, resamples=200)
+        >>> interval, p = paired_bootstrap(separation, first, second, labels, Bootstrap(resamples=200))
         >>> round(interval.estimate, 4), interval.low > 0, round(p, 4)
         (0.9409, True, 0.01)
     """
@@ -196,6 +210,7 @@ def paired_bootstrap(metric: Callable, first, second, labels, resamples: int = 2
     if not len(first) == len(second) == len(labels):
         raise ValueError(f"paired_bootstrap: the same samples in both scores and the labels, got "
                          f"{len(first)}, {len(second)} and {len(labels)}")
+    resamples, confidence, seed = bootstrap
     if resamples < 100:
         raise ValueError(f"paired_bootstrap: resamples must be at least 100, got {resamples}")
     observed = float(metric(first, labels) - metric(second, labels))

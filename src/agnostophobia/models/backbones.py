@@ -98,6 +98,8 @@ class TorchvisionBackbone(nn.Module):
         (torch.Size([2, 10]), torch.Size([2, 32]))
     """
 
+    # Many parameters, on purpose: they are the model_kwargs keys of an experiment YAML (and of the
+    # configs of runs already trained), each an independent choice, as an estimator's are.
     def __init__(self, architecture: str, num_outputs: int = 10, feature_dim: int = 512,
                  weights: Optional[str] = None, freeze: str = "none", freeze_backbone: Optional[bool] = None,
                  mean: Optional[Sequence[float]] = None, std: Optional[Sequence[float]] = None, **builder_kwargs):

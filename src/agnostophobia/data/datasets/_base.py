@@ -161,10 +161,12 @@ def register_dataset(info: DatasetInfo) -> DatasetInfo:
 
 
 # ------------------------------------------------------------ shared readers
-def npz_xy(path: Path, split: str, xkey: str, ykey: str, hw, channels: int,
-           num_classes: int, offset: int = 0) -> Tuple[np.ndarray, np.ndarray]:
+def npz_xy(path: Path, split: str, hw, channels: int, num_classes: int,
+           offset: int = 0) -> Tuple[np.ndarray, np.ndarray]:
     """Checked images and labels (file labels ``offset..``, returned from 0) of one split of a
-    prepared ``.npz``; :class:`SplitUnavailable` where the file has neither array."""
+    prepared ``.npz``, stored as every prepared file stores a split: arrays ``x_<split>`` and
+    ``y_<split>``; :class:`SplitUnavailable` where the file has neither array."""
+    xkey, ykey = f"x_{split}", f"y_{split}"
     with F.open_npz(path) as npz:
         if xkey not in npz.files and ykey not in npz.files:
             raise SplitUnavailable(f"{path}: has no {split} split (arrays {xkey}, {ykey})")

@@ -60,7 +60,7 @@ def _load_cifar10(root: Path, split: str) -> DatasetSplit:
     if npz.exists() or jpeg.exists():
         if npz.exists():
             try:
-                x, y = npz_xy(npz, split, f"x_{split}", f"y_{split}", (32, 32), 3, 10)
+                x, y = npz_xy(npz, split, (32, 32), 3, 10)
                 out = DatasetSplit("cifar10", split, x, y, names, str(npz), "npz")
                 if jpeg.exists():  # the staged copy: both splits come from the JPEG images
                     out.notes.append(_STAGED_CIFAR_NOTE)
@@ -116,7 +116,7 @@ def _load_cifar100(root: Path, split: str) -> DatasetSplit:
     npz = d / "cifar100.npz"
     names = list(CIFAR100_CLASSES)
     if npz.exists():
-        x, y = npz_xy(npz, split, f"x_{split}", f"y_{split}", (32, 32), 3, 100)
+        x, y = npz_xy(npz, split, (32, 32), 3, 100)
         coarse = npz_optional(npz, f"y_{split}_coarse", len(y))
         where, src, fmt = f"{npz}: y_{split}_coarse", str(npz), "npz"
     else:

@@ -105,7 +105,7 @@ def _load_dhcd(root: Path, split: str) -> DatasetSplit:
         raise unknown_split("dhcd", split, ("train", "test"))
     npz = d / "devanagari.npz"
     if npz.exists():
-        x, y = npz_xy(npz, split, f"x_{split}", f"y_{split}", (32, 32), 1, 46)
+        x, y = npz_xy(npz, split, (32, 32), 1, 46)
         names = npz_strings(npz, "class_names")
         names = names if names and len(names) == 46 else list(DHCD_CLASSES)
         return DatasetSplit("dhcd", split, x, y, names, str(npz), "npz", meta={"padding": 2})

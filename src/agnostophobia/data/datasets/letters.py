@@ -3,6 +3,7 @@ experiment (Sec. 5); and two optional letter substitutes (NIST SD19 vowels, a sa
 Kaggle's A-Z handwritten data)."""
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -27,7 +28,7 @@ def _load_letters(root: Path, split: str) -> DatasetSplit:
         raise unknown_split("letters", split, ("train", "test"))
     npz = d / "letters.npz"
     if npz.exists():
-        x, y = npz_xy(npz, split, f"x_{split}", f"y_{split}", (28, 28), 1, 26, offset=1)
+        x, y = npz_xy(npz, split, (28, 28), 1, 26, offset=1)
         out = DatasetSplit("letters", split, x, y, list(LETTERS), str(npz), "npz")
         case = npz_optional(npz, f"case_{split}", len(y))
         if case is not None:
@@ -76,42 +77,49 @@ register_dataset(DatasetInfo(
 ))
 
 
-def _substitute_loader(name: str, offset: int, note: str):
-    def load(root: Path, split: str) -> DatasetSplit:
-        if split != "train":
-            raise unknown_split(name, split, ("train",))
-        npz = root / name / f"{name}.npz"
-        if not npz.exists():
-            raise DataError(f"{npz}: file not found")
-        x, y = npz_xy(npz, split, "x_train", "y_train", (28, 28), 1, 26, offset=offset)
-        return DatasetSplit(name, split, x, y, list(LETTERS), str(npz), "npz", notes=[note])
-    return load
-
-
-def _register_substitute(name: str, title: str, offset: int, label_convention: str, npz_layout: str,
-                         official_layout: str, note: str) -> None:
+@dataclass(frozen=True)
+class _LetterSubstitute:
     """A letter set that stands in for EMNIST letters: optional, one split "train" read from
     ``<name>/<name>.npz`` (file labels from ``offset``), no official download."""
-    register_dataset(DatasetInfo(
-        name=name, title=title, directory=name, splits=("train",), required_splits=("train",), num_classes=26,
-        class_names=LETTERS, kind="glyph", optional=True,
-        label_convention=label_convention, npz_layout=npz_layout, official_layout=official_layout,
-        candidates=(f"{name}/{name}.npz",), resources=(),
-        loader=_substitute_loader(name, offset, note),
-    ))
+
+    name: str
+    title: str
+    offset: int                # the file's label of "a"
+    label_convention: str
+    npz_layout: str
+    official_layout: str
+    note: str                  # said with every split loaded: how it differs from EMNIST letters
+
+    def load(self, root: Path, split: str) -> DatasetSplit:
+        if split != "train":
+            raise unknown_split(self.name, split, ("train",))
+        npz = root / self.name / f"{self.name}.npz"
+        if not npz.exists():
+            raise DataError(f"{npz}: file not found")
+        x, y = npz_xy(npz, split, (28, 28), 1, 26, offset=self.offset)
+        return DatasetSplit(self.name, split, x, y, list(LETTERS), str(npz), "npz", notes=[self.note])
+
+    def register(self) -> None:
+        register_dataset(DatasetInfo(
+            name=self.name, title=self.title, directory=self.name, splits=("train",), required_splits=("train",),
+            num_classes=26, class_names=LETTERS, kind="glyph", optional=True,
+            label_convention=self.label_convention, npz_layout=self.npz_layout,
+            official_layout=self.official_layout, candidates=(f"{self.name}/{self.name}.npz",), resources=(),
+            loader=self.load,
+        ))
 
 
-_register_substitute(
+_LetterSubstitute(
     "nist_sd19_vowels", "NIST SD19 handprinted vowels rendered EMNIST-style (substitute)", offset=1,
     label_convention="a=1..z=26 in the file (only a, e, i, o, u occur); returned as a=0..z=25",
     npz_layout="nist_sd19_vowels/nist_sd19_vowels.npz: x_train uint8 (10000,28,28), y_train 1..26",
     official_layout="none: built from NIST SD19 by_class PNGs (see the data provenance)",
     note="nist_sd19_vowels: 5 of 26 letters, EMNIST-like rendering of NIST SD19, not EMNIST itself",
-)
-_register_substitute(
+).register()
+_LetterSubstitute(
     "az_handwritten_sample", "Sample of the Kaggle 'A-Z Handwritten Data' (substitute)", offset=0,
     label_convention="A=0..Z=25 in the file (Kaggle convention), unchanged",
     npz_layout="az_handwritten_sample/az_handwritten_sample.npz: x_train uint8 (5934,28,28), y_train 0..25",
     official_layout="none: a random sample of a Kaggle dataset",
     note="az_handwritten_sample: a 5,934-image sample, upper case only, skewed class balance",
-)
+).register()

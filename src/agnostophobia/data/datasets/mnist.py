@@ -19,7 +19,7 @@ def _load_mnist(root: Path, split: str) -> DatasetSplit:
         raise unknown_split("mnist", split, ("train", "test"))
     npz = d / "mnist.npz"
     if npz.exists():
-        x, y = npz_xy(npz, split, f"x_{split}", f"y_{split}", (28, 28), 1, 10)
+        x, y = npz_xy(npz, split, (28, 28), 1, 10)
         return DatasetSplit("mnist", split, x, y, list(DIGITS), str(npz), "npz")
     x, y, xp = idx_pair(d, _MNIST_IDX[split], "MNIST idx")
     x = F.check_images(x, str(xp), (28, 28))

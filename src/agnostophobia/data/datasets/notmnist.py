@@ -24,7 +24,7 @@ def _load_notmnist(root: Path, split: str) -> DatasetSplit:
         raise unknown_split("notmnist", split, ("test",))
     npz = d / "notmnist.npz"
     if npz.exists():
-        x, y = npz_xy(npz, split, "x_test", "y_test", (28, 28), 1, 10)
+        x, y = npz_xy(npz, split, (28, 28), 1, 10)
         return DatasetSplit("notmnist", split, x, y, list(NOTMNIST_CLASSES), str(npz), "npz", notes=[_NOTMNIST_NOTE])
     src = F.first_existing([d / "notMNIST_small.tar.gz", d / "notMNIST_small"])
     if src is None:

@@ -17,7 +17,7 @@ def _load_svhn(root: Path, split: str) -> DatasetSplit:
     names = list(DIGITS)
     npz = d / "svhn.npz"
     if npz.exists():
-        x, y = npz_xy(npz, split, f"x_{split}", f"y_{split}", (32, 32), 3, 10)
+        x, y = npz_xy(npz, split, (32, 32), 3, 10)
         return DatasetSplit("svhn", split, x, y, names, str(npz), "npz")
     mat = d / f"{split}_32x32.mat"
     if not mat.exists():

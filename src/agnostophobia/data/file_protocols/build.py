@@ -91,13 +91,7 @@ def build_file_protocol(mapping, seed: int = 0, data_loading: str = "memory", **
     chosen, notes = _choose(listing, seed, limits)
     n_train = sum(len(chosen[p]) for p, s, _, _ in PARTS if s == "train")
     stream = choose_loading(data_loading, n_train, spec.input.shape) == "stream"
-    problems = list(listing.problems)
-    prepared = {}
-    for split in SPLITS:
-        keep = sorted(set().union(*(chosen[p] for p, s, _, _ in PARTS if s == split)))
-        images = _read_split(listing.splits[split], set(keep[:CHUNK] if stream else keep), spec, split, problems)
-        prepared[split] = None if stream else dict(zip(keep, images)) if not problems else {}
-    raise_problems(spec, problems)
+    prepared = _read_chosen(spec, listing, chosen, stream)
     if listing.repeats:
         notes.append("allow_duplicates: " + ", ".join(f"{n} {split} entries repeat a file listed earlier in the "
                                                       f"split" for split, n in listing.repeats.items())
@@ -110,6 +104,21 @@ def build_file_protocol(mapping, seed: int = 0, data_loading: str = "memory", **
         protocol.split_files = split_tables(spec, listing)
     protocol.sources = file_sources(spec, listing)
     return protocol
+
+
+def _read_chosen(spec: FileProtocolSpec, listing: Listing, chosen: Dict[str, List[int]],
+                 stream: bool) -> Dict[str, Optional[Dict[int, np.ndarray]]]:
+    """Each split's chosen images, read and prepared, by index (None for a streamed split: only its
+    first chunk is read, for the set-level checks); every problem of the protocol, the listing's
+    and the images', raised together before anything is built."""
+    problems = list(listing.problems)
+    prepared = {}
+    for split in SPLITS:
+        keep = sorted(set().union(*(chosen[p] for p, s, _, _ in PARTS if s == split)))
+        images = _read_split(listing.splits[split], set(keep[:CHUNK] if stream else keep), spec, split, problems)
+        prepared[split] = None if stream else dict(zip(keep, images)) if not problems else {}
+    raise_problems(spec, problems)
+    return prepared
 
 
 def file_sources(spec: FileProtocolSpec, listing: Listing) -> Dict[str, Dict[str, object]]:
