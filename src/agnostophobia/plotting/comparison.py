@@ -11,7 +11,8 @@ import numpy as np
 
 from agnostophobia.metrics import oscr
 from agnostophobia.metrics.ood import CONFIDENCE_GRID, mean_confidence_curves
-from agnostophobia.plotting.panels import new_figure, oscr_series, plot_confidence_curves, plot_oscr, save_figure
+from agnostophobia.plotting.curves import CurveSeries, oscr_series, plot_confidence_curves, plot_oscr
+from agnostophobia.plotting.panels import new_figure, save_figure
 
 
 @dataclass
@@ -45,8 +46,8 @@ def comparison_figures(rows: Sequence[ComparedRow], out_dir: Path, unknowns: str
     fig, axes = new_figure(ncols=2, panel_size=(4.8, 3.9))
     curves = {row.name: mean_confidence_curves(row.scores, CONFIDENCE_GRID) for row in rows}
     for ax, kind in zip(axes[0], ("precision", "accuracy")):
-        plot_confidence_curves([(row.label, CONFIDENCE_GRID, curves[row.name][kind]) for row in rows], ax=ax,
-                               names=[row.name for row in rows], ylabel=f"{kind} (knowns + {unknowns})",
+        plot_confidence_curves([CurveSeries(row.name, CONFIDENCE_GRID, curves[row.name][kind], label=row.label)
+                                for row in rows], ax=ax, ylabel=f"{kind} (knowns + {unknowns})",
                                title=f"{kind.capitalize()} vs confidence")
         ax.set_xlim(0, 1)
     fig.suptitle(f"{titles[0]}: unknowns {unknowns}{note}", fontsize=10)

@@ -42,10 +42,12 @@ from agnostophobia.metrics import oscr
 from agnostophobia.metrics.rows import own_detector, paper_rows, row_sort_key
 from agnostophobia.plotting import style
 from agnostophobia.plotting.request import PlotRequest
-from agnostophobia.plotting.panels import (DEFAULT_MAX_POINTS, logit_weights, new_figure, oscr_series,
-                                           plot_features, plot_magnitude_histogram, plot_oscr,
-                                           plot_softmax_histogram, save_figure, softmax_histogram_values,
-                                           supported_formats)
+from agnostophobia.plotting.curves import oscr_series, plot_oscr
+from agnostophobia.plotting.features import (DEFAULT_MAX_POINTS, DeepFeatures, Subsample, logit_weights,
+                                             plot_features)
+from agnostophobia.plotting.histograms import (MAGNITUDE_LABELS, SOFTMAX_LABELS, plot_magnitude_histogram,
+                                               plot_softmax_histogram, softmax_histogram_values)
+from agnostophobia.plotting.panels import new_figure, save_figure, supported_formats
 from agnostophobia.training.outputs import load_outputs, run_config
 from agnostophobia.rundir import ModelDir, RunDir
 from agnostophobia._atomic import atomic_write
@@ -425,9 +427,9 @@ def _features_figure(first, weights, approaches, split, label, max_points, supti
     fig, axes = new_figure(len(approaches), panel_size=(3.6, 3.7))
     for ax, a in zip(axes[0], approaches):
         known, unknown = first[a]["known"], first[a][split]
-        plot_features(known["features"], known["labels"], unknown["features"], weights=weights[a],
-                      ax=ax, num_classes=_probabilities(a, known).shape[1], unknown_label=label,
-                      max_points=max_points, seed=0, title=style.approach_name(a), legend=False)
+        features = DeepFeatures(known["features"], known["labels"], unknown["features"], weights=weights[a],
+                                num_classes=_probabilities(a, known).shape[1], unknown_label=label)
+        plot_features(features, ax=ax, shown=Subsample(max_points), title=style.approach_name(a), legend=False)
     handles, labels = axes[0, 0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="outside right center", fontsize=8, markerscale=5,
                frameon=False, handletextpad=0.2, title="class", title_fontsize=8)
@@ -440,8 +442,8 @@ def _softmax_figure(first, approaches, split, label, suptitle, seed_note) -> Fig
     for ax, a in zip(axes[0], approaches):
         known, unknown = first[a]["known"], first[a][split]
         values = softmax_histogram_values(_probabilities(a, known), known["labels"], _probabilities(a, unknown))
-        plot_softmax_histogram(*values, ax=ax, title=style.approach_name(a), legend=False,
-                               unknown_label=f"{label}: max known class")
+        plot_softmax_histogram(values, ax=ax, title=style.approach_name(a), legend=False,
+                               labels=(SOFTMAX_LABELS[0], f"{label}: max known class"))
     _shared_legend(fig, axes[0, 0])
     suptitle(fig, "softmax scores", label, seed_note(approaches[0]))
     return fig
@@ -451,8 +453,9 @@ def _magnitude_figure(first, approaches, split, label, suptitle, seed_note) -> F
     fig, axes = new_figure(len(approaches), panel_size=(3.6, 3.0))
     for ax, a in zip(axes[0], approaches):
         known, unknown = first[a]["known"], first[a][split]
-        plot_magnitude_histogram(feature_magnitude(known["features"]), feature_magnitude(unknown["features"]),
-                                 ax=ax, title=style.approach_name(a), legend=False, unknown_label=label)
+        plot_magnitude_histogram((feature_magnitude(known["features"]), feature_magnitude(unknown["features"])),
+                                 ax=ax, title=style.approach_name(a), legend=False,
+                                 labels=(MAGNITUDE_LABELS[0], label))
     _shared_legend(fig, axes[0, 0])
     suptitle(fig, "deep-feature magnitudes", label, seed_note(approaches[0]))
     return fig
