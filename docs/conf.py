@@ -92,7 +92,7 @@ _INTERNAL = ("_torch_score _take_settings fitted_state restore_fitted_state scor
              ).split()
 # Submodules that package docstrings name by their short name (``:mod:`oscr```).
 _SUBMODULES = ("calibration predict export oscr ood stats summary rows backbones weights resolution significance "
-               "run panels style").split()
+               "run panels features histograms curves style").split()
 nitpick_ignore = ([(role, name) for name in _INTERNAL for role in ("py:class", "py:func", "py:meth", "py:data")]
                   + [("py:mod", name) for name in _SUBMODULES])
 suppress_warnings = [

@@ -219,7 +219,7 @@ def test_every_accepted_layout_of_inverted_glyphs_is_refused_by_polarity(classif
 
 
 def test_the_plotting_panels_refuse_labels_that_are_no_int64():
-    from agnostophobia.plotting.panels import softmax_histogram_values
+    from agnostophobia.plotting.histograms import softmax_histogram_values
 
     probs = SCORES / SCORES.sum(axis=1, keepdims=True)
     softmax_histogram_values(probs, np.array([0.0, 1.0, 2.0, 1.0]), probs)

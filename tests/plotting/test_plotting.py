@@ -15,12 +15,12 @@ from PIL import Image
 
 from agnostophobia.cli import main
 from agnostophobia.training.outputs import save_outputs
-from agnostophobia.plotting import (APPROACH_COLORS, CurveSeries, PlotRequest, class_borders, draw_run,
-                                    iter_run_figures, logit_weights, oscr_on_grid, oscr_series, plot_confidence_curves,
-                                    plot_features, plot_magnitude_histogram, plot_oscr, plot_run,
-                                    plot_softmax_histogram, softmax_histogram_values, subsample_note)
+from agnostophobia.plotting import (APPROACH_COLORS, CurveSeries, DeepFeatures, PlotRequest, Subsample, class_borders,
+                                    draw_run, iter_run_figures, logit_weights, oscr_on_grid, oscr_series,
+                                    plot_confidence_curves, plot_features, plot_magnitude_histogram, plot_oscr,
+                                    plot_run, plot_softmax_histogram, softmax_histogram_values, subsample_note)
 from agnostophobia.plotting import style
-from agnostophobia.plotting.panels import BORDER_GID, ORIGIN_AXIS_GID, SUBSAMPLE_NOTE_GID
+from agnostophobia.plotting.features import BORDER_GID, ORIGIN_AXIS_GID, SUBSAMPLE_NOTE_GID
 from agnostophobia.detectors import background_scores, softmax_scores
 from agnostophobia.metrics.rows import ROW_ORDER
 
@@ -173,7 +173,7 @@ def test_plot_features_draws_one_scatter_per_class_plus_unknowns_and_the_borders
     rng = np.random.default_rng(0)
     feats, labels = split(rng, 200, KNOWN_ANGLES["softmax"])
     unknown, _ = split(rng, 50)
-    ax = plot_features(feats, labels, unknown, weights=W4, num_classes=4)
+    ax = plot_features(DeepFeatures(feats, labels, unknown, weights=W4, num_classes=4))
     scatters = [c for c in ax.collections if isinstance(c, PathCollection)]
     assert len(scatters) == 5
     assert [c.get_label() for c in scatters] == ["0", "1", "2", "3", "unknowns"]
@@ -193,7 +193,7 @@ def test_plot_features_draws_one_scatter_per_class_plus_unknowns_and_the_borders
 def test_plot_features_without_weights_draws_no_borders():
     rng = np.random.default_rng(0)
     feats, labels = split(rng, 40, KNOWN_ANGLES["softmax"])
-    ax = plot_features(feats, labels)
+    ax = plot_features(DeepFeatures(feats, labels))
     assert border_angles(ax) == [] and len(ax.collections) == 4
 
 
@@ -203,7 +203,7 @@ def test_plot_features_subsamples_and_says_so():
     unknown, _ = split(rng, 90)
 
     def draw(seed):
-        ax = plot_features(feats, labels, unknown, max_points=50, seed=seed, num_classes=4)
+        ax = plot_features(DeepFeatures(feats, labels, unknown, num_classes=4), shown=Subsample(50, seed=seed))
         return ax, np.concatenate([c.get_offsets() for c in ax.collections])
 
     ax, points = draw(seed=0)
@@ -218,7 +218,7 @@ def test_plot_features_subsamples_and_says_so():
 
 def test_plot_features_rejects_non_2d_features():
     with pytest.raises(ValueError, match="2-D features"):
-        plot_features(np.zeros((5, 3)), np.zeros(5, int))
+        DeepFeatures(np.zeros((5, 3)), np.zeros(5, int))
 
 
 # ------------------------------------------------------------------- histograms
@@ -239,7 +239,7 @@ def test_softmax_histogram_values_use_correct_class_and_max_known_class():
 
 def test_plot_softmax_histogram_log_counts():
     rng = np.random.default_rng(0)
-    ax = plot_softmax_histogram(rng.uniform(0.5, 1, 300), rng.uniform(0.1, 0.6, 100))
+    ax = plot_softmax_histogram((rng.uniform(0.5, 1, 300), rng.uniform(0.1, 0.6, 100)))
     assert len(ax.patches) == 2 and ax.get_yscale() == "log"
     assert ax.get_ylabel() == style.LABEL_COUNT_LOG and ax.get_xlim() == (0, 1)
     assert [to_hex(p.get_facecolor()) for p in ax.patches] == [style.KNOWN_COLOR.lower(), style.UNKNOWN_COLOR.lower()]
@@ -248,7 +248,7 @@ def test_plot_softmax_histogram_log_counts():
 def test_plot_magnitude_histogram_is_normalised():
     rng = np.random.default_rng(0)
     known, unknown = rng.uniform(5, 10, 1000), rng.uniform(0, 1, 10)
-    ax = plot_magnitude_histogram(known, unknown, bins=20)
+    ax = plot_magnitude_histogram((known, unknown), bins=20)
     assert len(ax.patches) == 2 and ax.get_ylabel() == style.LABEL_DENSITY and "‖F‖" in ax.get_xlabel()
     edges = np.linspace(0, max(known.max(), unknown.max()), 21)
     for patch, values in zip(ax.patches, (known, unknown)):  # density: the heights of np.histogram(density=True)
@@ -302,8 +302,9 @@ def test_plot_oscr_one_line_per_row_and_bands():
 
 def test_plot_confidence_curves():
     t = np.linspace(0, 1, 11)
-    ax = plot_confidence_curves([("entropic", t, t), ("MLP (squared)", t, np.where(t > 0.8, np.nan, t ** 2))],
-                                names=["entropic", "ensemble"], ylabel="precision")
+    ax = plot_confidence_curves([("entropic", t, t),
+                                 CurveSeries("ensemble", t, np.where(t > 0.8, np.nan, t ** 2), label="MLP (squared)")],
+                                ylabel="precision")
     assert len(ax.lines) == 2
     assert to_hex(ax.lines[0].get_color()) == APPROACH_COLORS["entropic"].lower()
     assert to_hex(ax.lines[1].get_color()) == APPROACH_COLORS["ensemble"].lower()

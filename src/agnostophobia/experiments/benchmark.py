@@ -315,7 +315,8 @@ def oscr_figures(run_dir: Path, result: Dict, comparison) -> Dict[str, str]:
     relative to the run (none where matplotlib is missing). The curves are those ``comparison``
     kept while scoring (``compare_models(..., curves=True)``): nothing is scored twice."""
     try:
-        from agnostophobia.plotting.panels import new_figure, oscr_series, plot_oscr, save_figure
+        from agnostophobia.plotting.curves import oscr_series, plot_oscr
+        from agnostophobia.plotting.panels import new_figure, save_figure
         from agnostophobia.plotting.run import figure_writer
     except ImportError:
         return {}

@@ -187,14 +187,14 @@ def evaluate_ensemble(run_dir: Path, lenet_run: Optional[Path] = None):
 def _figures(out: Path, compared, budget: str, log) -> Dict[str, List[str]]:
     """The run's figures (members) and Fig. 3b / 3c (ensemble, its square, LeNet++ rows)."""
     from agnostophobia.plotting import plot_run
-    from agnostophobia.plotting.comparison import ComparedRow, comparison_figures
+    from agnostophobia.plotting.comparison import ComparedRow, Comparison, comparison_figures
 
     rows = [ComparedRow(row, display, pairs) for row, (display, pairs) in compared.items()]
     note = " — smoke budget, not a result" if budget == "smoke" else ""
-    figures = comparison_figures(rows, RunDir(out).figures, unknown_set(UNKNOWN).title, stems=("fig3b_confidence", "fig3c_oscr"),
+    comparison = Comparison(rows, unknown_set(UNKNOWN).title, underlay="ensemble-squared", note=note)
+    figures = comparison_figures(comparison, RunDir(out).figures, stems=("fig3b_confidence", "fig3c_oscr"),
                                  titles=("Fig. 3b: precision and accuracy vs confidence threshold",
-                                         "Fig. 3c: OSCR curves"), note=note, underlay="ensemble-squared",
-                                 relative_to=out)
+                                         "Fig. 3c: OSCR curves"), relative_to=out)
     return {**figures, **plot_run(out, log=log)}
 
 

@@ -2,8 +2,9 @@
 
 * :func:`plot_run`: every figure of a run directory (see :mod:`.run`).
 * Per-panel functions that take plain arrays, for reuse by baselines and other
-  experiments (see :mod:`.panels`): :func:`plot_features`, :func:`plot_softmax_histogram`,
-  :func:`plot_magnitude_histogram`, :func:`plot_oscr`, :func:`plot_confidence_curves`.
+  experiments (see :mod:`.panels`): :func:`plot_features` (:mod:`.features`),
+  :func:`plot_softmax_histogram`, :func:`plot_magnitude_histogram` (:mod:`.histograms`),
+  :func:`plot_oscr`, :func:`plot_confidence_curves` (:mod:`.curves`).
 * Fixed colours and names: :mod:`.style`.
 
 Attributes are imported on first use, so ``agnostophobia --help`` does not load matplotlib.
@@ -15,11 +16,14 @@ from agnostophobia._lazy import lazy_attributes
 _EXPORTS = {
     "plot_run": "run", "draw_run": "run", "iter_run_figures": "run", "RunFigure": "run",
     "check_formats": "run", "PlotRequest": "request",
-    "plot_features": "panels", "plot_softmax_histogram": "panels", "plot_magnitude_histogram": "panels",
-    "plot_oscr": "panels", "plot_confidence_curves": "panels", "CurveSeries": "panels",
-    "oscr_series": "panels", "oscr_on_grid": "panels", "oscr_grid": "panels",
-    "softmax_histogram_values": "panels", "logit_weights": "panels", "class_borders": "panels",
-    "subsample": "panels", "subsample_note": "panels", "new_figure": "panels", "save_figure": "panels",
+    "plot_features": "features", "DeepFeatures": "features", "Subsample": "features",
+    "logit_weights": "features", "class_borders": "features", "subsample": "features",
+    "subsample_note": "features",
+    "plot_softmax_histogram": "histograms", "plot_magnitude_histogram": "histograms",
+    "softmax_histogram_values": "histograms",
+    "plot_oscr": "curves", "plot_confidence_curves": "curves", "CurveSeries": "curves",
+    "oscr_series": "curves", "oscr_on_grid": "curves", "oscr_grid": "curves",
+    "new_figure": "panels", "save_figure": "panels",
     "approach_color": "style", "approach_name": "style", "APPROACH_COLORS": "style",
 }
 

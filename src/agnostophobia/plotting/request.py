@@ -12,7 +12,7 @@ import dataclasses
 from pathlib import Path
 from typing import Any, Optional, Tuple
 
-from agnostophobia.plotting.panels import DEFAULT_MAX_POINTS
+from agnostophobia.plotting.features import DEFAULT_MAX_POINTS
 from agnostophobia.rundir import RunDir
 
 

@@ -42,10 +42,12 @@ from agnostophobia.metrics import oscr
 from agnostophobia.metrics.rows import own_detector, paper_rows, row_sort_key
 from agnostophobia.plotting import style
 from agnostophobia.plotting.request import PlotRequest
-from agnostophobia.plotting.panels import (DEFAULT_MAX_POINTS, logit_weights, new_figure, oscr_series,
-                                           plot_features, plot_magnitude_histogram, plot_oscr,
-                                           plot_softmax_histogram, save_figure, softmax_histogram_values,
-                                           supported_formats)
+from agnostophobia.plotting.curves import oscr_series, plot_oscr
+from agnostophobia.plotting.features import (DEFAULT_MAX_POINTS, DeepFeatures, Subsample, logit_weights,
+                                             plot_features)
+from agnostophobia.plotting.histograms import (MAGNITUDE_LABELS, SOFTMAX_LABELS, plot_magnitude_histogram,
+                                               plot_softmax_histogram, softmax_histogram_values)
+from agnostophobia.plotting.panels import new_figure, save_figure, supported_formats
 from agnostophobia.training.outputs import load_outputs, run_config
 from agnostophobia.rundir import ModelDir, RunDir
 from agnostophobia._atomic import atomic_write
@@ -363,31 +365,39 @@ class _PlannedFigure(NamedTuple):
 def _plan_run_figures(run_dir, *, max_points: Optional[int], log: Callable[[str], None]) -> Iterator[_PlannedFigure]:
     """The figures of :func:`iter_run_figures`, each with the function that draws it. The run
     and its stored detector scores are read before the first is yielded."""
-    run_dir = Path(run_dir)
-    runs = _load_run(run_dir, log)
-    approaches = sorted(runs, key=row_sort_key)
-    first = {a: runs[a][min(runs[a])] for a in approaches}
-    split_order: List[str] = []
+    run = _LoadedRun(Path(run_dir), Subsample(max_points), log)
+    stems = set_file_stems(run.split_order)
+    for split in run.unknown_sets:
+        have = [a for a in run.approaches if split in run.first[a] and len(run.first[a][split]["labels"])]
+        if not have:
+            continue
+        run.scores.prefetch(run.runs, have, split)  # read here, once: drawing processes only draw
+        section = unknown_set(split).heading
+        with_features = [a for a in have if a in run.weights]
+        if with_features:
+            yield _PlannedFigure(section, f"features_{stems[split]}", split,
+                                 partial(run.features_figure, with_features, split))
+        yield _PlannedFigure(section, f"softmax_hist_{stems[split]}", split, partial(run.softmax_figure, have, split))
+        yield _PlannedFigure(section, f"magnitude_hist_{stems[split]}", split,
+                             partial(run.magnitude_figure, have, split))
+        for counts, stem in ((False, f"oscr_{stems[split]}"), (True, f"oscr_counts_{stems[split]}")):
+            yield _PlannedFigure(section, stem, split, partial(run.oscr_figure, have, split, counts))
+
+
+def _split_order(runs: Dict[str, Dict[int, Outputs]], approaches: List[str]) -> List[str]:
+    """The unknown sets of the run, in the order they were added (first seen)."""
+    order: List[str] = []
     for a in approaches:
         for outputs in runs[a].values():
-            split_order += [s for s in outputs if s != "known" and s not in split_order]
-    unknown_sets = sorted(split_order, key=lambda s: _unknown_key(s, split_order))
-    if not unknown_sets:
-        log(f"plot: {run_dir} has no unknown test set (only 'known'); no figures to draw")
+            order += [s for s in outputs if s != "known" and s not in order]
+    return order
 
-    config = run_config(run_dir)
-    model_title = style.model_name(config["model"]) if config.get("model") else None
-    caveat = " (smoke budget: not a result)" if config.get("budget") == "smoke" else ""
-    scores = _StoredScores(run_dir, detector_settings(config), log)
 
-    def suptitle(fig, kind, label, detail):
-        fig.suptitle(style.title(model_title, kind, label, detail) + caveat, fontsize=11)
+def _border_weights(first: Dict[str, Outputs], approaches: List[str], log) -> Dict[str, Optional[np.ndarray]]:
+    """The logit weights of each approach with 2-D features (None where its logits are not ``W F``).
 
-    def seed_note(approach):
-        return f"seed {min(runs[approach])}"
-
-    # Deep-feature plots need 2-D features; fit the logit weights once per approach, on the known
-    # test set: the borders of one set's figure do not change when another set is added.
+    Deep-feature plots need 2-D features; the logit weights are fitted once per approach, on the
+    known test set: the borders of one set's figure do not change when another set is added."""
     weights: Dict[str, Optional[np.ndarray]] = {}
     for a in approaches:
         dim = first[a]["known"]["features"].shape[1]
@@ -400,70 +410,104 @@ def _plan_run_figures(run_dir, *, max_points: Optional[int], log: Callable[[str]
                 f"(relative residual {residual:.2g}; a logit layer with bias?)")
             w = None
         weights[a] = w
-
-    stems = set_file_stems(split_order)
-    for split in unknown_sets:
-        have = [a for a in approaches if split in first[a] and len(first[a][split]["labels"])]
-        if not have:
-            continue
-        scores.prefetch(runs, have, split)  # read here, once: drawing processes only draw
-        section, label = unknown_set(split).heading, unknown_set(split).label
-        with_features = [a for a in have if a in weights]
-        if with_features:
-            yield _PlannedFigure(section, f"features_{stems[split]}", split, partial(
-                _features_figure, first, weights, with_features, split, label, max_points, suptitle, seed_note))
-        yield _PlannedFigure(section, f"softmax_hist_{stems[split]}", split, partial(
-            _softmax_figure, first, have, split, label, suptitle, seed_note))
-        yield _PlannedFigure(section, f"magnitude_hist_{stems[split]}", split, partial(
-            _magnitude_figure, first, have, split, label, suptitle, seed_note))
-        for counts, stem in ((False, f"oscr_{stems[split]}"), (True, f"oscr_counts_{stems[split]}")):
-            yield _PlannedFigure(section, stem, split, partial(
-                _oscr_figure, runs, have, split, label, counts, scores, suptitle, seed_note))
+    return weights
 
 
-def _features_figure(first, weights, approaches, split, label, max_points, suptitle, seed_note) -> Figure:
-    fig, axes = new_figure(len(approaches), panel_size=(3.6, 3.7))
-    for ax, a in zip(axes[0], approaches):
-        known, unknown = first[a]["known"], first[a][split]
-        plot_features(known["features"], known["labels"], unknown["features"], weights=weights[a],
-                      ax=ax, num_classes=_probabilities(a, known).shape[1], unknown_label=label,
-                      max_points=max_points, seed=0, title=style.approach_name(a), legend=False)
-    handles, labels = axes[0, 0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="outside right center", fontsize=8, markerscale=5,
-               frameon=False, handletextpad=0.2, title="class", title_fontsize=8)
-    suptitle(fig, "deep features", label, seed_note(approaches[0]))
-    return fig
+class _LoadedRun:
+    """A run read for its figures: each approach's outputs per seed (``runs``) and of its first seed
+    (``first``), its unknown sets, the logit weights of its 2-D feature models, its stored detector
+    scores and what every figure's title says of the run. Each ``*_figure`` method draws one figure
+    of one unknown set for the approaches given."""
 
+    def __init__(self, run_dir: Path, shown: Subsample, log: Callable[[str], None]):
+        self.runs = _load_run(run_dir, log)
+        self.approaches = sorted(self.runs, key=row_sort_key)
+        self.first = {a: self.runs[a][min(self.runs[a])] for a in self.approaches}
+        self.split_order = _split_order(self.runs, self.approaches)
+        self.unknown_sets = sorted(self.split_order, key=lambda s: _unknown_key(s, self.split_order))
+        if not self.unknown_sets:
+            log(f"plot: {run_dir} has no unknown test set (only 'known'); no figures to draw")
+        config = run_config(run_dir)
+        self.model_title = style.model_name(config["model"]) if config.get("model") else None
+        self.caveat = " (smoke budget: not a result)" if config.get("budget") == "smoke" else ""
+        self.scores = _StoredScores(run_dir, detector_settings(config), log)
+        self.weights = _border_weights(self.first, self.approaches, log)
+        self.shown = shown
 
-def _softmax_figure(first, approaches, split, label, suptitle, seed_note) -> Figure:
-    fig, axes = new_figure(len(approaches), panel_size=(3.6, 3.0))
-    for ax, a in zip(axes[0], approaches):
-        known, unknown = first[a]["known"], first[a][split]
-        values = softmax_histogram_values(_probabilities(a, known), known["labels"], _probabilities(a, unknown))
-        plot_softmax_histogram(*values, ax=ax, title=style.approach_name(a), legend=False,
-                               unknown_label=f"{label}: max known class")
-    _shared_legend(fig, axes[0, 0])
-    suptitle(fig, "softmax scores", label, seed_note(approaches[0]))
-    return fig
+    def _suptitle(self, fig: Figure, kind: str, split: str, detail: str) -> None:
+        fig.suptitle(style.title(self.model_title, kind, unknown_set(split).label, detail) + self.caveat, fontsize=11)
 
+    def _seed_note(self, approach: str) -> str:
+        return f"seed {min(self.runs[approach])}"
 
-def _magnitude_figure(first, approaches, split, label, suptitle, seed_note) -> Figure:
-    fig, axes = new_figure(len(approaches), panel_size=(3.6, 3.0))
-    for ax, a in zip(axes[0], approaches):
-        known, unknown = first[a]["known"], first[a][split]
-        plot_magnitude_histogram(feature_magnitude(known["features"]), feature_magnitude(unknown["features"]),
-                                 ax=ax, title=style.approach_name(a), legend=False, unknown_label=label)
-    _shared_legend(fig, axes[0, 0])
-    suptitle(fig, "deep-feature magnitudes", label, seed_note(approaches[0]))
-    return fig
+    def features_figure(self, approaches: List[str], split: str) -> Figure:
+        fig, axes = new_figure(len(approaches), panel_size=(3.6, 3.7))
+        for ax, a in zip(axes[0], approaches):
+            known, unknown = self.first[a]["known"], self.first[a][split]
+            features = DeepFeatures(known["features"], known["labels"], unknown["features"], weights=self.weights[a],
+                                    num_classes=_probabilities(a, known).shape[1],
+                                    unknown_label=unknown_set(split).label)
+            plot_features(features, ax=ax, shown=self.shown, title=style.approach_name(a), legend=False)
+        handles, labels = axes[0, 0].get_legend_handles_labels()
+        fig.legend(handles, labels, loc="outside right center", fontsize=8, markerscale=5,
+                   frameon=False, handletextpad=0.2, title="class", title_fontsize=8)
+        self._suptitle(fig, "deep features", split, self._seed_note(approaches[0]))
+        return fig
 
+    def softmax_figure(self, approaches: List[str], split: str) -> Figure:
+        fig, axes = new_figure(len(approaches), panel_size=(3.6, 3.0))
+        labels = (SOFTMAX_LABELS[0], f"{unknown_set(split).label}: max known class")
+        for ax, a in zip(axes[0], approaches):
+            known, unknown = self.first[a]["known"], self.first[a][split]
+            values = softmax_histogram_values(_probabilities(a, known), known["labels"], _probabilities(a, unknown))
+            plot_softmax_histogram(values, ax=ax, title=style.approach_name(a), legend=False, labels=labels)
+        _shared_legend(fig, axes[0, 0])
+        self._suptitle(fig, "softmax scores", split, self._seed_note(approaches[0]))
+        return fig
 
-def _oscr_figure(runs, approaches, split, label, counts, scores, suptitle, seed_note) -> Figure:
-    series, n_seeds = _oscr_series(runs, approaches, split, counts, scores)
-    fig, axes = new_figure(panel_size=(7.6, 4.4))
-    plot_oscr(series, ax=axes[0, 0], counts=counts)
-    suptitle(fig, "OSCR", label, f"mean ± std over {n_seeds} seeds" if n_seeds > 1 else seed_note(approaches[0]))
-    return fig
+    def magnitude_figure(self, approaches: List[str], split: str) -> Figure:
+        fig, axes = new_figure(len(approaches), panel_size=(3.6, 3.0))
+        labels = (MAGNITUDE_LABELS[0], unknown_set(split).label)
+        for ax, a in zip(axes[0], approaches):
+            known, unknown = self.first[a]["known"], self.first[a][split]
+            plot_magnitude_histogram((feature_magnitude(known["features"]), feature_magnitude(unknown["features"])),
+                                     ax=ax, title=style.approach_name(a), legend=False, labels=labels)
+        _shared_legend(fig, axes[0, 0])
+        self._suptitle(fig, "deep-feature magnitudes", split, self._seed_note(approaches[0]))
+        return fig
+
+    def oscr_figure(self, approaches: List[str], split: str, counts: bool) -> Figure:
+        series, n_seeds = self._oscr_series(approaches, split, counts)
+        fig, axes = new_figure(panel_size=(7.6, 4.4))
+        plot_oscr(series, ax=axes[0, 0], counts=counts)
+        self._suptitle(fig, "OSCR", split,
+                       f"mean ± std over {n_seeds} seeds" if n_seeds > 1 else self._seed_note(approaches[0]))
+        return fig
+
+    def _oscr_series(self, approaches: List[str], split: str, counts: bool):
+        """One series per paper row of each approach, averaged over the seeds that have ``split``.
+
+        The scores are the run's stored detector scores, so the curves are those behind the
+        report's numbers; a row whose detector could not be evaluated for a seed (e.g. no
+        training outputs to fit OpenMax on) is left out for that seed.
+        """
+        series, n_seeds = [], 1
+        for a in approaches:
+            seeds = [s for s in sorted(self.runs[a]) if split in self.runs[a][s]]
+            n_seeds = max(n_seeds, len(seeds))
+            for detector, row in paper_rows(a):
+                curves, n_unknown = [], 1
+                for s in seeds:
+                    model = self.scores.get(a, s, detector)
+                    if model is None:
+                        continue
+                    values, labels = model.known_vs_unknown(detector, split)
+                    fpr, ccr, _ = oscr(values, labels, counts=counts)
+                    curves.append((fpr, ccr))
+                    n_unknown = max(n_unknown, int((labels < 0).sum()))
+                if curves:
+                    series.append(oscr_series(row, curves, n_unknown, counts=counts))
+        return series, n_seeds
 
 
 def _shared_legend(fig: Figure, ax) -> None:
@@ -471,33 +515,6 @@ def _shared_legend(fig: Figure, ax) -> None:
     handles, labels = ax.get_legend_handles_labels()
     fig.legend(handles, [lab.split(" (n=")[0] for lab in labels], loc="outside lower center", ncols=2,
                fontsize=8, frameon=False)
-
-
-def _oscr_series(runs: Dict[str, Dict[int, Outputs]], approaches: List[str], split: str, counts: bool,
-                 stored: "_StoredScores"):
-    """One series per paper row of each approach, averaged over the seeds that have ``split``.
-
-    The scores are the run's stored detector scores, so the curves are those behind the
-    report's numbers; a row whose detector could not be evaluated for a seed (e.g. no
-    training outputs to fit OpenMax on) is left out for that seed.
-    """
-    series, n_seeds = [], 1
-    for a in approaches:
-        seeds = [s for s in sorted(runs[a]) if split in runs[a][s]]
-        n_seeds = max(n_seeds, len(seeds))
-        for detector, row in paper_rows(a):
-            curves, n_unknown = [], 1
-            for s in seeds:
-                model = stored.get(a, s, detector)
-                if model is None:
-                    continue
-                values, labels = model.known_vs_unknown(detector, split)
-                fpr, ccr, _ = oscr(values, labels, counts=counts)
-                curves.append((fpr, ccr))
-                n_unknown = max(n_unknown, int((labels < 0).sum()))
-            if curves:
-                series.append(oscr_series(row, curves, n_unknown, counts=counts))
-    return series, n_seeds
 
 
 class _StoredScores:
