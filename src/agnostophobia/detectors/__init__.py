@@ -36,7 +36,7 @@ from ._base import (DETECTORS, Detector, NotExportable, NotFittedError, Setting,
 from .cac import CACDetector, cac_scores
 from .evm import EVM
 from .ghost import GHOST
-from .knn import KNNDetector, k_smallest_distances, kth_neighbour_distance, l2_normalize
+from .knn import KNNDetector, NeighbourSearch, k_smallest_distances, kth_neighbour_distance, l2_normalize
 from .entropy import generalized_entropy, log_generalized_entropy, log_softmax_entropy, softmax_entropy
 from .mahalanobis import Mahalanobis, RelativeMahalanobis
 from .openmax import OpenMax
@@ -49,7 +49,8 @@ from .vim import ViM
 __all__ = [
     "DETECTORS", "Detector", "NotExportable", "NotFittedError", "Setting", "TorchScore", "setting_grid",
     "build_detector", "detector_applies", "register", "place_in_predicted_column", "KNNDetector", "OpenMax", "EVM", "PostMax", "GHOST", "k_smallest_distances",
-    "kth_neighbour_distance", "l2_normalize", "ViM", "Mahalanobis", "RelativeMahalanobis", "ReAct", "ASH", "SCALE",
+    "NeighbourSearch", "kth_neighbour_distance", "l2_normalize", "ViM", "Mahalanobis", "RelativeMahalanobis", "ReAct",
+    "ASH", "SCALE",
     "generalized_entropy", "log_generalized_entropy", "log_softmax_entropy", "softmax_log_odds",
     "softmax_scores", "background_scores", "feature_magnitude", "scaled_objectosphere_scores", "softmax_entropy",
     "make_toy_outputs", "ToyOutputs", "CACDetector", "cac_scores",
