@@ -31,7 +31,8 @@ from agnostophobia.data.protocols import build_protocol, check_limits, protocol_
 from agnostophobia.errors import AgnostophobiaWarning, ConfigError
 from agnostophobia.settings import field_settings, setting
 from agnostophobia.training.fine_tune import recipe_schedule
-from agnostophobia.losses import LOSSES, PAPER_APPROACHES, build_loss, every_loss_setting, loss_settings, setting_problem
+from agnostophobia.losses import (LOSSES, PAPER_APPROACHES, build_loss, every_loss_setting, loss_settings,
+                                  setting_problem)
 from agnostophobia.models import MODELS
 from agnostophobia.training.precision import PRECISIONS
 from agnostophobia.training.concurrent import check_concurrent_runs
