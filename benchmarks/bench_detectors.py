@@ -107,12 +107,12 @@ def measure(name: str, args, fit_only: bool = False) -> dict:
 
 def search_time(dim: int, search: str, n_train: int, n_queries: int, k: int = 50) -> float:
     """Seconds of one exact k-nearest search on the CPU (``search``: brute or kdtree)."""
-    from agnostophobia.detectors.knn import k_smallest_distances
+    from agnostophobia.detectors.knn import NeighbourSearch, k_smallest_distances
 
     rng = np.random.default_rng(dim)
     reference, queries = rng.normal(size=(n_train, dim)), rng.normal(size=(n_queries, dim))
     start = time.perf_counter()
-    k_smallest_distances(queries, reference, k, device="cpu", search=search)
+    k_smallest_distances(queries, reference, k, search=NeighbourSearch(search, device="cpu"))
     return time.perf_counter() - start
 
 

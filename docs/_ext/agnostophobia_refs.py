@@ -194,8 +194,8 @@ class SourceRow(NamedTuple):
 
 def yaml_names() -> Dict[str, str]:
     """A loss setting's name as a config's ``loss:`` writes it, where it differs from the keyword
-    (``lambda_`` is ``lambda``): :data:`agnostophobia.training.config.LOSS_ALIASES` reversed."""
-    from agnostophobia.training.config import LOSS_ALIASES
+    (``lambda_`` is ``lambda``): :data:`agnostophobia.training.loss_keys.LOSS_ALIASES` reversed."""
+    from agnostophobia.training.loss_keys import LOSS_ALIASES
 
     return {keyword: spelled for spelled, keyword in LOSS_ALIASES.items()}
 

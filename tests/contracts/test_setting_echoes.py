@@ -58,8 +58,8 @@ ALLOWED: Dict[Tuple[str, str], str] = {
     ("experiments/tune_detectors.py", "candidates"): "the tuning record's key of the settings tried, not VOS's",
     ("plotting/curves.py", "alpha"): "matplotlib's transparency, not OpenMax's alpha",
     ("plotting/histograms.py", "alpha"): "matplotlib's transparency, not OpenMax's alpha",
-    ("training/config.py", "xi"): "config reader: the old top-level key, still read and moved under loss:",
-    ("training/config.py", "lambda_"): "config reader: the old top-level key, still read and moved under loss:",
+    ("training/loss_keys.py", "xi"): "config reader: the old top-level key, still read and moved under loss:",
+    ("training/loss_keys.py", "lambda_"): "config reader: the old top-level key, still read and moved under loss:",
 }
 
 

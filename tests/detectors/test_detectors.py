@@ -15,9 +15,9 @@ import scipy.special
 import scipy.stats
 import torch
 
-from agnostophobia.detectors import (DETECTORS, NotExportable, NotFittedError, OpenMax, build_detector,
-                                     k_smallest_distances, kth_neighbour_distance, place_in_predicted_column,
-                                     setting_grid)
+from agnostophobia.detectors import (DETECTORS, NeighbourSearch, NotExportable, NotFittedError, OpenMax,
+                                     build_detector, k_smallest_distances, kth_neighbour_distance,
+                                     place_in_predicted_column, setting_grid)
 from agnostophobia.errors import ConfigError
 from agnostophobia.losses import build_loss
 from agnostophobia.metrics import ccr_at_fpr, oscr
@@ -319,11 +319,11 @@ def test_knn_chunks_do_not_change_the_result_and_k_is_checked():
 def test_knn_search_device_is_checked():
     rng = np.random.default_rng(4)
     queries, reference = rng.normal(size=(20, 5)), rng.normal(size=(90, 5))
-    on_cpu = k_smallest_distances(queries, reference, 4, device="cpu")
+    on_cpu = k_smallest_distances(queries, reference, 4, search=NeighbourSearch(device="cpu"))
     np.testing.assert_allclose(on_cpu[:, -1], brute_force_kth_distance(queries, reference, 4), atol=1e-9)
     np.testing.assert_allclose(k_smallest_distances(queries, reference, 4), on_cpu, rtol=0, atol=1e-9)  # auto
     with pytest.raises(ConfigError, match="'nowhere': not a device name"):
-        k_smallest_distances(queries, reference, 4, device="nowhere")
+        k_smallest_distances(queries, reference, 4, search=NeighbourSearch(device="nowhere"))
 
 
 @pytest.mark.cuda
@@ -332,9 +332,11 @@ def test_knn_search_on_cuda_equals_the_cpu(distance):
     """The chunked search on the GPU (auto picks it) gives the CPU's distances within 1e-6."""
     rng = np.random.default_rng(5)
     queries, reference = rng.normal(size=(3000, 84)), rng.normal(size=(20000, 84))
-    on_cpu = k_smallest_distances(queries, reference, 50, 512, 4096, distance, device="cpu")
+    search = NeighbourSearch(device="cpu", query_chunk=512, reference_chunk=4096)
+    on_cpu = k_smallest_distances(queries, reference, 50, distance, search)
     for device in ("cuda", "auto"):
-        np.testing.assert_allclose(k_smallest_distances(queries, reference, 50, 512, 4096, distance, device=device),
+        on_device = NeighbourSearch(device=device, query_chunk=512, reference_chunk=4096)
+        np.testing.assert_allclose(k_smallest_distances(queries, reference, 50, distance, on_device),
                                    on_cpu, rtol=0, atol=1e-6)
     known = TRAIN_LABELS >= 0
     detector = build_detector("knn", k=5).fit(TRAIN_LOGITS[known, :C], TRAIN_FEATURES[known], TRAIN_LABELS[known])
@@ -455,11 +457,11 @@ def test_the_kd_tree_finds_the_distances_brute_force_finds(distance, dim):
     queries, reference = rng.normal(size=(150, dim)), rng.normal(size=(400, dim))
     queries[0], reference[[3, 9]] = 0.0, 0.0
     for k in (1, 6):
-        brute = k_smallest_distances(queries, reference, k, distance=distance, device="cpu", search="brute")
-        tree = k_smallest_distances(queries, reference, k, distance=distance, device="cpu", search="kdtree")
+        brute = k_smallest_distances(queries, reference, k, distance, NeighbourSearch("brute", device="cpu"))
+        tree = k_smallest_distances(queries, reference, k, distance, NeighbourSearch("kdtree", device="cpu"))
         np.testing.assert_allclose(tree, brute, rtol=0, atol=1e-9)
     with pytest.raises(ValueError, match="search must be one of auto, brute, kdtree, got 'ball'"):
-        k_smallest_distances(queries, reference, 1, search="ball")
+        k_smallest_distances(queries, reference, 1, search=NeighbourSearch("ball"))
 
 
 def test_the_cpu_searches_with_the_tree_up_to_the_measured_crossover_dimension(monkeypatch):
@@ -469,5 +471,6 @@ def test_the_cpu_searches_with_the_tree_up_to_the_measured_crossover_dimension(m
     monkeypatch.setattr(knn, "kdtree_smallest", lambda *a, **k: used.append(a[0].shape[1]) or np.zeros((1, 1)))
     rng = np.random.default_rng(0)
     for dim in (2, knn.KDTREE_MAX_DIM, knn.KDTREE_MAX_DIM + 1):
-        knn.k_smallest_distances(rng.normal(size=(1, dim)), rng.normal(size=(5, dim)), 1, device="cpu")
+        knn.k_smallest_distances(rng.normal(size=(1, dim)), rng.normal(size=(5, dim)), 1,
+                                 search=knn.NeighbourSearch(device="cpu"))
     assert used == [2, knn.KDTREE_MAX_DIM]  # brute force above it (and always on a GPU)

@@ -1,4 +1,5 @@
-"""Tests of the post-hoc detectors (agnostophobia.detectors.posthoc) against scipy / explicit formulas."""
+"""Tests of the post-hoc detectors (agnostophobia.detectors.posthoc; the entropy family in
+test_entropy.py) against scipy / explicit formulas."""
 from __future__ import annotations
 
 import math
@@ -6,7 +7,6 @@ import math
 import numpy as np
 import pytest
 import scipy.special
-import scipy.stats
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -69,16 +69,6 @@ def test_feature_magnitude():
     # float32-range values do not overflow when squared
     big = torch.full((1, 4), 3e38, dtype=torch.float32)
     np.testing.assert_allclose(feature_magnitude(big), [2 * float(big[0, 0])], rtol=1e-6)
-
-
-def test_softmax_entropy_matches_scipy_in_nats():
-    got = softmax_entropy(LOGITS)
-    assert got.shape == (30,)
-    np.testing.assert_allclose(got, scipy.stats.entropy(scipy.special.softmax(LOGITS, axis=1), axis=1), rtol=1e-10)
-    # Maximum ln C at equal logits (ln 10 ~ 2.303 as in Table 1); 0 when saturated.
-    np.testing.assert_allclose(softmax_entropy(np.full((2, 10), 3.0)), [math.log(10)] * 2, rtol=1e-12)
-    saturated = softmax_entropy(np.array([[1e4, -1e4, -1e4]]))
-    assert np.isfinite(saturated).all() and saturated[0] == pytest.approx(0, abs=1e-300)
 
 
 @settings(max_examples=50, deadline=None)
@@ -160,20 +150,6 @@ def test_bad_input_raises_value_error_naming_the_argument(call, argument):
         call()
 
 
-@pytest.mark.parametrize("top, gamma, names", [(0, 0.1, "top"), (4, 0.1, "top"), (2.0, 0.1, "top"),
-                                               (True, 0.1, "top"), (2, 0.0, "gamma"), (2, "0.1", "gamma")])
-def test_gen_called_directly_refuses_a_top_or_gamma_out_of_range_naming_it(top, gamma, names):
-    """top=0 returned a wrong number and top > C numpy's 'kth out of bounds'; the gen detector
-    clips its setting to C, a direct caller is told."""
-    from agnostophobia.detectors import generalized_entropy, log_generalized_entropy
-
-    logits = np.random.default_rng(0).normal(size=(5, 3))
-    for function in (log_generalized_entropy, generalized_entropy):
-        with pytest.raises(ValueError, match=f"^{names}: "):
-            function(logits, gamma, top)
-    assert np.all(np.isfinite(log_generalized_entropy(logits, 0.1, 3)))
-
-
 # --------------------------------------------------------------------------- float64 references
 # Each post-hoc detector's score of the predicted class, written out from its paper one sample at a
 # time, checked with every registered detector's by tests/contracts/test_detector_references.py.
@@ -221,21 +197,8 @@ def scaled_objectosphere_reference(detector, logits, features, train):
     return _per_row(logits, lambda z: max(_softmax_row(z))) * magnitude_reference(detector, logits, features, train)
 
 
-@detector_reference("entropy")
-def negative_entropy_reference(detector, logits, features, train):
-    """-H(S) = sum_c S_c ln S_c in nats."""
-    return _per_row(logits, lambda z: sum(p * math.log(p) for p in _softmax_row(z)))
-
-
 @detector_reference("energy", temperature=2.5)
 def energy_reference(detector, logits, features, train):
     """T ln sum_c exp(l_c / T): the negative free energy (Liu et al. 2020)."""
     t = detector.temperature
     return _per_row(logits, lambda z: t * math.log(sum(math.exp(v / t) for v in z)))
-
-
-@detector_reference("gen", gamma=0.5, top=3)
-def generalized_entropy_reference(detector, logits, features, train):
-    """-sum over the top M probabilities of S^gamma (1 - S)^gamma (GEN, Liu et al. 2023)."""
-    g, m = detector.gamma, detector.top
-    return _per_row(logits, lambda z: -sum(p ** g * (1 - p) ** g for p in sorted(_softmax_row(z))[-m:]))

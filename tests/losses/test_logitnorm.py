@@ -7,7 +7,8 @@ import yaml
 from agnostophobia.errors import AgnostophobiaWarning, ConfigError
 from agnostophobia.experiments.tune import parse_param
 from agnostophobia.losses import build_loss
-from agnostophobia.training.config import comparable_config, load_experiment, parse_experiment
+from agnostophobia.training.config import load_experiment, parse_experiment
+from agnostophobia.training.loss_keys import comparable_config
 from references import log_softmax_row, loss_reference
 
 

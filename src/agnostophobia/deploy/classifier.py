@@ -87,10 +87,10 @@ class OpenSetClassifier:
         class_names: the known classes' names, by label.
         approach: the approach the network was trained with (its loss's name).
         seed: the model's seed in its run.
-        calibration: the ``calibration.json`` entry the threshold comes from (empty: none).
 
-    :meth:`from_run` builds one from a run directory; the constructor is for a network and a
-    threshold of your own.
+    :meth:`from_run` builds one from a run directory, and keeps the ``calibration.json`` entry
+    the threshold comes from as ``calibration``; the constructor is for a network and a threshold
+    of your own (``calibration`` empty: none).
 
     Examples:
         >>> import torch
@@ -113,14 +113,14 @@ class OpenSetClassifier:
     """
 
     def __init__(self, trained: TrainedModel, detector: Detector, threshold: float, class_names: Sequence[str],
-                 approach: str, seed: int, calibration: Optional[dict] = None):
+                 approach: str, seed: int):
         self.trained = trained
         self.detector = detector
         self.threshold = float(threshold)
         self.class_names: List[str] = list(class_names)
         self.approach = approach
         self.seed = seed
-        self.calibration = calibration or {}
+        self.calibration: Dict = {}  # the calibration.json entry of the threshold: from_run's, none for your own
         self.num_classes = known_columns(approach, trained.num_outputs)
         self.input_spec = run_input(trained.config)
 
@@ -193,7 +193,9 @@ class OpenSetClassifier:
                 raise AgnostophobiaError(f"{model_dir}: detector {detector!r}: {exc}") from None
             kept.save()
         names = entry.get("class_names") or [str(c) for c in range(num_classes)]
-        return cls(trained, fitted, entry["threshold"], names, approach, seed, entry)
+        classifier = cls(trained, fitted, entry["threshold"], names, approach, seed)
+        classifier.calibration = entry
+        return classifier
 
     # ------------------------------------------------------------------ inputs
     def model_input(self, x, name: str = "x"):

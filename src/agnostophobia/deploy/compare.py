@@ -119,11 +119,12 @@ def _numbers(scores: np.ndarray, labels: np.ndarray, fprs: Sequence[float], num_
             "num_known": int(known.sum()), "num_negative": num_negatives}
 
 
-def _model_rows(seed: int, approach: str, model_dir: Path, settings: Dict, val: Dict[str, np.ndarray],
-                fprs: Sequence[float], with_tests: bool,
-                curves: Optional[Dict] = None) -> Tuple[Dict[str, Dict], Dict[str, str]]:
-    """{detector: {"val": numbers, "test": {set: numbers}}} of one model, and {detector: note};
-    each test OSCR curve into ``curves`` where given (see :attr:`Comparison.curves`)."""
+def _model_rows(model: Tuple[int, str, Path], settings: Dict, val: Dict[str, np.ndarray], fprs: Sequence[float],
+                with_tests: bool, curves: Optional[Dict] = None) -> Tuple[Dict[str, Dict], Dict[str, str]]:
+    """{detector: {"val": numbers, "test": {set: numbers}}} of one ``model`` (``(seed, approach,
+    model_dir)``, as the run's records list it), and {detector: note}; each test OSCR curve into
+    ``curves`` where given (see :attr:`Comparison.curves`)."""
+    seed, approach, model_dir = model
     tests: Optional[ModelScores] = model_scores(model_dir, approach, settings) if with_tests else None
     fits = KeptFits(model_dir)  # the fits model_scores kept: restored, not fitted again
     held = score_outputs({VALIDATION: val}, load_fit_outputs(model_dir), approach, settings, kept=fits)
@@ -233,10 +234,10 @@ def compare_models(run_dir, fpr: Optional[float] = None, approaches: Optional[Se
     per_row: Dict[Tuple[str, str], List[Dict]] = {}
     notes: List[str] = []
     kept_curves: Optional[Dict] = {} if curves else None
-    for seed, approach, model_dir in models:
+    for model in models:
+        seed, approach, model_dir = model
         settings = model_settings(config, tuned, approach)
-        rows, why = _model_rows(seed, approach, model_dir, settings, validation[model_dir], fprs, with_tests,
-                                kept_curves)
+        rows, why = _model_rows(model, settings, validation[model_dir], fprs, with_tests, kept_curves)
         for detector, numbers in rows.items():
             per_row.setdefault((approach, detector), []).append({**numbers, "settings": settings, "seed": seed})
         notes += [f"{approach}/{detector} (seed {seed}): {note}" for detector, note in why.items()]

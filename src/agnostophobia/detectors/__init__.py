@@ -22,8 +22,9 @@ so adding a detector edits no list here.
 Scores are tie-free (score scale 2): a probability that float64 rounds to 1 would tie
 confident knowns with confident unknowns, so softmax-based scores are log-odds; a
 saturating map keeps the order of the statistic beneath it where it saturates
-(``detectors.posthoc``, ``detectors._evt.gpd_score``); ReAct, where every entry of F reaches its
-clip, continues with the unclipped energy (``detectors._base.continue_at_tie``). A detector
+(``detectors.posthoc``, ``detectors.entropy``, ``detectors._evt.gpd_score``); ReAct, where every
+entry of F reaches its clip, continues with the unclipped energy
+(``detectors._base.continue_at_tie``). A detector
 declares the inputs it scores alike (``Detector.ties()``: ASH-B, every sample without a positive
 feature). A detector's ``SCORE_SCALE`` numbers its scale.
 
@@ -35,13 +36,12 @@ from ._base import (DETECTORS, Detector, NotExportable, NotFittedError, Setting,
 from .cac import CACDetector, cac_scores
 from .evm import EVM
 from .ghost import GHOST
-from .knn import KNNDetector, k_smallest_distances, kth_neighbour_distance, l2_normalize
+from .knn import KNNDetector, NeighbourSearch, k_smallest_distances, kth_neighbour_distance, l2_normalize
+from .entropy import generalized_entropy, log_generalized_entropy, log_softmax_entropy, softmax_entropy
 from .mahalanobis import Mahalanobis, RelativeMahalanobis
 from .openmax import OpenMax
 from .postmax import PostMax
-from .posthoc import (background_scores, feature_magnitude, generalized_entropy, log_generalized_entropy,
-                      log_softmax_entropy, scaled_objectosphere_scores, softmax_entropy, softmax_log_odds,
-                      softmax_scores)
+from .posthoc import background_scores, feature_magnitude, scaled_objectosphere_scores, softmax_log_odds, softmax_scores
 from .shaping import ASH, SCALE, ReAct
 from .toy import ToyOutputs, make_toy_outputs
 from .vim import ViM
@@ -49,7 +49,8 @@ from .vim import ViM
 __all__ = [
     "DETECTORS", "Detector", "NotExportable", "NotFittedError", "Setting", "TorchScore", "setting_grid",
     "build_detector", "detector_applies", "register", "place_in_predicted_column", "KNNDetector", "OpenMax", "EVM", "PostMax", "GHOST", "k_smallest_distances",
-    "kth_neighbour_distance", "l2_normalize", "ViM", "Mahalanobis", "RelativeMahalanobis", "ReAct", "ASH", "SCALE",
+    "NeighbourSearch", "kth_neighbour_distance", "l2_normalize", "ViM", "Mahalanobis", "RelativeMahalanobis", "ReAct",
+    "ASH", "SCALE",
     "generalized_entropy", "log_generalized_entropy", "log_softmax_entropy", "softmax_log_odds",
     "softmax_scores", "background_scores", "feature_magnitude", "scaled_objectosphere_scores", "softmax_entropy",
     "make_toy_outputs", "ToyOutputs", "CACDetector", "cac_scores",

@@ -16,7 +16,7 @@ Scores are **tie-free**: distinct inputs get distinct scores, except where a det
 which inputs it scores alike (:meth:`Detector.ties`: ASH-B). A probability that float64 rounds
 to 1 (or 0) would tie confident knowns with confident unknowns (a threshold cannot part them;
 CCR at low FPR reads 0), so softmax-based scores are log-odds; a saturating map (a CDF) keeps the
-order of the statistic beneath it where it saturates (``posthoc``, ``_evt.gpd_score``); and a
+order of the statistic beneath it where it saturates (``posthoc``, ``entropy``, ``_evt.gpd_score``); and a
 clip that every entry reaches (ReAct) continues with the unclipped statistic
 (:func:`continue_at_tie`). A detector's ``SCORE_SCALE`` numbers its score's scale: a threshold
 chosen on another scale (``calibration.json`` records it) is chosen again.

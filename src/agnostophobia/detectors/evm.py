@@ -60,7 +60,7 @@ import torch
 
 from ._base import Detector, Setting, check_columns, check_training_data, register
 from ._evt import fit_weibull_rows
-from .knn import METRICS, _Metric, k_smallest_distances
+from .knn import METRICS, NeighbourSearch, _Metric, k_smallest_distances
 
 #: Entries of one distance block in the set cover and the scoring (32 MB in float64).
 BLOCK_ENTRIES = 1 << 22
@@ -188,8 +188,8 @@ class EVM(Detector):
         if len(negatives) < self.tail_size:
             raise ValueError(f"class {c} has {len(negatives)} correctly classified training sample(s) of other "
                              f"classes, fewer than tail_size={self.tail_size}")
-        return 0.5 * k_smallest_distances(features[labels == c], negatives, self.tail_size, self.query_chunk,
-                                          self.reference_chunk, self.distance)
+        chunks = NeighbourSearch(query_chunk=self.query_chunk, reference_chunk=self.reference_chunk)
+        return 0.5 * k_smallest_distances(features[labels == c], negatives, self.tail_size, self.distance, chunks)
 
     def fit(self, train_logits, train_features, train_labels) -> "EVM":
         logits, features, labels = check_training_data(train_logits, train_features, train_labels, True)

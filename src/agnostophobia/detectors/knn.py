@@ -21,7 +21,7 @@ matrix (``benchmarks/bench_knn.py``).
 """
 from __future__ import annotations
 
-from functools import partial
+from dataclasses import dataclass
 from typing import Optional
 
 import numpy as np
@@ -116,17 +116,45 @@ KDTREE_MAX_DIM = 8
 SEARCHES = ("auto", "brute", "kdtree")
 
 
-def k_smallest_distances(queries: np.ndarray, reference: np.ndarray, k: int, query_chunk: int = 1024,
-                         reference_chunk: int = 8192, distance: str = "euclidean",
-                         device: Optional[str] = "auto", search: str = "auto") -> np.ndarray:
+@dataclass(frozen=True)
+class NeighbourSearch:
+    """How :func:`k_smallest_distances` searches: by which method, on which device and in blocks of
+    which size. Memory and speed only: every search finds the same distances (to rounding, 1e-6).
+
+    Args:
+        method: ``"auto"`` (a k-d tree on the CPU at ``D <= KDTREE_MAX_DIM``, else brute force),
+            ``"brute"`` or ``"kdtree"`` (always on the CPU).
+        device: where brute force runs: ``"auto"`` or None (CUDA when available, else the CPU),
+            or a device name (``"cpu"``, ``"cuda:1"``, ...).
+        query_chunk: query rows per block of the brute-force search.
+        reference_chunk: reference rows per block: at most ``query_chunk x reference_chunk``
+            distances exist at a time (64 MB in float64 at the defaults).
+
+    Examples:
+        >>> import numpy as np
+        >>> from agnostophobia.detectors import NeighbourSearch, k_smallest_distances
+        >>> reference = np.array([[0.0, 0.0], [3.0, 4.0], [6.0, 8.0]])
+        >>> small_blocks = NeighbourSearch(method="brute", device="cpu", query_chunk=1, reference_chunk=2)
+        >>> k_smallest_distances(np.array([[0.0, 0.0]]), reference, k=2, search=small_blocks)
+        array([[0., 5.]])
+    """
+
+    method: str = "auto"
+    device: Optional[str] = "auto"
+    query_chunk: int = 1024
+    reference_chunk: int = 8192
+
+
+def k_smallest_distances(queries: np.ndarray, reference: np.ndarray, k: int, distance: str = "euclidean",
+                         search: NeighbourSearch = NeighbourSearch()) -> np.ndarray:
     r"""(M, k) distances of each query row to its k nearest reference rows, ascending.
 
     Brute force: one ``query_chunk x reference_chunk`` block of :class:`_Metric` ``partial``
     values (float64) at a time; the k smallest per query are carried from block to block, so
-    memory does not grow with the number of references. ``device``: where the blocks are
-    computed (:func:`search_device`; ``auto``: CUDA when available, else the CPU); the same
-    float64 arithmetic on either, so the distances agree to rounding (``tests``: 1e-6).
-    On the CPU at low dimension (``search="auto"``, D <= :data:`KDTREE_MAX_DIM`) an exact
+    memory does not grow with the number of references. The search's ``device``: where the
+    blocks are computed (:func:`search_device`; ``auto``: CUDA when available, else the CPU); the
+    same float64 arithmetic on either, so the distances agree to rounding (``tests``: 1e-6).
+    On the CPU at low dimension (method ``auto``, D <= :data:`KDTREE_MAX_DIM`) an exact
     k-d tree search finds the same neighbours (:func:`kdtree_smallest`); on a GPU and at high D
     brute force stays.
 
@@ -134,43 +162,39 @@ def k_smallest_distances(queries: np.ndarray, reference: np.ndarray, k: int, que
         queries: the query rows, a float NumPy array of shape ``(M, D)``.
         reference: the rows searched, shape ``(n, D)`` (a detector's training knowns).
         k: how many nearest rows, ``1 <= k <= n``.
-        query_chunk: query rows per block of the brute-force search (memory and speed only).
-        reference_chunk: reference rows per block: at most ``query_chunk x reference_chunk``
-            distances exist at a time (64 MB in float64 at the defaults).
         distance: ``"euclidean"`` or ``"cosine"`` (:math:`1 - \cos`, in [0, 2]; a zero row is at
             distance 1 from every row).
-        device: where brute force runs: ``"auto"`` or None (CUDA when available, else the CPU),
-            or a device name (``"cpu"``, ``"cuda:1"``, ...).
-        search: ``"auto"`` (a k-d tree on the CPU at ``D <= KDTREE_MAX_DIM``, else brute force),
-            ``"brute"`` or ``"kdtree"`` (always on the CPU).
+        search: how the rows are searched (:class:`NeighbourSearch`: method, device, block sizes);
+            default: ``auto`` on ``auto`` in blocks of 1024 x 8192.
 
     Returns:
         The ``(M, k)`` float64 distances, ascending along each row.
 
     Raises:
-        ValueError: ``k`` is outside ``1..n``, or ``search`` or ``distance`` is not one of its
-            values.
-        ConfigError: ``device`` names no device this machine has.
+        ValueError: ``k`` is outside ``1..n``, or the search's method or ``distance`` is not one
+            of its values.
+        ConfigError: the search's device names no device this machine has.
 
     Examples:
         >>> import numpy as np
-        >>> from agnostophobia.detectors import k_smallest_distances
+        >>> from agnostophobia.detectors import NeighbourSearch, k_smallest_distances
         >>> reference = np.array([[0.0, 0.0], [3.0, 4.0], [6.0, 8.0]])
-        >>> k_smallest_distances(np.array([[0.0, 0.0]]), reference, k=2, device="cpu")
+        >>> k_smallest_distances(np.array([[0.0, 0.0]]), reference, k=2, search=NeighbourSearch(device="cpu"))
         array([[0., 5.]])
     """
     n_ref = reference.shape[0]
     if not 1 <= k <= n_ref:
         raise ValueError(f"k={k} needs at least k reference samples, got {n_ref}")
-    if search not in SEARCHES:
-        raise ValueError(f"search must be one of {', '.join(SEARCHES)}, got {search!r}")
-    metric = _Metric(distance, search_device(device))
+    if search.method not in SEARCHES:
+        raise ValueError(f"search must be one of {', '.join(SEARCHES)}, got {search.method!r}")
+    metric = _Metric(distance, search_device(search.device))
     low_dimension = reference.shape[1] <= KDTREE_MAX_DIM and metric.device.type == "cpu"
-    if search == "kdtree" or search == "auto" and low_dimension:
+    if search.method == "kdtree" or search.method == "auto" and low_dimension:
         return kdtree_smallest(queries, reference, k, distance)
     ref = metric.prepare(reference)
     bias = metric.bias(ref)
     out = np.empty((queries.shape[0], k))
+    query_chunk, reference_chunk = search.query_chunk, search.reference_chunk
     for q0 in range(0, queries.shape[0], query_chunk):
         q = metric.prepare(queries[q0:q0 + query_chunk])
         best = None  # (m, <=k) smallest partial values so far
@@ -236,7 +260,8 @@ def kth_neighbour_distance(queries: np.ndarray, reference: np.ndarray, k: int, q
         >>> kth_neighbour_distance(np.array([[0.0, 0.0], [6.0, 8.0]]), reference, k=2)
         array([5., 5.])
     """
-    return k_smallest_distances(queries, reference, k, query_chunk, reference_chunk)[:, k - 1]
+    chunks = NeighbourSearch(query_chunk=query_chunk, reference_chunk=reference_chunk)
+    return k_smallest_distances(queries, reference, k, search=chunks)[:, k - 1]
 
 
 @register("knn")
@@ -323,19 +348,25 @@ class KNNDetector(Detector):
         fitted = {"reference": reference, "reference_sq": (reference * reference).sum(dim=1)}
         if self.class_conditional:
             fitted["reference_labels"] = self.reference_labels_
-        return TorchScore(partial(torch_kth_neighbour_score, k=self.k, normalize=self.normalize), **fitted)
+        return TorchScore(KthNeighbourScore(self.k, self.normalize), **fitted)
 
 
-def torch_kth_neighbour_score(logits, features, predicted, reference, reference_sq, reference_labels=None, *,
-                              k: int, normalize: bool) -> torch.Tensor:
-    """Minus the Euclidean distance to the k-th nearest ``reference`` row, (N,), in one distance
-    matrix (the export of :class:`KNNDetector`); with ``reference_labels`` only the rows of each
-    sample's predicted class count."""
-    if normalize:  # a zero feature vector stays zero, as in l2_normalize
-        norm = torch.linalg.vector_norm(features, dim=1)[:, None]
-        features = torch.where(norm > 0, features / norm, torch.zeros_like(features))
-    squared = (features * features).sum(dim=1, keepdim=True) + reference_sq[None] - 2.0 * features @ reference.T
-    if reference_labels is not None:  # only the predicted class's training features count
-        squared = squared.masked_fill(reference_labels[None] != predicted[:, None], float("inf"))
-    kth = torch.topk(squared, k, dim=1, largest=False).values.max(dim=1).values
-    return -kth.clamp_min(0.0).sqrt()
+@dataclass(frozen=True)
+class KthNeighbourScore:
+    """The export of :class:`KNNDetector` with its settings ``k`` and ``normalize``: a formula of
+    :class:`~agnostophobia.detectors.TorchScore`."""
+
+    k: int
+    normalize: bool
+
+    def __call__(self, logits, features, predicted, reference, reference_sq, reference_labels=None) -> torch.Tensor:
+        """Minus the Euclidean distance to the k-th nearest ``reference`` row, (N,), in one distance
+        matrix; with ``reference_labels`` only the rows of each sample's predicted class count."""
+        if self.normalize:  # a zero feature vector stays zero, as in l2_normalize
+            norm = torch.linalg.vector_norm(features, dim=1)[:, None]
+            features = torch.where(norm > 0, features / norm, torch.zeros_like(features))
+        squared = (features * features).sum(dim=1, keepdim=True) + reference_sq[None] - 2.0 * features @ reference.T
+        if reference_labels is not None:  # only the predicted class's training features count
+            squared = squared.masked_fill(reference_labels[None] != predicted[:, None], float("inf"))
+        kth = torch.topk(squared, self.k, dim=1, largest=False).values.max(dim=1).values
+        return -kth.clamp_min(0.0).sqrt()

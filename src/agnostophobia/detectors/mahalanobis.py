@@ -182,6 +182,9 @@ def _torch_mahalanobis(logits, features, predicted, whitening, whitened_means):
     return -_torch_nearest(features, whitening, whitened_means)
 
 
+# Seven parameters, as TorchScore calls a formula: the three inputs of every exported score, then each
+# fitted array by the name of its buffer in the exported file (the class Gaussians' two, the
+# background Gaussian's two); grouping them would rename the buffers the written files hold.
 def _torch_relative_mahalanobis(logits, features, predicted, whitening, whitened_means, background_whitening,
                                 background_mean):
     background = (features - background_mean) @ background_whitening

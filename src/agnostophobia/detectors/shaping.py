@@ -254,11 +254,18 @@ class ASH(_LastLayerDetector):
         return pruned * np.exp(ratio)[:, None]
 
     def _torch_score(self):
-        return TorchScore(partial(_torch_ash, percentile=self.percentile, variant=self.variant),
-                          weight=self.weight_, bias=self.bias_)
+        shape = partial(_torch_ash_shape, percentile=self.percentile, variant=self.variant)
+        return TorchScore(partial(_torch_shaped_energy, shape=shape), weight=self.weight_, bias=self.bias_)
 
 
-def _torch_ash(logits, features, predicted, weight, bias, *, percentile: float, variant: str):
+def _torch_shaped_energy(logits, features, predicted, weight, bias, *, shape):
+    """The energy of the logits of the shaped features, :math:`\\ln \\sum_c \\exp(W_c h(F) + b_c)`, in torch
+    operations (:func:`shaped_energy`'s export): ``shape`` is :math:`h`, ASH's or SCALE's."""
+    return torch.logsumexp(shape(features) @ weight.T + bias, dim=1)
+
+
+def _torch_ash_shape(features, *, percentile: float, variant: str):
+    """ASH's :math:`h(F)` in torch operations (:meth:`ASH.shape`)."""
     k = kept_count(features.shape[1], percentile)
     kept = features >= torch.topk(features, k, dim=1).values[:, -1:]
     positive = features.clamp_min(0.0)
@@ -273,7 +280,7 @@ def _torch_ash(logits, features, predicted, weight, bias, *, percentile: float, 
             ratio = torch.where(part > 0, total / torch.where(part > 0, part, torch.ones_like(part)),
                                 torch.ones_like(part))
             shaped = shaped * torch.exp(ratio)[:, None]
-    return torch.logsumexp(shaped @ weight.T + bias, dim=1)
+    return shaped
 
 
 # ------------------------------------------------------------------------------ SCALE
@@ -314,13 +321,15 @@ class SCALE(_LastLayerDetector):
         return features * np.exp(positive_ratio(positive.sum(axis=1), top))[:, None]
 
     def _torch_score(self):
-        return TorchScore(partial(_torch_scale, percentile=self.percentile), weight=self.weight_, bias=self.bias_)
+        shape = partial(_torch_scale_shape, percentile=self.percentile)
+        return TorchScore(partial(_torch_shaped_energy, shape=shape), weight=self.weight_, bias=self.bias_)
 
 
-def _torch_scale(logits, features, predicted, weight, bias, *, percentile: float):
+def _torch_scale_shape(features, *, percentile: float):
+    """SCALE's :math:`h(F)` in torch operations (:meth:`SCALE.shape`)."""
     k = kept_count(features.shape[1], percentile)
     positive = features.clamp_min(0.0)
     top = torch.topk(positive, k, dim=1).values.sum(dim=1)
     total = positive.sum(dim=1)
     ratio = torch.where(top > 0, total / torch.where(top > 0, top, torch.ones_like(top)), torch.ones_like(top))
-    return torch.logsumexp((features * torch.exp(ratio)[:, None]) @ weight.T + bias, dim=1)
+    return features * torch.exp(ratio)[:, None]

@@ -53,8 +53,8 @@ from agnostophobia.metrics.rows import own_detector
 from agnostophobia.metrics.summary import finite_or_none
 from agnostophobia.rundir import LOCK, RunDir
 from agnostophobia.settings import Setting
-from agnostophobia.training.config import (LOSS_ALIASES, ExperimentConfig, load_experiment,
-                                           read_yaml, resolve_config_path, with_loss_keys_moved)
+from agnostophobia.training.config import ExperimentConfig, load_experiment, read_yaml, resolve_config_path
+from agnostophobia.training.loss_keys import LOSS_ALIASES, with_loss_keys_moved
 from agnostophobia._log import log_info
 
 #: The FPR the choice is made at, unless ``--fpr`` says otherwise.

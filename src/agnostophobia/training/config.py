@@ -6,6 +6,10 @@ naming the key, so a typo never silently falls back to a default.
 An experiment YAML holds the :class:`TrainConfig` fields plus three experiment keys:
 ``approaches`` (list), ``seeds`` (int, how many) and ``budgets``
 (``{budget name: {field: value}}`` overrides, e.g. ``smoke``, ``cpu``, ``paper``).
+
+The loss hyper-parameters' one home under ``loss:`` (and the older spellings read into it) is
+``training.loss_keys``; ``model_kwargs`` are checked by building the network once
+(``training.model_kwargs``).
 """
 from __future__ import annotations
 
@@ -22,16 +26,18 @@ from agnostophobia.data.image_files import LOADINGS
 from agnostophobia.data.preprocess import OURS
 from agnostophobia.data.streaming import CROP_PADDING, PADDING_MODES
 from agnostophobia._yaml import load_yaml, read_yaml_file
-from agnostophobia._validation import DEVICE_RULE, SEED_RULE, check_arguments, is_device_name, is_seed
+from agnostophobia._validation import DEVICE_RULE, SEED_RULE, is_device_name, is_seed
 from agnostophobia.data.protocols import build_protocol, check_limits, protocol_spec
 from agnostophobia.errors import AgnostophobiaWarning, ConfigError
 from agnostophobia.settings import field_settings, setting
 from agnostophobia.training.fine_tune import recipe_schedule
-from agnostophobia.losses import (LOSSES, PAPER_APPROACHES, build_loss, current_setting_names, every_loss_setting,
-                                  loss_settings, renamed_loss_settings, setting_problem)
-from agnostophobia.models import MODELS, build_model
+from agnostophobia.losses import (LOSSES, PAPER_APPROACHES, build_loss, every_loss_setting, loss_settings,
+                                  setting_problem)
+from agnostophobia.models import MODELS
 from agnostophobia.training.precision import PRECISIONS
 from agnostophobia.training.concurrent import check_concurrent_runs
+from agnostophobia.training.loss_keys import legacy_loss_note, with_loss_keys_moved
+from agnostophobia.training.model_kwargs import check_model_kwargs
 from agnostophobia.training.seed_batch import check_batched_seeds
 
 @dataclass
@@ -234,53 +240,6 @@ class TrainConfig:
         return dataclasses.asdict(self)
 
 
-def check_model_kwargs(model: str, kwargs: Dict[str, Any], where: str = "model_kwargs") -> None:
-    """``kwargs`` checked against the model constructor's signature and annotations, then the
-    model built with them once (cheap, no weights loaded): a config whose network cannot be
-    built is refused before anything trains, naming the key path."""
-    if "num_outputs" in kwargs:
-        raise ConfigError(f"config key '{where}.num_outputs': set by the protocol (its classes), not by the config")
-    check_arguments(MODELS.get(model), kwargs, where)
-    key = (model, repr(sorted(kwargs.items())))
-    if key in _BUILT_MODELS:
-        return
-    try:
-        _build(model, kwargs)
-    except Exception as exc:  # the constructor's own checks (ranges, names), whatever it raises
-        message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        culprit = next((k for k in kwargs if not _builds(model, {k: kwargs[k]})), None) if len(kwargs) > 1 else \
-            next(iter(kwargs), None)
-        path = f"{where}.{culprit}" if culprit else where
-        raise ConfigError(f"config key {path!r}: model {model!r} cannot be built with it: {message}") from None
-    _BUILT_MODELS.add(key)
-
-
-def _builds(model: str, kwargs: Dict[str, Any]) -> bool:
-    try:
-        _build(model, kwargs)
-    except Exception:
-        return False
-    return True
-
-
-def _build(model: str, kwargs: Dict[str, Any]) -> None:
-    """Build ``model`` with ``kwargs`` on the meta device (shapes only: no memory, no arithmetic,
-    so even a large torchvision network costs little), or on the CPU where a builder needs real
-    tensors (RegNet computes widths from them)."""
-    import torch
-
-    try:
-        with torch.device("meta"):
-            build_model(model, num_outputs=2, load_weights=False, **kwargs)
-    except (ValueError, TypeError):
-        raise
-    except Exception:  # not a refusal of the settings: the builder needs real tensors
-        build_model(model, num_outputs=2, load_weights=False, **kwargs)
-
-
-_BUILT_MODELS: set = set()  # (model, kwargs) already built once in this process
-
-
 def _is_int(value) -> bool:
     # bool is a subclass of int in Python: `epochs: true` must not pass as 1
     return isinstance(value, int) and not isinstance(value, bool)
@@ -464,73 +423,6 @@ def _merged(mapping: Dict[str, Any], keys: List[str], value) -> Dict[str, Any]:
     head, *rest = keys
     out[head] = _merged(out.get(head) if isinstance(out.get(head), dict) else {}, rest, value) if rest else value
     return out
-
-
-# YAML spellings of loss hyper-parameters whose Python name differs ("lambda" is a Python keyword).
-LOSS_ALIASES = {"lambda": "lambda_"}
-# Objectosphere's xi and lambda (Eq. 2) were top-level keys until losses declared their settings;
-# a config or record that sets them there still loads, with them moved under ``loss:``.
-LEGACY_LOSS_KEYS = {"xi": "xi", "lambda": "lambda_", "lambda_": "lambda_"}
-
-
-def with_loss_keys_moved(values: Dict[str, Any], base_loss: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
-    """``values`` (a config's keys) with the loss hyper-parameters in their one home: the old
-    top-level ``xi`` / ``lambda`` moved under ``loss:`` (on top of ``base_loss``, the loss
-    settings they override), ``loss: {lambda: ...}`` spelled as the keyword ``lambda_``, and a
-    setting's former name (``logitnorm_temperature``) read as its name now (``temperature``).
-    The same value set in both places is one setting; two values are a :class:`ConfigError`."""
-    legacy = {key: values[key] for key in LEGACY_LOSS_KEYS if key in values}
-    own = values.get("loss") or {}
-    if not isinstance(own, dict) or not (legacy or "loss" in values or base_loss):
-        return values  # nothing to move, or a malformed loss: the config check names it
-    own = {LOSS_ALIASES.get(key, key): value for key, value in own.items()}
-    own = current_setting_names(own, renamed_loss_settings(), "config key 'loss'")
-    for key, value in legacy.items():
-        keyword = LEGACY_LOSS_KEYS[key]
-        if keyword in own and own[keyword] != value:
-            raise ConfigError(f"config keys {key!r} and 'loss.{keyword}' disagree ({value!r} and {own[keyword]!r}); "
-                              f"set it once, under loss:")
-        own[keyword] = value
-    moved = {k: v for k, v in values.items() if k not in legacy}
-    moved["loss"] = {**(base_loss or {}), **own}  # a budget changes the settings it names, keeps the rest
-    return moved
-
-
-def legacy_loss_note(data: Dict[str, Any]) -> Optional[str]:
-    """The one line a config with top-level ``xi`` / ``lambda``, or a loss setting's former name
-    (here or in a budget), gets."""
-    levels = [("", data)] + [(f"budgets.{name}.", values) for name, values in (data.get("budgets") or {}).items()
-                             if isinstance(values, dict)]
-    found = [prefix + key for prefix, level in levels for key in LEGACY_LOSS_KEYS if key in level]
-    renamed = renamed_loss_settings()
-    former = [(f"{prefix}loss.{key}", renamed[key]) for prefix, level in levels
-              if isinstance(level.get("loss"), dict) for key in level["loss"] if key in renamed]
-    notes = [f"config key{'s' * (len(found) > 1)} {', '.join(found)}: read as loss.xi / loss.lambda; "
-             f"Objectosphere's hyper-parameters live under loss: now (loss: {{xi: 50, lambda: 1.0e-4}})"] * bool(found)
-    notes += [f"config key {key}: read as loss.{name}, its name now" for key, name in former]
-    return "note: " + "; ".join(notes) if notes else None
-
-
-def comparable_config(values: Dict[str, Any]) -> Dict[str, Any]:
-    """A config's keys (a checkpoint's, a config.yaml's, a running config's ``to_dict()``) in one
-    form for comparing what was trained: loss hyper-parameters moved home, and those at their
-    declared default left out (old records state xi = 50 and lambda = 1e-4 for every approach)."""
-    values = with_loss_keys_moved(values)
-    loss = values.get("loss")
-    if isinstance(loss, dict):
-        approach = values.get("approach")
-        own = loss_settings(approach) if isinstance(approach, str) and approach in LOSSES else {}
-        values = {**values, "loss": {k: v for k, v in loss.items() if not _at_default(k, v, own)}}
-    return values
-
-
-def _at_default(keyword: str, value, own: Dict) -> bool:
-    """Whether a loss setting holds its declared default: the approach's own loss's where it
-    reads ``keyword``, else any registered loss's that declares it (a key the approach never reads)."""
-    if keyword in own:
-        return value == own[keyword].default
-    return any(keyword in declared and value == declared[keyword].default
-               for declared in map(loss_settings, LOSSES.registered()))
 
 
 def apply_overrides(base, values: Dict[str, Any], where: str = ""):

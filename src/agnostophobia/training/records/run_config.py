@@ -14,8 +14,8 @@ from agnostophobia.data.streaming import CROP_PADDING
 from agnostophobia.errors import ConfigError
 from agnostophobia.rundir import RecordError, RunDir
 from agnostophobia.settings import field_settings
-from agnostophobia.training.config import (TrainConfig, apply_overrides, check_approaches, check_seeds,
-                                           comparable_config, read_yaml, with_loss_keys_moved)
+from agnostophobia.training.config import TrainConfig, apply_overrides, check_approaches, check_seeds, read_yaml
+from agnostophobia.training.loss_keys import comparable_config, with_loss_keys_moved
 from agnostophobia.training.records._common import _ABSENT, _fail
 from agnostophobia.training.records.run_marker import MARKER_KEYS, check_marker
 
