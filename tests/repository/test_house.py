@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import house_counts
 
-CEILINGS = {"modules over 600 lines": 5, "functions over 80 lines": 4, "functions over 6 parameters": 32,
+CEILINGS = {"modules over 600 lines": 2, "functions over 80 lines": 1, "functions over 6 parameters": 9,
             "ModelDir( outside rundir.py": 55}
 
 
