@@ -25,7 +25,6 @@ import functools
 import inspect
 import re
 import sys
-from pathlib import Path
 from typing import Dict, List, NamedTuple, Tuple
 from repo_paths import REPO
 from sphinx.ext.napoleon import Config as NapoleonConfig

@@ -14,7 +14,6 @@ import ast
 import importlib
 import re
 import sys
-from pathlib import Path
 
 import pytest
 from repo_paths import REPO

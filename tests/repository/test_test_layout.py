@@ -52,6 +52,7 @@ COVERED_ELSEWHERE = {
                                 "the paper's protocols are built in the protocol tests, on synthetic and real files"),
     "data/paths.py": ("tests/data/test_cli.py tests/data/test_fetch.py", "where data is looked for: data list, fetch"),
     "data/protocol_types.py": ("tests/data/test_protocols.py", "the protocol types, registered and built"),
+    "deploy/best.py": ("tests/deploy/test_compare.py", "detector=\"best\" is the top of compare's ranking, tested beside it"),
     "deploy/calibration.py": ("tests/deploy/test_deploy.py", "calibrate, predict and export are tested as one pipeline"),
     "deploy/classifier.py": ("tests/deploy/test_deploy.py", "OpenSetClassifier, in the deployment pipeline"),
     "deploy/cli.py": ("tests/deploy/test_deploy.py tests/commands/test_last_good.py", "the deploy commands end to end"),

@@ -30,7 +30,7 @@ from typing import Dict, Iterable, Mapping, Optional, Tuple
 
 from agnostophobia._atomic import atomic_write
 from agnostophobia._log import LOGGER
-from agnostophobia._reading import check_regular_file, read_input_bytes, walk_files
+from agnostophobia._reading import read_input_bytes, walk_files
 from agnostophobia.errors import AgnostophobiaError, AgnostophobiaWarning
 from agnostophobia.data.paths import cache_dir
 

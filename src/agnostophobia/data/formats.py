@@ -12,7 +12,6 @@ import contextlib
 import gzip
 import hashlib
 import io
-import os
 import pickle
 import re
 import struct

@@ -5,7 +5,6 @@ the ``data`` commands) does not import it.
 from __future__ import annotations
 
 import math
-from pathlib import Path
 from typing import Sequence, Tuple
 
 import numpy as np

@@ -13,11 +13,8 @@ importable from it.
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, List, Optional
 
-import numpy as np
-
-from agnostophobia._validation import check_seed
 from agnostophobia.errors import ConfigError
 from agnostophobia.data.fetch import FetchedFile, require_datasets
 from agnostophobia.data.file_protocols import file_protocol_spec, is_file_protocol

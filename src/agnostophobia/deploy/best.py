@@ -104,6 +104,11 @@ def best_detectors(request: ModelRequest, log: Callable[[str], None] = log_info)
         ``request`` with ``detector_of`` (``{approach: detector}``) in place of ``detector``, and
         ``approaches`` left to ``detector_of``; a request without ``detector="best"`` unchanged.
 
+    Raises:
+        ~agnostophobia.errors.AgnostophobiaError: no ``fpr``, an FPR the validation negatives do
+            not support, or no detector with a validation CCR there: one line, before anything
+            is written.
+
     Examples:
         >>> import contextlib, io, tempfile
         >>> from pathlib import Path
@@ -153,6 +158,11 @@ def best_model(request: ModelRequest, log: Callable[[str], None] = log_info,
     Returns:
         ``request`` with ``approach`` and ``detector`` filled in; a request without
         ``detector="best"`` unchanged.
+
+    Raises:
+        ~agnostophobia.errors.AgnostophobiaError: an FPR the validation negatives do not support,
+            no detector with a validation CCR there, or (without ``fpr``) no stored threshold of the
+            top detector, or thresholds at several FPRs: one line.
 
     Examples:
         >>> import contextlib, io, tempfile

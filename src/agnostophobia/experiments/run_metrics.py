@@ -19,7 +19,7 @@ from agnostophobia.detectors import feature_magnitude, softmax_entropy
 from agnostophobia.detectors.stored import ModelScores
 from agnostophobia.metrics import PAPER_FPR_VALUES, summarize
 from agnostophobia.metrics.rows import row_label
-from agnostophobia.metrics.summary import FPR_KEYS, finite_or_none, fpr_keys  # noqa: F401  (re-exported)
+from agnostophobia.metrics.summary import FPR_KEYS  # noqa: F401  (re-exported)
 
 FPR_TARGETS = PAPER_FPR_VALUES  # the columns of the paper's Table 2
 
