@@ -19,7 +19,8 @@ from agnostophobia.training.checkpoint import load_checkpoint
 from agnostophobia.training.config import TrainConfig, load_experiment, parse_experiment
 from agnostophobia.training.cuda_graph import check_cuda_graph
 from agnostophobia.training.distributed import current
-from agnostophobia.training.trainer import Training, fit
+from agnostophobia.training.fitting import fit
+from agnostophobia.training.trainer import Training
 from runs import reproduce_args, run_cli, write_config
 from synthetic import synthetic_protocol
 from tests.training.test_cuda_graph import history
