@@ -32,6 +32,7 @@ import torch
 
 from agnostophobia.errors import ConfigError
 from agnostophobia.losses import LOSSES
+from agnostophobia.rundir import ModelDir
 from agnostophobia.training.checkpoint import load_checkpoint
 from agnostophobia.training.config import parse_experiment
 from agnostophobia.training.seed_batch import check_batched_seeds, resolve_batched_seeds
@@ -281,8 +282,8 @@ def test_a_reproduction_trains_each_approachs_seeds_as_one_batch_and_adds_seeds_
 
     batches = []
     real = reproduce_module.fit_seeds
-    monkeypatch.setattr(reproduce_module, "fit_seeds", lambda cfg, protocol, seeds, dirs, **kw: (
-        batches.append((cfg.approach, list(seeds))), real(cfg, protocol, seeds, dirs, **kw))[1])
+    monkeypatch.setattr(reproduce_module, "fit_seeds", lambda cfg, protocol, folders, **kw: (
+        batches.append((cfg.approach, list(folders))), real(cfg, protocol, folders, **kw))[1])
     experiment = ExperimentConfig(exact_config(epochs=1), ["softmax", "entropic"], seeds=2, concurrent_runs=1,
                                   batched_seeds=True)
     messages = []
@@ -316,7 +317,7 @@ def test_seeds_resume_in_groups_of_the_same_epoch(tmp_path):
 
     protocol = noise_protocol()
     cfg = exact_config(approach="entropic", epochs=3)
-    pending = [(dataclasses.replace(cfg, seed=seed), tmp_path / f"seed{seed}") for seed in range(4)]
+    pending = [(dataclasses.replace(cfg, seed=seed), ModelDir.at(tmp_path / f"seed{seed}")) for seed in range(4)]
     for seed in (0, 1):
         fit(pending[seed][0], protocol, pending[seed][1], stop_after_epoch=1)
     fit(pending[2][0], protocol, pending[2][1], stop_after_epoch=2)
