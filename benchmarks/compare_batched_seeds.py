@@ -35,7 +35,7 @@ import torch
 
 from agnostophobia.training.config import load_experiment, protocol_for
 from agnostophobia.training.checkpoint import load_checkpoint
-from agnostophobia.training.trainer import fit, fit_seeds
+from agnostophobia.training.fitting import fit, fit_seeds
 
 
 def synchronize(device: str) -> None:
@@ -100,7 +100,7 @@ def main(argv=None) -> int:
               f"torch {torch.__version__}")
         separate = timed(args.device, lambda: [fit(cfg, protocol, run_dir, resume=False)
                                                for cfg, run_dir in zip(configs, separate_dirs)])
-        batched = timed(args.device, lambda: fit_seeds(configs[0], protocol, seeds, batched_dirs, resume=False))
+        batched = timed(args.device, lambda: fit_seeds(configs[0], protocol, dict(zip(seeds, batched_dirs)), resume=False))
         print(f"1. separate: {separate:8.1f} s  {images / separate:9.0f} training images/s")
         print(f"   batched:  {batched:8.1f} s  {images / batched:9.0f} training images/s  "
               f"x{separate / batched:.2f} the separate runs")

@@ -11,7 +11,7 @@ import pytest
 
 import agnostophobia
 from agnostophobia import _journal, rundir
-from agnostophobia.rundir import RecordError, RunDir, write_run_file
+from agnostophobia.rundir import ModelDir, RecordError, RunDir, write_run_file
 from agnostophobia.training.outputs import save_outputs
 
 PACKAGE = Path(agnostophobia.__file__).parent
@@ -57,6 +57,18 @@ def test_models_and_started_trainings_are_found_where_training_leaves_them(tmp_p
     run.checkpoint(0, "entropic", "last").write_bytes(b"")
     assert [(s, a) for s, a, _ in run.models()] == [(0, "entropic"), (1, "softmax")]
     assert run.last_checkpoints() == [tmp_path / "seed0" / "entropic" / "last.pt"]
+    assert [model for _, _, model in run.models()] == [run.model(0, "entropic"), run.model(1, "softmax")]
+
+
+def test_a_model_folder_is_converted_once_and_names_its_run_and_its_siblings(tmp_path):
+    """A folder a user names becomes the ModelDir the layers pass (a ModelDir stays itself); it
+    reads as its path in messages, and knows its run, its approach and the same seed's others."""
+    model = RunDir(tmp_path).model(2, "entropic-ft")
+    assert ModelDir.at(model) is model
+    assert ModelDir.at(str(model.path)) == ModelDir.at(model.path) == model
+    assert str(model) == os.fspath(model) == str(tmp_path / "seed2" / "entropic-ft")
+    assert model.run == RunDir(tmp_path) and model.approach == "entropic-ft"
+    assert model.sibling("entropic") == RunDir(tmp_path).model(2, "entropic")
 
 
 def test_the_run_holding_a_file_is_found_from_its_path(tmp_path):

@@ -133,7 +133,7 @@ def seed_folder(seed: int) -> str:
     return f"seed{seed}"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, order=True)
 class ModelDir:
     """One trained model's folder, ``RUN/seed<N>/<approach>``: the paths of its files. Every
     model-file path is named here (a test checks that none is composed elsewhere)."""
@@ -142,6 +142,33 @@ class ModelDir:
 
     def __post_init__(self):
         object.__setattr__(self, "path", Path(self.path))
+
+    @classmethod
+    def at(cls, folder) -> "ModelDir":
+        """The model folder ``folder``, given as a ``str``, a ``Path`` or already a ``ModelDir``:
+        the one conversion, made where a public function takes a folder a user names (the
+        library's own layers pass the ``ModelDir`` of :meth:`RunDir.model` or :meth:`RunDir.models`)."""
+        return folder if isinstance(folder, ModelDir) else cls(folder)
+
+    def __str__(self) -> str:
+        return str(self.path)  # a message names the folder, as it did when it was a path
+
+    def __fspath__(self) -> str:
+        return str(self.path)
+
+    @property
+    def run(self) -> "RunDir":
+        """The run this model folder lies in (``RUN`` of ``RUN/seed<N>/<approach>``)."""
+        return RunDir(self.path.parent.parent)
+
+    @property
+    def approach(self) -> str:
+        """The folder's name: the approach the model was trained with."""
+        return self.path.name
+
+    def sibling(self, approach: str) -> "ModelDir":
+        """The model folder of ``approach`` trained with the same seed (a fine-tuning's start)."""
+        return ModelDir(self.path.parent / approach)
 
     def file(self, name: str) -> Path:
         """The model's file ``name``, one of :data:`MODEL_FILES` (for code that picks the file)."""
@@ -269,6 +296,7 @@ class RunDir:
         return f"{seed_folder(seed)}/{approach}"
 
     def model_dir(self, seed: int, approach: str) -> Path:
+        """The model folder's path (:meth:`model` gives the folder itself, which the layers pass)."""
         return self.root / seed_folder(seed) / approach
 
     def model(self, seed: int, approach: str) -> ModelDir:
@@ -286,8 +314,8 @@ class RunDir:
         """Every ``seed<N>/<approach>/last.pt`` (a training that was started)."""
         return sorted(self.root.glob(f"seed*/*/{LAST}"))
 
-    def models(self) -> List[Tuple[int, str, Path]]:
-        """``(seed, approach, model_dir)`` of every ``seed<N>/<approach>/outputs.npz``, checked:
+    def models(self) -> List[Tuple[int, str, ModelDir]]:
+        """``(seed, approach, model)`` of every ``seed<N>/<approach>/outputs.npz``, checked:
         seed folders and model folders are real directories (not links), named ``seed<N>``
         (N without leading zeros, so no two name one seed): a link to another seed would count
         one model twice (a second seed with std 0)."""
@@ -304,7 +332,7 @@ class RunDir:
                     if path.is_symlink():
                         _fail(path, "is a symbolic link; a run's seeds and models must be its own folders and "
                                     "files, not links to others (which would count one model twice)")
-                found.append((int(seed_dir.name[len("seed"):]), model_dir.name, model_dir))
+                found.append((int(seed_dir.name[len("seed"):]), model_dir.name, ModelDir(model_dir)))
         return found
 
     # --------------------------------------------------------------------- writing

@@ -75,7 +75,7 @@ def equivalence_worker(rank: int, world_size: int, port: int, configs, out: str,
     torch.set_num_threads(1)
     from agnostophobia._runlock import RunInUse, run_lock
     from agnostophobia.training.distributed import process_group
-    from agnostophobia.training.trainer import fit
+    from agnostophobia.training.fitting import fit
 
     with process_group(torch.device("cpu")) as world:
         assert world.size == world_size and world.rank == rank

@@ -28,7 +28,7 @@ from agnostophobia.training.adversarial import adversarial_loss, fgsm
 from agnostophobia.training.checkpoint import load_checkpoint, seed_everything
 from agnostophobia.training.config import CONFIG_DIR, TrainConfig, load_experiment
 from agnostophobia.training.outputs import load_outputs, save_outputs
-from agnostophobia.training.trainer import fit
+from agnostophobia.training.fitting import fit
 
 GRID = np.linspace(0, 1, 101)
 

@@ -126,9 +126,9 @@ def test_calibrate_best_over_several_approaches_is_all_or_nothing(run, capsys, m
     before = (run / "calibration.json").read_bytes()
     real, writes = calibration.calibrate_model, []
 
-    def no_threshold_for_one(val, approach, *args, **kwargs):
-        entry = real(val, approach, *args, **kwargs)
-        return {**entry, "threshold": None, "reason": "refused here"} if approach == unresolved else entry
+    def no_threshold_for_one(val, score, *args, **kwargs):
+        entry = real(val, score, *args, **kwargs)
+        return {**entry, "threshold": None, "reason": "refused here"} if score.approach == unresolved else entry
 
     real_write = RunDir.write
     monkeypatch.setattr(calibration, "calibrate_model", no_threshold_for_one)

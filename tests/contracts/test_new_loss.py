@@ -14,7 +14,7 @@ from agnostophobia.losses import LOSSES, OpenSetLoss, known_columns
 from agnostophobia.training.config import parse_experiment
 from agnostophobia.training.outputs import save_outputs
 from agnostophobia.training.outputs import predict
-from agnostophobia.training.trainer import fit
+from agnostophobia.training.fitting import fit
 from synthetic import synthetic_protocol
 
 

@@ -14,7 +14,7 @@ from agnostophobia.detectors.stored import NotFitted, detector_inputs, fitted_de
 from agnostophobia.losses import known_columns
 from agnostophobia.metrics import (MIN_FALSE_POSITIVES, default_fpr, reported_fprs, smallest_supported_fpr, supported_fprs,
                                    supports_fpr)
-from agnostophobia.rundir import CALIBRATION, COMPARISON, COMPARISON_TABLE, VAL_OUTPUTS
+from agnostophobia.rundir import CALIBRATION, COMPARISON, COMPARISON_TABLE, RunDir
 from agnostophobia.training.outputs import load_fit_outputs, load_outputs, save_outputs
 
 from runs import snapshot
@@ -42,8 +42,8 @@ def run(tiny_run, tmp_path):
 def validation_auroc(run, approach: str, detector: str) -> float:
     """AUROC of ``detector``'s per-sample score on seed 0's validation split, computed here with
     scikit-learn (knowns positive)."""
-    model_dir = run / "seed0" / approach
-    val = load_outputs(model_dir / VAL_OUTPUTS)["val"]
+    model_dir = RunDir(run).model(0, approach)
+    val = load_outputs(model_dir.val_outputs)["val"]
     num_classes = known_columns(approach, val["logits"].shape[1])
     scorer = fitted_detector(detector, load_fit_outputs(model_dir), num_classes, model_dir=model_dir)
     scores = scorer.scores(detector_inputs(scorer, val["logits"], num_classes), val["features"])
@@ -226,8 +226,8 @@ def test_each_row_has_the_oscr_area_over_the_log_fpr_axis_from_the_smallest_reso
     from agnostophobia.metrics import oscr, oscr_area
 
     rows = {(r["approach"], r["detector"]): r for r in compare_models(run, with_tests=False).rows}
-    model_dir = run / "seed0" / "entropic"
-    val = load_outputs(model_dir / VAL_OUTPUTS)["val"]
+    model_dir = RunDir(run).model(0, "entropic")
+    val = load_outputs(model_dir.val_outputs)["val"]
     scorer = fitted_detector("softmax", load_fit_outputs(model_dir), 10, model_dir=model_dir)
     scores = scorer.scores(detector_inputs(scorer, val["logits"], 10), val["features"])
     expected = oscr_area(scores, val["labels"], log_fpr=True, min_fpr=10 / 32)

@@ -26,13 +26,13 @@ from runs import TINY, reproduce_args, run_cli, run_main, snapshot, write_config
 from agnostophobia.cli import main
 from agnostophobia.data import build_protocol
 from agnostophobia.deploy import OpenSetClassifier
-from agnostophobia.deploy.calibration import calibrate_model, check_resolved
+from agnostophobia.deploy.calibration import ModelScore, calibrate_model, check_resolved
 from agnostophobia.deploy.export import FORMATS, TORCHSCRIPT_NOTE, DeployedClassifier, check_exportable
 from agnostophobia.detectors import DETECTORS
 from agnostophobia.detectors.stored import fitted_detector, top_scores
 from agnostophobia.errors import AgnostophobiaError, AgnostophobiaWarning
 from agnostophobia.metrics import ccr_at_fpr, threshold_at_fpr
-from agnostophobia.rundir import LAST_LAYER
+from agnostophobia.rundir import LAST_LAYER, ModelDir
 from agnostophobia.rundir import VAL_OUTPUTS
 from agnostophobia.training.outputs import load_outputs, save_last_layer
 
@@ -142,7 +142,7 @@ def val_outputs(max_logits, labels, num_classes=3):
 
 def test_a_calibration_entry_holds_threshold_rates_counts_and_rule():
     val = val_outputs([5.0, 4.0, 3.0, 2.0, 4.5, 3.5, 2.5, 1.5, 1.0, 0.5], [0, 1, 2, 0, -1, -1, -1, -1, -1, -1])
-    entry = calibrate_model(val, "entropic", "max-logit", 3, 0.2, None, {})
+    entry = calibrate_model(val, ModelScore("entropic", "max-logit", 3), 0.2)
     # 6 negatives, k = floor(0.2 * 6) = 1 allowed (4.5); the threshold sits just above 3.5
     assert entry["threshold"] == np.nextafter(np.float64(np.float32(3.5)), np.inf)
     assert (entry["val_fpr"], entry["val_ccr"]) == (1 / 6, 2 / 4)
@@ -155,7 +155,7 @@ def test_a_calibration_entry_holds_threshold_rates_counts_and_rule():
                                                       (100, 0.01, True)])
 def test_too_few_validation_negatives_give_a_reason_not_a_number(negatives, fpr, resolved):
     val = val_outputs(np.linspace(9, 1, 5 + negatives), [0, 1, 2, 0, 1] + [-1] * negatives)
-    entry = calibrate_model(val, "entropic", "max-logit", 0, fpr, None, {})
+    entry = calibrate_model(val, ModelScore("entropic", "max-logit", 0), fpr)
     assert (entry["threshold"] is not None) == resolved
     if not resolved:
         assert entry["val_fpr"] is None and f"{negatives} negative(s)" in entry["reason"]
@@ -167,13 +167,13 @@ def test_check_resolved_names_unresolved_models_and_warns_on_few_false_positives
     validation negatives resolve (1/n) and the negatives the target needs (ceil(1/FPR)); a
     warning where n x FPR < 10, naming ceil(10/FPR)."""
     few = val_outputs(np.linspace(9, 1, 5 + 40), [0, 1, 2, 0, 1] + [-1] * 40)  # 40 x 0.05 = 2 false positives
-    entries = [calibrate_model(few, "entropic", "max-logit", 0, 0.05, None, {}),
-               calibrate_model(few, "softmax", "max-logit", 0, 0.05, None, {})]
+    entries = [calibrate_model(few, ModelScore("entropic", "max-logit", 0), 0.05),
+               calibrate_model(few, ModelScore("softmax", "max-logit", 0), 0.05)]
     with pytest.warns(AgnostophobiaWarning, match=r"calibrate at FPR 0.05: entropic/max-logit \(seed 0\), "
                                                   r"softmax/max-logit \(seed 0\): the 40 validation negatives allow "
                                                   r"2 false positive\(s\), fewer than 10.*ceil\(10/0.05\) = 200"):
         check_resolved(tmp_path, entries, 0.05)
-    entries.append(calibrate_model(few, "entropic", "max-logit", 1, 0.02, None, {}))  # 40 x 0.02 < 1
+    entries.append(calibrate_model(few, ModelScore("entropic", "max-logit", 1), 0.02))  # 40 x 0.02 < 1
     with pytest.warns(AgnostophobiaWarning), pytest.raises(AgnostophobiaError) as error:
         check_resolved(tmp_path, entries, 0.02)
     message = str(error.value)
@@ -185,7 +185,7 @@ def test_check_resolved_names_unresolved_models_and_warns_on_few_false_positives
     enough = val_outputs(np.linspace(9, 1, 5 + 100), [0, 1, 2, 0, 1] + [-1] * 100)  # 100 x 0.1 = 10
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        check_resolved(tmp_path, [calibrate_model(enough, "entropic", "max-logit", 0, 0.1, None, {})], 0.1)
+        check_resolved(tmp_path, [calibrate_model(enough, ModelScore("entropic", "max-logit", 0), 0.1)], 0.1)
 
 
 def test_calibrate_exits_1_naming_models_without_a_threshold_and_keeps_the_file(run, capsys):
@@ -209,7 +209,7 @@ def test_calibrate_exits_1_naming_models_without_a_threshold_and_keeps_the_file(
 
 
 def test_a_protocol_without_validation_negatives_says_so():
-    entry = calibrate_model(val_outputs([3.0, 2.0], [0, 1]), "softmax", "max-logit", 0, 0.5, None, {})
+    entry = calibrate_model(val_outputs([3.0, 2.0], [0, 1]), ModelScore("softmax", "max-logit", 0), 0.5)
     assert entry["threshold"] is None and "no negatives" in entry["reason"]
 
 
@@ -494,7 +494,7 @@ def test_the_deployed_module_decides_as_its_detector(name, tmp_path):
     columns = 4 + int(background)
     save_last_layer(tmp_path / LAST_LAYER, {"weight": rng.normal(size=(columns, 6)), "bias": rng.normal(size=columns)})
     detector = fitted_detector(name, fit_data(rng, 200, columns, dim=6), 4,
-                               {"knn": {"k": 5}, "openmax": {"tail_size": 5}}, model_dir=tmp_path)
+                               {"knn": {"k": 5}, "openmax": {"tail_size": 5}}, model_dir=ModelDir.at(tmp_path))
     why = detector.why_not_exportable()
     if why is not None:
         with pytest.raises(AgnostophobiaError, match=f"^export: detector '{name}' is not exported: "
@@ -713,7 +713,7 @@ def fp32_validation_threshold(run, data_dir):
     protocol = build_protocol("lenet++", data_dir, seed=0, **TINY["protocol_limits"])
     logits, features = load_trained_model(run / "seed0" / "entropic", "cpu", "fp32").outputs(protocol.val.images)
     val = {"logits": logits, "features": features, "labels": np.asarray(protocol.val.labels)}
-    return calibrate_model(val, "entropic", "softmax", 0, FPR, None, {})["threshold"]
+    return calibrate_model(val, ModelScore("entropic", "softmax", 0), FPR)["threshold"]
 
 
 def check_one_arithmetic(run, data_dir, images, tmp, capsys):
@@ -737,7 +737,7 @@ def check_one_arithmetic(run, data_dir, images, tmp, capsys):
     # the run's own precision is not silently given the fp32 threshold: one chosen on bf16 validation scores
     bf16 = OpenSetClassifier.from_run(run, precision="bf16")
     val = load_outputs(run / "seed0" / "entropic" / VAL_OUTPUTS)["val"]  # stored in the run's precision, bf16
-    assert bf16.threshold == calibrate_model(val, "entropic", "softmax", 0, FPR, None, {})["threshold"]
+    assert bf16.threshold == calibrate_model(val, ModelScore("entropic", "softmax", 0), FPR)["threshold"]
     assert bf16.calibration["precision"] == "bf16"
 
 
@@ -761,13 +761,13 @@ def test_a_threshold_chosen_in_another_arithmetic_is_never_used_as_is(bf16_run, 
     shutil.copytree(bf16_run, run)
     calibration = json.loads((run / "calibration.json").read_text())
     val = load_outputs(run / "seed0" / "entropic" / VAL_OUTPUTS)["val"]
-    old = calibrate_model(val, "entropic", "softmax", 0, FPR, None, {})  # on the run's bf16 validation outputs
+    old = calibrate_model(val, ModelScore("entropic", "softmax", 0), FPR)  # on the run's bf16 validation outputs
     calibration["entries"] = [{k: v for k, v in old.items() if k not in ("precision", "arithmetic")}]
     (run / "calibration.json").write_text(json.dumps(calibration))
     before = snapshot(run)
     with caplog.at_level("INFO", logger="agnostophobia"):  # the library logs; it prints nothing
         clf = OpenSetClassifier.from_run(run)
-    fp32 = calibrate_model(deployed_val(run / "seed0" / "entropic"), "entropic", "softmax", 0, FPR, None, {})
+    fp32 = calibrate_model(deployed_val(run / "seed0" / "entropic"), ModelScore("entropic", "softmax", 0), FPR)
     assert clf.threshold == fp32["threshold"] and clf.calibration["precision"] == "fp32"
     assert "chosen on bf16 scores" in caplog.text
     assert snapshot(run) == before  # chosen in memory

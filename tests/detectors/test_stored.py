@@ -8,7 +8,7 @@ import pytest
 from agnostophobia.detectors import DETECTORS, KNNDetector, OpenMax, build_detector
 from agnostophobia.detectors.stored import SCORES_FILE, KeptFits, detector_settings, model_scores
 from agnostophobia.training import records
-from agnostophobia.rundir import FITTED_FILE, LAST_LAYER
+from agnostophobia.rundir import FITTED_FILE, LAST_LAYER, ModelDir
 from agnostophobia.errors import ConfigError
 from agnostophobia.training.outputs import save_last_layer, save_outputs
 
@@ -130,7 +130,7 @@ def test_kept_fits_are_of_these_training_outputs_and_never_trusted_when_damaged(
     model_scores(tmp_path, "entropic", SETTINGS)
     assert fits == [10, 10, 10, 10]
     assert {e["meta"]["fit"] for e in records.read_fitted_detectors(kept).values()} == \
-        {KeptFits(tmp_path).fit_digest()}
+        {KeptFits(ModelDir.at(tmp_path)).fit_digest()}
 
 
 def test_a_kept_fit_on_the_last_layer_is_refitted_when_the_layer_changes(tmp_path, monkeypatch):

@@ -16,7 +16,7 @@ from agnostophobia.errors import AgnostophobiaError
 from agnostophobia.losses import known_columns
 from agnostophobia.metrics import ccr_at_fpr
 from agnostophobia.training import outputs as stored_outputs
-from agnostophobia.rundir import VAL_OUTPUTS
+from agnostophobia.rundir import VAL_OUTPUTS, ModelDir, RunDir
 from agnostophobia.training.outputs import load_fit_outputs, load_outputs, save_outputs
 from agnostophobia.rundir import TUNED_SETTINGS
 
@@ -31,10 +31,10 @@ def run(tiny_run, tmp_path):
     return copy
 
 
-def validation_ccr(model_dir: Path, approach: str, point: dict):
+def validation_ccr(model_dir: ModelDir, approach: str, point: dict):
     """CCR at FPR of k-NN with the settings ``point`` on the model's validation split, computed
     here (None: k above the training knowns' count)."""
-    val = load_outputs(model_dir / VAL_OUTPUTS)["val"]
+    val = load_outputs(model_dir.val_outputs)["val"]
     num_classes = known_columns(approach, val["logits"].shape[1])
     try:
         detector = fitted_detector("knn", load_fit_outputs(model_dir), num_classes, {"knn": point})
@@ -53,7 +53,7 @@ def test_the_choice_is_the_best_validation_ccr_and_test_outputs_are_never_read(r
     stored = json.loads((run / TUNED_SETTINGS).read_text())
     assert stored["target_fpr"] == TUNE_FPR and stored["split"] == "val"
     for approach in ("softmax", "entropic"):
-        model_dir = run / "seed0" / approach
+        model_dir = RunDir(run).model(0, approach)
         points = setting_grid("knn")
         assert {point["normalize"] for point in points} == {True, False}
         ccrs = {tuple(point.items()): validation_ccr(model_dir, approach, point) for point in points}
@@ -195,8 +195,8 @@ def test_a_setting_whose_scores_tie_is_passed_over_for_one_that_ranks(run, capsy
     tuner records each point's tied share and chooses among the points at most TIE_FLAG tied."""
     from agnostophobia.metrics import TIE_FLAG, tied_share
 
-    model_dir = run / "seed0" / "softmax"
-    path = model_dir / VAL_OUTPUTS
+    model_dir = RunDir(run).model(0, "softmax")
+    path = model_dir.val_outputs
     stored_val = load_outputs(path)
     val = stored_val["val"]
     features = np.asarray(val["features"]).copy()

@@ -11,7 +11,7 @@ from agnostophobia.errors import ConfigError
 from agnostophobia.models import MODELS, build_model, loaded_weights
 from agnostophobia.models.backbones import IMAGENET_MEAN, IMAGENET_STD, Normalize
 from agnostophobia.training.config import TrainConfig
-from agnostophobia.training.trainer import fit
+from agnostophobia.training.fitting import fit
 from synthetic import synthetic_protocol
 
 # one with a plain fc head, one with a hidden layer and dropout in its classifier, one whose

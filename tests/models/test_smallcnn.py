@@ -96,7 +96,7 @@ def test_a_run_says_which_weights_it_started_from_and_a_resumed_run_does_not(tmp
     """Issue 57: nothing confirmed that ``weights: PATH`` was loaded; the trainer now says it
     once, when a run starts, with the model's count of tensors loaded."""
     from agnostophobia.training.config import TrainConfig
-    from agnostophobia.training.trainer import fit
+    from agnostophobia.training.fitting import fit
     from synthetic import synthetic_protocol
 
     torch.save(SmallCNN(num_outputs=7, **TINY).state_dict(), tmp_path / "pretrained.pt")

@@ -18,7 +18,8 @@ from agnostophobia.training import cuda_graph, trainer
 from agnostophobia.training.checkpoint import load_checkpoint
 from agnostophobia.training.cuda_graph import (CapturedStep, check_cuda_graph, plain_optimizer_state,
                                                set_capturable)
-from agnostophobia.training.trainer import Training, fit, fit_seeds
+from agnostophobia.training.fitting import fit, fit_seeds
+from agnostophobia.training.trainer import Training
 from runs import run_cli
 from synthetic import CAPTURED_APPROACHES, synthetic_protocol
 from tests.training.test_trainer import assert_same_weights, tiny_config
@@ -104,9 +105,9 @@ def test_captured_batched_seeds_equal_eager_batched_seeds(monkeypatch, tmp_path)
     cfg = tiny_config(approach="objectosphere", batch_size=BATCH, augment="crop-flip", epochs=2, device="cpu")
     eager = [tmp_path / f"eager{seed}" for seed in (3, 5)]
     captured = [tmp_path / f"captured{seed}" for seed in (3, 5)]
-    fit_seeds(cfg, protocol, [3, 5], eager)
+    fit_seeds(cfg, protocol, dict(zip((3, 5), eager)))
     stand_in = StandIn(monkeypatch, warmup_steps=2)
-    fit_seeds(dataclasses.replace(cfg, cuda_graph=True), protocol, [3, 5], captured)
+    fit_seeds(dataclasses.replace(cfg, cuda_graph=True), protocol, dict(zip((3, 5), captured)))
     for one, other in zip(eager, captured):
         assert_same_checkpoints(one, other)
     assert len(stand_in.captured_with) == 1
@@ -271,7 +272,7 @@ def test_cuda_graph_trains_batched_seeds(tmp_path):
     protocol = synthetic_protocol()
     cfg = tiny_config(approach="objectosphere", batch_size=BATCH, device="cuda", precision="bf16", augment="crop-flip",
                       cuda_graph=True)
-    runs = fit_seeds(cfg, protocol, [0, 1], [tmp_path / "s0", tmp_path / "s1"])
+    runs = fit_seeds(cfg, protocol, {0: tmp_path / "s0", 1: tmp_path / "s1"})
     assert len(runs) == 2
     for seed_dir in ("s0", "s1"):
         rows = history(tmp_path / seed_dir)

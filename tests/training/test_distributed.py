@@ -28,7 +28,8 @@ from agnostophobia.training.checkpoint import load_checkpoint
 from agnostophobia.training.config import TrainConfig
 from agnostophobia.training.distributed import World
 from agnostophobia.training.augment import crop_flip
-from agnostophobia.training.trainer import epoch_order, fit
+from agnostophobia.training.fitting import fit
+from agnostophobia.training.trainer import epoch_order
 
 import ddp_helpers
 from repo_paths import REPO

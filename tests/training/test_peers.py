@@ -15,11 +15,13 @@ from agnostophobia.detectors import DETECTORS, detector_applies
 from agnostophobia.errors import ConfigError
 from agnostophobia.experiments.reproduce import training_units
 from agnostophobia.losses import LOSSES, PAPER_APPROACHES, OpenSetLoss
+from agnostophobia.rundir import RunDir
 from agnostophobia.training.checkpoint import load_checkpoint
 from agnostophobia.training.config import TrainConfig, load_experiment, parse_experiment
 from agnostophobia.training.cuda_graph import check_cuda_graph
 from agnostophobia.training.distributed import current
-from agnostophobia.training.trainer import Training, fit
+from agnostophobia.training.fitting import fit
+from agnostophobia.training.trainer import Training
 from runs import reproduce_args, run_cli, write_config
 from synthetic import synthetic_protocol
 from tests.training.test_cuda_graph import history
@@ -96,7 +98,7 @@ def test_a_resumed_peer_equals_an_uninterrupted_one_bit_for_bit(approach, tmp_pa
 
 
 def test_batched_seeds_falls_back_for_a_loss_that_cannot_be_batched(tmp_path, capsys):
-    pending = [(dataclasses.replace(peer_config(approach), seed=seed), tmp_path / f"seed{seed}" / approach)
+    pending = [(dataclasses.replace(peer_config(approach), seed=seed), RunDir(tmp_path).model(seed, approach))
                for approach in ("entropic", "vos", "mixoe") for seed in (0, 1)]
     units = training_units(pending, batched=True, world=current())
     assert sorted([(unit[0][0].approach, [cfg.seed for cfg, _ in unit]) for unit in units]) == [

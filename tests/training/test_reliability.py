@@ -18,7 +18,8 @@ from agnostophobia.experiments import reproduce
 from agnostophobia.training import trainer
 from agnostophobia.training.checkpoint import load_checkpoint, rng_state, save_checkpoint, set_rng_state
 from agnostophobia.training.hostsync import HostCopy
-from agnostophobia.training.trainer import Training, fit
+from agnostophobia.training.fitting import fit
+from agnostophobia.training.trainer import Training
 from synthetic import synthetic_protocol
 from tests.training.test_trainer import assert_same_weights, tiny_config, train_in_subprocess
 

@@ -32,11 +32,13 @@ import torch
 
 from agnostophobia.errors import ConfigError
 from agnostophobia.losses import LOSSES
+from agnostophobia.rundir import ModelDir
 from agnostophobia.training.checkpoint import load_checkpoint
 from agnostophobia.training.config import parse_experiment
 from agnostophobia.training.seed_batch import check_batched_seeds, resolve_batched_seeds
 from agnostophobia.training.augment import crop_flip, crop_flip_draws, to_input
-from agnostophobia.training.trainer import Training, fit, fit_seeds
+from agnostophobia.training.fitting import fit, fit_seeds
+from agnostophobia.training.trainer import Training
 from synthetic import BATCHED_APPROACHES, synthetic_protocol
 from tests.training.test_trainer import tiny_config
 
@@ -188,7 +190,7 @@ WHOLE_RUN_LR = {"outlier-exposure": 1e-4}
 def test_batched_seeds_train_as_their_separate_runs(approach, tmp_path):
     protocol = noise_protocol()
     cfg = exact_config(approach=approach, **{**SGD, "lr": WHOLE_RUN_LR.get(approach, SGD["lr"])})
-    runs = fit_seeds(cfg, protocol, SEEDS, [tmp_path / f"batched{seed}" for seed in SEEDS])
+    runs = fit_seeds(cfg, protocol, {seed: tmp_path / f"batched{seed}" for seed in SEEDS})
     assert [run.cfg.seed for run in runs] == SEEDS
     for seed in SEEDS:
         fit(dataclasses.replace(cfg, seed=seed), protocol, tmp_path / f"alone{seed}")
@@ -209,21 +211,21 @@ def test_a_run_resumes_with_batching_switched_either_way(tmp_path):
     protocol = noise_protocol()
     cfg = exact_config(approach="objectosphere", **SGD)
     dirs = lambda name: [tmp_path / f"{name}{seed}" for seed in SEEDS]
-    fit_seeds(cfg, protocol, SEEDS, dirs("straight"))
-    fit_seeds(cfg, protocol, SEEDS, dirs("killed"), stop_after_epoch=1)
+    fit_seeds(cfg, protocol, dict(zip(SEEDS, dirs("straight"))))
+    fit_seeds(cfg, protocol, dict(zip(SEEDS, dirs("killed"))), stop_after_epoch=1)
     assert load_checkpoint(dirs("killed")[0] / "last.pt")["epoch"] == 1
-    fit_seeds(cfg, protocol, SEEDS, dirs("killed"))
+    fit_seeds(cfg, protocol, dict(zip(SEEDS, dirs("killed"))))
     for straight, killed in zip(dirs("straight"), dirs("killed")):
         for key, value in weights_of(straight / "last.pt").items():
             assert torch.equal(weights_of(killed / "last.pt")[key], value), key
-    fit_seeds(cfg, protocol, SEEDS, dirs("off"), stop_after_epoch=1)
+    fit_seeds(cfg, protocol, dict(zip(SEEDS, dirs("off"))), stop_after_epoch=1)
     for seed, run_dir in zip(SEEDS, dirs("off")):
         fit(dataclasses.replace(cfg, seed=seed), protocol, run_dir)  # resumed unbatched
         fit(dataclasses.replace(cfg, seed=seed), protocol, tmp_path / f"alone{seed}")
         assert_runs_agree(run_dir, tmp_path / f"alone{seed}", *initial_weights(cfg, protocol, seed))
     for seed, run_dir in zip(SEEDS, dirs("on")):
         fit(dataclasses.replace(cfg, seed=seed), protocol, run_dir, stop_after_epoch=1)
-    fit_seeds(cfg, protocol, SEEDS, dirs("on"))  # resumed batched
+    fit_seeds(cfg, protocol, dict(zip(SEEDS, dirs("on"))))  # resumed batched
     for seed, run_dir in zip(SEEDS, dirs("on")):
         assert_runs_agree(run_dir, tmp_path / f"alone{seed}", *initial_weights(cfg, protocol, seed))
 
@@ -232,7 +234,7 @@ def test_seeds_at_different_epochs_are_not_batched_together(protocol, tmp_path):
     cfg = exact_config(approach="softmax", epochs=2)
     fit(dataclasses.replace(cfg, seed=SEEDS[0]), protocol, tmp_path / "a", stop_after_epoch=1)
     with pytest.raises(ConfigError, match=r"same epoch: .*a at epoch 1, .*b at no checkpoint"):
-        fit_seeds(cfg, protocol, SEEDS, [tmp_path / "a", tmp_path / "b"])
+        fit_seeds(cfg, protocol, dict(zip(SEEDS, [tmp_path / "a", tmp_path / "b"])))
 
 
 # ------------------------------------------------------------------------ the config key
@@ -280,8 +282,8 @@ def test_a_reproduction_trains_each_approachs_seeds_as_one_batch_and_adds_seeds_
 
     batches = []
     real = reproduce_module.fit_seeds
-    monkeypatch.setattr(reproduce_module, "fit_seeds", lambda cfg, protocol, seeds, dirs, **kw: (
-        batches.append((cfg.approach, list(seeds))), real(cfg, protocol, seeds, dirs, **kw))[1])
+    monkeypatch.setattr(reproduce_module, "fit_seeds", lambda cfg, protocol, folders, **kw: (
+        batches.append((cfg.approach, list(folders))), real(cfg, protocol, folders, **kw))[1])
     experiment = ExperimentConfig(exact_config(epochs=1), ["softmax", "entropic"], seeds=2, concurrent_runs=1,
                                   batched_seeds=True)
     messages = []
@@ -315,7 +317,7 @@ def test_seeds_resume_in_groups_of_the_same_epoch(tmp_path):
 
     protocol = noise_protocol()
     cfg = exact_config(approach="entropic", epochs=3)
-    pending = [(dataclasses.replace(cfg, seed=seed), tmp_path / f"seed{seed}") for seed in range(4)]
+    pending = [(dataclasses.replace(cfg, seed=seed), ModelDir.at(tmp_path / f"seed{seed}")) for seed in range(4)]
     for seed in (0, 1):
         fit(pending[seed][0], protocol, pending[seed][1], stop_after_epoch=1)
     fit(pending[2][0], protocol, pending[2][1], stop_after_epoch=2)
@@ -375,7 +377,7 @@ def test_cuda_batched_steps_never_synchronise_and_train_every_seed(approach, mon
     train_one_epoch_seeds(run, 0)  # warm-up
     sums, loss_sums, _ = steps_under_sync_error(run)
     assert all(torch.isfinite(torch.tensor(read_once(sums.loss_sum, loss_sums))))
-    fit_seeds(dataclasses.replace(cfg, epochs=2), synthetic_protocol(), SEEDS, [tmp_path / str(s) for s in SEEDS])
+    fit_seeds(dataclasses.replace(cfg, epochs=2), synthetic_protocol(), {s: tmp_path / str(s) for s in SEEDS})
     for seed in SEEDS:
         saved = load_checkpoint(tmp_path / str(seed) / "last.pt")
         assert saved["finished"] and all(torch.isfinite(torch.tensor(row["val_loss"])) for row in saved["history"])

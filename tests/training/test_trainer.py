@@ -16,7 +16,8 @@ from agnostophobia.losses import LOSSES, build_loss, known_columns
 from agnostophobia.training.checkpoint import load_checkpoint
 from agnostophobia.training.config import TrainConfig, load_experiment, parse_experiment
 from agnostophobia.training.outputs import predict
-from agnostophobia.training.trainer import Training, epoch_order, fit
+from agnostophobia.training.fitting import fit
+from agnostophobia.training.trainer import Training, epoch_order
 from synthetic import END_TO_END_APPROACHES, synthetic_protocol
 from repo_paths import SUPPORT
 
@@ -126,7 +127,7 @@ TRAIN_SCRIPT = textwrap.dedent("""
     sys.path.insert(0, {tests!r})
     from synthetic import synthetic_protocol
     from agnostophobia.training.config import TrainConfig
-    from agnostophobia.training.trainer import fit
+    from agnostophobia.training.fitting import fit
     cfg = TrainConfig(**{fields!r}).validate()
     fit(cfg, synthetic_protocol(), {run_dir!r})
 """)
@@ -335,7 +336,7 @@ def test_a_narrow_resnet_trains_on_a_cpu_without_corrupting_memory():
         import sys; sys.path[:0] = [%r]
         from synthetic import synthetic_protocol
         from agnostophobia.training.config import TrainConfig
-        from agnostophobia.training.trainer import fit
+        from agnostophobia.training.fitting import fit
         cfg = TrainConfig(approach="softmax", model="resnet18", epochs=7, batch_size=16, tensorboard=False,
                           progress=False, compile=False, model_kwargs={"width": 2, "feature_dim": 8, "in_channels": 1})
         fit(cfg.validate(), synthetic_protocol(), sys.argv[1])

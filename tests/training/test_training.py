@@ -14,9 +14,9 @@ ROOT = REPO
 
 
 def test_every_public_name_resolves_to_its_module_object():
-    from agnostophobia.training import config, outputs, trained, trainer
+    from agnostophobia.training import config, fitting, outputs, trained
 
-    assert training.fit is trainer.fit
+    assert training.fit is fitting.fit
     assert training.load_experiment is config.load_experiment
     assert training.TrainedModel is trained.TrainedModel and training.predict is outputs.predict
     for name in training.__all__:

@@ -43,16 +43,14 @@ seed, and stored (where the run may be written; else kept in memory).
 """
 from __future__ import annotations
 
-import contextlib
-import contextvars
 import json
 import math
 import warnings
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Dict, Iterable, List, Optional, Tuple
 
 import numpy as np
-import torch
 
 from agnostophobia._runlock import run_lock
 from agnostophobia._validation import check_fpr, check_seed
@@ -65,23 +63,18 @@ from agnostophobia.errors import AgnostophobiaError, AgnostophobiaWarning
 from agnostophobia.losses import LOSSES, known_columns
 from agnostophobia.metrics import MIN_FALSE_POSITIVES, ccr_at_fpr, rates_at_threshold, threshold_at_fpr
 from agnostophobia.metrics.rows import own_detector
-from agnostophobia.training.config import protocol_for
-from agnostophobia.training.outputs import (SplitOutputs, load_fit_outputs, load_outputs,
-                                            load_val_outputs, run_config, save_outputs, val_split)
+from agnostophobia.training.outputs import SplitOutputs, load_fit_outputs, run_config
 from agnostophobia.training import records
 from agnostophobia.training.checkpoint import load_checkpoint
-from agnostophobia.training.precision import resolve_precision
-from agnostophobia.rundir import CALIBRATION, VAL_OUTPUTS, ModelDir, RunDir
-from agnostophobia.training.trained import TrainedModel, load_trained_model
-from agnostophobia.training.device import resolve_device
+from agnostophobia.rundir import CALIBRATION, ModelDir, RunDir
 from agnostophobia._log import log_info
 
 from .best import best_detectors
 from .request import ModelRequest
+from .validation import (DEPLOY_PRECISION, Protocols, arithmetic, network_outputs,  # noqa: F401  (re-exported)
+                         trained_precision, unused_flags_said, validation_outputs)
 
 _FORMAT = 1
-#: The network's precision in every deployed decision; the score is computed in float64.
-DEPLOY_PRECISION = "fp32"
 RULE = ("threshold = the smallest with FPR <= target on the validation negatives (label -1): just above the "
         "(k+1)-th highest negative score, k = floor(target x #negatives) false positives allowed; a sample is "
         "accepted as its predicted class when its score >= threshold, else 'unknown'; validation CCR counts the "
@@ -89,8 +82,8 @@ RULE = ("threshold = the smallest with FPR <= target on the validation negatives
 
 
 # ----------------------------------------------------------------------- the run's models
-def trained_models(run_dir: Path) -> List[Tuple[int, str, Path]]:
-    """``(seed, approach, model_dir)`` of every trained model, in the run's order of approaches."""
+def trained_models(run_dir: Path) -> List[Tuple[int, str, ModelDir]]:
+    """``(seed, approach, model)`` of every trained model, in the run's order of approaches."""
     run_dir = Path(run_dir)
     models = records.run_models(run_dir)
     order = {name: i for i, name in enumerate(run_config(run_dir).get("approaches") or [])}
@@ -118,8 +111,8 @@ def check_applicable(detector: str, approach: str, run_dir: Path) -> None:
 
 
 def resolve_model(run_dir: Path, approach: Optional[str] = None, detector: Optional[str] = None,
-                  seed: int = 0) -> Tuple[Path, str, str]:
-    """``(model_dir, approach, detector)`` of one trained model, defaults filled in; a
+                  seed: int = 0) -> Tuple[ModelDir, str, str]:
+    """``(model, approach, detector)`` of one trained model, defaults filled in; a
     one-line error naming what the run does not hold."""
     check_seed(seed, "seed", AgnostophobiaError)
     models = trained_models(run_dir)
@@ -133,129 +126,39 @@ def resolve_model(run_dir: Path, approach: Optional[str] = None, detector: Optio
                                  f"{', '.join(map(str, seeds))}")
     detector = detector or default_detector(approach)
     check_applicable(detector, approach, run_dir)
-    return RunDir(run_dir).model_dir(seed, approach), approach, detector
-
-
-# ------------------------------------------------------------------------ validation data
-class Protocols:
-    """The run's protocols, built once per (protocol, data seed, limits, split) for all its models, each
-    checked against the data the run was built from (``data_sources.json``): a split rebuilt
-    from other files would be another split."""
-
-    def __init__(self, run_dir, data_dir=None, log: Callable[[str], None] = log_info):
-        self.run_dir, self.data_dir, self.log = run_dir, data_dir, log
-        self._built: Dict[str, object] = {}
-
-    def for_config(self, cfg: Dict):
-        key = json.dumps([cfg["protocol"], cfg.get("data_seed", 0), cfg.get("protocol_limits") or {},
-                          cfg.get("protocol_split")], sort_keys=True)
-        if key not in self._built:
-            protocol = protocol_for(cfg, self.data_dir)
-            records.check_data_sources(self.run_dir, protocol, self.log if not self._built else lambda line: None)
-            self._built[key] = protocol
-            rebuilt = _REBUILT.get()
-            if rebuilt is not None:
-                rebuilt.append(key)
-        return self._built[key]
-
-
-#: The protocols rebuilt inside the block of :func:`unused_flags_said` (None outside one).
-_REBUILT: contextvars.ContextVar[Optional[List[str]]] = contextvars.ContextVar("rebuilt", default=None)
-NOTHING_REBUILT = ("every validation output this needs is stored in the run: no data was read and no network run "
-                   "to compute one")
-
-
-@contextlib.contextmanager
-def unused_flags_said(request: ModelRequest, *fields: str):
-    """Run the block; where it rebuilt no validation split, warn that the ``fields`` of ``request``
-    given (``data_dir``, ``device``: they serve only that rebuild, for a run trained before its
-    validation outputs were stored) had no effect. Inside another such block it says nothing: the
-    outer one speaks for both."""
-    if _REBUILT.get() is not None:
-        yield
-        return
-    token = _REBUILT.set([])
-    try:
-        yield
-        rebuilt = bool(_REBUILT.get())
-    finally:
-        _REBUILT.reset(token)
-    if not rebuilt:  # said where the caller of the function holding this block called it (past contextlib)
-        request.warn_unused(NOTHING_REBUILT, *fields, stacklevel=4)
-
-
-def arithmetic(precision: str) -> str:
-    """How a score is computed: the network's precision and the score's dtype."""
-    return f"{precision} network, float64 score"
-
-
-def trained_precision(config: Dict) -> str:
-    """The precision a run computed its stored outputs in (resolved when it trained; ``auto``
-    in a run's config from before that, resolved on the run's device)."""
-    precision = config.get("precision", "fp32")
-    if precision != "auto":
-        return precision
-    try:
-        return resolve_precision(precision, resolve_device(config.get("device", "auto")))
-    except AgnostophobiaError:  # the run's device (a GPU) is absent here
-        return resolve_precision(precision, "cpu")
-
-
-@contextlib.contextmanager
-def exact_fp32():
-    """No TF32 in CUDA matrix products and convolutions (cuDNN allows it by default): fp32
-    means fp32 here, as on the CPU and in the exported files."""
-    saved = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
-    torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = False
-    try:
-        yield
-    finally:
-        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = saved
-
-
-def network_outputs(trained: TrainedModel, images) -> Tuple[np.ndarray, np.ndarray]:
-    """``trained``'s (logits, features) of ``images`` in its precision (fp32: without TF32)."""
-    if trained.precision != "fp32":
-        return trained.outputs(images)
-    with exact_fp32():
-        return trained.outputs(images)
-
-
-def validation_outputs(model_dir: Path, protocols: Protocols, device: Optional[str] = None,
-                       log: Callable[[str], None] = log_info, precision: str = DEPLOY_PRECISION,
-                       store: bool = True) -> SplitOutputs:
-    """The model's outputs on the validation split with the network in ``precision``: stored
-    at training time, or computed from ``best.pt`` on the run's rebuilt protocol (and stored
-    where ``store`` is set, so this happens once)."""
-    model_dir = Path(model_dir)
-    split = val_split(precision, trained_precision(load_checkpoint(ModelDir(model_dir).best)["config"])) \
-        if ModelDir(model_dir).best.is_file() else "val"
-    stored = load_val_outputs(model_dir, split)
-    if stored is not None:
-        return stored
-    trained = load_trained_model(model_dir, device, precision)
-    val = protocols.for_config(trained.config).val
-    logits, features = network_outputs(trained, val.images)
-    outputs = {"logits": logits, "features": features, "labels": np.asarray(val.labels, np.int64)}
-    where = "kept in memory"
-    if store:
-        path = ModelDir(model_dir).val_outputs
-        save_outputs(path, {**(load_outputs(path) if path.exists() else {}), split: outputs})
-        where = f"stored in {VAL_OUTPUTS} (split {split!r})"
-    log(f"{model_dir}: validation outputs in {precision} computed from best.pt ({len(logits):,} samples), {where}")
-    return outputs
+    return RunDir(run_dir).model(seed, approach), approach, detector
 
 
 def check_target(fpr) -> float:
     return check_fpr(fpr, error=AgnostophobiaError)
 
 
-def calibrate_model(val: SplitOutputs, approach: str, detector_name: str, seed: int, fpr: float,
-                    fit_outputs: Optional[SplitOutputs], settings: Settings,
-                    precision: str = DEPLOY_PRECISION, kept: Optional[KeptFits] = None) -> Dict:
-    """One entry of ``calibration.json``: the threshold on ``detector_name``'s score of one
+@dataclass(frozen=True)
+class ModelScore:
+    """One model's score that a threshold is chosen on: the model (``approach``, ``seed``), the
+    ``detector`` with the run's detector ``settings``, and what a fitted detector learns from
+    (the model's ``fit_outputs``; ``kept``: its kept fits, :class:`KeptFits`)."""
+
+    approach: str
+    detector: str
+    seed: int
+    settings: Settings = field(default_factory=dict)
+    fit_outputs: Optional[SplitOutputs] = None
+    kept: Optional[KeptFits] = None
+
+    @classmethod
+    def stored(cls, model: ModelDir, seed: int, detector: str, settings: Settings) -> "ModelScore":
+        """The score ``detector`` of the model in ``model`` (trained with ``seed``), fitted on its
+        stored training outputs, with its kept fits."""
+        return cls(model.approach, detector, seed, settings, load_fit_outputs(model), KeptFits(model))
+
+
+def calibrate_model(val: SplitOutputs, score: ModelScore, fpr: float, precision: str = DEPLOY_PRECISION) -> Dict:
+    """One entry of ``calibration.json``: the threshold on ``score`` (one model's detector) of the
     model's validation outputs ``val`` (computed with the network in ``precision``) that
     reaches FPR <= ``fpr`` on their negatives."""
+    approach, detector_name, seed, settings, kept = score.approach, score.detector, score.seed, score.settings, \
+        score.kept
     labels = np.asarray(val["labels"], np.int64)
     n_known, n_negative = int((labels >= 0).sum()), int((labels < 0).sum())
     entry = {"approach": approach, "detector": detector_name, "seed": seed, "target_fpr": fpr, "threshold": None,
@@ -270,7 +173,7 @@ def calibrate_model(val: SplitOutputs, approach: str, detector_name: str, seed: 
         return {**entry, "reason": "the validation split holds no knowns"}
     num_classes = known_columns(approach, val["logits"].shape[1])
     try:
-        detector = fitted_detector(detector_name, fit_outputs, num_classes, settings, kept)
+        detector = fitted_detector(detector_name, score.fit_outputs, num_classes, settings, kept)
     except NotFitted as exc:
         return {**entry, "reason": f"detector {detector_name!r}: {exc}"}
     if kept is not None:
@@ -391,10 +294,10 @@ def calibrate_models(request: ModelRequest, models: Iterable[Tuple[int, str, str
         entries = {_key(e): e for e in calibration.get("entries", [])}
         computed = []
         for seed, approach, detector in models:
-            model_dir = RunDir(run_dir).model_dir(seed, approach)
-            val = validation_outputs(model_dir, protocols, device, log)  # in DEPLOY_PRECISION
-            entry = calibrate_model(val, approach, detector, seed, fpr, load_fit_outputs(model_dir),
-                                    model_settings(settings, tuned, approach), kept=KeptFits(model_dir))
+            model = RunDir(run_dir).model(seed, approach)
+            val = validation_outputs(model, protocols, device, log)  # in DEPLOY_PRECISION
+            score = ModelScore.stored(model, seed, detector, model_settings(settings, tuned, approach))
+            entry = calibrate_model(val, score, fpr)
             computed.append(entry)
             log(describe(entry))
         if not partial:
@@ -500,8 +403,8 @@ def class_names(run_dir: Path, protocols: Protocols) -> List[str]:
     meta = records.read_run_meta(run_dir) or {}
     if meta.get("class_names"):
         return list(meta["class_names"])
-    _, _, model_dir = trained_models(run_dir)[0]
-    protocol = protocols.for_config(load_checkpoint(ModelDir(model_dir).best)["config"])
+    _, _, model = trained_models(run_dir)[0]
+    protocol = protocols.for_config(load_checkpoint(model.best)["config"])
     return list(protocol.class_names) or [str(c) for c in range(protocol.num_classes)]
 
 
@@ -585,17 +488,16 @@ def rechosen(entry: Dict, run_dir: Path, precision: Optional[str] = None, data_d
     validation outputs, else computed from ``best.pt``) at its target FPR, with the network in
     ``precision`` (default: the entry's); nothing is written and nothing logged (the caller says it
     once: :func:`old_scale_note`)."""
-    model_dir = RunDir(run_dir).model_dir(entry["seed"], entry["approach"])
-    precision = precision or entry_precision(entry, model_dir)
+    precision = precision or entry_precision(entry, RunDir(run_dir).model(entry["seed"], entry["approach"]))
     again = calibrate_in_memory(entry_request(entry, run_dir).but(precision=precision, data_dir=data_dir,
                                                                    device=device), log=lambda line: None)
     return {**again, "class_names": entry.get("class_names") or again.get("class_names")}
 
 
-def entry_precision(entry: Dict, model_dir: Path) -> str:
+def entry_precision(entry: Dict, model: ModelDir) -> str:
     """The network precision ``entry``'s threshold was chosen in: recorded, or (an entry from
     before that was recorded) the run's own, whose stored validation outputs it was chosen on."""
-    return entry.get("precision") or trained_precision(load_checkpoint(ModelDir(model_dir).best)["config"])
+    return entry.get("precision") or trained_precision(load_checkpoint(model.best)["config"])
 
 
 def entry_request(entry: Dict, run_dir) -> ModelRequest:
@@ -612,12 +514,11 @@ def calibrate_in_memory(request: ModelRequest, log: Callable[[str], None] = log_
     run_dir, approach, detector, seed = request.run, request.approach, request.detector, request.seed
     precision, data_dir, device = request.precision or DEPLOY_PRECISION, request.data_dir, request.device
     fpr = check_target(request.fpr)
-    model_dir = RunDir(run_dir).model_dir(seed, approach)
+    model = RunDir(run_dir).model(seed, approach)
     protocols = Protocols(run_dir, data_dir, log)
-    val = validation_outputs(model_dir, protocols, device, log, precision, store=False)
-    entry = calibrate_model(val, approach, detector, seed, fpr, load_fit_outputs(model_dir),
-                            run_model_settings(run_dir, run_config(run_dir), approach), precision,
-                            KeptFits(model_dir))
+    val = validation_outputs(model, protocols, device, log, precision, store=False)
+    score = ModelScore.stored(model, seed, detector, run_model_settings(run_dir, run_config(run_dir), approach))
+    entry = calibrate_model(val, score, fpr, precision)
     check_threshold(entry, f"{run_dir} (validation outputs in {precision})")
     stored = read_calibration(run_dir) or {}
     return {**entry, "class_names": stored.get("class_names") or class_names(run_dir, protocols)}
@@ -637,8 +538,8 @@ def threshold_results(run_dir: Path, settings: Optional[Settings] = None,
     rows, notes, scores, again = [], [], {}, []
     for entry in calibration["entries"]:
         approach, detector, seed = _key(entry)
-        model_dir = RunDir(run_dir).model_dir(seed, approach)
-        if not RunDir(run_dir).outputs(seed, approach).exists():
+        model = RunDir(run_dir).model(seed, approach)
+        if not model.outputs.exists():
             notes.append(f"{approach}/{detector} (seed {seed}): the model is no longer in the run")
             continue
         if entry.get("threshold") is None:
@@ -654,15 +555,15 @@ def threshold_results(run_dir: Path, settings: Optional[Settings] = None,
                              f"`agnostophobia calibrate {run_dir} --fpr {entry['target_fpr']:g}`")
                 continue
             again.append(entry)
-        if model_dir not in scores:
-            scores[model_dir] = model_scores(model_dir, approach,
-                                             model_settings(settings or {}, run_tuned_settings(run_dir), approach))
-            stored_in = trained_precision(load_checkpoint(ModelDir(model_dir).best)["config"])
-            if stored_in != entry_precision(entry, model_dir):
+        if model not in scores:
+            scores[model] = model_scores(model, approach,
+                                         model_settings(settings or {}, run_tuned_settings(run_dir), approach))
+            stored_in = trained_precision(load_checkpoint(model.best)["config"])
+            if stored_in != entry_precision(entry, model):
                 notes.append(f"{approach} (seed {seed}): the thresholds were chosen on validation scores with the "
-                             f"network in {entry_precision(entry, model_dir)}, as deployed; the test rates beside them "
+                             f"network in {entry_precision(entry, model)}, as deployed; the test rates beside them "
                              f"are read on the run's stored test outputs, computed in {stored_in}")
-        stored = scores[model_dir]
+        stored = scores[model]
         if detector not in stored.top:
             notes.append(f"{approach}/{detector} (seed {seed}): {stored.notes.get(detector, 'not evaluated')}")
             continue

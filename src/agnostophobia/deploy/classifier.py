@@ -38,7 +38,7 @@ def threshold_in(entry: Dict, trained: TrainedModel, run_dir: Path, data_dir=Non
     else the threshold chosen again, in memory, at the same target FPR on validation outputs in
     that precision: a threshold is never compared with scores computed in another arithmetic, nor
     on another scale (a threshold chosen before the scores were tie-free: said once)."""
-    chosen_in = entry_precision(entry, RunDir(run_dir).model_dir(entry["seed"], entry["approach"]))
+    chosen_in = entry_precision(entry, RunDir(run_dir).model(entry["seed"], entry["approach"]))
     if not current_scale(entry):
         again = rechosen(entry, run_dir, trained.precision, data_dir, str(trained.device))
         log(old_scale_note([again], run_dir) + ("" if chosen_in == trained.precision else

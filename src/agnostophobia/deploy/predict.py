@@ -19,7 +19,7 @@ from typing import Dict, List, Optional, Sequence
 from agnostophobia._atomic import atomic_write
 from agnostophobia.data.inputs import model_input, open_image_input
 from agnostophobia.errors import AgnostophobiaError, AgnostophobiaWarning, DataError
-from agnostophobia.rundir import ModelDir, RunDir
+from agnostophobia.rundir import RunDir
 from agnostophobia.training.checkpoint import load_checkpoint
 from agnostophobia.training.records import check_run
 
@@ -41,12 +41,12 @@ def predict_files(request: ModelRequest, inputs: Sequence[str], log=log_info) ->
     run_dir = request.run
     check_run(run_dir).warn_versions(stacklevel=2)  # broken records stop here; other library versions are named
     request = best_model(request, log)  # detector "best": the top of compare's ranking
-    model_dir, approach, detector = resolve_model(run_dir, request.approach, request.detector, request.seed)
+    model, approach, detector = resolve_model(run_dir, request.approach, request.detector, request.seed)
     if request.fpr is None:
         calibration_entry(run_dir, approach, detector, request.seed)  # stop before reading anything without a threshold
     else:
         check_target(request.fpr)
-    config = load_checkpoint(ModelDir(model_dir).best)["config"]
+    config = load_checkpoint(model.best)["config"]
     sources = [open_image_input(spec) for spec in inputs]  # every input listed and checked before any model
     if not any(len(source) for source in sources):
         raise _none_readable(inputs, sources)

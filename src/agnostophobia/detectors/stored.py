@@ -23,7 +23,7 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -212,10 +212,10 @@ class KeptFits:
     the file is next written. :meth:`save` writes once what was fitted (atomically; a
     read-only run is left as it is)."""
 
-    def __init__(self, model_dir: Path):
-        self.model_dir = Path(model_dir)
-        self.path = ModelDir(model_dir).fitted
-        self._fit_path = ModelDir(model_dir).fit_outputs
+    def __init__(self, model: ModelDir):
+        self.model = model
+        self.path = model.fitted
+        self._fit_path = model.fit_outputs
         self._fit_digest: Optional[str] = None
         self._entries: Optional[Dict[str, Dict]] = None
         self._new: Dict[str, Dict] = {}
@@ -307,7 +307,7 @@ def _hash_file(digest, path: Path) -> None:
 
 def fitted_detector(name: str, fit_outputs: Optional[Dict[str, np.ndarray]], num_classes: int,
                     settings: Optional[Settings] = None, kept: Optional[KeptFits] = None,
-                    model_dir: Optional[Path] = None) -> Detector:
+                    model_dir: Optional[ModelDir] = None) -> Detector:
     """The detector ``name`` with the run's ``settings``, fitted on the model's own training
     knowns (``fit_outputs.npz``) when it learns from them; :class:`NotFitted` says why not
     (:class:`NotApplicable` where it does not apply to the model).
@@ -321,7 +321,7 @@ def fitted_detector(name: str, fit_outputs: Optional[Dict[str, np.ndarray]], num
         if why:
             raise NotApplicable(why)
     if detector.needs_last_layer:
-        _give_last_layer(detector, model_dir or (kept.model_dir if kept is not None else None), num_classes)
+        _give_last_layer(detector, model_dir or (kept.model if kept is not None else None), num_classes)
     if not detector.needs_fit:
         return detector
     if fit_outputs is None:
@@ -338,7 +338,7 @@ def fitted_detector(name: str, fit_outputs: Optional[Dict[str, np.ndarray]], num
     return detector
 
 
-def _give_last_layer(detector: Detector, model_dir: Optional[Path], num_classes: int) -> None:
+def _give_last_layer(detector: Detector, model_dir: Optional[ModelDir], num_classes: int) -> None:
     """The model's logit layer, its C known-class rows, handed to ``detector``; :class:`NotFitted`
     (one line) where the model has none to give."""
     if model_dir is None:
@@ -362,18 +362,12 @@ def top_scores(detector: Detector, outputs: Dict[str, np.ndarray], num_classes: 
 
 
 def score_outputs(outputs: Dict[str, Dict[str, np.ndarray]], fit_outputs: Optional[Dict[str, np.ndarray]],
-                  approach: str, settings: Optional[Settings] = None,
-                  reuse: Optional[ModelScores] = None, kept: Optional[KeptFits] = None,
+                  approach: str, settings: Optional[Settings] = None, kept: Optional[KeptFits] = None,
                   only: Optional[Sequence[str]] = None) -> ModelScores:
     """Fit (once) and run every applicable detector (or those of ``only``) on stored outputs;
-    see :func:`model_scores`.
-    ``reuse``: scores of these same detectors, settings and training outputs on some of the
-    splits (an earlier cache): those are kept, only the other splits are scored, and a
-    detector that scores nothing new is not fitted at all. ``kept``: the model's kept fits
-    (:class:`KeptFits`), restored from and added to."""
+    see :func:`model_scores`. ``kept``: the model's kept fits (:class:`KeptFits`), restored
+    from and added to (:func:`score_new_splits` keeps an earlier cache's splits)."""
     settings = settings or {}
-    if reuse is not None:
-        return _score_new_splits(outputs, fit_outputs, approach, settings, reuse, kept)
     num_classes = known_columns(approach, next(iter(outputs.values()))["logits"].shape[1])
     top: Dict[str, Dict[str, Tuple[np.ndarray, np.ndarray]]] = {}
     notes: Dict[str, str] = {}
@@ -388,8 +382,11 @@ def score_outputs(outputs: Dict[str, Dict[str, np.ndarray]], fit_outputs: Option
     return ModelScores(num_classes, labels, top, notes)
 
 
-def _score_new_splits(outputs, fit_outputs, approach: str, settings: Settings, reuse: ModelScores,
-                      fits: Optional[KeptFits]) -> ModelScores:
+def score_new_splits(outputs, fit_outputs, approach: str, settings: Settings, reuse: ModelScores,
+                     fits: Optional[KeptFits]) -> ModelScores:
+    """:func:`score_outputs` where ``reuse`` holds scores of these same detectors, settings and
+    training outputs on some of the splits (an earlier cache): those are kept, only the other
+    splits are scored, and a detector that scores nothing new is not fitted at all."""
     num_classes = known_columns(approach, next(iter(outputs.values()))["logits"].shape[1])
     top: Dict[str, Dict[str, Tuple[np.ndarray, np.ndarray]]] = {}
     notes: Dict[str, str] = {}
@@ -412,18 +409,19 @@ def _score_new_splits(outputs, fit_outputs, approach: str, settings: Settings, r
     return ModelScores(num_classes, labels, top, notes)
 
 
-def stored_model_scores(model_dir: Path, approach: str, settings: Optional[Settings] = None,
+def stored_model_scores(model_dir: Union[str, Path, ModelDir], approach: str, settings: Optional[Settings] = None,
                         file: str = SCORES_FILE) -> Optional[ModelScores]:
     """The scores ``file`` (``detector_scores.npz``) holds when they are those of the model's
     present outputs and these settings; None otherwise. Nothing is computed."""
-    model_dir = Path(model_dir)
-    fingerprint = _fingerprint(model_dir, LOSSES.get(approach).background_class, settings or {})
-    return _read(ModelDir(model_dir).file(file), fingerprint)
+    model = ModelDir.at(model_dir)
+    fingerprint = _fingerprint(model, LOSSES.get(approach).background_class, settings or {})
+    return _read(model.file(file), fingerprint)
 
 
-def model_scores(model_dir: Path, approach: str, settings: Optional[Settings] = None,
+def model_scores(model_dir: Union[str, Path, ModelDir], approach: str, settings: Optional[Settings] = None,
                  reuse: Optional[ModelScores] = None, file: str = SCORES_FILE) -> ModelScores:
-    """The detectors' scores of the model stored in ``model_dir`` (trained as ``approach``),
+    """The detectors' scores of the model stored in ``model_dir`` (trained as ``approach``; its
+    folder as a path, or the ``rundir.ModelDir`` of ``RunDir.model``),
     read from ``file`` (``detector_scores.npz``; a tuned run's report keeps the scores with
     the config's settings in ``detector_scores_config.npz``) when it matches, else computed
     with the model's kept fits (:class:`KeptFits`) and written there.
@@ -431,17 +429,18 @@ def model_scores(model_dir: Path, approach: str, settings: Optional[Settings] = 
     ``reuse``: :func:`stored_model_scores` taken before splits were added to (or replaced in)
     ``outputs.npz``, less the replaced splits (:meth:`ModelScores.without`): only the splits
     it lacks are scored (``evaluate --unknowns``)."""
-    model_dir = Path(model_dir)
+    model = ModelDir.at(model_dir)
     settings = settings or {}
     background_class = LOSSES.get(approach).background_class
-    fingerprint = _fingerprint(model_dir, background_class, settings)
-    path = ModelDir(model_dir).file(file)
+    fingerprint = _fingerprint(model, background_class, settings)
+    path = model.file(file)
     cached = _read(path, fingerprint)
     if cached is not None:
         return cached
-    fits = KeptFits(model_dir)
-    result = score_outputs(load_outputs(ModelDir(model_dir).outputs), load_fit_outputs(model_dir), approach,
-                           settings, reuse, fits)
+    fits = KeptFits(model)
+    outputs, fit_outputs = load_outputs(model.outputs), load_fit_outputs(model)
+    result = score_outputs(outputs, fit_outputs, approach, settings, kept=fits) if reuse is None else \
+        score_new_splits(outputs, fit_outputs, approach, settings, reuse, fits)
     fits.save()
     result.fingerprint = fingerprint
     try:
@@ -451,7 +450,7 @@ def model_scores(model_dir: Path, approach: str, settings: Optional[Settings] = 
     return result
 
 
-def _fingerprint(model_dir: Path, background_class: bool, settings: Settings) -> str:
+def _fingerprint(model: ModelDir, background_class: bool, settings: Settings) -> str:
     digest = hashlib.sha256()
     # each detector's score scale: scores kept from before a scale changed (tie-free scores) are stale
     scales = {name: DETECTORS.get(name).SCORE_SCALE for name in DETECTORS.names()}
@@ -459,7 +458,7 @@ def _fingerprint(model_dir: Path, background_class: bool, settings: Settings) ->
                               settings, scales], sort_keys=True, default=str).encode())
     for name in (OUTPUTS, FIT_OUTPUTS):
         digest.update(name.encode())
-        _hash_file(digest, ModelDir(model_dir).file(name))
+        _hash_file(digest, model.file(name))
     return digest.hexdigest()
 
 

@@ -91,7 +91,7 @@ def check_held_sets(run_dir: Path, computed: Dict[Path, Dict[str, Dict]]) -> Non
     same command, killed or stopped before it finished: running the command again finishes it,
     with the result of a run never interrupted."""
     clash = sorted({name for model_dir, sets in computed.items()
-                    for name, stored in load_outputs(ModelDir(model_dir).outputs).items()
+                    for name, stored in load_outputs(model_dir.outputs).items()
                     if name in sets and not _same_outputs(stored, sets[name])})
     if clash:
         raise _already_holds(run_dir, clash)
@@ -146,7 +146,7 @@ def evaluate_run(request: ModelRequest, unknowns: Sequence[str] = (), plots: boo
         if not replace:
             check_finished_sets(run_dir, [unknown_set_name(spec) for spec in unknowns])
         sets = [read_unknowns(spec, data_dir) for spec in unknowns]
-        configs = {d: records.checkpoint_configs.get(d) or read_checkpoint_config(ModelDir(d).best) for d in model_dirs}
+        configs = {d: records.checkpoint_configs.get(d) or read_checkpoint_config(d.best) for d in model_dirs}
         for cfg in configs.values():  # one preparation per input spec, shared by the models trained with it
             spec = run_input(cfg)
             if spec not in prepared:
@@ -163,12 +163,12 @@ def evaluate_run(request: ModelRequest, unknowns: Sequence[str] = (), plots: boo
         # what the run already holds, read before its outputs change: the other sets are not recomputed
         caches = _score_caches(run_dir, records.models, settings)
         run = RunDir(run_dir)  # every file this writes, checked before the first is: a refusal leaves the run as it was
-        run.check_writable_all([*(path for d in map(ModelDir, model_dirs) for path in (d.outputs, d.fitted)),
-                                *(ModelDir(c.model_dir).file(c.file) for c in caches),
+        run.check_writable_all([*(path for d in model_dirs for path in (d.outputs, d.fitted)),
+                                *(c.model_dir.file(c.file) for c in caches),
                                 run.metrics, run.report, *([run.figures] if plots else [])])
         held = [stored_model_scores(c.model_dir, c.approach, c.settings, c.file) for c in caches]
         for model_dir in model_dirs:
-            save_outputs(ModelDir(model_dir).outputs, {**load_outputs(ModelDir(model_dir).outputs), **computed[model_dir]})
+            save_outputs(model_dir.outputs, {**load_outputs(model_dir.outputs), **computed[model_dir]})
         for c, old in zip(caches, held):  # score the new sets alone; the caches are extended
             model_scores(c.model_dir, c.approach, c.settings, reuse=old.without(names) if old else None, file=c.file)
         matrix = {(c.seed, c.approach): old for c, old in zip(caches, held) if c.file == SCORES_FILE}
@@ -181,7 +181,7 @@ class ScoreCache(NamedTuple):
 
     seed: int
     approach: str
-    model_dir: Path
+    model_dir: ModelDir
     settings: Dict
     file: str
 
@@ -220,7 +220,7 @@ def kept_results(run_dir: Path, held: Dict[Tuple[int, str], Optional[ModelScores
     return kept
 
 
-def _unknown_outputs(model_dir: Path, names: Sequence[str], inputs: Sequence[np.ndarray], device,
+def _unknown_outputs(model_dir: ModelDir, names: Sequence[str], inputs: Sequence[np.ndarray], device,
                      log) -> Dict[str, Dict[str, np.ndarray]]:
     """Each new set's outputs by the model of ``model_dir``, as its own test sets were predicted."""
     trained = load_trained_model(model_dir, device)

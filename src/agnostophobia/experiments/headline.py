@@ -15,7 +15,7 @@ from agnostophobia.deploy.calibration import default_detector
 from agnostophobia.detectors.stored import detector_settings, model_settings, run_tuned_settings, score_outputs
 from agnostophobia.experiments.run_metrics import aggregate_seeds, evaluate_model
 from agnostophobia.metrics.rows import row_sort_key
-from agnostophobia.rundir import ModelDir, RunDir
+from agnostophobia.rundir import RunDir
 from agnostophobia.training.outputs import load_fit_outputs, load_outputs, run_config
 
 #: The headline's FPR columns (keys of a result's ``ccr_at_fpr``).
@@ -34,7 +34,7 @@ def trained_headline_rows(run_dir: Path) -> List[Dict]:
     settings, tuned = detector_settings(run_config(run_dir)), run_tuned_settings(run_dir)
     per_seed = []
     for seed, approach, model_dir in RunDir(run_dir).models():
-        scores = score_outputs(load_outputs(ModelDir(model_dir).outputs), load_fit_outputs(model_dir), approach,
+        scores = score_outputs(load_outputs(model_dir.outputs), load_fit_outputs(model_dir), approach,
                                model_settings(settings, tuned, approach), only=[default_detector(approach)])
         per_seed += [{**result, "seed": seed} for result in evaluate_model(approach, scores)]
     return headline_rows(aggregate_seeds(per_seed, ("row", "unknowns")))

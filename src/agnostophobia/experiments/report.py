@@ -21,7 +21,7 @@ from agnostophobia.experiments.run_metrics import FPR_KEYS, aggregate_seeds, ent
 from agnostophobia.experiments.paper_numbers import PAPER_PROTOCOLS, PAPER_SIZES, TABLE1, TABLE2
 from agnostophobia.metrics.rows import PAPER_ROWS, is_paper_row, row_sort_key
 from agnostophobia.training.outputs import load_outputs, run_config
-from agnostophobia.rundir import CONFIG_SCORES_FILE, ModelDir, RunDir
+from agnostophobia.rundir import CONFIG_SCORES_FILE, RunDir
 
 def set_title(name: str) -> str:
     """How the report names an unknown set: its declared label (:func:`unknown_set`), as a cell (:func:`set_cell`)."""
@@ -55,7 +55,7 @@ def collect_results(run_dir: Path, settings: Optional[Dict[str, Dict]] = None, p
                     for detector, note in scores.notes.items()]
         for detector, why in scores.not_applicable.items():  # the matrix's cell says it, with its reason
             not_applicable.setdefault(approach, {})[detector] = why
-        outputs = load_outputs(ModelDir(model_dir).outputs)
+        outputs = load_outputs(model_dir.outputs)
         table1 += [{**row, "seed": seed} for row in entropy_magnitude_table(approach, outputs)]
     if not per_seed:
         raise ValueError(f"run directory {run_dir} holds no seed*/<approach>/outputs.npz; nothing to report")

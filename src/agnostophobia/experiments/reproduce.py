@@ -33,11 +33,10 @@ from agnostophobia.experiments.run_record import (RunCommand, StoredTraining, ch
 from agnostophobia.training import distributed
 from agnostophobia.training.concurrent import (Job, check_concurrent_runs, resolve_concurrent_runs, run_jobs,
                                                threads_per_run)
-from agnostophobia.training.config import (ExperimentConfig, TrainConfig, check_approaches, check_seeds,
-                                           load_experiment, protocol_for)
+from agnostophobia.training.config import ExperimentConfig, TrainConfig, check_approaches, check_seeds, protocol_for
 from agnostophobia.training.epoch_log import use_tensorboard
 from agnostophobia.training.fine_tune import check_starts, start_approach
-from agnostophobia.training.precision import choose_precision, resolve_precision
+from agnostophobia.training.precision import choose_precision
 from agnostophobia.training.records import (RecordError, check_data_sources, check_run_folder, check_training_records,
                                             read_classes, read_data_sources, read_notes, read_run_config,
                                             read_timings, read_wall_time)
@@ -48,7 +47,7 @@ from agnostophobia.training.seed_batch import batches_over_seeds, check_batched_
 from agnostophobia.training.cuda_graph import check_cuda_graph
 from agnostophobia.training.device import resolve_device
 from agnostophobia.training.resume import check_resumable, is_finished
-from agnostophobia.training.trainer import fit, fit_seeds
+from agnostophobia.training.fitting import fit, fit_seeds
 from agnostophobia._runlock import run_lock
 from agnostophobia._log import log_info
 
@@ -102,21 +101,11 @@ def train_and_store(experiment: ExperimentConfig, out: Path, device: torch.devic
     # a run from before wall_time.json trained one run after another: its wall time was the sum
     wall = (read_wall_time(out) if world.is_main else None) or {
         "training_s": sum(timings.values()), "concurrent_runs": 1}
-    pending = []
-    for seed in range(experiment.seeds):
-        for approach in experiment.approaches:
-            cfg = experiment.for_approach(approach, seed)
-            if world.from_main(lambda: is_kept(run, cfg)):
-                log(f"[seed {seed}] {approach}: finished earlier, kept")
-            else:
-                pending.append((cfg, run.model_dir(seed, approach)))
+    pending = pending_runs(experiment, run, world, log)
     if pending and protocol is None:
         protocol = (make_protocol or protocol_for)(pending[0][0])
     if protocol is not None and world.is_main:
-        check_recorded_classes(out, protocol)
-        record_data_sources(run, protocol, bool(timings), log)
-        for name, text in protocol.split_files.items():
-            run.write(run.data_split / name, lambda tmp, text=text: Path(tmp).write_text(text))
+        record_protocol(run, protocol, bool(timings), log)
     batched = bool(pending) and resolve_batched_seeds(experiment.batched_seeds, device, experiment.seeds,
                                                       world.distributed, is_streamed(protocol.train))
     units = training_units(pending, batched, world)  # a batch of seeds is one unit of concurrency
@@ -124,7 +113,7 @@ def train_and_store(experiment: ExperimentConfig, out: Path, device: torch.devic
         experiment.concurrent_runs, device, len(units), experiment.train.epochs * len(protocol.train.labels))
     start = time.perf_counter()
 
-    def done(unit: List[Tuple[TrainConfig, Path]], seconds: float) -> None:
+    def done(unit: List[Tuple[TrainConfig, ModelDir]], seconds: float) -> None:
         for cfg, _ in unit:  # a batch's seconds are shared out among its seeds
             key = run_key(cfg)
             timings[key] = timings.get(key, 0.0) + seconds / len(unit)
@@ -148,7 +137,7 @@ def train_and_store(experiment: ExperimentConfig, out: Path, device: torch.devic
                 world.barrier()  # the other processes wait while rank 0 predicts
         elif phase:
             # one bar per process would garble the terminal: each run logs its start and end instead
-            quiet = {unit_name(unit): [(dataclasses.replace(cfg, progress=False), run_dir) for cfg, run_dir in unit]
+            quiet = {unit_name(unit): [(dataclasses.replace(cfg, progress=False), model) for cfg, model in unit]
                      for unit in phase}
             jobs = [Job(name, fit_and_store_unit, (unit, protocol, device)) for name, unit in quiet.items()]
             run_jobs(jobs, processes, threads,
@@ -161,6 +150,38 @@ def train_and_store(experiment: ExperimentConfig, out: Path, device: torch.devic
         wall = {"training_s": wall["training_s"] + time.perf_counter() - start, "concurrent_runs": processes,
                 "batched_seeds": batched}
         run.write(run.wall_time, lambda tmp: Path(tmp).write_text(json.dumps(wall, indent=1)))
+    return stored_training(run, timings, wall, protocol)
+
+
+def pending_runs(experiment: ExperimentConfig, run: RunDir, world, log) -> List[Tuple[TrainConfig, ModelDir]]:
+    """Every (approach, seed) of ``experiment`` still to train (or continue), with its model
+    folder; a run that finished earlier with its outputs stored is kept, and said so."""
+    pending = []
+    for seed in range(experiment.seeds):
+        for approach in experiment.approaches:
+            cfg = experiment.for_approach(approach, seed)
+            if world.from_main(lambda: is_kept(run, cfg)):
+                log(f"[seed {seed}] {approach}: finished earlier, kept")
+            else:
+                pending.append((cfg, run.model(seed, approach)))
+    return pending
+
+
+def record_protocol(run: RunDir, protocol, continued: bool, log) -> None:
+    """What the run records of the protocol it trains on, before it trains: its classes checked
+    against the run's, the data it was built from (``continued``: a run that trained before),
+    and the split it made of the user's files."""
+    check_recorded_classes(run.root, protocol)
+    record_data_sources(run, protocol, continued, log)
+    for name, text in protocol.split_files.items():
+        run.write(run.data_split / name, lambda tmp, text=text: Path(tmp).write_text(text))
+
+
+def stored_training(run: RunDir, timings: Dict[str, float], wall: Dict, protocol) -> StoredTraining:
+    """What the training hands the run's record: its seconds, and the protocol's notes and class
+    names, recorded now (``protocol``: the one trained on) or read back (a run resumed with nothing
+    left to train)."""
+    out = run.root
     # written only where there are any (preprocessing: authors); a resumed run reads them back
     preprocessing_notes = list(protocol.preprocessing_notes) if protocol else []
     return StoredTraining(
@@ -174,14 +195,15 @@ def train_and_store(experiment: ExperimentConfig, out: Path, device: torch.devic
                                            lambda: read_notes(out, PREPROCESSING_NOTES), []))
 
 
-def units_from_scratch(units: List[List[Tuple[TrainConfig, Path]]], scratch: bool) -> List[List[Tuple[TrainConfig, Path]]]:
+def units_from_scratch(units: List[List[Tuple[TrainConfig, ModelDir]]], scratch: bool) -> List[List[Tuple[TrainConfig, ModelDir]]]:
     """The ``units`` that train from scratch (``scratch``), or those that fine-tune another run's network."""
     return [unit for unit in units if (start_approach(unit[0][0].approach) is None) == scratch]
 
 
 def is_kept(run: RunDir, cfg: TrainConfig) -> bool:
     """Whether the run of ``cfg`` (an approach and seed) finished earlier with its outputs stored."""
-    return run.outputs(cfg.seed, cfg.approach).exists() and is_finished(run.model_dir(cfg.seed, cfg.approach), cfg)
+    model = run.model(cfg.seed, cfg.approach)
+    return model.outputs.exists() and is_finished(model, cfg)
 
 
 def run_key(cfg: TrainConfig) -> str:
@@ -189,39 +211,39 @@ def run_key(cfg: TrainConfig) -> str:
     return RunDir.run_key(cfg.seed, cfg.approach)
 
 
-def training_units(pending: List[Tuple[TrainConfig, Path]], batched: bool, world) -> List[List[Tuple[TrainConfig, Path]]]:
+def training_units(pending: List[Tuple[TrainConfig, ModelDir]], batched: bool, world) -> List[List[Tuple[TrainConfig, ModelDir]]]:
     """The pending runs as units that train together: with ``batched``, the seeds of one approach
     that continue from the same epoch (a killed batch, or seeds added with ``--seeds``, resume as
     such groups); otherwise, or for a seed alone, one run per unit."""
     if not batched:
         return [[run] for run in pending]
-    groups: Dict[Tuple[str, int], List[Tuple[TrainConfig, Path]]] = {}
+    groups: Dict[Tuple[str, int], List[Tuple[TrainConfig, ModelDir]]] = {}
     alone = []  # runs of a loss that cannot be batched over seeds: one unit each
     for approach in dict.fromkeys(cfg.approach for cfg, _ in pending if not batches_over_seeds(cfg.approach)):
         print(f"batched_seeds: {approach} trains its seeds one by one (its loss cannot be batched over seeds)",
               file=sys.stderr)
-    for cfg, run_dir in pending:
+    for cfg, model in pending:
         if not batches_over_seeds(cfg.approach):
-            alone.append([(cfg, run_dir)])
+            alone.append([(cfg, model)])
             continue
-        epoch = world.from_main(lambda: saved_epoch(run_dir))
-        groups.setdefault((cfg.approach, epoch), []).append((cfg, run_dir))
+        epoch = world.from_main(lambda: saved_epoch(model))
+        groups.setdefault((cfg.approach, epoch), []).append((cfg, model))
     return list(groups.values()) + alone
 
 
-def saved_epoch(run_dir: Path) -> int:
-    """The epochs ``run_dir/last.pt`` holds (0 without one)."""
-    last = ModelDir(run_dir).last
+def saved_epoch(model: ModelDir) -> int:
+    """The epochs the model folder's ``last.pt`` holds (0 without one)."""
+    last = model.last
     return int(load_checkpoint(last)["epoch"]) if last.exists() else 0
 
 
-def unit_name(unit: List[Tuple[TrainConfig, Path]]) -> str:
+def unit_name(unit: List[Tuple[TrainConfig, ModelDir]]) -> str:
     """``[seed S] APPROACH`` for one run, ``[seeds S, T, ...] APPROACH`` for seeds batched."""
     seeds = ", ".join(str(cfg.seed) for cfg, _ in unit)
     return f"[{'seeds' if len(unit) > 1 else 'seed'} {seeds}] {unit[0][0].approach}"
 
 
-def starting(unit: List[Tuple[TrainConfig, Path]], protocol, device) -> str:
+def starting(unit: List[Tuple[TrainConfig, ModelDir]], protocol, device) -> str:
     cfg = unit[0][0]
     n_known = int((protocol.train.labels >= 0).sum())
     n_unknown = len(protocol.train.labels) - n_known if LOSSES.get(cfg.approach).trains_on_unknowns else 0
@@ -230,20 +252,19 @@ def starting(unit: List[Tuple[TrainConfig, Path]], protocol, device) -> str:
             f"for {cfg.epochs} epoch(s) on {device}{batched}")
 
 
-def fit_and_store_unit(unit: List[Tuple[TrainConfig, Path]], protocol, device: torch.device) -> float:
+def fit_and_store_unit(unit: List[Tuple[TrainConfig, ModelDir]], protocol, device: torch.device) -> float:
     """Train (or resume) one run, or seeds batched (:func:`fit_seeds`), and store each run's outputs;
     returns the seconds it took. Under DDP every process trains and rank 0 alone stores; a child
     process of a concurrent reproduction is one process."""
     start = time.perf_counter()
     if len(unit) == 1:
-        (cfg, run_dir), = unit
-        runs = [fit(cfg, protocol, run_dir, resume=True, device=device)]
+        (cfg, model), = unit
+        runs = [fit(cfg, protocol, model, resume=True, device=device)]
     else:
-        runs = fit_seeds(unit[0][0], protocol, [cfg.seed for cfg, _ in unit], [run_dir for _, run_dir in unit],
-                         device=device)
+        runs = fit_seeds(unit[0][0], protocol, {cfg.seed: model for cfg, model in unit}, device=device)
     if distributed.current().is_main:
-        for run, (_, run_dir) in zip(runs, unit):
-            store_outputs(run, protocol, run_dir)
+        for run, (_, model) in zip(runs, unit):
+            store_outputs(run, protocol, model)
     return time.perf_counter() - start
 
 
@@ -313,7 +334,7 @@ def check_existing_run(experiment: ExperimentConfig, out: Path) -> None:
     check_fine_tune_starts(experiment, out)
     for seed in range(experiment.seeds):
         for approach in experiment.approaches:
-            check_resumable(RunDir(out).model_dir(seed, approach), experiment.for_approach(approach, seed))
+            check_resumable(RunDir(out).model(seed, approach), experiment.for_approach(approach, seed))
 
 
 def check_fine_tune_starts(experiment: ExperimentConfig, out: Path) -> None:
@@ -362,10 +383,9 @@ def _train_one(request: RunRequest, log=log_info) -> Path:
     protocol = file_protocol_first(experiment.train)  # a broken one stops here: nothing written
     if not resume and not out.exists():  # a fresh run: its datasets must be there before anything is written
         require_protocol_data(experiment.train.protocol, experiment.train.data_dir)
-    meta = train_and_record(experiment, device, out, request.budget,
-                            f"agnostophobia train {request.experiment} --out {out.parent if request.split is not None else out}"
-                            f"{split_flag(request)}{set_flags(request.set_options)}",
-                            claim=lambda: claim_run(experiment, out, resume), protocol=protocol, log=log)
+    command = (f"agnostophobia train {request.experiment} --out {out.parent if request.split is not None else out}"
+               f"{split_flag(request)}{set_flags(request.set_options)}")
+    meta = _Train(experiment, device, out, request.budget, command, protocol=protocol, log=log, resume=resume).run()
     if meta is not None:  # rank 0
         log(headline_table(trained_headline_rows(out), f"agnostophobia evaluate {out}"))
         log(f"trained {', '.join(experiment.approaches)} into {out}; next: agnostophobia evaluate {out}")
@@ -383,41 +403,83 @@ def set_flags(set_options: Sequence[Tuple[str, Any]]) -> str:
                    for key, value in set_options)
 
 
-def train_and_record(experiment: ExperimentConfig, device: torch.device, out: Path, budget: Optional[str],
-                     command: str, claim: Callable[[], ContextManager], protocol=None,
-                     config_protocol: Optional[str] = None, first: Callable[[], None] = lambda: None,
-                     then: Callable[[Dict], Any] = lambda meta: None, log=log_info) -> Optional[Dict]:
-    """The sequence of ``train``, ``reproduce`` and ``reproduce ensemble`` once the experiment is
-    configured (and its ``device`` resolved, :func:`configure`): lock the run (``claim()``: its checks, then its lock), write its records
-    (``first()``, then ``config.yaml``), train and store every run, record it (``run_meta.json``),
-    then ``then(meta)``, all inside the lock. ``protocol``: the run's protocol when already built (else built when needed).
+@dataclasses.dataclass
+class TrainingCommand:
+    """The one sequence of ``train``, ``reproduce`` and ``reproduce ensemble`` once the experiment
+    is configured (and its ``device`` resolved, :func:`configure`): :meth:`run` locks the run
+    (:meth:`claim`: its checks, then its lock), writes its records (:meth:`first`, then
+    ``config.yaml``), trains and stores every run, records it (``run_meta.json``, with
+    ``command``), then :meth:`then` (meta), all inside the lock. A command says what it does at
+    those steps by overriding them. ``protocol``: the run's protocol when already built (else
+    built when needed); ``config_protocol``: the paper protocol the config named (the record's).
 
     Under torchrun every process joins the group here (one process: nothing happens) and trains;
     rank 0 alone claims, writes and records, and gets the run record (the others get None)."""
-    with distributed.process_group(device) as world, contextlib.ExitStack() as lock:
-        world.check_batch_size(experiment.train.batch_size)
 
-        def locked() -> None:
-            lock.enter_context(claim())
+    experiment: ExperimentConfig
+    device: torch.device
+    out: Path
+    budget: Optional[str]
+    command: str
+    protocol: Any = None
+    config_protocol: Optional[str] = None
+    log: Callable[[str], None] = log_info
 
-        world.from_main(locked)  # rank 0 checks and locks the run; the others wait, and stop with its error
-        if world.is_main:
-            if protocol is None and read_data_sources(out) is not None and not all(
-                    is_kept(RunDir(out), experiment.for_approach(approach, seed))
-                    for seed in range(experiment.seeds) for approach in experiment.approaches):
-                protocol = protocol_for(experiment.train)  # a run that trains on: its data is checked first
-            if protocol is not None:  # refused before config.yaml is rewritten
-                check_recorded_classes(out, protocol)
-                if read_data_sources(out) is not None:
-                    check_data_sources(out, protocol, log)
-            first()
-            write_config(out, experiment, budget)
-        stored = train_and_store(experiment, out, device, log, protocol=protocol)
-        if not world.is_main:
-            return None
-        meta = write_run_record(out, experiment, stored, RunCommand(command, budget, config_protocol), device)
-        then(meta)
-    return meta
+    def claim(self) -> ContextManager:
+        """The run's checks, then its lock (held until :meth:`run` ends)."""
+        return run_lock(self.out)
+
+    def first(self) -> None:
+        """What the command writes or says before ``config.yaml``."""
+
+    def then(self, meta: Dict) -> None:
+        """What the command does with the run record once every run is trained and recorded."""
+
+    def run(self) -> Optional[Dict]:
+        experiment, out, log = self.experiment, self.out, self.log
+        with distributed.process_group(self.device) as world, contextlib.ExitStack() as lock:
+            world.check_batch_size(experiment.train.batch_size)
+
+            def locked() -> None:
+                lock.enter_context(self.claim())
+
+            world.from_main(locked)  # rank 0 checks and locks the run; the others wait, and stop with its error
+            protocol = self.protocol
+            if world.is_main:
+                protocol = self._checked_protocol()
+                self.first()
+                write_config(out, experiment, self.budget)
+            stored = train_and_store(experiment, out, self.device, log, protocol=protocol)
+            if not world.is_main:
+                return None
+            meta = write_run_record(out, experiment, stored,
+                                    RunCommand(self.command, self.budget, self.config_protocol), self.device)
+            self.then(meta)
+        return meta
+
+    def _checked_protocol(self):
+        """The run's protocol, checked against the run's records before ``config.yaml`` is
+        rewritten: built here for a run that trains on from recorded data sources."""
+        experiment, out, protocol = self.experiment, self.out, self.protocol
+        if protocol is None and read_data_sources(out) is not None and not all(
+                is_kept(RunDir(out), experiment.for_approach(approach, seed))
+                for seed in range(experiment.seeds) for approach in experiment.approaches):
+            protocol = protocol_for(experiment.train)  # a run that trains on: its data is checked first
+        if protocol is not None:  # refused before config.yaml is rewritten
+            check_recorded_classes(out, protocol)
+            if read_data_sources(out) is not None:
+                check_data_sources(out, protocol, self.log)
+        return protocol
+
+
+@dataclasses.dataclass
+class _Train(TrainingCommand):
+    """``train``: a run there is continued only with ``resume`` (:func:`claim_run`)."""
+
+    resume: bool = False
+
+    def claim(self) -> ContextManager:
+        return claim_run(self.experiment, self.out, self.resume)
 
 
 def claim_run(experiment: ExperimentConfig, out: Path, resume: bool):
@@ -482,7 +544,6 @@ def _reproduce_one(request: RunRequest, log=log_info) -> Path:
     budget = request.budget
     experiment, config_protocol, variant = reproduced_experiment(request, budget)
     experiment, device = configure(experiment, request, log=log, **variant)
-    name = experiment.train.name
     out = request.out
     check_existing_run(experiment, out)  # check first, write after: a refused resume changes nothing
     protocol = file_protocol_first(experiment.train)
@@ -491,20 +552,30 @@ def _reproduce_one(request: RunRequest, log=log_info) -> Path:
         fetched = require_protocol_data(experiment.train.protocol, experiment.train.data_dir, fetch=request.fetch,
                                         allow_unverified=request.allow_unverified,
                                         progress=None if request.progress else False, log=log)
+    command = (f"agnostophobia reproduce {request.experiment} --budget {budget}{split_flag(request)}"
+               f"{set_flags(request.set_options)}")
+    _Reproduce(experiment, device, out, budget, command, protocol=protocol, config_protocol=config_protocol, log=log,
+               fetched=fetched, plots=request.plots).run()
+    return out
 
-    def first() -> None:
-        if fetched:
+
+@dataclasses.dataclass
+class _Reproduce(TrainingCommand):
+    """``reproduce``: the record of the data it fetched first; the metrics, figures and report after."""
+
+    fetched: List = dataclasses.field(default_factory=list)
+    plots: bool = True
+
+    def first(self) -> None:
+        if self.fetched:
             from agnostophobia.data.fetch import write_fetch_record
 
-            write_fetch_record(out, fetched)
-        log(f"agnostophobia reproduce {name}: budget {budget}, {experiment.seeds} seed(s), output in {out}")
+            write_fetch_record(self.out, self.fetched)
+        self.log(f"agnostophobia reproduce {self.experiment.train.name}: budget {self.budget}, "
+                 f"{self.experiment.seeds} seed(s), output in {self.out}")
 
-    train_and_record(experiment, device, out, budget,
-                     f"agnostophobia reproduce {request.experiment} --budget {budget}{split_flag(request)}"
-                     f"{set_flags(request.set_options)}",
-                     claim=lambda: run_lock(out), protocol=protocol, config_protocol=config_protocol, first=first,
-                     then=lambda meta: finish_run(out, meta, plots=request.plots, log=log), log=log)
-    return out
+    def then(self, meta: Dict) -> None:
+        finish_run(self.out, meta, plots=self.plots, log=self.log)
 
 
 def finish_run(out: Path, meta: Dict, plots: bool = True, log=log_info, previous: Optional[Dict] = None,

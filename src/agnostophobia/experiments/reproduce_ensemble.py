@@ -13,13 +13,13 @@ rows read from a LeNet++ run's stored detector scores, and the Fig. 3 section of
 """
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 from scipy.special import expit
 
-from agnostophobia._runlock import run_lock
 from agnostophobia.baselines.ensemble import ROW_TITLES, average_probabilities, scaling_invariance, squared_scores
 from agnostophobia.data.protocols import unknown_set
 from agnostophobia.detectors import softmax_scores
@@ -27,14 +27,13 @@ from agnostophobia.detectors.stored import detector_settings, model_scores, mode
 from agnostophobia.experiments.run_metrics import aggregate_seeds
 from agnostophobia.experiments.paper_numbers import TABLE2
 from agnostophobia.experiments.report import ccr_table_markdown, format_value, write_metrics, write_report
-from agnostophobia.experiments.reproduce import check_existing_run, configure, default_budget, train_and_record
+from agnostophobia.experiments.reproduce import TrainingCommand, check_existing_run, configure, default_budget
 from agnostophobia.experiments.request import RunRequest
 from agnostophobia.metrics import summarize
 from agnostophobia.metrics.ood import CONFIDENCE_GRID, mean_confidence_curves
 from agnostophobia.plotting.style import approach_name
-from agnostophobia.training.config import load_experiment
 from agnostophobia.training.outputs import load_outputs, run_config
-from agnostophobia.rundir import ModelDir, RunDir
+from agnostophobia.rundir import RunDir
 from agnostophobia._log import log_info
 
 #: The unknown set of Fig. 3 (a split of the ``mnist-notmnist`` protocol).
@@ -90,21 +89,30 @@ def reproduce_ensemble(request: Optional[RunRequest] = None, log=log_info) -> Pa
 
         require_protocol_data(experiment.train.protocol, experiment.train.data_dir)
 
-    def first() -> None:
-        log(f"agnostophobia reproduce ensemble: budget {budget}, {experiment.seeds} MLP member(s), "
-            f"{experiment.train.epochs} epoch(s); output in {out}")
-
-    def then(meta: Dict) -> None:  # inside the run lock, after the members are trained and recorded
-        meta["ensemble"], compared = evaluate_ensemble(out, lenet_run)
-        metrics = write_metrics(out, meta)
-        figures = _figures(out, compared, budget, log) if request.plots else None
-        report = write_report(out, metrics, figures, sections=ensemble_section(metrics))
-        log(f"report: {report}\nmetrics: {RunDir(out).metrics}")
-
-    # the one sequence of every training command: lock, config.yaml, train and store, run_meta.json
-    train_and_record(experiment, device, out, budget, f"agnostophobia reproduce ensemble --budget {budget}",
-                     claim=lambda: run_lock(out), first=first, then=then, log=log)
+    _Ensemble(experiment, device, out, budget, f"agnostophobia reproduce ensemble --budget {budget}", log=log,
+              lenet_run=lenet_run, plots=request.plots).run()
     return out
+
+
+@dataclasses.dataclass
+class _Ensemble(TrainingCommand):
+    """``reproduce ensemble``: the members trained and recorded, then the ensemble evaluated
+    against the LeNet++ run ``lenet_run`` and reported (figures with ``plots``)."""
+
+    lenet_run: Optional[Path] = None
+    plots: bool = True
+
+    def first(self) -> None:
+        self.log(f"agnostophobia reproduce ensemble: budget {self.budget}, {self.experiment.seeds} MLP member(s), "
+                 f"{self.experiment.train.epochs} epoch(s); output in {self.out}")
+
+    def then(self, meta: Dict) -> None:  # inside the run lock, after the members are trained and recorded
+        out = self.out
+        meta["ensemble"], compared = evaluate_ensemble(out, self.lenet_run)
+        metrics = write_metrics(out, meta)
+        figures = _figures(out, compared, self.budget, self.log) if self.plots else None
+        report = write_report(out, metrics, figures, sections=ensemble_section(metrics))
+        self.log(f"report: {report}\nmetrics: {RunDir(out).metrics}")
 
 
 def _lenet_run(lenet_run, budget: str) -> Optional[Path]:
@@ -121,7 +129,7 @@ def _member_scores(run_dir: Path) -> Tuple[np.ndarray, np.ndarray, List[int]]:
     probs: Dict[str, List[np.ndarray]] = {"known": [], UNKNOWN: []}
     labels, members = {}, []
     for seed, _, model_dir in RunDir(run_dir).models():
-        outputs = load_outputs(ModelDir(model_dir).outputs)
+        outputs = load_outputs(model_dir.outputs)
         for split in probs:
             probs[split].append(softmax_scores(outputs[split]["logits"]))
             labels[split] = outputs[split]["labels"]

@@ -178,7 +178,7 @@ def point_scores(point_dir: Path, experiment: ExperimentConfig, approach: str, d
     settings = detector_settings(experiment.train.to_dict())
     per_seed = []
     for seed in range(experiment.seeds):
-        model_dir = RunDir(point_dir).model_dir(seed, approach)
+        model_dir = RunDir(point_dir).model(seed, approach)
         scores = model_scores(model_dir, approach, settings)
         if detector not in scores.top:
             raise ConfigError(f"detector {detector!r} on {model_dir}: "

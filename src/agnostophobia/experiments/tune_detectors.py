@@ -146,7 +146,7 @@ def _approach_grids_of(by_approach: Dict[str, List[Path]], detectors: List[str],
     return grids
 
 
-def approach_grids(approach: str, model_dirs: List[Path], detectors: List[str], settings: Dict,
+def approach_grids(approach: str, model_dirs: List[ModelDir], detectors: List[str], settings: Dict,
                    fpr: float, validation: Optional[Dict[Path, Dict[str, np.ndarray]]] = None
                    ) -> List[Tuple[str, Optional[str], Optional[List[Dict]]]]:
     """For each detector to tune on ``approach``'s models: ``(name, why not applicable, None)``, or
@@ -185,7 +185,7 @@ def _selected_detectors(detectors: Optional[Sequence[str]]) -> List[str]:
     return list(detectors) if detectors else tunable
 
 
-def _validation(model_dir: Path) -> Dict[str, np.ndarray]:
+def _validation(model_dir: ModelDir) -> Dict[str, np.ndarray]:
     """The model's stored validation split; refused without one or without negatives."""
     return validation_with_negatives(model_dir, "run `agnostophobia calibrate` once to store them, then tune",
                                      "detector settings cannot be chosen on validation data (e.g. mnist-notmnist "
@@ -205,7 +205,7 @@ def check_supported_fpr(fpr: float, validation: Dict[Path, Dict[str, np.ndarray]
     fewest = min(counts, key=counts.get)
     if not supports_fpr(fpr, counts[fewest]):
         raise AgnostophobiaError(f"--fpr {fpr:g}: {unsupported_fpr_message(fpr, counts[fewest])} "
-                                 f"({ModelDir(fewest).val_outputs}); choose a supported --fpr, or validate on more negatives")
+                                 f"({fewest.val_outputs}); choose a supported --fpr, or validate on more negatives")
 
 
 def _not_applicable(name: str, val: Dict[str, np.ndarray], approach: str) -> Optional[str]:
@@ -215,7 +215,7 @@ def _not_applicable(name: str, val: Dict[str, np.ndarray], approach: str) -> Opt
     return DETECTORS.get(name).not_applicable(num_classes, val["features"].shape[1])
 
 
-def _score_grid(name: str, base: Dict, model_dirs: List[Path], validation: Dict, approach: str,
+def _score_grid(name: str, base: Dict, model_dirs: List[ModelDir], validation: Dict, approach: str,
                 fpr: float) -> List[Dict]:
     """Every grid point of detector ``name`` with its mean validation CCR over ``model_dirs``
     (None where it could not be fitted on some model, or the FPR is unreachable) and the largest
@@ -231,7 +231,7 @@ def _score_grid(name: str, base: Dict, model_dirs: List[Path], validation: Dict,
     return results
 
 
-def _validation_numbers(name: str, values: Dict, model_dir: Path, val: Dict[str, np.ndarray], approach: str,
+def _validation_numbers(name: str, values: Dict, model_dir: ModelDir, val: Dict[str, np.ndarray], approach: str,
                         fpr: float) -> Optional[Tuple[float, float]]:
     """``(CCR at fpr, tied share)`` of the detector on the model's validation split; None where it
     cannot be fitted or the CCR is undefined."""

@@ -49,7 +49,7 @@ from agnostophobia.plotting.histograms import (MAGNITUDE_LABELS, SOFTMAX_LABELS,
                                                plot_softmax_histogram, softmax_histogram_values)
 from agnostophobia.plotting.panels import new_figure, save_figure, supported_formats
 from agnostophobia.training.outputs import load_outputs, run_config
-from agnostophobia.rundir import ModelDir, RunDir
+from agnostophobia.rundir import RunDir
 from agnostophobia._atomic import atomic_write
 from agnostophobia.training.concurrent import available_cores, die_with_parent
 from agnostophobia.training.records import check_run
@@ -295,7 +295,7 @@ def _load_run(run_dir: Path, log) -> Dict[str, Dict[int, Outputs]]:
         raise FileNotFoundError(f"run directory {run_dir} does not exist")
     runs: Dict[str, Dict[int, Outputs]] = {}
     for seed, approach, model_dir in RunDir(run_dir).models():
-        outputs = load_outputs(ModelDir(model_dir).outputs)
+        outputs = load_outputs(model_dir.outputs)
         if approach not in LOSSES:
             log(f"plot: {approach} (seed {seed}) is not a registered approach; skipped")
         elif "known" not in outputs:

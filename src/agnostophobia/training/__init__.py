@@ -27,7 +27,7 @@ from agnostophobia._lazy import lazy_attributes
 
 _EXPORTS = {
     "TrainConfig": "config", "ExperimentConfig": "config", "load_experiment": "config", "protocol_for": "config",
-    "fit": "trainer", "seed_everything": "checkpoint", "resolve_device": "device",
+    "fit": "fitting", "seed_everything": "checkpoint", "resolve_device": "device",
     "load_trained_model": "trained", "TrainedModel": "trained", "predict": "outputs",
 }
 

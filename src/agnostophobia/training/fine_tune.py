@@ -80,25 +80,26 @@ def check_starts(approaches: Iterable[str], trained: Iterable[str] = ()) -> None
                               f"neither has nor trains: add {start} to the approaches (it trains first)")
 
 
-def start_weights(model_dir: Path, approach: str, protocol: Any = None) -> Tuple[Dict, Dict]:
+def start_weights(model: ModelDir, approach: str, protocol: Any = None) -> Tuple[Dict, Dict]:
     """The weights a fine-tuning ``approach`` starts from (the state dict of the same seed's start
     network, ``best.pt`` of the START folder beside the model's) and the record of them for
     :data:`FINE_TUNE_START` (its checkpoint named relative to the seed's folder, and the recipe it
     trains with on ``protocol``)."""
     chosen = recipe(approach, protocol)
-    path = ModelDir(Path(model_dir).parent / chosen.start).best
+    start = model.sibling(chosen.start)
+    path = start.best
     if not path.is_file():
-        raise ConfigError(f"{model_dir}: {approach} fine-tunes {path}, which does not exist; train "
+        raise ConfigError(f"{model}: {approach} fine-tunes {path}, which does not exist; train "
                           f"{chosen.start} for this seed first")
     digest = hashlib.sha256(path.read_bytes()).hexdigest()
     checkpoint = load_checkpoint(path)
-    record = {"approach": chosen.start, "checkpoint": ModelDir(chosen.start).best.as_posix(),
+    record = {"approach": chosen.start, "checkpoint": path.relative_to(start.path.parent).as_posix(),
               "sha256": digest, "epoch": checkpoint.get("epoch"),
               "recipe": {key: value for key, value in chosen._asdict().items() if key != "glyphs"}}
     return checkpoint["model"], record
 
 
-def record_start(model_dir: Path, record: Dict) -> None:
-    write_run_file(ModelDir(model_dir).fine_tune_start,
+def record_start(model: ModelDir, record: Dict) -> None:
+    write_run_file(model.fine_tune_start,
                    lambda tmp: Path(tmp).write_text(json.dumps(record, indent=1)))
 

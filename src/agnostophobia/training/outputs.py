@@ -41,13 +41,13 @@ from agnostophobia.training.augment import to_input
 from agnostophobia.training.precision import autocast
 
 
-def store_outputs(run, protocol, run_dir: Path) -> None:
+def store_outputs(run, protocol, model: ModelDir) -> None:
     """The per-sample outputs of a trained model on the test sets, on its training knowns (from
-    which fitted detectors, k-NN and OpenMax, learn) and on the validation split."""
-    save_outputs(ModelDir(run_dir).fit_outputs, {"train": fit_outputs(run, protocol)})
-    save_last_layer(ModelDir(run_dir).last_layer, last_layer_arrays(run.model.state_dict()))
-    save_outputs(ModelDir(run_dir).val_outputs, val_outputs(run, protocol))  # calibrate reads these
-    save_outputs(ModelDir(run_dir).outputs, run_outputs(run, protocol))
+    which fitted detectors, k-NN and OpenMax, learn) and on the validation split, in its folder ``model``."""
+    save_outputs(model.fit_outputs, {"train": fit_outputs(run, protocol)})
+    save_last_layer(model.last_layer, last_layer_arrays(run.model.state_dict()))
+    save_outputs(model.val_outputs, val_outputs(run, protocol))  # calibrate reads these
+    save_outputs(model.outputs, run_outputs(run, protocol))
 
 
 def fit_outputs(run, protocol) -> Dict:
@@ -146,9 +146,9 @@ def load_outputs(path: Path) -> Dict[str, SplitOutputs]:
     return read_outputs(path)
 
 
-def load_fit_outputs(model_dir: Path) -> Optional[SplitOutputs]:
+def load_fit_outputs(model: ModelDir) -> Optional[SplitOutputs]:
     """The training knowns' outputs stored beside ``outputs.npz`` (for fitted detectors), or None."""
-    path = ModelDir(model_dir).fit_outputs
+    path = model.fit_outputs
     return load_outputs(path)["train"] if path.exists() else None
 
 
@@ -158,24 +158,24 @@ def val_split(precision: str, run_precision: str) -> str:
     return "val" if precision == run_precision else f"val_{precision}"
 
 
-def load_val_outputs(model_dir: Path, split: str = "val") -> Optional[SplitOutputs]:
+def load_val_outputs(model: ModelDir, split: str = "val") -> Optional[SplitOutputs]:
     """The validation split's outputs stored beside ``outputs.npz`` (for calibration) as
     ``split`` (see :func:`val_split`), or None for a run trained before they were stored."""
-    path = ModelDir(model_dir).val_outputs
+    path = model.val_outputs
     return load_outputs(path).get(split) if path.exists() else None
 
 
-def validation_with_negatives(model_dir: Path, store_hint: str, without_negatives: str) -> SplitOutputs:
+def validation_with_negatives(model: ModelDir, store_hint: str, without_negatives: str) -> SplitOutputs:
     """The model's stored validation split (``val``) for choosing on validation data
     (``compare``, ``tune-detectors``); a one-line :class:`~agnostophobia.errors.AgnostophobiaError`
     where there is none (``store_hint``: how to store it) or where it holds no negatives
     (``without_negatives``: what therefore cannot be done)."""
-    val = load_val_outputs(model_dir, "val")
+    val = load_val_outputs(model, "val")
     if val is None:
-        raise AgnostophobiaError(f"{model_dir}: no validation outputs ({ModelDir(model_dir).val_outputs.name}, split "
+        raise AgnostophobiaError(f"{model}: no validation outputs ({model.val_outputs.name}, split "
                                  f"val); {store_hint}")
     if not (np.asarray(val["labels"]) < 0).any():
-        raise AgnostophobiaError(f"{ModelDir(model_dir).val_outputs}: the validation split holds no negatives "
+        raise AgnostophobiaError(f"{model.val_outputs}: the validation split holds no negatives "
                                  f"(label -1), so {without_negatives}")
     return val
 

@@ -37,15 +37,15 @@ def check_saved_config(saved: Dict, cfg: TrainConfig, path: Path) -> None:
                           f"use another output directory, or the original config to resume")
 
 
-def check_resumable(run_dir: Path, cfg: TrainConfig) -> None:
-    """Raise :class:`ConfigError` if ``run_dir`` holds a checkpoint trained with another config."""
-    last = ModelDir(run_dir).last
+def check_resumable(model: ModelDir, cfg: TrainConfig) -> None:
+    """Raise :class:`ConfigError` if ``model`` holds a checkpoint trained with another config."""
+    last = model.last
     if last.exists():
         check_saved_config(load_checkpoint(last)["config"], cfg, last)
 
 
-def is_finished(run_dir: Path, cfg: TrainConfig) -> bool:
-    last = ModelDir(run_dir).last
+def is_finished(model: ModelDir, cfg: TrainConfig) -> bool:
+    last = model.last
     if not last.exists():
         return False
     state = load_checkpoint(last)
@@ -53,43 +53,43 @@ def is_finished(run_dir: Path, cfg: TrainConfig) -> bool:
     return bool(state.get("finished"))
 
 
-def saved_run(run_dir: Path, cfg: TrainConfig, resume: bool) -> Optional[Dict]:
-    """The checkpoint of the run in ``run_dir`` to continue, or None for a new run (``run_dir`` is created)."""
-    run_dir.mkdir(parents=True, exist_ok=True)
-    last_path = ModelDir(run_dir).last
+def saved_run(model: ModelDir, cfg: TrainConfig, resume: bool) -> Optional[Dict]:
+    """The checkpoint of the run in the folder ``model`` to continue, or None for a new run (the folder is created)."""
+    model.path.mkdir(parents=True, exist_ok=True)
+    last_path = model.last
     if not last_path.exists():
         return None
     if not resume:
-        raise ConfigError(f"{run_dir} already holds a run; pass --resume to continue it or choose another --out")
+        raise ConfigError(f"{model} already holds a run; pass --resume to continue it or choose another --out")
     # on the CPU: torch.set_rng_state takes CPU tensors only; load_state_dict moves the rest
     saved = load_checkpoint(last_path)
     check_saved_config(saved["config"], cfg, last_path)
     return saved
 
 
-def check_same_epoch(saved: List[Optional[Dict]], run_dirs: List[Path]) -> None:
+def check_same_epoch(saved: List[Optional[Dict]], models: List[ModelDir]) -> None:
     """Seeds batched together continue from one epoch (``reproduce`` groups them so)."""
     epochs = [None if one is None else one["epoch"] for one in saved]
     if len(set(epochs)) > 1:
         raise ConfigError("seeds batched together must continue from the same epoch: "
-                          + ", ".join(f"{run_dir} at {'no checkpoint' if epoch is None else f'epoch {epoch}'}"
-                                      for run_dir, epoch in zip(run_dirs, epochs)))
+                          + ", ".join(f"{model} at {'no checkpoint' if epoch is None else f'epoch {epoch}'}"
+                                      for model, epoch in zip(models, epochs)))
 
 
-def remove_killed_writes(run_dir: Path) -> None:
+def remove_killed_writes(model: ModelDir) -> None:
     """Delete the temporary files a run killed while writing its checkpoints or logs left behind."""
-    remove_stale_temporaries(run_dir, (LAST, BEST, HISTORY))
+    remove_stale_temporaries(model.path, (LAST, BEST, HISTORY))
 
 
-def save_epoch(run_dir: Path, cfg: TrainConfig, state: Dict, held: Dict, val_loss: float, improved: bool) -> None:
+def save_epoch(model: ModelDir, cfg: TrainConfig, state: Dict, held: Dict, val_loss: float, improved: bool) -> None:
     """The checkpoints of the epoch just trained: ``best.pt`` if it ``improved``, then ``last.pt``.
     ``state``: epoch, history and best epoch so far; ``held``: one network's model, optimiser and
     scheduler state dicts, as a separate run holds them, and the loss's (its parameters and state)."""
     epoch = state["epoch"]
     if improved:
-        save_checkpoint(ModelDir(run_dir).best, {"model": held["model"], "epoch": epoch,
-                                              "val_loss": val_loss, "config": cfg.to_dict()})
-    save_checkpoint(ModelDir(run_dir).last, {
+        save_checkpoint(model.best, {"model": held["model"], "epoch": epoch,
+                                     "val_loss": val_loss, "config": cfg.to_dict()})
+    save_checkpoint(model.last, {
         **state, "model": held["model"], "optimizer": held["optimizer"],
         "scheduler": held["scheduler"], "loss": held.get("loss", {}), "config": cfg.to_dict(), "rng": rng_state(),
         "finished": epoch == cfg.epochs})

@@ -5,8 +5,8 @@ would have stored."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any, Dict, Optional, Tuple
+import os
+from typing import Any, Dict, Optional, Tuple, Union
 
 import numpy as np
 import torch
@@ -59,11 +59,13 @@ class TrainedModel:
         return predict(self.model, images, self.batch_size, self.device, self.channels_last, self.precision)
 
 
-def load_trained_model(model_dir: Path, device: Optional[str] = None, precision: Optional[str] = None) -> TrainedModel:
+def load_trained_model(model_dir: Union[str, os.PathLike], device: Optional[str] = None,
+                       precision: Optional[str] = None) -> TrainedModel:
     """The best-validation network of a trained model, built and run as its run trained it.
 
     Args:
-        model_dir: the model's folder in a run, ``RUN/seed<N>/<approach>`` (its ``best.pt``).
+        model_dir: the model's folder in a run, ``RUN/seed<N>/<approach>`` (its ``best.pt``): a
+            path, or the ``rundir.ModelDir`` of ``RunDir.model(seed, approach)``.
         device: where to load it (``cpu``, ``cuda``, ``cuda:N``, ``auto``); default: the run's.
         precision: ``fp32``, ``bf16`` or ``auto``; default: the run's.
 
@@ -94,10 +96,11 @@ def load_trained_model(model_dir: Path, device: Optional[str] = None, precision:
         ((6, 3), 3)
         >>> folder.cleanup()
     """
-    path = ModelDir(model_dir).best
+    folder = ModelDir.at(model_dir)
+    path = folder.best
     if not path.is_file():
         raise AgnostophobiaError(f"{path}: no such checkpoint; the model was not trained to the end of an epoch")
-    cfg, state = read_trained_checkpoint(model_dir)  # this run's network, finite: refused in one line otherwise
+    cfg, state = read_trained_checkpoint(folder)  # this run's network, finite: refused in one line otherwise
     # the trained weights replace any pretrained ones: those are neither downloaded nor read again
     model = build_model(cfg["model"], num_outputs=state["logits.weight"].shape[0], load_weights=False,
                         **cfg["model_kwargs"])
@@ -112,7 +115,7 @@ def load_trained_model(model_dir: Path, device: Optional[str] = None, precision:
     return TrainedModel(model, cfg, target, resolved, channels_last, int(cfg.get("eval_batch_size", 1024)))
 
 
-def load_last_layer(model_dir: Path) -> Tuple[Optional[Dict[str, np.ndarray]], str]:
+def load_last_layer(model: ModelDir) -> Tuple[Optional[Dict[str, np.ndarray]], str]:
     """The model's last (logit) layer on F as :func:`~agnostophobia.training.records.read_last_layer`
     gives it, and "" -- or None and why not (one line).
 
@@ -121,15 +124,14 @@ def load_last_layer(model_dir: Path) -> Tuple[Optional[Dict[str, np.ndarray]], s
     load) and written beside the outputs (left unwritten in a read-only run); a run without
     either gets None. (A detector checks the layer's width against the
     features it is given.)"""
-    model_dir = Path(model_dir)
-    path = ModelDir(model_dir).last_layer
+    path = model.last_layer
     if path.exists():
         return read_last_layer(path), ""
-    best = ModelDir(model_dir).best
+    best = model.best
     if not best.is_file():
         return None, f"no last layer is stored ({LAST_LAYER}) and there is no {BEST} to read it from"
     try:
-        state = read_trained_checkpoint(model_dir)[1]
+        state = read_trained_checkpoint(model)[1]
     except (OSError, RuntimeError, ValueError, AgnostophobiaError) as exc:
         return None, f"no last layer is stored ({LAST_LAYER}) and {best} cannot be read ({exc})"
     layer = last_layer_arrays(state)

@@ -1,5 +1,5 @@
 """Training and evaluation loop in the style of torchvision's reference ``train.py``:
-``train_one_epoch``, ``evaluate``, ``fit``.
+``train_one_epoch``, ``evaluate``; the epochs of ``fit`` and the files they write are :mod:`.fitting`'s.
 
 * Device-agnostic (CPU, CUDA; ``precision``: fp32 or bf16 autocast where native), seeded, deterministic on the CPU:
   the data order of epoch ``e`` depends only on ``(seed, e)``, so a resumed run sees
@@ -15,8 +15,8 @@
   same (a flag kept on the device, copied to the host without waiting), as is a non-finite
   validation loss: the run stops with :class:`TrainingDiverged` and keeps the checkpoints
   of the last good epoch.
-* After every epoch the run's directory gets its checkpoints (:mod:`.resume`, which also decides
-  when a run may continue) and its logs (:mod:`.epoch_log`: ``metrics.csv``, TensorBoard).
+* After every epoch the model's folder gets its checkpoints (:mod:`.resume`, which also decides
+  when a run may continue) and its logs (:mod:`.epoch_log`: ``metrics.csv``, TensorBoard): :mod:`.fitting`.
 * Started by torchrun, every process runs this loop on its shard of each global batch in
   DistributedDataParallel; rank 0 alone writes (:mod:`agnostophobia.training.distributed`).
 * One seed, or several trained as one stacked model (:mod:`.seed_batch`): the loop is the same,
@@ -26,35 +26,27 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import math
 import time
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
 import torch
-from tqdm.auto import tqdm
 
 from agnostophobia.errors import TrainingDiverged
 from agnostophobia.losses import build_loss, inverse_frequency_class_weights, sample_weights, with_logit_layer
-from agnostophobia._log import log_info
 from agnostophobia.models import build_model, loaded_weights
 from agnostophobia._killpoints import kill_point
 from agnostophobia.training import augment, device as devices, distributed
 from agnostophobia.training.adversarial import adversarial_loss
-from agnostophobia.training.checkpoint import load_checkpoint, seed_everything, set_rng_state
+from agnostophobia.training.checkpoint import seed_everything
 from agnostophobia.training.compiled import CompiledOrEager, resolve_compile
 from agnostophobia.training.config import TrainConfig
 from agnostophobia.training.cuda_graph import (CapturedStep, check_cuda_graph, cuda_capture, plain_optimizer_state,
                                                set_capturable)
-from agnostophobia.training.fine_tune import record_start, start_approach, start_weights
-from agnostophobia.training.epoch_log import close_tensorboard, log_scalars, open_tensorboard, write_history
 from agnostophobia.training.hostsync import HostCopy, read_once, to_device
 from agnostophobia.training.loaders import device_data, is_streamed
 from agnostophobia.training.precision import autocast, resolve_precision
-from agnostophobia.rundir import ModelDir
-from agnostophobia.training.resume import check_same_epoch, remove_killed_writes, save_epoch, saved_run
 from agnostophobia.training.seed_batch import seed_layout
 
 # A non-finite training loss stops the run within this many optimiser steps (DivergenceWatch);
@@ -210,9 +202,8 @@ class Training:
     def capture_step(self, capture) -> CapturedStep:
         """The run's :func:`training_step` on full batches, replayed from a graph ``capture`` makes
         (:func:`~.cuda_graph.cuda_capture`; the CPU tests pass a stand-in)."""
-        sums = self.step_sums
         share = self.cfg.batch_size / self.world.size  # a full batch (DDP is refused with cuda_graph)
-        return CapturedStep(lambda images, indices, draws: training_step(self, images, indices, draws, sums, share),
+        return CapturedStep(lambda images, indices, draws: training_step(self, images, indices, draws, share),
                             lambda: tuple(group["lr"] for group in self.optimizer.param_groups), self.device, capture)
 
     def _check_labels(self, protocol) -> None:
@@ -424,9 +415,10 @@ class EpochSums:
 
 
 def training_step(run: Training, images: torch.Tensor, indices: torch.Tensor, draws: Optional[torch.Tensor],
-                  sums: StepSums, share: float, loss_scale=None) -> None:
+                  share: float, loss_scale=None) -> None:
     """One optimiser step on the batch of uint8 ``images`` (the samples ``indices`` of the
-    training data), adding its loss, correct knowns and divergence flags to ``sums``. Everything
+    training data), adding its loss, correct knowns and divergence flags to the run's
+    ``step_sums`` (one allocation per run, which a captured step writes at every replay). Everything
     stays on the device and nothing is read back, so the step can be captured in a CUDA graph
     (:mod:`.cuda_graph`) as it is.
 
@@ -443,6 +435,7 @@ def training_step(run: Training, images: torch.Tensor, indices: torch.Tensor, dr
     run.optimizer.zero_grad(set_to_none=True)
     loss.sum().backward()  # stacked seeds: seed s's loss depends on seed s's weights alone
     run.optimizer.step()
+    sums = run.step_sums
     sums.loss_sum += loss.detach() * share  # loss * global batch / W, summed over processes at the end
     sums.correct += run.correct_knowns(logits.detach(), y)
     sums.record_loss(loss)
@@ -470,8 +463,7 @@ def train_steps(run: Training, epoch: int, bar=None) -> EpochSums:
         if run.captured_step is not None and n == cfg.batch_size:
             run.captured_step(images, shard.indices, draws)
         else:  # eager: no cuda_graph, or the short last batch
-            training_step(run, images, shard.indices, draws, step_sums, shard.global_size / world.size,
-                          shard.loss_scale)
+            training_step(run, images, shard.indices, draws, shard.global_size / world.size, shard.loss_scale)
         if run.steps_scheduler:
             run.scheduler.step()
         kill_point("train-step")
@@ -552,137 +544,3 @@ def evaluation_sums(run: Training, data: TensorData) -> Tuple[torch.Tensor, torc
         correct += run.correct_knowns(logits, y)
     run.world.sum_(loss_sum, correct)
     return loss_sum, correct
-
-
-def fit(cfg: TrainConfig, protocol, run_dir, resume: bool = True, device=None,
-        stop_after_epoch: Optional[int] = None) -> Training:
-    """Train ``cfg.approach`` on ``protocol``; write checkpoints and logs into ``run_dir``.
-
-    Temporary files a killed run left behind are deleted. Under DDP (``torchrun``) every process
-    calls this; rank 0 alone reads and writes ``run_dir`` and returns the best weights, the
-    others return the last ones.
-
-    Args:
-        cfg: the run's :class:`~agnostophobia.training.TrainConfig` (one approach, one seed), e.g.
-            :meth:`ExperimentConfig.for_approach <agnostophobia.training.ExperimentConfig.for_approach>`.
-        protocol: the run's data, an :class:`~agnostophobia.data.OpenSetProtocol`
-            (:func:`~agnostophobia.training.protocol_for` builds the config's).
-        run_dir: the model's folder (``best.pt``, ``last.pt``, ``metrics.csv``); made if missing.
-        resume: continue an existing ``run_dir/last.pt`` (a finished run is only reloaded),
-            under the config it was trained with; False starts again.
-        device: where to train (a :class:`torch.device`); default: the config's ``device``.
-        stop_after_epoch: end after this epoch, as a kill would (for tests); None trains to the end.
-
-    Returns:
-        The run (model, loss, optimiser, data) with the best-validation weights loaded; its
-        ``model`` is the trained network, which returns ``(logits, features)``.
-
-    Raises:
-        ~agnostophobia.errors.TrainingDiverged: a training or validation loss became non-finite;
-            the checkpoints of the last good epoch stay as they were.
-
-    Examples:
-        >>> import tempfile
-        >>> from pathlib import Path
-        >>> from agnostophobia.data import make_glyph_folders
-        >>> from agnostophobia.training import TrainConfig, fit, protocol_for
-        >>> folder = tempfile.TemporaryDirectory()
-        >>> layout = make_glyph_folders(Path(folder.name) / "glyphs", per_split={"train": 6, "val": 2, "test": 2})
-        >>> config = TrainConfig(protocol=layout, model="mlp", model_kwargs={"hidden": [16]}, epochs=1,  # a small network
-        ...                      batch_size=8, device="cpu", progress=False, tensorboard=False)
-        ...
-        >>> run = Path(folder.name) / "run"
-        >>> training = fit(config, protocol_for(config), run)  # one epoch of Entropic Open-Set (Sec. 4.1)
-        >>> sorted(path.name for path in run.iterdir())  # best.pt: the lowest validation loss
-        ['best.pt', 'last.pt', 'metrics.csv']
-        >>> folder.cleanup()
-    """
-    run = Training(cfg, protocol, device)
-    _fit(run, [Path(run_dir)], resume, stop_after_epoch)
-    return run
-
-
-def fit_seeds(cfg: TrainConfig, protocol, seeds: Sequence[int], run_dirs: Sequence, resume: bool = True,
-              device=None, stop_after_epoch: Optional[int] = None) -> List[SeedRun]:
-    """:func:`fit` of ``cfg`` with each of ``seeds`` (``run_dirs``: one per seed), trained as one
-    stacked model (:mod:`.seed_batch`); each seed's directory gets the files a separate run writes.
-    The seeds' checkpoints, where they exist, must be at the same epoch. Returns each seed's
-    best-validation network. A seed that diverges stops the batch (:class:`TrainingDiverged`
-    naming it); every seed keeps the checkpoints of the last good epoch."""
-    if len(seeds) != len(run_dirs) or len(set(seeds)) != len(seeds):
-        raise ValueError(f"fit_seeds: one run directory per distinct seed, got seeds {list(seeds)} "
-                         f"and {len(run_dirs)} directories")
-    run = Training(cfg, protocol, device, seeds=list(seeds))
-    _fit(run, [Path(run_dir) for run_dir in run_dirs], resume, stop_after_epoch)
-    return [run.seed_run(i) for i in range(len(seeds))]
-
-
-def _fit(run: Training, run_dirs: List[Path], resume: bool, stop_after_epoch: Optional[int]) -> None:
-    """The epochs of :func:`fit` and :func:`fit_seeds`: each seed's history, best epoch and files."""
-    cfg, world, count = run.cfg, run.world, len(run.seed_cfgs)
-    states = [{"epoch": 0, "history": [], "best_val_loss": float("inf"), "best_epoch": 0} for _ in range(count)]
-    # every process continues rank 0's run
-    saved = [world.from_main(lambda: saved_run(run_dir, seed_cfg, resume))
-             for run_dir, seed_cfg in zip(run_dirs, run.seed_cfgs)]
-    check_same_epoch(saved, run_dirs)
-    if saved[0] is not None:
-        run.load_seed_states(saved, [str(ModelDir(run_dir).last) for run_dir in run_dirs])
-        set_rng_state(saved[0]["rng"])
-        states = [{k: one[k] for k in states[0]} for one in saved]
-    elif start_approach(cfg.approach) is not None:  # a fine-tune's first epoch: the start network's weights
-        for i, run_dir in enumerate(run_dirs):
-            weights, record = world.from_main(lambda run_dir=run_dir: start_weights(run_dir, cfg.approach, cfg.protocol))
-            run.load_seed_weights(i, weights)
-            if world.is_main:
-                record_start(run_dir, record)
-    elif run.weights_loaded is not None and world.is_main:  # not said on resuming: last.pt replaces them
-        log_info(f"{cfg.approach}: {run.weights_loaded}")
-    if world.is_main:
-        for run_dir in run_dirs:
-            remove_killed_writes(run_dir)
-    restore_threads = devices.limit_cpu_threads(run.device, cfg.cpu_threads)
-    writers = [open_tensorboard(run_dir, cfg.tensorboard if world.is_main else False) for run_dir in run_dirs]
-    seeds = ("seeds " if run.seed_shape else "seed ") + ", ".join(str(seed_cfg.seed) for seed_cfg in run.seed_cfgs)
-    bar = tqdm(total=run.steps_per_epoch * cfg.epochs, initial=run.steps_per_epoch * states[0]["epoch"],
-               disable=not (cfg.progress and world.is_main), desc=f"{cfg.approach} ({seeds})",
-               unit="batch", dynamic_ncols=True, leave=False)
-    try:
-        for epoch in range(states[0]["epoch"], cfg.epochs):
-            lr = run.optimizer.param_groups[0]["lr"]
-            rows = [{"epoch": epoch + 1, "lr": lr, **train, **val} for train, val in
-                    zip(train_one_epoch_seeds(run, epoch, bar), evaluate_seeds(run, run.val_data))]
-            for seed_cfg, row in zip(run.seed_cfgs, rows):  # no seed's epoch is recorded if one diverged
-                if len(run.val_data) and not math.isfinite(row["val_loss"]):  # NaN is "not measured" without val data
-                    raise diverged(seed_cfg, epoch + 1, f"the validation loss is {row['val_loss']}")
-            bar.set_postfix(loss=f"{rows[0]['train_loss']:.3f}", val=f"{rows[0]['val_loss']:.3f}",
-                            acc=f"{rows[0]['val_acc']:.3f}")
-            for i, (state, row) in enumerate(zip(states, rows)):
-                state["history"].append(row)
-                state["epoch"] = epoch + 1
-                improved = (cfg.keep_checkpoint == "last" or row["val_loss"] < state["best_val_loss"]
-                            or not len(run.val_data))  # no validation data: keep the last
-                if improved:
-                    state["best_val_loss"], state["best_epoch"] = row["val_loss"], epoch + 1
-                if world.is_main:
-                    _record_epoch(run, i, run_dirs[i], state, row, improved, writers[i])
-            if stop_after_epoch is not None and epoch + 1 >= stop_after_epoch:
-                break
-    finally:
-        restore_threads()
-        bar.close()
-        for writer in writers:
-            close_tensorboard(writer)
-    for i, run_dir in enumerate(run_dirs):
-        if world.is_main and ModelDir(run_dir).best.exists():
-            run.load_seed_weights(i, load_checkpoint(ModelDir(run_dir).best)["model"])
-
-
-def _record_epoch(run: Training, seed_index: int, run_dir: Path, state: Dict, row: Dict, improved: bool,
-                  writer) -> None:
-    """The files of the epoch just trained of seed ``seed_index`` (the run's one seed when not
-    stacked): its checkpoints (:func:`.resume.save_epoch`), ``metrics.csv``, TensorBoard scalars.
-    A checkpoint holds one plain network's state dict, also under DDP and with stacked seeds."""
-    save_epoch(run_dir, run.seed_cfgs[seed_index], state, run.seed_state(seed_index), row["val_loss"], improved)
-    write_history(ModelDir(run_dir).history, state["history"])
-    kill_point("epoch-end")
-    log_scalars(writer, row, state["epoch"])

@@ -13,7 +13,7 @@ from agnostophobia.cli import main
 from agnostophobia.detectors.stored import SCORES_FILE, model_scores
 from agnostophobia.training import records
 from agnostophobia.training.outputs import save_outputs
-from agnostophobia.rundir import RunDir
+from agnostophobia.rundir import ModelDir, RunDir
 from agnostophobia import rundir
 from agnostophobia.rundir import RecordError
 
@@ -343,7 +343,7 @@ def test_a_checkpoint_must_agree_with_its_folder_and_the_runs_config(tiny_run, t
     run = tmp_path / "run"
     shutil.copytree(tiny_run, run)
     checked = records.check_run(run)
-    assert {m.name for m in checked.checkpoint_configs} == set(TINY["approaches"])
+    assert {m.approach for m in checked.checkpoint_configs} == set(TINY["approaches"])
     config = yaml.safe_load((run / "config.yaml").read_text())
     records.check_agreement(records.RunRecords(run, {**config, "device": "cuda:3", "openmax": {"tail_size": 5}},
                                                None, checked.models, None, checked.checkpoint_configs))
@@ -419,7 +419,7 @@ def test_the_library_loaders_refuse_a_checkpoint_with_non_finite_weights(tiny_ru
         load_trained_model(best.parent, "cpu")
     assert str(error.value).startswith(f"{best}: {said}")
     (best.parent / "last_layer.npz").unlink()  # read back from best.pt, which is refused: no layer, and why
-    layer, why = load_last_layer(best.parent)
+    layer, why = load_last_layer(ModelDir.at(best.parent))
     assert layer is None and said in why and not (best.parent / "last_layer.npz").exists()
 
 

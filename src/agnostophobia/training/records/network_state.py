@@ -12,7 +12,6 @@ every image). Loaded anyway, each of these gave a traceback or a silently wrong 
 """
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any, Dict, Optional, Tuple
 
 import torch
@@ -30,15 +29,15 @@ from agnostophobia.training.records.training_summary import read_classes
 NAMES_SHOWN = 5
 
 
-def read_trained_checkpoint(model_dir) -> Tuple[Dict[str, Any], Dict[str, torch.Tensor]]:
+def read_trained_checkpoint(model: ModelDir) -> Tuple[Dict[str, Any], Dict[str, torch.Tensor]]:
     """``(config, state)`` of the model's ``best.pt`` (``RUN/seed<N>/<approach>``): its training
     config, checked as ``config.yaml`` is, and the network's state dict, checked against the
     network of the run (:func:`check_network_state`). A one-line :class:`RecordError` otherwise."""
-    path = ModelDir(model_dir).best
+    path = model.best
     saved = load_checkpoint(path)
     config = checkpoint_config(saved, path)
     state = saved.get("model")
-    check_network_state(path, state, config, run_outputs(Path(model_dir).parent.parent, config["approach"]))
+    check_network_state(path, state, config, run_outputs(model.run.root, config["approach"]))
     return config, state
 
 

@@ -33,9 +33,9 @@ class RunRecords:
     run_dir: Path
     config: Dict[str, Any]
     meta: Optional[Dict[str, Any]]
-    models: List[Tuple[int, str, Path]]
+    models: List[Tuple[int, str, ModelDir]]
     calibration: Optional[Dict[str, Any]] = None
-    checkpoint_configs: Dict[Path, Dict[str, Any]] = field(default_factory=dict)
+    checkpoint_configs: Dict[ModelDir, Dict[str, Any]] = field(default_factory=dict)
 
     def warn_versions(self, stacklevel: int = 1) -> None:
         """An :class:`~agnostophobia.errors.AgnostophobiaWarning` naming the libraries whose version
@@ -46,8 +46,8 @@ class RunRecords:
             warnings.warn(mismatch, AgnostophobiaWarning, stacklevel=stacklevel + 1)
 
 
-def run_models(run_dir, command: Optional[str] = None) -> List[Tuple[int, str, Path]]:
-    """``(seed, approach, model_dir)`` of every trained model of ``run_dir`` (:meth:`RunDir.models`);
+def run_models(run_dir, command: Optional[str] = None) -> List[Tuple[int, str, ModelDir]]:
+    """``(seed, approach, model)`` of every trained model of ``run_dir`` (:meth:`RunDir.models`);
     a one-line :class:`AgnostophobiaError` where the folder is missing or holds none (``command``:
     what then cannot be done, for the message)."""
     run_dir = Path(run_dir)
@@ -72,19 +72,18 @@ def check_run(run_dir, command: str = "evaluate") -> RunRecords:
     meta = read_run_meta(run_dir)
     records = RunRecords(run_dir, config, meta, models, read_calibration(run_dir))
     read_tuned_settings(run_dir)
-    for seed, approach, model_dir in models:
+    for seed, approach, model in models:
         widths = {}
-        folder = ModelDir(model_dir)
-        for path in (folder.outputs, folder.fit_outputs, folder.val_outputs):
-            if path.exists() or path == folder.outputs:
+        for path in (model.outputs, model.fit_outputs, model.val_outputs):
+            if path.exists() or path == model.outputs:
                 for arrays in read_outputs(path).values():
                     _same_widths(path, arrays, widths)
-        if ModelDir(model_dir).scores.exists():
-            read_detector_scores(ModelDir(model_dir).scores)
-        if ModelDir(model_dir).last_layer.exists():
-            read_last_layer(ModelDir(model_dir).last_layer, widths.get("features"))
-        if ModelDir(model_dir).best.exists():  # its weights too: a command that loads them finds them sound
-            records.checkpoint_configs[model_dir] = read_trained_checkpoint(model_dir)[0]
+        if model.scores.exists():
+            read_detector_scores(model.scores)
+        if model.last_layer.exists():
+            read_last_layer(model.last_layer, widths.get("features"))
+        if model.best.exists():  # its weights too: a command that loads them finds them sound
+            records.checkpoint_configs[model] = read_trained_checkpoint(model)[0]
     check_agreement(records)
     return records
 
@@ -126,16 +125,15 @@ def check_agreement(records: RunRecords) -> None:
                 raise RecordError(f"{meta_path} and {config_path} disagree: {meta_key} is {recorded!r} in one and "
                                   f"{_shown(config.get(config_key, _ABSENT))} in the other; the run's records were "
                                   f"changed or the command that made it did not finish (run it again)")
-    for seed, approach, model_dir in records.models:
+    for seed, approach, model in records.models:
         if approach not in LOSSES:
-            _fail(model_dir, f"{approach!r} is not a registered approach")
-        saved = records.checkpoint_configs.get(model_dir)
+            _fail(model, f"{approach!r} is not a registered approach")
+        saved = records.checkpoint_configs.get(model)
         if saved is None:
             continue
-        model = ModelDir(model_dir)
         best = model.best
         if (saved["approach"], saved["seed"]) != (approach, seed):
-            _fail(best, f"was trained as {RunDir.run_key(saved['seed'], saved['approach'])} but lies in {model_dir}")
+            _fail(best, f"was trained as {RunDir.run_key(saved['seed'], saved['approach'])} but lies in {model}")
         schedule = trained_schedule(model, approach, config)  # a fine-tune's recipe as recorded
         difference = trained_differently(saved, {**config, **schedule}, one_model=False)
         if difference:
