@@ -1,13 +1,16 @@
 """The house's sizes (issue 58), counted by tests/_support/house_counts.py: each count may only go
 down. A ceiling is today's count; lower it when a count drops, never raise it (the targets: no
 module over 600 lines, no function over 80, at most 5 functions over 6 parameters, no model folder
-wrapped by hand outside rundir.py)."""
+wrapped by hand outside rundir.py). The three functions over 6 parameters each say why in a comment:
+``register_protocol`` (the independent fields of a protocol declaration), the ``TorchvisionBackbone``
+constructor (the config's ``model_kwargs`` keys) and the relative Mahalanobis export formula (one
+argument per buffer of an exported file)."""
 from __future__ import annotations
 
 import house_counts
 
-CEILINGS = {"modules over 600 lines": 2, "functions over 80 lines": 1, "functions over 6 parameters": 9,
-            "ModelDir( outside rundir.py": 55}
+CEILINGS = {"modules over 600 lines": 0, "functions over 80 lines": 0, "functions over 6 parameters": 3,
+            "ModelDir( outside rundir.py": 0}
 
 
 def test_no_count_of_the_house_grows():
