@@ -88,7 +88,7 @@ _INTERNAL = ("_torch_score _take_settings fitted_state restore_fitted_state scor
              "agnostophobia.data.datasets.DatasetSplit check_resolved KDTREE_MAX_DIM kdtree_smallest "
              "agnostophobia.detectors.mahalanobis._GaussianDetector agnostophobia.detectors.shaping._LastLayerDetector "
              "FPR_SERIES WHITENING_SAMPLES MAX_WORKERS ORIGIN_AXIS_GID BORDER_GID SUBSAMPLE_NOTE_GID "
-             "agnostophobia.detectors._base.continue_at_tie Comparison compare_models"
+             "agnostophobia.detectors._base.continue_at_tie Comparison compare_models agnostophobia.deploy.compare.Comparison"
              ).split()
 # Submodules that package docstrings name by their short name (``:mod:`oscr```).
 _SUBMODULES = ("calibration predict export oscr ood stats summary rows backbones weights resolution significance "

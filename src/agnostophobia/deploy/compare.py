@@ -378,8 +378,8 @@ def compare_run(request: ModelRequest, log: Callable[[str], None] = log_info) ->
 
     Args:
         request: The run, and what to rank: ``approaches`` (default: every trained one) and
-            ``fpr`` (the FPR to rank at; default: :func:`~agnostophobia.metrics.default_fpr` of
-            the validation negatives). A field compare does not read (``detector``, ``seed``,
+            ``fpr`` (the FPR to rank at; default: 1 % where the validation negatives support it,
+            else the smallest FPR they support). A field compare does not read (``detector``, ``seed``,
             ...) is refused; ``data_dir`` is said to have no effect (compare reads no data).
         log: Where the table and the notes are said.
 
