@@ -49,7 +49,7 @@ from agnostophobia.metrics import (aupr_in, aupr_out, auroc, ccr_at_fpr, default
                                    reported_fprs, smallest_supported_fpr, supports_fpr, tied_share, unsupported_fpr_message)
 from agnostophobia.metrics.rows import row_label, row_sort_key
 from agnostophobia.metrics.summary import fpr_keys
-from agnostophobia.rundir import RunDir
+from agnostophobia.rundir import ModelDir, RunDir
 from agnostophobia.training.outputs import load_fit_outputs, validation_with_negatives
 from agnostophobia.training.records import check_run
 
@@ -88,7 +88,7 @@ class Comparison:
 
 
 # ------------------------------------------------------------------------ scoring one model
-def _validation(model_dir: Path, run_dir: Path) -> Dict[str, np.ndarray]:
+def _validation(model_dir: ModelDir, run_dir: Path) -> Dict[str, np.ndarray]:
     return validation_with_negatives(model_dir, f"run `agnostophobia calibrate {run_dir} --fpr T` once to store "
                                      f"them, then compare", "detectors cannot be compared on validation data")
 
