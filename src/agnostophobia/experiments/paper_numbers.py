@@ -48,8 +48,8 @@ TABLE1 = {
     "objectosphere": {"known": ((0.056, 0.168), (76.80, 28.55)), "unknown": ((2.031, 0.432), (2.19, 4.73))},
 }
 
-# The unknown-set sizes the paper used.
 #: The protocols the paper's experiments ran on (Sec. 5: LeNet++ and CIFAR; Fig. 3: MNIST vs notMNIST);
 #: a run on any other (a variant, a user's own images) is an evaluation, not a reproduction.
 PAPER_PROTOCOLS = ("lenet++", "cifar", "mnist-notmnist")
+# The unknown-set sizes the paper used.
 PAPER_SIZES = {"devanagari": 10032, "notmnist": 18724, "cifar10": 10000, "svhn": 26032, "cifar100": 4500}

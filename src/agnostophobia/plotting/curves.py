@@ -12,7 +12,7 @@ from matplotlib.axes import Axes
 from matplotlib.ticker import LogLocator
 
 from agnostophobia.plotting import style
-from agnostophobia.plotting.panels import panel_axes
+from agnostophobia.plotting.panels import label_panel, panel_axes
 
 
 @dataclass
@@ -211,10 +211,7 @@ def plot_oscr(series: Iterable[Union[CurveSeries, Tuple]], *, ax: Optional[Axes]
     ax.xaxis.set_major_locator(LogLocator(base=10))
     ax.set_ylim(0, 1.01)
     ax.grid(True, which="major", linewidth=0.5, alpha=0.5)
-    ax.set_xlabel(style.LABEL_FP_COUNT if counts else style.LABEL_FPR)
-    ax.set_ylabel(style.LABEL_CCR)
-    if title:
-        ax.set_title(title, fontsize=10)
+    label_panel(ax, style.LABEL_FP_COUNT if counts else style.LABEL_FPR, style.LABEL_CCR, title)
     if legend and ax.lines:
         # Outside the axes: inside, it would hide some curve wherever it went.
         band = None
@@ -273,10 +270,7 @@ def plot_confidence_curves(curves: Iterable[Union[CurveSeries, Tuple[str, Sequen
                 linewidth=1.6, label=style.approach_name(item.label or item.name))
     ax.set_ylim(0, 1.01)
     ax.grid(True, linewidth=0.5, alpha=0.5)
-    ax.set_xlabel(xlabel)
-    ax.set_ylabel(ylabel)
-    if title:
-        ax.set_title(title, fontsize=10)
+    label_panel(ax, xlabel, ylabel, title)
     if legend and ax.lines:
         ax.legend(fontsize=8, loc="lower right")
     return ax

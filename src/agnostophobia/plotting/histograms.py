@@ -11,7 +11,7 @@ from matplotlib.axes import Axes
 
 from agnostophobia._validation import int64_labels
 from agnostophobia.plotting import style
-from agnostophobia.plotting.panels import panel_axes
+from agnostophobia.plotting.panels import label_panel, panel_axes
 
 #: Legend texts of :func:`plot_softmax_histogram`'s knowns and unknowns.
 SOFTMAX_LABELS = ("knowns (D_c): correct class", "unknowns: max known class")
@@ -97,10 +97,7 @@ def plot_softmax_histogram(values: Tuple, *, ax: Optional[Axes] = None, bins: in
     ax.set_xlim(0, 1)
     if ax.patches:
         ax.set_ylim(bottom=0.5)  # same floor in every panel; a single count stays visible
-    ax.set_xlabel(style.LABEL_PROBABILITY)
-    ax.set_ylabel(style.LABEL_COUNT_LOG)
-    if title:
-        ax.set_title(title, fontsize=10)
+    label_panel(ax, style.LABEL_PROBABILITY, style.LABEL_COUNT_LOG, title)
     if legend and ax.patches:
         ax.legend(fontsize=7, loc="upper center")
     return ax
@@ -142,10 +139,7 @@ def plot_magnitude_histogram(magnitudes: Tuple, *, ax: Optional[Axes] = None, bi
     edges = np.linspace(0.0, top if top > 0 else 1.0, bins + 1)
     _histogram_pair(ax, values, labels, edges, density=True, log=False)
     ax.set_xlim(0, edges[-1])
-    ax.set_xlabel(style.LABEL_MAGNITUDE)
-    ax.set_ylabel(style.LABEL_DENSITY)
-    if title:
-        ax.set_title(title, fontsize=10)
+    label_panel(ax, style.LABEL_MAGNITUDE, style.LABEL_DENSITY, title)
     if legend and ax.patches:
         ax.legend(fontsize=7, loc="upper right")
     return ax

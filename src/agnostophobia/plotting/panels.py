@@ -1,4 +1,4 @@
-"""What every panel shares: the figure it is drawn into, and saving it.
+"""What every panel shares: the figure it is drawn into, its axis labels and title, and saving it.
 
 One panel per function, drawn from plain arrays (no run directory needed), one module per kind
 of panel: deep features (:mod:`.features`, paper Fig. 1 top), histograms (:mod:`.histograms`,
@@ -58,6 +58,14 @@ def panel_axes(ax: Optional[Axes], panel_size=(4.6, 3.8)) -> Axes:
     if ax is not None:
         return ax
     return new_figure(panel_size=panel_size)[1][0, 0]
+
+
+def label_panel(ax: Axes, xlabel: str, ylabel: str, title: Optional[str]) -> None:
+    """Name a panel's axes, and title it where ``title`` is given (every panel's title at one size)."""
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    if title:
+        ax.set_title(title, fontsize=10)
 
 
 def save_figure(fig: Figure, stem: Union[str, Path], formats: Sequence[str] = ("png",),
