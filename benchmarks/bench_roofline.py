@@ -27,6 +27,7 @@ import numpy as np
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
+from _timing import best_of  # this folder's timer
 from agnostophobia.losses import EntropicOpenSetLoss
 from agnostophobia.models import build_model
 from agnostophobia.training.allocator import keep_freed_memory
@@ -39,12 +40,7 @@ BATCH = 128
 
 def best_seconds(fn, repeats: int = 10) -> float:
     fn()  # warm-up: kernel selection, allocator
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return min(times)
+    return best_of(repeats, fn)
 
 
 def matmul_gflops(dtype) -> float:

@@ -48,7 +48,7 @@ import re
 import tempfile
 import tokenize
 from pathlib import Path
-from typing import Dict, List, NamedTuple, Optional
+from typing import Callable, Dict, List, NamedTuple, Optional
 
 from docutils import nodes
 from docutils.statemachine import StringList
@@ -127,14 +127,20 @@ def loss_settings_rst() -> List[str]:
     """One section per registered loss with the table of its hyper-parameters."""
     from agnostophobia.losses import LOSSES
 
+    return _class_sections(LOSSES, lambda cls: settings_table(cls.hyperparameters(), yaml_names()))
+
+
+def _class_sections(registry, table: Callable[[type], List[str]]) -> List[str]:
+    """One section per class registered in ``registry``: its name as the heading, the first line
+    of its docstring with a link to its class page (a class of this package), then ``table(cls)``."""
     rst: List[str] = []
-    for name in LOSSES.registered():
-        cls = LOSSES.get(name)
+    for name in registry.registered():
+        cls = registry.get(name)
         target = f"{cls.__module__}.{cls.__qualname__}"
         rst += [f"``{name}``", "~" * (len(name) + 4), "",
                 f"{_first_line(cls)} Class: :class:`~{target}`"
                 if cls.__module__.startswith("agnostophobia.") else _first_line(cls), ""]
-        rst += settings_table(cls.hyperparameters(), yaml_names())
+        rst += table(cls)
     return rst
 
 
@@ -147,15 +153,7 @@ def detector_settings_rst() -> List[str]:
     """One section per registered detector with the table of its declared settings."""
     from agnostophobia.detectors import DETECTORS
 
-    rst: List[str] = []
-    for name in DETECTORS.registered():
-        cls = DETECTORS.get(name)
-        target = f"{cls.__module__}.{cls.__qualname__}"
-        rst += [f"``{name}``", "~" * (len(name) + 4), "",
-                f"{_first_line(cls)} Class: :class:`~{target}`"
-                if cls.__module__.startswith("agnostophobia.") else _first_line(cls), ""]
-        rst += settings_table(dict(getattr(cls, "SETTINGS", {})))
-    return rst
+    return _class_sections(DETECTORS, lambda cls: settings_table(dict(getattr(cls, "SETTINGS", {}))))
 
 
 class ExportableScores(_Generated):

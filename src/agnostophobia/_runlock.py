@@ -55,6 +55,15 @@ def _in_use(run_dir: Path, fd: int) -> RunInUse:
                     f"then run this command again")
 
 
+def _lock_at_once(run_dir: Path, fd: int, operation: int) -> None:
+    """Take the ``flock`` (``LOCK_EX`` or ``LOCK_SH``) on ``fd`` without waiting: a command never
+    queues behind another; it stops with :class:`RunInUse`, naming the holder."""
+    try:
+        fcntl.flock(fd, operation | fcntl.LOCK_NB)
+    except BlockingIOError:
+        raise _in_use(run_dir, fd) from None
+
+
 def _command_line() -> str:
     return " ".join(["agnostophobia", *sys.argv[1:]]) if sys.argv else "agnostophobia"
 
@@ -85,10 +94,7 @@ def run_lock(run_dir, command: str | None = None, create: bool = True):
         raise AgnostophobiaError(f"run {run_dir}: this user may not write it, and {command or _command_line()} "
                                  f"writes into it") from None
     try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise _in_use(run_dir, fd) from None
+        _lock_at_once(run_dir, fd, fcntl.LOCK_EX)
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"process {os.getpid()} ({command or _command_line()})\n".encode(), 0)
         RunDir(run_dir).undo_unfinished()  # what a command killed part-way changed is put back first
@@ -126,10 +132,7 @@ def run_read_lock(run_dir):
         raise AgnostophobiaError(f"{path}: this user may not read the run's lock file, so cannot tell whether a "
                                  f"command is writing the run; ask its owner to make it readable") from None
     try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise _in_use(run_dir, fd) from None
+        _lock_at_once(run_dir, fd, fcntl.LOCK_SH)
         RunDir(run_dir).check_tree()  # a link or a FIFO under the run is not read as the run's own
         yield
     finally:

@@ -194,9 +194,31 @@ def npz_strings(path: Path, key: str) -> Optional[List[str]]:
         return [str(s) for s in F.npz_array(npz, path, key)]
 
 
+def npz_split(npz: Path, dataset: str, split: str, class_names: Sequence[str], image_shape: Tuple[int, ...],
+              offset: int = 0, **fields) -> DatasetSplit:
+    """One split of a prepared ``.npz`` (:func:`npz_xy`, file labels ``offset..``) as a
+    :class:`DatasetSplit` of format ``npz`` with one label per name of ``class_names``;
+    ``image_shape`` is ``(H, W)`` for grey images, ``(H, W, 3)`` for RGB; ``fields`` are the
+    split's ``notes``, ``extra`` or ``meta``."""
+    channels = image_shape[2] if len(image_shape) > 2 else 1
+    x, y = npz_xy(npz, split, image_shape[:2], channels, len(class_names), offset)
+    return DatasetSplit(dataset, split, x, y, list(class_names), str(npz), "npz", **fields)
+
+
 def unknown_split(info_name: str, split: str, splits: Sequence[str]) -> DataError:
     """The error for a split name the dataset does not have."""
     return DataError(f"{info_name} has no split {split!r}; splits: {', '.join(splits)}")
+
+
+def dataset_paths(root: Path, dataset: str, split: str, splits: Sequence[str],
+                  directory: Optional[str] = None) -> Tuple[Path, Path]:
+    """A loader's first step: refuse a split the dataset does not have (:func:`unknown_split`),
+    then the dataset's folder ``root/<directory>`` (default: the dataset's name) and the path of
+    its prepared ``<directory>.npz`` there, which a loader reads in preference when it exists."""
+    if split not in splits:
+        raise unknown_split(dataset, split, splits)
+    name = directory or dataset
+    return root / name, root / name / f"{name}.npz"
 
 
 def idx_pair(directory: Path, stems: Tuple[str, str], what: str) -> Tuple[np.ndarray, np.ndarray, Path]:

@@ -10,8 +10,8 @@ import numpy as np
 
 from agnostophobia.errors import DataError
 from agnostophobia.data import formats as F
-from agnostophobia.data.datasets._base import (DatasetInfo, DatasetSplit, Resource, SplitUnavailable, npz_optional,
-                                               npz_xy, register_dataset, unknown_split)
+from agnostophobia.data.datasets._base import (DatasetInfo, DatasetSplit, Resource, SplitUnavailable, dataset_paths,
+                                               npz_optional, npz_split, npz_xy, register_dataset)
 
 CIFAR10_CLASSES = ("airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck")
 CIFAR100_CLASSES = tuple("""apple aquarium_fish baby bear beaver bed bee beetle bicycle bottle bowl boy bridge bus
@@ -52,16 +52,13 @@ _STAGED_CIFAR_NOTE = ("cifar10: real CIFAR-10 images re-encoded as JPEG q75 4:2:
 
 
 def _load_cifar10(root: Path, split: str) -> DatasetSplit:
-    d = root / "cifar10"
-    if split not in ("train", "test"):
-        raise unknown_split("cifar10", split, ("train", "test"))
-    npz, jpeg = d / "cifar10.npz", d / "cifar10_train_jpeg.npz"
+    d, npz = dataset_paths(root, "cifar10", split, ("train", "test"))
+    jpeg = d / "cifar10_train_jpeg.npz"
     names = list(CIFAR10_CLASSES)
     if npz.exists() or jpeg.exists():
         if npz.exists():
             try:
-                x, y = npz_xy(npz, split, (32, 32), 3, 10)
-                out = DatasetSplit("cifar10", split, x, y, names, str(npz), "npz")
+                out = npz_split(npz, "cifar10", split, names, (32, 32, 3))
                 if jpeg.exists():  # the staged copy: both splits come from the JPEG images
                     out.notes.append(_STAGED_CIFAR_NOTE)
                 return out
@@ -110,10 +107,7 @@ register_dataset(DatasetInfo(
 
 
 def _load_cifar100(root: Path, split: str) -> DatasetSplit:
-    d = root / "cifar100"
-    if split not in ("train", "test"):
-        raise unknown_split("cifar100", split, ("train", "test"))
-    npz = d / "cifar100.npz"
+    d, npz = dataset_paths(root, "cifar100", split, ("train", "test"))
     names = list(CIFAR100_CLASSES)
     if npz.exists():
         x, y = npz_xy(npz, split, (32, 32), 3, 100)

@@ -11,8 +11,8 @@ import numpy as np
 
 from agnostophobia.errors import DataError
 from agnostophobia.data import formats as F
-from agnostophobia.data.datasets._base import (DATASETS, DatasetInfo, DatasetSplit, Resource, npz_strings, npz_xy,
-                                               register_dataset, unknown_split)
+from agnostophobia.data.datasets._base import (DATASETS, DatasetInfo, DatasetSplit, Resource, dataset_paths,
+                                               npz_strings, npz_xy, register_dataset, unknown_split)
 
 _NHCD_GROUPS = ("consonants", "vowels", "numerals")
 _NHCD_SIZES = (36, 12, 10)
@@ -32,10 +32,7 @@ def _nhcd_names(npz: Optional[Path]) -> List[str]:
 
 
 def _load_nhcd(root: Path, split: str) -> DatasetSplit:
-    d = root / "nhcd"
-    if split != "all":
-        raise unknown_split("nhcd", split, ("all",))
-    npz = d / "nhcd.npz"
+    d, npz = dataset_paths(root, "nhcd", split, ("all",))
     if npz.exists():
         with F.open_npz(npz) as z:
             x = F.check_images(F.npz_array(z, npz, "x"), f"{npz}: x", (28, 28))
@@ -100,10 +97,7 @@ _DHCD_RE = re.compile(r"(?:^|/)(Train|Test)/(?:character_(\d+)_[^/]*|digit_(\d))
 
 
 def _load_dhcd(root: Path, split: str) -> DatasetSplit:
-    d = root / "devanagari"
-    if split not in ("train", "test"):
-        raise unknown_split("dhcd", split, ("train", "test"))
-    npz = d / "devanagari.npz"
+    d, npz = dataset_paths(root, "dhcd", split, ("train", "test"), directory="devanagari")
     if npz.exists():
         x, y = npz_xy(npz, split, (32, 32), 1, 46)
         names = npz_strings(npz, "class_names")

@@ -10,8 +10,8 @@ import numpy as np
 
 from agnostophobia.errors import DataError
 from agnostophobia.data import formats as F
-from agnostophobia.data.datasets._base import (DatasetInfo, DatasetSplit, Resource, idx_pair, npz_optional,
-                                               npz_strings, npz_xy, register_dataset, unknown_split)
+from agnostophobia.data.datasets._base import (DatasetInfo, DatasetSplit, Resource, dataset_paths, idx_pair,
+                                               npz_optional, npz_split, npz_strings, register_dataset)
 
 LETTERS = tuple("abcdefghijklmnopqrstuvwxyz")
 _EMNIST_IDX = {s: (f"emnist-letters-{s}-images-idx3-ubyte", f"emnist-letters-{s}-labels-idx1-ubyte")
@@ -23,14 +23,10 @@ _POOLED_NOTE = ("letters: real EMNIST letter images pooled from four EMNIST vari
 
 
 def _load_letters(root: Path, split: str) -> DatasetSplit:
-    d = root / "letters"
-    if split not in _EMNIST_IDX:
-        raise unknown_split("letters", split, ("train", "test"))
-    npz = d / "letters.npz"
+    d, npz = dataset_paths(root, "letters", split, ("train", "test"))
     if npz.exists():
-        x, y = npz_xy(npz, split, (28, 28), 1, 26, offset=1)
-        out = DatasetSplit("letters", split, x, y, list(LETTERS), str(npz), "npz")
-        case = npz_optional(npz, f"case_{split}", len(y))
+        out = npz_split(npz, "letters", split, LETTERS, (28, 28), offset=1)
+        case = npz_optional(npz, f"case_{split}", len(out))
         if case is not None:
             out.extra["case"] = case.astype(np.int8)
         if npz_strings(npz, "source_names") is not None:  # the staged pooled copy
@@ -91,13 +87,10 @@ class _LetterSubstitute:
     note: str                  # said with every split loaded: how it differs from EMNIST letters
 
     def load(self, root: Path, split: str) -> DatasetSplit:
-        if split != "train":
-            raise unknown_split(self.name, split, ("train",))
-        npz = root / self.name / f"{self.name}.npz"
+        _, npz = dataset_paths(root, self.name, split, ("train",))
         if not npz.exists():
             raise DataError(f"{npz}: file not found")
-        x, y = npz_xy(npz, split, (28, 28), 1, 26, offset=self.offset)
-        return DatasetSplit(self.name, split, x, y, list(LETTERS), str(npz), "npz", notes=[self.note])
+        return npz_split(npz, self.name, split, LETTERS, (28, 28), offset=self.offset, notes=[self.note])
 
     def register(self) -> None:
         register_dataset(DatasetInfo(

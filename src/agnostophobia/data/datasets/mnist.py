@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from agnostophobia.data import formats as F
-from agnostophobia.data.datasets._base import (DatasetInfo, DatasetSplit, Resource, idx_pair, npz_xy,
-                                               register_dataset, unknown_split)
+from agnostophobia.data.datasets._base import (DatasetInfo, DatasetSplit, Resource, dataset_paths, idx_pair,
+                                               npz_split, register_dataset)
 
 DIGITS = tuple(str(d) for d in range(10))
 _MNIST_IDX = {"train": ("train-images-idx3-ubyte", "train-labels-idx1-ubyte"),
@@ -14,13 +14,9 @@ _MNIST_IDX = {"train": ("train-images-idx3-ubyte", "train-labels-idx1-ubyte"),
 
 
 def _load_mnist(root: Path, split: str) -> DatasetSplit:
-    d = root / "mnist"
-    if split not in _MNIST_IDX:
-        raise unknown_split("mnist", split, ("train", "test"))
-    npz = d / "mnist.npz"
+    d, npz = dataset_paths(root, "mnist", split, ("train", "test"))
     if npz.exists():
-        x, y = npz_xy(npz, split, (28, 28), 1, 10)
-        return DatasetSplit("mnist", split, x, y, list(DIGITS), str(npz), "npz")
+        return npz_split(npz, "mnist", split, DIGITS, (28, 28))
     x, y, xp = idx_pair(d, _MNIST_IDX[split], "MNIST idx")
     x = F.check_images(x, str(xp), (28, 28))
     y = F.check_labels(y, str(xp).replace("images-idx3", "labels-idx1"), len(x), 10)

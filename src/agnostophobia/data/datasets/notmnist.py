@@ -9,8 +9,8 @@ import numpy as np
 
 from agnostophobia.errors import DataError
 from agnostophobia.data import formats as F
-from agnostophobia.data.datasets._base import (DatasetInfo, DatasetSplit, Resource, npz_xy, register_dataset,
-                                               unknown_split)
+from agnostophobia.data.datasets._base import (DatasetInfo, DatasetSplit, Resource, dataset_paths, npz_split,
+                                               register_dataset)
 
 NOTMNIST_CLASSES = tuple("ABCDEFGHIJ")
 _NOTMNIST_RE = re.compile(r"(?:^|/)([A-J])/[^/]+\.png$")
@@ -19,13 +19,9 @@ _NOTMNIST_NOTE = ("notmnist: about 23 % of the glyphs fill or touch the frame (s
 
 
 def _load_notmnist(root: Path, split: str) -> DatasetSplit:
-    d = root / "notmnist"
-    if split != "test":
-        raise unknown_split("notmnist", split, ("test",))
-    npz = d / "notmnist.npz"
+    d, npz = dataset_paths(root, "notmnist", split, ("test",))
     if npz.exists():
-        x, y = npz_xy(npz, split, (28, 28), 1, 10)
-        return DatasetSplit("notmnist", split, x, y, list(NOTMNIST_CLASSES), str(npz), "npz", notes=[_NOTMNIST_NOTE])
+        return npz_split(npz, "notmnist", split, NOTMNIST_CLASSES, (28, 28), notes=[_NOTMNIST_NOTE])
     src = F.first_existing([d / "notMNIST_small.tar.gz", d / "notMNIST_small"])
     if src is None:
         raise DataError(f"{d}: no notmnist.npz, notMNIST_small.tar.gz or notMNIST_small/")

@@ -5,27 +5,22 @@ from pathlib import Path
 
 from agnostophobia.errors import DataError
 from agnostophobia.data import formats as F
-from agnostophobia.data.datasets._base import (DatasetInfo, DatasetSplit, Resource, SplitUnavailable, npz_xy,
-                                               register_dataset, unknown_split)
+from agnostophobia.data.datasets._base import (DatasetInfo, DatasetSplit, Resource, SplitUnavailable, dataset_paths,
+                                               npz_split, register_dataset)
 from agnostophobia.data.datasets.mnist import DIGITS
 
 
 def _load_svhn(root: Path, split: str) -> DatasetSplit:
-    d = root / "svhn"
-    if split not in ("train", "test"):
-        raise unknown_split("svhn", split, ("train", "test"))
-    names = list(DIGITS)
-    npz = d / "svhn.npz"
+    d, npz = dataset_paths(root, "svhn", split, ("train", "test"))
     if npz.exists():
-        x, y = npz_xy(npz, split, (32, 32), 3, 10)
-        return DatasetSplit("svhn", split, x, y, names, str(npz), "npz")
+        return npz_split(npz, "svhn", split, DIGITS, (32, 32, 3))
     mat = d / f"{split}_32x32.mat"
     if not mat.exists():
         if any(d.glob("*_32x32.mat")):
             raise SplitUnavailable(f"{mat}: file not found")
         raise DataError(f"{d}: no svhn.npz or {split}_32x32.mat")
     x, y = F.read_svhn_mat(mat)
-    return DatasetSplit("svhn", split, x, y, names, str(mat), "mat")
+    return DatasetSplit("svhn", split, x, y, list(DIGITS), str(mat), "mat")
 
 
 register_dataset(DatasetInfo(
