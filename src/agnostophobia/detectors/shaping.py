@@ -74,9 +74,12 @@ def shaped_energy(features: np.ndarray, weight: np.ndarray, bias: np.ndarray,
     return out
 
 
-def positive_ratio(total: np.ndarray, part: np.ndarray) -> np.ndarray:
-    """``total / part`` of positive-part sums; 1 where ``part`` is 0 (then ``total`` is 0 too)."""
-    return np.divide(total, part, out=np.ones_like(total), where=part > 0)
+def positive_ratio(total, part):
+    """``total / part`` of positive-part sums; 1 where ``part`` is 0 (then ``total`` is 0 too).
+    NumPy or torch (the shapes' export), as ``total``."""
+    lib = torch if isinstance(total, torch.Tensor) else np
+    nonzero = part > 0
+    return lib.where(nonzero, total / lib.where(nonzero, part, lib.ones_like(part)), lib.ones_like(total))
 
 
 class _LastLayerDetector(Detector):
@@ -276,9 +279,7 @@ def _torch_ash_shape(features, *, percentile: float, variant: str):
     else:
         shaped = torch.where(kept, features, zero)
         if variant == "s":
-            part = torch.where(kept, positive, zero).sum(dim=1)
-            ratio = torch.where(part > 0, total / torch.where(part > 0, part, torch.ones_like(part)),
-                                torch.ones_like(part))
+            ratio = positive_ratio(total, torch.where(kept, positive, zero).sum(dim=1))
             shaped = shaped * torch.exp(ratio)[:, None]
     return shaped
 
@@ -330,6 +331,4 @@ def _torch_scale_shape(features, *, percentile: float):
     k = kept_count(features.shape[1], percentile)
     positive = features.clamp_min(0.0)
     top = torch.topk(positive, k, dim=1).values.sum(dim=1)
-    total = positive.sum(dim=1)
-    ratio = torch.where(top > 0, total / torch.where(top > 0, top, torch.ones_like(top)), torch.ones_like(top))
-    return features * torch.exp(ratio)[:, None]
+    return features * torch.exp(positive_ratio(positive.sum(dim=1), top))[:, None]

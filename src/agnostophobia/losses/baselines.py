@@ -7,6 +7,16 @@ import torch.nn.functional as F
 from ._base import LOSSES, OpenSetLoss, Provenance
 
 
+def softmax_per_sample(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    """Per-sample cross-entropy of the knowns, 0 for the negatives (label < 0), for
+    already-checked inputs (labels long, same device)."""
+    known = labels >= 0
+    target = torch.where(known, labels, torch.zeros_like(labels))
+    nll = F.cross_entropy(logits, target, reduction="none")
+    # where (not multiply by a mask): keeps the graph and never mixes in inf * 0.
+    return torch.where(known, nll, torch.zeros_like(nll))
+
+
 @LOSSES.register("softmax")
 class SoftmaxLoss(OpenSetLoss):
     r"""Plain softmax cross-entropy on the known classes, :math:`-\log S_c(x)` (the paper's
@@ -40,12 +50,7 @@ class SoftmaxLoss(OpenSetLoss):
 
     def forward(self, logits: torch.Tensor, labels: torch.Tensor, sample_weight=None) -> torch.Tensor:
         logits, labels, weight = self._check_inputs(logits, labels, sample_weight)
-        known = labels >= 0
-        target = torch.where(known, labels, torch.zeros_like(labels))
-        nll = F.cross_entropy(logits, target, reduction="none")
-        # where (not multiply by a mask): keeps the graph and never mixes in inf * 0.
-        per_sample = torch.where(known, nll, torch.zeros_like(nll))
-        return self._reduce(per_sample, labels, weight)
+        return self._reduce(softmax_per_sample(logits, labels), labels, weight)
 
 
 @LOSSES.register("background")

@@ -7,7 +7,8 @@ import torch.nn.functional as F
 
 from ..settings import Setting
 from ._base import LOSSES, FineTune, OpenSetLoss, auxiliary_outliers, from_scratch
-from .outlier_exposure import FINE_TUNE_DIFFERS, OE_MNIST_RECIPE, OWN_LR_ON_GLYPHS
+from .baselines import softmax_per_sample
+from .outlier_exposure import FINE_TUNE_DIFFERS, glyph_recipe_at_own_lr
 
 
 @LOSSES.register("energy-regularized")
@@ -72,13 +73,11 @@ class EnergyRegularizedLoss(OpenSetLoss):
 
     def forward(self, logits: torch.Tensor, labels: torch.Tensor, sample_weight=None) -> torch.Tensor:
         logits, labels, weight = self._check_inputs(logits, labels, sample_weight)
-        known = labels >= 0
         energy = -torch.logsumexp(logits, dim=1)
-        cross_entropy = F.cross_entropy(logits, torch.where(known, labels, torch.zeros_like(labels)),
-                                        reduction="none")
-        known_term = cross_entropy + self.energy_weight * F.relu(energy - self.energy_margin_in).pow(2)
+        hinge_in = F.relu(energy - self.energy_margin_in).pow(2)
+        known_term = softmax_per_sample(logits, labels) + self.energy_weight * hinge_in
         unknown_term = self.energy_weight * F.relu(self.energy_margin_out - energy).pow(2)
-        return self._reduce(torch.where(known, known_term, unknown_term), labels, weight)
+        return self._reduce(torch.where(labels >= 0, known_term, unknown_term), labels, weight)
 
 
 @LOSSES.register("energy-regularized-ft")
@@ -102,7 +101,4 @@ class EnergyRegularizedFineTuned(EnergyRegularizedLoss):
                                 "Exposure's CIFAR/oe_tune.py with the energy term): loads ``./snapshots/pretrained``, "
                                 "``--epochs 10``, ``--learning_rate 0.001``, SGD momentum 0.9 Nesterov, "
                                 "``--decay 0.0005``, cosine (CIFAR/run.sh ``energy_ft``)",
-                         differs=FINE_TUNE_DIFFERS,
-                         glyphs=OE_MNIST_RECIPE._replace(
-                             lr=1e-3, differs=OE_MNIST_RECIPE.differs + "; the authors ran CIFAR only: this is "
-                             "Outlier Exposure's MNIST recipe, whose code theirs extends, " + OWN_LR_ON_GLYPHS))
+                         differs=FINE_TUNE_DIFFERS, glyphs=glyph_recipe_at_own_lr("CIFAR"))

@@ -3,10 +3,10 @@ Overconfidence with Logit Normalization", ICML 2022, Sec. 3.2, Eq. 5)."""
 from __future__ import annotations
 
 import torch
-import torch.nn.functional as F
 
 from ..settings import Setting
 from ._base import LOSSES, OpenSetLoss
+from .baselines import softmax_per_sample
 
 
 @LOSSES.register("logitnorm")
@@ -51,7 +51,4 @@ class LogitNormLoss(OpenSetLoss):
     def forward(self, logits: torch.Tensor, labels: torch.Tensor, sample_weight=None) -> torch.Tensor:
         logits, labels, weight = self._check_inputs(logits, labels, sample_weight)
         norm = torch.linalg.vector_norm(logits, dim=1, keepdim=True).clamp(min=torch.finfo(logits.dtype).tiny)
-        known = labels >= 0
-        nll = F.cross_entropy(logits / (self.temperature * norm),
-                              torch.where(known, labels, torch.zeros_like(labels)), reduction="none")
-        return self._reduce(torch.where(known, nll, torch.zeros_like(nll)), labels, weight)
+        return self._reduce(softmax_per_sample(logits / (self.temperature * norm), labels), labels, weight)

@@ -9,7 +9,7 @@ import torch
 
 from ..settings import Setting
 from ._base import LOSSES, FineTune, OpenSetLoss, auxiliary_outliers, from_scratch
-from .outlier_exposure import FINE_TUNE_DIFFERS, OE_MNIST_RECIPE, OWN_LR_ON_GLYPHS
+from .outlier_exposure import FINE_TUNE_DIFFERS, glyph_recipe_at_own_lr
 
 MIXES = ("mixup", "cutmix")
 
@@ -167,7 +167,4 @@ class MixOEFineTuned(MixOELoss):
                                 "scripts/ood/mixoe/cifar10_train_mixoe.sh: ``--network.pretrained True``, "
                                 "``--optimizer.lr 0.001``, ``--optimizer.num_epochs 10``",
                          differs=FINE_TUNE_DIFFERS,
-                         glyphs=OE_MNIST_RECIPE._replace(
-                             lr=1e-3, differs=OE_MNIST_RECIPE.differs + "; the authors ran fine-grained sets only: "
-                             "this is Outlier Exposure's MNIST recipe, whose code (train/train_oe.py) theirs extends, "
-                             + OWN_LR_ON_GLYPHS))
+                         glyphs=glyph_recipe_at_own_lr("fine-grained sets", oe_code="train/train_oe.py"))

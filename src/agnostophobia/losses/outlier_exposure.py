@@ -37,6 +37,16 @@ OWN_LR_ON_GLYPHS = ("at its authors' own fine-tune lr 10⁻³, not OE's MNIST lr
                     "own loss trains at either")
 
 
+def glyph_recipe_at_own_lr(authors_ran: str, oe_code: str = "") -> FineTune:
+    """The glyph recipe of a fine-tune whose authors ran no MNIST but extend Outlier Exposure's code:
+    ``OE_MNIST_RECIPE`` at their own lr 10⁻³ (``OWN_LR_ON_GLYPHS``), its ``differs`` naming
+    what they ran (``authors_ran``) and the file of OE's code theirs extends (``oe_code``; "": unnamed)."""
+    code = f" ({oe_code})" if oe_code else ""
+    return OE_MNIST_RECIPE._replace(
+        lr=1e-3, differs=f"{OE_MNIST_RECIPE.differs}; the authors ran {authors_ran} only: this is Outlier "
+                         f"Exposure's MNIST recipe, whose code{code} theirs extends, {OWN_LR_ON_GLYPHS}")
+
+
 @LOSSES.register("outlier-exposure")
 class OutlierExposureLoss(OpenSetLoss):
     r"""Outlier Exposure: cross-entropy on the knowns plus λ times the cross-entropy from the
