@@ -27,9 +27,9 @@ How the shared runs are counted (the standard library only: ``tokenize`` and ``a
 How it differs from other tools: pylint's ``symilar`` counts only identical lines (same names, same
 literals), so a copy with its names changed escapes it; here the shape is what counts. The
 ``duplicates`` command compares shapes too, but it reads files as text, so the lines of docstrings
-count there (most of its rows in ``src`` are the ``Examples`` of two docstrings, which issue 58 sets
-aside); it reads the whole tree (tests, docs, examples), lists one row per pair of files (the other
-runs as ``+N more runs``), passes lone punctuation over, and lists thin runs marked
+count there (most of its rows in ``src`` pair the ``Examples`` sections of two docstrings, which
+issue 58 sets aside); it reads the whole tree (tests, docs, examples), lists one row per pair of files
+(the other runs as ``+N more runs``), passes lone punctuation over, and lists thin runs marked
 ``boilerplate`` where here they are not counted. The stop at a docstring and the rule of one shape
 over and over are this count's own. Here each run is a pair of places, and only
 ``src/agnostophobia`` is read."""
