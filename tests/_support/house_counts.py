@@ -1,22 +1,67 @@
 """The sizes the house keeps to (issue 58), counted from the source rather than trusted from notes:
 modules over 600 lines, functions over 80 lines, functions with more than 6 parameters (without
-``self``/``cls``; ``*args``/``**kwargs`` not counted), and the places that wrap a model folder by hand
-(``ModelDir(`` outside ``rundir.py``). ``python tests/_support/house_counts.py`` prints them;
-``tests/repository/test_house.py`` holds each to its ceiling, so that a count can only go down."""
+``self``/``cls``; ``*args``/``**kwargs`` not counted), the places that wrap a model folder by hand
+(``ModelDir(`` outside ``rundir.py``), and the pairs of places sharing runs of 6 or more identical or
+same-shape lines. ``python tests/_support/house_counts.py`` prints them, each pair of places too;
+``tests/repository/test_house.py`` holds each to its ceiling, so that a count can only go down.
+
+How the shared runs are counted (the standard library only: ``tokenize`` and ``ast``):
+
+- A line is a physical line of code, numbered as an editor numbers it. Comments, import statements
+  and blank lines are not lines of code: they are passed over, so they neither count nor break a
+  run. Docstrings (and other bare string statements) are not lines of code either, but a run stops
+  at one: a docstring opens a new definition, so that the fields of two classes, each under its own
+  docstring, do not run on from the ``class`` lines above them.
+- A line's shape is its tokens with every identifier made one token, every string or number literal
+  (an f-string whole) one token, keywords and operators kept and white space dropped: ``x = f(a, 1)``
+  and ``y = g(b, 2)`` have the same shape, ``x = f(a)`` does not.
+- Each window of 6 consecutive lines of code in a file is a place. A window is thin, and not counted,
+  when most of its lines (4 of 6) carry no identifier (``)``, ``else:``, ``return``, a lone
+  literal), or when its 6 lines are one shape over and over (a list of fields ``name: str``, rows
+  of a table: alike by the grammar, not by a copy); a shape of window that stands in more than 8
+  places is too common to count (a house idiom rather than a copy).
+- Two places of one shape of window make a pair (two places in one file only when they do not
+  overlap). The windows of one pair of files that overlap or touch on both sides merge into one pair
+  of places, ``a.py:10-24 ~ b.py:40-54``, counted once.
+
+How it differs from other tools: pylint's ``symilar`` counts only identical lines (same names, same
+literals), so a copy with its names changed escapes it; here the shape is what counts. The
+``duplicates`` command compares shapes too, but it reads files as text, so the lines of docstrings
+count there (most of its rows in ``src`` pair the ``Examples`` sections of two docstrings, which
+issue 58 sets aside); it reads the whole tree (tests, docs, examples), lists one row per pair of files
+(the other runs as ``+N more runs``), passes lone punctuation over, and lists thin runs marked
+``boilerplate`` where here they are not counted. The stop at a docstring and the rule of one shape
+over and over are this count's own. Here each run is a pair of places, and only
+``src/agnostophobia`` is read."""
 from __future__ import annotations
 
 import ast
+import bisect
+import io
+import itertools
+import keyword
 import sys
+import tokenize
+from collections import defaultdict
 from pathlib import Path
-from typing import Dict, List, NamedTuple
+from typing import Dict, List, NamedTuple, Set, Tuple
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "agnostophobia"
 MODULE_LINES, FUNCTION_LINES, PARAMETERS = 600, 80, 6
+RUN_LINES, TOO_COMMON = 6, 8  # a window of 6 lines; in more than 8 places it is an idiom, not a copy
+SHARED_RUNS = "pairs of places sharing runs of 6+ same-shape lines"
+_FSTRING_START, _FSTRING_END = getattr(tokenize, "FSTRING_START", -1), getattr(tokenize, "FSTRING_END", -1)
 
 
 class Finding(NamedTuple):
-    where: str  # path:line (function) or path (module)
-    size: int
+    where: str  # path:line (function), path (module) or path:a-b ~ path:c-d (a pair of places)
+    size: int  # lines (module, function), parameters, or the run's lines of code on its first side
+
+
+class CodeLine(NamedTuple):
+    number: int  # as an editor numbers it
+    shape: Tuple[str, ...]
+    part: int  # how many docstrings stand above it: a run stays within one part
 
 
 def _functions(tree: ast.AST):
@@ -29,16 +74,111 @@ def _parameters(function) -> int:
     return len([n for n in names if n not in ("self", "cls")])
 
 
+def _lines_of(nodes) -> Set[int]:
+    return {line for node in nodes for line in range(node.lineno, node.end_lineno + 1)}
+
+
+def _docstrings(tree: ast.AST) -> List[ast.AST]:
+    """Every bare string statement: the docstrings, and strings that stand as comments."""
+    return [node for node in ast.walk(tree) if isinstance(node, ast.Expr)
+            and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)]
+
+
+def _token_shape(token: tokenize.TokenInfo) -> str:
+    """One token of a shape: identifiers and literals lose their spelling, keywords and operators keep it."""
+    if token.type == tokenize.NAME:
+        return token.string if keyword.iskeyword(token.string) else "name"
+    if token.type in (tokenize.STRING, _FSTRING_START):
+        return "string"
+    if token.type == tokenize.NUMBER:
+        return "number"
+    return token.string if token.type == tokenize.OP else ""
+
+
+def code_lines(text: str) -> List[CodeLine]:
+    """The lines of code of a module with their shapes (the rules are in the module's docstring)."""
+    tree = ast.parse(text)
+    docstrings = sorted(node.lineno for node in _docstrings(tree))
+    skipped = _lines_of(_docstrings(tree)) | _lines_of(
+        node for node in ast.walk(tree) if isinstance(node, (ast.Import, ast.ImportFrom)))
+    shapes: Dict[int, List[str]] = defaultdict(list)
+    inside_fstring = 0  # Python 3.12 splits an f-string into tokens; it stays one literal here
+    for token in tokenize.generate_tokens(io.StringIO(text).readline):
+        shape = "" if inside_fstring else _token_shape(token)
+        inside_fstring += (token.type == _FSTRING_START) - (token.type == _FSTRING_END)
+        if shape and token.start[0] not in skipped:
+            shapes[token.start[0]].append(shape)
+    return [CodeLine(number, tuple(shapes[number]), part=bisect.bisect(docstrings, number))
+            for number in sorted(shapes)]
+
+
+def _thin(window: List[CodeLine]) -> bool:
+    """Most lines without an identifier, or one shape of line over and over: nothing there to copy."""
+    nameless = sum("name" not in line.shape for line in window)
+    return nameless > len(window) // 2 or len({line.shape for line in window}) == 1
+
+
+def _windows(files: Dict[str, List[CodeLine]]) -> Dict[tuple, List[Tuple[str, int]]]:
+    """Each shape of window that is not thin -> its places (file, index of its first line of code)."""
+    places: Dict[tuple, List[Tuple[str, int]]] = defaultdict(list)
+    for name, lines in files.items():
+        for first in range(len(lines) - RUN_LINES + 1):
+            window = lines[first:first + RUN_LINES]
+            if window[0].part == window[-1].part and not _thin(window):
+                places[tuple(line.shape for line in window)].append((name, first))
+    return places
+
+
+def _touch(one: Tuple[int, int], other: Tuple[int, int]) -> bool:
+    """Two matched windows (first lines on each side) overlap or touch on both sides."""
+    return abs(one[0] - other[0]) <= RUN_LINES and abs(one[1] - other[1]) <= RUN_LINES
+
+
+def _merged(matches: List[Tuple[int, int]]) -> List[List[Tuple[int, int]]]:
+    """The matched windows of one pair of files, grouped into runs of windows that overlap or touch."""
+    runs: List[List[Tuple[int, int]]] = []
+    for match in sorted(matches):
+        touching = [run for run in runs if any(_touch(match, window) for window in run)]
+        runs = [run for run in runs if run not in touching] + [sum(touching, [match])]
+    return runs
+
+
+def _place(name: str, lines: List[CodeLine], firsts: List[int]) -> str:
+    return f"{name}:{lines[min(firsts)].number}-{lines[max(firsts) + RUN_LINES - 1].number}"
+
+
+def shared_runs(files: Dict[str, List[CodeLine]]) -> List[Finding]:
+    """Each pair of places sharing a run of 6 or more same-shape lines, with the run's lines of code."""
+    matches: Dict[Tuple[str, str], List[Tuple[int, int]]] = defaultdict(list)
+    for places in _windows(files).values():
+        if len(places) > TOO_COMMON:
+            continue
+        for (name, first), (other, other_first) in itertools.combinations(sorted(places), 2):
+            if name != other or other_first - first >= RUN_LINES:
+                matches[name, other].append((first, other_first))
+    found = []
+    for (name, other), pair_matches in sorted(matches.items()):
+        for run in sorted(_merged(pair_matches)):
+            firsts, other_firsts = [w[0] for w in run], [w[1] for w in run]
+            found.append(Finding(f"{_place(name, files[name], firsts)} ~ "
+                                 f"{_place(other, files[other], other_firsts)}",
+                                 max(firsts) - min(firsts) + RUN_LINES))
+    return found
+
+
 def counts(root: Path = SRC) -> Dict[str, List[Finding]]:
     found: Dict[str, List[Finding]] = {"modules over 600 lines": [], "functions over 80 lines": [],
                                        "functions over 6 parameters": [], "ModelDir( outside rundir.py": []}
+    files: Dict[str, List[CodeLine]] = {}
     for path in sorted(root.rglob("*.py")):
         text = path.read_text(encoding="utf-8")
         name = path.relative_to(root.parent).as_posix()
+        tree = ast.parse(text)
+        files[name] = code_lines(text)
         lines = text.count("\n")
         if lines > MODULE_LINES:
             found["modules over 600 lines"].append(Finding(name, lines))
-        for function in _functions(ast.parse(text)):
+        for function in _functions(tree):
             length = function.end_lineno - function.lineno + 1
             if length > FUNCTION_LINES:
                 found["functions over 80 lines"].append(Finding(f"{name}:{function.lineno} {function.name}", length))
@@ -46,9 +186,10 @@ def counts(root: Path = SRC) -> Dict[str, List[Finding]]:
                 found["functions over 6 parameters"].append(
                     Finding(f"{name}:{function.lineno} {function.name}", _parameters(function)))
         if path.name != "rundir.py":
-            wraps = [n for n in ast.walk(ast.parse(text)) if isinstance(n, ast.Call)
+            wraps = [n for n in ast.walk(tree) if isinstance(n, ast.Call)
                      and isinstance(n.func, ast.Name) and n.func.id == "ModelDir"]
             found["ModelDir( outside rundir.py"] += [Finding(f"{name}:{n.lineno}", 1) for n in wraps]
+    found[SHARED_RUNS] = shared_runs(files)
     return found
 
 

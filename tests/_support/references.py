@@ -11,6 +11,8 @@ import importlib
 import math
 from typing import Callable, Dict, NamedTuple
 
+import numpy as np
+
 #: loss name -> its reference; detector name -> its reference (filled by the test modules as they are imported)
 LOSS_REFERENCES: Dict[str, "Reference"] = {}
 DETECTOR_REFERENCES: Dict[str, "Reference"] = {}
@@ -74,6 +76,17 @@ def log_softmax_row(z):
     """log S_c = z_c - log sum_j exp(z_j), one row, written out (max subtracted, as any careful hand would)."""
     top = max(z.tolist())
     return z - (top + math.log(sum(math.exp(v - top) for v in z.tolist())))
+
+
+def softmax_row(z):
+    """S_c = exp(z_c) / sum_j exp(z_j), one row as a list of floats (max subtracted)."""
+    e = [math.exp(v - max(z)) for v in z]
+    return [v / sum(e) for v in e]
+
+
+def per_row(logits, score):
+    """A detector's reference scores: ``score`` of each row of ``logits`` (as a list), in float64."""
+    return np.array([score(list(row)) for row in logits], dtype=np.float64)
 
 
 def uniform_cross_entropy(z, num_classes: int):

@@ -4,6 +4,7 @@ unknowns), two epochs of a few dozen images, one process per command as a user r
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -46,6 +47,39 @@ def run_main(args, capsys):
         code = exc.code
     out, err = capsys.readouterr()
     return code, out, err.strip().splitlines()
+
+
+def one_error_line(capsys) -> str:
+    """What a refused command wrote: one line on stderr, ``agnostophobia: error: ...``, and no
+    traceback on stderr or stdout; that line."""
+    captured = capsys.readouterr()
+    lines = captured.err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("agnostophobia: error: "), captured.err
+    assert "Traceback" not in captured.err + captured.out
+    return lines[0]
+
+
+def refused_config_line(text: str, tmp: Path, capsys) -> str:
+    """``train`` on a config file ``bad.yaml`` holding ``text``: refused (exit code 1) in one line
+    without a traceback, before anything is written; that line."""
+    config, out = tmp / "bad.yaml", tmp / "run"
+    config.write_text(text)
+    code, _, err = run_main(["train", config, "--out", out, "--no-progress"], capsys)
+    assert code == 1 and len(err) == 1 and "Traceback" not in err[0] and not out.exists(), err
+    return err[0]
+
+def command_area(area: Path, run: Path, data_dir: Path) -> Path:
+    """``area`` holding a copy of ``run`` as ``base`` and what commands on it read: 8 MNIST test digits
+    as an unknown set (``extra.npz``) and the first of them as an image (``digit.png``)."""
+    import numpy as np
+    from PIL import Image
+
+    shutil.copytree(run, area / "base")
+    digits = np.load(data_dir / "mnist" / "mnist.npz")["x_test"][:8]
+    np.savez(area / "extra.npz", x=digits)
+    Image.fromarray(digits[0]).save(area / "digit.png")
+    return area
+
 
 def reproduce_args(config, out, data_dir):
     return ["reproduce", config, "--budget", "smoke", "--out", out, "--no-progress", "--data-dir", data_dir]

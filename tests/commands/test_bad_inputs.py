@@ -10,7 +10,7 @@ import zipfile
 
 import numpy as np
 import pytest
-from runs import snapshot, unwritable_folder, write_config
+from runs import one_error_line, refused_config_line, run_main, snapshot, unwritable_folder, write_config
 
 from agnostophobia.cli import main
 
@@ -174,12 +174,8 @@ CASES = [
 def test_bad_input_gives_one_line_and_changes_nothing(case_id, argv, names, code, tiny_run, tmp_path,
                                                       real_data_dir, capsys):
     before = snapshot(tiny_run)
-    args = [str(a) for a in argv(tiny_run, tmp_path, real_data_dir)]
-    try:
-        result = main(args)
-    except SystemExit as exc:  # argparse exits by itself
-        result = exc.code
-    err = capsys.readouterr().err.strip().splitlines()
+    args = argv(tiny_run, tmp_path, real_data_dir)
+    result, _, err = run_main(args, capsys)
     assert result == code, (args, err)
     assert len(err) == 1, err
     assert names in err[0] and "Traceback" not in err[0], err
@@ -195,13 +191,6 @@ def test_the_table_is_large_and_one_case_runs_as_a_user_would(tiny_run):
     assert "--help" in result.stderr and "Traceback" not in result.stderr
 
 
-
-def _one_line(capsys) -> str:
-    err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "Traceback" not in err[0], err
-    return err[0]
-
-
 @pytest.mark.parametrize("out", ["no-run", "."])
 def test_resume_without_a_run_starts_nothing(out, tmp_path, capsys):
     """``train --resume`` into a folder that holds no run stops before anything is written
@@ -211,7 +200,7 @@ def test_resume_without_a_run_starts_nothing(out, tmp_path, capsys):
     before = sorted(tmp_path.rglob("*"))
     assert main(["train", str(config), "--budget", "smoke", "--out", str(out), "--resume", "--no-progress",
                  "--data-dir", str(tmp_path / "data")]) == 1
-    assert _one_line(capsys) == (f"agnostophobia: error: --resume: --out {out} holds no run to continue "
+    assert one_error_line(capsys) == (f"agnostophobia: error: --resume: --out {out} holds no run to continue "
                                  f"(no config.yaml, no checkpoint); leave out --resume to start one there")
     assert sorted(tmp_path.rglob("*")) == before
 
@@ -223,13 +212,13 @@ def test_train_without_its_data_writes_nothing(tmp_path, capsys):
     out, data = tmp_path / "run", tmp_path / "empty-data"
     data.mkdir()
     assert main(["train", str(config), "--out", str(out), "--no-progress", "--data-dir", str(data)]) == 1
-    assert "not found in" in _one_line(capsys) and not out.exists()
+    assert "not found in" in one_error_line(capsys) and not out.exists()
 
 
 def test_the_data_directory_from_the_environment_that_is_a_file_is_named(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("AGNOSTOPHOBIA_DATA", str(yaml_file(tmp_path, "x: 1\n")))
     assert main(["data", "check"]) == 1
-    assert _one_line(capsys) == f"agnostophobia: error: $AGNOSTOPHOBIA_DATA {tmp_path / 'bad.yaml'} is not a folder"
+    assert one_error_line(capsys) == f"agnostophobia: error: $AGNOSTOPHOBIA_DATA {tmp_path / 'bad.yaml'} is not a folder"
 
 
 def test_an_os_error_names_the_users_file_never_a_temporary_one(tiny_run, tmp_path, capsys):
@@ -238,7 +227,7 @@ def test_an_os_error_names_the_users_file_never_a_temporary_one(tiny_run, tmp_pa
     images = npz(tmp_path, "digits.npz", x=np.zeros((3, 28, 28), np.uint8))
     target = unwritable_folder(tmp_path) / "predictions.csv"
     assert main(["predict", str(run), str(images), "--fpr", "0.1", "--out", str(target)]) == 1
-    line = _one_line(capsys)
+    line = one_error_line(capsys)
     assert line.endswith(f"Permission denied: '{target}'") and ".tmp" not in line, line
 
 
@@ -324,11 +313,8 @@ NESTED_CONFIG_CASES = [
 
 @pytest.mark.parametrize("text, names", [c[1:] for c in NESTED_CONFIG_CASES], ids=[c[0] for c in NESTED_CONFIG_CASES])
 def test_a_nested_config_value_is_refused_by_key_path_before_training(text, names, tmp_path, capsys):
-    out = tmp_path / "run"
-    code = main(["train", str(yaml_file(tmp_path, text)), "--out", str(out), "--no-progress"])
-    err = capsys.readouterr().err.strip().splitlines()
-    assert code == 1 and len(err) == 1 and names in err[0] and "Traceback" not in err[0], err
-    assert not out.exists()  # nothing trained, nothing written
+    line = refused_config_line(text, tmp_path, capsys)
+    assert names in line, line
 
 
 # ------------------------------------------------------------------ run records (issue 22, item 3)

@@ -9,23 +9,18 @@ import json
 import shutil
 from pathlib import Path
 
-import numpy as np
 import pytest
-from PIL import Image
 from reliability_table import proves
-from runs import run_cli, run_main
+from runs import command_area, run_cli, run_main
 
 from agnostophobia.cli import main
 
 
 @pytest.fixture(scope="module")
 def area(tiny_run, real_data_dir, tmp_path_factory):
-    area = tmp_path_factory.mktemp("last-good")
-    shutil.copytree(tiny_run, area / "base")
-    digits = np.load(real_data_dir / "mnist" / "mnist.npz")["x_test"][:8]
-    np.savez(area / "extra.npz", x=digits)
-    np.savez(area / f"{'u' * 240}.npz", x=digits)  # a set name no file system takes whole in a figure's name
-    Image.fromarray(digits[0]).save(area / "digit.png")
+    area = command_area(tmp_path_factory.mktemp("last-good"), tiny_run, real_data_dir)
+    # the same set under a name no file system takes whole in a figure's name
+    shutil.copy(area / "extra.npz", area / f"{'u' * 240}.npz")
     return area
 
 

@@ -11,11 +11,9 @@ import os
 import shutil
 from pathlib import Path
 
-import numpy as np
 import pytest
-from PIL import Image
 from reliability_table import proves
-from runs import run_main, snapshot, write_config
+from runs import command_area, run_main, snapshot, write_config
 
 from agnostophobia.rundir import RunDir
 
@@ -23,11 +21,7 @@ from agnostophobia.rundir import RunDir
 @pytest.fixture(scope="module")
 def area(calibrated, real_data_dir, tmp_path_factory):
     """A calibrated copy of the tiny run, an unknown set, an image and the tiny config."""
-    area = tmp_path_factory.mktemp("links")
-    shutil.copytree(calibrated, area / "base")
-    digits = np.load(real_data_dir / "mnist" / "mnist.npz")["x_test"][:8]
-    np.savez(area / "extra.npz", x=digits)
-    Image.fromarray(digits[0]).save(area / "digit.png")
+    area = command_area(tmp_path_factory.mktemp("links"), calibrated, real_data_dir)
     write_config(area / "one-epoch.yaml", epochs=1, approaches=["softmax"],
                  protocol_limits={"max_known_train": 32, "max_unknown_train": 8, "max_val": 16, "max_test_per_set": 16})
     return area

@@ -14,6 +14,7 @@ import sys
 import pytest
 
 from agnostophobia.plugins import GROUP
+from fresh_pytest import assert_reported
 from repo_paths import REPO
 
 LOSS = '''
@@ -128,22 +129,18 @@ def run_contracts(site, tests, contracts=CONTRACTS):
 @pytest.mark.slow  # 30 s: a fresh pytest collects the detector contracts; CI runs it with the slow tests
 def test_a_new_loss_and_detector_pass_the_contract_tests_with_their_own_test_files_alone(tmp_path):
     result = run_contracts(*write_package(tmp_path))
-    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
-    passed = [line for line in result.stdout.splitlines() if line.startswith("PASSED ")]
     # both were checked: the loss in every reduction, the detector against its reference and in torch
-    for test in ("test_loss_references.py::test_every_loss_matches_its_reference[demo-tempered-",
-                 "test_loss_references.py::test_a_batch_of_one_kind_gets_the_other_term_alone_never_nan[demo-tempered-",
-                 "test_detector_references.py::test_every_detector_matches_its_reference[demo-margin]",
-                 "test_detectors.py::test_every_detector_writes_its_score_in_torch_or_says_why_not[demo-margin-default]",
-                 "test_demo_tempered.py::test_the_temperature_is_tunable"):
-        assert any(test in line for line in passed), (test, passed)
+    assert_reported(result, 0, "PASSED", (
+        "test_loss_references.py::test_every_loss_matches_its_reference[demo-tempered-",
+        "test_loss_references.py::test_a_batch_of_one_kind_gets_the_other_term_alone_never_nan[demo-tempered-",
+        "test_detector_references.py::test_every_detector_matches_its_reference[demo-margin]",
+        "test_detectors.py::test_every_detector_writes_its_score_in_torch_or_says_why_not[demo-margin-default]",
+        "test_demo_tempered.py::test_the_temperature_is_tunable"))
 
 
 @pytest.mark.slow  # 23 s: a fresh pytest, as above
 def test_a_wrong_reference_fails_the_contract_tests(tmp_path):
     """The check can fail: a known sample's loss term, and the detector's score, off by 1e-6 are caught."""
     result = run_contracts(*write_package(tmp_path, wrong="1e-6"), contracts=CONTRACTS[:2])
-    assert result.returncode == 1, result.stdout[-4000:] + result.stderr[-2000:]
-    failed = [line for line in result.stdout.splitlines() if line.startswith("FAILED ")]
-    assert any("test_every_loss_matches_its_reference[demo-tempered-" in line for line in failed), failed
-    assert any("test_every_detector_matches_its_reference[demo-margin]" in line for line in failed), failed
+    assert_reported(result, 1, "FAILED", ("test_every_loss_matches_its_reference[demo-tempered-",
+                                          "test_every_detector_matches_its_reference[demo-margin]"))

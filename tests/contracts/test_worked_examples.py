@@ -18,6 +18,7 @@ from typing import Dict, List, NamedTuple
 
 import pytest
 
+from fresh_pytest import assert_reported
 from repo_paths import REPO
 
 PAGE = REPO / "docs/architecture.md"
@@ -136,19 +137,17 @@ def test_the_examples_pass_the_default_selection_with_no_other_edit(tmp_path):
     assert changed_files(tree) == sorted(b.path for files in blocks(PAGE.read_text(encoding="utf-8")).values()
                                          for b in files)
     result = run_tests(tree)
-    assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-2000:]
-    passed = [line for line in result.stdout.splitlines() if line.startswith("PASSED ")]
     # both were checked: against their references, in torch at a grid point, their grids, their echoes
-    for test in ("tests/detectors/test_margin.py::test_the_score_on_a_batch_worked_by_hand",
-                 "tests/losses/test_squared.py::test_the_loss_on_a_batch_worked_by_hand",
-                 "test_detector_references.py::test_every_detector_matches_its_reference[margin]",
-                 "test_loss_references.py::test_every_loss_matches_its_reference[squared-",
-                 "test_detectors.py::test_every_detector_writes_its_score_in_torch_or_says_why_not[margin-margin=0.0-",
-                 "test_detectors.py::test_every_tuned_setting_moves_the_scores[margin]",
-                 "test_peers.py::test_each_peer_declares_its_papers_detector_and_tunable_settings[squared]",
-                 "test_default_sources.py::test_every_default_of_every_loss_says_where_it_comes_from[squared]",
-                 "test_setting_echoes.py::test_no_setting_name_is_spelled_outside_the_module_that_declares_it"):
-        assert any(test in line for line in passed), (test, passed[:20])
+    assert_reported(result, 0, "PASSED", (
+        "tests/detectors/test_margin.py::test_the_score_on_a_batch_worked_by_hand",
+        "tests/losses/test_squared.py::test_the_loss_on_a_batch_worked_by_hand",
+        "test_detector_references.py::test_every_detector_matches_its_reference[margin]",
+        "test_loss_references.py::test_every_loss_matches_its_reference[squared-",
+        "test_detectors.py::test_every_detector_writes_its_score_in_torch_or_says_why_not[margin-margin=0.0-",
+        "test_detectors.py::test_every_tuned_setting_moves_the_scores[margin]",
+        "test_peers.py::test_each_peer_declares_its_papers_detector_and_tunable_settings[squared]",
+        "test_default_sources.py::test_every_default_of_every_loss_says_where_it_comes_from[squared]",
+        "test_setting_echoes.py::test_no_setting_name_is_spelled_outside_the_module_that_declares_it"))
 
 
 @pytest.mark.slow  # 1 min: a fresh pytest of the contract tests over a copy, as above
@@ -160,8 +159,6 @@ def test_an_example_that_breaks_a_contract_fails_there(tmp_path):
 
     tree = with_examples(tmp_path, broken)
     result = run_tests(tree, ["tests/contracts/test_loss_references.py", "tests/detectors/test_detectors.py"])
-    assert result.returncode == 1, result.stdout[-4000:] + result.stderr[-2000:]
-    failed = [line for line in result.stdout.splitlines() if line.startswith("FAILED ")]
-    assert any("test_every_loss_matches_its_reference[squared-" in line for line in failed), failed
-    assert any("test_every_detector_writes_its_score_in_torch_or_says_why_not[margin-default]" in line
-               for line in failed), failed
+    assert_reported(result, 1, "FAILED", (
+        "test_every_loss_matches_its_reference[squared-",
+        "test_every_detector_writes_its_score_in_torch_or_says_why_not[margin-default]"))

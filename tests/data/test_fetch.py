@@ -22,6 +22,7 @@ from agnostophobia.data.fetch import FetchedFile, LoginRequired, fetch_missing, 
 from agnostophobia.experiments.report import write_report
 from agnostophobia.errors import DataError
 from repo_paths import REPO
+from runs import one_error_line
 
 
 class Server:
@@ -297,14 +298,6 @@ def test_read_only_data_dir_is_refused_even_for_root(server, tmp_path):
 
 
 # ------------------------------------------------- a first run fetches its own data
-def _one_error_line(capsys) -> str:
-    captured = capsys.readouterr()
-    err = captured.err.strip().splitlines()
-    assert len(err) == 1 and err[0].startswith("agnostophobia: error: "), captured.err
-    assert "Traceback" not in captured.err + captured.out
-    return err[0]
-
-
 def _publish(monkeypatch, name, files):
     """Give a registered dataset the checksums of the synthetic files the server serves."""
     info = DATASETS.get(name)
@@ -405,7 +398,7 @@ def test_report_lists_the_files_fetched_for_the_run(tmp_path):
 
 def test_reproduce_without_allow_unverified_stops_once_before_downloading(lenet_server, tmp_path, capsys):
     assert _reproduce(tmp_path) == 1
-    line = _one_error_line(capsys)
+    line = one_error_line(capsys)
     assert "devanagari-character-dataset.zip (nhcd), notMNIST_small.tar.gz (notmnist) have no published checksum" in line
     assert "--allow-unverified" in line and "nothing was downloaded" in line
     assert lenet_server.requests == []
@@ -414,7 +407,7 @@ def test_reproduce_without_allow_unverified_stops_once_before_downloading(lenet_
 
 def test_reproduce_no_fetch_stops_and_explains_as_before(lenet_server, tmp_path, capsys):
     assert _reproduce(tmp_path, "--no-fetch", "--allow-unverified") == 1
-    assert _one_error_line(capsys) == (
+    assert one_error_line(capsys) == (
         f"agnostophobia: error: mnist, letters, devanagari, notmnist and cifar10 not found in {tmp_path / 'data'}; "
         f"get them with `agnostophobia data fetch mnist letters nhcd notmnist cifar10`")
     assert lenet_server.requests == [] and not (tmp_path / "run").exists()
@@ -427,7 +420,7 @@ def test_reproduce_with_unreachable_network_stops_with_the_usual_line(tmp_path, 
             monkeypatch.setenv("AGNOSTOPHOBIA_MIRROR", mirror)
         assert main(["reproduce", "cifar", "--protocol", "cifar10-split", "--budget", "smoke", "--no-progress",
                      "--data-dir", str(tmp_path / "data"), "--out", str(tmp_path / "run")]) == 1
-        line = _one_error_line(capsys)
+        line = one_error_line(capsys)
         assert line.startswith(f"agnostophobia: error: cifar10, mnist and notmnist not found in {tmp_path / 'data'}; "
                                f"get them with `agnostophobia data fetch cifar10 mnist notmnist`; ")
         # notMNIST (a far unknown set) has no published checksum: nothing is downloaded unverified
@@ -457,7 +450,7 @@ def test_read_only_data_dir_is_never_fetched_into(lenet_server, tmp_path, capsys
     ro.chmod(0o555)
     try:
         assert _reproduce(tmp_path, "--allow-unverified") == 1
-        line = _one_error_line(capsys)
+        line = one_error_line(capsys)
         assert f"not found in {ro}; get them with `agnostophobia data fetch" in line
         assert line.endswith(f"nothing downloaded: {ro} is read-only")
         assert list(ro.iterdir()) == [] and lenet_server.requests == []

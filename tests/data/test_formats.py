@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import gzip
 import pickle
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -78,13 +79,24 @@ def test_cifar10_jpeg_train_decoded_lazily_and_cached(synth, monkeypatch, tmp_pa
 
 
 # -------------------------------------------------------------- official formats
-@pytest.mark.parametrize("gz", [True, False])
-def test_mnist_idx(synth, gz):
-    ref = synth.mnist_idx(gz=gz)
+#: case -> (dataset, how its official files are written, the format it loads as); both splits each
+TWO_SPLIT_FORMATS = {
+    "mnist-idx-gz": ("mnist", lambda synth: synth.mnist_idx(gz=True), "idx"),
+    "mnist-idx": ("mnist", lambda synth: synth.mnist_idx(gz=False), "idx"),
+    "cifar10-python-tar": ("cifar10", lambda synth: synth.cifar10_python(as_tar=True), "cifar-python"),
+    "cifar10-python": ("cifar10", lambda synth: synth.cifar10_python(as_tar=False), "cifar-python"),
+}
+
+
+@pytest.mark.parametrize("case", TWO_SPLIT_FORMATS)
+def test_official_format_loads_both_splits_as_written(synth, case):
+    name, write, format_name = TWO_SPLIT_FORMATS[case]
+    ref = write(synth)
     for split in ("train", "test"):
-        ds = load_dataset("mnist", split, synth.root)
-        assert ds.format == "idx"
-        assert np.array_equal(ds.images, ref[split][0]) and np.array_equal(ds.labels, ref[split][1])
+        ds = load_dataset(name, split, synth.root)
+        assert ds.format == format_name
+        assert np.array_equal(ds.images, ref[split][0]), "CIFAR: RGB planes must map to (H, W, 3) without transpose"
+        assert np.array_equal(ds.labels, ref[split][1])
 
 
 def test_npz_preferred_over_idx(synth):
@@ -100,16 +112,6 @@ def test_emnist_zip_read_in_place_and_transposed_upright(synth):
     assert ds.format == "idx-zip"
     assert np.array_equal(ds.images, ref["train"][0])  # upright again
     assert np.array_equal(ds.labels, ref["train"][1] - 1)
-
-
-@pytest.mark.parametrize("as_tar", [True, False])
-def test_cifar10_python_batches(synth, as_tar):
-    ref = synth.cifar10_python(as_tar=as_tar)
-    for split in ("train", "test"):
-        ds = load_dataset("cifar10", split, synth.root)
-        assert ds.format == "cifar-python"
-        assert np.array_equal(ds.images, ref[split][0]), "RGB planes must map to (H, W, 3) without transpose"
-        assert np.array_equal(ds.labels, ref[split][1])
 
 
 @pytest.mark.parametrize("as_tar", [True, False])
@@ -244,43 +246,36 @@ def test_not_a_zip_npz(synth):
         load_dataset("notmnist", "test", synth.root)
 
 
-def test_truncated_idx(synth):
-    synth.mnist_idx(gz=False)
-    path = synth.root / "mnist" / "t10k-images-idx3-ubyte"
-    path.write_bytes(path.read_bytes()[:-100])
-    with pytest.raises(DataError, match="truncated"):
-        load_dataset("mnist", "test", synth.root)
+def _cut(keep: slice):
+    return lambda path: path.write_bytes(path.read_bytes()[keep])
 
 
-def test_truncated_idx_gz(synth):
-    synth.mnist_idx(gz=True)
-    path = synth.root / "mnist" / "train-labels-idx1-ubyte.gz"
-    path.write_bytes(path.read_bytes()[:20])
-    with pytest.raises(DataError, match="train-labels-idx1-ubyte.gz"):
-        load_dataset("mnist", "train", synth.root)
+#: case -> (how the dataset's files are written, the file then broken (under the data folder, in the
+#: dataset's own folder), how, the split loaded, what the one line says)
+BROKEN_FILES = {
+    "idx-truncated": (lambda synth: synth.mnist_idx(gz=False), "mnist/t10k-images-idx3-ubyte", _cut(slice(-100)),
+                      "test", "truncated"),
+    "idx-gz-truncated": (lambda synth: synth.mnist_idx(gz=True), "mnist/train-labels-idx1-ubyte.gz",
+                         _cut(slice(20)), "train", "train-labels-idx1-ubyte.gz"),
+    "idx-bad-magic": (lambda synth: synth.mnist_idx(gz=False), "mnist/t10k-labels-idx1-ubyte",
+                      lambda path: path.write_bytes(b"\x01\x02\x03\x04" + bytes(20)), "test", "bad magic"),
+    "idx-file-missing": (lambda synth: synth.mnist_idx(gz=True), "mnist/t10k-labels-idx1-ubyte.gz", Path.unlink,
+                         "test", "t10k-labels-idx1-ubyte"),
+    "cifar-tar-truncated": (lambda synth: synth.cifar10_python(as_tar=True), "cifar10/cifar-10-python.tar.gz",
+                            _cut(slice(3000)), "train", "cifar-10-python.tar.gz"),
+    "svhn-mat-truncated": (lambda synth: synth.svhn_mat(), "svhn/test_32x32.mat", _cut(slice(500)),
+                           "test", "test_32x32.mat"),
+}
 
 
-def test_bad_idx_magic(synth):
-    synth.mnist_idx(gz=False)
-    (synth.root / "mnist" / "t10k-labels-idx1-ubyte").write_bytes(b"\x01\x02\x03\x04" + bytes(20))
-    with pytest.raises(DataError, match="bad magic"):
-        load_dataset("mnist", "test", synth.root)
-
-
-def test_missing_one_idx_file(synth):
-    synth.mnist_idx(gz=True)
-    (synth.root / "mnist" / "t10k-labels-idx1-ubyte.gz").unlink()
-    with pytest.raises(DataError, match="t10k-labels-idx1-ubyte"):
-        load_dataset("mnist", "test", synth.root)
-
-
-def test_truncated_cifar_tar(synth):
-    synth.cifar10_python(as_tar=True)
-    path = synth.root / "cifar10" / "cifar-10-python.tar.gz"
-    path.write_bytes(path.read_bytes()[:3000])
+@pytest.mark.parametrize("case", BROKEN_FILES)
+def test_a_broken_file_is_one_line_naming_what_is_wrong(synth, case):
+    write, file, damage, split, says = BROKEN_FILES[case]
+    write(synth)
+    damage(synth.root / file)
     with pytest.raises(DataError) as err:
-        load_dataset("cifar10", "train", synth.root)
-    assert "cifar-10-python.tar.gz" in one_line(err)
+        load_dataset(file.split("/")[0], split, synth.root)
+    assert says in one_line(err)
 
 
 def test_bad_zip(synth):
@@ -300,15 +295,6 @@ def test_malicious_pickle_is_refused(synth):
     (d / "test_batch").write_bytes(pickle.dumps({"data": Evil(), "labels": []}))
     with pytest.raises(DataError, match="refusing to load builtins.print"):
         load_dataset("cifar10", "test", synth.root)
-
-
-def test_svhn_truncated_mat(synth):
-    synth.svhn_mat()
-    path = synth.root / "svhn" / "test_32x32.mat"
-    path.write_bytes(path.read_bytes()[:500])
-    with pytest.raises(DataError) as err:
-        load_dataset("svhn", "test", synth.root)
-    assert "test_32x32.mat" in one_line(err)
 
 
 def test_svhn_label_out_of_range(synth):

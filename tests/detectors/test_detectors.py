@@ -50,11 +50,9 @@ def network_outputs(seed: int, n: int, unknown: bool = False):
 
 
 TRAIN_LOGITS, TRAIN_FEATURES, TRAIN_LABELS = network_outputs(0, 200)
-KNOWN_LOGITS, KNOWN_FEATURES, KNOWN_LABELS = network_outputs(1, 120)
-UNKNOWN_LOGITS, UNKNOWN_FEATURES, UNKNOWN_LABELS = network_outputs(2, 80, unknown=True)
-TEST_LOGITS = np.concatenate([KNOWN_LOGITS, UNKNOWN_LOGITS])
-TEST_FEATURES = np.concatenate([KNOWN_FEATURES, UNKNOWN_FEATURES])
-TEST_LABELS = np.concatenate([KNOWN_LABELS, UNKNOWN_LABELS])
+KNOWN_LOGITS, KNOWN_FEATURES, KNOWN_LABELS = KNOWN = network_outputs(1, 120)
+# the test set: the knowns, then 80 unknowns (logits, features and labels each concatenated)
+TEST_LOGITS, TEST_FEATURES, TEST_LABELS = map(np.concatenate, zip(KNOWN, network_outputs(2, 80, unknown=True)))
 
 
 def columns(detector, logits):

@@ -10,7 +10,7 @@ import scipy.special
 import scipy.stats
 
 from agnostophobia.detectors import generalized_entropy, log_generalized_entropy, softmax_entropy
-from references import detector_reference
+from references import detector_reference, per_row, softmax_row
 
 RNG = np.random.default_rng(0)
 LOGITS = 4 * RNG.standard_normal((30, 6))
@@ -41,23 +41,14 @@ def test_gen_called_directly_refuses_a_top_or_gamma_out_of_range_naming_it(top, 
 # --------------------------------------------------------------------------- float64 references
 # The entropy family's score of the predicted class, written out from its paper one sample at a
 # time, checked with every registered detector's by tests/contracts/test_detector_references.py.
-def _softmax_row(z):
-    e = [math.exp(v - max(z)) for v in z]
-    return [v / sum(e) for v in e]
-
-
-def _per_row(logits, score):
-    return np.array([score(list(row)) for row in logits], dtype=np.float64)
-
-
 @detector_reference("entropy")
 def negative_entropy_reference(detector, logits, features, train):
     """-H(S) = sum_c S_c ln S_c in nats."""
-    return _per_row(logits, lambda z: sum(p * math.log(p) for p in _softmax_row(z)))
+    return per_row(logits, lambda z: sum(p * math.log(p) for p in softmax_row(z)))
 
 
 @detector_reference("gen", gamma=0.5, top=3)
 def generalized_entropy_reference(detector, logits, features, train):
     """-sum over the top M probabilities of S^gamma (1 - S)^gamma (GEN, Liu et al. 2023)."""
     g, m = detector.gamma, detector.top
-    return _per_row(logits, lambda z: -sum(p ** g * (1 - p) ** g for p in sorted(_softmax_row(z))[-m:]))
+    return per_row(logits, lambda z: -sum(p ** g * (1 - p) ** g for p in sorted(softmax_row(z))[-m:]))

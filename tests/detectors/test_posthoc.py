@@ -21,7 +21,7 @@ from agnostophobia.detectors import (
     softmax_log_odds,
     softmax_scores,
 )
-from references import detector_reference
+from references import detector_reference, per_row, softmax_row
 
 POST_HOC = [name for name in DETECTORS.names() if not DETECTORS.get(name).needs_fit]
 
@@ -153,37 +153,28 @@ def test_bad_input_raises_value_error_naming_the_argument(call, argument):
 # --------------------------------------------------------------------------- float64 references
 # Each post-hoc detector's score of the predicted class, written out from its paper one sample at a
 # time, checked with every registered detector's by tests/contracts/test_detector_references.py.
-def _softmax_row(z):
-    e = [math.exp(v - max(z)) for v in z]
-    return [v / sum(e) for v in e]
-
-
-def _per_row(logits, score):
-    return np.array([score(list(row)) for row in logits], dtype=np.float64)
-
-
 @detector_reference("softmax")
 def softmax_log_odds_reference(detector, logits, features, train):
     """ln S_c / (1 - S_c) of the predicted class (Sec. 3, softmax thresholding, tie-free)."""
     def score(z):
-        p = max(_softmax_row(z))
+        p = max(softmax_row(z))
         return math.log(p / (1 - p))
-    return _per_row(logits, score)
+    return per_row(logits, score)
 
 
 @detector_reference("background")
 def background_log_odds_reference(detector, logits, features, train):
     """ln S_c / (1 - S_c) of the predicted known class, S over all C+1 columns (Sec. 3)."""
     def score(z):
-        p = _softmax_row(z)
+        p = softmax_row(z)
         c = max(range(len(z) - 1), key=lambda k: z[k])
         return math.log(p[c] / (1 - p[c]))
-    return _per_row(logits, score)
+    return per_row(logits, score)
 
 
 @detector_reference("max-logit")
 def max_logit_reference(detector, logits, features, train):
-    return _per_row(logits, max)
+    return per_row(logits, max)
 
 
 @detector_reference("magnitude")
@@ -194,11 +185,11 @@ def magnitude_reference(detector, logits, features, train):
 @detector_reference("objectosphere-scaled")
 def scaled_objectosphere_reference(detector, logits, features, train):
     """max_c S_c * ||F|| (Sec. 4.2, last paragraph)."""
-    return _per_row(logits, lambda z: max(_softmax_row(z))) * magnitude_reference(detector, logits, features, train)
+    return per_row(logits, lambda z: max(softmax_row(z))) * magnitude_reference(detector, logits, features, train)
 
 
 @detector_reference("energy", temperature=2.5)
 def energy_reference(detector, logits, features, train):
     """T ln sum_c exp(l_c / T): the negative free energy (Liu et al. 2020)."""
     t = detector.temperature
-    return _per_row(logits, lambda z: t * math.log(sum(math.exp(v / t) for v in z)))
+    return per_row(logits, lambda z: t * math.log(sum(math.exp(v / t) for v in z)))

@@ -12,7 +12,7 @@ import shutil
 
 import numpy as np
 import pytest
-from runs import snapshot
+from runs import one_error_line, snapshot
 from PIL import Image
 from torchvision.transforms.v2 import CenterCrop, Resize
 
@@ -155,14 +155,6 @@ def test_polarity_is_checked_by_the_kind_of_images(data, tmp_path):
 def lenet_run(tiny_run):
     """The session's tiny LeNet++ run (tests/_support/runs.py); refusals must leave it untouched."""
     return tiny_run
-
-
-def one_error_line(capsys) -> str:
-    captured = capsys.readouterr()
-    lines = captured.err.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("agnostophobia: error: "), captured.err
-    assert "Traceback" not in captured.err + captured.out
-    return lines[0]
 
 
 @pytest.fixture

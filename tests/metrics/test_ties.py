@@ -45,11 +45,8 @@ def columns(detector, logits):
 
 
 TRAIN_LOGITS, TRAIN_FEATURES, TRAIN_LABELS = at_scale(10, 400)
-KNOWN_LOGITS, KNOWN_FEATURES, KNOWN_LABELS = at_scale(11, 300)
-UNKNOWN_LOGITS, UNKNOWN_FEATURES, UNKNOWN_LABELS = at_scale(12, 300, unknown=True)
-LOGITS = np.concatenate([KNOWN_LOGITS, UNKNOWN_LOGITS])
-FEATURES = np.concatenate([KNOWN_FEATURES, UNKNOWN_FEATURES])
-LABELS = np.concatenate([KNOWN_LABELS, UNKNOWN_LABELS])
+# the test set: 300 knowns, then 300 unknowns (logits, features and labels each concatenated)
+LOGITS, FEATURES, LABELS = map(np.concatenate, zip(at_scale(11, 300), at_scale(12, 300, unknown=True)))
 
 
 def fitted_at_scale(name: str, **settings):

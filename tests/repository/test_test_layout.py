@@ -20,6 +20,12 @@ _BENCHMARK = ("tests/experiments/test_benchmark.py", "the benchmark's modules (r
               "tested as one, on the rows and reports its tests build")
 _COMMANDS = ("tests/test_cli.py", "a command's argument parsing; its behaviour end to end in tests/commands/")
 
+
+def _each_of(folder: str, modules: str, covered) -> dict:
+    """One entry for each of ``modules`` (names without ``.py``) of ``folder``, all covered alike."""
+    return {f"{folder}/{module}.py": covered for module in modules.split()}
+
+
 #: module (relative to src/agnostophobia) -> (the test files that cover it, why not at the matching path)
 COVERED_ELSEWHERE = {
     "__init__.py": ("tests/repository/test_packaging.py", "the version and the lazy top-level names: packaging"),
@@ -34,18 +40,8 @@ COVERED_ELSEWHERE = {
     "data/__init__.py": ("tests/data/test_formats.py tests/data/test_protocols.py",
                          "the public names: formats, datasets and protocols"),
     "data/check.py": ("tests/data/test_cli.py", "`data check` is tested through its command"),
-    "data/datasets/__init__.py": _DATASETS,
-    "data/datasets/_base.py": _DATASETS,
-    "data/datasets/devanagari.py": _DATASETS,
-    "data/datasets/letters.py": _DATASETS,
-    "data/datasets/mnist.py": _DATASETS,
-    "data/datasets/notmnist.py": _DATASETS,
-    "data/datasets/svhn.py": _DATASETS,
-    "data/file_protocols/build.py": _FILE_PROTOCOLS,
-    "data/file_protocols/check.py": _FILE_PROTOCOLS,
-    "data/file_protocols/csv_files.py": _FILE_PROTOCOLS,
-    "data/file_protocols/folders.py": _FILE_PROTOCOLS,
-    "data/file_protocols/spec.py": _FILE_PROTOCOLS,
+    **_each_of("data/datasets", "__init__ _base devanagari letters mnist notmnist svhn", _DATASETS),
+    **_each_of("data/file_protocols", "build check csv_files folders spec", _FILE_PROTOCOLS),
     "data/fingerprint.py": ("tests/training/records/test_data_sources.py tests/commands/test_hostile_inputs.py",
                             "fingerprints exist for a run's data_sources.json"),
     "data/paper_protocols.py": ("tests/data/test_protocols.py tests/data/test_real_data.py",
@@ -77,10 +73,7 @@ COVERED_ELSEWHERE = {
                   "the errors are what every refusal raises: one line each"),
     "experiments/__init__.py": ("tests/experiments/test_tune.py tests/experiments/test_request.py",
                                 "the public names of the experiments"),
-    "experiments/benchmark_comparisons.py": _BENCHMARK,
-    "experiments/benchmark_ranking.py": _BENCHMARK,
-    "experiments/benchmark_report.py": _BENCHMARK,
-    "experiments/benchmark_rows.py": _BENCHMARK,
+    **_each_of("experiments", "benchmark_comparisons benchmark_ranking benchmark_report benchmark_rows", _BENCHMARK),
     "experiments/cli.py": ("tests/test_cli.py tests/commands/test_reproduce.py", _COMMANDS[1]),
     "experiments/paper_numbers.py": ("tests/data/datasets/test_cifar.py tests/commands/test_reproduce.py",
                                      "the paper's numbers shown in a report"),
@@ -136,19 +129,8 @@ COVERED_ELSEWHERE = {
                                  "a config's model_kwargs refused as configs are parsed, by the commands"),
     "training/outputs.py": ("tests/training/records/test_records.py tests/experiments/test_tune_detectors.py",
                             "the network's outputs, saved and read"),
-    "training/records/_common.py": _RECORDS,
-    "training/records/calibration.py": _RECORDS,
-    "training/records/detector_caches.py": _RECORDS,
-    "training/records/last_layer.py": _RECORDS,
-    "training/records/metrics.py": _RECORDS,
-    "training/records/network_state.py": _RECORDS,
-    "training/records/outputs.py": _RECORDS,
-    "training/records/run.py": _RECORDS,
-    "training/records/run_config.py": _RECORDS,
-    "training/records/run_marker.py": _RECORDS,
-    "training/records/run_meta.py": _RECORDS,
-    "training/records/training_summary.py": _RECORDS,
-    "training/records/tuned_settings.py": _RECORDS,
+    **_each_of("training/records", "_common calibration detector_caches last_layer metrics network_state outputs "
+               "run run_config run_marker run_meta training_summary tuned_settings", _RECORDS),
     "training/resume.py": ("tests/training/test_trainer.py tests/training/test_reliability.py", "resume after a stop"),
     "training/trained.py": ("tests/deploy/test_deploy.py tests/training/test_training.py", "a trained model, loaded"),
 }

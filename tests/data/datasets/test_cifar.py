@@ -14,6 +14,7 @@ import math
 import numpy as np
 import pytest
 import torch
+from runs import one_error_line
 
 from tests.conftest import Synth
 from agnostophobia.cli import main
@@ -86,13 +87,10 @@ def test_xi_lambda_balance_at_initialisation(real_data_dir, width, num_classes):
 
 # ------------------------------------------------------------ missing data
 def _assert_one_line_error(capsys, *needles):
-    captured = capsys.readouterr()
-    err = captured.err.strip().splitlines()
-    assert len(err) == 1, captured.err
-    assert err[0].startswith("agnostophobia: error: ") and "Traceback" not in captured.err + captured.out
+    line = one_error_line(capsys)
     for needle in needles:
-        assert needle in err[0]
-    return err[0]
+        assert needle in line
+    return line
 
 
 def test_reproduce_cifar_without_cifar100_and_svhn_stops_in_one_line(tmp_path, capsys):
