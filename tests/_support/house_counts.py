@@ -17,7 +17,8 @@ How the shared runs are counted (the standard library only: ``tokenize`` and ``a
   and ``y = g(b, 2)`` have the same shape, ``x = f(a)`` does not.
 - Each window of 6 consecutive lines of code in a file is a place. A window is thin, and not counted,
   when most of its lines (4 of 6) carry no identifier (``)``, ``else:``, ``return``, a lone
-  literal), or when its 6 lines are one shape over and over (a list of fields ``name: str``, rows
+  literal) or only text (a keyword argument that is one string, ``source="..."``, and the lines that
+  continue the string: the provenance of a setting documents it, as a docstring would), or when its 6 lines are one shape over and over (a list of fields ``name: str``, rows
   of a table: alike by the grammar, not by a copy); a shape of window that stands in more than 8
   places is too common to count (a house idiom rather than a copy).
 - Two places of one shape of window make a pair (two places in one file only when they do not
@@ -112,9 +113,22 @@ def code_lines(text: str) -> List[CodeLine]:
             for number in sorted(shapes)]
 
 
+#: The shapes of a line of text in a declaration: a keyword argument that is only a string
+#: (``source="..."``, ``doc="..."``), or the string's next line. Such text documents, as a docstring does.
+_TEXT_SHAPES = {("name", "=", "string"), ("string",)}
+
+
+def _carries_no_name(line: CodeLine) -> bool:
+    shape = line.shape
+    while shape and shape[-1] in (",", ")"):
+        shape = shape[:-1]
+    return "name" not in shape or shape in _TEXT_SHAPES
+
+
 def _thin(window: List[CodeLine]) -> bool:
-    """Most lines without an identifier, or one shape of line over and over: nothing there to copy."""
-    nameless = sum("name" not in line.shape for line in window)
+    """Most lines without an identifier (or only text), or one shape of line over and over: nothing
+    there to copy."""
+    nameless = sum(_carries_no_name(line) for line in window)
     return nameless > len(window) // 2 or len({line.shape for line in window}) == 1
 
 

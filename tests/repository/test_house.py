@@ -11,7 +11,7 @@ from __future__ import annotations
 import house_counts
 
 CEILINGS = {"modules over 600 lines": 0, "functions over 80 lines": 0, "functions over 6 parameters": 3,
-            "ModelDir( outside rundir.py": 0, house_counts.SHARED_RUNS: 18}
+            "ModelDir( outside rundir.py": 0, house_counts.SHARED_RUNS: 4}
 
 
 def test_no_count_of_the_house_grows():
@@ -67,3 +67,31 @@ def test_six_lines_of_one_shape_are_a_pair_of_places(tmp_path):
 
 def test_five_lines_of_one_shape_are_not(tmp_path):
     assert _shared_runs(tmp_path, last_line=7) == []  # without the return: 5 lines of code
+
+
+DECLARATIONS = '''class {name}:
+    """A detector."""
+    {first} = Setting(float, {value}, low=0,
+                      doc="{doc}",
+                      source="{source}"
+                             "{more}")
+    {second} = Setting(int, 1024, low=1, recorded=False,
+                       doc="{doc}")
+'''
+
+
+def test_settings_declared_with_their_text_alike_are_not_a_copy(tmp_path):
+    """Two declarations whose lines are mostly text (doc=, source= and the string's next line): they
+    document, as a docstring does. Give the text lines code and they are a pair again."""
+    package = tmp_path / "agnostophobia"
+    package.mkdir()
+    for name, words in (("one.py", dict(name="A", first="t", second="chunk", value="0.04", doc="the temperature",
+                                        source="the authors' README", more="; OpenOOD the same")),
+                        ("other.py", dict(name="B", first="m", second="rows", value="5.0", doc="the margin",
+                                          source="the authors' run.sh", more="; pytorch-ood -7"))):
+        (package / name).write_text(DECLARATIONS.format(**words))
+    assert house_counts.counts(package)[house_counts.SHARED_RUNS] == []
+    for name in ("one.py", "other.py"):
+        path = package / name
+        path.write_text(path.read_text().replace('doc="', 'doc=_.strip() or "'))
+    assert len(house_counts.counts(package)[house_counts.SHARED_RUNS]) == 1
