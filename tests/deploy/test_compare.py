@@ -197,17 +197,17 @@ def test_a_script_asks_for_best_as_the_command_line_does(run, tmp_path):
 def test_the_kept_test_curves_are_the_oscr_of_the_scores_and_are_kept_only_when_asked(run):
     """The benchmark's OSCR figures are drawn from these curves, not from a second scoring."""
     from agnostophobia.deploy.compare import compare_models
-    from agnostophobia.detectors.stored import detector_settings, model_scores, model_settings, run_tuned_settings
+    from agnostophobia.detectors.stored import model_scores, run_settings
     from agnostophobia.metrics import oscr
     from agnostophobia.training.records import check_run
 
     assert compare_models(run).curves == {}
     comparison = compare_models(run, curves=True)
     records = check_run(run, "compare")
-    config, tuned = detector_settings(records.config), run_tuned_settings(run)
+    settings = run_settings(records)
     expected = {}
     for seed, approach, model_dir in records.models:
-        scores = model_scores(model_dir, approach, model_settings(config, tuned, approach))
+        scores = model_scores(model_dir, approach, settings.for_approach(approach))
         for detector in scores.top:
             for unknown in scores.unknown_sets:
                 values, labels = scores.known_vs_unknown(detector, unknown)

@@ -775,10 +775,11 @@ def test_a_threshold_chosen_in_another_arithmetic_is_never_used_as_is(bf16_run, 
 
 def test_the_report_says_when_its_test_rates_come_from_another_arithmetic(bf16_run, tmp_path):
     from agnostophobia.deploy.calibration import threshold_results
+    from agnostophobia.detectors.stored import read_run_settings
 
     run = tmp_path / "run"
     shutil.copytree(bf16_run, run)
-    rows, notes = threshold_results(run)
+    rows, notes = threshold_results(run, read_run_settings(run))
     assert rows and notes == ["entropic (seed 0): the thresholds were chosen on validation scores with the network in "
                               "fp32, as deployed; the test rates beside them are read on the run's stored test "
                               "outputs, computed in bf16"]

@@ -314,13 +314,13 @@ def test_a_bad_setting_is_one_line_naming_its_key_path(config, path):
     assert f"'budgets.cpu.{path}'" in message and "\n" not in message
 
 
-def test_model_settings_override_the_config_per_approach_only():
-    from agnostophobia.detectors.stored import model_settings
+def test_tuned_settings_override_the_config_per_approach_only():
+    from agnostophobia.detectors.stored import RunSettings
 
     config = {"knn": {"k": 50, "normalize": True}, "openmax": {"tail_size": 20}}
-    tuned = {"entropic": {"knn": {"k": 7}}}
-    assert model_settings(config, tuned, "entropic") == {"knn": {"k": 7, "normalize": True}, "openmax": {"tail_size": 20}}
-    assert model_settings(config, tuned, "softmax") == config
+    settings = RunSettings(config, {"entropic": {"knn": {"k": 7}}}, target_fpr=0.01)
+    assert settings.for_approach("entropic") == {"knn": {"k": 7, "normalize": True}, "openmax": {"tail_size": 20}}
+    assert settings.for_approach("softmax") == config
 
 
 def test_an_experiment_config_carries_the_detectors_mapping_and_old_configs_load_unchanged():

@@ -11,7 +11,7 @@ import pytest
 
 from agnostophobia.cli import main
 from agnostophobia.detectors import setting_grid
-from agnostophobia.detectors.stored import NotFitted, detector_inputs, fitted_detector, run_tuned_settings
+from agnostophobia.detectors.stored import NotFitted, detector_inputs, fitted_detector, read_run_settings
 from agnostophobia.errors import AgnostophobiaError
 from agnostophobia.losses import known_columns
 from agnostophobia.metrics import ccr_at_fpr
@@ -63,7 +63,7 @@ def test_the_choice_is_the_best_validation_ccr_and_test_outputs_are_never_read(r
         default = (("k", 50), ("normalize", True))
         assert chosen == (default if ccrs[default] == best else next(p for p, c in ccrs.items() if c == best))
         assert [c["val_ccr"] for c in stored["candidates"][approach]["knn"]] == list(ccrs.values())
-    assert run_tuned_settings(run) == stored["chosen"]
+    assert read_run_settings(run).tuned == stored["chosen"]
 
 
 def test_approaches_tuned_in_two_processes_choose_what_one_after_another_chooses(run, tmp_path):

@@ -55,9 +55,8 @@ import numpy as np
 from agnostophobia._runlock import run_lock
 from agnostophobia._validation import check_fpr, check_seed
 from agnostophobia.detectors import DETECTORS, detector_applies
-from agnostophobia.detectors.stored import (KeptFits, NotFitted, Settings, detector_settings, fitted_detector,
-                                            model_scores, model_settings, run_model_settings, run_tuned_settings,
-                                            top_scores)
+from agnostophobia.detectors.stored import (KeptFits, NotFitted, RunSettings, Settings, fitted_detector, model_scores,
+                                            run_settings, top_scores)
 from agnostophobia.detectors._base import scores_from_top
 from agnostophobia.errors import AgnostophobiaError, AgnostophobiaWarning
 from agnostophobia.losses import LOSSES, known_columns
@@ -273,12 +272,13 @@ def _key(entry: Dict) -> Tuple[str, str, int]:
     return entry["approach"], entry["detector"], entry["seed"]
 
 
-def calibrate_models(request: ModelRequest, models: Iterable[Tuple[int, str, str]],
+def calibrate_models(request: ModelRequest, models: Iterable[Tuple[int, str, str]], settings: RunSettings,
                      log: Callable[[str], None] = log_info, warn: bool = False) -> Dict:
-    """Calibrate ``(seed, approach, detector)`` models of ``request.run`` at ``request.fpr`` and
-    merge their entries into ``calibration.json`` (written atomically, under the run's lock);
-    validation outputs not stored are computed from ``request.data_dir`` on ``request.device``
-    (given where every one is stored, they are said to have no effect).
+    """Calibrate ``(seed, approach, detector)`` models of ``request.run`` at ``request.fpr``, each
+    scored with the run's detector ``settings``, and merge their entries into ``calibration.json``
+    (written atomically, under the run's lock); validation outputs not stored are computed from
+    ``request.data_dir`` on ``request.device`` (given where every one is stored, they are said to
+    have no effect).
 
     Every entry is computed before anything is decided: where a model gets no threshold, nothing
     is written (:func:`check_resolved` says what ``partial`` would write) and the file keeps
@@ -287,7 +287,6 @@ def calibrate_models(request: ModelRequest, models: Iterable[Tuple[int, str, str
     none); the error naming the models without one follows."""
     run_dir, data_dir, device, partial = request.run, request.data_dir, request.device, request.partial
     fpr = check_target(request.fpr)
-    settings, tuned = detector_settings(run_config(run_dir)), run_tuned_settings(run_dir)
     protocols = Protocols(run_dir, data_dir, log)
     with unused_flags_said(request, "data_dir", "device"), run_lock(run_dir, create=False):
         calibration = read_calibration(run_dir) or {}
@@ -296,7 +295,7 @@ def calibrate_models(request: ModelRequest, models: Iterable[Tuple[int, str, str
         for seed, approach, detector in models:
             model = RunDir(run_dir).model(seed, approach)
             val = validation_outputs(model, protocols, device, log)  # in DEPLOY_PRECISION
-            score = ModelScore.stored(model, seed, detector, model_settings(settings, tuned, approach))
+            score = ModelScore.stored(model, seed, detector, settings.for_approach(approach))
             entry = calibrate_model(val, score, fpr)
             computed.append(entry)
             log(describe(entry))
@@ -363,7 +362,7 @@ def calibrate_run(request: ModelRequest, log: Callable[[str], None] = log_info) 
     request.check_reads("calibrate_run", "approaches", "detector", "detector_of", "fpr", "data_dir", "device",
                         "partial")
     check_target(request.fpr)
-    records.check_run(request.run)  # every record valid and in agreement before anything is written
+    settings = run_settings(records.check_run(request.run))  # every record valid and in agreement, before a write
     request = best_detectors(request, log)  # detector "best": every choice made before anything is written
     run_dir, detector = request.run, request.detector
     models = trained_models(run_dir)
@@ -382,7 +381,7 @@ def calibrate_run(request: ModelRequest, log: Callable[[str], None] = log_info) 
     if not chosen:
         raise AgnostophobiaError(f"{run_dir}: detector {detector!r} reads a background class, which none of the "
                                  f"models {', '.join(approaches or trained)} has; choose another --detector")
-    calibrate_models(request, chosen, log, warn=True)
+    calibrate_models(request, chosen, settings, log, warn=True)
     path = RunDir(run_dir).calibration
     log(f"calibration: {path}; `agnostophobia evaluate {run_dir}` adds what these thresholds give on the "
         f"test sets to the report")
@@ -482,15 +481,15 @@ def old_scale_note(entries: List[Dict], run_dir: Path) -> str:
             f"{run_dir} --fpr T` stores them")
 
 
-def rechosen(entry: Dict, run_dir: Path, precision: Optional[str] = None, data_dir=None,
+def rechosen(entry: Dict, run_dir: Path, settings: RunSettings, precision: Optional[str] = None, data_dir=None,
              device: Optional[str] = None) -> Dict:
     """``entry`` with its threshold chosen again in memory (:func:`calibrate_in_memory`: the stored
-    validation outputs, else computed from ``best.pt``) at its target FPR, with the network in
-    ``precision`` (default: the entry's); nothing is written and nothing logged (the caller says it
-    once: :func:`old_scale_note`)."""
+    validation outputs, else computed from ``best.pt``; the run's detector ``settings``) at its
+    target FPR, with the network in ``precision`` (default: the entry's); nothing is written and
+    nothing logged (the caller says it once: :func:`old_scale_note`)."""
     precision = precision or entry_precision(entry, RunDir(run_dir).model(entry["seed"], entry["approach"]))
     again = calibrate_in_memory(entry_request(entry, run_dir).but(precision=precision, data_dir=data_dir,
-                                                                   device=device), log=lambda line: None)
+                                                                   device=device), settings, log=lambda line: None)
     return {**again, "class_names": entry.get("class_names") or again.get("class_names")}
 
 
@@ -506,18 +505,19 @@ def entry_request(entry: Dict, run_dir) -> ModelRequest:
                         fpr=entry["target_fpr"], precision=entry.get("precision"))
 
 
-def calibrate_in_memory(request: ModelRequest, log: Callable[[str], None] = log_info) -> Dict:
+def calibrate_in_memory(request: ModelRequest, settings: RunSettings, log: Callable[[str], None] = log_info) -> Dict:
     """The entry :func:`calibrate_models` would store for the one model ``request`` names in
-    full (``approach``, ``detector``, ``seed``, ``fpr``), with the network in
-    ``request.precision``, computed and returned without writing anything into the run (a
-    read-only run, or a consumer computing in another precision than the stored threshold's)."""
+    full (``approach``, ``detector``, ``seed``, ``fpr``), scored with the run's detector
+    ``settings``, with the network in ``request.precision``, computed and returned without writing
+    anything into the run (a read-only run, or a consumer computing in another precision than the
+    stored threshold's)."""
     run_dir, approach, detector, seed = request.run, request.approach, request.detector, request.seed
     precision, data_dir, device = request.precision or DEPLOY_PRECISION, request.data_dir, request.device
     fpr = check_target(request.fpr)
     model = RunDir(run_dir).model(seed, approach)
     protocols = Protocols(run_dir, data_dir, log)
     val = validation_outputs(model, protocols, device, log, precision, store=False)
-    score = ModelScore.stored(model, seed, detector, run_model_settings(run_dir, run_config(run_dir), approach))
+    score = ModelScore.stored(model, seed, detector, settings.for_approach(approach))
     entry = calibrate_model(val, score, fpr, precision)
     check_threshold(entry, f"{run_dir} (validation outputs in {precision})")
     stored = read_calibration(run_dir) or {}
@@ -525,13 +525,13 @@ def calibrate_in_memory(request: ModelRequest, log: Callable[[str], None] = log_
 
 
 # ------------------------------------------------------------------ test sets at the thresholds
-def threshold_results(run_dir: Path, settings: Optional[Settings] = None,
+def threshold_results(run_dir: Path, settings: RunSettings,
                       log: Callable[[str], None] = log_info) -> Tuple[List[Dict], List[str]]:
     """Per (calibration entry, unknown set): the test CCR on D_c and the test FPR on the unknown
-    set at the validation-chosen threshold, beside the oracle CCR at the target FPR read
-    from the test set itself (Table 2's readout); and notes on entries without numbers. A
-    threshold chosen on an older score scale is chosen again in memory (:func:`rechosen`), said
-    once in a note and to ``log``."""
+    set at the validation-chosen threshold (the detectors with the run's ``settings``), beside
+    the oracle CCR at the target FPR read from the test set itself (Table 2's readout); and notes
+    on entries without numbers. A threshold chosen on an older score scale is chosen again in
+    memory (:func:`rechosen`), said once in a note and to ``log``."""
     calibration = read_calibration(run_dir)
     if calibration is None:
         return [], []
@@ -548,7 +548,7 @@ def threshold_results(run_dir: Path, settings: Optional[Settings] = None,
             continue
         if detector in DETECTORS and not current_scale(entry):
             try:
-                entry = rechosen(entry, run_dir, device="cpu")
+                entry = rechosen(entry, run_dir, settings, device="cpu")
             except AgnostophobiaError as exc:
                 notes.append(f"{approach}/{detector} (seed {seed}) at FPR {entry['target_fpr']:g}: its threshold was "
                              f"chosen on an older score scale and could not be chosen again ({exc}); run "
@@ -556,8 +556,7 @@ def threshold_results(run_dir: Path, settings: Optional[Settings] = None,
                 continue
             again.append(entry)
         if model not in scores:
-            scores[model] = model_scores(model, approach,
-                                         model_settings(settings or {}, run_tuned_settings(run_dir), approach))
+            scores[model] = model_scores(model, approach, settings.for_approach(approach))
             stored_in = trained_precision(load_checkpoint(model.best)["config"])
             if stored_in != entry_precision(entry, model):
                 notes.append(f"{approach} (seed {seed}): the thresholds were chosen on validation scores with the "

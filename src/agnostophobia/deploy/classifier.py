@@ -2,8 +2,7 @@
 falls below the threshold chosen on validation data (``calibrate``)."""
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Sequence, Tuple
 
 import numpy as np
 import torch
@@ -13,10 +12,11 @@ from agnostophobia._validation import int64_labels
 from agnostophobia.data.inputs import run_input
 from agnostophobia.data.preprocess import check_prepared_polarity, prepare_images
 from agnostophobia.detectors import Detector
-from agnostophobia.detectors.stored import KeptFits, NotFitted, fitted_detector, run_model_settings, top_scores
+from agnostophobia.detectors.stored import (KeptFits, NotFitted, RunSettings, fitted_detector, read_run_settings,
+                                            top_scores)
 from agnostophobia.errors import AgnostophobiaError
 from agnostophobia.losses import known_columns
-from agnostophobia.training.outputs import load_fit_outputs, run_config
+from agnostophobia.training.outputs import load_fit_outputs
 from agnostophobia.rundir import RunDir
 from agnostophobia.training.trained import TrainedModel, load_trained_model
 
@@ -32,22 +32,25 @@ UNKNOWN = -1
 UNKNOWN_NAME = "unknown"
 
 
-def threshold_in(entry: Dict, trained: TrainedModel, run_dir: Path, data_dir=None, device: Optional[str] = None,
+def threshold_in(entry: Dict, trained: TrainedModel, request: ModelRequest, settings: RunSettings,
                  log=log_info) -> Dict:
     """``entry`` if its threshold was chosen in ``trained``'s precision and on today's score scale;
     else the threshold chosen again, in memory, at the same target FPR on validation outputs in
-    that precision: a threshold is never compared with scores computed in another arithmetic, nor
-    on another scale (a threshold chosen before the scores were tie-free: said once)."""
+    that precision (those of ``request.run``, computed from ``request.data_dir`` where not stored;
+    the detector with the run's ``settings``): a threshold is never compared with scores computed
+    in another arithmetic, nor on another scale (a threshold chosen before the scores were
+    tie-free: said once)."""
+    run_dir, data_dir = request.run, request.data_dir
     chosen_in = entry_precision(entry, RunDir(run_dir).model(entry["seed"], entry["approach"]))
     if not current_scale(entry):
-        again = rechosen(entry, run_dir, trained.precision, data_dir, str(trained.device))
+        again = rechosen(entry, run_dir, settings, trained.precision, data_dir, str(trained.device))
         log(old_scale_note([again], run_dir) + ("" if chosen_in == trained.precision else
                                                 f" (on validation outputs in {trained.precision})"))
         return again
     if chosen_in == trained.precision:
         return entry
     again = calibrate_in_memory(entry_request(entry, run_dir).but(precision=trained.precision, data_dir=data_dir,
-                                                                   device=str(trained.device)), log)
+                                                                   device=str(trained.device)), settings, log)
     log(f"{run_dir}: the stored threshold was chosen on {chosen_in} scores and this classifier computes in "
         f"{trained.precision}: threshold {again['threshold']:.6g} chosen on validation outputs in "
         f"{trained.precision} at FPR <= {entry['target_fpr']:g} (in memory)")
@@ -163,24 +166,25 @@ class OpenSetClassifier:
     @classmethod
     def _from_request(cls, request: ModelRequest, log) -> "OpenSetClassifier":
         run_dir, approach, detector, seed = request.run, request.approach, request.detector, request.seed
-        device, fpr, data_dir = request.device, request.fpr, request.data_dir
+        device, fpr = request.device, request.fpr
         model_dir, approach, detector = resolve_model(run_dir, approach, detector, seed)
         precision = request.precision or DEPLOY_PRECISION
+        scoring = read_run_settings(run_dir)  # the detector settings alone: the run's other records are not read
         if fpr is not None and run_is_writable(run_dir):
-            calibrate_models(request, [(seed, approach, detector)], log)  # under the exclusive lock
+            calibrate_models(request, [(seed, approach, detector)], scoring, log)  # under the exclusive lock
             fpr = None
         with run_read_lock(run_dir):  # no writer changes the run while its records are read
             if fpr is None:
                 entry = calibration_entry(run_dir, approach, detector, seed)
             else:
                 entry = calibrate_in_memory(request.but(approach=approach, detector=detector,
-                                                        precision=DEPLOY_PRECISION), log)
+                                                        precision=DEPLOY_PRECISION), scoring, log)
                 log(f"{run_dir} is read-only: threshold {entry['threshold']:.6g} chosen on validation data at FPR "
                     f"<= {fpr:g} in memory, not stored in {CALIBRATION}")
             trained = load_trained_model(model_dir, device, precision)
-            entry = threshold_in(entry, trained, run_dir, data_dir, device, log)
+            entry = threshold_in(entry, trained, request, scoring, log)
             num_classes = known_columns(approach, trained.num_outputs)
-            settings = run_model_settings(run_dir, run_config(run_dir), approach)
+            settings = scoring.for_approach(approach)
             if entry.get("detector_settings", settings.get(detector, {})) != settings.get(detector, {}):
                 raise AgnostophobiaError(
                     f"{run_dir}: the {approach}/{detector} threshold was calibrated with the settings "

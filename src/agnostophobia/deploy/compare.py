@@ -42,8 +42,7 @@ from agnostophobia._validation import check_fpr
 from agnostophobia._log import log_info
 from agnostophobia._runlock import run_lock
 from agnostophobia.detectors import DETECTORS, build_detector
-from agnostophobia.detectors.stored import (KeptFits, ModelScores, detector_settings, model_scores, model_settings,
-                                            run_tuned_settings, score_outputs)
+from agnostophobia.detectors.stored import KeptFits, ModelScores, model_scores, run_settings, score_outputs
 from agnostophobia.errors import AgnostophobiaError
 from agnostophobia.metrics import (aupr_in, aupr_out, auroc, ccr_at_fpr, default_fpr, fpr_at_tpr, oscr, oscr_area,
                                    reported_fprs, smallest_supported_fpr, supports_fpr, tied_share, unsupported_fpr_message)
@@ -230,19 +229,19 @@ def compare_models(run_dir, fpr: Optional[float] = None, approaches: Optional[Se
     trained = list(dict.fromkeys(a for _, a, _ in records.models))
     rank_fpr = float(fpr) if fpr is not None else default_fpr(negatives)
     fprs = sorted(set(reported_fprs(negatives)) | ({rank_fpr} if rank_fpr is not None else set()))
-    config, tuned = detector_settings(records.config), run_tuned_settings(run_dir)
+    scoring = run_settings(records)  # the config's settings, and tune-detectors' choices
     per_row: Dict[Tuple[str, str], List[Dict]] = {}
     notes: List[str] = []
     kept_curves: Optional[Dict] = {} if curves else None
     for model in models:
         seed, approach, model_dir = model
-        settings = model_settings(config, tuned, approach)
+        settings = scoring.for_approach(approach)
         rows, why = _model_rows(model, settings, validation[model_dir], fprs, with_tests, kept_curves)
         for detector, numbers in rows.items():
             per_row.setdefault((approach, detector), []).append({**numbers, "settings": settings, "seed": seed})
         notes += [f"{approach}/{detector} (seed {seed}): {note}" for detector, note in why.items()]
     seeds = {a: sum(1 for _, b, _ in models if b == a) for a in trained}
-    rows = [_row(approach, detector, group, tuned) for (approach, detector), group in per_row.items()
+    rows = [_row(approach, detector, group, scoring.tuned) for (approach, detector), group in per_row.items()
             if len(group) == seeds[approach]]  # a detector not scored on every seed has no mean
     test_sets: Dict[str, int] = {}
     for row in rows:

@@ -33,7 +33,8 @@ from agnostophobia.errors import ConfigError
 from agnostophobia.rundir import FIT_OUTPUTS, OUTPUTS, SCORES_FILE, ModelDir, RecordError, RunDir, write_run_file
 from agnostophobia.settings import check_settings
 from agnostophobia.training.outputs import load_fit_outputs, load_outputs
-from agnostophobia.training.records import read_detector_scores, read_fitted_detectors, read_tuned_settings
+from agnostophobia.training.records import (RunRecords, read_detector_scores, read_fitted_detectors, read_run_config,
+                                           read_tuned_settings)
 from agnostophobia.training.trained import load_last_layer
 
 from ._base import DETECTORS, Detector, build_detector, detector_applies, scores_from_top
@@ -73,47 +74,71 @@ def detector_settings(config: Dict, where: str = "") -> Settings:
     return settings
 
 
-def run_detector_settings(run_dir: Path, config: Dict) -> Settings:
-    """:func:`detector_settings` of a run's ``config.yaml`` (read and checked by
-    ``training.records``); an error names that file."""
+@dataclass(frozen=True)
+class RunSettings:
+    """The detector settings a run's models score with, read and checked once
+    (:func:`run_settings`, :func:`read_run_settings`) and passed whole to every reader: the
+    config's (``config``: :func:`detector_settings` of ``config.yaml``) and those
+    ``tune-detectors`` chose on validation data (``tuned``: ``{approach: {detector: {setting:
+    value}}}`` from ``detector_settings.json``; {} when the run was never tuned), each value
+    checked against its detector's declaration."""
+
+    config: Settings = field(default_factory=dict)
+    tuned: Dict[str, Settings] = field(default_factory=dict)
+    target_fpr: Optional[float] = None  # the FPR tune-detectors chose at; None: never tuned
+    tuned_split: str = "val"  # the split it chose on
+
+    def for_approach(self, approach: str) -> Settings:
+        """The settings the detectors of the ``approach`` model score with: the config's, each
+        detector's overridden by what ``tune-detectors`` chose for that approach."""
+        chosen = self.tuned.get(approach, {})
+        return {**self.config, **{name: {**self.config.get(name, {}), **values} for name, values in chosen.items()}}
+
+
+def run_settings(records: RunRecords) -> RunSettings:
+    """The :class:`RunSettings` of the run whose records
+    :func:`~agnostophobia.training.records.check_run` read (its ``config.yaml`` and
+    ``detector_settings.json``); a value its detector refuses is a one-line
+    :class:`ConfigError` naming the file and the key."""
+    return _with_tuned(records.run_dir, config_settings(records), records.tuned)
+
+
+def config_settings(records: RunRecords) -> Settings:
+    """The ``config`` of :func:`run_settings` alone, for the reader that replaces the tuned
+    choices rather than scoring with them (``tune-detectors``: a damaged choice it tunes again is
+    repaired, not refused)."""
+    return _config_settings(records.run_dir, records.config)
+
+
+def read_run_settings(run_dir) -> RunSettings:
+    """:func:`run_settings` of a run whose other records are not read (a classifier of one model,
+    the figures, the report of a run just trained): its ``config.yaml`` (none: outputs stored by
+    hand, the detectors' defaults) and ``detector_settings.json``, read and checked here."""
+    settings = _config_settings(run_dir, read_run_config(run_dir, required=False))
+    return _with_tuned(run_dir, settings, read_tuned_settings(run_dir))
+
+
+def _config_settings(run_dir, config: Dict) -> Settings:
     try:
         return detector_settings(config)
     except ConfigError as exc:
         raise ConfigError(f"{RunDir(run_dir).config}: {exc}") from None
 
 
-def run_tuned_settings(run_dir: Path) -> Dict[str, Settings]:
-    """The settings ``tune-detectors`` chose on the run's validation data, per approach
-    (``{approach: {detector: {setting: value}}}``, from ``detector_settings.json``, read by the
-    run records' reader and each value checked against its detector's declaration); {} when
-    the run was never tuned. A damaged file is one line naming it and the key."""
-    path = RunDir(run_dir).tuned_settings
+def _with_tuned(run_dir, settings: Settings, stored: Optional[Dict]) -> RunSettings:
+    """``settings`` with the choices of ``stored`` (``detector_settings.json`` as its reader
+    returns it), each checked against its detector's declaration."""
+    if stored is None:
+        return RunSettings(settings)
     try:
-        stored = read_tuned_settings(run_dir)
-        if stored is None:
-            return {}
         for approach, detectors in stored["chosen"].items():
             for name, values in detectors.items():
                 if name not in DETECTORS:
                     raise ConfigError(f"key 'chosen.{approach}.{name}': no such detector")
                 check_detector_settings(name, values, f"chosen.{approach}.{name}")
-    except (RecordError, ConfigError) as exc:
-        raise ConfigError(str(exc) if isinstance(exc, RecordError) else f"{path}: {exc}") from None
-    return stored["chosen"]
-
-
-def model_settings(settings: Settings, tuned: Dict[str, Settings], approach: str) -> Settings:
-    """The settings the detectors of the ``approach`` model score with: the config's
-    ``settings``, each detector's overridden by what ``tune-detectors`` chose for that
-    approach (``tuned``: :func:`run_tuned_settings`)."""
-    chosen = tuned.get(approach, {})
-    return {**settings, **{name: {**settings.get(name, {}), **values} for name, values in chosen.items()}}
-
-
-def run_model_settings(run_dir: Path, config: Dict, approach: str) -> Settings:
-    """The settings the detectors of the run's ``approach`` model score with: the config's
-    (:func:`detector_settings`) with the validation-chosen ones (:func:`run_tuned_settings`)."""
-    return model_settings(detector_settings(config), run_tuned_settings(run_dir), approach)
+    except ConfigError as exc:
+        raise ConfigError(f"{RunDir(run_dir).tuned_settings}: {exc}") from None
+    return RunSettings(settings, stored["chosen"], stored["target_fpr"], stored.get("split", "val"))
 
 
 def check_detector_settings(name: str, values, where: str) -> None:

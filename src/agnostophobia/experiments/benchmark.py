@@ -210,7 +210,7 @@ def write_benchmark(run_dir, min_accuracy: Optional[float] = None, log: Callable
         comparison = compare_models(run_dir, approaches=approaches, curves=True)
         models = [m for m in records.models if m[1] in approaches]
         extra, outside = extra_data_approaches(records.config.get("protocol"), approaches)
-        result = summarise(comparison.rows, threshold, sample_replicates(models, _stored_scores(run_dir, records)),
+        result = summarise(comparison.rows, threshold, sample_replicates(models, _stored_scores(run_dir)),
                            extra_data=extra)
         notes = [f"{approach}: its models are in the folder, but it is not among this benchmark's approaches "
                  f"(config.yaml)" for approach in left_out]
@@ -233,13 +233,14 @@ def write_benchmark(run_dir, min_accuracy: Optional[float] = None, log: Callable
     return md_path
 
 
-def _stored_scores(run_dir: Path, records) -> Callable:
+def _stored_scores(run_dir: Path) -> Callable:
     """``scores_of(model_dir, approach)``: a model's detector scores with the settings ``compare``
-    scored it with (the config's, or those ``tune-detectors`` chose), read from the scores it kept."""
-    from agnostophobia.detectors.stored import detector_settings, model_scores, model_settings, run_tuned_settings
+    scored it with (the config's, or those ``tune-detectors`` chose), read from the scores it kept.
+    The settings are read here, after the tuning: the records checked before it hold the old choices."""
+    from agnostophobia.detectors.stored import model_scores, read_run_settings
 
-    config, tuned = detector_settings(records.config), run_tuned_settings(run_dir)
-    return lambda model_dir, approach: model_scores(model_dir, approach, model_settings(config, tuned, approach))
+    scoring = read_run_settings(run_dir)
+    return lambda model_dir, approach: model_scores(model_dir, approach, scoring.for_approach(approach))
 
 
 def _declared_accuracy(config: Dict) -> Optional[float]:

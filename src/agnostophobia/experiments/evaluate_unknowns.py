@@ -39,8 +39,7 @@ from agnostophobia.deploy.request import ModelRequest
 from agnostophobia.errors import DataError
 from agnostophobia._reading import read_input_text
 from agnostophobia._runlock import run_lock
-from agnostophobia.detectors.stored import (ModelScores, model_scores, model_settings, run_detector_settings,
-                                            run_tuned_settings, stored_model_scores)
+from agnostophobia.detectors.stored import ModelScores, RunSettings, model_scores, run_settings, stored_model_scores
 from agnostophobia.training.outputs import load_outputs, save_outputs
 from agnostophobia.training.records import check_run, read_checkpoint_config
 from agnostophobia.rundir import CONFIG_SCORES_FILE, SCORES_FILE, ModelDir, RunDir
@@ -134,7 +133,7 @@ def evaluate_run(request: ModelRequest, unknowns: Sequence[str] = (), plots: boo
     if device:
         device = resolve_device(device)  # a bad --device stops before any work; resolved once, passed down
     records = check_run(run_dir)  # every record valid and in agreement, before anything is written
-    settings = run_detector_settings(run_dir, records.config)  # settings that could not score stop here
+    settings = run_settings(records)  # settings that could not score stop here
     records.warn_versions(stacklevel=2)
     if not unknowns:
         request.warn_unused("without --unknowns, evaluate reads the run's stored outputs: no data is read and no "
@@ -161,7 +160,7 @@ def evaluate_run(request: ModelRequest, unknowns: Sequence[str] = (), plots: boo
         if not unknowns:
             return finish_run(run_dir, meta, plots=plots, log=log)
         # what the run already holds, read before its outputs change: the other sets are not recomputed
-        caches = _score_caches(run_dir, records.models, settings)
+        caches = _score_caches(records.models, settings)
         run = RunDir(run_dir)  # every file this writes, checked before the first is: a refusal leaves the run as it was
         run.check_writable_all([*(path for d in model_dirs for path in (d.outputs, d.fitted)),
                                 *(c.model_dir.file(c.file) for c in caches),
@@ -186,16 +185,15 @@ class ScoreCache(NamedTuple):
     file: str
 
 
-def _score_caches(run_dir: Path, models, settings) -> List[ScoreCache]:
+def _score_caches(models, settings: RunSettings) -> List[ScoreCache]:
     """Every score cache the report reads: each model's scores with its detector settings
     (tune-detectors' choices where made) and, for a tuned model, those with the config's
     settings (the report's default-against-chosen table)."""
-    tuned = run_tuned_settings(run_dir)
     caches = []
     for seed, approach, model_dir in models:
-        caches.append(ScoreCache(seed, approach, model_dir, model_settings(settings, tuned, approach), SCORES_FILE))
-        if tuned.get(approach):
-            caches.append(ScoreCache(seed, approach, model_dir, settings, CONFIG_SCORES_FILE))
+        caches.append(ScoreCache(seed, approach, model_dir, settings.for_approach(approach), SCORES_FILE))
+        if settings.tuned.get(approach):
+            caches.append(ScoreCache(seed, approach, model_dir, settings.config, CONFIG_SCORES_FILE))
     return caches
 
 

@@ -12,11 +12,11 @@ from pathlib import Path
 from typing import Dict, List
 
 from agnostophobia.deploy.calibration import default_detector
-from agnostophobia.detectors.stored import detector_settings, model_settings, run_tuned_settings, score_outputs
+from agnostophobia.detectors.stored import read_run_settings, score_outputs
 from agnostophobia.experiments.run_metrics import aggregate_seeds, evaluate_model
 from agnostophobia.metrics.rows import row_sort_key
 from agnostophobia.rundir import RunDir
-from agnostophobia.training.outputs import load_fit_outputs, load_outputs, run_config
+from agnostophobia.training.outputs import load_fit_outputs, load_outputs
 
 #: The headline's FPR columns (keys of a result's ``ccr_at_fpr``).
 HEADLINE_FPRS = ("1e-3", "1e-2", "1e-1")
@@ -31,11 +31,11 @@ def headline_rows(results: List[Dict]) -> List[Dict]:
 def trained_headline_rows(run_dir: Path) -> List[Dict]:
     """:func:`headline_rows` computed from the stored outputs, scoring only the default detectors
     (with the run's detector settings), so ``train`` can print it without evaluating the matrix."""
-    settings, tuned = detector_settings(run_config(run_dir)), run_tuned_settings(run_dir)
+    settings = read_run_settings(run_dir)
     per_seed = []
     for seed, approach, model_dir in RunDir(run_dir).models():
         scores = score_outputs(load_outputs(model_dir.outputs), load_fit_outputs(model_dir), approach,
-                               model_settings(settings, tuned, approach), only=[default_detector(approach)])
+                               settings.for_approach(approach), only=[default_detector(approach)])
         per_seed += [{**result, "seed": seed} for result in evaluate_model(approach, scores)]
     return headline_rows(aggregate_seeds(per_seed, ("row", "unknowns")))
 

@@ -13,14 +13,13 @@ from agnostophobia.data.file_protocols import PATH_KEYS
 from agnostophobia.data.protocols import unknown_set
 from agnostophobia.deploy.calibration import RULE, threshold_results
 from agnostophobia.detectors import DETECTORS, build_detector
-from agnostophobia.detectors.stored import (ModelScores, detector_settings, model_scores, model_settings,
-                                            run_tuned_settings)
+from agnostophobia.detectors.stored import ModelScores, RunSettings, model_scores, read_run_settings
 from agnostophobia.metrics import PAPER_FPR_VALUES, TIE_FLAG, ccr_at_fpr, supported_fprs
-from agnostophobia.training.records import MARKER_KEYS, read_tuned_settings
+from agnostophobia.training.records import MARKER_KEYS
 from agnostophobia.experiments.run_metrics import FPR_KEYS, aggregate_seeds, entropy_magnitude_table, evaluate_model
 from agnostophobia.experiments.paper_numbers import PAPER_PROTOCOLS, PAPER_SIZES, TABLE1, TABLE2
 from agnostophobia.metrics.rows import PAPER_ROWS, is_paper_row, row_sort_key
-from agnostophobia.training.outputs import load_outputs, run_config
+from agnostophobia.training.outputs import load_outputs
 from agnostophobia.rundir import CONFIG_SCORES_FILE, RunDir
 
 def set_title(name: str) -> str:
@@ -38,16 +37,16 @@ def set_cell(name: str) -> str:
 TABLE1_EXPERIMENT = "lenet++"
 
 
-def collect_results(run_dir: Path, settings: Optional[Dict[str, Dict]] = None, previous: Optional[Dict] = None):
-    """Per-seed results (every detector on every model), Table 1 rows and the notes on
-    detectors that could not be evaluated, from every ``seed*/<approach>/outputs.npz``;
-    and each model's scores fingerprint. ``previous``: per ``(seed, approach)``, results
-    already computed from these same scores (``evaluate --unknowns``), by ``(detector,
-    unknowns)``, kept as they are (Table 1's means are cheap: always computed)."""
+def collect_results(run_dir: Path, settings: RunSettings, previous: Optional[Dict] = None):
+    """Per-seed results (every detector on every model, with the run's detector ``settings``),
+    Table 1 rows and the notes on detectors that could not be evaluated, from every
+    ``seed*/<approach>/outputs.npz``; and each model's scores fingerprint. ``previous``: per
+    ``(seed, approach)``, results already computed from these same scores (``evaluate
+    --unknowns``), by ``(detector, unknowns)``, kept as they are (Table 1's means are cheap:
+    always computed)."""
     per_seed, table1, skipped, fingerprints, not_applicable = [], [], [], {}, {}
-    tuned = run_tuned_settings(run_dir)  # settings chosen on validation data (tune-detectors)
-    for seed, approach, model_dir in RunDir(run_dir).models():
-        scores = model_scores(model_dir, approach, model_settings(settings or {}, tuned, approach))
+    for seed, approach, model_dir in RunDir(run_dir).models():  # tune-detectors' choices where made
+        scores = model_scores(model_dir, approach, settings.for_approach(approach))
         fingerprints[RunDir.run_key(seed, approach)] = scores.fingerprint
         computed = (previous or {}).get((seed, approach))
         per_seed += [{**result, "seed": seed} for result in evaluate_model(approach, scores, computed=computed)]
@@ -66,15 +65,17 @@ def write_metrics(run_dir: Path, meta: Dict, previous: Optional[Dict] = None) ->
     """Compute every number of the run and write ``metrics.json`` atomically (``previous``:
     see :func:`collect_results`).
 
-    Detector settings come from the run's ``config.yaml``, from where the figures read them."""
-    settings = detector_settings(run_config(run_dir))
+    Detector settings come from the run's ``config.yaml`` and ``detector_settings.json``, read
+    once here (:func:`~agnostophobia.detectors.stored.read_run_settings`), as the figures read them."""
+    settings = read_run_settings(run_dir)
     per_seed, table1, skipped, fingerprints, not_applicable = collect_results(run_dir, settings, previous)
     metrics = {
         # the run's record, less the marker: it tells which folder is the run, not how its numbers were made
         **{key: value for key, value in meta.items() if key not in MARKER_KEYS},
         "fpr_readout": "CCR at FPR t = the largest CCR(theta) over thresholds with FPR(theta) <= t "
                        "(Eq. 3 of the paper); null where t < 1/#unknowns",
-        "detectors": {name: build_detector(name, **settings.get(name, {})).settings() for name in DETECTORS.names()},
+        "detectors": {name: build_detector(name, **settings.config.get(name, {})).settings()
+                      for name in DETECTORS.names()},
         "results": aggregate_seeds(per_seed, ("row", "unknowns")),
         "table1": aggregate_seeds(table1, ("approach", "split")),
         "skipped": skipped,
@@ -93,29 +94,28 @@ def write_metrics(run_dir: Path, meta: Dict, previous: Optional[Dict] = None) ->
     return metrics
 
 
-def tuned_detector_metrics(run_dir: Path, settings: Dict[str, Dict]) -> Optional[Dict]:
+def tuned_detector_metrics(run_dir: Path, settings: RunSettings) -> Optional[Dict]:
     """Per (approach, detector) that ``tune-detectors`` tuned and unknown set: the config's and
     the validation-chosen settings, and the test CCR at the tuning's target FPR with each (mean
     and std over seeds); None when the run was not tuned."""
-    stored = read_tuned_settings(run_dir)
-    if not stored:
+    if settings.target_fpr is None:
         return None
-    fpr, tuned = stored["target_fpr"], run_tuned_settings(run_dir)
+    fpr, tuned, config = settings.target_fpr, settings.tuned, settings.config
     per_seed = []
     for seed, approach, model_dir in RunDir(run_dir).models():
         if not tuned.get(approach):
             continue
-        chosen_settings = model_settings(settings, tuned, approach)
-        scores = {"config": model_scores(model_dir, approach, settings, file=CONFIG_SCORES_FILE),
+        chosen_settings = settings.for_approach(approach)
+        scores = {"config": model_scores(model_dir, approach, config, file=CONFIG_SCORES_FILE),
                   "chosen": model_scores(model_dir, approach, chosen_settings)}  # the matrix's own, cached
         for detector in tuned[approach]:
             ccrs = {name: _test_ccrs(detector, held, fpr) for name, held in scores.items()}
             for unknown in ccrs["chosen"]:
                 per_seed.append({"approach": approach, "detector": detector, "unknowns": unknown, "seed": seed,
-                                 "config_settings": _shown(build_detector(detector, **settings.get(detector, {}))),
+                                 "config_settings": _shown(build_detector(detector, **config.get(detector, {}))),
                                  "chosen_settings": _shown(build_detector(detector, **chosen_settings[detector])),
                                  "test_ccr_config": ccrs["config"].get(unknown), "test_ccr_chosen": ccrs["chosen"][unknown]})
-    return {"target_fpr": fpr, "split": stored.get("split", "val"),
+    return {"target_fpr": fpr, "split": settings.tuned_split,
             "results": aggregate_seeds(per_seed, ("approach", "detector", "unknowns"))}
 
 
@@ -163,7 +163,7 @@ def tuned_detectors_markdown(metrics: Dict) -> List[str]:
 THRESHOLD_KEYS = ("approach", "detector", "target_fpr", "unknowns")
 
 
-def validation_threshold_metrics(run_dir: Path, settings: Dict[str, Dict]) -> Optional[Dict]:
+def validation_threshold_metrics(run_dir: Path, settings: RunSettings) -> Optional[Dict]:
     """What the thresholds of ``calibration.json`` (chosen on validation data) give on the test
     sets, mean and std over seeds, beside the oracle CCR at the same FPR; None when the run
     was not calibrated."""

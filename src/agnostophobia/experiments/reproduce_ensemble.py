@@ -23,7 +23,7 @@ from scipy.special import expit
 from agnostophobia.baselines.ensemble import ROW_TITLES, average_probabilities, scaling_invariance, squared_scores
 from agnostophobia.data.protocols import unknown_set
 from agnostophobia.detectors import softmax_scores
-from agnostophobia.detectors.stored import detector_settings, model_scores, model_settings, run_tuned_settings
+from agnostophobia.detectors.stored import model_scores, read_run_settings
 from agnostophobia.experiments.run_metrics import aggregate_seeds
 from agnostophobia.experiments.paper_numbers import TABLE2
 from agnostophobia.experiments.report import ccr_table_markdown, format_value, write_metrics, write_report
@@ -32,7 +32,7 @@ from agnostophobia.experiments.request import RunRequest
 from agnostophobia.metrics import summarize
 from agnostophobia.metrics.ood import CONFIDENCE_GRID, mean_confidence_curves
 from agnostophobia.plotting.style import approach_name
-from agnostophobia.training.outputs import load_outputs, run_config
+from agnostophobia.training.outputs import load_outputs
 from agnostophobia.rundir import RunDir
 from agnostophobia._log import log_info
 
@@ -144,11 +144,11 @@ def _lenet_scores(lenet_run: Path) -> Dict[str, List[Tuple[np.ndarray, np.ndarra
     """Max-softmax scores of the LeNet++ models on their own D_c and notMNIST, per approach and seed,
     read from the run's stored detector scores (the same ones as its own report): log-odds, the
     ``softmax`` detector's scale (``scipy.special.expit`` gives the max-softmax)."""
-    settings, tuned = detector_settings(run_config(lenet_run)), run_tuned_settings(lenet_run)  # as its report
+    settings = read_run_settings(lenet_run)  # as its report reads them
     found: Dict[str, List[Tuple[np.ndarray, np.ndarray]]] = {}
     for _, approach, model_dir in RunDir(lenet_run).models():
         if approach in LENET_APPROACHES:
-            stored = model_scores(model_dir, approach, model_settings(settings, tuned, approach))
+            stored = model_scores(model_dir, approach, settings.for_approach(approach))
             if UNKNOWN in stored.unknown_sets and "softmax" in stored.detectors:
                 found.setdefault(approach, []).append(stored.known_vs_unknown("softmax", UNKNOWN))
     return found

@@ -21,7 +21,7 @@ on validation knowns and validation negatives. Here, for every trained model of 
 
 The detector matrix (``<approach>/<detector>`` rows of ``evaluate``/``reproduce``),
 ``calibrate``, ``predict`` and ``export`` then score with the chosen settings
-(:func:`~agnostophobia.detectors.stored.model_settings`); the paper's own rows of Table 2
+(:meth:`~agnostophobia.detectors.stored.RunSettings.for_approach`); the paper's own rows of Table 2
 (e.g. the softmax model's ``openmax``) are not tuned and keep the config's settings.
 A run whose validation split holds no negatives (``mnist-notmnist``) is refused, and so is a
 target FPR its validation negatives cannot support (FPR < 10/#negatives,
@@ -42,8 +42,8 @@ from agnostophobia._runlock import run_lock
 from agnostophobia.deploy.request import ModelRequest
 from agnostophobia.detectors import DETECTORS
 from agnostophobia.detectors._base import setting_grid
-from agnostophobia.detectors.stored import (NotFitted, applicable_detectors, detector_inputs, fitted_detector,
-                                            run_detector_settings, run_tuned_settings)
+from agnostophobia.detectors.stored import (NotFitted, applicable_detectors, config_settings, detector_inputs,
+                                            fitted_detector, read_run_settings)
 from agnostophobia.errors import AgnostophobiaError
 from agnostophobia.losses import known_columns
 from agnostophobia.metrics import (DEFAULT_FPR, TIE_FLAG, ccr_at_fpr, default_fpr, supports_fpr,
@@ -78,7 +78,7 @@ def tune_detectors(request: ModelRequest, detectors: Optional[Sequence[str]] = N
     if request.fpr is not None:
         check_fpr(request.fpr, error=AgnostophobiaError)
     records = check_run(run_dir, "tune")
-    settings = run_detector_settings(run_dir, records.config)
+    settings = config_settings(records)  # each grid point keeps the config's other settings
     models = _selected_models(run_dir, records.models, approaches)
     detectors = _selected_detectors(detectors)
     validation = {model_dir: _validation(model_dir) for _, _, model_dir in models}
@@ -279,7 +279,7 @@ def _store(run_dir: Path, fpr: float, chosen: Dict, candidates: Dict) -> Dict:
                 "chosen": merged_chosen, "candidates": merged_candidates}
         run = RunDir(run_dir)
         run.write(run.tuned_settings, lambda tmp: Path(tmp).write_text(json.dumps(data, indent=1, sort_keys=True)))
-        run_tuned_settings(run_dir)  # what was written reads back
+        read_run_settings(run_dir)  # what was written reads back, each choice as its detector declares it
     return data
 
 

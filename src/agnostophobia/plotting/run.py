@@ -35,8 +35,8 @@ from matplotlib.figure import Figure
 
 from agnostophobia.detectors import build_detector, feature_magnitude
 from agnostophobia.losses import LOSSES, known_columns
-from agnostophobia.detectors.stored import (ModelScores, detector_inputs, detector_settings, model_scores,
-                                            model_settings, run_detector_settings, run_tuned_settings)
+from agnostophobia.detectors.stored import (ModelScores, RunSettings, detector_inputs, model_scores, read_run_settings,
+                                            run_settings)
 from agnostophobia.data.protocols import unknown_set
 from agnostophobia.metrics import oscr
 from agnostophobia.metrics.rows import own_detector, paper_rows, row_sort_key
@@ -286,8 +286,8 @@ def _draw_all(items: List["_PlannedFigure"], out_dir: Path, formats: Sequence[st
 
 def check_run_records(run_dir) -> None:
     """Every record the figures read, checked and in agreement (``training.records.check_run``),
-    and the detector settings of its config able to score; raises one line otherwise."""
-    run_detector_settings(run_dir, check_run(run_dir, "plot").config)
+    and the run's detector settings able to score; raises one line otherwise."""
+    run_settings(check_run(run_dir, "plot"))
 
 
 def _load_run(run_dir: Path, log) -> Dict[str, Dict[int, Outputs]]:
@@ -430,7 +430,7 @@ class _LoadedRun:
         config = run_config(run_dir)
         self.model_title = style.model_name(config["model"]) if config.get("model") else None
         self.caveat = " (smoke budget: not a result)" if config.get("budget") == "smoke" else ""
-        self.scores = _StoredScores(run_dir, detector_settings(config), log)
+        self.scores = _StoredScores(run_dir, read_run_settings(run_dir), log)
         self.weights = _border_weights(self.first, self.approaches, log)
         self.shown = shown
 
@@ -521,9 +521,9 @@ class _StoredScores:
     """The stored detector scores of each (approach, seed), read once; says once per model
     and detector why a curve is missing."""
 
-    def __init__(self, run_dir: Path, settings: Dict[str, Dict], log):
+    def __init__(self, run_dir: Path, settings: RunSettings, log):
+        # the metrics' settings (tune-detectors' choices where made): the figures show the same detectors
         self.run_dir, self.settings, self.log = run_dir, settings, log
-        self.tuned = run_tuned_settings(run_dir)  # the metrics' settings: the figures show the same detectors
         self._models: Dict[Tuple[str, int], ModelScores] = {}
         self._said: set = set()
 
@@ -539,7 +539,7 @@ class _StoredScores:
         key = (approach, seed)
         if key not in self._models:
             self._models[key] = model_scores(RunDir(self.run_dir).model_dir(seed, approach), approach,
-                                             model_settings(self.settings, self.tuned, approach))
+                                             self.settings.for_approach(approach))
         model = self._models[key]
         if detector in model.detectors:
             return model

@@ -16,6 +16,7 @@ from agnostophobia.training.outputs import save_outputs
 from agnostophobia.rundir import ModelDir, RunDir
 from agnostophobia import rundir
 from agnostophobia.rundir import RecordError
+from agnostophobia.errors import ConfigError
 
 
 def split(n=6, classes=3, dim=2, unknown=False):
@@ -150,21 +151,23 @@ TUNED = {"format": 1, "target_fpr": 0.01, "split": "val", "chosen": {"entropic":
     ({"chosen": {"entropic": {"knm": {"k": 3}}}}, "chosen.entropic.knm"),
 ])
 def test_tuned_detector_settings_are_checked_on_read(tmp_path, change, message):
-    from agnostophobia.detectors.stored import run_tuned_settings
+    from agnostophobia.detectors.stored import read_run_settings
     from agnostophobia.errors import AgnostophobiaError
 
     (tmp_path / rundir.TUNED_SETTINGS).write_text(json.dumps({**TUNED, **change}))
     with pytest.raises(AgnostophobiaError, match="detector_settings.json") as error:
-        run_tuned_settings(tmp_path)
+        read_run_settings(tmp_path)
     assert message in str(error.value) and "\n" not in str(error.value)
 
 
 def test_valid_tuned_settings_are_read_and_an_untuned_run_has_none(tmp_path):
-    from agnostophobia.detectors.stored import run_tuned_settings
+    from agnostophobia.detectors.stored import read_run_settings
 
-    assert records.read_tuned_settings(tmp_path) is None and run_tuned_settings(tmp_path) == {}
+    untuned = read_run_settings(tmp_path)
+    assert records.read_tuned_settings(tmp_path) is None and untuned.tuned == {} and untuned.target_fpr is None
     (tmp_path / rundir.TUNED_SETTINGS).write_text(json.dumps(TUNED))
-    assert run_tuned_settings(tmp_path) == {"entropic": {"knn": {"k": 20}}}
+    tuned = read_run_settings(tmp_path)
+    assert tuned.tuned == {"entropic": {"knn": {"k": 20}}} and (tuned.target_fpr, tuned.tuned_split) == (0.01, "val")
 
 
 # ------------------------------------------------------------------------------- config.yaml
@@ -248,6 +251,27 @@ def test_agreeing_records_pass_and_a_run_without_run_meta_is_an_unfinished_one(t
     assert records.check_run(run).config["openmax"] == {"tail_size": 3}
     (run / "run_meta.json").unlink()
     assert records.check_run(run).meta is None
+
+
+def test_check_run_keeps_the_tuned_settings_it_read_and_the_settings_built_from_them_are_checked(tmp_path):
+    """What check_run read of detector_settings.json travels in its RunRecords: the settings
+    built from them are those read from the run alone, and a value no detector takes names its file."""
+    from agnostophobia.detectors.stored import read_run_settings, run_settings
+
+    run = run_records(tmp_path, CONFIG)
+    assert records.check_run(run).tuned is None and run_settings(records.check_run(run)).target_fpr is None
+    (run / rundir.TUNED_SETTINGS).write_text(json.dumps({**TUNED, "chosen": {"softmax": {"knn": {"k": 20}}}}))
+    checked = records.check_run(run)
+    assert checked.tuned["chosen"] == {"softmax": {"knn": {"k": 20}}}
+    assert run_settings(checked) == read_run_settings(run)
+    assert run_settings(checked).for_approach("softmax") == {"openmax": {"tail_size": 3}, "knn": {"k": 20}}
+    (run / rundir.TUNED_SETTINGS).write_text(json.dumps({**TUNED, "chosen": {"softmax": {"knn": {"k": "x"}}}}))
+    with pytest.raises(ConfigError, match=r"detector_settings.json: .*'chosen.softmax.knn.k'"):
+        run_settings(records.check_run(run))
+    (run / rundir.TUNED_SETTINGS).unlink()
+    (run / "config.yaml").write_text(yaml.safe_dump({**CONFIG, "detectors": {"knn": {"k": "x"}}}))
+    with pytest.raises(ConfigError, match=r"config.yaml: .*'detectors.knn.k'"):
+        run_settings(records.check_run(run))
 
 
 # ------------------------------------------------------------------ a run is known by content

@@ -28,7 +28,9 @@ from agnostophobia.training.records.tuned_settings import read_tuned_settings
 
 @dataclass
 class RunRecords:
-    """Everything :func:`check_run` read and checked."""
+    """Everything :func:`check_run` read and checked; ``tuned`` is ``detector_settings.json``
+    (:func:`read_tuned_settings`; None: never tuned), whose values the layer above checks against
+    each detector's declaration (``detectors.stored.run_settings``)."""
 
     run_dir: Path
     config: Dict[str, Any]
@@ -36,6 +38,7 @@ class RunRecords:
     models: List[Tuple[int, str, ModelDir]]
     calibration: Optional[Dict[str, Any]] = None
     checkpoint_configs: Dict[ModelDir, Dict[str, Any]] = field(default_factory=dict)
+    tuned: Optional[Dict[str, Any]] = None
 
     def warn_versions(self, stacklevel: int = 1) -> None:
         """An :class:`~agnostophobia.errors.AgnostophobiaWarning` naming the libraries whose version
@@ -70,8 +73,7 @@ def check_run(run_dir, command: str = "evaluate") -> RunRecords:
     models = run_models(run_dir, command)
     config = read_run_config(run_dir)
     meta = read_run_meta(run_dir)
-    records = RunRecords(run_dir, config, meta, models, read_calibration(run_dir))
-    read_tuned_settings(run_dir)
+    records = RunRecords(run_dir, config, meta, models, read_calibration(run_dir), tuned=read_tuned_settings(run_dir))
     for seed, approach, model in models:
         widths = {}
         for path in (model.outputs, model.fit_outputs, model.val_outputs):

@@ -1,6 +1,6 @@
 """``RUN/detector_settings.json``, the detector settings ``tune-detectors`` chose, checked. Its
 writer is above this layer (``experiments.tune_detectors``); each value is checked against its
-detector's declaration where it is read (``detectors.stored.run_tuned_settings``)."""
+detector's declaration where it is read (``detectors.stored.run_settings``)."""
 from __future__ import annotations
 
 from typing import Any, Dict, Optional
@@ -16,7 +16,7 @@ def read_tuned_settings(run_dir) -> Optional[Dict[str, Any]]:
     run's detector settings were never tuned: ``format`` 1, a ``target_fpr`` in (0, 1] and
     ``chosen`` as ``{approach: {detector: {setting: value}}}`` with known approaches and
     scalar values (each value is checked against its detector's declaration by its reader,
-    ``detectors.stored.run_tuned_settings``)."""
+    ``detectors.stored.run_settings``)."""
     path = RunDir(run_dir).tuned_settings
     data = _read_format_1(path)
     if data is None:
