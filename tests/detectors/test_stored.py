@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from agnostophobia.detectors import DETECTORS, KNNDetector, OpenMax, build_detector
+from agnostophobia.detectors import DETECTORS, KNNDetector, OpenMax, build_detector, detector_applies
 from agnostophobia.detectors.stored import SCORES_FILE, KeptFits, detector_settings, model_scores
 from agnostophobia.training import records
 from agnostophobia.rundir import FITTED_FILE, LAST_LAYER, ModelDir
@@ -163,7 +163,9 @@ def test_missing_training_outputs_and_failed_fits_are_notes(tmp_path):
     assert "openmax" not in stored.detectors and "tail_size=1000" in stored.notes["openmax"]
 
 
-LAST_LAYER_DETECTORS = sorted(n for n in DETECTORS.names() if DETECTORS.get(n).needs_last_layer)
+#: The detectors that read the last layer of the entropic networks here (cac reads a cac network's: below).
+LAST_LAYER_DETECTORS = sorted(n for n in DETECTORS.names()
+                              if DETECTORS.get(n).needs_last_layer and detector_applies(n, "entropic"))
 
 
 def test_a_model_without_a_last_layer_skips_the_detectors_that_read_it_with_a_one_line_note(tmp_path):
@@ -201,6 +203,22 @@ def test_an_older_run_has_its_last_layer_recomputed_from_best_pt_once(tmp_path):
     np.testing.assert_array_equal(stored.scores("ash", "known").max(1), direct.max(1))
     (tmp_path / "best.pt").unlink()  # read from last_layer.npz from now on
     assert set(LAST_LAYER_DETECTORS) <= set(model_scores(tmp_path, "entropic", {"ash": {"variant": "p"}}).detectors)
+
+
+def test_a_cac_model_is_scored_at_its_anchor_means_from_its_last_layer_and_skipped_without_one(tmp_path):
+    """The cac detector (``anchors: means``) of a cac model reads the stored last layer (CAC's linear layer
+    z = W F) and is fitted on the training outputs, as when handed them directly; ``anchors: fixed`` reads
+    the logits alone, and a model without a last layer has the one-line note for its default only."""
+    outputs = make_model(tmp_path / "cac")
+    stored = model_scores(tmp_path / "cac", "cac", {})
+    fit = records.read_outputs(tmp_path / "cac" / "fit_outputs.npz")["train"]
+    direct = build_detector("cac").use_last_layer(last_layer()).fit(fit["logits"], fit["features"], fit["labels"])
+    known = outputs["known"]
+    np.testing.assert_array_equal(stored.scores("cac", "known").max(1),
+                                  direct.scores(known["logits"], known["features"]).max(1))
+    make_model(tmp_path / "old", layer=False)
+    assert "cac" not in model_scores(tmp_path / "old", "cac", {}).detectors
+    assert "cac" in model_scores(tmp_path / "old", "cac", {"cac": {"anchors": "fixed"}}).detectors
 
 
 def test_vim_is_not_applicable_where_the_features_have_no_more_dimensions_than_classes(tmp_path):

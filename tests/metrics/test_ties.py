@@ -249,6 +249,19 @@ def test_a_calibration_entry_records_its_score_scale_and_a_bad_one_is_refused(tm
                 read_calibration(tmp_path)
 
 
+def test_a_threshold_chosen_again_on_a_new_scale_says_what_changed(tmp_path):
+    """A cac threshold chosen on the fixed anchors' scores (scale 1) is chosen again, its note naming the
+    anchor means; a max-softmax one's still names the tie-free scores."""
+    from agnostophobia.deploy.calibration import current_scale, old_scale_note
+
+    softmax = {"approach": "softmax", "detector": "softmax", "seed": 0, "target_fpr": 0.1, "threshold": 2.5}
+    cac = {**softmax, "approach": "cac", "detector": "cac", "threshold": -2.0, "score_scale": 1}
+    assert not current_scale(cac) and current_scale({**cac, "score_scale": 2})
+    both = old_scale_note([softmax, cac], tmp_path)
+    assert "before the detectors' scores were tie-free" in both and "; before the cac score measured" in both
+    assert "anchor means" not in old_scale_note([softmax], tmp_path)
+
+
 # ------------------------------------------------------------------ issue 55, item 8: saturating inputs, the registry's claims
 def claimed_settings(name: str):
     """The detector's defaults, and each other value of each categorical setting (a variant may tie

@@ -475,10 +475,10 @@ def old_scale_note(entries: List[Dict], run_dir: Path) -> str:
     chosen again in memory (:func:`rechosen`)."""
     named = ", ".join(f"{e['approach']}/{e['detector']} (seed {e['seed']}, FPR <= {e['target_fpr']:g}: "
                       f"{e['threshold']:.6g})" for e in entries)
-    return (f"{RunDir(run_dir).calibration}: threshold(s) chosen on an older score scale, before the detectors' "
-            f"scores were tie-free (max-softmax was a probability, now its log-odds); chosen again by the same rule "
-            f"on the validation outputs at the same target FPR, in memory: {named}; `agnostophobia calibrate "
-            f"{run_dir} --fpr T` stores them")
+    changes = "; before ".join(dict.fromkeys(DETECTORS.get(e["detector"]).SCALE_CHANGE for e in entries))
+    return (f"{RunDir(run_dir).calibration}: threshold(s) chosen on an older score scale, before {changes}; "
+            f"chosen again by the same rule on the validation outputs at the same target FPR, in memory: {named}; "
+            f"`agnostophobia calibrate {run_dir} --fpr T` stores them")
 
 
 def rechosen(entry: Dict, run_dir: Path, settings: RunSettings, precision: Optional[str] = None, data_dir=None,

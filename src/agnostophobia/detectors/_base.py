@@ -127,8 +127,8 @@ def detector_applies(detector: str, approach: str) -> bool:
     """Whether the detector registered as ``detector`` can score a network trained with the
     loss registered as ``approach``: one that reads the background column needs a network
     with a background class (Sec. 3); one that reads the last layer as linear (``needs_last_layer``)
-    logits linear in F (not ARPL's or CAC's distances: ``OpenSetLoss.linear_logits``); one that names
-    the ``approaches`` it scores, one of those. An unknown name of either raises one line naming it.
+    logits linear in F (``OpenSetLoss.linear_logits``: not ARPL's or CAC's distances) or names the approach;
+    one that names the ``approaches`` it scores, one of those. An unknown name of either raises one line naming it.
 
     Args:
         detector: a name registered in :data:`~agnostophobia.detectors.DETECTORS`.
@@ -150,7 +150,7 @@ def detector_applies(detector: str, approach: str) -> bool:
     """
     cls, loss = DETECTORS.get(detector), LOSSES.get(approach)
     return ((not cls.reads_background_column or loss.background_class)
-            and (not cls.needs_last_layer or loss.linear_logits)
+            and (not cls.needs_last_layer or loss.linear_logits or approach in cls.approaches)
             and (not cls.approaches or approach in cls.approaches))
 
 
@@ -305,7 +305,7 @@ def scores_from_top(predicted: np.ndarray, score: np.ndarray, num_classes: int) 
 class Detector(DeclaresSettings):
     """Base class: post-hoc by default (``fit`` does nothing).
 
-    Class attributes a subclass sets:
+    Class attributes a subclass sets (an instance may clear a flag its settings do not need: ``cac``):
 
     * ``needs_fit``: True when :meth:`fit` learns from training knowns; :meth:`scores`
       then raises :class:`NotFittedError` until it has been called;
@@ -315,7 +315,7 @@ class Detector(DeclaresSettings):
     * ``keeps_prediction``: True when the arg-max of the scores is always the arg-max of
       the C known logits (False for OpenMax, whose recalibration may change it);
     * ``needs_last_layer``: True when the score reads the network's last layer on F, the
-      logits' :math:`l = W F + b` (ViM, ReAct, ASH, SCALE): :meth:`use_last_layer` hands it over
+      logits' :math:`l = W F + b` (ViM, ReAct, ASH, SCALE; ``cac``: CAC's z): :meth:`use_last_layer` hands it over
       (its C known-class rows) before :meth:`fit` and :meth:`scores`;
     * ``approaches``: the approaches (registered losses) whose networks it scores, where its score
       reads their logits as something particular (``cac``: distances to class anchors); empty: every one;
@@ -326,10 +326,9 @@ class Detector(DeclaresSettings):
       implement :meth:`_torch_score`; one that does leaves it empty;
     * ``title``: the name shown in reports; ``report_note``: what a report says about how
       the detector was applied (empty: nothing beyond its title and settings);
-    * ``SCORE_SCALE``: the version of the score's scale, raised when a change of the score moves
-      the value of a threshold (2: the tie-free scores of ``softmax``, ``background``,
-      ``openmax``, ``entropy``, ``gen``, ``postmax``, ``ghost`` and ``react``); a threshold that
-      ``calibrate`` recorded with another is chosen again (``deploy.calibration``);
+    * ``SCORE_SCALE``: the version of the score's scale, raised when a change of the score moves a threshold
+      (2: tie-free ``softmax``, ``background``, ``openmax``, ``entropy``, ``gen``, ``postmax``, ``ghost``, ``react``;
+      ``cac``'s anchor means); a threshold chosen on another is chosen again, the note saying ``SCALE_CHANGE``;
     * :meth:`ties`: which distinct inputs the detector, with its settings, scores alike (None: it
       does not, the rule), said by the detector and checked against its scores by the tests.
 
@@ -356,6 +355,7 @@ class Detector(DeclaresSettings):
     title: ClassVar[str] = "detector"
     report_note: ClassVar[str] = ""
     SCORE_SCALE: ClassVar[int] = 1
+    SCALE_CHANGE: ClassVar[str] = "the detectors' scores were tie-free (max-softmax was a probability, now its log-odds)"
     #: The attributes :meth:`fit` sets that are the whole fitted detector (arrays and numbers):
     #: ``detectors.stored`` keeps them on disk per model so that a run's detectors are fitted once
     #: (:meth:`fitted_state`, :meth:`restore_fitted_state`). Empty: nothing worth keeping, fitting

@@ -1,13 +1,20 @@
 """CAC's distance-based rejection score (Miller, Sünderhauf, Milford and Dayoub, "Class Anchor
-Clustering: a Loss for Distance-based Open Set Recognition", WACV 2021, Sec. 3), on the logits of a
-network trained with the ``cac`` loss: its logits are the negated distances to the class anchors."""
+Clustering: a Loss for Distance-based Open Set Recognition", WACV 2021, Sec. 3), on a network trained
+with the ``cac`` loss, whose logits are the negated distances of its linear layer's output z to the
+class anchors: by default as the authors evaluate it, with the anchors moved to the mean z of each
+class's correctly classified training knowns (dimitymiller/cac-openset, ``eval_cacOpenset.py`` and
+``utils.py`` ``find_anchor_means``); with ``anchors: fixed`` on the network's own anchors α·e_k."""
 from __future__ import annotations
 
 import numpy as np
 import torch
 from scipy.special import logsumexp
 
-from ._base import Detector, TorchScore, as_float64, picked, place_in_predicted_column, register
+from agnostophobia.losses.cac import anchor_distances
+
+from ._base import (Detector, Setting, TorchScore, as_float64, check_training_data, picked,
+                    place_in_predicted_column, register)
+from .mahalanobis import class_means
 
 
 #: Below :math:`\ln |s| = ` this, :math:`|s|` is continued in log space instead of underflowing.
@@ -77,40 +84,140 @@ def _torch_cac_score(logits: torch.Tensor, features: torch.Tensor, predicted: to
                        torch.zeros_like(top))
 
 
+#: Where the ``cac`` detector measures the distances from: ``means``, the mean z of each class's correctly
+#: classified training knowns (the authors' evaluation); ``fixed``, the network's anchors α·e_k.
+ANCHORS = ("means", "fixed")
+#: Entries of the (rows, C, C) differences held at a time when distances to the means are measured (32 MB).
+ENTRIES = 1 << 22
+
+
+def anchor_means(z: np.ndarray, logits: np.ndarray, labels: np.ndarray) -> np.ndarray:
+    """(C, C) the mean z of each class's correctly classified training knowns (the arg-max of the logits is
+    the label), the authors' ``find_anchor_means(..., only_correct=True)``: their ``gather_outputs``
+    keeps the samples whose arg-max of z is the label, the same samples, as the nearest of the anchors
+    α·e_k is the largest entry of z. A class none of whose training samples is classified right (a network
+    barely trained; the authors' mean would be NaN) takes the mean z of all its samples; a ``ValueError``
+    names the classes without any."""
+    num_classes = logits.shape[1]
+    counts = np.bincount(labels, minlength=num_classes)
+    if (counts == 0).any():
+        missing = np.flatnonzero(counts == 0)
+        raise ValueError(f"class(es) {', '.join(map(str, missing[:5]))} have no training sample; CAC's anchor "
+                         "means need one per class (anchors: fixed needs none)")
+    correct = logits.argmax(axis=1) == labels
+    kept = correct | (np.bincount(labels[correct], minlength=num_classes) == 0)[labels]
+    return class_means(z[kept], labels[kept], num_classes)
+
+
+def distances_to(z: np.ndarray, anchors: np.ndarray) -> np.ndarray:
+    """(N, K) Euclidean distances of each row of z (N, C) to each anchor (K, C), in blocks of rows (the
+    numpy twin of :func:`~agnostophobia.losses.cac.anchor_distances`)."""
+    out = np.empty((len(z), len(anchors)))
+    rows = max(1, ENTRIES // max(1, anchors.size))
+    for r0 in range(0, len(z), rows):
+        difference = z[r0:r0 + rows, None, :] - anchors[None, :, :]
+        out[r0:r0 + rows] = np.sqrt((difference * difference).sum(axis=2))
+    return out
+
+
 @register("cac")
 class CACDetector(Detector):
-    r"""CAC's distance-based rejection score (Miller et al., WACV 2021, Sec. 3), on the logits of a ``cac``
-    network, the negated distances to the class anchors.
-
-    With the distances :math:`d = -l`,
+    r"""CAC's distance-based rejection score (Miller et al., WACV 2021, Sec. 3) on a ``cac`` network. With
+    :math:`d_k` the distance of the network's linear output :math:`z = W F + b` to anchor :math:`k`,
 
     .. math:: s(x) = -\,d_t(x)\,\bigl(1 - \mathrm{softmin}(d(x))_t\bigr),\qquad t = \arg\min_k d_k(x),
 
     larger = more known (continued in log space where it would round to 0: :func:`cac_scores`); the paper
-    rejects where :math:`\min_k d_k (1 - \mathrm{softmin}(d)_k)` (which is
-    attained at t) is large. One number per sample, in the predicted class's column. Applies to ``cac``
+    rejects where :math:`\min_k d_k (1 - \mathrm{softmin}(d)_k)` (which is attained at t) is large.
+
+    ``anchors: means`` (the default), as the authors evaluate (dimitymiller/cac-openset,
+    ``eval_cacOpenset.py``: ``find_anchor_means(..., only_correct=True)`` then ``net.set_anchors``):
+    fitted on the training knowns, the anchors are the means :math:`\mu_k` of z over each class's
+    correctly classified samples (all of its samples where none is: :func:`anchor_means`), and
+    :math:`d_k = \lVert z - \mu_k \rVert`, z from the features and the network's last layer (CAC's
+    ``AnchorDistances`` keeps the linear layer's weight and bias: :meth:`use_last_layer`).
+    ``anchors: fixed``: the network's own anchors α·e_k, whose distances are its negated logits,
+    :math:`d = -l`; nothing fitted, features and last layer not read.
+
+    One number per sample, in the column of the network's prediction (the nearest fixed anchor, the
+    arg-max of z): the score is the authors', the prediction stays the network's. Applies to ``cac``
     networks alone (:attr:`approaches`): on other logits the product has no meaning.
 
-    Conventions that differ: the authors' ``gather_outputs`` / ``metrics.auroc`` (dimitymiller/cac-openset)
-    take the minimum of the score over every class, here the predicted class's (the same where the
-    distances are >= 0, as a CAC network's are); pytorch-ood 0.4.0's ``CACLoss.score`` is
-    :math:`-\max_k d_k (1 - \mathrm{softmin}(d)_k)`, the largest class's product instead of the smallest.
-    The authors evaluate with the anchors moved to the training classes' mean logits; here the network's
-    fixed anchors.
+    Conventions that differ: the authors' accuracy reads the nearest mean, not the nearest anchor; their
+    means also average the horizontally flipped training images (except MNIST and SVHN), here the
+    training knowns' stored outputs; their ``gather_outputs`` / ``metrics.auroc`` take the minimum of the
+    score over every class, here the nearest anchor's (the same, the distances being >= 0).
+    pytorch-ood 0.4.0's ``CACLoss.score`` is :math:`-\max_k d_k (1 - \mathrm{softmin}(d)_k)` on the fixed
+    anchors, the largest class's product instead of the smallest, and no anchor means.
 
     Examples:
         >>> import numpy as np
         >>> from agnostophobia.detectors import build_detector
         >>> distances = np.array([[1.0, 5.0, 5.0], [3.0, 3.0, 3.0]])  # near anchor 0; equally far from all
-        >>> build_detector("cac").scores(-distances).max(axis=1).round(4)
+        >>> build_detector("cac", anchors="fixed").scores(-distances).max(axis=1).round(4)
         array([-0.0353, -2.    ])
+        >>> z = np.array([[9.0, 1.0], [8.0, 0.0], [1.0, 9.0], [2.0, 1.0]])  # four training knowns' z (W = I)
+        >>> logits = -np.linalg.norm(z[:, None, :] - 10.0 * np.eye(2), axis=2)  # a cac network's, α = 10
+        >>> detector = build_detector("cac").use_last_layer(np.eye(2)).fit(logits, z, np.array([0, 0, 1, 1]))
+        >>> detector.anchor_means_  # the last sample, nearest anchor 0, is misclassified: left out
+        array([[8.5, 0.5],
+               [1. , 9. ]])
     """
 
     title = "CAC rejection score"
     approaches = ("cac",)
+    needs_fit = True  # anchors: means (an instance with anchors: fixed reads no fit, features or layer)
+    needs_features = True
+    needs_last_layer = True  # the linear layer z = W F + b that CAC's anchor distances read
+    FITTED_STATE = ("anchor_means_",)
+    SCORE_SCALE = 2  # the distances to the anchor means (1: to the network's fixed anchors)
+    SCALE_CHANGE = ("the cac score measured its distances from the training knowns' anchor means (the authors' "
+                    "evaluation)")
+    report_note = ("Miller et al. (WACV 2021), as the authors evaluate it (eval_cacOpenset.py): the distances of "
+                   "the linear output z to the mean z of each class's correctly classified training knowns; "
+                   "anchors: fixed keeps the network's anchors α·e_k.")
+    anchors = Setting(str, "means", choices=ANCHORS,
+                      doc="where the distances are measured from: 'means', the mean linear output z of each "
+                          "class's correctly classified training knowns (the authors' evaluation); 'fixed', the "
+                          "network's anchors α·e_k (its logits)",
+                      source="dimitymiller/cac-openset, eval_cacOpenset.py: ``find_anchor_means(..., "
+                             "only_correct=True)`` then ``net.set_anchors``; pytorch-ood 0.4.0 ``CACLoss.score``: "
+                             "the fixed anchors",
+                      differs="the means leave out the authors' horizontally flipped training images (all "
+                              "datasets but MNIST and SVHN)")
+
+    def __post_init__(self):
+        if self.anchors == "fixed":  # the network's logits are its distances: nothing else is read
+            self.needs_fit = self.needs_features = self.needs_last_layer = False
+
+    def fit(self, train_logits, train_features, train_labels) -> "CACDetector":
+        if self.anchors == "fixed":
+            return super().fit(train_logits, train_features, train_labels)
+        logits, features, labels = check_training_data(train_logits, train_features, train_labels, need_features=True)
+        self._check_last_layer(logits, features)
+        self.anchor_means_ = anchor_means(self._linear(features), logits, labels)
+        self._fitted = True
+        return self
+
+    def _linear(self, features: np.ndarray) -> np.ndarray:
+        """z = W F + b, the linear layer CAC's anchor distances read."""
+        return features @ self.weight_.T + self.bias_
 
     def _scores(self, logits, features):
-        return place_in_predicted_column(cac_scores(logits), logits)
+        if self.anchors == "fixed":
+            return place_in_predicted_column(cac_scores(logits), logits)
+        distances = distances_to(self._linear(features), self.anchor_means_)
+        return place_in_predicted_column(cac_scores(-distances), logits)
 
     def _torch_score(self):
-        return TorchScore(_torch_cac_score)
+        if self.anchors == "fixed":
+            return TorchScore(_torch_cac_score)
+        return TorchScore(_torch_cac_means_score, weight=self.weight_, bias=self.bias_,
+                          anchor_means=self.anchor_means_)
+
+
+def _torch_cac_means_score(logits, features, predicted, weight, bias, anchor_means) -> torch.Tensor:
+    """The score of ``anchors: means`` in torch operations: :func:`_torch_cac_score` of the negated
+    distances of z = W F + b to the anchor means, at the nearest mean."""
+    negated = -anchor_distances(features @ weight.T + bias, anchor_means)
+    return _torch_cac_score(negated, features, negated.argmax(dim=1))

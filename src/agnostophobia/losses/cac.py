@@ -12,6 +12,14 @@ from ..settings import Setting
 from ._base import LOSSES, OpenSetLoss, Provenance, from_scratch
 
 
+def anchor_distances(z: torch.Tensor, anchors: torch.Tensor) -> torch.Tensor:
+    """(N, K) float64 Euclidean distances of each row of ``z`` (N, C) to each anchor (K, C): the authors'
+    ``distance_classifier`` (``torch.norm(x - anchors, 2, 2)``, in float64 as theirs); what
+    :class:`AnchorDistances` negates, and what the ``cac`` detector measures to its anchor means."""
+    difference = z.double()[:, None, :] - anchors.to(z.device)[None, :, :]
+    return difference.pow(2).sum(-1).sqrt()
+
+
 class AnchorDistances(nn.Module):
     r"""CAC's logit layer: the network's linear layer z = W F (+ b) into a C-dimensional space, then the
     negated Euclidean distance of z to each class anchor :math:`c_k = \alpha e_k` (magnitude α times the
@@ -52,8 +60,7 @@ class AnchorDistances(nn.Module):
         """The (N, C) logits, the negated distances to the anchors, of the (N, D) deep features."""
         z = F.linear(features, self.weight.to(features.dtype),
                      None if self.bias is None else self.bias.to(features.dtype))
-        difference = z.double()[:, None, :] - self.anchors.to(z.device)[None, :, :]
-        return -difference.pow(2).sum(-1).sqrt().to(features.dtype)
+        return -anchor_distances(z, self.anchors).to(features.dtype)
 
     def extra_repr(self) -> str:
         return f"in_features={self.in_features}, out_features={self.out_features}, magnitude={self.magnitude}"
@@ -77,15 +84,15 @@ class CACLoss(OpenSetLoss):
     = 0.1, the authors' ``--alpha`` and ``--lbda`` defaults. Trained on knowns alone (negatives add 0,
     ``'mean'`` over the knowns: the authors' ``lbda * mean(anchor) + mean(tuplet)``). Thresholded by the
     paper's distance-based rejection score (``cac`` detector): :math:`\min_k d_k (1 - \mathrm{softmin}(d)_k)`,
-    larger = more unknown.
+    larger = more unknown, with the anchors moved to the means of the correctly classified training
+    knowns' z, as the authors' ``eval_cacOpenset.py`` evaluates (``find_anchor_means``; the detector's
+    ``anchors: fixed`` keeps α·one-hot).
 
     Conventions that differ from the authors' code: their logit layer has a bias (the package's networks'
     logit layers have none, except the MLP's); their network outputs the distances, this one their
-    negation (the loss and score read ``d = -logits``); at evaluation their ``eval_cacOpenset.py`` replaces
-    the anchors by the means of the correctly classified training logits (``find_anchor_means``), here
-    the anchors stay α·one-hot. pytorch-ood 0.4.0's ``CACLoss`` differs from the authors' in two places,
-    where this one follows the authors: its ``distance`` is squared, and its Tuplet term leaves out the
-    last class instead of the true one (it sums the true class's e^0 = 1 instead).
+    negation (the loss and score read ``d = -logits``). pytorch-ood 0.4.0's ``CACLoss`` differs from the
+    authors' in two places, where this one follows the authors: its ``distance`` is squared, and its Tuplet
+    term leaves out the last class instead of the true one (it sums the true class's e^0 = 1 instead).
 
     Call ``loss(logits, labels, features=None, sample_weight=None)``.
 
@@ -122,9 +129,12 @@ class CACLoss(OpenSetLoss):
                    "dimitymiller/cac-openset, train_cacOpenset.py ``CACLoss`` and networks/openSetClassifier.py "
                    "``distance_classifier`` (commit bd9c7f5); paper Sec. 3",
                    "the network outputs the negated distances; its logit layer has no bias"),
-        Provenance("score", "min_k d_k (1 - softmin(d)_k) on the fixed anchors",
-                   "dimitymiller/cac-openset, utils.py ``gather_outputs`` and metrics.py ``auroc`` (min over classes)",
-                   "the authors evaluate with the anchors moved to the training classes' mean logits"),
+        Provenance("score", "min_k d_k (1 - softmin(d)_k), the anchors moved to the mean z of each class's "
+                   "correctly classified training knowns",
+                   "dimitymiller/cac-openset, eval_cacOpenset.py (utils.py ``find_anchor_means``, ``gather_outputs``) "
+                   "and metrics.py ``auroc`` (min over classes)",
+                   "the means leave out the authors' horizontally flipped training images; the prediction stays "
+                   "the nearest fixed anchor's"),
     )
 
     def logit_layer(self, layer: nn.Module) -> nn.Module:
