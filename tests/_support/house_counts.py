@@ -33,7 +33,19 @@ issue 58 sets aside); it reads the whole tree (tests, docs, examples), lists one
 (the other runs as ``+N more runs``), passes lone punctuation over, and lists thin runs marked
 ``boilerplate`` where here they are not counted. The stop at a docstring and the rule of one shape
 over and over are this count's own. Here each run is a pair of places, and only
-``src/agnostophobia`` is read."""
+``src/agnostophobia`` is read.
+
+Dead functions (:func:`dead_functions`, issue 58; also ``python tests/_support/house_counts.py``): a
+function or method of ``src/agnostophobia`` is reached when its name is used in the package's code (a
+name or an attribute, anywhere in ``src/agnostophobia``), is exported (a string of an ``__all__`` or
+``_EXPORTS`` table), is a public method of a class that an API page shows (a class exported by a
+package that a ``docs/reference`` page summarizes with ``api-summary``), or is a word of the
+documentation's sources (``docs/``, less what a build generates and the GPU check's records),
+``examples/``, ``benchmarks/`` or the README. Dunders and the hooks a library calls by name
+(:data:`HOOKS`) are reached. The tests do not reach anything: a function only tests call is dead (its
+test's reference belongs to the tests). Names, not objects, are matched, so the count is a lower
+bound: a dead function that shares its name with a live one (``evaluate``, also a command) is not
+counted; a function reached only by a name built at run time would be, and none is."""
 from __future__ import annotations
 
 import ast
@@ -41,13 +53,15 @@ import bisect
 import io
 import itertools
 import keyword
+import re
 import sys
 import tokenize
 from collections import defaultdict
 from pathlib import Path
 from typing import Dict, List, NamedTuple, Set, Tuple
 
-SRC = Path(__file__).resolve().parents[2] / "src" / "agnostophobia"
+REPO = Path(__file__).resolve().parents[2]
+SRC = REPO / "src" / "agnostophobia"
 MODULE_LINES, FUNCTION_LINES, PARAMETERS = 600, 80, 6
 RUN_LINES, TOO_COMMON = 6, 8  # a window of 6 lines; in more than 8 places it is an idiom, not a copy
 SHARED_RUNS = "pairs of places sharing runs of 6+ same-shape lines"
@@ -207,8 +221,74 @@ def counts(root: Path = SRC) -> Dict[str, List[Finding]]:
     return found
 
 
+#: Methods a library calls by name, never this package: each with its caller.
+HOOKS = {"extra_repr": "torch.nn.Module.__repr__", "ignore_aliases": "yaml's Dumper, for every node it writes"}
+#: The tables whose strings export a name: a module's ``__all__``, a lazy package's ``_EXPORTS``.
+_EXPORT_TABLES = ("__all__", "_EXPORTS")
+#: What the documentation's folder holds that is no source of it: a build's output, the GPU check's records.
+_NOT_DOC_SOURCES = ("_build/", "gallery/", "reference/generated/", "gpu-runs/")
+_API_SUMMARY = re.compile(r"^\.\. api-summary::\s*agnostophobia\.(\S+)\s*$", re.MULTILINE)
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _exported(tree: ast.AST) -> Set[str]:
+    """The strings of a module's export tables."""
+    found: Set[str] = set()
+    for node in ast.walk(tree):
+        targets = (node.targets if isinstance(node, ast.Assign) else
+                   [node.target] if isinstance(node, (ast.AnnAssign, ast.AugAssign)) else [])
+        if any(isinstance(t, ast.Name) and t.id in _EXPORT_TABLES for t in targets) and node.value is not None:
+            found |= {n.value for n in ast.walk(node.value) if isinstance(n, ast.Constant) and isinstance(n.value, str)}
+    return found
+
+
+def _doc_words(repo: Path) -> Set[str]:
+    """Every word of the documentation's sources, the examples, the benchmarks and the README."""
+    docs = [p for p in (repo / "docs").rglob("*") if p.suffix in (".md", ".rst", ".py")
+            and not p.relative_to(repo / "docs").as_posix().startswith(_NOT_DOC_SOURCES)]
+    files = docs + sorted((repo / "examples").rglob("*.py")) + sorted((repo / "benchmarks").rglob("*.py"))
+    files += [repo / "README.md"] if (repo / "README.md").is_file() else []
+    return {word for path in files for word in _WORD.findall(path.read_text(encoding="utf-8"))}
+
+
+def _on_api_pages(repo: Path, trees: Dict[Path, ast.AST]) -> Set[str]:
+    """The names exported by the packages that a reference page summarizes (each has an API page)."""
+    src = repo / "src" / "agnostophobia"
+    names: Set[str] = set()
+    for page in sorted((repo / "docs" / "reference").glob("*.rst")):
+        for module in _API_SUMMARY.findall(page.read_text(encoding="utf-8")):
+            path = src.joinpath(*module.split("."))
+            path = path / "__init__.py" if path.is_dir() else path.with_suffix(".py")
+            names |= _exported(trees[path])
+    return names
+
+
+def dead_functions(repo: Path = REPO) -> List[Finding]:
+    """Each function or method of ``src/agnostophobia`` that nothing reaches (the rule is in the
+    module's docstring), as ``path:line name``."""
+    src = repo / "src" / "agnostophobia"
+    trees = {path: ast.parse(path.read_text(encoding="utf-8")) for path in sorted(src.rglob("*.py"))}
+    reached = set(HOOKS) | _doc_words(repo)
+    for tree in trees.values():
+        reached |= _exported(tree)
+        reached |= {n.id if isinstance(n, ast.Name) else n.attr
+                    for n in ast.walk(tree) if isinstance(n, (ast.Name, ast.Attribute))}
+    shown = _on_api_pages(repo, trees)
+    found = []
+    for path, tree in trees.items():
+        public_methods = {id(f) for cls in ast.walk(tree) if isinstance(cls, ast.ClassDef) and cls.name in shown
+                          for f in cls.body if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
+                          and not f.name.startswith("_")}
+        for function in _functions(tree):
+            name = function.name
+            if (name.startswith("__") and name.endswith("__")) or name in reached or id(function) in public_methods:
+                continue
+            found.append(Finding(f"{path.relative_to(src.parent).as_posix()}:{function.lineno} {name}", 1))
+    return found
+
+
 def main() -> int:
-    for kind, findings in counts().items():
+    for kind, findings in {**counts(), "dead functions": dead_functions()}.items():
         print(f"{kind}: {len(findings)}")
         for finding in findings:
             print(f"  {finding.where} ({finding.size})")

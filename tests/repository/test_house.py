@@ -5,7 +5,8 @@ wrapped by hand outside rundir.py, at most 10 pairs of places sharing runs of 6 
 The three functions over 6 parameters each say why in a comment: ``register_protocol`` (the
 independent fields of a protocol declaration), the ``TorchvisionBackbone`` constructor (the config's
 ``model_kwargs`` keys) and the relative Mahalanobis export formula (one argument per buffer of an
-exported file)."""
+exported file). No function is dead: each is reached from the package, its documentation, the
+examples or the benchmarks, not by the tests alone (:func:`house_counts.dead_functions`)."""
 from __future__ import annotations
 
 import house_counts
@@ -95,3 +96,50 @@ def test_settings_declared_with_their_text_alike_are_not_a_copy(tmp_path):
         path = package / name
         path.write_text(path.read_text().replace('doc="', 'doc=_.strip() or "'))
     assert len(house_counts.counts(package)[house_counts.SHARED_RUNS]) == 1
+
+
+def test_no_function_is_dead():
+    dead = [f.where for f in house_counts.dead_functions()]
+    assert not dead, ("reached by nothing but (perhaps) the tests: delete it, or move it into the test "
+                      f"that uses it (tests/_support/ when several do): {dead}")
+
+
+DEAD_OR_ALIVE = '''__all__ = ["exported", "Shown"]
+
+
+def exported(): ...
+def only_tests_call_it(): ...
+def called(): ...
+def documented(): ...
+
+
+class Shown:
+    def public_method(self): ...
+    def _private_helper(self): ...
+    def extra_repr(self): ...
+    def __repr__(self): ...
+
+
+class Internal:
+    def public_method_of_an_internal_class(self): ...
+
+
+called()
+'''
+
+
+def test_the_dead_function_counter_counts(tmp_path):
+    """A function only the tests call is dead; one the package calls, exports, or the documentation
+    names is not; on a class of an API page the public methods are reached, its private ones are not."""
+    package = tmp_path / "src" / "agnostophobia"
+    package.mkdir(parents=True)
+    (package / "mod.py").write_text(DEAD_OR_ALIVE)
+    (tmp_path / "docs" / "reference").mkdir(parents=True)
+    (tmp_path / "docs" / "reference" / "api.rst").write_text(".. api-summary:: agnostophobia.mod\n")
+    (tmp_path / "docs" / "page.rst").write_text("``documented()`` does it.\n")
+    (tmp_path / "docs" / "gpu-runs").mkdir()
+    (tmp_path / "docs" / "gpu-runs" / "record.py").write_text("only_tests_call_it()\n")  # a record reaches nothing
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_mod.py").write_text("only_tests_call_it()\n")
+    assert [f.where.split(" ")[1] for f in house_counts.dead_functions(tmp_path)] == [
+        "only_tests_call_it", "_private_helper", "public_method_of_an_internal_class"]

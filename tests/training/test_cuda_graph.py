@@ -28,6 +28,12 @@ from tests.training.test_trainer import assert_same_weights, tiny_config
 BATCH = 20
 
 
+def eager_capture(step, stream=None):
+    """The stand-in for :func:`~agnostophobia.training.cuda_graph.cuda_capture`: records nothing,
+    each replay calls ``step``."""
+    return step
+
+
 def learning_rates(optimizer):
     return tuple(group["lr"] for group in optimizer.param_groups)
 
@@ -131,7 +137,7 @@ def test_a_captured_run_resumes_without_the_graph_and_the_other_way(monkeypatch,
 
 
 def test_a_full_batch_of_another_shape_is_refused():
-    step = CapturedStep(lambda *inputs: None, lambda: (0.1,), torch.device("cpu"), capture=cuda_graph.eager_capture)
+    step = CapturedStep(lambda *inputs: None, lambda: (0.1,), torch.device("cpu"), capture=eager_capture)
     step(torch.zeros(4, 1, 2, 2), torch.arange(4), None)
     with pytest.raises(ValueError, match="shapes of the first"):
         step(torch.zeros(3, 1, 2, 2), torch.arange(3), None)
@@ -141,7 +147,7 @@ def test_the_replayed_step_reads_what_was_copied_into_its_inputs():
     """The graph reads fixed buffers: each call copies the batch into them before the replay."""
     seen = []
     step = CapturedStep(lambda images, indices, draws: seen.append((images.clone(), indices.clone())),
-                        lambda: (0.1,), torch.device("cpu"), capture=cuda_graph.eager_capture, warmup_steps=1)
+                        lambda: (0.1,), torch.device("cpu"), capture=eager_capture, warmup_steps=1)
     for value in range(3):
         step(torch.full((2, 1, 1, 1), float(value)), torch.full((2,), value), None)
     assert [int(indices[0]) for _, indices in seen] == [0, 1, 2]
@@ -208,7 +214,7 @@ def fit_with_the_stand_in(monkeypatch, cfg, protocol, run_dir, **kwargs):
     captured run's arithmetic (capturable Adam, the warm-up on the side stream), without a graph."""
     original = Training.capture_step
     with monkeypatch.context() as patch:
-        patch.setattr(Training, "capture_step", lambda run, capture: original(run, cuda_graph.eager_capture))
+        patch.setattr(Training, "capture_step", lambda run, capture: original(run, eager_capture))
         return fit(cfg, protocol, run_dir, **kwargs)
 
 

@@ -27,11 +27,11 @@ from agnostophobia.losses import build_loss
 from agnostophobia.training.checkpoint import load_checkpoint
 from agnostophobia.training.config import TrainConfig
 from agnostophobia.training.distributed import World
-from agnostophobia.training.augment import crop_flip
 from agnostophobia.training.fitting import fit
 from agnostophobia.training.trainer import epoch_order
 
 import ddp_helpers
+from augmentation import crop_flip
 from repo_paths import REPO
 
 TIME_LIMIT_S = 240  # far above what a run takes (seconds), only so that a hang cannot last

@@ -21,9 +21,9 @@ from agnostophobia.losses import LOSSES
 from agnostophobia.losses import _base as loss_base
 from agnostophobia.training.distributed import SINGLE
 from agnostophobia.training.hostsync import HostCopy, read_once
-from agnostophobia.training.augment import crop_flip
 from agnostophobia.training.trainer import (DivergenceWatch, StepSums, Training, evaluation_sums,
                                             train_one_epoch, train_steps)
+from augmentation import crop_flip
 from synthetic import synthetic_protocol
 from tests.training.test_trainer import tiny_config
 
@@ -120,7 +120,7 @@ def test_the_sync_detector_sees_what_a_gpu_would_wait_for():
 
 
 def reference_crop_flip(x, generator, pad=4, offset=0, batch_size=None, mode="constant"):
-    """The per-sample loop crop_flip replaced (it read the draws as Python numbers and flipped by a mask);
+    """The per-sample loop the device crop-flip replaced (it read the draws as Python numbers and flipped by a mask);
     the padding by numpy's np.pad (zeros, or ``reflect``: mirrored without repeating the edge, as torch's)."""
     n, _, h, w = x.shape
     batch_size = batch_size or n
@@ -225,7 +225,7 @@ def test_cuda_epoch_reads_the_host_a_fixed_number_of_times_whatever_its_steps(mo
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")
                 train_one_epoch(run, 1)
-                trainer.evaluate(run, run.val_data)
+                trainer.evaluate_seeds(run, run.val_data)
         finally:
             torch.cuda.set_sync_debug_mode(previous)
         return sum("synchroniz" in str(w.message) for w in caught)

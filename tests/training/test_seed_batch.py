@@ -36,9 +36,10 @@ from agnostophobia.rundir import ModelDir
 from agnostophobia.training.checkpoint import load_checkpoint
 from agnostophobia.training.config import parse_experiment
 from agnostophobia.training.seed_batch import check_batched_seeds, resolve_batched_seeds
-from agnostophobia.training.augment import crop_flip, crop_flip_draws, to_input
+from agnostophobia.training.augment import crop_flip_draws, to_input
 from agnostophobia.training.fitting import fit, fit_seeds
 from agnostophobia.training.trainer import Training
+from augmentation import crop_flip
 from synthetic import BATCHED_APPROACHES, synthetic_protocol
 from tests.training.test_trainer import tiny_config
 

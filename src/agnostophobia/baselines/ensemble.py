@@ -5,7 +5,7 @@ r"""Adversarially trained deep ensemble of MLPs (Lakshminarayanan, Pritzel & Blu
 :func:`agnostophobia.models.mlp.build_mlp`) are trained on MNIST, each from its own random
 initialisation and with its own data order (member m is training seed m), on the negative
 log-likelihood plus the NLL of a fast-gradient-sign adversarial example made from the
-current weights at every step (:func:`agnostophobia.training.adversarial.fgsm`; the
+current weights at every step (:func:`agnostophobia.training.adversarial.adversarial_loss`; the
 trainer does it for any config with ``adversarial_epsilon > 0``):
 
 .. math::
@@ -27,13 +27,10 @@ through the machinery of every experiment: ``experiments.reproduce_ensemble``.
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, Sequence, Tuple
+from typing import Any, Callable, Dict, Sequence
 
 import numpy as np
-import torch
-from torch import nn
 
-from agnostophobia.detectors import softmax_scores
 from agnostophobia.metrics import PAPER_FPR_VALUES, ccr_at_fpr, oscr, precision_vs_confidence
 from agnostophobia.metrics.ood import CONFIDENCE_GRID
 
@@ -42,34 +39,11 @@ from agnostophobia.metrics.ood import CONFIDENCE_GRID
 ROW_TITLES = {"ensemble": "MLP ensemble", "ensemble-squared": "Squared MLP ensemble"}
 
 
-def _as_float_input(images: np.ndarray, device) -> torch.Tensor:
-    return torch.from_numpy(np.ascontiguousarray(images)).to(device).float().div_(255.0)
-
-
-def member_probabilities(model: nn.Module, images: np.ndarray, batch_size: int = 4096,
-                         device="cpu") -> np.ndarray:
-    """Softmax (float64, (N, C)) of one member on uint8 images (N, 784) or (N, 1, 28, 28)."""
-    model.eval()
-    logits = []
-    with torch.no_grad():
-        for start in range(0, len(images), batch_size):
-            out = model(_as_float_input(images[start:start + batch_size], device))
-            logits.append((out[0] if isinstance(out, tuple) else out).float().cpu())
-    return softmax_scores(torch.cat(logits)) if logits else np.empty((0, 10))
-
-
 def average_probabilities(member_probs: Sequence[np.ndarray]) -> np.ndarray:
     """The ensemble's prediction: the mean of the members' probabilities, (N, C)."""
     if len(member_probs) == 0:
         raise ValueError("an ensemble needs at least one member")
     return np.mean(np.stack([np.asarray(p, dtype=np.float64) for p in member_probs]), axis=0)
-
-
-def ensemble_probabilities(models: Sequence[nn.Module], images: np.ndarray, batch_size: int = 4096,
-                           device="cpu") -> Tuple[np.ndarray, np.ndarray]:
-    """``(mean, members)``: the averaged softmax (N, C) and each member's softmax (M, N, C)."""
-    members = np.stack([member_probabilities(m, images, batch_size, device) for m in models])
-    return average_probabilities(members), members
 
 
 def squared_scores(probs: np.ndarray) -> np.ndarray:

@@ -29,7 +29,7 @@ import torch
 from agnostophobia.data.image_files import ImageFiles
 from agnostophobia.errors import DataError
 
-CROP_PADDING = 4   # crop-flip: random crop after zero padding, as the in-memory path (training.augment.crop_flip)
+CROP_PADDING = 4   # crop-flip: random crop after zero padding, as the in-memory path (training.augment.apply_crop_flip)
 #: What fills crop-flip's padding (config key crop_padding_mode): zeros, or the image mirrored at its border.
 PADDING_MODES = ("constant", "reflect")
 

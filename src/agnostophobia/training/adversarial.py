@@ -20,16 +20,11 @@ from __future__ import annotations
 from typing import Callable, Tuple
 
 import torch
-import torch.nn.functional as F
 
 
 def fgsm_step(x: torch.Tensor, grad: torch.Tensor, epsilon: float) -> torch.Tensor:
     """``clip(x + epsilon * sign(grad), 0, 1)``, detached."""
     return (x.detach() + epsilon * grad.sign()).clamp_(0.0, 1.0)
-
-
-def _logits(output) -> torch.Tensor:
-    return output[0] if isinstance(output, tuple) else output  # models of this package return (logits, F)
 
 
 def adversarial_loss(batch_loss: Callable[[torch.Tensor, torch.Tensor], Tuple[torch.Tensor, torch.Tensor]],
@@ -42,13 +37,4 @@ def adversarial_loss(batch_loss: Callable[[torch.Tensor, torch.Tensor], Tuple[to
     (grad,) = torch.autograd.grad(clean.sum(), x, retain_graph=True)
     adversarial, _ = batch_loss(fgsm_step(x, grad, epsilon), y)
     return clean + adversarial, logits
-
-
-def fgsm(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor, epsilon: float) -> torch.Tensor:
-    """The FGSM example of ``x`` for the NLL of ``model`` (in its current mode); parameter
-    gradients are left untouched."""
-    x = x.detach().requires_grad_(True)
-    loss = F.cross_entropy(_logits(model(x)), y)
-    (grad,) = torch.autograd.grad(loss, x)
-    return fgsm_step(x, grad, epsilon)
 

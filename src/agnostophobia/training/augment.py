@@ -4,8 +4,8 @@ and in training the crop-flip augmentation (config key ``augment: crop-flip``).
 Crop-flip is split in two so that a training step stays free of host synchronisation: the
 random draws are made on the host (:func:`crop_flip_draws`, from generators that are the same on
 every device), reach the device in one asynchronous copy, and are applied there in one gather
-(:func:`apply_crop_flip`); :func:`crop_flip` does both. A protocol streamed from image files is
-augmented as it is decoded instead (:mod:`agnostophobia.data.streaming`, the same ``CROP_PADDING``).
+(:func:`apply_crop_flip`). A protocol streamed from image files is augmented as it is decoded
+instead (:mod:`agnostophobia.data.streaming`, the same ``CROP_PADDING``).
 """
 from __future__ import annotations
 
@@ -14,7 +14,6 @@ from typing import Optional
 import torch
 
 from agnostophobia.data.streaming import CROP_PADDING, PADDING_MODES
-from agnostophobia.training.hostsync import to_device
 
 
 def to_input(images: torch.Tensor, channels_last: bool) -> torch.Tensor:
@@ -23,33 +22,24 @@ def to_input(images: torch.Tensor, channels_last: bool) -> torch.Tensor:
     return x.contiguous(memory_format=torch.channels_last) if channels_last and x.dim() == 4 else x
 
 
-def crop_flip(x: torch.Tensor, generator, pad: int = CROP_PADDING, offset: int = 0,
-              batch_size: Optional[int] = None, mode: str = PADDING_MODES[0]) -> torch.Tensor:
-    """Random crop with padding and horizontal flip (the usual CIFAR augmentation); the padding is
-    zeros (``mode`` ``"constant"``) or the image mirrored at its border (``"reflect"``, airbench's).
-
-    ``x`` may be the part from ``offset`` of a batch of ``batch_size`` (a DDP process's shard):
-    the draws are those of the whole batch, so each sample is augmented as in one process.
-    The draws come from the host ``generator`` (the same on every device) and reach the device
-    in one asynchronous copy; the crops are one gather there, with no host synchronisation.
-    Several seeds (``x`` of shape (S, n, C, H, W), ``generator`` a list of S): each seed's
-    images are drawn for by its own generator, as in its separate run, and cropped in the same gather.
-    """
-    draws = crop_flip_draws(generator, x.shape[-4], offset, batch_size, pad)
-    return apply_crop_flip(x, to_device(draws, x.device), pad, mode)
-
-
 def crop_flip_draws(generator, n: int, offset: int = 0, batch_size: Optional[int] = None,
                     pad: int = CROP_PADDING) -> torch.Tensor:
-    """The host draws of :func:`crop_flip` for ``n`` samples (of each seed: ``generator`` may be
-    a list of one per seed): a (3, S * n) tensor of vertical and horizontal shifts and flips."""
+    """The host draws of the crop-flip (random crop with padding and horizontal flip, the usual
+    CIFAR augmentation) for ``n`` samples (of each seed: ``generator`` may be a list of one per
+    seed, each seed drawn for by its own generator as in its separate run): a (3, S * n) tensor of
+    vertical and horizontal shifts and flips. The ``n`` samples may be the part from ``offset`` of
+    a batch of ``batch_size`` (a DDP process's shard): the draws are those of the whole batch, so
+    each sample is augmented as in one process. The generators are the same on every device."""
     generators = list(generator) if isinstance(generator, (list, tuple)) else [generator]
     return torch.cat([_crop_flip_draws(g, pad, n, offset, batch_size or n) for g in generators], dim=1)
 
 
 def apply_crop_flip(x: torch.Tensor, draws: torch.Tensor, pad: int = CROP_PADDING,
                     mode: str = PADDING_MODES[0]) -> torch.Tensor:
-    """:func:`crop_flip` with its draws already on ``x``'s device (``x``: (..., C, H, W))."""
+    """The crop-flip of ``x`` ((..., C, H, W); several seeds: (S, n, C, H, W)) by ``draws`` of
+    :func:`crop_flip_draws` already on its device: one gather there, with no host
+    synchronisation. The padding is zeros (``mode`` ``"constant"``) or the image mirrored at its
+    border (``"reflect"``, airbench's)."""
     shape = x.shape
     return _crop_flip_apply(x.reshape(-1, *shape[-3:]), draws, pad, mode).view(shape)
 

@@ -92,8 +92,3 @@ class CompiledOrEager(nn.Module):
             return self.module(*args, **kwargs)
         self._proven = True
         return out
-
-    @property
-    def is_compiled(self) -> bool:
-        """Whether calls go through the compiled module (False after a failed compile)."""
-        return self._compiled is not None

@@ -30,8 +30,8 @@ epoch's device sums:
 
 Refused in one line (:func:`check_cuda_graph`): without a CUDA device, and under torchrun (DDP
 reduces gradients in hooks between the backward kernels). On the CPU the same bookkeeping runs
-with a stand-in for the capture that calls the step again at every replay (the tests'
-``capture=eager_capture``), which checks everything but the graph itself; ``tests/training/test_cuda_graph.py``
+with a stand-in for the capture that calls the step again at every replay (``eager_capture`` of
+``tests/training/test_cuda_graph.py``), which checks everything but the graph itself; that file also
 compares captured and eager training on CUDA.
 """
 from __future__ import annotations
@@ -73,11 +73,6 @@ def cuda_capture(step: Callable[[], None], stream=None) -> Callable[[], None]:
     with torch.cuda.graph(graph, stream=stream):
         step()
     return graph.replay  # the bound method keeps the graph, and so its memory pool, alive
-
-
-def eager_capture(step: Callable[[], None], stream=None) -> Callable[[], None]:
-    """The CPU tests' stand-in for :func:`cuda_capture`: records nothing, each replay calls ``step``."""
-    return step
 
 
 class CapturedStep:

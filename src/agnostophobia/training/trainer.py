@@ -1,5 +1,5 @@
 """Training and evaluation loop in the style of torchvision's reference ``train.py``:
-``train_one_epoch``, ``evaluate``; the epochs of ``fit`` and the files they write are :mod:`.fitting`'s.
+``train_one_epoch``, ``evaluate_seeds``; the epochs of ``fit`` and the files they write are :mod:`.fitting`'s.
 
 * Device-agnostic (CPU, CUDA; ``precision``: fp32 or bf16 autocast where native), seeded, deterministic on the CPU:
   the data order of epoch ``e`` depends only on ``(seed, e)``, so a resumed run sees
@@ -510,14 +510,9 @@ def _one_run(run: Training, rows: List[Dict[str, float]]) -> Dict[str, float]:
 
 
 @torch.inference_mode()
-def evaluate(run: Training, data: TensorData) -> Dict[str, float]:
-    """Mean loss (the selection criterion) and accuracy on knowns over ``data``."""
-    return _one_run(run, evaluate_seeds(run, data))
-
-
-@torch.inference_mode()
 def evaluate_seeds(run: Training, data: TensorData) -> List[Dict[str, float]]:
-    """:func:`evaluate` of each seed (one row; one per seed when stacked)."""
+    """Mean loss (the selection criterion) and accuracy on knowns over ``data``, of each seed (one
+    row; one per seed when stacked)."""
     loss_sums, corrects = evaluation_sums(run, data)
     if not len(data):  # no validation split: nothing measured (fit then keeps the last epoch)
         return [{"val_loss": float("nan"), "val_acc": float("nan")} for _ in run.seed_cfgs]
