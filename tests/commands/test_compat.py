@@ -97,6 +97,7 @@ def same_numbers(rows, recorded) -> bool:
         for k in old) for row, old in zip(rows, recorded))
 
 
+@pytest.mark.slow  # over 10 s on 2 cores: make test stays within 10 minutes; CI runs it with the slow tests
 def test_an_old_run_evaluates_to_the_numbers_it_recorded(old_run):
     before = metrics(old_run)
     result = run_cli(["evaluate", old_run, "--no-progress", "--device", "cpu"])
@@ -141,6 +142,7 @@ def marker(record: dict) -> tuple:
     return tuple(record.get(key) for key in MARKER_KEYS)
 
 
+@pytest.mark.slow  # over 10 s on 2 cores: make test stays within 10 minutes; CI runs it with the slow tests
 def test_an_old_run_resumes_with_another_seed(fixture_run, tmp_path):
     """``train --resume`` with the old config (7b7e620: top-level ``xi`` and ``lambda``) adds seed 1
     beside the old seed 0, whose files stay; the run, known by its records agreeing, is marked from then on."""

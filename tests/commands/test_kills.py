@@ -99,6 +99,7 @@ def killed_then_rerun(calibrated, tmp_path, argv, point) -> dict:
     # compare's first and last, and every point between, in make test-slow: 20 s a kill and rerun
     *(pytest.param(command, which, marks=pytest.mark.slow) for command, which in (
         ("compare", "first"), ("compare", "last"), ("compare", "every"), ("calibrate-best", "every")))])
+@pytest.mark.slow  # over 10 s on 2 cores: make test stays within 10 minutes; CI runs it with the slow tests
 def test_a_command_killed_at_a_write_and_run_again_equals_an_uninterrupted_one(calibrated, uninterrupted, tmp_path,
                                                                                  command, which):
     whole, points = uninterrupted[command]
@@ -109,6 +110,7 @@ def test_a_command_killed_at_a_write_and_run_again_equals_an_uninterrupted_one(c
 
 @proves("concurrent commands", "two commands started at once on one run: one writes, the other is refused in one "
                                "line or waits; the run holds one command's whole result, never a mix")
+@pytest.mark.slow  # over 10 s on 2 cores: make test stays within 10 minutes; CI runs it with the slow tests
 def test_two_commands_at_once_on_one_run_leave_one_whole_result(calibrated, uninterrupted, tmp_path):
     import subprocess
     import sys

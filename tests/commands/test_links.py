@@ -306,6 +306,7 @@ SLOW_TRACES = ("compare", "export")
                  "compare, evaluate, export, plot, predict --out, tune-detectors)")
 @pytest.mark.parametrize("command", [pytest.param(name, marks=pytest.mark.slow) if name in SLOW_TRACES else name
                                      for name in WRITING])
+@pytest.mark.slow  # over 10 s on 2 cores: make test stays within 10 minutes; CI runs it with the slow tests
 def test_every_write_into_a_run_goes_through_the_one_writer(run, area, tmp_path, capsys, traced_writes, command,
                                                             monkeypatch):
     import agnostophobia.plotting.run as plotting

@@ -23,6 +23,7 @@ def mnist_split_run(real_data_dir, tmp_path_factory):
     return out
 
 
+@pytest.mark.slow  # a real-data smoke reproduction (module fixture): make test stays within 10 minutes; CI runs it with the slow tests
 def test_reproduce_one_split_writes_one_run_folder(mnist_split_run):
     assert sorted(p.name for p in mnist_split_run.iterdir()) == ["split-3"]
     run = mnist_split_run / "split-3"
@@ -38,6 +39,7 @@ def test_reproduce_one_split_writes_one_run_folder(mnist_split_run):
     assert "--split 3" in (run / "run_meta.json").read_text()
 
 
+@pytest.mark.slow  # a real-data smoke reproduction (module fixture): make test stays within 10 minutes; CI runs it with the slow tests
 def test_reproduce_again_with_the_split_resumes_it(mnist_split_run, real_data_dir):
     before = {p: p.stat().st_mtime_ns for p in mnist_split_run.glob("split-3/seed0/*/best.pt")}
     assert before and main(["reproduce", "osr-mnist", "--budget", "smoke", "--split", "3", "--out", str(mnist_split_run),

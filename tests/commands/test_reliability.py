@@ -140,6 +140,7 @@ def marker(run: Path) -> tuple:
 
 @proves("kill", "`train` killed before its `run_meta.json` is continued by `train --resume`: the folder is known as "
                 "the run by the marker of its `config.yaml`, not by its `.lock`; the run keeps its id")
+@pytest.mark.slow  # over 10 s on 2 cores: make test stays within 10 minutes; CI runs it with the slow tests
 def test_a_training_killed_before_its_record_is_known_by_its_config_and_continued(tiny_config, tmp_path,
                                                                                    real_data_dir):
     out = tmp_path / "killed"
@@ -154,6 +155,7 @@ def test_a_training_killed_before_its_record_is_known_by_its_config_and_continue
         assert marker(out) == (config_marker, config_marker)
 
 
+@pytest.mark.slow  # over 10 s on 2 cores: make test stays within 10 minutes; CI runs it with the slow tests
 def test_train_without_a_budget_is_not_called_a_shortened_run(tmp_path, real_data_dir):
     out = tmp_path / "trained"
     config = write_config(tmp_path / "tiny.yaml", epochs=1, approaches=["entropic"])

@@ -26,6 +26,7 @@ def smoke_run(real_data_dir, tmp_path_factory):
     return out
 
 
+@pytest.mark.slow  # a real-data smoke reproduction (module fixture): make test stays within 10 minutes; CI runs it with the slow tests
 def test_smoke_reproduction_writes_metrics_for_every_approach_and_unknown_set(smoke_run):
     metrics = json.loads((smoke_run / "metrics.json").read_text())
     pairs = {(r["row"], r["unknowns"]) for r in metrics["results"]}
@@ -46,6 +47,7 @@ def test_smoke_reproduction_writes_metrics_for_every_approach_and_unknown_set(sm
     assert {row["split"] for row in metrics["table1"]} == UNKNOWN_SETS | {"known"}
 
 
+@pytest.mark.slow  # a real-data smoke reproduction (module fixture): make test stays within 10 minutes; CI runs it with the slow tests
 def test_every_applicable_detector_is_evaluated_on_every_trained_approach(smoke_run):
     from agnostophobia.detectors import DETECTORS, detector_applies
 
@@ -70,6 +72,7 @@ def test_every_applicable_detector_is_evaluated_on_every_trained_approach(smoke_
     assert {u for a, d, u in cells if (a, d) == ("background", "knn")} == UNKNOWN_SETS
 
 
+@pytest.mark.slow  # a real-data smoke reproduction (module fixture): make test stays within 10 minutes; CI runs it with the slow tests
 def test_smoke_report_has_the_approach_by_detector_matrix(smoke_run):
     report = (smoke_run / "report.md").read_text()
     matrix = report.split("## Every detector on every trained approach", 1)[1]
@@ -83,6 +86,7 @@ def test_smoke_report_has_the_approach_by_detector_matrix(smoke_run):
     assert report.index("## Table 1") < report.index("## Every detector on every trained approach")
 
 
+@pytest.mark.slow  # a real-data smoke reproduction (module fixture): make test stays within 10 minutes; CI runs it with the slow tests
 def test_smoke_report_is_labelled_not_a_result_and_has_both_tables(smoke_run):
     report = (smoke_run / "report.md").read_text()
     assert "not a result" in report
@@ -91,6 +95,7 @@ def test_smoke_report_is_labelled_not_a_result_and_has_both_tables(smoke_run):
     assert "NHCD" in report  # data substitutions are stated
 
 
+@pytest.mark.slow  # a real-data smoke reproduction (module fixture): make test stays within 10 minutes; CI runs it with the slow tests
 def test_stored_outputs_recompute_the_reported_numbers(smoke_run):
     from agnostophobia.metrics import ccr_at_fpr
     from agnostophobia.detectors import softmax_scores
@@ -106,6 +111,7 @@ def test_stored_outputs_recompute_the_reported_numbers(smoke_run):
     assert known["features"].shape[1] == 2 and unknown["labels"].tolist() == [-1] * len(unknown["labels"])
 
 
+@pytest.mark.slow  # a real-data smoke reproduction (module fixture): make test stays within 10 minutes; CI runs it with the slow tests
 def test_reproduce_again_resumes_without_retraining(smoke_run, capsys):
     before = {p: p.stat().st_mtime_ns for p in smoke_run.glob("seed0/*/best.pt")}
     assert main(["reproduce", "lenet++", "--budget", "smoke", "--out", str(smoke_run), "--no-progress",
@@ -114,6 +120,7 @@ def test_reproduce_again_resumes_without_retraining(smoke_run, capsys):
     assert before == {p: p.stat().st_mtime_ns for p in smoke_run.glob("seed0/*/best.pt")}
 
 
+@pytest.mark.slow  # a real-data smoke reproduction (module fixture): make test stays within 10 minutes; CI runs it with the slow tests
 def test_evaluate_adds_a_users_own_unknowns(smoke_run, tmp_path, real_data_dir):
     run = tmp_path / "run"
     shutil.copytree(smoke_run, run)
@@ -134,6 +141,7 @@ def test_evaluate_adds_a_users_own_unknowns(smoke_run, tmp_path, real_data_dir):
     assert {"vowels", "vowel_pngs"} <= {r["unknowns"] for r in metrics["results"]}
 
 
+@pytest.mark.slow  # a real-data smoke reproduction (module fixture): make test stays within 10 minutes; CI runs it with the slow tests
 def test_evaluate_rejects_bad_unknowns(smoke_run, tmp_path, capsys):
     assert main(["evaluate", str(smoke_run), "--unknowns", "no-such-thing"]) == 1
     err = capsys.readouterr().err.strip().splitlines()

@@ -196,6 +196,7 @@ def points_of(command, area, tmp_path_factory, every: bool) -> list:
 # pays about one full rerun); the slow sweeps start each point from a fresh copy.
 @proves("kill", "evaluate --unknowns, calibrate, export, tune-detectors and predict --out, killed while writing, "
                  "are finished by running them again: the same result as an uninterrupted run, no temporary left")
+@pytest.mark.slow  # over 10 s on 2 cores: make test stays within 10 minutes; CI runs it with the slow tests
 @pytest.mark.parametrize("command", QUICK_COMMANDS)
 def test_a_killed_command_is_finished_by_running_it_again(command, area, tmp_path, tmp_path_factory):
     points = points_of(command, area, tmp_path_factory, every=False)
@@ -204,6 +205,7 @@ def test_a_killed_command_is_finished_by_running_it_again(command, area, tmp_pat
 
 @proves("full disk", "the same commands stopped by a full disk leave the run byte for byte as it was (evaluate "
                       "puts back what it had replaced), and are finished by running them again once there is room")
+@pytest.mark.slow  # over 10 s on 2 cores: make test stays within 10 minutes; CI runs it with the slow tests
 @pytest.mark.parametrize("command", QUICK_COMMANDS)
 def test_a_command_stopped_by_a_full_disk_is_finished_by_running_it_again(command, area, tmp_path, tmp_path_factory,
                                                                           monkeypatch):

@@ -121,6 +121,7 @@ def test_data_loading_and_num_workers_are_checked(mnist_tree):
         dataclasses.replace(config(mnist_tree), num_workers=-1).validate()
 
 
+@pytest.mark.slow  # over 10 s on 2 cores: make test stays within 10 minutes; CI runs it with the slow tests
 def test_memory_and_stream_give_identical_batches(mnist_tree):
     """Without augmentation the model sees the same images in the same order on both paths."""
     memory = batches(config(mnist_tree, data_loading="memory"))

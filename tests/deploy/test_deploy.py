@@ -538,6 +538,7 @@ def exported(calibrated, tmp_path_factory):
     return folder
 
 
+@pytest.mark.slow  # over 10 s on 2 cores: make test stays within 10 minutes; CI runs it with the slow tests
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_an_exported_file_decides_as_predict_on_1000_real_images(calibrated, exported, test_images, fmt):
     run_file = load_exported(exported / f"model.{fmt}", fmt)
@@ -566,6 +567,7 @@ def distance_run(real_data_dir, tmp_path_factory):
     return folder / "run"
 
 
+@pytest.mark.slow  # over 10 s on 2 cores: make test stays within 10 minutes; CI runs it with the slow tests
 @pytest.mark.parametrize("fmt", FORMATS)
 @pytest.mark.parametrize("approach", ["arpl", "cac"])
 def test_a_distance_based_network_exported_decides_as_predict(distance_run, test_images, tmp_path, approach, fmt):
@@ -747,6 +749,7 @@ def test_a_bf16_run_decides_alike_everywhere_on_1000_real_images(bf16_run, real_
     check_one_arithmetic(bf16_run, real_data_dir, test_images, tmp_path, capsys)
 
 
+@pytest.mark.slow  # over 10 s on 2 cores: make test stays within 10 minutes; CI runs it with the slow tests
 def test_a_bf16_run_decides_alike_everywhere_on_synthetic_data(synthetic_bf16_run, tmp_path, capsys):
     data_dir, run = synthetic_bf16_run
     protocol = build_protocol("lenet++", data_dir, seed=0, **{**TINY["protocol_limits"], "max_test_per_set": 200})
@@ -754,6 +757,7 @@ def test_a_bf16_run_decides_alike_everywhere_on_synthetic_data(synthetic_bf16_ru
     check_one_arithmetic(run, data_dir, images, tmp_path, capsys)
 
 
+@pytest.mark.slow  # over 10 s on 2 cores: make test stays within 10 minutes; CI runs it with the slow tests
 def test_a_threshold_chosen_in_another_arithmetic_is_never_used_as_is(bf16_run, tmp_path, caplog):
     """A calibration.json from before thresholds recorded their arithmetic was chosen on the
     run's stored (bf16) validation outputs: the fp32 classifier chooses its own, and says so."""

@@ -343,6 +343,7 @@ def test_rows_from_other_scores_are_computed_again(lenet_run, tmp_path, scoring_
     assert_equals_full_evaluation(run, tmp_path)
 
 
+@pytest.mark.slow  # over 10 s on 2 cores: make test stays within 10 minutes; CI runs it with the slow tests
 def test_a_tuned_run_fits_nothing_and_scores_the_new_set_alone(lenet_run, tmp_path, scoring_log, monkeypatch):
     """A tuned run's report also shows each tuned detector with the config's settings: those
     scores are kept too (detector_scores_config.npz), and every fitted detector is restored from

@@ -102,6 +102,7 @@ def _wait_for(marker, after):
     return after
 
 
+@pytest.mark.slow  # over 10 s on 2 cores: make test stays within 10 minutes; CI runs it with the slow tests
 def test_every_job_runs_in_a_child_with_its_share_of_threads():
     started, done = [], {}
     jobs = [Job(f"job{i}", _threads_and_value, (i,)) for i in range(3)]

@@ -89,6 +89,7 @@ OPTIMISERS = [pytest.param({"optimizer": "adam"}, id="adam"),
                            id="sgd-cosine-cropflip")]
 
 
+@pytest.mark.slow  # over 10 s on 2 cores: make test stays within 10 minutes; CI runs it with the slow tests
 @pytest.mark.parametrize("options", OPTIMISERS)
 @pytest.mark.parametrize("approach", CAPTURED_APPROACHES)
 def test_captured_training_equals_eager_training_bit_for_bit(approach, options, monkeypatch, tmp_path):
@@ -106,6 +107,7 @@ def test_captured_training_equals_eager_training_bit_for_bit(approach, options, 
     assert run.captured_step.warmed_up == 1
 
 
+@pytest.mark.slow  # over 10 s on 2 cores: make test stays within 10 minutes; CI runs it with the slow tests
 def test_captured_batched_seeds_equal_eager_batched_seeds(monkeypatch, tmp_path):
     protocol = synthetic_protocol()
     cfg = tiny_config(approach="objectosphere", batch_size=BATCH, augment="crop-flip", epochs=2, device="cpu")
@@ -119,6 +121,7 @@ def test_captured_batched_seeds_equal_eager_batched_seeds(monkeypatch, tmp_path)
     assert len(stand_in.captured_with) == 1
 
 
+@pytest.mark.slow  # over 10 s on 2 cores: make test stays within 10 minutes; CI runs it with the slow tests
 def test_a_captured_run_resumes_without_the_graph_and_the_other_way(monkeypatch, tmp_path):
     """Checkpoints keep an eager run's form: stop a captured run after an epoch and finish it
     eagerly, and the other way round; both equal an uninterrupted eager run."""

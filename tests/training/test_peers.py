@@ -37,6 +37,7 @@ def peer_config(approach, **changes) -> TrainConfig:
     return TrainConfig(**{**base, **changes}).validate()
 
 
+@pytest.mark.slow  # over 10 s on 2 cores: make test stays within 10 minutes; CI runs it with the slow tests
 def test_every_peer_trains_through_reproduce_and_every_detector_that_applies_scores_it(real_data_dir, tmp_path):
     limits = {"max_known_train": 32, "max_unknown_train": 32, "max_val": 16, "max_test_per_set": 16}
     config = write_config(tmp_path / "peers.yaml", approaches=PEERS, epochs=1, sample_weighting=True, loss=SMALL_VOS,
@@ -81,6 +82,7 @@ def overrides_a_hook(name: str) -> bool:
 RESUMED = ["outlier-exposure"] + [name for name in PEERS if overrides_a_hook(name)]
 
 
+@pytest.mark.slow  # over 10 s on 2 cores: make test stays within 10 minutes; CI runs it with the slow tests
 @pytest.mark.parametrize("approach", RESUMED)
 def test_a_resumed_peer_equals_an_uninterrupted_one_bit_for_bit(approach, tmp_path):
     protocol = synthetic_protocol(n_known=24, n_unknown=16)  # 3 batches an epoch

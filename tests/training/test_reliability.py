@@ -214,6 +214,7 @@ def count_host_reads(cfg, run_dir) -> int:
     return sum(reads)
 
 
+@pytest.mark.slow  # over 10 s on 2 cores: make test stays within 10 minutes; CI runs it with the slow tests
 def test_trainer_reads_tensors_on_the_host_per_epoch_not_per_batch(tmp_path):
     """Neither the loop nor the losses' input checks read anything back per batch (labels and
     weights are checked once per dataset), nor does the accuracy use a boolean mask: 3 training

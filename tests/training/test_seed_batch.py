@@ -187,6 +187,7 @@ def initial_weights(cfg, protocol, seed):
 WHOLE_RUN_LR = {"outlier-exposure": 1e-4}
 
 
+@pytest.mark.slow  # over 10 s on 2 cores: make test stays within 10 minutes; CI runs it with the slow tests
 @pytest.mark.parametrize("approach", BATCHED_APPROACHES)
 def test_batched_seeds_train_as_their_separate_runs(approach, tmp_path):
     protocol = noise_protocol()

@@ -144,6 +144,7 @@ def train_in_subprocess(cfg: TrainConfig, run_dir, kill_at=None) -> int:
     return subprocess.run([sys.executable, "-c", script], env=env, timeout=300).returncode
 
 
+@pytest.mark.slow  # over 10 s on 2 cores: make test stays within 10 minutes; CI runs it with the slow tests
 @pytest.mark.parametrize("kill_at, temps_left", [("train-step:7", 0), ("write:last.pt:3", 1)])
 def test_resume_after_sigkill_equals_uninterrupted(tmp_path, kill_at, temps_left):
     """A real kill (SIGKILL, no clean-up) in epoch 3, mid-epoch or while ``last.pt`` is being

@@ -135,6 +135,7 @@ def _cifar_data(root, real_data_dir, as_tar: bool):
     return c100, svhn
 
 
+@pytest.mark.slow  # over 10 s on 2 cores: make test stays within 10 minutes; CI runs it with the slow tests
 @pytest.mark.parametrize("as_tar", [True, False], ids=["tarball", "extracted"])
 def test_cifar_protocol_reads_official_formats_beside_real_cifar10(real_data_dir, tmp_path, as_tar):
     c100, svhn = _cifar_data(tmp_path / "data", real_data_dir, as_tar)
@@ -158,6 +159,7 @@ def cifar_smoke_run(real_data_dir, tmp_path_factory):
     return out
 
 
+@pytest.mark.slow  # a real-data smoke reproduction (module fixture): make test stays within 10 minutes; CI runs it with the slow tests
 def test_cifar_smoke_evaluates_every_approach_on_svhn_and_cifar100(cifar_smoke_run):
     metrics = json.loads((cifar_smoke_run / "metrics.json").read_text())
     assert metrics["experiment"] == "cifar" and metrics["budget"] == "smoke" and "config_protocol" not in metrics
@@ -169,6 +171,7 @@ def test_cifar_smoke_evaluates_every_approach_on_svhn_and_cifar100(cifar_smoke_r
     assert load_outputs(cifar_smoke_run / "seed0" / "background" / "outputs.npz")["known"]["logits"].shape[1] == 11
 
 
+@pytest.mark.slow  # a real-data smoke reproduction (module fixture): make test stays within 10 minutes; CI runs it with the slow tests
 def test_cifar_smoke_report_has_the_papers_svhn_and_cifar100_numbers_side_by_side(cifar_smoke_run):
     report = (cifar_smoke_run / "report.md").read_text()
     assert "not a result" in report and "Protocol variant" not in report
@@ -193,6 +196,7 @@ def split_smoke_run(real_data_dir, tmp_path_factory):
     return out
 
 
+@pytest.mark.slow  # a real-data smoke reproduction (module fixture): make test stays within 10 minutes; CI runs it with the slow tests
 def test_cifar10_split_smoke_runs_on_the_real_data(split_smoke_run):
     metrics = json.loads((split_smoke_run / "metrics.json").read_text())
     assert metrics["experiment"] == "cifar-cifar10-split" and metrics["config_protocol"] == "cifar"
@@ -205,6 +209,7 @@ def test_cifar10_split_smoke_runs_on_the_real_data(split_smoke_run):
     assert set(np.unique(outputs["known"]["labels"])) == set(range(6))
 
 
+@pytest.mark.slow  # a real-data smoke reproduction (module fixture): make test stays within 10 minutes; CI runs it with the slow tests
 def test_cifar10_split_report_is_labelled_and_not_compared_with_the_paper(split_smoke_run):
     report = (split_smoke_run / "report.md").read_text()
     assert "# Evaluation: cifar-cifar10-split" in report  # a variant is not a reproduction
