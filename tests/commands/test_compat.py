@@ -193,11 +193,12 @@ def test_an_old_runs_threshold_on_the_old_score_scale_is_chosen_again(old_run, t
 
     from agnostophobia.deploy import ModelRequest
     from agnostophobia.deploy.calibration import calibrate_in_memory
+    from agnostophobia.detectors.stored import read_run_settings
 
     run = tmp_path / "run"
     shutil.copytree(FIXTURE / "run", run)  # a copy the other tests do not touch (old_run built the protocol)
     now = calibrate_in_memory(ModelRequest(run, approach="entropic", detector="softmax", seed=0, fpr=0.25,
-                                           precision="fp32"))
+                                           precision="fp32"), read_run_settings(run))
     assert now["score_scale"] == 2
     old = {key: value for key, value in now.items() if key not in ("score_scale", "class_names")}
     old["threshold"] = 0.5  # a max-softmax of 1/2: on today's log-odds scale, 0 would be that
