@@ -133,9 +133,10 @@ class CACDetector(Detector):
     ``anchors: means`` (the default), as the authors evaluate (dimitymiller/cac-openset,
     ``eval_cacOpenset.py``: ``find_anchor_means(..., only_correct=True)`` then ``net.set_anchors``):
     fitted on the training knowns, the anchors are the means :math:`\mu_k` of z over each class's
-    correctly classified samples (all of its samples where none is: :func:`anchor_means`), and
+    correctly classified samples (all of its samples where none is: ``anchor_means``), and
     :math:`d_k = \lVert z - \mu_k \rVert`, z from the features and the network's last layer (CAC's
-    ``AnchorDistances`` keeps the linear layer's weight and bias: :meth:`use_last_layer`).
+    ``AnchorDistances`` keeps the linear layer's weight and bias:
+    :meth:`~agnostophobia.detectors._base.Detector.use_last_layer`).
     ``anchors: fixed``: the network's own anchors α·e_k, whose distances are its negated logits,
     :math:`d = -l`; nothing fitted, features and last layer not read.
 
