@@ -136,7 +136,7 @@ class CACDetector(Detector):
     correctly classified samples (all of its samples where none is: ``anchor_means``), and
     :math:`d_k = \lVert z - \mu_k \rVert`, z from the features and the network's last layer (CAC's
     ``AnchorDistances`` keeps the linear layer's weight and bias:
-    :meth:`~agnostophobia.detectors._base.Detector.use_last_layer`).
+    :meth:`~agnostophobia.detectors.Detector.use_last_layer`).
     ``anchors: fixed``: the network's own anchors α·e_k, whose distances are its negated logits,
     :math:`d = -l`; nothing fitted, features and last layer not read.
 
