@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 import torch
+from scipy.spatial.distance import cdist
 from scipy.special import logsumexp
 
 from agnostophobia.losses.cac import anchor_distances
@@ -87,8 +88,6 @@ def _torch_cac_score(logits: torch.Tensor, features: torch.Tensor, predicted: to
 #: Where the ``cac`` detector measures the distances from: ``means``, the mean z of each class's correctly
 #: classified training knowns (the authors' evaluation); ``fixed``, the network's anchors α·e_k.
 ANCHORS = ("means", "fixed")
-#: Entries of the (rows, C, C) differences held at a time when distances to the means are measured (32 MB).
-ENTRIES = 1 << 22
 
 
 def anchor_means(z: np.ndarray, logits: np.ndarray, labels: np.ndarray) -> np.ndarray:
@@ -107,17 +106,6 @@ def anchor_means(z: np.ndarray, logits: np.ndarray, labels: np.ndarray) -> np.nd
     correct = logits.argmax(axis=1) == labels
     kept = correct | (np.bincount(labels[correct], minlength=num_classes) == 0)[labels]
     return class_means(z[kept], labels[kept], num_classes)
-
-
-def distances_to(z: np.ndarray, anchors: np.ndarray) -> np.ndarray:
-    """(N, K) Euclidean distances of each row of z (N, C) to each anchor (K, C), in blocks of rows (the
-    numpy twin of :func:`~agnostophobia.losses.cac.anchor_distances`)."""
-    out = np.empty((len(z), len(anchors)))
-    rows = max(1, ENTRIES // max(1, anchors.size))
-    for r0 in range(0, len(z), rows):
-        difference = z[r0:r0 + rows, None, :] - anchors[None, :, :]
-        out[r0:r0 + rows] = np.sqrt((difference * difference).sum(axis=2))
-    return out
 
 
 @register("cac")
@@ -207,7 +195,7 @@ class CACDetector(Detector):
     def _scores(self, logits, features):
         if self.anchors == "fixed":
             return place_in_predicted_column(cac_scores(logits), logits)
-        distances = distances_to(self._linear(features), self.anchor_means_)
+        distances = cdist(self._linear(features), self.anchor_means_)  # Euclidean
         return place_in_predicted_column(cac_scores(-distances), logits)
 
     def _torch_score(self):
