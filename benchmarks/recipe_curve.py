@@ -1,0 +1,192 @@
+"""Closed-set accuracy on the validation knowns against training time, for candidate CIFAR recipes:
+the trials that choose the ``converged`` CIFAR budget on validation data (docs/guide/scaling.md,
+"The converged CIFAR budget").
+
+Each trial is the config's ``converged`` budget with a few ``--set`` changes (the network's widths,
+the epochs; see :data:`TRIALS`), trained as ``agnostophobia train CONFIG --budget converged
+--approach softmax --seeds 1 --split K`` would train it, one network at a time with every core, on
+the protocol's splits. A trial is scored by the closed-set accuracy of its kept network (the last
+epoch: the budget keeps it) on the **validation** knowns, read from the run's ``metrics.csv``; no
+test score is read (``train`` writes the test outputs and prints a headline from them; it goes to
+the trial's log, ``OUT/TRIAL/train-K.log``, which this script does not read), so the choice made
+from this table leaves the test sets to the benchmark.
+Its cost is the training time (the ``train_seconds`` of its epochs, without the validation passes)
+and the training compute (``torch.utils.flop_counter``, forward and backward, per image times the
+known training images times the epochs).
+
+Resumable: a trial whose run folder exists is continued (``--resume``), a finished one only read.
+The table is written to ``OUT/trials.json`` and printed as Markdown, with the processor and the
+load average when each trial started (a timing taken beside other work says so).
+
+    python benchmarks/recipe_curve.py --out runs/recipe-curve                      # split 0, every trial
+    python benchmarks/recipe_curve.py --out runs/recipe-curve --splits 0-4 --trial w64-256-10
+    python benchmarks/recipe_curve.py --out runs/split-curve --config cifar --set protocol=cifar10-split --splits none
+"""
+import argparse
+import csv
+import json
+import os
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+import torch
+from torch.utils.flop_counter import FlopCounterMode
+
+from agnostophobia.models import build_model
+from agnostophobia.training.config import load_experiment, parse_set_option
+
+#: name -> (what changes from the ``converged`` budget, its ``--set`` options). The first is the
+#: budget as shipped; the others widen the network toward airbench94's 64-256-256 (Jordan 2024,
+#: Table 1) and lengthen the schedule, sized for about 5, 15 and 30 minutes a network on 2 cores.
+TRIALS = {
+    "budget": ("the converged budget as shipped: widths 32-64-128, 12 epochs", []),
+    "w32-24": ("widths 32-64-128, 24 epochs", ["epochs=24"]),
+    "w64-12": ("widths 64-128-256, 12 epochs", ["model_kwargs.widths=[64, 128, 256]", "epochs=12"]),
+    "w64-256-10": ("widths 64-256-256 (airbench94's), 10 epochs",
+                   ["model_kwargs.widths=[64, 256, 256]", "epochs=10"]),
+    "w64-256-16": ("widths 64-256-256, 16 epochs", ["model_kwargs.widths=[64, 256, 256]", "epochs=16"]),
+    "w64-256-30": ("widths 64-256-256, 30 epochs", ["model_kwargs.widths=[64, 256, 256]", "epochs=30"]),
+}
+APPROACH = "softmax"  # the recipe is chosen on the baseline every approach is compared with
+
+
+def processor() -> str:
+    """The CPU as the table's timing label names it: model name, family and model, and whether it
+    has AVX-512 bf16 (from the first processor of /proc/cpuinfo)."""
+    try:
+        fields = dict(line.split(":", 1) for line in Path("/proc/cpuinfo").read_text().split("\n\n")[0].splitlines()
+                      if ":" in line)
+    except OSError:
+        return "unknown processor"
+    fields = {key.strip(): value.strip() for key, value in fields.items()}
+    bf16 = "avx512_bf16" in fields.get("flags", "").split()
+    return (f"{fields.get('model name', 'unknown processor')} (family {fields.get('cpu family')}, model "
+            f"{fields.get('model')}, {'with' if bf16 else 'without'} AVX512-BF16)")
+
+
+def trial_config(args, sets):
+    """The experiment a trial trains: the config's budget with the trial's ``--set`` options."""
+    return load_experiment(args.config).for_budget(args.budget).with_set_options([parse_set_option(s) for s in sets])
+
+
+def training_tflop(experiment) -> float:
+    """Training compute of one network, in TFLOP: forward and backward per image, times the known
+    training images (``max_known_train``) and the epochs."""
+    cfg = experiment.train
+    model = build_model(cfg.model, num_outputs=6, **cfg.model_kwargs)
+    with FlopCounterMode(display=False) as counter:
+        logits, _ = model(torch.rand(8, 3, 32, 32))
+        logits.sum().backward()
+    return counter.get_total_flops() / 8 * cfg.protocol_limits["max_known_train"] * cfg.epochs / 1e12
+
+
+def run_folder(out: Path, split) -> Path:
+    """Where ``train`` puts the run of ``split`` (None: a protocol without splits)."""
+    return out if split is None else out / f"split-{split}"
+
+
+def split_key(split) -> str:
+    """The split's key in ``trials.json``: its number, or ``all`` for a protocol without splits."""
+    return "all" if split is None else str(split)
+
+
+def train_trial(args, out: Path, split, sets) -> None:
+    """Train (or continue) the trial's softmax network of ``split`` into ``run_folder(out, split)``."""
+    command = [sys.executable, "-m", "agnostophobia", "train", args.config, "--budget", args.budget,
+               "--approach", APPROACH, "--seeds", "1", "--out", str(out), "--no-progress"]
+    command += [] if split is None else ["--split", str(split)]
+    command += [part for s in sets for part in ("--set", s)]
+    command += ["--data-dir", str(args.data_dir)] if args.data_dir else []
+    if (run_folder(out, split) / "config.yaml").exists():
+        command.append("--resume")
+    # train ends with a headline read from the test outputs it writes: it goes to the trial's log,
+    # which this script never reads, so the table and the choice made from it see validation only
+    out.mkdir(parents=True, exist_ok=True)
+    with (out / f"train-{split_key(split)}.log").open("a", encoding="utf-8") as log:
+        subprocess.run(command, check=True, stdout=log, stderr=subprocess.STDOUT)
+
+
+def read_scores(model_dir: Path, epochs: int):
+    """``(validation accuracy of the last epoch, training minutes)`` from ``metrics.csv``; None
+    before the run has trained every epoch."""
+    try:
+        rows = list(csv.DictReader((model_dir / "metrics.csv").open(encoding="utf-8")))
+    except OSError:
+        return None
+    if len(rows) < epochs:
+        return None
+    return float(rows[-1]["val_acc"]), sum(float(row["train_seconds"]) for row in rows) / 60
+
+
+def run_trials(args) -> dict:
+    """Every asked trial on every asked split; the table, also written to ``OUT/trials.json``."""
+    table_file = args.out / "trials.json"
+    table = json.loads(table_file.read_text()) if table_file.exists() else {}
+    for name in args.trial or list(TRIALS):
+        what, sets = TRIALS[name]
+        sets = list(args.set or []) + sets
+        experiment = trial_config(args, sets)
+        entry = table.setdefault(name, {"what": what, "sets": sets, "splits": {}})
+        entry["tflop"] = round(training_tflop(experiment), 1)
+        for split in args.splits:
+            model_dir = run_folder(args.out / name, split) / "seed0" / APPROACH
+            if read_scores(model_dir, experiment.train.epochs) is None:
+                load = os.getloadavg()[0]
+                train_trial(args, args.out / name, split, sets)
+                entry["splits"][split_key(split)] = {"load_at_start": round(load, 2)}
+            accuracy, minutes = read_scores(model_dir, experiment.train.epochs)
+            entry["splits"].setdefault(split_key(split), {}).update(val_accuracy=accuracy, train_minutes=round(minutes, 2),
+                                                              processor=processor())
+            tmp = table_file.with_suffix(".tmp")
+            tmp.write_text(json.dumps(table, indent=1))
+            tmp.replace(table_file)
+    return table
+
+
+def markdown(table: dict) -> str:
+    """The table as Markdown: one row per trial, the mean (and spread) over the splits it ran on."""
+    lines = ["| trial | TFLOP | splits | training minutes a network | validation accuracy (mean, min-max) |",
+             "|---|---|---|---|---|"]
+    for name, entry in table.items():
+        done = entry["splits"]
+        if not done:
+            continue
+        accuracies = [s["val_accuracy"] for s in done.values()]
+        minutes = statistics.mean(s["train_minutes"] for s in done.values())
+        spread = f" ({min(accuracies):.4f}-{max(accuracies):.4f})" if len(accuracies) > 1 else ""
+        lines.append(f"| `{name}`: {entry['what']} | {entry['tflop']} | {', '.join(sorted(done))} | {minutes:.1f} | "
+                     f"{statistics.mean(accuracies):.4f}{spread} |")
+    loads = sorted({s.get("load_at_start") for e in table.values() for s in e["splits"].values()} - {None})
+    lines.append(f"\n{processor()}, {torch.get_num_threads()} threads; load average at each trial's start: {loads}")
+    return "\n".join(lines)
+
+
+def split_list(text: str):
+    """``0-4`` or ``0,2`` as a list of split numbers; ``none`` for a protocol without splits."""
+    if text == "none":
+        return [None]
+    if "-" in text:
+        first, last = text.split("-")
+        return list(range(int(first), int(last) + 1))
+    return [int(part) for part in text.split(",")]
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", type=Path, required=True, help="folder of the trials' runs and trials.json")
+    parser.add_argument("--config", default="osr-cifar10", help="a shipped config or YAML with a converged budget")
+    parser.add_argument("--budget", default="converged", help="the budget the trials change (default: converged)")
+    parser.add_argument("--set", action="append", help="KEY=VALUE applied to every trial before its own")
+    parser.add_argument("--splits", type=split_list, default=[0],
+                        help="0-4, 0,2 or none (a protocol without splits; default: 0)")
+    parser.add_argument("--trial", action="append", choices=sorted(TRIALS), help="repeatable (default: every one)")
+    parser.add_argument("--data-dir", default=None)
+    args = parser.parse_args(argv)
+    print(markdown(run_trials(args)))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,52 @@
+"""The CIFAR recipe trials (benchmarks/recipe_curve.py): every trial is a valid change of the
+shipped configs' ``converged`` budget, its compute grows with its network and its schedule, and a
+run that has not trained every epoch is not scored."""
+import importlib.util
+from types import SimpleNamespace
+
+import pytest
+from repo_paths import REPO
+
+
+def _script():
+    spec = importlib.util.spec_from_file_location("recipe_curve", REPO / "benchmarks" / "recipe_curve.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+recipe_curve = _script()
+
+
+@pytest.mark.parametrize("config", ["osr-cifar10", "cifar"])
+@pytest.mark.parametrize("name", sorted(recipe_curve.TRIALS))
+def test_every_trial_is_a_valid_change_of_the_converged_budget(config, name):
+    what, sets = recipe_curve.TRIALS[name]
+    train = recipe_curve.trial_config(SimpleNamespace(config=config, budget="converged"), sets).train
+    assert train.model == "airbench" and train.keep_checkpoint == "last"
+    assert f"{train.epochs} epochs" in what and "-".join(map(str, train.model_kwargs["widths"])) in what
+
+
+def test_compute_grows_with_the_widths_and_the_epochs():
+    def tflop(name):
+        sets = recipe_curve.TRIALS[name][1]
+        return recipe_curve.training_tflop(recipe_curve.trial_config(
+            SimpleNamespace(config="osr-cifar10", budget="converged"), sets))
+
+    budget, longer, wider = tflop("budget"), tflop("w32-24"), tflop("w64-256-10")
+    assert longer == pytest.approx(2 * budget)  # the same network for twice the epochs
+    assert wider > 3 * budget
+
+
+def test_a_run_short_of_its_epochs_is_not_scored(tmp_path):
+    rows = ["epoch,lr,train_loss,train_acc,train_images_per_s,train_seconds,val_loss,val_acc",
+            "1,0.1,1.0,0.5,100,30.0,1.0,0.61", "2,0.0,0.5,0.8,100,90.0,0.6,0.83"]
+    (tmp_path / "metrics.csv").write_text("\n".join(rows) + "\n")
+    assert recipe_curve.read_scores(tmp_path, epochs=3) is None
+    assert recipe_curve.read_scores(tmp_path, epochs=2) == (0.83, 2.0)  # the last epoch; minutes of training
+
+
+def test_splits_are_read_as_ranges_lists_or_none():
+    assert recipe_curve.split_list("0-4") == [0, 1, 2, 3, 4]
+    assert recipe_curve.split_list("0,2") == [0, 2]
+    assert recipe_curve.split_list("none") == [None]
