@@ -22,6 +22,7 @@ def row(approach, detector, oscr, auroc, accuracy, val_oscr, converged=True):
 def result(shift):
     return {"rows": [row("softmax", "softmax", [0.80 + shift, 0.82 + shift], 0.90, 0.99, [0.7, 0.7]),
                      row("softmax", "knn", [0.5, 0.5], 0.5, 0.99, [0.9, 0.9]),  # not its paper's detector
+                     row("softmax", "max-logit", [0.6, 0.6], 0.6, 0.99, [0.65, 0.65]),  # MLS: the literature's
                      row("entropic", "softmax", [0.85 + shift, 0.87 + shift], 0.92, 0.98, [0.95, 0.95]),
                      row("logitnorm", "softmax", [0.70, 0.70], 0.80, 0.97, [0.6, 0.6], converged=False)]}
 
@@ -35,13 +36,14 @@ def test_mean_and_sample_std_over_splits():
 
 def test_the_extra_data_rows_are_apart_and_each_group_ordered_by_validation():
     summary = summarise_splits([(0, result(0.0)), (2, result(0.1))], extra_data=["entropic"])
-    assert [(r["approach"], r["extra_data"]) for r in summary["rows"]] == [
-        ("softmax", False), ("logitnorm", False), ("entropic", True)]  # entropic's higher validation OSCR: apart
+    assert [(r["approach"], r["detector"], r["extra_data"]) for r in summary["rows"]] == [
+        ("softmax", "softmax", False), ("softmax", "max-logit", False), ("logitnorm", "softmax", False),
+        ("entropic", "softmax", True)]  # entropic's higher validation OSCR: apart; knn is no row
     softmax = summary["rows"][0]
     assert softmax["detector"] == "softmax" and sorted(softmax["per_split"]) == [0, 2]
     assert softmax["oscr"]["mean"] == pytest.approx(np.mean([0.81, 0.91]))
     assert softmax["oscr"]["std"] == pytest.approx(np.std([0.81, 0.91], ddof=1))
-    assert summary["rows"][1]["converged_splits"] == 0
+    assert summary["rows"][2]["converged_splits"] == 0
     text = splits_markdown(summary, "osr-mnist", "EMNIST letters train")
     known_only, extra = text.split("## Extra data")
     assert "| softmax | softmax | 0.8100 | 0.9100 | 0.8600 ± 0.0707 |" in known_only and "entropic" not in known_only

@@ -13,6 +13,10 @@ set (:attr:`~agnostophobia.data.protocol_types.ProtocolSpec.outside_negatives`),
 its rows are listed apart, after the rows of the approaches that see the known classes only, and
 ordered among themselves (as OpenOOD keeps methods trained with outliers apart). Rows are ordered
 by their mean validation OSCR area over splits; no test number orders them.
+
+Beside a row that the literature has published on the protocol (:mod:`.published_numbers`), the
+published OSCR area (= OpenAUC: the linear OSCR area, unknowns pooled), AUROC and closed-set accuracy,
+each with its source and what differs from our run, and our difference to it.
 """
 from __future__ import annotations
 
@@ -25,6 +29,7 @@ import numpy as np
 from agnostophobia._atomic import atomic_write
 from agnostophobia._log import log_info
 from agnostophobia.experiments.benchmark_rows import is_papers_detector, ranked_sets
+from agnostophobia.experiments.published_numbers import published_columns, published_for
 from agnostophobia.rundir import RunDir
 
 #: The files of the summary, in the folder that holds the splits' run folders.
@@ -36,19 +41,26 @@ def _mean(values) -> Optional[float]:
     return None if not values or any(v is None for v in values) else float(np.mean(values))
 
 
-def split_numbers(result: Dict) -> Dict[str, Dict]:
-    """``{approach: numbers}`` of one split's ``benchmark.json``: each approach with its paper's
-    detector, its means over the split's seeds (``oscr``, ``auroc`` over the D_a sets,
-    ``accuracy`` on the test knowns, ``val_oscr`` on the validation split) and ``converged``."""
+#: Rows the literature's tables have beside each approach with its paper's detector: softmax's
+#: network scored by its maximum logit (MLS, Vaze et al., ICLR 2022, Sec. 4), from the same network.
+LITERATURE_ROWS = (("softmax", "max-logit"),)
+
+
+def split_numbers(result: Dict) -> Dict[Tuple[str, str], Dict]:
+    """``{(approach, detector): numbers}`` of one split's ``benchmark.json``: each approach with its
+    paper's detector, and the :data:`LITERATURE_ROWS`; their means over the split's seeds (``oscr``,
+    ``auroc`` over the D_a sets, ``accuracy`` on the test knowns, ``val_oscr`` on the validation
+    split) and ``converged``."""
     out = {}
     for row in result["rows"]:
-        if not is_papers_detector(row["approach"], row["detector"]):
+        key = (row["approach"], row["detector"])
+        if not is_papers_detector(*key) and key not in LITERATURE_ROWS:
             continue
         sets = ranked_sets(list(row["test"]))
         auroc = [row["test"][name]["auroc"] for name in sets]
         accuracy = row.get("closed_set_accuracy")
-        out[row["approach"]] = {
-            "detector": row["detector"], "oscr": _mean(row.get("mean_oscr_per_seed")),
+        out[key] = {
+            "oscr": _mean(row.get("mean_oscr_per_seed")),
             "auroc": None if any(a is None for a in auroc) else float(np.mean([a["mean"] for a in auroc])),
             "accuracy": accuracy["mean"] if accuracy else None,
             "val_oscr": _mean(row.get("val", {}).get("per_seed", {}).get("oscr")),
@@ -65,22 +77,27 @@ def over_splits(values: Sequence[Optional[float]]) -> Optional[Dict]:
             "splits": len(kept)}
 
 
-def summarise_splits(results: Sequence[Tuple[int, Dict]], extra_data: Sequence[str]) -> Dict:
+def summarise_splits(results: Sequence[Tuple[int, Dict]], extra_data: Sequence[str], protocol: str = "") -> Dict:
     """The summary of the splits' ``benchmark.json`` results (``[(split, result)]``): one row per
     approach, its numbers per split and over them, ``extra_data`` marked, the rows of the approaches
-    without extra data first, each group ordered by the mean validation OSCR area over splits."""
+    without extra data first, each group ordered by the mean validation OSCR area over splits; each
+    row's ``published`` results on ``protocol`` (``published_sources`` says where each was read)."""
     per_split = {split: split_numbers(result) for split, result in results}
-    approaches = list(dict.fromkeys(a for numbers in per_split.values() for a in numbers))
+    keys = list(dict.fromkeys(key for numbers in per_split.values() for key in numbers))
     rows = []
-    for approach in approaches:
-        mine = {split: numbers[approach] for split, numbers in per_split.items() if approach in numbers}
-        rows.append({"approach": approach, "detector": next(iter(mine.values()))["detector"],
+    for approach, detector in keys:
+        mine = {split: numbers[approach, detector] for split, numbers in per_split.items()
+                if (approach, detector) in numbers}
+        rows.append({"approach": approach, "detector": detector,
                      "extra_data": approach in extra_data, "per_split": mine,
                      **{key: over_splits([m[key] for m in mine.values()])
                         for key in ("oscr", "auroc", "accuracy", "val_oscr")},
                      "converged_splits": sum(1 for m in mine.values() if m["converged"] is not False)})
+        rows[-1]["published"] = published_columns(protocol, approach, detector)
     rows.sort(key=lambda r: (r["extra_data"], -(r["val_oscr"] or {"mean": -1.0})["mean"]))
-    return {"splits": [split for split, _ in results], "rows": rows, "extra_data": list(extra_data)}
+    sources = [{"source": p.source, "differs": p.differs} for p in published_for(protocol)]
+    return {"splits": [split for split, _ in results], "rows": rows, "extra_data": list(extra_data),
+            "published_sources": sources}
 
 
 def _cell(numbers: Optional[Dict]) -> str:
@@ -89,19 +106,51 @@ def _cell(numbers: Optional[Dict]) -> str:
     return f"{numbers['mean']:.4f}" + (f" ± {numbers['std']:.4f}" if numbers["std"] is not None else "")
 
 
+def _published_cell(row: Dict, metric: str) -> str:
+    cells = [f"{p[metric]:.4f} [{p['source'] + 1}]" for p in row.get("published", []) if p[metric] is not None]
+    return ", ".join(cells) or "–"
+
+
+def published_comparison(summary: Dict) -> List[str]:
+    """The lines of ``benchmark-splits.md`` that set each row with a published result against it:
+    our mean over splits, the published one, the difference, and the sources with what differs."""
+    lines = []
+    for row in summary["rows"]:
+        for published in row.get("published", []):
+            parts = []
+            for metric, name in (("oscr", "OSCR (= OpenAUC)"), ("auroc", "AUROC"), ("accuracy", "closed-set accuracy")):
+                ours, theirs = row.get(metric), published[metric]
+                if ours is not None and theirs is not None:
+                    parts.append(f"{name} {ours['mean']:.4f} against {theirs:.4f} ({ours['mean'] - theirs:+.4f})")
+            if parts:
+                lines.append(f"- **{row['approach']}** ({row['detector']}) against [{published['source'] + 1}]: "
+                             + "; ".join(parts) + ".")
+    if not lines:
+        return []
+    sources = [f"{i + 1}. {s['source']}. What differs from our run: {s['differs']}."
+               for i, s in enumerate(summary.get("published_sources", []))]
+    return ["## Beside the published numbers", "",
+            "Our mean over the splits against the published mean over the same five splits (numbered as "
+            "ours), and our difference to it. Closed-set accuracy drives these results (Vaze et al., ICLR "
+            "2022), so each comparison gives both.", ""] + lines + ["", "Sources:", ""] + sources + [""]
+
+
 def splits_markdown(summary: Dict, protocol: str, outside: str) -> str:
     """``benchmark-splits.md``: one table of the approaches that see the knowns only, one of the
-    extra-data approaches, per split and mean ± std over the splits."""
+    extra-data approaches, per split and mean ± std over the splits, the published numbers beside."""
     splits = summary["splits"]
     lines = [f"# Benchmark of {protocol} over its splits", "",
              f"Splits {', '.join(map(str, splits))}; each split's own report is `split-K/benchmark.md`. "
-             "Each row is an approach with its paper's detector; a number per split is the mean over that "
+             "Each row is an approach with its paper's detector (and softmax's network with the maximum "
+             "logit, MLS, as Vaze et al. report it); a number per split is the mean over that "
              "split's seeds, and the last columns are the mean ± sample standard deviation (ddof 1) over the "
-             "splits. OSCR: the linear OSCR area averaged over the split's unknown-unknown sets; AUROC on "
-             "the same sets; accuracy: closed-set accuracy on the split's test knowns. Rows are ordered by "
-             "the mean validation OSCR area over splits (no test number orders them).", ""]
+             "splits. OSCR (= OpenAUC): the area under the OSCR curve on a linear FPR axis, averaged over the "
+             "split's unknown-unknown sets (one set here, the four unknown classes pooled), which is what "
+             "OpenAUC computes; AUROC on the same sets; accuracy: closed-set accuracy on the split's test "
+             "knowns; published: the literature's number beside the row, its source numbered below. Rows "
+             "are ordered by the mean validation OSCR area over splits (no test number orders them).", ""]
     header = ("| approach | detector | " + " | ".join(f"OSCR split {k}" for k in splits)
-              + " | OSCR | AUROC | accuracy | converged splits |")
+              + " | OSCR (= OpenAUC) | published OSCR | AUROC | published AUROC | accuracy | converged splits |")
     rule = "|" + "---|" * (header.count("|") - 1)
     groups = [("Known classes only", False), ("Extra data: trained on negatives from an outside set"
                                               + (f" ({outside})" if outside else ""), True)]
@@ -114,13 +163,14 @@ def splits_markdown(summary: Dict, protocol: str, outside: str) -> str:
             per = [f"{r['per_split'][k]['oscr']:.4f}" if k in r["per_split"] and r["per_split"][k]["oscr"] is not None
                    else "–" for k in splits]
             lines.append(f"| {r['approach']} | {r['detector']} | " + " | ".join(per) + f" | {_cell(r['oscr'])} | "
-                         f"{_cell(r['auroc'])} | {_cell(r['accuracy'])} | {r['converged_splits']}/{len(r['per_split'])} |")
+                         f"{_published_cell(r, 'oscr')} | {_cell(r['auroc'])} | {_published_cell(r, 'auroc')} | "
+                         f"{_cell(r['accuracy'])} | {r['converged_splits']}/{len(r['per_split'])} |")
         lines.append("")
     if summary["extra_data"]:
         lines += ["The extra-data approaches trained on negatives the other approaches never saw; compare them "
                   "with each other, not with the rows above (as OpenOOD keeps methods trained with outliers apart).",
                   ""]
-    return "\n".join(lines)
+    return "\n".join(lines + published_comparison(summary))
 
 
 def extra_data_approaches(protocol, approaches: Sequence[str]) -> Tuple[List[str], str]:
@@ -144,7 +194,7 @@ def write_split_summary(out, runs: Sequence[Tuple[int, Path]], log: Callable[[st
     config = read_run_config(runs[0][1])
     approaches = list(dict.fromkeys(r["approach"] for _, result in results for r in result["rows"]))
     extra, outside = extra_data_approaches(config["protocol"], approaches)
-    summary = summarise_splits(results, extra)
+    summary = summarise_splits(results, extra, config["protocol"])
     summary.update({"protocol": config["protocol"], "outside_negatives": outside})
     out = Path(out)
     table, data = out / SPLITS_TABLE, out / SPLITS_JSON

@@ -1,0 +1,66 @@
+"""Published numbers on the open-set literature's standard splits (``osr-mnist``, ``osr-cifar10``;
+docs/osr-splits.md), for the columns ``benchmark-splits.md`` puts beside our rows.
+
+Each :class:`PublishedRow` is one published result: the protocol, the approach and detector of ours
+it stands beside, its numbers per split (fractions, as ours, in *our* numbering of the splits), where
+it was read, and what differs from our run. OSCR is the area under the OSCR curve on a linear FPR
+axis with the unknown classes pooled, which is what OpenAUC (Wang et al., NeurIPS 2022) computes and
+what our linear OSCR area is, so the two compare directly.
+
+Only numbers read in their source are entered. The OpenAUC paper's and Vaze et al.'s tables (cross-
+entropy OpenAUC 83.8, ARPL+CS 87.9; MLS AUROC 93.6) could not be read here and are not entered; the
+docs name them as unverified.
+"""
+from __future__ import annotations
+
+from typing import Dict, List, NamedTuple, Optional, Tuple
+
+import numpy as np
+
+
+class PublishedRow(NamedTuple):
+    """One published result on a protocol with splits, per split in our numbering of the splits."""
+    protocol: str
+    approach: str            # our approach it stands beside
+    detector: str            # the score it thresholds, as our detector's name
+    source: str              # where the numbers were read
+    differs: str             # what differs from our run of the approach
+    oscr: Tuple[float, ...] = ()      # linear OSCR area (= OpenAUC) per split
+    auroc: Tuple[float, ...] = ()
+    accuracy: Tuple[float, ...] = ()  # closed-set accuracy on the test knowns
+
+    def mean(self, metric: str) -> Optional[float]:
+        """The mean over the splits of ``metric`` (``oscr``, ``auroc``, ``accuracy``); None where not published."""
+        values = getattr(self, metric)
+        return float(np.mean(values)) if values else None
+
+
+#: ARPL's ``osr.py`` runs ``split.py``'s lists last first (its result column ``i`` is the list
+#: ``len - 1 - i``), so the log's columns are reversed here: its column 0, known classes
+#: [2, 4, 1, 7, 9, 6], is our split 4.
+PUBLISHED: Tuple[PublishedRow, ...] = (
+    PublishedRow(
+        "osr-cifar10", "softmax", "softmax",
+        source="a rerun of the ARPL authors' code, `python osr.py --dataset cifar10 --loss Softmax` "
+               "(iCGY96/ARPL issue #2, 2021-05-22: its log of the five splits)",
+        differs="ARPL's classifier32 (a VGG-like network of 9 convolutions), SGD lr 0.1 (momentum 0.9, weight "
+                "decay 1e-4), batch 64, 100 epochs (steps at 30, 60, 90), the original CIFAR-10 images (ours "
+                "are a JPEG copy); the last epoch's network, one seed per split; the score is the maximum "
+                "softmax probability (ARPL's Softmax loss returns the softmax as its logits)",
+        oscr=(0.8494574, 0.8488180, 0.8082762, 0.8414960, 0.8446526),
+        auroc=(0.8672412, 0.8677234, 0.8434555, 0.8559652, 0.8699761),
+        accuracy=(0.9518333, 0.9530000, 0.9135000, 0.9558333, 0.9416667)),
+)
+
+
+def published_for(protocol: str) -> List[PublishedRow]:
+    """The published rows of ``protocol``, in the order declared."""
+    return [row for row in PUBLISHED if row.protocol == protocol]
+
+
+def published_columns(protocol: str, approach: str, detector: str) -> List[Dict]:
+    """The published results beside our ``approach`` with ``detector`` on ``protocol``: each as
+    ``{"source": index into published_for(protocol), "oscr", "auroc", "accuracy"}`` (means over splits)."""
+    return [{"source": i, **{m: row.mean(m) for m in ("oscr", "auroc", "accuracy")}}
+            for i, row in enumerate(published_for(protocol))
+            if row.approach == approach and row.detector == detector]
