@@ -326,3 +326,26 @@ def test_tune_into_a_folder_of_other_files_is_refused(config, synthetic_data, tm
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "is a folder of other files" in err[0] and str(out / held.split("/")[0]) in err[0], err
     assert snapshot(out) == before
+
+
+# ------------------------------------------------------------------ a protocol with splits
+def test_a_protocol_with_splits_tunes_on_the_split_named(synth, tmp_path, monkeypatch, capsys):
+    """``tune osr-mnist`` names the split it tunes on (``--split K``); without one it is refused in
+    one line naming --split; the default folder and tune.md name the split, and the chosen config
+    trains every split."""
+    synth.lenet_set()
+    monkeypatch.chdir(tmp_path)
+    args = ["tune", "osr-mnist", "--budget", "smoke", "--param", "xi=10", "--approach", "objectosphere",
+            "--fpr", "0.1", "--data-dir", str(synth.root), "--no-progress"]
+    assert main(args) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].endswith("protocol 'osr-mnist' has 5 splits; name one, 0-4 (--split)")
+    assert not (tmp_path / "runs").exists()
+    assert main(args + ["--split", "3"]) == 0
+    out = tmp_path / "runs" / "osr-mnist-tune-smoke-split-3"
+    record = json.loads((out / "tune.json").read_text())
+    assert record["protocol_split"] == 3
+    assert yaml.safe_load((out / "xi=10" / "config.yaml").read_text())["protocol_split"] == 3
+    assert "(tuned on split 3; the chosen config trains every split)" in (out / "tune.md").read_text()
+    chosen = record["chosen"]["objectosphere"]  # the shipped config with the value: every split, none named
+    assert load_experiment(out / chosen["config"]).train.protocol_split is None

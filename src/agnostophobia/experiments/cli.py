@@ -196,6 +196,9 @@ def _add_tune(subparsers, common) -> None:
                    help="tune this approach (repeatable; default: every approach of the config whose loss reads "
                         "a tuned parameter, i.e. objectosphere for xi and lambda)")
     p.add_argument("--detector", help="score to threshold (default: each approach's paper score)")
+    p.add_argument("--split", type=split_index, metavar="K",
+                   help="of a protocol with splits (osr-mnist, osr-cifar10: 0-4), the split to tune on (required "
+                        "there; default --out: runs/EXPERIMENT-tune[-BUDGET]-split-K)")
     p.add_argument("--resume", action="store_true", help="continue the tuning run in --out: finished points are "
                                                          "kept, an interrupted one resumes from its last epoch")
     p.set_defaults(func=_tune)

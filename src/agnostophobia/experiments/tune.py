@@ -39,7 +39,8 @@ from agnostophobia._yaml import dump_yaml
 
 from agnostophobia._atomic import atomic_write
 from agnostophobia._runlock import run_lock
-from agnostophobia.data.protocols import HELD_OUT_NEGATIVES, hold_out_negative_classes, split_negative_classes
+from agnostophobia.data.protocols import (HELD_OUT_NEGATIVES, hold_out_negative_classes, protocol_spec,
+                                          split_negative_classes)
 from agnostophobia.detectors import DETECTORS, detector_applies
 from agnostophobia.detectors.stored import detector_settings, model_scores
 from agnostophobia.errors import ConfigError, TrainingDiverged
@@ -280,8 +281,10 @@ def check_detectors(approaches: Sequence[str], detector: Optional[str]) -> Dict[
 
 
 def default_out(experiment: ExperimentConfig, budget: Optional[str]) -> Path:
+    """``runs/NAME-tune[-BUDGET][-split-K]``: a protocol's splits tune into folders of their own."""
     suffix = "" if budget == "tune" else f"-{budget or 'config'}"
-    return Path("runs") / f"{experiment.train.name}-tune{suffix}"
+    split = experiment.train.protocol_split
+    return Path("runs") / (f"{experiment.train.name}-tune{suffix}" + ("" if split is None else f"-split-{split}"))
 
 
 def setup(request: RunRequest, params: Sequence[str], fpr: float = DEFAULT_FPR,
@@ -293,6 +296,9 @@ def setup(request: RunRequest, params: Sequence[str], fpr: float = DEFAULT_FPR,
     if budget is None and "tune" in load_experiment(request.experiment).budgets:
         budget = "tune"
     experiment, device = configure(request.load(budget), request)
+    # a protocol with splits tunes on one, named: its choice is then the settings of every split
+    protocol_spec(experiment.train.protocol, "protocol").check_split(experiment.train.protocol_split, "--split",
+                                                                     required=True)
     tuned, not_tuned = tuned_approaches(experiment.approaches, list(parsed), request.approaches)
     check_grid(parsed, tuned)
     experiment.approaches = tuned
@@ -422,7 +428,7 @@ def tune_record(tuning: TuneSetup, rows: List[Dict], split: Dict, protocol, out:
         else int((protocol.train.labels >= 0).sum())
     return {
         "command": "tune", "config": tuning.config, "experiment": train_cfg.name, "budget": tuning.budget,
-        "params": {n: list(v) for n, v in tuning.params.items()}, "config_values": tuning.base,
+        "protocol_split": train_cfg.protocol_split, "params": {n: list(v) for n, v in tuning.params.items()}, "config_values": tuning.base,
         "approaches": tuning.approaches, "not_tuned": tuning.not_tuned, "detectors": tuning.detectors,
         "fpr": tuning.fpr, "fpr_values": tuning.fprs, "seeds": tuning.experiment.seeds,
         "selection": f"highest mean validation CCR at FPR {tuning.fpr:g}; ties: the config's values, then the "
@@ -497,7 +503,10 @@ def tune_markdown(record: Dict) -> str:
                  f"{', '.join(params)})" if record["not_tuned"] else "")
     lines = [
         f"# Cross-class calibration of {', '.join(params)} (paper Sec. 6)", "",
-        f"Config `{record['config']}`, budget " + (f"`{record['budget']}`" if record["budget"] else "none")
+        f"Config `{record['config']}`"
+        + ("" if record.get("protocol_split") is None else
+           f" (tuned on split {record['protocol_split']}; the chosen config trains every split)")
+        + ", budget " + (f"`{record['budget']}`" if record["budget"] else "none")
         + f", {record['seeds']} training seed(s). "
         f"Tuned: {', '.join(record['approaches'])}{not_tuned}.", "",
         f"**Negative classes**, split by data seed {split['data_seed']} ({split['rule']}):", "",
