@@ -290,6 +290,7 @@ def test_benchmark_smoke_runs_every_approach_and_resumes(real_data_dir, tmp_path
     assert all(r["rank"] is None for r in result["rows"]) and not any(result["tests"].values())
     text = (out / BENCHMARK_MD).read_text()
     assert "## What the data says" in text and "tied share" in text and "(not converged)" in text
+    assert "## Training recipes" in text and "(not the authors' recipe)" in text  # the fine-tunes' departures
     figures = result["oscr_figures"]  # one per unknown-unknown set, drawn from the curves scored once
     assert figures and all((out / path).stat().st_size > 10_000 and path in text for path in figures.values())
     capsys.readouterr()
@@ -698,3 +699,28 @@ def test_every_shipped_unknown_set_declares_how_far_it_lies():
     assert set(PROXIMITIES) == {"near", "far", ""}
     with pytest.raises(ValueError, match="proximity 'close'"):
         UnknownSet("x", "x", proximity="close")
+
+
+# ------------------------------------------------------------------ issue 55 item 5: the recipes
+def test_fine_tunes_that_depart_from_their_authors_recipe_say_so_beside_their_row():
+    """Each fine-tune's recipe comes from its loss's declaration for the protocol's images; a recipe
+    that departs from the authors' is marked beside its row and its departures are listed, and the
+    from-scratch approaches are named as trained with the budget's one recipe."""
+    from agnostophobia.experiments.benchmark import training_recipes
+    from agnostophobia.training.fine_tune import recipe
+
+    source = rows() + [_row("outlier-exposure-ft", "softmax", [0.70, 0.71, 0.72], [0.99, 0.99, 0.99])]
+    recipes = training_recipes(["softmax", "entropic", "outlier-exposure-ft"], {"protocol": "lenet++"})
+    glyphs = recipe("outlier-exposure-ft", "lenet++")
+    assert recipes["outlier-exposure-ft"]["lr"] == glyphs.lr == 1e-2  # OE's MNIST recipe on glyphs
+    assert recipes["outlier-exposure-ft"]["differs"] == glyphs.differs != ""
+    assert recipes["softmax"]["start"] is None
+    assert training_recipes(["outlier-exposure-ft"], {"protocol": "lenet++", "fine_tune_epochs": 1})[
+        "outlier-exposure-ft"]["epochs"] == 1
+    text = _report(summarise(source, min_accuracy=0.985), recipes=recipes)
+    assert "| outlier-exposure-ft (not the authors' recipe) | softmax |" in text
+    assert "| softmax | softmax |" in text  # from scratch: no mark
+    section = text.split("## Training recipes")[1].split("\n## ")[0]
+    assert "From scratch, with the budget's recipe" in section and "softmax, entropic" in section
+    assert f"Here it departs: {glyphs.differs}." in section and "SGD at lr 0.01, cosine schedule, 5 epoch(s)" in section
+    assert "## Training recipes" not in _report(summarise(rows(), min_accuracy=0.985))  # an older benchmark.json

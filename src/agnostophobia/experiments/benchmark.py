@@ -218,6 +218,7 @@ def write_benchmark(run_dir, min_accuracy: Optional[float] = None, log: Callable
             notes.append(f"extra data: {', '.join(extra)} trained on negatives from an outside set ({outside}) that "
                          f"the other approaches never saw; their rows are marked (extra data) and ranked apart, "
                          f"after the others, their ranks counted among themselves")
+        result["recipes"] = training_recipes(approaches, records.config)
         result.update({"format": _FORMAT, "tuning": tuning, "notes": notes + comparison.notes,
                        "val_negatives": comparison.val_negatives, "test_sets": comparison.test_sets,
                        "fprs": comparison.fprs, "meta": _meta(records.meta)})
@@ -231,6 +232,28 @@ def write_benchmark(run_dir, min_accuracy: Optional[float] = None, log: Callable
         log(line)
     log(f"written: {md_path} and {json_path}")
     return md_path
+
+
+def training_recipes(approaches: Sequence[str], config: Dict) -> Dict[str, Dict]:
+    """How each approach of the run trained, from its loss's declarations, for the report's
+    "Training recipes": a fine-tune's authors' recipe for the protocol's images (``start``, the
+    recipe's ``source`` and what ``differs`` here), or ``from scratch`` with the budget's recipe
+    (the same for every approach; the loss's ``scratch_recipe`` says where its paper's differs)."""
+    from agnostophobia.losses import LOSSES
+    from agnostophobia.training.fine_tune import recipe
+
+    out = {}
+    for approach in approaches:
+        chosen = recipe(approach, config.get("protocol"))
+        if chosen is not None:
+            out[approach] = {"start": chosen.start, "epochs": config.get("fine_tune_epochs") or chosen.epochs,
+                             "lr": chosen.lr, "optimizer": chosen.optimizer, "scheduler": chosen.scheduler,
+                             "source": chosen.source, "differs": chosen.differs}
+            continue
+        scratch = LOSSES.get(approach).scratch_recipe
+        out[approach] = {"start": None, "source": scratch.source if scratch else "",
+                         "differs": scratch.differs if scratch else ""}
+    return out
 
 
 def _stored_scores(run_dir: Path) -> Callable:

@@ -135,6 +135,7 @@ def markdown(result: Dict, run_name: str) -> str:
              "## What the data says", "", *[f"- {line}" for line in result["summary"]], ""]
     lines += _ranking_metric_section(result)
     lines += _papers_rows(result, list(result["test_sets"]), marks)
+    lines += _recipes_section(result)
     lines += _matrix(result)
     lines += _oscr_table(result, marks)
     for name in result["test_sets"]:
@@ -227,7 +228,7 @@ def _papers_rows(result: Dict, sets: List[str], marks: Dict) -> List[str]:
         mean = interval_over_seeds(row["mean_oscr_per_seed"]) if row["mean_oscr_per_seed"] else None
         mean_log = interval_over_seeds(row["mean_oscr_log_per_seed"]) if row["mean_oscr_log_per_seed"] else None
         far_mean = row.get("mean_far_oscr_per_seed")
-        cells = [row["approach"] + _marked(row),  # the row's label is the approach's name: marked once
+        cells = [row["approach"] + _marked(row) + _recipe_mark(result, row["approach"]),  # marked once here
                  row["detector"], _fmt(row["closed_set_accuracy"]), _fmt(row.get("val_closed_set_accuracy")),
                  _fmt(mean), _fmt(mean_log), *([_fmt(interval_over_seeds(far_mean) if far_mean else None)]
                                                if far else [])]
@@ -241,6 +242,38 @@ def _papers_rows(result: Dict, sets: List[str], marks: Dict) -> List[str]:
         for row in papers_rows(result["rows"]):
             cells = [_fmt(row["test"].get(s, {}).get("ccr_at_fpr", {}).get(keys[0])) for s in sets]
             lines.append(_row_md([row["approach"], row["detector"], *cells]))
+    return [*lines, ""]
+
+
+def _departs(result: Dict, approach: str) -> bool:
+    """Whether ``approach`` fine-tunes with its authors' recipe and departs from it (``recipes``)."""
+    recipe = result.get("recipes", {}).get(approach, {})
+    return bool(recipe.get("start") and recipe.get("differs"))
+
+
+def _recipe_mark(result: Dict, approach: str) -> str:
+    return " (not the authors' recipe)" if _departs(result, approach) else ""
+
+
+def _recipes_section(result: Dict) -> List[str]:
+    """How each approach trained: the fine-tunes' authors' recipes, where they come from and what
+    departs from them here; every other approach from scratch with the budget's one recipe."""
+    recipes = result.get("recipes")
+    if not recipes:
+        return []
+    scratch = [a for a, r in recipes.items() if not r.get("start")]
+    lines = ["## Training recipes", ""]
+    if scratch:
+        lines.append(f"From scratch, with the budget's recipe (budget {result['meta'].get('budget')}: the same "
+                     f"optimiser, schedule and epochs for every approach, so that they differ by their loss): "
+                     f"{', '.join(scratch)}.")
+    for approach, r in recipes.items():
+        if not r.get("start"):
+            continue
+        said = (f"- **{approach}**{_recipe_mark(result, approach)}: fine-tunes the same seed's {r['start']} network, "
+                f"{r['optimizer'].upper() if r['optimizer'] == 'sgd' else r['optimizer']} at lr {r['lr']:g}, "
+                f"{r['scheduler']} schedule, {r['epochs']} epoch(s); the authors' recipe: {r['source']}.")
+        lines.append(said + (f" Here it departs: {r['differs']}." if r.get("differs") else ""))
     return [*lines, ""]
 
 
@@ -454,6 +487,9 @@ def site_page(result: Dict, title: str, run_link: str, figures: str) -> str:
                         f"Holm's correction, decision")
     lines += _collapsed(_ranking_metric_section(result), "The candidates' gap, spread and separation on validation "
                         "and test data")
+    if result.get("recipes"):
+        lines += _collapsed(_recipes_section(result), "How each approach trained: the fine-tunes' recipes and where "
+                            "they depart from their authors'")
     lines += _notes(result)
     for unknown, path in list(figure_paths.items())[1:]:
         lines += ["", f"![OSCR curves on {unknown}]({path})"]
