@@ -4,11 +4,11 @@ the trials that choose the ``converged`` CIFAR budget on validation data (docs/g
 
 Each trial is the config's ``converged`` budget with a few ``--set`` changes (the network's widths,
 the epochs; see :data:`TRIALS`), trained as ``agnostophobia train CONFIG --budget converged
---approach softmax --seeds 1 --split K`` would train it, one network at a time with every core, on
-the protocol's splits. A trial is scored by the closed-set accuracy of its kept network (the last
+--approach softmax --seeds N --split K --concurrent-runs 1`` trains it, one network at a time with
+every core, on the protocol's splits. A trial is scored by the closed-set accuracy of its kept network (the last
 epoch: the budget keeps it) on the **validation** knowns, read from the run's ``metrics.csv``; no
 test score is read (``train`` writes the test outputs and prints a headline from them; it goes to
-the trial's log, ``OUT/TRIAL/train-K.log``, which this script does not read), so the choice made
+the trial's log, ``OUT/logs/TRIAL-K.log``, which this script does not read), so the choice made
 from this table leaves the test sets to the benchmark.
 Its cost is the training time (the ``train_seconds`` of its epochs, without the validation passes)
 and the training compute (``torch.utils.flop_counter``, forward and backward, per image times the
@@ -95,7 +95,8 @@ def split_key(split) -> str:
 def train_trial(args, out: Path, split, sets) -> None:
     """Train (or continue) the trial's softmax network of ``split`` into ``run_folder(out, split)``."""
     command = [sys.executable, "-m", "agnostophobia", "train", args.config, "--budget", args.budget,
-               "--approach", APPROACH, "--seeds", "1", "--out", str(out), "--no-progress"]
+               "--approach", APPROACH, "--seeds", str(args.seeds), "--concurrent-runs", "1", "--out", str(out),
+               "--no-progress"]
     command += [] if split is None else ["--split", str(split)]
     command += [part for s in sets for part in ("--set", s)]
     command += ["--data-dir", str(args.data_dir)] if args.data_dir else []
@@ -103,9 +104,14 @@ def train_trial(args, out: Path, split, sets) -> None:
         command.append("--resume")
     # train ends with a headline read from the test outputs it writes: it goes to the trial's log,
     # which this script never reads, so the table and the choice made from it see validation only
-    out.mkdir(parents=True, exist_ok=True)
-    with (out / f"train-{split_key(split)}.log").open("a", encoding="utf-8") as log:
-        subprocess.run(command, check=True, stdout=log, stderr=subprocess.STDOUT)
+    logs = out.parent / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    log_file = logs / f"{out.name}-{split_key(split)}.log"
+    with log_file.open("a", encoding="utf-8") as log:
+        failed = subprocess.run(command, stdout=log, stderr=subprocess.STDOUT).returncode
+    if failed:  # the training's own last line says why (an error line never holds a test number)
+        last = log_file.read_text(encoding="utf-8").strip().splitlines()[-1:]
+        raise SystemExit(f"trial {out.name}, split {split_key(split)}: train failed; {' '.join(last)} ({log_file})")
 
 
 def read_scores(model_dir: Path, epochs: int):
@@ -128,17 +134,21 @@ def run_trials(args) -> dict:
         what, sets = TRIALS[name]
         sets = list(args.set or []) + sets
         experiment = trial_config(args, sets)
-        entry = table.setdefault(name, {"what": what, "sets": sets, "splits": {}})
+        entry = table.setdefault(name, {"what": what, "sets": sets, "runs": {}})
         entry["tflop"] = round(training_tflop(experiment), 1)
         for split in args.splits:
-            model_dir = run_folder(args.out / name, split) / "seed0" / APPROACH
-            if read_scores(model_dir, experiment.train.epochs) is None:
-                load = os.getloadavg()[0]
+            folder = run_folder(args.out / name, split)
+            seeds = range(args.seeds)
+            if any(read_scores(folder / f"seed{seed}" / APPROACH, experiment.train.epochs) is None for seed in seeds):
+                load = round(os.getloadavg()[0], 2)
                 train_trial(args, args.out / name, split, sets)
-                entry["splits"][split_key(split)] = {"load_at_start": round(load, 2)}
-            accuracy, minutes = read_scores(model_dir, experiment.train.epochs)
-            entry["splits"].setdefault(split_key(split), {}).update(val_accuracy=accuracy, train_minutes=round(minutes, 2),
-                                                              processor=processor())
+                for seed in seeds:
+                    entry["runs"].setdefault(f"{split_key(split)}/seed{seed}", {})["load_at_start"] = load
+            for seed in seeds:
+                accuracy, minutes = read_scores(folder / f"seed{seed}" / APPROACH, experiment.train.epochs)
+                entry["runs"].setdefault(f"{split_key(split)}/seed{seed}", {}).update(
+                    split=split_key(split), seed=seed, val_accuracy=accuracy, train_minutes=round(minutes, 2),
+                    processor=processor())
             tmp = table_file.with_suffix(".tmp")
             tmp.write_text(json.dumps(table, indent=1))
             tmp.replace(table_file)
@@ -146,19 +156,21 @@ def run_trials(args) -> dict:
 
 
 def markdown(table: dict) -> str:
-    """The table as Markdown: one row per trial, the mean (and spread) over the splits it ran on."""
-    lines = ["| trial | TFLOP | splits | training minutes a network | validation accuracy (mean, min-max) |",
-             "|---|---|---|---|---|"]
+    """The table as Markdown: one row per trial, the mean (and spread) over the splits and seeds it ran."""
+    lines = ["| trial | TFLOP | splits | seeds | training minutes a network | validation accuracy (mean, min-max) |",
+             "|---|---|---|---|---|---|"]
     for name, entry in table.items():
-        done = entry["splits"]
+        done = list(entry.get("runs", {}).values())
         if not done:
             continue
-        accuracies = [s["val_accuracy"] for s in done.values()]
-        minutes = statistics.mean(s["train_minutes"] for s in done.values())
+        accuracies = [run["val_accuracy"] for run in done]
+        minutes = statistics.mean(run["train_minutes"] for run in done)
         spread = f" ({min(accuracies):.4f}-{max(accuracies):.4f})" if len(accuracies) > 1 else ""
-        lines.append(f"| `{name}`: {entry['what']} | {entry['tflop']} | {', '.join(sorted(done))} | {minutes:.1f} | "
+        splits = sorted({run["split"] for run in done})
+        seeds = len({run["seed"] for run in done})
+        lines.append(f"| `{name}`: {entry['what']} | {entry['tflop']} | {', '.join(splits)} | {seeds} | {minutes:.1f} | "
                      f"{statistics.mean(accuracies):.4f}{spread} |")
-    loads = sorted({s.get("load_at_start") for e in table.values() for s in e["splits"].values()} - {None})
+    loads = sorted({run.get("load_at_start") for e in table.values() for run in e.get("runs", {}).values()} - {None})
     lines.append(f"\n{processor()}, {torch.get_num_threads()} threads; load average at each trial's start: {loads}")
     return "\n".join(lines)
 
@@ -181,6 +193,7 @@ def main(argv=None) -> int:
     parser.add_argument("--set", action="append", help="KEY=VALUE applied to every trial before its own")
     parser.add_argument("--splits", type=split_list, default=[0],
                         help="0-4, 0,2 or none (a protocol without splits; default: 0)")
+    parser.add_argument("--seeds", type=int, default=1, help="training seeds per trial and split (default 1)")
     parser.add_argument("--trial", action="append", choices=sorted(TRIALS), help="repeatable (default: every one)")
     parser.add_argument("--data-dir", default=None)
     args = parser.parse_args(argv)

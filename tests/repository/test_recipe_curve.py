@@ -50,3 +50,14 @@ def test_splits_are_read_as_ranges_lists_or_none():
     assert recipe_curve.split_list("0-4") == [0, 1, 2, 3, 4]
     assert recipe_curve.split_list("0,2") == [0, 2]
     assert recipe_curve.split_list("none") == [None]
+
+
+def test_the_table_is_the_mean_over_every_split_and_seed_a_trial_ran():
+    table = {"budget": {"what": "as shipped", "tflop": 34.0, "runs": {
+        "0/seed0": {"split": "0", "seed": 0, "val_accuracy": 0.90, "train_minutes": 3.0},
+        "0/seed1": {"split": "0", "seed": 1, "val_accuracy": 0.92, "train_minutes": 2.0},
+        "2/seed0": {"split": "2", "seed": 0, "val_accuracy": 0.94, "train_minutes": 4.0, "load_at_start": 0.1}}},
+        "w32-24": {"what": "not run", "tflop": 68.0, "runs": {}}}
+    text = recipe_curve.markdown(table)
+    assert "| `budget`: as shipped | 34.0 | 0, 2 | 2 | 3.0 | 0.9200 (0.9000-0.9400) |" in text
+    assert "not run" not in text and "load average at each trial's start: [0.1]" in text
