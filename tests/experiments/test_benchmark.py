@@ -724,3 +724,18 @@ def test_fine_tunes_that_depart_from_their_authors_recipe_say_so_beside_their_ro
     assert "From scratch, with the budget's recipe" in section and "softmax, entropic" in section
     assert f"Here it departs: {glyphs.differs}." in section and "SGD at lr 0.01, cosine schedule, 5 epoch(s)" in section
     assert "## Training recipes" not in _report(summarise(rows(), min_accuracy=0.985))  # an older benchmark.json
+
+
+def test_one_seed_is_the_literatures_form_on_a_protocol_with_splits_only(tmp_path, capsys):
+    """``--seeds 1`` is refused where the intervals and tests need 2 (lenet++), before anything is
+    written; a protocol with splits takes it (one network per split, the spread over the splits)."""
+    from agnostophobia.cli import main
+    from agnostophobia.experiments.benchmark import _check_seeds
+
+    out = tmp_path / "bench"
+    assert main(["benchmark", "lenet++", "--budget", "smoke", "--seeds", "1", "--out", str(out)]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--seeds 1: a benchmark needs at least 2 seeds" in err[0] and not out.exists()
+    _check_seeds(1, has_splits=True)  # osr-mnist, osr-cifar10
+    with pytest.raises(AgnostophobiaError, match="--seeds 0"):
+        _check_seeds(0, has_splits=True)

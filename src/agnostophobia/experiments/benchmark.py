@@ -128,15 +128,13 @@ def benchmark(target: str, request: Optional[RunRequest] = None, min_accuracy: O
     config, protocol_options = experiment_for(target)
     request = (request or RunRequest(config)).but(experiment=config)
     seeds, budget = (DEFAULT_SEEDS if request.seeds is None else request.seeds), request.budget
-    if seeds < 2:
-        raise AgnostophobiaError(f"--seeds {seeds}: a benchmark needs at least 2 seeds for its intervals and "
-                                 f"paired tests (default {DEFAULT_SEEDS})")
     _check_min_accuracy(min_accuracy)
     name = Path(target).stem if target not in SHIPPED else target
     out = request.out or Path("runs") / f"benchmark-{name}-{budget or 'config'}"
     options = (*protocol_options, ("approaches", list(LOSSES.names())), *request.set_options)
     request = request.but(seeds=seeds, out=out, set_options=options)
     runs = request.split_runs(request.load(budget).with_set_options(options), out)  # checks --split first
+    _check_seeds(seeds, has_splits=runs[0][0] is not None)
     try:
         reproduce(request, log=log)
     except TrainingDiverged as error:
@@ -156,6 +154,16 @@ def _without(error: TrainingDiverged, approaches: Sequence[str], out: Path) -> T
     return TrainingDiverged(f"{error}. The networks finished so far are kept in {out}; to benchmark the other "
                             f"approaches, run the same command again with --set \"approaches=[{others}]\"",
                             approach=error.approach)
+
+
+def _check_seeds(seeds: int, has_splits: bool) -> None:
+    """At least 2 seeds for the intervals and paired tests; a protocol with splits also takes 1, the
+    literature's form (one network per split, the spread over the splits), its reports without
+    intervals or tests."""
+    if seeds < (1 if has_splits else 2):
+        raise AgnostophobiaError(f"--seeds {seeds}: a benchmark needs at least 2 seeds for its intervals and "
+                                 f"paired tests (default {DEFAULT_SEEDS}); a protocol with splits also takes 1, "
+                                 f"one network per split")
 
 
 def _check_min_accuracy(value: Optional[float]) -> None:
