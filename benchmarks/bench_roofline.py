@@ -25,9 +25,8 @@ from types import SimpleNamespace
 
 import numpy as np
 import torch
-from torch.utils.flop_counter import FlopCounterMode
 
-from _timing import best_of  # this folder's timer
+from _timing import best_of, training_flops_per_image as flops_per_image  # this folder's timer and FLOPs
 from agnostophobia.losses import EntropicOpenSetLoss
 from agnostophobia.models import build_model
 from agnostophobia.training.allocator import keep_freed_memory
@@ -78,12 +77,7 @@ def conv_gflops(model, dtype) -> float:
 
 
 def training_flops_per_image(activation: str) -> float:
-    model = build_model("lenet++", num_outputs=10, activation=activation)
-    x = torch.rand(BATCH, 1, 28, 28)
-    with FlopCounterMode(display=False) as counter:
-        logits, _ = model(x)
-        logits.sum().backward()
-    return counter.get_total_flops() / BATCH
+    return flops_per_image(build_model("lenet++", num_outputs=10, activation=activation), (1, 28, 28), BATCH)
 
 
 def make_protocol(n: int):

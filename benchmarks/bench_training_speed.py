@@ -23,7 +23,6 @@ numbers from other runs or machines.
 from __future__ import annotations
 
 import argparse
-import platform
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,7 +31,6 @@ from typing import Dict, Optional
 
 import numpy as np
 import torch
-from torch.utils.flop_counter import FlopCounterMode
 
 from agnostophobia.losses import build_loss
 from agnostophobia.models import build_model
@@ -40,6 +38,7 @@ from agnostophobia.training.compiled import cpp_compiler
 from agnostophobia.training.config import TrainConfig, load_experiment
 from agnostophobia.training.precision import autocast, bf16_is_native
 from agnostophobia.training.trainer import Training, epoch_order, train_one_epoch
+from _timing import cpu_flags, cpu_name, training_flops_per_image  # this folder's labels and FLOPs
 from bench_roofline import best_seconds, matmul_gflops  # the one roofline measurement (this folder)
 
 BATCH = 128
@@ -99,11 +98,7 @@ def largest_conv_gflops(net: Network, dtype) -> float:
 
 
 def training_flops(net: Network) -> float:
-    model = build_model(net.model, num_outputs=6, **net.kwargs)
-    with FlopCounterMode(display=False) as counter:
-        logits, _ = model(torch.rand(16, *net.input_shape))
-        logits.sum().backward()
-    return counter.get_total_flops() / 16
+    return training_flops_per_image(build_model(net.model, num_outputs=6, **net.kwargs), net.input_shape, 16)
 
 
 def protocol(net: Network):
@@ -149,24 +144,6 @@ def trainer_images_per_s(net: Network, data, precision: str, compiled: bool, rep
     run = Training(cfg, data)
     train_one_epoch(run, 0)  # warm-up (and compile)
     return max(train_one_epoch(run, epoch)["train_images_per_s"] for epoch in range(1, repeats + 1))
-
-
-def cpu_name() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown CPU"
-
-
-def cpu_flags() -> str:
-    try:
-        flags = next(line for line in Path("/proc/cpuinfo").read_text().splitlines() if line.startswith("flags"))
-    except (OSError, StopIteration):
-        return ""
-    return " ".join(sorted({"avx2", "avx512f", "avx512_bf16", "amx_bf16", "amx_tile"} & set(flags.split())))
 
 
 def measure_network(key: str, net: Network, precisions, compile_too: bool, repeats: int, matmul) -> Dict:

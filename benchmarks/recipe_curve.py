@@ -32,10 +32,10 @@ import sys
 from pathlib import Path
 
 import torch
-from torch.utils.flop_counter import FlopCounterMode
 
 from agnostophobia.models import build_model
 from agnostophobia.training.config import load_experiment, parse_set_option
+from _timing import cpu_flags, cpu_name, training_flops_per_image  # this folder's labels and FLOPs
 
 #: name -> (what changes from the ``converged`` budget, its ``--set`` options): the widths and the
 #: epochs, each set explicitly (a trial means the same whatever the budget ships), from the earlier
@@ -53,20 +53,6 @@ TRIALS = {
 APPROACH = "softmax"  # the recipe is chosen on the baseline every approach is compared with
 
 
-def processor() -> str:
-    """The CPU as the table's timing label names it: model name, family and model, and whether it
-    has AVX-512 bf16 (from the first processor of /proc/cpuinfo)."""
-    try:
-        fields = dict(line.split(":", 1) for line in Path("/proc/cpuinfo").read_text().split("\n\n")[0].splitlines()
-                      if ":" in line)
-    except OSError:
-        return "unknown processor"
-    fields = {key.strip(): value.strip() for key, value in fields.items()}
-    bf16 = "avx512_bf16" in fields.get("flags", "").split()
-    return (f"{fields.get('model name', 'unknown processor')} (family {fields.get('cpu family')}, model "
-            f"{fields.get('model')}, {'with' if bf16 else 'without'} AVX512-BF16)")
-
-
 def trial_config(args, sets):
     """The experiment a trial trains: the config's budget with the trial's ``--set`` options."""
     return load_experiment(args.config).for_budget(args.budget).with_set_options([parse_set_option(s) for s in sets])
@@ -76,11 +62,8 @@ def training_tflop(experiment) -> float:
     """Training compute of one network, in TFLOP: forward and backward per image, times the known
     training images (``max_known_train``) and the epochs."""
     cfg = experiment.train
-    model = build_model(cfg.model, num_outputs=6, **cfg.model_kwargs)
-    with FlopCounterMode(display=False) as counter:
-        logits, _ = model(torch.rand(8, 3, 32, 32))
-        logits.sum().backward()
-    return counter.get_total_flops() / 8 * cfg.protocol_limits["max_known_train"] * cfg.epochs / 1e12
+    per_image = training_flops_per_image(build_model(cfg.model, num_outputs=6, **cfg.model_kwargs), (3, 32, 32))
+    return per_image * cfg.protocol_limits["max_known_train"] * cfg.epochs / 1e12
 
 
 def run_folder(out: Path, split) -> Path:
@@ -149,7 +132,7 @@ def run_trials(args) -> dict:
                 accuracy, minutes = read_scores(folder / f"seed{seed}" / APPROACH, experiment.train.epochs)
                 entry["runs"].setdefault(f"{split_key(split)}/seed{seed}", {}).update(
                     split=split_key(split), seed=seed, val_accuracy=accuracy, train_minutes=round(minutes, 2),
-                    processor=processor())
+                    processor=f"{cpu_name()} [{cpu_flags()}]")
             tmp = table_file.with_suffix(".tmp")
             tmp.write_text(json.dumps(table, indent=1))
             tmp.replace(table_file)
@@ -172,7 +155,8 @@ def markdown(table: dict) -> str:
         lines.append(f"| `{name}`: {entry['what']} | {entry['tflop']} | {', '.join(splits)} | {seeds} | {minutes:.1f} | "
                      f"{statistics.mean(accuracies):.4f}{spread} |")
     loads = sorted({run.get("load_at_start") for e in table.values() for run in e.get("runs", {}).values()} - {None})
-    lines.append(f"\n{processor()}, {torch.get_num_threads()} threads; load average at each trial's start: {loads}")
+    lines.append(f"\n{cpu_name()} [{cpu_flags()}], {torch.get_num_threads()} threads; "
+                 f"load average at each trial's start: {loads}")
     return "\n".join(lines)
 
 

@@ -2,6 +2,7 @@
 shipped configs' ``converged`` budget, its compute grows with its network and its schedule, and a
 run that has not trained every epoch is not scored."""
 import importlib.util
+import sys
 from types import SimpleNamespace
 
 import pytest
@@ -9,6 +10,7 @@ from repo_paths import REPO
 
 
 def _script():
+    sys.path.insert(0, str(REPO / "benchmarks"))  # its sibling module, as `python benchmarks/...` has it
     spec = importlib.util.spec_from_file_location("recipe_curve", REPO / "benchmarks" / "recipe_curve.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
