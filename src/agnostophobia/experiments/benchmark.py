@@ -243,24 +243,18 @@ def write_benchmark(run_dir, min_accuracy: Optional[float] = None, log: Callable
 
 
 def training_recipes(approaches: Sequence[str], config: Dict) -> Dict[str, Dict]:
-    """How each approach of the run trained, from its loss's declarations, for the report's
-    "Training recipes": a fine-tune's authors' recipe for the protocol's images (``start``, the
-    recipe's ``source`` and what ``differs`` here), or ``from scratch`` with the budget's recipe
-    (the same for every approach; the loss's ``scratch_recipe`` says where its paper's differs)."""
-    from agnostophobia.losses import LOSSES
-    from agnostophobia.training.fine_tune import recipe
+    """How each approach of the run trained, for the report's "Training recipes": a fine-tune's
+    authors' recipe for the protocol's images (``start``, its schedule as the run applies it, with
+    ``fine_tune_epochs``: ``training.fine_tune.recipe_schedule``, the recipe's ``source`` and what
+    ``differs`` here); ``start`` None for an approach trained from scratch with the budget's recipe."""
+    from agnostophobia.training.fine_tune import recipe, recipe_schedule
 
     out = {}
     for approach in approaches:
         chosen = recipe(approach, config.get("protocol"))
-        if chosen is not None:
-            out[approach] = {"start": chosen.start, "epochs": config.get("fine_tune_epochs") or chosen.epochs,
-                             "lr": chosen.lr, "optimizer": chosen.optimizer, "scheduler": chosen.scheduler,
-                             "source": chosen.source, "differs": chosen.differs}
-            continue
-        scratch = LOSSES.get(approach).scratch_recipe
-        out[approach] = {"start": None, "source": scratch.source if scratch else "",
-                         "differs": scratch.differs if scratch else ""}
+        out[approach] = {"start": None} if chosen is None else {
+            "start": chosen.start, **recipe_schedule(approach, config.get("fine_tune_epochs"), config.get("protocol")),
+            "source": chosen.source, "differs": chosen.differs}
     return out
 
 

@@ -428,7 +428,8 @@ def tune_record(tuning: TuneSetup, rows: List[Dict], split: Dict, protocol, out:
         else int((protocol.train.labels >= 0).sum())
     return {
         "command": "tune", "config": tuning.config, "experiment": train_cfg.name, "budget": tuning.budget,
-        "protocol_split": train_cfg.protocol_split, "params": {n: list(v) for n, v in tuning.params.items()}, "config_values": tuning.base,
+        "protocol_split": train_cfg.protocol_split, "params": {n: list(v) for n, v in tuning.params.items()},
+        "config_values": tuning.base,
         "approaches": tuning.approaches, "not_tuned": tuning.not_tuned, "detectors": tuning.detectors,
         "fpr": tuning.fpr, "fpr_values": tuning.fprs, "seeds": tuning.experiment.seeds,
         "selection": f"highest mean validation CCR at FPR {tuning.fpr:g}; ties: the config's values, then the "
