@@ -105,7 +105,7 @@ from agnostophobia.metrics import (BETTER, EQUIVALENT, NOT_RESOLVED, WORSE, deci
 
 
 @pytest.mark.parametrize("n", [2, 3, 5, 8])
-def test_paired_difference_without_a_floor_is_scipys_paired_t_test(n):
+def test_paired_difference_without_the_samples_share_is_scipys_paired_t_test(n):
     rng = np.random.default_rng(10 + n)
     a = rng.normal(0.7, 0.05, n)
     b = a - rng.normal(0.01, 0.02, n)
@@ -117,11 +117,13 @@ def test_paired_difference_without_a_floor_is_scipys_paired_t_test(n):
     assert (interval.low, interval.high) == pytest.approx(tuple(reference.confidence_interval(0.95)), rel=1e-10)
     ninety = stats.t.interval(0.90, n - 1, loc=(a - b).mean(), scale=stats.sem(a - b))
     assert (d.interval(0.90).low, d.interval(0.90).high) == pytest.approx(ninety, rel=1e-10)
-    # a floor below the seeds' standard error changes nothing
-    assert paired_difference(a, b, sample_se=d.se_seeds / 2) == d._replace(se_samples=d.se_seeds / 2)
+    # the test samples' share adds in quadrature: a share equal to the seeds' error widens it by sqrt(2)
+    both = paired_difference(a, b, sample_se=d.se_seeds)
+    assert both.se == pytest.approx(np.sqrt(2) * d.se_seeds, rel=1e-12) and both.se_samples == d.se_seeds
+    assert both.p_value == pytest.approx(2 * stats.t.sf(abs(d.difference) / both.se, n - 1), rel=1e-12)
 
 
-def test_the_floor_is_the_standard_error_where_the_seeds_barely_move():
+def test_the_samples_share_is_the_standard_error_where_the_seeds_barely_move():
     """The reviewer's case: a difference of -0.0001 whose spread over 3 seeds is a few 1e-6 (two
     detectors on one network) had p = 3e-5; with the test samples' standard error it has none of
     that certainty."""
@@ -129,8 +131,8 @@ def test_the_floor_is_the_standard_error_where_the_seeds_barely_move():
     second = first + np.array([1.01e-4, 0.995e-4, 1.00e-4])
     assert paired_seed_test(first, second).p_value < 1e-4  # the seeds alone: "significant"
     d = paired_difference(first, second, sample_se=4e-4)
-    assert d.se == 4e-4 and d.se_seeds < 1e-5
-    t = abs(d.difference) / 4e-4  # by hand: t with n - 1 degrees of freedom on the floored standard error
+    assert d.se == pytest.approx(np.hypot(d.se_seeds, 4e-4), rel=1e-12) and d.se_seeds < 1e-5
+    t = abs(d.difference) / d.se  # by hand: t with n - 1 degrees of freedom on the combined standard error
     assert d.p_value == pytest.approx(2 * stats.t.sf(t, 2))
     assert d.p_value > 0.5
     [decision] = decide([d], margin=0.005)

@@ -223,11 +223,11 @@ def test_the_report_flags_a_cell_where_ties_decide_more_than_one_percent():
     rows = [result("logitnorm", "softmax", 0.731), result("logitnorm", "energy", 0.01), result("softmax", "softmax", 0)]
     table = "\n".join(ccr_table_markdown(rows, lambda r: r["row"]))
     assert "| logitnorm/softmax † |" in table and "| logitnorm/energy |" in table
-    assert "ties decide more than 1 % of the ranking" in table and "logitnorm/softmax on letters: 73.1 %" in table
+    assert "more than 1 % of the samples tie" in table and "logitnorm/softmax on letters: 73.1 %" in table
     assert "energy on letters" not in table
     matrix = matrix_markdown({"results": rows})
     assert matrix.count("†") == 2  # the cell and the note under its table
-    assert "ties decide" not in "\n".join(ccr_table_markdown(rows[1:], lambda r: r["row"]))
+    assert "samples tie" not in "\n".join(ccr_table_markdown(rows[1:], lambda r: r["row"]))
     old = {key: value for key, value in rows[0].items() if key != "tied_share"}  # a metrics.json from before
     assert "†" not in "\n".join(ccr_table_markdown([old], lambda r: r["row"]))
 

@@ -32,7 +32,7 @@ scores follow closed-set accuracy, so an unconverged network ranks training leng
    each approach with its paper's detector against Entropic Open-Set with its paper's, and two
    **secondary** ones, each approach against Entropic Open-Set with the same detector and each detector
    against max-softmax on the same network. Each comparison is the mean paired difference over seeds
-   with its t interval, its standard error floored by a paired bootstrap over the shared test samples
+   with its t interval, its standard error the seeds' spread and a paired bootstrap over the shared test samples added in quadrature
    (:func:`~agnostophobia.experiments.benchmark_comparisons.sample_replicates`,
    :func:`~agnostophobia.metrics.paired_difference`), decided against the margin
    :data:`~agnostophobia.experiments.benchmark_comparisons.MARGIN` declared before the run
@@ -289,7 +289,7 @@ def summarise(rows: List[Dict], min_accuracy: Optional[float], replicates: Optio
     """Rows with intervals, convergence, ranks, tests and the paragraph (``benchmark.json``).
     ``replicates``: ``{(approach, detector): {seed: (B,) array}}``, each row's mean D_a OSCR on the
     paired bootstrap's resamples of the test samples
-    (:func:`~agnostophobia.experiments.benchmark_comparisons.sample_replicates`), which floor each
+    (:func:`~agnostophobia.experiments.benchmark_comparisons.sample_replicates`), which add to each
     difference's standard error; None: the seeds' spread alone (the report says so).
     ``extra_data``: the approaches trained on an outside set of negatives
     (:func:`~agnostophobia.experiments.benchmark_splits.extra_data_approaches`): their rows are
@@ -320,12 +320,12 @@ def summarise(rows: List[Dict], min_accuracy: Optional[float], replicates: Optio
     ranking = ranking_metric(out_rows)
     out_rows = rank_rows(out_rows, ranking["chosen"])
     tests = {family: compare_family(out_rows, family, replicates) for family in FAMILIES}
-    floored = any(t["se_samples"] is not None for family in tests.values() for t in family)
+    bootstrapped = any(t["se_samples"] is not None for family in tests.values() for t in family)
     result = {"min_accuracy": min_accuracy, "rows": out_rows, "tests": tests, "alpha": ALPHA, "margin": MARGIN,
               "families": {family: {"kind": kind, "compares": compares, "resolution":
                                     family_resolution(tests[family], run_seeds)}
                            for family, (kind, compares) in FAMILIES.items()},
-              "sample_floor": ({"resamples": BOOTSTRAP_RESAMPLES, "seed": BOOTSTRAP_SEED} if floored else None),
+              "sample_bootstrap": ({"resamples": BOOTSTRAP_RESAMPLES, "seed": BOOTSTRAP_SEED} if bootstrapped else None),
               "seeds": run_seeds, "ranking": ranking, "ranked_sets": ranked_sets(sets), "far_sets": far_sets(sets),
               "accuracy": {a: {"val": interval_over_seeds(val_accuracy[a]) if val_accuracy[a] else None,
                                "test": interval_over_seeds(accuracy[a]) if accuracy[a] else None}

@@ -54,11 +54,11 @@ def _decisions_said(result: Dict) -> List[str]:
                      f"±{MARGIN}), {counts[NOT_RESOLVED]} not resolved at {seeds} seeds. "
                      + _resolution_said(resolution))
     if any(result["tests"].values()):
-        floor = result.get("sample_floor")
-        lines.append(f"Standard errors: the seeds' spread of each paired difference, floored by a paired bootstrap "
-                     f"over the shared test samples ({floor['resamples']} resamples)." if floor else
+        bootstrap = result.get("sample_bootstrap")
+        lines.append(f"Standard errors: the seeds' spread of each paired difference and a paired bootstrap over the "
+                     f"shared test samples ({bootstrap['resamples']} resamples), added in quadrature." if bootstrap else
                      "Standard errors: the seeds' spread alone (no per-sample scores were read for the bootstrap "
-                     "floor), so a difference that barely moves between seeds may be called resolved.")
+                     "over the test samples), so a difference that barely moves between seeds may be called resolved.")
     return lines
 
 
@@ -93,7 +93,8 @@ def what_the_data_says(result: Dict) -> List[str]:
                      + ".")
     tied = sorted({r["row"] for r in rows for cell in r["test"].values() if cell["tied_share"] > TIE_FLAG})
     if tied:
-        lines.append(f"Ties decide more than {TIE_FLAG:.0%} of the ranking in: {', '.join(tied)} (marked †).")
+        lines.append(f"More than {TIE_FLAG:.0%} of the samples tie across the kinds (known and unknown) in: "
+                     f"{', '.join(tied)} (marked †).")
     return lines
 
 
@@ -121,8 +122,8 @@ def _intro(result: Dict, run_name: str) -> List[str]:
             "(CCR against FPR, linear FPR axis; at most the closed-set accuracy). Every number shown is a test "
             f"number unless its column says validation; rows are ranked by the validation "
             f"{result['ranking']['title']} (mean over seeds), the ranking metric the declared rule chose on "
-            "validation data (\"Choosing the ranking metric\"); † ties decide more than 1 % of that set's "
-            "ranking." + (" Rows marked (extra data) trained on negatives from an outside set the others never saw: "
+            "validation data (\"Choosing the ranking metric\"); † more than 1 % of that set's samples tie "
+            "with a sample of the other kind." + (" Rows marked (extra data) trained on negatives from an outside set the others never saw: "
                           "they are ranked apart, after the others, E1 their best." if _has_extra(result) else "")]
 
 
@@ -429,7 +430,7 @@ def decision_rule(result: Dict) -> List[str]:
             f"with Holm-adjusted p below {ALPHA} within its family; **equivalent**, the 90 % interval of "
             f"the difference lies inside ±{MARGIN} (two one-sided tests at {ALPHA}); **not resolved ({seeds} "
             f"seeds)**, neither: the data cannot say at this number of seeds. The standard error of a difference "
-            f"is the seeds' spread, floored by a paired bootstrap over the shared test samples. Families, each "
+            f"is the seeds' spread and a paired bootstrap over the shared test samples, added in quadrature. Families, each "
             f"Holm-adjusted on its own at {ALPHA} (not the whole report): "
             + "; ".join(f"{kind}, {compares}" for kind, compares in FAMILIES.values()) + "."]
 

@@ -229,14 +229,14 @@ def tie_note(results: Sequence[Dict]) -> List[str]:
         return []
     shares = "; ".join(dict.fromkeys(f"{r.get('row', r.get('approach'))} on {set_cell(r['unknowns'])}: "
                                      f"{100 * r['tied_share']:.1f} %" for r in flagged))
-    return ["", f"{TIE_MARK} ties decide more than {100 * TIE_FLAG:g} % of the ranking: that share of the samples "
+    return ["", f"{TIE_MARK} more than {100 * TIE_FLAG:g} % of the samples tie: that share of the samples "
                 f"score exactly as a sample of the other kind (known vs unknown), and no threshold parts them "
                 f"(`tied_share` in metrics.json): {shares}."]
 
 
 def ccr_table_markdown(results: List[Dict], label, paper: Optional[Dict[str, Sequence]] = None) -> List[str]:
     """Rows of CCR at FPR (mean ± std over seeds), closed-set accuracy and AUROC; ``label(r)``
-    is a row's first cell, marked † where ties decide more than 1 % of its ranking (:func:`tie_flag`,
+    is a row's first cell, marked † where more than 1 % of the samples tie across the kinds (:func:`tie_flag`,
     explained under the table); a row whose ``row`` has numbers in ``paper`` gets them below it."""
     paper = paper or {}
     lines = ["| Algorithm | " + " | ".join(f"CCR@{k}" for k in FPR_KEYS) + " | closed-set acc. | AUROC |",

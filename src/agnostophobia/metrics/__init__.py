@@ -7,8 +7,8 @@
 * :mod:`.resolution`: the FPRs a number of negatives supports (a CCR is reported only at
   FPR >= 10/#negatives), one rule for tuning, ranking and reports.
 * :mod:`.stats`: Table 1's entropy and feature-magnitude statistics.
-* :mod:`.significance`: intervals over seeds, paired differences with a standard error floored
-  by a bootstrap over the shared test samples, decisions against a declared margin (better,
+* :mod:`.significance`: intervals over seeds, paired differences whose standard error adds a
+  bootstrap over the shared test samples to the seeds' spread, decisions against a declared margin (better,
   worse, equivalent, not resolved) with Holm's adjustment within a family of comparisons.
 * ``ties``: the share of samples whose score ties with a sample of the other kind (known vs
   unknown), the part of a ranking that ties decide.

@@ -5,9 +5,9 @@ interval, and a difference with a decision that says what the data can and canno
   confidence interval, a t interval (the seeds' networks are independent draws of the training's
   randomness; with 3-5 seeds a bootstrap over seeds cannot resolve a 95 % interval).
 * :func:`paired_difference`: two methods evaluated on the same seeds and the same test samples:
-  the mean paired difference over seeds, its standard error (the seeds' spread, floored by the
-  test samples' share from a paired bootstrap, so that a constant difference is never "certain"),
-  its t interval and two-sided p-value.
+  the mean paired difference over seeds, its standard error (the seeds' spread and the test
+  samples' share from a paired bootstrap, added in quadrature, so that a constant difference is
+  never "certain"), its t interval and two-sided p-value.
 * :func:`decide`: a family of such differences, Holm-adjusted, and each one's decision against a
   margin declared before the run: ``better``/``worse`` (Holm-adjusted p below alpha *and* the
   difference at least the margin), ``equivalent`` (the 1 - 2 alpha interval, 90 % at alpha 0.05,
@@ -260,23 +260,24 @@ BETTER, WORSE, EQUIVALENT, NOT_RESOLVED = "better", "worse", "equivalent", "not 
 class PairedDifference(NamedTuple):
     """A mean paired difference over seeds (first minus second) and the noise it is read against.
 
-    ``se`` is the larger of ``se_seeds`` (the per-seed differences' standard deviation over
-    :math:`\\sqrt n`, the paired t-test's) and ``se_samples`` (the test samples' share, from a
-    paired bootstrap over them: :func:`resampled_se`; 0 where not given); ``p_value`` is the
+    ``se`` is :math:`\\sqrt{\\mathrm{se\\_seeds}^2 + \\mathrm{se\\_samples}^2}`: ``se_seeds`` (the
+    per-seed differences' standard deviation over :math:`\\sqrt n`, the paired t-test's) and
+    ``se_samples`` (the test samples' share, from a paired bootstrap over them:
+    :func:`resampled_se`; 0 where not given) added in quadrature; ``p_value`` is the
     two-sided p of :math:`t = \\bar d / \\mathrm{se}` with ``df`` = n - 1 degrees of freedom.
     Without any noise (``se`` = 0) p is 1 where every difference is 0 and NaN (undefined) otherwise.
 
     Examples:
         >>> from agnostophobia.metrics import paired_difference
         >>> d = paired_difference([0.7101, 0.7402, 0.7703], [0.71, 0.74, 0.77], sample_se=0.004)
-        >>> round(d.difference, 4), round(d.se, 4), round(d.p_value, 2)  # the floor, not the seeds' 6e-5
+        >>> round(d.difference, 4), round(d.se, 4), round(d.p_value, 2)  # the samples' share, not the seeds' 6e-5
         (0.0002, 0.004, 0.96)
         >>> print(d.interval(0.90))
         0.000 [-0.011, 0.012]
     """
 
     difference: float  # mean over seeds of first - second
-    se: float  # the standard error read: max(se_seeds, se_samples)
+    se: float  # the standard error read: sqrt(se_seeds**2 + se_samples**2)
     se_seeds: float  # the per-seed differences' standard deviation / sqrt(n)
     se_samples: float  # the test samples' share of the mean difference's error (0: not given)
     df: int  # degrees of freedom of t: n - 1
@@ -305,13 +306,17 @@ class PairedDifference(NamedTuple):
 def paired_difference(first: Sequence[float], second: Sequence[float],
                       sample_se: Optional[float] = None) -> PairedDifference:
     """The mean paired difference of ``first`` and ``second`` (one value per seed each, the same
-    seeds in the same order) and its standard error: the seeds' spread, floored by ``sample_se``.
+    seeds in the same order) and its standard error: the seeds' spread and ``sample_se`` added in
+    quadrature, :math:`\\sqrt{\\mathrm{se}_\\mathrm{seeds}^2 + \\mathrm{se}_\\mathrm{samples}^2}`.
 
-    With ``sample_se`` None (or below the seeds' standard error) this is the paired t-test
-    (``scipy.stats.ttest_rel``): same p, same interval. The floor is what keeps a difference that
-    barely moves from seed to seed (two detectors on one network, which move together) from
-    being called certain: the test samples are a sample too, and a paired bootstrap over them
-    (:func:`resampled_se`) says how much of the mean difference they alone could make.
+    With ``sample_se`` None (or 0) this is the paired t-test (``scipy.stats.ttest_rel``): same p,
+    same interval. The samples' share is what keeps a difference that barely moves from seed to
+    seed (two detectors on one network, which move together) from being called certain: the test
+    samples are a sample too, and a paired bootstrap over them (:func:`resampled_se`) says how
+    much of the mean difference they alone could make. The two are added, not the larger taken:
+    every seed is scored on the same test samples, so the seeds' spread leaves out the part of the
+    samples' noise the seeds share. The sum counts the part they do not share twice, so it errs on
+    the cautious side, by at most a factor :math:`\\sqrt 2` where the two are equal.
 
     Args:
         first: one value per seed of the first method.
@@ -332,19 +337,19 @@ def paired_difference(first: Sequence[float], second: Sequence[float],
     b = _values(second, "paired_difference: second", 2)
     if a.size != b.size:
         raise ValueError(f"paired_difference: one value per seed in both, got {a.size} and {b.size}")
-    floor = 0.0 if sample_se is None else float(sample_se)
-    if not (np.isfinite(floor) and floor >= 0):
+    samples_se = 0.0 if sample_se is None else float(sample_se)
+    if not (np.isfinite(samples_se) and samples_se >= 0):
         raise ValueError(f"paired_difference: sample_se must be a finite number >= 0, got {sample_se!r}")
     difference = a - b
     n = int(a.size)
     mean = float(difference.mean())
     se_seeds = float(difference.std(ddof=1) / np.sqrt(n))
-    se = max(se_seeds, floor)
+    se = float(np.hypot(se_seeds, samples_se))
     if se == 0:
         p = 1.0 if np.all(difference == 0) else float("nan")
     else:
         p = float(2 * stats.t.sf(abs(mean) / se, n - 1))
-    return PairedDifference(mean, se, se_seeds, floor, n - 1, p, n)
+    return PairedDifference(mean, se, se_seeds, samples_se, n - 1, p, n)
 
 
 class Decision(NamedTuple):

@@ -1,5 +1,5 @@
-r"""How much of a known-vs-unknown ranking ties decide: the share of samples whose score equals
-the score of a sample of the other kind.
+r"""How much of a known-vs-unknown ranking ties can touch: the share of samples whose score equals
+the score of a sample of the other kind (a share of samples, not of the ranking's pairs).
 
 A threshold cannot part a known and an unknown that score the same: every threshold accepts
 both or neither. Where many do (a max-softmax that rounds to exactly 1.0 in float32 or float64
@@ -17,8 +17,8 @@ import numpy as np
 
 from ._common import check_confidence
 
-#: A row whose ``tied_share`` exceeds this (1 %) is flagged in the report: ties decide more than
-#: 1 % of its ranking.
+#: A row whose ``tied_share`` exceeds this (1 %) is flagged in the report: more than 1 % of its
+#: samples tie with a sample of the other kind.
 TIE_FLAG = 0.01
 
 
