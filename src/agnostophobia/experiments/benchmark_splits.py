@@ -14,9 +14,10 @@ its rows are listed apart, after the rows of the approaches that see the known c
 ordered among themselves (as OpenOOD keeps methods trained with outliers apart). Rows are ordered
 by their mean validation OSCR area over splits; no test number orders them.
 
-Beside a row that the literature has published on the protocol (:mod:`.published_numbers`), the
-published OSCR area (= OpenAUC: the linear OSCR area, unknowns pooled), AUROC and closed-set accuracy,
-each with its source and what differs from our run, and our difference to it.
+Beside a row that another run reported on the protocol (:mod:`.published_numbers`: a paper's table
+or a rerun of its authors' code), that run's OSCR area (OpenAUC's definition: the linear OSCR area,
+unknowns pooled, computed by that run's code), AUROC and closed-set accuracy, each with its source
+and what differs from our run, and our difference to it.
 """
 from __future__ import annotations
 
@@ -118,7 +119,7 @@ def published_comparison(summary: Dict) -> List[str]:
     for row in summary["rows"]:
         for published in row.get("published", []):
             parts = []
-            for metric, name in (("oscr", "OSCR (= OpenAUC)"), ("auroc", "AUROC"), ("accuracy", "closed-set accuracy")):
+            for metric, name in (("oscr", "OSCR"), ("auroc", "AUROC"), ("accuracy", "closed-set accuracy")):
                 ours, theirs = row.get(metric), published[metric]
                 if ours is not None and theirs is not None:
                     parts.append(f"{name} {ours['mean']:.4f} against {theirs:.4f} ({ours['mean'] - theirs:+.4f})")
@@ -129,9 +130,9 @@ def published_comparison(summary: Dict) -> List[str]:
         return []
     sources = [f"{i + 1}. {s['source']}. What differs from our run: {s['differs']}."
                for i, s in enumerate(summary.get("published_sources", []))]
-    return ["## Beside the published numbers", "",
-            "Our mean over the splits against the published mean over the same five splits (numbered as "
-            "ours), and our difference to it. Closed-set accuracy drives these results (Vaze et al., ICLR "
+    return ["## Beside other runs' numbers", "",
+            "Our mean over the splits against another run's mean over the same five splits (numbered as "
+            "ours, each computed by that run's code), and our difference to it. Closed-set accuracy drives these results (Vaze et al., ICLR "
             "2022), so each comparison gives both.", ""] + lines + ["", "Sources:", ""] + sources + [""]
 
 
@@ -144,13 +145,14 @@ def splits_markdown(summary: Dict, protocol: str, outside: str) -> str:
              "Each row is an approach with its paper's detector (and softmax's network with the maximum "
              "logit, MLS, as Vaze et al. report it); a number per split is the mean over that "
              "split's seeds, and the last columns are the mean ± sample standard deviation (ddof 1) over the "
-             "splits. OSCR (= OpenAUC): the area under the OSCR curve on a linear FPR axis, averaged over the "
-             "split's unknown-unknown sets (one set here, the four unknown classes pooled), which is what "
-             "OpenAUC computes; AUROC on the same sets; accuracy: closed-set accuracy on the split's test "
-             "knowns; published: the literature's number beside the row, its source numbered below. Rows "
+             "splits. OSCR: the area under the OSCR curve on a linear FPR axis, averaged over the split's "
+             "unknown-unknown sets (one set here, the four unknown classes pooled), OpenAUC's definition; "
+             "AUROC on the same sets; accuracy: closed-set accuracy on the split's test knowns; "
+             "published: another run's number beside the row (a paper's table or a rerun of its authors' "
+             "code), its source numbered below. Rows "
              "are ordered by the mean validation OSCR area over splits (no test number orders them).", ""]
     header = ("| approach | detector | " + " | ".join(f"OSCR split {k}" for k in splits)
-              + " | OSCR (= OpenAUC) | published OSCR | AUROC | published AUROC | accuracy | converged splits |")
+              + " | OSCR | published OSCR | AUROC | published AUROC | accuracy | converged splits |")
     rule = "|" + "---|" * (header.count("|") - 1)
     groups = [("Known classes only", False), ("Extra data: trained on negatives from an outside set"
                                               + (f" ({outside})" if outside else ""), True)]

@@ -1,15 +1,16 @@
-"""Published numbers on the open-set literature's standard splits (``osr-mnist``, ``osr-cifar10``;
-docs/osr-splits.md), for the columns ``benchmark-splits.md`` puts beside our rows.
+"""Numbers other runs reported on the open-set literature's standard splits (``osr-mnist``,
+``osr-cifar10``; docs/osr-splits.md), for the columns ``benchmark-splits.md`` puts beside our rows.
 
-Each :class:`PublishedRow` is one published result: the protocol, the approach and detector of ours
+Each :class:`PublishedRow` is one reported result: the protocol, the approach and detector of ours
 it stands beside, its numbers per split (fractions, as ours, in *our* numbering of the splits), where
-it was read, and what differs from our run. OSCR is the area under the OSCR curve on a linear FPR
-axis with the unknown classes pooled, which is what OpenAUC (Wang et al., NeurIPS 2022) computes and
-what our linear OSCR area is, so the two compare directly.
+it was read (a paper's table, or a rerun of the authors' code that its users posted), and what
+differs from our run. OSCR is the area under the OSCR curve on a linear FPR axis with the unknown
+classes pooled: the definition of OpenAUC (Wang et al., NeurIPS 2022) and of our linear OSCR area. A
+number computed by another code base (ARPL's ``compute_oscr``) is set beside ours as that code
+computed it.
 
-Only numbers read in their source are entered. The OpenAUC paper's and Vaze et al.'s tables (cross-
-entropy OpenAUC 83.8, ARPL+CS 87.9; MLS AUROC 93.6) could not be read here and are not entered; the
-docs name them as unverified.
+Only numbers read in their source are entered: the OpenAUC paper's and Vaze et al.'s tables could
+not be read here and are not entered.
 """
 from __future__ import annotations
 
@@ -19,13 +20,13 @@ import numpy as np
 
 
 class PublishedRow(NamedTuple):
-    """One published result on a protocol with splits, per split in our numbering of the splits."""
+    """One reported result on a protocol with splits, per split in our numbering of the splits."""
     protocol: str
     approach: str            # our approach it stands beside
     detector: str            # the score it thresholds, as our detector's name
     source: str              # where the numbers were read
     differs: str             # what differs from our run of the approach
-    oscr: Tuple[float, ...] = ()      # linear OSCR area (= OpenAUC) per split
+    oscr: Tuple[float, ...] = ()      # linear OSCR area (OpenAUC's definition) per split
     auroc: Tuple[float, ...] = ()
     accuracy: Tuple[float, ...] = ()  # closed-set accuracy on the test knowns
 
