@@ -1,5 +1,5 @@
 """The ranking of a benchmark (:mod:`agnostophobia.experiments.benchmark`), read from validation
-data only: the candidates for the ranking metric, the rule declared before any run that chooses
+data only: the candidates for the ranking metric, the declared rule that chooses
 among them (each candidate's separation of the converged approaches in seed half-widths), the rank
 of the rows by the chosen metric, and each approach's best detector."""
 from __future__ import annotations
@@ -20,7 +20,8 @@ RANKING_CANDIDATES = {"oscr": "linear OSCR area", "oscr_log": "log-FPR OSCR area
                       "ccr_at_lowest_fpr": "CCR at the lowest resolved FPR"}
 #: The metric ranked by where the rule cannot decide (fewer than two converged approaches): the paper's.
 DEFAULT_RANKING_METRIC = "oscr"
-#: The rule that chooses the ranking metric, declared before any run: a metric that separates the
+#: The rule that chooses the ranking metric, declared before the reruns (after the 3-seed LeNet++
+#: report showed the linear area saturating): a metric that separates the
 #: converged methods by more than their seeds' noise. It reads validation numbers only.
 RANKING_RULE = ("the candidate with the largest median separation, over every pair of converged approaches (each "
                 "with its paper's detector, trained on every seed), of their mean validation values in units of "

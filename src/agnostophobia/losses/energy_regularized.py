@@ -67,8 +67,8 @@ class EnergyRegularizedLoss(OpenSetLoss):
     scratch_recipe = from_scratch(
         "the paper and wetliu/energy_ood fine-tune a pretrained network (CIFAR/train.py loads "
         "``./snapshots/pretrained``); a from-scratch schedule of theirs: not confirmed",
-        "not the authors' recipe (that is ``energy-regularized-ft``); from scratch at lr 0.1 it diverged on the "
-        "CIFAR-10 split (see Results below)")
+        "not the authors' recipe (that is ``energy-regularized-ft``); from scratch it diverged on the CIFAR-10 "
+        "split at the ``converged`` budget's lr 0.2 (see Results below) and at the ``peers`` budget's lr 0.1")
     provenance = (auxiliary_outliers("80 Million Tiny Images (``TinyImages`` in CIFAR/train.py)"),)
 
     def forward(self, logits: torch.Tensor, labels: torch.Tensor, sample_weight=None) -> torch.Tensor:
