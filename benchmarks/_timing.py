@@ -50,3 +50,9 @@ def cpu_flags() -> str:
     except (OSError, StopIteration):
         return ""
     return " ".join(sorted({"avx2", "avx512f", "avx512_bf16", "amx_bf16", "amx_tile"} & set(flags.split())))
+
+
+def processor_label() -> str:
+    """The label every timing of this folder names its processor by: model name and the
+    instruction sets it depends on, e.g. ``AMD EPYC [avx2 avx512_bf16 avx512f]``."""
+    return f"{cpu_name()} [{cpu_flags()}]"

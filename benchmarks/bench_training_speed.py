@@ -38,7 +38,7 @@ from agnostophobia.training.compiled import cpp_compiler
 from agnostophobia.training.config import TrainConfig, load_experiment
 from agnostophobia.training.precision import autocast, bf16_is_native
 from agnostophobia.training.trainer import Training, epoch_order, train_one_epoch
-from _timing import cpu_flags, cpu_name, training_flops_per_image  # this folder's labels and FLOPs
+from _timing import processor_label, training_flops_per_image  # this folder's label and FLOPs
 from bench_roofline import best_seconds, matmul_gflops  # the one roofline measurement (this folder)
 
 BATCH = 128
@@ -187,7 +187,7 @@ def main(argv: Optional[list] = None) -> int:
         parser.error(f"--networks: unknown {unknown}; choose from {', '.join(networks)}")
     precisions = ["fp32"] + (["bf16"] if bf16_is_native() else [])
     compile_too = not args.no_compile and bool(cpp_compiler())
-    print(f"{cpu_name()} [{cpu_flags()}], torch {torch.__version__}, {torch.get_num_threads()} threads, "
+    print(f"{processor_label()}, torch {torch.__version__}, {torch.get_num_threads()} threads, "
           f"precisions {precisions}, compile: {'yes (' + cpp_compiler() + ')' if compile_too else 'no'}, "
           f"batch {BATCH}, best of {args.repeats} epochs, {time.strftime('%Y-%m-%d')}")
     matmul = {p: matmul_gflops(torch.float32 if p == "fp32" else torch.bfloat16) for p in precisions}

@@ -35,7 +35,7 @@ import torch
 
 from agnostophobia.models import build_model
 from agnostophobia.training.config import load_experiment, parse_set_option
-from _timing import cpu_flags, cpu_name, training_flops_per_image  # this folder's labels and FLOPs
+from _timing import processor_label, training_flops_per_image  # this folder's label and FLOPs
 
 #: name -> (what changes from the ``converged`` budget, its ``--set`` options): the widths and the
 #: epochs, each set explicitly (a trial means the same whatever the budget ships), from the earlier
@@ -132,7 +132,7 @@ def run_trials(args) -> dict:
                 accuracy, minutes = read_scores(folder / f"seed{seed}" / APPROACH, experiment.train.epochs)
                 entry["runs"].setdefault(f"{split_key(split)}/seed{seed}", {}).update(
                     split=split_key(split), seed=seed, val_accuracy=accuracy, train_minutes=round(minutes, 2),
-                    processor=f"{cpu_name()} [{cpu_flags()}]")
+                    processor=processor_label())
             tmp = table_file.with_suffix(".tmp")
             tmp.write_text(json.dumps(table, indent=1))
             tmp.replace(table_file)
@@ -155,7 +155,7 @@ def markdown(table: dict) -> str:
         lines.append(f"| `{name}`: {entry['what']} | {entry['tflop']} | {', '.join(splits)} | {seeds} | {minutes:.1f} | "
                      f"{statistics.mean(accuracies):.4f}{spread} |")
     loads = sorted({run.get("load_at_start") for e in table.values() for run in e.get("runs", {}).values()} - {None})
-    lines.append(f"\n{cpu_name()} [{cpu_flags()}], {torch.get_num_threads()} threads; "
+    lines.append(f"\n{processor_label()}, {torch.get_num_threads()} threads; "
                  f"load average at each trial's start: {loads}")
     return "\n".join(lines)
 
