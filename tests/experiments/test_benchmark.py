@@ -181,7 +181,8 @@ def test_ties_are_flagged_in_the_table_and_the_paragraph():
     line = next(row for row in text.splitlines() if row.startswith("| ") and "softmax/max-logit |" in row)
     assert "†" in line and "(not converged)" not in line
     assert "logitnorm/softmax (not converged)" in text
-    assert any("softmax/max-logit" in line and "of the samples tie across the kinds" in line for line in result["summary"])
+    assert any("softmax/max-logit" in line and "of the samples tie across the kinds" in line
+               for line in result["summary"])
 
 
 def test_the_report_opens_with_each_approach_and_its_papers_detector():
@@ -308,7 +309,7 @@ def test_benchmark_smoke_runs_every_approach_and_resumes(real_data_dir, tmp_path
     assert all(0 <= t["p_holm"] <= 1 and (t["p"] is None or t["p_holm"] >= t["p"])
                for f in ranked["tests"].values() for t in f)
     assert all(t["se_samples"] is not None and t["se"] >= t["se_samples"] > 0 for f in ranked["tests"].values()
-               for t in f if t["difference"] != 0)  # every difference floored by the test samples' bootstrap
+               for t in f if t["difference"] != 0)  # every difference carries the test samples' bootstrap
 
 
 # ------------------------------------------------------------------ issue 55: decisions that mean what they say
@@ -368,17 +369,17 @@ def test_a_tiny_difference_that_barely_moves_between_seeds_is_not_called_worse()
     near = next(t for t in bare["tests"]["detectors"] if t["row"] == "entropic/energy")
     assert near["p"] < 1e-3 and near["se_samples"] is None
     assert near["decision"] != "worse"  # below the margin: never worse, even on the seeds alone
-    floored = summarise(_near_rows(), min_accuracy=0.985, replicates=_replicates_of(_near_rows(), 4e-4))
-    near = next(t for t in floored["tests"]["detectors"] if t["row"] == "entropic/energy")
+    bootstrapped = summarise(_near_rows(), min_accuracy=0.985, replicates=_replicates_of(_near_rows(), 4e-4))
+    near = next(t for t in bootstrapped["tests"]["detectors"] if t["row"] == "entropic/energy")
     # the seeds' spread (about 1e-6) adds next to nothing in quadrature: the samples' share is the error
     assert near["se_samples"] == pytest.approx(4e-4, rel=0.15)
     assert near["se"] == pytest.approx(near["se_samples"], rel=1e-3)
     assert near["p"] > 0.5 and near["decision"] == "equivalent"
-    far = next(t for t in floored["tests"]["primary"] if t["row"] == "softmax/softmax")
+    far = next(t for t in bootstrapped["tests"]["primary"] if t["row"] == "softmax/softmax")
     assert far["difference"] < -0.1 and far["decision"] == "not resolved"
-    assert floored["sample_bootstrap"] == {"resamples": 200, "seed": 55} and bare["sample_bootstrap"] is None
+    assert bootstrapped["sample_bootstrap"] == {"resamples": 200, "seed": 55} and bare["sample_bootstrap"] is None
     assert any("a paired bootstrap over the shared test samples (200 resamples), added in quadrature" in line
-               for line in floored["summary"])
+               for line in bootstrapped["summary"])
     assert any("the seeds' spread alone" in line for line in bare["summary"])
 
 
@@ -477,7 +478,7 @@ def test_sample_replicates_resample_every_model_and_seed_alike():
     assert by_hand.shape == (BOOTSTRAP_RESAMPLES,)
     np.testing.assert_array_equal(known, _bootstrap_weights("known", 60))  # seeded: deterministic
     assert not np.array_equal(_bootstrap_weights("devanagari", 50)[:, :30], _bootstrap_weights("notmnist", 30))
-    # models whose test splits are not the same samples cannot be paired: no floor
+    # models whose test splits are not the same samples cannot be paired: no bootstrap
     other = dict(labels, known=np.roll(known_labels, 1))
     odd = lambda key, approach: ModelScores(3, other if key == (1, "softmax") else dict(labels),  # noqa: E731
                                             scores(*key).top)

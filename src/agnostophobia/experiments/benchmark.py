@@ -32,7 +32,8 @@ scores follow closed-set accuracy, so an unconverged network ranks training leng
    each approach with its paper's detector against Entropic Open-Set with its paper's, and two
    **secondary** ones, each approach against Entropic Open-Set with the same detector and each detector
    against max-softmax on the same network. Each comparison is the mean paired difference over seeds
-   with its t interval, its standard error the seeds' spread and a paired bootstrap over the shared test samples added in quadrature
+   with its t interval, its standard error the seeds' spread and a paired bootstrap over the shared
+   test samples added in quadrature
    (:func:`~agnostophobia.experiments.benchmark_comparisons.sample_replicates`,
    :func:`~agnostophobia.metrics.paired_difference`), decided against the margin
    :data:`~agnostophobia.experiments.benchmark_comparisons.MARGIN` declared before the run
@@ -325,7 +326,8 @@ def summarise(rows: List[Dict], min_accuracy: Optional[float], replicates: Optio
               "families": {family: {"kind": kind, "compares": compares, "resolution":
                                     family_resolution(tests[family], run_seeds)}
                            for family, (kind, compares) in FAMILIES.items()},
-              "sample_bootstrap": ({"resamples": BOOTSTRAP_RESAMPLES, "seed": BOOTSTRAP_SEED} if bootstrapped else None),
+              "sample_bootstrap": ({"resamples": BOOTSTRAP_RESAMPLES, "seed": BOOTSTRAP_SEED}
+                                   if bootstrapped else None),
               "seeds": run_seeds, "ranking": ranking, "ranked_sets": ranked_sets(sets), "far_sets": far_sets(sets),
               "accuracy": {a: {"val": interval_over_seeds(val_accuracy[a]) if val_accuracy[a] else None,
                                "test": interval_over_seeds(accuracy[a]) if accuracy[a] else None}

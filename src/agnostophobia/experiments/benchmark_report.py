@@ -123,8 +123,9 @@ def _intro(result: Dict, run_name: str) -> List[str]:
             f"number unless its column says validation; rows are ranked by the validation "
             f"{result['ranking']['title']} (mean over seeds), the ranking metric the declared rule chose on "
             "validation data (\"Choosing the ranking metric\"); † more than 1 % of that set's samples tie "
-            "with a sample of the other kind." + (" Rows marked (extra data) trained on negatives from an outside set the others never saw: "
-                          "they are ranked apart, after the others, E1 their best." if _has_extra(result) else "")]
+            "with a sample of the other kind."
+            + (" Rows marked (extra data) trained on negatives from an outside set the others never saw: "
+               "they are ranked apart, after the others, E1 their best." if _has_extra(result) else "")]
 
 
 def markdown(result: Dict, run_name: str) -> str:
@@ -430,8 +431,8 @@ def decision_rule(result: Dict) -> List[str]:
             f"with Holm-adjusted p below {ALPHA} within its family; **equivalent**, the 90 % interval of "
             f"the difference lies inside ±{MARGIN} (two one-sided tests at {ALPHA}); **not resolved ({seeds} "
             f"seeds)**, neither: the data cannot say at this number of seeds. The standard error of a difference "
-            f"is the seeds' spread and a paired bootstrap over the shared test samples, added in quadrature. Families, each "
-            f"Holm-adjusted on its own at {ALPHA} (not the whole report): "
+            f"is the seeds' spread and a paired bootstrap over the shared test samples, added in quadrature. "
+            f"Families, each Holm-adjusted on its own at {ALPHA} (not the whole report): "
             + "; ".join(f"{kind}, {compares}" for kind, compares in FAMILIES.values()) + "."]
 
 

@@ -130,10 +130,10 @@ def published_comparison(summary: Dict) -> List[str]:
         return []
     sources = [f"{i + 1}. {s['source']}. What differs from our run: {s['differs']}."
                for i, s in enumerate(summary.get("published_sources", []))]
-    return ["## Beside other runs' numbers", "",
-            "Our mean over the splits against another run's mean over the same five splits (numbered as "
-            "ours, each computed by that run's code), and our difference to it. Closed-set accuracy drives these results (Vaze et al., ICLR "
-            "2022), so each comparison gives both.", ""] + lines + ["", "Sources:", ""] + sources + [""]
+    intro = ("Our mean over the splits against another run's mean over the same five splits (numbered as ours, "
+             "each computed by that run's code), and our difference to it. Closed-set accuracy drives these "
+             "results (Vaze et al., ICLR 2022), so each comparison gives both.")
+    return ["## Beside other runs' numbers", "", intro, ""] + lines + ["", "Sources:", ""] + sources + [""]
 
 
 def splits_markdown(summary: Dict, protocol: str, outside: str) -> str:
