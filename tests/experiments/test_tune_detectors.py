@@ -102,6 +102,58 @@ def test_the_choice_does_not_move_when_the_test_outputs_change(run):
     assert json.loads((run / TUNED_SETTINGS).read_text())["chosen"] == before
 
 
+def _counting_fits(monkeypatch):
+    """The models tune-detectors fits a detector on, in order (one entry per grid point and model)."""
+    from agnostophobia.experiments import tune_detectors as module
+
+    fitted = []
+    fit = module.fitted_detector
+    monkeypatch.setattr(module, "fitted_detector",
+                        lambda *args, **kwargs: fitted.append(kwargs["model_dir"].path.parent.name + "/" +
+                                                              kwargs["model_dir"].path.name) or fit(*args, **kwargs))
+    return fitted
+
+
+def test_tuned_again_on_the_same_inputs_it_fits_nothing_and_writes_the_same_file(run, monkeypatch, capsys):
+    """A benchmark run again after its training (or with another --min-accuracy) tunes again: the
+    grids whose inputs' digest is unchanged keep their numbers, nothing is fitted, the file is the same."""
+    tune = ["tune-detectors", str(run), "--fpr", str(TUNE_FPR), "--detector", "knn", "gen"]
+    fitted = _counting_fits(monkeypatch)
+    assert main(tune) == 0
+    first, said = (run / TUNED_SETTINGS).read_bytes(), capsys.readouterr().out
+    assert fitted and "kept from the last tuning" not in said
+    fitted.clear()
+    assert main(tune) == 0
+    again = capsys.readouterr().out
+    assert fitted == [] and (run / TUNED_SETTINGS).read_bytes() == first
+    assert again.count("kept from the last tuning") == 4  # softmax and entropic, k-NN and GEN
+    chosen = [line for line in said.splitlines() if "validation CCR at FPR" in line]
+    assert chosen and all(line in again for line in chosen)  # the same choices, said alike
+
+
+@pytest.mark.parametrize("change", ["validation outputs", "fpr", "last layer"])
+def test_a_grid_is_computed_again_when_what_it_was_computed_from_changed(run, monkeypatch, change):
+    tune = ["tune-detectors", str(run), "--fpr", str(TUNE_FPR), "--detector", "knn"]
+    assert main(tune) == 0
+    fitted = _counting_fits(monkeypatch)
+    if change == "validation outputs":  # one model's validation split: only its approach is tuned again
+        path = RunDir(run).model(0, "entropic").val_outputs
+        stored = load_outputs(path)
+        save_outputs(path, {split: {**data, "features": data["features"] * 1.5} for split, data in stored.items()})
+        expected = {"seed0/entropic"}
+    elif change == "fpr":
+        tune[3] = "1.0"
+        expected = {"seed0/softmax", "seed0/entropic"}
+    else:  # one model's logit layer (read by the detectors that need it): its approach is tuned again
+        path = RunDir(run).model(0, "softmax").last_layer
+        with np.load(path) as layer:
+            arrays = {name: layer[name] * (2.0 if name == "weight" else 1.0) for name in layer.files}
+        np.savez(path, **arrays)
+        expected = {"seed0/softmax"}
+    assert main(tune) == 0
+    assert set(fitted) == expected and len(fitted) == len(expected) * len(setting_grid("knn"))
+
+
 def test_the_paper_rows_keep_the_configs_settings(run, capsys):
     """The softmax model's OpenMax is Table 2's ``openmax`` row: never tuned (the entropic model's is;
     --partial: on the tiny run no OpenMax grid point fits every model)."""

@@ -318,11 +318,11 @@ def _state_digest(state: Dict[str, np.ndarray]) -> str:
 
 def _file_digest(path: Path) -> str:
     digest = hashlib.sha256()
-    _hash_file(digest, path)
+    hash_file(digest, path)
     return digest.hexdigest()
 
 
-def _hash_file(digest, path: Path) -> None:
+def hash_file(digest, path: Path) -> None:
     """Feed the bytes of ``path`` (nothing when it does not exist) to ``digest``."""
     if path.exists():
         with open(path, "rb") as handle:
@@ -483,7 +483,7 @@ def _fingerprint(model: ModelDir, background_class: bool, settings: Settings) ->
                               settings, scales], sort_keys=True, default=str).encode())
     for name in (OUTPUTS, FIT_OUTPUTS):
         digest.update(name.encode())
-        _hash_file(digest, model.file(name))
+        hash_file(digest, model.file(name))
     return digest.hexdigest()
 
 

@@ -12,7 +12,12 @@ on validation knowns and validation negatives. Here, for every trained model of 
    validation knowns and the negatives held out of training) by the CCR at ``--fpr``
    (Eq. 3, :func:`agnostophobia.metrics.ccr_at_fpr`), the mean over the run's seeds;
 3. the best point per (approach, detector) is kept (ties: the config's setting, then the
-   grid's order) in ``RUN/detector_settings.json``, written atomically under the run's lock.
+   grid's order) in ``RUN/detector_settings.json``, written atomically under the run's lock,
+   with every grid point's numbers and a digest of what they were computed from (the models'
+   ``fit_outputs.npz``, ``val_outputs.npz`` and ``last_layer.npz``, the config's settings, the
+   grid, the FPR, the detector's score scale and the package version). Tuned again with the same
+   digest, an (approach, detector) keeps its grid's numbers instead of fitting every point again
+   (a ``benchmark`` run again after its training finished, or with another ``--min-accuracy``).
    A point whose validation scores tie a known with a negative for more than
    :data:`~agnostophobia.metrics.TIE_FLAG` of the samples on some model
    (:func:`~agnostophobia.metrics.tied_share`) is chosen only where every point does: its CCR
@@ -30,6 +35,7 @@ smallest FPR they support and the supported values, before anything is fitted.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 from pathlib import Path
@@ -37,13 +43,14 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+import agnostophobia
 from agnostophobia._validation import check_fpr
 from agnostophobia._runlock import run_lock
 from agnostophobia.deploy.request import ModelRequest
 from agnostophobia.detectors import DETECTORS
 from agnostophobia.detectors._base import setting_grid
 from agnostophobia.detectors.stored import (NotFitted, applicable_detectors, config_settings, detector_inputs,
-                                            fitted_detector, read_run_settings)
+                                            fitted_detector, hash_file, read_run_settings)
 from agnostophobia.errors import AgnostophobiaError
 from agnostophobia.losses import known_columns
 from agnostophobia.metrics import (DEFAULT_FPR, TIE_FLAG, ccr_at_fpr, default_fpr, supports_fpr,
@@ -52,7 +59,7 @@ from agnostophobia.metrics.resolution import negatives_for
 from agnostophobia.metrics.rows import paper_rows
 from agnostophobia.training.outputs import load_fit_outputs, validation_with_negatives
 from agnostophobia.training.records import check_run, read_tuned_settings
-from agnostophobia.rundir import TUNED_SETTINGS, ModelDir, RunDir
+from agnostophobia.rundir import FIT_OUTPUTS, LAST_LAYER, TUNED_SETTINGS, VAL_OUTPUTS, ModelDir, RunDir
 from agnostophobia._log import log_info
 
 _FORMAT = 1
@@ -95,8 +102,17 @@ def tune_detectors(request: ModelRequest, detectors: Optional[Sequence[str]] = N
     chosen, candidates, untuned = {}, {}, []
     by_approach = {approach: [model_dir for _, a, model_dir in models if a == approach]
                    for approach in dict.fromkeys(approach for _, approach, _ in models)}
-    grids = _approach_grids_of(by_approach, detectors, settings, float(fpr), processes, validation)
+    inputs = {approach: {name: _inputs_digest(approach, name, settings.get(name, {}), float(fpr), dirs)
+                         for name in detectors} for approach, dirs in by_approach.items()}
+    kept = _kept_grids(read_tuned_settings(run_dir), inputs)
+    todo = {approach: [name for name in detectors if name not in kept.get(approach, {})] for approach in by_approach}
+    grids = _approach_grids_of(by_approach, todo, settings, float(fpr), processes, validation)
     for approach in by_approach:
+        for name, grid in kept.get(approach, {}).items():
+            log(f"{approach}/{name}: the grid's validation numbers kept from the last tuning (the same models, "
+                f"validation outputs, settings and FPR)")
+            grids[approach].append((name, None, grid))
+        grids[approach].sort(key=lambda entry: detectors.index(entry[0]))
         for name, why, grid in grids[approach]:
             if why:  # no grid point could change that: say why, as the matrix does
                 log(f"{approach}/{name}: not applicable ({why}); not tuned")
@@ -121,26 +137,56 @@ def tune_detectors(request: ModelRequest, detectors: Optional[Sequence[str]] = N
     for key in untuned:  # --partial: a detector without a setting keeps what the run held for it
         approach, name = key.split("/", 1)
         candidates[approach].pop(name)
-    return _store(run_dir, float(fpr), chosen, candidates)
+    return _store(run_dir, float(fpr), chosen, candidates, inputs)
 
 
-def _approach_grids_of(by_approach: Dict[str, List[Path]], detectors: List[str], settings: Dict, fpr: float,
+def _inputs_digest(approach: str, name: str, base: Dict, fpr: float, model_dirs: List[ModelDir]) -> str:
+    """What an (approach, detector)'s grid numbers are computed from: the package version, the
+    detector's score scale, its grid, the config's other settings, the FPR and the bytes of each
+    model's training, validation and last-layer outputs. Equal digests, equal numbers."""
+    digest = hashlib.sha256()
+    digest.update(json.dumps([_FORMAT, agnostophobia.__version__, approach, name, DETECTORS.get(name).SCORE_SCALE,
+                              setting_grid(name), base, fpr], sort_keys=True, default=str).encode())
+    for model_dir in model_dirs:
+        for file_name in (FIT_OUTPUTS, VAL_OUTPUTS, LAST_LAYER):
+            digest.update(file_name.encode())
+            hash_file(digest, model_dir.file(file_name))
+    return digest.hexdigest()
+
+
+def _kept_grids(stored: Optional[Dict], inputs: Dict[str, Dict[str, str]]) -> Dict[str, Dict[str, List[Dict]]]:
+    """The grids of ``detector_settings.json`` whose stored digest equals today's (``inputs``):
+    ``{approach: {detector: grid}}``; none from a file written before digests were kept."""
+    if not stored:
+        return {}
+    kept: Dict[str, Dict[str, List[Dict]]] = {}
+    for approach, digests in inputs.items():
+        for name, digest in digests.items():
+            grid = stored.get("candidates", {}).get(approach, {}).get(name)
+            if grid is not None and stored.get("inputs", {}).get(approach, {}).get(name) == digest:
+                kept.setdefault(approach, {})[name] = grid
+    return kept
+
+
+def _approach_grids_of(by_approach: Dict[str, List[Path]], detectors: Dict[str, List[str]], settings: Dict, fpr: float,
                        processes: int, validation: Dict[Path, Dict[str, np.ndarray]]
                        ) -> Dict[str, List[Tuple[str, Optional[str], Optional[List[Dict]]]]]:
     """:func:`approach_grids` of every approach: one after another (on the validation outputs
     already read), or ``processes`` approaches at a time in their own processes, each reading its
     own (the grids are independent; the fits are mostly single-threaded Python and numpy, so two
-    processes use two cores where one would leave one idle)."""
-    if processes <= 1 or len(by_approach) < 2:
-        return {approach: approach_grids(approach, dirs, detectors, settings, fpr,
-                                         {d: validation[d] for d in dirs})
-                for approach, dirs in by_approach.items()}
+    processes use two cores where one would leave one idle). ``detectors``: those to tune, per approach."""
+    busy = {approach: dirs for approach, dirs in by_approach.items() if detectors[approach]}
+    grids: Dict[str, List] = {approach: [] for approach in by_approach}
+    if processes <= 1 or len(busy) < 2:
+        grids.update({approach: approach_grids(approach, dirs, detectors[approach], settings, fpr,
+                                               {d: validation[d] for d in dirs})
+                      for approach, dirs in busy.items()})
+        return grids
     from agnostophobia.training.concurrent import Job, run_jobs, threads_per_run
 
-    processes = min(processes, len(by_approach))
-    grids: Dict[str, List] = {}
-    jobs = [Job(approach, approach_grids, (approach, dirs, detectors, settings, fpr))
-            for approach, dirs in by_approach.items()]
+    processes = min(processes, len(busy))
+    jobs = [Job(approach, approach_grids, (approach, dirs, detectors[approach], settings, fpr))
+            for approach, dirs in busy.items()]
     run_jobs(jobs, processes, threads_per_run(processes), on_start=lambda job: None,
              on_done=lambda job, result: grids.__setitem__(job.name, result))
     return grids
@@ -262,21 +308,23 @@ def _best(name: str, grid: List[Dict], config: Dict) -> Optional[Dict]:
     return (own or tied)[0]
 
 
-def _store(run_dir: Path, fpr: float, chosen: Dict, candidates: Dict) -> Dict:
+def _store(run_dir: Path, fpr: float, chosen: Dict, candidates: Dict, inputs: Dict[str, Dict[str, str]]) -> Dict:
     """Merge into ``detector_settings.json`` (other approaches and detectors kept), atomically,
-    under the run's lock."""
+    under the run's lock; each grid with the digest of its inputs (:func:`_inputs_digest`)."""
     with run_lock(run_dir, create=False):
         stored = read_tuned_settings(run_dir) or {"chosen": {}, "candidates": {}}
         merged_chosen, merged_candidates = stored["chosen"], stored.get("candidates", {})
+        merged_inputs = stored.get("inputs", {})
         for approach, grids in candidates.items():
             for name in grids:  # a detector tuned again replaces its old choice, even by none
                 merged_chosen.get(approach, {}).pop(name, None)
             merged_chosen.setdefault(approach, {}).update(chosen.get(approach, {}))
             merged_candidates.setdefault(approach, {}).update(grids)
+            merged_inputs.setdefault(approach, {}).update({name: inputs[approach][name] for name in grids})
         data = {"format": _FORMAT, "target_fpr": fpr, "split": "val",
                 "rule": "largest mean CCR at target_fpr on the validation knowns and negatives "
                         "(val_outputs.npz), detectors fitted on the training knowns (fit_outputs.npz)",
-                "chosen": merged_chosen, "candidates": merged_candidates}
+                "chosen": merged_chosen, "candidates": merged_candidates, "inputs": merged_inputs}
         run = RunDir(run_dir)
         run.write(run.tuned_settings, lambda tmp: Path(tmp).write_text(json.dumps(data, indent=1, sort_keys=True)))
         read_run_settings(run_dir)  # what was written reads back, each choice as its detector declares it
