@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 
-.PHONY: install test test-slow docs reproduce bench clean
+.PHONY: install test test-slow test-all docs reproduce bench clean
 
 # pyproject.toml declares ranges; constraints.txt holds the exact versions the checks run on.
 $(VENV)/.installed: pyproject.toml constraints.txt
@@ -20,6 +20,11 @@ test: install
 
 test-slow: install
 	MPLBACKEND=Agg $(PY) -m pytest -q -m slow
+
+# Both in one session (what CI runs): the fixtures both share (the tiny run, its calibrated copy, the
+# modules' smoke runs) are built once, and the suite is collected once.
+test-all: install
+	MPLBACKEND=Agg $(PY) -m pytest -q
 
 # The documentation site (docs/_build/html): the same .venv with the [docs] extra; warnings are
 # errors, references are checked (nitpicky), the gallery's examples run. No network at build time.
