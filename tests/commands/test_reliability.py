@@ -43,13 +43,11 @@ KILL_POINTS = ["train-step:3", "write:outputs.npz", "epoch-end:2", "write:metric
                "write:oscr_notmnist.png", "write:report.md"]
 
 
-# make test kills at the first and the last point (and a half-done outputs.npz); the sweep of
-# every point runs with the tests marked slow (make test-slow, CI)
+# Every point in one chain (a run with the tests marked slow: make test-slow, CI); a chain of the
+# first and the last alone would be a part of it.
 @proves("kill", "`reproduce` killed (SIGKILL) at kill points and run again gives the uninterrupted result")
-@pytest.mark.parametrize("points", [
-    pytest.param([KILL_POINTS[0], "write:outputs.npz", KILL_POINTS[-1]], id="first-and-last",
-                 marks=pytest.mark.slow),  # 23 s: make test stays within its time
-    pytest.param(KILL_POINTS, id="every", marks=pytest.mark.slow)])
+@pytest.mark.slow
+@pytest.mark.parametrize("points", [pytest.param(KILL_POINTS, id="every")])
 def test_reproduce_survives_sigkill_at_every_kill_point(tiny_run, tiny_config, real_data_dir, tmp_path, points):
     out = tmp_path / "killed"
     leftovers = set()

@@ -2,9 +2,10 @@
 (``write:<file name>``: the file's temporary copy is complete, not yet renamed) or stopped by a
 full disk at the same point, ``evaluate --unknowns``, ``calibrate``, ``export``,
 ``tune-detectors`` and ``predict --out`` run again complete with the result of a run never
-interrupted. ``make test`` kills each command at the first and the last point of each kind of
-file it writes, and fills the disk at its first and last point; the full sweeps (every point,
-each time it is reached) are marked ``slow``."""
+interrupted. One test per command kills it at the first and the last point of each kind of file
+it writes, and fills the disk at its first and last point, each stop a rerun of the one before; the
+sweeps (every point, each time it is reached; of the figures, which one writer draws, the first and
+the last) start each point from a fresh copy. All are marked ``slow`` (make test-slow, CI)."""
 from __future__ import annotations
 
 import os
@@ -46,9 +47,6 @@ COMMANDS = {  # name -> argv for (run, out folder, area)
     "tune-detectors": lambda run, out, area: ["tune-detectors", run, "--fpr", "0.5", "--detector", "knn", "gen"],  # 32 val. negatives
     "predict": lambda run, out, area: ["predict", run, area / "images", "--out", out / "rows.csv"],
 }
-# make test: every command but evaluate --unknowns, whose kill (36 s) and full-disk (13 s) reruns
-# are the longest; they run with the slow tests (make test-slow, CI)
-QUICK_COMMANDS = [pytest.param(c, marks=pytest.mark.slow) if c == "evaluate-unknowns" else c for c in COMMANDS]
 #: Files whose bytes carry no result a rerun must reproduce bit for bit: figures (a drawing
 #: library's metadata) and the exported archive (checked by loading it).
 BY_PRESENCE = {".png", ".pdf", ".svg", ".pt"}
@@ -186,18 +184,23 @@ def full_disk_then_rerun(command, points, area, tmp_path, tmp_path_factory, monk
 
 
 def points_of(command, area, tmp_path_factory, every: bool) -> list:
+    """Each point the command reaches (``every``; figures, all drawn by one writer: the first and the
+    last), or the first and the last of each kind of file."""
     points = reference(command, area, tmp_path_factory)[2]
-    return points if every else first_and_last_of_each_kind(points)
+    if not every:
+        return first_and_last_of_each_kind(points)
+    figures = [p for p in points if kind(p) == "figure"]
+    return [p for p in points if kind(p) != "figure" or p in (figures[0], figures[-1])]
 
 
 # The points are known only once a reference has run: each test takes its command's list and
 # goes through it (one test per command keeps the parametrisation free of a run at collection).
-# make test chains the stops (each stopped run is the rerun of the one before, so that a command
-# pays about one full rerun); the slow sweeps start each point from a fresh copy.
+# The chained tests stop each run where the one before was stopped (a command pays about one full
+# rerun); the sweeps start each point from a fresh copy.
 @proves("kill", "evaluate --unknowns, calibrate, export, tune-detectors and predict --out, killed while writing, "
                  "are finished by running them again: the same result as an uninterrupted run, no temporary left")
 @pytest.mark.slow  # over 10 s on 2 cores: make test stays within 10 minutes; CI runs it with the slow tests
-@pytest.mark.parametrize("command", QUICK_COMMANDS)
+@pytest.mark.parametrize("command", COMMANDS)
 def test_a_killed_command_is_finished_by_running_it_again(command, area, tmp_path, tmp_path_factory):
     points = points_of(command, area, tmp_path_factory, every=False)
     killed_then_rerun(command, points, area, tmp_path, tmp_path_factory)
@@ -206,7 +209,7 @@ def test_a_killed_command_is_finished_by_running_it_again(command, area, tmp_pat
 @proves("full disk", "the same commands stopped by a full disk leave the run byte for byte as it was (evaluate "
                       "puts back what it had replaced), and are finished by running them again once there is room")
 @pytest.mark.slow  # over 10 s on 2 cores: make test stays within 10 minutes; CI runs it with the slow tests
-@pytest.mark.parametrize("command", QUICK_COMMANDS)
+@pytest.mark.parametrize("command", COMMANDS)
 def test_a_command_stopped_by_a_full_disk_is_finished_by_running_it_again(command, area, tmp_path, tmp_path_factory,
                                                                           monkeypatch):
     points = points_of(command, area, tmp_path_factory, every=False)
