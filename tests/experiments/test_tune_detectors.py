@@ -116,8 +116,11 @@ def _counting_fits(monkeypatch):
 
 def test_tuned_again_on_the_same_inputs_it_fits_nothing_and_writes_the_same_file(run, monkeypatch, capsys):
     """A benchmark run again after its training (or with another --min-accuracy) tunes again: the
-    grids whose inputs' digest is unchanged keep their numbers, nothing is fitted, the file is the same."""
-    tune = ["tune-detectors", str(run), "--fpr", str(TUNE_FPR), "--detector", "knn", "gen"]
+    grids whose inputs' digest is unchanged keep their numbers, nothing is fitted, the file is the same.
+    So do the detectors that got no setting: ViM does not apply to 2-D features, and entropic's
+    OpenMax fits at no grid point (softmax's is the paper's row, never tuned)."""
+    tune = ["tune-detectors", str(run), "--fpr", str(TUNE_FPR), "--partial", "--detector", "knn", "gen", "vim",
+            "openmax"]
     fitted = _counting_fits(monkeypatch)
     assert main(tune) == 0
     first, said = (run / TUNED_SETTINGS).read_bytes(), capsys.readouterr().out
@@ -126,7 +129,8 @@ def test_tuned_again_on_the_same_inputs_it_fits_nothing_and_writes_the_same_file
     assert main(tune) == 0
     again = capsys.readouterr().out
     assert fitted == [] and (run / TUNED_SETTINGS).read_bytes() == first
-    assert again.count("kept from the last tuning") == 4  # softmax and entropic, k-NN and GEN
+    assert again.count("kept from the last tuning") == 5  # softmax and entropic: k-NN and GEN; entropic: OpenMax
+    assert "entropic/vim: not applicable" in again and "entropic/openmax: no setting of its grid" in again
     chosen = [line for line in said.splitlines() if "validation CCR at FPR" in line]
     assert chosen and all(line in again for line in chosen)  # the same choices, said alike
 

@@ -17,7 +17,8 @@ on validation knowns and validation negatives. Here, for every trained model of 
    ``fit_outputs.npz``, ``val_outputs.npz`` and ``last_layer.npz``, the config's settings, the
    grid, the FPR, the detector's score scale and the package version). Tuned again with the same
    digest, an (approach, detector) keeps its grid's numbers instead of fitting every point again
-   (a ``benchmark`` run again after its training finished, or with another ``--min-accuracy``).
+   (a ``benchmark`` run again after its training finished, or with another ``--min-accuracy``),
+   and so does one that got no setting (``untuned``: not applicable, or no grid point fitted).
    A point whose validation scores tie a known with a negative for more than
    :data:`~agnostophobia.metrics.TIE_FLAG` of the samples on some model
    (:func:`~agnostophobia.metrics.tied_share`) is chosen only where every point does: its CCR
@@ -107,19 +108,23 @@ def tune_detectors(request: ModelRequest, detectors: Optional[Sequence[str]] = N
     kept = _kept_grids(read_tuned_settings(run_dir), inputs)
     todo = {approach: [name for name in detectors if name not in kept.get(approach, {})] for approach in by_approach}
     grids = _approach_grids_of(by_approach, todo, settings, float(fpr), processes, validation)
+    outcomes: Dict[str, Dict[str, Dict]] = {}  # the detectors that got no setting, and why, for the next tuning
     for approach in by_approach:
-        for name, grid in kept.get(approach, {}).items():
-            log(f"{approach}/{name}: the grid's validation numbers kept from the last tuning (the same models, "
-                f"validation outputs, settings and FPR)")
-            grids[approach].append((name, None, grid))
+        for name, (why, grid) in kept.get(approach, {}).items():
+            if grid is not None:
+                log(f"{approach}/{name}: the grid's validation numbers kept from the last tuning (the same models, "
+                    f"validation outputs, settings and FPR)")
+            grids[approach].append((name, why, grid))
         grids[approach].sort(key=lambda entry: detectors.index(entry[0]))
         for name, why, grid in grids[approach]:
             if why:  # no grid point could change that: say why, as the matrix does
+                outcomes.setdefault(approach, {})[name] = {"digest": inputs[approach][name], "why": why, "grid": None}
                 log(f"{approach}/{name}: not applicable ({why}); not tuned")
                 continue
             best = _best(name, grid, settings.get(name, {}))
             candidates.setdefault(approach, {})[name] = grid
             if best is None:
+                outcomes.setdefault(approach, {})[name] = {"digest": inputs[approach][name], "why": None, "grid": grid}
                 untuned.append(f"{approach}/{name}")
                 log(f"{approach}/{name}: no setting of its grid could be fitted on every model of the approach "
                     f"(why: the notes of `agnostophobia evaluate`); not tuned")
@@ -137,7 +142,7 @@ def tune_detectors(request: ModelRequest, detectors: Optional[Sequence[str]] = N
     for key in untuned:  # --partial: a detector without a setting keeps what the run held for it
         approach, name = key.split("/", 1)
         candidates[approach].pop(name)
-    return _store(run_dir, float(fpr), chosen, candidates, inputs)
+    return _store(run_dir, float(fpr), chosen, candidates, inputs, outcomes)
 
 
 def _inputs_digest(approach: str, name: str, base: Dict, fpr: float, model_dirs: List[ModelDir]) -> str:
@@ -154,17 +159,23 @@ def _inputs_digest(approach: str, name: str, base: Dict, fpr: float, model_dirs:
     return digest.hexdigest()
 
 
-def _kept_grids(stored: Optional[Dict], inputs: Dict[str, Dict[str, str]]) -> Dict[str, Dict[str, List[Dict]]]:
-    """The grids of ``detector_settings.json`` whose stored digest equals today's (``inputs``):
-    ``{approach: {detector: grid}}``; none from a file written before digests were kept."""
+def _kept_grids(stored: Optional[Dict], inputs: Dict[str, Dict[str, str]]
+                ) -> Dict[str, Dict[str, Tuple[Optional[str], Optional[List[Dict]]]]]:
+    """What ``detector_settings.json`` holds for an (approach, detector) whose stored digest equals
+    today's (``inputs``): ``{approach: {detector: (why not applicable, grid)}}``, from ``untuned``
+    (not applicable, or no grid point fitted; the last outcome) or else ``candidates``; nothing from a
+    file written before digests were kept."""
     if not stored:
         return {}
-    kept: Dict[str, Dict[str, List[Dict]]] = {}
+    kept: Dict[str, Dict[str, Tuple[Optional[str], Optional[List[Dict]]]]] = {}
     for approach, digests in inputs.items():
         for name, digest in digests.items():
+            outcome = stored.get("untuned", {}).get(approach, {}).get(name)
             grid = stored.get("candidates", {}).get(approach, {}).get(name)
-            if grid is not None and stored.get("inputs", {}).get(approach, {}).get(name) == digest:
-                kept.setdefault(approach, {})[name] = grid
+            if outcome is not None and outcome.get("digest") == digest:
+                kept.setdefault(approach, {})[name] = (outcome.get("why"), outcome.get("grid"))
+            elif grid is not None and stored.get("inputs", {}).get(approach, {}).get(name) == digest:
+                kept.setdefault(approach, {})[name] = (None, grid)
     return kept
 
 
@@ -308,23 +319,31 @@ def _best(name: str, grid: List[Dict], config: Dict) -> Optional[Dict]:
     return (own or tied)[0]
 
 
-def _store(run_dir: Path, fpr: float, chosen: Dict, candidates: Dict, inputs: Dict[str, Dict[str, str]]) -> Dict:
+def _store(run_dir: Path, fpr: float, chosen: Dict, candidates: Dict, inputs: Dict[str, Dict[str, str]],
+           outcomes: Dict[str, Dict[str, Dict]]) -> Dict:
     """Merge into ``detector_settings.json`` (other approaches and detectors kept), atomically,
-    under the run's lock; each grid with the digest of its inputs (:func:`_inputs_digest`)."""
+    under the run's lock; each grid with the digest of its inputs (:func:`_inputs_digest`), and
+    under ``untuned`` each detector that got no setting (``why`` not applicable, or its ``grid``
+    with no point fitted) with its digest."""
     with run_lock(run_dir, create=False):
         stored = read_tuned_settings(run_dir) or {"chosen": {}, "candidates": {}}
         merged_chosen, merged_candidates = stored["chosen"], stored.get("candidates", {})
-        merged_inputs = stored.get("inputs", {})
+        merged_inputs, merged_untuned = stored.get("inputs", {}), stored.get("untuned", {})
         for approach, grids in candidates.items():
             for name in grids:  # a detector tuned again replaces its old choice, even by none
                 merged_chosen.get(approach, {}).pop(name, None)
             merged_chosen.setdefault(approach, {}).update(chosen.get(approach, {}))
             merged_candidates.setdefault(approach, {}).update(grids)
             merged_inputs.setdefault(approach, {}).update({name: inputs[approach][name] for name in grids})
+            for name in grids:  # tuned now: its last outcome without a setting is over
+                merged_untuned.get(approach, {}).pop(name, None)
+        for approach, names in outcomes.items():
+            merged_untuned.setdefault(approach, {}).update(names)
         data = {"format": _FORMAT, "target_fpr": fpr, "split": "val",
                 "rule": "largest mean CCR at target_fpr on the validation knowns and negatives "
                         "(val_outputs.npz), detectors fitted on the training knowns (fit_outputs.npz)",
-                "chosen": merged_chosen, "candidates": merged_candidates, "inputs": merged_inputs}
+                "chosen": merged_chosen, "candidates": merged_candidates, "inputs": merged_inputs,
+                "untuned": merged_untuned}
         run = RunDir(run_dir)
         run.write(run.tuned_settings, lambda tmp: Path(tmp).write_text(json.dumps(data, indent=1, sort_keys=True)))
         read_run_settings(run_dir)  # what was written reads back, each choice as its detector declares it
