@@ -481,10 +481,16 @@ def _fingerprint(model: ModelDir, background_class: bool, settings: Settings) ->
     scales = {name: DETECTORS.get(name).SCORE_SCALE for name in DETECTORS.names()}
     digest.update(json.dumps([_FORMAT, agnostophobia.__version__, DETECTORS.names(), background_class,
                               settings, scales], sort_keys=True, default=str).encode())
-    for name in (OUTPUTS, FIT_OUTPUTS):
+    hash_model_files(digest, model, (OUTPUTS, FIT_OUTPUTS))
+    return digest.hexdigest()
+
+
+def hash_model_files(digest, model: ModelDir, names: Sequence[str]) -> None:
+    """Feed each of the model's files ``names`` (its name, then its bytes; nothing for one that
+    does not exist) to ``digest``."""
+    for name in names:
         digest.update(name.encode())
         hash_file(digest, model.file(name))
-    return digest.hexdigest()
 
 
 def _write(path: Path, fingerprint: str, result: ModelScores) -> None:

@@ -51,7 +51,7 @@ from agnostophobia.deploy.request import ModelRequest
 from agnostophobia.detectors import DETECTORS
 from agnostophobia.detectors._base import setting_grid
 from agnostophobia.detectors.stored import (NotFitted, applicable_detectors, config_settings, detector_inputs,
-                                            fitted_detector, hash_file, read_run_settings)
+                                            fitted_detector, hash_model_files, read_run_settings)
 from agnostophobia.errors import AgnostophobiaError
 from agnostophobia.losses import known_columns
 from agnostophobia.metrics import (DEFAULT_FPR, TIE_FLAG, ccr_at_fpr, default_fpr, supports_fpr,
@@ -103,9 +103,9 @@ def tune_detectors(request: ModelRequest, detectors: Optional[Sequence[str]] = N
     chosen, candidates, untuned = {}, {}, []
     by_approach = {approach: [model_dir for _, a, model_dir in models if a == approach]
                    for approach in dict.fromkeys(approach for _, approach, _ in models)}
-    inputs = {approach: {name: _inputs_digest(approach, name, settings.get(name, {}), float(fpr), dirs)
-                         for name in detectors} for approach, dirs in by_approach.items()}
-    kept = _kept_grids(read_tuned_settings(run_dir), inputs)
+    inputs = {approach: _inputs_digests(approach, detectors, settings, float(fpr), dirs)
+              for approach, dirs in by_approach.items()}
+    kept = _kept_grids(records.tuned, inputs)
     todo = {approach: [name for name in detectors if name not in kept.get(approach, {})] for approach in by_approach}
     grids = _approach_grids_of(by_approach, todo, settings, float(fpr), processes, validation)
     outcomes: Dict[str, Dict[str, Dict]] = {}  # the detectors that got no setting, and why, for the next tuning
@@ -145,18 +145,19 @@ def tune_detectors(request: ModelRequest, detectors: Optional[Sequence[str]] = N
     return _store(run_dir, float(fpr), chosen, candidates, inputs, outcomes)
 
 
-def _inputs_digest(approach: str, name: str, base: Dict, fpr: float, model_dirs: List[ModelDir]) -> str:
-    """What an (approach, detector)'s grid numbers are computed from: the package version, the
-    detector's score scale, its grid, the config's other settings, the FPR and the bytes of each
-    model's training, validation and last-layer outputs. Equal digests, equal numbers."""
-    digest = hashlib.sha256()
-    digest.update(json.dumps([_FORMAT, agnostophobia.__version__, approach, name, DETECTORS.get(name).SCORE_SCALE,
-                              setting_grid(name), base, fpr], sort_keys=True, default=str).encode())
+def _inputs_digests(approach: str, detectors: Sequence[str], settings: Dict, fpr: float,
+                    model_dirs: List[ModelDir]) -> Dict[str, str]:
+    """``{detector: digest}`` of what each of the approach's grids is computed from: the package
+    version, the detector's score scale, its grid, the config's other settings, the FPR and the bytes
+    of each model's training, validation and last-layer outputs (read once for every detector).
+    Equal digests, equal numbers."""
+    files = hashlib.sha256()
     for model_dir in model_dirs:
-        for file_name in (FIT_OUTPUTS, VAL_OUTPUTS, LAST_LAYER):
-            digest.update(file_name.encode())
-            hash_file(digest, model_dir.file(file_name))
-    return digest.hexdigest()
+        hash_model_files(files, model_dir, (FIT_OUTPUTS, VAL_OUTPUTS, LAST_LAYER))
+    return {name: hashlib.sha256(json.dumps(
+        [_FORMAT, agnostophobia.__version__, approach, name, DETECTORS.get(name).SCORE_SCALE, setting_grid(name),
+         settings.get(name, {}), fpr, files.hexdigest()], sort_keys=True, default=str).encode()).hexdigest()
+        for name in detectors}
 
 
 def _kept_grids(stored: Optional[Dict], inputs: Dict[str, Dict[str, str]]
@@ -322,7 +323,7 @@ def _best(name: str, grid: List[Dict], config: Dict) -> Optional[Dict]:
 def _store(run_dir: Path, fpr: float, chosen: Dict, candidates: Dict, inputs: Dict[str, Dict[str, str]],
            outcomes: Dict[str, Dict[str, Dict]]) -> Dict:
     """Merge into ``detector_settings.json`` (other approaches and detectors kept), atomically,
-    under the run's lock; each grid with the digest of its inputs (:func:`_inputs_digest`), and
+    under the run's lock; each grid with the digest of its inputs (:func:`_inputs_digests`), and
     under ``untuned`` each detector that got no setting (``why`` not applicable, or its ``grid``
     with no point fitted) with its digest."""
     with run_lock(run_dir, create=False):
