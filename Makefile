@@ -13,18 +13,25 @@ $(VENV)/.installed: pyproject.toml constraints.txt
 
 install: $(VENV)/.installed
 
+# The suite runs in one pytest worker per core, up to 4 (pytest-xdist; each worker builds the session
+# fixtures it needs, a GB of memory or two, so a many-core machine does not get one per core); a
+# module's tests stay on one worker (--dist loadscope), which builds the module's fixtures once.
+# PYTEST_WORKERS=0 runs it in this process alone.
+PYTEST_WORKERS ?= auto
+PYTEST := MPLBACKEND=Agg $(PY) -m pytest -q -n $(PYTEST_WORKERS) --maxprocesses 4 --dist loadscope
+
 # The suite within 10 minutes on two cores; the tests marked slow (real-data trainings, full kill
 # sweeps) run in `make test-slow`, which CI runs too.
 test: install
-	MPLBACKEND=Agg $(PY) -m pytest -q -m "not slow"
+	$(PYTEST) -m "not slow"
 
 test-slow: install
-	MPLBACKEND=Agg $(PY) -m pytest -q -m slow
+	$(PYTEST) -m slow
 
 # Both in one session (what CI runs): the fixtures both share (the tiny run, its calibrated copy, the
-# modules' smoke runs) are built once, and the suite is collected once.
+# modules' smoke runs) are built once per worker, and the suite is collected once.
 test-all: install
-	MPLBACKEND=Agg $(PY) -m pytest -q
+	$(PYTEST)
 
 # The documentation site (docs/_build/html): the same .venv with the [docs] extra; warnings are
 # errors, references are checked (nitpicky), the gallery's examples run. No network at build time.

@@ -23,6 +23,17 @@ import pytest
 from repo_paths import REPO
 
 
+def pytest_configure(config):
+    """Under pytest-xdist (the Makefile's targets) each worker computes with its share of the cores:
+    torch's default, a thread per core in every worker, has the workers' threads wait on each other."""
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    if workers > 1:
+        import torch
+
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+        torch.set_num_threads(max(1, cores // workers))
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _data_cache_in_tmp(tmp_path_factory):
     """Decoded-JPEG caches go to a per-session temp dir, not the user's cache."""
