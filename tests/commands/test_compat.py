@@ -8,7 +8,6 @@ import json
 import os
 import shutil
 import tempfile
-import warnings
 from pathlib import Path
 
 import pytest
@@ -221,9 +220,7 @@ def test_an_old_runs_threshold_on_the_old_score_scale_is_chosen_again(old_run, t
     assert result.returncode == 0, result.stderr
     assert result.stdout.count(said) == 1, result.stdout
     extra = {"agnostophobia.json": ""}
-    with warnings.catch_warnings():  # torch.jit.load's deprecation
-        warnings.simplefilter("ignore", FutureWarning)
-        torch.jit.load(str(model), _extra_files=extra)
+    torch.jit.load(str(model), _extra_files=extra)
     assert json.loads(extra["agnostophobia.json"])["threshold"] == now["threshold"]
 
     result = run_cli(["evaluate", run, "--no-progress", "--device", "cpu"])

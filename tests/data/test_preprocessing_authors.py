@@ -210,7 +210,7 @@ def test_reproduce_flag_resumes_the_authors_run_and_reports_every_quirk(authors_
     assert "- `preprocessing`: authors" in report
 
 
-def test_predict_prepares_inputs_as_the_run_trained(authors_run, digits, tmp_path, real_data_dir):
+def test_predict_prepares_inputs_as_the_run_trained(authors_run, digits, tmp_path):
     from agnostophobia.deploy import OpenSetClassifier
     from agnostophobia.deploy.export import metadata
     from agnostophobia.deploy import ModelRequest
@@ -219,7 +219,7 @@ def test_predict_prepares_inputs_as_the_run_trained(authors_run, digits, tmp_pat
     run = tmp_path / "run"
     shutil.copytree(authors_run[1], run)
     x, npz = digits
-    rows = predict_files(ModelRequest(run, approach="entropic", fpr=0.1, data_dir=real_data_dir), [str(npz)],
+    rows = predict_files(ModelRequest(run, approach="entropic", fpr=0.1), [str(npz)],
                          log=lambda m: None)
     clf = OpenSetClassifier.from_run(run, approach="entropic", log=lambda m: None)
     labels, scores = clf.decide(255 - x[:, None])  # the authors' input of these digits, by hand

@@ -516,9 +516,7 @@ def test_the_deployed_module_decides_as_its_detector(name, tmp_path):
 def load_exported(path, fmt):
     """The exported file, loaded with plain torch / onnxruntime: a function images -> (labels, scores)."""
     if fmt == "torchscript":
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", FutureWarning)  # torch.jit's deprecation notice
-            module = torch.jit.load(str(path))
+        module = torch.jit.load(str(path))
         return lambda x: tuple(t.numpy() for t in module(torch.from_numpy(x)))
     if fmt == "pt2":
         module = torch.export.load(str(path)).module()
@@ -699,9 +697,7 @@ def exported_threshold(path, fmt):
         return json.loads(props["agnostophobia.json"])["threshold"]
     files = {"agnostophobia.json": ""}
     if fmt == "torchscript":
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", FutureWarning)
-            torch.jit.load(str(path), _extra_files=files)
+        torch.jit.load(str(path), _extra_files=files)
     else:
         torch.export.load(str(path), extra_files=files)
     return json.loads(files["agnostophobia.json"])["threshold"]
