@@ -435,6 +435,21 @@ def test_an_unconverged_papers_row_is_marked_once():
     assert "| softmax (not converged) | softmax |" in text
 
 
+
+def test_a_fine_tune_that_departs_from_its_authors_recipe_is_marked_in_every_table():
+    """Issue 55 item 5: the pages say "not the authors' recipe" beside those rows; the mark was in the
+    short table and the recipes section only, not in the OSCR, per-set, CCR and detector tables."""
+    recipe = {"start": "softmax", "optimizer": "sgd", "lr": 1e-3, "scheduler": "cosine", "epochs": 5,
+              "source": "the paper", "differs": "a cosine step per epoch"}
+    text = _report(summarise(rows(), min_accuracy=0.985), recipes={"logitnorm": recipe, "softmax": {}})
+    sections = {part.split("\n", 1)[0]: part for part in text.split("\n## ")[1:]}
+    for title in ("OSCR", "devanagari (1,000 unknowns)", "Each approach with its paper's detector",
+                  "Every approach with every detector (mean D_a OSCR)"):
+        lines = [line for line in sections[title].splitlines() if "| logitnorm" in line]
+        assert lines and all("(not the authors' recipe)" in line for line in lines), title
+    untouched = [line for line in text.splitlines() if line.startswith("| ") and "logitnorm" not in line]
+    assert untouched and not any("authors' recipe" in line for line in untouched)
+
 def test_the_ccr_caption_says_where_its_fprs_come_from():
     """Issue 55, statement 5: the column was called 'the smallest FPR the test sets resolve'; it is
     the smallest the validation negatives support, and each test set resolves 10/#unknowns."""

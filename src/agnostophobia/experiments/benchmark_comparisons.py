@@ -143,7 +143,7 @@ def compare_family(rows: List[Dict], family: str, replicates: Optional[Dict] = N
 
 def family_resolution(tests: List[Dict], seeds: int) -> Optional[Dict]:
     """What a family of ``tests`` over ``seeds`` seeds resolves: its median standard error and the
-    smallest difference sure to be called better or worse at it
+    smallest observed difference called better or worse at it
     (:func:`~agnostophobia.metrics.smallest_resolved_difference`, Holm's strictest step over the
     family's size, at least :data:`MARGIN`); None for an empty family."""
     if not tests or seeds < 2:

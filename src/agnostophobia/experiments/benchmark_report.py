@@ -159,7 +159,7 @@ def _oscr_table(result: Dict, marks: Dict) -> List[str]:
               *(f"{s} OSCR" for s in sets), "vs EOS, same detector (secondary)", "vs MSP (secondary)"]
     lines = ["## OSCR", "", _row_md(header), _rule(header)]
     for row in result["rows"]:
-        cells = [_rank_cell(row), _label(row), _fmt(row["closed_set_accuracy"]),
+        cells = [_rank_cell(row), _label(result, row), _fmt(row["closed_set_accuracy"]),
                  _fmt(row.get("val_closed_set_accuracy")), _val_cell(row, metric)]
         cells += [_fmt(row["test"].get(s, {}).get("oscr")) + _tie(row, s) for s in sets]
         cells += [marks["approaches"].get(row["row"], ""), marks["detectors"].get(row["row"], "")]
@@ -183,7 +183,7 @@ def _set_table(result: Dict, name: str) -> List[str]:
         cell = row["test"].get(name)
         if cell is None:
             continue
-        lines.append(_row_md([_label(row), _fmt(cell["auroc"]), _fmt(cell.get("fpr_at_95tpr")),
+        lines.append(_row_md([_label(result, row), _fmt(cell["auroc"]), _fmt(cell.get("fpr_at_95tpr")),
                               _fmt(cell.get("aupr_in")), _fmt(cell.get("aupr_out")),
                               *(_fmt(cell["ccr_at_fpr"].get(k)) for k in keys),
                               _fmt(cell.get("ccr_at_lowest_fpr")), f"{cell['tied_share']:.4f}"]))
@@ -196,8 +196,8 @@ def _tests_table(result: Dict) -> List[str]:
     header = ["family", "row", "against", "difference [95 % interval]", "SE (seeds, samples)", "p", "p (Holm)",
               "90 % interval", "decision"]
     lines = ["## Tests", "", f"Difference: mean over seeds of the row's mean D_a OSCR minus the reference's. "
-             f"SE: the larger of the seeds' standard error and the test samples' (paired bootstrap; '—' where not "
-             f"computed). Holm's correction within each family; the 90 % interval is what the equivalence test "
+             f"SE: the seeds' standard error and the test samples' (paired bootstrap; '—' where not computed), "
+             f"added in quadrature. Holm's correction within each family; the 90 % interval is what the equivalence test "
              f"reads against ±{MARGIN}.", "", _row_md(header), _rule(header)]
     for family, (kind, _) in FAMILIES.items():
         for t in result["tests"][family]:
@@ -230,7 +230,7 @@ def _papers_rows(result: Dict, sets: List[str], marks: Dict) -> List[str]:
         mean = interval_over_seeds(row["mean_oscr_per_seed"]) if row["mean_oscr_per_seed"] else None
         mean_log = interval_over_seeds(row["mean_oscr_log_per_seed"]) if row["mean_oscr_log_per_seed"] else None
         far_mean = row.get("mean_far_oscr_per_seed")
-        cells = [row["approach"] + _marked(row) + _recipe_mark(result, row["approach"]),  # marked once here
+        cells = [_approach_label(result, row),
                  row["detector"], _fmt(row["closed_set_accuracy"]), _fmt(row.get("val_closed_set_accuracy")),
                  _fmt(mean), _fmt(mean_log), *([_fmt(interval_over_seeds(far_mean) if far_mean else None)]
                                                if far else [])]
@@ -243,7 +243,7 @@ def _papers_rows(result: Dict, sets: List[str], marks: Dict) -> List[str]:
                   f"{_columns_resolution(result)}", "", _row_md(header), _rule(header)]
         for row in papers_rows(result["rows"]):
             cells = [_fmt(row["test"].get(s, {}).get("ccr_at_fpr", {}).get(keys[0])) for s in sets]
-            lines.append(_row_md([row["approach"], row["detector"], *cells]))
+            lines.append(_row_md([_approach_label(result, row), row["detector"], *cells]))
     return [*lines, ""]
 
 
@@ -330,7 +330,7 @@ def _matrix(result: Dict) -> List[str]:
         texts = [("—" if (approach, d) not in cell else
                   f"**{cell[(approach, d)]:.3f}**" if best.get(approach) == d else f"{cell[(approach, d)]:.3f}")
                  for d in detectors]
-        lines.append(_row_md([approach + _marked(first[approach]), *texts]))
+        lines.append(_row_md([_approach_label(result, first[approach]), *texts]))
     return [*lines, ""]
 
 
@@ -384,8 +384,14 @@ def _ranking_metric_section(result: Dict) -> List[str]:
     return [*lines, ""]
 
 
-def _label(row: Dict) -> str:
-    return row["row"] + _marked(row)
+def _label(result: Dict, row: Dict) -> str:
+    """A row's name (approach/detector) with every mark the tables give it (:func:`_marked`, the recipe's)."""
+    return row["row"] + _marked(row) + _recipe_mark(result, row["approach"])
+
+
+def _approach_label(result: Dict, row: Dict) -> str:
+    """The approach of ``row`` with the same marks, for the tables of one row per approach."""
+    return row["approach"] + _marked(row) + _recipe_mark(result, row["approach"])
 
 
 def _marked(row: Dict) -> str:

@@ -12,8 +12,9 @@ interval, and a difference with a decision that says what the data can and canno
   margin declared before the run: ``better``/``worse`` (Holm-adjusted p below alpha *and* the
   difference at least the margin), ``equivalent`` (the 1 - 2 alpha interval, 90 % at alpha 0.05,
   inside plus or minus the margin: two one-sided tests, Schuirmann 1987), or ``not resolved``.
-* :func:`smallest_resolved_difference`: the smallest difference a comparison with a given standard
-  error, number of seeds and family size is sure to resolve.
+* :func:`smallest_resolved_difference`: the smallest observed difference that a comparison with a
+  given standard error, number of seeds and family size calls better or worse at any step of Holm's
+  (what an observed mean must reach; not a power calculation).
 * :func:`resample_weights`, :func:`oscr_area_resamples`, :func:`resampled_se`: the paired
   bootstrap over test samples (Efron & Tibshirani 1993, ch. 16) of the OSCR area, with the same
   resamples for every method and seed, and the standard error of a mean difference over seeds it
@@ -421,7 +422,7 @@ def decide(differences: Sequence[PairedDifference], margin: float, alpha: float 
 
 def smallest_resolved_difference(se: float, n: int, alpha: float = 0.05, family_size: int = 1,
                                  margin: float = 0.0) -> float:
-    """The smallest absolute mean difference that :func:`decide` is sure to call better or worse,
+    """The smallest absolute observed mean difference that :func:`decide` calls better or worse,
     given its standard error ``se`` over ``n`` seeds in a family of ``family_size`` tests: at
     least the margin, and large enough that its two-sided p is below Holm's strictest step,
     alpha / ``family_size``, whatever the family's other p-values.
