@@ -43,6 +43,10 @@ from _timing import processor_label, training_flops_per_image  # this folder's l
 #: schedules, sized for about 5, 15 and 30 minutes a network on 2 cores.
 TRIALS = {
     "w32-12": ("widths 32-64-128, 12 epochs", ["model_kwargs.widths=[32, 64, 128]", "epochs=12"]),
+    # 16 and 20: between the 12 epochs below the threshold and the 24 that reached it (the budget is the
+    # cheapest trial reaching it, so the steps between are tried too)
+    "w32-16": ("widths 32-64-128, 16 epochs", ["model_kwargs.widths=[32, 64, 128]", "epochs=16"]),
+    "w32-20": ("widths 32-64-128, 20 epochs", ["model_kwargs.widths=[32, 64, 128]", "epochs=20"]),
     "w32-24": ("widths 32-64-128, 24 epochs", ["model_kwargs.widths=[32, 64, 128]", "epochs=24"]),
     "w64-12": ("widths 64-128-256, 12 epochs", ["model_kwargs.widths=[64, 128, 256]", "epochs=12"]),
     "w64-256-10": ("widths 64-256-256 (airbench94's), 10 epochs",
