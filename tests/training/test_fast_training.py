@@ -225,7 +225,7 @@ def test_compile_setting_is_checked_and_free_on_resume():
 def test_converged_budget_is_the_airbench_recipe_within_70_tflop():
     """The budget's training compute (torch.utils.flop_counter, forward and backward, times the
     images softmax trains on) is at most 70 TFLOP, about two thirds of the cpu budget's: the trial
-    chosen on validation (24 epochs; docs/guide/scaling.md)."""
+    chosen on validation (16 epochs; docs/guide/scaling.md)."""
     from torch.utils.flop_counter import FlopCounterMode
 
     experiment = load_experiment("cifar")
