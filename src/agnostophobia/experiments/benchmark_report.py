@@ -230,7 +230,7 @@ def _papers_rows(result: Dict, sets: List[str], marks: Dict) -> List[str]:
         mean = interval_over_seeds(row["mean_oscr_per_seed"]) if row["mean_oscr_per_seed"] else None
         mean_log = interval_over_seeds(row["mean_oscr_log_per_seed"]) if row["mean_oscr_log_per_seed"] else None
         far_mean = row.get("mean_far_oscr_per_seed")
-        cells = [_approach_label(result, row),
+        cells = [_label(result, row, "approach"),
                  row["detector"], _fmt(row["closed_set_accuracy"]), _fmt(row.get("val_closed_set_accuracy")),
                  _fmt(mean), _fmt(mean_log), *([_fmt(interval_over_seeds(far_mean) if far_mean else None)]
                                                if far else [])]
@@ -243,7 +243,7 @@ def _papers_rows(result: Dict, sets: List[str], marks: Dict) -> List[str]:
                   f"{_columns_resolution(result)}", "", _row_md(header), _rule(header)]
         for row in papers_rows(result["rows"]):
             cells = [_fmt(row["test"].get(s, {}).get("ccr_at_fpr", {}).get(keys[0])) for s in sets]
-            lines.append(_row_md([_approach_label(result, row), row["detector"], *cells]))
+            lines.append(_row_md([_label(result, row, "approach"), row["detector"], *cells]))
     return [*lines, ""]
 
 
@@ -330,7 +330,7 @@ def _matrix(result: Dict) -> List[str]:
         texts = [("—" if (approach, d) not in cell else
                   f"**{cell[(approach, d)]:.3f}**" if best.get(approach) == d else f"{cell[(approach, d)]:.3f}")
                  for d in detectors]
-        lines.append(_row_md([_approach_label(result, first[approach]), *texts]))
+        lines.append(_row_md([_label(result, first[approach], "approach"), *texts]))
     return [*lines, ""]
 
 
@@ -384,14 +384,10 @@ def _ranking_metric_section(result: Dict) -> List[str]:
     return [*lines, ""]
 
 
-def _label(result: Dict, row: Dict) -> str:
-    """A row's name (approach/detector) with every mark the tables give it (:func:`_marked`, the recipe's)."""
-    return row["row"] + _marked(row) + _recipe_mark(result, row["approach"])
-
-
-def _approach_label(result: Dict, row: Dict) -> str:
-    """The approach of ``row`` with the same marks, for the tables of one row per approach."""
-    return row["approach"] + _marked(row) + _recipe_mark(result, row["approach"])
+def _label(result: Dict, row: Dict, name: str = "row") -> str:
+    """``row[name]`` (its approach/detector; ``"approach"`` in the tables of one row per approach) with
+    every mark the tables give the row (:func:`_marked`, the recipe's)."""
+    return row[name] + _marked(row) + _recipe_mark(result, row["approach"])
 
 
 def _marked(row: Dict) -> str:
