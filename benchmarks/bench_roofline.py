@@ -32,7 +32,8 @@ from agnostophobia.models import build_model
 from agnostophobia.training.allocator import keep_freed_memory
 from agnostophobia.training.config import TrainConfig
 from agnostophobia.training.precision import bf16_is_native
-from agnostophobia.training.trainer import Training, epoch_order, train_one_epoch
+from agnostophobia.training.batches import epoch_order
+from agnostophobia.training.trainer import Training, train_one_epoch
 
 BATCH = 128
 

@@ -66,7 +66,8 @@ def measure(mapping: dict, mode: str, workers, device: str, train_max) -> dict:
     from agnostophobia.data import build_protocol
     from agnostophobia.training.config import TrainConfig
     from agnostophobia.training.loaders import StreamedData
-    from agnostophobia.training.trainer import Training, epoch_order, train_one_epoch
+    from agnostophobia.training.batches import epoch_order
+    from agnostophobia.training.trainer import Training, train_one_epoch
 
     cfg = TrainConfig(protocol=mapping, model="lenet++", approach="entropic", epochs=1, batch_size=128,
                       device=device, precision="fp32", tensorboard=False, progress=False, data_loading=mode,

@@ -37,7 +37,8 @@ from agnostophobia.models import build_model
 from agnostophobia.training.compiled import cpp_compiler
 from agnostophobia.training.config import TrainConfig, load_experiment
 from agnostophobia.training.precision import autocast, bf16_is_native
-from agnostophobia.training.trainer import Training, epoch_order, train_one_epoch
+from agnostophobia.training.batches import epoch_order
+from agnostophobia.training.trainer import Training, train_one_epoch
 from _timing import processor_label, training_flops_per_image  # this folder's label and FLOPs
 from bench_roofline import best_seconds, matmul_gflops  # the one roofline measurement (this folder)
 

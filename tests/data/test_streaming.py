@@ -28,7 +28,8 @@ from agnostophobia.training.config import TrainConfig
 from agnostophobia.training.distributed import World
 from agnostophobia.training.outputs import predict
 from agnostophobia.training.fitting import fit
-from agnostophobia.training.trainer import Training, TensorData, epoch_order, train_one_epoch
+from agnostophobia.training.batches import epoch_order
+from agnostophobia.training.trainer import Training, TensorData, train_one_epoch
 
 FOLDERS = {0: "zero", 1: "one", 2: "two", 3: "three", 4: "four"}   # 0-2 known, 3 negative, 4 unknown
 PER_SPLIT = {"train": 8, "val": 2, "test": 2}

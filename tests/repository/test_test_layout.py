@@ -28,6 +28,10 @@ def _each_of(folder: str, modules: str, covered) -> dict:
 
 #: module (relative to src/agnostophobia) -> (the test files that cover it, why not at the matching path)
 COVERED_ELSEWHERE = {
+    "losses/recipes.py": ("tests/training/test_fine_tune.py tests/repository/test_default_sources.py",
+                          "declared facts: tested where fine-tuning and the docs' table of sources read them"),
+    "training/schedules.py": ("tests/training/test_batches.py tests/training/test_fast_training.py",
+                              "each schedule is checked as the trainer steps it, against its authors' formula"),
     "__init__.py": ("tests/repository/test_packaging.py", "the version and the lazy top-level names: packaging"),
     "__main__.py": ("tests/test_cli.py", "`python -m agnostophobia` is the command line's entry point"),
     "_killpoints.py": ("tests/commands/test_rerun.py tests/commands/test_reliability.py",

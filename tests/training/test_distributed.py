@@ -28,7 +28,7 @@ from agnostophobia.training.checkpoint import load_checkpoint
 from agnostophobia.training.config import TrainConfig
 from agnostophobia.training.distributed import World
 from agnostophobia.training.fitting import fit
-from agnostophobia.training.trainer import epoch_order
+from agnostophobia.training.batches import epoch_order
 
 import ddp_helpers
 from augmentation import crop_flip

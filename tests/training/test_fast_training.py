@@ -15,7 +15,8 @@ from agnostophobia.models.airbench import WHITENING_EPS
 from agnostophobia.training import compiled as compiled_module
 from agnostophobia.training.compiled import CompiledOrEager, resolve_compile
 from agnostophobia.training.config import TrainConfig, load_experiment
-from agnostophobia.training.trainer import Training, one_cycle, train_one_epoch
+from agnostophobia.training.schedules import one_cycle
+from agnostophobia.training.trainer import Training, train_one_epoch
 
 
 def _protocol(n=96, classes=3, size=32, seed=0):

@@ -17,7 +17,8 @@ from agnostophobia.training.checkpoint import load_checkpoint
 from agnostophobia.training.config import TrainConfig, load_experiment, parse_experiment
 from agnostophobia.training.outputs import predict
 from agnostophobia.training.fitting import fit
-from agnostophobia.training.trainer import Training, epoch_order
+from agnostophobia.training.batches import epoch_order
+from agnostophobia.training.trainer import Training
 from synthetic import END_TO_END_APPROACHES, synthetic_protocol
 from repo_paths import SUPPORT
 

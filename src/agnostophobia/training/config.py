@@ -35,6 +35,7 @@ from agnostophobia.losses import (LOSSES, PAPER_APPROACHES, build_loss, every_lo
                                   setting_problem)
 from agnostophobia.models import MODELS
 from agnostophobia.training.precision import PRECISIONS
+from agnostophobia.training.schedules import SCHEDULERS, STEPWISE_SCHEDULERS
 from agnostophobia.training.concurrent import check_concurrent_runs
 from agnostophobia.training.loss_keys import legacy_loss_note, with_loss_keys_moved
 from agnostophobia.training.model_kwargs import check_model_kwargs
@@ -79,16 +80,30 @@ class TrainConfig:
     lr: float = setting(float, 0.01, low=0, low_open=True)  # learning rate
     momentum: float = setting(float, 0.9, low=0)  # SGD's momentum (optimizer: sgd)
     weight_decay: float = setting(float, 0.0, low=0)  # L2 penalty of the optimizer
-    # learning-rate schedule; cosine and step change it after each epoch, onecycle after each step
-    # (a linear warm-up over warmup_fraction of all steps from lr / 5, then linear to 0: airbench's
-    # short schedule, arXiv:2404.00498)
-    scheduler: str = setting(str, "none", choices=("none", "cosine", "step", "onecycle"))
+    # learning-rate schedule; cosine and step change it after each epoch, onecycle and cosine-per-step
+    # after each step (onecycle: a linear warm-up over warmup_fraction of all steps from lr / 5, then
+    # linear to 0, airbench's short schedule, arXiv:2404.00498; cosine-per-step: half a cosine from lr
+    # down to 1e-6 over all steps, the schedule of Outlier Exposure's code and the fine-tunes that extend it)
+    scheduler: str = setting(str, "none", choices=SCHEDULERS)
     warmup_fraction: float = setting(float, 0.25, low=0, high=1)  # the share of all steps warming up (scheduler: onecycle)
     # epochs of an approach that fine-tunes (its loss's FineTune recipe, e.g. outlier-exposure-ft);
     # null: the recipe's, its paper's (10). A budget shortens them where its networks converge sooner.
     fine_tune_epochs: Optional[int] = setting(int, None, low=1, high=100_000, nullable=True)
     step_size: int = setting(int, 30, low=1)     # epochs between two decays (scheduler: step)
     gamma: float = setting(float, 0.1, low=0)    # each decay's factor on the lr (scheduler: step)
+    # > 0: every batch holds batch_size - negatives_per_batch knowns and this many negatives, and an
+    # epoch is one pass over the knowns (the negatives cycle, reshuffled at each pass), as Outlier
+    # Exposure's code draws a batch of each (training.batches; an approach that trains on knowns
+    # only ignores it); 0: knowns and negatives share the batches of one shuffled order, an epoch one
+    # pass over both
+    negatives_per_batch: int = setting(int, 0, low=0)
+    # the fine-tunes (outlier-exposure-ft, energy-regularized-ft, mixoe-ft) exactly as their authors'
+    # code trains them: a batch of knowns and one of negatives at their sizes, the cosine stepped per
+    # step (true); false: the run's shared batches and a cosine stepped per epoch, half the samples
+    # an epoch (the benchmark's default: the fine-tunes are marked "not the authors' recipe"). Free
+    # to differ between a run and its checkpoints: a from-scratch approach never reads it, and a
+    # fine-tune's checkpoint holds the keys it set (batch_size, negatives_per_batch, scheduler)
+    fine_tune_exact: bool = setting(bool, False, resumable=True)
     # The hyper-parameters of the registered losses, by their constructor's keyword names
     # (losses.loss_settings; e.g. Objectosphere's xi and lambda, Eq. 2): {xi: 50, lambda: 1.0e-4}
     loss: Dict[str, Any] = field(default_factory=dict)
@@ -197,8 +212,10 @@ class TrainConfig:
             if not isinstance(values, dict):
                 raise ConfigError(f"config key '{where}detectors.{name}': must be a mapping of settings, "
                                   f"got {values!r}")
-        need(not (self.cuda_graph and self.scheduler == "onecycle"), "cuda_graph",
-             "cannot be true with scheduler: onecycle (its learning rate changes at every step, and a "
+        need(self.negatives_per_batch < self.batch_size, "negatives_per_batch",
+             f"must be below batch_size ({self.batch_size}): a batch needs a known")
+        need(not (self.cuda_graph and self.scheduler in STEPWISE_SCHEDULERS), "cuda_graph",
+             f"cannot be true with scheduler: {self.scheduler} (its learning rate changes at every step, and a "
              "captured step would be captured again at every replay)")
         self._check_loss_settings()
         return self
@@ -382,7 +399,8 @@ class ExperimentConfig:
         Returns:
             The run's :class:`TrainConfig`, validated.
         """
-        schedule = recipe_schedule(approach, self.train.fine_tune_epochs, self.train.protocol)
+        schedule = recipe_schedule(approach, self.train.fine_tune_epochs, self.train.protocol,
+                                   self.train.fine_tune_exact)
         return dataclasses.replace(self.train, approach=approach, seed=seed, **schedule).validate()
 
 

@@ -25,7 +25,6 @@
 from __future__ import annotations
 
 import dataclasses
-import functools
 import time
 from dataclasses import dataclass
 from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
@@ -39,6 +38,7 @@ from agnostophobia.models import build_model, loaded_weights
 from agnostophobia._killpoints import kill_point
 from agnostophobia.training import augment, device as devices, distributed
 from agnostophobia.training.adversarial import adversarial_loss
+from agnostophobia.training.batches import BatchPlan, epoch_order
 from agnostophobia.training.checkpoint import seed_everything
 from agnostophobia.training.compiled import CompiledOrEager, resolve_compile
 from agnostophobia.training.config import TrainConfig
@@ -47,6 +47,7 @@ from agnostophobia.training.cuda_graph import (CapturedStep, check_cuda_graph, c
 from agnostophobia.training.hostsync import HostCopy, read_once, to_device
 from agnostophobia.training.loaders import device_data, is_streamed
 from agnostophobia.training.precision import autocast, resolve_precision
+from agnostophobia.training.schedules import STEPWISE_SCHEDULERS, build_scheduler
 from agnostophobia.training.seed_batch import seed_layout
 
 # A non-finite training loss stops the run within this many optimiser steps (DivergenceWatch);
@@ -102,16 +103,6 @@ def host_labels(split, knowns_only: bool) -> np.ndarray:
     return labels[labels >= 0] if knowns_only else labels
 
 
-def one_cycle(step: int, total: int, warmup: float) -> float:
-    """The ``onecycle`` schedule's factor of ``lr`` after ``step`` optimiser steps of ``total``:
-    linear from 1/5 to 1 over the first ``warmup`` fraction, then linear to 0 at the last step
-    (airbench's triangular schedule, Jordan 2024, arXiv:2404.00498)."""
-    peak = max(1, round(warmup * total))
-    if step < peak:
-        return 0.2 + 0.8 * step / peak
-    return max(0.0, (total - step) / max(1, total - peak))
-
-
 def initialise_from_data(model: torch.nn.Module, split) -> None:
     """A model's data-dependent initialisation (e.g. :class:`~agnostophobia.models.AirbenchNet`'s
     patch whitening) from the training ``split``'s images, where it declares one; a resumed run
@@ -123,12 +114,6 @@ def initialise_from_data(model: torch.nn.Module, split) -> None:
     images = np.asarray(split.images)  # a view: the model reads the few it needs
     if len(images):
         initialise(torch.from_numpy(np.ascontiguousarray(images)))
-
-
-def epoch_order(n: int, seed: int, epoch: int) -> torch.Tensor:
-    """The shuffled sample order of one epoch, a function of (seed, epoch) only."""
-    generator = torch.Generator().manual_seed(seed * 1_000_003 + epoch)
-    return torch.randperm(n, generator=generator)
 
 
 class Training:
@@ -178,6 +163,9 @@ class Training:
         self.val_data = device_data(protocol.val, self.device, knowns_only, TensorData.from_split)
         if len(self.train_data) == 0:
             raise ValueError(f"protocol {protocol.name!r}: the training split has no usable samples")
+        # batches of fixed knowns and negatives (negatives_per_batch), or one shuffled order (None)
+        self.batch_plan = None if knowns_only else BatchPlan.for_labels(
+            host_labels(protocol.train, knowns_only), cfg.batch_size, cfg.negatives_per_batch)
         self._check_labels(protocol)
         self.class_weights = None
         if cfg.sample_weighting:  # from the labels on the host: nothing is read back from the device
@@ -217,12 +205,17 @@ class Training:
 
     @property
     def steps_scheduler(self) -> bool:
-        """Whether the learning-rate schedule moves after every step (onecycle), not every epoch."""
-        return self.cfg.scheduler == "onecycle"
+        """Whether the learning-rate schedule moves after every step (onecycle, cosine-per-step), not every epoch."""
+        return self.cfg.scheduler in STEPWISE_SCHEDULERS
+
+    @property
+    def epoch_length(self) -> int:
+        """Samples an epoch draws: each training sample once, or as :attr:`batch_plan` draws them."""
+        return len(self.train_data) if self.batch_plan is None else len(self.batch_plan)
 
     @property
     def steps_per_epoch(self) -> int:
-        return self.world.steps_per_epoch(len(self.train_data), self.cfg.batch_size)
+        return self.world.steps_per_epoch(self.epoch_length, self.cfg.batch_size)
 
     def _optimizer(self):
         params, cfg = [*self.model.parameters(), *self.loss_fn.parameters()], self.cfg
@@ -234,16 +227,7 @@ class Training:
                                nesterov=cfg.momentum > 0)
 
     def _scheduler(self):
-        cfg = self.cfg
-        if cfg.scheduler == "onecycle":  # stepped after every optimiser step (steps_scheduler)
-            return torch.optim.lr_scheduler.LambdaLR(
-                self.optimizer, functools.partial(one_cycle, total=cfg.epochs * self.steps_per_epoch,
-                                                  warmup=cfg.warmup_fraction))
-        if cfg.scheduler == "cosine":
-            return torch.optim.lr_scheduler.CosineAnnealingLR(self.optimizer, T_max=cfg.epochs)
-        if cfg.scheduler == "step":
-            return torch.optim.lr_scheduler.StepLR(self.optimizer, step_size=cfg.step_size, gamma=cfg.gamma)
-        return torch.optim.lr_scheduler.LambdaLR(self.optimizer, lambda epoch: 1.0)
+        return build_scheduler(self.optimizer, self.cfg, self.steps_per_epoch)
 
     def batch_loss(self, x, y, weights=None, shared: bool = False):
         """The loss (mean over the batch) and logits. In training mode through :attr:`network`
@@ -277,7 +261,9 @@ class Training:
 
     def epoch_order(self, epoch: int) -> torch.Tensor:
         """The epoch's sample order (n,), or each seed's (S, n), on the device."""
-        orders = [epoch_order(len(self.train_data), cfg.seed, epoch) for cfg in self.seed_cfgs]
+        plan = self.batch_plan
+        orders = [epoch_order(len(self.train_data), cfg.seed, epoch) if plan is None else plan.order(cfg.seed, epoch)
+                  for cfg in self.seed_cfgs]
         return to_device(self.seed_layout.stack(orders), self.device)
 
     def augment_generator(self, epoch: int) -> List[torch.Generator]:
@@ -496,9 +482,9 @@ def train_one_epoch_seeds(run: Training, epoch: int, bar=None) -> List[Dict[str,
         run.scheduler.step()
     run.world.sync_buffers(run.model)
     seconds = time.perf_counter() - start  # after the read: on a GPU, every step has run by then
-    data = run.train_data
-    return [{"train_loss": loss_sum / len(data), "train_acc": int(correct) / max(known_count(data), 1),
-             "train_images_per_s": len(data) / seconds, "train_seconds": seconds}
+    data, drawn = run.train_data, run.epoch_length
+    return [{"train_loss": loss_sum / drawn, "train_acc": int(correct) / max(known_count(data), 1),
+             "train_images_per_s": drawn / seconds, "train_seconds": seconds}
             for loss_sum, correct in zip(values[2 * count:3 * count], values[3 * count:])]
 
 
