@@ -233,10 +233,13 @@ def _fine_tune_row(approach: str, recipe, trains: List[tuple], images: str = "")
     one): its declaration, and the configs that change its epochs (``fine_tune_epochs``), read from them."""
     changed = [f"{where} epochs (``fine_tune_epochs``), not the recipe's {recipe.epochs}"
                for where in _config_values(trains, lambda train: train.fine_tune_epochs)]
+    shared = recipe.schedule()  # the default: the run's shared batches (fine_tune_exact: false)
     ours = (f"fine-tuned from the same seed's ``{recipe.start}`` network: {recipe.epochs} epochs, "
-            f"``{recipe.optimizer}`` at lr {recipe.lr:g}, ``{recipe.scheduler}``, weight decay {recipe.weight_decay:g}")
+            f"``{recipe.optimizer}`` at lr {recipe.lr:g}, ``{shared['scheduler']}``, weight decay "
+            f"{recipe.weight_decay:g}; with ``fine_tune_exact: true`` ``{recipe.scheduler}`` and batches of "
+            f"{recipe.batch[0]} knowns + {recipe.batch[1]} negatives")
     what = f"*recipe ({images})*" if images else "*recipe*"
-    return SourceRow([approach], what, ours, recipe.source, "; ".join(filter(None, [recipe.differs, *changed])))
+    return SourceRow([approach], what, ours, recipe.source, "; ".join(filter(None, [recipe.departures(), *changed])))
 
 
 def _provenance_row(approach: str, fact) -> SourceRow:

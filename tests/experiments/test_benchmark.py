@@ -732,7 +732,7 @@ def test_fine_tunes_that_depart_from_their_authors_recipe_say_so_beside_their_ro
     recipes = training_recipes(["softmax", "entropic", "outlier-exposure-ft"], {"protocol": "lenet++"})
     glyphs = recipe("outlier-exposure-ft", "lenet++")
     assert recipes["outlier-exposure-ft"]["lr"] == glyphs.lr == 1e-2  # OE's MNIST recipe on glyphs
-    assert recipes["outlier-exposure-ft"]["differs"] == glyphs.differs != ""
+    assert recipes["outlier-exposure-ft"]["differs"] == glyphs.departures() != ""
     assert recipes["softmax"]["start"] is None
     assert training_recipes(["outlier-exposure-ft"], {"protocol": "lenet++", "fine_tune_epochs": 1})[
         "outlier-exposure-ft"]["epochs"] == 1
@@ -741,8 +741,29 @@ def test_fine_tunes_that_depart_from_their_authors_recipe_say_so_beside_their_ro
     assert "| softmax | softmax |" in text  # from scratch: no mark
     section = text.split("## Training recipes")[1].split("\n## ")[0]
     assert "From scratch, with the budget's recipe" in section and "softmax, entropic" in section
-    assert f"Here it departs: {glyphs.differs}." in section and "SGD at lr 0.01, cosine schedule, 5 epoch(s)" in section
+    assert f"Here it departs: {glyphs.departures()}." in section and "SGD at lr 0.01, cosine schedule, 5 epoch(s)" in section
     assert "## Training recipes" not in _report(summarise(rows(), min_accuracy=0.985))  # an older benchmark.json
+
+
+def test_fine_tunes_trained_exactly_as_their_authors_code_lose_the_batches_departure():
+    """``fine_tune_exact: true``: the authors' batch of knowns and negatives and the per-step cosine; the
+    departure they removed is no longer listed, and OE on CIFAR, whose recipe departs in nothing else,
+    is no longer marked."""
+    from agnostophobia.experiments.benchmark import training_recipes
+    from agnostophobia.training.fine_tune import recipe
+
+    shared = training_recipes(["outlier-exposure-ft"], {"protocol": "cifar10-split"})["outlier-exposure-ft"]
+    exact = training_recipes(["outlier-exposure-ft"], {"protocol": "cifar10-split", "fine_tune_exact": True})[
+        "outlier-exposure-ft"]
+    assert shared["scheduler"] == "cosine" and "negatives_per_batch" not in shared and "128 + 256" in shared["differs"]
+    assert (exact["scheduler"], exact["batch_size"], exact["negatives_per_batch"], exact["differs"]) == (
+        "cosine-per-step", 384, 256, "")
+    glyphs = training_recipes(["outlier-exposure-ft"], {"protocol": "lenet++", "fine_tune_exact": True})[
+        "outlier-exposure-ft"]
+    assert glyphs["differs"] == recipe("outlier-exposure-ft", "lenet++").differs != ""  # Adam's start remains
+    text = _report(summarise(rows(), min_accuracy=0.985), recipes={"logitnorm": {**exact, "start": "softmax"}})
+    assert "(not the authors' recipe)" not in text
+    assert "cosine-per-step schedule, 10 epoch(s), batches of 128 knowns + 256 negatives" in text
 
 
 def test_one_seed_is_the_literatures_form_on_a_protocol_with_splits_only(tmp_path, capsys):

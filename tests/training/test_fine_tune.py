@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from agnostophobia.losses import LOSSES
-from agnostophobia.losses._base import FineTune
+from agnostophobia.losses.recipes import FineTune
 from agnostophobia.rundir import BEST, FINE_TUNE_START
 from agnostophobia.training.config import load_experiment
 
@@ -62,7 +62,7 @@ def test_fine_tune_epochs_shortens_the_recipe_and_nothing_else(name, tmp_path):
     experiment = load_experiment(config)
     recipe = LOSSES.get(name).fine_tune.for_images("glyph")  # TINY's protocol is lenet++
     cfg = experiment.for_approach(name, 0)
-    assert _schedule(cfg) == (2, recipe.lr, recipe.scheduler, recipe.optimizer, recipe.weight_decay)
+    assert _schedule(cfg) == (2, recipe.lr, recipe.schedule()["scheduler"], recipe.optimizer, recipe.weight_decay)
     assert experiment.for_approach("softmax", 0).epochs == TINY["epochs"]
     with pytest.raises(ConfigError, match="fine_tune_epochs"):
         load_experiment(write_config(tmp_path / "bad.yaml", approaches=["softmax", name], fine_tune_epochs=0))
@@ -132,3 +132,22 @@ def test_a_fine_tune_trained_with_an_older_recipe_still_reads(synth, tmp_path, c
     rewrite(0.5)
     with pytest.raises(RecordError, match="lr=0.5"):
         check_run(out, "test")
+
+
+def test_an_exact_fine_tune_trains_and_records_its_authors_batches(synth, tmp_path, capsys):
+    """``fine_tune_exact: true``: the fine-tune draws Outlier Exposure's MNIST batch (50 knowns + 100
+    negatives) with the per-step cosine, its record says so and names no departure but the start's
+    optimiser, and the run's records read back against that record, not against the shared batches."""
+    from agnostophobia.training.records import check_run
+
+    synth.lenet_set()
+    config = write_config(tmp_path / "tiny.yaml", approaches=["softmax", "outlier-exposure-ft"], fine_tune_epochs=1,
+                          fine_tune_exact=True)
+    out = tmp_path / "run"
+    code, _, err = run_main(["train", config, "--out", out, "--no-progress", "--data-dir", synth.root], capsys)
+    assert code == 0, err
+    recipe = json.loads((out / "seed0" / "outlier-exposure-ft" / FINE_TUNE_START).read_text())["recipe"]
+    mnist = LOSSES.get("outlier-exposure-ft").fine_tune.for_images("glyph")
+    assert (recipe["batch_size"], recipe["negatives_per_batch"], recipe["scheduler"]) == (150, 100, "cosine-per-step")
+    assert recipe["differs"] == mnist.differs
+    check_run(out, "test")

@@ -246,16 +246,16 @@ def write_benchmark(run_dir, min_accuracy: Optional[float] = None, log: Callable
 def training_recipes(approaches: Sequence[str], config: Dict) -> Dict[str, Dict]:
     """How each approach of the run trained, for the report's "Training recipes": a fine-tune's
     authors' recipe for the protocol's images (``start``, its schedule as the run applies it, with
-    ``fine_tune_epochs``: ``training.fine_tune.recipe_schedule``, the recipe's ``source`` and what
-    ``differs`` here); ``start`` None for an approach trained from scratch with the budget's recipe."""
-    from agnostophobia.training.fine_tune import recipe, recipe_schedule
+    ``fine_tune_epochs`` and ``fine_tune_exact``: :meth:`~agnostophobia.losses.FineTune.schedule`,
+    the recipe's ``source`` and what ``differs`` here: :meth:`~agnostophobia.losses.FineTune.departures`); ``start`` None for an approach trained from scratch with the budget's recipe."""
+    from agnostophobia.training.fine_tune import recipe
 
-    out = {}
+    out, exact = {}, bool(config.get("fine_tune_exact"))
     for approach in approaches:
         chosen = recipe(approach, config.get("protocol"))
         out[approach] = {"start": None} if chosen is None else {
-            "start": chosen.start, **recipe_schedule(approach, config.get("fine_tune_epochs"), config.get("protocol")),
-            "source": chosen.source, "differs": chosen.differs}
+            "start": chosen.start, **chosen.schedule(config.get("fine_tune_epochs"), exact),
+            "source": chosen.source, "differs": chosen.departures(exact)}
     return out
 
 

@@ -274,9 +274,16 @@ def _recipes_section(result: Dict) -> List[str]:
             continue
         said = (f"- **{approach}**{_recipe_mark(result, approach)}: fine-tunes the same seed's {r['start']} network, "
                 f"{r['optimizer'].upper() if r['optimizer'] == 'sgd' else r['optimizer']} at lr {r['lr']:g}, "
-                f"{r['scheduler']} schedule, {r['epochs']} epoch(s); the authors' recipe: {r['source']}.")
+                f"{r['scheduler']} schedule, {r['epochs']} epoch(s){_batches_said(r)}; the authors' recipe: "
+                f"{r['source']}.")
         lines.append(said + (f" Here it departs: {r['differs']}." if r.get("differs") else ""))
     return [*lines, ""]
+
+
+def _batches_said(recipe: Dict) -> str:
+    """", batches of K knowns + N negatives" for a fine-tune drawn as its authors draw it ("": shared batches)."""
+    negatives = recipe.get("negatives_per_batch")
+    return f", batches of {recipe['batch_size'] - negatives} knowns + {negatives} negatives" if negatives else ""
 
 
 def _distances_said(result: Dict) -> List[str]:

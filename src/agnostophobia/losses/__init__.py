@@ -24,8 +24,8 @@ from typing import Dict, Optional
 
 from ..errors import ConfigError
 from ..settings import Setting
-from ._base import (LOSSES, PAPER_APPROACHES, REDUCTIONS, FineTune, OpenSetLoss, Provenance, known_columns,
-                    with_logit_layer)
+from ._base import LOSSES, PAPER_APPROACHES, REDUCTIONS, OpenSetLoss, known_columns, with_logit_layer
+from .recipes import FineTune, Provenance
 from .baselines import BackgroundClassLoss, SoftmaxLoss
 from .entropic import EntropicOpenSetLoss
 from .objectosphere import ObjectosphereLoss

@@ -19,7 +19,7 @@ from __future__ import annotations
 import inspect
 import operator
 import warnings
-from typing import Dict, NamedTuple, Optional, Tuple
+from typing import Dict, Optional, Tuple
 
 import torch
 from torch import nn
@@ -28,6 +28,7 @@ from .._validation import int64_labels
 from ..errors import ConfigError
 from ..registry import Registry
 from ..settings import DeclaresSettings, Setting, declared_settings
+from .recipes import FineTune, Provenance
 
 #: Training losses by name; each entry is an ``nn.Module`` class taking
 #: ``(num_classes, **kwargs)``. An approach of the paper (Sec. 3-4) *is* its loss: the
@@ -93,89 +94,6 @@ def int64_label_tensor(labels, name: str = "labels") -> torch.Tensor:
         if labels.dtype in _FITS_INT64:
             return labels.long()
     return torch.as_tensor(int64_labels(labels, name, integral_floats=False))
-
-
-class Provenance(NamedTuple):
-    """Where a fact of an approach that is no setting comes from (a setting's is its
-    :class:`~agnostophobia.settings.Setting`'s ``source`` and ``differs``): what it is about
-    (``topic``: the loss itself, its recipe, its auxiliary outliers), what is done here
-    (``ours``), where the authors' or a library's choice was read (``source``) and what is
-    different here (``differs``; "": nothing). The docs' table of where each default comes from
-    (docs/training-peers.md) is made from these.
-
-    Examples:
-        >>> from agnostophobia.losses import LOSSES
-        >>> [fact.topic for fact in LOSSES.get("outlier-exposure").provenance]
-        ['auxiliary outliers']
-        >>> LOSSES.get("outlier-exposure").provenance[0].ours
-        "the protocol's negatives"
-    """
-
-    topic: str  # what it is about: "loss", "recipe", "auxiliary outliers"
-    ours: str  # what is done here
-    source: str  # where it was read: the paper, the authors' code, pytorch-ood 0.4.0, OpenOOD v1.5
-    differs: str = ""  # what is different here from that source ("": nothing)
-
-
-def from_scratch(source: str, differs: str = "") -> Provenance:
-    """The :class:`Provenance` of a recipe that trains from scratch for the run's epochs, learning
-    rate and schedule (an approach's ``scratch_recipe``), read in ``source``."""
-    return Provenance("recipe", "from scratch: the budget's epochs, learning rate and schedule", source, differs)
-
-
-def auxiliary_outliers(source: str) -> Provenance:
-    """The :class:`Provenance` of the negatives an approach that trains on them uses here (the
-    protocol's) against those its paper and code used, read in ``source``."""
-    return Provenance("auxiliary outliers", "the protocol's negatives", source,
-                      "EMNIST letters (``lenet++``); CIFAR-10 horse and ship (``cifar10-split``) or CIFAR-100 "
-                      "super-classes 0-9 (``cifar``)")
-
-
-class FineTune(NamedTuple):
-    """How a loss's paper trains it when it fine-tunes a trained network instead of training from
-    scratch: the run of ``start`` (another approach of the same run and seed) gives the initial
-    weights (its best checkpoint), then ``epochs`` at learning rate ``lr`` with ``scheduler``,
-    ``optimizer`` and ``weight_decay`` (SGD with the run's momentum, Nesterov, as the authors' code);
-    everything else is the run's. ``source`` says where the recipe comes from and ``differs`` what
-    is different here ("": nothing; a config's ``fine_tune_epochs`` is read from the configs, not
-    stated here). ``glyphs`` is the authors' recipe for grey glyph images (MNIST), where it is
-    another (None: this one): a protocol whose images are glyphs (``lenet++``) trains with it
-    (:meth:`for_images`).
-
-    Examples:
-        >>> from agnostophobia.losses import LOSSES
-        >>> recipe = LOSSES.get("outlier-exposure-ft").fine_tune
-        >>> recipe.start, recipe.epochs, recipe.lr, recipe.optimizer, recipe.weight_decay
-        ('softmax', 10, 0.001, 'sgd', 0.0005)
-        >>> mnist = recipe.for_images("glyph")  # Outlier Exposure's MNIST recipe
-        >>> mnist.epochs, mnist.lr, mnist.weight_decay
-        (5, 0.01, 0.0)
-    """
-
-    # the registered approach whose trained network (its best checkpoint) gives the initial weights
-    start: str
-    epochs: int  # how many epochs the fine-tuning trains
-    lr: float  # its learning rate
-    # its learning-rate schedule, a value of the config key scheduler: none, cosine, step, onecycle
-    scheduler: str
-    source: str  # where the recipe comes from (the paper and its section, the authors' code)
-    differs: str = ""  # what is different here from that source ("": nothing)
-    optimizer: str = "sgd"  # a value of the config key optimizer: the authors' code fine-tunes with SGD
-    weight_decay: float = 5e-4  # the optimizer's L2 penalty
-    # the authors' recipe for grey glyph images (MNIST) where it is another; None: this one
-    glyphs: Optional["FineTune"] = None
-
-    def for_images(self, kind: str) -> "FineTune":
-        """The recipe for a protocol whose images are of ``kind``.
-
-        Args:
-            kind: the kind of images of the protocol's input, ``glyph`` or ``natural``
-                (the ``kind`` of the protocol's ``InputSpec``).
-
-        Returns:
-            ``glyphs`` for glyphs where declared, else this recipe.
-        """
-        return self.glyphs if kind == "glyph" and self.glyphs is not None else self
 
 
 class OpenSetLoss(DeclaresSettings, nn.Module):

@@ -11,7 +11,8 @@ from torch import nn
 
 from ..errors import ConfigError
 from ..settings import Setting
-from ._base import LOSSES, OpenSetLoss, Provenance, from_scratch
+from ._base import LOSSES, OpenSetLoss
+from .recipes import Provenance, from_scratch
 
 #: The margin of the adversarial margin constraint, 1 as the authors' ``nn.MarginRankingLoss(margin=1.0)``.
 ARPL_MARGIN = 1.0

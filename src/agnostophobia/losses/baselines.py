@@ -4,7 +4,8 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from ._base import LOSSES, OpenSetLoss, Provenance
+from ._base import LOSSES, OpenSetLoss
+from .recipes import Provenance
 
 
 def softmax_per_sample(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:

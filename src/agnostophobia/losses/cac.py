@@ -9,7 +9,8 @@ from torch import nn
 
 from ..errors import ConfigError
 from ..settings import Setting
-from ._base import LOSSES, OpenSetLoss, Provenance, from_scratch
+from ._base import LOSSES, OpenSetLoss
+from .recipes import Provenance, from_scratch
 
 
 def anchor_distances(z: torch.Tensor, anchors: torch.Tensor) -> torch.Tensor:

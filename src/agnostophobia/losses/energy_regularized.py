@@ -6,9 +6,10 @@ import torch
 import torch.nn.functional as F
 
 from ..settings import Setting
-from ._base import LOSSES, FineTune, OpenSetLoss, auxiliary_outliers, from_scratch
+from ._base import LOSSES, OpenSetLoss
+from .recipes import FineTune, auxiliary_outliers, from_scratch
 from .baselines import softmax_per_sample
-from .outlier_exposure import FINE_TUNE_DIFFERS, glyph_recipe_at_own_lr
+from .outlier_exposure import glyph_recipe_at_own_lr
 
 
 @LOSSES.register("energy-regularized")
@@ -92,13 +93,15 @@ class EnergyRegularizedFineTuned(EnergyRegularizedLoss):
         >>> from agnostophobia.losses import LOSSES
         >>> recipe = LOSSES.get("energy-regularized-ft").fine_tune  # what it starts from, and how it trains
         >>> recipe.start, recipe.epochs, recipe.lr, recipe.scheduler, recipe.optimizer
-        ('softmax', 10, 0.001, 'cosine', 'sgd')
+        ('softmax', 10, 0.001, 'cosine-per-step', 'sgd')
     """
 
     title = "Energy-regularised (fine-tuned)"
-    fine_tune = FineTune("softmax", epochs=10, lr=1e-3, scheduler="cosine", optimizer="sgd", weight_decay=5e-4,
+    fine_tune = FineTune("softmax", epochs=10, lr=1e-3, scheduler="cosine-per-step", optimizer="sgd",
+                         weight_decay=5e-4, batch=(128, 256),
                          source="Liu et al. (NeurIPS 2020) Sec. 4.1; wetliu/energy_ood, CIFAR/train.py (Outlier "
                                 "Exposure's CIFAR/oe_tune.py with the energy term): loads ``./snapshots/pretrained``, "
                                 "``--epochs 10``, ``--learning_rate 0.001``, SGD momentum 0.9 Nesterov, "
-                                "``--decay 0.0005``, cosine (CIFAR/run.sh ``energy_ft``)",
-                         differs=FINE_TUNE_DIFFERS, glyphs=glyph_recipe_at_own_lr("CIFAR"))
+                                "``--decay 0.0005``, cosine per step to 10⁻⁶, ``--batch_size 128``, "
+                                "``--oe_batch_size 256`` (CIFAR/run.sh ``energy_ft``)",
+                         glyphs=glyph_recipe_at_own_lr("CIFAR"))

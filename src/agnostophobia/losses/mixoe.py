@@ -8,8 +8,9 @@ from typing import Optional
 import torch
 
 from ..settings import Setting
-from ._base import LOSSES, FineTune, OpenSetLoss, auxiliary_outliers, from_scratch
-from .outlier_exposure import FINE_TUNE_DIFFERS, glyph_recipe_at_own_lr
+from ._base import LOSSES, OpenSetLoss
+from .recipes import FineTune, auxiliary_outliers, from_scratch
+from .outlier_exposure import glyph_recipe_at_own_lr
 
 MIXES = ("mixup", "cutmix")
 
@@ -156,15 +157,18 @@ class MixOEFineTuned(MixOELoss):
         >>> from agnostophobia.losses import LOSSES
         >>> recipe = LOSSES.get("mixoe-ft").fine_tune  # what it starts from, and how it trains
         >>> recipe.start, recipe.epochs, recipe.lr, recipe.scheduler, recipe.weight_decay
-        ('softmax', 10, 0.001, 'cosine', 1e-05)
+        ('softmax', 10, 0.001, 'cosine-per-step', 1e-05)
     """
 
     title = "MixOE (fine-tuned)"
-    fine_tune = FineTune("softmax", epochs=10, lr=1e-3, scheduler="cosine", optimizer="sgd", weight_decay=1e-5,
+    fine_tune = FineTune("softmax", epochs=10, lr=1e-3, scheduler="cosine-per-step", optimizer="sgd",
+                         weight_decay=1e-5, batch=(128, 128),
                          source="Zhang et al. (WACV 2023); zjysteven/MixOE, train/train_mixoe.py: loads the "
                                 "baseline checkpoint, ``--epochs 10``, ``--lr 0.001``, SGD momentum 0.9 Nesterov, "
-                                "``--decay 0.00001``, cosine; OpenOOD "
+                                "``--decay 0.00001``, cosine per step to 10⁻⁶, as many negatives a step as "
+                                "knowns (``--batch-size 32`` for both on its fine-grained sets); OpenOOD "
                                 "scripts/ood/mixoe/cifar10_train_mixoe.sh: ``--network.pretrained True``, "
-                                "``--optimizer.lr 0.001``, ``--optimizer.num_epochs 10``",
-                         differs=FINE_TUNE_DIFFERS,
-                         glyphs=glyph_recipe_at_own_lr("fine-grained sets", oe_code="train/train_oe.py"))
+                                "``--optimizer.lr 0.001``, ``--optimizer.num_epochs 10``, "
+                                "``--dataset.train.batch_size 128``, ``--dataset.oe.batch_size 128``",
+                         glyphs=glyph_recipe_at_own_lr("fine-grained sets", oe_code="train/train_oe.py",
+                                                       negatives=50))

@@ -5,27 +5,24 @@ from __future__ import annotations
 import torch
 
 from ..settings import Setting
-from ._base import LOSSES, FineTune, OpenSetLoss, auxiliary_outliers, from_scratch
+from ._base import LOSSES, OpenSetLoss
+from .recipes import FineTune, auxiliary_outliers, from_scratch
 from .entropic import entropic_per_sample
 
 AVERAGES = ("per-term", "batch")
 
 
-#: What every fine-tune here does unlike the authors' code (hendrycks/outlier-exposure and the code
-#: built on it: wetliu/energy_ood, zjysteven/MixOE).
-FINE_TUNE_DIFFERS = ("the cosine schedule steps once per epoch to lr · (1 + cos(π (E-1)/E)) / 2 in the last "
-                     "epoch, the authors' once per step down to 10⁻⁶; knowns and negatives share batches of "
-                     "the run's size, the authors draw a batch of each (128 + 256 on CIFAR, 50 + 100 on MNIST)")
-
 #: Outlier Exposure's fine-tune on MNIST, the one MNIST recipe of the three fine-tuning papers: the
 #: fine-tunes of a protocol of glyph images (``lenet++``) train with it.
-OE_MNIST_RECIPE = FineTune("softmax", epochs=5, lr=1e-2, scheduler="cosine", optimizer="sgd", weight_decay=0.0,
+OE_MNIST_RECIPE = FineTune("softmax", epochs=5, lr=1e-2, scheduler="cosine-per-step", optimizer="sgd", weight_decay=0.0,
+                           batch=(50, 100),
                            source="hendrycks/outlier-exposure, MNIST/oe_tune.py: loads the baseline of "
                                   "MNIST/baseline.py (SGD at lr 0.01, 10 epochs), ``--epochs 5``, "
                                   "``--learning_rate 0.01`` (the baseline's own), SGD momentum 0.9 Nesterov, "
-                                  "no weight decay, cosine",
-                           differs=FINE_TUNE_DIFFERS + "; the network here trained with Adam (a peak lr of 3·10⁻³ "
-                                   "on LeNet++), the authors' with SGD at the fine-tune's lr")
+                                  "no weight decay, cosine per step to 10⁻⁶, ``--batch_size 50``, "
+                                  "``--oe_batch_size 100``",
+                           differs="the network here trained with Adam (a peak lr of 3·10⁻³ on LeNet++), the "
+                                   "authors' with SGD at the fine-tune's lr")
 
 #: Why the energy and MixOE fine-tunes on glyphs keep their authors' own learning rate, 10⁻³, in OE's MNIST
 #: recipe: measured with benchmarks/fine_tune_lr_stability.py from a LeNet++ softmax network of the
@@ -37,13 +34,14 @@ OWN_LR_ON_GLYPHS = ("at its authors' own fine-tune lr 10⁻³, not OE's MNIST lr
                     "own loss trains at either")
 
 
-def glyph_recipe_at_own_lr(authors_ran: str, oe_code: str = "") -> FineTune:
+def glyph_recipe_at_own_lr(authors_ran: str, oe_code: str = "", negatives: int = 100) -> FineTune:
     """The glyph recipe of a fine-tune whose authors ran no MNIST but extend Outlier Exposure's code:
     ``OE_MNIST_RECIPE`` at their own lr 10⁻³ (``OWN_LR_ON_GLYPHS``), its ``differs`` naming
-    what they ran (``authors_ran``) and the file of OE's code theirs extends (``oe_code``; "": unnamed)."""
+    what they ran (``authors_ran``) and the file of OE's code theirs extends (``oe_code``; "": unnamed);
+    ``negatives`` a step beside OE's 50 knowns (MixOE draws as many negatives as knowns)."""
     code = f" ({oe_code})" if oe_code else ""
     return OE_MNIST_RECIPE._replace(
-        lr=1e-3, differs=f"{OE_MNIST_RECIPE.differs}; the authors ran {authors_ran} only: this is Outlier "
+        lr=1e-3, batch=(OE_MNIST_RECIPE.batch[0], negatives), differs=f"{OE_MNIST_RECIPE.differs}; the authors ran {authors_ran} only: this is Outlier "
                          f"Exposure's MNIST recipe, whose code{code} theirs extends, {OWN_LR_ON_GLYPHS}")
 
 
@@ -124,14 +122,16 @@ class OutlierExposureFineTuned(OutlierExposureLoss):
         >>> from agnostophobia.losses import LOSSES
         >>> recipe = LOSSES.get("outlier-exposure-ft").fine_tune  # what it starts from, and how it trains
         >>> recipe.start, recipe.epochs, recipe.lr, recipe.scheduler, recipe.optimizer
-        ('softmax', 10, 0.001, 'cosine', 'sgd')
+        ('softmax', 10, 0.001, 'cosine-per-step', 'sgd')
         >>> recipe.for_images("glyph").epochs  # on MNIST: the authors' MNIST/oe_tune.py
         5
     """
 
     title = "Outlier Exposure (fine-tuned)"
-    fine_tune = FineTune("softmax", epochs=10, lr=1e-3, scheduler="cosine", optimizer="sgd", weight_decay=5e-4,
+    fine_tune = FineTune("softmax", epochs=10, lr=1e-3, scheduler="cosine-per-step", optimizer="sgd",
+                         weight_decay=5e-4, batch=(128, 256),
                          source="Hendrycks et al. (ICLR 2019) Sec. 4.2 and App. A; hendrycks/outlier-exposure, "
                                 "CIFAR/oe_tune.py: loads the pretrained baseline (trained at lr 0.1), ``--epochs 10``, "
-                                "``--learning_rate 0.001``, SGD momentum 0.9 Nesterov, ``--decay 0.0005``, cosine",
-                         differs=FINE_TUNE_DIFFERS, glyphs=OE_MNIST_RECIPE)
+                                "``--learning_rate 0.001``, SGD momentum 0.9 Nesterov, ``--decay 0.0005``, cosine "
+                                "per step to 10⁻⁶, ``--batch_size 128``, ``--oe_batch_size 256``",
+                         glyphs=OE_MNIST_RECIPE)

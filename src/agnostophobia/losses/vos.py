@@ -8,7 +8,8 @@ from torch import nn
 
 from ..errors import ConfigError
 from ..settings import Setting
-from ._base import LOSSES, OpenSetLoss, from_scratch
+from ._base import LOSSES, OpenSetLoss
+from .recipes import from_scratch
 
 #: Added to the shared covariance's diagonal, as the authors do, so that it stays invertible.
 COVARIANCE_RIDGE = 1e-4

@@ -40,33 +40,40 @@ def recipe(approach: str, protocol: Any = None):
     return declared.for_images(protocol_spec(protocol, "protocol").input.kind)
 
 
-def recipe_schedule(approach: str, epochs: Optional[int] = None, protocol: Any = None) -> Dict:
+def recipe_schedule(approach: str, epochs: Optional[int] = None, protocol: Any = None, exact: bool = False) -> Dict:
     """The config keys a fine-tuning ``approach``'s recipe on ``protocol`` sets over the run's ({}:
-    none): its epochs, learning rate, schedule, optimizer and weight decay; ``epochs`` (the config's
-    ``fine_tune_epochs``), where set, replaces the recipe's epochs."""
+    none): its epochs, learning rate, schedule, optimizer and weight decay, and with ``exact`` (the
+    config's ``fine_tune_exact``) the authors' batch of knowns and negatives
+    (:meth:`~agnostophobia.losses.FineTune.schedule`); ``epochs`` (the config's ``fine_tune_epochs``),
+    where set, replaces the recipe's epochs."""
     chosen = recipe(approach, protocol)
-    return {} if chosen is None else _schedule(chosen._asdict(), epochs)
+    return {} if chosen is None else chosen.schedule(epochs, exact)
 
 
-def _schedule(recipe_keys: Dict, epochs: Optional[int]) -> Dict:
-    """The config keys a recipe (as a mapping) sets; ``epochs``, where set, replaces its epochs."""
-    return {"epochs": recipe_keys["epochs"] if epochs is None else epochs,
-            **{key: recipe_keys[key] for key in ("lr", "scheduler", "optimizer", "weight_decay")}}
+#: The config keys a fine-tune's record (``fine_tune_start.json``) holds as it trained: those of
+#: :meth:`~agnostophobia.losses.FineTune.schedule`, and the batch's two (an older record lacks them:
+#: the run's batches trained it).
+SCHEDULE_KEYS = ("epochs", "lr", "scheduler", "optimizer", "weight_decay")
+BATCH_KEYS = ("batch_size", "negatives_per_batch")
 
 
 def trained_schedule(model: ModelDir, approach: str, config: Dict) -> Dict:
     """The config keys a trained fine-tune of the run ``config`` was trained with over the run's:
-    the recipe its ``fine_tune_start.json`` recorded (a run of an older version trained with the recipe
+    the schedule its ``fine_tune_start.json`` recorded (a run of an older version trained with the recipe
     of its day, and with the run's optimizer and weight decay where its record names none), else the
-    recipe it would train with now (:func:`recipe_schedule`). ``{}`` for an approach that trains from
+    schedule it would train with now (:func:`recipe_schedule`). ``{}`` for an approach that trains from
     scratch."""
     path = model.fine_tune_start
+    epochs = config.get("fine_tune_epochs")
     if start_approach(approach) is None or not path.is_file():
-        return recipe_schedule(approach, config.get("fine_tune_epochs"), config.get("protocol"))
+        return recipe_schedule(approach, epochs, config.get("protocol"), bool(config.get("fine_tune_exact")))
     recorded = {"epochs": None, "lr": None, "scheduler": None,  # an older record: the run's optimizer trained it
                 "optimizer": config.get("optimizer"), "weight_decay": config.get("weight_decay", 0.0),
                 **json.loads(path.read_text(encoding="utf-8")).get("recipe", {})}
-    return _schedule(recorded, config.get("fine_tune_epochs"))
+    schedule = {key: recorded[key] for key in SCHEDULE_KEYS}
+    if epochs is not None:
+        schedule["epochs"] = epochs
+    return {**schedule, **{key: recorded[key] for key in BATCH_KEYS if key in recorded}}
 
 
 def check_starts(approaches: Iterable[str], trained: Iterable[str] = ()) -> None:
@@ -80,11 +87,13 @@ def check_starts(approaches: Iterable[str], trained: Iterable[str] = ()) -> None
                               f"neither has nor trains: add {start} to the approaches (it trains first)")
 
 
-def start_weights(model: ModelDir, approach: str, protocol: Any = None) -> Tuple[Dict, Dict]:
-    """The weights a fine-tuning ``approach`` starts from (the state dict of the same seed's start
-    network, ``best.pt`` of the START folder beside the model's) and the record of them for
-    :data:`FINE_TUNE_START` (its checkpoint named relative to the seed's folder, and the recipe it
-    trains with on ``protocol``)."""
+def start_weights(model: ModelDir, cfg) -> Tuple[Dict, Dict]:
+    """The weights the fine-tuning run ``cfg`` (a :class:`~agnostophobia.training.config.TrainConfig`)
+    starts from (the state dict of the same seed's start network, ``best.pt`` of the START folder
+    beside the model's) and the record of them for :data:`FINE_TUNE_START` (its checkpoint named
+    relative to the seed's folder, and the recipe: as declared, with the config keys as the run
+    applies them and what departs from the authors' code)."""
+    approach, protocol = cfg.approach, cfg.protocol
     chosen = recipe(approach, protocol)
     start = model.sibling(chosen.start)
     path = start.best
@@ -95,7 +104,9 @@ def start_weights(model: ModelDir, approach: str, protocol: Any = None) -> Tuple
     checkpoint = load_checkpoint(path)
     record = {"approach": chosen.start, "checkpoint": path.relative_to(start.path.parent).as_posix(),
               "sha256": digest, "epoch": checkpoint.get("epoch"),
-              "recipe": {key: value for key, value in chosen._asdict().items() if key != "glyphs"}}
+              "recipe": {**{key: value for key, value in chosen._asdict().items() if key != "glyphs"},
+                         **{key: getattr(cfg, key) for key in (*SCHEDULE_KEYS, *BATCH_KEYS)},
+                         "differs": chosen.departures(cfg.fine_tune_exact)}}
     return checkpoint["model"], record
 
 

@@ -100,7 +100,7 @@ def _fit(run: Training, models: List[ModelDir], resume: bool, stop_after_epoch: 
         states = [{k: one[k] for k in states[0]} for one in saved]
     elif start_approach(cfg.approach) is not None:  # a fine-tune's first epoch: the start network's weights
         for i, model in enumerate(models):
-            weights, record = world.from_main(lambda model=model: start_weights(model, cfg.approach, cfg.protocol))
+            weights, record = world.from_main(lambda model=model: start_weights(model, cfg))
             run.load_seed_weights(i, weights)
             if world.is_main:
                 record_start(model, record)
