@@ -41,8 +41,9 @@ def glyph_recipe_at_own_lr(authors_ran: str, oe_code: str = "", negatives: int =
     ``negatives`` a step beside OE's 50 knowns (MixOE draws as many negatives as knowns)."""
     code = f" ({oe_code})" if oe_code else ""
     return OE_MNIST_RECIPE._replace(
-        lr=1e-3, batch=(OE_MNIST_RECIPE.batch[0], negatives), differs=f"{OE_MNIST_RECIPE.differs}; the authors ran {authors_ran} only: this is Outlier "
-                         f"Exposure's MNIST recipe, whose code{code} theirs extends, {OWN_LR_ON_GLYPHS}")
+        lr=1e-3, batch=(OE_MNIST_RECIPE.batch[0], negatives),
+        differs=f"{OE_MNIST_RECIPE.differs}; the authors ran {authors_ran} only: this is Outlier "
+                f"Exposure's MNIST recipe, whose code{code} theirs extends, {OWN_LR_ON_GLYPHS}")
 
 
 @LOSSES.register("outlier-exposure")
