@@ -72,14 +72,23 @@ class BatchPlan:
         return len(self.known) + self.steps * self.negatives
 
     def order(self, seed: int, epoch: int) -> torch.Tensor:
-        """The epoch's samples, batch after batch: each batch its knowns, then its negatives."""
+        """The epoch's samples, batch after batch, each batch's knowns and negatives interleaved
+        evenly (:func:`interleaved`), so that the contiguous shards DDP cuts a batch into hold them
+        in the batch's proportion (``training.distributed``)."""
         generator = _generator(seed, epoch)
         known = self.known[torch.randperm(len(self.known), generator=generator)]
         needed = self.steps * self.negatives
         passes = math.ceil(needed / len(self.negative))
         negative = torch.cat([self.negative[torch.randperm(len(self.negative), generator=generator)]
                               for _ in range(passes)])[:needed].view(self.steps, self.negatives)
-        padded = torch.full((self.steps * self.knowns_per_batch,), -1, dtype=known.dtype)
-        padded[:len(known)] = known
-        batches = torch.cat([padded.view(self.steps, self.knowns_per_batch), negative], dim=1).flatten()
-        return batches[batches >= 0]  # the last batch's missing knowns
+        per = self.knowns_per_batch
+        batches = [interleaved(known[step * per:(step + 1) * per], negative[step]) for step in range(self.steps)]
+        return torch.cat(batches)
+
+
+def interleaved(first: torch.Tensor, second: torch.Tensor) -> torch.Tensor:
+    """``first`` and ``second`` in one sequence, each spread evenly over it in its own order: the
+    i-th of ``first``'s k at (i + 1/2) / k of the way, the j-th of ``second``'s m at (j + 1/2) / m."""
+    where = torch.cat([(torch.arange(len(first)) + 0.5) / max(len(first), 1),
+                       (torch.arange(len(second)) + 0.5) / max(len(second), 1)])
+    return torch.cat([first, second])[torch.argsort(where, stable=True)]
