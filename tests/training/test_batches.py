@@ -110,3 +110,21 @@ def test_fine_tune_exact_trains_a_fine_tune_with_its_authors_batch_and_schedule(
     shared = experiment.for_approach("outlier-exposure-ft", seed=0)
     assert (shared.batch_size, shared.negatives_per_batch, shared.scheduler) == (
         experiment.train.batch_size, 0, "cosine")
+
+
+@pytest.mark.parametrize("size", [2, 3])
+def test_each_process_under_ddp_takes_its_share_of_a_batchs_knowns_and_negatives(size):
+    """DDP cuts every global batch into contiguous shards (``training.distributed``): each holds the
+    batch's proportion of negatives, to one, and together they are the batch."""
+    from agnostophobia.training.distributed import World
+
+    labels = _labels(knowns=60, negatives=40)
+    plan = BatchPlan.for_labels(labels, 24, 16)
+    order = plan.order(seed=0, epoch=0)
+    per_rank = [list(World(rank, size).shards(order, 24)) for rank in range(size)]
+    for step, whole in enumerate(order.split(24)):
+        parts = [per_rank[rank][step].indices for rank in range(size)]
+        assert torch.equal(torch.cat(parts), whole)
+        for part in parts:
+            share = 16 * len(part) / len(whole)
+            assert abs(int((labels[part.numpy()] < 0).sum()) - share) <= 1
