@@ -247,20 +247,16 @@ def training_recipes(approaches: Sequence[str], config: Dict) -> Dict[str, Dict]
     """How each approach of the run trained, for the report's "Training recipes": a fine-tune's
     authors' recipe for the protocol's images (``start``, its schedule as the run applies it, with
     ``fine_tune_epochs`` and ``fine_tune_exact``: :meth:`~agnostophobia.losses.FineTune.schedule`,
-    the recipe's ``source`` and what ``differs`` here: :meth:`~agnostophobia.losses.FineTune.departures`,
-    and epochs other than the recipe's); ``start`` None for an approach trained from scratch with the budget's recipe."""
+    the recipe's ``source`` and what ``differs`` here, epochs other than the recipe's included:
+    :meth:`~agnostophobia.losses.FineTune.departures`); ``start`` None for an approach trained from scratch with the budget's recipe."""
     from agnostophobia.training.fine_tune import recipe
 
     out, exact, epochs = {}, bool(config.get("fine_tune_exact")), config.get("fine_tune_epochs")
     for approach in approaches:
         chosen = recipe(approach, config.get("protocol"))
-        if chosen is None:
-            out[approach] = {"start": None}
-            continue
-        shortened = (f"{epochs} epoch(s) (the config's fine_tune_epochs), the authors' {chosen.epochs}"
-                     if epochs not in (None, chosen.epochs) else "")
-        out[approach] = {"start": chosen.start, **chosen.schedule(epochs, exact), "source": chosen.source,
-                         "differs": "; ".join(part for part in (chosen.departures(exact), shortened) if part)}
+        out[approach] = {"start": None} if chosen is None else {
+            "start": chosen.start, **chosen.schedule(epochs, exact), "source": chosen.source,
+            "differs": chosen.departures(exact, epochs)}
     return out
 
 

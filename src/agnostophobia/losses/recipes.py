@@ -119,19 +119,23 @@ class FineTune(NamedTuple):
             keys.update(batch_size=sum(self.batch), negatives_per_batch=self.batch[1])
         return keys
 
-    def departures(self, exact: bool = False) -> str:
+    def departures(self, exact: bool = False, epochs: Optional[int] = None) -> str:
         """What the run does unlike the authors' code.
 
         Args:
             exact: whether the run trains with the authors' batches and schedule (the config's
                 ``fine_tune_exact``).
+            epochs: the epochs the run trains where a config sets them (``fine_tune_epochs``); None:
+                the recipe's.
 
         Returns:
-            Without ``exact`` the shared batches and the per-epoch cosine, then ``differs``, joined
-            by "; " ("": nothing departs).
+            Without ``exact`` the shared batches and the per-epoch cosine, then ``differs``, then
+            epochs other than the recipe's, joined by "; " ("": nothing departs).
         """
         shared = "" if exact else (
             f"the cosine schedule steps once per epoch to lr · (1 + cos(π (E-1)/E)) / 2 in the last epoch, the "
             f"authors' once per step down to 10⁻⁶; knowns and negatives share batches of the run's size, the "
             f"authors draw a batch of each ({self.batch[0]} + {self.batch[1]}; fine_tune_exact: true trains so)")
-        return "; ".join(part for part in (shared, self.differs) if part)
+        shortened = (f"{epochs} epoch(s) (the config's fine_tune_epochs), the authors' {self.epochs}"
+                     if epochs not in (None, self.epochs) else "")
+        return "; ".join(part for part in (shared, self.differs, shortened) if part)

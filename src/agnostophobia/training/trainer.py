@@ -163,13 +163,13 @@ class Training:
         self.val_data = device_data(protocol.val, self.device, knowns_only, TensorData.from_split)
         if len(self.train_data) == 0:
             raise ValueError(f"protocol {protocol.name!r}: the training split has no usable samples")
+        train_labels = host_labels(protocol.train, knowns_only)  # on the host: nothing is read back from the device
         # batches of fixed knowns and negatives (negatives_per_batch), or one shuffled order (None)
         self.batch_plan = None if knowns_only else BatchPlan.for_labels(
-            host_labels(protocol.train, knowns_only), cfg.batch_size, cfg.negatives_per_batch)
+            train_labels, cfg.batch_size, cfg.negatives_per_batch)
         self._check_labels(protocol)
         self.class_weights = None
-        if cfg.sample_weighting:  # from the labels on the host: nothing is read back from the device
-            train_labels = host_labels(protocol.train, knowns_only)
+        if cfg.sample_weighting:
             self.class_weights = inverse_frequency_class_weights(train_labels, self.num_classes)
             val_labels = host_labels(protocol.val, knowns_only)
             for data, labels in ((self.train_data, train_labels), (self.val_data, val_labels)):
