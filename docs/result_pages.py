@@ -38,8 +38,7 @@ class ResultPage(NamedTuple):
 
 
 #: The published runs, by their label in provenance.md. A label's page is generated once its
-#: benchmark.json is committed; until then the page is the older, hand-assembled report of an
-#: earlier run, which says so.
+#: benchmark.json is committed; until then the page says that the run is not published yet.
 PAGES: Dict[str, ResultPage] = {
     "bench-lenet-5": ResultPage("guide/benchmark-lenet.md", "LeNet++ benchmark: the full report",
                                 "results/bench-lenet-5.json", "images/bench-lenet-5"),

@@ -743,6 +743,7 @@ def test_fine_tunes_that_depart_from_their_authors_recipe_say_so_beside_their_ro
     assert "| softmax | softmax |" in text  # from scratch: no mark
     section = text.split("## Training recipes")[1].split("\n## ")[0]
     assert "From scratch, with the budget's recipe" in section and "softmax, entropic" in section
+    assert "mark *not the authors' recipe* is about a fine-tune's own recipe" in section  # and not the protocol's
     assert f"Here it departs: {glyphs.departures()}." in section and "SGD at lr 0.01, cosine schedule, 5 epoch(s)" in section
     assert "## Training recipes" not in _report(summarise(rows(), min_accuracy=0.985))  # an older benchmark.json
 

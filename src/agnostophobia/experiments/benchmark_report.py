@@ -247,6 +247,13 @@ def _papers_rows(result: Dict, sets: List[str], marks: Dict) -> List[str]:
     return [*lines, ""]
 
 
+#: What the mark "(not the authors' recipe)" is about, and what it leaves to the protocol.
+RECIPE_MARK_COVERS = ("The mark *not the authors' recipe* is about a fine-tune's own recipe: optimiser, learning "
+                      "rate against the start network's, schedule, epochs, batches, and the loss's margins and "
+                      "weights. The network and the negatives are the protocol's for every approach, fine-tuned or "
+                      "not, and mark no row")
+
+
 def _departs(result: Dict, approach: str) -> bool:
     """Whether ``approach`` fine-tunes with its authors' recipe and departs from it (``recipes``)."""
     recipe = result.get("recipes", {}).get(approach, {})
@@ -269,6 +276,8 @@ def _recipes_section(result: Dict) -> List[str]:
         lines.append(f"From scratch, with the budget's recipe (budget {result['meta'].get('budget')}: the same "
                      f"optimiser, schedule and epochs for every approach, so that they differ by their loss): "
                      f"{', '.join(scratch)}.")
+    if any(r.get("start") for r in recipes.values()):
+        lines.append(f"{RECIPE_MARK_COVERS}.")
     for approach, r in recipes.items():
         if not r.get("start"):
             continue
@@ -436,9 +445,10 @@ def decision_rule(result: Dict) -> List[str]:
     """The report's paragraph on what its marks mean."""
     seeds = result["seeds"]
     return [f"Marks: each comparison of the mean D_a OSCR over seeds, decided against a margin declared before the "
-            f"run (±{MARGIN}): **better**/**worse**, the row is above/below its reference by at least the margin, "
-            f"with Holm-adjusted p below {ALPHA} within its family; **equivalent**, the 90 % interval of "
-            f"the difference lies inside ±{MARGIN} (two one-sided tests at {ALPHA}); **not resolved ({seeds} "
+            f"run (±{MARGIN}): **better**/**worse**, the difference is not 0 (Holm-adjusted p below {ALPHA} "
+            f"within its family) and its observed mean is at least the margin (its interval may reach below the "
+            f"margin); **equivalent**, the 90 % interval of the difference lies inside ±{MARGIN} (two one-sided "
+            f"tests at {ALPHA} for each pair, not adjusted for the family); **not resolved ({seeds} "
             f"seeds)**, neither: the data cannot say at this number of seeds. The standard error of a difference "
             f"is the seeds' spread and a paired bootstrap over the shared test samples, added in quadrature. "
             f"Families, each Holm-adjusted on its own at {ALPHA} (not the whole report): "
