@@ -20,6 +20,13 @@ TINY = {
     "budgets": {"smoke": {}},
 }
 
+#: ``--set`` options that cut the lenet++ smoke budget's images to a third (200 + 200 training images,
+#: 100 validation, 100 per test set), for the tests of whole ``benchmark`` commands: they check what
+#: the command does and keeps, which does not depend on the size, and training and storing the
+#: outputs of the full smoke budget was most of their time.
+SMALL_SMOKE = [f"--set=protocol_limits.{key}={n}" for key, n in
+               {"max_known_train": 200, "max_unknown_train": 200, "max_val": 100, "max_test_per_set": 100}.items()]
+
 
 def write_config(path: Path, **changes) -> Path:
     path.write_text(yaml.safe_dump({**TINY, **changes}))

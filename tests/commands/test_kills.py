@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 from reliability_table import proves
-from runs import run_cli
+from runs import SMALL_SMOKE, run_cli
 
 from agnostophobia._killpoints import POINTS_LOG_ENV
 
@@ -139,7 +139,7 @@ def test_two_commands_at_once_on_one_run_leave_one_whole_result(calibrated, unin
 # ------------------------------------------------------------------ the smoke benchmark
 def benchmark_args(out, data_dir):
     return ["benchmark", "lenet++", "--budget", "smoke", "--seeds", "2", "--set", "approaches=[softmax, entropic]",
-            "--out", out, "--no-progress", "--data-dir", data_dir]
+            *SMALL_SMOKE, "--out", out, "--no-progress", "--data-dir", data_dir]
 
 
 def benchmark_result(out: Path) -> dict:

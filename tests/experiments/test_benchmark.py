@@ -279,13 +279,14 @@ def test_benchmark_smoke_runs_every_approach_and_resumes(real_data_dir, tmp_path
     both, as each call scores the whole run again). The smoke budget's images are cut to a third
     (its 30 networks' training and outputs were most of this test's 450 s in CI, two workers on two
     cores); the report reads the same way at any size."""
+    from runs import SMALL_SMOKE
+
     from agnostophobia.cli import main
     from agnostophobia.losses import LOSSES
 
     out = tmp_path / "bench"
-    limits = {"max_known_train": 200, "max_unknown_train": 200, "max_val": 100, "max_test_per_set": 100}
     args = ["benchmark", "lenet++", "--budget", "smoke", "--seeds", "2", "--out", str(out), "--no-progress",
-            "--data-dir", str(real_data_dir), *(f"--set=protocol_limits.{key}={n}" for key, n in limits.items())]
+            "--data-dir", str(real_data_dir), *SMALL_SMOKE]
     assert main(args) == 0
     result = json.loads((out / BENCHMARK_JSON).read_text())
     assert {r["approach"] for r in result["rows"]} == set(LOSSES.names())
