@@ -135,6 +135,22 @@ def test_tuned_again_on_the_same_inputs_it_fits_nothing_and_writes_the_same_file
     assert chosen and all(line in again for line in chosen)  # the same choices, said alike
 
 
+def test_tuned_again_with_nothing_left_to_fit_computes_no_grid(run, monkeypatch):
+    """The paper's rows are never tuned (softmax's OpenMax), so they are no work left: tuned again on
+    the same inputs, no approach's grids are computed, and a resumed benchmark (two processes)
+    starts no process, which costs seconds each."""
+    from agnostophobia.deploy import ModelRequest
+    from agnostophobia.experiments import tune_detectors as module
+
+    request = ModelRequest(run, fpr=TUNE_FPR, partial=True)
+    first = module.tune_detectors(request, ["knn", "openmax"])
+    asked, grids_of = [], module.approach_grids
+    monkeypatch.setattr(module, "approach_grids",
+                        lambda approach, *args, **kwargs: asked.append(approach) or grids_of(approach, *args, **kwargs))
+    assert module.tune_detectors(request, ["knn", "openmax"], processes=2)["chosen"] == first["chosen"]
+    assert asked == []
+
+
 @pytest.mark.parametrize("change", ["validation outputs", "fpr", "last layer"])
 def test_a_grid_is_computed_again_when_what_it_was_computed_from_changed(run, monkeypatch, change):
     tune = ["tune-detectors", str(run), "--fpr", str(TUNE_FPR), "--detector", "knn"]

@@ -106,7 +106,9 @@ def tune_detectors(request: ModelRequest, detectors: Optional[Sequence[str]] = N
     inputs = {approach: _inputs_digests(approach, detectors, settings, float(fpr), dirs)
               for approach, dirs in by_approach.items()}
     kept = _kept_grids(records.tuned, inputs)
-    todo = {approach: [name for name in detectors if name not in kept.get(approach, {})] for approach in by_approach}
+    # only what is left to fit: an approach with nothing left starts no process (a resumed benchmark)
+    todo = {approach: [name for name in _tuned_on(approach, detectors) if name not in kept.get(approach, {})]
+            for approach in by_approach}
     grids = _approach_grids_of(by_approach, todo, settings, float(fpr), processes, validation)
     outcomes: Dict[str, Dict[str, Dict]] = {}  # the detectors that got no setting, and why, for the next tuning
     for approach in by_approach:
@@ -213,13 +215,19 @@ def approach_grids(approach: str, model_dirs: List[ModelDir], detectors: List[st
     validation outputs where already read (None: read here, as a child process does)."""
     if validation is None:
         validation = {model_dir: _validation(model_dir) for model_dir in model_dirs}
-    kept = {detector for detector, _ in paper_rows(approach)}
     out = []
-    for name in [d for d in detectors if d in applicable_detectors(approach) and d not in kept]:
+    for name in _tuned_on(approach, detectors):
         why = _not_applicable(name, validation[model_dirs[0]], approach)
         grid = None if why else _score_grid(name, settings.get(name, {}), model_dirs, validation, approach, fpr)
         out.append((name, why, grid))
     return out
+
+
+def _tuned_on(approach: str, detectors: Sequence[str]) -> List[str]:
+    """Those of ``detectors`` tuned on ``approach``'s models: the ones that apply to it, but for its
+    paper's rows, which keep the config's settings."""
+    kept = {detector for detector, _ in paper_rows(approach)}
+    return [d for d in detectors if d in applicable_detectors(approach) and d not in kept]
 
 
 def _selected_models(run_dir: Path, models, approaches: Optional[Sequence[str]]):
