@@ -363,6 +363,10 @@ def test_marks_are_decisions_and_no_difference_is_called_seed_to_seed_noise():
     said = " ".join(result["summary"])
     assert "Primary family, each approach with its paper's detector" in said
     assert "Secondary: detectors family" in said and "not resolved at 3 seeds" in said
+    # what each decision controls: Holm bounds a false better/worse of a zero difference; equivalence is per pair
+    assert "equivalent (within ±0.005, each pair at 0.05, not adjusted)" in said
+    assert "the difference is not 0 (Holm-adjusted p below 0.05 within its family) and its observed mean is at " \
+           "least the margin" in text
 
 
 def test_a_tiny_difference_that_barely_moves_between_seeds_is_not_called_worse():

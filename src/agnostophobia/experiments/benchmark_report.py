@@ -51,7 +51,7 @@ def _decisions_said(result: Dict) -> List[str]:
                      f"Holm's correction within this family at {ALPHA}, margin {MARGIN}: {len(named[BETTER])} better "
                      f"({', '.join(named[BETTER]) or 'none'}), {len(named[WORSE])} worse "
                      f"({', '.join(named[WORSE]) or 'none'}), {counts[EQUIVALENT]} equivalent (within "
-                     f"±{MARGIN}), {counts[NOT_RESOLVED]} not resolved at {seeds} seeds. "
+                     f"±{MARGIN}, each pair at {ALPHA}, not adjusted), {counts[NOT_RESOLVED]} not resolved at {seeds} seeds. "
                      + _resolution_said(resolution))
     if any(result["tests"].values()):
         bootstrap = result.get("sample_bootstrap")
