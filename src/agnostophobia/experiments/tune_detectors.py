@@ -209,14 +209,15 @@ def _approach_grids_of(by_approach: Dict[str, List[Path]], detectors: Dict[str, 
 def approach_grids(approach: str, model_dirs: List[ModelDir], detectors: List[str], settings: Dict,
                    fpr: float, validation: Optional[Dict[Path, Dict[str, np.ndarray]]] = None
                    ) -> List[Tuple[str, Optional[str], Optional[List[Dict]]]]:
-    """For each detector to tune on ``approach``'s models: ``(name, why not applicable, None)``, or
-    ``(name, None, grid)`` with every grid point's mean validation CCR (:func:`_score_grid`). The
-    paper's rows keep the config's settings and are left out. ``validation``: the models' stored
-    validation outputs where already read (None: read here, as a child process does)."""
+    """For each of ``detectors`` on ``approach``'s models: ``(name, why not applicable, None)``, or
+    ``(name, None, grid)`` with every grid point's mean validation CCR (:func:`_score_grid`).
+    ``detectors``: those left to tune, already without the paper's rows and those that do not apply
+    (:func:`_tuned_on`). ``validation``: the models' stored validation outputs where already read
+    (None: read here, as a child process does)."""
     if validation is None:
         validation = {model_dir: _validation(model_dir) for model_dir in model_dirs}
     out = []
-    for name in _tuned_on(approach, detectors):
+    for name in detectors:
         why = _not_applicable(name, validation[model_dirs[0]], approach)
         grid = None if why else _score_grid(name, settings.get(name, {}), model_dirs, validation, approach, fpr)
         out.append((name, why, grid))
