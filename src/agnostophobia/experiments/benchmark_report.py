@@ -51,7 +51,8 @@ def _decisions_said(result: Dict) -> List[str]:
                      f"Holm's correction within this family at {ALPHA}, margin {MARGIN}: {len(named[BETTER])} better "
                      f"({', '.join(named[BETTER]) or 'none'}), {len(named[WORSE])} worse "
                      f"({', '.join(named[WORSE]) or 'none'}), {counts[EQUIVALENT]} equivalent (within "
-                     f"±{MARGIN}, each pair at {ALPHA}, not adjusted), {counts[NOT_RESOLVED]} not resolved at {seeds} seeds. "
+                     f"±{MARGIN}, each pair at {ALPHA}, not adjusted), {counts[NOT_RESOLVED]} not resolved at "
+                     f"{seeds} seeds. "
                      + _resolution_said(resolution))
     if any(result["tests"].values()):
         bootstrap = result.get("sample_bootstrap")
@@ -247,11 +248,13 @@ def _papers_rows(result: Dict, sets: List[str], marks: Dict) -> List[str]:
     return [*lines, ""]
 
 
-#: What the mark "(not the authors' recipe)" is about, and what it leaves to the protocol.
-RECIPE_MARK_COVERS = ("The mark *not the authors' recipe* is about a fine-tune's own recipe: optimiser, learning "
-                      "rate against the start network's, schedule, epochs, batches, and the loss's margins and "
-                      "weights. The network and the negatives are the protocol's for every approach, fine-tuned or "
-                      "not, and mark no row")
+#: The mark beside a fine-tune's row that departs from its authors' recipe, and what it is about (and
+#: what it leaves to the protocol).
+RECIPE_MARK = "not the authors' recipe"
+RECIPE_MARK_COVERS = (f"The mark *{RECIPE_MARK}* is about a fine-tune's own recipe: optimiser, learning rate against "
+                      f"the start network's, schedule, epochs, batches, and the loss's margins and weights. The "
+                      f"network and the negatives are the protocol's for every approach, fine-tuned or not, and mark "
+                      f"no row.")
 
 
 def _departs(result: Dict, approach: str) -> bool:
@@ -261,7 +264,7 @@ def _departs(result: Dict, approach: str) -> bool:
 
 
 def _recipe_mark(result: Dict, approach: str) -> str:
-    return " (not the authors' recipe)" if _departs(result, approach) else ""
+    return f" ({RECIPE_MARK})" if _departs(result, approach) else ""
 
 
 def _recipes_section(result: Dict) -> List[str]:
@@ -277,7 +280,7 @@ def _recipes_section(result: Dict) -> List[str]:
                      f"optimiser, schedule and epochs for every approach, so that they differ by their loss): "
                      f"{', '.join(scratch)}.")
     if any(r.get("start") for r in recipes.values()):
-        lines.append(f"{RECIPE_MARK_COVERS}.")
+        lines.append(RECIPE_MARK_COVERS)
     for approach, r in recipes.items():
         if not r.get("start"):
             continue
