@@ -112,16 +112,20 @@ def greedy_set_cover(points: torch.Tensor, radius: torch.Tensor, metric: _Metric
         order = np.lexsort((np.arange(n), -bound))
         block, outside = order[:rows], (bound[order[rows]] if n > rows else 0)
         inside = covers(block) & uncovered
+        counts = _row_counts(inside)
         while True:
-            counts = _row_counts(inside)
             best = int(torch.argmax(counts))  # the first maximum: the block is in (bound, index) order
             if counts[best] == 0 or counts[best] < outside:
                 break
             chosen.append(int(block[best]))
-            newly = inside[best].clone()
-            uncovered &= ~newly
-            inside &= ~newly
-        bound[block] = _row_counts(inside).numpy()
+            # the counts lose the columns the pick newly covers, counted in those columns alone:
+            # all picks together touch each column once, where counting whole rows again after
+            # each pick read the block once per pick
+            newly = torch.nonzero(inside[best]).squeeze(1)
+            uncovered[newly] = False
+            counts -= _row_counts(inside[:, newly])
+            inside[:, newly] = False
+        bound[block] = counts.numpy()
     return np.array(chosen, dtype=np.int64)
 
 
