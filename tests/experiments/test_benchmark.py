@@ -451,7 +451,7 @@ def test_a_fine_tune_that_departs_from_its_authors_recipe_is_marked_in_every_tab
               "source": "the paper", "differs": "a cosine step per epoch"}
     text = _report(summarise(rows(), min_accuracy=0.985), recipes={"logitnorm": recipe, "softmax": {}})
     sections = {part.split("\n", 1)[0]: part for part in text.split("\n## ")[1:]}
-    for title in ("OSCR", "devanagari (1,000 unknowns)", "Each approach with its paper's detector",
+    for title in ("OSCR", "devanagari (D_a, 1,000 unknowns)", "Each approach with its paper's detector",
                   "Every approach with every detector (mean D_a OSCR)"):
         lines = [line for line in sections[title].splitlines() if "| logitnorm" in line]
         assert lines and all("(not the authors' recipe)" in line for line in lines), title
@@ -666,7 +666,7 @@ def test_each_test_set_reports_fpr95_and_aupr_in_and_out():
     assert cell["aupr_out"]["mean"] == pytest.approx(np.mean([0.40 ** 2, 0.45 ** 2, 0.42 ** 2]))
     assert cell["ccr_at_lowest_fpr"]["seeds"] == 3
     text = _report(result)
-    section = text.split("## devanagari (1,000 unknowns)", 1)[1].split("\n## ", 1)[0]
+    section = text.split("## devanagari (D_a, 1,000 unknowns)", 1)[1].split("\n## ", 1)[0]
     header = next(line for line in section.splitlines() if line.startswith("| approach/detector"))
     assert "| FPR@95%TPR | AUPR-In | AUPR-Out |" in header and "CCR@0.01 (10/#unknowns)" in header
     line = next(line for line in section.splitlines() if line.startswith("| softmax/softmax |"))
@@ -790,3 +790,40 @@ def test_one_seed_is_the_literatures_form_on_a_protocol_with_splits_only(tmp_pat
     _check_seeds(1, has_splits=True)  # osr-mnist, osr-cifar10
     with pytest.raises(AgnostophobiaError, match="--seeds 0"):
         _check_seeds(0, has_splits=True)
+
+
+# ------------------------------------------------------------------ what the review of a 4-seed preview asked
+def test_the_paragraph_says_where_the_linear_area_is_at_its_ceiling_and_which_rows_are_below_chance():
+    """Two approaches whose mean D_a OSCR is within CEILING_GAP of their closed-set accuracy: the
+    paragraph says that the tests then compare accuracies; a detector whose OSCR is under half the
+    accuracy (where a score blind to the unknowns lies) is named below chance. Neither sentence
+    appears where no row is at the ceiling or below chance."""
+    from agnostophobia.experiments.benchmark_report import CEILING_GAP
+
+    capped = [_row(REFERENCE_APPROACH, REFERENCE_DETECTOR, [0.9895, 0.9900, 0.9905], [0.99] * 3),
+              _row("background", "background", [0.9895, 0.9897, 0.9899], [0.99] * 3),
+              _row("softmax", REFERENCE_DETECTOR, [0.97, 0.96, 0.98], [0.99] * 3),
+              _row("softmax", "max-logit", [0.30, 0.31, 0.32], [0.99] * 3)]
+    said = summarise(capped, min_accuracy=0.985)["summary"]
+    ceiling = [line for line in said if line.startswith("At the ceiling")]
+    assert len(ceiling) == 1 and "2 of the 3 converged approaches" in ceiling[0]
+    assert f"within {CEILING_GAP} of their closed-set accuracy (entropic, background)" in ceiling[0]
+    below = [line for line in said if line.startswith("Below chance")]
+    assert len(below) == 1 and "softmax/max-logit 0.310" in below[0] and "softmax/softmax" not in below[0]
+    plain = summarise([capped[0], capped[2]], min_accuracy=0.985)["summary"]  # one at the ceiling: no sentence
+    assert not any(line.startswith(("At the ceiling", "Below chance")) for line in plain)
+
+
+def test_the_known_unknowns_are_labelled_d_b_and_the_budgets_recipe_is_given():
+    """Every column and section of a set names its role (letters: D_b, the negatives' classes;
+    devanagari: D_a); the report says who trained on the D_b classes, and the recipe every approach
+    from scratch trained with."""
+    result = summarise(rows(), min_accuracy=0.985)
+    text = _report(result, trained_on_negatives=["entropic"], recipes={"softmax": {"start": None}},
+                   budget_recipe={"optimizer": "adam", "lr": 0.003, "weight_decay": 0.0, "scheduler": "onecycle",
+                                  "epochs": 3, "batch_size": 128})
+    assert "| letters (D_b) OSCR | devanagari (D_a) OSCR |" in text
+    assert "## letters (D_b, 1,000 unknowns)" in text and "## devanagari (D_a, 1,000 unknowns)" in text
+    assert "D_b (letters): test images of the classes whose training images are the negatives of the approaches " \
+           "trained with negatives (entropic)" in text
+    assert "adam at lr 0.003, weight decay 0, onecycle schedule, 3 epoch(s), batches of 128" in text

@@ -93,6 +93,9 @@ from agnostophobia.experiments.benchmark_splits import extra_data_approaches, wr
 from agnostophobia.experiments.request import RunRequest
 from agnostophobia.rundir import RunDir
 
+#: The keys of the run's config the report gives as the budget's recipe, the one every approach from
+#: scratch trains with.
+BUDGET_RECIPE = ("optimizer", "lr", "weight_decay", "scheduler", "epochs", "batch_size")
 _FORMAT = 3  # 3: every choice on validation data, the ranking metric chosen by RANKING_RULE; 2: three families
 #              of tests, each with its decision against MARGIN (1: "significant" per test)
 #: Seeds per approach unless ``--seeds`` says otherwise: five (issue 55: OpenOOD's three give a 95 % t
@@ -207,6 +210,7 @@ def write_benchmark(run_dir, min_accuracy: Optional[float] = None, log: Callable
     """Tune the detectors on validation data, score every row and write ``benchmark.json`` and
     ``benchmark.md`` (each atomically, under the run's lock) from a trained run's stored outputs."""
     from agnostophobia.deploy.compare import compare_models
+    from agnostophobia.losses import LOSSES
     from agnostophobia.training.records import check_run
 
     run_dir = Path(run_dir)
@@ -228,6 +232,8 @@ def write_benchmark(run_dir, min_accuracy: Optional[float] = None, log: Callable
                          f"the other approaches never saw; their rows are marked (extra data) and ranked apart, "
                          f"after the others, their ranks counted among themselves")
         result["recipes"] = training_recipes(approaches, records.config)
+        result["budget_recipe"] = {key: records.config.get(key) for key in BUDGET_RECIPE}
+        result["trained_on_negatives"] = [a for a in approaches if a in LOSSES and LOSSES.get(a).trains_on_unknowns]
         result.update({"format": _FORMAT, "tuning": tuning, "notes": notes + comparison.notes,
                        "val_negatives": comparison.val_negatives, "test_sets": comparison.test_sets,
                        "fprs": comparison.fprs, "meta": _meta(records.meta)})

@@ -79,6 +79,7 @@ def what_the_data_says(result: Dict) -> List[str]:
                          f"{np.mean(top['mean_oscr_per_seed']):.3f} over {len(top['seeds'])} seeds), "
                          f"of {len(ranked)} ranked rows{among}.")
     lines += _decisions_said(result)
+    lines += _ceiling_said(result) + _below_chance_said(result)
     loose = sorted({r["approach"] for r in rows if r["converged"] is False})
     if loose:
         acc = ", ".join(_accuracy_said(result["accuracy"].get(a), a) for a in loose)
@@ -97,6 +98,46 @@ def what_the_data_says(result: Dict) -> List[str]:
         lines.append(f"More than {TIE_FLAG:.0%} of the samples tie across the kinds (known and unknown) in: "
                      f"{', '.join(tied)} (marked †).")
     return lines
+
+
+#: A mean D_a OSCR this close to the closed-set accuracy (its ceiling) reads little beyond the accuracy.
+CEILING_GAP = 0.001
+
+
+def _ceiling_said(result: Dict) -> List[str]:
+    """Where the linear OSCR area, which the tests and their margin read, sits at its ceiling (the
+    closed-set accuracy) for two or more converged approaches with their paper's detector: between
+    those, "equivalent" compares accuracies, and the low-FPR columns are where they differ."""
+    rows = [r for r in papers_rows(result["rows"]) if r["converged"] is not False and r["mean_oscr_per_seed"]]
+    capped = [r["approach"] for r in rows
+              if r["closed_set_accuracy"]["mean"] - float(np.mean(r["mean_oscr_per_seed"])) < CEILING_GAP]
+    if len(capped) < 2:
+        return []
+    return [f"At the ceiling: the mean D_a OSCR of {len(capped)} of the {len(rows)} converged approaches with their "
+            f"paper's detector is within {CEILING_GAP} of their closed-set accuracy ({', '.join(capped)}). Between "
+            f"them the linear area, which the tests and their margin read, compares closed-set accuracy: "
+            f"*equivalent* there says the accuracies are within ±{MARGIN}, not that they reject the unknowns alike; "
+            f"the log-FPR area and the CCR columns read the low-FPR end, where they may differ."]
+
+
+def _below_chance_said(result: Dict) -> List[str]:
+    """The converged rows whose mean D_a OSCR is under half their closed-set accuracy: a score that
+    ignored the unknowns would lie at half (CCR = accuracy x FPR), so theirs puts the unknowns above
+    the knowns; a test against such a row says the detector fails on that network."""
+    below = [(r["row"], float(np.mean(r["mean_oscr_per_seed"]))) for r in result["rows"]
+             if r["converged"] is not False and r["mean_oscr_per_seed"]
+             and np.mean(r["mean_oscr_per_seed"]) < 0.5 * r["closed_set_accuracy"]["mean"]]
+    if not below:
+        return []
+    return [f"Below chance (mean D_a OSCR under half the closed-set accuracy, where a score blind to the unknowns "
+            f"lies, so the score puts the unknowns above the knowns): "
+            + ", ".join(f"{row} {value:.3f}" for row, value in below)
+            + ". A *better* or *worse* against one of these says that detector fails on that network."]
+
+
+def _set_name(name: str) -> str:
+    """A test set's name with its role: ``letters (D_b)``, ``notmnist (D_a)``."""
+    return f"{name} ({unknown_set(name).role})"
 
 
 def _number(value: Optional[float], digits: int = 3) -> str:
@@ -122,8 +163,8 @@ def _intro(result: Dict, run_name: str) -> List[str]:
             "Each cell: mean over seeds [95 % t interval over seeds, cut to [0, 1]]. OSCR: area under the OSCR curve "
             "(CCR against FPR, linear FPR axis; at most the closed-set accuracy). Every number shown is a test "
             f"number unless its column says validation; rows are ranked by the validation "
-            f"{result['ranking']['title']} (mean over seeds), the ranking metric the declared rule chose on "
-            "validation data (\"Choosing the ranking metric\"); † more than 1 % of that set's samples tie "
+            f"{result['ranking']['title']}{_validation_fpr_said(result)} (mean over seeds), the ranking metric "
+            "the declared rule chose on validation data (\"Choosing the ranking metric\"); † more than 1 % of that set's samples tie "
             "with a sample of the other kind."
             + (" Rows marked (extra data) trained on negatives from an outside set the others never saw: "
                "they are ranked apart, after the others, E1 their best." if _has_extra(result) else "")]
@@ -157,7 +198,7 @@ def _oscr_table(result: Dict, marks: Dict) -> List[str]:
     and the secondary families' marks."""
     sets, metric = list(result["test_sets"]), result["ranking"]["chosen"]
     header = ["rank", "approach/detector", "closed-set acc.", "val acc.", f"val {result['ranking']['title']} (ranked by)",
-              *(f"{s} OSCR" for s in sets), "vs EOS, same detector (secondary)", "vs MSP (secondary)"]
+              *(f"{_set_name(s)} OSCR" for s in sets), "vs EOS, same detector (secondary)", "vs MSP (secondary)"]
     lines = ["## OSCR", "", _row_md(header), _rule(header)]
     for row in result["rows"]:
         cells = [_rank_cell(row), _label(result, row), _fmt(row["closed_set_accuracy"]),
@@ -176,7 +217,7 @@ def _set_table(result: Dict, name: str) -> List[str]:
     lowest = f"CCR@{10 / unknowns:.2g} (10/#unknowns)" if unknowns else "CCR@10/n"
     header = ["approach/detector", "AUROC", "FPR@95%TPR", "AUPR-In", "AUPR-Out", *(f"CCR@{k}" for k in keys),
               lowest, "tied share"]
-    lines = [f"## {name} ({unknowns:,} unknowns)", "", "FPR@95%TPR: the FPR on the unknowns at "
+    lines = [f"## {name} ({unknown_set(name).role}, {unknowns:,} unknowns)", "", "FPR@95%TPR: the FPR on the unknowns at "
              "the highest threshold that accepts 95 % of the knowns; AUPR-In: average precision with the knowns "
              "positive, AUPR-Out: with the unknowns positive (ranked by the negated score); a tie group is "
              "taken whole.", "", _row_md(header), _rule(header)]
@@ -221,7 +262,7 @@ def _papers_rows(result: Dict, sets: List[str], marks: Dict) -> List[str]:
     near = "near " if far else ""
     header = ["approach", "detector", "closed-set acc.", "val acc.", f"mean {near}D_a OSCR",
               f"mean {near}D_a OSCR, log FPR", *(["mean far D_a OSCR"] if far else []),
-              *(f"{s} OSCR" for s in sets), "vs EOS (primary)"]
+              *(f"{_set_name(s)} OSCR" for s in sets), "vs EOS (primary)"]
     lines = ["## Each approach with its paper's detector", "",
              "OSCR, log FPR: the area under the same curve over a log FPR axis from the smallest FPR each set "
              "resolves (10/#unknowns) to 1, normalised to [0, 1]: it reads the low-FPR end, where networks "
@@ -239,7 +280,7 @@ def _papers_rows(result: Dict, sets: List[str], marks: Dict) -> List[str]:
         lines.append(_row_md([*cells, marks["primary"].get(row["row"], "")]))
     keys = fpr_keys(result["fprs"])
     if keys:  # the low-FPR end, which the OSCR area on its linear axis weighs little
-        header = ["approach", "detector", *(f"{s} CCR@{keys[0]}" for s in sets)]
+        header = ["approach", "detector", *(f"{_set_name(s)} CCR@{keys[0]}" for s in sets)]
         lines += ["", f"CCR at {keys[0]}, the smallest FPR of the report's columns, the same rows. "
                   f"{_columns_resolution(result)}", "", _row_md(header), _rule(header)]
         for row in papers_rows(result["rows"]):
@@ -276,9 +317,10 @@ def _recipes_section(result: Dict) -> List[str]:
     scratch = [a for a, r in recipes.items() if not r.get("start")]
     lines = ["## Training recipes", ""]
     if scratch:
-        lines.append(f"From scratch, with the budget's recipe (budget {result['meta'].get('budget')}: the same "
-                     f"optimiser, schedule and epochs for every approach, so that they differ by their loss): "
-                     f"{', '.join(scratch)}.")
+        lines.append(f"From scratch, with the budget's recipe (budget {result['meta'].get('budget')}"
+                     f"{_budget_recipe_said(result.get('budget_recipe'))}; the same for every approach, which differ "
+                     f"by their loss, by the negatives of those trained with them and by the output layer their "
+                     f"loss declares): {', '.join(scratch)}.")
     if any(r.get("start") for r in recipes.values()):
         lines.append(RECIPE_MARK_COVERS)
     for approach, r in recipes.items():
@@ -290,6 +332,15 @@ def _recipes_section(result: Dict) -> List[str]:
                 f"{r['source']}.")
         lines.append(said + (f" Here it departs: {r['differs']}." if r.get("differs") else ""))
     return [*lines, ""]
+
+
+def _budget_recipe_said(recipe: Optional[Dict]) -> str:
+    """": Adam at lr 0.003, onecycle schedule, 3 epochs, batches of 128" (nothing for an older record)."""
+    if not recipe:
+        return ""
+    optimizer = recipe["optimizer"].upper() if recipe["optimizer"] == "sgd" else recipe["optimizer"]
+    return (f": {optimizer} at lr {recipe['lr']:g}, weight decay {recipe['weight_decay']:g}, {recipe['scheduler']} "
+            f"schedule, {recipe['epochs']} epoch(s), batches of {recipe['batch_size']}")
 
 
 def _batches_said(recipe: Dict) -> str:
@@ -305,13 +356,28 @@ def _distances_said(result: Dict) -> List[str]:
     if not ranked:  # a report written before the sets were grouped by distance
         return []
     kinds = {unknown_set(name).proximity for name in ranked}
+    lines = _known_unknowns_said(result)
     if far:
-        return [f"Near and far unknowns apart: the mean near D_a OSCR ({', '.join(ranked)}) is what rows are ranked "
-                f"and tested on; the far sets ({', '.join(far)}) are averaged apart, shown, and decide nothing.", ""]
-    if kinds == {FAR}:
-        return [f"Every unknown-unknown set here is far from the knowns ({', '.join(ranked)}: another domain); "
-                f"the protocol has no near unknowns.", ""]
-    return []
+        lines += [f"Near and far unknowns apart: the mean near D_a OSCR ({', '.join(ranked)}) is what the tests "
+                  f"read; the far sets ({', '.join(far)}) are averaged apart, shown, and decide nothing.", ""]
+    elif kinds == {FAR}:
+        lines += [f"Every unknown-unknown set here is far from the knowns ({', '.join(ranked)}: another domain); "
+                  f"the protocol has no near unknowns.", ""]
+    return lines
+
+
+def _known_unknowns_said(result: Dict) -> List[str]:
+    """What a D_b column is, and who trained on its classes: the test sets of the classes whose training
+    images are the negatives, beside the D_a sets of classes never seen in training."""
+    known = [name for name in result["test_sets"] if unknown_set(name).known_unknowns]
+    if not known:
+        return []
+    trained = result.get("trained_on_negatives")
+    who = (f" ({', '.join(trained)})" if trained else "") if trained is not None else ""
+    return [f"D_b ({', '.join(known)}): test images of the classes whose training images are the negatives of the "
+            f"approaches trained with negatives{who}, and whose held-out images are the validation negatives that "
+            f"rank the rows; D_a: classes never seen in training. The mean D_a OSCR, the tests and their decisions "
+            f"read the D_a sets alone.", ""]
 
 
 def _columns_resolution(result: Dict) -> str:
@@ -359,6 +425,15 @@ def _val_cell(row: Dict, metric: str) -> str:
     return _fmt(interval_over_seeds(values)) if values else "N/A"
 
 
+def _validation_fpr_said(result: Dict) -> str:
+    """" (FPR 10/4,000 = 0.0025 of the validation negatives)": the lowest FPR the validation negatives
+    resolve, which the ranking's CCR reads (nothing where the ranking metric is not that CCR)."""
+    negatives = result.get("val_negatives")
+    if result["ranking"]["chosen"] != "ccr_at_lowest_fpr" or not negatives:
+        return ""
+    return f" (FPR 10/{negatives:,} = {10 / negatives:.2g} of the validation negatives)"
+
+
 def choices_and_splits(result: Dict) -> List[str]:
     """Which split each choice of the report read: every choice validation data, the test sets read
     once, for the numbers reported and the tests."""
@@ -373,7 +448,8 @@ def choices_and_splits(result: Dict) -> List[str]:
             f"| the ranking metric | validation | {ranking['title']}: {ranking['why']} "
             f"(\"Choosing the ranking metric\") |",
             f"| rank, best row, each approach's best detector (bold) | validation | the validation "
-            f"{ranking['title']}, mean over seeds, through compare's ranking (ties: validation AUROC) |",
+            f"{ranking['title']}{_validation_fpr_said(result)}, mean over seeds, through compare's ranking (ties: "
+            f"validation AUROC) |",
             "| the numbers reported, the tests and their decisions | test | read once, after every choice above: "
             "the OSCR areas, AUROC, FPR@95%TPR, AUPR, CCR and accuracies shown, and the families of comparisons |"]
 
@@ -386,7 +462,8 @@ def _ranking_metric_section(result: Dict) -> List[str]:
     header = ["metric", "split", "approaches", "median gap to closed-set acc.", "spread of means",
               "median 95 % half-width", "median separation (half-widths)", ""]
     lines = ["## Choosing the ranking metric", "",
-             f"Rule, declared before the run: {ranking['rule']}. Chosen: **{ranking['title']}**, {ranking['why']}. "
+             f"Rule, declared in the code before this run, after the project's withdrawn 3-seed reports had been "
+             f"read: {ranking['rule']}. Chosen: **{ranking['title']}**, {ranking['why']}. "
              "Gap: closed-set accuracy minus the metric (means over seeds; the linear OSCR area is at most the "
              "accuracy, so a gap near 0 says the metric reads little beyond accuracy). Separation: over every pair "
              "of converged approaches, each with its paper's detector, the difference of their means over the "
@@ -447,8 +524,8 @@ def _p(value: Optional[float]) -> str:
 def decision_rule(result: Dict) -> List[str]:
     """The report's paragraph on what its marks mean."""
     seeds = result["seeds"]
-    return [f"Marks: each comparison of the mean D_a OSCR over seeds, decided against a margin declared before the "
-            f"run (±{MARGIN}): **better**/**worse**, the difference is not 0 (Holm-adjusted p below {ALPHA} "
+    return [f"Marks: each comparison of the mean D_a OSCR over seeds, decided against a margin declared in the code "
+            f"before this run, after the project's withdrawn 3-seed reports had been read (±{MARGIN}): **better**/**worse**, the difference is not 0 (Holm-adjusted p below {ALPHA} "
             f"within its family) and its observed mean is at least the margin (its interval may reach below the "
             f"margin); **equivalent**, the 90 % interval of the difference lies inside ±{MARGIN} (two one-sided "
             f"tests at {ALPHA} for each pair, not adjusted for the family); **not resolved ({seeds} "
