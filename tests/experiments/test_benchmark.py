@@ -827,3 +827,16 @@ def test_the_known_unknowns_are_labelled_d_b_and_the_budgets_recipe_is_given():
     assert "D_b (letters): test images of the classes whose training images are the negatives of the approaches " \
            "trained with negatives (entropic)" in text
     assert "adam at lr 0.003, weight decay 0, onecycle schedule, 3 epoch(s), batches of 128" in text
+
+
+def test_rows_not_scored_for_one_reason_are_one_line():
+    """compare's notes, one per model, are grouped by their reason: the rows and seeds it covers on one
+    line; a note of another form stays as it is."""
+    result = summarise(rows(), min_accuracy=0.985)
+    why = "not applicable: ViM needs more feature dimensions than classes"
+    notes = [f"{a}/vim (seed {s}): {why}" for a in ("entropic", "softmax") for s in (0, 1, 2)]
+    text = _report(result, notes=[*notes, "arpl/evm (seed 2): not evaluated: class 8 has none", "a note of its own"])
+    section = text.split("Not scored:", 1)[1]
+    assert f"- entropic/vim (seeds 0, 1, 2), softmax/vim (seeds 0, 1, 2): {why}" in section
+    assert "- arpl/evm (seed 2): not evaluated: class 8 has none" in section and "- a note of its own" in section
+    assert section.count("ViM") == 1

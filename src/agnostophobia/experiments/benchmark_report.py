@@ -5,6 +5,7 @@ of each approach with its paper's detector, the matrix of every approach with ev
 OSCR table, a table per test set and the tests."""
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
@@ -215,8 +216,8 @@ def _set_table(result: Dict, name: str) -> List[str]:
     keys = fpr_keys(result["fprs"])
     unknowns = result["test_sets"][name]
     lowest = f"CCR@{10 / unknowns:.2g} (10/#unknowns)" if unknowns else "CCR@10/n"
-    header = ["approach/detector", "AUROC", "FPR@95%TPR", "AUPR-In", "AUPR-Out", *(f"CCR@{k}" for k in keys),
-              lowest, "tied share"]
+    header = ["approach/detector", "AUROC", "FPR@95%TPR", "AUPR-In", "AUPR-Out", lowest, *(f"CCR@{k}" for k in keys),
+              "tied share"]
     lines = [f"## {name} ({unknown_set(name).role}, {unknowns:,} unknowns)", "", "FPR@95%TPR: the FPR on the unknowns at "
              "the highest threshold that accepts 95 % of the knowns; AUPR-In: average precision with the knowns "
              "positive, AUPR-Out: with the unknowns positive (ranked by the negated score); a tie group is "
@@ -227,8 +228,8 @@ def _set_table(result: Dict, name: str) -> List[str]:
             continue
         lines.append(_row_md([_label(result, row), _fmt(cell["auroc"]), _fmt(cell.get("fpr_at_95tpr")),
                               _fmt(cell.get("aupr_in")), _fmt(cell.get("aupr_out")),
-                              *(_fmt(cell["ccr_at_fpr"].get(k)) for k in keys),
-                              _fmt(cell.get("ccr_at_lowest_fpr")), f"{cell['tied_share']:.4f}"]))
+                              _fmt(cell.get("ccr_at_lowest_fpr")), *(_fmt(cell["ccr_at_fpr"].get(k)) for k in keys),
+                              f"{cell['tied_share']:.4f}"]))
     return lines
 
 
@@ -251,8 +252,27 @@ def _tests_table(result: Dict) -> List[str]:
     return lines
 
 
+#: A note of compare's about one model: ``background/vim (seed 0): not applicable: ...``.
+_MODEL_NOTE = re.compile(r"^(?P<row>\S+) \(seed (?P<seed>\d+)\): (?P<why>.+)$")
+
+
 def _notes(result: Dict) -> List[str]:
-    return ["", "Not scored:", "", *[f"- {n}" for n in result["notes"]]] if result["notes"] else []
+    """The notes of rows not scored, one line per reason: the rows and seeds it covers (ViM on a
+    2-D feature space is one reason for every approach and seed, not 40 lines)."""
+    if not result["notes"]:
+        return []
+    reasons: Dict[str, Dict[str, List[str]]] = {}
+    lines = []
+    for note in result["notes"]:
+        match = _MODEL_NOTE.match(note)
+        if match is None:
+            lines.append(f"- {note}")
+            continue
+        reasons.setdefault(match["why"], {}).setdefault(match["row"], []).append(match["seed"])
+    for why, rows in reasons.items():
+        said = ", ".join(f"{row} (seed{'s' if len(seeds) > 1 else ''} {', '.join(seeds)})" for row, seeds in rows.items())
+        lines.append(f"- {said}: {why}")
+    return ["", "Not scored:", "", *lines]
 
 
 def _papers_rows(result: Dict, sets: List[str], marks: Dict) -> List[str]:
