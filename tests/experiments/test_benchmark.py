@@ -840,3 +840,29 @@ def test_rows_not_scored_for_one_reason_are_one_line():
     assert f"- entropic/vim (seeds 0, 1, 2), softmax/vim (seeds 0, 1, 2): {why}" in section
     assert "- arpl/evm (seed 2): not evaluated: class 8 has none" in section and "- a note of its own" in section
     assert section.count("ViM") == 1
+
+
+def test_the_papers_table_2_stands_beside_a_paper_experiments_rows_and_large_gaps_are_named():
+    """A benchmark of the paper's LeNet++ protocol carries Table 2 for its D_a sets; the report puts it
+    beside each paper approach's row at the FPRs both read, with both sets' sizes, and names each
+    difference of at least PAPER_GAP. A user's config named lenet++ on other data gets none."""
+    from agnostophobia.experiments.benchmark import papers_numbers
+    from agnostophobia.experiments.benchmark_report import PAPER_GAP
+    from agnostophobia.experiments.paper_numbers import TABLE2
+
+    meta = {"experiment": "lenet++", "train_config": {"protocol": "lenet++"}}
+    paper = papers_numbers(meta, ["letters", "devanagari"])
+    assert set(paper["ccr"]) == {"devanagari"} and paper["sizes"] == {"devanagari": 10032}
+    assert paper["ccr"]["devanagari"]["softmax"]["1e-1"] == TABLE2["lenet++"]["devanagari"]["softmax"][3]
+    assert papers_numbers({"experiment": "lenet++", "train_config": {"protocol": {"type": "imagefolder"}}},
+                          ["devanagari"]) == {}
+    result = summarise(rows(), min_accuracy=0.985)
+    text = _report(result, paper=paper)
+    section = text.split("## Beside the paper", 1)[1].split("\n## ", 1)[0]
+    softmax = TABLE2["lenet++"]["devanagari"]["softmax"][3]
+    ours = 0.5 * np.mean([0.40, 0.45, 0.42])  # the rows' CCR@1e-1 is half their OSCR
+    assert "| softmax | softmax |" in section and f"vs {softmax:.3f}" in section
+    assert "devanagari 1,000 and 10,032" in section and "devanagari CCR@1e-1: here vs paper" in section
+    assert abs(ours - softmax) >= PAPER_GAP
+    assert f"softmax on devanagari at 1e-1: {ours:.3f} here, {softmax:.3f} in the paper" in section
+    assert "## Beside the paper" not in _report(summarise(rows(), min_accuracy=0.985))  # not a paper run

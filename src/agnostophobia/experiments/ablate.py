@@ -26,13 +26,12 @@ from typing import Dict, List, Optional, Sequence
 from agnostophobia._atomic import atomic_write
 from agnostophobia.data.protocols import protocol_spec
 from agnostophobia.errors import ConfigError
-from agnostophobia.experiments.paper_numbers import TABLE2
+from agnostophobia.experiments.paper_numbers import TABLE2, TABLE2_FPRS as PAPER_FPRS
 from agnostophobia.experiments.request import RunRequest
 from agnostophobia.training.config import ExperimentConfig, load_experiment
 from agnostophobia.training.records import read_metrics
 from agnostophobia._log import log_info
 
-PAPER_FPRS = ("1e-4", "1e-3", "1e-2", "1e-1")  # Table 2's readouts, the order of the paper_numbers tuples
 FPRS = ("1e-3", "1e-2")  # the readouts the table shows by default (Table 2's columns 2 and 3)
 
 

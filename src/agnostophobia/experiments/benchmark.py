@@ -234,6 +234,7 @@ def write_benchmark(run_dir, min_accuracy: Optional[float] = None, log: Callable
         result["recipes"] = training_recipes(approaches, records.config)
         result["budget_recipe"] = {key: records.config.get(key) for key in BUDGET_RECIPE}
         result["trained_on_negatives"] = [a for a in approaches if a in LOSSES and LOSSES.get(a).trains_on_unknowns]
+        result["paper"] = papers_numbers(records.meta, list(comparison.test_sets))
         result.update({"format": _FORMAT, "tuning": tuning, "notes": notes + comparison.notes,
                        "val_negatives": comparison.val_negatives, "test_sets": comparison.test_sets,
                        "fprs": comparison.fprs, "meta": _meta(records.meta)})
@@ -247,6 +248,20 @@ def write_benchmark(run_dir, min_accuracy: Optional[float] = None, log: Callable
         log(line)
     log(f"written: {md_path} and {json_path}")
     return md_path
+
+
+def papers_numbers(meta: Optional[Dict], sets: Sequence[str]) -> Dict:
+    """The paper's Table 2 for the run's test sets, ``{"ccr": {set: {approach: {fpr: CCR}}}, "sizes":
+    {set: the paper's number of unknowns}}``, where the run is a paper experiment on its own protocol
+    (:func:`~agnostophobia.experiments.report.has_paper_numbers`); empty otherwise."""
+    from agnostophobia.experiments.paper_numbers import PAPER_SIZES, TABLE2, TABLE2_FPRS
+    from agnostophobia.experiments.report import has_paper_numbers
+
+    if not meta or not has_paper_numbers(meta):
+        return {}
+    table = TABLE2[meta["experiment"]]
+    ccr = {s: {a: dict(zip(TABLE2_FPRS, values)) for a, values in table[s].items()} for s in sets if s in table}
+    return {"ccr": ccr, "sizes": {s: PAPER_SIZES[s] for s in ccr if s in PAPER_SIZES}} if ccr else {}
 
 
 def training_recipes(approaches: Sequence[str], config: Dict) -> Dict[str, Dict]:

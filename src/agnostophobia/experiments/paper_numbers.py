@@ -1,6 +1,8 @@
 """The numbers the paper reports (Tables 1 and 2), for side-by-side comparison in
 reports. Transcribed from the paper; ``None`` is the paper's "N/A"."""
 
+#: Table 2's readouts, the FPRs of each tuple of :data:`TABLE2`, in order.
+TABLE2_FPRS = ("1e-4", "1e-3", "1e-2", "1e-1")
 # Table 2: CCR at FPR 1e-4, 1e-3, 1e-2, 1e-1.
 TABLE2 = {
     "lenet++": {
