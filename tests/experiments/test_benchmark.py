@@ -866,3 +866,22 @@ def test_the_papers_table_2_stands_beside_a_paper_experiments_rows_and_large_gap
     assert abs(ours - softmax) >= PAPER_GAP
     assert f"softmax on devanagari at 1e-1: {ours:.3f} here, {softmax:.3f} in the paper" in section
     assert "## Beside the paper" not in _report(summarise(rows(), min_accuracy=0.985))  # not a paper run
+
+
+def test_the_oscr_figures_start_at_the_fpr_the_tables_call_resolved(tmp_path, monkeypatch):
+    """The benchmark's OSCR figure of a set starts at 10 false positives (10/#unknowns), the
+    resolution its tables state, not at one unknown."""
+    from types import SimpleNamespace
+
+    import agnostophobia.plotting.curves as curves
+    from agnostophobia.experiments.benchmark import oscr_figures
+
+    seen = {}
+    real = curves.plot_oscr
+    monkeypatch.setattr(curves, "plot_oscr", lambda *a, **k: seen.update(xlim=k.get("xlim")) or real(*a, **k))
+    fpr = np.r_[0.0, np.logspace(-3, 0, 20)]
+    comparison = SimpleNamespace(curves={(seed, "softmax", "softmax", "devanagari"): (0.9 * fpr ** 0.1, fpr, 1000)
+                                         for seed in (0, 1)})
+    written = oscr_figures(tmp_path, {"rows": [{"approach": "softmax", "converged": True}]}, comparison)
+    assert set(written) == {"devanagari"} and (tmp_path / written["devanagari"]).is_file()
+    assert seen["xlim"] == (pytest.approx(0.01), 1.0)

@@ -361,7 +361,7 @@ def summarise(rows: List[Dict], min_accuracy: Optional[float], replicates: Optio
 # ------------------------------------------------------------------------ the figures
 def oscr_figures(run_dir: Path, result: Dict, comparison) -> Dict[str, str]:
     """Per unknown-unknown set, the OSCR curves (mean over seeds, ± 1 std) of every approach with its
-    paper's detector, written into the run's ``figures/benchmark_oscr_SET.png``; ``{set: path}``
+    paper's detector, from the FPR of 10 false positives (the resolution the tables state) to 1, written into the run's ``figures/benchmark_oscr_SET.png``; ``{set: path}``
     relative to the run (none where matplotlib is missing). The curves are those ``comparison``
     kept while scoring (``compare_models(..., curves=True)``): nothing is scored twice."""
     try:
@@ -386,8 +386,10 @@ def oscr_figures(run_dir: Path, result: Dict, comparison) -> Dict[str, str]:
                               label=f"{LOSSES.get(approach).title} ({LOSSES.get(approach).default_detector})"
                                     + (" (not converged)" if converged.get(approach) is False else ""))
                   for approach, runs in by_approach.items()]
+        # from the FPR the tables call resolved (10 false positives): further left, one unknown decides a step
+        fewest = min(n for runs in by_approach.values() for _, n in runs)
         plot_oscr(series, ax=axes[0, 0], title=f"OSCR, {unknown_set(unknown).title}: each approach with its "
-                                                f"paper's detector")
+                                                f"paper's detector", xlim=(min(10 / fewest, 1.0), 1.0))
         path = save_figure(fig, figures_dir / f"benchmark_oscr_{unknown}", ("png",), write)[0]
         written[unknown] = str(path.relative_to(run_dir))
     return written

@@ -199,7 +199,8 @@ def _oscr_table(result: Dict, marks: Dict) -> List[str]:
     """Every row, ranked: closed-set accuracies, the validation ranking metric, the OSCR on each set
     and the secondary families' marks."""
     sets, metric = list(result["test_sets"]), result["ranking"]["chosen"]
-    header = ["rank", "approach/detector", "closed-set acc.", "val acc.", f"val {result['ranking']['title']} (ranked by)",
+    header = ["rank", "approach/detector", "closed-set acc.", "val acc.",
+              f"val {result['ranking']['title']}{_validation_fpr_said(result)} (ranked by)",
               *(f"{_set_name(s)} OSCR" for s in sets), "vs EOS, same detector (secondary)", "vs MSP (secondary)"]
     lines = ["## OSCR", "", _row_md(header), _rule(header)]
     for row in result["rows"]:
