@@ -885,3 +885,15 @@ def test_the_oscr_figures_start_at_the_fpr_the_tables_call_resolved(tmp_path, mo
     written = oscr_figures(tmp_path, {"rows": [{"approach": "softmax", "converged": True}]}, comparison)
     assert set(written) == {"devanagari"} and (tmp_path / written["devanagari"]).is_file()
     assert seen["xlim"] == (pytest.approx(0.01), 1.0)
+
+
+def test_the_best_row_says_how_many_rows_it_cannot_be_told_apart_from():
+    """The best row's sentence counts the ranked rows whose validation 95 % t interval on the ranking
+    metric overlaps the best's: a best that leads by less than the seeds' spread is said to."""
+    result = summarise(rows(), min_accuracy=0.985)
+    best = next(line for line in result["summary"] if line.startswith("Best by"))
+    assert "entropic/max-logit" in best and "though 1 other row's validation interval overlaps its" in best
+    apart = [_row(REFERENCE_APPROACH, REFERENCE_DETECTOR, [0.90, 0.901, 0.902], [0.99] * 3),
+             _row("softmax", REFERENCE_DETECTOR, [0.40, 0.401, 0.402], [0.99] * 3)]
+    best = next(line for line in summarise(apart, min_accuracy=0.985)["summary"] if line.startswith("Best by"))
+    assert "overlap" not in best

@@ -78,7 +78,7 @@ def what_the_data_says(result: Dict) -> List[str]:
             lines.append(f"Best{among} by validation {ranking['title']} (the ranking metric, chosen on validation "
                          f"data): {top['row']} ({_number(value)} on validation; its test mean D_a OSCR "
                          f"{np.mean(top['mean_oscr_per_seed']):.3f} over {len(top['seeds'])} seeds), "
-                         f"of {len(ranked)} ranked rows{among}.")
+                         f"of {len(ranked)} ranked rows{among}{_overlapping_said(ranked, ranking['chosen'])}.")
     lines += _decisions_said(result)
     lines += _ceiling_said(result) + _below_chance_said(result)
     loose = sorted({r["approach"] for r in rows if r["converged"] is False})
@@ -99,6 +99,24 @@ def what_the_data_says(result: Dict) -> List[str]:
         lines.append(f"More than {TIE_FLAG:.0%} of the samples tie across the kinds (known and unknown) in: "
                      f"{', '.join(tied)} (marked †).")
     return lines
+
+
+def _overlapping_said(ranked: List[Dict], metric: str) -> str:
+    """", though N other rows' validation intervals overlap its": the rows the best cannot be told
+    apart from on the ranking metric (95 % t intervals over seeds that overlap the best's)."""
+    def interval(row: Dict) -> Optional[Dict]:
+        values = row["val"]["per_seed"].get(metric)
+        return interval_over_seeds(values) if values else None
+
+    best = interval(ranked[0])
+    if best is None or not np.isfinite(best["low"]):
+        return ""
+    others = [interval(r) for r in ranked[1:]]
+    overlapping = sum(1 for o in others if o is not None and o["high"] >= best["low"] and o["low"] <= best["high"])
+    if not overlapping:
+        return ""
+    return (f", though {overlapping} other rows' validation intervals overlap its" if overlapping > 1 else
+            ", though 1 other row's validation interval overlaps its")
 
 
 #: A mean D_a OSCR this close to the closed-set accuracy (its ceiling) reads little beyond the accuracy.
