@@ -710,7 +710,7 @@ def test_a_protocol_whose_unknowns_are_all_far_says_so_and_ranks_on_them():
     assert result["ranked_sets"] == ["devanagari"] and result["far_sets"] == []
     assert all(r["mean_far_oscr_per_seed"] is None for r in result["rows"])
     text = _report(result)
-    assert "mean far D_a OSCR" not in text and "Every unknown-unknown set here is far from the knowns" in text
+    assert "mean far D_a OSCR" not in text and "Every unknown-unknown set here is declared far from the knowns" in text
 
 
 def test_every_shipped_unknown_set_declares_how_far_it_lies():
