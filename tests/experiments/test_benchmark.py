@@ -798,7 +798,7 @@ def test_the_paragraph_says_where_the_linear_area_is_at_its_ceiling_and_which_ro
     paragraph says that the tests then compare accuracies; a detector whose OSCR is under half the
     accuracy (where a score blind to the unknowns lies) is named below chance. Neither sentence
     appears where no row is at the ceiling or below chance."""
-    from agnostophobia.experiments.benchmark_report import CEILING_GAP
+    from agnostophobia.experiments.benchmark_summary import CEILING_GAP
 
     capped = [_row(REFERENCE_APPROACH, REFERENCE_DETECTOR, [0.9895, 0.9900, 0.9905], [0.99] * 3),
               _row("background", "background", [0.9895, 0.9897, 0.9899], [0.99] * 3),

@@ -86,7 +86,8 @@ from agnostophobia.experiments.benchmark_comparisons import (ALPHA, BOOTSTRAP_RE
                                                              MARGIN, compare_family, family_resolution,
                                                              sample_replicates)
 from agnostophobia.experiments.benchmark_ranking import RANKING_CANDIDATES, rank_rows, ranking_metric
-from agnostophobia.experiments.benchmark_report import markdown, what_the_data_says
+from agnostophobia.experiments.benchmark_report import markdown
+from agnostophobia.experiments.benchmark_summary import what_the_data_says
 from agnostophobia.experiments.benchmark_rows import (cells, far_sets, interval_over_seeds, is_papers_detector,
                                                       mean_oscr, network_accuracy, ranked_sets)
 from agnostophobia.experiments.benchmark_splits import extra_data_approaches, write_split_summary

@@ -1,5 +1,6 @@
 """The report of a benchmark (:mod:`agnostophobia.experiments.benchmark`), ``benchmark.md``,
-written from ``benchmark.json``'s result alone: the paragraph of what the data says, the decision
+written from ``benchmark.json``'s result alone: the paragraph of what the data says
+(:mod:`~agnostophobia.experiments.benchmark_summary` writes it), the decision
 rule, which split each choice used, the table the ranking metric is chosen from, the short table
 of each approach with its paper's detector, the matrix of every approach with every detector, the
 OSCR table, a table per test set and the tests."""
@@ -16,7 +17,8 @@ from agnostophobia.data.protocols import unknown_set  # the registered protocols
 from agnostophobia.experiments.benchmark_comparisons import ALPHA, FAMILIES, MARGIN, mark
 from agnostophobia.experiments.benchmark_ranking import best_detectors
 from agnostophobia.experiments.benchmark_rows import interval_over_seeds, papers_rows
-from agnostophobia.metrics import BETTER, EQUIVALENT, NOT_RESOLVED, TIE_FLAG, WORSE, fpr_keys
+from agnostophobia.experiments.benchmark_summary import number
+from agnostophobia.metrics import TIE_FLAG, fpr_keys
 
 
 def _fmt(cell: Optional[Dict], digits: int = 3) -> str:
@@ -27,148 +29,9 @@ def _fmt(cell: Optional[Dict], digits: int = 3) -> str:
     return f"{cell['mean']:.{digits}f} [{cell['low']:.{digits}f}, {cell['high']:.{digits}f}]"
 
 
-def _resolution_said(resolution: Dict) -> str:
-    smallest = resolution["smallest_resolved"]
-    said = f"With its median standard error ({resolution['median_se']:.4f}) it resolves differences from "
-    if smallest >= 1:  # an area difference lies in [-1, 1]
-        return said + f"{smallest:.2f} up: none of areas in [0, 1]; more seeds are needed."
-    return said + f"{smallest:.4f} up."
-
-
-def _decisions_said(result: Dict) -> List[str]:
-    """One sentence per family of tests: what was decided, and the smallest difference it resolves."""
-    lines = []
-    seeds = result["seeds"]
-    for family, (kind, compares) in FAMILIES.items():
-        tests = result["tests"][family]
-        if not tests:
-            lines.append(f"{kind.capitalize()} family, {compares}: nothing to test (the rows are not converged, "
-                         f"or on fewer than two seeds).")
-            continue
-        named = {verdict: [t["row"] for t in tests if t["decision"] == verdict] for verdict in (BETTER, WORSE)}
-        counts = {verdict: sum(t["decision"] == verdict for t in tests) for verdict in (EQUIVALENT, NOT_RESOLVED)}
-        resolution = result["families"][family]["resolution"]
-        lines.append(f"{kind.capitalize()} family, {compares}: {len(tests)} test{'s' if len(tests) != 1 else ''}, "
-                     f"Holm's correction within this family at {ALPHA}, margin {MARGIN}: {len(named[BETTER])} better "
-                     f"({', '.join(named[BETTER]) or 'none'}), {len(named[WORSE])} worse "
-                     f"({', '.join(named[WORSE]) or 'none'}), {counts[EQUIVALENT]} equivalent (within "
-                     f"±{MARGIN}, each pair at {ALPHA}, not adjusted), {counts[NOT_RESOLVED]} not resolved at "
-                     f"{seeds} seeds. "
-                     + _resolution_said(resolution))
-    if any(result["tests"].values()):
-        bootstrap = result.get("sample_bootstrap")
-        lines.append(f"Standard errors: the seeds' spread of each paired difference and a paired bootstrap over the "
-                     f"shared test samples ({bootstrap['resamples']} resamples), added in quadrature." if bootstrap else
-                     "Standard errors: the seeds' spread alone (no per-sample scores were read for the bootstrap "
-                     "over the test samples), so a difference that barely moves between seeds may be called resolved.")
-    return lines
-
-
-def what_the_data_says(result: Dict) -> List[str]:
-    """A few sentences from the numbers: the best row, what the tests decided, what was not
-    converged, where ties decide."""
-    rows = result["rows"]
-    lines = []
-    ranking = result["ranking"]
-    for extra, among in ((False, ""), (True, " with extra data")):
-        ranked = [r for r in rows if r["rank"] is not None and bool(r.get("extra_data")) == extra]
-        if ranked:
-            top = ranked[0]
-            value = top["val"].get(ranking["chosen"])
-            lines.append(f"Best{among} by validation {ranking['title']} (the ranking metric, chosen on validation "
-                         f"data): {top['row']} ({_number(value)} on validation; its test mean D_a OSCR "
-                         f"{np.mean(top['mean_oscr_per_seed']):.3f} over {len(top['seeds'])} seeds), "
-                         f"of {len(ranked)} ranked rows{among}{_overlapping_said(ranked, ranking['chosen'])}.")
-    lines += _decisions_said(result)
-    lines += _ceiling_said(result) + _below_chance_said(result)
-    loose = sorted({r["approach"] for r in rows if r["converged"] is False})
-    if loose:
-        acc = ", ".join(_accuracy_said(result["accuracy"].get(a), a) for a in loose)
-        lines.append(f"Not converged (closed-set accuracy on the validation knowns below {result['min_accuracy']}), "
-                     f"so neither ranked nor tested: {acc}.")
-    elif result["min_accuracy"] is None:
-        lines.append("No convergence threshold is declared for this protocol (--min-accuracy): every row is ranked, "
-                     "whatever its closed-set accuracy.")
-    partial = {r["approach"]: len(r["seeds"]) for r in rows if not r["complete"]}
-    if partial:
-        lines.append(f"Trained on fewer seeds than the run's {result['seeds']} (the rest still to train), so neither "
-                     f"ranked nor tested: " + ", ".join(f"{a} ({n} of {result['seeds']})" for a, n in partial.items())
-                     + ".")
-    tied = sorted({r["row"] for r in rows for cell in r["test"].values() if cell["tied_share"] > TIE_FLAG})
-    if tied:
-        lines.append(f"More than {TIE_FLAG:.0%} of the samples tie across the kinds (known and unknown) in: "
-                     f"{', '.join(tied)} (marked †).")
-    return lines
-
-
-def _overlapping_said(ranked: List[Dict], metric: str) -> str:
-    """", though N other rows' validation intervals overlap its": the rows the best cannot be told
-    apart from on the ranking metric (95 % t intervals over seeds that overlap the best's)."""
-    def interval(row: Dict) -> Optional[Dict]:
-        values = row["val"]["per_seed"].get(metric)
-        return interval_over_seeds(values) if values else None
-
-    best = interval(ranked[0])
-    if best is None or not np.isfinite(best["low"]):
-        return ""
-    others = [interval(r) for r in ranked[1:]]
-    overlapping = sum(1 for o in others if o is not None and o["high"] >= best["low"] and o["low"] <= best["high"])
-    if not overlapping:
-        return ""
-    return (f", though {overlapping} other rows' validation intervals overlap its" if overlapping > 1 else
-            ", though 1 other row's validation interval overlaps its")
-
-
-#: A mean D_a OSCR this close to the closed-set accuracy (its ceiling) reads little beyond the accuracy.
-CEILING_GAP = 0.001
-
-
-def _ceiling_said(result: Dict) -> List[str]:
-    """Where the linear OSCR area, which the tests and their margin read, sits at its ceiling (the
-    closed-set accuracy) for two or more converged approaches with their paper's detector: between
-    those, "equivalent" compares accuracies, and the low-FPR columns are where they differ."""
-    rows = [r for r in papers_rows(result["rows"]) if r["converged"] is not False and r["mean_oscr_per_seed"]]
-    capped = [r["approach"] for r in rows
-              if r["closed_set_accuracy"]["mean"] - float(np.mean(r["mean_oscr_per_seed"])) < CEILING_GAP]
-    if len(capped) < 2:
-        return []
-    return [f"At the ceiling: the mean D_a OSCR of {len(capped)} of the {len(rows)} converged approaches with their "
-            f"paper's detector is within {CEILING_GAP} of their closed-set accuracy ({', '.join(capped)}). Between "
-            f"them the linear area, which the tests and their margin read, compares closed-set accuracy: "
-            f"*equivalent* there says the accuracies are within ±{MARGIN}, not that they reject the unknowns alike; "
-            f"the log-FPR area and the CCR columns read the low-FPR end, where they may differ."]
-
-
-def _below_chance_said(result: Dict) -> List[str]:
-    """The converged rows whose mean D_a OSCR is under half their closed-set accuracy: a score that
-    ignored the unknowns would lie at half (CCR = accuracy x FPR), so theirs puts the unknowns above
-    the knowns; a test against such a row says the detector fails on that network."""
-    below = [(r["row"], float(np.mean(r["mean_oscr_per_seed"]))) for r in result["rows"]
-             if r["converged"] is not False and r["mean_oscr_per_seed"]
-             and np.mean(r["mean_oscr_per_seed"]) < 0.5 * r["closed_set_accuracy"]["mean"]]
-    if not below:
-        return []
-    return [f"Below chance (mean D_a OSCR under half the closed-set accuracy, where a score blind to the unknowns "
-            f"lies, so the score puts the unknowns above the knowns): "
-            + ", ".join(f"{row} {value:.3f}" for row, value in below)
-            + ". A *better* or *worse* against one of these says that detector fails on that network."]
-
-
 def _set_name(name: str) -> str:
     """A test set's name with its role: ``letters (D_b)``, ``notmnist (D_a)``."""
     return f"{name} ({unknown_set(name).role})"
-
-
-def _number(value: Optional[float], digits: int = 3) -> str:
-    return "N/A" if value is None else f"{value:.{digits}f}"
-
-
-def _accuracy_said(accuracy: Optional[Dict], approach: str) -> str:
-    """``approach 0.983 (test 0.981)``: the validation accuracy convergence was judged on, and the test's."""
-    if not accuracy or not accuracy.get("val"):
-        return f"{approach} (no validation accuracy)"
-    test = accuracy.get("test")
-    return f"{approach} {accuracy['val']['mean']:.3f}" + (f" (test {test['mean']:.3f})" if test else "")
 
 
 def _intro(result: Dict, run_name: str) -> List[str]:
@@ -290,7 +153,8 @@ def _notes(result: Dict) -> List[str]:
             continue
         reasons.setdefault(match["why"], {}).setdefault(match["row"], []).append(match["seed"])
     for why, rows in reasons.items():
-        said = ", ".join(f"{row} (seed{'s' if len(seeds) > 1 else ''} {', '.join(seeds)})" for row, seeds in rows.items())
+        said = ", ".join(row + " (" + ("seeds " if len(seeds) > 1 else "seed ") + ", ".join(seeds) + ")"
+                         for row, seeds in rows.items())
         lines.append(f"- {said}: {why}")
     return ["", "Not scored:", "", *lines]
 
@@ -565,8 +429,8 @@ def _ranking_metric_section(result: Dict) -> List[str]:
         for c in ranking["candidates"][split]:
             chosen = "chosen" if split == "val" and c["metric"] == ranking["chosen"] else ""
             separation = c["median_separation"]
-            lines.append(_row_md([c["title"], name, str(c["approaches"]), _number(c["median_gap"], 4),
-                                  _number(c["spread"], 4), _number(c["median_half_width"], 4),
+            lines.append(_row_md([c["title"], name, str(c["approaches"]), number(c["median_gap"], 4),
+                                  number(c["spread"], 4), number(c["median_half_width"], 4),
                                   "N/A" if separation is None else "∞" if np.isinf(separation) else f"{separation:.2f}",
                                   chosen]))
     return [*lines, ""]
