@@ -59,7 +59,7 @@ from agnostophobia.detectors.stored import (KeptFits, NotFitted, RunSettings, Se
                                             run_settings, top_scores)
 from agnostophobia.detectors._base import scores_from_top
 from agnostophobia.errors import AgnostophobiaError, AgnostophobiaWarning
-from agnostophobia.losses import LOSSES, known_columns
+from agnostophobia.losses import LOSSES, known_columns, trained_on_negatives
 from agnostophobia.metrics import MIN_FALSE_POSITIVES, ccr_at_fpr, rates_at_threshold, threshold_at_fpr
 from agnostophobia.metrics.rows import own_detector
 from agnostophobia.training.outputs import SplitOutputs, load_fit_outputs, run_config
@@ -92,7 +92,7 @@ def trained_models(run_dir: Path) -> List[Tuple[int, str, ModelDir]]:
 def default_approach(run_dir: Path) -> str:
     """The run's first approach trained with negatives (the paper's point), else its first."""
     approaches = list(dict.fromkeys(approach for _, approach, _ in trained_models(run_dir)))
-    with_negatives = [a for a in approaches if a in LOSSES and LOSSES.get(a).trains_on_unknowns]
+    with_negatives = trained_on_negatives(approaches)
     return (with_negatives or approaches)[0]
 
 

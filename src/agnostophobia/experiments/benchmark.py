@@ -211,7 +211,7 @@ def write_benchmark(run_dir, min_accuracy: Optional[float] = None, log: Callable
     """Tune the detectors on validation data, score every row and write ``benchmark.json`` and
     ``benchmark.md`` (each atomically, under the run's lock) from a trained run's stored outputs."""
     from agnostophobia.deploy.compare import compare_models
-    from agnostophobia.losses import LOSSES
+    from agnostophobia.losses import trained_on_negatives
     from agnostophobia.training.records import check_run
 
     run_dir = Path(run_dir)
@@ -234,7 +234,7 @@ def write_benchmark(run_dir, min_accuracy: Optional[float] = None, log: Callable
                          f"after the others, their ranks counted among themselves")
         result["recipes"] = training_recipes(approaches, records.config)
         result["budget_recipe"] = {key: records.config.get(key) for key in BUDGET_RECIPE}
-        result["trained_on_negatives"] = [a for a in approaches if a in LOSSES and LOSSES.get(a).trains_on_unknowns]
+        result["trained_on_negatives"] = trained_on_negatives(approaches)
         result["paper"] = papers_numbers(records.meta, list(comparison.test_sets))
         result.update({"format": _FORMAT, "tuning": tuning, "notes": notes + comparison.notes,
                        "val_negatives": comparison.val_negatives, "test_sets": comparison.test_sets,

@@ -179,12 +179,12 @@ def extra_data_approaches(protocol, approaches: Sequence[str]) -> Tuple[List[str
     """The ``approaches`` that are extra data on ``protocol`` (a run config's value): those that train
     on negatives where the protocol declares its negatives an outside set; and that set's title."""
     from agnostophobia.data.protocols import protocol_spec
-    from agnostophobia.losses import LOSSES
+    from agnostophobia.losses import trained_on_negatives
 
     outside = protocol_spec(protocol).outside_negatives
     if not outside:
         return [], ""
-    return [a for a in approaches if a in LOSSES and LOSSES.get(a).trains_on_unknowns], outside
+    return trained_on_negatives(approaches), outside
 
 
 def write_split_summary(out, runs: Sequence[Tuple[int, Path]], log: Callable[[str], None] = log_info) -> Path:

@@ -24,7 +24,8 @@ from typing import Dict, Optional
 
 from ..errors import ConfigError
 from ..settings import Setting
-from ._base import LOSSES, PAPER_APPROACHES, REDUCTIONS, OpenSetLoss, known_columns, with_logit_layer
+from ._base import (LOSSES, PAPER_APPROACHES, REDUCTIONS, OpenSetLoss, known_columns, trained_on_negatives,
+                    with_logit_layer)
 from .recipes import FineTune, Provenance
 from .baselines import BackgroundClassLoss, SoftmaxLoss
 from .entropic import EntropicOpenSetLoss
@@ -61,6 +62,7 @@ __all__ = [
     "CACLoss",
     "build_loss",
     "known_columns",
+    "trained_on_negatives",
     "with_logit_layer",
     "approach_logit_layer",
     "loss_settings",

@@ -500,3 +500,22 @@ def known_columns(approach: str, width: int) -> int:
         (10, 10)
     """
     return LOSSES.get(approach).known_logits(width)
+
+
+def trained_on_negatives(approaches) -> list:
+    """Those of ``approaches`` whose registered loss trains on negatives (known unknowns), in their
+    order; a name that is not a registered loss (an approach a run recorded but this installation
+    lacks) is left out.
+
+    Args:
+        approaches: approach names, as a run or a command lists them.
+
+    Returns:
+        A list of the names trained with negatives.
+
+    Examples:
+        >>> from agnostophobia.losses import trained_on_negatives
+        >>> trained_on_negatives(["softmax", "entropic", "background", "not-a-loss"])
+        ['entropic', 'background']
+    """
+    return [a for a in approaches if a in LOSSES and LOSSES.get(a).trains_on_unknowns]
