@@ -362,9 +362,10 @@ def summarise(rows: List[Dict], min_accuracy: Optional[float], replicates: Optio
 # ------------------------------------------------------------------------ the figures
 def oscr_figures(run_dir: Path, result: Dict, comparison) -> Dict[str, str]:
     """Per unknown-unknown set, the OSCR curves (mean over seeds, ± 1 std) of every approach with its
-    paper's detector, from the FPR of 10 false positives (the resolution the tables state) to 1, written into the run's ``figures/benchmark_oscr_SET.png``; ``{set: path}``
-    relative to the run (none where matplotlib is missing). The curves are those ``comparison``
-    kept while scoring (``compare_models(..., curves=True)``): nothing is scored twice."""
+    paper's detector, from the FPR of 10 false positives (the resolution the tables state) to 1,
+    written into the run's ``figures/benchmark_oscr_SET.png``; ``{set: path}`` relative to the run
+    (none where matplotlib is missing). The curves are those ``comparison`` kept while scoring
+    (``compare_models(..., curves=True)``): nothing is scored twice."""
     try:
         from agnostophobia.plotting.curves import oscr_series, plot_oscr
         from agnostophobia.plotting.panels import new_figure, save_figure

@@ -18,6 +18,7 @@ from agnostophobia.experiments.benchmark_comparisons import ALPHA, FAMILIES, MAR
 from agnostophobia.experiments.benchmark_ranking import best_detectors
 from agnostophobia.experiments.benchmark_rows import interval_over_seeds, papers_rows
 from agnostophobia.experiments.benchmark_summary import number
+from agnostophobia.experiments.paper_numbers import TABLE2_FPRS
 from agnostophobia.metrics import TIE_FLAG, fpr_keys
 
 
@@ -46,8 +47,8 @@ def _intro(result: Dict, run_name: str) -> List[str]:
             "(CCR against FPR, linear FPR axis; at most the closed-set accuracy). Every number shown is a test "
             f"number unless its column says validation; rows are ranked by the validation "
             f"{result['ranking']['title']}{_validation_fpr_said(result)} (mean over seeds), the ranking metric "
-            "the declared rule chose on validation data (\"Choosing the ranking metric\"); † more than 1 % of that set's samples tie "
-            "with a sample of the other kind."
+            "the declared rule chose on validation data (\"Choosing the ranking metric\"); † more than 1 % of that "
+            "set's samples tie with a sample of the other kind."
             + (" Rows marked (extra data) trained on negatives from an outside set the others never saw: "
                "they are ranked apart, after the others, E1 their best." if _has_extra(result) else "")]
 
@@ -101,10 +102,10 @@ def _set_table(result: Dict, name: str) -> List[str]:
     lowest = f"CCR@{10 / unknowns:.2g} (10/#unknowns)" if unknowns else "CCR@10/n"
     header = ["approach/detector", "AUROC", "FPR@95%TPR", "AUPR-In", "AUPR-Out", lowest, *(f"CCR@{k}" for k in keys),
               "tied share"]
-    lines = [f"## {name} ({unknown_set(name).role}, {unknowns:,} unknowns)", "", "FPR@95%TPR: the FPR on the unknowns at "
-             "the highest threshold that accepts 95 % of the knowns; AUPR-In: average precision with the knowns "
-             "positive, AUPR-Out: with the unknowns positive (ranked by the negated score); a tie group is "
-             "taken whole.", "", _row_md(header), _rule(header)]
+    lines = [f"## {name} ({unknown_set(name).role}, {unknowns:,} unknowns)", "",
+             "FPR@95%TPR: the FPR on the unknowns at the highest threshold that accepts 95 % of the knowns; "
+             "AUPR-In: average precision with the knowns positive, AUPR-Out: with the unknowns positive (ranked by "
+             "the negated score); a tie group is taken whole.", "", _row_md(header), _rule(header)]
     for row in result["rows"]:
         cell = row["test"].get(name)
         if cell is None:
@@ -181,7 +182,7 @@ def _beside_the_paper(result: Dict) -> List[str]:
             return cell.get("ccr_at_fpr", {}).get(ours[float(fpr)])
         return cell.get("ccr_at_lowest_fpr") if np.isclose(float(fpr), lowest.get(s, -1)) else None
 
-    columns = [(s, f) for s in sets for f in next(iter(paper[s].values()))
+    columns = [(s, f) for s in sets for f in TABLE2_FPRS
                if float(f) in ours or np.isclose(float(f), lowest.get(s, -1))]
     rows = [r for r in papers_rows(result["rows"]) if any(r["approach"] in paper[s] for s in sets)]
     if not columns or not rows:
@@ -328,7 +329,7 @@ def _known_unknowns_said(result: Dict) -> List[str]:
     if not known:
         return []
     trained = result.get("trained_on_negatives")
-    who = (f" ({', '.join(trained)})" if trained else "") if trained is not None else ""
+    who = f" ({', '.join(trained)})" if trained else ""
     return [f"D_b ({', '.join(known)}): test images of the classes whose training images are the negatives of the "
             f"approaches trained with negatives{who}, and whose held-out images are the validation negatives that "
             f"rank the rows; D_a: classes never seen in training. The mean D_a OSCR, the tests and their decisions "
@@ -481,12 +482,13 @@ def decision_rule(result: Dict) -> List[str]:
     """The report's paragraph on what its marks mean."""
     seeds = result["seeds"]
     return [f"Marks: each comparison of the mean D_a OSCR over seeds, decided against a margin declared in the code "
-            f"before this run, after the project's withdrawn 3-seed reports had been read (±{MARGIN}): **better**/**worse**, the difference is not 0 (Holm-adjusted p below {ALPHA} "
-            f"within its family) and its observed mean is at least the margin (its interval may reach below the "
-            f"margin); **equivalent**, the 90 % interval of the difference lies inside ±{MARGIN} (two one-sided "
-            f"tests at {ALPHA} for each pair, not adjusted for the family); **not resolved ({seeds} "
-            f"seeds)**, neither: the data cannot say at this number of seeds. The standard error of a difference "
-            f"is the seeds' spread and a paired bootstrap over the shared test samples, added in quadrature. "
+            f"before this run, after the project's withdrawn 3-seed reports had been read (±{MARGIN}): "
+            f"**better**/**worse**, the difference is not 0 (Holm-adjusted p below {ALPHA} within its family) and "
+            f"its observed mean is at least the margin (its interval may reach below the margin); **equivalent**, "
+            f"the 90 % interval of the difference lies inside ±{MARGIN} (two one-sided tests at {ALPHA} for each "
+            f"pair, not adjusted for the family); **not resolved ({seeds} seeds)**, neither: the data cannot say at "
+            f"this number of seeds. The standard error of a difference is the seeds' spread and a paired bootstrap "
+            f"over the shared test samples, added in quadrature. "
             f"Families, each Holm-adjusted on its own at {ALPHA} (not the whole report): "
             + "; ".join(f"{kind}, {compares}" for kind, compares in FAMILIES.values()) + "."]
 

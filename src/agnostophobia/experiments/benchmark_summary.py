@@ -130,9 +130,9 @@ def _below_chance_said(result: Dict) -> List[str]:
     """The converged rows whose mean D_a OSCR is under half their closed-set accuracy: a score that
     ignored the unknowns would lie at half (CCR = accuracy x FPR), so theirs puts the unknowns above
     the knowns; a test against such a row says the detector fails on that network."""
-    below = [(r["row"], float(np.mean(r["mean_oscr_per_seed"]))) for r in result["rows"]
-             if r["converged"] is not False and r["mean_oscr_per_seed"]
-             and np.mean(r["mean_oscr_per_seed"]) < 0.5 * r["closed_set_accuracy"]["mean"]]
+    scored = [(r, float(np.mean(r["mean_oscr_per_seed"]))) for r in result["rows"]
+              if r["converged"] is not False and r["mean_oscr_per_seed"]]
+    below = [(r["row"], value) for r, value in scored if value < 0.5 * r["closed_set_accuracy"]["mean"]]
     if not below:
         return []
     return ["Below chance (mean D_a OSCR under half the closed-set accuracy, where a score blind to the unknowns "
