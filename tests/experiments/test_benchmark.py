@@ -590,7 +590,8 @@ def test_the_report_states_the_split_each_choice_used():
                         "each detector's settings": "validation", "the ranking metric": "validation",
                         "rank, best row, each approach's best detector (bold)": "validation",
                         "the numbers reported, the tests and their decisions": "test"}
-    assert "closed-set accuracy of the validation knowns, mean over seeds, at least 0.985, after the budget's fixed epochs: a threshold reached, not a plateau" in section
+    assert ("closed-set accuracy of the validation knowns, mean over seeds, at least 0.985, after the budget's fixed "
+            "epochs: a threshold reached, not a plateau") in section
     assert "Every number shown is a test number unless its column says validation" in text
     assert f"rows are ranked by the validation {result['ranking']['title']}" in text
 
