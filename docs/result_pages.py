@@ -4,9 +4,11 @@ each published run by the code that writes the run's ``benchmark.md``
 and a test (``tests/repository/test_result_pages.py``) regenerates each page and fails on any
 difference.
 
-Publish a finished run (its ``benchmark.json`` compact, its ``figures/benchmark_oscr_*.png``)::
+Publish a finished run (its ``benchmark.json`` compact, its ``figures/benchmark_oscr_*.png``; of a
+benchmark over splits, its ``benchmark-splits.json``)::
 
-    python docs/result_pages.py publish RUN_DIR bench-lenet
+    python docs/result_pages.py publish RUN_DIR bench-lenet-5
+    python docs/result_pages.py publish RUNS/osr-mnist bench-osr-mnist
 
 Regenerate every page from the committed files (``check`` only says which differ)::
 
@@ -33,8 +35,9 @@ class ResultPage(NamedTuple):
 
     page: str  # the generated page
     title: str  # its title
-    results: str  # the run's committed benchmark.json
-    figures: str  # the folder of the run's committed OSCR figures
+    results: str  # the run's committed benchmark.json (benchmark-splits.json for a benchmark over splits)
+    figures: str  # the folder of the run's committed OSCR figures ("": a benchmark over splits has none)
+    over_splits: bool = False  # a benchmark over a protocol's splits: its summary, not one run's report
 
 
 #: The published runs, by their label in provenance.md. A label's page is generated once its
@@ -44,6 +47,11 @@ PAGES: Dict[str, ResultPage] = {
                                 "results/bench-lenet-5.json", "images/bench-lenet-5"),
     "bench-cifar-5": ResultPage("guide/benchmark-cifar.md", "CIFAR-10 split benchmark: the full report",
                                 "results/bench-cifar-5.json", "images/bench-cifar-5"),
+    "bench-osr-mnist": ResultPage("guide/benchmark-osr-mnist.md", "MNIST 6/4 over its five splits",
+                                  "results/bench-osr-mnist.json", "", over_splits=True),
+    "bench-osr-mnist-split-0": ResultPage("guide/benchmark-osr-mnist-split-0.md",
+                                          "MNIST 6/4, split 0: the full report with seed intervals",
+                                          "results/bench-osr-mnist-split-0.json", "images/bench-osr-mnist-split-0"),
 }
 
 
@@ -55,24 +63,31 @@ def published() -> List[str]:
 def generate(label: str) -> str:
     """The page of run ``label``, generated from its committed benchmark.json."""
     from agnostophobia.experiments.benchmark_report import site_page
+    from agnostophobia.experiments.benchmark_splits import splits_site_page
 
     entry = PAGES[label]
     result = json.loads((DOCS / entry.results).read_text(encoding="utf-8"))
     here = (DOCS / entry.page).parent
-    figures = Path(os.path.relpath(DOCS / entry.figures, here)).as_posix()
     provenance = Path(os.path.relpath(DOCS / PROVENANCE_PAGE, here)).as_posix()
-    return site_page(result, entry.title, f"[`{label}`]({provenance}#{label})", figures)
+    run_link = f"[`{label}`]({provenance}#{label})"
+    if entry.over_splits:
+        return splits_site_page(result, entry.title, run_link)
+    return site_page(result, entry.title, run_link, Path(os.path.relpath(DOCS / entry.figures, here)).as_posix())
 
 
 def publish(run_dir: Path, label: str) -> None:
     """Copy a finished run's benchmark.json (compact) and OSCR figures into the documentation and
-    write its page."""
+    write its page; of a benchmark over splits, the folder that holds its split folders and its
+    benchmark-splits.json."""
+    from agnostophobia.experiments.benchmark_splits import SPLITS_JSON
+
     entry = PAGES[label]
-    result = json.loads((run_dir / "benchmark.json").read_text(encoding="utf-8"))
+    result = json.loads((run_dir / (SPLITS_JSON if entry.over_splits else "benchmark.json")).read_text(encoding="utf-8"))
     (DOCS / entry.results).parent.mkdir(parents=True, exist_ok=True)
     (DOCS / entry.results).write_text(json.dumps(result, separators=(",", ":"), sort_keys=True) + "\n",
                                       encoding="utf-8")
-    (DOCS / entry.figures).mkdir(parents=True, exist_ok=True)
+    if entry.figures:
+        (DOCS / entry.figures).mkdir(parents=True, exist_ok=True)
     for path in result.get("oscr_figures", {}).values():
         shutil.copyfile(run_dir / path, DOCS / entry.figures / Path(path).name)
     (DOCS / entry.page).write_text(generate(label), encoding="utf-8")

@@ -88,3 +88,31 @@ def test_the_page_opens_with_the_answer_and_collapses_the_full_tables():
              if line.startswith("| entropic |")]
     assert table and all(line in text for line in table)
     assert "| mean far D_a OSCR |" in text
+
+
+def test_a_benchmark_over_splits_publishes_its_summary_and_an_edited_page_is_caught(tmp_path, monkeypatch, capsys):
+    from agnostophobia.experiments.benchmark_splits import SPLITS_JSON, summarise_splits
+
+    sys.path.insert(0, str(ROOT / "tests/experiments"))
+    try:
+        import test_benchmark_splits as splits_of
+    finally:
+        sys.path.pop(0)
+    pages = _pages()
+    label = next(label for label, entry in pages.PAGES.items() if entry.over_splits)
+    docs, run = tmp_path / "docs", tmp_path / "run"
+    (docs / "guide").mkdir(parents=True)
+    run.mkdir()
+    summary = summarise_splits([(0, splits_of.result(0.0)), (3, splits_of.result(0.1))], extra_data=["entropic"])
+    summary.update({"protocol": "osr-mnist", "outside_negatives": "EMNIST letters train"})
+    (run / SPLITS_JSON).write_text(json.dumps(summary))
+    monkeypatch.setattr(pages, "DOCS", docs)
+    pages.publish(run, label)
+    assert pages.published() == [label] and pages.main(["check"]) == 0
+    page = docs / pages.PAGES[label].page
+    text = page.read_text()
+    assert text.startswith(f"# {pages.PAGES[label].title}\n") and f"#{label})" in text
+    assert "| softmax | softmax | 0.8100 | 0.9100 | 0.8600 ± 0.0707 |" in text and "OSCR (= OpenAUC)" in text
+    assert text.count(":::{container} sticky-first") == 2  # the knowns-only table and the extra-data one
+    page.write_text(text.replace("0.8600", "0.8700", 1))  # a number typed by hand
+    assert pages.main(["check"]) == 1 and "differs" in capsys.readouterr().out

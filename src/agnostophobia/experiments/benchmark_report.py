@@ -553,7 +553,7 @@ def site_page(result: Dict, title: str, run_link: str, figures: str) -> str:
     lines += _notes(result)
     for unknown, path in list(figure_paths.items())[1:]:
         lines += ["", f"![OSCR curves on {unknown}]({path})"]
-    return "\n".join(_sticky(lines)).rstrip("\n") + "\n"
+    return "\n".join(sticky_tables(lines)).rstrip("\n") + "\n"
 
 
 def _demoted(lines: List[str]) -> List[str]:
@@ -570,7 +570,7 @@ def _collapsed(lines: List[str], summary: str) -> List[str]:
     return [*heading, "", f"::::{{dropdown}} {summary}", *body, "::::", ""]
 
 
-def _sticky(lines: List[str]) -> List[str]:
+def sticky_tables(lines: List[str]) -> List[str]:
     """Each Markdown table (a run of lines that start with ``|``) in a ``sticky-first`` container."""
     out: List[str] = []
     for index, line in enumerate(lines):

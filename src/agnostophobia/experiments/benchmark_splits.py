@@ -29,6 +29,7 @@ import numpy as np
 
 from agnostophobia._atomic import atomic_write
 from agnostophobia._log import log_info
+from agnostophobia.experiments.benchmark_report import sticky_tables
 from agnostophobia.experiments.benchmark_rows import is_papers_detector, ranked_sets
 from agnostophobia.experiments.published_numbers import published_columns, published_for
 from agnostophobia.rundir import RunDir
@@ -136,23 +137,22 @@ def published_comparison(summary: Dict) -> List[str]:
     return ["## Beside other runs' numbers", "", intro, ""] + lines + ["", "Sources:", ""] + sources + [""]
 
 
-def splits_markdown(summary: Dict, protocol: str, outside: str) -> str:
-    """``benchmark-splits.md``: one table of the approaches that see the knowns only, one of the
-    extra-data approaches, per split and mean ± std over the splits, the published numbers beside."""
+def _splits_body(summary: Dict, outside: str) -> List[str]:
+    """The lines under the title: what the cells are, one table of the approaches that see the
+    knowns only and one of the extra-data approaches, then the published numbers beside ours."""
     splits = summary["splits"]
-    lines = [f"# Benchmark of {protocol} over its splits", "",
-             f"Splits {', '.join(map(str, splits))}; each split's own report is `split-K/benchmark.md`. "
+    lines = [f"Splits {', '.join(map(str, splits))}; each split's own report is `split-K/benchmark.md`. "
              "Each row is an approach with its paper's detector (and softmax's network with the maximum "
              "logit, MLS, as Vaze et al. report it); a number per split is the mean over that "
              "split's seeds, and the last columns are the mean ± sample standard deviation (ddof 1) over the "
-             "splits. OSCR: the area under the OSCR curve on a linear FPR axis, averaged over the split's "
-             "unknown-unknown sets (one set here, the four unknown classes pooled), OpenAUC's definition; "
-             "AUROC on the same sets; accuracy: closed-set accuracy on the split's test knowns; "
+             "splits. OSCR (= OpenAUC): the area under the OSCR curve on a linear FPR axis, averaged over the "
+             "split's unknown-unknown sets (one set here, the four unknown classes pooled), OpenAUC's "
+             "definition; AUROC on the same sets; accuracy: closed-set accuracy on the split's test knowns; "
              "published: another run's number beside the row (a paper's table or a rerun of its authors' "
              "code), its source numbered below. Rows "
              "are ordered by the mean validation OSCR area over splits (no test number orders them).", ""]
     header = ("| approach | detector | " + " | ".join(f"OSCR split {k}" for k in splits)
-              + " | OSCR | published OSCR | AUROC | published AUROC | accuracy | converged splits |")
+              + " | OSCR (= OpenAUC) | published OSCR | AUROC | published AUROC | accuracy | converged splits |")
     rule = "|" + "---|" * (header.count("|") - 1)
     groups = [("Known classes only", False), ("Extra data: trained on negatives from an outside set"
                                               + (f" ({outside})" if outside else ""), True)]
@@ -162,8 +162,9 @@ def splits_markdown(summary: Dict, protocol: str, outside: str) -> str:
             continue
         lines += [f"## {title}", "", header, rule]
         for r in rows:
-            per = [f"{r['per_split'][k]['oscr']:.4f}" if k in r["per_split"] and r["per_split"][k]["oscr"] is not None
-                   else "–" for k in splits]
+            by_split = {int(k): numbers for k, numbers in r["per_split"].items()}  # JSON's keys are strings
+            per = [f"{by_split[k]['oscr']:.4f}" if by_split.get(k, {}).get("oscr") is not None else "–"
+                   for k in splits]
             lines.append(f"| {r['approach']} | {r['detector']} | " + " | ".join(per) + f" | {_cell(r['oscr'])} | "
                          f"{_published_cell(r, 'oscr')} | {_cell(r['auroc'])} | {_published_cell(r, 'auroc')} | "
                          f"{_cell(r['accuracy'])} | {r['converged_splits']}/{len(r['per_split'])} |")
@@ -172,7 +173,31 @@ def splits_markdown(summary: Dict, protocol: str, outside: str) -> str:
         lines += ["The extra-data approaches trained on negatives the other approaches never saw; compare them "
                   "with each other, not with the rows above (as OpenOOD keeps methods trained with outliers apart).",
                   ""]
-    return "\n".join(lines + published_comparison(summary))
+    return lines + published_comparison(summary)
+
+
+def splits_markdown(summary: Dict, protocol: str, outside: str) -> str:
+    """``benchmark-splits.md``: one table of the approaches that see the knowns only, one of the
+    extra-data approaches, per split and mean ± std over the splits, the published numbers beside."""
+    return "\n".join([f"# Benchmark of {protocol} over its splits", "", *_splits_body(summary, outside)])
+
+
+def splits_site_page(summary: Dict, title: str, run_link: str) -> str:
+    """The documentation's page of a benchmark over splits, written from its committed
+    ``benchmark-splits.json`` alone by the code that writes ``benchmark-splits.md`` (no number typed by
+    hand), each table in a container whose first column stays in place when it scrolls.
+
+    Args:
+        summary: the run's ``benchmark-splits.json``, as read.
+        title: the page's title.
+        run_link: how the page names its run, e.g. a link to its provenance entry.
+
+    Returns:
+        The page's Markdown (MyST).
+    """
+    lines = [f"# {title}", "", f"Run {run_link}, protocol `{summary['protocol']}`.", "",
+             *_splits_body(summary, summary.get("outside_negatives", ""))]
+    return "\n".join(sticky_tables(lines)).rstrip("\n") + "\n"
 
 
 def extra_data_approaches(protocol, approaches: Sequence[str]) -> Tuple[List[str], str]:
