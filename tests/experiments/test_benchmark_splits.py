@@ -71,3 +71,16 @@ def test_write_split_summary_reads_each_splits_benchmark(tmp_path):
     assert summary["splits"] == [1, 4] and summary["protocol"] == "osr-mnist"
     assert [r["approach"] for r in summary["rows"] if r["extra_data"]] == ["entropic"]
     assert "OSCR split 1 | OSCR split 4" in table.read_text()
+
+
+def test_the_summary_keeps_the_splits_an_earlier_call_benchmarked(tmp_path):
+    from agnostophobia.experiments.benchmark import benchmarked_splits
+
+    for k, benchmarked in ((0, True), (2, False), (3, True)):
+        folder = tmp_path / f"split-{k}"
+        folder.mkdir()
+        (folder / "config.yaml").write_text("protocol: osr-mnist\nprotocol_split: %d\n" % k)
+        if benchmarked:
+            (folder / "benchmark.json").write_text(json.dumps(result(0.0)))
+    assert benchmarked_splits(tmp_path, [0]) == [(0, tmp_path / "split-0"), (3, tmp_path / "split-3")]
+    assert [k for k, _ in benchmarked_splits(tmp_path, [2])] == [0, 2, 3]  # the asked one, benchmarked now

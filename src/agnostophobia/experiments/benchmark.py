@@ -147,7 +147,21 @@ def benchmark(target: str, request: Optional[RunRequest] = None, min_accuracy: O
     tables = [write_benchmark(folder, min_accuracy, log=log) for _, folder in runs]
     if runs[0][0] is None:
         return tables[0]
-    return write_split_summary(out, [(split, folder) for split, folder in runs], log=log)
+    return write_split_summary(out, benchmarked_splits(out, [split for split, _ in runs]), log=log)
+
+
+def benchmarked_splits(out: Path, asked: Sequence[int]) -> List[Tuple[int, Path]]:
+    """The split folders of ``out`` its summary covers: the ``asked`` splits, and every other split
+    an earlier call benchmarked there (its ``benchmark.json`` written), so that ``--split 0 --seeds 3``
+    after a run of every split at one seed adds seeds to split 0 without dropping the others from
+    ``benchmark-splits.md``."""
+    from agnostophobia.data.protocols import protocol_spec
+    from agnostophobia.experiments.request import split_folder
+    from agnostophobia.training.records import read_run_config
+
+    protocol = read_run_config(split_folder(out, asked[0]))["protocol"]
+    return [(k, split_folder(out, k)) for k in range(len(protocol_spec(protocol).splits))
+            if k in asked or RunDir(split_folder(out, k)).benchmark.is_file()]
 
 
 def _without(error: TrainingDiverged, approaches: Sequence[str], out: Path) -> TrainingDiverged:
