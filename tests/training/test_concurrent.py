@@ -132,6 +132,15 @@ def test_the_last_run_gets_the_threads_of_those_that_ended():
     assert done["long"] == [1, 2]  # started with its share, raised to both threads once "short" ended
 
 
+def test_a_run_started_when_the_others_have_ended_gets_every_thread():
+    # the last run of a reproduction often starts after the one before it ended (a fine-tune waits
+    # for its start network): it ran on one thread of two until it ended (osr-mnist, 5 min a split)
+    done = {}
+    run_jobs([Job("alone", _threads_seen, (20,))], processes=2, threads=1, on_start=lambda job: None,
+             on_done=lambda job, result: done.__setitem__(job.name, result))
+    assert done["alone"][-1] == 2
+
+
 @pytest.mark.slow  # 7-10 s: with the slow tests, keeping make test under its 570 s
 def test_threads_set_by_the_caller_are_kept_for_the_last_run():
     done = {}

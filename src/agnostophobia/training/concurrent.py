@@ -112,6 +112,10 @@ def run_jobs(jobs: Sequence[Job], processes: int, threads: int, on_start: Callab
                 send.close()  # the child holds the other end; EOF here once it exits
                 running[process.sentinel] = (job, process, receive, share)
                 on_start(job)
+            # before waiting, not only after a job ends: a job started when the others had already
+            # ended (the last of a reproduction, started as the one before it ended) gets its share too
+            if share_out and running and (failures or not pending):
+                _share_out(processes * threads, running.values())
             for sentinel in wait(list(running)):
                 job, process, receive, _ = running.pop(sentinel)
                 outcome = _outcome(job, process, receive)
@@ -119,8 +123,6 @@ def run_jobs(jobs: Sequence[Job], processes: int, threads: int, on_start: Callab
                     failures.append(outcome)
                 else:
                     on_done(job, outcome)
-            if share_out and running and (failures or not pending):
-                _share_out(processes * threads, running.values())
     finally:  # an error or Ctrl-C here: stop the children; each resumes from its last epoch
         for _, process, _, _ in running.values():
             process.terminate()
