@@ -73,7 +73,8 @@ def sample_replicates(models: Sequence[Tuple[int, str, Path]], scores_of: Callab
 
 def _pairs(rows: List[Dict], family: str) -> List[Tuple[Dict, Dict]]:
     """(row, reference row) of each comparison of ``family`` (:data:`FAMILIES`), both rankable and
-    on the same seeds: ``primary``, each approach with its paper's detector against Entropic
+    on the same seeds, at least two (one seed, a split run in the literature's form: no test): ``primary``,
+    each approach with its paper's detector against Entropic
     Open-Set with its paper's; ``approaches``, each approach against Entropic Open-Set with the
     same detector, less the pairs of ``primary``; ``detectors``, each detector against max-softmax
     on the same network."""
@@ -97,7 +98,7 @@ def _pairs(rows: List[Dict], family: str) -> List[Tuple[Dict, Dict]]:
             if row["detector"] == REFERENCE_DETECTOR:
                 continue
             base = by_key.get((row["approach"], REFERENCE_DETECTOR))
-        if base is not None and base["seeds"] == row["seeds"]:
+        if base is not None and base["seeds"] == row["seeds"] and len(row["seeds"]) > 1:  # one seed: no test
             pairs.append((row, base))
     return pairs
 
