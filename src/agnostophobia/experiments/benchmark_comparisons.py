@@ -12,7 +12,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from agnostophobia.experiments.benchmark_rows import (REFERENCE_APPROACH, REFERENCE_DETECTOR, is_papers_detector,
-                                                      papers_detector, rankable, ranked_sets)
+                                                      papers_detector, rankable, ranked_sets, seeds_said)
 from agnostophobia.metrics import (NOT_RESOLVED, decide, oscr_area_resamples, paired_difference, resample_weights,
                                    resampled_se, smallest_resolved_difference)
 
@@ -159,5 +159,5 @@ def mark(test: Optional[Dict]) -> str:
     if test is None:
         return ""
     if test["decision"] == NOT_RESOLVED:
-        return f"not resolved ({test['seeds']} seeds)"
+        return f"not resolved ({seeds_said(test['seeds'])})"
     return test["decision"]

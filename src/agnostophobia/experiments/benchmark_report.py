@@ -16,7 +16,7 @@ from agnostophobia.data.protocol_types import FAR
 from agnostophobia.data.protocols import unknown_set  # the registered protocols declare their sets there
 from agnostophobia.experiments.benchmark_comparisons import ALPHA, FAMILIES, MARGIN, mark
 from agnostophobia.experiments.benchmark_ranking import best_detectors
-from agnostophobia.experiments.benchmark_rows import interval_over_seeds, papers_rows
+from agnostophobia.experiments.benchmark_rows import interval_over_seeds, papers_rows, seeds_said
 from agnostophobia.experiments.benchmark_summary import number
 from agnostophobia.experiments.paper_numbers import TABLE2_FPRS
 from agnostophobia.metrics import TIE_FLAG, fpr_keys
@@ -39,7 +39,7 @@ def _intro(result: Dict, run_name: str) -> List[str]:
     """The run's line (budget, seeds, device, precision, wall time, torch, detector settings) and how
     to read a cell."""
     meta = result["meta"]
-    return [f"Run `{run_name}`: budget {meta.get('budget')}, {meta.get('seeds')} seeds, device "
+    return [f"Run `{run_name}`: budget {meta.get('budget')}, {seeds_said(meta.get('seeds'))}, device "
             f"{meta.get('device')}, precision {meta.get('precision')}, training wall time "
             f"{meta.get('wall_time_s', 0) / 60:.1f} min, torch {meta.get('versions', {}).get('torch', '?')}. "
             f"Detector settings: {result['tuning']}.", "",
@@ -486,7 +486,7 @@ def decision_rule(result: Dict) -> List[str]:
             f"**better**/**worse**, the difference is not 0 (Holm-adjusted p below {ALPHA} within its family) and "
             f"its observed mean is at least the margin (its interval may reach below the margin); **equivalent**, "
             f"the 90 % interval of the difference lies inside ±{MARGIN} (two one-sided tests at {ALPHA} for each "
-            f"pair, not adjusted for the family); **not resolved ({seeds} seeds)**, neither: the data cannot say at "
+            f"pair, not adjusted for the family); **not resolved ({seeds_said(seeds)})**, neither: the data cannot say at "
             f"this number of seeds. The standard error of a difference is the seeds' spread and a paired bootstrap "
             f"over the shared test samples, added in quadrature. "
             f"Families, each Holm-adjusted on its own at {ALPHA} (not the whole report): "
@@ -524,7 +524,7 @@ def site_page(result: Dict, title: str, run_link: str, figures: str) -> str:
     figure_paths = {unknown: f"{figures}/{Path(path).name}" for unknown, path in result.get("oscr_figures", {}).items()}
     intro, _, reading = _intro(result, run_link)
     lines = [f"# {title}", "",
-             f"Run {run_link}, {result['seeds']} seeds: each approach with the detector its paper uses, then its OSCR "
+             f"Run {run_link}, {seeds_said(result['seeds'])}: each approach with the detector its paper uses, then its OSCR "
              "curves; what the data says, how to read the cells, the run and the full tables (collapsed: open a "
              "section to see it) follow.", ""]
     lines += _papers_rows(result, sets, marks)

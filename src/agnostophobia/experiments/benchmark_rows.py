@@ -104,3 +104,8 @@ def rankable(row: Dict) -> bool:
     """Converged (or no threshold), trained on every seed of the run (an approach whose other seeds
     are still to train would be ranked on fewer seeds than its rivals), and scored on a D_a set."""
     return row["converged"] is not False and row["complete"] and row["mean_oscr_per_seed"] is not None
+
+
+def seeds_said(count) -> str:
+    """``1 seed``, ``5 seeds``."""
+    return f"{count} seed" + ("" if count == 1 else "s")

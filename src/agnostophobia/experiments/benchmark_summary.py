@@ -10,7 +10,7 @@ from typing import Dict, List, Optional
 import numpy as np
 
 from agnostophobia.experiments.benchmark_comparisons import ALPHA, FAMILIES, MARGIN
-from agnostophobia.experiments.benchmark_rows import interval_over_seeds, papers_rows
+from agnostophobia.experiments.benchmark_rows import interval_over_seeds, papers_rows, seeds_said
 from agnostophobia.metrics import BETTER, EQUIVALENT, NOT_RESOLVED, TIE_FLAG, WORSE
 
 
@@ -64,7 +64,7 @@ def what_the_data_says(result: Dict) -> List[str]:
             value = top["val"].get(ranking["chosen"])
             lines.append(f"Best{among} by validation {ranking['title']} (the ranking metric, chosen on validation "
                          f"data): {top['row']} ({number(value)} on validation; its test mean D_a OSCR "
-                         f"{np.mean(top['mean_oscr_per_seed']):.3f} over {len(top['seeds'])} seeds), "
+                         f"{np.mean(top['mean_oscr_per_seed']):.3f} over {seeds_said(len(top['seeds']))}), "
                          f"of {len(ranked)} ranked rows{among}{_overlapping_said(ranked, ranking['chosen'])}.")
     lines += _decisions_said(result)
     lines += _ceiling_said(result) + _below_chance_said(result)
