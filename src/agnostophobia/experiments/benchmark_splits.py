@@ -163,12 +163,16 @@ def _splits_body(summary: Dict, outside: str) -> List[str]:
         lines += [f"## {title}", "", header, rule]
         for r in rows:
             by_split = {int(k): numbers for k, numbers in r["per_split"].items()}  # JSON's keys are strings
-            per = [f"{by_split[k]['oscr']:.4f}" if by_split.get(k, {}).get("oscr") is not None else "–"
-                   for k in splits]
+            per = [f"{by_split[k]['oscr']:.4f}" + ("*" if by_split[k]["converged"] is False else "")
+                   if by_split.get(k, {}).get("oscr") is not None else "–" for k in splits]
             lines.append(f"| {r['approach']} | {r['detector']} | " + " | ".join(per) + f" | {_cell(r['oscr'])} | "
                          f"{_published_cell(r, 'oscr')} | {_cell(r['auroc'])} | {_published_cell(r, 'auroc')} | "
                          f"{_cell(r['accuracy'])} | {r['converged_splits']}/{len(r['per_split'])} |")
         lines.append("")
+    if any(m["converged"] is False for r in summary["rows"] for m in r["per_split"].values()):
+        lines += ["\\* not converged on that split: the closed-set accuracy of its validation knowns is below the "
+                  "protocol's threshold. Its mean over splits and its AUROC and accuracy include those splits; "
+                  "the last column counts the splits where the row converged.", ""]
     if summary["extra_data"]:
         lines += ["The extra-data approaches trained on negatives the other approaches never saw; compare them "
                   "with each other, not with the rows above (as OpenOOD keeps methods trained with outliers apart).",
