@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import sys
 from pathlib import Path
@@ -75,6 +76,12 @@ def generate(label: str) -> str:
     return site_page(result, entry.title, run_link, Path(os.path.relpath(DOCS / entry.figures, here)).as_posix())
 
 
+def portable_command(command: str) -> str:
+    """The run's command with its ``--out`` folder as ``runs/NAME``: the path on the machine that
+    ran it says nothing to a reader and names a machine the repository must not depend on."""
+    return re.sub(r"--out (/\S+)", lambda m: f"--out runs/{Path(m.group(1)).name}", command)
+
+
 def publish(run_dir: Path, label: str) -> None:
     """Copy a finished run's benchmark.json (compact) and OSCR figures into the documentation and
     write its page; of a benchmark over splits, the folder that holds its split folders and its
@@ -83,6 +90,8 @@ def publish(run_dir: Path, label: str) -> None:
 
     entry = PAGES[label]
     result = json.loads((run_dir / (SPLITS_JSON if entry.over_splits else "benchmark.json")).read_text(encoding="utf-8"))
+    if "command" in result.get("meta", {}):
+        result["meta"]["command"] = portable_command(result["meta"]["command"])
     (DOCS / entry.results).parent.mkdir(parents=True, exist_ok=True)
     (DOCS / entry.results).write_text(json.dumps(result, separators=(",", ":"), sort_keys=True) + "\n",
                                       encoding="utf-8")

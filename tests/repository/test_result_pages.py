@@ -46,12 +46,16 @@ def test_a_published_run_regenerates_and_an_edited_page_is_caught(tmp_path, monk
     (docs / "guide").mkdir(parents=True)
     (run / "figures").mkdir(parents=True)
     result = _result()
+    result["meta"]["command"] = "agnostophobia benchmark cifar10-split --out /tmp/somewhere/bench-cifar"
     (run / "benchmark.json").write_text(json.dumps(result))
     for path in result["oscr_figures"].values():
         (run / path).write_bytes(b"png")
     monkeypatch.setattr(pages, "DOCS", docs)
     assert pages.published() == []
     pages.publish(run, "bench-cifar-5")
+    # the machine's folder is not committed: the repository names no path of the machine that ran it
+    committed = json.loads((docs / pages.PAGES["bench-cifar-5"].results).read_text())
+    assert committed["meta"]["command"] == "agnostophobia benchmark cifar10-split --out runs/bench-cifar"
     assert pages.published() == ["bench-cifar-5"] and pages.main(["check"]) == 0
     entry = pages.PAGES["bench-cifar-5"]
     page = docs / entry.page
