@@ -89,7 +89,8 @@ def publish(run_dir: Path, label: str) -> None:
     from agnostophobia.experiments.benchmark_splits import SPLITS_JSON
 
     entry = PAGES[label]
-    result = json.loads((run_dir / (SPLITS_JSON if entry.over_splits else "benchmark.json")).read_text(encoding="utf-8"))
+    source = run_dir / (SPLITS_JSON if entry.over_splits else "benchmark.json")
+    result = json.loads(source.read_text(encoding="utf-8"))
     if "command" in result.get("meta", {}):
         result["meta"]["command"] = portable_command(result["meta"]["command"])
     (DOCS / entry.results).parent.mkdir(parents=True, exist_ok=True)

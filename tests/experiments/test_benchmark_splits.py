@@ -84,5 +84,5 @@ def test_the_summary_keeps_the_splits_an_earlier_call_benchmarked(tmp_path):
         (folder / "config.yaml").write_text("protocol: osr-mnist\nprotocol_split: %d\n" % k)
         if benchmarked:
             (folder / "benchmark.json").write_text(json.dumps(result(0.0)))
-    assert benchmarked_splits(tmp_path, [0]) == [(0, tmp_path / "split-0"), (3, tmp_path / "split-3")]
-    assert [k for k, _ in benchmarked_splits(tmp_path, [2])] == [0, 2, 3]  # the asked one, benchmarked now
+    assert benchmarked_splits(tmp_path, "osr-mnist", [0]) == [(0, tmp_path / "split-0"), (3, tmp_path / "split-3")]
+    assert [k for k, _ in benchmarked_splits(tmp_path, "osr-mnist", [2])] == [0, 2, 3]  # the asked one, benchmarked now

@@ -138,7 +138,8 @@ def benchmark(target: str, request: Optional[RunRequest] = None, min_accuracy: O
     out = request.out or Path("runs") / f"benchmark-{name}-{budget or 'config'}"
     options = (*protocol_options, ("approaches", list(LOSSES.names())), *request.set_options)
     request = request.but(seeds=seeds, out=out, set_options=options)
-    runs = request.split_runs(request.load(budget).with_set_options(options), out)  # checks --split first
+    experiment = request.load(budget).with_set_options(options)
+    runs = request.split_runs(experiment, out)  # checks --split first
     _check_seeds(seeds, has_splits=runs[0][0] is not None)
     try:
         reproduce(request, log=log)
@@ -147,19 +148,18 @@ def benchmark(target: str, request: Optional[RunRequest] = None, min_accuracy: O
     tables = [write_benchmark(folder, min_accuracy, log=log) for _, folder in runs]
     if runs[0][0] is None:
         return tables[0]
-    return write_split_summary(out, benchmarked_splits(out, [split for split, _ in runs]), log=log)
+    asked = [split for split, _ in runs]
+    return write_split_summary(out, benchmarked_splits(out, experiment.train.protocol, asked), log=log)
 
 
-def benchmarked_splits(out: Path, asked: Sequence[int]) -> List[Tuple[int, Path]]:
-    """The split folders of ``out`` its summary covers: the ``asked`` splits, and every other split
-    an earlier call benchmarked there (its ``benchmark.json`` written), so that ``--split 0 --seeds 3``
-    after a run of every split at one seed adds seeds to split 0 without dropping the others from
-    ``benchmark-splits.md``."""
+def benchmarked_splits(out: Path, protocol: str, asked: Sequence[int]) -> List[Tuple[int, Path]]:
+    """The split folders of ``out`` (a benchmark of ``protocol``) its summary covers: the ``asked``
+    splits, and every other split an earlier call benchmarked there (its ``benchmark.json`` written),
+    so that ``--split 0 --seeds 3`` after a run of every split at one seed adds seeds to split 0
+    without dropping the others from ``benchmark-splits.md``."""
     from agnostophobia.data.protocols import protocol_spec
     from agnostophobia.experiments.request import split_folder
-    from agnostophobia.training.records import read_run_config
 
-    protocol = read_run_config(split_folder(out, asked[0]))["protocol"]
     return [(k, split_folder(out, k)) for k in range(len(protocol_spec(protocol).splits))
             if k in asked or RunDir(split_folder(out, k)).benchmark.is_file()]
 

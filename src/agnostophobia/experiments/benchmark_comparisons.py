@@ -73,11 +73,10 @@ def sample_replicates(models: Sequence[Tuple[int, str, Path]], scores_of: Callab
 
 def _pairs(rows: List[Dict], family: str) -> List[Tuple[Dict, Dict]]:
     """(row, reference row) of each comparison of ``family`` (:data:`FAMILIES`), both rankable and
-    on the same seeds, at least two (one seed, a split run in the literature's form: no test): ``primary``,
-    each approach with its paper's detector against Entropic
-    Open-Set with its paper's; ``approaches``, each approach against Entropic Open-Set with the
-    same detector, less the pairs of ``primary``; ``detectors``, each detector against max-softmax
-    on the same network."""
+    on the same seeds, at least two (one seed, a split run in the literature's form: no test):
+    ``primary``, each approach with its paper's detector against Entropic Open-Set with its paper's;
+    ``approaches``, each approach against Entropic Open-Set with the same detector, less the pairs of
+    ``primary``; ``detectors``, each detector against max-softmax on the same network."""
     by_key = {(r["approach"], r["detector"]): r for r in rows if rankable(r)}
     primary_reference = by_key.get((REFERENCE_APPROACH, papers_detector(REFERENCE_APPROACH)))
     pairs = []

@@ -486,9 +486,9 @@ def decision_rule(result: Dict) -> List[str]:
             f"**better**/**worse**, the difference is not 0 (Holm-adjusted p below {ALPHA} within its family) and "
             f"its observed mean is at least the margin (its interval may reach below the margin); **equivalent**, "
             f"the 90 % interval of the difference lies inside ±{MARGIN} (two one-sided tests at {ALPHA} for each "
-            f"pair, not adjusted for the family); **not resolved ({seeds_said(seeds)})**, neither: the data cannot say at "
-            f"this number of seeds. The standard error of a difference is the seeds' spread and a paired bootstrap "
-            f"over the shared test samples, added in quadrature. "
+            f"pair, not adjusted for the family); **not resolved ({seeds_said(seeds)})**, neither: the data cannot "
+            f"say at this number of seeds. The standard error of a difference is the seeds' spread and a paired "
+            f"bootstrap over the shared test samples, added in quadrature. "
             f"Families, each Holm-adjusted on its own at {ALPHA} (not the whole report): "
             + "; ".join(f"{kind}, {compares}" for kind, compares in FAMILIES.values()) + "."]
 
@@ -524,9 +524,9 @@ def site_page(result: Dict, title: str, run_link: str, figures: str) -> str:
     figure_paths = {unknown: f"{figures}/{Path(path).name}" for unknown, path in result.get("oscr_figures", {}).items()}
     intro, _, reading = _intro(result, run_link)
     lines = [f"# {title}", "",
-             f"Run {run_link}, {seeds_said(result['seeds'])}: each approach with the detector its paper uses, then its OSCR "
-             "curves; what the data says, how to read the cells, the run and the full tables (collapsed: open a "
-             "section to see it) follow.", ""]
+             f"Run {run_link}, {seeds_said(result['seeds'])}: each approach with the detector its paper uses, then "
+             "its OSCR curves; what the data says, how to read the cells, the run and the full tables (collapsed: "
+             "open a section to see it) follow.", ""]
     lines += _papers_rows(result, sets, marks)
     lines += _beside_the_paper(result)
     first = next(iter(figure_paths.items()), None)
