@@ -53,6 +53,16 @@ TRIALS = {
                    ["model_kwargs.widths=[64, 256, 256]", "epochs=10"]),
     "w64-256-16": ("widths 64-256-256, 16 epochs", ["model_kwargs.widths=[64, 256, 256]", "epochs=16"]),
     "w64-256-30": ("widths 64-256-256, 30 epochs", ["model_kwargs.widths=[64, 256, 256]", "epochs=30"]),
+    # osr-cifar10: at the one-cycle peak of lr 0.2 the loss spiked on some splits (split 1, w32-12:
+    # 0.55 -> 6.9 in epoch 3) and the wide network diverged; the same trials at half the peak
+    "w32-12-lr0.1": ("widths 32-64-128, 12 epochs, peak lr 0.1",
+                     ["model_kwargs.widths=[32, 64, 128]", "epochs=12", "lr=0.1"]),
+    "w32-16-lr0.1": ("widths 32-64-128, 16 epochs, peak lr 0.1",
+                     ["model_kwargs.widths=[32, 64, 128]", "epochs=16", "lr=0.1"]),
+    "w32-20-lr0.1": ("widths 32-64-128, 20 epochs, peak lr 0.1",
+                     ["model_kwargs.widths=[32, 64, 128]", "epochs=20", "lr=0.1"]),
+    "w64-256-10-lr0.1": ("widths 64-256-256, 10 epochs, peak lr 0.1",
+                         ["model_kwargs.widths=[64, 256, 256]", "epochs=10", "lr=0.1"]),
 }
 APPROACH = "softmax"  # the recipe is chosen on the baseline every approach is compared with
 
