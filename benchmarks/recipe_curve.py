@@ -61,6 +61,10 @@ TRIALS = {
                      ["model_kwargs.widths=[32, 64, 128]", "epochs=16", "lr=0.1"]),
     "w32-20-lr0.1": ("widths 32-64-128, 20 epochs, peak lr 0.1",
                      ["model_kwargs.widths=[32, 64, 128]", "epochs=20", "lr=0.1"]),
+    "w64-12-lr0.1": ("widths 64-128-256, 12 epochs, peak lr 0.1",
+                     ["model_kwargs.widths=[64, 128, 256]", "epochs=12", "lr=0.1"]),
+    "w64-16-lr0.1": ("widths 64-128-256, 16 epochs, peak lr 0.1",
+                     ["model_kwargs.widths=[64, 128, 256]", "epochs=16", "lr=0.1"]),
     "w64-256-10-lr0.1": ("widths 64-256-256, 10 epochs, peak lr 0.1",
                          ["model_kwargs.widths=[64, 256, 256]", "epochs=10", "lr=0.1"]),
 }
