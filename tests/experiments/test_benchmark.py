@@ -123,6 +123,30 @@ def test_rows_trained_on_extra_data_are_marked_and_ranked_apart():
     assert "extra data" not in markdown(plain, "run")  # a protocol without: the report is as before
 
 
+
+def test_where_entropic_trained_on_extra_data_the_approaches_are_tested_against_softmax():
+    """On the literature's splits EOS trained on an outside set: a test against it would weigh the
+    letters, not the method, so the approach families compare with the knowns-only softmax; the
+    reports name the reference the run used, and a run without extra data keeps EOS."""
+    result = summarise(rows(), min_accuracy=0.985, extra_data=[REFERENCE_APPROACH])
+    assert result["reference"] == "softmax"
+    primary = {(t["row"], t["against"]) for t in result["tests"]["primary"]}
+    assert primary == {("entropic/softmax", "softmax/softmax")}
+    assert {t["against"] for t in result["tests"]["approaches"]} == {"softmax/max-logit"}
+    assert "against softmax with its paper's" in result["families"]["primary"]["compares"]
+    assert any(line.startswith("Primary family, each approach with its paper's detector against softmax")
+               for line in result["summary"])
+    result.update({"meta": {}, "tuning": "config", "notes": [], "test_sets": {"letters": 1000, "devanagari": 1000},
+                   "fprs": [0.1]})
+    text = markdown(result, "run")
+    assert "vs softmax (primary)" in text and "vs EOS" not in text
+    plain = summarise(rows(), min_accuracy=0.985)
+    assert plain["reference"] == REFERENCE_APPROACH
+    assert {t["against"] for t in plain["tests"]["primary"]} == {"entropic/softmax"}
+    plain.update({"meta": {}, "tuning": "config", "notes": [], "test_sets": {"letters": 1000, "devanagari": 1000},
+                  "fprs": [0.1]})
+    assert "vs EOS (primary)" in markdown(plain, "run")
+
 def test_the_report_covers_the_approaches_the_benchmark_was_asked_for():
     """Models of an approach the last call did not ask for (an earlier call's, one set aside after a
     divergence) stay in the folder and are left out of the report; the order is the folder's."""

@@ -31,7 +31,10 @@ scores follow closed-set accuracy, so an unconverged network ranks training leng
    families (:data:`~agnostophobia.experiments.benchmark_comparisons.FAMILIES`): the **primary** one,
    each approach with its paper's detector against Entropic Open-Set with its paper's, and two
    **secondary** ones, each approach against Entropic Open-Set with the same detector and each detector
-   against max-softmax on the same network. Each comparison is the mean paired difference over seeds
+   against max-softmax on the same network (where Entropic Open-Set trained on an outside set the
+   others never saw, the literature's splits, the approaches are compared with softmax instead:
+   :func:`~agnostophobia.experiments.benchmark_rows.reference_approach`).
+   Each comparison is the mean paired difference over seeds
    with its t interval, its standard error the seeds' spread and a paired bootstrap over the shared
    test samples added in quadrature
    (:func:`~agnostophobia.experiments.benchmark_comparisons.sample_replicates`,
@@ -83,13 +86,13 @@ from agnostophobia.data.protocols import unknown_set  # the registered protocols
 from agnostophobia.deploy.request import ModelRequest
 from agnostophobia.errors import AgnostophobiaError, TrainingDiverged
 from agnostophobia.experiments.benchmark_comparisons import (ALPHA, BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, FAMILIES,
-                                                             MARGIN, compare_family, family_resolution,
+                                                             MARGIN, compare_family, families, family_resolution,
                                                              sample_replicates)
 from agnostophobia.experiments.benchmark_ranking import RANKING_CANDIDATES, rank_rows, ranking_metric
 from agnostophobia.experiments.benchmark_report import markdown
 from agnostophobia.experiments.benchmark_summary import what_the_data_says
 from agnostophobia.experiments.benchmark_rows import (cells, far_sets, interval_over_seeds, is_papers_detector,
-                                                      mean_oscr, network_accuracy, ranked_sets)
+                                                      mean_oscr, network_accuracy, ranked_sets, reference_approach)
 from agnostophobia.experiments.benchmark_splits import extra_data_approaches, write_split_summary
 from agnostophobia.experiments.request import RunRequest
 from agnostophobia.rundir import RunDir
@@ -357,12 +360,14 @@ def summarise(rows: List[Dict], min_accuracy: Optional[float], replicates: Optio
                          "test": {name: cells(numbers) for name, numbers in row["test"].items()}})
     ranking = ranking_metric(out_rows)
     out_rows = rank_rows(out_rows, ranking["chosen"])
-    tests = {family: compare_family(out_rows, family, replicates) for family in FAMILIES}
+    reference = reference_approach(extra_data)
+    tests = {family: compare_family(out_rows, family, replicates, reference) for family in FAMILIES}
     bootstrapped = any(t["se_samples"] is not None for family in tests.values() for t in family)
     result = {"min_accuracy": min_accuracy, "rows": out_rows, "tests": tests, "alpha": ALPHA, "margin": MARGIN,
+              "reference": reference,
               "families": {family: {"kind": kind, "compares": compares, "resolution":
                                     family_resolution(tests[family], run_seeds)}
-                           for family, (kind, compares) in FAMILIES.items()},
+                           for family, (kind, compares) in families(reference).items()},
               "sample_bootstrap": ({"resamples": BOOTSTRAP_RESAMPLES, "seed": BOOTSTRAP_SEED}
                                    if bootstrapped else None),
               "seeds": run_seeds, "ranking": ranking, "ranked_sets": ranked_sets(sets), "far_sets": far_sets(sets),

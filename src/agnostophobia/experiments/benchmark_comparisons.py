@@ -11,8 +11,9 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from agnostophobia.experiments.benchmark_rows import (REFERENCE_APPROACH, REFERENCE_DETECTOR, is_papers_detector,
-                                                      papers_detector, rankable, ranked_sets, seeds_said)
+from agnostophobia.experiments.benchmark_rows import (REFERENCE_APPROACH, REFERENCE_DETECTOR, REFERENCE_NAMES,
+                                                      is_papers_detector, papers_detector, rankable, ranked_sets,
+                                                      seeds_said)
 from agnostophobia.metrics import (NOT_RESOLVED, decide, oscr_area_resamples, paired_difference, resample_weights,
                                    resampled_se, smallest_resolved_difference)
 
@@ -28,14 +29,23 @@ MARGIN = 0.005
 BOOTSTRAP_RESAMPLES = 200
 BOOTSTRAP_SEED = 55
 #: The families of comparisons (``benchmark.json``'s ``tests``), each Holm-adjusted on its own:
-#: (its name in the report, what is compared with what).
+#: (its name in the report, what is compared with what; ``{reference}``: the reference approach,
+#: :func:`~agnostophobia.experiments.benchmark_rows.reference_approach`).
 FAMILIES = {
-    "primary": ("primary", "each approach with its paper's detector against Entropic Open-Set with its paper's, "
-                           "max-softmax"),
-    "approaches": ("secondary: approaches", "each approach against Entropic Open-Set with the same detector, for "
+    "primary": ("primary", "each approach with its paper's detector against {reference} with its paper's, "
+                           "{reference_detector}"),
+    "approaches": ("secondary: approaches", "each approach against {reference} with the same detector, for "
                                             "the detectors the primary family does not compare"),
     "detectors": ("secondary: detectors", "each detector against max-softmax on the same network"),
 }
+
+
+def families(reference: str = REFERENCE_APPROACH) -> Dict[str, Tuple[str, str]]:
+    """:data:`FAMILIES` with the reference approach named: ``{family: (kind, what it compares)}``."""
+    detector = papers_detector(reference)
+    names = {"reference": REFERENCE_NAMES[reference][0],
+             "reference_detector": "max-softmax" if detector == REFERENCE_DETECTOR else detector}
+    return {family: (kind, compares.format(**names)) for family, (kind, compares) in FAMILIES.items()}
 
 
 def _bootstrap_weights(split: str, n: int) -> np.ndarray:
@@ -71,26 +81,26 @@ def sample_replicates(models: Sequence[Tuple[int, str, Path]], scores_of: Callab
     return replicates
 
 
-def _pairs(rows: List[Dict], family: str) -> List[Tuple[Dict, Dict]]:
+def _pairs(rows: List[Dict], family: str, reference: str = REFERENCE_APPROACH) -> List[Tuple[Dict, Dict]]:
     """(row, reference row) of each comparison of ``family`` (:data:`FAMILIES`), both rankable and
     on the same seeds, at least two (one seed, a split run in the literature's form: no test):
-    ``primary``, each approach with its paper's detector against Entropic Open-Set with its paper's;
-    ``approaches``, each approach against Entropic Open-Set with the same detector, less the pairs of
+    ``primary``, each approach with its paper's detector against ``reference`` with its paper's;
+    ``approaches``, each approach against ``reference`` with the same detector, less the pairs of
     ``primary``; ``detectors``, each detector against max-softmax on the same network."""
     by_key = {(r["approach"], r["detector"]): r for r in rows if rankable(r)}
-    primary_reference = by_key.get((REFERENCE_APPROACH, papers_detector(REFERENCE_APPROACH)))
+    primary_reference = by_key.get((reference, papers_detector(reference)))
     pairs = []
     for row in rows:
         if not rankable(row):
             continue
         if family == "primary":
-            if row["approach"] == REFERENCE_APPROACH or not is_papers_detector(row["approach"], row["detector"]):
+            if row["approach"] == reference or not is_papers_detector(row["approach"], row["detector"]):
                 continue
             base = primary_reference
         elif family == "approaches":
-            if row["approach"] == REFERENCE_APPROACH:
+            if row["approach"] == reference:
                 continue
-            base = by_key.get((REFERENCE_APPROACH, row["detector"]))
+            base = by_key.get((reference, row["detector"]))
             if base is not None and base is primary_reference and is_papers_detector(row["approach"], row["detector"]):
                 continue  # the same comparison is in the primary family
         else:
@@ -117,13 +127,16 @@ def _finite(value: float) -> Optional[float]:
     return float(value) if np.isfinite(value) else None
 
 
-def compare_family(rows: List[Dict], family: str, replicates: Optional[Dict] = None) -> List[Dict]:
+def compare_family(rows: List[Dict], family: str, replicates: Optional[Dict] = None,
+                   reference: str = REFERENCE_APPROACH) -> List[Dict]:
     """Each comparison of ``family`` on the per-seed mean D_a OSCR: the mean paired difference over
     seeds, its standard error (the seeds' spread and the paired bootstrap over the test
     samples where ``replicates`` hold the two rows'), its 95 % t interval and p, and the decision
-    against :data:`MARGIN` (:func:`~agnostophobia.metrics.decide`: Holm within this family)."""
+    against :data:`MARGIN` (:func:`~agnostophobia.metrics.decide`: Holm within this family).
+    ``reference``: the approach the approach families compare with
+    (:func:`~agnostophobia.experiments.benchmark_rows.reference_approach`)."""
     tests, differences = [], []
-    for row, base in _pairs(rows, family):
+    for row, base in _pairs(rows, family, reference):
         mine, theirs = _replicates(row, replicates), _replicates(base, replicates)
         sample_se = resampled_se(mine, theirs) if mine is not None and theirs is not None else None
         difference = paired_difference(row["mean_oscr_per_seed"], base["mean_oscr_per_seed"], sample_se=sample_se)

@@ -16,7 +16,8 @@ from agnostophobia.data.protocol_types import FAR
 from agnostophobia.data.protocols import unknown_set  # the registered protocols declare their sets there
 from agnostophobia.experiments.benchmark_comparisons import ALPHA, FAMILIES, MARGIN, mark
 from agnostophobia.experiments.benchmark_ranking import best_detectors
-from agnostophobia.experiments.benchmark_rows import interval_over_seeds, papers_rows, seeds_said
+from agnostophobia.experiments.benchmark_rows import (REFERENCE_NAMES, interval_over_seeds, papers_rows, reference_of,
+                                                      seeds_said)
 from agnostophobia.experiments.benchmark_summary import number
 from agnostophobia.experiments.paper_numbers import TABLE2_FPRS
 from agnostophobia.metrics import TIE_FLAG, fpr_keys
@@ -83,7 +84,8 @@ def _oscr_table(result: Dict, marks: Dict) -> List[str]:
     sets, metric = list(result["test_sets"]), result["ranking"]["chosen"]
     header = ["rank", "approach/detector", "closed-set acc.", "val acc.",
               f"val {result['ranking']['title']}{_validation_fpr_said(result)} (ranked by)",
-              *(f"{_set_name(s)} OSCR" for s in sets), "vs EOS, same detector (secondary)", "vs MSP (secondary)"]
+              *(f"{_set_name(s)} OSCR" for s in sets), f"vs {_reference_short(result)}, same detector (secondary)",
+              "vs MSP (secondary)"]
     lines = ["## OSCR", "", _row_md(header), _rule(header)]
     for row in result["rows"]:
         cells = [_rank_cell(row), _label(result, row), _fmt(row["closed_set_accuracy"]),
@@ -126,7 +128,8 @@ def _tests_table(result: Dict) -> List[str]:
              f"SE: the seeds' standard error and the test samples' (paired bootstrap; '—' where not computed), "
              f"added in quadrature. Holm's correction within each family; the 90 % interval is what the equivalence test "
              f"reads against ±{MARGIN}.", "", _row_md(header), _rule(header)]
-    for family, (kind, _) in FAMILIES.items():
+    for family in FAMILIES:  # in the declared order (a published benchmark.json is sorted by key)
+        kind = result["families"][family]["kind"]
         for t in result["tests"][family]:
             samples = "—" if t["se_samples"] is None else f"{t['se_samples']:.4f}"
             lines.append(_row_md([kind, t["row"], t["against"],
@@ -218,7 +221,7 @@ def _papers_rows(result: Dict, sets: List[str], marks: Dict) -> List[str]:
     near = "near " if far else ""
     header = ["approach", "detector", "closed-set acc.", "val acc.", f"mean {near}D_a OSCR",
               f"mean {near}D_a OSCR, log FPR", *(["mean far D_a OSCR"] if far else []),
-              *(f"{_set_name(s)} OSCR" for s in sets), "vs EOS (primary)"]
+              *(f"{_set_name(s)} OSCR" for s in sets), f"vs {_reference_short(result)} (primary)"]
     lines = ["## Each approach with its paper's detector", "",
              "OSCR, log FPR: the area under the same curve over a log FPR axis from the smallest FPR each set "
              "resolves (10/#unknowns) to 1, normalised to [0, 1]: it reads the low-FPR end, where networks "
@@ -490,7 +493,13 @@ def decision_rule(result: Dict) -> List[str]:
             f"say at this number of seeds. The standard error of a difference is the seeds' spread and a paired "
             f"bootstrap over the shared test samples, added in quadrature. "
             f"Families, each Holm-adjusted on its own at {ALPHA} (not the whole report): "
-            + "; ".join(f"{kind}, {compares}" for kind, compares in FAMILIES.values()) + "."]
+            + "; ".join(f"{said['kind']}, {said['compares']}" for said in map(result["families"].get, FAMILIES))
+            + "."]
+
+
+def _reference_short(result: Dict) -> str:
+    """The reference approach as a column header names it: ``EOS``, ``softmax``."""
+    return REFERENCE_NAMES[reference_of(result)][1]
 
 
 def _row_md(cells: Sequence[str]) -> str:

@@ -26,8 +26,9 @@ def _decisions_said(result: Dict) -> List[str]:
     """One sentence per family of tests: what was decided, and the smallest difference it resolves."""
     lines = []
     seeds = result["seeds"]
-    for family, (kind, compares) in FAMILIES.items():
-        tests = result["tests"][family]
+    for family in FAMILIES:  # as the run named them (its reference approach), in the declared order
+        said = result["families"][family]
+        kind, compares, tests = said["kind"], said["compares"], result["tests"][family]
         if not tests:
             lines.append(f"{kind.capitalize()} family, {compares}: nothing to test (the rows are not converged, "
                          f"or on fewer than two seeds).")
