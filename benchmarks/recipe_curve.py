@@ -37,22 +37,22 @@ from agnostophobia.models import build_model
 from agnostophobia.training.config import load_experiment, parse_set_option
 from _timing import processor_label, training_flops_per_image  # this folder's label and FLOPs
 
-#: name -> (what changes from the ``converged`` budget, its ``--set`` options): the widths and the
-#: epochs, each set explicitly (a trial means the same whatever the budget ships), from the earlier
+#: name -> (what changes from the ``converged`` budget, its ``--set`` options): the widths, the
+#: epochs and the peak lr, each set explicitly (a trial means the same whatever the budget ships), from the earlier
 #: 12-epoch CIFAR budget toward airbench94's widths 64-256-256 (Jordan 2024, Table 1) and longer
 #: schedules, sized for about 5, 15 and 30 minutes a network on 2 cores.
 TRIALS = {
-    "w32-12": ("widths 32-64-128, 12 epochs", ["model_kwargs.widths=[32, 64, 128]", "epochs=12"]),
+    "w32-12": ("widths 32-64-128, 12 epochs", ["model_kwargs.widths=[32, 64, 128]", "epochs=12", "lr=0.2"]),
     # 16 and 20: between the 12 epochs below the threshold and the 24 that reached it (the budget is the
     # cheapest trial reaching it, so the steps between are tried too)
-    "w32-16": ("widths 32-64-128, 16 epochs", ["model_kwargs.widths=[32, 64, 128]", "epochs=16"]),
-    "w32-20": ("widths 32-64-128, 20 epochs", ["model_kwargs.widths=[32, 64, 128]", "epochs=20"]),
-    "w32-24": ("widths 32-64-128, 24 epochs", ["model_kwargs.widths=[32, 64, 128]", "epochs=24"]),
-    "w64-12": ("widths 64-128-256, 12 epochs", ["model_kwargs.widths=[64, 128, 256]", "epochs=12"]),
+    "w32-16": ("widths 32-64-128, 16 epochs", ["model_kwargs.widths=[32, 64, 128]", "epochs=16", "lr=0.2"]),
+    "w32-20": ("widths 32-64-128, 20 epochs", ["model_kwargs.widths=[32, 64, 128]", "epochs=20", "lr=0.2"]),
+    "w32-24": ("widths 32-64-128, 24 epochs", ["model_kwargs.widths=[32, 64, 128]", "epochs=24", "lr=0.2"]),
+    "w64-12": ("widths 64-128-256, 12 epochs", ["model_kwargs.widths=[64, 128, 256]", "epochs=12", "lr=0.2"]),
     "w64-256-10": ("widths 64-256-256 (airbench94's), 10 epochs",
-                   ["model_kwargs.widths=[64, 256, 256]", "epochs=10"]),
-    "w64-256-16": ("widths 64-256-256, 16 epochs", ["model_kwargs.widths=[64, 256, 256]", "epochs=16"]),
-    "w64-256-30": ("widths 64-256-256, 30 epochs", ["model_kwargs.widths=[64, 256, 256]", "epochs=30"]),
+                   ["model_kwargs.widths=[64, 256, 256]", "epochs=10", "lr=0.2"]),
+    "w64-256-16": ("widths 64-256-256, 16 epochs", ["model_kwargs.widths=[64, 256, 256]", "epochs=16", "lr=0.2"]),
+    "w64-256-30": ("widths 64-256-256, 30 epochs", ["model_kwargs.widths=[64, 256, 256]", "epochs=30", "lr=0.2"]),
     # osr-cifar10: at the one-cycle peak of lr 0.2 the loss spiked on some splits (split 1, w32-12:
     # 0.55 -> 6.9 in epoch 3) and the wide network diverged; the same trials at half the peak
     "w32-12-lr0.1": ("widths 32-64-128, 12 epochs, peak lr 0.1",

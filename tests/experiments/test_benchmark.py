@@ -146,6 +146,13 @@ def test_where_entropic_trained_on_extra_data_the_approaches_are_tested_against_
     plain.update({"meta": {}, "tuning": "config", "notes": [], "test_sets": {"letters": 1000, "devanagari": 1000},
                   "fprs": [0.1]})
     assert "vs EOS (primary)" in markdown(plain, "run")
+    # the same where EOS is not in the run: an outside-data fine-tune alone, or no approach with negatives
+    without_eos = [_row("outlier-exposure-ft", REFERENCE_DETECTOR, [0.70, 0.71, 0.72], [0.99] * 3)] + rows()[2:4]
+    for extra in (["outlier-exposure-ft"], []):
+        other = summarise(without_eos, min_accuracy=0.985, extra_data=extra)
+        assert other["reference"] == "softmax"
+        assert {(t["row"], t["against"]) for t in other["tests"]["primary"]} == {
+            ("outlier-exposure-ft/softmax", "softmax/softmax")}
 
 def test_the_report_covers_the_approaches_the_benchmark_was_asked_for():
     """Models of an approach the last call did not ask for (an earlier call's, one set aside after a

@@ -31,9 +31,9 @@ scores follow closed-set accuracy, so an unconverged network ranks training leng
    families (:data:`~agnostophobia.experiments.benchmark_comparisons.FAMILIES`): the **primary** one,
    each approach with its paper's detector against Entropic Open-Set with its paper's, and two
    **secondary** ones, each approach against Entropic Open-Set with the same detector and each detector
-   against max-softmax on the same network (where Entropic Open-Set trained on an outside set the
-   others never saw, the literature's splits, the approaches are compared with softmax instead:
-   :func:`~agnostophobia.experiments.benchmark_rows.reference_approach`).
+   against max-softmax on the same network (on a protocol whose negatives are an outside set the
+   others never saw, the literature's splits, or in a run without Entropic Open-Set, the approaches
+   are compared with softmax instead: :func:`~agnostophobia.experiments.benchmark_rows.reference_approach`).
    Each comparison is the mean paired difference over seeds
    with its t interval, its standard error the seeds' spread and a paired bootstrap over the shared
    test samples added in quadrature
@@ -360,7 +360,7 @@ def summarise(rows: List[Dict], min_accuracy: Optional[float], replicates: Optio
                          "test": {name: cells(numbers) for name, numbers in row["test"].items()}})
     ranking = ranking_metric(out_rows)
     out_rows = rank_rows(out_rows, ranking["chosen"])
-    reference = reference_approach(extra_data)
+    reference = reference_approach(approaches, extra_data)
     tests = {family: compare_family(out_rows, family, replicates, reference) for family in FAMILIES}
     bootstrapped = any(t["se_samples"] is not None for family in tests.values() for t in family)
     result = {"min_accuracy": min_accuracy, "rows": out_rows, "tests": tests, "alpha": ALPHA, "margin": MARGIN,

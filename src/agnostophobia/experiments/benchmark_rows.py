@@ -26,10 +26,14 @@ KNOWNS_ONLY_REFERENCE = "softmax"
 REFERENCE_NAMES = {REFERENCE_APPROACH: ("Entropic Open-Set", "EOS"), KNOWNS_ONLY_REFERENCE: ("softmax", "softmax")}
 
 
-def reference_approach(extra_data: Sequence[str] = ()) -> str:
-    """The approach the approach families compare with: Entropic Open-Set, or the knowns-only
-    softmax where Entropic Open-Set is one of the ``extra_data`` approaches."""
-    return KNOWNS_ONLY_REFERENCE if REFERENCE_APPROACH in extra_data else REFERENCE_APPROACH
+def reference_approach(approaches: Sequence[str], extra_data: Sequence[str] = ()) -> str:
+    """The approach the approach families compare with: Entropic Open-Set where the run trained it
+    on the protocol's own negatives; else (a protocol whose negatives are an outside set, where
+    ``extra_data`` names the approaches trained on them, or a run without Entropic Open-Set) the
+    knowns-only softmax."""
+    if extra_data or REFERENCE_APPROACH not in approaches:
+        return KNOWNS_ONLY_REFERENCE
+    return REFERENCE_APPROACH
 
 
 def reference_of(result: Dict) -> str:
