@@ -58,6 +58,14 @@ def rows():
     ]
 
 
+def _report(result, **extra):
+    """The report of a summarised ``result`` with what write_benchmark adds before writing it (the test
+    sets of :func:`_row`, 1,000 unknowns each; ``extra`` overrides or adds keys)."""
+    result.update({"meta": {}, "tuning": "config", "notes": [], "test_sets": {"letters": 1000, "devanagari": 1000},
+                   "fprs": [0.1], **extra})
+    return markdown(result, "run")
+
+
 def test_one_seed_a_split_of_the_literatures_form_is_ranked_and_written_without_tests():
     # one network per split (benchmark osr-mnist --seeds 1): no paired test can be made, and the
     # report said so only after paired_difference had refused the single value
@@ -94,9 +102,7 @@ def test_an_approach_on_fewer_seeds_than_the_run_is_marked_and_never_ranked_or_t
     assert result["rows"][0]["row"] == "entropic/max-logit"
     assert "objectosphere/softmax" not in {t["row"] for family in result["tests"].values() for t in family}
     assert any("objectosphere (1 of 3)" in line and "neither ranked nor tested" in line for line in result["summary"])
-    result.update({"meta": {}, "tuning": "config", "notes": [], "test_sets": {"letters": 1000, "devanagari": 1000},
-                   "fprs": [0.1]})
-    assert "objectosphere/softmax (incomplete: 1 seed(s))" in markdown(result, "run")
+    assert "objectosphere/softmax (incomplete: 1 seed(s))" in _report(result)
     assert not any("fewer seeds" in line for line in summarise(rows(), 0.985)["summary"])
 
 
@@ -112,16 +118,11 @@ def test_rows_trained_on_extra_data_are_marked_and_ranked_apart():
     assert [(r["row"], r["rank"]) for r in alone["rows"]] == [(row, rank) for row, rank, _ in ranked[:2]]
     assert any(line.startswith("Best by") and "softmax/max-logit" in line for line in result["summary"])
     assert any(line.startswith("Best with extra data") and "entropic/max-logit" in line for line in result["summary"])
-    result.update({"meta": {}, "tuning": "config", "notes": [], "test_sets": {"letters": 1000, "devanagari": 1000},
-                   "fprs": [0.1]})
-    text = markdown(result, "run")
+    text = _report(result)
     assert "| E1 | entropic/max-logit (extra data) |" in text and "| 1 | softmax/max-logit |" in text
     assert "ranked apart" in text
     plain = summarise(rows(), min_accuracy=0.985)
-    plain.update({"meta": {}, "tuning": "config", "notes": [], "test_sets": {"letters": 1000, "devanagari": 1000},
-                  "fprs": [0.1]})
-    assert "extra data" not in markdown(plain, "run")  # a protocol without: the report is as before
-
+    assert "extra data" not in _report(plain)  # a protocol without: the report is as before
 
 
 def test_where_entropic_trained_on_extra_data_the_approaches_are_tested_against_softmax():
@@ -136,16 +137,12 @@ def test_where_entropic_trained_on_extra_data_the_approaches_are_tested_against_
     assert "against softmax with its paper's" in result["families"]["primary"]["compares"]
     assert any(line.startswith("Primary family, each approach with its paper's detector against softmax")
                for line in result["summary"])
-    result.update({"meta": {}, "tuning": "config", "notes": [], "test_sets": {"letters": 1000, "devanagari": 1000},
-                   "fprs": [0.1]})
-    text = markdown(result, "run")
+    text = _report(result)
     assert "vs softmax (primary)" in text and "vs EOS" not in text
     plain = summarise(rows(), min_accuracy=0.985)
     assert plain["reference"] == REFERENCE_APPROACH
     assert {t["against"] for t in plain["tests"]["primary"]} == {"entropic/softmax"}
-    plain.update({"meta": {}, "tuning": "config", "notes": [], "test_sets": {"letters": 1000, "devanagari": 1000},
-                  "fprs": [0.1]})
-    assert "vs EOS (primary)" in markdown(plain, "run")
+    assert "vs EOS (primary)" in _report(plain)
     # the same where EOS is not in the run: an outside-data fine-tune alone, or no approach with negatives
     without_eos = [_row("outlier-exposure-ft", REFERENCE_DETECTOR, [0.70, 0.71, 0.72], [0.99] * 3)] + rows()[2:4]
     for extra in (["outlier-exposure-ft"], []):
@@ -153,6 +150,7 @@ def test_where_entropic_trained_on_extra_data_the_approaches_are_tested_against_
         assert other["reference"] == "softmax"
         assert {(t["row"], t["against"]) for t in other["tests"]["primary"]} == {
             ("outlier-exposure-ft/softmax", "softmax/softmax")}
+
 
 def test_the_report_covers_the_approaches_the_benchmark_was_asked_for():
     """Models of an approach the last call did not ask for (an earlier call's, one set aside after a
@@ -216,9 +214,7 @@ def test_paired_tests_match_scipy_and_are_holm_adjusted_per_family():
 
 def test_ties_are_flagged_in_the_table_and_the_paragraph():
     result = summarise(rows(), min_accuracy=0.985)
-    result.update({"meta": {"experiment": "lenet++", "budget": "smoke", "seeds": 3}, "tuning": "config",
-                   "notes": [], "test_sets": {"letters": 1000, "devanagari": 1000}, "fprs": [0.1]})
-    text = markdown(result, "run")
+    text = _report(result, meta={"experiment": "lenet++", "budget": "smoke", "seeds": 3})
     line = next(row for row in text.splitlines() if row.startswith("| ") and "softmax/max-logit |" in row)
     assert "†" in line and "(not converged)" not in line
     assert "logitnorm/softmax (not converged)" in text
@@ -232,9 +228,7 @@ def test_the_report_opens_with_each_approach_and_its_papers_detector():
     from agnostophobia.losses import LOSSES
 
     result = summarise(rows(), min_accuracy=0.985)
-    result.update({"meta": {}, "tuning": "config", "notes": [], "test_sets": {"letters": 1000, "devanagari": 1000},
-                   "fprs": [0.1]})
-    text = markdown(result, "run")
+    text = _report(result)
     section = text.split("## Each approach with its paper's detector", 1)[1].split("\n## ", 1)[0]
     oscr, ccr = section.split("CCR at 1e-1, the smallest FPR of the report's columns", 1)
     table = [line for line in oscr.splitlines() if line.startswith("| ")][1:]
@@ -254,9 +248,7 @@ def test_the_report_opens_with_each_approach_and_its_papers_detector():
 
 def test_the_matrix_holds_every_approach_and_detector_with_the_best_of_each_approach_in_bold():
     result = summarise(rows(), min_accuracy=0.985)
-    result.update({"meta": {}, "tuning": "config", "notes": [], "test_sets": {"letters": 1000, "devanagari": 1000},
-                   "fprs": [0.1]})
-    text = markdown(result, "run")
+    text = _report(result)
     section = text.split("## Every approach with every detector (mean D_a OSCR)", 1)[1].split("\n## ", 1)[0]
     header, _, *lines = [line for line in section.splitlines() if line.startswith("|")]
     assert header == "| approach | max-logit | softmax |"
@@ -358,12 +350,6 @@ def test_benchmark_smoke_runs_every_approach_and_resumes(real_data_dir, tmp_path
 
 
 # ------------------------------------------------------------------ issue 55: decisions that mean what they say
-def _report(result, **extra):
-    result.update({"meta": {}, "tuning": "config", "notes": [], "test_sets": {"letters": 1000, "devanagari": 1000},
-                   "fprs": [0.1], **extra})
-    return markdown(result, "run")
-
-
 def _near_rows(spread=1e-6):
     """EOS and a detector on it that differs by -0.0001 with a spread of ``spread`` over 3 seeds (the
     review's maximal-entropy/energy case, p 3e-5), and softmax 0.2 lower with a wide spread."""
