@@ -11,9 +11,9 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from agnostophobia.experiments.benchmark_rows import (REFERENCE_APPROACH, REFERENCE_DETECTOR, REFERENCE_NAMES,
-                                                      is_papers_detector, papers_detector, rankable, ranked_sets,
-                                                      seeds_said)
+from agnostophobia.detectors import DETECTORS
+from agnostophobia.experiments.benchmark_rows import (REFERENCE_DETECTOR, REFERENCE_NAMES, is_papers_detector,
+                                                      papers_detector, rankable, ranked_sets, seeds_said)
 from agnostophobia.metrics import (NOT_RESOLVED, decide, oscr_area_resamples, paired_difference, resample_weights,
                                    resampled_se, smallest_resolved_difference)
 
@@ -40,11 +40,11 @@ FAMILIES = {
 }
 
 
-def families(reference: str = REFERENCE_APPROACH) -> Dict[str, Tuple[str, str]]:
-    """:data:`FAMILIES` with the reference approach named: ``{family: (kind, what it compares)}``."""
-    detector = papers_detector(reference)
+def families(reference: str) -> Dict[str, Tuple[str, str]]:
+    """:data:`FAMILIES` with the reference approach and its paper's detector named (the detector by
+    its registered title): ``{family: (kind, what it compares)}``."""
     names = {"reference": REFERENCE_NAMES[reference][0],
-             "reference_detector": "max-softmax" if detector == REFERENCE_DETECTOR else detector}
+             "reference_detector": DETECTORS.get(papers_detector(reference)).title}
     return {family: (kind, compares.format(**names)) for family, (kind, compares) in FAMILIES.items()}
 
 
@@ -81,7 +81,7 @@ def sample_replicates(models: Sequence[Tuple[int, str, Path]], scores_of: Callab
     return replicates
 
 
-def _pairs(rows: List[Dict], family: str, reference: str = REFERENCE_APPROACH) -> List[Tuple[Dict, Dict]]:
+def _pairs(rows: List[Dict], family: str, reference: str) -> List[Tuple[Dict, Dict]]:
     """(row, reference row) of each comparison of ``family`` (:data:`FAMILIES`), both rankable and
     on the same seeds, at least two (one seed, a split run in the literature's form: no test):
     ``primary``, each approach with its paper's detector against ``reference`` with its paper's;
@@ -127,8 +127,7 @@ def _finite(value: float) -> Optional[float]:
     return float(value) if np.isfinite(value) else None
 
 
-def compare_family(rows: List[Dict], family: str, replicates: Optional[Dict] = None,
-                   reference: str = REFERENCE_APPROACH) -> List[Dict]:
+def compare_family(rows: List[Dict], family: str, replicates: Optional[Dict], reference: str) -> List[Dict]:
     """Each comparison of ``family`` on the per-seed mean D_a OSCR: the mean paired difference over
     seeds, its standard error (the seeds' spread and the paired bootstrap over the test
     samples where ``replicates`` hold the two rows'), its 95 % t interval and p, and the decision

@@ -40,6 +40,8 @@ def reference_of(result: Dict) -> str:
     """The reference approach of a ``benchmark.json`` (Entropic Open-Set in one written before the
     reference was recorded)."""
     return result.get("reference", REFERENCE_APPROACH)
+
+
 #: The per-set statistics each cell of ``benchmark.json`` gives with its interval over seeds.
 CELL_STATISTICS = ("oscr", "oscr_log", "auroc", "ccr_at_lowest_fpr", "fpr_at_95tpr", "aupr_in", "aupr_out")
 
