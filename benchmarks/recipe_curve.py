@@ -37,36 +37,35 @@ from agnostophobia.models import build_model
 from agnostophobia.training.config import load_experiment, parse_set_option
 from _timing import processor_label, training_flops_per_image  # this folder's label and FLOPs
 
-#: name -> (what changes from the ``converged`` budget, its ``--set`` options): the widths, the
-#: epochs and the peak lr, each set explicitly (a trial means the same whatever the budget ships), from the earlier
+def _trial(widths, epochs: int, lr: float, note: str = ""):
+    """A trial's (description, ``--set`` options): the widths, the epochs and the peak lr, each set
+    explicitly (a trial means the same whatever the budget ships)."""
+    return (f"widths {'-'.join(map(str, widths))}{note}, {epochs} epochs, peak lr {lr}",
+            [f"model_kwargs.widths={list(widths)}", f"epochs={epochs}", f"lr={lr}"])
+
+
+#: name -> (what changes from the ``converged`` budget, its ``--set`` options), from the earlier
 #: 12-epoch CIFAR budget toward airbench94's widths 64-256-256 (Jordan 2024, Table 1) and longer
 #: schedules, sized for about 5, 15 and 30 minutes a network on 2 cores.
 TRIALS = {
-    "w32-12": ("widths 32-64-128, 12 epochs", ["model_kwargs.widths=[32, 64, 128]", "epochs=12", "lr=0.2"]),
+    "w32-12": _trial((32, 64, 128), 12, 0.2),
     # 16 and 20: between the 12 epochs below the threshold and the 24 that reached it (the budget is the
     # cheapest trial reaching it, so the steps between are tried too)
-    "w32-16": ("widths 32-64-128, 16 epochs", ["model_kwargs.widths=[32, 64, 128]", "epochs=16", "lr=0.2"]),
-    "w32-20": ("widths 32-64-128, 20 epochs", ["model_kwargs.widths=[32, 64, 128]", "epochs=20", "lr=0.2"]),
-    "w32-24": ("widths 32-64-128, 24 epochs", ["model_kwargs.widths=[32, 64, 128]", "epochs=24", "lr=0.2"]),
-    "w64-12": ("widths 64-128-256, 12 epochs", ["model_kwargs.widths=[64, 128, 256]", "epochs=12", "lr=0.2"]),
-    "w64-256-10": ("widths 64-256-256 (airbench94's), 10 epochs",
-                   ["model_kwargs.widths=[64, 256, 256]", "epochs=10", "lr=0.2"]),
-    "w64-256-16": ("widths 64-256-256, 16 epochs", ["model_kwargs.widths=[64, 256, 256]", "epochs=16", "lr=0.2"]),
-    "w64-256-30": ("widths 64-256-256, 30 epochs", ["model_kwargs.widths=[64, 256, 256]", "epochs=30", "lr=0.2"]),
+    "w32-16": _trial((32, 64, 128), 16, 0.2),
+    "w32-20": _trial((32, 64, 128), 20, 0.2),
+    "w32-24": _trial((32, 64, 128), 24, 0.2),
+    "w64-12": _trial((64, 128, 256), 12, 0.2),
+    "w64-256-10": _trial((64, 256, 256), 10, 0.2, note=" (airbench94's)"),
+    "w64-256-16": _trial((64, 256, 256), 16, 0.2),
+    "w64-256-30": _trial((64, 256, 256), 30, 0.2),
     # osr-cifar10: at the one-cycle peak of lr 0.2 the loss spiked on some splits (split 1, w32-12:
     # 0.55 -> 6.9 in epoch 3) and the wide network diverged; the same trials at half the peak
-    "w32-12-lr0.1": ("widths 32-64-128, 12 epochs, peak lr 0.1",
-                     ["model_kwargs.widths=[32, 64, 128]", "epochs=12", "lr=0.1"]),
-    "w32-16-lr0.1": ("widths 32-64-128, 16 epochs, peak lr 0.1",
-                     ["model_kwargs.widths=[32, 64, 128]", "epochs=16", "lr=0.1"]),
-    "w32-20-lr0.1": ("widths 32-64-128, 20 epochs, peak lr 0.1",
-                     ["model_kwargs.widths=[32, 64, 128]", "epochs=20", "lr=0.1"]),
-    "w64-12-lr0.1": ("widths 64-128-256, 12 epochs, peak lr 0.1",
-                     ["model_kwargs.widths=[64, 128, 256]", "epochs=12", "lr=0.1"]),
-    "w64-16-lr0.1": ("widths 64-128-256, 16 epochs, peak lr 0.1",
-                     ["model_kwargs.widths=[64, 128, 256]", "epochs=16", "lr=0.1"]),
-    "w64-256-10-lr0.1": ("widths 64-256-256, 10 epochs, peak lr 0.1",
-                         ["model_kwargs.widths=[64, 256, 256]", "epochs=10", "lr=0.1"]),
+    "w32-12-lr0.1": _trial((32, 64, 128), 12, 0.1),
+    "w32-16-lr0.1": _trial((32, 64, 128), 16, 0.1),
+    "w32-20-lr0.1": _trial((32, 64, 128), 20, 0.1),
+    "w64-12-lr0.1": _trial((64, 128, 256), 12, 0.1),
+    "w64-16-lr0.1": _trial((64, 128, 256), 16, 0.1),
+    "w64-256-10-lr0.1": _trial((64, 256, 256), 10, 0.1),
 }
 APPROACH = "softmax"  # the recipe is chosen on the baseline every approach is compared with
 
