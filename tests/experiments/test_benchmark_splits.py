@@ -13,14 +13,19 @@ from agnostophobia.experiments.benchmark_splits import (extra_data_approaches, o
 
 
 def row(approach, detector, oscr, auroc, accuracy, val_oscr, converged=True):
-    return {"approach": approach, "detector": detector, "converged": converged,
-            "mean_oscr_per_seed": oscr, "closed_set_accuracy": {"mean": accuracy},
-            "val": {"per_seed": {"oscr": val_oscr}},
+    """A split report's row as ``benchmark.json`` holds it: per-seed numbers at seeds 0..len(oscr)-1,
+    its validation accuracy above or below the threshold of :func:`result`."""
+    seeds = list(range(len(oscr)))
+    return {"approach": approach, "detector": detector, "converged": converged, "seeds": seeds,
+            "mean_oscr_per_seed": oscr, "mean_da_per_seed": {"oscr": oscr, "auroc": [auroc] * len(seeds)},
+            "accuracy_per_seed": {"test": [accuracy] * len(seeds), "val": [0.99 if converged else 0.9] * len(seeds)},
+            "closed_set_accuracy": {"mean": accuracy}, "val": {"per_seed": {"oscr": val_oscr}},
             "test": {"osr-mnist-unknown": {"auroc": {"mean": auroc}}}}
 
 
 def result(shift):
-    return {"rows": [row("softmax", "softmax", [0.80 + shift, 0.82 + shift], 0.90, 0.99, [0.7, 0.7]),
+    return {"min_accuracy": 0.985,
+            "rows": [row("softmax", "softmax", [0.80 + shift, 0.82 + shift], 0.90, 0.99, [0.7, 0.7]),
                      row("softmax", "knn", [0.5, 0.5], 0.5, 0.99, [0.9, 0.9]),  # not its paper's detector
                      row("softmax", "max-logit", [0.6, 0.6], 0.6, 0.99, [0.65, 0.65]),  # MLS: the literature's
                      row("entropic", "softmax", [0.85 + shift, 0.87 + shift], 0.92, 0.98, [0.95, 0.95]),
@@ -48,8 +53,38 @@ def test_the_extra_data_rows_are_apart_and_each_group_ordered_by_validation():
     known_only, extra = text.split("## Extra data")
     assert "| softmax | softmax | 0.8100 | 0.9100 | 0.8600 ± 0.0707 |" in known_only and "entropic" not in known_only
     assert "(EMNIST letters train)" in extra and "| entropic | softmax |" in extra
-    assert "| logitnorm | softmax | 0.7000* | 0.7000* |" in known_only  # not converged on either split
+    assert "| logitnorm (not converged on 2 of 2 splits) | softmax | 0.7000* | 0.7000* |" in known_only
     assert text.count("* not converged on that split") == 1  # one note, after the tables
+    assert "published OSCR" not in text and "No number another run published" in text  # osr-mnist has none
+
+
+def test_every_split_is_read_at_the_seeds_all_splits_have():
+    """Split 0 trains three seeds for its own report, the others one: the summary reads seed 0 on
+    each, so that split 0's column is one network like the others' (the literature's form)."""
+    three, one = result(0.0), result(0.1)
+    for r in one["rows"]:
+        for key in ("oscr", "auroc"):
+            r["mean_da_per_seed"][key] = r["mean_da_per_seed"][key][:1]
+        r["seeds"], r["accuracy_per_seed"] = [0], {k: v[:1] for k, v in r["accuracy_per_seed"].items()}
+        r["val"]["per_seed"]["oscr"] = r["val"]["per_seed"]["oscr"][:1]
+    three["rows"][0].update(seeds=[0, 1, 2], accuracy_per_seed={"test": [0.99] * 3, "val": [0.99, 0.9, 0.9]})
+    three["rows"][0]["mean_da_per_seed"]["oscr"] = [0.80, 0.5, 0.5]
+    summary = summarise_splits([(0, three), (2, one)], extra_data=[])
+    softmax = next(r for r in summary["rows"] if (r["approach"], r["detector"]) == ("softmax", "softmax"))
+    assert summary["seeds"] == [0]
+    assert softmax["per_split"][0]["oscr"] == pytest.approx(0.80)  # seed 0's, not the mean of 0.80, 0.5, 0.5
+    assert softmax["per_split"][0]["converged"] is True  # seed 0's validation accuracy, 0.99
+    assert "A number per split is the network of seed 0" in splits_markdown(summary, "osr-mnist", "")
+
+
+def test_a_fine_tune_off_its_authors_recipe_is_marked():
+    from agnostophobia.experiments.benchmark_report import RECIPE_MARK
+
+    departs = result(0.0)
+    departs["recipes"] = {"entropic": {"start": "softmax", "differs": "its schedule"}, "softmax": {"start": None}}
+    text = splits_markdown(summarise_splits([(0, departs), (1, result(0.1))], extra_data=[]), "osr-mnist", "")
+    assert f"| entropic ({RECIPE_MARK}) | softmax |" in text and f"| softmax ({RECIPE_MARK})" not in text
+    assert text.count(f"The mark *{RECIPE_MARK}*") == 1
 
 
 def test_which_approaches_are_extra_data():

@@ -34,7 +34,9 @@ def test_the_arpl_rerun_means_are_the_ones_its_log_gives():
 
 
 def _row(approach, oscr, accuracy):
-    return {"approach": approach, "detector": "softmax", "converged": True, "mean_oscr_per_seed": [oscr],
+    return {"approach": approach, "detector": "softmax", "converged": True, "seeds": [0],
+            "mean_oscr_per_seed": [oscr], "mean_da_per_seed": {"oscr": [oscr], "auroc": [0.85]},
+            "accuracy_per_seed": {"test": [accuracy], "val": [accuracy]},
             "closed_set_accuracy": {"mean": accuracy}, "val": {"per_seed": {"oscr": [oscr]}},
             "test": {"osr-cifar10-unknown": {"auroc": {"mean": 0.85}}}}
 
@@ -55,4 +57,5 @@ def test_the_splits_page_puts_the_published_number_and_our_difference_beside_the
 def test_a_protocol_without_published_numbers_has_no_such_section():
     results = [(0, {"rows": [_row("softmax", 0.80, 0.90)]})]
     text = splits_markdown(summarise_splits(results, extra_data=[], protocol="osr-mnist"), "osr-mnist", "")
-    assert "Beside other runs' numbers" not in text and "| – | 0.8500 | – |" in text
+    assert "Beside other runs' numbers" not in text and "published OSCR" not in text
+    assert "| softmax | softmax | 0.8000 | 0.8000 | 0.8500 | 0.9000 | 1/1 |" in text

@@ -257,14 +257,14 @@ RECIPE_MARK_COVERS = (f"The mark *{RECIPE_MARK}* is about a fine-tune's own reci
                       f"no row.")
 
 
-def _departs(result: Dict, approach: str) -> bool:
+def departs_from_recipe(result: Dict, approach: str) -> bool:
     """Whether ``approach`` fine-tunes with its authors' recipe and departs from it (``recipes``)."""
     recipe = result.get("recipes", {}).get(approach, {})
     return bool(recipe.get("start") and recipe.get("differs"))
 
 
-def _recipe_mark(result: Dict, approach: str) -> str:
-    return f" ({RECIPE_MARK})" if _departs(result, approach) else ""
+def recipe_mark(result: Dict, approach: str) -> str:
+    return f" ({RECIPE_MARK})" if departs_from_recipe(result, approach) else ""
 
 
 def _recipes_section(result: Dict) -> List[str]:
@@ -285,7 +285,7 @@ def _recipes_section(result: Dict) -> List[str]:
     for approach, r in recipes.items():
         if not r.get("start"):
             continue
-        said = (f"- **{approach}**{_recipe_mark(result, approach)}: fine-tunes the same seed's {r['start']} network, "
+        said = (f"- **{approach}**{recipe_mark(result, approach)}: fine-tunes the same seed's {r['start']} network, "
                 f"{r['optimizer'].upper() if r['optimizer'] == 'sgd' else r['optimizer']} at lr {r['lr']:g}, "
                 f"{r['scheduler']} schedule, {r['epochs']} epoch(s){_batches_said(r)}; the authors' recipe: "
                 f"{r['source']}.")
@@ -443,7 +443,7 @@ def _ranking_metric_section(result: Dict) -> List[str]:
 def _label(result: Dict, row: Dict, name: str = "row") -> str:
     """``row[name]`` (its approach/detector; ``"approach"`` in the tables of one row per approach) with
     every mark the tables give the row (:func:`_marked`, the recipe's)."""
-    return row[name] + _marked(row) + _recipe_mark(result, row["approach"])
+    return row[name] + _marked(row) + recipe_mark(result, row["approach"])
 
 
 def _marked(row: Dict) -> str:

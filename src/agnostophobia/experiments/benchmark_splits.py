@@ -3,10 +3,12 @@ over its splits: each split is a run folder ``OUT/split-K`` with its own ``bench
 ``OUT/benchmark-splits.md`` (and ``.json``) puts them side by side as the open-set literature
 reports them: per split, and the mean and standard deviation over the splits.
 
-Each row is an approach with its paper's detector. Its numbers per split are means over that
-split's seeds: the OSCR area averaged over the split's unknown-unknown (D_a) sets, AUROC on them,
-and the closed-set accuracy on the test knowns. Over splits: the mean and the sample standard
-deviation (ddof 1; Neal et al. 2018 and ARPL report mean ± std over their five splits).
+Each row is an approach with its paper's detector. Its numbers per split are those of the seeds
+that every split has (one network per split in the literature's form, where split 0 also trains
+more seeds for its own report; a split's extra seeds would otherwise weigh its column differently
+from the others): the OSCR area averaged over the split's unknown-unknown (D_a) sets, AUROC on
+them, and the closed-set accuracy on the test knowns. Over splits: the mean and the sample
+standard deviation (ddof 1; Neal et al. 2018 and ARPL report mean ± std over their five splits).
 
 An approach that trains on negatives, on a protocol whose negatives come from a declared outside
 set (:attr:`~agnostophobia.data.protocol_types.ProtocolSpec.outside_negatives`), is *extra data*:
@@ -29,7 +31,8 @@ import numpy as np
 
 from agnostophobia._atomic import atomic_write
 from agnostophobia._log import log_info
-from agnostophobia.experiments.benchmark_report import sticky_tables
+from agnostophobia.experiments.benchmark_report import (RECIPE_MARK, RECIPE_MARK_COVERS, departs_from_recipe,
+                                                         sticky_tables)
 from agnostophobia.experiments.benchmark_rows import is_papers_detector, ranked_sets
 from agnostophobia.experiments.published_numbers import published_columns, published_for
 from agnostophobia.rundir import RunDir
@@ -48,26 +51,42 @@ def _mean(values) -> Optional[float]:
 LITERATURE_ROWS = (("softmax", "max-logit"),)
 
 
-def split_numbers(result: Dict) -> Dict[Tuple[str, str], Dict]:
+def _at_seeds(values: Optional[Sequence], row_seeds: Sequence[int], seeds: Sequence[int]) -> Optional[float]:
+    """The mean of a row's per-seed ``values`` (in the order of ``row_seeds``) at ``seeds``; None where
+    the row lacks one of them."""
+    if values is None or any(seed not in row_seeds for seed in seeds):
+        return None
+    return _mean([values[list(row_seeds).index(seed)] for seed in seeds])
+
+
+def split_numbers(result: Dict, seeds: Sequence[int]) -> Dict[Tuple[str, str], Dict]:
     """``{(approach, detector): numbers}`` of one split's ``benchmark.json``: each approach with its
-    paper's detector, and the :data:`LITERATURE_ROWS`; their means over the split's seeds (``oscr``,
-    ``auroc`` over the D_a sets, ``accuracy`` on the test knowns, ``val_oscr`` on the validation
-    split) and ``converged``."""
+    paper's detector, and the :data:`LITERATURE_ROWS`; their means over ``seeds`` (``oscr``, ``auroc``
+    over the D_a sets, ``accuracy`` on the test knowns, ``val_oscr`` on the validation split) and
+    ``converged`` (the mean validation accuracy at those seeds against the run's threshold)."""
     out = {}
+    threshold = result.get("min_accuracy")
     for row in result["rows"]:
         key = (row["approach"], row["detector"])
         if not is_papers_detector(*key) and key not in LITERATURE_ROWS:
             continue
-        sets = ranked_sets(list(row["test"]))
-        auroc = [row["test"][name]["auroc"] for name in sets]
-        accuracy = row.get("closed_set_accuracy")
+        row_seeds = row["seeds"]
+        val_accuracy = _at_seeds(row["accuracy_per_seed"]["val"], row_seeds, seeds)
+        converged = (row.get("converged") if threshold is None or val_accuracy is None
+                     else bool(val_accuracy >= threshold))
         out[key] = {
-            "oscr": _mean(row.get("mean_oscr_per_seed")),
-            "auroc": None if any(a is None for a in auroc) else float(np.mean([a["mean"] for a in auroc])),
-            "accuracy": accuracy["mean"] if accuracy else None,
-            "val_oscr": _mean(row.get("val", {}).get("per_seed", {}).get("oscr")),
-            "converged": row.get("converged")}
+            "oscr": _at_seeds(row["mean_da_per_seed"]["oscr"], row_seeds, seeds),
+            "auroc": _at_seeds(row["mean_da_per_seed"]["auroc"], row_seeds, seeds),
+            "accuracy": _at_seeds(row["accuracy_per_seed"]["test"], row_seeds, seeds),
+            "val_oscr": _at_seeds(row.get("val", {}).get("per_seed", {}).get("oscr"), row_seeds, seeds),
+            "converged": converged}
     return out
+
+
+def common_seeds(results: Sequence[Tuple[int, Dict]]) -> List[int]:
+    """The seeds that every split's run trained (a row of a split may still lack one)."""
+    per_split = [set(seed for row in result["rows"] for seed in row["seeds"]) for _, result in results]
+    return sorted(set.intersection(*per_split)) if per_split else []
 
 
 def over_splits(values: Sequence[Optional[float]]) -> Optional[Dict]:
@@ -84,7 +103,8 @@ def summarise_splits(results: Sequence[Tuple[int, Dict]], extra_data: Sequence[s
     approach, its numbers per split and over them, ``extra_data`` marked, the rows of the approaches
     without extra data first, each group ordered by the mean validation OSCR area over splits; each
     row's ``published`` results on ``protocol`` (``published_sources`` says where each was read)."""
-    per_split = {split: split_numbers(result) for split, result in results}
+    seeds = common_seeds(results)
+    per_split = {split: split_numbers(result, seeds) for split, result in results}
     keys = list(dict.fromkeys(key for numbers in per_split.values() for key in numbers))
     rows = []
     for approach, detector in keys:
@@ -94,11 +114,12 @@ def summarise_splits(results: Sequence[Tuple[int, Dict]], extra_data: Sequence[s
                      "extra_data": approach in extra_data, "per_split": mine,
                      **{key: over_splits([m[key] for m in mine.values()])
                         for key in ("oscr", "auroc", "accuracy", "val_oscr")},
-                     "converged_splits": sum(1 for m in mine.values() if m["converged"] is not False)})
+                     "converged_splits": sum(1 for m in mine.values() if m["converged"] is not False),
+                     "recipe_departs": any(departs_from_recipe(result, approach) for _, result in results)})
         rows[-1]["published"] = published_columns(protocol, approach, detector)
     rows.sort(key=lambda r: (r["extra_data"], -(r["val_oscr"] or {"mean": -1.0})["mean"]))
     sources = [{"source": p.source, "differs": p.differs} for p in published_for(protocol)]
-    return {"splits": [split for split, _ in results], "rows": rows, "extra_data": list(extra_data),
+    return {"splits": [split for split, _ in results], "seeds": seeds, "rows": rows, "extra_data": list(extra_data),
             "published_sources": sources}
 
 
@@ -137,22 +158,42 @@ def published_comparison(summary: Dict) -> List[str]:
     return ["## Beside other runs' numbers", "", intro, ""] + lines + ["", "Sources:", ""] + sources + [""]
 
 
+def _approach_cell(row: Dict) -> str:
+    """The row's approach with its marks: not converged on some splits, a fine-tune off its authors' recipe."""
+    splits = len(row["per_split"])
+    marks = [f"not converged on {splits - row['converged_splits']} of {splits} splits"] \
+        if row["converged_splits"] < splits else []
+    marks += [RECIPE_MARK] if row.get("recipe_departs") else []
+    return row["approach"] + "".join(f" ({mark})" for mark in marks)
+
+
+def _cells_intro(summary: Dict) -> str:
+    seeds = summary.get("seeds")
+    which = (f"the network of seed {seeds[0]}, the one seed that every split trained (the literature's form: one "
+             "network per split; a split's own report has all its seeds)" if seeds and len(seeds) == 1 else
+             f"the mean over seeds {', '.join(map(str, seeds))}, the seeds that every split trained (a split's own "
+             "report has all its seeds)" if seeds else "the mean over that split's seeds")
+    published = ("published: another run's number beside the row (a paper's table or a rerun of its authors' code), "
+                 "its source numbered below. " if summary.get("published_sources") else
+                 "No number another run published on this protocol could be read here, so no row has one beside it. ")
+    return (f"Splits {', '.join(map(str, summary['splits']))}; each split's own report is `split-K/benchmark.md`. "
+            "Each row is an approach with its paper's detector (and softmax's network with the maximum logit, MLS, "
+            f"as Vaze et al. report it). A number per split is {which}, and the last columns are the mean ± sample "
+            "standard deviation (ddof 1) over the splits. OSCR (= OpenAUC): the area under the OSCR curve on a "
+            "linear FPR axis, averaged over the split's unknown-unknown sets (one set here, the unknown classes "
+            "pooled), OpenAUC's definition; AUROC on the same sets; accuracy: closed-set accuracy on the split's "
+            f"test knowns. {published}Rows are ordered by the mean validation OSCR area over splits, the "
+            "literature's metric (no test number orders them; each split's own report ranks by its declared rule).")
+
+
 def _splits_body(summary: Dict, outside: str) -> List[str]:
     """The lines under the title: what the cells are, one table of the approaches that see the
     knowns only and one of the extra-data approaches, then the published numbers beside ours."""
-    splits = summary["splits"]
-    lines = [f"Splits {', '.join(map(str, splits))}; each split's own report is `split-K/benchmark.md`. "
-             "Each row is an approach with its paper's detector (and softmax's network with the maximum "
-             "logit, MLS, as Vaze et al. report it); a number per split is the mean over that "
-             "split's seeds, and the last columns are the mean ± sample standard deviation (ddof 1) over the "
-             "splits. OSCR (= OpenAUC): the area under the OSCR curve on a linear FPR axis, averaged over the "
-             "split's unknown-unknown sets (one set here, the four unknown classes pooled), OpenAUC's "
-             "definition; AUROC on the same sets; accuracy: closed-set accuracy on the split's test knowns; "
-             "published: another run's number beside the row (a paper's table or a rerun of its authors' "
-             "code), its source numbered below. Rows "
-             "are ordered by the mean validation OSCR area over splits (no test number orders them).", ""]
-    header = ("| approach | detector | " + " | ".join(f"OSCR split {k}" for k in splits)
-              + " | OSCR (= OpenAUC) | published OSCR | AUROC | published AUROC | accuracy | converged splits |")
+    splits, published = summary["splits"], bool(summary.get("published_sources"))
+    lines = [_cells_intro(summary), ""]
+    header = ("| approach | detector | " + " | ".join(f"OSCR split {k}" for k in splits) + " | OSCR (= OpenAUC) | "
+              + ("published OSCR | AUROC | published AUROC |" if published else "AUROC |")
+              + " accuracy | converged splits |")
     rule = "|" + "---|" * (header.count("|") - 1)
     groups = [("Known classes only", False), ("Extra data: trained on negatives from an outside set"
                                               + (f" ({outside})" if outside else ""), True)]
@@ -165,18 +206,21 @@ def _splits_body(summary: Dict, outside: str) -> List[str]:
             by_split = {int(k): numbers for k, numbers in r["per_split"].items()}  # JSON's keys are strings
             per = [f"{by_split[k]['oscr']:.4f}" + ("*" if by_split[k]["converged"] is False else "")
                    if by_split.get(k, {}).get("oscr") is not None else "–" for k in splits]
-            lines.append(f"| {r['approach']} | {r['detector']} | " + " | ".join(per) + f" | {_cell(r['oscr'])} | "
-                         f"{_published_cell(r, 'oscr')} | {_cell(r['auroc'])} | {_published_cell(r, 'auroc')} | "
-                         f"{_cell(r['accuracy'])} | {r['converged_splits']}/{len(r['per_split'])} |")
+            middle = ([_cell(r["oscr"]), _published_cell(r, "oscr"), _cell(r["auroc"]), _published_cell(r, "auroc")]
+                      if published else [_cell(r["oscr"]), _cell(r["auroc"])])
+            lines.append(f"| {_approach_cell(r)} | {r['detector']} | " + " | ".join(per + middle)
+                         + f" | {_cell(r['accuracy'])} | {r['converged_splits']}/{len(r['per_split'])} |")
         lines.append("")
     if any(m["converged"] is False for r in summary["rows"] for m in r["per_split"].values()):
         lines += ["\\* not converged on that split: the closed-set accuracy of its validation knowns is below the "
-                  "protocol's threshold. Its mean over splits and its AUROC and accuracy include those splits; "
-                  "the last column counts the splits where the row converged.", ""]
+                  "protocol's threshold. The row's mean over splits and its AUROC and accuracy include those splits "
+                  "(the row is marked); the last column counts the splits where the row converged.", ""]
+    if any(r.get("recipe_departs") for r in summary["rows"]):
+        lines += [RECIPE_MARK_COVERS + " Each split's own report says how its fine-tunes depart.", ""]
     if summary["extra_data"]:
-        lines += ["The extra-data approaches trained on negatives the other approaches never saw; compare them "
-                  "with each other, not with the rows above (as OpenOOD keeps methods trained with outliers apart).",
-                  ""]
+        lines += ["The extra-data approaches trained on negatives the other approaches never saw, so a difference "
+                  "between one of them and a row above measures the method and its outside data together, not the "
+                  "method alone (OpenOOD keeps methods trained with outliers apart for this reason).", ""]
     return lines + published_comparison(summary)
 
 
