@@ -805,6 +805,27 @@ def test_fine_tunes_trained_exactly_as_their_authors_code_lose_the_batches_depar
     assert "cosine-per-step schedule, 10 epoch(s), batches of 128 knowns + 256 negatives" in text
 
 
+@pytest.mark.parametrize("approach", ["outlier-exposure-ft", "energy-regularized-ft", "mixoe-ft"])
+def test_a_start_network_trained_at_another_lr_per_sample_marks_the_fine_tune(approach):
+    """The fine-tune's lr means something against the start network's lr per sample: the authors'
+    baselines train at 0.1 on batches of 128. The CIFAR split's airbench network at 0.2 on 256 is the
+    same per sample and adds no departure; osr-cifar10's at 0.1 on 256 is half, so the fine-tune's
+    10⁻³ is twice what it is in their code, and the row is marked. On glyphs the recipe says it."""
+    from agnostophobia.experiments.benchmark import training_recipes
+    from agnostophobia.training.fine_tune import recipe
+
+    def differs(protocol, lr, batch):
+        config = {"protocol": protocol, "fine_tune_exact": True, "lr": lr, "batch_size": batch}
+        return training_recipes([approach], config)[approach]["differs"]
+
+    declared = recipe(approach, "cifar10-split")
+    assert declared.start_lr == (0.1, 128)
+    assert differs("cifar10-split", 0.2, 256) == differs("cifar10-split", None, None) == declared.differs
+    halved = differs("osr-cifar10", 0.1, 256)
+    assert "the start network trained at a peak lr of 0.1 on batches of 256" in halved and "is 2× what" in halved
+    assert "2×" not in differs("lenet++", 3e-3, 128)  # the glyph recipe's own differs names Adam's start
+
+
 def test_one_seed_is_the_literatures_form_on_a_protocol_with_splits_only(tmp_path, capsys):
     """``--seeds 1`` is refused where the intervals and tests need 2 (lenet++), before anything is
     written; a protocol with splits takes it (one network per split, the spread over the splits)."""

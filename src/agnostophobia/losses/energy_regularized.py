@@ -103,5 +103,6 @@ class EnergyRegularizedFineTuned(EnergyRegularizedLoss):
                                 "Exposure's CIFAR/oe_tune.py with the energy term): loads ``./snapshots/pretrained``, "
                                 "``--epochs 10``, ``--learning_rate 0.001``, SGD momentum 0.9 Nesterov, "
                                 "``--decay 0.0005``, cosine per step to 10⁻⁶, ``--batch_size 128``, "
-                                "``--oe_batch_size 256`` (CIFAR/run.sh ``energy_ft``)",
-                         glyphs=glyph_recipe_at_own_lr("CIFAR"))
+                                "``--oe_batch_size 256`` (CIFAR/run.sh ``energy_ft``); the pretrained network is "
+                                "Outlier Exposure's baseline (lr 0.1, batch 128)",
+                         start_lr=(0.1, 128), glyphs=glyph_recipe_at_own_lr("CIFAR"))

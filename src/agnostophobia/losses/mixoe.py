@@ -169,7 +169,10 @@ class MixOEFineTuned(MixOELoss):
                                 "knowns (``--batch-size 32`` for both on its fine-grained sets); OpenOOD "
                                 "scripts/ood/mixoe/cifar10_train_mixoe.sh: ``--network.pretrained True``, "
                                 "``--optimizer.lr 0.001``, ``--optimizer.num_epochs 10``, "
-                                "``--dataset.train.batch_size 128``, ``--dataset.oe.batch_size 128``",
+                                "``--dataset.train.batch_size 128``, ``--dataset.oe.batch_size 128``; its "
+                                "baseline: configs/pipelines/train/baseline.yml, lr 0.1, and "
+                                "configs/datasets/cifar10/cifar10.yml, batch 128",
+                         start_lr=(0.1, 128),
                          differs="the authors ran fine-grained sets only: mixup, α = 1 and β = 5 are their Car "
                                  "example's (scripts/train.sh), which they say other datasets must set anew; "
                                  "OpenOOD's CIFAR-10 run mixes by cutmix with its Beta(0.1, 1.0) and β = 1",

@@ -134,5 +134,6 @@ class OutlierExposureFineTuned(OutlierExposureLoss):
                          source="Hendrycks et al. (ICLR 2019) Sec. 4.2 and App. A; hendrycks/outlier-exposure, "
                                 "CIFAR/oe_tune.py: loads the pretrained baseline (trained at lr 0.1), ``--epochs 10``, "
                                 "``--learning_rate 0.001``, SGD momentum 0.9 Nesterov, ``--decay 0.0005``, cosine "
-                                "per step to 10⁻⁶, ``--batch_size 128``, ``--oe_batch_size 256``",
-                         glyphs=OE_MNIST_RECIPE)
+                                "per step to 10⁻⁶, ``--batch_size 128``, ``--oe_batch_size 256``; the baseline: "
+                                "CIFAR/baseline.py, ``--learning_rate 0.1``, ``--batch_size 128``",
+                         start_lr=(0.1, 128), glyphs=OE_MNIST_RECIPE)

@@ -86,6 +86,9 @@ class FineTune(NamedTuple):
     batch: Tuple[int, int] = (128, 256)
     # the authors' recipe for grey glyph images (MNIST) where it is another; None: this one
     glyphs: Optional["FineTune"] = None
+    # the peak lr and batch size the authors' start network trained with (None: ``differs`` says it):
+    # the fine-tune's lr means something only against the start network's lr per sample
+    start_lr: Optional[Tuple[float, int]] = None
 
     def for_images(self, kind: str) -> "FineTune":
         """The recipe for a protocol whose images are of ``kind``.
@@ -119,7 +122,8 @@ class FineTune(NamedTuple):
             keys.update(batch_size=sum(self.batch), negatives_per_batch=self.batch[1])
         return keys
 
-    def departures(self, exact: bool = False, epochs: Optional[int] = None) -> str:
+    def departures(self, exact: bool = False, epochs: Optional[int] = None,
+                   start: Optional[Tuple[float, int]] = None) -> str:
         """What the run does unlike the authors' code.
 
         Args:
@@ -127,10 +131,13 @@ class FineTune(NamedTuple):
                 ``fine_tune_exact``).
             epochs: the epochs the run trains where a config sets them (``fine_tune_epochs``); None:
                 the recipe's.
+            start: the peak lr and batch size the run's start network trained with (None: not
+                compared); against ``start_lr``, where the recipe declares it.
 
         Returns:
             Without ``exact`` the shared batches and the per-epoch cosine, then ``differs``, then
-            epochs other than the recipe's, joined by "; " ("": nothing departs).
+            the start network's lr per sample where it is not the authors' (more than 5 % apart),
+            then epochs other than the recipe's, joined by "; " ("": nothing departs).
         """
         shared = "" if exact else (
             f"the cosine schedule steps once per epoch to lr · (1 + cos(π (E-1)/E)) / 2 in the last epoch, the "
@@ -138,4 +145,16 @@ class FineTune(NamedTuple):
             f"authors draw a batch of each ({self.batch[0]} + {self.batch[1]}; fine_tune_exact: true trains so)")
         shortened = (f"{epochs} epoch(s) (the config's fine_tune_epochs), the authors' {self.epochs}"
                      if epochs not in (None, self.epochs) else "")
-        return "; ".join(part for part in (shared, self.differs, shortened) if part)
+        return "; ".join(part for part in (shared, self.differs, self._start_departs(start), shortened) if part)
+
+    def _start_departs(self, start: Optional[Tuple[float, int]]) -> str:
+        """The start network's lr per sample against the authors' baseline's ("": the same, or not known)."""
+        if start is None or self.start_lr is None:
+            return ""
+        (lr, batch), (theirs, their_batch) = start, self.start_lr
+        ratio = (theirs / their_batch) / (lr / batch)
+        if abs(ratio - 1) <= 0.05:
+            return ""
+        return (f"the start network trained at a peak lr of {lr:g} on batches of {batch}, the authors' baseline at "
+                f"{theirs:g} on {their_batch}: against its lr per sample the fine-tune's lr {self.lr:g} is "
+                f"{ratio:.2g}× what it is in their code")

@@ -106,8 +106,15 @@ def start_weights(model: ModelDir, cfg) -> Tuple[Dict, Dict]:
               "sha256": digest, "epoch": checkpoint.get("epoch"),
               "recipe": {**{key: value for key, value in chosen._asdict().items() if key != "glyphs"},
                          **{key: getattr(cfg, key) for key in (*SCHEDULE_KEYS, *BATCH_KEYS)},
-                         "differs": chosen.departures(cfg.fine_tune_exact)}}
+                         "differs": chosen.departures(cfg.fine_tune_exact, start=_trained_at(checkpoint))}}
     return checkpoint["model"], record
+
+
+def _trained_at(checkpoint: Dict) -> Optional[Tuple[float, int]]:
+    """The peak lr and batch size the start network trained with (its checkpoint's config; None in a
+    checkpoint without one)."""
+    config = checkpoint.get("config") or {}
+    return (config["lr"], config["batch_size"]) if "lr" in config and "batch_size" in config else None
 
 
 def record_start(model: ModelDir, record: Dict) -> None:
