@@ -678,6 +678,21 @@ def test_the_ranking_metric_is_chosen_by_the_declared_rule_on_validation_numbers
     assert sum(line.startswith("| ") and "| test (D_a mean) |" in line for line in section.splitlines()) == 4
 
 
+def test_the_rule_reads_the_knowns_only_approaches_where_some_trained_on_an_outside_set():
+    """On the literature's splits the validation negatives come from the outside set that the
+    extra-data approaches trained on: the rule reads the others' separation only (here entropic's
+    AUROC would widen it), and with one knowns-only approach left falls back to the paper's area."""
+    apart = summarise(_three_approaches(), min_accuracy=0.985, extra_data=["entropic"])["ranking"]
+    val = {c["metric"]: c for c in apart["candidates"]["val"]}
+    half = lambda v: stats.t.ppf(0.975, 2) * stats.sem(v)  # noqa: E731
+    softmax, objectosphere = [0.60, 0.61, 0.62], [0.70, 0.705, 0.71]  # the one pair left
+    assert val["auroc"]["approaches"] == 2 and val["auroc"]["spread"] == pytest.approx(0.705 - 0.61)
+    assert val["auroc"]["median_separation"] == pytest.approx(
+        (0.705 - 0.61) / ((half(softmax) + half(objectosphere)) / 2))
+    alone = summarise(_three_approaches(), min_accuracy=0.985, extra_data=["entropic", "objectosphere"])["ranking"]
+    assert alone["chosen"] == "oscr" and "fewer than two converged approaches" in alone["why"]
+
+
 def test_with_fewer_than_two_converged_approaches_the_rule_falls_back_to_the_papers_area():
     one = [r for r in _three_approaches() if r["approach"] == "softmax"]
     ranking = summarise(one, min_accuracy=0.985)["ranking"]
@@ -852,13 +867,15 @@ def test_the_paragraph_says_where_the_linear_area_is_at_its_ceiling_and_which_ro
     capped = [_row(REFERENCE_APPROACH, REFERENCE_DETECTOR, [0.9895, 0.9900, 0.9905], [0.99] * 3),
               _row("background", "background", [0.9895, 0.9897, 0.9899], [0.99] * 3),
               _row("softmax", REFERENCE_DETECTOR, [0.97, 0.96, 0.98], [0.99] * 3),
-              _row("softmax", "max-logit", [0.30, 0.31, 0.32], [0.99] * 3)]
+              _row("softmax", "max-logit", [0.30, 0.31, 0.32], [0.99] * 3),
+              _row("background", "max-logit", [0.10, 0.45, 0.90], [0.99] * 3)]  # its interval reaches chance
     said = summarise(capped, min_accuracy=0.985)["summary"]
     ceiling = [line for line in said if line.startswith("At the ceiling")]
     assert len(ceiling) == 1 and "2 of the 3 converged approaches" in ceiling[0]
     assert f"within {CEILING_GAP} of their closed-set accuracy (entropic, background)" in ceiling[0]
     below = [line for line in said if line.startswith("Below chance")]
-    assert len(below) == 1 and "softmax/max-logit 0.310" in below[0] and "softmax/softmax" not in below[0]
+    assert len(below) == 1 and "softmax/max-logit 0.310 [0.285, 0.335]" in below[0] and "softmax/softmax" not in below[0]
+    assert "background/max-logit" not in below[0]  # a mean under half, but an interval reaching above it
     plain = summarise([capped[0], capped[2]], min_accuracy=0.985)["summary"]  # one at the ceiling: no sentence
     assert not any(line.startswith(("At the ceiling", "Below chance")) for line in plain)
 

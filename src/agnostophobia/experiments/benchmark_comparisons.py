@@ -35,7 +35,7 @@ FAMILIES = {
     "primary": ("primary", "each approach with its paper's detector against {reference} with its paper's, "
                            "{reference_detector}"),
     "approaches": ("secondary: approaches", "each approach against {reference} with the same detector, for "
-                                            "the detectors the primary family does not compare"),
+                                            "the pairs the primary family does not compare"),
     "detectors": ("secondary: detectors", "each detector against max-softmax on the same network"),
 }
 

@@ -24,7 +24,9 @@ DEFAULT_RANKING_METRIC = "oscr"
 #: report showed the linear area saturating): a metric that separates the
 #: converged methods by more than their seeds' noise. It reads validation numbers only.
 RANKING_RULE = ("the candidate with the largest median separation, over every pair of converged approaches (each "
-                "with its paper's detector, trained on every seed), of their mean validation values in units of "
+                "with its paper's detector, trained on every seed; where some trained on an outside set, whose "
+                "validation negatives come from the set they trained on, the approaches that see the known "
+                "classes only), of their mean validation values in units of "
                 "the pair's mean 95 % t half-width over seeds; ties go to the earlier candidate (linear OSCR area, "
                 "log-FPR OSCR area, AUROC, CCR at the lowest resolved FPR), and with fewer than two such approaches "
                 "the linear OSCR area (the paper's)")
@@ -66,8 +68,10 @@ def candidate_numbers(rows: List[Dict], split: str) -> List[Dict]:
     accuracy), the spread of the approaches' means (largest minus smallest), the median 95 % t
     half-width over seeds, and the median separation of the approaches' means over every pair in
     units of the pair's mean half-width (:func:`_separation`): what :data:`RANKING_RULE` reads.
-    A statistic is None where fewer than two approaches have it on every seed."""
-    chosen_rows = [r for r in papers_rows(rows) if rankable(r)]
+    A statistic is None where fewer than two approaches have it on every seed. Where some rows are
+    ``extra_data`` (trained on an outside set, which the validation negatives come from), only the
+    others are read: on the validation negatives those rows would be scored on their training set."""
+    chosen_rows = [r for r in papers_rows(rows) if rankable(r) and not r.get("extra_data")]
     out = []
     for metric, title in RANKING_CANDIDATES.items():
         means, gaps = {}, []

@@ -36,11 +36,11 @@ def _set_name(name: str) -> str:
     return f"{name} ({unknown_set(name).role})"
 
 
-def _intro(result: Dict, run_name: str) -> List[str]:
-    """The run's line (budget, seeds, device, precision, wall time, torch, detector settings) and how
-    to read a cell."""
+def _intro(result: Dict, run: str) -> List[str]:
+    """The run's line (``run``: its name as Markdown, code or a link; budget, seeds, device, precision,
+    wall time, torch, detector settings) and how to read a cell."""
     meta = result["meta"]
-    return [f"Run `{run_name}`: budget {meta.get('budget')}, {seeds_said(meta.get('seeds'))}, device "
+    return [f"Run {run}: budget {meta.get('budget')}, {seeds_said(meta.get('seeds'))}, device "
             f"{meta.get('device')}, precision {meta.get('precision')}, training wall time "
             f"{meta.get('wall_time_s', 0) / 60:.1f} min, torch {meta.get('versions', {}).get('torch', '?')}. "
             f"Detector settings: {result['tuning']}.", "",
@@ -58,7 +58,7 @@ def markdown(result: Dict, run_name: str) -> str:
     """``benchmark.md``: every section of the report, in reading order for a run folder."""
     meta = result["meta"]
     marks = _marks(result["tests"])
-    lines = [f"# Benchmark: {meta.get('experiment', run_name)}", "", *_intro(result, run_name), "",
+    lines = [f"# Benchmark: {meta.get('experiment', run_name)}", "", *_intro(result, f"`{run_name}`"), "",
              *decision_rule(result), "", *choices_and_splits(result), "",
              "## What the data says", "", *[f"- {line}" for line in result["summary"]], ""]
     lines += _ranking_metric_section(result)

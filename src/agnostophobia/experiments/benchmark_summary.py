@@ -11,7 +11,7 @@ import numpy as np
 
 from agnostophobia.experiments.benchmark_comparisons import ALPHA, FAMILIES, MARGIN
 from agnostophobia.experiments.benchmark_rows import interval_over_seeds, papers_rows, seeds_said
-from agnostophobia.metrics import BETTER, EQUIVALENT, NOT_RESOLVED, TIE_FLAG, WORSE
+from agnostophobia.metrics import BETTER, EQUIVALENT, NOT_RESOLVED, TIE_FLAG, WORSE, seed_interval
 
 
 def _resolution_said(resolution: Dict) -> str:
@@ -128,17 +128,24 @@ def _ceiling_said(result: Dict) -> List[str]:
 
 
 def _below_chance_said(result: Dict) -> List[str]:
-    """The converged rows whose mean D_a OSCR is under half their closed-set accuracy: a score that
-    ignored the unknowns would lie at half (CCR = accuracy x FPR), so theirs puts the unknowns above
-    the knowns; a test against such a row says the detector fails on that network."""
-    scored = [(r, float(np.mean(r["mean_oscr_per_seed"]))) for r in result["rows"]
-              if r["converged"] is not False and r["mean_oscr_per_seed"]]
-    below = [(r["row"], value) for r, value in scored if value < 0.5 * r["closed_set_accuracy"]["mean"]]
+    """The converged rows whose mean D_a OSCR lies under half their closed-set accuracy with its whole
+    95 % t interval over seeds: a score that ignored the unknowns would lie at half (CCR = accuracy x
+    FPR), so theirs puts the unknowns above the knowns; a test against such a row says the detector
+    fails on that network. A row of one seed has no interval and is not named."""
+    below = []
+    for r in result["rows"]:
+        values = r["mean_oscr_per_seed"]
+        if r["converged"] is False or not values or len(values) < 2:
+            continue
+        interval = seed_interval(values)
+        if interval.high < 0.5 * r["closed_set_accuracy"]["mean"]:
+            below.append((r["row"], interval))
     if not below:
         return []
-    return ["Below chance (mean D_a OSCR under half the closed-set accuracy, where a score blind to the unknowns "
-            "lies, so the score puts the unknowns above the knowns): "
-            + ", ".join(f"{row} {value:.3f}" for row, value in below)
+    return ["Below chance (the mean D_a OSCR and its whole 95 % interval over seeds under half the closed-set "
+            "accuracy, where a score blind to the unknowns lies, so the score puts the unknowns above the knowns): "
+            + ", ".join(f"{row} {interval.estimate:.3f} [{interval.low:.3f}, {interval.high:.3f}]"
+                        for row, interval in below)
             + ". A *better* or *worse* against one of these says that detector fails on that network."]
 
 
