@@ -689,6 +689,14 @@ def test_the_rule_reads_the_knowns_only_approaches_where_some_trained_on_an_outs
     assert val["auroc"]["approaches"] == 2 and val["auroc"]["spread"] == pytest.approx(0.705 - 0.61)
     assert val["auroc"]["median_separation"] == pytest.approx(
         (0.705 - 0.61) / ((half(softmax) + half(objectosphere)) / 2))
+    said = summarise(_three_approaches(), min_accuracy=0.985)["summary"]
+    assert not any("No candidate metric separates" in line for line in said)  # AUROC separates them by 5.1
+    noisy = _three_approaches()
+    for row, auroc in zip(noisy, ([0.5, 0.7, 0.9], [0.55, 0.7, 0.85], [0.6, 0.7, 0.8])):
+        _set_val(row, "auroc", auroc)  # every candidate's means now agree: nothing separates the approaches
+    said = summarise(noisy, min_accuracy=0.985)["summary"]
+    assert [line for line in said if line.startswith("No candidate metric separates the 3 converged approaches")
+            and "a median 0.00 half-widths" in line and "not a finding" in line]
     alone = summarise(_three_approaches(), min_accuracy=0.985, extra_data=["entropic", "objectosphere"])["ranking"]
     assert alone["chosen"] == "oscr" and "fewer than two converged approaches" in alone["why"]
 

@@ -67,6 +67,7 @@ def what_the_data_says(result: Dict) -> List[str]:
                          f"data): {top['row']} ({number(value)} on validation; its test mean D_a OSCR "
                          f"{np.mean(top['mean_oscr_per_seed']):.3f} over {seeds_said(len(top['seeds']))}), "
                          f"of {len(ranked)} ranked rows{among}{_overlapping_said(ranked, ranking['chosen'])}.")
+    lines += _separation_said(ranking)
     lines += _decisions_said(result)
     lines += _ceiling_said(result) + _below_chance_said(result)
     loose = sorted({r["approach"] for r in rows if r["converged"] is False})
@@ -105,6 +106,17 @@ def _overlapping_said(ranked: List[Dict], metric: str) -> str:
         return ""
     return (f", though {overlapping} other rows' validation intervals overlap its" if overlapping > 1 else
             ", though 1 other row's validation interval overlaps its")
+
+
+def _separation_said(ranking: Dict) -> List[str]:
+    """Where even the chosen ranking metric separates the converged approaches by less than one seed
+    half-width (median over pairs, on validation): the ranking then orders them within seed noise."""
+    chosen = next((c for c in ranking.get("candidates", {}).get("val", []) if c["metric"] == ranking["chosen"]), None)
+    if chosen is None or chosen["median_separation"] is None or chosen["median_separation"] >= 1:
+        return []
+    return [f"No candidate metric separates the {chosen['approaches']} converged approaches it reads by more than "
+            f"their seeds' noise: the chosen one by a median {chosen['median_separation']:.2f} half-widths of their "
+            f"95 % intervals. Their ranks, and the best row, are an order within that noise, not a finding."]
 
 
 #: A mean D_a OSCR this close to the closed-set accuracy (its ceiling) reads little beyond the accuracy.
