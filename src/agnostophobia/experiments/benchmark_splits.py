@@ -175,7 +175,7 @@ def _cells_intro(summary: Dict) -> str:
              "report has all its seeds)" if seeds else "the mean over that split's seeds")
     published = ("published: another run's number beside the row (a paper's table or a rerun of its authors' code), "
                  "its source numbered below. " if summary.get("published_sources") else
-                 "No number another run published on this protocol could be read here, so no row has one beside it. ")
+                 "No number another run published on this protocol could be read here, so no row shows one. ")
     return (f"Splits {', '.join(map(str, summary['splits']))}; each split's own report is `split-K/benchmark.md`. "
             "Each row is an approach with its paper's detector (and softmax's network with the maximum logit, MLS, "
             f"as Vaze et al. report it). A number per split is {which}, and the last columns are the mean ± sample "
