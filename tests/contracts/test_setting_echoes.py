@@ -55,6 +55,8 @@ ALLOWED: Dict[Tuple[str, str], str] = {
                                                         "not VOS's",
     ("experiments/benchmark_report.py", "candidates"): "the ranking metric's candidates, read from benchmark.json, "
                                                        "not VOS's",
+    ("experiments/benchmark_summary.py", "candidates"): "the ranking metric's candidates, read from benchmark.json, "
+                                                        "not VOS's",
     ("experiments/tune_detectors.py", "candidates"): "the tuning record's key of the settings tried, not VOS's",
     ("plotting/curves.py", "alpha"): "matplotlib's transparency, not OpenMax's alpha",
     ("plotting/histograms.py", "alpha"): "matplotlib's transparency, not OpenMax's alpha",
