@@ -282,27 +282,20 @@ def papers_numbers(meta: Optional[Dict], sets: Sequence[str]) -> Dict:
     return {"ccr": ccr, "sizes": {s: PAPER_SIZES[s] for s in ccr if s in PAPER_SIZES}} if ccr else {}
 
 
-def _start_trained_at(config: Dict) -> Optional[Tuple[float, int]]:
-    """The peak lr and batch size of the run's networks from scratch, a fine-tune's start (None: not in
-    the config)."""
-    lr, batch = config.get("lr"), config.get("batch_size")
-    return None if lr is None or batch is None else (lr, batch)
-
-
 def training_recipes(approaches: Sequence[str], config: Dict) -> Dict[str, Dict]:
     """How each approach of the run trained, for the report's "Training recipes": a fine-tune's
     authors' recipe for the protocol's images (``start``, its schedule as the run applies it, with
     ``fine_tune_epochs`` and ``fine_tune_exact``: :meth:`~agnostophobia.losses.FineTune.schedule`,
     the recipe's ``source`` and what ``differs`` here, epochs other than the recipe's included:
     :meth:`~agnostophobia.losses.FineTune.departures`); ``start`` None for an approach trained from scratch with the budget's recipe."""
-    from agnostophobia.training.fine_tune import recipe
+    from agnostophobia.training.fine_tune import recipe, trained_at
 
     out, exact, epochs = {}, bool(config.get("fine_tune_exact")), config.get("fine_tune_epochs")
     for approach in approaches:
         chosen = recipe(approach, config.get("protocol"))
         out[approach] = {"start": None} if chosen is None else {
             "start": chosen.start, **chosen.schedule(epochs, exact), "source": chosen.source,
-            "differs": chosen.departures(exact, epochs, start=_start_trained_at(config))}
+            "differs": chosen.departures(exact, epochs, start=trained_at(config))}
     return out
 
 

@@ -33,7 +33,7 @@ from agnostophobia._atomic import atomic_write
 from agnostophobia._log import log_info
 from agnostophobia.experiments.benchmark_report import (RECIPE_MARK, RECIPE_MARK_COVERS, departs_from_recipe,
                                                          sticky_tables)
-from agnostophobia.experiments.benchmark_rows import is_papers_detector, ranked_sets
+from agnostophobia.experiments.benchmark_rows import is_papers_detector
 from agnostophobia.experiments.published_numbers import published_columns, published_for
 from agnostophobia.rundir import RunDir
 
@@ -180,12 +180,20 @@ def _approach_cell(row: Dict) -> str:
     return row["approach"] + "".join(f" ({mark})" for mark in marks)
 
 
+def _which_seeds(seeds: Optional[Sequence[int]]) -> str:
+    """What a number per split is: the seeds every split trained (a summary written before they were
+    recorded: each split's mean over its own seeds)."""
+    if not seeds:
+        return "the mean over that split's seeds"
+    if len(seeds) == 1:
+        return (f"the network of seed {seeds[0]}, the one seed that every split trained (the literature's form: one "
+                "network per split; a split's own report has all its seeds)")
+    return (f"the mean over seeds {', '.join(map(str, seeds))}, the seeds that every split trained (a split's own "
+            "report has all its seeds)")
+
+
 def _cells_intro(summary: Dict) -> str:
-    seeds = summary.get("seeds")
-    which = (f"the network of seed {seeds[0]}, the one seed that every split trained (the literature's form: one "
-             "network per split; a split's own report has all its seeds)" if seeds and len(seeds) == 1 else
-             f"the mean over seeds {', '.join(map(str, seeds))}, the seeds that every split trained (a split's own "
-             "report has all its seeds)" if seeds else "the mean over that split's seeds")
+    which = _which_seeds(summary.get("seeds"))
     published = ("published: another run's number beside the row (a paper's table or a rerun of its authors' code), "
                  "its source numbered below. " if summary.get("published_sources") else
                  "No number another run published on this protocol could be read here, so no row shows one. ")

@@ -11,7 +11,7 @@ import numpy as np
 
 from agnostophobia.experiments.benchmark_comparisons import ALPHA, FAMILIES, MARGIN
 from agnostophobia.experiments.benchmark_rows import interval_over_seeds, papers_rows, seeds_said
-from agnostophobia.metrics import BETTER, EQUIVALENT, NOT_RESOLVED, TIE_FLAG, WORSE, seed_interval
+from agnostophobia.metrics import BETTER, EQUIVALENT, NOT_RESOLVED, TIE_FLAG, WORSE
 
 
 def _resolution_said(resolution: Dict) -> str:
@@ -149,14 +149,14 @@ def _below_chance_said(result: Dict) -> List[str]:
         values = r["mean_oscr_per_seed"]
         if r["converged"] is False or not values or len(values) < 2:
             continue
-        interval = seed_interval(values)
-        if interval.high < 0.5 * r["closed_set_accuracy"]["mean"]:
+        interval = interval_over_seeds(values)
+        if interval is not None and interval["high"] < 0.5 * r["closed_set_accuracy"]["mean"]:
             below.append((r["row"], interval))
     if not below:
         return []
     return ["Below chance (the mean D_a OSCR and its whole 95 % interval over seeds under half the closed-set "
             "accuracy, where a score blind to the unknowns lies, so the score puts the unknowns above the knowns): "
-            + ", ".join(f"{row} {interval.estimate:.3f} [{interval.low:.3f}, {interval.high:.3f}]"
+            + ", ".join(f"{row} {interval['mean']:.3f} [{interval['low']:.3f}, {interval['high']:.3f}]"
                         for row, interval in below)
             + ". A *better* or *worse* against one of these says that detector fails on that network."]
 

@@ -106,15 +106,16 @@ def start_weights(model: ModelDir, cfg) -> Tuple[Dict, Dict]:
               "sha256": digest, "epoch": checkpoint.get("epoch"),
               "recipe": {**{key: value for key, value in chosen._asdict().items() if key != "glyphs"},
                          **{key: getattr(cfg, key) for key in (*SCHEDULE_KEYS, *BATCH_KEYS)},
-                         "differs": chosen.departures(cfg.fine_tune_exact, start=_trained_at(checkpoint))}}
+                         "differs": chosen.departures(cfg.fine_tune_exact,
+                                                      start=trained_at(checkpoint.get("config") or {}))}}
     return checkpoint["model"], record
 
 
-def _trained_at(checkpoint: Dict) -> Optional[Tuple[float, int]]:
-    """The peak lr and batch size the start network trained with (its checkpoint's config; None in a
-    checkpoint without one)."""
-    config = checkpoint.get("config") or {}
-    return (config["lr"], config["batch_size"]) if "lr" in config and "batch_size" in config else None
+def trained_at(config: Dict) -> Optional[Tuple[float, int]]:
+    """The peak lr and batch size a network trained with, read from its config (a start network's
+    checkpoint's, or a run's for its networks from scratch); None where the config lacks either."""
+    lr, batch = config.get("lr"), config.get("batch_size")
+    return None if lr is None or batch is None else (lr, batch)
 
 
 def record_start(model: ModelDir, record: Dict) -> None:
