@@ -53,6 +53,10 @@ def test_the_splits_page_puts_the_published_number_and_our_difference_beside_the
     assert "closed-set accuracy 0.9000 against 0.9432 (-0.0432)" in text
     ratio = 0.80 / 0.90 - 0.83854 / 0.94317  # the OSCR gap left when each area is divided by its ceiling
     assert f"OSCR / accuracy {0.80 / 0.90:.4f} against {0.83854 / 0.94317:.4f} ({ratio:+.4f})" in text
+    # the OSCR difference split into the accuracy's part and the ratio's, which add up to it
+    by_accuracy, by_ratio = (0.90 - 0.94317) * 0.83854 / 0.94317, 0.90 * ratio
+    assert by_accuracy + by_ratio == pytest.approx(0.80 - 0.83854)
+    assert f"{by_accuracy:+.4f} is the accuracy's (our accuracy at their ratio) and {by_ratio:+.4f} the ratio's" in text
     assert "1. a rerun of the ARPL authors' code" in text and "issue #2" in text
 
 

@@ -168,7 +168,11 @@ def _beyond_accuracy(row: Dict, published: Dict) -> List[str]:
     if not ours or not accuracy or published["oscr"] is None or not published["accuracy"]:
         return []
     mine, theirs = ours["mean"] / accuracy["mean"], published["oscr"] / published["accuracy"]
-    return [f"OSCR / accuracy {mine:.4f} against {theirs:.4f} ({mine - theirs:+.4f})"]
+    # ours - theirs = (our accuracy - theirs) * their ratio + our accuracy * (our ratio - theirs), exactly
+    by_accuracy = (accuracy["mean"] - published["accuracy"]) * theirs
+    return [f"OSCR / accuracy {mine:.4f} against {theirs:.4f} ({mine - theirs:+.4f}); of the OSCR difference, "
+            f"{by_accuracy:+.4f} is the accuracy's (our accuracy at their ratio) and "
+            f"{accuracy['mean'] * (mine - theirs):+.4f} the ratio's (the unknowns' rejection beyond the accuracy)"]
 
 
 def _approach_cell(row: Dict) -> str:
