@@ -53,6 +53,12 @@ PAGES: Dict[str, ResultPage] = {
     "bench-osr-mnist-split-0": ResultPage("guide/benchmark-osr-mnist-split-0.md",
                                           "MNIST 6/4, split 0: the full report with seed intervals",
                                           "results/bench-osr-mnist-split-0.json", "images/bench-osr-mnist-split-0"),
+    "bench-osr-cifar10": ResultPage("guide/benchmark-osr-cifar10.md", "CIFAR-10 6/4 over its five splits",
+                                    "results/bench-osr-cifar10.json", "", over_splits=True),
+    "bench-osr-cifar10-split-0": ResultPage("guide/benchmark-osr-cifar10-split-0.md",
+                                            "CIFAR-10 6/4, split 0: the full report with seed intervals",
+                                            "results/bench-osr-cifar10-split-0.json",
+                                            "images/bench-osr-cifar10-split-0"),
 }
 
 
