@@ -50,12 +50,38 @@ def test_the_extra_data_rows_are_apart_and_each_group_ordered_by_validation():
     assert softmax["oscr"]["std"] == pytest.approx(np.std([0.81, 0.91], ddof=1))
     assert summary["rows"][2]["converged_splits"] == 0
     text = splits_markdown(summary, "osr-mnist", "EMNIST letters train")
-    known_only, extra = text.split("## Extra data")
+    known_only, extra = text.split("## Known classes only")[1].split("## Extra data")
     assert "| softmax | softmax | 0.8100 | 0.9100 | 0.8600 ± 0.0707 |" in known_only and "entropic" not in known_only
     assert "(EMNIST letters train)" in extra and "| entropic | softmax |" in extra
     assert "| logitnorm (not converged on 2 of 2 splits) | softmax | 0.7000* | 0.7000* |" in known_only
     assert text.count("* not converged on that split") == 1  # one note, after the tables
     assert "published OSCR" not in text and "No number another run published" in text  # osr-mnist has none
+
+
+def test_the_page_says_which_order_the_splits_resolve_and_which_splits_repeat_a_class_set():
+    """Rows are ordered by validation OSCR: the page shows it, says on which negatives it is measured,
+    whether each adjacent pair's paired difference over the splits is resolved, that osr-cifar10's
+    splits 0 and 1 are one class set, and what each approach is (ARPL without CS)."""
+    summary = summarise_splits([(k, result(0.01 * k)) for k in range(5)], extra_data=["entropic"])
+    summary.update(protocol="osr-cifar10", outside_negatives="EMNIST letters train")
+    text = splits_markdown(summary, "osr-cifar10", "EMNIST letters train")
+    assert "| validation OSCR | converged splits |" in text
+    softmax = summary["rows"][0]
+    assert f"| {softmax['val_oscr']['mean']:.4f} ± {softmax['val_oscr']['std']:.4f} | 5/5 |" in text
+    assert "held-out images of the outside set (EMNIST letters train), not the unknown classes" in text
+    # softmax/softmax, softmax/max-logit and logitnorm differ by the same amount on every split: resolved
+    assert "for 2 of 2 pairs." in text
+    assert "Splits 0 and 1 hold the same known classes" in text and "5 splits are 4 class partitions" in text
+    assert "`arpl`" not in text and "`entropic`, Entropic Open-Set" in text
+    from agnostophobia.losses import LOSSES
+    assert "(without CS)" in LOSSES.get("arpl").title
+    # two rows whose validation differences change sign over the splits: not resolved
+    results = [(k, result(0.0)) for k in range(3)]
+    for k, (_, res) in enumerate(results):
+        res["rows"][2]["val"]["per_seed"]["oscr"] = [0.9 + (0.2 if k % 2 else -0.2)] * 2  # max-logit
+    text = splits_markdown(summarise_splits(results, extra_data=[], protocol="osr-mnist"), "osr-mnist", "")
+    assert "for 1 of 3 pairs; the others" in text and "not a finding" in text  # only softmax over logitnorm
+    assert "hold the same known classes" not in text
 
 
 def test_every_split_is_read_at_the_seeds_all_splits_have():

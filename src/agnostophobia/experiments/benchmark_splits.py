@@ -35,6 +35,7 @@ from agnostophobia.experiments.benchmark_report import (RECIPE_MARK, RECIPE_MARK
                                                          sticky_tables)
 from agnostophobia.experiments.benchmark_rows import is_papers_detector
 from agnostophobia.experiments.published_numbers import published_columns, published_for
+from agnostophobia.metrics import seed_interval
 from agnostophobia.rundir import RunDir
 
 #: The files of the summary, in the folder that holds the splits' run folders.
@@ -154,10 +155,10 @@ def published_comparison(summary: Dict) -> List[str]:
     sources = [f"{i + 1}. {s['source']}. What differs from our run: {s['differs']}."
                for i, s in enumerate(summary.get("published_sources", []))]
     intro = ("Our mean over the splits against another run's mean over the same five splits (numbered as ours, "
-             "each computed by that run's code), and our difference to it. Closed-set accuracy drives these "
-             "results (Vaze et al., ICLR 2022), so each comparison gives both, and the OSCR area over the "
-             "closed-set accuracy (the area's ceiling): where that ratio is the same, the OSCR gap is the "
-             "accuracy's; what the ratio differs by is the rejection of the unknowns beyond it.")
+             "each computed by that run's code), and our difference to it. Open-set results rise with closed-set "
+             "accuracy across networks (Vaze et al., ICLR 2022), so each comparison gives both, and the OSCR area "
+             "over the closed-set accuracy (the area's ceiling): where that ratio is the same, the OSCR gap is the "
+             "accuracy's.")
     return ["## Beside other runs' numbers", "", intro, ""] + lines + ["", "Sources:", ""] + sources + [""]
 
 
@@ -168,11 +169,38 @@ def _beyond_accuracy(row: Dict, published: Dict) -> List[str]:
     if not ours or not accuracy or published["oscr"] is None or not published["accuracy"]:
         return []
     mine, theirs = ours["mean"] / accuracy["mean"], published["oscr"] / published["accuracy"]
-    # ours - theirs = (our accuracy - theirs) * their ratio + our accuracy * (our ratio - theirs), exactly
-    by_accuracy = (accuracy["mean"] - published["accuracy"]) * theirs
+    # OSCR = accuracy * ratio: the symmetric split of a product's change, whose two parts add up to it
+    # exactly and do not depend on which factor is changed first
+    by_accuracy = (accuracy["mean"] - published["accuracy"]) * (mine + theirs) / 2
+    by_ratio = (mine - theirs) * (accuracy["mean"] + published["accuracy"]) / 2
     return [f"OSCR / accuracy {mine:.4f} against {theirs:.4f} ({mine - theirs:+.4f}); of the OSCR difference, "
-            f"{by_accuracy:+.4f} is the accuracy's (our accuracy at their ratio) and "
-            f"{accuracy['mean'] * (mine - theirs):+.4f} the ratio's (the unknowns' rejection beyond the accuracy)"]
+            f"{by_accuracy:+.4f} goes with the accuracy and {by_ratio:+.4f} with the ratio (the symmetric split "
+            "of a product's change; the ratio, the AUROC of the correctly classified knowns against the unknowns, "
+            "itself rises with accuracy across networks, so its part is not free of the accuracy)"]
+
+
+def _order_resolved(rows: List[Dict]) -> str:
+    """Whether the order of each two adjacent rows is resolved: the 95 % t interval of their mean paired
+    difference in validation OSCR over the splits (the same split for both) excludes 0."""
+    pairs = resolved = 0
+    for above, below in zip(rows, rows[1:]):
+        splits = [k for k in above["per_split"] if k in below["per_split"]]
+        pairs_of = [(above["per_split"][k]["val_oscr"], below["per_split"][k]["val_oscr"]) for k in splits]
+        differences = [a - b for a, b in pairs_of if a is not None and b is not None]
+        if len(differences) < 2:
+            continue
+        pairs += 1
+        interval = seed_interval(differences)
+        resolved += int(interval.low > 0 or interval.high < 0)
+    if not pairs:
+        return "The order of these rows rests on one split: it is not resolved."
+    rule = ("(resolved where the 95 % t interval of the mean paired difference in validation OSCR over the splits "
+            "excludes 0)")
+    if not resolved:
+        which = "the two rows is" if pairs == 1 else f"adjacent rows is, for none of the {pairs} pairs,"
+        return f"The order of {which} not resolved {rule}: it is within the splits' spread, not a finding."
+    return (f"The order of adjacent rows is resolved {rule} for {resolved} of {pairs} pairs"
+            + ("." if resolved == pairs else "; the others' order is within the splits' spread, not a finding."))
 
 
 def _approach_cell(row: Dict) -> str:
@@ -196,6 +224,40 @@ def _which_seeds(seeds: Optional[Sequence[int]]) -> str:
             "report has all its seeds)")
 
 
+def same_class_splits(protocol: str) -> List[List[int]]:
+    """The groups of ``protocol``'s splits that hold the same known classes (the published CIFAR-10
+    lists repeat one class set as splits 0 and 1): their columns differ by the training's randomness only."""
+    from agnostophobia.data.protocols import protocol_spec
+
+    groups: Dict[Tuple[int, ...], List[int]] = {}
+    for split, known in enumerate(protocol_spec(protocol).splits if protocol else ()):
+        groups.setdefault(tuple(sorted(known)), []).append(split)
+    return [group for group in groups.values() if len(group) > 1]
+
+
+def _same_classes(summary: Dict) -> str:
+    groups = [g for g in same_class_splits(summary.get("protocol", "")) if set(g) <= set(summary["splits"])]
+    return "".join(f"Splits {' and '.join(map(str, g))} hold the same known classes (as the published lists do): "
+                   "their columns differ by the training's randomness and the classes' order only, and the "
+                   f"{len(summary['splits'])} splits are {len(summary['splits']) - len(g) + 1} class partitions. "
+                   for g in groups)
+
+
+def _approach_titles(summary: Dict) -> str:
+    """The approaches' names with their registered titles (e.g. that ``arpl`` is ARPL without CS)."""
+    from agnostophobia.losses import LOSSES
+
+    names = list(dict.fromkeys(r["approach"] for r in summary["rows"]))
+    return "Approaches: " + "; ".join(f"`{name}`, {LOSSES.get(name).title}" for name in names if name in LOSSES) + ". "
+
+
+def _validation_intro(summary: Dict) -> str:
+    outside = summary.get("outside_negatives")
+    negatives = (f"held-out images of the outside set ({outside}), not the unknown classes, for every row; the "
+                 "extra-data rows trained on other images of that set" if outside else "its validation negatives")
+    return ("validation OSCR: the linear OSCR area on the split's validation knowns against " + negatives + ". ")
+
+
 def _cells_intro(summary: Dict) -> str:
     which = _which_seeds(summary.get("seeds"))
     published = ("published: another run's number beside the row (a paper's table or a rerun of its authors' code), "
@@ -207,8 +269,9 @@ def _cells_intro(summary: Dict) -> str:
             "standard deviation (ddof 1) over the splits. OSCR (= OpenAUC): the area under the OSCR curve on a "
             "linear FPR axis, averaged over the split's unknown-unknown sets (one set here, the unknown classes "
             "pooled), OpenAUC's definition; AUROC on the same sets; accuracy: closed-set accuracy on the split's "
-            f"test knowns. {published}Rows are ordered by the mean validation OSCR area over splits, the "
-            "literature's metric (no test number orders them; each split's own report ranks by its declared rule).")
+            f"test knowns; {_validation_intro(summary)}{published}Rows are ordered by the mean validation OSCR "
+            "area over splits, the literature's metric (no test number orders them; each split's own report ranks "
+            f"by its declared rule). {_same_classes(summary)}{_approach_titles(summary)}")
 
 
 def _splits_body(summary: Dict, outside: str) -> List[str]:
@@ -218,7 +281,7 @@ def _splits_body(summary: Dict, outside: str) -> List[str]:
     lines = [_cells_intro(summary), ""]
     header = ("| approach | detector | " + " | ".join(f"OSCR split {k}" for k in splits) + " | OSCR (= OpenAUC) | "
               + ("published OSCR | AUROC | published AUROC |" if published else "AUROC |")
-              + " accuracy | converged splits |")
+              + " accuracy | validation OSCR | converged splits |")
     rule = "|" + "---|" * (header.count("|") - 1)
     groups = [("Known classes only", False), ("Extra data: trained on negatives from an outside set"
                                               + (f" ({outside})" if outside else ""), True)]
@@ -234,12 +297,15 @@ def _splits_body(summary: Dict, outside: str) -> List[str]:
             middle = ([_cell(r["oscr"]), _published_cell(r, "oscr"), _cell(r["auroc"]), _published_cell(r, "auroc")]
                       if published else [_cell(r["oscr"]), _cell(r["auroc"])])
             lines.append(f"| {_approach_cell(r)} | {r['detector']} | " + " | ".join(per + middle)
-                         + f" | {_cell(r['accuracy'])} | {r['converged_splits']}/{len(r['per_split'])} |")
-        lines.append("")
+                         + f" | {_cell(r['accuracy'])} | {_cell(r['val_oscr'])} | "
+                         f"{r['converged_splits']}/{len(r['per_split'])} |")
+        lines += ["", *([_order_resolved(rows), ""] if len(rows) > 1 else [])]
     if any(m["converged"] is False for r in summary["rows"] for m in r["per_split"].values()):
         lines += ["\\* not converged on that split: the closed-set accuracy of its validation knowns is below the "
                   "protocol's threshold. The row's mean over splits and its AUROC and accuracy include those splits "
-                  "(the row is marked); the last column counts the splits where the row converged.", ""]
+                  "(the row is marked); the last column counts the splits where the row converged. This page orders "
+                  "every row, marked ones included, and tests none; each split's own report leaves a row that is not "
+                  "converged there out of its ranking and its tests.", ""]
     if any(r.get("recipe_departs") for r in summary["rows"]):
         lines += [RECIPE_MARK_COVERS + " Each split's own report says how its fine-tunes depart.", ""]
     if summary["extra_data"]:
