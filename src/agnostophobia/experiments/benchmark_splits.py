@@ -236,11 +236,14 @@ def same_class_splits(protocol: str) -> List[List[int]]:
 
 
 def _same_classes(summary: Dict) -> str:
-    groups = [g for g in same_class_splits(summary.get("protocol", "")) if set(g) <= set(summary["splits"])]
-    return "".join(f"Splits {' and '.join(map(str, g))} hold the same known classes (as the published lists do): "
-                   "their columns differ by the training's randomness and the classes' order only, and the "
-                   f"{len(summary['splits'])} splits are {len(summary['splits']) - len(g) + 1} class partitions. "
-                   for g in groups)
+    splits = summary["splits"]
+    groups = [g for g in same_class_splits(summary.get("protocol", "")) if set(g) <= set(splits)]
+    if not groups:
+        return ""
+    partitions = len(splits) - sum(len(g) - 1 for g in groups)  # each group of repeats is one class set
+    return ("; ".join(f"Splits {' and '.join(map(str, g))} hold the same known classes" for g in groups)
+            + " (as the published lists do): their columns differ by the training's randomness and the classes' "
+            f"order only, and the {len(splits)} splits are {partitions} class partitions. ")
 
 
 def _approach_titles(summary: Dict) -> str:
