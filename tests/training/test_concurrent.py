@@ -113,9 +113,12 @@ def test_every_job_runs_in_a_child_with_its_share_of_threads():
     assert done == {"job0": (1, 0), "job1": (1, 1), "job2": (1, 2)}
 
 
-def _threads_seen(seconds):
-    """The thread counts this process had, polled for up to ``seconds`` until it has 2."""
+def _threads_seen(seconds, started=None):
+    """The thread counts this process had, polled for up to ``seconds`` until it has 2; touches the
+    file ``started`` (if given) once its first count is read."""
     seen = [torch.get_num_threads()]
+    if started:
+        Path(started).touch()
     deadline = time.monotonic() + seconds
     while seen[-1] < 2 and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -123,9 +126,20 @@ def _threads_seen(seconds):
     return sorted(set(seen))
 
 
-def test_the_last_run_gets_the_threads_of_those_that_ended():
+def _threads_once_started(started, seconds):
+    """This process's thread count, once the file ``started`` exists (waits up to ``seconds``)."""
+    deadline = time.monotonic() + seconds
+    while not Path(started).exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return torch.get_num_threads(), 0
+
+
+def test_the_last_run_gets_the_threads_of_those_that_ended(tmp_path):
     done = {}
-    jobs = [Job("short", _threads_and_value, (0,)), Job("long", _threads_seen, (60,))]
+    # "short" ends only once "long" has read its first thread count: on a loaded machine "long" could
+    # otherwise start after "short" ended and get both threads at once (the next test's case)
+    started = str(tmp_path / "long-started")
+    jobs = [Job("short", _threads_once_started, (started, 60)), Job("long", _threads_seen, (60, started))]
     run_jobs(jobs, processes=2, threads=1, on_start=lambda job: None,
              on_done=lambda job, result: done.__setitem__(job.name, result))
     assert done["short"] == (1, 0)
