@@ -242,7 +242,7 @@ def write_benchmark(run_dir, min_accuracy: Optional[float] = None, log: Callable
         models = [m for m in records.models if m[1] in approaches]
         extra, outside = extra_data_approaches(records.config.get("protocol"), approaches)
         result = summarise(comparison.rows, threshold, sample_replicates(models, _stored_scores(run_dir)),
-                           extra_data=extra)
+                           extra_data=extra, negatives=trained_on_negatives(approaches))
         notes = [f"{approach}: its models are in the folder, but it is not among this benchmark's approaches "
                  f"(config.yaml)" for approach in left_out]
         if extra:  # a protocol whose negatives are an outside set (osr-mnist, osr-cifar10)
@@ -326,7 +326,7 @@ def _meta(meta: Optional[Dict]) -> Dict:
 
 # ------------------------------------------------------------------------ benchmark.json
 def summarise(rows: List[Dict], min_accuracy: Optional[float], replicates: Optional[Dict] = None,
-              extra_data: Sequence[str] = ()) -> Dict:
+              extra_data: Sequence[str] = (), negatives: Sequence[str] = ()) -> Dict:
     """Rows with intervals, convergence, ranks, tests and the paragraph (``benchmark.json``).
     ``replicates``: ``{(approach, detector): {seed: (B,) array}}``, each row's mean D_a OSCR on the
     paired bootstrap's resamples of the test samples
@@ -334,7 +334,10 @@ def summarise(rows: List[Dict], min_accuracy: Optional[float], replicates: Optio
     difference's standard error; None: the seeds' spread alone (the report says so).
     ``extra_data``: the approaches trained on an outside set of negatives
     (:func:`~agnostophobia.experiments.benchmark_splits.extra_data_approaches`): their rows are
-    marked and ranked apart (:func:`~agnostophobia.experiments.benchmark_ranking.rank_rows`)."""
+    marked and ranked apart (:func:`~agnostophobia.experiments.benchmark_ranking.rank_rows`).
+    ``negatives``: the approaches trained on negatives (:func:`~agnostophobia.losses.trained_on_negatives`),
+    of the protocol or an outside set, whose images the validation negatives hold out: their rows are
+    ranked apart too, and the ranking metric's rule does not read them."""
     approaches = list(dict.fromkeys(r["approach"] for r in rows))
     sets = list(dict.fromkeys(name for r in rows for name in r["test"]))
     accuracy = {a: network_accuracy(rows, a) for a in approaches}
@@ -352,7 +355,7 @@ def summarise(rows: List[Dict], min_accuracy: Optional[float], replicates: Optio
                          "val_closed_set_accuracy": interval_over_seeds(val_acc) if val_acc else None,
                          "accuracy_per_seed": {"val": val_acc, "test": acc},
                          "converged": converged, "complete": len(row["seed_ids"]) == run_seeds,
-                         "extra_data": row["approach"] in extra_data,
+                         "extra_data": row["approach"] in extra_data, "negatives": row["approach"] in negatives,
                          "mean_oscr_per_seed": mean_oscr(row), "mean_oscr_log_per_seed": mean_oscr(row, "oscr_log"),
                          "mean_far_oscr_per_seed": mean_oscr(row, far=True),
                          "mean_da_per_seed": {key: mean_oscr(row, key) for key in RANKING_CANDIDATES},

@@ -15,7 +15,7 @@ import numpy as np
 from agnostophobia.data.protocol_types import FAR
 from agnostophobia.data.protocols import unknown_set  # the registered protocols declare their sets there
 from agnostophobia.experiments.benchmark_comparisons import ALPHA, FAMILIES, MARGIN, mark
-from agnostophobia.experiments.benchmark_ranking import best_detectors
+from agnostophobia.experiments.benchmark_ranking import RANKING_RULE_HISTORY, best_detectors, saw_negatives
 from agnostophobia.experiments.benchmark_rows import (REFERENCE_NAMES, interval_over_seeds, papers_rows, reference_of,
                                                       seeds_said)
 from agnostophobia.experiments.benchmark_summary import number
@@ -51,7 +51,10 @@ def _intro(result: Dict, run: str) -> List[str]:
             "the declared rule chose on validation data (\"Choosing the ranking metric\"); † more than 1 % of that "
             "set's samples tie with a sample of the other kind."
             + (" Rows marked (extra data) trained on negatives from an outside set the others never saw: "
-               "they are ranked apart, after the others, E1 their best." if _has_extra(result) else "")]
+               "they are ranked apart, after the others, E1 their first." if _has_extra(result) else "")
+            + (" Rows ranked N1, N2, ... trained on the protocol's negatives (D_b'), of which the validation "
+               "negatives are held-out images: they are ranked apart, after the rows trained on the known classes "
+               "only, N1 their first." if _has_own_negatives(result) else "")]
 
 
 def markdown(result: Dict, run_name: str) -> str:
@@ -122,9 +125,11 @@ def _set_table(result: Dict, name: str) -> List[str]:
 def _tests_table(result: Dict) -> List[str]:
     """Every comparison of every family: difference and interval, standard errors, p, Holm's p, the
     equivalence interval and the decision."""
-    header = ["family", "row", "against", "difference [95 % interval]", "SE (seeds, samples)", "p", "p (Holm)",
-              "90 % interval", "decision"]
-    lines = ["## Tests", "", f"Difference: mean over seeds of the row's mean D_a OSCR minus the reference's. "
+    header = ["family", "row", "against", "difference [95 % interval, unadjusted]", "SE (seeds, samples)", "p",
+              "p (Holm)", "90 % interval", "decision"]
+    lines = ["## Tests", "", f"Difference: mean over seeds of the row's mean D_a OSCR minus the reference's; its "
+             f"95 % interval is the pair's own, not adjusted for the family, so it may exclude 0 where Holm's "
+             f"correction does not decide (the decision column is the family's). "
              f"SE: the seeds' standard error and the test samples' (paired bootstrap; '—' where not computed), "
              f"added in quadrature. Holm's correction within each family; the 90 % interval is what the equivalence test "
              f"reads against ±{MARGIN}.", "", _row_md(header), _rule(header)]
@@ -354,8 +359,9 @@ def _matrix(result: Dict) -> List[str]:
     """Every approach (a line, in the order of the short table) with every detector (a column):
     the test mean D_a OSCR over seeds; in bold each approach's best detector by the validation
     ranking metric (:func:`~agnostophobia.experiments.benchmark_ranking.best_detectors`), none for an
-    approach not ranked, which is marked as the tables mark it; "—" where a detector does not apply
-    to the approach or was not scored."""
+    approach not ranked, which is marked as the tables mark it, nor for one whose detectors tie on
+    validation (marked "tied on validation"); "—" where a detector does not apply to the approach or
+    was not scored."""
     rows = result["rows"]
     approaches = list(dict.fromkeys(r["approach"] for r in papers_rows(rows) + rows))
     detectors = sorted({r["detector"] for r in rows})
@@ -364,17 +370,20 @@ def _matrix(result: Dict) -> List[str]:
     first = {}
     for row in rows:
         first.setdefault(row["approach"], row)
-    best = best_detectors(rows)
+    best = best_detectors(rows, result["ranking"]["chosen"])
     header = ["approach", *detectors]
     lines = ["## Every approach with every detector (mean D_a OSCR)", "",
              f"Test numbers. In bold, each approach's best detector by the validation {result['ranking']['title']} "
-             f"(the ranking metric): chosen on validation data, not on these numbers; an approach not converged or "
-             f"not trained on every seed is marked and has none.", "", _row_md(header), _rule(header)]
+             f"(the ranking metric): chosen on validation data, not on these numbers, and only where it leads the "
+             f"approach's other detectors there by the margin ({MARGIN}) or more; an approach whose detectors lie "
+             f"closer is marked *tied on validation* and has none, and so has an approach not converged or not "
+             f"trained on every seed, which is marked.", "", _row_md(header), _rule(header)]
     for approach in approaches:
         texts = [("—" if (approach, d) not in cell else
                   f"**{cell[(approach, d)]:.3f}**" if best.get(approach) == d else f"{cell[(approach, d)]:.3f}")
                  for d in detectors]
-        lines.append(_row_md([_label(result, first[approach], "approach"), *texts]))
+        tied = " (tied on validation)" if approach in best and best[approach] is None else ""
+        lines.append(_row_md([_label(result, first[approach], "approach") + tied, *texts]))
     return [*lines, ""]
 
 
@@ -407,9 +416,12 @@ def choices_and_splits(result: Dict) -> List[str]:
             f"| each detector's settings | validation | {result.get('tuning', '')} |",
             f"| the ranking metric | validation | {ranking['title']}: {ranking['why']} "
             f"(\"Choosing the ranking metric\") |",
-            f"| rank, best row, each approach's best detector (bold) | validation | the validation "
-            f"{ranking['title']}{_validation_fpr_said(result)}, mean over seeds, through compare's ranking (ties: "
-            f"validation AUROC) |",
+            f"| rank | validation | the validation {ranking['title']}{_validation_fpr_said(result)}, mean over "
+            f"seeds, through compare's ranking (equal means: the higher validation AUROC, then the registry's order "
+            f"of approaches and the detector's name); the rows trained on negatives apart |",
+            f"| best row, each approach's best detector (bold) | validation | the first by the rank's metric, only "
+            f"where it leads every other candidate by the margin ({MARGIN}) or more: else none, and the rows within "
+            f"the margin are named as tied |",
             "| the numbers reported, the tests and their decisions | test | read once, after every choice above: "
             "the OSCR areas, AUROC, FPR@95%TPR, AUPR, CCR and accuracies shown, and the families of comparisons |"]
 
@@ -422,8 +434,7 @@ def _ranking_metric_section(result: Dict) -> List[str]:
     header = ["metric", "split", "approaches", "median gap to closed-set acc.", "spread of means",
               "median 95 % half-width", "median separation (half-widths)", ""]
     lines = ["## Choosing the ranking metric", "",
-             f"Rule, declared in the code before this run, after the project's withdrawn 3-seed reports had been "
-             f"read: {ranking['rule']}. Chosen: **{ranking['title']}**, {ranking['why']}. "
+             f"Rule ({RANKING_RULE_HISTORY}): {ranking['rule']}. Chosen: **{ranking['title']}**, {ranking['why']}. "
              "Gap: closed-set accuracy minus the metric (means over seeds; the linear OSCR area is at most the "
              "accuracy, so a gap near 0 says the metric reads little beyond accuracy). Separation: over every pair "
              "of converged approaches, each with its paper's detector, the difference of their means over the "
@@ -454,14 +465,19 @@ def _marked(row: Dict) -> str:
 
 
 def _rank_cell(row: Dict) -> str:
-    """A row's rank: E before the ranks of the rows with extra data, counted among themselves."""
+    """A row's rank: E before the ranks of the rows with extra data, N before those of the rows trained
+    on the protocol's negatives, each counted among themselves."""
     if not row["rank"]:
         return "—"
-    return f"E{row['rank']}" if row.get("extra_data") else str(row["rank"])
+    return ("E" if row.get("extra_data") else "N" if saw_negatives(row) else "") + str(row["rank"])
 
 
 def _has_extra(result: Dict) -> bool:
     return any(row.get("extra_data") for row in result["rows"])
+
+
+def _has_own_negatives(result: Dict) -> bool:
+    return any(saw_negatives(row) and not row.get("extra_data") for row in result["rows"])
 
 
 def _tie(row: Dict, name: str) -> str:
@@ -489,8 +505,8 @@ def decision_rule(result: Dict) -> List[str]:
             f"**better**/**worse**, the difference is not 0 (Holm-adjusted p below {ALPHA} within its family) and "
             f"its observed mean is at least the margin (its interval may reach below the margin); **equivalent**, "
             f"the 90 % interval of the difference lies inside ±{MARGIN} (two one-sided tests at {ALPHA} for each "
-            f"pair, not adjusted for the family); **not resolved ({seeds_said(seeds)})**, neither: the data cannot "
-            f"say at this number of seeds. The standard error of a difference is the seeds' spread and a paired "
+            f"pair, not adjusted for the family); **not resolved ({seeds_said(seeds)})**, neither: these data do not "
+            f"decide (each family's smallest resolved difference is stated under \"What the data says\"). The standard error of a difference is the seeds' spread and a paired "
             f"bootstrap over the shared test samples, added in quadrature. "
             f"Families, each Holm-adjusted on its own at {ALPHA} (not the whole report): "
             + "; ".join(f"{said['kind']}, {said['compares']}" for said in map(result["families"].get, FAMILIES))

@@ -1,6 +1,6 @@
 """What a benchmark's report says in words (:mod:`agnostophobia.experiments.benchmark_report`'s
-paragraph "What the data says"), computed from ``benchmark.json``'s numbers alone: the best row and
-the rows it cannot be told apart from, what each family of tests decided and the smallest
+paragraph "What the data says"), computed from ``benchmark.json``'s numbers alone: the best row
+where validation singles one out (else the rows tied for it), what each family of tests decided and the smallest
 difference it resolves, where the linear OSCR area sits at its ceiling, which rows score below
 chance, which networks did not converge and where ties decide."""
 from __future__ import annotations
@@ -10,6 +10,7 @@ from typing import Dict, List, Optional
 import numpy as np
 
 from agnostophobia.experiments.benchmark_comparisons import ALPHA, FAMILIES, MARGIN
+from agnostophobia.experiments.benchmark_ranking import saw_negatives, validation_choice
 from agnostophobia.experiments.benchmark_rows import interval_over_seeds, papers_rows, seeds_said
 from agnostophobia.metrics import BETTER, EQUIVALENT, NOT_RESOLVED, TIE_FLAG, WORSE
 
@@ -58,15 +59,10 @@ def what_the_data_says(result: Dict) -> List[str]:
     rows = result["rows"]
     lines = []
     ranking = result["ranking"]
-    for extra, among in ((False, ""), (True, " with extra data")):
-        ranked = [r for r in rows if r["rank"] is not None and bool(r.get("extra_data")) == extra]
+    for seen in (False, True):
+        ranked = [r for r in rows if r["rank"] is not None and saw_negatives(r) == seen]
         if ranked:
-            top = ranked[0]
-            value = top["val"].get(ranking["chosen"])
-            lines.append(f"Best{among} by validation {ranking['title']} (the ranking metric, chosen on validation "
-                         f"data): {top['row']} ({number(value)} on validation; its test mean D_a OSCR "
-                         f"{np.mean(top['mean_oscr_per_seed']):.3f} over {seeds_said(len(top['seeds']))}), "
-                         f"of {len(ranked)} ranked rows{among}{_overlapping_said(ranked, ranking['chosen'])}.")
+            lines.append(_best_said(ranked, ranking, _group_said(ranked) if seen else ""))
     lines += _separation_said(ranking)
     lines += _decisions_said(result)
     lines += _ceiling_said(result) + _below_chance_said(result)
@@ -90,22 +86,31 @@ def what_the_data_says(result: Dict) -> List[str]:
     return lines
 
 
-def _overlapping_said(ranked: List[Dict], metric: str) -> str:
-    """", though N other rows' validation intervals overlap its": the rows the best cannot be told
-    apart from on the ranking metric (95 % t intervals over seeds that overlap the best's)."""
-    def interval(row: Dict) -> Optional[Dict]:
-        values = row["val"]["per_seed"].get(metric)
-        return interval_over_seeds(values) if values else None
+def _group_said(ranked: List[Dict]) -> str:
+    """How the best-row sentence names the rows of networks trained on negatives."""
+    return " with extra data" if all(r.get("extra_data") for r in ranked) else " trained on negatives"
 
-    best = interval(ranked[0])
-    if best is None or not np.isfinite(best["low"]):
-        return ""
-    others = [interval(r) for r in ranked[1:]]
-    overlapping = sum(1 for o in others if o is not None and o["high"] >= best["low"] and o["low"] <= best["high"])
-    if not overlapping:
-        return ""
-    return (f", though {overlapping} other rows' validation intervals overlap its" if overlapping > 1 else
-            ", though 1 other row's validation interval overlaps its")
+
+def _best_said(ranked: List[Dict], ranking: Dict, among: str) -> str:
+    """The best of ``ranked`` (one group's ranked rows, best first) where the validation numbers single
+    it out (:func:`~agnostophobia.experiments.benchmark_ranking.validation_choice`); else the rows tied
+    for it, named, and that none is chosen."""
+    metric, title = ranking["chosen"], ranking["title"]
+    chosen, tied = validation_choice(ranked, metric)
+    top = ranked[0]
+    if chosen is not None or not tied:
+        value = top["val"].get(metric)
+        lead = (f", ahead of every other by the margin ({MARGIN}) or more" if chosen is not None and len(ranked) > 1
+                else "")
+        return (f"Best{among} by validation {title} (the ranking metric, chosen on validation data): {top['row']} "
+                f"({number(value)} on validation; its test mean D_a OSCR {np.mean(top['mean_oscr_per_seed']):.3f} "
+                f"over {seeds_said(len(top['seeds']))}), of {len(ranked)} ranked rows{among}{lead}.")
+    names = [r["row"] for r in tied]
+    listed = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+    return (f"No best row{among} by validation {title} (the ranking metric, chosen on validation data): {len(tied)} "
+            f"of the {len(ranked)} ranked rows{among} lie within the margin ({MARGIN}) of the first "
+            f"({number(top['val'].get(metric))} on validation): {listed}. The validation data do not single one "
+            f"out, and their order is the tie-break's.")
 
 
 def _separation_said(ranking: Dict) -> List[str]:
