@@ -104,7 +104,7 @@ def test_every_split_is_read_at_the_seeds_all_splits_have():
 
 
 def test_a_fine_tune_off_its_authors_recipe_is_marked():
-    from agnostophobia.experiments.benchmark_report import RECIPE_MARK
+    from agnostophobia.experiments.benchmark_recipes import RECIPE_MARK
 
     departs = result(0.0)
     departs["recipes"] = {"entropic": {"start": "softmax", "differs": "its schedule"}, "softmax": {"start": None}}

@@ -16,6 +16,7 @@ from agnostophobia.data.protocol_types import FAR
 from agnostophobia.data.protocols import unknown_set  # the registered protocols declare their sets there
 from agnostophobia.experiments.benchmark_comparisons import ALPHA, FAMILIES, MARGIN, mark
 from agnostophobia.experiments.benchmark_ranking import RANKING_RULE_HISTORY, best_detectors, saw_negatives
+from agnostophobia.experiments.benchmark_recipes import recipe_mark, recipes_section
 from agnostophobia.experiments.benchmark_rows import (REFERENCE_NAMES, interval_over_seeds, papers_rows, reference_of,
                                                       seeds_said)
 from agnostophobia.experiments.benchmark_summary import number
@@ -67,7 +68,7 @@ def markdown(result: Dict, run_name: str) -> str:
     lines += _ranking_metric_section(result)
     lines += _papers_rows(result, list(result["test_sets"]), marks)
     lines += _beside_the_paper(result)
-    lines += _recipes_section(result)
+    lines += recipes_section(result)
     lines += _matrix(result)
     lines += _oscr_table(result, marks)
     for name in result["test_sets"]:
@@ -251,66 +252,6 @@ def _papers_rows(result: Dict, sets: List[str], marks: Dict) -> List[str]:
             cells = [_fmt(row["test"].get(s, {}).get("ccr_at_fpr", {}).get(keys[0])) for s in sets]
             lines.append(_row_md([_label(result, row, "approach"), row["detector"], *cells]))
     return [*lines, ""]
-
-
-#: The mark beside a fine-tune's row that departs from its authors' recipe, and what it is about (and
-#: what it leaves to the protocol).
-RECIPE_MARK = "not the authors' recipe"
-RECIPE_MARK_COVERS = (f"The mark *{RECIPE_MARK}* is about a fine-tune's own recipe: optimiser, learning rate against "
-                      f"the start network's, schedule, epochs, batches, and the loss's margins and weights. The "
-                      f"network and the negatives are the protocol's for every approach, fine-tuned or not, and mark "
-                      f"no row.")
-
-
-def departs_from_recipe(result: Dict, approach: str) -> bool:
-    """Whether ``approach`` fine-tunes with its authors' recipe and departs from it (``recipes``)."""
-    recipe = result.get("recipes", {}).get(approach, {})
-    return bool(recipe.get("start") and recipe.get("differs"))
-
-
-def recipe_mark(result: Dict, approach: str) -> str:
-    return f" ({RECIPE_MARK})" if departs_from_recipe(result, approach) else ""
-
-
-def _recipes_section(result: Dict) -> List[str]:
-    """How each approach trained: the fine-tunes' authors' recipes, where they come from and what
-    departs from them here; every other approach from scratch with the budget's one recipe."""
-    recipes = result.get("recipes")
-    if not recipes:
-        return []
-    scratch = [a for a, r in recipes.items() if not r.get("start")]
-    lines = ["## Training recipes", ""]
-    if scratch:
-        lines.append(f"From scratch, with the budget's recipe (budget {result['meta'].get('budget')}"
-                     f"{_budget_recipe_said(result.get('budget_recipe'))}; the same for every approach, which differ "
-                     f"by their loss, by the negatives of those trained with them and by the output layer their "
-                     f"loss declares): {', '.join(scratch)}.")
-    if any(r.get("start") for r in recipes.values()):
-        lines.append(RECIPE_MARK_COVERS)
-    for approach, r in recipes.items():
-        if not r.get("start"):
-            continue
-        said = (f"- **{approach}**{recipe_mark(result, approach)}: fine-tunes the same seed's {r['start']} network, "
-                f"{r['optimizer'].upper() if r['optimizer'] == 'sgd' else r['optimizer']} at lr {r['lr']:g}, "
-                f"{r['scheduler']} schedule, {r['epochs']} epoch(s){_batches_said(r)}; the authors' recipe: "
-                f"{r['source']}.")
-        lines.append(said + (f" Here it departs: {r['differs']}." if r.get("differs") else ""))
-    return [*lines, ""]
-
-
-def _budget_recipe_said(recipe: Optional[Dict]) -> str:
-    """": Adam at lr 0.003, onecycle schedule, 3 epochs, batches of 128" (nothing for an older record)."""
-    if not recipe:
-        return ""
-    optimizer = recipe["optimizer"].upper() if recipe["optimizer"] == "sgd" else recipe["optimizer"]
-    return (f": {optimizer} at lr {recipe['lr']:g}, weight decay {recipe['weight_decay']:g}, {recipe['scheduler']} "
-            f"schedule, {recipe['epochs']} epoch(s), batches of {recipe['batch_size']}")
-
-
-def _batches_said(recipe: Dict) -> str:
-    """", batches of K knowns + N negatives" for a fine-tune drawn as its authors draw it ("": shared batches)."""
-    negatives = recipe.get("negatives_per_batch")
-    return f", batches of {recipe['batch_size'] - negatives} knowns + {negatives} negatives" if negatives else ""
 
 
 def _distances_said(result: Dict) -> List[str]:
@@ -573,7 +514,7 @@ def site_page(result: Dict, title: str, run_link: str, figures: str) -> str:
     lines += _collapsed(_ranking_metric_section(result), "The candidates' gap, spread and separation on validation "
                         "and test data")
     if result.get("recipes"):
-        lines += _collapsed(_recipes_section(result), "How each approach trained: the fine-tunes' recipes and where "
+        lines += _collapsed(recipes_section(result), "How each approach trained: the fine-tunes' recipes and where "
                             "they depart from their authors'")
     lines += _notes(result)
     for unknown, path in list(figure_paths.items())[1:]:

@@ -31,8 +31,8 @@ import numpy as np
 
 from agnostophobia._atomic import atomic_write
 from agnostophobia._log import log_info
-from agnostophobia.experiments.benchmark_report import (RECIPE_MARK, RECIPE_MARK_COVERS, departs_from_recipe,
-                                                         sticky_tables)
+from agnostophobia.experiments.benchmark_recipes import RECIPE_MARK, RECIPE_MARK_COVERS, departs_from_recipe
+from agnostophobia.experiments.benchmark_report import sticky_tables
 from agnostophobia.experiments.benchmark_rows import is_papers_detector
 from agnostophobia.experiments.published_numbers import published_columns, published_for
 from agnostophobia.metrics import seed_interval
