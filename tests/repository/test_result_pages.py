@@ -120,3 +120,52 @@ def test_a_benchmark_over_splits_publishes_its_summary_and_an_edited_page_is_cau
     assert text.count(":::{container} sticky-first") == 2  # the knowns-only table and the extra-data one
     page.write_text(text.replace("0.8600", "0.8700", 1))  # a number typed by hand
     assert pages.main(["check"]) == 1 and "differs" in capsys.readouterr().out
+
+
+def _disagreements(result: dict) -> list:
+    """What in a published ``benchmark.json`` its own per-seed numbers do not give again: each test's
+    difference, Holm's p and decision (from the rows' per-seed values and the stored test samples'
+    standard error), the ranking metric, every rank, and the sentences of "What the data says"."""
+    from agnostophobia.experiments.benchmark_comparisons import ALPHA, MARGIN
+    from agnostophobia.experiments.benchmark_ranking import rank_rows, ranking_metric
+    from agnostophobia.experiments.benchmark_summary import what_the_data_says
+    from agnostophobia.metrics import decide, paired_difference
+
+    found = []
+    rows = {r["row"]: r for r in result["rows"]}
+    for family, tests in result["tests"].items():
+        differences = [paired_difference(rows[t["row"]]["mean_oscr_per_seed"], rows[t["against"]]["mean_oscr_per_seed"],
+                                         sample_se=t["se_samples"]) for t in tests]
+        for test, difference, decision in zip(tests, differences, decide(differences, MARGIN, ALPHA)):
+            if (abs(difference.difference - test["difference"]) > 1e-12 or decision.verdict != test["decision"]
+                    or abs(decision.p_holm - test["p_holm"]) > 1e-9):
+                found.append(f"{family}: {test['row']} against {test['against']}")
+    unranked = [{**r, "rank": None} for r in result["rows"]]
+    chosen = ranking_metric(unranked)["chosen"]
+    if chosen != result["ranking"]["chosen"]:
+        found.append(f"ranking metric {chosen}, stored {result['ranking']['chosen']}")
+    ranks = {r["row"]: r["rank"] for r in rank_rows(unranked, result["ranking"]["chosen"])}
+    found += [f"rank of {name}" for name, row in rows.items() if ranks[name] != row["rank"]]
+    if what_the_data_says(result) != result["summary"]:
+        found.append("what the data says")
+    return found
+
+
+def test_every_published_decision_rank_and_sentence_follows_from_its_per_seed_numbers():
+    """Review of 2026-12-02: a page regenerates from its JSON byte for byte, but a decision, rank or
+    sentence edited in the JSON would regenerate an identical page. Each published run's derived
+    fields are computed again from its per-seed numbers; a JSON with one decision changed is caught."""
+    pages = _pages()
+    checked = 0
+    for label in pages.published():
+        entry = pages.PAGES[label]
+        if entry.over_splits:
+            continue
+        result = json.loads((ROOT / "docs" / entry.results).read_text(encoding="utf-8"))
+        assert _disagreements(result) == [], f"{entry.results}: stored fields its numbers do not give"
+        tampered = json.loads(json.dumps(result))
+        test = next(t for tests in tampered["tests"].values() for t in tests)
+        test["decision"] = "better" if test["decision"] != "better" else "worse"
+        assert _disagreements(tampered), f"{entry.results}: a changed decision went unnoticed"
+        checked += 1
+    assert checked == sum(not pages.PAGES[label].over_splits for label in pages.published())

@@ -81,9 +81,9 @@ def _separation(a: Tuple[float, float], b: Tuple[float, float]) -> float:
 def candidate_numbers(rows: List[Dict], split: str) -> List[Dict]:
     """For each of :data:`RANKING_CANDIDATES`, on ``split`` (``"val"``: the validation knowns and
     negatives; ``"test"``: the mean over the D_a test sets), over the converged approaches each
-    with its paper's detector, trained on every seed and on the known classes only: its median gap to closed-set accuracy
-    (accuracy minus the metric, means over seeds; near 0: the metric says little beyond
-    accuracy), the spread of the approaches' means (largest minus smallest), the median 95 % t
+    with its paper's detector, trained on every seed and on the known classes only: its median gap
+    to closed-set accuracy (accuracy minus the metric, means over seeds; near 0: the metric says
+    little beyond accuracy), the spread of the approaches' means (largest minus smallest), the median 95 % t
     half-width over seeds, and the median separation of the approaches' means over every pair in
     units of the pair's mean half-width (:func:`_separation`): what :data:`RANKING_RULE` reads.
     A statistic is None where fewer than two approaches have it on every seed. The rows trained on

@@ -447,8 +447,9 @@ def decision_rule(result: Dict) -> List[str]:
             f"its observed mean is at least the margin (its interval may reach below the margin); **equivalent**, "
             f"the 90 % interval of the difference lies inside ±{MARGIN} (two one-sided tests at {ALPHA} for each "
             f"pair, not adjusted for the family); **not resolved ({seeds_said(seeds)})**, neither: these data do not "
-            f"decide (each family's smallest resolved difference is stated under \"What the data says\"). The standard error of a difference is the seeds' spread and a paired "
-            f"bootstrap over the shared test samples, added in quadrature. "
+            f"decide (each family's smallest resolved difference is stated under \"What the data says\"). The "
+            f"standard error of a difference is the seeds' spread and a paired bootstrap over the shared test "
+            f"samples, added in quadrature. "
             f"Families, each Holm-adjusted on its own at {ALPHA} (not the whole report): "
             + "; ".join(f"{said['kind']}, {said['compares']}" for said in map(result["families"].get, FAMILIES))
             + "."]

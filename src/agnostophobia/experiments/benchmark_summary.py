@@ -114,14 +114,20 @@ def _best_said(ranked: List[Dict], ranking: Dict, among: str) -> str:
 
 
 def _separation_said(ranking: Dict) -> List[str]:
-    """Where even the chosen ranking metric separates the converged approaches by less than one seed
-    half-width (median over pairs, on validation): the ranking then orders them within seed noise."""
+    """How far the chosen ranking metric separates the converged approaches it reads (median over
+    pairs of their mean difference in 95 % t half-widths over seeds, on validation), beside the best
+    row; below one half-width, that the ranking then orders them within seed noise."""
     chosen = next((c for c in ranking.get("candidates", {}).get("val", []) if c["metric"] == ranking["chosen"]), None)
-    if chosen is None or chosen["median_separation"] is None or chosen["median_separation"] >= 1:
+    if chosen is None or chosen["median_separation"] is None:
         return []
+    separation = chosen["median_separation"]
+    said = (f"The chosen metric separates the {chosen['approaches']} converged approaches it reads by a median "
+            f"{separation:.2f} half-widths of their 95 % intervals over seeds, on validation")
+    if separation >= 1:
+        return [said + "."]
     return [f"No candidate metric separates the {chosen['approaches']} converged approaches it reads by more than "
-            f"their seeds' noise: the chosen one by a median {chosen['median_separation']:.2f} half-widths of their "
-            f"95 % intervals. Their ranks, and the best row, are an order within that noise, not a finding."]
+            f"their seeds' noise: the chosen one by a median {separation:.2f} half-widths of their 95 % intervals. "
+            f"Their ranks, and the best row, are an order within that noise, not a finding."]
 
 
 #: A mean D_a OSCR this close to the closed-set accuracy (its ceiling) reads little beyond the accuracy.
