@@ -179,26 +179,36 @@ def _beyond_accuracy(row: Dict, published: Dict) -> List[str]:
             "itself rises with accuracy across networks, so its part is not free of the accuracy)"]
 
 
-def _order_resolved(rows: List[Dict]) -> str:
+def _order_resolved(rows: List[Dict], repeats: Sequence[Sequence[int]] = ()) -> str:
     """Whether the order of each two adjacent rows is resolved: the 95 % t interval of their mean paired
-    difference in validation OSCR over the splits (the same split for both) excludes 0."""
+    difference in validation OSCR over the class partitions (the same split for both) excludes 0, each
+    pair on its own. ``repeats``: the groups of splits that hold one class set
+    (:func:`same_class_splits`); a group's differences are averaged into one, so that a class set
+    counts once, not as two independent splits."""
+    group_of = {split: tuple(group) for group in repeats for split in group}
     pairs = resolved = 0
     for above, below in zip(rows, rows[1:]):
-        splits = [k for k in above["per_split"] if k in below["per_split"]]
-        pairs_of = [(above["per_split"][k]["val_oscr"], below["per_split"][k]["val_oscr"]) for k in splits]
-        differences = [a - b for a, b in pairs_of if a is not None and b is not None]
+        by_partition: Dict[tuple, List[float]] = {}
+        for key in above["per_split"]:
+            a, b = above["per_split"][key]["val_oscr"], below["per_split"].get(key, {}).get("val_oscr")
+            if a is not None and b is not None:
+                by_partition.setdefault(group_of.get(int(key), (int(key),)), []).append(a - b)
+        differences = [float(np.mean(d)) for d in by_partition.values()]
         if len(differences) < 2:
             continue
         pairs += 1
         interval = seed_interval(differences)
         resolved += int(interval.low > 0 or interval.high < 0)
     if not pairs:
-        return "The order of these rows rests on one split: it is not resolved."
-    rule = ("(resolved where the 95 % t interval of the mean paired difference in validation OSCR over the splits "
-            "excludes 0)")
+        return "The order of these rows rests on one class partition: it is not resolved."
+    rule = ("(resolved where the 95 % t interval of the mean paired difference in validation OSCR over the class "
+            "partitions excludes 0, splits that repeat a class set averaged into one; each pair at 0.05, not "
+            "adjusted for the pairs)")
     if not resolved:
         which = "the two rows is" if pairs == 1 else f"adjacent rows is, for none of the {pairs} pairs,"
         return f"The order of {which} not resolved {rule}: it is within the splits' spread, not a finding."
+    if pairs == 1:
+        return f"The order of the two rows is resolved {rule}."
     return (f"The order of adjacent rows is resolved {rule} for {resolved} of {pairs} pairs"
             + ("." if resolved == pairs else "; the others' order is within the splits' spread, not a finding."))
 
@@ -302,7 +312,8 @@ def _splits_body(summary: Dict, outside: str) -> List[str]:
             lines.append(f"| {_approach_cell(r)} | {r['detector']} | " + " | ".join(per + middle)
                          + f" | {_cell(r['accuracy'])} | {_cell(r['val_oscr'])} | "
                          f"{r['converged_splits']}/{len(r['per_split'])} |")
-        lines += ["", *([_order_resolved(rows), ""] if len(rows) > 1 else [])]
+        repeats = same_class_splits(summary.get("protocol", ""))
+        lines += ["", *([_order_resolved(rows, repeats), ""] if len(rows) > 1 else [])]
     if any(m["converged"] is False for r in summary["rows"] for m in r["per_split"].values()):
         lines += ["\\* not converged on that split: the closed-set accuracy of its validation knowns is below the "
                   "protocol's threshold. The row's mean over splits and its AUROC and accuracy include those splits "
