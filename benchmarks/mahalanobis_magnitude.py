@@ -19,7 +19,8 @@ A shared covariance whose within-class spread lies mostly along the magnitude di
 direction, which is where the unknowns differ (a smaller norm, Sec. 4 of the paper): then the
 unknowns sit close to the class means in the Mahalanobis metric.
 
-    python benchmarks/mahalanobis_magnitude.py runs/osr-cifar10/split-0 --approaches softmax entropic
+    python benchmarks/mahalanobis_magnitude.py runs/osr-cifar10/split-0 --approaches softmax entropic \
+        --json docs/results/mahalanobis-osr-cifar10-split-0.json
 """
 import argparse
 import json
@@ -92,6 +93,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("run", type=Path, help="a benchmark run folder (seed*/APPROACH/ inside)")
     parser.add_argument("--approaches", nargs="+", default=["softmax"])
+    parser.add_argument("--json", type=Path, help="also write the numbers to this file (per network)")
     args = parser.parse_args()
     results = {f"{seed.name}/{approach}": check(seed / approach)
                for seed in sorted(args.run.glob("seed*")) for approach in args.approaches
@@ -103,7 +105,8 @@ def main() -> None:
     print("|---|" + "---:|" * len(keys))
     for name, numbers in results.items():
         print(f"| {name} | " + " | ".join("—" if v is None else f"{v:.4f}" for v in numbers.values()) + " |")
-    print(json.dumps(results))
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=1, sort_keys=True) + "\n", encoding="utf-8")
 
 
 if __name__ == "__main__":

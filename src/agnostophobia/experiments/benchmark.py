@@ -251,6 +251,7 @@ def write_benchmark(run_dir, min_accuracy: Optional[float] = None, log: Callable
                          f"after the others, their ranks counted among themselves")
         result["recipes"] = training_recipes(approaches, records.config)
         result["budget_recipe"] = {key: records.config.get(key) for key in BUDGET_RECIPE}
+        result["chosen_on_test_images"] = _chosen_on_test_images(records.config.get("model"))
         result["trained_on_negatives"] = trained_on_negatives(approaches)
         result["paper"] = papers_numbers(records.meta, list(comparison.test_sets))
         result.update({"format": _FORMAT, "tuning": tuning, "notes": notes + comparison.notes,
@@ -322,6 +323,14 @@ def _meta(meta: Optional[Dict]) -> Dict:
     keys = ("experiment", "budget", "seeds", "command", "device", "wall_time_s", "precision", "versions",
             "timings_s")
     return {key: meta[key] for key in keys if key in meta}
+
+
+def _chosen_on_test_images(model: Optional[str]) -> Optional[str]:
+    """What the run's network declares of its recipe as chosen on test images, before the benchmark's
+    rules (``CHOSEN_ON_TEST_IMAGES`` beside the network's code); None for the others."""
+    from agnostophobia.models import MODELS
+
+    return getattr(MODELS.get(model), "CHOSEN_ON_TEST_IMAGES", None) if model in MODELS else None
 
 
 # ------------------------------------------------------------------------ benchmark.json

@@ -34,11 +34,9 @@ RANKING_RULE = ("the candidate with the largest median separation, over every pa
                 "the linear OSCR area (the paper's)")
 
 #: When the rule was declared and amended, as each report prints it (git log names the commits).
-RANKING_RULE_HISTORY = ("declared 2026-12-01, after the withdrawn 3-seed reports and before the literature's splits "
-                        "were run; amended the same day, after the MNIST 6/4 split-0 report had been read and while "
-                        "CIFAR-10 6/4 trained, to leave out the rows trained on an outside set, and on 2026-12-02, "
-                        "before the 5-seed LeNet++ and CIFAR-split runs were read, to leave out every row trained on "
-                        "negatives; neither amendment changed the metric chosen on a published run")
+RANKING_RULE_HISTORY = ("declared 2026-11-29, after the 3-seed reports since withdrawn; amended 2026-12-01 and "
+                        "2026-12-02 in which rows it reads, never in the metric it chose on a published run "
+                        "(Comparing methods, \"Choosing the ranking metric\", says what each amendment changed)")
 
 
 def saw_negatives(row: Dict) -> bool:
@@ -130,19 +128,60 @@ def ranking_metric(rows: List[Dict]) -> Dict:
             "split": "val", "candidates": candidates}
 
 
+#: Below this, a difference of means is the margin itself, not short of it (floating-point rounding).
+_ROUNDING = 1e-12
+
+
 def validation_choice(ranked: List[Dict], metric: str) -> Tuple[Optional[Dict], List[Dict]]:
     """The row a choice on validation data picks from ``ranked`` (rows best first by the mean
     validation ``metric``, :func:`rank_rows`), and the rows tied for it. The first row is chosen only
-    where it leads every other by at least the declared margin (:data:`MARGIN`, the smallest
-    difference the benchmark counts; every candidate metric lies in [0, 1]): ``(row, [row])``. Else
-    the numbers do not single a row out, whatever the tie-break order says: ``(None, tied)``, the
-    rows within the margin of the first. ``(None, [])`` where nothing is ranked or the first row
-    has no value."""
-    top = ranked[0]["val"].get(metric) if ranked else None
-    if top is None:
+    where it beats every other (:func:`beats`: by the declared margin, :data:`MARGIN`, and by more than
+    the seeds' noise): ``(row, [row])``. Else the numbers do not single a row out, whatever the
+    tie-break order says: ``(None, tied)``, the first row and those it does not beat. ``(None, [])``
+    where nothing is ranked or the first row has no value."""
+    if not ranked or _per_seed(ranked[0], metric) is None:
         return None, []
-    tied = [r for r in ranked if r["val"].get(metric) is not None and top - r["val"][metric] < MARGIN]
-    return (ranked[0] if len(tied) == 1 else None), tied
+    top = ranked[0]
+    tied = [top, *(row for row in ranked[1:] if not beats(top, row, metric))]
+    return (top if len(tied) == 1 else None), tied
+
+
+def beats(first: Dict, second: Dict, metric: str) -> bool:
+    """Whether ``first`` beats ``second`` on the validation ``metric``: over the seeds both trained,
+    their paired difference has a mean of at least :data:`MARGIN` (every candidate metric lies in
+    [0, 1]; the margin is the smallest difference the benchmark counts) and a 95 % t interval above
+    0. One shared seed has no interval and beats nothing; a row without the value is beaten."""
+    mine, theirs = _per_seed(first, metric), _per_seed(second, metric)
+    if mine is None:
+        return False
+    if theirs is None:
+        return True
+    shared = [seed for seed in mine if seed in theirs]
+    if len(shared) < 2:
+        return False
+    interval = seed_interval([mine[seed] - theirs[seed] for seed in shared])
+    return interval.estimate >= MARGIN - _ROUNDING and interval.low > 0
+
+
+def _per_seed(row: Dict, metric: str) -> Optional[Dict[int, float]]:
+    """``{seed: value}`` of the row's validation ``metric``; None where it has none."""
+    values = row["val"].get("per_seed", {}).get(metric)
+    if not values or any(v is None for v in values):
+        return None
+    return dict(zip(row["seeds"], values))
+
+
+def tied_with_the_row_above(ranked: List[Dict], metric: str) -> List[bool]:
+    """Per row of ``ranked`` (best first): whether its mean validation ``metric`` equals the row above's
+    in its group (:func:`saw_negatives`), so that a tie-break, not the metric, decided its rank."""
+    out = []
+    for i, row in enumerate(ranked):
+        above = ranked[i - 1] if i else None
+        same = (above is not None and row["rank"] is not None and above["rank"] is not None
+                and saw_negatives(above) == saw_negatives(row) and row["val"].get(metric) is not None
+                and row["val"].get(metric) == above["val"].get(metric))
+        out.append(bool(same))
+    return out
 
 
 def best_detectors(rows: List[Dict], metric: str) -> Dict[str, Optional[str]]:

@@ -14,8 +14,10 @@ import numpy as np
 
 from agnostophobia.data.protocol_types import FAR
 from agnostophobia.data.protocols import unknown_set  # the registered protocols declare their sets there
+from agnostophobia.deploy.compare import TIE_MARK
 from agnostophobia.experiments.benchmark_comparisons import ALPHA, FAMILIES, MARGIN, mark
-from agnostophobia.experiments.benchmark_ranking import RANKING_RULE_HISTORY, best_detectors, saw_negatives
+from agnostophobia.experiments.benchmark_ranking import (RANKING_RULE_HISTORY, best_detectors, saw_negatives,
+                                                        tied_with_the_row_above)
 from agnostophobia.experiments.benchmark_recipes import recipe_mark, recipes_section
 from agnostophobia.experiments.benchmark_rows import (REFERENCE_NAMES, interval_over_seeds, papers_rows, reference_of,
                                                       seeds_said)
@@ -49,7 +51,8 @@ def _intro(result: Dict, run: str) -> List[str]:
             "(CCR against FPR, linear FPR axis; at most the closed-set accuracy). Every number shown is a test "
             f"number unless its column says validation; rows are ranked by the validation "
             f"{result['ranking']['title']}{_validation_fpr_said(result)} (mean over seeds), the ranking metric "
-            "the declared rule chose on validation data (\"Choosing the ranking metric\"); † more than 1 % of that "
+            "the declared rule chose on validation data (\"Choosing the ranking metric\"), '=' after a rank where the "
+            "row's value equals the row above's (the tie-break ordered them); † more than 1 % of that "
             "set's samples tie with a sample of the other kind."
             + (" Rows marked (extra data) trained on negatives from an outside set the others never saw: "
                "they are ranked apart, after the others, E1 their first." if _has_extra(result) else "")
@@ -91,8 +94,8 @@ def _oscr_table(result: Dict, marks: Dict) -> List[str]:
               *(f"{_set_name(s)} OSCR" for s in sets), f"vs {_reference_short(result)}, same detector (secondary)",
               "vs MSP (secondary)"]
     lines = ["## OSCR", "", _row_md(header), _rule(header)]
-    for row in result["rows"]:
-        cells = [_rank_cell(row), _label(result, row), _fmt(row["closed_set_accuracy"]),
+    for tied, row in zip(tied_with_the_row_above(result["rows"], metric), result["rows"]):
+        cells = [_rank_cell(row) + (TIE_MARK if tied else ""), _label(result, row), _fmt(row["closed_set_accuracy"]),
                  _fmt(row.get("val_closed_set_accuracy")), _val_cell(row, metric)]
         cells += [_fmt(row["test"].get(s, {}).get("oscr")) + _tie(row, s) for s in sets]
         cells += [marks["approaches"].get(row["row"], ""), marks["detectors"].get(row["row"], "")]
@@ -315,9 +318,10 @@ def _matrix(result: Dict) -> List[str]:
     header = ["approach", *detectors]
     lines = ["## Every approach with every detector (mean D_a OSCR)", "",
              f"Test numbers. In bold, each approach's best detector by the validation {result['ranking']['title']} "
-             f"(the ranking metric): chosen on validation data, not on these numbers, and only where it leads the "
-             f"approach's other detectors there by the margin ({MARGIN}) or more; an approach whose detectors lie "
-             f"closer is marked *tied on validation* and has none, and so has an approach not converged or not "
+             f"(the ranking metric): chosen on validation data, not on these numbers, and only where it beats each of the "
+             f"approach's other detectors there: by the margin ({MARGIN}) or more, and by a paired difference over "
+             f"seeds whose 95 % t interval lies above 0; an approach where it does not is marked *tied on "
+             f"validation* and has none, and so has an approach not converged or not "
              f"trained on every seed, which is marked.", "", _row_md(header), _rule(header)]
     for approach in approaches:
         texts = [("—" if (approach, d) not in cell else
@@ -361,10 +365,13 @@ def choices_and_splits(result: Dict) -> List[str]:
             f"seeds, through compare's ranking (equal means: the higher validation AUROC, then the registry's order "
             f"of approaches and the detector's name); the rows trained on negatives apart |",
             f"| best row, each approach's best detector (bold) | validation | the first by the rank's metric, only "
-            f"where it leads every other candidate by the margin ({MARGIN}) or more: else none, and the rows within "
-            f"the margin are named as tied |",
-            "| the numbers reported, the tests and their decisions | test | read once, after every choice above: "
-            "the OSCR areas, AUROC, FPR@95%TPR, AUPR, CCR and accuracies shown, and the families of comparisons |"]
+            f"where it beats every other candidate: a mean paired difference over seeds of at least the margin "
+            f"({MARGIN}) and a 95 % t interval above 0; else none, and the rows it does not beat are named as tied |",
+            *([f"| the network's recipe, before this run | test | {result['chosen_on_test_images']} |"]
+              if result.get("chosen_on_test_images") else []),
+            "| the numbers reported, the tests and their decisions | test | read once in this run, after every choice "
+            "above: the OSCR areas, AUROC, FPR@95%TPR, AUPR, CCR and accuracies shown, and the families of "
+            "comparisons |"]
 
 
 def _ranking_metric_section(result: Dict) -> List[str]:

@@ -100,17 +100,18 @@ def _best_said(ranked: List[Dict], ranking: Dict, among: str) -> str:
     top = ranked[0]
     if chosen is not None or not tied:
         value = top["val"].get(metric)
-        lead = (f", ahead of every other by the margin ({MARGIN}) or more" if chosen is not None and len(ranked) > 1
-                else "")
+        lead = (f", ahead of every other by the margin ({MARGIN}) or more and by more than the seeds' noise (each "
+                f"paired difference's 95 % t interval above 0)" if chosen is not None and len(ranked) > 1 else "")
         return (f"Best{among} by validation {title} (the ranking metric, chosen on validation data): {top['row']} "
                 f"({number(value)} on validation; its test mean D_a OSCR {np.mean(top['mean_oscr_per_seed']):.3f} "
                 f"over {seeds_said(len(top['seeds']))}), of {len(ranked)} ranked rows{among}{lead}.")
     names = [r["row"] for r in tied]
     listed = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
-    return (f"No best row{among} by validation {title} (the ranking metric, chosen on validation data): {len(tied)} "
-            f"of the {len(ranked)} ranked rows{among} lie within the margin ({MARGIN}) of the first "
-            f"({number(top['val'].get(metric))} on validation): {listed}. The validation data do not single one "
-            f"out, and their order is the tie-break's.")
+    return (f"No best row{among} by validation {title} (the ranking metric, chosen on validation data): the first "
+            f"({number(top['val'].get(metric))} on validation) does not beat {len(tied) - 1} of the other "
+            f"{len(ranked) - 1} ranked rows{among} by the margin ({MARGIN}) and by more than the seeds' noise "
+            f"(a paired difference whose 95 % t interval lies above 0); tied: {listed}. The validation data do not "
+            f"single one out, and their order is the mean's or the tie-break's, not a finding.")
 
 
 def _separation_said(ranking: Dict) -> List[str]:
@@ -127,7 +128,7 @@ def _separation_said(ranking: Dict) -> List[str]:
         return [said + "."]
     return [f"No candidate metric separates the {chosen['approaches']} converged approaches it reads by more than "
             f"their seeds' noise: the chosen one by a median {separation:.2f} half-widths of their 95 % intervals. "
-            f"Their ranks, and the best row, are an order within that noise, not a finding."]
+            f"Their ranks are an order within that noise, not a finding."]
 
 
 #: A mean D_a OSCR this close to the closed-set accuracy (its ceiling) reads little beyond the accuracy.
