@@ -25,8 +25,24 @@ recipe_curve = _script()
 def test_every_trial_is_a_valid_change_of_the_converged_budget(config, name):
     what, sets = recipe_curve.TRIALS[name]
     train = recipe_curve.trial_config(SimpleNamespace(config=config, budget="converged"), sets).train
-    assert train.model == "airbench" and train.keep_checkpoint == "last"
+    undone = "lowest-val-loss" if name == "w32-16-lowest-loss" else "last"  # the one trial that undoes it
+    assert train.model == "airbench" and train.keep_checkpoint == undone
     assert f"{train.epochs} epochs" in what and "-".join(map(str, train.model_kwargs["widths"])) in what
+
+
+def test_each_ablation_undoes_one_choice_of_the_cifar_budget_and_nothing_else():
+    """The trials that make the test-image choices again on validation differ from their control
+    (the budget's widths, epochs and peak lr) in the one setting they name."""
+    def train_of(name):
+        return recipe_curve.trial_config(SimpleNamespace(config="cifar", budget="converged"),
+                                         recipe_curve.TRIALS[name][1]).train
+
+    control = train_of("w32-16")
+    assert recipe_curve.ABLATIONS[0] == "w32-16" and set(recipe_curve.ABLATIONS) <= set(recipe_curve.TRIALS)
+    for name in recipe_curve.ABLATIONS[1:]:
+        changed = {k for k, v in vars(train_of(name)).items() if vars(control).get(k) != v}
+        assert len(changed) == 1, (name, changed)
+    assert train_of("w32-16-no-tta").model_kwargs["tta"] == "none" and control.model_kwargs["tta"] == "flip-translate"
 
 
 def test_compute_grows_with_the_widths_and_the_epochs():
