@@ -30,6 +30,8 @@ import numpy as np
 from sklearn.covariance import EmpiricalCovariance
 from sklearn.metrics import roc_auc_score
 
+from agnostophobia.detectors.mahalanobis import class_means
+
 
 def auroc(known: np.ndarray, unknown: np.ndarray) -> float:
     return float(roc_auc_score(np.r_[np.ones(len(known)), np.zeros(len(unknown))], np.r_[known, unknown]))
@@ -37,7 +39,8 @@ def auroc(known: np.ndarray, unknown: np.ndarray) -> float:
 
 def mahalanobis_scorer(features: np.ndarray, labels: np.ndarray):
     """The negated smallest squared Mahalanobis distance to a class mean, one covariance shared by
-    the classes (Lee et al. 2018, without input preprocessing)."""
+    the classes (Lee et al. 2018, without input preprocessing), written without the package's code:
+    it is what the run's scores are checked against."""
     means = np.stack([features[labels == c].mean(0) for c in np.unique(labels)])
     precision = EmpiricalCovariance(assume_centered=True).fit(features - means[np.searchsorted(
         np.unique(labels), labels)]).precision_
@@ -61,8 +64,7 @@ def pytorch_ood_auroc(train, labels, known, unknown):
 
 def radial_share(features: np.ndarray, labels: np.ndarray) -> float:
     """The share of the within-class variance along each sample's class-mean direction."""
-    classes = np.unique(labels)
-    means = np.stack([features[labels == c].mean(0) for c in classes])[np.searchsorted(classes, labels)]
+    means = class_means(features, labels, int(labels.max()) + 1)[labels]  # the package's (labels 0..C-1)
     centred = features - means
     radial = (centred * means / np.linalg.norm(means, axis=1, keepdims=True)).sum(1)
     return float(radial.var() / centred.var(0).sum())

@@ -301,12 +301,17 @@ def _cell(value: Optional[float], digits: int = 4) -> str:
 TIE_MARK = "="
 
 
+def ties_with_row_above(keys: Sequence) -> List[bool]:
+    """Per entry of ``keys`` (the ranked rows' first keys, in rank order; None for a row that ties
+    with nothing): whether it equals the one above, so that a later key decided its rank."""
+    return [i > 0 and key is not None and key == keys[i - 1] for i, key in enumerate(keys)]
+
+
 def tied_with_row_above(comparison: Comparison) -> List[bool]:
     """Per ranked row: whether its first key (:func:`ranked_value`) equals the row above's, so that
     the second key decided its rank."""
     primary = ranked_value(comparison.rank_fpr)
-    values = [primary(row) for row in comparison.rows]
-    return [i > 0 and value is not None and value == values[i - 1] for i, value in enumerate(values)]
+    return ties_with_row_above([primary(row) for row in comparison.rows])
 
 
 def table_rows(comparison: Comparison) -> Tuple[List[str], List[List[str]]]:

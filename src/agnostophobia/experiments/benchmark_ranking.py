@@ -173,21 +173,20 @@ def _per_seed(row: Dict, metric: str) -> Optional[Dict[int, float]]:
 
 def tied_with_the_row_above(ranked: List[Dict], metric: str) -> List[bool]:
     """Per row of ``ranked`` (best first): whether its mean validation ``metric`` equals the row above's
-    in its group (:func:`saw_negatives`), so that a tie-break, not the metric, decided its rank."""
-    out = []
-    for i, row in enumerate(ranked):
-        above = ranked[i - 1] if i else None
-        same = (above is not None and row["rank"] is not None and above["rank"] is not None
-                and saw_negatives(above) == saw_negatives(row) and row["val"].get(metric) is not None
-                and row["val"].get(metric) == above["val"].get(metric))
-        out.append(bool(same))
-    return out
+    in its group (:func:`saw_negatives`), so that a tie-break, not the metric, decided its rank
+    (``compare``'s :func:`~agnostophobia.deploy.compare.ties_with_row_above`, on the key (group,
+    value); an unranked row or one without the value ties with nothing)."""
+    from agnostophobia.deploy.compare import ties_with_row_above
+
+    return ties_with_row_above([(saw_negatives(row), row["val"][metric])
+                                if row["rank"] is not None and row["val"].get(metric) is not None else None
+                                for row in ranked])
 
 
 def best_detectors(rows: List[Dict], metric: str) -> Dict[str, Optional[str]]:
     """``{approach: detector}`` for every approach with a ranked row: its best detector, the
     :func:`validation_choice` among its ranked rows on the validation ``metric``, or None where
-    several of its detectors lie within the margin of the first (tied: none is chosen). An approach
+    its first detector does not beat every other (tied: none is chosen). An approach
     without a ranked row (not converged, incomplete) is absent."""
     by_approach: Dict[str, List[Dict]] = {}
     for row in sorted((r for r in rows if r["rank"] is not None), key=lambda r: (saw_negatives(r), r["rank"])):
