@@ -33,6 +33,7 @@ from pathlib import Path
 
 import torch
 
+from agnostophobia.experiments.benchmark_ranking import beats_paired, paired_difference
 from agnostophobia.models import build_model
 from agnostophobia.training.config import load_experiment, parse_set_option
 from _timing import processor_label, training_flops_per_image  # this folder's label and FLOPs
@@ -193,6 +194,41 @@ def markdown(table: dict) -> str:
     return "\n".join(lines)
 
 
+def _accuracy_per_seed(entry: dict) -> dict:
+    """``{seed: validation accuracy}`` of a trial run on one split or none (the ablations' case)."""
+    return {run["seed"]: run["val_accuracy"] for run in entry.get("runs", {}).values()}
+
+
+def ablation_decisions(table: dict) -> list:
+    """For each ablation (:data:`ABLATIONS` after its control) that trained on the control's seeds: the
+    mean paired difference of validation accuracy (ablation minus control) with its 95 % t interval, and
+    whether the choice it undoes is undone: by the rule declared in docs/guide/scaling.md, the
+    benchmark's rule for a choice on validation data (``beats_paired``: at least the margin, and an
+    interval above 0). Kept otherwise, whatever the sign."""
+    control = _accuracy_per_seed(table.get(ABLATIONS[0], {}))
+    decisions = []
+    for name in ABLATIONS[1:]:
+        mine = _accuracy_per_seed(table.get(name, {}))
+        interval = paired_difference(mine, control) if control and set(control) <= set(mine) else None
+        if interval is not None:
+            decisions.append({"trial": name, "seeds": len(control), "difference": interval.estimate,
+                              "low": interval.low, "high": interval.high, "undo": beats_paired(mine, control)})
+    return decisions
+
+
+def decisions_markdown(decisions: list) -> str:
+    """The decisions as Markdown, or nothing where no ablation has trained on its control's seeds."""
+    if not decisions:
+        return ""
+    lines = [f"\n| ablation | seeds | validation accuracy minus `{ABLATIONS[0]}`, mean (95 % t interval) | decision |",
+             "|---|---|---|---|"]
+    for d in decisions:
+        verdict = "undo the choice" if d["undo"] else "keep the choice"
+        lines.append(f"| `{d['trial']}` | {d['seeds']} | {d['difference']:+.4f} ({d['low']:+.4f} to {d['high']:+.4f}) "
+                     f"| {verdict} |")
+    return "\n".join(lines)
+
+
 def split_list(text: str):
     """``0-4`` or ``0,2`` as a list of split numbers; ``none`` for a protocol without splits."""
     if text == "none":
@@ -215,7 +251,8 @@ def main(argv=None) -> int:
     parser.add_argument("--trial", action="append", choices=sorted(TRIALS), help="repeatable (default: every one)")
     parser.add_argument("--data-dir", default=None)
     args = parser.parse_args(argv)
-    print(markdown(run_trials(args)))
+    table = run_trials(args)
+    print(markdown(table) + decisions_markdown(ablation_decisions(table)))
     return 0
 
 

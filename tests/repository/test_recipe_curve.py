@@ -79,3 +79,25 @@ def test_the_table_is_the_mean_over_every_split_and_seed_a_trial_ran():
     text = recipe_curve.markdown(table)
     assert "| `budget`: as shipped | 34.0 | 0, 2 | 2 | 3.0 | 0.9200 (0.9000-0.9400) |" in text
     assert "not run" not in text and "load average at each trial's start: [0.1]" in text
+
+
+def _runs(accuracies):
+    return {"runs": {f"all/seed{seed}": {"split": "all", "seed": seed, "val_accuracy": a, "train_minutes": 1.0}
+                     for seed, a in enumerate(accuracies)}}
+
+
+def test_a_choice_is_undone_only_where_undoing_it_beats_the_budget_by_the_margin_and_the_noise():
+    control, no_tta, zero_pad, lowest, pad4 = recipe_curve.ABLATIONS
+    table = {control: _runs([0.900, 0.905, 0.902]),
+             no_tta: _runs([0.910, 0.912, 0.909]),      # +0.008, tight: undone
+             zero_pad: _runs([0.930, 0.895, 0.903]),    # +0.007 on average, interval across 0: kept
+             pad4: _runs([0.903, 0.908, 0.905]),        # +0.003, below the margin: kept
+             lowest: _runs([0.91, 0.92])}               # not every seed of the control: no decision
+    decisions = {d["trial"]: d for d in recipe_curve.ablation_decisions(table)}
+    assert set(decisions) == {no_tta, zero_pad, pad4}
+    assert decisions[no_tta]["undo"] and decisions[no_tta]["difference"] == pytest.approx(0.008)
+    assert not decisions[zero_pad]["undo"] and decisions[zero_pad]["low"] < 0 < decisions[zero_pad]["difference"]
+    assert not decisions[pad4]["undo"] and decisions[pad4]["low"] > 0
+    text = recipe_curve.decisions_markdown(list(decisions.values()))
+    assert f"| `{no_tta}` | 3 | +0.0080 (" in text and "undo the choice" in text and "keep the choice" in text
+    assert recipe_curve.decisions_markdown([]) == ""

@@ -156,11 +156,22 @@ def beats(first: Dict, second: Dict, metric: str) -> bool:
         return False
     if theirs is None:
         return True
+    return beats_paired(mine, theirs)
+
+
+def paired_difference(mine: Dict[int, float], theirs: Dict[int, float]):
+    """The mean of ``mine - theirs`` (``{seed: value}``) over the seeds both have, with its 95 % t
+    interval (:func:`~agnostophobia.metrics.seed_interval`); None with fewer than two shared seeds."""
     shared = [seed for seed in mine if seed in theirs]
-    if len(shared) < 2:
-        return False
-    interval = seed_interval([mine[seed] - theirs[seed] for seed in shared])
-    return interval.estimate >= MARGIN - _ROUNDING and interval.low > 0
+    return seed_interval([mine[seed] - theirs[seed] for seed in shared]) if len(shared) >= 2 else None
+
+
+def beats_paired(mine: Dict[int, float], theirs: Dict[int, float]) -> bool:
+    """The rule of :func:`beats` on per-seed values (``{seed: value}``): a mean paired difference of
+    at least :data:`MARGIN` and a 95 % t interval above 0, over two or more shared seeds. Also the
+    rule of the CIFAR recipe trials (``benchmarks/recipe_curve.py``) for undoing a choice."""
+    interval = paired_difference(mine, theirs)
+    return interval is not None and interval.estimate >= MARGIN - _ROUNDING and interval.low > 0
 
 
 def _per_seed(row: Dict, metric: str) -> Optional[Dict[int, float]]:
