@@ -33,7 +33,7 @@ from pathlib import Path
 
 import torch
 
-from agnostophobia.experiments.benchmark_ranking import beats_paired, paired_difference
+from agnostophobia.experiments.benchmark_ranking import clears_margin, paired_difference
 from agnostophobia.models import build_model
 from agnostophobia.training.config import load_experiment, parse_set_option
 from _timing import processor_label, training_flops_per_image  # this folder's label and FLOPs
@@ -203,7 +203,7 @@ def ablation_decisions(table: dict) -> list:
     """For each ablation (:data:`ABLATIONS` after its control) that trained on the control's seeds: the
     mean paired difference of validation accuracy (ablation minus control) with its 95 % t interval, and
     whether the choice it undoes is undone: by the rule declared in docs/guide/scaling.md, the
-    benchmark's rule for a choice on validation data (``beats_paired``: at least the margin, and an
+    benchmark's rule for a choice on validation data (``clears_margin``: at least the margin, and an
     interval above 0). Kept otherwise, whatever the sign."""
     control = _accuracy_per_seed(table.get(ABLATIONS[0], {}))
     decisions = []
@@ -212,7 +212,7 @@ def ablation_decisions(table: dict) -> list:
         interval = paired_difference(mine, control) if control and set(control) <= set(mine) else None
         if interval is not None:
             decisions.append({"trial": name, "seeds": len(control), "difference": interval.estimate,
-                              "low": interval.low, "high": interval.high, "undo": beats_paired(mine, control)})
+                              "low": interval.low, "high": interval.high, "undo": clears_margin(interval)})
     return decisions
 
 

@@ -156,7 +156,7 @@ def beats(first: Dict, second: Dict, metric: str) -> bool:
         return False
     if theirs is None:
         return True
-    return beats_paired(mine, theirs)
+    return clears_margin(paired_difference(mine, theirs))
 
 
 def paired_difference(mine: Dict[int, float], theirs: Dict[int, float]):
@@ -166,12 +166,11 @@ def paired_difference(mine: Dict[int, float], theirs: Dict[int, float]):
     return seed_interval([mine[seed] - theirs[seed] for seed in shared]) if len(shared) >= 2 else None
 
 
-def beats_paired(mine: Dict[int, float], theirs: Dict[int, float]) -> bool:
-    """The rule of :func:`beats` on per-seed values (``{seed: value}``): a mean paired difference of
-    at least :data:`MARGIN` and a 95 % t interval above 0, over two or more shared seeds. Also the
-    rule of the CIFAR recipe trials (``benchmarks/recipe_curve.py``) for undoing a choice."""
-    interval = paired_difference(mine, theirs)
-    return interval is not None and interval.estimate >= MARGIN - _ROUNDING and interval.low > 0
+def clears_margin(difference) -> bool:
+    """The rule of :func:`beats` on a :func:`paired_difference`: a mean of at least :data:`MARGIN` and
+    a 95 % t interval above 0 (None, fewer than two shared seeds, clears nothing). Also the rule of
+    the CIFAR recipe trials (``benchmarks/recipe_curve.py``) for undoing a choice."""
+    return difference is not None and difference.estimate >= MARGIN - _ROUNDING and difference.low > 0
 
 
 def _per_seed(row: Dict, metric: str) -> Optional[Dict[int, float]]:
