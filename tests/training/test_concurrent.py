@@ -266,3 +266,22 @@ def test_a_killed_concurrent_reproduction_resumes_to_the_same_result(in_turn, on
     result = run_cli(args)
     assert result.returncode == 0, result.stderr
     _equal_outputs(in_turn, out)
+
+
+# ~20 s on two cores: with the tests marked slow (make test-slow, CI)
+@pytest.mark.slow
+def test_a_killed_training_keeps_the_wall_time_of_the_runs_it_finished(one_thread_config, real_data_dir, tmp_path):
+    out = tmp_path / "killed-after-one"
+    args = reproduce_args(one_thread_config, out, real_data_dir) + ["--concurrent-runs", "1"]
+    # killed after the first of the second run's two epochs: the first run finished, the second did not
+    result = run_cli(args, kill_at="epoch-end:3")
+    assert result.returncode != 0
+    assert list(json.loads((out / "timings.json").read_text())) == ["seed0/softmax"]
+    first = json.loads((out / "wall_time.json").read_text())["training_s"]
+    assert first > 0
+    result = run_cli(args)
+    assert result.returncode == 0, result.stderr
+    # the resumption adds its own time to the first invocation's, whatever the runs' own times sum to
+    wall = json.loads((out / "wall_time.json").read_text())["training_s"]
+    assert wall > first
+    assert json.loads((out / "run_meta.json").read_text())["wall_time_s"] == round(wall, 1)

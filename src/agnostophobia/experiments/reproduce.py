@@ -111,13 +111,16 @@ def train_and_store(experiment: ExperimentConfig, out: Path, device: torch.devic
     units = training_units(pending, batched, world)  # a batch of seeds is one unit of concurrency
     processes = 1 if world.distributed or not units else resolve_concurrent_runs(
         experiment.concurrent_runs, device, len(units), experiment.train.epochs * len(protocol.train.labels))
-    start = time.perf_counter()
+    start, before = time.perf_counter(), wall["training_s"]
 
     def done(unit: List[Tuple[TrainConfig, ModelDir]], seconds: float) -> None:
         for cfg, _ in unit:  # a batch's seconds are shared out among its seeds
             key = run_key(cfg)
             timings[key] = timings.get(key, 0.0) + seconds / len(unit)
         run.write(run.timings, lambda tmp: Path(tmp).write_text(json.dumps(timings, indent=1)))
+        # the wall time, summed over the invocations, after each unit: a killed invocation keeps what it finished
+        wall.update(training_s=before + time.perf_counter() - start, concurrent_runs=processes, batched_seeds=batched)
+        run.write(run.wall_time, lambda tmp: Path(tmp).write_text(json.dumps(wall, indent=1)))
         log(f"{unit_name(unit)}: done in {seconds:.0f} s")
 
     if processes > 1:
@@ -146,10 +149,6 @@ def train_and_store(experiment: ExperimentConfig, out: Path, device: torch.devic
                      share_out=experiment.train.cpu_threads is None)
     if not world.is_main:
         return StoredTraining(timings)
-    if pending:  # the training's wall time, summed over the invocations that trained something
-        wall = {"training_s": wall["training_s"] + time.perf_counter() - start, "concurrent_runs": processes,
-                "batched_seeds": batched}
-        run.write(run.wall_time, lambda tmp: Path(tmp).write_text(json.dumps(wall, indent=1)))
     return stored_training(run, timings, wall, protocol)
 
 
