@@ -117,8 +117,8 @@ def test_rows_trained_on_extra_data_are_marked_and_ranked_apart():
                       ("entropic/max-logit", 1, True), ("entropic/softmax", 2, True)]
     assert [(r["row"], r["rank"]) for r in alone["rows"]] == [(row, rank) for row, rank, _ in ranked[:2]]
     # the two softmax rows lie 0.003 apart on validation, within the margin: no best among them
-    assert any(line.startswith("No best row by") and "softmax/max-logit, softmax/softmax" in line
-               for line in result["summary"])
+    assert any(line.startswith("No best row by") and "the first, softmax/max-logit" in line
+               and "tied with it: softmax/softmax." in line for line in result["summary"])
     assert any(line.startswith("Best with extra data") and "entropic/max-logit" in line for line in result["summary"])
     text = _report(result)
     assert "| E1 | entropic/max-logit (extra data) |" in text and "| 1 | softmax/max-logit |" in text
@@ -811,6 +811,11 @@ def test_fine_tunes_that_depart_from_their_authors_recipe_say_so_beside_their_ro
                                                            "fine_tune_exact": True})["outlier-exposure-ft"]
     assert shortened["epochs"] == 1  # a budget's fine_tune_epochs departs from the authors' 10, and says so
     assert shortened["differs"] == "1 epoch(s) (the config's fine_tune_epochs), the authors' 10"
+    # the checkpoint kept: the last epoch's, as the authors' code, departs from nothing; another rule says so
+    for keep, said in (("last", False), ("lowest-val-loss", True)):
+        kept = training_recipes(["outlier-exposure-ft"], {"protocol": "cifar10-split", "fine_tune_exact": True,
+                                                          "keep_checkpoint": keep})["outlier-exposure-ft"]
+        assert ("keeps the epoch of the lowest validation loss" in kept["differs"]) is said, keep
     text = _report(summarise(source, min_accuracy=0.985), recipes=recipes)
     assert "| outlier-exposure-ft (not the authors' recipe) | softmax |" in text
     assert "| softmax | softmax |" in text  # from scratch: no mark
@@ -897,9 +902,28 @@ def test_the_paragraph_says_where_the_linear_area_is_at_its_ceiling_and_which_ro
     assert f"within {CEILING_GAP} of their closed-set accuracy (entropic, background)" in ceiling[0]
     below = [line for line in said if line.startswith("Below chance")]
     assert len(below) == 1 and "softmax/max-logit 0.310 [0.285, 0.335]" in below[0] and "softmax/softmax" not in below[0]
-    assert "background/max-logit" not in below[0]  # a mean under half, but an interval reaching above it
+    # a mean under half, but an interval reaching above it: not below chance, named apart
+    assert "background/max-logit 0." not in below[0]
+    assert below[0].endswith("1 more converged row has a mean under it and an interval that reaches above it: "
+                             "background/max-logit.")
+    # their low-FPR metrics lie 0.099 (CCR, 0.9 x OSCR here) below the accuracy: there they differ
+    assert "CCR at the lowest resolved FPR (up to 0.099 below) read the low-FPR end, where they differ" in ceiling[0]
     plain = summarise([capped[0], capped[2]], min_accuracy=0.985)["summary"]  # one at the ceiling: no sentence
     assert not any(line.startswith(("At the ceiling", "Below chance")) for line in plain)
+
+
+def test_the_paragraph_says_when_the_low_fpr_end_is_at_the_ceiling_too():
+    """Where the log-FPR area and CCR at the lowest resolved FPR of the approaches at the ceiling also
+    lie within the margin of their accuracy, the paragraph says that the protocol's D_a sets do not
+    rank them, instead of pointing to the low-FPR columns."""
+    capped = [_row(REFERENCE_APPROACH, REFERENCE_DETECTOR, [0.9895, 0.9900, 0.9905], [0.99] * 3),
+              _row("background", "background", [0.9895, 0.9897, 0.9899], [0.99] * 3)]
+    for row in capped:  # the low-FPR metrics equal the linear area: at the ceiling too
+        per_seed = row["test"]["devanagari"]["per_seed"]
+        per_seed["oscr_log"] = per_seed["ccr_at_lowest_fpr"] = list(per_seed["oscr"])
+    ceiling = [line for line in summarise(capped, min_accuracy=0.985)["summary"] if line.startswith("At the ceiling")]
+    assert len(ceiling) == 1 and "this protocol's D_a sets do not rank them" in ceiling[0]
+    assert "the log-FPR area lies within 0.0003 and CCR at the lowest FPR each set resolves within 0.0003" in ceiling[0]
 
 
 def test_the_known_unknowns_are_labelled_d_b_and_the_budgets_recipe_is_given():

@@ -296,7 +296,7 @@ def training_recipes(approaches: Sequence[str], config: Dict) -> Dict[str, Dict]
         chosen = recipe(approach, config.get("protocol"))
         out[approach] = {"start": None} if chosen is None else {
             "start": chosen.start, **chosen.schedule(epochs, exact), "source": chosen.source,
-            "differs": chosen.departures(exact, epochs, start=trained_at(config))}
+            "differs": chosen.departures(exact, epochs, start=trained_at(config), keep=config.get("keep_checkpoint"))}
     return out
 
 

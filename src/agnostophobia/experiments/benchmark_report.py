@@ -269,8 +269,9 @@ def _distances_said(result: Dict) -> List[str]:
         lines += [f"Near and far unknowns apart: the mean near D_a OSCR ({', '.join(ranked)}) is what the tests "
                   f"read; the far sets ({', '.join(far)}) are averaged apart, shown, and decide nothing.", ""]
     elif kinds == {FAR}:
-        lines += [f"Every unknown-unknown set here is declared far from the knowns ({', '.join(ranked)}: another "
-                  f"domain); the protocol declares no near unknowns.", ""]
+        lines += [f"Every unknown-unknown set here is declared far from the knowns ({', '.join(ranked)}); the protocol "
+                  f"declares no near unknowns, so the tests read them together (the documentation's Comparing "
+                  f"methods, \"Near and far\", says where such a grouping departs from OpenOOD v1.5's).", ""]
     return lines
 
 

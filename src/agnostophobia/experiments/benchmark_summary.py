@@ -37,13 +37,19 @@ def _decisions_said(result: Dict) -> List[str]:
         named = {verdict: [t["row"] for t in tests if t["decision"] == verdict] for verdict in (BETTER, WORSE)}
         counts = {verdict: sum(t["decision"] == verdict for t in tests) for verdict in (EQUIVALENT, NOT_RESOLVED)}
         resolution = result["families"][family]["resolution"]
+        # non-zero after Holm but below the margin, and not shown inside it: said apart, since "not resolved"
+        # alone reads as "more seeds would decide", where the margin is what keeps them from a verdict
+        small = [t["row"] for t in tests if t["decision"] == NOT_RESOLVED and t["p_holm"] < ALPHA]
         lines.append(f"{kind.capitalize()} family, {compares}: {len(tests)} test{'s' if len(tests) != 1 else ''}, "
                      f"Holm's correction within this family at {ALPHA}, margin {MARGIN}: {len(named[BETTER])} better "
                      f"({', '.join(named[BETTER]) or 'none'}), {len(named[WORSE])} worse "
                      f"({', '.join(named[WORSE]) or 'none'}), {counts[EQUIVALENT]} equivalent (within "
                      f"±{MARGIN}, each pair at {ALPHA}, not adjusted), {counts[NOT_RESOLVED]} not resolved at "
-                     f"{seeds} seeds. "
-                     + _resolution_said(resolution))
+                     f"{seeds} seeds"
+                     + (f" ({len(small)} of them {'differs' if len(small) == 1 else 'differ'} from 0 after Holm's "
+                        f"correction by less than the margin, without being shown within it: {', '.join(small)})"
+                        if small else "")
+                     + ". " + _resolution_said(resolution))
     if any(result["tests"].values()):
         bootstrap = result.get("sample_bootstrap")
         lines.append(f"Standard errors: the seeds' spread of each paired difference and a paired bootstrap over the "
@@ -68,7 +74,8 @@ def what_the_data_says(result: Dict) -> List[str]:
     lines += _ceiling_said(result) + _below_chance_said(result)
     loose = sorted({r["approach"] for r in rows if r["converged"] is False})
     if loose:
-        acc = ", ".join(_accuracy_said(result["accuracy"].get(a), a) for a in loose)
+        per_seed = {r["approach"]: r.get("accuracy_per_seed", {}).get("val") for r in rows}
+        acc = ", ".join(_accuracy_said(result["accuracy"].get(a), a, per_seed.get(a)) for a in loose)
         lines.append(f"Not converged (closed-set accuracy on the validation knowns below {result['min_accuracy']}), "
                      f"so neither ranked nor tested: {acc}.")
     elif result["min_accuracy"] is None:
@@ -105,12 +112,12 @@ def _best_said(ranked: List[Dict], ranking: Dict, among: str) -> str:
         return (f"Best{among} by validation {title} (the ranking metric, chosen on validation data): {top['row']} "
                 f"({number(value)} on validation; its test mean D_a OSCR {np.mean(top['mean_oscr_per_seed']):.3f} "
                 f"over {seeds_said(len(top['seeds']))}), of {len(ranked)} ranked rows{among}{lead}.")
-    names = [r["row"] for r in tied]
+    names = [r["row"] for r in tied[1:]]  # tied[0] is the first row itself
     listed = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
-    return (f"No best row{among} by validation {title} (the ranking metric, chosen on validation data): the first "
-            f"({number(top['val'].get(metric))} on validation) does not beat {len(tied) - 1} of the other "
+    return (f"No best row{among} by validation {title} (the ranking metric, chosen on validation data): the first, "
+            f"{top['row']} ({number(top['val'].get(metric))} on validation), does not beat {len(names)} of the other "
             f"{len(ranked) - 1} ranked rows{among} by the margin ({MARGIN}) and by more than the seeds' noise "
-            f"(a paired difference whose 95 % t interval lies above 0); tied: {listed}. The validation data do not "
+            f"(a paired difference whose 95 % t interval lies above 0); tied with it: {listed}. The validation data do not "
             f"single one out, and their order is the mean's or the tie-break's, not a finding.")
 
 
@@ -144,11 +151,20 @@ def _ceiling_said(result: Dict) -> List[str]:
               if r["closed_set_accuracy"]["mean"] - float(np.mean(r["mean_oscr_per_seed"])) < CEILING_GAP]
     if len(capped) < 2:
         return []
+    # the low-FPR metrics of the same rows: their largest gap to the accuracy says whether they can differ there
+    gaps = {metric: max(r["closed_set_accuracy"]["mean"] - float(np.mean(r["mean_da_per_seed"][metric]))
+                        for r in rows if r["approach"] in capped) for metric in ("oscr_log", "ccr_at_lowest_fpr")}
+    low_end = (f"their low-FPR end is at it too: the log-FPR area lies within {gaps['oscr_log']:.4f} and CCR at the "
+               f"lowest FPR each set resolves within {gaps['ccr_at_lowest_fpr']:.4f} of the accuracy, less than the "
+               f"margin, so down to that FPR these networks reject the D_a unknowns before they misclassify a known, "
+               f"and this protocol's D_a sets do not rank them" if max(gaps.values()) < MARGIN else
+               f"the log-FPR area (up to {gaps['oscr_log']:.3f} below the accuracy) and CCR at the lowest resolved "
+               f"FPR (up to {gaps['ccr_at_lowest_fpr']:.3f} below) read the low-FPR end, where they differ")
     return [f"At the ceiling: the mean D_a OSCR of {len(capped)} of the {len(rows)} converged approaches with their "
             f"paper's detector is within {CEILING_GAP} of their closed-set accuracy ({', '.join(capped)}). Between "
             f"them the linear area, which the tests and their margin read, compares closed-set accuracy: "
             f"*equivalent* there says the accuracies are within ±{MARGIN}, not that they reject the unknowns alike; "
-            f"the log-FPR area and the CCR columns read the low-FPR end, where they may differ."]
+            f"{low_end}."]
 
 
 def _below_chance_said(result: Dict) -> List[str]:
@@ -156,21 +172,29 @@ def _below_chance_said(result: Dict) -> List[str]:
     95 % t interval over seeds: a score that ignored the unknowns would lie at half (CCR = accuracy x
     FPR), so theirs puts the unknowns above the knowns; a test against such a row says the detector
     fails on that network. A row of one seed has no interval and is not named."""
-    below = []
+    below, crossing = [], []
     for r in result["rows"]:
         values = r["mean_oscr_per_seed"]
         if r["converged"] is False or not values or len(values) < 2:
             continue
         interval = interval_over_seeds(values)
-        if interval is not None and interval["high"] < 0.5 * r["closed_set_accuracy"]["mean"]:
+        half = 0.5 * r["closed_set_accuracy"]["mean"]
+        if interval is not None and interval["high"] < half:
             below.append((r["row"], interval))
+        elif interval is not None and interval["mean"] < half:
+            crossing.append(r["row"])
     if not below:
         return []
-    return ["Below chance (the mean D_a OSCR and its whole 95 % interval over seeds under half the closed-set "
-            "accuracy, where a score blind to the unknowns lies, so the score puts the unknowns above the knowns): "
+    more = (f" {len(crossing)} more converged {'row has' if len(crossing) == 1 else 'rows have'} a mean under it and "
+            f"an interval that reaches above it: "
+            f"{', '.join(crossing[:5])}{f' and {len(crossing) - 5} more' if len(crossing) > 5 else ''}."
+            if crossing else "")
+    return ["Below chance, among the converged rows (the mean D_a OSCR and its whole 95 % interval over seeds "
+            "under half the closed-set accuracy, where a score blind to the unknowns lies, so the score puts the "
+            "unknowns above the knowns): "
             + ", ".join(f"{row} {interval['mean']:.3f} [{interval['low']:.3f}, {interval['high']:.3f}]"
                         for row, interval in below)
-            + ". A *better* or *worse* against one of these says that detector fails on that network."]
+            + ". A *better* or *worse* against one of these says that detector fails on that network." + more]
 
 
 def number(value: Optional[float], digits: int = 3) -> str:
@@ -178,9 +202,13 @@ def number(value: Optional[float], digits: int = 3) -> str:
     return "N/A" if value is None else f"{value:.{digits}f}"
 
 
-def _accuracy_said(accuracy: Optional[Dict], approach: str) -> str:
-    """``approach 0.983 (test 0.981)``: the validation accuracy convergence was judged on, and the test's."""
+def _accuracy_said(accuracy: Optional[Dict], approach: str, per_seed: Optional[List[float]] = None) -> str:
+    """``approach 0.983 (seeds 0.975-0.985; test 0.981)``: the validation accuracy convergence was judged
+    on, its range over seeds (one seed far below the others is a collapse, not slow training), and the test's."""
     if not accuracy or not accuracy.get("val"):
         return f"{approach} (no validation accuracy)"
     test = accuracy.get("test")
-    return f"{approach} {accuracy['val']['mean']:.3f}" + (f" (test {test['mean']:.3f})" if test else "")
+    low, high = (f"{min(per_seed):.3f}", f"{max(per_seed):.3f}") if per_seed else ("", "")
+    said = [f"seeds {low}-{high}"] if low != high else []
+    said += [f"test {test['mean']:.3f}"] if test else []
+    return f"{approach} {accuracy['val']['mean']:.3f}" + (f" ({'; '.join(said)})" if said else "")

@@ -123,7 +123,7 @@ class FineTune(NamedTuple):
         return keys
 
     def departures(self, exact: bool = False, epochs: Optional[int] = None,
-                   start: Optional[Tuple[float, int]] = None) -> str:
+                   start: Optional[Tuple[float, int]] = None, keep: Optional[str] = None) -> str:
         """What the run does unlike the authors' code.
 
         Args:
@@ -133,11 +133,15 @@ class FineTune(NamedTuple):
                 the recipe's.
             start: the peak lr and batch size the run's start network trained with (None: not
                 compared); against ``start_lr``, where the recipe declares it.
+            keep: the checkpoint the run keeps (the config's ``keep_checkpoint``; None: not
+                compared). Outlier Exposure's ``oe_tune.py``, the code the glyph recipes cite, saves each
+                epoch over the last and so keeps the last epoch's; another rule is named as a departure.
 
         Returns:
             Without ``exact`` the shared batches and the per-epoch cosine, then ``differs``, then
             the start network's lr per sample where it is not the authors' (more than 5 % apart),
-            then epochs other than the recipe's, joined by "; " ("": nothing departs).
+            then epochs other than the recipe's, then a checkpoint other than the last epoch's,
+            joined by "; " ("": nothing departs).
         """
         shared = "" if exact else (
             f"the cosine schedule steps once per epoch to lr · (1 + cos(π (E-1)/E)) / 2 in the last epoch, the "
@@ -145,7 +149,9 @@ class FineTune(NamedTuple):
             f"authors draw a batch of each ({self.batch[0]} + {self.batch[1]}; fine_tune_exact: true trains so)")
         shortened = (f"{epochs} epoch(s) (the config's fine_tune_epochs), the authors' {self.epochs}"
                      if epochs not in (None, self.epochs) else "")
-        return "; ".join(part for part in (shared, self.differs, self._start_departs(start), shortened) if part)
+        kept = (f"keeps the epoch of the lowest validation loss (keep_checkpoint: {keep}), the authors' code the "
+                f"last epoch" if keep not in (None, "last") else "")
+        return "; ".join(part for part in (shared, self.differs, self._start_departs(start), shortened, kept) if part)
 
     def _start_departs(self, start: Optional[Tuple[float, int]]) -> str:
         """The start network's lr per sample against the authors' baseline's ("": the same, or not known)."""

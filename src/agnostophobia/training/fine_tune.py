@@ -107,7 +107,8 @@ def start_weights(model: ModelDir, cfg) -> Tuple[Dict, Dict]:
               "recipe": {**{key: value for key, value in chosen._asdict().items() if key != "glyphs"},
                          **{key: getattr(cfg, key) for key in (*SCHEDULE_KEYS, *BATCH_KEYS)},
                          "differs": chosen.departures(cfg.fine_tune_exact,
-                                                      start=trained_at(checkpoint.get("config") or {}))}}
+                                                      start=trained_at(checkpoint.get("config") or {}),
+                                                      keep=cfg.keep_checkpoint)}}
     return checkpoint["model"], record
 
 
