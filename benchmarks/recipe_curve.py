@@ -132,16 +132,22 @@ def train_trial(args, out: Path, split, sets) -> None:
         raise SystemExit(f"trial {out.name}, split {split_key(split)}: train failed; {' '.join(last)} ({log_file})")
 
 
-def read_scores(model_dir: Path, epochs: int):
-    """``(validation accuracy of the last epoch, training minutes)`` from ``metrics.csv``; None
-    before the run has trained every epoch."""
+def read_scores(model_dir: Path, epochs: int, keep: str = "last"):
+    """``(validation accuracy of the checkpoint the run keeps, training minutes)`` from ``metrics.csv``;
+    None before the run has trained every epoch. ``keep`` is the run's ``keep_checkpoint``: the last
+    epoch, or the first epoch of the lowest validation loss (the trainer keeps a later one only where its
+    loss is lower). An epoch written twice (a run killed after its row and resumed) counts once, as
+    the run wrote it last."""
     try:
         rows = list(csv.DictReader((model_dir / "metrics.csv").open(encoding="utf-8")))
     except OSError:
         return None
-    if len(rows) < epochs:
+    by_epoch = {int(row["epoch"]): row for row in rows}
+    if len(by_epoch) < epochs:
         return None
-    return float(rows[-1]["val_acc"]), sum(float(row["train_seconds"]) for row in rows) / 60
+    ordered = [by_epoch[epoch] for epoch in sorted(by_epoch)]
+    kept = ordered[-1] if keep == "last" else min(ordered, key=lambda row: float(row["val_loss"]))
+    return float(kept["val_acc"]), sum(float(row["train_seconds"]) for row in ordered) / 60
 
 
 def run_trials(args) -> dict:
@@ -157,13 +163,15 @@ def run_trials(args) -> dict:
         for split in args.splits:
             folder = run_folder(args.out / name, split)
             seeds = range(args.seeds)
-            if any(read_scores(folder / f"seed{seed}" / APPROACH, experiment.train.epochs) is None for seed in seeds):
+            keep = experiment.train.keep_checkpoint
+            if any(read_scores(folder / f"seed{seed}" / APPROACH, experiment.train.epochs, keep) is None
+                   for seed in seeds):
                 load = round(os.getloadavg()[0], 2)
                 train_trial(args, args.out / name, split, sets)
                 for seed in seeds:
                     entry["runs"].setdefault(f"{split_key(split)}/seed{seed}", {})["load_at_start"] = load
             for seed in seeds:
-                accuracy, minutes = read_scores(folder / f"seed{seed}" / APPROACH, experiment.train.epochs)
+                accuracy, minutes = read_scores(folder / f"seed{seed}" / APPROACH, experiment.train.epochs, keep)
                 entry["runs"].setdefault(f"{split_key(split)}/seed{seed}", {}).update(
                     split=split_key(split), seed=seed, val_accuracy=accuracy, train_minutes=round(minutes, 2),
                     processor=processor_label())
