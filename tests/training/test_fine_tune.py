@@ -136,13 +136,14 @@ def test_a_fine_tune_trained_with_an_older_recipe_still_reads(synth, tmp_path, c
 
 def test_an_exact_fine_tune_trains_and_records_its_authors_batches(synth, tmp_path, capsys):
     """``fine_tune_exact: true``: the fine-tune draws Outlier Exposure's MNIST batch (50 knowns + 100
-    negatives) with the per-step cosine, its record says so and names no departure but the start's
-    optimiser, and the run's records read back against that record, not against the shared batches."""
+    negatives) with the per-step cosine and, as the authors' code, the last epoch's checkpoint; its
+    record says so and names no departure but the start's optimiser, and the run's records read back
+    against that record, not against the shared batches."""
     from agnostophobia.training.records import check_run
 
     synth.lenet_set()
     config = write_config(tmp_path / "tiny.yaml", approaches=["softmax", "outlier-exposure-ft"], fine_tune_epochs=1,
-                          fine_tune_exact=True)
+                          fine_tune_exact=True, keep_checkpoint="last")
     out = tmp_path / "run"
     code, _, err = run_main(["train", config, "--out", out, "--no-progress", "--data-dir", synth.root], capsys)
     assert code == 0, err
