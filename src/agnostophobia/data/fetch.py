@@ -197,11 +197,13 @@ def download(res: Resource, directory: PathLike, downloader: Downloader = Downlo
         >>> res = Resource("hello.txt", ("https://example.org/hello.txt",), md5=hashlib.md5(b"hello\\n").hexdigest(),
         ...                checksum_source="this example")
         >>> downloader = Downloader(mirror=mirror.as_uri(), progress=False, log=print)
-        >>> path = download(res, Path(tempfile.mkdtemp()), downloader)
+        >>> target = Path(tempfile.mkdtemp())
+        >>> path = download(res, target, downloader)
         downloading file:///.../hello.txt
         .../hello.txt: 6 bytes, checksum ok
         >>> path.read_text()
         'hello\\n'
+        >>> import shutil; shutil.rmtree(mirror); shutil.rmtree(target)  # the example leaves nothing behind
     """
     return Path(fetch_file(res, directory, downloader).path)
 
@@ -351,6 +353,7 @@ def fetch_dataset(name: str, data_dir: Optional[PathLike] = None, downloader: Do
         >>> fetch_dataset("mnist", data_dir=data, downloader=Downloader(log=print))  # prepared: nothing downloaded
         mnist: prepared file .../mnist/mnist.npz is present; nothing to fetch (--force downloads the official files)
         []
+        >>> import shutil; shutil.rmtree(data)  # the example leaves nothing behind
     """
     info: DatasetInfo = DATASETS.get(name)
     source = _fetch_source(name)
@@ -401,6 +404,7 @@ def fetch(names: Sequence[str], **kwargs) -> Dict[str, List[Path]]:
         >>> fetch(["mnist"], data_dir=data, downloader=Downloader(log=print))
         mnist: prepared file .../mnist/mnist.npz is present; nothing to fetch (--force downloads the official files)
         {'mnist': []}
+        >>> import shutil; shutil.rmtree(data)  # the example leaves nothing behind
     """
     for name in names:
         DATASETS.get(name)  # unknown names fail before any download

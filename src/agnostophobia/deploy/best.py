@@ -126,6 +126,7 @@ def best_detectors(request: ModelRequest, log: Callable[[str], None] = log_info)
         >>> chosen = best_detectors(ModelRequest(folder / "run", fpr=0.5, detector="best"), log=lambda line: None)
         >>> list(chosen.detector_of), chosen.detector
         (['entropic'], None)
+        >>> import shutil; shutil.rmtree(folder)  # the example leaves nothing behind
     """
     if request.detector != BEST:
         return request
@@ -181,6 +182,7 @@ def best_model(request: ModelRequest, log: Callable[[str], None] = log_info,
         >>> chosen = best_model(ModelRequest(folder / "run", fpr=0.5, detector="best"), log=lambda line: None)
         >>> chosen.approach, chosen.detector != "best"
         ('entropic', True)
+        >>> import shutil; shutil.rmtree(folder)  # the example leaves nothing behind
     """
     if request.detector != BEST:
         return request

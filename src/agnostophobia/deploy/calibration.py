@@ -358,6 +358,7 @@ def calibrate_run(request: ModelRequest, log: Callable[[str], None] = log_info) 
         >>> from agnostophobia.deploy import ModelRequest, calibrate_run
         >>> calibrate_run(ModelRequest(folder / "run", fpr=0.5), log=lambda line: None).name
         'calibration.json'
+        >>> import shutil; shutil.rmtree(folder)  # the example leaves nothing behind
     """
     request.check_reads("calibrate_run", "approaches", "detector", "detector_of", "fpr", "data_dir", "device",
                         "partial")
@@ -443,6 +444,7 @@ def calibration_entry(run_dir: Path, approach: str, detector: str, seed: int) ->
         >>> entry = calibration_entry(folder / "run", "entropic", "softmax", seed=0)
         >>> entry["target_fpr"], entry["val_negatives"], entry["false_positives_allowed"], entry["val_fpr"] <= 0.5
         (0.5, 20, 10, True)
+        >>> import shutil; shutil.rmtree(folder)  # the example leaves nothing behind
     """
     calibration = read_calibration(run_dir)
     hint = (f"run `agnostophobia calibrate {run_dir} --fpr T --approach {approach} --detector {detector}` "

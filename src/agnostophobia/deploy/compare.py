@@ -407,6 +407,7 @@ def compare_run(request: ModelRequest, log: Callable[[str], None] = log_info) ->
         >>> comparison = compare_run(ModelRequest(folder / "run"), log=lambda line: None)
         >>> comparison.rank_fpr, comparison.rows[0]["approach"]  # 20 negatives support an FPR of 0.5 at the least
         (0.5, 'entropic')
+        >>> import shutil; shutil.rmtree(folder)  # the example leaves nothing behind
     """
     request.check_reads("compare_run", "approach", "approaches", "fpr", "data_dir")
     request.warn_unused("compare ranks the run's stored validation outputs: it reads no data", "data_dir",

@@ -180,6 +180,7 @@ def plot_run(run_dir, formats: Sequence[str] = ("png",), out_dir=None, *,
         >>> from agnostophobia.plotting import plot_run
         >>> plot_run(run, log=lambda line: None)  # log: why a panel is left out (no OpenMax here)
         {'Unknown unknowns: Devanagari (D_a), Figs. 1 and 2': ['figures/features_devanagari.png', ...]}
+        >>> import shutil; shutil.rmtree(run)  # the example leaves nothing behind
     """
     return draw_run(PlotRequest(run_dir, formats, out_dir, max_points), log)[0]
 
@@ -221,6 +222,7 @@ def draw_run(request: PlotRequest, log: Callable[[str], None] = log_info) -> Tup
         >>> sorted(path.name for path in files)
         ['features_devanagari.svg', 'magnitude_hist_devanagari.svg', 'oscr_counts_devanagari.svg',
          'oscr_devanagari.svg', 'softmax_hist_devanagari.svg']
+        >>> import shutil; shutil.rmtree(run)  # the example leaves nothing behind
     """
     run_dir, splits, max_points = request.run, request.splits, request.max_points
     formats = check_formats(request.formats)
@@ -348,6 +350,7 @@ def iter_run_figures(run_dir, *, max_points: Optional[int] = DEFAULT_MAX_POINTS,
         magnitude_hist_devanagari
         oscr_devanagari
         oscr_counts_devanagari
+        >>> import shutil; shutil.rmtree(run)  # the example leaves nothing behind
     """
     for item in _plan_run_figures(run_dir, max_points=max_points, log=log):
         yield RunFigure(item.section, item.stem, item.make())

@@ -270,6 +270,7 @@ def load_dataset(name: str, split: str, data_dir: Optional[PathLike] = None) -> 
         >>> digits = load_dataset("mnist", "test", data_dir=data)  # the layout of docs/data.md
         >>> digits.images.shape, digits.images.dtype, digits.labels[:4].tolist(), digits.format
         ((10, 28, 28), dtype('uint8'), [0, 1, 2, 3], 'npz')
+        >>> import shutil; shutil.rmtree(data)  # the example leaves nothing behind
     """
     info = DATASETS.get(name)
     root = resolve_data_dir(data_dir)
