@@ -133,21 +133,18 @@ def train_trial(args, out: Path, split, sets) -> None:
 
 
 def read_scores(model_dir: Path, epochs: int, keep: str = "last"):
-    """``(validation accuracy of the checkpoint the run keeps, training minutes)`` from ``metrics.csv``;
-    None before the run has trained every epoch. ``keep`` is the run's ``keep_checkpoint``: the last
-    epoch, or the first epoch of the lowest validation loss (the trainer keeps a later one only where its
-    loss is lower). An epoch written twice (a run killed after its row and resumed) counts once, as
-    the run wrote it last."""
+    """``(validation accuracy of the checkpoint the run keeps, training minutes)`` from ``metrics.csv``
+    (one row per epoch: the trainer rewrites it from the checkpoint's history); None before the run has
+    trained every epoch. ``keep`` is the run's ``keep_checkpoint``: the last epoch, or the first epoch
+    of the lowest validation loss (the trainer keeps a later one only where its loss is lower)."""
     try:
         rows = list(csv.DictReader((model_dir / "metrics.csv").open(encoding="utf-8")))
     except OSError:
         return None
-    by_epoch = {int(row["epoch"]): row for row in rows}
-    if len(by_epoch) < epochs:
+    if len(rows) < epochs:
         return None
-    ordered = [by_epoch[epoch] for epoch in sorted(by_epoch)]
-    kept = ordered[-1] if keep == "last" else min(ordered, key=lambda row: float(row["val_loss"]))
-    return float(kept["val_acc"]), sum(float(row["train_seconds"]) for row in ordered) / 60
+    kept = rows[-1] if keep == "last" else min(rows, key=lambda row: float(row["val_loss"]))
+    return float(kept["val_acc"]), sum(float(row["train_seconds"]) for row in rows) / 60
 
 
 def run_trials(args) -> dict:

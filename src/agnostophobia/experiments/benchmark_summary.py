@@ -178,10 +178,12 @@ def _below_chance_said(result: Dict) -> List[str]:
         if r["converged"] is False or not values or len(values) < 2:
             continue
         interval = interval_over_seeds(values)
+        if interval is None:
+            continue
         half = 0.5 * r["closed_set_accuracy"]["mean"]
-        if interval is not None and interval["high"] < half:
+        if interval["high"] < half:
             below.append((r["row"], interval))
-        elif interval is not None and interval["mean"] < half:
+        elif interval["mean"] < half:
             crossing.append(r["row"])
     if not below:
         return []
