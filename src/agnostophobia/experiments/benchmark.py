@@ -10,7 +10,9 @@ scores follow closed-set accuracy, so an unconverged network ranks training leng
    experiments.reproduce.reproduce`): the same run folder, records, per-sample outputs, report and
    Fig. 1/OSCR figures; an interrupted benchmark continues where it stopped (finished models are
    kept, an unfinished one resumes from its last epoch), and runs train two at a time where
-   ``concurrent_runs: auto`` finds that faster.
+   ``concurrent_runs: auto`` finds that faster. An approach whose training diverges is set aside
+   with the fine-tunes that start from it, and the others go on (:func:`set_aside`; the report's
+   notes say why).
 2. **Choose each detector's settings on validation data only** (``tune-detectors``, at the
    smallest FPR of 10⁻², 10⁻¹, ... the validation negatives support; ``--partial``: a detector
    without a setting keeps the config's).
@@ -144,11 +146,16 @@ def benchmark(target: str, request: Optional[RunRequest] = None, min_accuracy: O
     experiment = request.load(budget).with_set_options(options)
     runs = request.split_runs(experiment, out)  # checks --split first
     _check_seeds(seeds, has_splits=runs[0][0] is not None)
-    try:
-        reproduce(request, log=log)
-    except TrainingDiverged as error:
-        raise _without(error, [value for key, value in options if key == "approaches"][-1], out) from None
-    tables = [write_benchmark(folder, min_accuracy, log=log) for _, folder in runs]
+    approaches, diverged = [value for key, value in options if key == "approaches"][-1], {}
+    while True:  # an approach that diverges is set aside, and the others go on (issue 55)
+        try:
+            reproduce(request.but(set_options=(*options, ("approaches", approaches))), log=log)
+            break
+        except TrainingDiverged as error:
+            approaches = set_aside(error, approaches, diverged, experiment.train.protocol)
+            log(f"set aside: {diverged[error.approach]}; the benchmark goes on with the other "
+                f"{len(approaches)} approaches")
+    tables = [write_benchmark(folder, min_accuracy, log=log, diverged=diverged) for _, folder in runs]
     if runs[0][0] is None:
         return tables[0]
     asked = [split for split, _ in runs]
@@ -167,15 +174,28 @@ def benchmarked_splits(out: Path, protocol: str, asked: Sequence[int]) -> List[T
             if k in asked or RunDir(split_folder(out, k)).benchmark.is_file()]
 
 
-def _without(error: TrainingDiverged, approaches: Sequence[str], out: Path) -> TrainingDiverged:
-    """The divergence of one approach's run, with how to benchmark the others: the networks
-    finished so far are kept in ``out``, and the same command without that approach continues."""
+def set_aside(error: TrainingDiverged, approaches: Sequence[str], diverged: Dict[str, str],
+              protocol=None) -> List[str]:
+    """The approaches left after ``error``'s approach diverged: it is set aside, with every fine-tune
+    that starts from its networks; ``diverged`` gains why, one line each (the report's notes). What
+    finished is kept; a later call tries a set-aside approach again (from its last good checkpoint), so
+    that a changed recipe is not refused by an old record. Raised again where the error names no
+    approach of the list, or none is left."""
+    from agnostophobia.training.fine_tune import recipe
+
     if error.approach is None or error.approach not in approaches:
-        return error
-    others = ", ".join(a for a in approaches if a != error.approach)
-    return TrainingDiverged(f"{error}. The networks finished so far are kept in {out}; to benchmark the other "
-                            f"approaches, run the same command again with --set \"approaches=[{others}]\"",
-                            approach=error.approach)
+        raise error
+    diverged[error.approach] = str(error)
+    left = []
+    for approach in approaches:
+        start = None if approach == error.approach else getattr(recipe(approach, protocol), "start", None)
+        if start == error.approach:
+            diverged[approach] = f"not trained: it fine-tunes {start}'s networks, and {start} diverged"
+        elif approach != error.approach:
+            left.append(approach)
+    if not left:
+        raise TrainingDiverged(f"{error}; no approach of the benchmark is left to train", approach=error.approach)
+    return left
 
 
 def _check_seeds(seeds: int, has_splits: bool) -> None:
@@ -224,9 +244,12 @@ def _tune(run_dir: Path, approaches: Sequence[str], log) -> str:
     return f"tuned by tune-detectors on the validation split at FPR {fpr:g} ({negatives:,} validation negatives)"
 
 
-def write_benchmark(run_dir, min_accuracy: Optional[float] = None, log: Callable[[str], None] = log_info) -> Path:
+def write_benchmark(run_dir, min_accuracy: Optional[float] = None, log: Callable[[str], None] = log_info,
+                    diverged: Optional[Dict[str, str]] = None) -> Path:
     """Tune the detectors on validation data, score every row and write ``benchmark.json`` and
-    ``benchmark.md`` (each atomically, under the run's lock) from a trained run's stored outputs."""
+    ``benchmark.md`` (each atomically, under the run's lock) from a trained run's stored outputs.
+    ``diverged``: the approaches this call set aside and why (:func:`set_aside`), named in the
+    report's notes and under ``diverged`` in ``benchmark.json``."""
     from agnostophobia.deploy.compare import compare_models
     from agnostophobia.losses import trained_on_negatives
     from agnostophobia.training.records import check_run
@@ -243,8 +266,7 @@ def write_benchmark(run_dir, min_accuracy: Optional[float] = None, log: Callable
         extra, outside = extra_data_approaches(records.config.get("protocol"), approaches)
         result = summarise(comparison.rows, threshold, sample_replicates(models, _stored_scores(run_dir)),
                            extra_data=extra, negatives=trained_on_negatives(approaches))
-        notes = [f"{approach}: its models are in the folder, but it is not among this benchmark's approaches "
-                 f"(config.yaml)" for approach in left_out]
+        notes = left_out_notes(left_out, diverged or {})
         if extra:  # a protocol whose negatives are an outside set (osr-mnist, osr-cifar10)
             notes.append(f"extra data: {', '.join(extra)} trained on negatives from an outside set ({outside}) that "
                          f"the other approaches never saw; their rows are marked (extra data) and ranked apart, "
@@ -254,7 +276,7 @@ def write_benchmark(run_dir, min_accuracy: Optional[float] = None, log: Callable
         result["chosen_on_test_images"] = _chosen_on_test_images(records.config.get("model"))
         result["trained_on_negatives"] = trained_on_negatives(approaches)
         result["paper"] = papers_numbers(records.meta, list(comparison.test_sets))
-        result.update({"format": _FORMAT, "tuning": tuning, "notes": notes + comparison.notes,
+        result.update({"format": _FORMAT, "tuning": tuning, "notes": notes + comparison.notes, "diverged": diverged or {},
                        "val_negatives": comparison.val_negatives, "test_sets": comparison.test_sets,
                        "fprs": comparison.fprs, "meta": _meta(records.meta)})
         run = RunDir(run_dir)
@@ -267,6 +289,14 @@ def write_benchmark(run_dir, min_accuracy: Optional[float] = None, log: Callable
         log(line)
     log(f"written: {md_path} and {json_path}")
     return md_path
+
+
+def left_out_notes(left_out: Sequence[str], diverged: Dict[str, str]) -> List[str]:
+    """The report's notes of the approaches it does not score: each set aside after a divergence
+    (why, from :func:`set_aside`), and each whose models are in the folder from an earlier call."""
+    notes = [f"{approach}: set aside, the benchmark went on without it ({why})" for approach, why in diverged.items()]
+    return notes + [f"{approach}: its models are in the folder, but it is not among this benchmark's approaches "
+                    f"(config.yaml)" for approach in left_out if approach not in diverged]
 
 
 def papers_numbers(meta: Optional[Dict], sets: Sequence[str]) -> Dict:
