@@ -18,7 +18,6 @@ approaches (the fine-tunes' start networks among them) are the run's, their outp
     agnostophobia benchmark lenet++ --budget converged --seeds 4 --set "approaches=[softmax, mixoe-ft]" --out runs/A-last
 """
 import argparse
-import csv
 import shutil
 import sys
 from pathlib import Path
@@ -36,13 +35,11 @@ RUN_DERIVED = ("comparison", "comparison_table", "benchmark", "benchmark_table",
 
 def keep_last_epoch(model) -> dict:
     """``model``'s ``best.pt`` replaced by its last epoch, in ``best.pt``'s form; what it kept before and
-    keeps now (epochs and validation losses, from ``metrics.csv``)."""
+    keeps now (epochs and validation losses; the last one from the history ``last.pt`` holds)."""
     last, best = load_checkpoint(model.last), load_checkpoint(model.best)
     if not last.get("finished"):
         sys.exit(f"{model}: its training did not finish (last.pt is not the last epoch of its schedule)")
-    with open(model.history, newline="") as f:
-        rows = list(csv.DictReader(f))
-    val_loss = float(rows[-1]["val_loss"])
+    val_loss = float(last["history"][-1]["val_loss"])
     save_checkpoint(model.best, {"model": last["model"], "epoch": last["epoch"], "val_loss": val_loss,
                                  "config": last["config"]})
     for name in DERIVED:

@@ -152,7 +152,7 @@ def benchmark(target: str, request: Optional[RunRequest] = None, min_accuracy: O
             reproduce(request.but(set_options=(*options, ("approaches", approaches))), log=log)
             break
         except TrainingDiverged as error:
-            approaches = set_aside(error, approaches, diverged, experiment.train.protocol)
+            approaches = set_aside(error, approaches, diverged)
             log(f"set aside: {diverged[error.approach]}; the benchmark goes on with the other "
                 f"{len(approaches)} approaches")
     tables = [write_benchmark(folder, min_accuracy, log=log, diverged=diverged) for _, folder in runs]
@@ -174,25 +174,21 @@ def benchmarked_splits(out: Path, protocol: str, asked: Sequence[int]) -> List[T
             if k in asked or RunDir(split_folder(out, k)).benchmark.is_file()]
 
 
-def set_aside(error: TrainingDiverged, approaches: Sequence[str], diverged: Dict[str, str],
-              protocol=None) -> List[str]:
+def set_aside(error: TrainingDiverged, approaches: Sequence[str], diverged: Dict[str, str]) -> List[str]:
     """The approaches left after ``error``'s approach diverged: it is set aside, with every fine-tune
     that starts from its networks; ``diverged`` gains why, one line each (the report's notes). What
     finished is kept; a later call tries a set-aside approach again (from its last good checkpoint), so
     that a changed recipe is not refused by an old record. Raised again where the error names no
     approach of the list, or none is left."""
-    from agnostophobia.training.fine_tune import recipe
+    from agnostophobia.training.fine_tune import start_approach
 
     if error.approach is None or error.approach not in approaches:
         raise error
     diverged[error.approach] = str(error)
-    left = []
     for approach in approaches:
-        start = None if approach == error.approach else getattr(recipe(approach, protocol), "start", None)
-        if start == error.approach:
-            diverged[approach] = f"not trained: it fine-tunes {start}'s networks, and {start} diverged"
-        elif approach != error.approach:
-            left.append(approach)
+        if start_approach(approach) == error.approach:
+            diverged[approach] = f"not trained: it fine-tunes {error.approach}'s networks, and {error.approach} diverged"
+    left = [approach for approach in approaches if approach not in diverged]
     if not left:
         raise TrainingDiverged(f"{error}; no approach of the benchmark is left to train", approach=error.approach)
     return left
@@ -254,7 +250,7 @@ def write_benchmark(run_dir, min_accuracy: Optional[float] = None, log: Callable
     from agnostophobia.losses import trained_on_negatives
     from agnostophobia.training.records import check_run
 
-    run_dir = Path(run_dir)
+    run_dir, diverged = Path(run_dir), diverged or {}
     _check_min_accuracy(min_accuracy)
     records = check_run(run_dir, "benchmark")
     approaches, left_out = benchmarked_approaches(records)
@@ -266,7 +262,7 @@ def write_benchmark(run_dir, min_accuracy: Optional[float] = None, log: Callable
         extra, outside = extra_data_approaches(records.config.get("protocol"), approaches)
         result = summarise(comparison.rows, threshold, sample_replicates(models, _stored_scores(run_dir)),
                            extra_data=extra, negatives=trained_on_negatives(approaches))
-        notes = left_out_notes(left_out, diverged or {})
+        notes = left_out_notes(left_out, diverged)
         if extra:  # a protocol whose negatives are an outside set (osr-mnist, osr-cifar10)
             notes.append(f"extra data: {', '.join(extra)} trained on negatives from an outside set ({outside}) that "
                          f"the other approaches never saw; their rows are marked (extra data) and ranked apart, "
@@ -276,7 +272,7 @@ def write_benchmark(run_dir, min_accuracy: Optional[float] = None, log: Callable
         result["chosen_on_test_images"] = _chosen_on_test_images(records.config.get("model"))
         result["trained_on_negatives"] = trained_on_negatives(approaches)
         result["paper"] = papers_numbers(records.meta, list(comparison.test_sets))
-        result.update({"format": _FORMAT, "tuning": tuning, "notes": notes + comparison.notes, "diverged": diverged or {},
+        result.update({"format": _FORMAT, "tuning": tuning, "notes": notes + comparison.notes, "diverged": diverged,
                        "val_negatives": comparison.val_negatives, "test_sets": comparison.test_sets,
                        "fprs": comparison.fprs, "meta": _meta(records.meta)})
         run = RunDir(run_dir)
