@@ -16,12 +16,24 @@ approaches (the fine-tunes' start networks among them) are the run's, their outp
     agnostophobia benchmark lenet++ --budget converged --seeds 4 --set "approaches=[softmax, mixoe-ft]" --out runs/A
     python benchmarks/last_epoch.py runs/A runs/A-last --approaches mixoe-ft
     agnostophobia benchmark lenet++ --budget converged --seeds 4 --set "approaches=[softmax, mixoe-ft]" --out runs/A-last
+    python benchmarks/last_epoch.py --compare runs/A runs/A-last --approaches mixoe-ft
+
+``--compare`` reads the two runs' ``benchmark.json`` and prints, for each approach with its paper's
+detector, the last epoch minus the kept checkpoint in mean D_a OSCR over the seeds the two share: the
+paired difference over seeds with its 95 % t interval and the benchmark's decision against its margin,
+Holm over the approaches named (the seeds' spread alone: the two networks of a seed are the same
+training stopped at two epochs, and the test samples' share is not added, so the interval is the
+narrower one), and the validation accuracy of both.
 """
 import argparse
+import json
 import shutil
 import sys
 from pathlib import Path
 
+from agnostophobia.experiments.benchmark_comparisons import MARGIN
+from agnostophobia.experiments.benchmark_rows import papers_detector
+from agnostophobia.metrics import decide, paired_difference
 from agnostophobia.rundir import RunDir
 from agnostophobia.training.checkpoint import load_checkpoint, save_checkpoint
 
@@ -48,12 +60,56 @@ def keep_last_epoch(model) -> dict:
             "kept_val_loss": best["val_loss"], "last_val_loss": val_loss}
 
 
+def papers_row(run: Path, approach: str) -> dict:
+    """The row of ``approach`` with its paper's detector in ``run``'s ``benchmark.json``."""
+    path = RunDir(run).benchmark
+    if not path.is_file():
+        sys.exit(f"{run}: no benchmark.json; run the benchmark command on it first")
+    rows = [row for row in json.loads(path.read_text(encoding="utf-8"))["rows"]
+            if row["approach"] == approach and row["detector"] == papers_detector(approach)]
+    if not rows:
+        sys.exit(f"{run}: benchmark.json has no row of {approach} with {papers_detector(approach)}")
+    return rows[0]
+
+
+def per_seed(row: dict, values) -> dict:
+    """``{seed: value}`` of one of ``row``'s per-seed lists."""
+    return dict(zip(row["seeds"], values))
+
+
+def compare(kept_run: Path, last_run: Path, approaches) -> str:
+    """A Markdown table of the last epoch against the kept checkpoint, per approach (module docstring)."""
+    lines = ["| approach (detector) | seeds | val. acc. kept / last | mean D_a OSCR kept / last | "
+             "last - kept [95 % t interval] | decision (margin " + f"{MARGIN}, Holm over {len(approaches)}) |",
+             "|---|---|---|---|---|---|"]
+    table, differences = [], []
+    for approach in approaches:
+        kept, last = papers_row(kept_run, approach), papers_row(last_run, approach)
+        kept_oscr, last_oscr = per_seed(kept, kept["mean_da_per_seed"]["oscr"]), per_seed(last, last["mean_da_per_seed"]["oscr"])
+        seeds = sorted(set(kept_oscr) & set(last_oscr))
+        if len(seeds) < 2:
+            sys.exit(f"{approach}: the runs share {len(seeds)} seed(s); a paired difference needs two")
+        differences.append(paired_difference([last_oscr[s] for s in seeds], [kept_oscr[s] for s in seeds]))
+        accuracy = [sum(per_seed(r, r["accuracy_per_seed"]["val"])[s] for s in seeds) / len(seeds) for r in (kept, last)]
+        oscr = [sum(values[s] for s in seeds) / len(seeds) for values in (kept_oscr, last_oscr)]
+        table.append((approach, seeds, accuracy, oscr))
+    for (approach, seeds, accuracy, oscr), difference, decision in zip(table, differences, decide(differences, MARGIN)):
+        interval = difference.interval(0.95)  # four decimals: the effects read here are below the tables' three
+        lines.append(f"| {approach} ({papers_detector(approach)}) | {len(seeds)} | {accuracy[0]:.4f} / {accuracy[1]:.4f} "
+                     f"| {oscr[0]:.4f} / {oscr[1]:.4f} | {interval.estimate:+.4f} [{interval.low:+.4f}, {interval.high:+.4f}] | {decision.verdict} |")
+    return "\n".join(lines)
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("run", type=Path, help="a finished run (benchmark, reproduce or train)")
-    p.add_argument("copy", type=Path, help="the copy to write (must not exist)")
+    p.add_argument("copy", type=Path, help="the copy to write (must not exist); with --compare, its benchmarked copy")
     p.add_argument("--approaches", nargs="+", required=True, help="whose models keep their last epoch in the copy")
+    p.add_argument("--compare", action="store_true", help="print the two benchmarked runs' comparison, write nothing")
     args = p.parse_args(argv)
+    if args.compare:
+        print(compare(args.run, args.copy, args.approaches))
+        return 0
     if args.copy.exists():
         sys.exit(f"{args.copy}: exists; the copy is written to a new folder")
     if not any(approach in args.approaches for _, approach, _ in RunDir(args.run).models()):

@@ -2,6 +2,7 @@
 hold their last epoch as their result, their outputs are computed again from it by the same command,
 and the run itself is left as it was."""
 import importlib.util
+import json
 import shutil
 
 import numpy as np
@@ -65,3 +66,43 @@ def test_the_copy_is_refused_over_an_existing_folder_and_without_the_approach(ti
         last_epoch.main([str(tiny_run), str(tmp_path / "copy"), "--approaches", "entropic"])
     with pytest.raises(SystemExit, match="no model of vos"):
         last_epoch.main([str(tiny_run), str(tmp_path / "other"), "--approaches", "vos"])
+
+
+def _benchmark_json(run, oscr_by_approach):
+    """A run folder holding a ``benchmark.json`` with one row per approach, its paper's detector,
+    of the given per-seed mean D_a OSCR (and one row of another detector that must not be read)."""
+    from agnostophobia.experiments.benchmark_rows import papers_detector
+    from agnostophobia.rundir import RunDir
+
+    rows = []
+    for approach, oscr in oscr_by_approach.items():
+        seeds = list(range(len(oscr)))
+        row = {"approach": approach, "seeds": seeds, "mean_da_per_seed": {"oscr": oscr},
+               "accuracy_per_seed": {"val": [0.99] * len(oscr)}}
+        rows += [{**row, "detector": "not-the-papers", "mean_da_per_seed": {"oscr": [0.0] * len(oscr)}},
+                 {**row, "detector": papers_detector(approach)}]
+    run.mkdir()
+    RunDir(run).benchmark.write_text(json.dumps({"rows": rows}), encoding="utf-8")
+    return run
+
+
+def test_compare_reads_each_approachs_paper_row_and_decides_by_the_benchmarks_rule(tmp_path):
+    """A fine-tune whose last epoch reads 0.02 higher on every seed is better; one whose networks are
+    the same is equivalent; the other detector's row is never read."""
+    kept = [0.90, 0.91, 0.93, 0.92, 0.95]
+    best = _benchmark_json(tmp_path / "best", {"mixoe-ft": kept, "outlier-exposure-ft": kept})
+    last = _benchmark_json(tmp_path / "last", {"mixoe-ft": [k + 0.02 + 0.001 * (i % 2) for i, k in enumerate(kept)],
+                                                "outlier-exposure-ft": kept})
+    table = last_epoch.compare(best, last, ["mixoe-ft", "outlier-exposure-ft"])
+    mixoe, oe = (line for line in table.splitlines() if line.startswith("| mixoe") or line.startswith("| outlier"))
+    assert "| 5 |" in mixoe and "0.9220 / 0.9424" in mixoe and "+0.0204" in mixoe and mixoe.endswith("| better |")
+    assert "+0.0000 [+0.0000, +0.0000]" in oe and oe.endswith("| equivalent |")
+
+
+def test_compare_refuses_a_run_without_its_benchmark(tmp_path):
+    best = _benchmark_json(tmp_path / "best", {"mixoe-ft": [0.9, 0.91]})
+    (tmp_path / "last").mkdir()
+    with pytest.raises(SystemExit, match="no benchmark.json"):
+        last_epoch.compare(best, tmp_path / "last", ["mixoe-ft"])
+    with pytest.raises(SystemExit, match="no row of vos"):
+        last_epoch.compare(best, best, ["vos"])
