@@ -77,9 +77,9 @@ def _benchmark_json(run, oscr_by_approach):
     rows = []
     for approach, oscr in oscr_by_approach.items():
         seeds = list(range(len(oscr)))
-        row = {"approach": approach, "seeds": seeds, "mean_da_per_seed": {"oscr": oscr},
+        row = {"approach": approach, "seeds": seeds, "mean_da_per_seed": {"oscr": oscr, "oscr_log": oscr},
                "accuracy_per_seed": {"val": [0.99] * len(oscr)}}
-        rows += [{**row, "detector": "not-the-papers", "mean_da_per_seed": {"oscr": [0.0] * len(oscr)}},
+        rows += [{**row, "detector": "not-the-papers", "mean_da_per_seed": {"oscr": [0.0] * len(oscr), "oscr_log": [0.0] * len(oscr)}},
                  {**row, "detector": papers_detector(approach)}]
     run.mkdir()
     RunDir(run).benchmark.write_text(json.dumps({"rows": rows}), encoding="utf-8")
@@ -94,7 +94,9 @@ def test_compare_reads_each_approachs_paper_row_and_decides_by_the_benchmarks_ru
     last = _benchmark_json(tmp_path / "last", {"mixoe-ft": [k + 0.02 + 0.001 * (i % 2) for i, k in enumerate(kept)],
                                                 "outlier-exposure-ft": kept})
     table = last_epoch.compare(best, last, ["mixoe-ft", "outlier-exposure-ft"])
-    mixoe, oe = (line for line in table.splitlines() if line.startswith("| mixoe") or line.startswith("| outlier"))
+    lines = [line for line in table.splitlines() if line.startswith("| mixoe") or line.startswith("| outlier")]
+    assert len(lines) == 4 and "| OSCR, log FPR |" in lines[2]  # each approach for each area
+    mixoe, oe = lines[:2]
     assert "| 5 |" in mixoe and "0.9220 / 0.9424" in mixoe and "+0.0204" in mixoe and mixoe.endswith("| better |")
     assert "+0.0000 [+0.0000, +0.0000]" in oe and oe.endswith("| equivalent |")
 
