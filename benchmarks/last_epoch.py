@@ -21,9 +21,9 @@ approaches (the fine-tunes' start networks among them) are the run's, their outp
 ``--compare`` reads the two runs' ``benchmark.json`` and prints, for each approach with its paper's
 detector, the last epoch minus the kept checkpoint in mean D_a OSCR area (linear and log-FPR) over
 the seeds the two share: the paired difference over seeds with its 95 % t interval and the
-benchmark's decision against its margin, Holm over the approaches named (the seeds' spread alone: the two networks of a seed are the same
-training stopped at two epochs, and the test samples' share is not added, so the interval is the
-narrower one), and the validation accuracy of both.
+benchmark's decision against its margin, Holm over the approaches named (the seeds' spread alone:
+the two networks of a seed are the same training stopped at two epochs, and the test samples' share
+is not added, so the interval is the narrower one), and the validation accuracy of both.
 """
 import argparse
 import json
@@ -31,8 +31,11 @@ import shutil
 import sys
 from pathlib import Path
 
+import numpy as np
+
+from agnostophobia.errors import RecordError
 from agnostophobia.experiments.benchmark_comparisons import MARGIN
-from agnostophobia.experiments.benchmark_rows import papers_detector
+from agnostophobia.experiments.benchmark_rows import papers_detector, papers_rows
 from agnostophobia.metrics import decide, paired_difference
 from agnostophobia.rundir import RunDir
 from agnostophobia.training.checkpoint import load_checkpoint, save_checkpoint
@@ -61,20 +64,25 @@ def keep_last_epoch(model) -> dict:
 
 
 def papers_row(run: Path, approach: str) -> dict:
-    """The row of ``approach`` with its paper's detector in ``run``'s ``benchmark.json``."""
-    path = RunDir(run).benchmark
-    if not path.is_file():
+    """The row of ``approach`` with its paper's detector in ``run``'s ``benchmark.json``, read through
+    the run's path rule (no link followed at any component)."""
+    folder = RunDir(run)
+    try:
+        text = folder.tree.read_bytes((folder.benchmark.name,))
+    except FileNotFoundError:
         sys.exit(f"{run}: no benchmark.json; run the benchmark command on it first")
-    rows = [row for row in json.loads(path.read_text(encoding="utf-8"))["rows"]
-            if row["approach"] == approach and row["detector"] == papers_detector(approach)]
+    except RecordError as refused:  # a link, FIFO or second name where the report should be
+        sys.exit(str(refused))
+    rows = [row for row in papers_rows(json.loads(text)["rows"]) if row["approach"] == approach]
     if not rows:
         sys.exit(f"{run}: benchmark.json has no row of {approach} with {papers_detector(approach)}")
     return rows[0]
 
 
-def per_seed(row: dict, values) -> dict:
-    """``{seed: value}`` of one of ``row``'s per-seed lists."""
-    return dict(zip(row["seeds"], values))
+def per_seed(row: dict, values, seeds) -> list:
+    """The values of one of ``row``'s per-seed lists at ``seeds``, in that order."""
+    by_seed = dict(zip(row["seeds"], values))
+    return [by_seed[seed] for seed in seeds]
 
 
 #: The per-seed mean D_a areas compared: the linear one the benchmark's tests read, which at LeNet++'s
@@ -88,19 +96,21 @@ def compare(kept_run: Path, last_run: Path, approaches) -> str:
     lines = ["| approach (detector) | seeds | val. acc. kept / last | mean D_a area | kept / last | "
              f"last - kept [95 % t interval] | decision (margin {MARGIN}, Holm over {len(approaches)}) |",
              "|---|---|---|---|---|---|---|"]
-    rows = {approach: (papers_row(kept_run, approach), papers_row(last_run, approach)) for approach in approaches}
+    pairs = {}  # approach -> (kept row, last row, the seeds both hold, the validation accuracy of each)
+    for approach in approaches:
+        kept, last = papers_row(kept_run, approach), papers_row(last_run, approach)
+        seeds = sorted(set(kept["seeds"]) & set(last["seeds"]))
+        if len(seeds) < 2:
+            sys.exit(f"{approach}: the runs share {len(seeds)} seed(s); a paired difference needs two")
+        accuracy = [np.mean(per_seed(r, r["accuracy_per_seed"]["val"], seeds)) for r in (kept, last)]
+        pairs[approach] = (kept, last, seeds, accuracy)
     for metric, title in METRICS.items():
-        table, differences = [], []
-        for approach, (kept, last) in rows.items():
-            kept_values, last_values = (per_seed(r, r["mean_da_per_seed"][metric]) for r in (kept, last))
-            seeds = sorted(set(kept_values) & set(last_values))
-            if len(seeds) < 2:
-                sys.exit(f"{approach}: the runs share {len(seeds)} seed(s); a paired difference needs two")
-            differences.append(paired_difference([last_values[s] for s in seeds], [kept_values[s] for s in seeds]))
-            accuracy = [sum(per_seed(r, r["accuracy_per_seed"]["val"])[s] for s in seeds) / len(seeds) for r in (kept, last)]
-            means = [sum(values[s] for s in seeds) / len(seeds) for values in (kept_values, last_values)]
-            table.append((approach, seeds, accuracy, means))
-        for (approach, seeds, accuracy, means), difference, decision in zip(table, differences, decide(differences, MARGIN)):
+        values = {approach: [per_seed(r, r["mean_da_per_seed"][metric], seeds) for r in (kept, last)]
+                  for approach, (kept, last, seeds, _) in pairs.items()}
+        differences = [paired_difference(last_values, kept_values) for kept_values, last_values in values.values()]
+        for (approach, (_, _, seeds, accuracy)), difference, decision in zip(pairs.items(), differences,
+                                                                            decide(differences, MARGIN)):
+            means = [np.mean(v) for v in values[approach]]
             interval = difference.interval(0.95)  # four decimals: the effects read here are below the tables' three
             lines.append(f"| {approach} ({papers_detector(approach)}) | {len(seeds)} | {accuracy[0]:.4f} / {accuracy[1]:.4f} "
                          f"| {title} | {means[0]:.4f} / {means[1]:.4f} "

@@ -108,3 +108,6 @@ def test_compare_refuses_a_run_without_its_benchmark(tmp_path):
         last_epoch.compare(best, tmp_path / "last", ["mixoe-ft"])
     with pytest.raises(SystemExit, match="no row of vos"):
         last_epoch.compare(best, best, ["vos"])
+    (tmp_path / "last" / "benchmark.json").symlink_to(best / "benchmark.json")  # a link planted in the run
+    with pytest.raises(SystemExit, match="symbolic link"):
+        last_epoch.compare(best, tmp_path / "last", ["mixoe-ft"])
