@@ -174,8 +174,9 @@ CIFAR_DB_COARSE = tuple(range(10))
 
 
 @register_protocol("cifar", RESNET_INPUT, datasets=("cifar100", "svhn", "cifar10"), converged_accuracy=0.90,
-                   data_hint="the `cifar` protocol needs CIFAR-10, CIFAR-100 and SVHN; "
-                             "`--protocol cifar10-split` runs on CIFAR-10, MNIST and notMNIST",
+                   data_hint="the `cifar` protocol needs CIFAR-10, CIFAR-100 and SVHN; the `cifar10-split` "
+                             "protocol runs on CIFAR-10, MNIST and notMNIST (`reproduce cifar --protocol "
+                             "cifar10-split`, `train cifar --set protocol=cifar10-split`, `benchmark cifar10-split`)",
                    unknown_sets=(UnknownSet("cifar100", "CIFAR-100 super-classes 10-19 test", proximity=NEAR),
                                  UnknownSet("svhn", "SVHN test", proximity=FAR),
                                  UnknownSet("cifar100-db", "CIFAR-100 super-classes 0-9 test", known_unknowns=True,
