@@ -309,6 +309,13 @@ def test_a_reproduction_trains_each_approachs_seeds_as_one_batch_and_adds_seeds_
     assert batches == []  # seed 2 is alone in its approach
     assert sum("finished earlier, kept" in m for m in messages) == 4
     assert (tmp_path / "seed2" / "entropic" / "outputs.npz").is_file()
+    # a run whose network finished but whose outputs are gone (a copy) predicts them and says so
+    (tmp_path / "seed0" / "softmax" / "outputs.npz").unlink()
+    messages.clear()
+    reproduce_module.train_and_store(experiment, tmp_path, device, log=messages.append, protocol=protocol)
+    assert any(m.startswith("[seed 0] softmax: trained (1 epoch(s)); predicting its stored outputs") for m in messages)
+    assert not any("training on" in m for m in messages)
+    assert (tmp_path / "seed0" / "softmax" / "outputs.npz").is_file()
 
 
 def test_seeds_resume_in_groups_of_the_same_epoch(tmp_path):

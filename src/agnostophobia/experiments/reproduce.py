@@ -244,6 +244,8 @@ def unit_name(unit: List[Tuple[TrainConfig, ModelDir]]) -> str:
 
 def starting(unit: List[Tuple[TrainConfig, ModelDir]], protocol, device) -> str:
     cfg = unit[0][0]
+    if all(is_finished(model, run_cfg) for run_cfg, model in unit):  # e.g. a copied run: it only predicts
+        return f"{unit_name(unit)}: trained ({cfg.epochs} epoch(s)); predicting its stored outputs on {device}"
     n_known = int((protocol.train.labels >= 0).sum())
     n_unknown = len(protocol.train.labels) - n_known if LOSSES.get(cfg.approach).trains_on_unknowns else 0
     batched = f", {len(unit)} seeds batched as one model" if len(unit) > 1 else ""
