@@ -58,6 +58,23 @@ def test_the_extra_data_rows_are_apart_and_each_group_ordered_by_validation():
     assert "published OSCR" not in text and "No number another run published" in text  # osr-mnist has none
 
 
+def test_a_row_not_converged_on_a_split_follows_the_converged_rows_and_no_order_is_checked_with_it():
+    """The benchmark's rule on the summary page: a marked row is listed after the others whatever its
+    validation area, and the adjacent-order check reads only the rows converged on every split."""
+    def with_best_unconverged(shift):
+        base = result(shift)
+        base["rows"][-1] = row("logitnorm", "softmax", [0.70, 0.70], 0.80, 0.97, [0.99, 0.99], converged=False)
+        return base
+
+    summary = summarise_splits([(0, with_best_unconverged(0.0)), (2, with_best_unconverged(0.1))], extra_data=[])
+    known = [r["approach"] + "/" + r["detector"] for r in summary["rows"] if not r["extra_data"]]
+    assert known == ["entropic/softmax", "softmax/softmax", "softmax/max-logit", "logitnorm/softmax"]
+    text = splits_markdown(summary, "osr-mnist", "EMNIST letters train")
+    assert text.index("| softmax | max-logit |") < text.index("| logitnorm (not converged on 2 of 2 splits) |")
+    assert "for 2 pairs" not in text and "of 3 pairs" not in text  # three converged rows: two adjacent pairs
+    assert "listed after the rows that converged on every split" in text
+
+
 def test_the_page_says_which_order_the_splits_resolve_and_which_splits_repeat_a_class_set():
     """Rows are ordered by validation OSCR: the page shows it, says on which negatives it is measured,
     whether each adjacent pair's paired difference over the splits is resolved, that osr-cifar10's
@@ -69,8 +86,9 @@ def test_the_page_says_which_order_the_splits_resolve_and_which_splits_repeat_a_
     softmax = summary["rows"][0]
     assert f"| {softmax['val_oscr']['mean']:.4f} ± {softmax['val_oscr']['std']:.4f} | 5/5 |" in text
     assert "held-out images of the outside set (EMNIST letters train), not the unknown classes" in text
-    # softmax/softmax, softmax/max-logit and logitnorm differ by the same amount on every split: resolved
-    assert "for 2 of 2 pairs." in text
+    # softmax/softmax and softmax/max-logit differ by the same amount on every split: resolved; logitnorm,
+    # not converged, is listed after them and not checked
+    assert "The order of the two rows is resolved" in text
     assert "Splits 0 and 1 hold the same known classes" in text and "5 splits are 4 class partitions" in text
     # the order's test counts that class set once: splits 0 and 1 averaged, 4 differences, not 5
     from agnostophobia.experiments.benchmark_splits import _order_resolved
@@ -86,7 +104,8 @@ def test_the_page_says_which_order_the_splits_resolve_and_which_splits_repeat_a_
     for k, (_, res) in enumerate(results):
         res["rows"][2]["val"]["per_seed"]["oscr"] = [0.9 + (0.2 if k % 2 else -0.2)] * 2  # max-logit
     text = splits_markdown(summarise_splits(results, extra_data=[], protocol="osr-mnist"), "osr-mnist", "")
-    assert "for 1 of 3 pairs; the others" in text and "not a finding" in text  # only softmax over logitnorm
+    # neither pair of the converged rows is resolved (logitnorm, not converged, is not checked)
+    assert "for none of the 2 pairs, not resolved" in text and "not a finding" in text
     assert "hold the same known classes" not in text
 
 

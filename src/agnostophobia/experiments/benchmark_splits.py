@@ -119,6 +119,7 @@ def summarise_splits(results: Sequence[Tuple[int, Dict]], extra_data: Sequence[s
                      "recipe_departs": any(departs_from_recipe(result, approach) for _, result in results)})
         rows[-1]["published"] = published_columns(protocol, approach, detector)
     rows.sort(key=lambda r: (r["extra_data"], -(r["val_oscr"] or {"mean": -1.0})["mean"]))
+    rows.sort(key=lambda r: (r["extra_data"], not converged_everywhere(r)))  # stable: the marked rows follow
     sources = [{"source": p.source, "differs": p.differs} for p in published_for(protocol)]
     return {"splits": [split for split, _ in results], "seeds": seeds, "rows": rows, "extra_data": list(extra_data),
             "published_sources": sources}
@@ -218,6 +219,12 @@ def _order_resolved(rows: List[Dict], repeats: Sequence[Sequence[int]] = ()) -> 
             + ("." if resolved == pairs else "; the others' order is within the splits' spread, not a finding."))
 
 
+def converged_everywhere(row: Dict) -> bool:
+    """Whether the row converged on every split it has: only such rows are ordered and checked
+    (the benchmark's rule: a row marked not converged is neither ranked nor tested)."""
+    return row["converged_splits"] == len(row["per_split"])
+
+
 def _approach_cell(row: Dict) -> str:
     """The row's approach with its marks: not converged on some splits, a fine-tune off its authors' recipe."""
     splits = len(row["per_split"])
@@ -304,7 +311,8 @@ def _splits_body(summary: Dict, outside: str) -> List[str]:
     groups = [("Known classes only", False), ("Extra data: trained on negatives from an outside set"
                                               + (f" ({outside})" if outside else ""), True)]
     for title, extra in groups:
-        rows = [r for r in summary["rows"] if r["extra_data"] == extra]
+        rows = sorted((r for r in summary["rows"] if r["extra_data"] == extra),
+                      key=lambda r: not converged_everywhere(r))  # stable: a summary written before keeps its order
         if not rows:
             continue
         lines += [f"## {title}", "", header, rule]
@@ -318,14 +326,15 @@ def _splits_body(summary: Dict, outside: str) -> List[str]:
                          + f" | {_cell(r['accuracy'])} | {_cell(r['val_oscr'])} | "
                          f"{r['converged_splits']}/{len(r['per_split'])} |")
         repeats = same_class_splits(summary.get("protocol", ""))
-        order = (_EXTRA_ORDER if extra else _order_resolved(rows, repeats)) if len(rows) > 1 else None
+        ordered = [r for r in rows if converged_everywhere(r)]
+        order = (_EXTRA_ORDER if extra else _order_resolved(ordered, repeats)) if len(ordered) > 1 else None
         lines += ["", *([order, ""] if order else [])]
     if any(m["converged"] is False for r in summary["rows"] for m in r["per_split"].values()):
         lines += ["\\* not converged on that split: the closed-set accuracy of its validation knowns is below the "
                   "protocol's threshold. The row's mean over splits and its AUROC and accuracy include those splits "
-                  "(the row is marked); the last column counts the splits where the row converged. This page orders "
-                  "every row, marked ones included, and tests none; each split's own report leaves a row that is not "
-                  "converged there out of its ranking and its tests.", ""]
+                  "(the row is marked); the last column counts the splits where the row converged. A marked row is "
+                  "listed after the rows that converged on every split, and no order with it is checked; each "
+                  "split's own report leaves a row that is not converged there out of its ranking and its tests.", ""]
     if any(r.get("recipe_departs") for r in summary["rows"]):
         lines += [RECIPE_MARK_COVERS + " Each split's own report says how its fine-tunes depart.", ""]
     if summary["extra_data"]:
