@@ -934,6 +934,9 @@ def test_the_paragraph_says_where_the_linear_area_is_at_its_ceiling_and_which_ro
                              "background/max-logit.")
     # their low-FPR metrics lie 0.099 (CCR, 0.9 x OSCR here) below the accuracy: there they differ
     assert "CCR at the lowest resolved FPR (up to 0.099 below) read the low-FPR end, where they differ" in ceiling[0]
+    crossing_only = summarise([capped[0], capped[2], capped[4]], min_accuracy=0.985)["summary"]
+    below = [line for line in crossing_only if line.startswith("Below chance")]  # none wholly below: still named
+    assert len(below) == 1 and "none with its whole 95 % interval" in below[0] and "1 with its mean: background/max-logit" in below[0]
     plain = summarise([capped[0], capped[2]], min_accuracy=0.985)["summary"]  # one at the ceiling: no sentence
     assert not any(line.startswith(("At the ceiling", "Below chance")) for line in plain)
 

@@ -185,8 +185,13 @@ def _below_chance_said(result: Dict) -> List[str]:
             below.append((r["row"], interval))
         elif interval["mean"] < half:
             crossing.append(r["row"])
-    if not below:
+    if not below and not crossing:
         return []
+    if not below:  # none wholly below: the rows whose mean is, named all the same (a test against them reads it)
+        return [f"Below chance, among the converged rows (the mean D_a OSCR under half the closed-set accuracy, where "
+                f"a score blind to the unknowns lies): none with its whole 95 % interval over seeds; "
+                f"{len(crossing)} with {'its' if len(crossing) == 1 else 'their'} mean: "
+                f"{', '.join(crossing[:5])}{f' and {len(crossing) - 5} more' if len(crossing) > 5 else ''}."]
     more = (f" {len(crossing)} more converged {'row has' if len(crossing) == 1 else 'rows have'} a mean under it and "
             f"an interval that reaches above it: "
             f"{', '.join(crossing[:5])}{f' and {len(crossing) - 5} more' if len(crossing) > 5 else ''}."
