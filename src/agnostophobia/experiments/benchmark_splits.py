@@ -118,8 +118,8 @@ def summarise_splits(results: Sequence[Tuple[int, Dict]], extra_data: Sequence[s
                      "converged_splits": sum(1 for m in mine.values() if m["converged"] is not False),
                      "recipe_departs": any(departs_from_recipe(result, approach) for _, result in results)})
         rows[-1]["published"] = published_columns(protocol, approach, detector)
-    rows.sort(key=lambda r: (r["extra_data"], -(r["val_oscr"] or {"mean": -1.0})["mean"]))
-    rows.sort(key=lambda r: (r["extra_data"], not converged_everywhere(r)))  # stable: the marked rows follow
+    # the marked rows (not converged on some split) after the others in each group
+    rows.sort(key=lambda r: (r["extra_data"], not converged_everywhere(r), -(r["val_oscr"] or {"mean": -1.0})["mean"]))
     sources = [{"source": p.source, "differs": p.differs} for p in published_for(protocol)]
     return {"splits": [split for split, _ in results], "seeds": seeds, "rows": rows, "extra_data": list(extra_data),
             "published_sources": sources}

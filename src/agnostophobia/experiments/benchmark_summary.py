@@ -187,15 +187,13 @@ def _below_chance_said(result: Dict) -> List[str]:
             crossing.append(r["row"])
     if not below and not crossing:
         return []
+    named = f"{', '.join(crossing[:5])}{f' and {len(crossing) - 5} more' if len(crossing) > 5 else ''}."
     if not below:  # none wholly below: the rows whose mean is, named all the same (a test against them reads it)
         return [f"Below chance, among the converged rows (the mean D_a OSCR under half the closed-set accuracy, where "
                 f"a score blind to the unknowns lies): none with its whole 95 % interval over seeds; "
-                f"{len(crossing)} with {'its' if len(crossing) == 1 else 'their'} mean: "
-                f"{', '.join(crossing[:5])}{f' and {len(crossing) - 5} more' if len(crossing) > 5 else ''}."]
+                f"{len(crossing)} with {'its' if len(crossing) == 1 else 'their'} mean: {named}"]
     more = (f" {len(crossing)} more converged {'row has' if len(crossing) == 1 else 'rows have'} a mean under it and "
-            f"an interval that reaches above it: "
-            f"{', '.join(crossing[:5])}{f' and {len(crossing) - 5} more' if len(crossing) > 5 else ''}."
-            if crossing else "")
+            f"an interval that reaches above it: {named}" if crossing else "")
     return ["Below chance, among the converged rows (the mean D_a OSCR and its whole 95 % interval over seeds "
             "under half the closed-set accuracy, where a score blind to the unknowns lies, so the score puts the "
             "unknowns above the knowns): "
