@@ -1085,3 +1085,54 @@ def test_rows_trained_on_the_protocols_negatives_are_ranked_apart_and_the_metric
     assert "| N1 | entropic/max-logit |" in text and "Rows ranked N1, N2" in text
     assert any(line.startswith("Best trained on negatives") and "entropic/max-logit" in line
                for line in result["summary"])
+
+
+def test_the_paragraph_says_how_far_validations_order_carries_to_test():
+    """A reviewer measured how little the CIFAR split's validation order predicts test's: the paragraph
+    now says it, Spearman's rank correlation over the ranked rows, and where validation's first row
+    stands on test. Here validation orders 4, 3, 2, 1 and test 3, 4, 1, 2: rho = 1 - 6 x 4 / (4 x 15)."""
+    source = [_row(REFERENCE_APPROACH, REFERENCE_DETECTOR, [0.60, 0.62, 0.61], [0.99] * 3, val=[0.80, 0.81, 0.82]),
+              _row(REFERENCE_APPROACH, "max-logit", [0.64, 0.66, 0.65], [0.99] * 3, val=[0.70, 0.71, 0.72]),
+              _row("softmax", REFERENCE_DETECTOR, [0.40, 0.45, 0.42], [0.99] * 3, val=[0.55, 0.56, 0.57]),
+              _row("softmax", "max-logit", [0.41, 0.44, 0.43], [0.99] * 3, val=[0.45, 0.46, 0.47])]
+    said = [line for line in summarise(source, min_accuracy=0.985)["summary"] if line.startswith("Validation and test")]
+    rho = stats.spearmanr([4, 3, 2, 1], [3, 4, 1, 2]).statistic
+    assert len(said) == 1 and f"rank correlation {rho:.2f} " in said[0] and f"{rho:.2f}" == "0.60"
+    assert "the row first on validation, entropic/softmax, ranks 2 of 4 on test" in said[0]
+    two = [line for line in summarise(source[:2], min_accuracy=0.985)["summary"] if line.startswith("Validation and")]
+    assert two == []  # two rows order nothing worth a correlation
+
+
+def test_each_family_is_decided_again_at_other_margins():
+    """How much of a page the margin carries: each family's verdicts at half, once, twice and four times
+    the declared margin, by the same decision rule. A difference of 0.007 whose noise is 0.0005 is
+    resolved at 0.0025 and 0.005 and within the margin (equivalent) at 0.01 and 0.02; one with no noise
+    and an undefined p is never decided."""
+    from agnostophobia.experiments.benchmark_summary import MARGINS_AGAIN, verdicts_at
+
+    assert MARGINS_AGAIN == (0.0025, 0.005, 0.01, 0.02)
+    clear = {"difference": 0.007, "se": 0.0005, "se_seeds": 0.0005, "se_samples": None, "p": 1e-6, "seeds": 5}
+    undefined = {"difference": 0.007, "se": 0.0, "se_seeds": 0.0, "se_samples": 0.0, "p": None, "seeds": 5}
+    counts = [verdicts_at([clear], margin) for margin in MARGINS_AGAIN]
+    assert [c["resolved"] for c in counts] == [1, 1, 0, 0] and [c["equivalent"] for c in counts] == [0, 0, 1, 1]
+    assert all(verdicts_at([undefined], m) == {"resolved": 0, "equivalent": 0, "not resolved": 1} for m in MARGINS_AGAIN)
+    result = summarise(rows(), min_accuracy=0.985)
+    said = [line for line in result["summary"] if line.startswith("The margin's weight")]
+    assert len(said) == 1 and "0.005 (declared)" in said[0]
+    for family, tests in result["tests"].items():  # at the declared margin: the run's own decisions
+        if tests:
+            declared = verdicts_at(tests, 0.005)
+            assert declared["resolved"] == sum(t["decision"] in ("better", "worse") for t in tests)
+            assert declared["not resolved"] == sum(t["decision"] == "not resolved" for t in tests)
+
+
+def test_converged_approaches_with_single_seeds_below_the_threshold_are_counted():
+    """Convergence is the mean over seeds; a reader who asks it of every seed is told which approaches
+    have seeds below the threshold, how many reach it and the lowest. An unconverged one is not named here."""
+    source = [_row(REFERENCE_APPROACH, REFERENCE_DETECTOR, [0.60, 0.62, 0.61], [0.99] * 3),
+              _row("softmax", REFERENCE_DETECTOR, [0.40, 0.45, 0.42], [0.99] * 3, val_accuracy=[0.99, 0.982, 0.99]),
+              _row("logitnorm", REFERENCE_DETECTOR, [0.90, 0.91, 0.92], [0.70, 0.72, 0.71])]
+    said = [line for line in summarise(source, min_accuracy=0.985)["summary"] if line.startswith("Converged by the rule")]
+    assert len(said) == 1 and said[0].endswith("seeds at or above it: softmax 2 of 3 (lowest 0.9820).")
+    assert not any(line.startswith("Converged by the rule")
+                   for line in summarise(source[:1], min_accuracy=0.985)["summary"])

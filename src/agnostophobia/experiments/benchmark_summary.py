@@ -1,18 +1,25 @@
 """What a benchmark's report says in words (:mod:`agnostophobia.experiments.benchmark_report`'s
 paragraph "What the data says"), computed from ``benchmark.json``'s numbers alone: the best row
-where validation singles one out (else the rows tied for it), what each family of tests decided and the smallest
-difference it resolves, where the linear OSCR area sits at its ceiling, which rows score below
-chance, which networks did not converge and where ties decide."""
+where validation singles one out (else the rows tied for it), how far validation's order agrees with
+test's, what each family of tests decided, the smallest difference it resolves and what it decides
+at other margins, where the linear OSCR area sits at its ceiling, which rows score below chance,
+which networks did not converge (and which converged with single seeds below the threshold) and
+where ties decide."""
 from __future__ import annotations
 
 from typing import Dict, List, Optional
 
 import numpy as np
+from scipy import stats
 
 from agnostophobia.experiments.benchmark_comparisons import ALPHA, FAMILIES, MARGIN
 from agnostophobia.experiments.benchmark_ranking import saw_negatives, validation_choice
 from agnostophobia.experiments.benchmark_rows import interval_over_seeds, papers_rows, seeds_said
-from agnostophobia.metrics import BETTER, EQUIVALENT, NOT_RESOLVED, TIE_FLAG, WORSE
+from agnostophobia.metrics import BETTER, EQUIVALENT, NOT_RESOLVED, TIE_FLAG, WORSE, PairedDifference, decide
+
+#: The margins each family is decided at again, beside the declared one (:data:`MARGIN`): half, twice
+#: and four times it, so that a reader sees how much of a page's verdicts the margin's choice carries.
+MARGINS_AGAIN = (MARGIN / 2, MARGIN, 2 * MARGIN, 4 * MARGIN)
 
 
 def _resolution_said(resolution: Dict) -> str:
@@ -50,6 +57,7 @@ def _decisions_said(result: Dict) -> List[str]:
                         f"correction by less than the margin, without being shown within it: {', '.join(small)})"
                         if small else "")
                      + ". " + _resolution_said(resolution))
+    lines += _margins_said(result)
     if any(result["tests"].values()):
         bootstrap = result.get("sample_bootstrap")
         lines.append(f"Standard errors: the seeds' spread of each paired difference and a paired bootstrap over the "
@@ -69,7 +77,7 @@ def what_the_data_says(result: Dict) -> List[str]:
         ranked = [r for r in rows if r["rank"] is not None and saw_negatives(r) == seen]
         if ranked:
             lines.append(_best_said(ranked, ranking, _group_said(ranked) if seen else ""))
-    lines += _separation_said(ranking)
+    lines += _separation_said(ranking) + _agreement_said(result)
     lines += _decisions_said(result)
     lines += _ceiling_said(result) + _below_chance_said(result)
     loose = sorted({r["approach"] for r in rows if r["converged"] is False})
@@ -78,7 +86,8 @@ def what_the_data_says(result: Dict) -> List[str]:
         acc = ", ".join(_accuracy_said(result["accuracy"].get(a), a, per_seed.get(a)) for a in loose)
         lines.append(f"Not converged (closed-set accuracy on the validation knowns below {result['min_accuracy']}), "
                      f"so neither ranked nor tested: {acc}.")
-    elif result["min_accuracy"] is None:
+    lines += _seeds_below_said(result)
+    if not loose and result["min_accuracy"] is None:
         lines.append("No convergence threshold is declared for this protocol (--min-accuracy): every row is ranked, "
                      "whatever its closed-set accuracy.")
     partial = {r["approach"]: len(r["seeds"]) for r in rows if not r["complete"]}
@@ -91,6 +100,78 @@ def what_the_data_says(result: Dict) -> List[str]:
         lines.append(f"More than {TIE_FLAG:.0%} of the samples tie across the kinds (known and unknown) in: "
                      f"{', '.join(tied)} (marked †).")
     return lines
+
+
+def stored_differences(tests: List[Dict]) -> List[PairedDifference]:
+    """A family's differences as ``benchmark.json`` stores them (:func:`~agnostophobia.experiments.
+    benchmark_comparisons.compare_family`'s fields), to decide them again at another margin."""
+    def finite(value: Optional[float]) -> float:
+        return float("nan") if value is None else float(value)
+    return [PairedDifference(t["difference"], t["se"], t["se_seeds"], t["se_samples"] or 0.0, t["seeds"] - 1,
+                             finite(t["p"]), t["seeds"]) for t in tests]
+
+
+def verdicts_at(tests: List[Dict], margin: float) -> Dict[str, int]:
+    """How many of a family's ``tests`` are better or worse, equivalent and not resolved at ``margin``
+    (:func:`~agnostophobia.metrics.decide`, Holm within the family as the run decided them)."""
+    verdicts = [d.verdict for d in decide(stored_differences(tests), margin, ALPHA)]
+    return {"resolved": sum(v in (BETTER, WORSE) for v in verdicts), EQUIVALENT: verdicts.count(EQUIVALENT),
+            NOT_RESOLVED: verdicts.count(NOT_RESOLVED)}
+
+
+def _margins_said(result: Dict) -> List[str]:
+    """Each family's verdicts at :data:`MARGINS_AGAIN`: how much of the page the margin's choice carries."""
+    decided = {family: [verdicts_at(result["tests"][family], margin) for margin in MARGINS_AGAIN]
+               for family in FAMILIES if result["tests"].get(family)}
+    if not decided:
+        return []
+    margins = ", ".join(f"{m:g}" + (" (declared)" if m == MARGIN else "") for m in MARGINS_AGAIN)
+    families = "; ".join(f"{result['families'][family]['kind']} "
+                         + ", ".join(f"{c['resolved']}/{c[EQUIVALENT]}/{c[NOT_RESOLVED]}" for c in counts)
+                         for family, counts in decided.items())
+    return [f"The margin's weight: decided again at margins {margins}, each family calls (better or worse / "
+            f"equivalent / not resolved; Holm's p do not depend on the margin): {families}."]
+
+
+def _agreement_said(result: Dict) -> List[str]:
+    """How far validation's order of the ranked rows agrees with test's on the ranking metric (Spearman's
+    rank correlation; test: the mean over seeds of the mean over D_a sets), and where validation's first
+    row stands on test: the ranks and bold marks are validation's choices, and this says how far they
+    carry to the test sets' unknowns, which validation does not hold."""
+    metric, title = result["ranking"]["chosen"], result["ranking"]["title"]
+    rows = [r for r in result["rows"] if r["rank"] is not None and r["val"].get(metric) is not None]
+    if len(rows) < 3:
+        return []
+    val = np.array([r["val"][metric] for r in rows])
+    test = np.array([float(np.mean(r["mean_da_per_seed"][metric])) for r in rows])
+    if np.ptp(val) == 0 or np.ptp(test) == 0:
+        return []
+    rho = float(stats.spearmanr(val, test).statistic)
+    first = int(np.argmax(val))  # ties: the first in the table's (validation's) order
+    place = int(np.sum(test > test[first])) + 1
+    return [f"Validation and test order the {len(rows)} ranked rows with Spearman's rank correlation "
+            f"{rho:.2f} on the {title} (validation: held-out knowns and negatives; test: the mean over the D_a "
+            f"sets): the row first on validation, {rows[first]['row']}, ranks {place} of {len(rows)} on test. The "
+            f"ranks and bold marks on this page are validation's choices; this says how far they carry to the "
+            f"test sets' unknowns."]
+
+
+def _seeds_below_said(result: Dict) -> List[str]:
+    """Approaches converged by the rule (the mean validation accuracy over seeds at least the threshold)
+    with single seeds below it: how many of their seeds reach it, and the lowest, so that a reader who
+    asks it of every seed can mark them."""
+    threshold, said = result["min_accuracy"], {}
+    for r in result["rows"]:
+        per_seed = r.get("accuracy_per_seed", {}).get("val")
+        if threshold is None or r["converged"] is not True or not per_seed or r["approach"] in said:
+            continue
+        reach = sum(a >= threshold for a in per_seed)
+        if reach < len(per_seed):
+            said[r["approach"]] = f"{r['approach']} {reach} of {len(per_seed)} (lowest {min(per_seed):.4f})"
+    if not said:
+        return []
+    return [f"Converged by the rule (the mean closed-set accuracy over seeds on the validation knowns at least "
+            f"{threshold}), with single seeds below it; seeds at or above it: {', '.join(said.values())}."]
 
 
 def _group_said(ranked: List[Dict]) -> str:
