@@ -1095,12 +1095,16 @@ def test_the_paragraph_says_how_far_validations_order_carries_to_test():
               _row(REFERENCE_APPROACH, "max-logit", [0.64, 0.66, 0.65], [0.99] * 3, val=[0.70, 0.71, 0.72]),
               _row("softmax", REFERENCE_DETECTOR, [0.40, 0.45, 0.42], [0.99] * 3, val=[0.55, 0.56, 0.57]),
               _row("softmax", "max-logit", [0.41, 0.44, 0.43], [0.99] * 3, val=[0.45, 0.46, 0.47])]
-    said = [line for line in summarise(source, min_accuracy=0.985)["summary"] if line.startswith("Validation and test")]
+    said = [line for line in summarise(source, min_accuracy=0.985)["summary"] if line.startswith("Validation's order")]
     rho = stats.spearmanr([4, 3, 2, 1], [3, 4, 1, 2]).statistic
-    assert len(said) == 1 and f"rank correlation {rho:.2f} " in said[0] and f"{rho:.2f}" == "0.60"
-    assert "the row first on validation, entropic/softmax, ranks 2 of 4 on test" in said[0]
-    two = [line for line in summarise(source[:2], min_accuracy=0.985)["summary"] if line.startswith("Validation and")]
+    assert f"{rho:.2f}" == "0.60" and len(said) == 1
+    assert "4 rows trained on the knowns only: 0.60, their first (entropic/softmax) 2 of 4 on test" in said[0]
+    two = [line for line in summarise(source[:2], min_accuracy=0.985)["summary"] if line.startswith("Validation's")]
     assert two == []  # two rows order nothing worth a correlation
+    # the groups ranked apart are correlated apart: pooled, the gap between them would make the correlation
+    apart = summarise(source, min_accuracy=0.985, negatives=[REFERENCE_APPROACH])["summary"]
+    said = [line for line in apart if line.startswith("Validation's order")]
+    assert said == []  # two rows in each group: nothing to correlate
 
 
 def test_each_family_is_decided_again_at_other_margins():
@@ -1136,3 +1140,22 @@ def test_converged_approaches_with_single_seeds_below_the_threshold_are_counted(
     assert len(said) == 1 and said[0].endswith("seeds at or above it: softmax 2 of 3 (lowest 0.9820).")
     assert not any(line.startswith("Converged by the rule")
                    for line in summarise(source[:1], min_accuracy=0.985)["summary"])
+
+
+def test_a_verdict_against_a_reference_at_chance_is_named_with_it():
+    """A review found the CIFAR split's two *better* against entropic/mahalanobis (mean under half its
+    accuracy, interval reaching above) printed without the caveat the wholly-below rows get."""
+    from agnostophobia.experiments.benchmark_summary import _below_chance_said
+
+    source = [_row(REFERENCE_APPROACH, REFERENCE_DETECTOR, [0.9895, 0.9900, 0.9905], [0.99] * 3),
+              _row(REFERENCE_APPROACH, "max-logit", [0.10, 0.45, 0.90], [0.99] * 3),  # mean under half, interval above
+              _row("softmax", "max-logit", [0.97, 0.96, 0.98], [0.99] * 3)]
+    result = summarise(source, min_accuracy=0.985)
+    verdicts = [t for tests in result["tests"].values() for t in tests if t["against"] == "entropic/max-logit"]
+    assert verdicts, result["tests"]  # softmax/max-logit is compared with it
+    for verdict in ("better", "not resolved"):
+        for t in verdicts:
+            t["decision"] = verdict
+        said = _below_chance_said(result)[0]
+        assert said.startswith("Below chance") and "1 with its mean: entropic/max-logit." in said
+        assert ("reads a reference whose mean lies at or below chance: softmax/max-logit." in said) == (verdict == "better")

@@ -123,7 +123,8 @@ def ranking_metric(rows: List[Dict]) -> Dict:
                f"over {best['approaches']} converged approaches")
     else:
         chosen = DEFAULT_RANKING_METRIC
-        why = "fewer than two converged approaches trained on every seed: the paper's linear OSCR area"
+        why = ("fewer than two converged approaches trained on every seed on the known classes only (the rule "
+               "does not read the rows trained on negatives): the paper's linear OSCR area")
     return {"chosen": chosen, "title": RANKING_CANDIDATES[chosen], "rule": RANKING_RULE, "why": why,
             "split": "val", "candidates": candidates}
 

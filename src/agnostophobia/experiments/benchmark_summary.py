@@ -135,25 +135,31 @@ def _margins_said(result: Dict) -> List[str]:
 
 def _agreement_said(result: Dict) -> List[str]:
     """How far validation's order of the ranked rows agrees with test's on the ranking metric (Spearman's
-    rank correlation; test: the mean over seeds of the mean over D_a sets), and where validation's first
-    row stands on test: the ranks and bold marks are validation's choices, and this says how far they
-    carry to the test sets' unknowns, which validation does not hold."""
+    rank correlation; test: the mean over seeds of the mean over the D_a sets the tests read), within
+    each group the page ranks apart (trained on the knowns only, on negatives): pooled, the gap between
+    the groups would make most of it. And where each group's first row stands on test: the ranks and
+    bold marks are validation's choices, and this says how far they carry to the test sets' unknowns,
+    which validation does not hold."""
     metric, title = result["ranking"]["chosen"], result["ranking"]["title"]
-    rows = [r for r in result["rows"] if r["rank"] is not None and r["val"].get(metric) is not None]
-    if len(rows) < 3:
+    said = []
+    for seen in (False, True):
+        rows = [r for r in result["rows"] if r["rank"] is not None and saw_negatives(r) == seen
+                and r["val"].get(metric) is not None]  # in the page's order: its first row is the group's rank 1
+        val = np.array([r["val"][metric] for r in rows])
+        test = np.array([float(np.mean(r["mean_da_per_seed"][metric])) for r in rows])
+        if len(rows) < 3 or np.ptp(val) == 0 or np.ptp(test) == 0:
+            continue
+        rho = float(stats.spearmanr(val, test).statistic)
+        place = int(np.sum(test > test[0])) + 1
+        group = _group_said(rows) if seen else " trained on the knowns only"
+        said.append(f"{len(rows)} rows{group}: {rho:.2f}, their first ({rows[0]['row']}) {place} of {len(rows)} on test")
+    if not said:
         return []
-    val = np.array([r["val"][metric] for r in rows])
-    test = np.array([float(np.mean(r["mean_da_per_seed"][metric])) for r in rows])
-    if np.ptp(val) == 0 or np.ptp(test) == 0:
-        return []
-    rho = float(stats.spearmanr(val, test).statistic)
-    first = int(np.argmax(val))  # ties: the first in the table's (validation's) order
-    place = int(np.sum(test > test[first])) + 1
-    return [f"Validation and test order the {len(rows)} ranked rows with Spearman's rank correlation "
-            f"{rho:.2f} on the {title} (validation: held-out knowns and negatives; test: the mean over the D_a "
-            f"sets): the row first on validation, {rows[first]['row']}, ranks {place} of {len(rows)} on test. The "
-            f"ranks and bold marks on this page are validation's choices; this says how far they carry to the "
-            f"test sets' unknowns."]
+    near = "near " if result.get("far_sets") else ""
+    return [f"Validation's order against test's, by Spearman's rank correlation on the {title} within each "
+            f"group ranked apart (validation: held-out knowns and negatives; test: the mean over the {near}D_a sets "
+            f"the tests read), and where the group's first row ranks on test: {'; '.join(said)}. The ranks and bold marks on this page are "
+            f"validation's choices; this says how far they carry to the test sets' unknowns."]
 
 
 def _seeds_below_said(result: Dict) -> List[str]:
@@ -269,6 +275,11 @@ def _below_chance_said(result: Dict) -> List[str]:
     if not below and not crossing:
         return []
     named = f"{', '.join(crossing[:5])}{f' and {len(crossing) - 5} more' if len(crossing) > 5 else ''}."
+    against = [t["row"] for tests in result["tests"].values() for t in tests
+               if t["against"] in crossing and t["decision"] in (BETTER, WORSE)]
+    if against:  # a verdict against a reference at chance says more of that reference than of the row
+        named += (f" A *better* or *worse* against {'it' if len(crossing) == 1 else 'one of them'} reads a reference "
+                  f"whose mean lies at or below chance: {', '.join(against)}.")
     if not below:  # none wholly below: the rows whose mean is, named all the same (a test against them reads it)
         return [f"Below chance, among the converged rows (the mean D_a OSCR under half the closed-set accuracy, where "
                 f"a score blind to the unknowns lies): none with its whole 95 % interval over seeds; "
