@@ -285,9 +285,12 @@ def _validation_intro(summary: Dict) -> str:
 
 def _cells_intro(summary: Dict) -> str:
     which = _which_seeds(summary.get("seeds"))
+    papers = ("The papers that report these splits (ARPL, TPAMI 2021; CAC, WACV 2021; Vaze et al., ICLR 2022; "
+              "OpenAUC, NeurIPS 2022) give their means over the splits in tables that could not be read here, so "
+              "none of their numbers is entered. ")
     published = ("published: another run's number beside the row (a paper's table or a rerun of its authors' code), "
                  "its source numbered below. " if summary.get("published_sources") else
-                 "No number another run published on this protocol could be read here, so no row shows one. ")
+                 "No number another run published on this protocol could be read here, so no row shows one. ") + papers
     return (f"Splits {', '.join(map(str, summary['splits']))}; each split's own report is `split-K/benchmark.md`. "
             "Each row is an approach with its paper's detector (and softmax's network with the maximum logit, MLS, "
             f"as Vaze et al. report it). A number per split is {which}, and the last columns are the mean ± sample "
