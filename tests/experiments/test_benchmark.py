@@ -1159,3 +1159,26 @@ def test_a_verdict_against_a_reference_at_chance_is_named_with_it():
         said = _below_chance_said(result)[0]
         assert said.startswith("Below chance") and "1 with its mean: entropic/max-logit." in said
         assert ("reads a reference whose mean lies at or below chance: softmax/max-logit." in said) == (verdict == "better")
+
+
+def test_a_score_the_paper_reports_as_its_own_row_is_in_the_primary_family():
+    """A review found the paper's best CIFAR row, Scaled Objectosphere (Table 2), tested only in the
+    secondary families. It is declared beside its loss (``papers_other_detectors``) and tested against
+    Entropic Open-Set with its paper's detector in the primary family, where its report shows it."""
+    from agnostophobia.losses import LOSSES
+
+    assert LOSSES.get("objectosphere").papers_other_detectors == ("objectosphere-scaled",)
+    source = [_row(REFERENCE_APPROACH, REFERENCE_DETECTOR, [0.60, 0.62, 0.61], [0.99] * 3),
+              _row(REFERENCE_APPROACH, "objectosphere-scaled", [0.61, 0.63, 0.62], [0.99] * 3),
+              _row("objectosphere", REFERENCE_DETECTOR, [0.60, 0.63, 0.61], [0.99] * 3),
+              _row("objectosphere", "objectosphere-scaled", [0.70, 0.71, 0.72], [0.99] * 3),
+              _row("objectosphere", "max-logit", [0.50, 0.51, 0.52], [0.99] * 3)]
+    result = summarise(source, min_accuracy=0.985)
+    primary = {(t["row"], t["against"]) for t in result["tests"]["primary"]}
+    assert primary == {("objectosphere/softmax", "entropic/softmax"),
+                       ("objectosphere/objectosphere-scaled", "entropic/softmax")}
+    approaches = {(t["row"], t["against"]) for t in result["tests"]["approaches"]}
+    assert ("objectosphere/objectosphere-scaled", "entropic/objectosphere-scaled") in approaches  # same detector
+    assert not any(against == "entropic/softmax" for _, against in approaches)  # the primary pairs not repeated
+    text = _report(result)
+    assert "Scaled Objectosphere" in text

@@ -12,7 +12,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from agnostophobia.detectors import DETECTORS
-from agnostophobia.experiments.benchmark_rows import (REFERENCE_DETECTOR, REFERENCE_NAMES, is_papers_detector,
+from agnostophobia.experiments.benchmark_rows import (REFERENCE_DETECTOR, REFERENCE_NAMES, in_primary_family,
                                                       papers_detector, rankable, ranked_sets, seeds_said)
 from agnostophobia.metrics import (NOT_RESOLVED, decide, oscr_area_resamples, paired_difference, resample_weights,
                                    resampled_se, smallest_resolved_difference)
@@ -33,7 +33,8 @@ BOOTSTRAP_SEED = 55
 #: :func:`~agnostophobia.experiments.benchmark_rows.reference_approach`).
 FAMILIES = {
     "primary": ("primary", "each approach with its paper's detector against {reference} with its paper's, "
-                           "{reference_detector}"),
+                           "{reference_detector}, and any other score a paper reports as a row of its own (Scaled "
+                           "Objectosphere)"),
     "approaches": ("secondary: approaches", "each approach against {reference} with the same detector, for "
                                             "the pairs the primary family does not compare"),
     "detectors": ("secondary: detectors", "each detector against max-softmax on the same network"),
@@ -94,14 +95,14 @@ def _pairs(rows: List[Dict], family: str, reference: str) -> List[Tuple[Dict, Di
         if not rankable(row):
             continue
         if family == "primary":
-            if row["approach"] == reference or not is_papers_detector(row["approach"], row["detector"]):
+            if row["approach"] == reference or not in_primary_family(row["approach"], row["detector"]):
                 continue
             base = primary_reference
         elif family == "approaches":
             if row["approach"] == reference:
                 continue
             base = by_key.get((reference, row["detector"]))
-            if base is not None and base is primary_reference and is_papers_detector(row["approach"], row["detector"]):
+            if base is not None and base is primary_reference and in_primary_family(row["approach"], row["detector"]):
                 continue  # the same comparison is in the primary family
         else:
             if row["detector"] == REFERENCE_DETECTOR:

@@ -119,6 +119,15 @@ def is_papers_detector(approach: str, detector: str) -> bool:
     return detector == papers_detector(approach)
 
 
+def in_primary_family(approach: str, detector: str) -> bool:
+    """Whether the benchmark's primary family tests ``approach`` with ``detector``: its paper's
+    detector (:func:`is_papers_detector`), or another score its paper reports as a row of its own
+    (its loss's ``papers_other_detectors``, e.g. Scaled Objectosphere)."""
+    from agnostophobia.losses import LOSSES
+
+    return is_papers_detector(approach, detector) or detector in LOSSES.get(approach).papers_other_detectors
+
+
 def papers_rows(rows: List[Dict]) -> List[Dict]:
     """The rows of each approach with its paper's detector (:func:`is_papers_detector`), ranked."""
     return [r for r in rows if is_papers_detector(r["approach"], r["detector"])]

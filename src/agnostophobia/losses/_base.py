@@ -113,7 +113,8 @@ class OpenSetLoss(DeclaresSettings, nn.Module):
     thresholding does not), ``background_class`` (one logit more than known classes, the
     background class, last), ``mean_per_term`` (``'mean'`` averages knowns and unknowns each over
     their own count, as Outlier Exposure and its successors do), ``default_detector`` (the score
-    its paper thresholds), ``batches_over_seeds`` (False for a loss whose step keeps state or draws
+    its paper thresholds), ``papers_other_detectors`` (other scores its paper reports as rows of their own),
+    ``batches_over_seeds`` (False for a loss whose step keeps state or draws
     on the host: ``batched_seeds`` then trains its seeds one by one), ``replays_in_cuda_graph``
     (False where one captured step cannot stand for every step: ``cuda_graph: true`` is refused),
     ``fine_tune`` (a :class:`~agnostophobia.losses.FineTune` recipe where the approach starts from another approach's
@@ -165,6 +166,9 @@ class OpenSetLoss(DeclaresSettings, nn.Module):
     background_class: bool = False
     mean_per_term: bool = False
     default_detector: str = "softmax"
+    #: Other scores the approach's paper reports as its own rows beside ``default_detector`` (e.g.
+    #: objectosphere's Scaled Objectosphere, Table 2): the benchmark's primary family tests them too.
+    papers_other_detectors: Tuple[str, ...] = ()
     batches_over_seeds: bool = True
     replays_in_cuda_graph: bool = True
     #: Where set (a :class:`~agnostophobia.losses.FineTune`), the approach fine-tunes the same seed's

@@ -60,6 +60,9 @@ class ObjectosphereLoss(OpenSetLoss):
     title = "Objectosphere"  # display name in reports and figures
     uses_features = True
     trains_on_unknowns = True
+    # Sec. 5: "we also test the scaled objectosphere approach"; Table 2's row "Scaled Objecto" (CIFAR: shown
+    # where better than Objectosphere, which it was not on LeNet++)
+    papers_other_detectors = ("objectosphere-scaled",)
     xi = Setting(float, 50.0, low=0, grid=(10.0, 50.0, 100.0),
                  doc="the feature magnitude known samples are pushed beyond (Eq. 2)",
                  source="Vastlab/Reducing-Network-Agnostophobia, MNIST/Mnist_Training.py: "
