@@ -74,7 +74,7 @@ def what_the_data_says(result: Dict) -> List[str]:
     lines = []
     ranking = result["ranking"]
     for seen in (False, True):
-        ranked = [r for r in rows if r["rank"] is not None and saw_negatives(r) == seen]
+        ranked = _ranked_group(rows, seen)
         if ranked:
             lines.append(_best_said(ranked, ranking, _group_said(ranked) if seen else ""))
     lines += _separation_said(ranking) + _agreement_said(result)
@@ -143,8 +143,8 @@ def _agreement_said(result: Dict) -> List[str]:
     metric, title = result["ranking"]["chosen"], result["ranking"]["title"]
     said = []
     for seen in (False, True):
-        rows = [r for r in result["rows"] if r["rank"] is not None and saw_negatives(r) == seen
-                and r["val"].get(metric) is not None]  # in the page's order: its first row is the group's rank 1
+        # in the page's order: its first row is the group's rank 1
+        rows = [r for r in _ranked_group(result["rows"], seen) if r["val"].get(metric) is not None]
         val = np.array([r["val"][metric] for r in rows])
         test = np.array([float(np.mean(r["mean_da_per_seed"][metric])) for r in rows])
         if len(rows) < 3 or np.ptp(val) == 0 or np.ptp(test) == 0:
@@ -152,14 +152,16 @@ def _agreement_said(result: Dict) -> List[str]:
         rho = float(stats.spearmanr(val, test).statistic)
         place = int(np.sum(test > test[0])) + 1
         group = _group_said(rows) if seen else " trained on the knowns only"
-        said.append(f"{len(rows)} rows{group}: {rho:.2f}, their first ({rows[0]['row']}) {place} of {len(rows)} on test")
+        said.append(f"{len(rows)} rows{group}: {rho:.2f}, their first ({rows[0]['row']}) {place} of {len(rows)} "
+                    f"on test")
     if not said:
         return []
     near = "near " if result.get("far_sets") else ""
     return [f"Validation's order against test's, by Spearman's rank correlation on the {title} within each "
             f"group ranked apart (validation: held-out knowns and negatives; test: the mean over the {near}D_a sets "
-            f"the tests read), and where the group's first row ranks on test: {'; '.join(said)}. The ranks and bold marks on this page are "
-            f"validation's choices; this says how far they carry to the test sets' unknowns."]
+            f"the tests read), and where the group's first row ranks on test: {'; '.join(said)}. The ranks and "
+            f"bold marks on this page are validation's choices; this says how far they carry to the test sets' "
+            f"unknowns."]
 
 
 def _seeds_below_said(result: Dict) -> List[str]:
@@ -178,6 +180,11 @@ def _seeds_below_said(result: Dict) -> List[str]:
         return []
     return [f"Converged by the rule (the mean closed-set accuracy over seeds on the validation knowns at least "
             f"{threshold}), with single seeds below it; seeds at or above it: {', '.join(said.values())}."]
+
+
+def _ranked_group(rows: List[Dict], seen: bool) -> List[Dict]:
+    """The ranked rows of one group the page ranks apart (trained on negatives or not), in its order."""
+    return [r for r in rows if r["rank"] is not None and saw_negatives(r) == seen]
 
 
 def _group_said(ranked: List[Dict]) -> str:
