@@ -7,7 +7,7 @@ which networks did not converge (and which converged with single seeds below the
 where ties decide."""
 from __future__ import annotations
 
-from typing import Dict, List, Optional
+from typing import Dict, List, NamedTuple, Optional
 
 import numpy as np
 from scipy import stats
@@ -133,15 +133,23 @@ def _margins_said(result: Dict) -> List[str]:
             f"equivalent / not resolved; Holm's p do not depend on the margin): {families}."]
 
 
-def _agreement_said(result: Dict) -> List[str]:
+class Agreement(NamedTuple):
+    """Validation's order of one group of ranked rows against test's (:func:`validation_test_agreement`)."""
+
+    negatives: bool  # the group trained on negatives (else on the knowns only)
+    rows: int  # how many ranked rows the group holds
+    rho: float  # Spearman's rank correlation of their validation and test values
+    first: str  # the group's first row on validation
+    place: int  # where that row ranks on test, 1 the best
+
+
+def validation_test_agreement(result: Dict) -> List[Agreement]:
     """How far validation's order of the ranked rows agrees with test's on the ranking metric (Spearman's
     rank correlation; test: the mean over seeds of the mean over the D_a sets the tests read), within
     each group the page ranks apart (trained on the knowns only, on negatives): pooled, the gap between
-    the groups would make most of it. And where each group's first row stands on test: the ranks and
-    bold marks are validation's choices, and this says how far they carry to the test sets' unknowns,
-    which validation does not hold."""
-    metric, title = result["ranking"]["chosen"], result["ranking"]["title"]
-    said = []
+    the groups would make most of it. A group of fewer than 3 rows, or without spread, has none."""
+    metric = result["ranking"]["chosen"]
+    agreements = []
     for seen in (False, True):
         # in the page's order: its first row is the group's rank 1
         rows = [r for r in _ranked_group(result["rows"], seen) if r["val"].get(metric) is not None]
@@ -149,19 +157,28 @@ def _agreement_said(result: Dict) -> List[str]:
         test = np.array([float(np.mean(r["mean_da_per_seed"][metric])) for r in rows])
         if len(rows) < 3 or np.ptp(val) == 0 or np.ptp(test) == 0:
             continue
-        rho = float(stats.spearmanr(val, test).statistic)
-        place = int(np.sum(test > test[0])) + 1
-        group = _group_said(rows) if seen else " trained on the knowns only"
-        said.append(f"{len(rows)} rows{group}: {rho:.2f}, their first ({rows[0]['row']}) {place} of {len(rows)} "
-                    f"on test")
+        agreements.append(Agreement(seen, len(rows), float(stats.spearmanr(val, test).statistic),
+                                    rows[0]["row"], int(np.sum(test > test[0])) + 1))
+    return agreements
+
+
+def _agreement_said(result: Dict) -> List[str]:
+    """:func:`validation_test_agreement` in words, and where each group's first row stands on test: the
+    ranks and bold marks are validation's choices, and this says how far they carry to the test sets'
+    unknowns, which validation does not hold."""
+    said = []
+    for a in validation_test_agreement(result):
+        ranked = _ranked_group(result["rows"], a.negatives)
+        group = _group_said(ranked) if a.negatives else " trained on the knowns only"
+        said.append(f"{a.rows} rows{group}: {a.rho:.2f}, their first ({a.first}) {a.place} of {a.rows} on test")
     if not said:
         return []
     near = "near " if result.get("far_sets") else ""
-    return [f"Validation's order against test's, by Spearman's rank correlation on the {title} within each "
-            f"group ranked apart (validation: held-out knowns and negatives; test: the mean over the {near}D_a sets "
-            f"the tests read), and where the group's first row ranks on test: {'; '.join(said)}. The ranks and "
-            f"bold marks on this page are validation's choices; this says how far they carry to the test sets' "
-            f"unknowns."]
+    return [f"Validation's order against test's, by Spearman's rank correlation on the {result['ranking']['title']} "
+            f"within each group ranked apart (validation: held-out knowns and negatives; test: the mean over the "
+            f"{near}D_a sets the tests read), and where the group's first row ranks on test: {'; '.join(said)}. "
+            f"The ranks and bold marks on this page are validation's choices; this says how far they carry to the "
+            f"test sets' unknowns."]
 
 
 def _seeds_below_said(result: Dict) -> List[str]:
