@@ -49,7 +49,13 @@ exclude_patterns = ["_build", "Thumbs.db", ".DS_Store", "gallery/*.py", "gallery
 templates_path = ["_templates"]
 
 # --- Markdown (myst) --------------------------------------------------------------------------
-myst_enable_extensions = ["dollarmath", "amsmath", "colon_fence", "deflist"]
+myst_enable_extensions = ["dollarmath", "amsmath", "colon_fence", "deflist", "substitution"]
+# The overview's numbers from the published runs, computed from their committed benchmark.json: the
+# page writes {{ name }} (docs/result_facts.py), so that none of them is typed by hand.
+sys.path.insert(0, str(HERE))
+from result_facts import facts  # noqa: E402
+
+myst_substitutions = facts()
 myst_heading_anchors = 4  # the existing pages link to their sections as GitHub does (#what-is-staged-...)
 # No smart quotes or dashes: "--epochs" stays "--epochs" and quotes stay straight wherever text is
 # not marked as code (sphinx-argparse puts help text and flags in plain paragraphs), so that what a

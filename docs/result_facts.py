@@ -1,0 +1,350 @@
+"""The numbers the benchmark overview (``guide/benchmark.md``) cites from the published runs, computed
+from their committed ``benchmark.json`` (:data:`result_pages.PAGES`): the page writes ``{{ name }}``
+and Sphinx fills it in (myst-parser's substitutions, set up in ``conf.py``), so that no result on it
+is typed by hand. A test (``tests/repository/test_result_facts.py``) fails where a page names a
+number this module does not compute, where one it computes is cited nowhere, or where a section
+that cites results types a decimal number by hand.
+
+Print every number and its value::
+
+    python docs/result_facts.py
+"""
+from __future__ import annotations
+
+import json
+import sys
+from functools import lru_cache
+from pathlib import Path
+from typing import Callable, Dict, List, Sequence
+
+import numpy as np
+from scipy import stats
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from result_pages import DOCS, PAGES  # noqa: E402
+
+#: The parts of the CIFAR-10 split, in the order they were run; each is its own published run.
+CIFAR_PARTS = ("bench-cifar-5", "bench-cifar-5-paper", "bench-cifar-5-more", "bench-cifar-5-ft",
+               "bench-cifar-5-energy-ft", "bench-cifar-5-mixoe-ft")
+FINE_TUNE_PARTS = {"bench-cifar-5-ft": "outlier-exposure-ft", "bench-cifar-5-energy-ft": "energy-regularized-ft",
+                   "bench-cifar-5-mixoe-ft": "mixoe-ft"}
+
+
+@lru_cache(maxsize=None)
+def run(label: str) -> Dict:
+    """The committed benchmark.json of published run ``label``."""
+    return json.loads((DOCS / PAGES[label].results).read_text(encoding="utf-8"))
+
+
+def row(label: str, name: str) -> Dict:
+    """Row ``name`` ("approach" for its paper's detector, else "approach/detector") of run ``label``."""
+    matches = [r for r in run(label)["rows"] if r["row"] == name]
+    if len(matches) != 1:
+        raise KeyError(f"{label}: no single row {name!r}")
+    return matches[0]
+
+
+def paper_row(label: str, approach: str) -> Dict:
+    """Run ``label``'s row of ``approach`` with its paper's detector."""
+    from agnostophobia.experiments.benchmark_rows import papers_detector
+
+    return next(r for r in run(label)["rows"]
+                if r["approach"] == approach and r["detector"] == papers_detector(approach))
+
+
+def near_da(label: str, name: str) -> float:
+    """The mean over seeds of a row's mean OSCR area over the D_a sets its tests read."""
+    return float(np.mean(row(label, name)["mean_oscr_per_seed"]))
+
+
+def test(label: str, family: str, name: str, against: str) -> Dict:
+    """The comparison of row ``name`` with ``against`` in ``family`` of run ``label``."""
+    return next(t for t in run(label)["tests"][family] if t["row"] == name and t["against"] == against)
+
+
+def val_accuracy(label: str, approach: str) -> float:
+    """An approach's closed-set accuracy on the validation knowns, mean over seeds."""
+    return run(label)["accuracy"][approach]["val"]["mean"]
+
+
+def seed_accuracies(label: str, approach: str, split: str = "val") -> List[float]:
+    """An approach's closed-set accuracy on ``split`` per seed."""
+    return paper_row(label, approach)["accuracy_per_seed"][split]
+
+
+def num(x: float, digits: int = 3) -> str:
+    """``x`` as the page prints it, with a true minus sign."""
+    return f"{x:.{digits}f}".replace("-", "−")
+
+
+def signed(x: float, digits: int = 3) -> str:
+    return f"{x:+.{digits}f}".replace("-", "−")
+
+
+def span(values: Sequence[float], digits: int = 3) -> str:
+    return f"{num(min(values), digits)}-{num(max(values), digits)}"
+
+
+def t_interval(differences: Sequence[float]) -> str:
+    """The 95 % t interval over seeds of the mean of ``differences``, as ``[low, high]``."""
+    from agnostophobia.metrics import seed_interval
+
+    interval = seed_interval(differences)
+    return f"[{num(interval.low)}, {num(interval.high)}]"
+
+
+def paired(label_a: str, name_a: str, label_b: str, name_b: str) -> np.ndarray:
+    """Per seed, row ``name_a`` of run ``label_a`` minus row ``name_b`` of ``label_b`` (near D_a OSCR)."""
+    a, b = row(label_a, name_a), row(label_b, name_b)
+    if a["seeds"] != b["seeds"]:
+        raise ValueError(f"{label_a}/{name_a} and {label_b}/{name_b} hold different seeds")
+    return np.asarray(a["mean_oscr_per_seed"]) - np.asarray(b["mean_oscr_per_seed"])
+
+
+def seed_sd_median(label: str, converged_only: bool) -> float:
+    """The median over the approaches with their papers' detectors of the seed standard deviation of
+    the mean D_a OSCR area."""
+    approaches = sorted({r["approach"] for r in run(label)["rows"]})
+    sds = [np.std(r["mean_oscr_per_seed"], ddof=1) for r in (paper_row(label, a) for a in approaches)
+           if r["converged"] or not converged_only]
+    return float(np.median(sds))
+
+
+def resolved(label: str, family: str) -> str:
+    return num(run(label)["families"][family]["resolution"]["smallest_resolved"])
+
+
+def family_size(label: str, family: str) -> str:
+    return str(run(label)["families"][family]["resolution"]["tests"])
+
+
+def ranking_separation(label: str, candidate: str) -> str:
+    """A ranking candidate's median separation on validation, in half-widths."""
+    return next(f"{c['median_separation']:.2f}" for c in run(label)["ranking"]["candidates"]["val"]
+                if c["metric"] == candidate)
+
+
+def agreement(label: str, negatives: bool) -> str:
+    """Spearman's correlation of validation's and test's order within one group the page ranks apart."""
+    from agnostophobia.experiments.benchmark_summary import validation_test_agreement
+
+    return next(num(a.rho, 2) for a in validation_test_agreement(run(label)) if a.negatives == negatives)
+
+
+def pooled_primary() -> Dict[str, float]:
+    """The CIFAR split's distinct primary tests (parts that share networks repeat a test) in one Holm
+    family: the largest Holm p of a *worse* and the smallest of a *not resolved*."""
+    from agnostophobia.metrics import holm
+
+    distinct = {}
+    for label in CIFAR_PARTS:
+        for t in run(label)["tests"]["primary"]:
+            distinct[(t["row"], t["against"], round(t["difference"], 12), round(t["se"], 12))] = t
+    tests = list(distinct.values())
+    pooled = holm([t["p"] for t in tests])
+    return {"tests": len(tests),
+            "worse": max(p for p, t in zip(pooled, tests) if t["decision"] == "worse"),
+            "not_resolved": min(p for p, t in zip(pooled, tests) if t["decision"] == "not resolved"),
+            "changed": sum((p < 0.05) != (t["p_holm"] < 0.05) for p, t in zip(pooled, tests))}
+
+
+def holm_strictest_t(tests: int, seeds: int, digits: int = 1) -> str:
+    """The t a difference needs at Holm's strictest step (two-sided 0.05 / ``tests``) with ``seeds`` - 1
+    degrees of freedom."""
+    from agnostophobia.experiments.benchmark_comparisons import ALPHA
+
+    return f"{stats.t.ppf(1 - ALPHA / tests / 2, seeds - 1):.{digits}f}"
+
+
+def equivalence_se(seeds: int) -> float:
+    """The largest standard error at which a difference of 0 is shown equivalent within the margin over
+    ``seeds`` seeds: the 90 % t interval's half-width equal to the margin."""
+    from agnostophobia.experiments.benchmark_comparisons import ALPHA, MARGIN
+
+    return MARGIN / stats.t.ppf(1 - ALPHA, seeds - 1)
+
+
+def negatives_spread(label: str) -> float:
+    """The range of the near D_a OSCR areas of the converged approaches trained with negatives, each with
+    its paper's detector."""
+    from agnostophobia.experiments.benchmark_ranking import saw_negatives
+
+    rows = [paper_row(label, a) for a in sorted({r["approach"] for r in run(label)["rows"]})]
+    return float(np.ptp([np.mean(r["mean_oscr_per_seed"]) for r in rows if r["converged"] and saw_negatives(r)]))
+
+
+def projected_resolution(label: str, family: str, seeds: int) -> float:
+    """The smallest difference a family of a 3-seed run would resolve at ``seeds`` seeds: each test's
+    seeds' part of the standard error scaled by sqrt(3 / seeds), its test samples' part kept, at the
+    family's median (:func:`~agnostophobia.metrics.smallest_resolved_difference`)."""
+    from agnostophobia.experiments.benchmark_comparisons import MARGIN
+    from agnostophobia.metrics import smallest_resolved_difference
+
+    tests = run(label)["tests"][family]
+    se = np.median([np.hypot(t["se_seeds"] * np.sqrt(run(label)["seeds"] / seeds), t["se_samples"]) for t in tests])
+    return smallest_resolved_difference(se, seeds, family_size=len(tests), margin=MARGIN)
+
+
+def samples_floor(label: str, family: str) -> float:
+    """What the test samples alone let a family resolve: Holm's strictest step (normal quantile, as with
+    endless seeds) times the family's median samples' standard error."""
+    from agnostophobia.experiments.benchmark_comparisons import ALPHA
+
+    tests = run(label)["tests"][family]
+    return float(stats.norm.ppf(1 - ALPHA / len(tests) / 2) * np.median([t["se_samples"] for t in tests]))
+
+
+def verdicts(label: str, family: str, times: int) -> int:
+    """How many of a family's comparisons are better or worse at ``times`` the declared margin."""
+    from agnostophobia.experiments.benchmark_comparisons import MARGIN
+    from agnostophobia.experiments.benchmark_summary import verdicts_at
+
+    return verdicts_at(run(label)["tests"][family], times * MARGIN)["resolved"]
+
+
+def _fine_tune_drop() -> List[float]:
+    """Per seed, how far each fine-tune lowered its softmax start network's validation accuracy."""
+    drops = []
+    for label, approach in FINE_TUNE_PARTS.items():
+        drops += list(np.asarray(seed_accuracies(label, "softmax")) - np.asarray(seed_accuracies(label, approach)))
+    return drops
+
+
+FACTS: Dict[str, Callable[[], str]] = {
+    # "How to read the report": the margin against the seeds' spread, and the CIFAR split's EOS rerun
+    "osrmnist_seed_sd": lambda: num(seed_sd_median("bench-osr-mnist-split-0", True), 4),
+    "osrmnist_seed_sd_all": lambda: num(seed_sd_median("bench-osr-mnist-split-0", False), 4),
+    "osrmnist_logitnorm_sd": lambda: num(np.std(paper_row("bench-osr-mnist-split-0", "logitnorm")
+                                                ["mean_oscr_per_seed"], ddof=1)),
+    "osrcifar_seed_sd": lambda: num(seed_sd_median("bench-osr-cifar10-split-0", True), 4),
+    "cifar_softmax_seed_sd": lambda: num(np.std(paper_row("bench-cifar-5", "softmax")["mean_oscr_per_seed"],
+                                                ddof=1)),
+    "eos_rerun_shift": lambda: num(-paired("bench-cifar-5-paper", "entropic", "bench-cifar-5", "entropic").mean()),
+    "eos_rerun_interval": lambda: t_interval(-paired("bench-cifar-5-paper", "entropic", "bench-cifar-5", "entropic")),
+    "eos_rerun_val_first": lambda: num(val_accuracy("bench-cifar-5", "entropic")),
+    "eos_rerun_val_second": lambda: num(val_accuracy("bench-cifar-5-paper", "entropic")),
+    "eos_rerun_db_first": lambda: num(np.mean(paper_row("bench-cifar-5", "entropic")["test"]["cifar10-horse-ship"]
+                                              ["oscr"]["mean"])),
+    "eos_rerun_db_second": lambda: num(np.mean(paper_row("bench-cifar-5-paper", "entropic")["test"]
+                                               ["cifar10-horse-ship"]["oscr"]["mean"])),
+    "eos_rerun_val_seed_moved": lambda: num(np.max(np.abs(np.subtract(seed_accuracies("bench-cifar-5", "entropic"),
+                                                                      seed_accuracies("bench-cifar-5-paper",
+                                                                                      "entropic"))))),
+    # what 5 seeds would resolve, projected from the 3-seed split-0 runs, and the test samples' floor
+    **{f"proj_{tag}_{family}_{seeds}": (lambda label=label, family=family, seeds=seeds:
+                                         num(projected_resolution(label, family, seeds)))
+       for tag, label in (("osrmnist", "bench-osr-mnist-split-0"), ("osrcifar", "bench-osr-cifar10-split-0"))
+       for family in ("primary", "approaches", "detectors") for seeds in (3, 5, 10)},
+    **{f"{tag}_{family}_tests": (lambda label=label, family=family: family_size(label, family))
+       for tag, label in (("osrmnist", "bench-osr-mnist-split-0"), ("osrcifar", "bench-osr-cifar10-split-0"))
+       for family in ("primary", "approaches", "detectors")},
+    "floor_osrmnist": lambda: span([samples_floor("bench-osr-mnist-split-0", f) for f in ("primary", "approaches",
+                                                                                          "detectors")]),
+    "floor_osrcifar": lambda: span([samples_floor("bench-osr-cifar10-split-0", f) for f in ("primary", "approaches",
+                                                                                            "detectors")]),
+    "floor_osrcifar_secondary": lambda: span([samples_floor("bench-osr-cifar10-split-0", f)
+                                              for f in ("approaches", "detectors")], 4),
+    "holm_t_150_3_seeds": lambda: f"{float(holm_strictest_t(150, 3)):.0f}",
+    "holm_t_5_5_seeds": lambda: holm_strictest_t(5, 5, 2),
+    "holm_t_79_5_seeds": lambda: holm_strictest_t(79, 5, 2),
+    "equivalence_se_3_seeds": lambda: num(equivalence_se(3), 4),
+    "proj_primary_5": lambda: span([projected_resolution(label, "primary", 5)
+                                    for label in ("bench-osr-mnist-split-0", "bench-osr-cifar10-split-0")]),
+    "proj_secondary_5": lambda: span([projected_resolution(label, family, 5)
+                                      for label in ("bench-osr-mnist-split-0", "bench-osr-cifar10-split-0")
+                                      for family in ("approaches", "detectors")]),
+    # the margin decided again on the CIFAR split: its secondary better or worse, at the margin and at 4 times it
+    **{f"cifar_{family}_resolved_at_{times}": (lambda family=family, times=times: str(verdicts(
+        "bench-cifar-5", family, times)))
+       for family in ("approaches", "detectors") for times in (1, 4)},
+    "paper_lenet_ccr_top": lambda: span([run("bench-lenet-5")["paper"]["ccr"][unknowns][approach]["1e-1"]
+                                         for unknowns in run("bench-lenet-5")["paper"]["ccr"]
+                                         for approach in ("entropic", "objectosphere")]),
+    # the smallest difference each 5-seed run's families resolve
+    **{f"{tag}_{family}_{what}": (lambda label=label, family=family, what=what:
+                                  resolved(label, family) if what == "resolved" else family_size(label, family))
+       for tag, label in (("lenet", "bench-lenet-5"), ("cifar", "bench-cifar-5"))
+       for family in ("primary", "approaches", "detectors") for what in ("resolved", "tests")},
+    # the margin decided again (LeNet++'s two primary pairs it would call worse at half the margin)
+    "lenet_softmax_diff": lambda: signed(test("bench-lenet-5", "primary", "softmax", "entropic")["difference"], 4),
+    "lenet_softmax_holm": lambda: num(test("bench-lenet-5", "primary", "softmax", "entropic")["p_holm"], 2),
+    "lenet_energyft_diff": lambda: signed(test("bench-lenet-5", "primary", "energy-regularized-ft/energy",
+                                               "entropic")["difference"], 4),
+    "lenet_energyft_holm": lambda: num(test("bench-lenet-5", "primary", "energy-regularized-ft/energy",
+                                            "entropic")["p_holm"], 2),
+    # validation's order against test's (Spearman), per run and group ranked apart
+    **{f"agree_{tag}_{group}": (lambda label=label, negatives=(group == "neg"): agreement(label, negatives))
+       for tag, label in (("lenet", "bench-lenet-5"), ("cifar1", "bench-cifar-5"), ("cifar3", "bench-cifar-5-more"),
+                          ("cifar4", "bench-cifar-5-ft"), ("osrmnist", "bench-osr-mnist-split-0"),
+                          ("osrcifar", "bench-osr-cifar10-split-0"))
+       for group in ("knowns", "neg")},
+    "agree_cifar2_neg": lambda: agreement("bench-cifar-5-paper", True),
+    # what the ranking rule chose
+    **{f"sep_{tag}_{candidate}": (lambda label=label, candidate=candidate: ranking_separation(label, candidate))
+       for tag, label in (("lenet", "bench-lenet-5"), ("cifar", "bench-cifar-5"))
+       for candidate in ("oscr", "oscr_log", "auroc", "ccr_at_lowest_fpr")},
+    # the list of results
+    "lenet_negatives_spread": lambda: num(negatives_spread("bench-lenet-5")),
+    "lenet_energy_val": lambda: num(val_accuracy("bench-lenet-5", "energy-regularized")),
+    "lenet_logitnorm_val": lambda: num(val_accuracy("bench-lenet-5", "logitnorm")),
+    "holm_t_9_3_seeds": lambda: holm_strictest_t(9, 3),
+    "holm_t_9_5_seeds": lambda: holm_strictest_t(9, 5),
+    "cifar_arpl_val": lambda: num(val_accuracy("bench-cifar-5", "arpl")),
+    "cifar_arpl_val_seeds": lambda: span(seed_accuracies("bench-cifar-5", "arpl")),
+    "cifar_eos": lambda: num(near_da("bench-cifar-5", "entropic")),
+    "cifar_softmax": lambda: num(near_da("bench-cifar-5", "softmax")),
+    "cifar_cac": lambda: num(near_da("bench-cifar-5", paper_row("bench-cifar-5", "cac")["row"])),
+    "paper_val": lambda: span([val_accuracy("bench-cifar-5-paper", a)
+                               for a in ("entropic", "background", "objectosphere")]),
+    "paper_eos": lambda: num(near_da("bench-cifar-5-paper", "entropic")),
+    "paper_background": lambda: num(near_da("bench-cifar-5-paper", "background")),
+    "paper_objectosphere": lambda: num(near_da("bench-cifar-5-paper", "objectosphere")),
+    "scaled": lambda: num(near_da("bench-cifar-5-paper", "objectosphere-scaled")),
+    "scaled_val": lambda: num(row("bench-cifar-5-paper", "objectosphere-scaled")["val"]["oscr"]),
+    "scaled_val_eos": lambda: num(row("bench-cifar-5-paper", "entropic")["val"]["oscr"]),
+    "scaled_gain": lambda: signed(paired("bench-cifar-5-paper", "objectosphere-scaled",
+                                         "bench-cifar-5-paper", "entropic").mean()),
+    "scaled_gain_seeds": lambda: " to ".join(signed(x) for x in sorted(
+        paired("bench-cifar-5-paper", "objectosphere-scaled", "bench-cifar-5-paper", "entropic"))[::4]),
+    "scaled_gain_interval": lambda: t_interval(paired("bench-cifar-5-paper", "objectosphere-scaled",
+                                                      "bench-cifar-5-paper", "entropic")),
+    "scaled_vs_objectosphere": lambda: signed(test("bench-cifar-5-paper", "detectors", "objectosphere-scaled",
+                                                   "objectosphere")["difference"]),
+    "scaled_vs_objectosphere_holm": lambda: num(test("bench-cifar-5-paper", "detectors", "objectosphere-scaled",
+                                                     "objectosphere")["p_holm"]),
+    "scaled_vs_eos": lambda: signed(test("bench-cifar-5-paper", "approaches", "objectosphere-scaled",
+                                         "entropic/objectosphere-scaled")["difference"]),
+    "scaled_vs_eos_holm": lambda: num(test("bench-cifar-5-paper", "approaches", "objectosphere-scaled",
+                                           "entropic/objectosphere-scaled")["p_holm"], 2),
+    "more_maxent_val": lambda: num(val_accuracy("bench-cifar-5-more", "maximal-entropy")),
+    "more_vos_val": lambda: num(val_accuracy("bench-cifar-5-more", "vos")),
+    "more_logitnorm_val": lambda: num(val_accuracy("bench-cifar-5-more", "logitnorm")),
+    "more_eos": lambda: num(near_da("bench-cifar-5-more", "entropic")),
+    "more_maxent": lambda: num(near_da("bench-cifar-5-more",
+                                       paper_row("bench-cifar-5-more", "maximal-entropy")["row"])),
+    "more_vos": lambda: num(near_da("bench-cifar-5-more", paper_row("bench-cifar-5-more", "vos")["row"])),
+    "more_vos_low": lambda: num(min(paper_row("bench-cifar-5-more", "vos")["mean_oscr_per_seed"])),
+    "more_vos_others": lambda: span(sorted(paper_row("bench-cifar-5-more", "vos")["mean_oscr_per_seed"])[1:]),
+    **{f"ft_{approach.split('-')[0]}_{what}": (
+        lambda label=label, approach=approach, what=what:
+        num(val_accuracy(label, approach)) if what == "val" else num(near_da(label, paper_row(label, approach)["row"])))
+       for label, approach in FINE_TUNE_PARTS.items() for what in ("val", "oscr")},
+    "ft_drop": lambda: span(_fine_tune_drop()),
+    "ft_eos": lambda: num(near_da("bench-cifar-5-ft", "entropic")),
+    "ft_softmax": lambda: num(near_da("bench-cifar-5-ft", "softmax")),
+    "pooled_tests": lambda: str(pooled_primary()["tests"]),
+    "pooled_changed": lambda: (f"{pooled_primary()['changed']} decisions" if pooled_primary()["changed"]
+                               else "no decision"),
+    "pooled_worse": lambda: num(pooled_primary()["worse"], 4),
+    "pooled_not_resolved": lambda: num(pooled_primary()["not_resolved"], 2),
+}
+
+
+def facts() -> Dict[str, str]:
+    """Every number :data:`FACTS` names, computed from the committed runs."""
+    return {name: compute() for name, compute in FACTS.items()}
+
+
+if __name__ == "__main__":
+    for name, value in facts().items():
+        print(f"{name}: {value}")

@@ -1,0 +1,113 @@
+"""The benchmark overview cites the published runs' numbers through ``{{ name }}``, which the site
+build fills in from their committed benchmark.json (docs/result_facts.py), never typed by hand
+(issue 55 item 7): every name a page cites is computed, every computed number is cited, the sections
+that cite results hold no decimal typed by hand, and the numbers are what the runs hold."""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+from agnostophobia.experiments.benchmark_comparisons import ALPHA, MARGIN
+from agnostophobia.experiments.benchmark_report import PAPER_GAP
+from agnostophobia.experiments.benchmark_summary import CEILING_GAP, MARGINS_AGAIN
+from repo_paths import REPO as ROOT, load_module
+
+OVERVIEW = ROOT / "docs/guide/benchmark.md"
+#: The overview's sections that cite the published runs and may type no result by hand.
+COMPUTED_SECTIONS = ("## How to read the report", "## Choosing the ranking metric", "## Results")
+CITED = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
+
+
+@pytest.fixture(scope="module")
+def facts_module():
+    return load_module("result_facts", ROOT / "docs/result_facts.py")
+
+
+def _pages():
+    return {path: path.read_text(encoding="utf-8") for path in (ROOT / "docs").rglob("*.md")
+            if "_build" not in path.parts}
+
+
+def _section(text: str, heading: str) -> str:
+    start = text.index(f"\n{heading}\n")
+    end = text.find("\n## ", start + 1)
+    return text[start:end if end >= 0 else None]
+
+
+def test_every_cited_name_is_computed(facts_module):
+    unknown = {(path.relative_to(ROOT).as_posix(), name) for path, text in _pages().items()
+               for name in CITED.findall(text) if name not in facts_module.FACTS}
+    assert not unknown, f"pages cite numbers docs/result_facts.py does not compute: {sorted(unknown)}"
+
+
+def test_every_computed_number_is_cited(facts_module):
+    cited = {name for text in _pages().values() for name in CITED.findall(text)}
+    assert not set(facts_module.FACTS) - cited, f"computed and cited nowhere: {sorted(set(facts_module.FACTS) - cited)}"
+
+
+def test_each_number_computes_to_a_finite_value(facts_module):
+    for name, value in facts_module.facts().items():
+        assert value and not re.search(r"nan|inf", value, re.IGNORECASE), f"{name}: {value!r}"
+
+
+def _declared_constants(facts_module):
+    """The decimals these sections may print as they are: the rules' constants, each read from the code
+    that declares it (the margin and the margins it is decided at again, the level, the ceiling's gap,
+    the gap to the paper that is named) and the protocols' thresholds from their runs."""
+    thresholds = {facts_module.run(label)["min_accuracy"] for label in ("bench-lenet-5", "bench-cifar-5")}
+    values = {MARGIN, ALPHA, CEILING_GAP, PAPER_GAP, *MARGINS_AGAIN, *thresholds}
+    return {f"{v:g}" for v in values} | {f"{v:.2f}" for v in thresholds}
+
+
+def _typed_decimals(text: str) -> set:
+    """The decimals of Markdown ``text`` outside ``{{ name }}`` and link targets."""
+    text = re.sub(r"\]\([^)]*\)", "]", CITED.sub("", text))
+    return set(re.findall(r"(?<![\w.])[−-]?\d+\.\d+", text))
+
+
+@pytest.mark.parametrize("heading", COMPUTED_SECTIONS)
+def test_sections_that_cite_runs_type_no_result(heading, facts_module):
+    """A decimal in these sections is a run's number, so it must come from a run; the rules' declared
+    constants are the exception."""
+    typed = _typed_decimals(_section(OVERVIEW.read_text(encoding="utf-8"), heading)) - _declared_constants(facts_module)
+    assert not typed, f"{heading}: numbers typed by hand, cite them from docs/result_facts.py: {sorted(typed)}"
+
+
+def test_the_check_fails_on_a_typed_number():
+    """The section check reads what a hand-typed number looks like (so that it can fail)."""
+    text = "\n## Results\n\nsoftmax (0.649) and {{ cifar_cac }} [a](https://arxiv.org/abs/2110.06207)\n## Next\n"
+    assert _typed_decimals(_section(text, "## Results")) == {"0.649"}
+
+
+def test_numbers_are_the_runs(facts_module):
+    """Recomputed here from the JSON by other means than the module's: a near D_a area as the mean of
+    the per-seed means, a range of seeds, a paired shift and a family's resolution."""
+    f = facts_module
+    cifar = f.run("bench-cifar-5")
+    softmax = next(r for r in cifar["rows"] if r["row"] == "softmax")
+    per_seed = softmax["mean_oscr_per_seed"]
+    assert f.facts()["cifar_softmax"] == f"{sum(per_seed) / len(per_seed):.3f}"
+    arpl = [r for r in cifar["rows"] if r["approach"] == "arpl"][0]["accuracy_per_seed"]["val"]
+    assert f.facts()["cifar_arpl_val_seeds"] == f"{min(arpl):.3f}-{max(arpl):.3f}"
+    first, second = (next(r for r in f.run(label)["rows"] if r["row"] == "entropic")["mean_oscr_per_seed"]
+                     for label in ("bench-cifar-5", "bench-cifar-5-paper"))
+    assert f.facts()["eos_rerun_shift"] == f"{np.mean(np.subtract(first, second)):.3f}"
+    assert f.facts()["lenet_detectors_tests"] == str(len(f.run("bench-lenet-5")["tests"]["detectors"]))
+
+
+def test_pooled_holm_by_hand(facts_module):
+    """Holm's step-down by hand over the pooled p-values gives the module's largest *worse*."""
+    f = facts_module
+    distinct = {}
+    for label in f.CIFAR_PARTS:
+        for t in f.run(label)["tests"]["primary"]:
+            distinct[(t["row"], t["against"], round(t["difference"], 12))] = t
+    tests = sorted(distinct.values(), key=lambda t: t["p"])
+    m, running, adjusted = len(tests), 0.0, []
+    for k, t in enumerate(tests):
+        running = max(running, min(1.0, (m - k) * t["p"]))
+        adjusted.append(running)
+    worse = max(p for p, t in zip(adjusted, tests) if t["decision"] == "worse")
+    assert f.facts()["pooled_worse"] == f"{worse:.4f}"
