@@ -21,11 +21,11 @@ import numpy as np
 from scipy import stats
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from result_pages import DOCS, PAGES  # noqa: E402
+from result_pages import DOCS, PAGES, published  # noqa: E402
 
-#: The parts of the CIFAR-10 split, in the order they were run; each is its own published run.
-CIFAR_PARTS = ("bench-cifar-5", "bench-cifar-5-paper", "bench-cifar-5-more", "bench-cifar-5-ft",
-               "bench-cifar-5-energy-ft", "bench-cifar-5-mixoe-ft")
+#: The parts of the CIFAR-10 split, each its own published run, in the order they were run (and published).
+#: The table numbers the parts in this order, as the overview lists them.
+CIFAR_PARTS = tuple(label for label in published() if label.startswith("bench-cifar-5"))
 FINE_TUNE_PARTS = {"bench-cifar-5-ft": "outlier-exposure-ft", "bench-cifar-5-energy-ft": "energy-regularized-ft",
                    "bench-cifar-5-mixoe-ft": "mixoe-ft"}
 
@@ -202,12 +202,71 @@ def verdicts(label: str, family: str, times: int) -> int:
     return verdicts_at(run(label)["tests"][family], times * MARGIN)["resolved"]
 
 
+def _missing_on_cifar() -> str:
+    """The registered approaches no part of the CIFAR split has run, and how many are registered."""
+    from agnostophobia.losses import LOSSES
+
+    run_ = {a for label in CIFAR_PARTS for a in run(label)["accuracy"]}
+    missing = [a for a in LOSSES if a not in run_]
+    return f"of the {len(list(LOSSES))} registered; not run: {', '.join(missing) if missing else 'none'}"
+
+
 def _fine_tune_drop() -> List[float]:
     """Per seed, how far each fine-tune lowered its softmax start network's validation accuracy."""
     drops = []
     for label, approach in FINE_TUNE_PARTS.items():
         drops += list(np.asarray(seed_accuracies(label, "softmax")) - np.asarray(seed_accuracies(label, approach)))
     return drops
+
+
+def _cell(values: Sequence[float]) -> str:
+    """Mean over seeds [95 % t interval]."""
+    from agnostophobia.metrics import seed_interval
+
+    interval = seed_interval(values)
+    return f"{num(interval.estimate)} [{num(interval.low)}, {num(interval.high)}]"
+
+
+def cifar_parts_table() -> str:
+    """Every approach of the CIFAR split's parts with its paper's detector against its part's Entropic
+    Open-Set, one row per network set (a row that parts share, the same networks, is shown once with
+    the parts that hold it): validation accuracy, near D_a OSCR and the primary family's decision."""
+    from agnostophobia.metrics import seed_interval
+
+    rows: Dict[tuple, Dict] = {}
+    for part, label in enumerate(CIFAR_PARTS, start=1):
+        result = run(label)
+        reference = paper_row(label, result["reference"])
+        for approach in result["accuracy"]:
+            r = paper_row(label, approach)
+            key = (r["row"], tuple(np.round(r["mean_oscr_per_seed"], 12)),
+                   tuple(np.round(reference["mean_oscr_per_seed"], 12)))
+            if key in rows:
+                rows[key]["parts"].append(part)
+                continue
+            tested = [t for t in result["tests"]["primary"] if t["row"] == r["row"]]
+            val = r["accuracy_per_seed"]["val"]
+            if approach == result["reference"]:
+                decision, difference = "the reference", ""
+            elif not r["converged"]:
+                decision, difference = "*not converged*", ""
+            else:
+                decision = tested[0]["decision"] if tested else "not tested"
+                low, high = tested[0]["interval"] if tested else (np.nan, np.nan)
+                difference = f"{signed(tested[0]['difference'])} [{signed(low)}, {signed(high)}]" if tested else ""
+            rows[key] = {"parts": [part], "label": label, "approach": approach, "detector": r["detector"],
+                         "val": f"{num(seed_interval(val).estimate)} ({span(val)})",
+                         "oscr": _cell(r["mean_oscr_per_seed"]), "difference": difference,
+                         "decision": decision}
+    order = {"the reference": 0, "*not converged*": 2}
+    ranked = sorted(rows.values(), key=lambda r: (r["parts"][0], order.get(r["decision"], 1), r["approach"]))
+    lines = ["| part | approach | detector | validation accuracy (seeds) | near D_a OSCR | against its part's EOS "
+             "| decision |", "|---|---|---|---|---|---|---|"]
+    for r in ranked:
+        parts = ", ".join(f"[{part}]({Path(PAGES[CIFAR_PARTS[part - 1]].page).name})" for part in r["parts"])
+        lines.append(f"| {parts} | {r['approach']} | {r['detector']} | {r['val']} | {r['oscr']} | "
+                     f"{r['difference']} | {r['decision']} |")
+    return "\n".join(lines)
 
 
 FACTS: Dict[str, Callable[[], str]] = {
@@ -275,7 +334,8 @@ FACTS: Dict[str, Callable[[], str]] = {
     # validation's order against test's (Spearman), per run and group ranked apart
     **{f"agree_{tag}_{group}": (lambda label=label, negatives=(group == "neg"): agreement(label, negatives))
        for tag, label in (("lenet", "bench-lenet-5"), ("cifar1", "bench-cifar-5"), ("cifar3", "bench-cifar-5-more"),
-                          ("cifar4", "bench-cifar-5-ft"), ("osrmnist", "bench-osr-mnist-split-0"),
+                          ("cifar4", "bench-cifar-5-ft"), ("cifar7", "bench-cifar-5-oe"),
+                          ("osrmnist", "bench-osr-mnist-split-0"),
                           ("osrcifar", "bench-osr-cifar10-split-0"))
        for group in ("knowns", "neg")},
     "agree_cifar2_neg": lambda: agreement("bench-cifar-5-paper", True),
@@ -284,21 +344,14 @@ FACTS: Dict[str, Callable[[], str]] = {
        for tag, label in (("lenet", "bench-lenet-5"), ("cifar", "bench-cifar-5"))
        for candidate in ("oscr", "oscr_log", "auroc", "ccr_at_lowest_fpr")},
     # the list of results
+    "cifar_parts_table": cifar_parts_table,
+    "cifar_approaches_run": lambda: str(len({a for label in CIFAR_PARTS for a in run(label)["accuracy"]})),
+    "cifar_approaches_missing": lambda: _missing_on_cifar(),
     "lenet_negatives_spread": lambda: num(negatives_spread("bench-lenet-5")),
     "lenet_energy_val": lambda: num(val_accuracy("bench-lenet-5", "energy-regularized")),
     "lenet_logitnorm_val": lambda: num(val_accuracy("bench-lenet-5", "logitnorm")),
     "holm_t_9_3_seeds": lambda: holm_strictest_t(9, 3),
     "holm_t_9_5_seeds": lambda: holm_strictest_t(9, 5),
-    "cifar_arpl_val": lambda: num(val_accuracy("bench-cifar-5", "arpl")),
-    "cifar_arpl_val_seeds": lambda: span(seed_accuracies("bench-cifar-5", "arpl")),
-    "cifar_eos": lambda: num(near_da("bench-cifar-5", "entropic")),
-    "cifar_softmax": lambda: num(near_da("bench-cifar-5", "softmax")),
-    "cifar_cac": lambda: num(near_da("bench-cifar-5", paper_row("bench-cifar-5", "cac")["row"])),
-    "paper_val": lambda: span([val_accuracy("bench-cifar-5-paper", a)
-                               for a in ("entropic", "background", "objectosphere")]),
-    "paper_eos": lambda: num(near_da("bench-cifar-5-paper", "entropic")),
-    "paper_background": lambda: num(near_da("bench-cifar-5-paper", "background")),
-    "paper_objectosphere": lambda: num(near_da("bench-cifar-5-paper", "objectosphere")),
     "scaled": lambda: num(near_da("bench-cifar-5-paper", "objectosphere-scaled")),
     "scaled_val": lambda: num(row("bench-cifar-5-paper", "objectosphere-scaled")["val"]["oscr"]),
     "scaled_val_eos": lambda: num(row("bench-cifar-5-paper", "entropic")["val"]["oscr"]),
@@ -316,22 +369,11 @@ FACTS: Dict[str, Callable[[], str]] = {
                                          "entropic/objectosphere-scaled")["difference"]),
     "scaled_vs_eos_holm": lambda: num(test("bench-cifar-5-paper", "approaches", "objectosphere-scaled",
                                            "entropic/objectosphere-scaled")["p_holm"], 2),
-    "more_maxent_val": lambda: num(val_accuracy("bench-cifar-5-more", "maximal-entropy")),
-    "more_vos_val": lambda: num(val_accuracy("bench-cifar-5-more", "vos")),
-    "more_logitnorm_val": lambda: num(val_accuracy("bench-cifar-5-more", "logitnorm")),
-    "more_eos": lambda: num(near_da("bench-cifar-5-more", "entropic")),
-    "more_maxent": lambda: num(near_da("bench-cifar-5-more",
-                                       paper_row("bench-cifar-5-more", "maximal-entropy")["row"])),
-    "more_vos": lambda: num(near_da("bench-cifar-5-more", paper_row("bench-cifar-5-more", "vos")["row"])),
     "more_vos_low": lambda: num(min(paper_row("bench-cifar-5-more", "vos")["mean_oscr_per_seed"])),
     "more_vos_others": lambda: span(sorted(paper_row("bench-cifar-5-more", "vos")["mean_oscr_per_seed"])[1:]),
-    **{f"ft_{approach.split('-')[0]}_{what}": (
-        lambda label=label, approach=approach, what=what:
-        num(val_accuracy(label, approach)) if what == "val" else num(near_da(label, paper_row(label, approach)["row"])))
-       for label, approach in FINE_TUNE_PARTS.items() for what in ("val", "oscr")},
     "ft_drop": lambda: span(_fine_tune_drop()),
-    "ft_eos": lambda: num(near_da("bench-cifar-5-ft", "entropic")),
-    "ft_softmax": lambda: num(near_da("bench-cifar-5-ft", "softmax")),
+    "oe_scratch_vs_ft": lambda: signed(paired("bench-cifar-5-oe", "outlier-exposure/softmax", "bench-cifar-5-ft",
+                                              "outlier-exposure-ft/softmax").mean()),
     "pooled_tests": lambda: str(pooled_primary()["tests"]),
     "pooled_changed": lambda: (f"{pooled_primary()['changed']} decisions" if pooled_primary()["changed"]
                                else "no decision"),

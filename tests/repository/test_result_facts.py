@@ -14,9 +14,11 @@ from agnostophobia.experiments.benchmark_report import PAPER_GAP
 from agnostophobia.experiments.benchmark_summary import CEILING_GAP, MARGINS_AGAIN
 from repo_paths import REPO as ROOT, load_module
 
-OVERVIEW = ROOT / "docs/guide/benchmark.md"
-#: The overview's sections that cite the published runs and may type no result by hand.
-COMPUTED_SECTIONS = ("## How to read the report", "## Choosing the ranking metric", "## Results")
+#: The pages (and their sections; None: the whole page) that cite the published runs and may type no
+#: result by hand.
+COMPUTED_SECTIONS = (("docs/guide/benchmark.md", "## How to read the report"),
+                     ("docs/guide/benchmark.md", "## Results"),
+                     ("docs/guide/benchmark-statistics.md", None))
 CITED = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
 
 
@@ -67,12 +69,13 @@ def _typed_decimals(text: str) -> set:
     return set(re.findall(r"(?<![\w.])[−-]?\d+\.\d+", text))
 
 
-@pytest.mark.parametrize("heading", COMPUTED_SECTIONS)
-def test_sections_that_cite_runs_type_no_result(heading, facts_module):
+@pytest.mark.parametrize("page, heading", COMPUTED_SECTIONS)
+def test_sections_that_cite_runs_type_no_result(page, heading, facts_module):
     """A decimal in these sections is a run's number, so it must come from a run; the rules' declared
     constants are the exception."""
-    typed = _typed_decimals(_section(OVERVIEW.read_text(encoding="utf-8"), heading)) - _declared_constants(facts_module)
-    assert not typed, f"{heading}: numbers typed by hand, cite them from docs/result_facts.py: {sorted(typed)}"
+    text = (ROOT / page).read_text(encoding="utf-8")
+    typed = _typed_decimals(_section(text, heading) if heading else text) - _declared_constants(facts_module)
+    assert not typed, f"{page} {heading or ''}: numbers typed by hand, cite them from docs/result_facts.py: {sorted(typed)}"
 
 
 def test_the_check_fails_on_a_typed_number():
@@ -87,10 +90,12 @@ def test_numbers_are_the_runs(facts_module):
     f = facts_module
     cifar = f.run("bench-cifar-5")
     softmax = next(r for r in cifar["rows"] if r["row"] == "softmax")
-    per_seed = softmax["mean_oscr_per_seed"]
-    assert f.facts()["cifar_softmax"] == f"{sum(per_seed) / len(per_seed):.3f}"
-    arpl = [r for r in cifar["rows"] if r["approach"] == "arpl"][0]["accuracy_per_seed"]["val"]
-    assert f.facts()["cifar_arpl_val_seeds"] == f"{min(arpl):.3f}-{max(arpl):.3f}"
+    per_seed, val = softmax["mean_oscr_per_seed"], softmax["accuracy_per_seed"]["val"]
+    first_row = next(line for line in f.facts()["cifar_parts_table"].splitlines()
+                     if line.startswith("| [1]") and "| softmax | softmax |" in line)
+    assert f"| {sum(per_seed) / len(per_seed):.3f} [" in first_row
+    assert f"({min(val):.3f}-{max(val):.3f})" in first_row
+    assert "| worse |" in first_row
     first, second = (next(r for r in f.run(label)["rows"] if r["row"] == "entropic")["mean_oscr_per_seed"]
                      for label in ("bench-cifar-5", "bench-cifar-5-paper"))
     assert f.facts()["eos_rerun_shift"] == f"{np.mean(np.subtract(first, second)):.3f}"
