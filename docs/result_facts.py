@@ -1,7 +1,7 @@
-"""The numbers the benchmark overview (``guide/benchmark.md``) cites from the published runs, computed
-from their committed ``benchmark.json`` (:data:`result_pages.PAGES`): the page writes ``{{ name }}``
-and Sphinx fills it in (myst-parser's substitutions, set up in ``conf.py``), so that no result on it
-is typed by hand. A test (``tests/repository/test_result_facts.py``) fails where a page names a
+"""The numbers the hand-written benchmark pages (``guide/benchmark.md``, ``guide/benchmark-statistics.md``;
+``training-peers.md`` cites one) take from the published runs, computed from their committed
+``benchmark.json`` (:data:`result_pages.PAGES`): a page writes ``{{ name }}`` and Sphinx fills it in
+(myst-parser's substitutions, set up in ``conf.py``), so that no result on it is typed by hand. A test (``tests/repository/test_result_facts.py``) fails where a page names a
 number this module does not compute, where one it computes is cited nowhere, or where a section
 that cites results types a decimal number by hand.
 
@@ -19,6 +19,13 @@ from typing import Callable, Dict, List, Sequence
 
 import numpy as np
 from scipy import stats
+
+from agnostophobia.experiments.benchmark_comparisons import ALPHA, MARGIN
+from agnostophobia.experiments.benchmark_ranking import saw_negatives
+from agnostophobia.experiments.benchmark_rows import papers_detector
+from agnostophobia.experiments.benchmark_summary import validation_test_agreement, verdicts_at
+from agnostophobia.losses import LOSSES
+from agnostophobia.metrics import holm, seed_interval, smallest_resolved_difference
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from result_pages import DOCS, PAGES, published  # noqa: E402
@@ -46,8 +53,6 @@ def row(label: str, name: str) -> Dict:
 
 def paper_row(label: str, approach: str) -> Dict:
     """Run ``label``'s row of ``approach`` with its paper's detector."""
-    from agnostophobia.experiments.benchmark_rows import papers_detector
-
     return next(r for r in run(label)["rows"]
                 if r["approach"] == approach and r["detector"] == papers_detector(approach))
 
@@ -57,7 +62,7 @@ def near_da(label: str, name: str) -> float:
     return float(np.mean(row(label, name)["mean_oscr_per_seed"]))
 
 
-def test(label: str, family: str, name: str, against: str) -> Dict:
+def comparison(label: str, family: str, name: str, against: str) -> Dict:
     """The comparison of row ``name`` with ``against`` in ``family`` of run ``label``."""
     return next(t for t in run(label)["tests"][family] if t["row"] == name and t["against"] == against)
 
@@ -87,8 +92,6 @@ def span(values: Sequence[float], digits: int = 3) -> str:
 
 def t_interval(differences: Sequence[float]) -> str:
     """The 95 % t interval over seeds of the mean of ``differences``, as ``[low, high]``."""
-    from agnostophobia.metrics import seed_interval
-
     interval = seed_interval(differences)
     return f"[{num(interval.low)}, {num(interval.high)}]"
 
@@ -126,16 +129,12 @@ def ranking_separation(label: str, candidate: str) -> str:
 
 def agreement(label: str, negatives: bool) -> str:
     """Spearman's correlation of validation's and test's order within one group the page ranks apart."""
-    from agnostophobia.experiments.benchmark_summary import validation_test_agreement
-
     return next(num(a.rho, 2) for a in validation_test_agreement(run(label)) if a.negatives == negatives)
 
 
 def pooled_primary() -> Dict[str, float]:
     """The CIFAR split's distinct primary tests (parts that share networks repeat a test) in one Holm
     family: the largest Holm p of a *worse* and the smallest of a *not resolved*."""
-    from agnostophobia.metrics import holm
-
     distinct = {}
     for label in CIFAR_PARTS:
         for t in run(label)["tests"]["primary"]:
@@ -151,24 +150,18 @@ def pooled_primary() -> Dict[str, float]:
 def holm_strictest_t(tests: int, seeds: int, digits: int = 1) -> str:
     """The t a difference needs at Holm's strictest step (two-sided 0.05 / ``tests``) with ``seeds`` - 1
     degrees of freedom."""
-    from agnostophobia.experiments.benchmark_comparisons import ALPHA
-
     return f"{stats.t.ppf(1 - ALPHA / tests / 2, seeds - 1):.{digits}f}"
 
 
 def equivalence_se(seeds: int) -> float:
     """The largest standard error at which a difference of 0 is shown equivalent within the margin over
     ``seeds`` seeds: the 90 % t interval's half-width equal to the margin."""
-    from agnostophobia.experiments.benchmark_comparisons import ALPHA, MARGIN
-
     return MARGIN / stats.t.ppf(1 - ALPHA, seeds - 1)
 
 
 def negatives_spread(label: str) -> float:
     """The range of the near D_a OSCR areas of the converged approaches trained with negatives, each with
     its paper's detector."""
-    from agnostophobia.experiments.benchmark_ranking import saw_negatives
-
     rows = [paper_row(label, a) for a in sorted({r["approach"] for r in run(label)["rows"]})]
     return float(np.ptp([np.mean(r["mean_oscr_per_seed"]) for r in rows if r["converged"] and saw_negatives(r)]))
 
@@ -177,9 +170,6 @@ def projected_resolution(label: str, family: str, seeds: int) -> float:
     """The smallest difference a family of a 3-seed run would resolve at ``seeds`` seeds: each test's
     seeds' part of the standard error scaled by sqrt(3 / seeds), its test samples' part kept, at the
     family's median (:func:`~agnostophobia.metrics.smallest_resolved_difference`)."""
-    from agnostophobia.experiments.benchmark_comparisons import MARGIN
-    from agnostophobia.metrics import smallest_resolved_difference
-
     tests = run(label)["tests"][family]
     se = np.median([np.hypot(t["se_seeds"] * np.sqrt(run(label)["seeds"] / seeds), t["se_samples"]) for t in tests])
     return smallest_resolved_difference(se, seeds, family_size=len(tests), margin=MARGIN)
@@ -188,24 +178,17 @@ def projected_resolution(label: str, family: str, seeds: int) -> float:
 def samples_floor(label: str, family: str) -> float:
     """What the test samples alone let a family resolve: Holm's strictest step (normal quantile, as with
     endless seeds) times the family's median samples' standard error."""
-    from agnostophobia.experiments.benchmark_comparisons import ALPHA
-
     tests = run(label)["tests"][family]
     return float(stats.norm.ppf(1 - ALPHA / len(tests) / 2) * np.median([t["se_samples"] for t in tests]))
 
 
 def verdicts(label: str, family: str, times: int) -> int:
     """How many of a family's comparisons are better or worse at ``times`` the declared margin."""
-    from agnostophobia.experiments.benchmark_comparisons import MARGIN
-    from agnostophobia.experiments.benchmark_summary import verdicts_at
-
     return verdicts_at(run(label)["tests"][family], times * MARGIN)["resolved"]
 
 
 def _missing_on_cifar() -> str:
     """The registered approaches no part of the CIFAR split has run, and how many are registered."""
-    from agnostophobia.losses import LOSSES
-
     run_ = {a for label in CIFAR_PARTS for a in run(label)["accuracy"]}
     missing = [a for a in LOSSES if a not in run_]
     return f"of the {len(list(LOSSES))} registered; not run: {', '.join(missing) if missing else 'none'}"
@@ -221,8 +204,6 @@ def _fine_tune_drop() -> List[float]:
 
 def _cell(values: Sequence[float]) -> str:
     """Mean over seeds [95 % t interval]."""
-    from agnostophobia.metrics import seed_interval
-
     interval = seed_interval(values)
     return f"{num(interval.estimate)} [{num(interval.low)}, {num(interval.high)}]"
 
@@ -231,8 +212,6 @@ def cifar_parts_table() -> str:
     """Every approach of the CIFAR split's parts with its paper's detector against its part's Entropic
     Open-Set, one row per network set (a row that parts share, the same networks, is shown once with
     the parts that hold it): validation accuracy, near D_a OSCR and the primary family's decision."""
-    from agnostophobia.metrics import seed_interval
-
     rows: Dict[tuple, Dict] = {}
     for part, label in enumerate(CIFAR_PARTS, start=1):
         result = run(label)
@@ -325,11 +304,11 @@ FACTS: Dict[str, Callable[[], str]] = {
        for tag, label in (("lenet", "bench-lenet-5"), ("cifar", "bench-cifar-5"))
        for family in ("primary", "approaches", "detectors") for what in ("resolved", "tests")},
     # the margin decided again (LeNet++'s two primary pairs it would call worse at half the margin)
-    "lenet_softmax_diff": lambda: signed(test("bench-lenet-5", "primary", "softmax", "entropic")["difference"], 4),
-    "lenet_softmax_holm": lambda: num(test("bench-lenet-5", "primary", "softmax", "entropic")["p_holm"], 2),
-    "lenet_energyft_diff": lambda: signed(test("bench-lenet-5", "primary", "energy-regularized-ft/energy",
+    "lenet_softmax_diff": lambda: signed(comparison("bench-lenet-5", "primary", "softmax", "entropic")["difference"], 4),
+    "lenet_softmax_holm": lambda: num(comparison("bench-lenet-5", "primary", "softmax", "entropic")["p_holm"], 2),
+    "lenet_energyft_diff": lambda: signed(comparison("bench-lenet-5", "primary", "energy-regularized-ft/energy",
                                                "entropic")["difference"], 4),
-    "lenet_energyft_holm": lambda: num(test("bench-lenet-5", "primary", "energy-regularized-ft/energy",
+    "lenet_energyft_holm": lambda: num(comparison("bench-lenet-5", "primary", "energy-regularized-ft/energy",
                                             "entropic")["p_holm"], 2),
     # validation's order against test's (Spearman), per run and group ranked apart
     **{f"agree_{tag}_{group}": (lambda label=label, negatives=(group == "neg"): agreement(label, negatives))
@@ -361,13 +340,13 @@ FACTS: Dict[str, Callable[[], str]] = {
         paired("bench-cifar-5-paper", "objectosphere-scaled", "bench-cifar-5-paper", "entropic"))[::4]),
     "scaled_gain_interval": lambda: t_interval(paired("bench-cifar-5-paper", "objectosphere-scaled",
                                                       "bench-cifar-5-paper", "entropic")),
-    "scaled_vs_objectosphere": lambda: signed(test("bench-cifar-5-paper", "detectors", "objectosphere-scaled",
+    "scaled_vs_objectosphere": lambda: signed(comparison("bench-cifar-5-paper", "detectors", "objectosphere-scaled",
                                                    "objectosphere")["difference"]),
-    "scaled_vs_objectosphere_holm": lambda: num(test("bench-cifar-5-paper", "detectors", "objectosphere-scaled",
+    "scaled_vs_objectosphere_holm": lambda: num(comparison("bench-cifar-5-paper", "detectors", "objectosphere-scaled",
                                                      "objectosphere")["p_holm"]),
-    "scaled_vs_eos": lambda: signed(test("bench-cifar-5-paper", "approaches", "objectosphere-scaled",
+    "scaled_vs_eos": lambda: signed(comparison("bench-cifar-5-paper", "approaches", "objectosphere-scaled",
                                          "entropic/objectosphere-scaled")["difference"]),
-    "scaled_vs_eos_holm": lambda: num(test("bench-cifar-5-paper", "approaches", "objectosphere-scaled",
+    "scaled_vs_eos_holm": lambda: num(comparison("bench-cifar-5-paper", "approaches", "objectosphere-scaled",
                                            "entropic/objectosphere-scaled")["p_holm"], 2),
     "more_vos_low": lambda: num(min(paper_row("bench-cifar-5-more", "vos")["mean_oscr_per_seed"])),
     "more_vos_others": lambda: span(sorted(paper_row("bench-cifar-5-more", "vos")["mean_oscr_per_seed"])[1:]),
