@@ -104,6 +104,20 @@ def paired(label_a: str, name_a: str, label_b: str, name_b: str) -> np.ndarray:
     return np.asarray(a["mean_oscr_per_seed"]) - np.asarray(b["mean_oscr_per_seed"])
 
 
+def across_runs(name: str) -> Dict[str, str]:
+    """Row ``name`` of the CIFAR split's first part (trained on a Xeon) against the same seeds trained
+    again on Zen 4 (the second part's EOS, the fourth part's softmax): the mean difference, first
+    minus second, with Welch's 95 % interval and p. Networks trained on two processors share no
+    per-seed noise, so the seeds are not paired."""
+    first = np.asarray(row("bench-cifar-5", name)["mean_oscr_per_seed"])
+    second = np.asarray(row("bench-cifar-5-paper" if name == "entropic" else "bench-cifar-5-ft", name)
+                        ["mean_oscr_per_seed"])
+    welch = stats.ttest_ind(first, second, equal_var=False)
+    interval = welch.confidence_interval(0.95)
+    return {"shift": num(first.mean() - second.mean(), 4), "p": num(welch.pvalue, 3),
+            "interval": f"[{num(interval.low)}, {num(interval.high)}]"}
+
+
 def seed_sd_median(label: str, converged_only: bool) -> float:
     """The median over the approaches with their papers' detectors of the seed standard deviation of
     the mean D_a OSCR area."""
@@ -194,6 +208,21 @@ def _missing_on_cifar() -> str:
     return f"of the {len(list(LOSSES))} registered; not run: {', '.join(missing) if missing else 'none'}"
 
 
+def validation_ties(label: str, approach: str) -> tuple:
+    """How many of an approach's detectors share its most common validation OSCR area (to five
+    decimals), how many detectors it has, and that area."""
+    areas = [round(r["val"]["oscr"], 5) for r in run(label)["rows"] if r["approach"] == approach]
+    value = max(set(areas), key=areas.count)
+    return areas.count(value), len(areas), value
+
+
+def minutes(label: str, fine_tunes: bool) -> str:
+    """The range of a run's training time per network (``timings.json``), from scratch or fine-tunes."""
+    times = [seconds / 60 for key, seconds in run(label)["meta"]["timings_s"].items()
+             if key.endswith("-ft") == fine_tunes]
+    return f"{min(times):.1f}-{max(times):.1f}"
+
+
 def _fine_tune_drop() -> List[float]:
     """Per seed, how far each fine-tune lowered its softmax start network's validation accuracy."""
     drops = []
@@ -208,7 +237,8 @@ def _cell(values: Sequence[float]) -> str:
     return f"{num(interval.estimate)} [{num(interval.low)}, {num(interval.high)}]"
 
 
-def cifar_parts_table() -> str:
+@lru_cache(maxsize=None)
+def cifar_parts_rows() -> tuple:
     """Every approach of the CIFAR split's parts with its paper's detector against its part's Entropic
     Open-Set, one row per network set (a row that parts share, the same networks, is shown once with
     the parts that hold it): validation accuracy, near D_a OSCR and the primary family's decision."""
@@ -220,28 +250,56 @@ def cifar_parts_table() -> str:
             r = paper_row(label, approach)
             key = (r["row"], tuple(np.round(r["mean_oscr_per_seed"], 12)),
                    tuple(np.round(reference["mean_oscr_per_seed"], 12)))
-            if key in rows:
-                rows[key]["parts"].append(part)
-                continue
             tested = [t for t in result["tests"]["primary"] if t["row"] == r["row"]]
-            val = r["accuracy_per_seed"]["val"]
             if approach == result["reference"]:
                 decision, difference = "the reference", ""
             elif not r["converged"]:
                 decision, difference = "*not converged*", ""
+            elif not tested:
+                decision, difference = "not tested", ""
             else:
-                decision = tested[0]["decision"] if tested else "not tested"
-                low, high = tested[0]["interval"] if tested else (np.nan, np.nan)
-                difference = f"{signed(tested[0]['difference'])} [{signed(low)}, {signed(high)}]" if tested else ""
+                low, high = tested[0]["interval"]
+                decision = tested[0]["decision"]
+                difference = f"{signed(tested[0]['difference'])} [{signed(low)}, {signed(high)}]"
+            if key in rows:  # the same networks in another part: shown once, so it must read the same
+                if rows[key]["decision"] != decision:
+                    raise ValueError(f"{r['row']}: the parts that share its networks decide it differently "
+                                     f"({rows[key]['decision']!r} in part {rows[key]['parts'][0]}, {decision!r} "
+                                     f"in part {part})")
+                rows[key]["parts"].append(part)
+                continue
+            val = r["accuracy_per_seed"]["val"]
             rows[key] = {"parts": [part], "label": label, "approach": approach, "detector": r["detector"],
                          "val": f"{num(seed_interval(val).estimate)} ({span(val)})",
                          "oscr": _cell(r["mean_oscr_per_seed"]), "difference": difference,
                          "decision": decision}
     order = {"the reference": 0, "*not converged*": 2}
-    ranked = sorted(rows.values(), key=lambda r: (r["parts"][0], order.get(r["decision"], 1), r["approach"]))
+    return tuple(sorted(rows.values(), key=lambda r: (r["parts"][0], order.get(r["decision"], 1), r["approach"])))
+
+
+def cifar_tally() -> str:
+    """How the CIFAR split's approaches (the reference aside) came out, each counted once: converged
+    and tested, by decision, and not converged."""
+    decided: Dict[str, set] = {}
+    for r in cifar_parts_rows():
+        if r["decision"] != "the reference":
+            decided.setdefault(r["approach"], set()).add(r["decision"].strip("*"))
+    if any(len(d) > 1 for d in decided.values()):
+        raise ValueError(f"an approach decided differently on two network sets: {decided}")
+    verdicts = [d.pop() for d in decided.values()]
+    if set(verdicts) - {"better", "worse", "equivalent", "not resolved", "not converged"}:
+        raise ValueError(f"a decision the tally does not count: {sorted(set(verdicts))}")
+    tested = {v: verdicts.count(v) for v in ("better", "worse", "equivalent", "not resolved")}
+    said = ", ".join(f"{n} {v}" for v, n in tested.items())
+    return (f"{len(verdicts)} approaches besides the reference: {sum(tested.values())} converged and tested "
+            f"({said}), {verdicts.count('not converged')} not converged")
+
+
+def cifar_parts_table() -> str:
+    """:func:`cifar_parts_rows` as a Markdown table, each part linked to its page."""
     lines = ["| part | approach | detector | validation accuracy (seeds) | near D_a OSCR | against its part's EOS "
              "| decision |", "|---|---|---|---|---|---|---|"]
-    for r in ranked:
+    for r in cifar_parts_rows():
         parts = ", ".join(f"[{part}]({Path(PAGES[CIFAR_PARTS[part - 1]].page).name})" for part in r["parts"])
         lines.append(f"| {parts} | {r['approach']} | {r['detector']} | {r['val']} | {r['oscr']} | "
                      f"{r['difference']} | {r['decision']} |")
@@ -258,7 +316,12 @@ FACTS: Dict[str, Callable[[], str]] = {
     "cifar_softmax_seed_sd": lambda: num(np.std(paper_row("bench-cifar-5", "softmax")["mean_oscr_per_seed"],
                                                 ddof=1)),
     "eos_rerun_shift": lambda: num(-paired("bench-cifar-5-paper", "entropic", "bench-cifar-5", "entropic").mean()),
-    "eos_rerun_interval": lambda: t_interval(-paired("bench-cifar-5-paper", "entropic", "bench-cifar-5", "entropic")),
+    "eos_rerun_interval": lambda: across_runs("entropic")["interval"],
+    "eos_rerun_p": lambda: across_runs("entropic")["p"],
+    "eos_sd_first": lambda: num(np.std(row("bench-cifar-5", "entropic")["mean_oscr_per_seed"], ddof=1), 4),
+    "eos_sd_second": lambda: num(np.std(row("bench-cifar-5-paper", "entropic")["mean_oscr_per_seed"], ddof=1), 4),
+    "softmax_rerun_shift": lambda: across_runs("softmax")["shift"],
+    "softmax_rerun_p": lambda: across_runs("softmax")["p"],
     "eos_rerun_val_first": lambda: num(val_accuracy("bench-cifar-5", "entropic")),
     "eos_rerun_val_second": lambda: num(val_accuracy("bench-cifar-5-paper", "entropic")),
     "eos_rerun_db_first": lambda: num(np.mean(paper_row("bench-cifar-5", "entropic")["test"]["cifar10-horse-ship"]
@@ -322,8 +385,25 @@ FACTS: Dict[str, Callable[[], str]] = {
     **{f"sep_{tag}_{candidate}": (lambda label=label, candidate=candidate: ranking_separation(label, candidate))
        for tag, label in (("lenet", "bench-lenet-5"), ("cifar", "bench-cifar-5"))
        for candidate in ("oscr", "oscr_log", "auroc", "ccr_at_lowest_fpr")},
+    # every choice on validation data: ties on validation, and a validation choice that does not carry
+    "val_ties_count": lambda: str(validation_ties("bench-osr-cifar10-split-0", "entropic")[0]),
+    "val_ties_total": lambda: str(validation_ties("bench-osr-cifar10-split-0", "entropic")[1]),
+    "val_ties_value": lambda: f"{validation_ties('bench-osr-cifar10-split-0', 'entropic')[2]:.5f}",
+    "osrcifar_vim_val": lambda: num(row("bench-osr-cifar10-split-0", "softmax/vim")["val"]["oscr"]),
+    "osrcifar_vim_test": lambda: num(near_da("bench-osr-cifar10-split-0", "softmax/vim")),
+    "osrcifar_mls_test": lambda: num(near_da("bench-osr-cifar10-split-0", "softmax/max-logit")),
+    # budgets and time
+    "lenet_scratch_minutes": lambda: minutes("bench-lenet-5", fine_tunes=False),
+    "lenet_ft_minutes": lambda: minutes("bench-lenet-5", fine_tunes=True),
     # the list of results
+    "energy_ft_gain": lambda: signed(near_da("bench-cifar-5-energy-ft", "energy-regularized-ft/energy")
+                                     - near_da("bench-cifar-5-energy-ft", "entropic")),
+    "energy_ft_short": lambda: num(run("bench-cifar-5-energy-ft")["min_accuracy"]
+                                   - val_accuracy("bench-cifar-5-energy-ft", "energy-regularized-ft")),
     "cifar_parts_table": cifar_parts_table,
+    "cifar_tally": cifar_tally,
+    "cifar_parts_primary_resolved": lambda: span([run(label)["families"]["primary"]["resolution"]["smallest_resolved"]
+                                                  for label in CIFAR_PARTS]),
     "cifar_approaches_run": lambda: str(len({a for label in CIFAR_PARTS for a in run(label)["accuracy"]})),
     "cifar_approaches_missing": lambda: _missing_on_cifar(),
     "lenet_negatives_spread": lambda: num(negatives_spread("bench-lenet-5")),
@@ -361,9 +441,14 @@ FACTS: Dict[str, Callable[[], str]] = {
 }
 
 
+@lru_cache(maxsize=None)
+def _computed() -> tuple:
+    return tuple((name, compute()) for name, compute in FACTS.items())
+
+
 def facts() -> Dict[str, str]:
-    """Every number :data:`FACTS` names, computed from the committed runs."""
-    return {name: compute() for name, compute in FACTS.items()}
+    """Every number :data:`FACTS` names, computed from the committed runs (once a process)."""
+    return dict(_computed())
 
 
 if __name__ == "__main__":
