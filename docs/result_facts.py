@@ -1,9 +1,9 @@
 """The numbers the hand-written benchmark pages (``guide/benchmark.md``, ``guide/benchmark-statistics.md``;
 ``training-peers.md`` cites one) take from the published runs, computed from their committed
 ``benchmark.json`` (:data:`result_pages.PAGES`): a page writes ``{{ name }}`` and Sphinx fills it in
-(myst-parser's substitutions, set up in ``conf.py``), so that no result on it is typed by hand. A test (``tests/repository/test_result_facts.py``) fails where a page names a
-number this module does not compute, where one it computes is cited nowhere, or where a section
-that cites results types a decimal number by hand.
+(myst-parser's substitutions, set up in ``conf.py``), so that no result on it is typed by hand. A
+test (``tests/repository/test_result_facts.py``) fails where a page names a number this module does
+not compute, where one it computes is cited nowhere, or where those pages type a decimal by hand.
 
 Print every number and its value::
 
@@ -22,7 +22,8 @@ from scipy import stats
 
 from agnostophobia.experiments.benchmark_comparisons import ALPHA, MARGIN
 from agnostophobia.experiments.benchmark_ranking import saw_negatives
-from agnostophobia.experiments.benchmark_rows import papers_detector
+from agnostophobia.experiments.benchmark_report import format_cell
+from agnostophobia.experiments.benchmark_rows import interval_over_seeds, papers_rows
 from agnostophobia.experiments.benchmark_summary import validation_test_agreement, verdicts_at
 from agnostophobia.losses import LOSSES
 from agnostophobia.metrics import holm, seed_interval, smallest_resolved_difference
@@ -53,8 +54,7 @@ def row(label: str, name: str) -> Dict:
 
 def paper_row(label: str, approach: str) -> Dict:
     """Run ``label``'s row of ``approach`` with its paper's detector."""
-    return next(r for r in run(label)["rows"]
-                if r["approach"] == approach and r["detector"] == papers_detector(approach))
+    return next(r for r in papers_rows(run(label)["rows"]) if r["approach"] == approach)
 
 
 def near_da(label: str, name: str) -> float:
@@ -104,6 +104,7 @@ def paired(label_a: str, name_a: str, label_b: str, name_b: str) -> np.ndarray:
     return np.asarray(a["mean_oscr_per_seed"]) - np.asarray(b["mean_oscr_per_seed"])
 
 
+@lru_cache(maxsize=None)
 def across_runs(name: str) -> Dict[str, str]:
     """Row ``name`` of the CIFAR split's first part (trained on a Xeon) against the same seeds trained
     again on Zen 4 (the second part's EOS, the fourth part's softmax): the mean difference, first
@@ -121,8 +122,7 @@ def across_runs(name: str) -> Dict[str, str]:
 def seed_sd_median(label: str, converged_only: bool) -> float:
     """The median over the approaches with their papers' detectors of the seed standard deviation of
     the mean D_a OSCR area."""
-    approaches = sorted({r["approach"] for r in run(label)["rows"]})
-    sds = [np.std(r["mean_oscr_per_seed"], ddof=1) for r in (paper_row(label, a) for a in approaches)
+    sds = [np.std(r["mean_oscr_per_seed"], ddof=1) for r in papers_rows(run(label)["rows"])
            if r["converged"] or not converged_only]
     return float(np.median(sds))
 
@@ -146,6 +146,7 @@ def agreement(label: str, negatives: bool) -> str:
     return next(num(a.rho, 2) for a in validation_test_agreement(run(label)) if a.negatives == negatives)
 
 
+@lru_cache(maxsize=None)
 def pooled_primary() -> Dict[str, float]:
     """The CIFAR split's distinct primary tests (parts that share networks repeat a test) in one Holm
     family: the largest Holm p of a *worse* and the smallest of a *not resolved*."""
@@ -176,8 +177,8 @@ def equivalence_se(seeds: int) -> float:
 def negatives_spread(label: str) -> float:
     """The range of the near D_a OSCR areas of the converged approaches trained with negatives, each with
     its paper's detector."""
-    rows = [paper_row(label, a) for a in sorted({r["approach"] for r in run(label)["rows"]})]
-    return float(np.ptp([np.mean(r["mean_oscr_per_seed"]) for r in rows if r["converged"] and saw_negatives(r)]))
+    return float(np.ptp([np.mean(r["mean_oscr_per_seed"]) for r in papers_rows(run(label)["rows"])
+                         if r["converged"] and saw_negatives(r)]))
 
 
 def projected_resolution(label: str, family: str, seeds: int) -> float:
@@ -201,13 +202,18 @@ def verdicts(label: str, family: str, times: int) -> int:
     return verdicts_at(run(label)["tests"][family], times * MARGIN)["resolved"]
 
 
+def cifar_approaches() -> set:
+    """The approaches the CIFAR split's parts have run."""
+    return {a for label in CIFAR_PARTS for a in run(label)["accuracy"]}
+
+
 def _missing_on_cifar() -> str:
     """The registered approaches no part of the CIFAR split has run, and how many are registered."""
-    run_ = {a for label in CIFAR_PARTS for a in run(label)["accuracy"]}
-    missing = [a for a in LOSSES if a not in run_]
+    missing = [a for a in LOSSES if a not in cifar_approaches()]
     return f"of the {len(list(LOSSES))} registered; not run: {', '.join(missing) if missing else 'none'}"
 
 
+@lru_cache(maxsize=None)
 def validation_ties(label: str, approach: str) -> tuple:
     """How many of an approach's detectors share its most common validation OSCR area (to five
     decimals), how many detectors it has, and that area."""
@@ -232,9 +238,8 @@ def _fine_tune_drop() -> List[float]:
 
 
 def _cell(values: Sequence[float]) -> str:
-    """Mean over seeds [95 % t interval]."""
-    interval = seed_interval(values)
-    return f"{num(interval.estimate)} [{num(interval.low)}, {num(interval.high)}]"
+    """Mean over seeds [95 % t interval], as the generated pages print a cell."""
+    return format_cell(interval_over_seeds(values))
 
 
 @lru_cache(maxsize=None)
@@ -367,7 +372,8 @@ FACTS: Dict[str, Callable[[], str]] = {
        for tag, label in (("lenet", "bench-lenet-5"), ("cifar", "bench-cifar-5"))
        for family in ("primary", "approaches", "detectors") for what in ("resolved", "tests")},
     # the margin decided again (LeNet++'s two primary pairs it would call worse at half the margin)
-    "lenet_softmax_diff": lambda: signed(comparison("bench-lenet-5", "primary", "softmax", "entropic")["difference"], 4),
+    "lenet_softmax_diff": lambda: signed(comparison("bench-lenet-5", "primary", "softmax", "entropic")["difference"],
+                                         4),
     "lenet_softmax_holm": lambda: num(comparison("bench-lenet-5", "primary", "softmax", "entropic")["p_holm"], 2),
     "lenet_energyft_diff": lambda: signed(comparison("bench-lenet-5", "primary", "energy-regularized-ft/energy",
                                                "entropic")["difference"], 4),
@@ -404,7 +410,7 @@ FACTS: Dict[str, Callable[[], str]] = {
     "cifar_tally": cifar_tally,
     "cifar_parts_primary_resolved": lambda: span([run(label)["families"]["primary"]["resolution"]["smallest_resolved"]
                                                   for label in CIFAR_PARTS]),
-    "cifar_approaches_run": lambda: str(len({a for label in CIFAR_PARTS for a in run(label)["accuracy"]})),
+    "cifar_approaches_run": lambda: str(len(cifar_approaches())),
     "cifar_approaches_missing": lambda: _missing_on_cifar(),
     "lenet_negatives_spread": lambda: num(negatives_spread("bench-lenet-5")),
     "lenet_energy_val": lambda: num(val_accuracy("bench-lenet-5", "energy-regularized")),

@@ -26,7 +26,9 @@ from agnostophobia.experiments.paper_numbers import TABLE2_FPRS
 from agnostophobia.metrics import TIE_FLAG, fpr_keys
 
 
-def _fmt(cell: Optional[Dict], digits: int = 3) -> str:
+def format_cell(cell: Optional[Dict], digits: int = 3) -> str:
+    """A cell of ``benchmark.json`` (:func:`~agnostophobia.experiments.benchmark_rows.interval_over_seeds`)
+    as the pages print it: mean [95 % t interval], the mean alone for one seed, N/A where absent."""
     if cell is None:
         return "N/A"
     if cell["seeds"] < 2 or not np.isfinite(cell["low"]):
@@ -95,9 +97,10 @@ def _oscr_table(result: Dict, marks: Dict) -> List[str]:
               "vs MSP (secondary)"]
     lines = ["## OSCR", "", _row_md(header), _rule(header)]
     for tied, row in zip(tied_with_the_row_above(result["rows"], metric), result["rows"]):
-        cells = [_rank_cell(row) + (TIE_MARK if tied else ""), _label(result, row), _fmt(row["closed_set_accuracy"]),
-                 _fmt(row.get("val_closed_set_accuracy")), _val_cell(row, metric)]
-        cells += [_fmt(row["test"].get(s, {}).get("oscr")) + _tie(row, s) for s in sets]
+        cells = [_rank_cell(row) + (TIE_MARK if tied else ""), _label(result, row),
+                 format_cell(row["closed_set_accuracy"]),
+                 format_cell(row.get("val_closed_set_accuracy")), _val_cell(row, metric)]
+        cells += [format_cell(row["test"].get(s, {}).get("oscr")) + _tie(row, s) for s in sets]
         cells += [marks["approaches"].get(row["row"], ""), marks["detectors"].get(row["row"], "")]
         lines.append(_row_md(cells))
     return lines
@@ -119,9 +122,10 @@ def _set_table(result: Dict, name: str) -> List[str]:
         cell = row["test"].get(name)
         if cell is None:
             continue
-        lines.append(_row_md([_label(result, row), _fmt(cell["auroc"]), _fmt(cell.get("fpr_at_95tpr")),
-                              _fmt(cell.get("aupr_in")), _fmt(cell.get("aupr_out")),
-                              _fmt(cell.get("ccr_at_lowest_fpr")), *(_fmt(cell["ccr_at_fpr"].get(k)) for k in keys),
+        lines.append(_row_md([_label(result, row), format_cell(cell["auroc"]), format_cell(cell.get("fpr_at_95tpr")),
+                              format_cell(cell.get("aupr_in")), format_cell(cell.get("aupr_out")),
+                              format_cell(cell.get("ccr_at_lowest_fpr")),
+                              *(format_cell(cell["ccr_at_fpr"].get(k)) for k in keys),
                               f"{cell['tied_share']:.4f}"]))
     return lines
 
@@ -214,7 +218,7 @@ def _beside_the_paper(result: Dict) -> List[str]:
         cells = []
         for s, f in columns:
             theirs, here = paper[s].get(row["approach"], {}).get(f), ours_at(row, s, f)
-            cells.append("N/A" if theirs is None or here is None else f"{_fmt(here)} vs {theirs:.3f}")
+            cells.append("N/A" if theirs is None or here is None else f"{format_cell(here)} vs {theirs:.3f}")
             if theirs is not None and here is not None and abs(here["mean"] - theirs) >= PAPER_GAP:
                 gaps.append(f"{row['approach']} on {s} at {f}: {here['mean']:.3f} here, {theirs:.3f} in the paper")
         lines.append(_row_md([_label(result, row, "approach"), row["detector"], *cells]))
@@ -241,10 +245,12 @@ def _papers_rows(result: Dict, sets: List[str], marks: Dict) -> List[str]:
         mean_log = interval_over_seeds(row["mean_oscr_log_per_seed"]) if row["mean_oscr_log_per_seed"] else None
         far_mean = row.get("mean_far_oscr_per_seed")
         cells = [_label(result, row, "approach"),
-                 row["detector"], _fmt(row["closed_set_accuracy"]), _fmt(row.get("val_closed_set_accuracy")),
-                 _fmt(mean), _fmt(mean_log), *([_fmt(interval_over_seeds(far_mean) if far_mean else None)]
+                 row["detector"], format_cell(row["closed_set_accuracy"]),
+                 format_cell(row.get("val_closed_set_accuracy")),
+                 format_cell(mean), format_cell(mean_log),
+                 *([format_cell(interval_over_seeds(far_mean) if far_mean else None)]
                                                if far else [])]
-        cells += [_fmt(row["test"].get(s, {}).get("oscr")) + _tie(row, s) for s in sets]
+        cells += [format_cell(row["test"].get(s, {}).get("oscr")) + _tie(row, s) for s in sets]
         lines.append(_row_md([*cells, marks["primary"].get(row["row"], "")]))
     keys = fpr_keys(result["fprs"])
     if keys:  # the low-FPR end, which the OSCR area on its linear axis weighs little
@@ -252,7 +258,7 @@ def _papers_rows(result: Dict, sets: List[str], marks: Dict) -> List[str]:
         lines += ["", f"CCR at {keys[0]}, the smallest FPR of the report's columns, the same rows. "
                   f"{_columns_resolution(result)}", "", _row_md(header), _rule(header)]
         for row in papers_rows(result["rows"]):
-            cells = [_fmt(row["test"].get(s, {}).get("ccr_at_fpr", {}).get(keys[0])) for s in sets]
+            cells = [format_cell(row["test"].get(s, {}).get("ccr_at_fpr", {}).get(keys[0])) for s in sets]
             lines.append(_row_md([_label(result, row, "approach"), row["detector"], *cells]))
     return [*lines, ""]
 
@@ -336,7 +342,7 @@ def _matrix(result: Dict) -> List[str]:
 def _val_cell(row: Dict, metric: str) -> str:
     """The row's validation ``metric`` (mean over seeds [95 % t interval])."""
     values = row["val"]["per_seed"].get(metric)
-    return _fmt(interval_over_seeds(values)) if values else "N/A"
+    return format_cell(interval_over_seeds(values)) if values else "N/A"
 
 
 def _validation_fpr_said(result: Dict) -> str:
