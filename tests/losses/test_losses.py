@@ -3,6 +3,7 @@ weights and input checks. Everything runs on tiny random tensors (seconds, CPU).
 reference is in its own test module (tests/losses/test_<module>.py), checked by tests/contracts/test_loss_references.py."""
 from __future__ import annotations
 
+import copy
 import math
 
 import numpy as np
@@ -264,10 +265,12 @@ def test_output_dtype_follows_input(name):
 def test_cuda_matches_cpu(name):
     logits, features, labels, w = make_batch(name, seed=8, dtype=torch.float32)
     for reduction in REDUCTIONS:
-        cpu = make_loss(name, reduction=reduction)(logits, labels, features=features, sample_weight=w)
+        loss = make_loss(name, reduction=reduction)
+        # moved as the trainer moves it: a loss's parameters and state (VOS's queues) live beside the model
+        cuda_loss = copy.deepcopy(loss).to("cuda")
+        cpu = loss(logits, labels, features=features, sample_weight=w)
         cuda_logits = logits.cuda().requires_grad_(True)
-        gpu = make_loss(name, reduction=reduction)(cuda_logits, labels.cuda(), features=features.cuda(),
-                                                   sample_weight=w.cuda())
+        gpu = cuda_loss(cuda_logits, labels.cuda(), features=features.cuda(), sample_weight=w.cuda())
         assert gpu.device.type == "cuda"
         torch.testing.assert_close(gpu.cpu(), cpu, rtol=1e-5, atol=1e-5)
         gpu.sum().backward()
