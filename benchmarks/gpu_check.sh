@@ -32,7 +32,8 @@
 #      tests/training/test_cuda_graph.py passed in 2. and bench_gpu.py found one run's captured step at least
 #      1.1x as fast as its eager step; the summary says which, and why. A resumed check keeps the
 #      first choice (OUT_DIR/cuda-graph.txt).
-# A summary of each stage's exit status and seconds goes to OUT_DIR/summary.txt.
+# A summary of each stage's exit status and seconds goes to OUT_DIR/summary.txt, and every text result
+# (logs, summaries, metrics, reports; no checkpoints or data) to OUT_DIR/results.tar.gz.
 # Without a CUDA device it prints "no CUDA device" and exits 0.
 set -u
 
@@ -239,3 +240,8 @@ for prep in authors ours; do
     fi
 done
 echo "total: $((SECONDS - START))s; logs, metrics and reports in $OUT_DIR" | tee -a "$SUMMARY"
+# the text results alone in one small archive (the run folders' checkpoints and the unpacked data are
+# hundreds of MB): what to copy off a machine lent for minutes
+(cd "$OUT_DIR" && find . -path ./data -prune -o -type f \( -name '*.log' -o -name '*.txt' -o -name '*.xml' \
+    -o -name '*.json' -o -name '*.md' -o -name '*.csv' \) -print0 | tar czf results.tar.gz --null -T -) \
+    && echo "text results: $OUT_DIR/results.tar.gz ($(du -k "$OUT_DIR/results.tar.gz" | cut -f1) KiB)"
