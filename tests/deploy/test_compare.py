@@ -278,3 +278,20 @@ def test_rank_by_a_validation_statistic_keeps_compares_ties():
         ("entropic", "energy", 1), ("entropic", "softmax", 2), ("softmax", "softmax", 3), ("softmax", "energy", 4)]
     with pytest.raises(ValueError, match="fpr_at_95tpr"):  # lower is better: not a ranking statistic
         rank(rows, None, by="fpr_at_95tpr")
+
+
+def test_ranks_tie_values_that_differ_in_their_last_bits():
+    """The same areas summed in another order differ by 1e-16: a tie, broken by the declared keys
+    (AUROC, the registry's order, the detector's name) and marked as one, not a rank by rounding."""
+    from agnostophobia.deploy.compare import rank, ties_with_row_above
+
+    def row(detector, oscr):
+        return {"approach": "entropic", "detector": detector, "val": {"auroc": 0.99, "oscr": oscr}}
+
+    a, b = 0.9448333333333334, 0.9448333333333333
+    assert a != b
+    ranked = rank([row("softmax", a), row("evm", b)], None, by="oscr")
+    assert [r["detector"] for r in ranked] == ["evm", "softmax"]  # the detector's name decided
+    assert ties_with_row_above([r["val"]["oscr"] for r in ranked]) == [False, True]
+    assert ties_with_row_above([(True, a), (True, b)]) == [False, True]
+    assert ties_with_row_above([0.5, 0.5 + 1e-9]) == [False, False]  # a real difference still ranks

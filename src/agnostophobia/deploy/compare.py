@@ -272,6 +272,20 @@ def ranked_value(fpr: Optional[float], by: Optional[str] = None) -> Callable[[Di
     return lambda row: row["val"]["ccr_at_fpr"].get(key)
 
 
+#: Decimals a ranked statistic is compared at: a mean of the same numbers summed in another order
+#: differs in its last bits (1e-16 seen between two detectors' identical validation areas), which
+#: must tie, not decide a rank.
+RANK_DECIMALS = 12
+
+
+def settled(value):
+    """``value`` (a number, or a tuple holding numbers) rounded to :data:`RANK_DECIMALS`, as ranks
+    and ties compare it."""
+    if isinstance(value, tuple):
+        return tuple(settled(part) for part in value)
+    return round(float(value), RANK_DECIMALS) if isinstance(value, (float, np.floating)) else value
+
+
 def rank(rows: List[Dict], fpr: Optional[float], by: Optional[str] = None) -> List[Dict]:
     """``rows`` best first: by validation CCR at ``fpr`` (None ranks last), else by validation
     AUROC; ties to the higher AUROC, then to the registry's order of approaches and the
@@ -284,8 +298,8 @@ def rank(rows: List[Dict], fpr: Optional[float], by: Optional[str] = None) -> Li
 
     def order(row: Dict):
         val, primary = row["val"], primary_of(row)
-        auroc_value = val["auroc"] if val["auroc"] is not None else -np.inf
-        return (primary is None, -(primary if primary is not None else 0.0), -auroc_value,
+        auroc_value = settled(val["auroc"]) if val["auroc"] is not None else -np.inf
+        return (primary is None, -(settled(primary) if primary is not None else 0.0), -auroc_value,
                 row_sort_key(row["approach"]), row["detector"])
 
     ranked = sorted(rows, key=order)
@@ -304,6 +318,7 @@ TIE_MARK = "="
 def ties_with_row_above(keys: Sequence) -> List[bool]:
     """Per entry of ``keys`` (the ranked rows' first keys, in rank order; None for a row that ties
     with nothing): whether it equals the one above, so that a later key decided its rank."""
+    keys = [settled(key) for key in keys]
     return [i > 0 and key is not None and key == keys[i - 1] for i, key in enumerate(keys)]
 
 
