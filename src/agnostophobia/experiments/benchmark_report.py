@@ -108,11 +108,13 @@ def _oscr_table(result: Dict, marks: Dict) -> List[str]:
 
 def _set_table(result: Dict, name: str) -> List[str]:
     """One test set's table: AUROC, FPR@95%TPR, AUPR-In/Out, CCR at each FPR and the tied share of
-    every row scored on it."""
+    every row scored on it. The CCR at the lowest FPR the set resolves (10/#unknowns) has a column
+    of its own unless it is one of the columns' FPRs already."""
     keys = fpr_keys(result["fprs"])
     unknowns = result["test_sets"][name]
-    lowest = f"CCR@{10 / unknowns:.2g} (10/#unknowns)" if unknowns else "CCR@10/n"
-    header = ["approach/detector", "AUROC", "FPR@95%TPR", "AUPR-In", "AUPR-Out", lowest, *(f"CCR@{k}" for k in keys),
+    own_column = not (unknowns and any(np.isclose(float(k), 10 / unknowns, rtol=1e-9, atol=0) for k in keys))
+    lowest = [f"CCR@{10 / unknowns:.2g} (10/#unknowns)" if unknowns else "CCR@10/n"] if own_column else []
+    header = ["approach/detector", "AUROC", "FPR@95%TPR", "AUPR-In", "AUPR-Out", *lowest, *(f"CCR@{k}" for k in keys),
               "tied share"]
     lines = [f"## {name} ({unknown_set(name).role}, {unknowns:,} unknowns)", "",
              "FPR@95%TPR: the FPR on the unknowns at the highest threshold that accepts 95 % of the knowns; "
@@ -124,7 +126,7 @@ def _set_table(result: Dict, name: str) -> List[str]:
             continue
         lines.append(_row_md([_label(result, row), format_cell(cell["auroc"]), format_cell(cell.get("fpr_at_95tpr")),
                               format_cell(cell.get("aupr_in")), format_cell(cell.get("aupr_out")),
-                              format_cell(cell.get("ccr_at_lowest_fpr")),
+                              *([format_cell(cell.get("ccr_at_lowest_fpr"))] if own_column else []),
                               *(format_cell(cell["ccr_at_fpr"].get(k)) for k in keys),
                               f"{cell['tied_share']:.4f}"]))
     return lines
@@ -135,7 +137,7 @@ def _tests_table(result: Dict) -> List[str]:
     equivalence interval and the decision."""
     header = ["family", "row", "against", "difference [95 % interval, unadjusted]", "SE (seeds, samples)", "p",
               "p (Holm)", "90 % interval", "decision"]
-    lines = ["## Tests", "", f"Difference: mean over seeds of the row's mean D_a OSCR minus the reference's; its "
+    lines = ["## Tests", "", f"Difference: mean over seeds of the row's {mean_said(result)} minus the reference's; its "
              f"95 % interval is the pair's own, not adjusted for the family, so it may exclude 0 where Holm's "
              f"correction does not decide (the decision column is the family's). "
              f"SE: the seeds' standard error and the test samples' (paired bootstrap; '—' where not computed), "
@@ -263,6 +265,12 @@ def _papers_rows(result: Dict, sets: List[str], marks: Dict) -> List[str]:
     return [*lines, ""]
 
 
+def mean_said(result: Dict) -> str:
+    """The name of the mean the rows are ranked and tested on: over the near D_a sets where far ones
+    are averaged apart, else over every D_a set."""
+    return "mean near D_a OSCR" if result.get("far_sets") else "mean D_a OSCR"
+
+
 def _distances_said(result: Dict) -> List[str]:
     """Which unknown sets the mean the rows are ranked and tested on reads, and which far ones are
     averaged apart (near and far unknowns, as OpenOOD reports them)."""
@@ -323,7 +331,7 @@ def _matrix(result: Dict) -> List[str]:
         first.setdefault(row["approach"], row)
     best = best_detectors(rows, result["ranking"]["chosen"])
     header = ["approach", *detectors]
-    lines = ["## Every approach with every detector (mean D_a OSCR)", "",
+    lines = [f"## Every approach with every detector ({mean_said(result)})", "",
              f"Test numbers. In bold, each approach's best detector by the validation {result['ranking']['title']} "
              f"(the ranking metric): chosen on validation data, not on these numbers, and only where it beats each of the "
              f"approach's other detectors there: by the margin ({MARGIN}) or more, and by a paired difference over "
@@ -455,7 +463,7 @@ def _p(value: Optional[float]) -> str:
 def decision_rule(result: Dict) -> List[str]:
     """The report's paragraph on what its marks mean."""
     seeds = result["seeds"]
-    return [f"Marks: each comparison of the mean D_a OSCR over seeds, decided against a margin declared in the code "
+    return [f"Marks: each comparison of the {mean_said(result)} over seeds, decided against a margin declared in the code "
             f"before this run, after the project's withdrawn 3-seed reports had been read (±{MARGIN}): "
             f"**better**/**worse**, the difference is not 0 (Holm-adjusted p below {ALPHA} within its family) and "
             f"its observed mean is at least the margin (its interval may reach below the margin); **equivalent**, "
