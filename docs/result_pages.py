@@ -39,6 +39,9 @@ class ResultPage(NamedTuple):
     results: str  # the run's committed benchmark.json (benchmark-splits.json for a benchmark over splits)
     figures: str  # the folder of the run's committed OSCR figures ("": a benchmark over splits has none)
     over_splits: bool = False  # a benchmark over a protocol's splits: its summary, not one run's report
+    # the label of a later run that asks all of this run's questions again under conditions the others
+    # share (one processor, one reference): this page stays, says so, and leaves the overview's decisions
+    superseded_by: str = ""
 
 
 #: The published runs, by their label in provenance.md. A label's page is generated once its
@@ -99,7 +102,16 @@ def generate(label: str) -> str:
     run_link = f"[`{label}`]({provenance}#{label})"
     if entry.over_splits:
         return splits_site_page(result, entry.title, run_link)
-    return site_page(result, entry.title, run_link, Path(os.path.relpath(DOCS / entry.figures, here)).as_posix())
+    page = site_page(result, entry.title, run_link, Path(os.path.relpath(DOCS / entry.figures, here)).as_posix())
+    if entry.superseded_by:
+        later = PAGES[entry.superseded_by]
+        title, rest = page.split("\n", 1)
+        link = Path(os.path.relpath(DOCS / later.page, here)).as_posix()
+        page = (f"{title}\n\n```{{note}}\nThis run's questions were asked again in [{later.title.split(':')[0]}]({link}) "
+                f"([`{entry.superseded_by}`]({provenance}#{entry.superseded_by})), whose networks share the "
+                "processor and reference of the other parts; the overview's decisions are that run's. This page "
+                "stays for what its networks show across processors.\n```\n" + rest)
+    return page
 
 
 def portable_command(command: str) -> str:
