@@ -185,3 +185,17 @@ def test_a_superseded_page_says_which_run_asked_its_questions_again():
     assert title == plain.split("\n", 1)[0]
     assert f"]({pages.PAGES[later].page.split('/')[-1]})" in note and f"#{later})" in note
     assert noted.replace(f"```{{note}}{note}```\n", "", 1).replace("\n\n\n", "\n\n", 1) == plain
+
+
+def test_set_tables_name_each_fpr_once_and_the_mean_what_it_averages():
+    """Review of 2026-12-04: a set whose 10/#unknowns is one of the columns' FPRs printed the same CCR
+    twice, and pages averaging near sets alone called their mean the mean D_a OSCR."""
+    result = _result()  # 1,000 unknowns a set: 10/#unknowns is 0.01, a column's FPR
+    text = site_page(result, "Split benchmark", "`run`", "figures")
+    headers = [line for line in text.splitlines() if line.startswith("| approach/detector | AUROC")]
+    assert headers and all("(10/#unknowns)" not in h and "CCR@1e-2" in h for h in headers)
+    assert "## Every approach with every detector (mean near D_a OSCR)" in text
+    result["test_sets"] = {name: 2500 for name in result["test_sets"]}  # 0.004: a column of its own
+    headers = [line for line in site_page(result, "Split benchmark", "`run`", "figures").splitlines()
+               if line.startswith("| approach/detector | AUROC")]
+    assert all("CCR@0.004 (10/#unknowns)" in h for h in headers)
