@@ -24,7 +24,7 @@ from agnostophobia.experiments.benchmark_comparisons import ALPHA, MARGIN
 from agnostophobia.experiments.benchmark_ranking import saw_negatives
 from agnostophobia.experiments.benchmark_report import format_cell
 from agnostophobia.experiments.benchmark_rows import interval_over_seeds, papers_rows
-from agnostophobia.experiments.benchmark_summary import validation_test_agreement, verdicts_at
+from agnostophobia.experiments.benchmark_summary import at_ceiling, validation_test_agreement, verdicts_at
 from agnostophobia.losses import LOSSES
 from agnostophobia.metrics import holm, seed_interval, smallest_resolved_difference
 
@@ -430,6 +430,7 @@ FACTS: Dict[str, Callable[[], str]] = {
     "cifar_approaches_run": lambda: str(len(cifar_approaches())),
     "cifar_approaches_missing": lambda: _missing_on_cifar(),
     "lenet_negatives_spread": lambda: num(negatives_spread("bench-lenet-5")),
+    "lenet_at_ceiling": lambda: "{} of its {}".format(*map(len, at_ceiling(run("bench-lenet-5")))),
     "lenet_energy_val": lambda: num(val_accuracy("bench-lenet-5", "energy-regularized")),
     "lenet_logitnorm_val": lambda: num(val_accuracy("bench-lenet-5", "logitnorm")),
     "holm_t_9_3_seeds": lambda: holm_strictest_t(9, 3),

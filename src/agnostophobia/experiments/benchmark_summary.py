@@ -7,7 +7,7 @@ which networks did not converge (and which converged with single seeds below the
 where ties decide."""
 from __future__ import annotations
 
-from typing import Dict, List, NamedTuple, Optional
+from typing import Dict, List, NamedTuple, Optional, Tuple
 
 import numpy as np
 from scipy import stats
@@ -253,13 +253,20 @@ def _separation_said(ranking: Dict) -> List[str]:
 CEILING_GAP = 0.001
 
 
+def at_ceiling(result: Dict) -> Tuple[List[str], List[Dict]]:
+    """The converged approaches whose mean D_a OSCR with their paper's detector lies within
+    :data:`CEILING_GAP` of their closed-set accuracy, and the converged rows with their papers'
+    detectors they were picked from."""
+    rows = [r for r in papers_rows(result["rows"]) if r["converged"] is not False and r["mean_oscr_per_seed"]]
+    return [r["approach"] for r in rows
+            if r["closed_set_accuracy"]["mean"] - float(np.mean(r["mean_oscr_per_seed"])) < CEILING_GAP], rows
+
+
 def _ceiling_said(result: Dict) -> List[str]:
     """Where the linear OSCR area, which the tests and their margin read, sits at its ceiling (the
     closed-set accuracy) for two or more converged approaches with their paper's detector: between
     those, "equivalent" compares accuracies, and the low-FPR columns are where they differ."""
-    rows = [r for r in papers_rows(result["rows"]) if r["converged"] is not False and r["mean_oscr_per_seed"]]
-    capped = [r["approach"] for r in rows
-              if r["closed_set_accuracy"]["mean"] - float(np.mean(r["mean_oscr_per_seed"])) < CEILING_GAP]
+    capped, rows = at_ceiling(result)
     if len(capped) < 2:
         return []
     # the low-FPR metrics of the same rows: their largest gap to the accuracy says whether they can differ there
