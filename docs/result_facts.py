@@ -106,15 +106,19 @@ def paired(label_a: str, name_a: str, label_b: str, name_b: str) -> np.ndarray:
     return np.asarray(a["mean_oscr_per_seed"]) - np.asarray(b["mean_oscr_per_seed"])
 
 
+#: Where the CIFAR split's first part's rows (trained on a Xeon) were trained again on Zen 4.
+TRAINED_AGAIN = {"entropic": "bench-cifar-5-paper", "softmax": "bench-cifar-5-ft", "arpl": "bench-cifar-5-arpl-cac",
+                 "cac": "bench-cifar-5-arpl-cac"}
+
+
 @lru_cache(maxsize=None)
 def across_runs(name: str) -> Dict[str, str]:
     """Row ``name`` of the CIFAR split's first part (trained on a Xeon) against the same seeds trained
-    again on Zen 4 (the second part's EOS, the fourth part's softmax): the mean difference, first
-    minus second, with Welch's 95 % interval and p. Networks trained on two processors share no
-    per-seed noise, so the seeds are not paired."""
+    again on Zen 4 (:data:`TRAINED_AGAIN`): the mean difference, first minus second, with Welch's 95 %
+    interval and p. Networks trained on two processors share no per-seed noise, so the seeds are not
+    paired."""
     first = np.asarray(row("bench-cifar-5", name)["mean_oscr_per_seed"])
-    second = np.asarray(row("bench-cifar-5-paper" if name == "entropic" else "bench-cifar-5-ft", name)
-                        ["mean_oscr_per_seed"])
+    second = np.asarray(row(TRAINED_AGAIN[name.split("/")[0]], name)["mean_oscr_per_seed"])
     welch = stats.ttest_ind(first, second, equal_var=False)
     interval = welch.confidence_interval(0.95)
     return {"shift": num(first.mean() - second.mean(), 4), "p": num(welch.pvalue, 3),
