@@ -256,6 +256,25 @@ def _without_lowest_seed(label: str, approach: str) -> str:
     return f"{signed(differences[keep].mean())} {t_interval(differences[keep])}"
 
 
+def threshold_within_noise(converged: bool) -> str:
+    """The CIFAR split's approaches (each network set once, over the deciding parts) whose 95 % t
+    interval over seeds of the mean validation accuracy contains the convergence threshold, converged
+    by the rule or not: the rule's verdict on them lies within the seeds' noise."""
+    seen, said = set(), []
+    for label in DECIDING_PARTS:
+        threshold = run(label)["min_accuracy"]
+        for approach in run(label)["accuracy"]:
+            values = seed_accuracies(label, approach)
+            interval = seed_interval(values)
+            key = (approach, tuple(np.round(values, 12)))
+            if key in seen or not interval.low <= threshold <= interval.high:
+                continue
+            seen.add(key)
+            if (interval.estimate >= threshold) == converged:
+                said.append(f"{approach} {num(interval.estimate)} [{num(interval.low)}, {num(interval.high)}]")
+    return ", ".join(sorted(said)) if said else "none"
+
+
 def _cell(values: Sequence[float]) -> str:
     """Mean over seeds [95 % t interval], as the generated pages print a cell."""
     return format_cell(interval_over_seeds(values))
@@ -434,6 +453,10 @@ FACTS: Dict[str, Callable[[], str]] = {
     "cifar_approaches_run": lambda: str(len(cifar_approaches())),
     "cifar_approaches_missing": lambda: _missing_on_cifar(),
     "lenet_negatives_spread": lambda: num(negatives_spread("bench-lenet-5")),
+    "cifar_not_converged": lambda: ", ".join(f"{r['approach']} {r['val'].split(' ')[0]}" for r in cifar_parts_rows()
+                                             if r["decision"] == "*not converged*"),
+    "threshold_noise_converged": lambda: threshold_within_noise(True),
+    "threshold_noise_not_converged": lambda: threshold_within_noise(False),
     "lenet_at_ceiling": lambda: "{} of its {}".format(*map(len, at_ceiling(run("bench-lenet-5")))),
     "lenet_energy_val": lambda: num(val_accuracy("bench-lenet-5", "energy-regularized")),
     "lenet_logitnorm_val": lambda: num(val_accuracy("bench-lenet-5", "logitnorm")),
