@@ -8,6 +8,7 @@ import re
 
 import numpy as np
 import pytest
+from scipy import stats
 
 from agnostophobia.experiments.benchmark_comparisons import ALPHA, MARGIN
 from agnostophobia.experiments.benchmark_report import PAPER_GAP
@@ -91,6 +92,12 @@ def test_numbers_are_the_runs(facts_module):
     first, second = (next(r for r in f.run(label)["rows"] if r["row"] == "entropic")["mean_oscr_per_seed"]
                      for label in ("bench-cifar-5", "bench-cifar-5-paper"))
     assert f.facts()["eos_rerun_shift"] == f"{np.mean(np.subtract(first, second)):.3f}"
+    # Welch's test by its formula: the Welch-Satterthwaite degrees of freedom, a two-sided t tail
+    va, vb = np.var(first, ddof=1) / len(first), np.var(second, ddof=1) / len(second)
+    t = (np.mean(first) - np.mean(second)) / np.sqrt(va + vb)
+    df = (va + vb) ** 2 / (va ** 2 / (len(first) - 1) + vb ** 2 / (len(second) - 1))
+    eos_line = next(line for line in f.facts()["processor_table"].splitlines() if line.startswith("| entropic ("))
+    assert eos_line.split(" | ")[-2] == f"{2 * stats.t.sf(abs(t), df):.3f}"
     assert f.facts()["lenet_detectors_tests"] == str(len(f.run("bench-lenet-5")["tests"]["detectors"]))
 
 
@@ -98,7 +105,7 @@ def test_pooled_holm_by_hand(facts_module):
     """Holm's step-down by hand over the pooled p-values gives the module's largest *worse*."""
     f = facts_module
     distinct = {}
-    for label in f.CIFAR_PARTS:
+    for label in f.DECIDING_PARTS:
         for t in f.run(label)["tests"]["primary"]:
             distinct[(t["row"], t["against"], round(t["difference"], 12))] = t
     tests = sorted(distinct.values(), key=lambda t: t["p"])
