@@ -85,7 +85,8 @@ def test_numbers_are_the_runs(facts_module):
     softmax = next(r for r in cifar["rows"] if r["row"] == "softmax")
     per_seed, val = softmax["mean_oscr_per_seed"], softmax["accuracy_per_seed"]["val"]
     first_row = next(line for line in f.facts()["cifar_parts_table"].splitlines()
-                     if line.startswith("| [4](benchmark-cifar-ft.md), ") and "| softmax | softmax |" in line)
+                     if line.startswith(f"| [4]({f.PAGES['bench-cifar-5-ft'].page.split('/')[-1]}), ")
+                     and "| softmax | softmax |" in line)
     assert not any(line.startswith("| [1]") for line in f.facts()["cifar_parts_table"].splitlines())  # superseded
     assert f"| {sum(per_seed) / len(per_seed):.3f} [" in first_row
     assert f"({min(val):.3f}-{max(val):.3f})" in first_row

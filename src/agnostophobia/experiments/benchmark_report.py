@@ -299,8 +299,8 @@ def _known_unknowns_said(result: Dict) -> List[str]:
     who = f" ({', '.join(trained)})" if trained else ""
     return [f"D_b ({', '.join(known)}): test images of the classes whose training images are the negatives of the "
             f"approaches trained with negatives{who}, and whose held-out images are the validation negatives that "
-            f"rank the rows; D_a: classes never seen in training. The mean D_a OSCR, the tests and their decisions "
-            f"read the D_a sets alone.", ""]
+            f"rank the rows; D_a: classes never seen in training. The {mean_said(result)}, the tests and their "
+            f"decisions read the {'near ' if result.get('far_sets') else ''}D_a sets alone.", ""]
 
 
 def _columns_resolution(result: Dict) -> str:
