@@ -112,7 +112,7 @@ def _set_table(result: Dict, name: str) -> List[str]:
     of its own unless it is one of the columns' FPRs already."""
     keys = fpr_keys(result["fprs"])
     unknowns = result["test_sets"][name]
-    own_column = not (unknowns and any(np.isclose(float(k), 10 / unknowns, rtol=1e-9, atol=0) for k in keys))
+    own_column = not (unknowns and any(np.isclose(fpr, 10 / unknowns, rtol=1e-9, atol=0) for fpr in result["fprs"]))
     lowest = [f"CCR@{10 / unknowns:.2g} (10/#unknowns)" if unknowns else "CCR@10/n"] if own_column else []
     header = ["approach/detector", "AUROC", "FPR@95%TPR", "AUPR-In", "AUPR-Out", *lowest, *(f"CCR@{k}" for k in keys),
               "tied share"]
