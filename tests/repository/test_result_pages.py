@@ -204,3 +204,21 @@ def test_set_tables_name_each_fpr_once_and_the_mean_what_it_averages():
     headers = [line for line in site_page(result, "Split benchmark", "`run`", "figures").splitlines()
                if line.startswith("| approach/detector | AUROC")]
     assert all("CCR@0.004 (10/#unknowns)" in h for h in headers)
+
+
+def test_a_single_near_set_is_not_shown_twice_beside_its_mean():
+    """Review of 2026-12-04: with one near set, the paper's-rows table printed the mean near D_a OSCR
+    and the same set's OSCR as two columns of equal cells."""
+    result = _result()
+    assert result["far_sets"] and len(result["ranked_sets"]) == 1
+    near = result["ranked_sets"][0]
+
+    def papers_header(result):
+        text = site_page(result, "Split benchmark", "`run`", "figures")
+        return next(line for line in text.splitlines() if line.startswith("| approach | detector | closed-set acc."))
+
+    header = papers_header(result)
+    assert "| mean near D_a OSCR |" in header and f"{near} (D_a) OSCR" not in header
+    assert all(f"{name} " in header for name in result["far_sets"])
+    result["ranked_sets"] = [near, *result["far_sets"][:1]]  # two near sets: each keeps its column
+    assert f"{near} (D_a) OSCR" in papers_header(result)

@@ -234,9 +234,12 @@ def _papers_rows(result: Dict, sets: List[str], marks: Dict) -> List[str]:
     over the unknown-unknown sets the ranking reads."""
     far = result.get("far_sets") or []
     near = "near " if far else ""
+    ranked = result.get("ranked_sets") or []
+    # A mean over one near set is that set's OSCR: its own column would repeat the mean's
+    oscr_sets = [s for s in sets if not (far and ranked == [s])]
     header = ["approach", "detector", "closed-set acc.", "val acc.", f"mean {near}D_a OSCR",
               f"mean {near}D_a OSCR, log FPR", *(["mean far D_a OSCR"] if far else []),
-              *(f"{_set_name(s)} OSCR" for s in sets), f"vs {_reference_short(result)} (primary)"]
+              *(f"{_set_name(s)} OSCR" for s in oscr_sets), f"vs {_reference_short(result)} (primary)"]
     lines = ["## Each approach with its paper's detector", "",
              "OSCR, log FPR: the area under the same curve over a log FPR axis from the smallest FPR each set "
              "resolves (10/#unknowns) to 1, normalised to [0, 1]: it reads the low-FPR end, where networks "
@@ -252,7 +255,7 @@ def _papers_rows(result: Dict, sets: List[str], marks: Dict) -> List[str]:
                  format_cell(mean), format_cell(mean_log),
                  *([format_cell(interval_over_seeds(far_mean) if far_mean else None)]
                                                if far else [])]
-        cells += [format_cell(row["test"].get(s, {}).get("oscr")) + _tie(row, s) for s in sets]
+        cells += [format_cell(row["test"].get(s, {}).get("oscr")) + _tie(row, s) for s in oscr_sets]
         lines.append(_row_md([*cells, marks["primary"].get(row["row"], "")]))
     keys = fpr_keys(result["fprs"])
     if keys:  # the low-FPR end, which the OSCR area on its linear axis weighs little
@@ -280,8 +283,10 @@ def _distances_said(result: Dict) -> List[str]:
     kinds = {unknown_set(name).proximity for name in ranked}
     lines = _known_unknowns_said(result)
     if far:
+        one = (f"; with one near set, it is that set's OSCR, which has no column of its own beside it"
+               if len(ranked) == 1 else "")
         lines += [f"Near and far unknowns apart: the mean near D_a OSCR ({', '.join(ranked)}) is what the tests "
-                  f"read; the far sets ({', '.join(far)}) are averaged apart, shown, and decide nothing.", ""]
+                  f"read{one}; the far sets ({', '.join(far)}) are averaged apart, shown, and decide nothing.", ""]
     elif kinds == {FAR}:
         lines += [f"Every unknown-unknown set here is declared far from the knowns ({', '.join(ranked)}); the protocol "
                   f"declares no near unknowns, so the tests read them together (the documentation's Comparing "
