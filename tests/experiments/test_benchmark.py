@@ -14,7 +14,7 @@ from scipy import stats
 from agnostophobia.experiments.benchmark import benchmarked_approaches, experiment_for, summarise
 from agnostophobia.metrics import default_fpr
 from agnostophobia.experiments.benchmark_report import markdown
-from agnostophobia.experiments.benchmark_rows import REFERENCE_APPROACH, REFERENCE_DETECTOR
+from agnostophobia.experiments.benchmark_rows import REFERENCE_APPROACH, REFERENCE_DETECTOR, papers_detector
 from agnostophobia.rundir import BENCHMARK as BENCHMARK_JSON, BENCHMARK_TABLE as BENCHMARK_MD
 from agnostophobia.errors import AgnostophobiaError
 
@@ -212,6 +212,28 @@ def test_paired_tests_match_scipy_and_are_holm_adjusted_per_family():
     assert detectors["softmax/max-logit"]["p_holm"] == pytest.approx(min(1.0, 2 * p))  # the smaller of two: x2
     assert {t["family"] for family in result["tests"].values() for t in family} == {"primary", "approaches",
                                                                                      "detectors"}
+    assert result["tests"]["knowns"] == []  # logitnorm, the one approach trained on the knowns alone, is unconverged
+
+
+def test_the_knowns_only_family_compares_approaches_without_negatives_with_softmax():
+    """Review of 2026-12-04: an approach trained on the known classes alone is compared with softmax,
+    the baseline it could replace, in a secondary family of its own; approaches trained on negatives
+    are not in it, and where softmax is the reference the primary family already compares them."""
+    detector = papers_detector("logitnorm")
+    converged = [*rows()[:4], _row("logitnorm", detector, [0.47, 0.49, 0.50], [0.99, 0.99, 0.99]),
+                 _row("outlier-exposure", papers_detector("outlier-exposure"), [0.6, 0.7, 0.65], [0.99] * 3)]
+    result = summarise(converged, min_accuracy=0.985, negatives=["entropic", "outlier-exposure"])
+    knowns = result["tests"]["knowns"]
+    assert [(t["row"], t["against"]) for t in knowns] == [(f"logitnorm/{detector}", "softmax/softmax")]
+    reference = stats.ttest_rel([0.47, 0.49, 0.50], [0.40, 0.45, 0.42])
+    assert knowns[0]["p"] == pytest.approx(reference.pvalue) and knowns[0]["p_holm"] == pytest.approx(reference.pvalue)
+    assert knowns[0]["interval"] == pytest.approx(list(reference.confidence_interval(0.95)))
+    assert result["families"]["knowns"]["kind"] == "secondary: knowns only"
+    text = _report(result)
+    assert "| vs softmax (secondary: knowns only) |" in text and "Secondary: knowns only family" in text
+    without_eos = summarise(converged[2:], min_accuracy=0.985, negatives=["outlier-exposure"])
+    assert without_eos["reference"] == "softmax" and without_eos["tests"]["knowns"] == []
+    assert any(t["row"] == f"logitnorm/{detector}" for t in without_eos["tests"]["primary"])
 
 
 def test_ties_are_flagged_in_the_table_and_the_paragraph():
@@ -476,6 +498,9 @@ def test_each_family_says_the_smallest_difference_it_resolves():
     result = summarise(rows(), min_accuracy=0.985)
     for family, tests in result["tests"].items():
         resolution = result["families"][family]["resolution"]
+        if not tests:  # the knowns-only family: its one approach is unconverged
+            assert resolution is None
+            continue
         se = np.median([t["se"] for t in tests])
         assert resolution["median_se"] == pytest.approx(se) and resolution["tests"] == len(tests)
         assert resolution["smallest_resolved"] == pytest.approx(

@@ -117,3 +117,35 @@ def test_pooled_holm_by_hand(facts_module):
         adjusted.append(running)
     worse = max(p for p, t in zip(adjusted, tests) if t["decision"] == "worse")
     assert f.facts()["pooled_worse"] == f"{worse:.4f}"
+
+
+def test_knowns_only_family_by_hand(facts_module):
+    """The knowns-only family computed from the stored runs: each converged approach trained without
+    negatives against softmax, seeds' SE by scipy's paired t, the samples' share bounded by the sum of
+    the two stored shares against the reference, Holm by hand within each protocol."""
+    f = facts_module
+    table = f.facts()["knowns_only_table"]
+    for protocol, labels in f.KNOWNS_ONLY_RUNS.items():
+        rows = {r["row"]: r for label in labels for r in f.run(label)["rows"]}
+        primary = {t["row"]: t for label in labels for t in f.run(label)["tests"]["primary"]}
+        tested = [r for r in rows.values() if r["row"] in primary and not (r["negatives"] or r["extra_data"])
+                  and r["approach"] != "softmax"]
+        base = next(r for r in rows.values() if r["approach"] == r["detector"] == "softmax")
+        assert tested, f"{protocol}: no approach trained on the knowns alone is tested"
+        p = []
+        for r in tested:
+            a, b = np.asarray(r["mean_oscr_per_seed"]), np.asarray(base["mean_oscr_per_seed"])
+            se_seeds = stats.sem(a - b)
+            assert (a - b).mean() / se_seeds == pytest.approx(stats.ttest_rel(a, b).statistic)
+            se = np.hypot(se_seeds, primary[r["row"]]["se_samples"] + primary[base["row"]]["se_samples"])
+            p.append(2 * stats.t.sf(abs((a - b).mean()) / se, len(a) - 1))
+            line = next(line for line in table.splitlines()
+                        if line.startswith(f"| {protocol} | {r['approach']} ({r['detector']}) |"))
+            assert f"| {(a - b).mean():+.3f} [".replace("-", "−") in line
+            assert f"| {se_seeds:.4f}, " in line
+        order = np.argsort(p)  # Holm: the k-th smallest p times (m - k), running maximum
+        adjusted = np.maximum.accumulate([min(1.0, (len(p) - k) * p[i]) for k, i in enumerate(order)])
+        for k, i in enumerate(order):
+            line = next(line for line in table.splitlines()
+                        if line.startswith(f"| {protocol} | {tested[i]['approach']} ("))
+            assert line.split(" | ")[-2] == f"{adjusted[k]:.3f}"

@@ -29,11 +29,12 @@ scores follow closed-set accuracy, so an unconverged network ranks training leng
    :attr:`~agnostophobia.data.protocol_types.ProtocolSpec.converged_accuracy`) marked *not converged*
    and left out of ranks, tests and bold marks, as is an approach trained on fewer seeds than the
    others; the share of scores that ties decide (:func:`~agnostophobia.metrics.tied_share`, flagged
-   above 1 %); comparisons of the OSCR area averaged over the unknown-unknown (D_a) sets in three
+   above 1 %); comparisons of the OSCR area averaged over the unknown-unknown (D_a) sets in four
    families (:data:`~agnostophobia.experiments.benchmark_comparisons.FAMILIES`): the **primary** one,
-   each approach with its paper's detector against Entropic Open-Set with its paper's, and two
-   **secondary** ones, each approach against Entropic Open-Set with the same detector and each detector
-   against max-softmax on the same network (on a protocol whose negatives are an outside set the
+   each approach with its paper's detector against Entropic Open-Set with its paper's, and three
+   **secondary** ones, each approach trained on the knowns alone against softmax (both with their
+   papers' detectors), each approach against Entropic Open-Set with the same detector and each
+   detector against max-softmax on the same network (on a protocol whose negatives are an outside set the
    others never saw, the literature's splits, or in a run without Entropic Open-Set, the approaches
    are compared with softmax instead: :func:`~agnostophobia.experiments.benchmark_rows.reference_approach`).
    Each comparison is the mean paired difference over seeds
@@ -102,8 +103,8 @@ from agnostophobia.rundir import RunDir
 #: The keys of the run's config the report gives as the budget's recipe, the one every approach from
 #: scratch trains with.
 BUDGET_RECIPE = ("optimizer", "lr", "weight_decay", "scheduler", "epochs", "batch_size")
-_FORMAT = 3  # 3: every choice on validation data, the ranking metric chosen by RANKING_RULE; 2: three families
-#              of tests, each with its decision against MARGIN (1: "significant" per test)
+_FORMAT = 4  # 4: the knowns-only family; 3: every choice on validation data, the ranking metric chosen by
+#              RANKING_RULE; 2: three families of tests, each with its decision against MARGIN (1: "significant")
 #: Seeds per approach unless ``--seeds`` says otherwise: five (issue 55: OpenOOD's three give a 95 % t
 #: half-width of 4.30 standard errors, against 2.78 at five); a paired test needs two.
 DEFAULT_SEEDS = 5

@@ -1,4 +1,4 @@
-"""The comparisons of a benchmark (:mod:`agnostophobia.experiments.benchmark`): its three families
+"""The comparisons of a benchmark (:mod:`agnostophobia.experiments.benchmark`): its four families
 of paired comparisons of the mean D_a OSCR area (each difference's standard error: the seeds' spread
 and a paired bootstrap over the shared test samples, added in quadrature), each decided against
 the declared margin with Holm's correction within its family, and what a family resolves at the
@@ -13,7 +13,8 @@ import numpy as np
 
 from agnostophobia.detectors import DETECTORS
 from agnostophobia.experiments.benchmark_rows import (REFERENCE_DETECTOR, REFERENCE_NAMES, in_primary_family,
-                                                      papers_detector, rankable, ranked_sets, seeds_said)
+                                                      papers_detector, rankable, ranked_sets, saw_negatives,
+                                                      seeds_said)
 from agnostophobia.metrics import (NOT_RESOLVED, decide, oscr_area_resamples, paired_difference, resample_weights,
                                    resampled_se, smallest_resolved_difference)
 
@@ -35,10 +36,39 @@ FAMILIES = {
     "primary": ("primary", "each approach with its paper's detector against {reference} with its paper's, "
                            "{reference_detector}, and any other score a paper reports as a row of its own (Scaled "
                            "Objectosphere)"),
+    "knowns": ("secondary: knowns only", "each approach trained on the known classes alone (no negatives, no "
+                                         "outlier data) with its paper's detector against softmax with max-softmax, "
+                                         "the baseline it could replace"),
     "approaches": ("secondary: approaches", "each approach against {reference} with the same detector, for "
                                             "the pairs the primary family does not compare"),
     "detectors": ("secondary: detectors", "each detector against max-softmax on the same network"),
 }
+
+
+#: The baseline of the ``knowns`` family: an approach trained on the known classes alone is compared with
+#: the network that learns them the same way, not with one that saw negatives (Entropic Open-Set).
+KNOWNS_BASELINE = "softmax"
+
+
+def present_families(result: Dict) -> List[str]:
+    """The families of :data:`FAMILIES` that ``result`` (a ``benchmark.json``) holds, in the declared
+    order: a report written before a family was declared (format 3 has no ``knowns``) lacks it."""
+    return [family for family in FAMILIES if family in result.get("tests", {})]
+
+
+def trained_on_knowns_only(row: Dict) -> bool:
+    """Whether ``row``'s network trained on the known classes alone: no negatives of the protocol and
+    no outside data (``saw_negatives`` is false)."""
+    return not saw_negatives(row)
+
+
+def bounded_sample_se(first_vs_reference: float, second_vs_reference: float) -> float:
+    """An upper bound of the test samples' standard error of ``first - second`` from the stored ones of
+    ``first - reference`` and ``second - reference``, where all three share the reference's networks
+    and the resamples: per resample, ``first - second`` is the difference of the two, so its standard
+    deviation over resamples is at most the sum of theirs (Minkowski's inequality). For a report
+    that kept the two but not the replicates; the bound errs on the cautious side."""
+    return float(first_vs_reference) + float(second_vs_reference)
 
 
 def families(reference: str) -> Dict[str, Tuple[str, str]]:
@@ -82,10 +112,13 @@ def sample_replicates(models: Sequence[Tuple[int, str, Path]], scores_of: Callab
     return replicates
 
 
-def _pairs(rows: List[Dict], family: str, reference: str) -> List[Tuple[Dict, Dict]]:
+def family_pairs(rows: List[Dict], family: str, reference: str) -> List[Tuple[Dict, Dict]]:
     """(row, reference row) of each comparison of ``family`` (:data:`FAMILIES`), both rankable and
     on the same seeds, at least two (one seed, a split run in the literature's form: no test):
     ``primary``, each approach with its paper's detector against ``reference`` with its paper's;
+    ``knowns``, each approach trained on the knowns alone with its paper's detector against
+    :data:`KNOWNS_BASELINE` with its paper's (none where that is the reference: the primary family
+    compares them);
     ``approaches``, each approach against ``reference`` with the same detector, less the pairs of
     ``primary``; ``detectors``, each detector against max-softmax on the same network."""
     by_key = {(r["approach"], r["detector"]): r for r in rows if rankable(r)}
@@ -98,6 +131,11 @@ def _pairs(rows: List[Dict], family: str, reference: str) -> List[Tuple[Dict, Di
             if row["approach"] == reference or not in_primary_family(row["approach"], row["detector"]):
                 continue
             base = primary_reference
+        elif family == "knowns":
+            if (reference == KNOWNS_BASELINE or row["approach"] in (KNOWNS_BASELINE, reference) or not trained_on_knowns_only(row)
+                    or not in_primary_family(row["approach"], row["detector"])):
+                continue
+            base = by_key.get((KNOWNS_BASELINE, papers_detector(KNOWNS_BASELINE)))
         elif family == "approaches":
             if row["approach"] == reference:
                 continue
@@ -136,7 +174,7 @@ def compare_family(rows: List[Dict], family: str, replicates: Optional[Dict], re
     ``reference``: the approach the approach families compare with
     (:func:`~agnostophobia.experiments.benchmark_rows.reference_approach`)."""
     tests, differences = [], []
-    for row, base in _pairs(rows, family, reference):
+    for row, base in family_pairs(rows, family, reference):
         mine, theirs = _replicates(row, replicates), _replicates(base, replicates)
         sample_se = resampled_se(mine, theirs) if mine is not None and theirs is not None else None
         difference = paired_difference(row["mean_oscr_per_seed"], base["mean_oscr_per_seed"], sample_se=sample_se)

@@ -10,7 +10,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from agnostophobia.experiments.benchmark_comparisons import MARGIN
-from agnostophobia.experiments.benchmark_rows import papers_rows, rankable
+from agnostophobia.experiments.benchmark_rows import papers_rows, rankable, saw_negatives
 from agnostophobia.metrics import seed_interval
 
 #: The candidates for the metric rows are ranked by: the statistic (of each set's numbers,
@@ -37,14 +37,6 @@ RANKING_RULE = ("the candidate with the largest median separation, over every pa
 RANKING_RULE_HISTORY = ("declared 2026-11-29, after the 3-seed reports since withdrawn; amended 2026-12-01 and "
                         "2026-12-02 in which rows it reads, never in the metric it chose on a published run "
                         "(Comparing methods, \"Choosing the ranking metric\", says what each amendment changed)")
-
-
-def saw_negatives(row: Dict) -> bool:
-    """Whether ``row``'s network trained on negatives: those of the protocol (D_b') or of an outside
-    set (``extra_data``). A benchmark's validation negatives are held-out images of that same set,
-    so on them such a row is scored on its training distribution (near its ceiling, where detectors
-    tie) and is ranked apart from the rows trained on the known classes only."""
-    return bool(row.get("extra_data") or row.get("negatives"))
 
 
 def rank_rows(rows: List[Dict], metric: str) -> List[Dict]:

@@ -15,12 +15,11 @@ import numpy as np
 from agnostophobia.data.protocol_types import FAR
 from agnostophobia.data.protocols import unknown_set  # the registered protocols declare their sets there
 from agnostophobia.deploy.compare import TIE_MARK
-from agnostophobia.experiments.benchmark_comparisons import ALPHA, FAMILIES, MARGIN, mark
-from agnostophobia.experiments.benchmark_ranking import (RANKING_RULE_HISTORY, best_detectors, saw_negatives,
-                                                        tied_with_the_row_above)
+from agnostophobia.experiments.benchmark_comparisons import ALPHA, KNOWNS_BASELINE, MARGIN, mark, present_families
+from agnostophobia.experiments.benchmark_ranking import RANKING_RULE_HISTORY, best_detectors, tied_with_the_row_above
 from agnostophobia.experiments.benchmark_recipes import recipe_mark, recipes_section
 from agnostophobia.experiments.benchmark_rows import (REFERENCE_NAMES, interval_over_seeds, papers_rows, reference_of,
-                                                      seeds_said)
+                                                      saw_negatives, seeds_said)
 from agnostophobia.experiments.benchmark_summary import number
 from agnostophobia.experiments.paper_numbers import TABLE2_FPRS
 from agnostophobia.metrics import TIE_FLAG, fpr_keys
@@ -143,7 +142,7 @@ def _tests_table(result: Dict) -> List[str]:
              f"SE: the seeds' standard error and the test samples' (paired bootstrap; '—' where not computed), "
              f"added in quadrature. Holm's correction within each family; the 90 % interval is what the equivalence test "
              f"reads against ±{MARGIN}.", "", _row_md(header), _rule(header)]
-    for family in FAMILIES:  # in the declared order (a published benchmark.json is sorted by key)
+    for family in present_families(result):  # in the declared order (a published benchmark.json is sorted by key)
         kind = result["families"][family]["kind"]
         for t in result["tests"][family]:
             samples = "—" if t["se_samples"] is None else f"{t['se_samples']:.4f}"
@@ -239,7 +238,8 @@ def _papers_rows(result: Dict, sets: List[str], marks: Dict) -> List[str]:
     oscr_sets = [s for s in sets if not (far and ranked == [s])]
     header = ["approach", "detector", "closed-set acc.", "val acc.", f"mean {near}D_a OSCR",
               f"mean {near}D_a OSCR, log FPR", *(["mean far D_a OSCR"] if far else []),
-              *(f"{_set_name(s)} OSCR" for s in oscr_sets), f"vs {_reference_short(result)} (primary)"]
+              *(f"{_set_name(s)} OSCR" for s in oscr_sets), f"vs {_reference_short(result)} (primary)",
+              *([f"vs {KNOWNS_BASELINE} (secondary: knowns only)"] if result["tests"].get("knowns") else [])]
     lines = ["## Each approach with its paper's detector", "",
              "OSCR, log FPR: the area under the same curve over a log FPR axis from the smallest FPR each set "
              "resolves (10/#unknowns) to 1, normalised to [0, 1]: it reads the low-FPR end, where networks "
@@ -256,7 +256,8 @@ def _papers_rows(result: Dict, sets: List[str], marks: Dict) -> List[str]:
                  *([format_cell(interval_over_seeds(far_mean) if far_mean else None)]
                                                if far else [])]
         cells += [format_cell(row["test"].get(s, {}).get("oscr")) + _tie(row, s) for s in oscr_sets]
-        lines.append(_row_md([*cells, marks["primary"].get(row["row"], "")]))
+        knowns = [marks["knowns"].get(row["row"], "")] if result["tests"].get("knowns") else []
+        lines.append(_row_md([*cells, marks["primary"].get(row["row"], ""), *knowns]))
     keys = fpr_keys(result["fprs"])
     if keys:  # the low-FPR end, which the OSCR area on its linear axis weighs little
         header = ["approach", "detector", *(f"{_set_name(s)} CCR@{keys[0]}" for s in sets)]
@@ -283,7 +284,7 @@ def _distances_said(result: Dict) -> List[str]:
     kinds = {unknown_set(name).proximity for name in ranked}
     lines = _known_unknowns_said(result)
     if far:
-        one = (f"; with one near set, it is that set's OSCR, which has no column of its own beside it"
+        one = ("; with one near set, the mean is that set's OSCR, so the set has no column of its own"
                if len(ranked) == 1 else "")
         lines += [f"Near and far unknowns apart: the mean near D_a OSCR ({', '.join(ranked)}) is what the tests "
                   f"read{one}; the far sets ({', '.join(far)}) are averaged apart, shown, and decide nothing.", ""]
@@ -478,7 +479,8 @@ def decision_rule(result: Dict) -> List[str]:
             f"standard error of a difference is the seeds' spread and a paired bootstrap over the shared test "
             f"samples, added in quadrature. "
             f"Families, each Holm-adjusted on its own at {ALPHA} (not the whole report): "
-            + "; ".join(f"{said['kind']}, {said['compares']}" for said in map(result["families"].get, FAMILIES))
+            + "; ".join(f"{result['families'][family]['kind']}, {result['families'][family]['compares']}"
+                        for family in present_families(result))
             + "."]
 
 

@@ -133,6 +133,14 @@ def papers_rows(rows: List[Dict]) -> List[Dict]:
     return [r for r in rows if is_papers_detector(r["approach"], r["detector"])]
 
 
+def saw_negatives(row: Dict) -> bool:
+    """Whether ``row``'s network trained on negatives: those of the protocol (D_b') or of an outside
+    set (``extra_data``). A benchmark's validation negatives are held-out images of that same set,
+    so on them such a row is scored on its training distribution (near its ceiling, where detectors
+    tie) and is ranked apart from the rows trained on the known classes only."""
+    return bool(row.get("extra_data") or row.get("negatives"))
+
+
 def rankable(row: Dict) -> bool:
     """Converged (or no threshold), trained on every seed of the run (an approach whose other seeds
     are still to train would be ranked on fewer seeds than its rivals), and scored on a D_a set."""

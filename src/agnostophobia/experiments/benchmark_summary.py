@@ -12,9 +12,9 @@ from typing import Dict, List, NamedTuple, Optional, Tuple
 import numpy as np
 from scipy import stats
 
-from agnostophobia.experiments.benchmark_comparisons import ALPHA, FAMILIES, MARGIN
-from agnostophobia.experiments.benchmark_ranking import saw_negatives, validation_choice
-from agnostophobia.experiments.benchmark_rows import interval_over_seeds, papers_rows, seeds_said
+from agnostophobia.experiments.benchmark_comparisons import ALPHA, MARGIN, present_families
+from agnostophobia.experiments.benchmark_ranking import validation_choice
+from agnostophobia.experiments.benchmark_rows import interval_over_seeds, papers_rows, saw_negatives, seeds_said
 from agnostophobia.metrics import BETTER, EQUIVALENT, NOT_RESOLVED, TIE_FLAG, WORSE, PairedDifference, decide
 
 #: The margins each family is decided at again, beside the declared one (:data:`MARGIN`): half, twice
@@ -34,12 +34,13 @@ def _decisions_said(result: Dict) -> List[str]:
     """One sentence per family of tests: what was decided, and the smallest difference it resolves."""
     lines = []
     seeds = result["seeds"]
-    for family in FAMILIES:  # as the run named them (its reference approach), in the declared order
+    for family in present_families(result):  # as the run named them (its reference approach), in the declared order
         said = result["families"][family]
         kind, compares, tests = said["kind"], said["compares"], result["tests"][family]
         if not tests:
-            lines.append(f"{kind.capitalize()} family, {compares}: nothing to test (the rows are not converged, "
-                         f"or on fewer than two seeds).")
+            lines.append(f"{kind.capitalize()} family, {compares}: nothing to test (no pair of converged rows on "
+                         f"two seeds or more: an approach it compares is not in this run, not converged, or on "
+                         f"one seed).")
             continue
         named = {verdict: [t["row"] for t in tests if t["decision"] == verdict] for verdict in (BETTER, WORSE)}
         counts = {verdict: sum(t["decision"] == verdict for t in tests) for verdict in (EQUIVALENT, NOT_RESOLVED)}
@@ -122,7 +123,7 @@ def verdicts_at(tests: List[Dict], margin: float) -> Dict[str, int]:
 def _margins_said(result: Dict) -> List[str]:
     """Each family's verdicts at :data:`MARGINS_AGAIN`: how much of the page the margin's choice carries."""
     decided = {family: [verdicts_at(result["tests"][family], margin) for margin in MARGINS_AGAIN]
-               for family in FAMILIES if result["tests"].get(family)}
+               for family in present_families(result) if result["tests"][family]}
     if not decided:
         return []
     margins = ", ".join(f"{m:g}" + (" (declared)" if m == MARGIN else "") for m in MARGINS_AGAIN)
