@@ -11,103 +11,26 @@ Print every number and its value::
 """
 from __future__ import annotations
 
-import json
 import sys
 from functools import lru_cache
 from pathlib import Path
-from typing import Callable, Dict, List, Sequence
+from typing import Callable, Dict, List
 
 import numpy as np
 from scipy import stats
 
-from agnostophobia.experiments.benchmark_comparisons import (ALPHA, KNOWNS_BASELINE, MARGIN, bounded_sample_se,
-                                                             family_pairs, mark)
-from agnostophobia.experiments.benchmark_report import format_cell
-from agnostophobia.experiments.benchmark_rows import interval_over_seeds, papers_rows, saw_negatives
+from agnostophobia.experiments.benchmark_comparisons import ALPHA, MARGIN
+from agnostophobia.experiments.benchmark_rows import papers_rows, saw_negatives
 from agnostophobia.experiments.benchmark_summary import at_ceiling, validation_test_agreement, verdicts_at
 from agnostophobia.losses import LOSSES
-from agnostophobia.metrics import decide, holm, paired_difference, seed_interval, smallest_resolved_difference
+from agnostophobia.metrics import holm, seed_interval, smallest_resolved_difference
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from result_pages import DOCS, PAGES, published  # noqa: E402
-
-#: The parts of the CIFAR-10 split, each its own published run, in the order they were run (and published).
-#: The table numbers the parts in this order, as the overview lists them.
-CIFAR_PARTS = tuple(label for label in published() if label.startswith("bench-cifar-5"))
-#: The parts whose decisions the overview reads: those no later part asked again.
-DECIDING_PARTS = tuple(label for label in CIFAR_PARTS if not PAGES[label].superseded_by)
-#: The deciding part whose families and ranking the pages cite for the split: the one holding the
-#: most approaches trained on the knowns only (softmax, ARPL, CAC), where the ranking rule has rows to read.
-CIFAR_REPORT = "bench-cifar-5-arpl-cac"
-FINE_TUNE_PARTS = {"bench-cifar-5-ft": "outlier-exposure-ft", "bench-cifar-5-energy-ft": "energy-regularized-ft",
-                   "bench-cifar-5-mixoe-ft": "mixoe-ft"}
-
-
-@lru_cache(maxsize=None)
-def run(label: str) -> Dict:
-    """The committed benchmark.json of published run ``label``."""
-    return json.loads((DOCS / PAGES[label].results).read_text(encoding="utf-8"))
-
-
-def row(label: str, name: str) -> Dict:
-    """Row ``name`` ("approach" for its paper's detector, else "approach/detector") of run ``label``."""
-    matches = [r for r in run(label)["rows"] if r["row"] == name]
-    if len(matches) != 1:
-        raise KeyError(f"{label}: no single row {name!r}")
-    return matches[0]
-
-
-def paper_row(label: str, approach: str) -> Dict:
-    """Run ``label``'s row of ``approach`` with its paper's detector."""
-    return next(r for r in papers_rows(run(label)["rows"]) if r["approach"] == approach)
-
-
-def near_da(label: str, name: str) -> float:
-    """The mean over seeds of a row's mean OSCR area over the D_a sets its tests read."""
-    return float(np.mean(row(label, name)["mean_oscr_per_seed"]))
-
-
-def comparison(label: str, family: str, name: str, against: str) -> Dict:
-    """The comparison of row ``name`` with ``against`` in ``family`` of run ``label``."""
-    return next(t for t in run(label)["tests"][family] if t["row"] == name and t["against"] == against)
-
-
-def val_accuracy(label: str, approach: str) -> float:
-    """An approach's closed-set accuracy on the validation knowns, mean over seeds."""
-    return run(label)["accuracy"][approach]["val"]["mean"]
-
-
-def seed_accuracies(label: str, approach: str, split: str = "val") -> List[float]:
-    """An approach's closed-set accuracy on ``split`` per seed."""
-    return paper_row(label, approach)["accuracy_per_seed"][split]
-
-
-def num(x: float, digits: int = 3) -> str:
-    """``x`` as the page prints it, with a true minus sign."""
-    return f"{x:.{digits}f}".replace("-", "−")
-
-
-def signed(x: float, digits: int = 3) -> str:
-    return f"{x:+.{digits}f}".replace("-", "−")
-
-
-def span(values: Sequence[float], digits: int = 3) -> str:
-    return f"{num(min(values), digits)}-{num(max(values), digits)}"
-
-
-def t_interval(differences: Sequence[float]) -> str:
-    """The 95 % t interval over seeds of the mean of ``differences``, as ``[low, high]``."""
-    interval = seed_interval(differences)
-    return f"[{num(interval.low)}, {num(interval.high)}]"
-
-
-def paired(label_a: str, name_a: str, label_b: str, name_b: str) -> np.ndarray:
-    """Per seed, row ``name_a`` of run ``label_a`` minus row ``name_b`` of ``label_b`` (near D_a OSCR)."""
-    a, b = row(label_a, name_a), row(label_b, name_b)
-    if a["seeds"] != b["seeds"]:
-        raise ValueError(f"{label_a}/{name_a} and {label_b}/{name_b} hold different seeds")
-    return np.asarray(a["mean_oscr_per_seed"]) - np.asarray(b["mean_oscr_per_seed"])
-
+import result_against_softmax  # noqa: E402
+from result_pages import PAGES  # noqa: E402
+from result_runs import (CIFAR_PARTS, CIFAR_REPORT, DECIDING_PARTS, FINE_TUNE_PARTS, cell, comparison,  # noqa: E402
+                         near_da, num, paired, paper_row, row, run, seed_accuracies, signed, span, t_interval,
+                         val_accuracy)
 
 #: Where the CIFAR split's first part's rows (trained on a Xeon) were trained again on Zen 4.
 TRAINED_AGAIN = {"entropic": "bench-cifar-5-paper", "softmax": "bench-cifar-5-ft", "arpl": "bench-cifar-5-arpl-cac",
@@ -141,8 +64,8 @@ def processor_table() -> str:
         marks = ["" if r["converged"] else " (not converged)" for r in (first, second)]
         shift = across_runs(first["row"])
         sds = " / ".join(num(np.std(r["mean_oscr_per_seed"], ddof=1), 4) for r in (first, second))
-        lines.append(f"| {approach} ({first['detector']}) | {_cell(first['mean_oscr_per_seed'])}{marks[0]} | "
-                     f"{_cell(second['mean_oscr_per_seed'])}{marks[1]} | {shift['shift']} {shift['interval']} | "
+        lines.append(f"| {approach} ({first['detector']}) | {cell(first['mean_oscr_per_seed'])}{marks[0]} | "
+                     f"{cell(second['mean_oscr_per_seed'])}{marks[1]} | {shift['shift']} {shift['interval']} | "
                      f"{shift['p']} | {sds} |")
     return "\n".join(lines)
 
@@ -290,11 +213,6 @@ def threshold_within_noise(converged: bool) -> str:
     return ", ".join(sorted(said)) if said else "none"
 
 
-def _cell(values: Sequence[float]) -> str:
-    """Mean over seeds [95 % t interval], as the generated pages print a cell."""
-    return format_cell(interval_over_seeds(values))
-
-
 @lru_cache(maxsize=None)
 def cifar_parts_rows() -> tuple:
     """Every approach of the CIFAR split's parts with its paper's detector against its part's Entropic
@@ -331,7 +249,7 @@ def cifar_parts_rows() -> tuple:
             val = r["accuracy_per_seed"]["val"]
             rows[key] = {"parts": [part], "label": label, "approach": approach, "detector": r["detector"],
                          "val_per_seed": val, "val": f"{num(seed_interval(val).estimate)} ({span(val)})",
-                         "oscr": _cell(r["mean_oscr_per_seed"]), "difference": difference,
+                         "oscr": cell(r["mean_oscr_per_seed"]), "difference": difference,
                          "decision": decision}
     order = {"the reference": 0, "*not converged*": 2}
     return tuple(sorted(rows.values(), key=lambda r: (r["parts"][0], order.get(r["decision"], 1), r["approach"])))
@@ -366,60 +284,6 @@ def cifar_parts_table() -> str:
         parts = ", ".join(f"[{part}]({Path(PAGES[CIFAR_PARTS[part - 1]].page).name})" for part in r["parts"])
         lines.append(f"| {parts} | {r['approach']} | {r['detector']} | {r['val']} | {r['oscr']} | "
                      f"{r['difference']} | {r['decision']} |")
-    return "\n".join(lines)
-
-
-#: The runs of each protocol whose approaches trained on the knowns alone are compared with softmax.
-KNOWNS_ONLY_RUNS = {"CIFAR-10 split": DECIDING_PARTS, "LeNet++": ("bench-lenet-5",)}
-
-
-@lru_cache(maxsize=None)
-def knowns_only(protocol: str) -> tuple:
-    """The knowns-only family (``family_pairs(..., "knowns", ...)``: each converged approach trained on
-    the knowns alone, its paper's detector, against softmax with max-softmax) of a protocol's runs
-    (:data:`KNOWNS_ONLY_RUNS`), whose reports predate the family: from their stored per-seed values,
-    the samples' standard error bounded by ``bounded_sample_se`` from the primary family's against
-    the reference, the runs' shared networks (a row several runs hold must read alike), decided as
-    one family: ``((row, base, PairedDifference, Decision), ...)``."""
-    rows, primary = {}, {}
-    for label in KNOWNS_ONLY_RUNS[protocol]:
-        for r in run(label)["rows"]:
-            if r["row"] in rows and rows[r["row"]]["mean_oscr_per_seed"] != r["mean_oscr_per_seed"]:
-                raise ValueError(f"{r['row']}: two runs of {protocol} hold different networks under one name")
-            rows.setdefault(r["row"], r)
-        primary.update({t["row"]: t for t in run(label)["tests"]["primary"]})
-    (reference,) = {run(label)["reference"] for label in KNOWNS_ONLY_RUNS[protocol]}
-    pairs = family_pairs(list(rows.values()), "knowns", reference)
-    differences = [paired_difference(r["mean_oscr_per_seed"], base["mean_oscr_per_seed"], sample_se=bounded_sample_se(
-        primary[r["row"]]["se_samples"], primary[base["row"]]["se_samples"])) for r, base in pairs]
-    return tuple((r, base, d, decision) for (r, base), d, decision in
-                 zip(pairs, differences, decide(differences, MARGIN, ALPHA)))
-
-
-def knowns_only_untested() -> str:
-    """Per protocol of :data:`KNOWNS_ONLY_RUNS`, its approaches trained on the knowns alone (softmax
-    aside) that are not converged, so the knowns-only family leaves them out."""
-    said = []
-    for protocol, labels in KNOWNS_ONLY_RUNS.items():
-        names = sorted({r["approach"] for label in labels for r in papers_rows(run(label)["rows"])
-                        if not saw_negatives(r) and r["approach"] != KNOWNS_BASELINE and not r["converged"]})
-        said.append(f"{', '.join(names) or 'none'} on the {protocol}" if protocol.startswith("CIFAR")
-                    else f"{', '.join(names) or 'none'} on {protocol}")
-    return "; ".join(said)
-
-
-def knowns_only_table() -> str:
-    """:func:`knowns_only` for every protocol, as a Markdown table."""
-    lines = [f"| protocol | approach (its paper's detector) | its mean D_a OSCR (CIFAR: near) | {KNOWNS_BASELINE}'s | difference "
-             "[95 % interval] | SE: seeds, samples (at most) | p (Holm) | decision |", "|---|---|---|---|---|---|---|---|"]
-    for protocol in KNOWNS_ONLY_RUNS:
-        for r, base, d, decision in knowns_only(protocol):
-            interval = d.interval(1 - ALPHA)
-            said = mark({"decision": decision.verdict, "seeds": d.n})
-            lines.append(f"| {protocol} | {r['approach']} ({r['detector']}) | {_cell(r['mean_oscr_per_seed'])} | "
-                         f"{_cell(base['mean_oscr_per_seed'])} | {signed(d.difference)} [{signed(interval.low)}, "
-                         f"{signed(interval.high)}] | {num(d.se_seeds, 4)}, {num(d.se_samples, 4)} | "
-                         f"{num(decision.p_holm)} | {said} |")
     return "\n".join(lines)
 
 
@@ -557,17 +421,17 @@ FACTS: Dict[str, Callable[[], str]] = {
     "ft_drop": lambda: span(_fine_tune_drop()),
     "oe_scratch_vs_ft": lambda: signed(paired("bench-cifar-5-oe", "outlier-exposure/softmax", "bench-cifar-5-ft",
                                               "outlier-exposure-ft/softmax").mean()),
-    "knowns_only_table": knowns_only_table,
-    "knowns_only_untested": knowns_only_untested,
-    "knowns_only_tally": lambda: ", ".join(
-        f"{[d.verdict for protocol in KNOWNS_ONLY_RUNS for *_, d in knowns_only(protocol)].count(verdict)} {verdict}"
-        for verdict in ("better", "worse", "equivalent", "not resolved")),
     "pooled_tests": lambda: str(pooled_primary()["tests"]),
     "pooled_changed": lambda: (f"{pooled_primary()['changed']} decisions" if pooled_primary()["changed"]
                                else "no decision"),
     "pooled_worse": lambda: num(pooled_primary()["worse"], 4),
     "pooled_not_resolved": lambda: num(pooled_primary()["not_resolved"], 2),
 }
+
+
+if set(FACTS) & set(result_against_softmax.FACTS):
+    raise ValueError(f"numbers named twice: {sorted(set(FACTS) & set(result_against_softmax.FACTS))}")
+FACTS.update(result_against_softmax.FACTS)
 
 
 @lru_cache(maxsize=None)

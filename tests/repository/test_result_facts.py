@@ -125,7 +125,7 @@ def test_knowns_only_family_by_hand(facts_module):
     the two stored shares against the reference, Holm by hand within each protocol."""
     f = facts_module
     table = f.facts()["knowns_only_table"]
-    for protocol, labels in f.KNOWNS_ONLY_RUNS.items():
+    for protocol, labels in f.result_against_softmax.KNOWNS_ONLY_RUNS.items():
         rows = {r["row"]: r for label in labels for r in f.run(label)["rows"]}
         primary = {t["row"]: t for label in labels for t in f.run(label)["tests"]["primary"]}
         tested = [r for r in rows.values() if r["row"] in primary and not (r["negatives"] or r["extra_data"])
