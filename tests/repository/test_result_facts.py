@@ -149,3 +149,22 @@ def test_knowns_only_family_by_hand(facts_module):
             line = next(line for line in table.splitlines()
                         if line.startswith(f"| {protocol} | {tested[i]['approach']} ("))
             assert line.split(" | ")[-2] == f"{adjusted[k]:.3f}"
+
+
+def test_accuracy_rule_by_hand(facts_module):
+    """The convergence rule with an interval read on the CIFAR split: each approach's validation
+    accuracy minus softmax's on the same seeds, scipy's paired 90 % interval, its low end against
+    minus each margin; and the threshold's verdict on the mean."""
+    f = facts_module
+    rules = f.result_against_softmax
+    table = f.facts()["accuracy_rule_table"].splitlines()
+    softmax = f.paper_row(f.CIFAR_REPORT, "softmax")["accuracy_per_seed"]["val"]
+    assert len(table) == 2 + len(rules._accuracy_rows())
+    for line in table[2:]:
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        mine = rules._accuracy_rows()[table[2:].index(line)]["accuracy_per_seed"]["val"]
+        assert cells[0] == rules._accuracy_rows()[table[2:].index(line)]["approach"]
+        low = stats.ttest_rel(mine, softmax).confidence_interval(0.90).low
+        assert cells[2].startswith(f"{np.mean(np.subtract(mine, softmax)):+.3f} [{low:+.3f},".replace("-", "−"))
+        assert cells[3] == ("yes" if np.mean(mine) >= 0.9 else "no")
+        assert cells[4:] == ["yes" if low > -margin else "no" for margin in (0.005, 0.01, 0.02)]
