@@ -42,6 +42,9 @@ class ResultPage(NamedTuple):
     # the label of a later run that asks all of this run's questions again under conditions the others
     # share (one processor, one reference): this page stays, says so, and leaves the overview's decisions
     superseded_by: str = ""
+    # what the run measures where it is not a part of its protocol's benchmark (the same networks
+    # trained again on another machine): its page says so, and the overview's tables leave it out
+    measures: str = ""
 
 
 #: The published runs, by their label in provenance.md. A label's page is generated once its
@@ -76,6 +79,11 @@ PAGES: Dict[str, ResultPage] = {
                                          "CIFAR-10 split benchmark, ARPL and CAC beside the shared reference: "
                                          "the full report", "results/bench-cifar-5-arpl-cac.json",
                                          "images/bench-cifar-5-arpl-cac"),
+    "bench-cifar-5-xeon": ResultPage("guide/benchmark-cifar-xeon.md",
+                                     "CIFAR-10 split, softmax and EOS on a Xeon again: the full report",
+                                     "results/bench-cifar-5-xeon.json", "images/bench-cifar-5-xeon",
+                                     measures="whether the networks of the split's first part repeat on a Xeon of "
+                                              "another sitting (the same seeds, code and recipe)"),
     "bench-osr-mnist": ResultPage("guide/benchmark-osr-mnist.md", "MNIST 6/4 over its five splits",
                                   "results/bench-osr-mnist.json", "", over_splits=True),
     "bench-osr-mnist-split-0": ResultPage("guide/benchmark-osr-mnist-split-0.md",
@@ -108,6 +116,10 @@ def generate(label: str) -> str:
     if entry.over_splits:
         return splits_site_page(result, entry.title, run_link)
     page = site_page(result, entry.title, run_link, Path(os.path.relpath(DOCS / entry.figures, here)).as_posix())
+    if entry.measures:
+        title, rest = page.split("\n", 1)
+        page = (f"{title}\n\n```{{note}}\nThis run measures {entry.measures}. It is not a part of the benchmark: "
+                "the overview's tables and decisions leave it out.\n```\n" + rest)
     if entry.superseded_by:
         later = PAGES[entry.superseded_by]
         title, rest = page.split("\n", 1)

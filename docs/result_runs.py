@@ -19,8 +19,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from result_pages import DOCS, PAGES, published  # noqa: E402
 
 #: The parts of the CIFAR-10 split, each its own published run, in the order they were run (and published).
-#: The table numbers the parts in this order, as the overview lists them.
-CIFAR_PARTS = tuple(label for label in published() if label.startswith("bench-cifar-5"))
+#: The table numbers the parts in this order, as the overview lists them; a run that measures something
+#: else with the same networks (`measures`: another machine) is not a part.
+CIFAR_PARTS = tuple(label for label in published() if label.startswith("bench-cifar-5") and not PAGES[label].measures)
 #: The parts whose decisions the overview reads: those no later part asked again.
 DECIDING_PARTS = tuple(label for label in CIFAR_PARTS if not PAGES[label].superseded_by)
 #: The deciding part whose families and ranking the pages cite for the split: the one holding the

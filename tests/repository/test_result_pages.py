@@ -222,3 +222,21 @@ def test_a_single_near_set_is_not_shown_twice_beside_its_mean():
     assert all(f"{name} " in header for name in result["far_sets"])
     result["ranked_sets"] = [near, *result["far_sets"][:1]]  # two near sets: each keeps its column
     assert f"{near} (D_a) OSCR" in papers_header(result)
+
+
+def test_a_run_that_measures_a_machine_says_it_is_not_a_part():
+    """A run that trains a part's networks again elsewhere (measures="...") is published with a note
+    that it is not a part of the benchmark, and the overview's CIFAR parts leave it out."""
+    pages = _pages()
+    label = "bench-cifar-5-arpl-cac"
+    entry = pages.PAGES[label]
+    pages.PAGES[label] = entry._replace(measures="whether a machine repeats them")
+    try:
+        page = pages.generate(label)
+    finally:
+        pages.PAGES[label] = entry
+    note = page.split("```{note}", 1)[1].split("```", 1)[0]
+    assert "This run measures whether a machine repeats them." in note and "not a part of the benchmark" in note
+    assert page.replace(f"\n```{{note}}{note}```\n", "", 1) == pages.generate(label)
+    runs = load_module("result_runs", ROOT / "docs/result_runs.py")
+    assert all(not pages.PAGES[part].measures for part in runs.CIFAR_PARTS)
