@@ -10,7 +10,9 @@ from pathlib import Path
 from typing import Dict, List, Sequence
 
 import numpy as np
+from scipy import stats
 
+from agnostophobia.experiments.benchmark_comparisons import ALPHA, MARGIN
 from agnostophobia.experiments.benchmark_report import format_cell
 from agnostophobia.experiments.benchmark_rows import interval_over_seeds, papers_rows
 from agnostophobia.metrics import seed_interval
@@ -100,3 +102,9 @@ def paired(label_a: str, name_a: str, label_b: str, name_b: str) -> np.ndarray:
 def cell(values: Sequence[float]) -> str:
     """Mean over seeds [95 % t interval], as the generated pages print a cell."""
     return format_cell(interval_over_seeds(values))
+
+
+def equivalence_se(seeds: int) -> float:
+    """The largest standard error at which a difference of 0 is shown equivalent within the margin over
+    ``seeds`` seeds: the 90 % t interval's half-width equal to the margin."""
+    return MARGIN / stats.t.ppf(1 - ALPHA, seeds - 1)
