@@ -99,7 +99,12 @@ def test_numbers_are_the_runs(facts_module):
     t = (np.mean(first) - np.mean(second)) / np.sqrt(va + vb)
     df = (va + vb) ** 2 / (va ** 2 / (len(first) - 1) + vb ** 2 / (len(second) - 1))
     eos_line = next(line for line in f.facts()["processor_table"].splitlines() if line.startswith("| entropic ("))
-    assert eos_line.split(" | ")[-2] == f"{2 * stats.t.sf(abs(t), df):.3f}"
+    cells = eos_line.split(" | ")
+    assert cells[4] == f"{2 * stats.t.sf(abs(t), df):.3f}"
+    paired = stats.ttest_rel(first, second)  # the comparison as declared: paired by seed
+    assert cells[5].endswith(f", p {paired.pvalue:.3f}")
+    differences = np.subtract(first, second)
+    assert cells[6] == f"{differences.min():+.3f} to {differences.max():+.3f}"
     assert f.facts()["lenet_detectors_tests"] == str(len(f.run("bench-lenet-5")["tests"]["detectors"]))
 
 
