@@ -12,9 +12,9 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from agnostophobia.detectors import DETECTORS
-from agnostophobia.experiments.benchmark_rows import (REFERENCE_DETECTOR, REFERENCE_NAMES, in_primary_family,
-                                                      papers_detector, rankable, ranked_sets, saw_negatives,
-                                                      seeds_said)
+from agnostophobia.experiments.benchmark_rows import (KNOWNS_ONLY_REFERENCE, REFERENCE_DETECTOR, REFERENCE_NAMES,
+                                                      in_primary_family, papers_detector, rankable, ranked_sets,
+                                                      saw_negatives, seeds_said)
 from agnostophobia.metrics import (NOT_RESOLVED, decide, oscr_area_resamples, paired_difference, resample_weights,
                                    resampled_se, smallest_resolved_difference)
 
@@ -43,11 +43,6 @@ FAMILIES = {
                                             "the pairs the primary family does not compare"),
     "detectors": ("secondary: detectors", "each detector against max-softmax on the same network"),
 }
-
-
-#: The baseline of the ``knowns`` family: an approach trained on the known classes alone is compared with
-#: the network that learns them the same way, not with one that saw negatives (Entropic Open-Set).
-KNOWNS_BASELINE = "softmax"
 
 
 def present_families(result: Dict) -> List[str]:
@@ -117,8 +112,8 @@ def family_pairs(rows: List[Dict], family: str, reference: str) -> List[Tuple[Di
     on the same seeds, at least two (one seed, a split run in the literature's form: no test):
     ``primary``, each approach with its paper's detector against ``reference`` with its paper's;
     ``knowns``, each approach trained on the knowns alone with its paper's detector against
-    :data:`KNOWNS_BASELINE` with its paper's (none where that is the reference: the primary family
-    compares them);
+    ``KNOWNS_ONLY_REFERENCE`` (softmax) with its paper's (none where that is the reference: the
+    primary family compares them);
     ``approaches``, each approach against ``reference`` with the same detector, less the pairs of
     ``primary``; ``detectors``, each detector against max-softmax on the same network."""
     by_key = {(r["approach"], r["detector"]): r for r in rows if rankable(r)}
@@ -132,10 +127,11 @@ def family_pairs(rows: List[Dict], family: str, reference: str) -> List[Tuple[Di
                 continue
             base = primary_reference
         elif family == "knowns":
-            if (reference == KNOWNS_BASELINE or row["approach"] in (KNOWNS_BASELINE, reference) or not trained_on_knowns_only(row)
+            if (reference == KNOWNS_ONLY_REFERENCE or row["approach"] in (KNOWNS_ONLY_REFERENCE, reference)
+                    or not trained_on_knowns_only(row)
                     or not in_primary_family(row["approach"], row["detector"])):
                 continue
-            base = by_key.get((KNOWNS_BASELINE, papers_detector(KNOWNS_BASELINE)))
+            base = by_key.get((KNOWNS_ONLY_REFERENCE, papers_detector(KNOWNS_ONLY_REFERENCE)))
         elif family == "approaches":
             if row["approach"] == reference:
                 continue

@@ -15,11 +15,11 @@ import numpy as np
 from agnostophobia.data.protocol_types import FAR
 from agnostophobia.data.protocols import unknown_set  # the registered protocols declare their sets there
 from agnostophobia.deploy.compare import TIE_MARK
-from agnostophobia.experiments.benchmark_comparisons import ALPHA, KNOWNS_BASELINE, MARGIN, mark, present_families
+from agnostophobia.experiments.benchmark_comparisons import ALPHA, MARGIN, mark, present_families
 from agnostophobia.experiments.benchmark_ranking import RANKING_RULE_HISTORY, best_detectors, tied_with_the_row_above
 from agnostophobia.experiments.benchmark_recipes import recipe_mark, recipes_section
-from agnostophobia.experiments.benchmark_rows import (REFERENCE_NAMES, interval_over_seeds, papers_rows, reference_of,
-                                                      saw_negatives, seeds_said)
+from agnostophobia.experiments.benchmark_rows import (KNOWNS_ONLY_REFERENCE, REFERENCE_NAMES, interval_over_seeds,
+                                                      papers_rows, reference_of, saw_negatives, seeds_said)
 from agnostophobia.experiments.benchmark_summary import number
 from agnostophobia.experiments.paper_numbers import TABLE2_FPRS
 from agnostophobia.metrics import TIE_FLAG, fpr_keys
@@ -239,7 +239,7 @@ def _papers_rows(result: Dict, sets: List[str], marks: Dict) -> List[str]:
     header = ["approach", "detector", "closed-set acc.", "val acc.", f"mean {near}D_a OSCR",
               f"mean {near}D_a OSCR, log FPR", *(["mean far D_a OSCR"] if far else []),
               *(f"{_set_name(s)} OSCR" for s in oscr_sets), f"vs {_reference_short(result)} (primary)",
-              *([f"vs {KNOWNS_BASELINE} (secondary: knowns only)"] if result["tests"].get("knowns") else [])]
+              *([f"vs {KNOWNS_ONLY_REFERENCE} (secondary: knowns only)"] if result["tests"].get("knowns") else [])]
     lines = ["## Each approach with its paper's detector", "",
              "OSCR, log FPR: the area under the same curve over a log FPR axis from the smallest FPR each set "
              "resolves (10/#unknowns) to 1, normalised to [0, 1]: it reads the low-FPR end, where networks "
