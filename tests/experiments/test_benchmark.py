@@ -325,7 +325,8 @@ def test_a_diverged_approach_is_set_aside_with_its_fine_tunes_and_the_others_go_
     calls = _diverging_reproduce(monkeypatch, {"softmax", "energy-regularized"})
     written = {}
     monkeypatch.setattr(benchmark_module, "write_benchmark",
-                        lambda folder, min_accuracy, log, diverged: written.update(diverged) or folder / "benchmark.md")
+                        lambda folder, min_accuracy, log, diverged, accuracy_margin: written.update(diverged)
+                        or folder / "benchmark.md")
     asked = ["softmax", "energy-regularized", "entropic", "outlier-exposure-ft", "mixoe-ft", "objectosphere"]
     request = RunRequest("lenet++", set_options=(("approaches", asked),), out=tmp_path / "bench")
     benchmark_module.benchmark("lenet++", request, log=lambda line: None)
@@ -1207,3 +1208,38 @@ def test_a_score_the_paper_reports_as_its_own_row_is_in_the_primary_family():
     assert not any(against == "entropic/softmax" for _, against in approaches)  # the primary pairs not repeated
     text = _report(result)
     assert "Scaled Objectosphere" in text
+
+
+def test_the_accuracy_margin_converges_by_a_paired_interval_against_softmax():
+    """--accuracy-margin (How the benchmark decides): softmax by the threshold, every other approach
+    when the low end of the paired 90 % t interval of its validation accuracy minus softmax's lies
+    above -margin; none where softmax misses the threshold; softmax must be in the run."""
+    softmax_val = [0.990, 0.992, 0.991]
+    close, far = [0.982, 0.985, 0.983], [0.960, 0.970, 0.950]
+    source = [_row(REFERENCE_APPROACH, REFERENCE_DETECTOR, [0.60, 0.62, 0.61], [0.99] * 3, val_accuracy=close),
+              _row("softmax", REFERENCE_DETECTOR, [0.40, 0.45, 0.42], [0.99] * 3, val_accuracy=softmax_val),
+              _row("logitnorm", papers_detector("logitnorm"), [0.5, 0.5, 0.52], [0.99] * 3, val_accuracy=far)]
+    by_threshold = summarise(source, min_accuracy=0.985)
+    assert {r["approach"]: r["converged"] for r in by_threshold["rows"]} == {
+        "entropic": False, "softmax": True, "logitnorm": False}
+    result = summarise(source, min_accuracy=0.985, accuracy_margin=0.01)
+    low = stats.ttest_rel(close, softmax_val).confidence_interval(0.90).low
+    assert -0.01 < low and stats.ttest_rel(far, softmax_val).confidence_interval(0.90).low < -0.01
+    assert {r["approach"]: r["converged"] for r in result["rows"]} == {
+        "entropic": True, "softmax": True, "logitnorm": False}
+    assert result["accuracy_margin"] == 0.01 and result["tests"]["primary"]  # EOS is now tested
+    text = _report(result)
+    assert "every other approach's not worse than softmax's by 0.01 or more" in text
+    assert any(line.startswith("Not converged (by the rule: softmax's") for line in result["summary"])
+    missed = [dict(r, val=_val([0.5] * 3, [0.8, 0.81, 0.82])) if r["approach"] == "softmax" else r for r in source]
+    assert not any(r["converged"] for r in summarise(missed, min_accuracy=0.985, accuracy_margin=0.01)["rows"])
+    with pytest.raises(ValueError, match="softmax is not among the approaches"):
+        summarise([source[0], source[2]], min_accuracy=0.985, accuracy_margin=0.01)
+
+
+def test_an_accuracy_margin_outside_zero_one_is_refused_before_training(tmp_path, capsys):
+    from agnostophobia.cli import main
+
+    code = main(["benchmark", "lenet++", "--accuracy-margin", "2", "--out", str(tmp_path / "run"), "--no-progress"])
+    assert code != 0 and "--accuracy-margin 2.0: a difference of closed-set accuracy in (0, 1)" in capsys.readouterr().err
+    assert not (tmp_path / "run").exists()

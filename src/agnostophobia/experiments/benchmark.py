@@ -81,8 +81,6 @@ import json
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
-import numpy as np
-
 from agnostophobia._log import log_info
 from agnostophobia._runlock import run_lock
 from agnostophobia.data.protocols import unknown_set  # the registered protocols declare their sets there
@@ -94,8 +92,9 @@ from agnostophobia.experiments.benchmark_comparisons import (ALPHA, BOOTSTRAP_RE
 from agnostophobia.experiments.benchmark_ranking import RANKING_CANDIDATES, rank_rows, ranking_metric
 from agnostophobia.experiments.benchmark_report import markdown
 from agnostophobia.experiments.benchmark_summary import what_the_data_says
-from agnostophobia.experiments.benchmark_rows import (cells, far_sets, interval_over_seeds, is_papers_detector,
-                                                      mean_oscr, network_accuracy, ranked_sets, reference_approach)
+from agnostophobia.experiments.benchmark_rows import (KNOWNS_ONLY_REFERENCE, cells, converged_by_rule, far_sets,
+                                                      interval_over_seeds, is_papers_detector, mean_oscr,
+                                                      network_accuracy, ranked_sets, reference_approach)
 from agnostophobia.experiments.benchmark_splits import extra_data_approaches, write_split_summary
 from agnostophobia.experiments.request import RunRequest
 from agnostophobia.rundir import RunDir
@@ -128,11 +127,12 @@ def experiment_for(target: str) -> Tuple[str, Tuple[Tuple[str, object], ...]]:
 
 
 def benchmark(target: str, request: Optional[RunRequest] = None, min_accuracy: Optional[float] = None,
-              log: Callable[[str], None] = log_info) -> Path:
+              log: Callable[[str], None] = log_info, accuracy_margin: Optional[float] = None) -> Path:
     """Train, tune, score and report (the module docstring); returns ``benchmark.md``'s path.
     ``target``: a protocol's name, a protocol YAML or an image folder; ``request``: the budget,
     seeds (default 5), output folder and training choices (its ``experiment`` is set here, from
-    ``target``)."""
+    ``target``); ``accuracy_margin``: converge by the rule with an interval
+    (:func:`~agnostophobia.experiments.benchmark_rows.converged_by_rule`) instead of the threshold."""
     from agnostophobia.experiments.reproduce import reproduce
     from agnostophobia.losses import LOSSES
 
@@ -140,6 +140,7 @@ def benchmark(target: str, request: Optional[RunRequest] = None, min_accuracy: O
     request = (request or RunRequest(config)).but(experiment=config)
     seeds, budget = (DEFAULT_SEEDS if request.seeds is None else request.seeds), request.budget
     _check_min_accuracy(min_accuracy)
+    _check_accuracy_margin(accuracy_margin)
     name = Path(target).stem if target not in SHIPPED else target
     out = request.out or Path("runs") / f"benchmark-{name}-{budget or 'config'}"
     options = (*protocol_options, ("approaches", list(LOSSES.names())), *request.set_options)
@@ -156,7 +157,8 @@ def benchmark(target: str, request: Optional[RunRequest] = None, min_accuracy: O
             approaches = set_aside(error, approaches, diverged)
             log(f"set aside: {diverged[error.approach]}; the benchmark goes on with the other "
                 f"{len(approaches)} approaches")
-    tables = [write_benchmark(folder, min_accuracy, log=log, diverged=diverged) for _, folder in runs]
+    tables = [write_benchmark(folder, min_accuracy, log=log, diverged=diverged, accuracy_margin=accuracy_margin)
+              for _, folder in runs]
     if runs[0][0] is None:
         return tables[0]
     asked = [split for split, _ in runs]
@@ -205,6 +207,11 @@ def _check_seeds(seeds: int, has_splits: bool) -> None:
                                  f"one network per split")
 
 
+def _check_accuracy_margin(value: Optional[float]) -> None:
+    if value is not None and not 0 < value < 1:
+        raise AgnostophobiaError(f"--accuracy-margin {value!r}: a difference of closed-set accuracy in (0, 1)")
+
+
 def _check_min_accuracy(value: Optional[float]) -> None:
     if value is not None and (isinstance(value, bool) or not 0 < value <= 1):
         raise AgnostophobiaError(f"--min-accuracy {value!r}: a closed-set accuracy in (0, 1]")
@@ -242,17 +249,19 @@ def _tune(run_dir: Path, approaches: Sequence[str], log) -> str:
 
 
 def write_benchmark(run_dir, min_accuracy: Optional[float] = None, log: Callable[[str], None] = log_info,
-                    diverged: Optional[Dict[str, str]] = None) -> Path:
+                    diverged: Optional[Dict[str, str]] = None, accuracy_margin: Optional[float] = None) -> Path:
     """Tune the detectors on validation data, score every row and write ``benchmark.json`` and
     ``benchmark.md`` (each atomically, under the run's lock) from a trained run's stored outputs.
     ``diverged``: the approaches this call set aside and why (:func:`set_aside`), named in the
-    report's notes and under ``diverged`` in ``benchmark.json``."""
+    report's notes and under ``diverged`` in ``benchmark.json``; ``accuracy_margin``: as
+    :func:`benchmark`'s."""
     from agnostophobia.deploy.compare import compare_models
     from agnostophobia.losses import trained_on_negatives
     from agnostophobia.training.records import check_run
 
     run_dir, diverged = Path(run_dir), diverged or {}
     _check_min_accuracy(min_accuracy)
+    _check_accuracy_margin(accuracy_margin)
     records = check_run(run_dir, "benchmark")
     approaches, left_out = benchmarked_approaches(records)
     tuning = _tune(run_dir, approaches, log)
@@ -261,8 +270,13 @@ def write_benchmark(run_dir, min_accuracy: Optional[float] = None, log: Callable
         comparison = compare_models(run_dir, approaches=approaches, curves=True)
         models = [m for m in records.models if m[1] in approaches]
         extra, outside = extra_data_approaches(records.config.get("protocol"), approaches)
+        if accuracy_margin is not None and KNOWNS_ONLY_REFERENCE not in approaches:
+            raise AgnostophobiaError(f"--accuracy-margin {accuracy_margin}: compares each approach's validation "
+                                     f"accuracy with {KNOWNS_ONLY_REFERENCE}'s, and {run_dir} holds no "
+                                     f"{KNOWNS_ONLY_REFERENCE} networks: add it to the approaches")
         result = summarise(comparison.rows, threshold, sample_replicates(models, _stored_scores(run_dir)),
-                           extra_data=extra, negatives=trained_on_negatives(approaches))
+                           extra_data=extra, negatives=trained_on_negatives(approaches),
+                           accuracy_margin=accuracy_margin)
         notes = left_out_notes(left_out, diverged)
         if extra:  # a protocol whose negatives are an outside set (osr-mnist, osr-cifar10)
             notes.append(f"extra data: {', '.join(extra)} trained on negatives from an outside set ({outside}) that "
@@ -362,7 +376,8 @@ def _chosen_on_test_images(model: Optional[str]) -> Optional[str]:
 
 # ------------------------------------------------------------------------ benchmark.json
 def summarise(rows: List[Dict], min_accuracy: Optional[float], replicates: Optional[Dict] = None,
-              extra_data: Sequence[str] = (), negatives: Sequence[str] = ()) -> Dict:
+              extra_data: Sequence[str] = (), negatives: Sequence[str] = (),
+              accuracy_margin: Optional[float] = None) -> Dict:
     """Rows with intervals, convergence, ranks, tests and the paragraph (``benchmark.json``).
     ``replicates``: ``{(approach, detector): {seed: (B,) array}}``, each row's mean D_a OSCR on the
     paired bootstrap's resamples of the test samples
@@ -373,17 +388,20 @@ def summarise(rows: List[Dict], min_accuracy: Optional[float], replicates: Optio
     marked and ranked apart (:func:`~agnostophobia.experiments.benchmark_ranking.rank_rows`).
     ``negatives``: the approaches trained on negatives (:func:`~agnostophobia.losses.trained_on_negatives`),
     of the protocol or an outside set, whose images the validation negatives hold out: their rows are
-    ranked apart too, and the ranking metric's rule does not read them."""
+    ranked apart too, and the ranking metric's rule does not read them. ``accuracy_margin``: the
+    convergence rule with an interval instead of the threshold
+    (:func:`~agnostophobia.experiments.benchmark_rows.converged_by_rule`)."""
     approaches = list(dict.fromkeys(r["approach"] for r in rows))
     sets = list(dict.fromkeys(name for r in rows for name in r["test"]))
     accuracy = {a: network_accuracy(rows, a) for a in approaches}
     val_accuracy = {a: network_accuracy(rows, a, "val") for a in approaches}
     run_seeds = max((len(r["seed_ids"]) for r in rows), default=0)
+    # judged on the validation knowns: the test sets are read once, for the numbers reported
+    convergence = converged_by_rule(val_accuracy, min_accuracy, accuracy_margin)
     out_rows = []
     for row in rows:
         acc, val_acc = accuracy[row["approach"]], val_accuracy[row["approach"]]
-        # judged on the validation knowns: the test sets are read once, for the numbers reported
-        converged = None if min_accuracy is None else val_acc is not None and bool(np.mean(val_acc) >= min_accuracy)
+        converged = convergence[row["approach"]]
         out_rows.append({"approach": row["approach"], "detector": row["detector"], "row": row["row"],
                          "settings": row["settings"], "settings_from": row["settings_from"],
                          "seeds": row["seed_ids"],
@@ -402,7 +420,7 @@ def summarise(rows: List[Dict], min_accuracy: Optional[float], replicates: Optio
     reference = reference_approach(approaches, extra_data)
     tests = {family: compare_family(out_rows, family, replicates, reference) for family in FAMILIES}
     bootstrapped = any(t["se_samples"] is not None for family in tests.values() for t in family)
-    result = {"min_accuracy": min_accuracy, "rows": out_rows, "tests": tests, "alpha": ALPHA, "margin": MARGIN,
+    result = {"min_accuracy": min_accuracy, "accuracy_margin": accuracy_margin, "rows": out_rows, "tests": tests, "alpha": ALPHA, "margin": MARGIN,
               "reference": reference,
               "families": {family: {"kind": kind, "compares": compares, "resolution":
                                     family_resolution(tests[family], run_seeds)}

@@ -18,8 +18,9 @@ from agnostophobia.deploy.compare import TIE_MARK
 from agnostophobia.experiments.benchmark_comparisons import ALPHA, MARGIN, mark, present_families
 from agnostophobia.experiments.benchmark_ranking import RANKING_RULE_HISTORY, best_detectors, tied_with_the_row_above
 from agnostophobia.experiments.benchmark_recipes import recipe_mark, recipes_section
-from agnostophobia.experiments.benchmark_rows import (KNOWNS_ONLY_REFERENCE, REFERENCE_NAMES, interval_over_seeds,
-                                                      papers_rows, reference_of, saw_negatives, seeds_said)
+from agnostophobia.experiments.benchmark_rows import (KNOWNS_ONLY_REFERENCE, REFERENCE_NAMES, convergence_said,
+                                                      interval_over_seeds, papers_rows, reference_of, saw_negatives,
+                                                      seeds_said)
 from agnostophobia.experiments.benchmark_summary import number
 from agnostophobia.experiments.paper_numbers import TABLE2_FPRS
 from agnostophobia.metrics import TIE_FLAG, fpr_keys
@@ -373,9 +374,9 @@ def choices_and_splits(result: Dict) -> List[str]:
     once, for the numbers reported and the tests."""
     ranking = result["ranking"]
     threshold = result["min_accuracy"]
-    convergence = (f"closed-set accuracy of the validation knowns, mean over seeds, at least {threshold}, after "
-                   f"the budget's fixed epochs: a threshold reached, not a plateau"
-                   if threshold is not None else "no threshold declared (--min-accuracy): every row counts")
+    convergence = convergence_said(threshold, result.get("accuracy_margin"))
+    if threshold is not None:
+        convergence += ", after the budget's fixed epochs: a threshold reached, not a plateau"
     return ["## Which split each choice used", "",
             "| choice | split | how |", "|---|---|---|",
             f"| convergence (*not converged*: neither ranked, tested nor bold) | validation | {convergence} |",

@@ -28,8 +28,9 @@ REFERENCE_NAMES = {REFERENCE_APPROACH: ("Entropic Open-Set", "EOS"), KNOWNS_ONLY
 
 #: The convergence rule with an interval, declared on 2026-12-04 for reruns of the approaches a
 #: protocol's threshold leaves untested (docs: How the benchmark decides, "What the convergence
-#: threshold costs"): validation accuracy not worse than softmax's by this much or more. The benchmark
-#: does not apply it yet; the documentation reads the published runs with it.
+#: threshold costs"): validation accuracy not worse than softmax's by this much or more
+#: (``benchmark --accuracy-margin``, :func:`converged_by_rule`); the documentation reads the published
+#: runs, decided by the threshold, with it.
 ACCURACY_MARGIN = 0.01
 
 
@@ -47,6 +48,52 @@ def accuracy_not_worse(accuracy: Sequence[float], baseline: Sequence[float], mar
         False
     """
     return paired_difference(accuracy, baseline).interval(1 - 2 * alpha).low > -margin
+
+
+def converged_by_rule(val_accuracy: Dict[str, Optional[List[float]]], min_accuracy: Optional[float],
+                      accuracy_margin: Optional[float] = None) -> Dict[str, Optional[bool]]:
+    """Each approach's convergence from its per-seed validation accuracies (the same seeds in the
+    same order for every approach): None for all without a threshold; by the threshold, the mean
+    over seeds at least ``min_accuracy``; with ``accuracy_margin``, softmax by the threshold and
+    every other approach by :func:`accuracy_not_worse` than softmax at that margin (none converged
+    where softmax is not: the budget is too short).
+
+    Examples:
+        >>> from agnostophobia.experiments.benchmark_rows import converged_by_rule
+        >>> accuracy = {"softmax": [0.904, 0.903, 0.906], "arpl": [0.898, 0.897, 0.899]}
+        >>> converged_by_rule(accuracy, 0.90)
+        {'softmax': True, 'arpl': False}
+        >>> converged_by_rule(accuracy, 0.90, accuracy_margin=0.01)
+        {'softmax': True, 'arpl': True}
+    """
+    if min_accuracy is None:
+        return {approach: None for approach in val_accuracy}
+    by_threshold = {approach: values is not None and bool(np.mean(values) >= min_accuracy)
+                    for approach, values in val_accuracy.items()}
+    if accuracy_margin is None:
+        return by_threshold
+    baseline = val_accuracy.get(KNOWNS_ONLY_REFERENCE)
+    if baseline is None:
+        raise ValueError(f"the accuracy margin compares each approach's validation accuracy with "
+                         f"{KNOWNS_ONLY_REFERENCE}'s: {KNOWNS_ONLY_REFERENCE} is not among the approaches")
+    if not by_threshold[KNOWNS_ONLY_REFERENCE]:
+        return {approach: False for approach in val_accuracy}
+    return {approach: True if approach == KNOWNS_ONLY_REFERENCE else
+            (values is not None and len(values) == len(baseline) and len(values) > 1
+             and accuracy_not_worse(values, baseline, accuracy_margin))
+            for approach, values in val_accuracy.items()}
+
+
+def convergence_said(min_accuracy: Optional[float], accuracy_margin: Optional[float] = None) -> str:
+    """The convergence rule of :func:`converged_by_rule` in words, as the reports print it."""
+    if min_accuracy is None:
+        return "no threshold declared (--min-accuracy): every row counts"
+    if accuracy_margin is None:
+        return f"closed-set accuracy of the validation knowns, mean over seeds, at least {min_accuracy}"
+    return (f"{KNOWNS_ONLY_REFERENCE}'s closed-set accuracy of the validation knowns, mean over seeds, at least "
+            f"{min_accuracy}, and every other approach's not worse than {KNOWNS_ONLY_REFERENCE}'s by "
+            f"{accuracy_margin} or more (the low end of the paired 90 % t interval over seeds above "
+            f"-{accuracy_margin})")
 
 
 def reference_approach(approaches: Sequence[str], extra_data: Sequence[str] = ()) -> str:

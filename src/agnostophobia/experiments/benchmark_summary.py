@@ -14,7 +14,8 @@ from scipy import stats
 
 from agnostophobia.experiments.benchmark_comparisons import ALPHA, MARGIN, present_families
 from agnostophobia.experiments.benchmark_ranking import validation_choice
-from agnostophobia.experiments.benchmark_rows import interval_over_seeds, papers_rows, saw_negatives, seeds_said
+from agnostophobia.experiments.benchmark_rows import (convergence_said, interval_over_seeds, papers_rows, saw_negatives,
+                                                      seeds_said)
 from agnostophobia.metrics import BETTER, EQUIVALENT, NOT_RESOLVED, TIE_FLAG, WORSE, PairedDifference, decide
 
 #: The margins each family is decided at again, beside the declared one (:data:`MARGIN`): half, twice
@@ -85,8 +86,10 @@ def what_the_data_says(result: Dict) -> List[str]:
     if loose:
         per_seed = {r["approach"]: r.get("accuracy_per_seed", {}).get("val") for r in rows}
         acc = ", ".join(_accuracy_said(result["accuracy"].get(a), a, per_seed.get(a)) for a in loose)
-        lines.append(f"Not converged (closed-set accuracy on the validation knowns below {result['min_accuracy']}), "
-                     f"so neither ranked nor tested: {acc}.")
+        rule = (f"closed-set accuracy on the validation knowns below {result['min_accuracy']}"
+                if result.get("accuracy_margin") is None else
+                f"by the rule: {convergence_said(result['min_accuracy'], result['accuracy_margin'])}")
+        lines.append(f"Not converged ({rule}), so neither ranked nor tested: {acc}.")
     lines += _seeds_below_said(result)
     if not loose and result["min_accuracy"] is None:
         lines.append("No convergence threshold is declared for this protocol (--min-accuracy): every row is ranked, "
@@ -196,8 +199,11 @@ def _seeds_below_said(result: Dict) -> List[str]:
             said[r["approach"]] = f"{r['approach']} {reach} of {len(per_seed)} (lowest {min(per_seed):.4f})"
     if not said:
         return []
-    return [f"Converged by the rule (the mean closed-set accuracy over seeds on the validation knowns at least "
-            f"{threshold}), with single seeds below it; seeds at or above it: {', '.join(said.values())}."]
+    rule = (f"the mean closed-set accuracy over seeds on the validation knowns at least {threshold}"
+            if result.get("accuracy_margin") is None else convergence_said(threshold, result["accuracy_margin"]))
+    below = "it" if result.get("accuracy_margin") is None else str(threshold)
+    return [f"Converged by the rule ({rule}), with single seeds below {below}; seeds at or above it: "
+            f"{', '.join(said.values())}."]
 
 
 def _ranked_group(rows: List[Dict], seen: bool) -> List[Dict]:

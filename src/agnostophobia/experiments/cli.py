@@ -240,6 +240,10 @@ def _add_benchmark(subparsers, common, runs) -> None:
                    help="closed-set accuracy of the validation knowns below which a network counts as not "
                         "converged (default: the protocol's, 0.985 for lenet++ and 0.90 for the CIFAR protocols; "
                         "none for your own)")
+    p.add_argument("--accuracy-margin", type=float, metavar="M",
+                   help="converge softmax by --min-accuracy and every other approach when its validation accuracy "
+                        "is not worse than softmax's by M or more (the low end of the paired 90%% t interval over "
+                        "seeds above -M), instead of the threshold (How the benchmark decides; needs softmax)")
     p.set_defaults(func=_benchmark)
 
 
@@ -324,7 +328,8 @@ def _benchmark(args) -> int:
 
     require_one_process("benchmark")
     # the positional PROTOCOL is the benchmark's target, not reproduce's --protocol variant
-    benchmark(args.protocol, _request(args, None).but(protocol=None), min_accuracy=args.min_accuracy)
+    benchmark(args.protocol, _request(args, None).but(protocol=None), min_accuracy=args.min_accuracy,
+              accuracy_margin=args.accuracy_margin)
     return 0
 
 
