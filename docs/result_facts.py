@@ -74,6 +74,18 @@ def xeon_again(approach: str) -> Dict[str, str]:
     return {"same": f"{same} of {len(first['seeds'])}", "largest": num(largest, 4), "cell": cell(again["mean_oscr_per_seed"])}
 
 
+def xeon_again_same() -> str:
+    """How many of :data:`XEON_AGAIN`'s networks repeat the first part's to the last digit (validation
+    accuracy and near D_a OSCR), and where not all do, the largest difference."""
+    approaches = sorted({r["approach"] for r in run(XEON_AGAIN)["rows"]})
+    said = [xeon_again(approach) for approach in approaches]
+    same = sum(int(s["same"].split(" of ")[0]) for s in said)
+    total = sum(int(s["same"].split(" of ")[1]) for s in said)
+    largest = max(float(s["largest"].replace("−", "-")) for s in said)
+    return (f"{same} of its {total} networks ({' and '.join(approaches)})"
+            + ("" if same == total else f", the others by up to {num(largest, 4)}"))
+
+
 def processor_table() -> str:
     """Each approach of the CIFAR split's first part (Xeon) beside its networks trained again on Zen 4
     (:data:`TRAINED_AGAIN`, where published), with its paper's detector: both means with their 95 %
@@ -450,6 +462,9 @@ FACTS: Dict[str, Callable[[], str]] = {
     "ft_drop": lambda: span(_fine_tune_drop()),
     "oe_scratch_vs_ft": lambda: signed(paired("bench-cifar-5-oe", "outlier-exposure/softmax", "bench-cifar-5-ft",
                                               "outlier-exposure-ft/softmax").mean()),
+    "xeon_again_same": xeon_again_same,
+    "xeon_again_reading": lambda: ("the shift comes with the processor, not the sitting" if "others" not in
+                                   xeon_again_same() else "a sitting moves networks too"),
     "pooled_tests": lambda: str(pooled_primary()["tests"]),
     "pooled_changed": lambda: (f"{pooled_primary()['changed']} decisions" if pooled_primary()["changed"]
                                else "no decision"),

@@ -98,13 +98,20 @@ def test_numbers_are_the_runs(facts_module):
     va, vb = np.var(first, ddof=1) / len(first), np.var(second, ddof=1) / len(second)
     t = (np.mean(first) - np.mean(second)) / np.sqrt(va + vb)
     df = (va + vb) ** 2 / (va ** 2 / (len(first) - 1) + vb ** 2 / (len(second) - 1))
-    eos_line = next(line for line in f.facts()["processor_table"].splitlines() if line.startswith("| entropic ("))
-    cells = eos_line.split(" | ")
-    assert cells[4] == f"{2 * stats.t.sf(abs(t), df):.3f}"
+    table = f.facts()["processor_table"].splitlines()
+    header = [c.strip() for c in table[0].strip("|").split("|")]
+    eos_line = next(line for line in table if line.startswith("| entropic ("))
+    cells = dict(zip(header, (c.strip() for c in eos_line.strip("|").split("|"))))
+    assert cells["p"] == f"{2 * stats.t.sf(abs(t), df):.3f}"
     paired = stats.ttest_rel(first, second)  # the comparison as declared: paired by seed
-    assert cells[5].endswith(f", p {paired.pvalue:.3f}")
+    assert cells["paired by seed [95 % interval], p"].endswith(f", p {paired.pvalue:.3f}")
     differences = np.subtract(first, second)
-    assert cells[6] == f"{differences.min():+.3f} to {differences.max():+.3f}"
+    assert cells["per seed"] == f"{differences.min():+.3f} to {differences.max():+.3f}"
+    again = f.row("bench-cifar-5-xeon", "entropic")  # the same seeds on a Xeon of another sitting
+    repeats = sum(a == b and x == y for a, b, x, y in zip(
+        again["mean_oscr_per_seed"], first, again["accuracy_per_seed"]["val"],
+        f.row("bench-cifar-5", "entropic")["accuracy_per_seed"]["val"]))
+    assert cells["Xeon again (seeds repeating)"].endswith(f"({repeats} of 5)")
     assert f.facts()["lenet_detectors_tests"] == str(len(f.run("bench-lenet-5")["tests"]["detectors"]))
 
 
