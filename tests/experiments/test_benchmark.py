@@ -1235,6 +1235,23 @@ def test_the_accuracy_margin_converges_by_a_paired_interval_against_softmax():
     assert not any(r["converged"] for r in summarise(missed, min_accuracy=0.985, accuracy_margin=0.01)["rows"])
     with pytest.raises(ValueError, match="softmax is not among the approaches"):
         summarise([source[0], source[2]], min_accuracy=0.985, accuracy_margin=0.01)
+    with pytest.raises(ValueError, match="needs a threshold"):
+        summarise(source, min_accuracy=None, accuracy_margin=0.01)
+
+
+def test_the_accuracy_rule_reads_a_difference_alike_on_every_seed():
+    """Accuracies move in steps of one validation image: a difference the same on every seed has no
+    spread, and the rule reads it itself (it was 'not converged' for any such difference)."""
+    from agnostophobia.experiments.benchmark_rows import accuracy_not_worse, converged_by_rule
+
+    softmax = [0.875, 0.75, 0.8125]  # binary fractions: each difference below is exact, the spread 0
+    step = 2 ** -9  # about 0.002
+    assert np.std(np.subtract([a - step for a in softmax], softmax)) == 0
+    assert accuracy_not_worse([a - step for a in softmax], softmax, 0.01)
+    assert accuracy_not_worse([a + step for a in softmax], softmax, 0.01)
+    assert not accuracy_not_worse([a - 2 ** -6 for a in softmax], softmax, 0.01)  # about 0.016 worse
+    with pytest.raises(ValueError, match="two seeds or more"):
+        converged_by_rule({"softmax": [0.91], "cac": [0.90]}, 0.9, 0.01)
 
 
 def test_an_accuracy_margin_outside_zero_one_is_refused_before_training(tmp_path, capsys):

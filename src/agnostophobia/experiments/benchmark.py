@@ -148,6 +148,9 @@ def benchmark(target: str, request: Optional[RunRequest] = None, min_accuracy: O
     experiment = request.load(budget).with_set_options(options)
     runs = request.split_runs(experiment, out)  # checks --split first
     _check_seeds(seeds, has_splits=runs[0][0] is not None)
+    if accuracy_margin is not None and seeds < 2:
+        raise AgnostophobiaError(f"--accuracy-margin {accuracy_margin}: the rule reads a paired interval over "
+                                 f"seeds; give --seeds 2 or more")
     approaches, diverged = [value for key, value in options if key == "approaches"][-1], {}
     while True:  # an approach that diverges is set aside, and the others go on (issue 55)
         try:
@@ -270,6 +273,9 @@ def write_benchmark(run_dir, min_accuracy: Optional[float] = None, log: Callable
         comparison = compare_models(run_dir, approaches=approaches, curves=True)
         models = [m for m in records.models if m[1] in approaches]
         extra, outside = extra_data_approaches(records.config.get("protocol"), approaches)
+        if accuracy_margin is not None and threshold is None:
+            raise AgnostophobiaError(f"--accuracy-margin {accuracy_margin}: softmax is held to a threshold, and "
+                                     f"{run_dir}'s protocol declares none: give --min-accuracy")
         if accuracy_margin is not None and KNOWNS_ONLY_REFERENCE not in approaches:
             raise AgnostophobiaError(f"--accuracy-margin {accuracy_margin}: compares each approach's validation "
                                      f"accuracy with {KNOWNS_ONLY_REFERENCE}'s, and {run_dir} holds no "

@@ -38,7 +38,9 @@ def accuracy_not_worse(accuracy: Sequence[float], baseline: Sequence[float], mar
                        alpha: float = 0.05) -> bool:
     """Whether per-seed validation accuracies are not worse than ``baseline``'s (the same seeds, in
     the same order) by ``margin`` or more: the low end of the 1 - 2 alpha paired t interval of the
-    difference (one-sided at alpha) lies above -``margin`` (a non-inferiority test).
+    difference (one-sided at alpha) lies above -``margin`` (a non-inferiority test). Where every
+    seed differs alike (accuracies move in steps of one image), the interval has no width and the
+    difference itself is read.
 
     Examples:
         >>> from agnostophobia.experiments.benchmark_rows import accuracy_not_worse
@@ -47,7 +49,10 @@ def accuracy_not_worse(accuracy: Sequence[float], baseline: Sequence[float], mar
         >>> accuracy_not_worse([0.880, 0.893, 0.885], [0.904, 0.903, 0.906])
         False
     """
-    return paired_difference(accuracy, baseline).interval(1 - 2 * alpha).low > -margin
+    difference = paired_difference(accuracy, baseline)
+    if difference.se == 0:
+        return difference.difference > -margin
+    return difference.interval(1 - 2 * alpha).low > -margin
 
 
 def converged_by_rule(val_accuracy: Dict[str, Optional[List[float]]], min_accuracy: Optional[float],
@@ -66,21 +71,25 @@ def converged_by_rule(val_accuracy: Dict[str, Optional[List[float]]], min_accura
         >>> converged_by_rule(accuracy, 0.90, accuracy_margin=0.01)
         {'softmax': True, 'arpl': True}
     """
+    if accuracy_margin is not None and min_accuracy is None:
+        raise ValueError("the accuracy margin needs a threshold for softmax (--min-accuracy)")
     if min_accuracy is None:
         return {approach: None for approach in val_accuracy}
     by_threshold = {approach: values is not None and bool(np.mean(values) >= min_accuracy)
                     for approach, values in val_accuracy.items()}
     if accuracy_margin is None:
         return by_threshold
-    baseline = val_accuracy.get(KNOWNS_ONLY_REFERENCE)
-    if baseline is None:
+    if KNOWNS_ONLY_REFERENCE not in val_accuracy:
         raise ValueError(f"the accuracy margin compares each approach's validation accuracy with "
                          f"{KNOWNS_ONLY_REFERENCE}'s: {KNOWNS_ONLY_REFERENCE} is not among the approaches")
+    baseline = val_accuracy[KNOWNS_ONLY_REFERENCE]
+    if baseline is not None and len(baseline) < 2:
+        raise ValueError("the accuracy margin reads a paired interval over seeds: it needs two seeds or more")
     if not by_threshold[KNOWNS_ONLY_REFERENCE]:
         return {approach: False for approach in val_accuracy}
     return {approach: True if approach == KNOWNS_ONLY_REFERENCE else
-            (values is not None and len(values) == len(baseline) and len(values) > 1
-             and accuracy_not_worse(values, baseline, accuracy_margin))
+            (values is not None and len(values) == len(baseline) and accuracy_not_worse(values, baseline,
+                                                                                        accuracy_margin))
             for approach, values in val_accuracy.items()}
 
 
