@@ -32,6 +32,16 @@ def _result():
     return json.loads(json.dumps(result, default=float))  # as read back from the file
 
 
+def _generated_with(pages, label, **fields):
+    """Run ``label``'s page generated with those fields of its entry replaced (restored after)."""
+    entry = pages.PAGES[label]
+    pages.PAGES[label] = entry._replace(**fields)
+    try:
+        return pages.generate(label)
+    finally:
+        pages.PAGES[label] = entry
+
+
 def test_every_published_page_is_what_its_json_generates():
     pages = _pages()
     for label in pages.published():
@@ -181,12 +191,7 @@ def test_a_superseded_page_says_which_run_asked_its_questions_again():
     for label in superseded:
         later = pages.PAGES[label].superseded_by
         assert later in pages.published()
-        noted, entry = pages.generate(label), pages.PAGES[label]
-        pages.PAGES[label] = entry._replace(superseded_by="")
-        try:
-            plain = pages.generate(label)
-        finally:
-            pages.PAGES[label] = entry
+        noted, plain = pages.generate(label), _generated_with(pages, label, superseded_by="")
         note = noted.split("```{note}", 1)[1].split("```", 1)[0]
         assert f"]({pages.PAGES[later].page.split('/')[-1]})" in note and f"#{later})" in note
         assert noted.replace(f"\n```{{note}}{note}```\n", "", 1) == plain
@@ -229,12 +234,7 @@ def test_a_run_that_measures_a_machine_says_it_is_not_a_part():
     that it is not a part of the benchmark, and the overview's CIFAR parts leave it out."""
     pages = _pages()
     label = "bench-cifar-5-arpl-cac"
-    entry = pages.PAGES[label]
-    pages.PAGES[label] = entry._replace(measures="whether a machine repeats them")
-    try:
-        page = pages.generate(label)
-    finally:
-        pages.PAGES[label] = entry
+    page = _generated_with(pages, label, measures="whether a machine repeats them")
     note = page.split("```{note}", 1)[1].split("```", 1)[0]
     assert "This run measures whether a machine repeats them." in note and "not a part of the benchmark" in note
     assert page.replace(f"\n```{{note}}{note}```\n", "", 1) == pages.generate(label)
