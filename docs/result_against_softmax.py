@@ -5,7 +5,7 @@ declared for the reruns of the approaches the threshold leaves untested."""
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import Callable, Dict, List
+from typing import Callable, Dict
 
 import numpy as np
 
@@ -89,7 +89,8 @@ def single_network_se() -> float:
     return float(np.sqrt(accuracy * (1 - accuracy) / softmax["val"]["num_known"]))
 
 
-def _accuracy_rows() -> List[Dict]:
+@lru_cache(maxsize=None)
+def _accuracy_rows() -> tuple:
     """Each approach of the CIFAR split's deciding parts (its paper's detector, a network set once)
     but softmax, beside softmax's networks of the same seeds."""
     rows: Dict[str, Dict] = {}
@@ -97,7 +98,7 @@ def _accuracy_rows() -> List[Dict]:
         for r in papers_rows(run(label)["rows"]):
             if r["approach"] != KNOWNS_ONLY_REFERENCE:
                 rows.setdefault(r["approach"], r)
-    return sorted(rows.values(), key=lambda r: np.mean(r["accuracy_per_seed"]["val"]), reverse=True)
+    return tuple(sorted(rows.values(), key=lambda r: np.mean(r["accuracy_per_seed"]["val"]), reverse=True))
 
 
 def _admitted(r: Dict, margin: float) -> bool:
@@ -113,8 +114,8 @@ def accuracy_rule_said() -> str:
     converges beyond, or short of, the declared threshold's."""
     threshold = run(CIFAR_REPORT)["min_accuracy"]
     said = []
+    rows = _accuracy_rows()
     for margin in ACCURACY_MARGINS_AGAIN:
-        rows = _accuracy_rows()
         more = [r["approach"] for r in rows if _admitted(r, margin) and np.mean(r["accuracy_per_seed"]["val"]) < threshold]
         fewer = [r["approach"] for r in rows if not _admitted(r, margin)
                  and np.mean(r["accuracy_per_seed"]["val"]) >= threshold]

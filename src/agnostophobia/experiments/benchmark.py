@@ -92,7 +92,7 @@ from agnostophobia.experiments.benchmark_comparisons import (ALPHA, BOOTSTRAP_RE
 from agnostophobia.experiments.benchmark_ranking import RANKING_CANDIDATES, rank_rows, ranking_metric
 from agnostophobia.experiments.benchmark_report import markdown
 from agnostophobia.experiments.benchmark_summary import what_the_data_says
-from agnostophobia.experiments.benchmark_rows import (KNOWNS_ONLY_REFERENCE, cells, converged_by_rule, far_sets,
+from agnostophobia.experiments.benchmark_rows import (cells, check_accuracy_rule, converged_by_rule, far_sets,
                                                       interval_over_seeds, is_papers_detector, mean_oscr,
                                                       network_accuracy, ranked_sets, reference_approach)
 from agnostophobia.experiments.benchmark_splits import extra_data_approaches, write_split_summary
@@ -267,19 +267,13 @@ def write_benchmark(run_dir, min_accuracy: Optional[float] = None, log: Callable
     _check_accuracy_margin(accuracy_margin)
     records = check_run(run_dir, "benchmark")
     approaches, left_out = benchmarked_approaches(records)
-    tuning = _tune(run_dir, approaches, log)
     threshold = min_accuracy if min_accuracy is not None else _declared_accuracy(records.config)
+    check_accuracy_rule(threshold, accuracy_margin, approaches)  # before the tuning and scoring it would waste
+    tuning = _tune(run_dir, approaches, log)
     with run_lock(run_dir, create=False):
         comparison = compare_models(run_dir, approaches=approaches, curves=True)
         models = [m for m in records.models if m[1] in approaches]
         extra, outside = extra_data_approaches(records.config.get("protocol"), approaches)
-        if accuracy_margin is not None and threshold is None:
-            raise AgnostophobiaError(f"--accuracy-margin {accuracy_margin}: softmax is held to a threshold, and "
-                                     f"{run_dir}'s protocol declares none: give --min-accuracy")
-        if accuracy_margin is not None and KNOWNS_ONLY_REFERENCE not in approaches:
-            raise AgnostophobiaError(f"--accuracy-margin {accuracy_margin}: compares each approach's validation "
-                                     f"accuracy with {KNOWNS_ONLY_REFERENCE}'s, and {run_dir} holds no "
-                                     f"{KNOWNS_ONLY_REFERENCE} networks: add it to the approaches")
         result = summarise(comparison.rows, threshold, sample_replicates(models, _stored_scores(run_dir)),
                            extra_data=extra, negatives=trained_on_negatives(approaches),
                            accuracy_margin=accuracy_margin)

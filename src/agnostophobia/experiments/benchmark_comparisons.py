@@ -51,12 +51,6 @@ def present_families(result: Dict) -> List[str]:
     return [family for family in FAMILIES if family in result.get("tests", {})]
 
 
-def trained_on_knowns_only(row: Dict) -> bool:
-    """Whether ``row``'s network trained on the known classes alone: no negatives of the protocol and
-    no outside data (``saw_negatives`` is false)."""
-    return not saw_negatives(row)
-
-
 def bounded_sample_se(first_vs_reference: float, second_vs_reference: float) -> float:
     """An upper bound of the test samples' standard error of ``first - second`` from the stored ones of
     ``first - reference`` and ``second - reference``, where all three share the reference's networks
@@ -128,7 +122,7 @@ def family_pairs(rows: List[Dict], family: str, reference: str) -> List[Tuple[Di
             base = primary_reference
         elif family == "knowns":
             if (reference == KNOWNS_ONLY_REFERENCE or row["approach"] in (KNOWNS_ONLY_REFERENCE, reference)
-                    or not trained_on_knowns_only(row)
+                    or saw_negatives(row)
                     or not in_primary_family(row["approach"], row["detector"])):
                 continue
             base = by_key.get((KNOWNS_ONLY_REFERENCE, papers_detector(KNOWNS_ONLY_REFERENCE)))

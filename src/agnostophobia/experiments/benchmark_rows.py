@@ -11,6 +11,7 @@ import numpy as np
 
 from agnostophobia.data.protocol_types import FAR
 from agnostophobia.data.protocols import unknown_set  # the registered protocols declare their sets there
+from agnostophobia.errors import AgnostophobiaError
 from agnostophobia.metrics import paired_difference, seed_interval
 
 #: The reference of the approach families (the primary one: each approach with its paper's
@@ -71,26 +72,39 @@ def converged_by_rule(val_accuracy: Dict[str, Optional[List[float]]], min_accura
         >>> converged_by_rule(accuracy, 0.90, accuracy_margin=0.01)
         {'softmax': True, 'arpl': True}
     """
-    if accuracy_margin is not None and min_accuracy is None:
-        raise ValueError("the accuracy margin needs a threshold for softmax (--min-accuracy)")
+    baseline = val_accuracy.get(KNOWNS_ONLY_REFERENCE)
+    check_accuracy_rule(min_accuracy, accuracy_margin, list(val_accuracy), None if baseline is None else len(baseline))
     if min_accuracy is None:
         return {approach: None for approach in val_accuracy}
     by_threshold = {approach: values is not None and bool(np.mean(values) >= min_accuracy)
                     for approach, values in val_accuracy.items()}
     if accuracy_margin is None:
         return by_threshold
-    if KNOWNS_ONLY_REFERENCE not in val_accuracy:
-        raise ValueError(f"the accuracy margin compares each approach's validation accuracy with "
-                         f"{KNOWNS_ONLY_REFERENCE}'s: {KNOWNS_ONLY_REFERENCE} is not among the approaches")
-    baseline = val_accuracy[KNOWNS_ONLY_REFERENCE]
-    if baseline is not None and len(baseline) < 2:
-        raise ValueError("the accuracy margin reads a paired interval over seeds: it needs two seeds or more")
     if not by_threshold[KNOWNS_ONLY_REFERENCE]:
         return {approach: False for approach in val_accuracy}
     return {approach: True if approach == KNOWNS_ONLY_REFERENCE else
             (values is not None and len(values) == len(baseline) and accuracy_not_worse(values, baseline,
                                                                                         accuracy_margin))
             for approach, values in val_accuracy.items()}
+
+
+def check_accuracy_rule(min_accuracy: Optional[float], accuracy_margin: Optional[float], approaches: Sequence[str],
+                        seeds: Optional[int] = None) -> None:
+    """Refuse, with :class:`~agnostophobia.errors.AgnostophobiaError`, a run :func:`converged_by_rule`
+    cannot decide with ``accuracy_margin``: no threshold for softmax, no softmax among
+    ``approaches``, or fewer than two ``seeds`` (None: not known yet). Nothing without a margin."""
+    if accuracy_margin is None:
+        return
+    said = f"--accuracy-margin {accuracy_margin}"
+    if min_accuracy is None:
+        raise AgnostophobiaError(f"{said}: the rule needs a threshold for {KNOWNS_ONLY_REFERENCE}, and none is "
+                                 f"declared: give --min-accuracy")
+    if KNOWNS_ONLY_REFERENCE not in approaches:
+        raise AgnostophobiaError(f"{said}: the rule compares each approach's validation accuracy with "
+                                 f"{KNOWNS_ONLY_REFERENCE}'s, and {KNOWNS_ONLY_REFERENCE} is not among the "
+                                 f"approaches: add it")
+    if seeds is not None and seeds < 2:
+        raise AgnostophobiaError(f"{said}: the rule reads a paired interval over seeds: it needs two seeds or more")
 
 
 def convergence_said(min_accuracy: Optional[float], accuracy_margin: Optional[float] = None) -> str:
