@@ -591,6 +591,34 @@ def test_sample_replicates_resample_every_model_and_seed_alike():
     assert sample_replicates(models, odd) is None
 
 
+def test_sample_replicates_on_asked_sets_read_those_alone():
+    """``sets``: a second reading on other unknowns (a set added with ``evaluate --unknowns``) takes
+    the asked sets alone, with the same resamples a report ranked on them would draw; a model that
+    did not score an asked set has no replicates of it."""
+    from agnostophobia.detectors.stored import ModelScores
+    from agnostophobia.experiments.benchmark_comparisons import _bootstrap_weights, sample_replicates
+    from agnostophobia.metrics import oscr_area_resamples
+
+    rng = np.random.default_rng(2)
+    labels = {"known": rng.integers(0, 2, 40), "near": np.full(30, -1), "more-near": np.full(70, -1)}
+
+    def scores(seed, sets=("known", "near", "more-near")):
+        r = np.random.default_rng(seed)
+        top = {"softmax": {split: (np.maximum(labels[split], 0), r.normal(size=len(labels[split])) + (split == "known"))
+                           for split in sets}}
+        return ModelScores(2, {split: labels[split] for split in sets}, top)
+
+    models = [(seed, "softmax", seed) for seed in (0, 1)]
+    both = sample_replicates(models, lambda seed, approach: scores(seed))
+    alone = sample_replicates(models, lambda seed, approach: scores(seed), sets=["more-near"])
+    by_hand = oscr_area_resamples(*scores(1).known_vs_unknown("softmax", "more-near"),
+                                  _bootstrap_weights("known", 40), _bootstrap_weights("more-near", 70))
+    np.testing.assert_array_equal(alone[("softmax", "softmax")][1], by_hand)
+    assert not np.array_equal(both[("softmax", "softmax")][1], by_hand)  # by default: the mean over both near sets
+    lacking = lambda seed, approach: scores(seed, ("known", "near") if seed == 0 else tuple(labels))  # noqa: E731
+    assert set(sample_replicates(models, lacking, sets=["more-near"])[("softmax", "softmax")]) == {1}
+
+
 # ------------------------------------------------------------------ issue 55, items 2-3: every choice on validation data
 def _set_val(row, metric, values):
     """Give ``row``'s validation ``metric`` these per-seed values (and their mean), as compare_models would."""

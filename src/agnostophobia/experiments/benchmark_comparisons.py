@@ -74,8 +74,10 @@ def _bootstrap_weights(split: str, n: int) -> np.ndarray:
     return resample_weights(n, BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED + zlib.crc32(f"{split}:{n}".encode()))
 
 
-def sample_replicates(models: Sequence[Tuple[int, str, Path]], scores_of: Callable) -> Optional[Dict]:
-    """Each row's mean D_a OSCR area (over the sets it is ranked on, ``ranked_sets``) on every resample
+def sample_replicates(models: Sequence[Tuple[int, str, Path]], scores_of: Callable,
+                      sets: Optional[Sequence[str]] = None) -> Optional[Dict]:
+    """Each row's mean D_a OSCR area (over the sets it is ranked on, ``ranked_sets``, or over ``sets``
+    where given: a second reading of the networks on other unknowns) on every resample
     of the paired bootstrap over the test samples: ``{(approach, detector): {seed: (BOOTSTRAP_RESAMPLES,)
     array}}``, the knowns resampled once for every set (D_c is shared) and each D_a set on its own (:func:`_bootstrap_weights`).
     ``models``: the run's (seed, approach, model folder); ``scores_of(model_dir, approach)``: that
@@ -88,15 +90,17 @@ def sample_replicates(models: Sequence[Tuple[int, str, Path]], scores_of: Callab
         for split, labels in scores.labels.items():
             if not np.array_equal(seen.setdefault(split, labels), labels):
                 return None
-        sets = ranked_sets(scores.unknown_sets)
-        if not sets:
+        if sets is not None and not set(sets) <= set(scores.unknown_sets):
+            continue  # a model that did not score every asked set has no replicates of them
+        on = ranked_sets(scores.unknown_sets) if sets is None else list(sets)
+        if not on:
             continue
         known = _bootstrap_weights("known", len(scores.labels["known"]))
-        unknown = {s: _bootstrap_weights(s, len(scores.labels[s])) for s in sets}
+        unknown = {s: _bootstrap_weights(s, len(scores.labels[s])) for s in on}
         for detector in scores.detectors:
-            if any(s not in scores.top[detector] for s in ("known", *sets)):
+            if any(s not in scores.top[detector] for s in ("known", *on)):
                 continue
-            areas = [oscr_area_resamples(*scores.known_vs_unknown(detector, s), known, unknown[s]) for s in sets]
+            areas = [oscr_area_resamples(*scores.known_vs_unknown(detector, s), known, unknown[s]) for s in on]
             replicates.setdefault((approach, detector), {})[seed] = np.mean(areas, axis=0)
     return replicates
 
