@@ -180,3 +180,41 @@ def test_accuracy_rule_by_hand(facts_module):
         assert cells[2].startswith(f"{np.mean(np.subtract(mine, softmax)):+.3f} [{low:+.3f},".replace("-", "−"))
         assert cells[3] == ("yes" if np.mean(mine) >= 0.9 else "no")
         assert cells[4:] == ["yes" if low > -margin else "no" for margin in (0.005, 0.01, 0.02)]
+
+
+def test_near_set_by_hand(facts_module):
+    """The second reading of the CIFAR split's near unknowns (``results/near-set-xeon.json``): on each
+    set, every test's difference and seeds' share from its stored per-seed areas by scipy's paired t,
+    its p with the samples' share added, Holm by hand within the family, and the decision by the
+    declared rule; the table's counts from them."""
+    near = facts_module.result_near_set
+    record = near.near_set()
+    assert set(record["tests"]) == {record["published_set"], record["added_set"]}
+    for name, families in record["tests"].items():
+        oscr = record["oscr_per_seed"][name]
+        for tests in families.values():
+            p, decided = [], []
+            for t in tests:
+                a, b = np.asarray(oscr[t["row"]]), np.asarray(oscr[t["against"]])
+                assert (a - b).mean() == pytest.approx(t["difference"], abs=1e-12)
+                assert stats.sem(a - b) == pytest.approx(t["se_seeds"])
+                se = np.hypot(stats.sem(a - b), t["se_samples"])
+                p.append(2 * stats.t.sf(abs((a - b).mean()) / se, len(a) - 1))
+                half = stats.t.ppf(1 - ALPHA, len(a) - 1) * se
+                decided.append(((a - b).mean(), abs((a - b).mean()) + half < MARGIN))  # the 90 % interval inside
+            order = np.argsort(p)
+            adjusted = np.empty(len(p))
+            adjusted[order] = np.maximum.accumulate([min(1.0, (len(p) - k) * p[i]) for k, i in enumerate(order)])
+            for t, holm_p, (difference, inside) in zip(tests, adjusted, decided):
+                assert t["p_holm"] == pytest.approx(holm_p)
+                verdict = ("better" if difference > 0 else "worse") if holm_p < ALPHA and abs(difference) >= MARGIN \
+                    else "equivalent" if inside else "not resolved"
+                assert t["decision"] == verdict, t["row"]
+    table = facts_module.facts()["near_set_table"].splitlines()
+    equivalence_bar = MARGIN / stats.t.ppf(1 - ALPHA, record["seeds"] - 1)
+    for line in table[2:]:
+        family, count, reach = [c.strip() for c in line.strip("|").split("|")][:3]
+        published, added = (record["tests"][record[f"{w}_set"]][family] for w in ("published", "added"))
+        assert int(count) == len(published)
+        assert reach == " / ".join(str(sum(t["se_samples"] < equivalence_bar for t in tests))
+                                   for tests in (published, added))
