@@ -6,6 +6,7 @@ import pytest
 
 from agnostophobia.data import (PROTOCOLS, FINE_TO_COARSE, build_protocol, paper_protocols, stratified_split,
                                 stratified_subset)
+from agnostophobia.data.datasets import CIFAR10_CLASSES
 from agnostophobia.data.preprocess import RESNET_INPUT, InputSpec
 from agnostophobia.data.protocols import (UNKNOWN_SETS, UnknownSet, protocol_input, protocol_spec, register_protocol,
                                           require_protocol_data, unknown_set)
@@ -171,24 +172,35 @@ def test_cifar_protocol_stops_without_svhn(synth):
         build_protocol("cifar", synth.root)
 
 
-def test_cifar10_split_protocol(synth):
+@pytest.mark.parametrize("name, known, negative, unknown, near, known_unknowns", [
+    ("cifar10-split", [0, 1, 2, 3, 4, 6], [7, 8], [5, 9], "cifar10-dog-truck", "cifar10-horse-ship"),
+    ("cifar10-split-b", [0, 2, 5, 6, 7, 9], [1, 4], [3, 8], "cifar10-cat-ship", "cifar10-automobile-deer")])
+def test_cifar10_split_protocol(synth, name, known, negative, unknown, near, known_unknowns):
+    """Both partitions of the CIFAR-10 split: which classes are known (numbered in label order), trained on
+    as negatives, and kept for the test alone; the near sets' names and declarations; the far sets."""
+    from agnostophobia.data.protocol_types import unknown_set
+
     c10 = synth.cifar10_python(per_batch=40)
     mnist, notmnist = synth.mnist_npz(), synth.notmnist_npz()
-    p = build_protocol("cifar10-split", synth.root, seed=0)
+    p = build_protocol(name, synth.root, seed=0)
     assert p.num_classes == 6 and p.input_shape == (3, 32, 32)
-    assert p.class_names == ["airplane", "automobile", "bird", "cat", "deer", "frog"]
+    assert p.class_names == [CIFAR10_CLASSES[c] for c in known]
+    assert list(p.test_unknowns) == [near, known_unknowns, "mnist-rgb", "notmnist-rgb"]
+    assert unknown_set(near).proximity == "near" and not unknown_set(near).known_unknowns
+    assert unknown_set(known_unknowns).known_unknowns and unknown_set("mnist-rgb").proximity == "far"
     xte, yte = c10["test"]
     chw = xte.transpose(0, 3, 1, 2)
-    assert rows(p.test_unknowns["cifar10-dog-truck"].images) == rows(chw[np.isin(yte, [5, 9])])
-    assert rows(p.test_unknowns["cifar10-horse-ship"].images) == rows(chw[np.isin(yte, [7, 8])])
-    known = np.isin(yte, [0, 1, 2, 3, 4, 6])
-    assert len(p.test_known) == known.sum() and set(np.unique(p.test_known.labels)) <= set(range(6))
-    frog = np.flatnonzero(yte == 6)[0]  # frog (6) is known class 5
-    idx = [i for i, img in enumerate(p.test_known.images) if img.tobytes() == chw[frog].tobytes()]
+    assert rows(p.test_unknowns[near].images) == rows(chw[np.isin(yte, unknown)])
+    assert rows(p.test_unknowns[known_unknowns].images) == rows(chw[np.isin(yte, negative)])
+    is_known = np.isin(yte, known)
+    assert len(p.test_known) == is_known.sum() and set(np.unique(p.test_known.labels)) <= set(range(6))
+    last = np.flatnonzero(yte == known[-1])[0]  # the last known class in label order is class 5
+    idx = [i for i, img in enumerate(p.test_known.images) if img.tobytes() == chw[last].tobytes()]
     assert p.test_known.labels[idx[0]] == 5
     xtr, ytr = c10["train"]
     train_rows = rows(np.concatenate([p.train.images, p.val.images]))
-    assert not train_rows & rows(xtr.transpose(0, 3, 1, 2)[np.isin(ytr, [5, 9])])  # D_a never in training
+    assert not train_rows & rows(xtr.transpose(0, 3, 1, 2)[np.isin(ytr, unknown)])  # D_a never in training
+    assert train_rows >= rows(xtr.transpose(0, 3, 1, 2)[np.isin(ytr, negative)])  # every negative trained or validated
     assert set(np.unique(p.train.labels)) == set(range(-1, 6))
     # the far unknowns: each grey test glyph in R, G and B, resized from 28x28 to 32x32, every one kept
     for name, stored in (("mnist-rgb", mnist["x_test"]), ("notmnist-rgb", notmnist["x_test"])):
@@ -199,7 +211,8 @@ def test_cifar10_split_protocol(synth):
 
 
 # ------------------------------------------------------------------ declarations
-@pytest.mark.parametrize("name", ["lenet++", "mnist-notmnist", "cifar", "cifar10-split", "osr-mnist", "osr-cifar10"])
+@pytest.mark.parametrize("name", ["lenet++", "mnist-notmnist", "cifar", "cifar10-split", "cifar10-split-b", "osr-mnist",
+                                  "osr-cifar10"])
 def test_a_protocol_reads_exactly_the_datasets_it_declares(name, synth, monkeypatch):
     """The declaration registered beside the builder says what the builder does: the datasets
     `reproduce` checks (or fetches) before it writes anything, and the input `evaluate` prepares."""
@@ -235,7 +248,11 @@ def test_an_unknown_set_is_titled_from_its_one_declaration():
     package = Path(agnostophobia.__file__).parent
     spelled = {s.title: [p.relative_to(package).as_posix() for p in package.rglob("*.py")
                          if f'"{s.title}"' in p.read_text()] for s in declared}
-    assert all(len(places) == 1 and places[0].startswith("data/") for places in spelled.values()), spelled
+    # the CIFAR-10 splits' near sets are titled from their classes' names (CifarPartition): spelled nowhere
+    composed = {s.title for s in declared if s.name.startswith("cifar10-") and s.proximity == "near"}
+    assert composed and all(spelled[title] == [] for title in composed), spelled
+    assert all(len(places) == 1 and places[0].startswith("data/") for title, places in spelled.items()
+               if title not in composed), spelled
 
 
 def test_protocol_spec_tells_a_name_from_a_mapping(tmp_path):

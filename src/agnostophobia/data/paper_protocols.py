@@ -8,7 +8,7 @@ never changes which samples another part selects.
 """
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, NamedTuple, Optional, Tuple
 
 import numpy as np
 
@@ -220,52 +220,93 @@ def _subset(ds: DatasetSplit, mask: np.ndarray) -> DatasetSplit:
                         ds.format, list(ds.notes), {k: v[mask] for k, v in ds.extra.items()}, dict(ds.meta))
 
 
-# ----------------------------------------------------------- CIFAR-10 split
-# Each unknown group holds one vehicle and one animal, and each of its classes has a
-# close known sibling (dog~cat, truck~automobile; horse~deer, ship~airplane), so the
-# task is neither "animal vs vehicle" nor far-OOD.
-CIFAR10_KNOWN = (0, 1, 2, 3, 4, 6)      # airplane automobile bird cat deer frog -> 0..5
-CIFAR10_NEGATIVE = (7, 8)               # horse ship: D_b' (training negatives)
-CIFAR10_UNKNOWN = (5, 9)                # dog truck: D_a (test only)
+# ----------------------------------------------------------- CIFAR-10 splits
+# Each unknown group holds one vehicle and one animal, and each of its classes has a close known
+# sibling, so the task is neither "animal vs vehicle" nor far-OOD. The second partition gives each
+# sibling pair the other role: the classes known in one are unknown or negatives in the other.
+class CifarPartition(NamedTuple):
+    """Which CIFAR-10 classes (labels 0-9) a split knows, trains on as negatives and keeps unseen."""
+
+    known: Tuple[int, ...]      # numbered 0..5 in this order
+    negative: Tuple[int, ...]   # D_b' (training negatives)
+    unknown: Tuple[int, ...]    # D_a (test images only)
+
+    def set_name(self, classes: Tuple[int, ...]) -> str:
+        """The unknown set of ``classes``' test images: ``cifar10-dog-truck``."""
+        return "cifar10-" + "-".join(CIFAR10_CLASSES[c] for c in classes)
+
+    def said(self, classes: Tuple[int, ...], joiner: str = " + ") -> str:
+        return joiner.join(CIFAR10_CLASSES[c] for c in classes)
+
+
+# dog~cat, truck~automobile (D_a); horse~deer, ship~airplane (D_b')
+CIFAR10_SPLIT = CifarPartition(known=(0, 1, 2, 3, 4, 6), negative=(7, 8), unknown=(5, 9))
+# cat~dog, ship~airplane (D_a); automobile~truck, deer~horse (D_b')
+CIFAR10_SPLIT_B = CifarPartition(known=(0, 2, 5, 6, 7, 9), negative=(1, 4), unknown=(3, 8))
+CIFAR10_KNOWN, CIFAR10_NEGATIVE, CIFAR10_UNKNOWN = CIFAR10_SPLIT  # airplane automobile bird cat deer frog; horse ship; dog truck
+#: The far unknowns of every CIFAR-10 split: the staged glyph sets of another domain.
+CIFAR10_FAR_SETS = (UnknownSet("mnist-rgb", "MNIST test as 32x32 RGB", proximity=FAR),
+                    UnknownSet("notmnist-rgb", "notMNIST as 32x32 RGB", proximity=FAR))
+
+
+def _partition_sets(partition: CifarPartition) -> Tuple[UnknownSet, ...]:
+    """The near unknown test sets a CIFAR-10 split builds: its D_a classes, and its D_b' classes (known
+    unknowns). Its far sets, :data:`CIFAR10_FAR_SETS`, are declared once, by ``cifar10-split``."""
+    return (UnknownSet(partition.set_name(partition.unknown), f"CIFAR-10 {partition.said(partition.unknown)} test",
+                       proximity=NEAR),
+            UnknownSet(partition.set_name(partition.negative), f"CIFAR-10 {partition.said(partition.negative)} test",
+                       known_unknowns=True, proximity=NEAR))
 
 
 @register_protocol("cifar10-split", RESNET_INPUT, datasets=("cifar10", "mnist", "notmnist"), converged_accuracy=0.90,
-                   unknown_sets=(UnknownSet("cifar10-dog-truck", "CIFAR-10 dog + truck test", proximity=NEAR),
-                                 UnknownSet("cifar10-horse-ship", "CIFAR-10 horse + ship test", known_unknowns=True,
-                                            proximity=NEAR),
-                                 UnknownSet("mnist-rgb", "MNIST test as 32x32 RGB", proximity=FAR),
-                                 UnknownSet("notmnist-rgb", "notMNIST as 32x32 RGB", proximity=FAR)))
+                   unknown_sets=(*_partition_sets(CIFAR10_SPLIT), *CIFAR10_FAR_SETS))
 def cifar10_split_protocol(data_dir=None, seed: int = 0, preprocessing: str = OURS, **limits) -> OpenSetProtocol:
     """CIFAR-10 alone for training: 6 known classes, 2 known-unknown classes; at test 2 unknown-unknown
     classes (near) and, as far unknowns (OpenOOD's near/far grouping, issue 55 item 4), the MNIST and
     notMNIST test sets as 32x32 RGB (each grey glyph copied into three channels and resized from 28x28):
-    the staged sets of another domain, as OpenOOD's CIFAR-10 far sets include MNIST."""
-    b = _Builder("cifar10-split", seed, limits, preprocessing)
+    the staged sets of another domain, as OpenOOD's CIFAR-10 far sets include MNIST.
+    :data:`CIFAR10_SPLIT`: known airplane, automobile, bird, cat, deer, frog; negatives horse, ship;
+    unknown dog, truck."""
+    return _cifar10_split(_Builder("cifar10-split", seed, limits, preprocessing), CIFAR10_SPLIT, data_dir)
+
+
+@register_protocol("cifar10-split-b", RESNET_INPUT, datasets=("cifar10", "mnist", "notmnist"),
+                   converged_accuracy=0.90, unknown_sets=_partition_sets(CIFAR10_SPLIT_B))
+def cifar10_split_b_protocol(data_dir=None, seed: int = 0, preprocessing: str = OURS, **limits) -> OpenSetProtocol:
+    """The CIFAR-10 split with a second class partition, built as ``cifar10-split`` is
+    (:func:`cifar10_split_protocol`): :data:`CIFAR10_SPLIT_B`, known airplane, bird, dog, frog, horse,
+    truck; negatives automobile, deer; unknown cat, ship. Each sibling pair of the first partition
+    (dog~cat, truck~automobile, horse~deer, ship~airplane) plays the other role here, so a result that
+    holds on both does not rest on one choice of classes."""
+    return _cifar10_split(_Builder("cifar10-split-b", seed, limits, preprocessing), CIFAR10_SPLIT_B, data_dir)
+
+
+def _cifar10_split(b: "_Builder", partition: CifarPartition, data_dir) -> OpenSetProtocol:
     remap = np.full(10, -1, np.int64)
-    remap[list(CIFAR10_KNOWN)] = np.arange(len(CIFAR10_KNOWN))
+    remap[list(partition.known)] = np.arange(len(partition.known))
     train = b.load("cifar10", "train", data_dir)
-    known = _subset(train, np.isin(train.labels, CIFAR10_KNOWN))
+    known = _subset(train, np.isin(train.labels, partition.known))
     k_train, k_val = b.train_val(known, remap[known.labels], "known", "max_known_train", "CIFAR-10 known")
-    neg = _subset(train, np.isin(train.labels, CIFAR10_NEGATIVE))
+    neg = _subset(train, np.isin(train.labels, partition.negative))
     del train, known
     negative_index = np.full(10, -1, np.int64)
-    negative_index[list(CIFAR10_NEGATIVE)] = np.arange(len(CIFAR10_NEGATIVE))
+    negative_index[list(partition.negative)] = np.arange(len(partition.negative))
     u_train, u_val = b.train_val(neg, _unknown(neg), "unknown", "max_unknown_train", "CIFAR-10 negatives",
                                  negative_class=negative_index[neg.labels])
     test = b.load("cifar10", "test", data_dir)
-    tk = _subset(test, np.isin(test.labels, CIFAR10_KNOWN))
-    da, db = _subset(test, np.isin(test.labels, CIFAR10_UNKNOWN)), _subset(test, np.isin(test.labels, CIFAR10_NEGATIVE))
-    names = [CIFAR10_CLASSES[c] for c in CIFAR10_KNOWN]
+    tk = _subset(test, np.isin(test.labels, partition.known))
+    da = _subset(test, np.isin(test.labels, partition.unknown))
+    db = _subset(test, np.isin(test.labels, partition.negative))
+    names = [CIFAR10_CLASSES[c] for c in partition.known]
     b.note(f"CIFAR-10 split: known {', '.join(names)}; D_b' (training negatives) "
-           f"{', '.join(CIFAR10_CLASSES[c] for c in CIFAR10_NEGATIVE)}; D_a (test only) "
-           f"{', '.join(CIFAR10_CLASSES[c] for c in CIFAR10_UNKNOWN)}")
-    unknowns = {"cifar10-dog-truck": b.test(da, _unknown(da), "cifar10-dog-truck"),
-                "cifar10-horse-ship": b.test(db, _unknown(db), "cifar10-horse-ship")}
+           f"{partition.said(partition.negative, ', ')}; D_a (test only) {partition.said(partition.unknown, ', ')}")
+    unknowns = {partition.set_name(partition.unknown): b.test(da, _unknown(da), partition.set_name(partition.unknown)),
+                partition.set_name(partition.negative): b.test(db, _unknown(db), partition.set_name(partition.negative))}
     for dataset in ("mnist", "notmnist"):  # far unknowns: grey glyphs, white on black, as 32x32 RGB
         far = b.load(dataset, "test", data_dir)
         unknowns[f"{dataset}-rgb"] = b.test(far, _unknown(far), f"{dataset}-rgb")
     b.note("far unknowns: the MNIST and notMNIST test sets, each grey glyph copied into R, G and B and resized "
-           "from 28x28 to 32x32 (bilinear): reported apart from the near ones (dog, truck)")
-    return b.protocol("cifar10-split", len(CIFAR10_KNOWN), b.input.shape, _concat("train", k_train, u_train),
+           f"from 28x28 to 32x32 (bilinear): reported apart from the near ones ({partition.said(partition.unknown, ', ')})")
+    return b.protocol(b.name, len(partition.known), b.input.shape, _concat("train", k_train, u_train),
                       _concat("val", k_val, u_val), b.test(tk, remap[tk.labels], "known", "CIFAR-10 known test"),
-                      unknowns, b.notes, names, [CIFAR10_CLASSES[c] for c in CIFAR10_NEGATIVE])
+                      unknowns, b.notes, names, [CIFAR10_CLASSES[c] for c in partition.negative])

@@ -18,8 +18,9 @@ from typing import Any, Callable, List, Optional
 from agnostophobia.errors import ConfigError
 from agnostophobia.data.fetch import FetchedFile, require_datasets
 from agnostophobia.data.file_protocols import file_protocol_spec, is_file_protocol
-from agnostophobia.data.paper_protocols import (CIFAR10_KNOWN, CIFAR10_NEGATIVE, CIFAR10_UNKNOWN,
-                                                CIFAR_DB_COARSE, cifar10_split_protocol, cifar_protocol,
+from agnostophobia.data.paper_protocols import (CIFAR10_KNOWN, CIFAR10_NEGATIVE, CIFAR10_SPLIT, CIFAR10_SPLIT_B,
+                                                CIFAR10_UNKNOWN, CIFAR_DB_COARSE, cifar10_split_b_protocol,
+                                                cifar10_split_protocol, cifar_protocol,
                                                 lenet_protocol, mnist_notmnist_protocol)
 from agnostophobia.data.osr_protocols import (OSR_CIFAR10_SPLITS, OSR_MNIST_SPLITS, osr_cifar10_protocol,
                                               osr_mnist_protocol)
@@ -38,9 +39,9 @@ __all__ = [
     "check_preprocessing", "protocol_input", "require_protocol_data", "require_datasets", "FetchedFile",
     "OpenSetProtocol", "ProtocolSplit", "purpose_rng", "stratified_split", "stratified_subset",
     "HELD_OUT_NEGATIVES", "split_negative_classes", "hold_out_negative_classes",
-    "lenet_protocol", "mnist_notmnist_protocol", "cifar_protocol", "cifar10_split_protocol",
+    "lenet_protocol", "mnist_notmnist_protocol", "cifar_protocol", "cifar10_split_protocol", "cifar10_split_b_protocol",
     "osr_mnist_protocol", "osr_cifar10_protocol", "OSR_MNIST_SPLITS", "OSR_CIFAR10_SPLITS",
-    "CIFAR_DB_COARSE", "CIFAR10_KNOWN", "CIFAR10_NEGATIVE", "CIFAR10_UNKNOWN",
+    "CIFAR_DB_COARSE", "CIFAR10_KNOWN", "CIFAR10_NEGATIVE", "CIFAR10_UNKNOWN", "CIFAR10_SPLIT", "CIFAR10_SPLIT_B",
 ]
 
 def protocol_spec(protocol: Any, where: Optional[str] = None) -> ProtocolSpec:

@@ -110,6 +110,7 @@ DEFAULT_SEEDS = 5
 #: The shipped protocols ``benchmark`` takes by name: (the config, the ``--set`` options it needs).
 SHIPPED = {"lenet++": ("lenet++", ()), "cifar": ("cifar", ()),
            "cifar10-split": ("cifar", (("protocol", "cifar10-split"),)),
+           "cifar10-split-b": ("cifar", (("protocol", "cifar10-split-b"),)),
            "osr-mnist": ("osr-mnist", ()), "osr-cifar10": ("osr-cifar10", ())}
 
 

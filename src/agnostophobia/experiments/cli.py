@@ -229,8 +229,9 @@ def _add_benchmark(subparsers, common, runs) -> None:
                               help="every training method x every post-processor on one protocol, several seeds: "
                                    "train, tune the detectors on validation data, and one report of OSCR, AUROC "
                                    "and CCR with intervals over seeds, closed-set accuracy, ties and paired tests")
-    p.add_argument("protocol", help="lenet++, cifar10-split, cifar, osr-mnist, osr-cifar10 (five splits each: "
-                                    "--split), or an experiment YAML (your own protocol or image folder)")
+    p.add_argument("protocol", help="lenet++, cifar10-split (and cifar10-split-b, its second class partition), "
+                                    "cifar, osr-mnist, osr-cifar10 (five splits each: --split), or an experiment "
+                                    "YAML (your own protocol or image folder)")
     p.add_argument("--budget", help="a budget of the protocol's config: converged (networks trained to the "
                                     "protocol's closed-set accuracy threshold) or smoke (a minute, not a result)")
     p.add_argument("--seeds", type=positive_int, help="seeds per approach (default 5; at least 2)")

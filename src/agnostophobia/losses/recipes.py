@@ -38,7 +38,8 @@ def auxiliary_outliers(source: str) -> Provenance:
     """The :class:`Provenance` of the negatives an approach that trains on them uses here (the
     protocol's) against those its paper and code used, read in ``source``."""
     return Provenance("auxiliary outliers", "the protocol's negatives", source,
-                      "EMNIST letters (``lenet++``); CIFAR-10 horse and ship (``cifar10-split``) or CIFAR-100 "
+                      "EMNIST letters (``lenet++``); CIFAR-10 horse and ship (``cifar10-split``; automobile and deer in "
+                      "``cifar10-split-b``) or CIFAR-100 "
                       "super-classes 0-9 (``cifar``)")
 
 
