@@ -3,7 +3,7 @@ images of dog and truck, which the protocol never trains, validates, tunes or sc
 finished benchmark run's networks and tested with the benchmark's own rules (``docs/provenance.md``,
 ``bench-cifar-5-xeon-near``, declares the reading)::
 
-    python docs/near_set_study.py images dog-truck-train.npz
+    python docs/near_set_study.py images dog-truck-train.npz    # --protocol cifar10-split-b: cat, ship
     agnostophobia evaluate RUN --unknowns dog-truck-train.npz
     python docs/near_set_study.py read RUN dog-truck-train docs/results/near-set-xeon.json
 
@@ -26,7 +26,7 @@ import numpy as np
 import torch
 
 from agnostophobia.data import load_dataset
-from agnostophobia.data.paper_protocols import CIFAR10_UNKNOWN
+from agnostophobia.data.paper_protocols import CIFAR10_PARTITIONS
 from agnostophobia.deploy.compare import compare_models
 from agnostophobia.detectors.stored import model_scores, read_run_settings
 from agnostophobia.experiments.benchmark_comparisons import FAMILIES, compare_family, sample_replicates
@@ -38,10 +38,11 @@ KEPT = ("row", "against", "family", "difference", "se", "se_seeds", "se_samples"
         "interval", "equivalence_interval", "decision")
 
 
-def unused_near_images(data_dir=None) -> np.ndarray:
-    """The CIFAR-10 training images of the split's D_a classes (dog, truck), in the file's order."""
+def unused_near_images(data_dir=None, protocol: str = "cifar10-split") -> np.ndarray:
+    """The CIFAR-10 training images of a split's D_a classes (``cifar10-split``: dog, truck;
+    ``cifar10-split-b``: cat, ship), in the file's order."""
     train = load_dataset("cifar10", "train", data_dir)
-    return train.images[np.isin(train.labels, CIFAR10_UNKNOWN)]
+    return train.images[np.isin(train.labels, CIFAR10_PARTITIONS[protocol].unknown)]
 
 
 def tests_on(run_dir: Path, result: Dict, comparison, name: str) -> Tuple[Dict[str, List[Dict]], Dict[str, List]]:
@@ -113,16 +114,17 @@ def read(run_dir: Path, name: str, out: Path) -> None:
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True)
-    images = commands.add_parser("images", help="write the unused dog and truck training images (.npz)")
+    images = commands.add_parser("images", help="write a split's unused near training images (.npz)")
     images.add_argument("out", type=Path)
     images.add_argument("--data-dir", default=None)
+    images.add_argument("--protocol", default="cifar10-split", choices=sorted(CIFAR10_PARTITIONS))
     reading = commands.add_parser("read", help="test a run's rows on the added set and on the published one")
     reading.add_argument("run", type=Path)
     reading.add_argument("set", help="the added set's name in the run (the .npz file's stem)")
     reading.add_argument("out", type=Path)
     args = parser.parse_args(argv)
     if args.command == "images":
-        np.savez_compressed(args.out, images=unused_near_images(args.data_dir))
+        np.savez_compressed(args.out, images=unused_near_images(args.data_dir, args.protocol))
         print(f"written: {args.out}")
     else:
         read(args.run, args.set, args.out)

@@ -243,6 +243,8 @@ class CifarPartition(NamedTuple):
 CIFAR10_SPLIT = CifarPartition(known=(0, 1, 2, 3, 4, 6), negative=(7, 8), unknown=(5, 9))
 # cat~dog, ship~airplane (D_a); automobile~truck, deer~horse (D_b')
 CIFAR10_SPLIT_B = CifarPartition(known=(0, 2, 5, 6, 7, 9), negative=(1, 4), unknown=(3, 8))
+#: Each CIFAR-10 split protocol's partition, by the protocol's name.
+CIFAR10_PARTITIONS = {"cifar10-split": CIFAR10_SPLIT, "cifar10-split-b": CIFAR10_SPLIT_B}
 CIFAR10_KNOWN, CIFAR10_NEGATIVE, CIFAR10_UNKNOWN = CIFAR10_SPLIT  # airplane automobile bird cat deer frog; horse ship; dog truck
 #: The far unknowns of every CIFAR-10 split: the staged glyph sets of another domain.
 CIFAR10_FAR_SETS = (UnknownSet("mnist-rgb", "MNIST test as 32x32 RGB", proximity=FAR),
@@ -267,7 +269,7 @@ def cifar10_split_protocol(data_dir=None, seed: int = 0, preprocessing: str = OU
     the staged sets of another domain, as OpenOOD's CIFAR-10 far sets include MNIST.
     :data:`CIFAR10_SPLIT`: known airplane, automobile, bird, cat, deer, frog; negatives horse, ship;
     unknown dog, truck."""
-    return _cifar10_split(_Builder("cifar10-split", seed, limits, preprocessing), CIFAR10_SPLIT, data_dir)
+    return _cifar10_split(_Builder("cifar10-split", seed, limits, preprocessing), data_dir)
 
 
 @register_protocol("cifar10-split-b", RESNET_INPUT, datasets=("cifar10", "mnist", "notmnist"),
@@ -278,10 +280,11 @@ def cifar10_split_b_protocol(data_dir=None, seed: int = 0, preprocessing: str = 
     truck; negatives automobile, deer; unknown cat, ship. Each sibling pair of the first partition
     (dog~cat, truck~automobile, horse~deer, ship~airplane) plays the other role here, so a result that
     holds on both does not rest on one choice of classes."""
-    return _cifar10_split(_Builder("cifar10-split-b", seed, limits, preprocessing), CIFAR10_SPLIT_B, data_dir)
+    return _cifar10_split(_Builder("cifar10-split-b", seed, limits, preprocessing), data_dir)
 
 
-def _cifar10_split(b: "_Builder", partition: CifarPartition, data_dir) -> OpenSetProtocol:
+def _cifar10_split(b: "_Builder", data_dir) -> OpenSetProtocol:
+    partition = CIFAR10_PARTITIONS[b.name]
     remap = np.full(10, -1, np.int64)
     remap[list(partition.known)] = np.arange(len(partition.known))
     train = b.load("cifar10", "train", data_dir)
