@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
 import subprocess
 import sys
 from datetime import datetime, timezone
@@ -31,6 +30,7 @@ from agnostophobia.deploy.compare import compare_models
 from agnostophobia.detectors.stored import model_scores, read_run_settings
 from agnostophobia.experiments.benchmark_comparisons import FAMILIES, compare_family, sample_replicates
 from agnostophobia.experiments.benchmark_rows import ranked_sets
+from agnostophobia.training.device import cpu_model
 from agnostophobia.training.records import check_run
 
 #: What each test keeps in the JSON: enough to recompute its decision and its shares.
@@ -65,16 +65,6 @@ def tests_on(run_dir: Path, result: Dict, comparison, name: str) -> Tuple[Dict[s
     return tests, {r["row"]: r["mean_oscr_per_seed"] for r in rows}
 
 
-def processor() -> str:
-    """The processor as Linux names it (model name, family, model), else as Python does."""
-    info = Path("/proc/cpuinfo")
-    if info.exists():
-        fields = dict(line.split(":", 1) for line in info.read_text().splitlines()[:30] if ":" in line)
-        fields = {key.strip(): value.strip() for key, value in fields.items()}
-        return f"{fields.get('model name', '?')}, family {fields.get('cpu family', '?')} model {fields.get('model', '?')}"
-    return platform.processor() or platform.machine()
-
-
 def _kept(tests: Dict[str, List[Dict]]) -> Dict[str, List[Dict]]:
     return {family: [{key: t[key] for key in KEPT} for t in family_tests] for family, family_tests in tests.items()}
 
@@ -103,7 +93,7 @@ def read(run_dir: Path, name: str, out: Path) -> None:
               "margin": result["margin"], "alpha": result["alpha"], "seeds": result["seeds"],
               "tests": {published: _kept(again), name: _kept(added)},
               "oscr_per_seed": {published: published_oscr, name: added_oscr},
-              "meta": {"commit": commit, "processor": processor(), "torch": torch.__version__,
+              "meta": {"commit": commit, "processor": cpu_model(), "torch": torch.__version__,
                        "read": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")}}
     tmp = out.with_suffix(".tmp")
     tmp.write_text(json.dumps(record, indent=1) + "\n")

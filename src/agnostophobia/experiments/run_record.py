@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import platform
 import sys
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional
@@ -26,6 +25,7 @@ from agnostophobia.errors import ConfigError
 from agnostophobia.rundir import DATA_SOURCES, RecordError, RunDir
 from agnostophobia.training import distributed
 from agnostophobia.training.concurrent import threads_per_run
+from agnostophobia.training.device import cpu_model
 from agnostophobia.training.config import ExperimentConfig
 from agnostophobia.training.records import (RUN_ID_KEY, check_data_sources, library_versions, marked_run_id,
                                             new_run_id, read_classes, read_data_sources, read_run_config, run_marker)
@@ -108,7 +108,7 @@ def write_run_record(out: Path, experiment: ExperimentConfig, stored: StoredTrai
         "experiment": train_cfg.name, "budget": budget, "seeds": experiment.seeds,
         "seeds_varied": seeds_varied(experiment), "approaches": experiment.approaches,
         "command": " ".join(["agnostophobia"] + sys.argv[1:]) if is_the_command_line() else command.line,
-        "device": f"{device} ({platform.processor() or platform.machine()}, "
+        "device": f"{device} ({cpu_model()}, "
                   f"{torch.get_num_threads()} threads)" + (f" x {world.size} processes (DDP)" if world.distributed else "")
                   + (f", {runs} runs at a time, {train_cfg.cpu_threads or threads_per_run(runs)} thread(s) each" if runs > 1 else ""),
         "wall_time_s": round(stored.training_wall_s, 1),

@@ -7,16 +7,52 @@
 * :func:`use_deterministic_algorithms`: config key ``deterministic``.
 * :func:`limit_cpu_threads`: config key ``cpu_threads``.
 * :func:`channels_last_is_safe`: whether config key ``channels_last`` may train this network here.
+* :func:`cpu_model`: the processor as the run records name it.
 """
 from __future__ import annotations
 
 import os
+import platform
+from pathlib import Path
 from typing import Callable, List, Optional
 
 import torch
 
 from agnostophobia._validation import DEVICE_RULE
 from agnostophobia.errors import ConfigError
+
+
+def cpu_model(cpuinfo: Path = Path("/proc/cpuinfo")) -> str:
+    """The processor as Linux names it, with its family and model numbers, which tell apart processors
+    that one name covers (a virtual machine's "Intel(R) Xeon(R) Processor" spans generations):
+    ``Intel(R) Xeon(R) Processor (family 6, model 167)``; where there is no ``cpuinfo``, Python's name
+    for the machine (``x86_64``).
+
+    Args:
+        cpuinfo: the file to read (Linux's ``/proc/cpuinfo``).
+
+    Returns:
+        The processor's name.
+
+    Examples:
+        >>> from agnostophobia.training.device import cpu_model
+        >>> isinstance(cpu_model(), str) and cpu_model() != ""
+        True
+    """
+    try:
+        lines = cpuinfo.read_text().splitlines()
+    except OSError:
+        return platform.processor() or platform.machine()
+    fields = {}
+    for line in lines:
+        key, _, value = line.partition(":")
+        if not key.strip() and fields:  # the first core's block ends at its blank line
+            break
+        fields.setdefault(key.strip(), value.strip())
+    name = fields.get("model name") or platform.processor() or platform.machine()
+    if "cpu family" in fields and "model" in fields:
+        return f"{name} (family {fields['cpu family']}, model {fields['model']})"
+    return name
 
 
 def resolve_device(name) -> torch.device:

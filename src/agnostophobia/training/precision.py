@@ -27,6 +27,7 @@ from typing import Tuple
 import torch
 
 from agnostophobia._atomic import atomic_write
+from agnostophobia.training.device import cpu_model
 
 PRECISIONS = ("auto", "fp32", "bf16")
 PROBE_CACHE = "precision_probe.json"
@@ -46,11 +47,11 @@ def _cpu_has_native_bf16() -> bool:
 def _cpu_identity() -> str:
     """What the probe's result depends on: processor, its bf16 flags, torch, threads."""
     try:
-        lines = Path("/proc/cpuinfo").read_text().splitlines()
-        model = next((line.split(":", 1)[1].strip() for line in lines if line.startswith("model name")), "")
-        flags = next((line for line in lines if line.startswith("flags")), "").split()
+        flags = next((line for line in Path("/proc/cpuinfo").read_text().splitlines()
+                      if line.startswith("flags")), "").split()
     except OSError:
-        model, flags = "", []
+        flags = []
+    model = cpu_model()
     bf16_flags = ",".join(sorted({"avx512_bf16", "amx_bf16", "amx_tile"} & set(flags)))
     return f"{model}|{bf16_flags}|torch {torch.__version__}|{torch.get_num_threads()} threads"
 
