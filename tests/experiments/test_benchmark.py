@@ -1282,6 +1282,24 @@ def test_the_accuracy_rule_reads_a_difference_alike_on_every_seed():
         converged_by_rule({"softmax": [0.91], "cac": [0.90]}, 0.9, 0.01)
 
 
+def test_a_refused_accuracy_margin_leaves_the_run_byte_for_byte(tiny_run, tmp_path):
+    """``write_benchmark`` with the interval rule on a trained run of one seed (the rule reads a paired
+    interval over seeds) is refused before it tunes or scores anything: every file of the run, a
+    report written earlier included, stays byte for byte."""
+    import shutil
+
+    from agnostophobia.errors import AgnostophobiaError
+    from agnostophobia.experiments import benchmark as benchmark_module
+
+    run = tmp_path / "run"
+    shutil.copytree(tiny_run, run)
+    (run / BENCHMARK_JSON).write_text('{"an earlier report": true}\n')
+    before = {path: path.read_bytes() for path in run.rglob("*") if path.is_file()}
+    with pytest.raises(AgnostophobiaError, match="two seeds or more"):
+        benchmark_module.write_benchmark(run, accuracy_margin=0.01, log=lambda line: None)
+    assert {path: path.read_bytes() for path in run.rglob("*") if path.is_file()} == before
+
+
 def test_an_accuracy_margin_outside_zero_one_is_refused_before_training(tmp_path, capsys):
     from agnostophobia.cli import main
 

@@ -269,7 +269,8 @@ def write_benchmark(run_dir, min_accuracy: Optional[float] = None, log: Callable
     records = check_run(run_dir, "benchmark")
     approaches, left_out = benchmarked_approaches(records)
     threshold = min_accuracy if min_accuracy is not None else _declared_accuracy(records.config)
-    check_accuracy_rule(threshold, accuracy_margin, approaches)  # before the tuning and scoring it would waste
+    check_accuracy_rule(threshold, accuracy_margin, approaches,  # before the tuning and scoring it would waste
+                        seeds=len({seed for seed, approach, _ in records.models if approach in approaches}))
     tuning = _tune(run_dir, approaches, log)
     with run_lock(run_dir, create=False):
         comparison = compare_models(run_dir, approaches=approaches, curves=True)
