@@ -28,6 +28,7 @@ from agnostophobia.metrics import holm, seed_interval, smallest_resolved_differe
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import result_against_softmax  # noqa: E402
 import result_near_set  # noqa: E402
+import result_partition  # noqa: E402
 from result_pages import PAGES, published  # noqa: E402
 from result_runs import (CIFAR_PARTS, CIFAR_REPORT, DECIDING_PARTS, FINE_TUNE_PARTS, cell, comparison,  # noqa: E402
                          equivalence_se, near_da, num, paired, paper_row, row, run, seed_accuracies, signed, span, t_interval,
@@ -490,7 +491,7 @@ FACTS: Dict[str, Callable[[], str]] = {
 }
 
 
-for _module in (result_against_softmax, result_near_set):
+for _module in (result_against_softmax, result_near_set, result_partition):
     if set(FACTS) & set(_module.FACTS):
         raise ValueError(f"numbers named twice: {sorted(set(FACTS) & set(_module.FACTS))}")
     FACTS.update(_module.FACTS)

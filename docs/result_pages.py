@@ -84,6 +84,9 @@ PAGES: Dict[str, ResultPage] = {
                                      "results/bench-cifar-5-xeon.json", "images/bench-cifar-5-xeon",
                                      measures="whether the networks of the split's first part repeat on a Xeon of "
                                               "another sitting (the same seeds, code and recipe)"),
+    "bench-cifar-b-5": ResultPage("guide/benchmark-cifar-b.md",
+                                  "CIFAR-10 split, second class partition (cat and ship unknown): the full report",
+                                  "results/bench-cifar-b-5.json", "images/bench-cifar-b-5"),
     "bench-osr-mnist": ResultPage("guide/benchmark-osr-mnist.md", "MNIST 6/4 over its five splits",
                                   "results/bench-osr-mnist.json", "", over_splits=True),
     "bench-osr-mnist-split-0": ResultPage("guide/benchmark-osr-mnist-split-0.md",

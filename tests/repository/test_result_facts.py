@@ -183,38 +183,68 @@ def test_accuracy_rule_by_hand(facts_module):
 
 
 def test_near_set_by_hand(facts_module):
-    """The second reading of the CIFAR split's near unknowns (``results/near-set-xeon.json``): on each
+    """The second readings of the CIFAR split's near unknowns (one record per class partition): on each
     set, every test's difference and seeds' share from its stored per-seed areas by scipy's paired t,
     its p with the samples' share added, Holm by hand within the family, and the decision by the
     declared rule; the table's counts from them."""
     near = facts_module.result_near_set
-    record = near.near_set()
-    assert set(record["tests"]) == {record["published_set"], record["added_set"]}
-    for name, families in record["tests"].items():
-        oscr = record["oscr_per_seed"][name]
-        for tests in families.values():
-            p, decided = [], []
-            for t in tests:
-                a, b = np.asarray(oscr[t["row"]]), np.asarray(oscr[t["against"]])
-                assert (a - b).mean() == pytest.approx(t["difference"], abs=1e-12)
-                assert stats.sem(a - b) == pytest.approx(t["se_seeds"])
-                se = np.hypot(stats.sem(a - b), t["se_samples"])
-                p.append(2 * stats.t.sf(abs((a - b).mean()) / se, len(a) - 1))
-                half = stats.t.ppf(1 - ALPHA, len(a) - 1) * se
-                decided.append(((a - b).mean(), abs((a - b).mean()) + half < MARGIN))  # the 90 % interval inside
-            order = np.argsort(p)
-            adjusted = np.empty(len(p))
-            adjusted[order] = np.maximum.accumulate([min(1.0, (len(p) - k) * p[i]) for k, i in enumerate(order)])
-            for t, holm_p, (difference, inside) in zip(tests, adjusted, decided):
-                assert t["p_holm"] == pytest.approx(holm_p)
-                verdict = ("better" if difference > 0 else "worse") if holm_p < ALPHA and abs(difference) >= MARGIN \
-                    else "equivalent" if inside else "not resolved"
-                assert t["decision"] == verdict, t["row"]
     table = facts_module.facts()["near_set_table"].splitlines()
-    equivalence_bar = MARGIN / stats.t.ppf(1 - ALPHA, record["seeds"] - 1)
-    for line in table[2:]:
-        family, count, reach = [c.strip() for c in line.strip("|").split("|")][:3]
-        published, added = (record["tests"][record[f"{w}_set"]][family] for w in ("published", "added"))
-        assert int(count) == len(published)
-        assert reach == " / ".join(str(sum(t["se_samples"] < equivalence_bar for t in tests))
-                                   for tests in (published, added))
+    for protocol in near.NEAR_SET_RECORDS:
+        record = near.near_set(protocol)
+        assert set(record["tests"]) == {record["published_set"], record["added_set"]}
+        for name, families in record["tests"].items():
+            oscr = record["oscr_per_seed"][name]
+            for tests in families.values():
+                p, decided = [], []
+                for t in tests:
+                    a, b = np.asarray(oscr[t["row"]]), np.asarray(oscr[t["against"]])
+                    assert (a - b).mean() == pytest.approx(t["difference"], abs=1e-12)
+                    assert stats.sem(a - b) == pytest.approx(t["se_seeds"])
+                    se = np.hypot(stats.sem(a - b), t["se_samples"])
+                    p.append(2 * stats.t.sf(abs((a - b).mean()) / se, len(a) - 1))
+                    half = stats.t.ppf(1 - ALPHA, len(a) - 1) * se
+                    decided.append(((a - b).mean(), abs((a - b).mean()) + half < MARGIN))  # the 90 % interval inside
+                order = np.argsort(p)
+                adjusted = np.empty(len(p))
+                adjusted[order] = np.maximum.accumulate([min(1.0, (len(p) - k) * p[i]) for k, i in enumerate(order)])
+                for t, holm_p, (difference, inside) in zip(tests, adjusted, decided):
+                    assert t["p_holm"] == pytest.approx(holm_p)
+                    verdict = ("better" if difference > 0 else "worse") if holm_p < ALPHA and abs(difference) >= MARGIN \
+                        else "equivalent" if inside else "not resolved"
+                    assert t["decision"] == verdict, t["row"]
+        equivalence_bar = MARGIN / stats.t.ppf(1 - ALPHA, record["seeds"] - 1)
+        lines = [line for line in table[2:] if line.startswith(f"| {near.PARTITIONS[protocol]} |")]
+        assert lines
+        for line in lines:
+            family, count, reach = [c.strip() for c in line.strip("|").split("|")][1:4]
+            published, added = (record["tests"][record[f"{w}_set"]][family] for w in ("published", "added"))
+            assert int(count) == len(published)
+            assert reach == " / ".join(str(sum(t["se_samples"] < equivalence_bar for t in tests))
+                                       for tests in (published, added))
+
+
+def test_second_partition_beside_the_first(facts_module):
+    """The overview's table of the CIFAR split's second class partition: per approach and run, the
+    primary test's difference and decision as the run's JSON stores them (or why there is none), and
+    the sentence that says which decisions repeat."""
+    partition = facts_module.result_partition
+    table = facts_module.facts()["partition_table"].splitlines()
+    labels = [*partition.FIRST_PARTITION, partition.SECOND_PARTITION]
+    second = facts_module.run(partition.SECOND_PARTITION)
+    approaches = [a for a in dict.fromkeys(r["approach"] for r in second["rows"]) if a != second["reference"]]
+    assert [line.split(" | ")[0].strip("| ") for line in table[2:]] == approaches
+    repeated, not_repeated = [], []
+    for line, approach in zip(table[2:], approaches):
+        cells = [c.strip() for c in line.strip("|").split("|")][1:]
+        for cell, label in zip(cells, labels):
+            test = next((t for t in facts_module.run(label)["tests"]["primary"] if t["approach"] == approach), None)
+            if test is None:
+                assert cell.startswith("not "), cell
+            else:
+                assert cell.startswith(f"{test['difference']:+.3f}".replace("-", "−")) and f"*{test['decision']}*" in cell
+        first = next((t for t in facts_module.run(labels[0])["tests"]["primary"] if t["approach"] == approach), None)
+        again = next((t for t in second["tests"]["primary"] if t["approach"] == approach), None)
+        if first is not None and first["decision"] != "not resolved":
+            (repeated if again is not None and again["decision"] == first["decision"] else not_repeated).append(approach)
+    said = facts_module.facts()["partition_repeated"]
+    assert all(a in said.split(";")[0] for a in repeated) and all(a in said for a in not_repeated)
