@@ -19,8 +19,8 @@ from typing import Callable, Dict, List
 import numpy as np
 from scipy import stats
 
-from agnostophobia.experiments.benchmark_comparisons import ALPHA, MARGIN
-from agnostophobia.experiments.benchmark_rows import papers_rows, saw_negatives
+from agnostophobia.experiments.benchmark_comparisons import ALPHA, AT_CEILING, MARGIN, mark
+from agnostophobia.experiments.benchmark_rows import papers_rows, rows_at_ceiling, saw_negatives
 from agnostophobia.experiments.benchmark_summary import at_ceiling, validation_test_agreement, verdicts_at
 from agnostophobia.losses import LOSSES
 from agnostophobia.metrics import holm, seed_interval, smallest_resolved_difference
@@ -197,6 +197,14 @@ def samples_floor(label: str, family: str) -> float:
     endless seeds) times the family's median samples' standard error."""
     tests = run(label)["tests"][family]
     return float(stats.norm.ppf(1 - ALPHA / len(tests) / 2) * np.median([t["se_samples"] for t in tests]))
+
+
+def equivalent_at_ceiling(label: str) -> str:
+    """How many of run ``label``'s *equivalent* calls compare two rows at their ceiling, its pages'
+    "equivalent (at ceiling)", of how many."""
+    ceiling = rows_at_ceiling(run(label)["rows"])
+    equivalent = [t for tests in run(label)["tests"].values() for t in tests if t["decision"] == "equivalent"]
+    return f"{sum(mark(t, ceiling).endswith(AT_CEILING) for t in equivalent)} of its {len(equivalent)}"
 
 
 def verdicts(label: str, family: str, times: int) -> int:
@@ -448,6 +456,7 @@ FACTS: Dict[str, Callable[[], str]] = {
     "threshold_noise_converged": lambda: threshold_within_noise(True),
     "threshold_noise_not_converged": lambda: threshold_within_noise(False),
     "lenet_at_ceiling": lambda: "{} of its {}".format(*map(len, at_ceiling(run("bench-lenet-5")))),
+    "lenet_equivalent_at_ceiling": lambda: equivalent_at_ceiling("bench-lenet-5"),
     "lenet_energy_val": lambda: num(val_accuracy("bench-lenet-5", "energy-regularized")),
     "lenet_logitnorm_val": lambda: num(val_accuracy("bench-lenet-5", "logitnorm")),
     "holm_t_9_3_seeds": lambda: holm_strictest_t(9, 3),

@@ -995,6 +995,37 @@ def test_the_paragraph_says_where_the_linear_area_is_at_its_ceiling_and_which_ro
     assert not any(line.startswith(("At the ceiling", "Below chance")) for line in plain)
 
 
+def test_an_equivalent_call_between_two_rows_at_the_ceiling_is_marked_so_and_the_report_says_what_it_means():
+    """An *equivalent* test whose two rows both sit within CEILING_GAP of their closed-set accuracy is
+    marked "equivalent (at ceiling)" (there the area compares accuracies); one against a row below
+    the ceiling, or a decision other than equivalent, keeps its plain mark; the report defines the
+    mark only where a test carries it."""
+    from agnostophobia.experiments.benchmark_comparisons import mark
+    from agnostophobia.experiments.benchmark_report import decision_rule
+    from agnostophobia.experiments.benchmark_rows import rows_at_ceiling
+
+    capped = [_row(REFERENCE_APPROACH, REFERENCE_DETECTOR, [0.9895, 0.9900, 0.9905], [0.99] * 3),
+              _row("background", "background", [0.9895, 0.9897, 0.9899], [0.99] * 3),
+              _row("softmax", REFERENCE_DETECTOR, [0.97, 0.96, 0.98], [0.99] * 3),
+              _row("logitnorm", REFERENCE_DETECTOR, [0.70, 0.70, 0.70], [0.70] * 3)]  # at its ceiling, unconverged
+    result = summarise(capped, min_accuracy=0.985)
+    ceiling = rows_at_ceiling(result["rows"])
+    reference = next(r["row"] for r in result["rows"] if r["approach"] == REFERENCE_APPROACH)
+    background = next(r["row"] for r in result["rows"] if r["approach"] == "background")
+    softmax = next(r["row"] for r in result["rows"] if r["approach"] == "softmax")
+    assert sorted(ceiling) == sorted([reference, background])
+    call = {"decision": "equivalent", "row": background, "against": reference, "seeds": 3}
+    assert mark(call, ceiling) == "equivalent (at ceiling)"
+    assert mark(call) == "equivalent"
+    assert mark({**call, "row": softmax}, ceiling) == "equivalent"
+    assert mark({**call, "decision": "not resolved"}, ceiling) == "not resolved (3 seeds)"
+    assert mark({**call, "decision": "worse"}, ceiling) == "worse"
+    result["tests"] = {"primary": [call]}
+    assert "**equivalent (at ceiling)**" in decision_rule(result)[0]
+    result["tests"] = {"primary": [{**call, "row": softmax}]}
+    assert "at ceiling" not in decision_rule(result)[0]
+
+
 def test_the_paragraph_says_when_the_low_fpr_end_is_at_the_ceiling_too():
     """Where the log-FPR area and CCR at the lowest resolved FPR of the approaches at the ceiling also
     lie within the margin of their accuracy, the paragraph says that the protocol's D_a sets do not

@@ -12,7 +12,8 @@ from scipy import stats
 
 from agnostophobia.experiments.benchmark_comparisons import ALPHA, MARGIN
 from agnostophobia.experiments.benchmark_report import PAPER_GAP
-from agnostophobia.experiments.benchmark_summary import CEILING_GAP, MARGINS_AGAIN
+from agnostophobia.experiments.benchmark_rows import CEILING_GAP
+from agnostophobia.experiments.benchmark_summary import MARGINS_AGAIN
 from repo_paths import REPO as ROOT, load_module
 
 #: The pages that cite the published runs and may type no result by hand.
@@ -113,6 +114,18 @@ def test_numbers_are_the_runs(facts_module):
         f.row("bench-cifar-5", "entropic")["accuracy_per_seed"]["val"]))
     assert cells["Xeon again (seeds repeating)"].endswith(f"({repeats} of 5)")
     assert f.facts()["lenet_detectors_tests"] == str(len(f.run("bench-lenet-5")["tests"]["detectors"]))
+
+
+def test_equivalent_calls_at_the_ceiling_by_hand(facts_module):
+    """LeNet++'s equivalent calls between two converged rows whose mean D_a OSCR (the mean of its
+    per-seed values) lies within CEILING_GAP of their mean test accuracy, counted from the JSON."""
+    lenet = facts_module.run("bench-lenet-5")
+    capped = {r["row"] for r in lenet["rows"] if r["converged"] is not False and r["mean_oscr_per_seed"]
+              and np.mean(r["accuracy_per_seed"]["test"]) - np.mean(r["mean_oscr_per_seed"]) < CEILING_GAP}
+    calls = [t for tests in lenet["tests"].values() for t in tests if t["decision"] == "equivalent"]
+    both = sum(t["row"] in capped and t["against"] in capped for t in calls)
+    assert facts_module.facts()["lenet_equivalent_at_ceiling"] == f"{both} of its {len(calls)}"
+    assert 0 < both < len(calls)
 
 
 def test_pooled_holm_by_hand(facts_module):

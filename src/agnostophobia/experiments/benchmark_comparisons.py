@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import zlib
 from pathlib import Path
-from typing import Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Callable, Collection, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -15,7 +15,7 @@ from agnostophobia.detectors import DETECTORS
 from agnostophobia.experiments.benchmark_rows import (KNOWNS_ONLY_REFERENCE, REFERENCE_DETECTOR, REFERENCE_NAMES,
                                                       in_primary_family, papers_detector, rankable, ranked_sets,
                                                       saw_negatives, seeds_said)
-from agnostophobia.metrics import (NOT_RESOLVED, decide, oscr_area_resamples, paired_difference, resample_weights,
+from agnostophobia.metrics import (EQUIVALENT, NOT_RESOLVED, decide, oscr_area_resamples, paired_difference, resample_weights,
                                    resampled_se, smallest_resolved_difference)
 
 #: The level of each family's tests: Holm's correction holds it within a family, not across them.
@@ -25,6 +25,9 @@ ALPHA = 0.05
 #: no reader ranks one method above another (the tables print three decimals). Declared after the
 #: 3-seed reports were published and before any rerun was read (docs/guide/benchmark.md says so).
 MARGIN = 0.005
+#: What an *equivalent* test of two rows at their ceiling (:data:`~agnostophobia.experiments.benchmark_rows.CEILING_GAP`)
+#: adds to its mark: there the area compares the closed-set accuracies, not how the rows reject unknowns.
+AT_CEILING = "(at ceiling)"
 #: Resamples and seed of the paired bootstrap over the test samples whose share adds to each difference's
 #: standard error (the same resamples for every network, detector and seed: paired).
 BOOTSTRAP_RESAMPLES = 200
@@ -198,10 +201,14 @@ def family_resolution(tests: List[Dict], seeds: int) -> Optional[Dict]:
             "smallest_resolved": smallest_resolved_difference(se, seeds, ALPHA, len(tests), MARGIN)}
 
 
-def mark(test: Optional[Dict]) -> str:
-    """A test's decision as the tables print it: better, worse, equivalent, not resolved (n seeds)."""
+def mark(test: Optional[Dict], at_ceiling: Collection[str] = ()) -> str:
+    """A test's decision as the tables print it: better, worse, equivalent, not resolved (n seeds);
+    "equivalent (at ceiling)" where both its rows are among ``at_ceiling``, the rows whose area sits
+    at their closed-set accuracy (:func:`~agnostophobia.experiments.benchmark_rows.rows_at_ceiling`)."""
     if test is None:
         return ""
     if test["decision"] == NOT_RESOLVED:
         return f"not resolved ({seeds_said(test['seeds'])})"
+    if test["decision"] == EQUIVALENT and test["row"] in at_ceiling and test["against"] in at_ceiling:
+        return f"{EQUIVALENT} {AT_CEILING}"
     return test["decision"]

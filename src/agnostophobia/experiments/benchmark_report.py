@@ -15,15 +15,15 @@ import numpy as np
 from agnostophobia.data.protocol_types import FAR
 from agnostophobia.data.protocols import unknown_set  # the registered protocols declare their sets there
 from agnostophobia.deploy.compare import TIE_MARK
-from agnostophobia.experiments.benchmark_comparisons import ALPHA, MARGIN, mark, present_families
+from agnostophobia.experiments.benchmark_comparisons import ALPHA, AT_CEILING, MARGIN, mark, present_families
 from agnostophobia.experiments.benchmark_ranking import RANKING_RULE_HISTORY, best_detectors, tied_with_the_row_above
 from agnostophobia.experiments.benchmark_recipes import recipe_mark, recipes_section
-from agnostophobia.experiments.benchmark_rows import (KNOWNS_ONLY_REFERENCE, REFERENCE_NAMES, convergence_said,
-                                                      interval_over_seeds, papers_rows, reference_of, saw_negatives,
-                                                      seeds_said)
+from agnostophobia.experiments.benchmark_rows import (CEILING_GAP, KNOWNS_ONLY_REFERENCE, REFERENCE_NAMES,
+                                                      convergence_said, interval_over_seeds, papers_rows, reference_of,
+                                                      rows_at_ceiling, saw_negatives, seeds_said)
 from agnostophobia.experiments.benchmark_summary import number
 from agnostophobia.experiments.paper_numbers import TABLE2_FPRS
-from agnostophobia.metrics import TIE_FLAG, fpr_keys
+from agnostophobia.metrics import EQUIVALENT, TIE_FLAG, fpr_keys
 
 
 def format_cell(cell: Optional[Dict], digits: int = 3) -> str:
@@ -66,7 +66,7 @@ def _intro(result: Dict, run: str) -> List[str]:
 def markdown(result: Dict, run_name: str) -> str:
     """``benchmark.md``: every section of the report, in reading order for a run folder."""
     meta = result["meta"]
-    marks = _marks(result["tests"])
+    marks = _marks(result)
     lines = [f"# Benchmark: {meta.get('experiment', run_name)}", "", *_intro(result, f"`{run_name}`"), "",
              *decision_rule(result), "", *choices_and_splits(result), "",
              "## What the data says", "", *[f"- {line}" for line in result["summary"]], ""]
@@ -143,6 +143,7 @@ def _tests_table(result: Dict) -> List[str]:
              f"SE: the seeds' standard error and the test samples' (paired bootstrap; '—' where not computed), "
              f"added in quadrature. Holm's correction within each family; the 90 % interval is what the equivalence test "
              f"reads against ±{MARGIN}.", "", _row_md(header), _rule(header)]
+    ceiling = rows_at_ceiling(result["rows"])
     for family in present_families(result):  # in the declared order (a published benchmark.json is sorted by key)
         kind = result["families"][family]["kind"]
         for t in result["tests"][family]:
@@ -150,7 +151,7 @@ def _tests_table(result: Dict) -> List[str]:
             lines.append(_row_md([kind, t["row"], t["against"],
                                   f"{t['difference']:+.4f} {_bounds(t['interval'])}",
                                   f"{t['se']:.4f} ({t['se_seeds']:.4f}, {samples})", _p(t["p"]), _p(t["p_holm"]),
-                                  _bounds(t["equivalence_interval"]), mark(t)]))
+                                  _bounds(t["equivalence_interval"]), mark(t, ceiling)]))
     return lines
 
 
@@ -455,8 +456,19 @@ def _tie(row: Dict, name: str) -> str:
     return " †" if cell is not None and cell["tied_share"] > TIE_FLAG else ""
 
 
-def _marks(tests: Dict) -> Dict[str, Dict[str, str]]:
-    return {family: {t["row"]: mark(t) for t in family_tests} for family, family_tests in tests.items()}
+def _marks(result: Dict) -> Dict[str, Dict[str, str]]:
+    ceiling = rows_at_ceiling(result["rows"])
+    return {family: {t["row"]: mark(t, ceiling) for t in family_tests} for family, family_tests in result["tests"].items()}
+
+
+def _ceiling_mark_said(result: Dict) -> str:
+    """What "equivalent (at ceiling)" means, where a test of the report carries it."""
+    ceiling = rows_at_ceiling(result["rows"])
+    if not any(mark(t, ceiling).endswith(AT_CEILING) for tests in result["tests"].values() for t in tests):
+        return ""
+    return (f" **{EQUIVALENT} {AT_CEILING}**: equivalent, and both rows' {mean_said(result)} lies within "
+            f"{CEILING_GAP} of their closed-set accuracy, the area's ceiling: the test compares their accuracies, "
+            f"not how they reject the unknowns (the log-FPR and CCR columns read that).")
 
 
 def _bounds(ends: Sequence[Optional[float]]) -> str:
@@ -482,7 +494,7 @@ def decision_rule(result: Dict) -> List[str]:
             f"Families, each Holm-adjusted on its own at {ALPHA} (not the whole report): "
             + "; ".join(f"{result['families'][family]['kind']}, {result['families'][family]['compares']}"
                         for family in present_families(result))
-            + "."]
+            + "." + _ceiling_mark_said(result)]
 
 
 def _reference_short(result: Dict) -> str:
@@ -516,7 +528,7 @@ def site_page(result: Dict, title: str, run_link: str, figures: str) -> str:
     Returns:
         The page's Markdown (MyST).
     """
-    marks = _marks(result["tests"])
+    marks = _marks(result)
     sets = list(result["test_sets"])
     figure_paths = {unknown: f"{figures}/{Path(path).name}" for unknown, path in result.get("oscr_figures", {}).items()}
     intro, _, reading = _intro(result, run_link)

@@ -226,6 +226,25 @@ def papers_rows(rows: List[Dict]) -> List[Dict]:
     return [r for r in rows if is_papers_detector(r["approach"], r["detector"])]
 
 
+#: A mean D_a OSCR this close to the closed-set accuracy (its ceiling: the linear area under the OSCR
+#: curve, paper Sec. 4 Eq. 3, never exceeds the accuracy) reads little beyond the accuracy.
+CEILING_GAP = 0.001
+
+
+def is_at_ceiling(row: Dict) -> bool:
+    """Whether ``row``'s mean D_a OSCR over seeds lies within :data:`CEILING_GAP` of its closed-set
+    accuracy: a test of such rows compares their accuracies, not how they reject the unknowns."""
+    values, accuracy = row.get("mean_oscr_per_seed"), row["closed_set_accuracy"].get("mean")
+    if not values or None in values or accuracy is None:
+        return False
+    return accuracy - float(np.mean(values)) < CEILING_GAP
+
+
+def rows_at_ceiling(rows: Sequence[Dict]) -> List[str]:
+    """The names of the rows of converged networks at the ceiling (:func:`is_at_ceiling`)."""
+    return [r["row"] for r in rows if r["converged"] is not False and is_at_ceiling(r)]
+
+
 def saw_negatives(row: Dict) -> bool:
     """Whether ``row``'s network trained on negatives: those of the protocol (D_b') or of an outside
     set (``extra_data``). A benchmark's validation negatives are held-out images of that same set,

@@ -14,8 +14,8 @@ from scipy import stats
 
 from agnostophobia.experiments.benchmark_comparisons import ALPHA, MARGIN, present_families
 from agnostophobia.experiments.benchmark_ranking import validation_choice
-from agnostophobia.experiments.benchmark_rows import (convergence_said, interval_over_seeds, papers_rows, saw_negatives,
-                                                      seeds_said)
+from agnostophobia.experiments.benchmark_rows import (CEILING_GAP, convergence_said, interval_over_seeds, is_at_ceiling,
+                                                      papers_rows, saw_negatives, seeds_said)
 from agnostophobia.metrics import BETTER, EQUIVALENT, NOT_RESOLVED, TIE_FLAG, WORSE, PairedDifference, decide
 
 #: The margins each family is decided at again, beside the declared one (:data:`MARGIN`): half, twice
@@ -256,17 +256,12 @@ def _separation_said(ranking: Dict) -> List[str]:
             f"Their ranks are an order within that noise, not a finding."]
 
 
-#: A mean D_a OSCR this close to the closed-set accuracy (its ceiling) reads little beyond the accuracy.
-CEILING_GAP = 0.001
-
-
 def at_ceiling(result: Dict) -> Tuple[List[str], List[Dict]]:
     """The converged approaches whose mean D_a OSCR with their paper's detector lies within
     :data:`CEILING_GAP` of their closed-set accuracy, and the converged rows with their papers'
     detectors they were picked from."""
     rows = [r for r in papers_rows(result["rows"]) if r["converged"] is not False and r["mean_oscr_per_seed"]]
-    return [r["approach"] for r in rows
-            if r["closed_set_accuracy"]["mean"] - float(np.mean(r["mean_oscr_per_seed"])) < CEILING_GAP], rows
+    return [r["approach"] for r in rows if is_at_ceiling(r)], rows
 
 
 def _ceiling_said(result: Dict) -> List[str]:
