@@ -27,7 +27,7 @@ import torch
 from agnostophobia.data import load_dataset
 from agnostophobia.data.paper_protocols import CIFAR10_PARTITIONS
 from agnostophobia.deploy.compare import compare_models
-from agnostophobia.detectors.stored import model_scores, read_run_settings
+from agnostophobia.detectors.stored import run_scores
 from agnostophobia.experiments.benchmark_comparisons import FAMILIES, compare_family, sample_replicates
 from agnostophobia.experiments.benchmark_rows import ranked_sets
 from agnostophobia.training.device import cpu_model
@@ -45,10 +45,10 @@ def unused_near_images(data_dir=None, protocol: str = "cifar10-split") -> np.nda
     return train.images[np.isin(train.labels, CIFAR10_PARTITIONS[protocol].unknown)]
 
 
-def tests_on(run_dir: Path, result: Dict, comparison, name: str) -> Tuple[Dict[str, List[Dict]], Dict[str, List]]:
+def tests_on(result: Dict, comparison, models, scores_of, name: str) -> Tuple[Dict[str, List[Dict]], Dict[str, List]]:
     """Every family's tests of the run's rows, each row read on the unknown set ``name`` alone: its
-    per-seed OSCR area there (``compare_models``) and the paired bootstrap of that set's samples;
-    and those per-seed areas, by row."""
+    per-seed OSCR area there (``compare_models``) and the paired bootstrap of that set's samples over
+    the run's ``models`` (their stored scores: ``scores_of``); and those per-seed areas, by row."""
     per_seed = {(r["approach"], r["detector"]): (r["seed_ids"], r["test"][name]["per_seed"]["oscr"])
                 for r in comparison.rows if name in r["test"]}
     rows = []
@@ -57,10 +57,7 @@ def tests_on(run_dir: Path, result: Dict, comparison, name: str) -> Tuple[Dict[s
         if seeds is not None and list(seeds) != list(row["seeds"]):
             raise ValueError(f"{row['row']}: seeds {seeds} scored, {row['seeds']} reported")
         rows.append(dict(row, mean_oscr_per_seed=None if values is None else [float(v) for v in values]))
-    scoring = read_run_settings(run_dir)
-    approaches = {r["approach"] for r in result["rows"]}
-    models = [m for m in check_run(run_dir, "benchmark").models if m[1] in approaches]
-    replicates = sample_replicates(models, lambda d, a: model_scores(d, a, scoring.for_approach(a)), sets=[name])
+    replicates = sample_replicates(models, scores_of, sets=[name])
     tests = {family: compare_family(rows, family, replicates, result["reference"]) for family in FAMILIES}
     return tests, {r["row"]: r["mean_oscr_per_seed"] for r in rows}
 
@@ -80,12 +77,14 @@ def read(run_dir: Path, name: str, out: Path) -> None:
     comparison = compare_models(run_dir, approaches=approaches)
     if name not in comparison.test_sets:
         sys.exit(f"{run_dir}: no unknown set {name!r}; score it first (agnostophobia evaluate RUN --unknowns ...)")
-    again, published_oscr = tests_on(run_dir, result, comparison, published)
+    models = [m for m in check_run(run_dir, "benchmark").models if m[1] in approaches]
+    scores_of = run_scores(run_dir)
+    again, published_oscr = tests_on(result, comparison, models, scores_of, published)
     for family, tests in result["tests"].items():
         if json.dumps(_kept({family: again[family]})) != json.dumps(_kept({family: tests})):
             sys.exit(f"{run_dir}: the {family} family read on {published} does not repeat benchmark.json; "
                      f"nothing written")
-    added, added_oscr = tests_on(run_dir, result, comparison, name)
+    added, added_oscr = tests_on(result, comparison, models, scores_of, name)
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
                             cwd=Path(__file__).parent).stdout.strip()
     record = {"run": run_dir.name, "sets": {published: comparison.test_sets[published], name: comparison.test_sets[name]},

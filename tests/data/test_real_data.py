@@ -170,7 +170,7 @@ def test_cifar10_split_never_reads_its_near_training_images(real_data_dir, proto
     assert not digests(prepare_images(unused, spec, name="near train")) & read
     test = load_dataset("cifar10", "test", real_data_dir)
     near_test = prepare_images(test.images[np.isin(test.labels, partition.unknown)], spec, name="near test")
-    assert digests(near_test) == digests(built.test_unknowns[partition.set_name(partition.unknown)].images)
+    assert digests(near_test) == digests(built.test_unknowns[partition.near_set].images)
 
 
 def test_cifar_protocol_stops_cleanly_here(real_data_dir):

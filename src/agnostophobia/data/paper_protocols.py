@@ -231,12 +231,22 @@ class CifarPartition(NamedTuple):
     negative: Tuple[int, ...]   # D_b' (training negatives)
     unknown: Tuple[int, ...]    # D_a (test images only)
 
-    def set_name(self, classes: Tuple[int, ...]) -> str:
-        """The unknown set of ``classes``' test images: ``cifar10-dog-truck``."""
-        return "cifar10-" + "-".join(CIFAR10_CLASSES[c] for c in classes)
+    @property
+    def near_set(self) -> str:
+        """The unknown set of the D_a classes' test images: ``cifar10-dog-truck``."""
+        return _cifar10_set_name(self.unknown)
+
+    @property
+    def negative_set(self) -> str:
+        """The unknown set of the D_b' classes' test images (known unknowns): ``cifar10-horse-ship``."""
+        return _cifar10_set_name(self.negative)
 
     def said(self, classes: Tuple[int, ...], joiner: str = " + ") -> str:
         return joiner.join(CIFAR10_CLASSES[c] for c in classes)
+
+
+def _cifar10_set_name(classes: Tuple[int, ...]) -> str:
+    return "cifar10-" + "-".join(CIFAR10_CLASSES[c] for c in classes)
 
 
 # dog~cat, truck~automobile (D_a); horse~deer, ship~airplane (D_b')
@@ -254,9 +264,9 @@ CIFAR10_FAR_SETS = (UnknownSet("mnist-rgb", "MNIST test as 32x32 RGB", proximity
 def _partition_sets(partition: CifarPartition) -> Tuple[UnknownSet, ...]:
     """The near unknown test sets a CIFAR-10 split builds: its D_a classes, and its D_b' classes (known
     unknowns). Its far sets, :data:`CIFAR10_FAR_SETS`, are declared once, by ``cifar10-split``."""
-    return (UnknownSet(partition.set_name(partition.unknown), f"CIFAR-10 {partition.said(partition.unknown)} test",
+    return (UnknownSet(partition.near_set, f"CIFAR-10 {partition.said(partition.unknown)} test",
                        proximity=NEAR),
-            UnknownSet(partition.set_name(partition.negative), f"CIFAR-10 {partition.said(partition.negative)} test",
+            UnknownSet(partition.negative_set, f"CIFAR-10 {partition.said(partition.negative)} test",
                        known_unknowns=True, proximity=NEAR))
 
 
@@ -303,8 +313,8 @@ def _cifar10_split(b: "_Builder", data_dir) -> OpenSetProtocol:
     names = [CIFAR10_CLASSES[c] for c in partition.known]
     b.note(f"CIFAR-10 split: known {', '.join(names)}; D_b' (training negatives) "
            f"{partition.said(partition.negative, ', ')}; D_a (test only) {partition.said(partition.unknown, ', ')}")
-    unknowns = {partition.set_name(partition.unknown): b.test(da, _unknown(da), partition.set_name(partition.unknown)),
-                partition.set_name(partition.negative): b.test(db, _unknown(db), partition.set_name(partition.negative))}
+    unknowns = {partition.near_set: b.test(da, _unknown(da), partition.near_set),
+                partition.negative_set: b.test(db, _unknown(db), partition.negative_set)}
     for dataset in ("mnist", "notmnist"):  # far unknowns: grey glyphs, white on black, as 32x32 RGB
         far = b.load(dataset, "test", data_dir)
         unknowns[f"{dataset}-rgb"] = b.test(far, _unknown(far), f"{dataset}-rgb")

@@ -23,7 +23,7 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence, Tuple, Union
+from typing import Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -473,6 +473,15 @@ def model_scores(model_dir: Union[str, Path, ModelDir], approach: str, settings:
     except OSError:  # a read-only run: the scores are recomputed next time
         pass
     return result
+
+
+def run_scores(run_dir) -> Callable[[Union[str, Path, ModelDir], str], ModelScores]:
+    """``scores_of(model_dir, approach)`` for the models of run ``run_dir``: each model's detector
+    scores (:func:`model_scores`) with the settings the run scores it with (the config's, or those
+    ``tune-detectors`` chose), read once, here: call it after any tuning, whose choices the
+    records read before it do not hold."""
+    scoring = read_run_settings(run_dir)
+    return lambda model_dir, approach: model_scores(model_dir, approach, scoring.for_approach(approach))
 
 
 def _fingerprint(model: ModelDir, background_class: bool, settings: Settings) -> str:

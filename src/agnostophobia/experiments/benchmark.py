@@ -260,6 +260,7 @@ def write_benchmark(run_dir, min_accuracy: Optional[float] = None, log: Callable
     report's notes and under ``diverged`` in ``benchmark.json``; ``accuracy_margin``: as
     :func:`benchmark`'s."""
     from agnostophobia.deploy.compare import compare_models
+    from agnostophobia.detectors.stored import run_scores
     from agnostophobia.losses import trained_on_negatives
     from agnostophobia.training.records import check_run
 
@@ -276,7 +277,7 @@ def write_benchmark(run_dir, min_accuracy: Optional[float] = None, log: Callable
         comparison = compare_models(run_dir, approaches=approaches, curves=True)
         models = [m for m in records.models if m[1] in approaches]
         extra, outside = extra_data_approaches(records.config.get("protocol"), approaches)
-        result = summarise(comparison.rows, threshold, sample_replicates(models, _stored_scores(run_dir)),
+        result = summarise(comparison.rows, threshold, sample_replicates(models, run_scores(run_dir)),
                            extra_data=extra, negatives=trained_on_negatives(approaches),
                            accuracy_margin=accuracy_margin)
         notes = left_out_notes(left_out, diverged)
@@ -341,16 +342,6 @@ def training_recipes(approaches: Sequence[str], config: Dict) -> Dict[str, Dict]
             "start": chosen.start, **chosen.schedule(epochs, exact), "source": chosen.source,
             "differs": chosen.departures(exact, epochs, start=trained_at(config), keep=config.get("keep_checkpoint"))}
     return out
-
-
-def _stored_scores(run_dir: Path) -> Callable:
-    """``scores_of(model_dir, approach)``: a model's detector scores with the settings ``compare``
-    scored it with (the config's, or those ``tune-detectors`` chose), read from the scores it kept.
-    The settings are read here, after the tuning: the records checked before it hold the old choices."""
-    from agnostophobia.detectors.stored import model_scores, read_run_settings
-
-    scoring = read_run_settings(run_dir)
-    return lambda model_dir, approach: model_scores(model_dir, approach, scoring.for_approach(approach))
 
 
 def _declared_accuracy(config: Dict) -> Optional[float]:
