@@ -18,7 +18,7 @@ from result_runs import equivalence_se, num, signed
 
 #: The second readings, by the protocol whose networks were read: each committed record.
 NEAR_SET_RECORDS = {"cifar10-split": DOCS / "results" / "near-set-xeon.json",
-                    "cifar10-split-b": DOCS / "results" / "near-set-b.json"}
+                    "cifar10-split-b": DOCS / "results" / "near-set-b-paper.json"}
 #: How the pages name each protocol's partition.
 PARTITIONS = {"cifar10-split": "first", "cifar10-split-b": "second"}
 #: The order decisions are tallied in.

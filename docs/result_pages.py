@@ -87,6 +87,10 @@ PAGES: Dict[str, ResultPage] = {
     "bench-cifar-b-5": ResultPage("guide/benchmark-cifar-b.md",
                                   "CIFAR-10 split, second class partition (cat and ship unknown): the full report",
                                   "results/bench-cifar-b-5.json", "images/bench-cifar-b-5"),
+    "bench-cifar-b-5-paper": ResultPage("guide/benchmark-cifar-b-paper.md",
+                                        "CIFAR-10 split, second class partition, the paper's losses: the full "
+                                        "report", "results/bench-cifar-b-5-paper.json",
+                                        "images/bench-cifar-b-5-paper"),
     "bench-osr-mnist": ResultPage("guide/benchmark-osr-mnist.md", "MNIST 6/4 over its five splits",
                                   "results/bench-osr-mnist.json", "", over_splits=True),
     "bench-osr-mnist-split-0": ResultPage("guide/benchmark-osr-mnist-split-0.md",

@@ -12,7 +12,7 @@ from scipy import stats
 
 from agnostophobia.experiments.benchmark_comparisons import ALPHA, MARGIN
 from agnostophobia.experiments.benchmark_report import PAPER_GAP
-from agnostophobia.experiments.benchmark_rows import CEILING_GAP
+from agnostophobia.experiments.benchmark_rows import CEILING_GAP, papers_detector
 from agnostophobia.experiments.benchmark_summary import MARGINS_AGAIN
 from repo_paths import REPO as ROOT, load_module
 
@@ -238,28 +238,57 @@ def test_near_set_by_hand(facts_module):
 
 def test_second_partition_beside_the_first(facts_module):
     """The overview's table of the CIFAR split's second class partition: per approach and run, the
-    primary test's difference and decision as the run's JSON stores them (or why there is none), and
-    the sentence that says which decisions repeat."""
-    partition = facts_module.result_partition
-    table = facts_module.facts()["partition_table"].splitlines()
-    labels = [*partition.FIRST_PARTITION, partition.SECOND_PARTITION]
-    second = facts_module.run(partition.SECOND_PARTITION)
+    primary test's difference and decision as the run's JSON stores them (or why there is none), the
+    first partition's cell from the part that trained the approach, and the sentence that says which
+    decisions repeat and which the second partition decides alone."""
+    f, partition = facts_module, facts_module.result_partition
+    table = f.facts()["partition_table"].splitlines()
+    second = f.run(partition.SECOND_PARTITION)
     approaches = [a for a in dict.fromkeys(r["approach"] for r in second["rows"]) if a != second["reference"]]
     assert [line.split(" | ")[0].strip("| ") for line in table[2:]] == approaches
-    repeated, not_repeated = [], []
+    repeated, not_repeated, newly = [], [], []
     for line, approach in zip(table[2:], approaches):
+        part = next((label for label in (f.CIFAR_REPORT, *f.DECIDING_PARTS) if any(
+            r["approach"] == approach for r in f.run(label)["rows"])), None)
         cells = [c.strip() for c in line.strip("|").split("|")][1:]
-        for cell, label in zip(cells, labels):
-            test = next((t for t in facts_module.run(label)["tests"]["primary"] if t["approach"] == approach), None)
+        suffix = f" ([part {f.CIFAR_PARTS.index(part) + 1}]({f.PAGES[part].page.split('/')[-1]}))"
+        assert cells[0].endswith(suffix)
+        cells[0] = cells[0][:-len(suffix)]
+        for cell, label in zip(cells, [part, partition.FIRST_XEON, *partition.SECOND_RUNS]):
+            test = next((t for t in f.run(label)["tests"]["primary"] if t["approach"] == approach
+                         and t["detector"] == papers_detector(approach)), None)
             if test is None:
                 assert cell.startswith(("not ", "no test")), cell
             else:
                 assert cell.startswith(f"{test['difference']:+.3f}".replace("-", "−")) and f"*{test['decision']}*" in cell
-            accuracy = facts_module.run(label)["accuracy"].get(approach)
+            accuracy = f.run(label)["accuracy"].get(approach)
             assert accuracy is None or cell.endswith(f"accuracy {accuracy['val']['mean']:.3f}"), cell
-        first = next((t for t in facts_module.run(labels[0])["tests"]["primary"] if t["approach"] == approach), None)
-        again = next((t for t in second["tests"]["primary"] if t["approach"] == approach), None)
+        first = next((t for t in f.run(part)["tests"]["primary"] if t["approach"] == approach
+                         and t["detector"] == papers_detector(approach)), None)
+        again = next((t for t in second["tests"]["primary"] if t["approach"] == approach
+                         and t["detector"] == papers_detector(approach)), None)
         if first is not None and first["decision"] != "not resolved":
             (repeated if again is not None and again["decision"] == first["decision"] else not_repeated).append(approach)
-    said = facts_module.facts()["partition_repeated"]
-    assert all(a in said.split(";")[0] for a in repeated) and all(a in said for a in not_repeated)
+        elif again is not None and again["decision"] != "not resolved":
+            newly.append(approach)
+    said = f.facts()["partition_repeated"]
+    assert all(a in said.split(";")[0] for a in repeated) and all(a in said for a in not_repeated + newly)
+
+
+def test_partitions_rank_agreement_by_hand(facts_module):
+    """Spearman's rho between the partitions' mean near D_a OSCR of the rows both converged,
+    recomputed as the Pearson correlation of average ranks (numpy), each row's first-partition value
+    from the part that trained its approach."""
+    f, partition = facts_module, facts_module.result_partition
+    first, second = [], []
+    for row in f.run(partition.SECOND_PARTITION)["rows"]:
+        part = next((label for label in (f.CIFAR_REPORT, *f.DECIDING_PARTS) if any(
+            r["approach"] == row["approach"] for r in f.run(label)["rows"])), None)
+        match = [r for r in (f.run(part)["rows"] if part else []) if (r["approach"], r["detector"]) ==
+                 (row["approach"], row["detector"]) and r["converged"] and row["converged"]]
+        if match and match[0]["mean_oscr_per_seed"] and row["mean_oscr_per_seed"]:
+            first.append(sum(match[0]["mean_oscr_per_seed"]) / len(match[0]["mean_oscr_per_seed"]))
+            second.append(sum(row["mean_oscr_per_seed"]) / len(row["mean_oscr_per_seed"]))
+    rho = np.corrcoef(stats.rankdata(first), stats.rankdata(second))[0, 1]
+    assert f.facts()["partition_rank_agreement"].startswith(f"ρ = {rho:.2f} over {len(first)} rows")
+    assert len(first) >= 20
