@@ -21,6 +21,7 @@ from scipy import stats
 
 from agnostophobia.experiments.benchmark_comparisons import ALPHA, AT_CEILING, MARGIN, mark
 from agnostophobia.experiments.benchmark_rows import papers_rows, rows_at_ceiling, saw_negatives
+from agnostophobia.experiments.benchmark_report import format_cell
 from agnostophobia.experiments.benchmark_summary import at_ceiling, validation_test_agreement, verdicts_at
 from agnostophobia.losses import LOSSES
 from agnostophobia.metrics import holm, seed_interval, smallest_resolved_difference
@@ -457,6 +458,13 @@ FACTS: Dict[str, Callable[[], str]] = {
     "threshold_noise_not_converged": lambda: threshold_within_noise(False),
     "lenet_at_ceiling": lambda: "{} of its {}".format(*map(len, at_ceiling(run("bench-lenet-5")))),
     "lenet_equivalent_at_ceiling": lambda: equivalent_at_ceiling("bench-lenet-5"),
+    "lenet_softmax_devanagari": lambda: format_cell(row("bench-lenet-5", "softmax")["test"]["devanagari"]
+                                                    ["ccr_at_lowest_fpr"]),
+    "lenet_softmax_devanagari_paper": lambda: num(run("bench-lenet-5")["paper"]["ccr"]["devanagari"]["softmax"]["1e-3"]),
+    "lenet_softmax_vs_eos": lambda: "{} [{}, {}], *{}*".format(
+        signed(comparison("bench-lenet-5", "primary", "softmax", "entropic")["difference"], 4),
+        *(signed(x, 4) for x in comparison("bench-lenet-5", "primary", "softmax", "entropic")["interval"]),
+        comparison("bench-lenet-5", "primary", "softmax", "entropic")["decision"]),
     "lenet_energy_val": lambda: num(val_accuracy("bench-lenet-5", "energy-regularized")),
     "lenet_logitnorm_val": lambda: num(val_accuracy("bench-lenet-5", "logitnorm")),
     "holm_t_9_3_seeds": lambda: holm_strictest_t(9, 3),
