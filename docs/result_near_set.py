@@ -37,10 +37,14 @@ def tests_of(protocol: str, which: str) -> Dict[str, List[Dict]]:
     return {family: tests for family, tests in record["tests"][record[f"{which}_set"]].items() if tests}
 
 
-def images(which: str) -> str:
+def set_size(which: str) -> int:
     """The size of the ``published`` (or ``added``) sets, the same in every record."""
     (size,) = {near_set(p)["sets"][near_set(p)[f"{which}_set"]] for p in NEAR_SET_RECORDS}
-    return f"{size:,}"
+    return size
+
+
+def images(which: str) -> str:
+    return f"{set_size(which):,}"
 
 
 def _pairs(protocol: str) -> List[Tuple[str, Dict, Dict]]:
@@ -135,8 +139,7 @@ def reach_said() -> str:
 FACTS: Dict[str, Callable[[], str]] = {
     "near_published_images": lambda: images("published"),
     "near_added_images": lambda: images("added"),
-    "near_expected_ratio": lambda: num(np.sqrt(int(images("published").replace(",", ""))
-                                               / int(images("added").replace(",", ""))), 2),
+    "near_expected_ratio": lambda: num(np.sqrt(set_size("published") / set_size("added")), 2),
     "near_share_ratio": lambda: num(float(np.median(share_ratios())), 2),
     "near_share_ratio_span": lambda: f"{num(share_ratios().min(), 2)}-{num(share_ratios().max(), 2)}",
     "near_share_tests": lambda: str(len(share_ratios())),
