@@ -26,6 +26,7 @@ as their maximum over classes, so every metric accepts what ``scores()`` returns
 """
 from .ood import (ConfidenceCurve, PRCurve, accuracy_vs_confidence, aupr_in, aupr_out, auroc, fpr_at_tpr,
                   precision_recall, precision_vs_confidence)
+from .minimum_effect import beyond_margin, minimum_effect_p
 from .oscr import (PAPER_FPR_VALUES, OperatingPoint, OSCRCurve, ccr_at_fpr, class_ccr_at_fpr, oscr, oscr_area,
                    rates_at_threshold, threshold_at_fpr)
 from .resolution import (DEFAULT_FPR, MIN_FALSE_POSITIVES, default_fpr, reported_fprs, smallest_supported_fpr, supported_fprs,
@@ -48,6 +49,7 @@ __all__ = [
     "entropy_magnitude_stats", "EntropyMagnitudeStats", "MeanStd",
     "seed_interval", "paired_seed_test", "paired_bootstrap", "Bootstrap", "holm", "Interval", "PairedTest",
     "paired_difference", "PairedDifference", "decide", "Decision", "smallest_resolved_difference",
+    "minimum_effect_p", "beyond_margin",
     "resample_weights", "oscr_area_resamples", "resampled_se", "BETTER", "WORSE", "EQUIVALENT", "NOT_RESOLVED",
     "tied_share", "TIE_FLAG",
 ]

@@ -375,6 +375,14 @@ class Decision(NamedTuple):
     equivalence: Interval  # the 1 - 2 alpha interval the equivalence test reads (90 % at alpha 0.05)
 
 
+def check_margin_and_alpha(caller: str, margin: float, alpha: float) -> None:
+    """Refuses, naming ``caller``, a margin that is not a positive number or a level outside (0, 0.5)."""
+    if not (np.isfinite(margin) and margin > 0):
+        raise ValueError(f"{caller}: margin must be a positive number, got {margin!r}")
+    if not 0 < alpha < 0.5:
+        raise ValueError(f"{caller}: alpha must lie in (0, 0.5), got {alpha!r}")
+
+
 def decide(differences: Sequence[PairedDifference], margin: float, alpha: float = 0.05) -> List[Decision]:
     """Decisions for a family of differences against ``margin``, a difference declared before the
     data were seen as too small to matter (:class:`Decision`).
@@ -400,10 +408,7 @@ def decide(differences: Sequence[PairedDifference], margin: float, alpha: float 
         >>> decide([difference], margin=0.01)[0].verdict
         'better'
     """
-    if not (np.isfinite(margin) and margin > 0):
-        raise ValueError(f"decide: margin must be a positive number, got {margin!r}")
-    if not 0 < alpha < 0.5:
-        raise ValueError(f"decide: alpha must lie in (0, 0.5), got {alpha!r}")
+    check_margin_and_alpha("decide", margin, alpha)
     if not differences:
         return []
     p = [d.p_value if np.isfinite(d.p_value) else 1.0 for d in differences]
