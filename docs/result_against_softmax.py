@@ -12,7 +12,7 @@ import numpy as np
 from agnostophobia.experiments.benchmark_comparisons import ALPHA, MARGIN, bounded_sample_se, family_pairs, mark
 from agnostophobia.experiments.benchmark_rows import (ACCURACY_MARGIN, KNOWNS_ONLY_REFERENCE, accuracy_not_worse,
                                                       papers_rows, saw_negatives)
-from agnostophobia.metrics import decide, paired_difference, smallest_resolved_difference
+from agnostophobia.metrics import beyond_margin, decide, paired_difference, smallest_resolved_difference
 from result_runs import CIFAR_REPORT, DECIDING_PARTS, cell, equivalence_se, num, paper_row, run, signed
 
 #: The runs of each protocol whose approaches trained on the knowns alone are compared with softmax.
@@ -67,9 +67,11 @@ def knowns_only_table() -> str:
              f"{KNOWNS_ONLY_REFERENCE}'s | difference [95 % interval] | SE: seeds, samples (at most) | p (Holm) | "
              "decision |", "|---|---|---|---|---|---|---|---|"]
     for protocol in KNOWNS_ONLY_RUNS:
-        for r, base, d, decision in knowns_only(protocol):
+        family = knowns_only(protocol)
+        beyond = beyond_margin([d for _, _, d, _ in family], MARGIN, ALPHA)
+        for (r, base, d, decision), far in zip(family, beyond):
             interval = d.interval(1 - ALPHA)
-            said = mark({"decision": decision.verdict, "seeds": d.n})
+            said = mark({"decision": decision.verdict, "seeds": d.n, "row": r["row"]}, beyond=[r["row"]] if far else ())
             lines.append(f"| {protocol} | {r['approach']} ({r['detector']}) | {cell(r['mean_oscr_per_seed'])} | "
                          f"{cell(base['mean_oscr_per_seed'])} | {signed(d.difference)} [{signed(interval.low)}, "
                          f"{signed(interval.high)}] | {num(d.se_seeds, 4)}, {num(d.se_samples, 4)} | "

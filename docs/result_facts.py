@@ -19,7 +19,7 @@ from typing import Callable, Dict, List
 import numpy as np
 from scipy import stats
 
-from agnostophobia.experiments.benchmark_comparisons import ALPHA, AT_CEILING, MARGIN, mark
+from agnostophobia.experiments.benchmark_comparisons import ALPHA, AT_CEILING, BEYOND_MARGIN, MARGIN, mark, marks
 from agnostophobia.experiments.benchmark_rows import papers_rows, rows_at_ceiling, saw_negatives
 from agnostophobia.experiments.benchmark_report import format_cell
 from agnostophobia.experiments.benchmark_summary import at_ceiling, validation_test_agreement, verdicts_at
@@ -206,6 +206,43 @@ def equivalent_at_ceiling(label: str) -> str:
     ceiling = rows_at_ceiling(run(label)["rows"])
     equivalent = [t for tests in run(label)["tests"].values() for t in tests if t["decision"] == "equivalent"]
     return f"{sum(mark(t, ceiling).endswith(AT_CEILING) for t in equivalent)} of its {len(equivalent)}"
+
+
+#: The families whose better and worse calls the overview's conclusions rest on.
+DECIDING_FAMILIES = ("primary", "knowns")
+
+
+def decided_calls(primary: bool) -> List[tuple]:
+    """The better or worse calls of the published, not superseded runs with tests, in the families
+    the conclusions rest on (``primary``) or the secondary ones: ``(label, test, its mark)``, a test
+    that several runs repeat on the same networks with the same mark counted once (the first run's)."""
+    calls, seen = [], set()
+    for label in published():
+        result = run(label)
+        if PAGES[label].superseded_by or "tests" not in result:
+            continue
+        for family, by_row in marks(result).items():
+            if (family in DECIDING_FAMILIES) == primary:
+                for t in result["tests"][family]:
+                    key = (family, t["row"], t["against"], t["difference"], by_row[t["row"]])
+                    if t["decision"] in ("better", "worse") and key not in seen:
+                        seen.add(key)
+                        calls.append((label, t, by_row[t["row"]]))
+    return calls
+
+
+def beyond_margin_said(primary: bool) -> str:
+    """How many of :func:`decided_calls` pass the minimum-effect test, and (for the deciding families)
+    the calls that do not, with their runs."""
+    calls = decided_calls(primary)
+    beyond = [c for c in calls if c[2].endswith(BEYOND_MARGIN)]
+    said = f"in {len(beyond)} of {len(calls)}"
+    if primary:
+        short = [f"{t['row']} in `{label}` ({t['family']}, {signed(t['difference'], 3)} "
+                 f"[{signed(t['interval'][0], 3)}, {signed(t['interval'][1], 3)}], a family of "
+                 f"{len(run(label)['tests'][t['family']])} tests)" for label, t, m in calls if not m.endswith(BEYOND_MARGIN)]
+        said += ", all but " + "; ".join(short) if short else ""
+    return said
 
 
 def test_said(test: Dict) -> str:
@@ -464,6 +501,8 @@ FACTS: Dict[str, Callable[[], str]] = {
     "threshold_noise_not_converged": lambda: threshold_within_noise(False),
     "lenet_at_ceiling": lambda: "{} of its {}".format(*map(len, at_ceiling(run("bench-lenet-5")))),
     "lenet_equivalent_at_ceiling": lambda: equivalent_at_ceiling("bench-lenet-5"),
+    "deciding_beyond_margin": lambda: beyond_margin_said(True),
+    "secondary_beyond_margin": lambda: beyond_margin_said(False),
     "lenet_softmax_devanagari": lambda: format_cell(row("bench-lenet-5", "softmax")["test"]["devanagari"]
                                                     ["ccr_at_lowest_fpr"]),
     "lenet_softmax_devanagari_paper": lambda: num(run("bench-lenet-5")["paper"]["ccr"]["devanagari"]["softmax"]["1e-3"]),

@@ -1014,7 +1014,8 @@ def test_an_equivalent_call_between_two_rows_at_the_ceiling_is_marked_so_and_the
     background = next(r["row"] for r in result["rows"] if r["approach"] == "background")
     softmax = next(r["row"] for r in result["rows"] if r["approach"] == "softmax")
     assert sorted(ceiling) == sorted([reference, background])
-    call = {"decision": "equivalent", "row": background, "against": reference, "seeds": 3}
+    call = {"decision": "equivalent", "row": background, "against": reference, "seeds": 3, "difference": 0.0002,
+            "se": 0.001, "se_seeds": 0.001, "se_samples": 0.0, "p": 0.9}
     assert mark(call, ceiling) == "equivalent (at ceiling)"
     assert mark(call) == "equivalent"
     assert mark({**call, "row": softmax}, ceiling) == "equivalent"
@@ -1024,6 +1025,32 @@ def test_an_equivalent_call_between_two_rows_at_the_ceiling_is_marked_so_and_the
     assert "**equivalent (at ceiling)**" in decision_rule(result)[0]
     result["tests"] = {"primary": [{**call, "row": softmax}]}
     assert "at ceiling" not in decision_rule(result)[0]
+
+
+def test_a_call_beyond_the_margin_is_marked_so_within_its_family_and_the_report_says_what_it_means():
+    """A better or worse test whose minimum-effect p, Holm-adjusted within its family, is below ALPHA
+    is marked "(beyond margin)"; a worse call whose mean just passes the margin keeps its plain mark,
+    as does any call of another family whose own tests do not reach it; the report defines the mark
+    only where a test carries it."""
+    from agnostophobia.experiments.benchmark_comparisons import marks
+    from agnostophobia.experiments.benchmark_report import decision_rule
+
+    rows = [_row(REFERENCE_APPROACH, REFERENCE_DETECTOR, [0.80, 0.81, 0.82], [0.9] * 3),
+            _row("softmax", REFERENCE_DETECTOR, [0.70, 0.71, 0.72], [0.9] * 3),
+            _row("background", "background", [0.7942, 0.8042, 0.8142], [0.9] * 3)]
+    result = summarise(rows, min_accuracy=0.85)
+    name = {r["approach"]: r["row"] for r in result["rows"]}
+
+    def test(approach, difference, se):
+        return {"decision": "worse", "row": name[approach], "against": name[REFERENCE_APPROACH], "seeds": 3,
+                "difference": difference, "se": se, "se_seeds": se, "se_samples": 0.0, "p": 0.001}
+
+    result["tests"] = {"primary": [test("softmax", -0.10, 0.002), test("background", -0.0058, 0.0002)]}
+    assert marks(result)["primary"] == {name["softmax"]: "worse (beyond margin)", name["background"]: "worse"}
+    assert "**(beyond margin)**" in decision_rule(result)[0]
+    result["tests"] = {"primary": [test("background", -0.0058, 0.0002)]}
+    assert marks(result)["primary"] == {name["background"]: "worse"}
+    assert "beyond margin" not in decision_rule(result)[0]
 
 
 def test_the_paragraph_says_when_the_low_fpr_end_is_at_the_ceiling_too():

@@ -292,3 +292,35 @@ def test_partitions_rank_agreement_by_hand(facts_module):
     rho = np.corrcoef(stats.rankdata(first), stats.rankdata(second))[0, 1]
     assert f.facts()["partition_rank_agreement"].startswith(f"ρ = {rho:.2f} over {len(first)} rows")
     assert len(first) >= 20
+
+
+def _beyond_by_hand(tests):
+    """Each test's minimum-effect call by its formula: p = 2 P(T > (|d| - margin) / se) with seeds - 1
+    degrees of freedom (1 where |d| <= margin), Holm's step-down by hand over the family."""
+    p = [min(1.0, 2 * stats.t.sf((abs(t["difference"]) - MARGIN) / t["se"], t["seeds"] - 1))
+         if abs(t["difference"]) > MARGIN else 1.0 for t in tests]
+    order, passed, beyond = np.argsort(p, kind="stable"), True, [False] * len(p)
+    for k, i in enumerate(order):  # step down: stop at the first p above alpha / (m - k)
+        passed = passed and p[i] < ALPHA / (len(p) - k)
+        beyond[i] = passed
+    return beyond
+
+
+def test_calls_beyond_the_margin_by_hand(facts_module):
+    """The deciding families' better or worse calls on the pages that decide, recounted from the JSON:
+    the minimum-effect test by hand, a call repeated on the same networks with the same outcome once."""
+    f = facts_module
+    seen, beyond_count = set(), 0
+    for label in f.published():
+        result = f.run(label)
+        if f.PAGES[label].superseded_by or "tests" not in result:
+            continue
+        for family in ("primary", "knowns"):
+            tests = result["tests"].get(family, [])
+            for t, beyond in zip(tests, _beyond_by_hand(tests)):
+                key = (family, t["row"], t["against"], t["difference"], beyond)
+                if t["decision"] in ("better", "worse") and key not in seen:
+                    seen.add(key)
+                    beyond_count += beyond
+    assert f.facts()["deciding_beyond_margin"].startswith(f"in {beyond_count} of {len(seen)}")
+    assert 0 < beyond_count < len(seen)  # both outcomes occur, so the count can fail either way

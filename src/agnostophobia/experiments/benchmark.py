@@ -48,12 +48,13 @@ scores follow closed-set accuracy, so an unconverged network ranks training leng
    :data:`~agnostophobia.experiments.benchmark_comparisons.ALPHA`, not the whole report); and a
    paragraph written from the numbers, which says the smallest difference each family resolves.
 
-**Every choice on validation data, the test sets read once.** Convergence, the detectors' settings, the
+**The benchmark's choices on validation data, the test sets read once.** Convergence, the detectors' settings, the
 ranking metric, the rank, the best row and each approach's best (bold) detector are read from the
 validation split (held-out knowns and the negatives held out of training, as ``compare`` scores them);
 the test sets give only the numbers reported and the comparisons' decisions, and the report has a table
 of which split each choice used
-(:func:`~agnostophobia.experiments.benchmark_report.choices_and_splits`). The ranking metric is chosen
+(:func:`~agnostophobia.experiments.benchmark_report.choices_and_splits`), with any choice of the
+network's recipe made on test images before the run (``chosen_on_test_images``). The ranking metric is chosen
 among :data:`~agnostophobia.experiments.benchmark_ranking.RANKING_CANDIDATES` by
 :data:`~agnostophobia.experiments.benchmark_ranking.RANKING_RULE` from each candidate's gap to
 closed-set accuracy and its separation of the converged approaches in seed half-widths

@@ -14,9 +14,9 @@ import numpy as np
 from agnostophobia.detectors import DETECTORS
 from agnostophobia.experiments.benchmark_rows import (KNOWNS_ONLY_REFERENCE, REFERENCE_DETECTOR, REFERENCE_NAMES,
                                                       in_primary_family, papers_detector, rankable, ranked_sets,
-                                                      saw_negatives, seeds_said)
-from agnostophobia.metrics import (EQUIVALENT, NOT_RESOLVED, decide, oscr_area_resamples, paired_difference, resample_weights,
-                                   resampled_se, smallest_resolved_difference)
+                                                      rows_at_ceiling, saw_negatives, seeds_said)
+from agnostophobia.metrics import (EQUIVALENT, NOT_RESOLVED, PairedDifference, beyond_margin, decide, oscr_area_resamples,
+                                   paired_difference, resample_weights, resampled_se, smallest_resolved_difference)
 
 #: The level of each family's tests: Holm's correction holds it within a family, not across them.
 ALPHA = 0.05
@@ -28,6 +28,9 @@ MARGIN = 0.005
 #: What an *equivalent* test of two rows at their ceiling (:data:`~agnostophobia.experiments.benchmark_rows.CEILING_GAP`)
 #: adds to its mark: there the area compares the closed-set accuracies, not how the rows reject unknowns.
 AT_CEILING = "(at ceiling)"
+#: What a better or worse test adds to its mark where the minimum-effect test
+#: (:func:`~agnostophobia.metrics.beyond_margin`, Holm over its family) puts the difference beyond the margin.
+BEYOND_MARGIN = "(beyond margin)"
 #: Resamples and seed of the paired bootstrap over the test samples whose share adds to each difference's
 #: standard error (the same resamples for every network, detector and seed: paired).
 BOOTSTRAP_RESAMPLES = 200
@@ -201,14 +204,35 @@ def family_resolution(tests: List[Dict], seeds: int) -> Optional[Dict]:
             "smallest_resolved": smallest_resolved_difference(se, seeds, ALPHA, len(tests), MARGIN)}
 
 
-def mark(test: Optional[Dict], at_ceiling: Collection[str] = ()) -> str:
+def rows_beyond_margin(family_tests: Sequence[Dict]) -> List[str]:
+    """The rows of one family's stored tests whose difference lies beyond :data:`MARGIN` by the
+    minimum-effect test (:func:`~agnostophobia.metrics.beyond_margin`, Holm over the family at
+    :data:`ALPHA`), read from each test's mean difference, standard error and seeds."""
+    differences = [PairedDifference(t["difference"], t["se"], t["se_seeds"], t["se_samples"], t["seeds"] - 1,
+                                    float("nan") if t["p"] is None else t["p"], t["seeds"]) for t in family_tests]
+    return [t["row"] for t, beyond in zip(family_tests, beyond_margin(differences, MARGIN, ALPHA)) if beyond]
+
+
+def mark(test: Optional[Dict], at_ceiling: Collection[str] = (), beyond: Collection[str] = ()) -> str:
     """A test's decision as the tables print it: better, worse, equivalent, not resolved (n seeds);
     "equivalent (at ceiling)" where both its rows are among ``at_ceiling``, the rows whose area sits
-    at their closed-set accuracy (:func:`~agnostophobia.experiments.benchmark_rows.rows_at_ceiling`)."""
+    at their closed-set accuracy (:func:`~agnostophobia.experiments.benchmark_rows.rows_at_ceiling`);
+    "better (beyond margin)" or "worse (beyond margin)" where its row is among ``beyond``, its
+    family's :func:`rows_beyond_margin`."""
     if test is None:
         return ""
     if test["decision"] == NOT_RESOLVED:
         return f"not resolved ({seeds_said(test['seeds'])})"
     if test["decision"] == EQUIVALENT and test["row"] in at_ceiling and test["against"] in at_ceiling:
         return f"{EQUIVALENT} {AT_CEILING}"
+    if test["decision"] != EQUIVALENT and test["row"] in beyond:
+        return f"{test['decision']} {BEYOND_MARGIN}"
     return test["decision"]
+
+
+def marks(result: Dict) -> Dict[str, Dict[str, str]]:
+    """Every test's :func:`mark` in a ``benchmark.json``'s ``result``, by family and row: the rows at
+    their ceiling read from ``result``'s rows, those beyond the margin from each family's tests."""
+    ceiling = rows_at_ceiling(result["rows"])
+    return {family: {t["row"]: mark(t, ceiling, rows_beyond_margin(tests)) for t in tests}
+            for family, tests in result["tests"].items()}

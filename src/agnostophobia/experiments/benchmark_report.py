@@ -15,12 +15,12 @@ import numpy as np
 from agnostophobia.data.protocol_types import FAR
 from agnostophobia.data.protocols import unknown_set  # the registered protocols declare their sets there
 from agnostophobia.deploy.compare import TIE_MARK
-from agnostophobia.experiments.benchmark_comparisons import ALPHA, AT_CEILING, MARGIN, mark, present_families
+from agnostophobia.experiments.benchmark_comparisons import ALPHA, AT_CEILING, BEYOND_MARGIN, MARGIN, marks, present_families
 from agnostophobia.experiments.benchmark_ranking import RANKING_RULE_HISTORY, best_detectors, tied_with_the_row_above
 from agnostophobia.experiments.benchmark_recipes import recipe_mark, recipes_section
 from agnostophobia.experiments.benchmark_rows import (CEILING_GAP, KNOWNS_ONLY_REFERENCE, REFERENCE_NAMES,
                                                       convergence_said, interval_over_seeds, papers_rows, reference_of,
-                                                      rows_at_ceiling, saw_negatives, seeds_said)
+                                                      saw_negatives, seeds_said)
 from agnostophobia.experiments.benchmark_summary import number
 from agnostophobia.experiments.paper_numbers import TABLE2_FPRS
 from agnostophobia.metrics import EQUIVALENT, TIE_FLAG, fpr_keys
@@ -66,16 +66,16 @@ def _intro(result: Dict, run: str) -> List[str]:
 def markdown(result: Dict, run_name: str) -> str:
     """``benchmark.md``: every section of the report, in reading order for a run folder."""
     meta = result["meta"]
-    marks = _marks(result)
+    marks_of = marks(result)
     lines = [f"# Benchmark: {meta.get('experiment', run_name)}", "", *_intro(result, f"`{run_name}`"), "",
              *decision_rule(result), "", *choices_and_splits(result), "",
              "## What the data says", "", *[f"- {line}" for line in result["summary"]], ""]
     lines += _ranking_metric_section(result)
-    lines += _papers_rows(result, list(result["test_sets"]), marks)
+    lines += _papers_rows(result, list(result["test_sets"]), marks_of)
     lines += _beside_the_paper(result)
     lines += recipes_section(result)
     lines += _matrix(result)
-    lines += _oscr_table(result, marks)
+    lines += _oscr_table(result, marks_of)
     for name in result["test_sets"]:
         lines += ["", *_set_table(result, name)]
     lines += ["", *_tests_table(result)]
@@ -143,7 +143,7 @@ def _tests_table(result: Dict) -> List[str]:
              f"SE: the seeds' standard error and the test samples' (paired bootstrap; '—' where not computed), "
              f"added in quadrature. Holm's correction within each family; the 90 % interval is what the equivalence test "
              f"reads against ±{MARGIN}.", "", _row_md(header), _rule(header)]
-    ceiling = rows_at_ceiling(result["rows"])
+    marks_of = marks(result)
     for family in present_families(result):  # in the declared order (a published benchmark.json is sorted by key)
         kind = result["families"][family]["kind"]
         for t in result["tests"][family]:
@@ -151,7 +151,7 @@ def _tests_table(result: Dict) -> List[str]:
             lines.append(_row_md([kind, t["row"], t["against"],
                                   f"{t['difference']:+.4f} {_bounds(t['interval'])}",
                                   f"{t['se']:.4f} ({t['se_seeds']:.4f}, {samples})", _p(t["p"]), _p(t["p_holm"]),
-                                  _bounds(t["equivalence_interval"]), mark(t, ceiling)]))
+                                  _bounds(t["equivalence_interval"]), marks_of[family][t["row"]]]))
     return lines
 
 
@@ -371,8 +371,9 @@ def _validation_fpr_said(result: Dict) -> str:
 
 
 def choices_and_splits(result: Dict) -> List[str]:
-    """Which split each choice of the report read: every choice validation data, the test sets read
-    once, for the numbers reported and the tests."""
+    """Which split each choice of the report read: the benchmark's choices validation data, a recipe
+    chosen on test images before the run named as such, the test sets read once, for the numbers
+    reported and the tests."""
     ranking = result["ranking"]
     threshold = result["min_accuracy"]
     convergence = convergence_said(threshold, result.get("accuracy_margin"))
@@ -456,19 +457,19 @@ def _tie(row: Dict, name: str) -> str:
     return " †" if cell is not None and cell["tied_share"] > TIE_FLAG else ""
 
 
-def _marks(result: Dict) -> Dict[str, Dict[str, str]]:
-    ceiling = rows_at_ceiling(result["rows"])
-    return {family: {t["row"]: mark(t, ceiling) for t in family_tests} for family, family_tests in result["tests"].items()}
-
-
-def _ceiling_mark_said(result: Dict) -> str:
-    """What "equivalent (at ceiling)" means, where a test of the report carries it."""
-    ceiling = rows_at_ceiling(result["rows"])
-    if not any(mark(t, ceiling).endswith(AT_CEILING) for tests in result["tests"].values() for t in tests):
-        return ""
-    return (f" **{EQUIVALENT} {AT_CEILING}**: equivalent, and both rows' {mean_said(result)} lies within "
-            f"{CEILING_GAP} of their closed-set accuracy, the area's ceiling: the test compares their accuracies, "
-            f"not how they reject the unknowns (the log-FPR and CCR columns read that).")
+def _marks_said(result: Dict) -> str:
+    """What "equivalent (at ceiling)" and "(beyond margin)" mean, where a test of the report carries them."""
+    printed = [m for family in marks(result).values() for m in family.values()]
+    said = ""
+    if any(m.endswith(AT_CEILING) for m in printed):
+        said += (f" **{EQUIVALENT} {AT_CEILING}**: equivalent, and both rows' {mean_said(result)} lies within "
+                 f"{CEILING_GAP} of their closed-set accuracy, the area's ceiling: the test compares their accuracies, "
+                 f"not how they reject the unknowns (the log-FPR and CCR columns read that).")
+    if any(m.endswith(BEYOND_MARGIN) for m in printed):
+        said += (f" **{BEYOND_MARGIN}**, after better or worse: the minimum-effect test, the difference's 95 % "
+                 f"interval beyond ±{MARGIN}, Holm-adjusted within the family at {ALPHA}, so the difference itself, "
+                 f"not only its mean, exceeds the margin; a better or worse call without it may be smaller.")
+    return said
 
 
 def _bounds(ends: Sequence[Optional[float]]) -> str:
@@ -494,7 +495,7 @@ def decision_rule(result: Dict) -> List[str]:
             f"Families, each Holm-adjusted on its own at {ALPHA} (not the whole report): "
             + "; ".join(f"{result['families'][family]['kind']}, {result['families'][family]['compares']}"
                         for family in present_families(result))
-            + "." + _ceiling_mark_said(result)]
+            + "." + _marks_said(result)]
 
 
 def _reference_short(result: Dict) -> str:
@@ -528,7 +529,7 @@ def site_page(result: Dict, title: str, run_link: str, figures: str) -> str:
     Returns:
         The page's Markdown (MyST).
     """
-    marks = _marks(result)
+    marks_of = marks(result)
     sets = list(result["test_sets"])
     figure_paths = {unknown: f"{figures}/{Path(path).name}" for unknown, path in result.get("oscr_figures", {}).items()}
     intro, _, reading = _intro(result, run_link)
@@ -536,7 +537,7 @@ def site_page(result: Dict, title: str, run_link: str, figures: str) -> str:
              f"Run {run_link}, {seeds_said(result['seeds'])}: each approach with the detector its paper uses, then "
              "its OSCR curves; what the data says, how to read the cells, the run and the full tables (collapsed: "
              "open a section to see it) follow.", ""]
-    lines += _papers_rows(result, sets, marks)
+    lines += _papers_rows(result, sets, marks_of)
     lines += _beside_the_paper(result)
     first = next(iter(figure_paths.items()), None)
     if first:
@@ -545,7 +546,7 @@ def site_page(result: Dict, title: str, run_link: str, figures: str) -> str:
               "## How to read the tables", "", reading, "", *decision_rule(result), "",
               *_demoted(choices_and_splits(result)), "", "## The run", "", intro, ""]
     lines += _matrix(result)
-    lines += _collapsed(_oscr_table(result, marks), f"All {len(result['rows'])} rows, ranked: OSCR on each set, "
+    lines += _collapsed(_oscr_table(result, marks_of), f"All {len(result['rows'])} rows, ranked: OSCR on each set, "
                         f"closed-set accuracy and the secondary families' marks")
     for name in sets:
         scored = sum(name in row["test"] for row in result["rows"])
