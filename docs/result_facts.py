@@ -30,10 +30,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import result_against_softmax  # noqa: E402
 import result_near_set  # noqa: E402
 import result_partition  # noqa: E402
+import result_preparation  # noqa: E402
 from result_pages import PAGES, published  # noqa: E402
 from result_runs import (CIFAR_PARTS, CIFAR_REPORT, DECIDING_PARTS, FINE_TUNE_PARTS, cell, comparison,  # noqa: E402
                          equivalence_se, near_da, num, paired, paper_row, row, run, seed_accuracies, signed, span, t_interval,
-                         val_accuracy)
+                         test_said, val_accuracy)
 
 #: Where the CIFAR split's first part's rows (trained on a Xeon) were trained again on Zen 4.
 TRAINED_AGAIN = {"entropic": "bench-cifar-5-paper", "softmax": "bench-cifar-5-ft", "arpl": "bench-cifar-5-arpl-cac",
@@ -233,22 +234,17 @@ def decided_calls(primary: bool) -> List[tuple]:
 
 def beyond_margin_said(primary: bool) -> str:
     """How many of :func:`decided_calls` pass the minimum-effect test, and (for the deciding families)
-    the calls that do not, with their runs."""
+    the calls that do not, with their runs and their families' sizes."""
     calls = decided_calls(primary)
     beyond = [c for c in calls if c[2].endswith(BEYOND_MARGIN)]
-    said = f"in {len(beyond)} of {len(calls)}"
-    if primary:
-        short = [f"{t['row']} in `{label}` ({t['family']}, {signed(t['difference'], 3)} "
-                 f"[{signed(t['interval'][0], 3)}, {signed(t['interval'][1], 3)}], a family of "
-                 f"{len(run(label)['tests'][t['family']])} tests)" for label, t, m in calls if not m.endswith(BEYOND_MARGIN)]
-        said += ", all but " + "; ".join(short) if short else ""
-    return said
-
-
-def test_said(test: Dict) -> str:
-    """A test as the overview cites it: ``−0.0042 [−0.0062, −0.0022], *not resolved*``."""
-    low, high = test["interval"]
-    return f"{signed(test['difference'], 4)} [{signed(low, 4)}, {signed(high, 4)}], *{test['decision']}*"
+    short = []
+    for label, t, said in calls:
+        if primary and not said.endswith(BEYOND_MARGIN):
+            size = len(run(label)["tests"][t["family"]])
+            low, high = t["interval"]
+            short.append(f"{t['row']} in `{label}` ({t['family']}, {signed(t['difference'])} [{signed(low)}, "
+                         f"{signed(high)}], a family of {size} test{'s' if size > 1 else ''})")
+    return f"in {len(beyond)} of {len(calls)}" + (", all but " + "; ".join(short) if short else "")
 
 
 def verdicts(label: str, family: str, times: int) -> int:
@@ -550,7 +546,7 @@ FACTS: Dict[str, Callable[[], str]] = {
 }
 
 
-for _module in (result_against_softmax, result_near_set, result_partition):
+for _module in (result_against_softmax, result_near_set, result_partition, result_preparation):
     if set(FACTS) & set(_module.FACTS):
         raise ValueError(f"numbers named twice: {sorted(set(FACTS) & set(_module.FACTS))}")
     FACTS.update(_module.FACTS)

@@ -52,6 +52,12 @@ class ResultPage(NamedTuple):
 PAGES: Dict[str, ResultPage] = {
     "bench-lenet-5": ResultPage("guide/benchmark-lenet.md", "LeNet++ benchmark: the full report",
                                 "results/bench-lenet-5.json", "images/bench-lenet-5"),
+    "bench-lenet-5-authors-prep": ResultPage(
+        "guide/benchmark-lenet-authors-prep.md", "LeNet++, softmax and EOS with the authors' preparation: the full report",
+        "results/bench-lenet-5-authors-prep.json", "images/bench-lenet-5-authors-prep",
+        measures="whether preparing the images as the authors' code did (glyph sets inverted, Devanagari as "
+                 "published, CIFAR-10 transposed and grey as BGR, bicubic resizing) moves the converged softmax's "
+                 "Devanagari CCR toward the paper's"),
     "bench-cifar-5": ResultPage("guide/benchmark-cifar.md", "CIFAR-10 split benchmark: the full report",
                                 "results/bench-cifar-5.json", "images/bench-cifar-5",
                                 superseded_by="bench-cifar-5-arpl-cac"),

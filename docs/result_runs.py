@@ -108,3 +108,9 @@ def equivalence_se(seeds: int) -> float:
     """The largest standard error at which a difference of 0 is shown equivalent within the margin over
     ``seeds`` seeds: the 90 % t interval's half-width equal to the margin."""
     return MARGIN / stats.t.ppf(1 - ALPHA, seeds - 1)
+
+
+def test_said(test: Dict) -> str:
+    """A test as the overview cites it: ``−0.0042 [−0.0062, −0.0022], *not resolved*``."""
+    low, high = test["interval"]
+    return f"{signed(test['difference'], 4)} [{signed(low, 4)}, {signed(high, 4)}], *{test['decision']}*"

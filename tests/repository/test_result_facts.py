@@ -8,7 +8,7 @@ import re
 
 import numpy as np
 import pytest
-from scipy import stats
+from scipy import optimize, stats
 
 from agnostophobia.experiments.benchmark_comparisons import ALPHA, MARGIN
 from agnostophobia.experiments.benchmark_report import PAPER_GAP
@@ -324,3 +324,26 @@ def test_calls_beyond_the_margin_by_hand(facts_module):
                     beyond_count += beyond
     assert f.facts()["deciding_beyond_margin"].startswith(f"in {beyond_count} of {len(seen)}")
     assert 0 < beyond_count < len(seen)  # both outcomes occur, so the count can fail either way
+
+
+def test_the_authors_preparation_reading_by_hand(facts_module):
+    """The declared reading of the authors' preparation, recomputed: each run's seed deviation from its
+    published 95 % t interval, Welch's interval with the degrees of freedom that make scipy's Welch
+    p-value (ttest_ind_from_stats) agree, and the decision against the margin."""
+    cells = [facts_module.row(label, "softmax")["test"]["devanagari"]["ccr_at_lowest_fpr"]
+             for label in ("bench-lenet-5-authors-prep", "bench-lenet-5")]
+    (m1, s1, n1), (m2, s2, n2) = [(c["mean"], (c["high"] - c["low"]) / 2 / stats.t.ppf(0.975, c["seeds"] - 1)
+                                   * np.sqrt(c["seeds"]), c["seeds"]) for c in cells]
+    welch = stats.ttest_ind_from_stats(m1, s1, n1, m2, s2, n2, equal_var=False)
+    se = (m1 - m2) / welch.statistic
+    df = optimize.brentq(lambda d: 2 * stats.t.sf(abs(welch.statistic), d) - welch.pvalue, 1, 1000)
+    half = stats.t.ppf(0.975, df) * se
+    low, high = sorted((m1 - m2 - half, m1 - m2 + half))
+    said = facts_module.facts()["authors_prep_gap"]
+    assert said.startswith(f"{m1 - m2:+.3f} [{low:+.3f}, {high:+.3f}]".replace("-", "−"))
+    if high < -MARGIN:
+        assert said.endswith("accounts for at least the margin of the gap")
+    elif -MARGIN < low and high < MARGIN:
+        assert said.endswith("ruled out as the cause at convergence")
+    else:
+        assert said.endswith("not resolved at 5 seeds")
