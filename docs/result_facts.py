@@ -318,6 +318,7 @@ def cifar_parts_rows() -> tuple:
     Open-Set, one row per network set (a row that parts share, the same networks, is shown once with
     the parts that hold it): validation accuracy, near D_a OSCR and the primary family's decision."""
     rows: Dict[tuple, Dict] = {}
+    shown: Dict[tuple, str] = {}  # a tested row's decision as its page marks it (beyond margin)
     for part, label in enumerate(CIFAR_PARTS, start=1):
         if label not in DECIDING_PARTS:
             continue
@@ -338,6 +339,7 @@ def cifar_parts_rows() -> tuple:
                 low, high = tested[0]["interval"]
                 decision = tested[0]["decision"]
                 difference = f"{signed(tested[0]['difference'])} [{signed(low)}, {signed(high)}]"
+                shown[r["row"], label] = marks(result)["primary"][r["row"]]
             if key in rows:  # the same networks in another part: shown once, so it must read the same
                 if rows[key]["decision"] != decision:
                     raise ValueError(f"{r['row']}: the parts that share its networks decide it differently "
@@ -349,7 +351,7 @@ def cifar_parts_rows() -> tuple:
             rows[key] = {"parts": [part], "label": label, "approach": approach, "detector": r["detector"],
                          "val_per_seed": val, "val": f"{num(seed_interval(val).estimate)} ({span(val)})",
                          "oscr": cell(r["mean_oscr_per_seed"]), "difference": difference,
-                         "decision": decision}
+                         "decision": decision, "mark": shown.get((r["row"], label), decision)}
     order = {"the reference": 0, "*not converged*": 2}
     return tuple(sorted(rows.values(), key=lambda r: (r["parts"][0], order.get(r["decision"], 1), r["approach"])))
 
@@ -382,7 +384,7 @@ def cifar_parts_table() -> str:
     for r in rows:
         parts = ", ".join(f"[{part}]({Path(PAGES[CIFAR_PARTS[part - 1]].page).name})" for part in r["parts"])
         lines.append(f"| {parts} | {r['approach']} | {r['detector']} | {r['val']} | {r['oscr']} | "
-                     f"{r['difference']} | {r['decision']} |")
+                     f"{r['difference']} | {r['mark']} |")
     return "\n".join(lines)
 
 

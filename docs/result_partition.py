@@ -10,6 +10,7 @@ from typing import Callable, Dict, List, Optional, Tuple
 import numpy as np
 from scipy import stats
 
+from agnostophobia.experiments.benchmark_comparisons import marks
 from agnostophobia.experiments.benchmark_rows import is_papers_detector
 
 import result_against_softmax
@@ -59,7 +60,7 @@ def said(label: Optional[str], approach: str) -> str:
     test, shown = primary(label, approach), f"accuracy {num(accuracy['val']['mean'])}"
     if test is not None:
         low, high = test["interval"]
-        return f"{signed(test['difference'])} [{num(low)}, {num(high)}] *{test['decision']}*, {shown}"
+        return f"{signed(test['difference'])} [{num(low)}, {num(high)}] *{marks(run(label))['primary'][test['row']]}*, {shown}"
     converged = next(r["converged"] for r in run(label)["rows"] if r["approach"] == approach)
     return f"{'no test' if converged else 'not converged'}, {shown}"
 
