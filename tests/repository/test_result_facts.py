@@ -260,7 +260,8 @@ def test_second_partition_beside_the_first(facts_module):
             if test is None:
                 assert cell.startswith(("not ", "no test")), cell
             else:
-                assert cell.startswith(f"{test['difference']:+.3f}".replace("-", "−")) and f"*{test['decision']}*" in cell
+                assert cell.startswith(f"{test['difference']:+.3f}".replace("-", "−"))
+                assert re.search(rf"\*{test['decision']}( \(beyond margin\)| \({test['seeds']} seeds\))?\*", cell), cell
             accuracy = f.run(label)["accuracy"].get(approach)
             assert accuracy is None or cell.endswith(f"accuracy {accuracy['val']['mean']:.3f}"), cell
         first = next((t for t in f.run(part)["tests"]["primary"] if t["approach"] == approach
