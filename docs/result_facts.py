@@ -503,6 +503,8 @@ FACTS: Dict[str, Callable[[], str]] = {
     "secondary_beyond_margin": lambda: beyond_margin_said(False),
     "lenet_softmax_devanagari": lambda: format_cell(row("bench-lenet-5", "softmax")["test"]["devanagari"]
                                                     ["ccr_at_lowest_fpr"]),
+    "lenet_eos_devanagari": lambda: format_cell(row("bench-lenet-5", "entropic")["test"]["devanagari"]
+                                                ["ccr_at_lowest_fpr"]),
     "lenet_softmax_devanagari_paper": lambda: num(run("bench-lenet-5")["paper"]["ccr"]["devanagari"]["softmax"]["1e-3"]),
     "lenet_softmax_vs_eos": lambda: test_said(comparison("bench-lenet-5", "primary", "softmax", "entropic")),
     "lenet_energy_val": lambda: num(val_accuracy("bench-lenet-5", "energy-regularized")),
@@ -510,6 +512,8 @@ FACTS: Dict[str, Callable[[], str]] = {
     "holm_t_9_3_seeds": lambda: holm_strictest_t(9, 3),
     "holm_t_9_5_seeds": lambda: holm_strictest_t(9, 5),
     "scaled": lambda: num(near_da("bench-cifar-5-paper", "objectosphere-scaled")),
+    "scaled_second": lambda: test_said(comparison("bench-cifar-b-5-paper", "primary", "objectosphere-scaled",
+                                                  "entropic")),
     "scaled_val": lambda: num(row("bench-cifar-5-paper", "objectosphere-scaled")["val"]["oscr"]),
     "scaled_val_eos": lambda: num(row("bench-cifar-5-paper", "entropic")["val"]["oscr"]),
     "scaled_gain": lambda: signed(paired("bench-cifar-5-paper", "objectosphere-scaled",

@@ -174,11 +174,17 @@ def test_every_published_decision_rank_and_sentence_follows_from_its_per_seed_nu
         result = json.loads((ROOT / "docs" / entry.results).read_text(encoding="utf-8"))
         assert _disagreements(result) == [], f"{entry.results}: stored fields its numbers do not give"
         tampered = json.loads(json.dumps(result))
-        test = next(t for tests in tampered["tests"].values() for t in tests)
+        test = next((t for tests in tampered["tests"].values() for t in tests), None)
+        if test is None:  # nothing decided (one approach, or none converged): its rows were checked above
+            assert not any(r["converged"] is not False for r in result["rows"] if r["approach"] != result["reference"]) \
+                or len(result["accuracy"]) == 1, f"{entry.results}: converged approaches and no test"
+            continue
         test["decision"] = "better" if test["decision"] != "better" else "worse"
         assert _disagreements(tampered), f"{entry.results}: a changed decision went unnoticed"
         checked += 1
-    assert checked == sum(not pages.PAGES[label].over_splits for label in pages.published())
+    with_tests = [label for label in pages.published() if not pages.PAGES[label].over_splits
+                  and any(json.loads((ROOT / "docs" / pages.PAGES[label].results).read_text(encoding="utf-8"))["tests"].values())]
+    assert checked == len(with_tests) > 10
 
 
 def test_a_superseded_page_says_which_run_asked_its_questions_again():
