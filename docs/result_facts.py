@@ -467,6 +467,8 @@ FACTS: Dict[str, Callable[[], str]] = {
     **{f"sep_{tag}_{candidate}": (lambda label=label, candidate=candidate: ranking_separation(label, candidate))
        for tag, label in (("lenet", "bench-lenet-5"), ("cifar", CIFAR_REPORT))
        for candidate in ("oscr", "oscr_log", "auroc", "ccr_at_lowest_fpr")},
+    **{f"sep_cifarb_{candidate}": (lambda candidate=candidate: ranking_separation("bench-cifar-b-5-paper", candidate))
+       for candidate in ("oscr_log", "ccr_at_lowest_fpr")},
     # every choice on validation data: ties on validation, and a validation choice that does not carry
     "val_ties_count": lambda: str(validation_ties("bench-osr-cifar10-split-0", "entropic")[0]),
     "val_ties_total": lambda: str(validation_ties("bench-osr-cifar10-split-0", "entropic")[1]),
