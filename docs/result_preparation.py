@@ -112,4 +112,5 @@ FACTS: Dict[str, Callable[[], str]] = {
     "authors_prep_other_sets": other_sets,
     "authors_prep_share": gap_share,
     "authors_net": lambda: network_said(NETWORK),
+    "authors_net_12": lambda: network_said(NETWORK_12),
 }
