@@ -19,7 +19,7 @@ from typing import Callable, Dict, List
 import numpy as np
 from scipy import stats
 
-from agnostophobia.experiments.benchmark_comparisons import ALPHA, AT_CEILING, BEYOND_MARGIN, MARGIN, mark, marks
+from agnostophobia.experiments.benchmark_comparisons import ALPHA, AT_CEILING, BEYOND_MARGIN, MARGIN, mark
 from agnostophobia.experiments.benchmark_rows import papers_rows, rows_at_ceiling, saw_negatives
 from agnostophobia.experiments.benchmark_report import format_cell
 from agnostophobia.experiments.benchmark_summary import at_ceiling, validation_test_agreement, verdicts_at
@@ -33,8 +33,8 @@ import result_partition  # noqa: E402
 import result_preparation  # noqa: E402
 from result_pages import PAGES, published  # noqa: E402
 from result_runs import (CIFAR_PARTS, CIFAR_REPORT, DECIDING_PARTS, FINE_TUNE_PARTS, cell, comparison,  # noqa: E402
-                         equivalence_se, near_da, num, paired, paper_row, row, run, seed_accuracies, signed, span, t_interval,
-                         test_said, val_accuracy)
+                         equivalence_se, near_da, num, paired, paper_row, row, run, run_marks, seed_accuracies,
+                         signed, span, t_interval, test_said, val_accuracy)
 
 #: Where the CIFAR split's first part's rows (trained on a Xeon) were trained again on Zen 4.
 TRAINED_AGAIN = {"entropic": "bench-cifar-5-paper", "softmax": "bench-cifar-5-ft", "arpl": "bench-cifar-5-arpl-cac",
@@ -222,7 +222,7 @@ def decided_calls(primary: bool) -> List[tuple]:
         result = run(label)
         if PAGES[label].superseded_by or "tests" not in result:
             continue
-        for family, by_row in marks(result).items():
+        for family, by_row in run_marks(label).items():
             if (family in DECIDING_FAMILIES) == primary:
                 for t in result["tests"][family]:
                     key = (family, t["row"], t["against"], t["difference"], by_row[t["row"]])
@@ -339,7 +339,7 @@ def cifar_parts_rows() -> tuple:
                 low, high = tested[0]["interval"]
                 decision = tested[0]["decision"]
                 difference = f"{signed(tested[0]['difference'])} [{signed(low)}, {signed(high)}]"
-                shown[r["row"], label] = marks(result)["primary"][r["row"]]
+                shown[r["row"], label] = run_marks(label)["primary"][r["row"]]
             if key in rows:  # the same networks in another part: shown once, so it must read the same
                 if rows[key]["decision"] != decision:
                     raise ValueError(f"{r['row']}: the parts that share its networks decide it differently "

@@ -10,12 +10,11 @@ from typing import Callable, Dict, List, Optional, Tuple
 import numpy as np
 from scipy import stats
 
-from agnostophobia.experiments.benchmark_comparisons import marks
 from agnostophobia.experiments.benchmark_rows import is_papers_detector
 
 import result_against_softmax
 from result_pages import PAGES
-from result_runs import CIFAR_PARTS, CIFAR_REPORT, DECIDING_PARTS, num, paper_row, run, signed, t_interval
+from result_runs import CIFAR_PARTS, CIFAR_REPORT, DECIDING_PARTS, num, paper_row, run, run_marks, signed, t_interval
 
 #: The runs of the second partition: the first, declared with three approaches, and the one that
 #: continued its fifteen networks with the paper's two other approaches.
@@ -60,7 +59,7 @@ def said(label: Optional[str], approach: str) -> str:
     test, shown = primary(label, approach), f"accuracy {num(accuracy['val']['mean'])}"
     if test is not None:
         low, high = test["interval"]
-        return f"{signed(test['difference'])} [{num(low)}, {num(high)}] *{marks(run(label))['primary'][test['row']]}*, {shown}"
+        return f"{signed(test['difference'])} [{num(low)}, {num(high)}] *{run_marks(label)['primary'][test['row']]}*, {shown}"
     converged = next(r["converged"] for r in run(label)["rows"] if r["approach"] == approach)
     return f"{'no test' if converged else 'not converged'}, {shown}"
 

@@ -12,7 +12,7 @@ from typing import Dict, List, Sequence
 import numpy as np
 from scipy import stats
 
-from agnostophobia.experiments.benchmark_comparisons import ALPHA, MARGIN
+from agnostophobia.experiments.benchmark_comparisons import ALPHA, MARGIN, marks
 from agnostophobia.experiments.benchmark_report import format_cell
 from agnostophobia.experiments.benchmark_rows import interval_over_seeds, papers_rows
 from agnostophobia.metrics import seed_interval
@@ -37,6 +37,13 @@ FINE_TUNE_PARTS = {"bench-cifar-5-ft": "outlier-exposure-ft", "bench-cifar-5-ene
 def run(label: str) -> Dict:
     """The committed benchmark.json of published run ``label``."""
     return json.loads((DOCS / PAGES[label].results).read_text(encoding="utf-8"))
+
+
+@lru_cache(maxsize=None)
+def run_marks(label: str) -> Dict[str, Dict[str, str]]:
+    """Every test's printed mark in published run ``label``, by family and row
+    (:func:`~agnostophobia.experiments.benchmark_comparisons.marks`)."""
+    return marks(run(label))
 
 
 def row(label: str, name: str) -> Dict:

@@ -234,5 +234,11 @@ def marks(result: Dict) -> Dict[str, Dict[str, str]]:
     """Every test's :func:`mark` in a ``benchmark.json``'s ``result``, by family and row: the rows at
     their ceiling read from ``result``'s rows, those beyond the margin from each family's tests."""
     ceiling = rows_at_ceiling(result["rows"])
-    return {family: {t["row"]: mark(t, ceiling, rows_beyond_margin(tests)) for t in tests}
-            for family, tests in result["tests"].items()}
+    return {family: _family_marks(tests, ceiling) for family, tests in result["tests"].items()}
+
+
+def _family_marks(tests: Sequence[Dict], ceiling: Collection[str]) -> Dict[str, str]:
+    # One minimum-effect pass per family: Holm reads the whole family, so it is computed once,
+    # not once per test.
+    beyond = rows_beyond_margin(tests)
+    return {t["row"]: mark(t, ceiling, beyond) for t in tests}
