@@ -12,6 +12,7 @@ import yaml
 from runs import run_main
 from agnostophobia.errors import ConfigError
 from agnostophobia.training.config import load_experiment, parse_set_option
+from agnostophobia.training.records.run_config import read_checkpoint_config
 
 from tests.data.file_protocols.test_imagefolder import make_tree, mapping
 
@@ -59,7 +60,8 @@ def test_a_nested_protocol_key_keeps_the_mapping_and_paths_resolve_from_here(tmp
 
 
 @pytest.mark.parametrize("key, value", [("epochs", 0), ("loss.xi", "big"), ("lr", "fast"), ("batched_seeds", "x"),
-                                        ("nope", 1), ("protocol", "nope")])
+                                        ("nope", 1), ("protocol", "nope"), ("first_seed", -1), ("first_seed", "5"),
+                                        ("first_seed", 2**63 - 1 + 1)])
 def test_a_bad_value_has_the_config_files_wording_behind_set_key(tmp_path, key, value):
     top, *inner = key.split(".")
     with pytest.raises(ConfigError) as in_file:
@@ -92,6 +94,26 @@ def test_train_records_the_overrides_and_refuses_a_bad_one_before_writing(tmp_pa
     assert written["epochs"] == 1 and written["protocol"]["test_fraction"] == 0.25
     assert json.loads((run / "run_meta.json").read_text())["command"].endswith(
         "--set epochs=1 --set protocol.test_fraction=0.25")
+
+
+def test_first_seed_trains_fresh_seeds_under_their_own_numbers(tmp_path, capsys):
+    """A confirmatory run on fresh seeds: ``first_seed=5`` with 2 seeds trains seeds 5 and 6, each
+    in its own folder, with that training seed, and the records say which."""
+    make_tree(tmp_path / "photos")
+    config = tmp_path / "experiment.yaml"
+    config.write_text(yaml.safe_dump({"protocol": mapping(Path("photos")), "approaches": ["softmax"], "epochs": 1,
+                                      "batch_size": 16, "tensorboard": False}))
+    run = tmp_path / "run"
+    assert run_main(["train", config, "--out", run, "--no-progress", "--seeds", "2", "--set", "first_seed=5"],
+                    capsys)[0] == 0
+    assert sorted(p.name for p in run.glob("seed*")) == ["seed5", "seed6"]
+    for seed in (5, 6):
+        assert read_checkpoint_config(run / f"seed{seed}" / "softmax" / "best.pt")["seed"] == seed
+    assert yaml.safe_load((run / "config.yaml").read_text())["first_seed"] == 5
+    assert json.loads((run / "run_meta.json").read_text())["seeds_varied"].startswith("training seeds 5-6 ")
+    code, _, err = run_main(["train", config, "--out", tmp_path / "big", "--seeds", "2", "--set",
+                             f"first_seed={2**63 - 1}"], capsys)
+    assert code == 1 and "pass the largest seed" in err[0]
 
 
 def test_reproduce_takes_set_too(tmp_path, capsys):

@@ -156,7 +156,7 @@ def pending_runs(experiment: ExperimentConfig, run: RunDir, world, log) -> List[
     """Every (approach, seed) of ``experiment`` still to train (or continue), with its model
     folder; a run that finished earlier with its outputs stored is kept, and said so."""
     pending = []
-    for seed in range(experiment.seeds):
+    for seed in experiment.seed_numbers:
         for approach in experiment.approaches:
             cfg = experiment.for_approach(approach, seed)
             if world.from_main(lambda: is_kept(run, cfg)):
@@ -311,7 +311,7 @@ def configure(experiment: ExperimentConfig, request: Optional[RunRequest] = None
         log(f"precision: {experiment.precision_chosen}")
     experiment.train.tensorboard = use_tensorboard(experiment.train.tensorboard)  # true without it stops here
     if request.seeds is not None:
-        experiment.seeds = check_seeds(request.seeds, "--seeds")
+        experiment.seeds = check_seeds(request.seeds, "--seeds", experiment.first_seed)
     if request.concurrent_runs is not None:
         experiment.concurrent_runs = check_concurrent_runs(request.concurrent_runs, "--concurrent-runs")
     if request.batched_seeds is not None:
@@ -333,7 +333,7 @@ def check_existing_run(experiment: ExperimentConfig, out: Path) -> None:
     check_run_folder(out)
     check_training_records(out)
     check_fine_tune_starts(experiment, out)
-    for seed in range(experiment.seeds):
+    for seed in experiment.seed_numbers:
         for approach in experiment.approaches:
             check_resumable(RunDir(out).model(seed, approach), experiment.for_approach(approach, seed))
 
@@ -342,7 +342,7 @@ def check_fine_tune_starts(experiment: ExperimentConfig, out: Path) -> None:
     """A fine-tune's start must train in this run, or be trained in ``out`` already for every seed."""
     elsewhere = {start_approach(a) for a in experiment.approaches} - {None} - set(experiment.approaches)
     check_starts(experiment.approaches, [start for start in elsewhere if all(
-        is_kept(RunDir(out), experiment.for_approach(start, seed)) for seed in range(experiment.seeds))])
+        is_kept(RunDir(out), experiment.for_approach(start, seed)) for seed in experiment.seed_numbers)])
 
 
 def train_run(request: RunRequest, log=log_info) -> Path:
@@ -464,7 +464,7 @@ class TrainingCommand:
         experiment, out, protocol = self.experiment, self.out, self.protocol
         if protocol is None and read_data_sources(out) is not None and not all(
                 is_kept(RunDir(out), experiment.for_approach(approach, seed))
-                for seed in range(experiment.seeds) for approach in experiment.approaches):
+                for seed in experiment.seed_numbers for approach in experiment.approaches):
             protocol = protocol_for(experiment.train)  # a run that trains on: its data is checked first
         if protocol is not None:  # refused before config.yaml is rewritten
             check_recorded_classes(out, protocol)

@@ -64,6 +64,8 @@ def write_config(out: Path, experiment: ExperimentConfig, budget: Optional[str])
     run_id = marked_run_id(read_run_config(out, required=False)) or new_run_id()
     resolved = {**run_marker(run_id), **experiment.train.to_dict(), "approaches": experiment.approaches,
                 "seeds": experiment.seeds, "budget": budget}
+    if experiment.first_seed:  # written only where set, so a default run's record reads as before
+        resolved["first_seed"] = experiment.first_seed
     run.write(run.config, lambda tmp: Path(tmp).write_text(dump_yaml(resolved)))
 
 
@@ -78,8 +80,8 @@ def recorded_run_id(out: Path) -> str:
 
 def seeds_varied(experiment: ExperimentConfig) -> str:
     """What differs between the seeds of a run, for its report."""
-    seeds = experiment.seeds
-    trained = "training seed 0" if seeds == 1 else f"training seeds 0-{seeds - 1}"
+    first, last = experiment.seed_numbers[0], experiment.seed_numbers[-1]
+    trained = f"training seed {first}" if first == last else f"training seeds {first}-{last}"
     return (f"{trained} (network initialisation, data order, augmentation); data seed "
             f"{experiment.train.data_seed} fixed (validation split, training subsample)")
 

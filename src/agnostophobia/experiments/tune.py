@@ -178,7 +178,7 @@ def point_scores(point_dir: Path, experiment: ExperimentConfig, approach: str, d
     ``detector`` through the shared detector machinery."""
     settings = detector_settings(experiment.train.to_dict())
     per_seed = []
-    for seed in range(experiment.seeds):
+    for seed in experiment.seed_numbers:
         model_dir = RunDir(point_dir).model(seed, approach)
         scores = model_scores(model_dir, approach, settings)
         if detector not in scores.top:
@@ -382,8 +382,8 @@ def train_point(tuning: TuneSetup, point: Dict[str, float], out: Path, protocol,
     for approach in tuning.approaches:
         row = {"point": point_name(point), "params": dict(point), "approach": approach,
                "detector": tuning.detectors[approach], "status": status,
-               "runs": [f"{point_name(point)}/{RunDir.run_key(s, approach)}" for s in range(experiment.seeds)],
-               "wall_s": round(sum(timings.get(RunDir.run_key(s, approach), 0.0) for s in range(experiment.seeds)), 1),
+               "runs": [f"{point_name(point)}/{RunDir.run_key(s, approach)}" for s in experiment.seed_numbers],
+               "wall_s": round(sum(timings.get(RunDir.run_key(s, approach), 0.0) for s in experiment.seed_numbers), 1),
                "ccr_per_seed": None, "ccr": [None] * len(tuning.fprs)}
         if status == "trained":
             per_seed = point_scores(point_dir, experiment, approach, tuning.detectors[approach], tuning.fprs)

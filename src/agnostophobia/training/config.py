@@ -37,6 +37,8 @@ from agnostophobia.models import MODELS
 from agnostophobia.training.precision import PRECISIONS
 from agnostophobia.training.schedules import SCHEDULERS, STEPWISE_SCHEDULERS
 from agnostophobia.training.concurrent import check_concurrent_runs
+from agnostophobia.training.experiment_keys import (MAX_SEEDS, check_ablation, check_approaches,  # noqa: F401
+                                                      check_first_seed, check_seeds)
 from agnostophobia.training.loss_keys import legacy_loss_note, with_loss_keys_moved
 from agnostophobia.training.model_kwargs import check_model_kwargs
 from agnostophobia.training.seed_batch import check_batched_seeds
@@ -321,6 +323,12 @@ class ExperimentConfig:
     # set by experiments.reproduce.configure: "fp32 (auto: this CPU has no native bf16)", the
     # precision chosen and why, printed when training starts and kept in run_meta.json for the report
     precision_chosen: Optional[str] = None
+    first_seed: int = 0  # the first training seed: seeds first_seed .. first_seed + seeds - 1 are trained
+
+    @property
+    def seed_numbers(self) -> range:
+        """The training seeds the experiment trains, in order (``seeds`` of them from ``first_seed``)."""
+        return range(self.first_seed, self.first_seed + self.seeds)
 
     def for_budget(self, budget: Optional[str]) -> "ExperimentConfig":
         """The experiment with the budget's overrides applied (None: unchanged).
@@ -355,13 +363,15 @@ class ExperimentConfig:
         overrides = dict(values)
         approaches = overrides.pop("approaches", self.approaches)
         seeds = overrides.pop("seeds", self.seeds)
+        first_seed = check_first_seed(overrides.pop("first_seed", self.first_seed), seeds,
+                                      f"config key '{where}first_seed'")
         concurrent_runs = check_concurrent_runs(overrides.pop("concurrent_runs", self.concurrent_runs),
                                                 f"config key '{where}concurrent_runs'")
         batched_seeds = check_batched_seeds(overrides.pop("batched_seeds", self.batched_seeds),
                                             f"config key '{where}batched_seeds'")
         train = apply_overrides(self.train, with_loss_keys_moved(overrides, self.train.loss), where)
         return ExperimentConfig(train, check_approaches(approaches), check_seeds(seeds), self.budgets, self.ablation,
-                                concurrent_runs, batched_seeds)
+                                concurrent_runs, batched_seeds, first_seed=first_seed)
 
     def with_set_options(self, pairs: Sequence[Tuple[str, Any]]) -> "ExperimentConfig":
         """The experiment with each ``--set KEY=VALUE`` (``parse_set_option``) applied in turn,
@@ -460,51 +470,6 @@ def apply_overrides(base, values: Dict[str, Any], where: str = ""):
     return dataclasses.replace(base, **changes).validate(where)
 
 
-def check_approaches(approaches) -> List[str]:
-    if not isinstance(approaches, list) or not approaches:
-        raise ConfigError(f"config key 'approaches': must be a non-empty list, got {approaches!r}")
-    for name in approaches:
-        if not isinstance(name, str) or name not in LOSSES:
-            raise ConfigError(f"config key 'approaches': unknown approach {name!r}; "
-                              f"known: {tuple(LOSSES.registered())}")
-    repeated = next((name for i, name in enumerate(approaches) if name in approaches[:i]), None)
-    if repeated is not None:  # two runs would write one model folder
-        raise ConfigError(f"config key 'approaches': {repeated!r} is listed twice")
-    return list(approaches)
-
-
-#: The most seeds one run trains: each is a whole training, and every command loops over them
-#: (2**63 seeds, each a valid seed number, looped for ever before writing anything).
-MAX_SEEDS = 10_000
-
-
-def check_seeds(seeds, where: str = "config key 'seeds'") -> int:
-    if not _is_int(seeds) or seeds < 1:
-        raise ConfigError(f"{where}: must be an integer >= 1 (0 seeds would train nothing), got {seeds!r}")
-    if seeds > MAX_SEEDS:  # seeds 0..seeds-1 are trained, each a whole training
-        raise ConfigError(f"{where}: at most {MAX_SEEDS:,} seeds (each is a whole training), got {seeds!r}")
-    return seeds
-
-
-def check_ablation(steps, budgets: Dict[str, Any]) -> List[Dict[str, str]]:
-    """The ``ablation:`` list: ``{budget: NAME, adds: TEXT}`` steps, each naming a defined budget once."""
-    where = "config key 'ablation'"
-    if not isinstance(steps, list):
-        raise ConfigError(f"{where}: must be a list of {{budget: NAME, adds: TEXT}}, got {type(steps).__name__}")
-    seen = set()
-    for i, step in enumerate(steps):
-        if not isinstance(step, dict) or set(step) != {"budget", "adds"} or not all(
-                isinstance(v, str) and v for v in step.values()):
-            raise ConfigError(f"{where}[{i}]: must be {{budget: NAME, adds: TEXT}} (two non-empty strings), "
-                              f"got {step!r}")
-        if step["budget"] not in budgets:
-            raise ConfigError(f"{where}[{i}]: budget {step['budget']!r} is not defined under 'budgets'")
-        if step["budget"] in seen:
-            raise ConfigError(f"{where}[{i}]: budget {step['budget']!r} is listed twice")
-        seen.add(step["budget"])
-    return [dict(step) for step in steps]
-
-
 def parse_experiment(data: Dict[str, Any], where: str = "", base_dir=None) -> ExperimentConfig:
     """An experiment from a YAML's contents. The paths of a protocol from files are made
     absolute against ``base_dir`` (the YAML file's directory; default: the working directory)."""
@@ -513,6 +478,7 @@ def parse_experiment(data: Dict[str, Any], where: str = "", base_dir=None) -> Ex
     data = _absolute_protocol_paths(data, base_dir)
     approaches = check_approaches(data.pop("approaches", list(PAPER_APPROACHES)))  # an approach is its loss
     seeds = check_seeds(data.pop("seeds", 1))
+    first_seed = check_first_seed(data.pop("first_seed", 0), seeds)
     budgets = data.pop("budgets", {}) or {}
     if not isinstance(budgets, dict):
         raise ConfigError("config key 'budgets': must be a mapping of budget name to overrides")
@@ -524,7 +490,7 @@ def parse_experiment(data: Dict[str, Any], where: str = "", base_dir=None) -> Ex
     concurrent_runs = check_concurrent_runs(data.pop("concurrent_runs", "auto"))
     batched_seeds = check_batched_seeds(data.pop("batched_seeds", "auto"))
     experiment = ExperimentConfig(apply_overrides(TrainConfig(), with_loss_keys_moved(data)), approaches, seeds, budgets,
-                                  ablation, concurrent_runs, batched_seeds)
+                                  ablation, concurrent_runs, batched_seeds, first_seed=first_seed)
     for budget in budgets:  # fail early on a bad override, not after hours of training
         experiment.for_budget(budget)
     return experiment

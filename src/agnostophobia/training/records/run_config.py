@@ -15,6 +15,7 @@ from agnostophobia.errors import ConfigError
 from agnostophobia.rundir import RecordError, RunDir
 from agnostophobia.settings import field_settings
 from agnostophobia.training.config import TrainConfig, apply_overrides, check_approaches, check_seeds, read_yaml
+from agnostophobia.training.experiment_keys import check_first_seed
 from agnostophobia.training.loss_keys import comparable_config, with_loss_keys_moved
 from agnostophobia.training.records._common import _ABSENT, _fail
 from agnostophobia.training.records.run_marker import MARKER_KEYS, check_marker
@@ -70,6 +71,8 @@ def parse_run_config(data, path) -> Dict[str, Any]:
         for key, check in (("approaches", check_approaches), ("seeds", check_seeds)):
             if key in values:
                 check(values.pop(key))
+        if "first_seed" in values:
+            check_first_seed(values.pop("first_seed"), 1)
         budget = values.pop("budget", None)
         if budget is not None and not isinstance(budget, str):
             raise ConfigError(f"config key 'budget': must be a budget name or null, got {budget!r}")
