@@ -28,6 +28,7 @@ from agnostophobia.metrics import holm, seed_interval, smallest_resolved_differe
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import result_against_softmax  # noqa: E402
+import result_confirmatory  # noqa: E402
 import result_near_set  # noqa: E402
 import result_partition  # noqa: E402
 import result_preparation  # noqa: E402
@@ -554,7 +555,7 @@ FACTS: Dict[str, Callable[[], str]] = {
 }
 
 
-for _module in (result_against_softmax, result_near_set, result_partition, result_preparation):
+for _module in (result_against_softmax, result_confirmatory, result_near_set, result_partition, result_preparation):
     if set(FACTS) & set(_module.FACTS):
         raise ValueError(f"numbers named twice: {sorted(set(FACTS) & set(_module.FACTS))}")
     FACTS.update(_module.FACTS)

@@ -69,6 +69,12 @@ PAGES: Dict[str, ResultPage] = {
         "results/bench-lenet-5-authors-net-12.json", "images/bench-lenet-5-authors-net-12",
         measures="whether the authors' activation-free network, with their preparation, moves the softmax's "
                  "Devanagari CCR toward the paper's at four times the benchmark's epochs (12)"),
+    "bench-lenet-5-confirm": ResultPage(
+        "guide/benchmark-lenet-confirm.md", "LeNet++, the confirmatory run on fresh seeds: the full report",
+        "results/bench-lenet-5-confirm.json", "images/bench-lenet-5-confirm",
+        measures="whether the answers of the 5-seed LeNet++ benchmark hold on fresh networks (training seeds "
+                 "5-9) read by rules declared before they trained: softmax and Objectosphere against Entropic "
+                 "Open-Set on the log-FPR and the linear OSCR area"),
     "bench-cifar-5": ResultPage("guide/benchmark-cifar.md", "CIFAR-10 split benchmark: the full report",
                                 "results/bench-cifar-5.json", "images/bench-cifar-5",
                                 superseded_by="bench-cifar-5-arpl-cac"),

@@ -348,3 +348,35 @@ def test_the_authors_preparation_reading_by_hand(facts_module):
         assert said.endswith("ruled out as the cause at convergence")
     else:
         assert said.endswith("not resolved at 5 seeds")
+
+
+@pytest.mark.parametrize("label", ["bench-lenet-5", "bench-lenet-5-confirm"])
+def test_the_confirmatory_reading_by_hand(facts_module, label):
+    """The four declared tests of the confirmatory run (and the same reading of the run it repeats),
+    recomputed: the log-FPR area's paired t over seeds by scipy (ttest_rel's 90 % and 95 % intervals),
+    the linear area's stored test, the minimum-effect test and Holm by hand over the four."""
+    prefix = "confirm" if label.endswith("confirm") else "exploratory"
+    rows = {r["row"]: r for r in facts_module.run(label)["rows"]}
+    tests, intervals = [], []
+    for name in ("softmax", "objectosphere"):
+        for metric in ("oscr_log", "oscr"):
+            if metric == "oscr_log":
+                first, reference = rows[name]["mean_da_per_seed"][metric], rows["entropic"]["mean_da_per_seed"][metric]
+                paired = stats.ttest_rel(first, reference)
+                d = float(np.mean(np.subtract(first, reference)))
+                se, seeds = d / paired.statistic, len(first)
+                intervals.append([paired.confidence_interval(c) for c in (0.90, 0.95)])
+            else:
+                stored = next(t for t in facts_module.run(label)["tests"]["primary"]
+                              if t["row"] == name and t["against"] == "entropic")
+                d, se, seeds = stored["difference"], stored["se"], stored["seeds"]
+                half = [stats.t.ppf((1 + c) / 2, seeds - 1) * se for c in (0.90, 0.95)]
+                intervals.append([(d - h, d + h) for h in half])
+            tests.append({"difference": d, "se": abs(se), "seeds": seeds, "name": name, "metric": metric})
+    for t, beyond, (ninety, ninety_five) in zip(tests, _beyond_by_hand(tests), intervals):
+        low, high = ninety_five
+        said = facts_module.facts()[f"{prefix}_{t['name']}_{'log' if t['metric'] == 'oscr_log' else 'linear'}"]
+        assert said.startswith(f"{t['difference']:+.4f} [{low:+.4f}, {high:+.4f}]".replace("-", "−")), said
+        call = ("better" if t["difference"] > 0 else "worse") if beyond else \
+            "equivalent" if -MARGIN < ninety[0] and ninety[1] < MARGIN else "not resolved"
+        assert said.endswith(f"*{call}*"), (said, call)
