@@ -60,7 +60,7 @@ def test_a_nested_protocol_key_keeps_the_mapping_and_paths_resolve_from_here(tmp
 
 
 @pytest.mark.parametrize("key, value", [("epochs", 0), ("loss.xi", "big"), ("lr", "fast"), ("batched_seeds", "x"),
-                                        ("nope", 1), ("protocol", "nope"), ("first_seed", -1), ("first_seed", "5"),
+                                        ("nope", 1), ("protocol", "nope"), ("first_seed", -1), ("first_seed", "5"), ("seeds", "x"),
                                         ("first_seed", 2**63 - 1 + 1)])
 def test_a_bad_value_has_the_config_files_wording_behind_set_key(tmp_path, key, value):
     top, *inner = key.split(".")

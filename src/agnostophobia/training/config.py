@@ -362,7 +362,7 @@ class ExperimentConfig:
         """
         overrides = dict(values)
         approaches = overrides.pop("approaches", self.approaches)
-        seeds = overrides.pop("seeds", self.seeds)
+        seeds = check_seeds(overrides.pop("seeds", self.seeds))  # first: first_seed's check reads it
         first_seed = check_first_seed(overrides.pop("first_seed", self.first_seed), seeds,
                                       f"config key '{where}first_seed'")
         concurrent_runs = check_concurrent_runs(overrides.pop("concurrent_runs", self.concurrent_runs),
@@ -370,7 +370,7 @@ class ExperimentConfig:
         batched_seeds = check_batched_seeds(overrides.pop("batched_seeds", self.batched_seeds),
                                             f"config key '{where}batched_seeds'")
         train = apply_overrides(self.train, with_loss_keys_moved(overrides, self.train.loss), where)
-        return ExperimentConfig(train, check_approaches(approaches), check_seeds(seeds), self.budgets, self.ablation,
+        return ExperimentConfig(train, check_approaches(approaches), seeds, self.budgets, self.ablation,
                                 concurrent_runs, batched_seeds, first_seed=first_seed)
 
     def with_set_options(self, pairs: Sequence[Tuple[str, Any]]) -> "ExperimentConfig":
