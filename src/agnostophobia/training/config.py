@@ -38,7 +38,7 @@ from agnostophobia.training.precision import PRECISIONS
 from agnostophobia.training.schedules import SCHEDULERS, STEPWISE_SCHEDULERS
 from agnostophobia.training.concurrent import check_concurrent_runs
 from agnostophobia.training.experiment_keys import (MAX_SEEDS, check_ablation, check_approaches,  # noqa: F401
-                                                      check_first_seed, check_seeds)
+                                                      check_first_seed, check_seeds, is_int)
 from agnostophobia.training.loss_keys import legacy_loss_note, with_loss_keys_moved
 from agnostophobia.training.model_kwargs import check_model_kwargs
 from agnostophobia.training.seed_batch import check_batched_seeds
@@ -190,7 +190,7 @@ class TrainConfig:
         # (a protocol from files: its keys and values; the files are checked when it is built)
         spec = protocol_spec(self.protocol, f"{where}protocol")
         spec.check_preprocessing(self.preprocessing)
-        if self.protocol_split is not None and _is_int(self.protocol_split):  # a wrong type: its Setting says so
+        if self.protocol_split is not None and is_int(self.protocol_split):  # a wrong type: its Setting says so
             spec.check_split(self.protocol_split, f"config key '{where}protocol_split'")
         need(isinstance(self.model, str) and self.model in MODELS, "model",
              f"must be a registered model (torchvision/NAME for a torchvision one; {MODELS.hint(str(self.model))})")
@@ -199,7 +199,7 @@ class TrainConfig:
             need(problem is None, key, problem)
         need(is_device_name(self.device), "device", f"must be {DEVICE_RULE}")
         for key in ("seed", "data_seed"):
-            need(_is_int(getattr(self, key)) and is_seed(getattr(self, key)), key, SEED_RULE)
+            need(is_int(getattr(self, key)) and is_seed(getattr(self, key)), key, SEED_RULE)
         need(isinstance(self.model_kwargs, dict), "model_kwargs", "must be a mapping")
         check_model_kwargs(self.model, self.model_kwargs, f"{where}model_kwargs")
         need(isinstance(self.protocol_limits, dict), "protocol_limits", "must be a mapping")
@@ -257,11 +257,6 @@ class TrainConfig:
             ``{key: value}`` of every field, nested mappings copied.
         """
         return dataclasses.asdict(self)
-
-
-def _is_int(value) -> bool:
-    # bool is a subclass of int in Python: `epochs: true` must not pass as 1
-    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def protocol_for(cfg: Union["TrainConfig", Dict[str, Any]], data_dir=None):

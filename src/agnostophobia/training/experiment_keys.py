@@ -10,8 +10,9 @@ from agnostophobia.errors import ConfigError
 from agnostophobia.losses import LOSSES
 
 
-def _is_int(value) -> bool:
-    # bool is a subclass of int in Python: `seeds: true` must not pass as 1
+def is_int(value) -> bool:
+    """An integer that is not a bool: bool is a subclass of int in Python, and `seeds: true` must
+    not pass as 1."""
     return isinstance(value, int) and not isinstance(value, bool)
 
 
@@ -36,23 +37,27 @@ MAX_SEEDS = 10_000
 def check_seeds(seeds, where: str = "config key 'seeds'", first_seed: int = 0) -> int:
     """How many seeds a run trains, from ``first_seed``: at least 1, at most :data:`MAX_SEEDS`, the
     last of them a valid seed."""
-    if not _is_int(seeds) or seeds < 1:
+    if not is_int(seeds) or seeds < 1:
         raise ConfigError(f"{where}: must be an integer >= 1 (0 seeds would train nothing), got {seeds!r}")
     if seeds > MAX_SEEDS:  # seeds first_seed..first_seed+seeds-1 are trained, each a whole training
         raise ConfigError(f"{where}: at most {MAX_SEEDS:,} seeds (each is a whole training), got {seeds!r}")
-    if first_seed + seeds - 1 > INT64_MAX:
-        raise ConfigError(f"{where}: {seeds} seeds from first_seed {first_seed} pass the largest seed, 2**63-1")
+    _check_last_seed(first_seed, seeds, where)
     return seeds
 
 
 def check_first_seed(first_seed, seeds: int, where: str = "config key 'first_seed'") -> int:
     """The first training seed: an integer from 0 such that every seed trained is a valid seed
     (a second run from ``first_seed`` 5 trains networks independent of a first run's seeds 0-4)."""
-    if not _is_int(first_seed) or first_seed < 0:
+    if not is_int(first_seed) or first_seed < 0:
         raise ConfigError(f"{where}: must be an integer >= 0, got {first_seed!r}")
+    _check_last_seed(first_seed, seeds, where)
+    return first_seed
+
+
+def _check_last_seed(first_seed: int, seeds: int, where: str) -> None:
+    # seeds first_seed..first_seed+seeds-1 are trained: the last must still be a valid seed
     if first_seed + seeds - 1 > INT64_MAX:
         raise ConfigError(f"{where}: {seeds} seeds from first_seed {first_seed} pass the largest seed, 2**63-1")
-    return first_seed
 
 
 def check_ablation(steps, budgets: Dict[str, Any]) -> List[Dict[str, str]]:
