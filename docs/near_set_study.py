@@ -36,6 +36,9 @@ from agnostophobia.training.records import check_run
 #: What each test keeps in the JSON: enough to recompute its decision and its shares.
 KEPT = ("row", "against", "family", "difference", "se", "se_seeds", "se_samples", "p", "p_holm", "seeds",
         "interval", "equivalence_interval", "decision")
+#: The per-seed areas each row keeps, by set: the linear OSCR area (what the tests read) and the
+#: log-FPR one (from the lowest FPR the set resolves to 1).
+AREAS = ("oscr", "oscr_log")
 
 
 def unused_near_images(data_dir=None, protocol: str = "cifar10-split") -> np.ndarray:
@@ -45,21 +48,28 @@ def unused_near_images(data_dir=None, protocol: str = "cifar10-split") -> np.nda
     return train.images[np.isin(train.labels, CIFAR10_PARTITIONS[protocol].unknown)]
 
 
-def tests_on(result: Dict, comparison, models, scores_of, name: str) -> Tuple[Dict[str, List[Dict]], Dict[str, List]]:
+def tests_on(result: Dict, comparison, models, scores_of, name: str) -> Tuple[Dict[str, List[Dict]], Dict[str, Dict]]:
     """Every family's tests of the run's rows, each row read on the unknown set ``name`` alone: its
     per-seed OSCR area there (``compare_models``) and the paired bootstrap of that set's samples over
-    the run's ``models`` (their stored scores: ``scores_of``); and those per-seed areas, by row."""
-    per_seed = {(r["approach"], r["detector"]): (r["seed_ids"], r["test"][name]["per_seed"]["oscr"])
+    the run's ``models`` (their stored scores: ``scores_of``); and, by row, its per-seed linear and
+    log-FPR areas there (``{"oscr": [...], "oscr_log": [...]}``)."""
+    per_seed = {(r["approach"], r["detector"]): (r["seed_ids"], r["test"][name]["per_seed"])
                 for r in comparison.rows if name in r["test"]}
-    rows = []
+    rows, areas = [], {}
     for row in result["rows"]:
         seeds, values = per_seed.get((row["approach"], row["detector"]), (None, None))
         if seeds is not None and list(seeds) != list(row["seeds"]):
             raise ValueError(f"{row['row']}: seeds {seeds} scored, {row['seeds']} reported")
-        rows.append(dict(row, mean_oscr_per_seed=None if values is None else [float(v) for v in values]))
+        areas[row["row"]] = {key: None if values is None or values.get(key) is None else [float(v) for v in values[key]]
+                             for key in AREAS}
+        rows.append(dict(row, mean_oscr_per_seed=areas[row["row"]]["oscr"]))
     replicates = sample_replicates(models, scores_of, sets=[name])
     tests = {family: compare_family(rows, family, replicates, result["reference"]) for family in FAMILIES}
-    return tests, {r["row"]: r["mean_oscr_per_seed"] for r in rows}
+    return tests, areas
+
+
+def _area(areas: Dict[str, Dict], key: str) -> Dict[str, List]:
+    return {row: values[key] for row, values in areas.items()}
 
 
 def _kept(tests: Dict[str, List[Dict]]) -> Dict[str, List[Dict]]:
@@ -79,19 +89,20 @@ def read(run_dir: Path, name: str, out: Path) -> None:
         sys.exit(f"{run_dir}: no unknown set {name!r}; score it first (agnostophobia evaluate RUN --unknowns ...)")
     models = [m for m in check_run(run_dir, "benchmark").models if m[1] in approaches]
     scores_of = run_scores(run_dir)
-    again, published_oscr = tests_on(result, comparison, models, scores_of, published)
+    again, published_areas = tests_on(result, comparison, models, scores_of, published)
     for family, tests in result["tests"].items():
         if json.dumps(_kept({family: again[family]})) != json.dumps(_kept({family: tests})):
             sys.exit(f"{run_dir}: the {family} family read on {published} does not repeat benchmark.json; "
                      f"nothing written")
-    added, added_oscr = tests_on(result, comparison, models, scores_of, name)
+    added, added_areas = tests_on(result, comparison, models, scores_of, name)
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
                             cwd=Path(__file__).parent).stdout.strip()
     record = {"run": run_dir.name, "sets": {published: comparison.test_sets[published], name: comparison.test_sets[name]},
               "published_set": published, "added_set": name, "reference": result["reference"],
               "margin": result["margin"], "alpha": result["alpha"], "seeds": result["seeds"],
               "tests": {published: _kept(again), name: _kept(added)},
-              "oscr_per_seed": {published: published_oscr, name: added_oscr},
+              "oscr_per_seed": {published: _area(published_areas, "oscr"), name: _area(added_areas, "oscr")},
+              "oscr_log_per_seed": {published: _area(published_areas, "oscr_log"), name: _area(added_areas, "oscr_log")},
               "meta": {"commit": commit, "processor": cpu_model(), "torch": torch.__version__,
                        "read": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")}}
     tmp = out.with_suffix(".tmp")

@@ -1,99 +1,191 @@
-"""The confirmatory LeNet++ run's reading (``result_facts`` gathers its numbers into :data:`FACTS`):
-the questions ``bench-lenet-5`` raised, asked of fresh networks (training seeds 5-9) and read as
-``docs/provenance.md`` declared before they trained (``bench-lenet-5-confirm``). One family of four
-tests, Holm-adjusted together: softmax and Objectosphere against Entropic Open-Set, each with
-max-softmax, on the log-FPR and the linear OSCR area (mean over the D_a sets). *Better*/*worse*: the
-minimum-effect test puts the difference beyond the margin; *equivalent*: its 90 % t interval inside
-the margin; else not resolved. The same reading of ``bench-lenet-5`` (seeds 0-4) is what the run was
-predicted to show."""
+"""The confirmatory runs' readings (``result_facts`` gathers their numbers into :data:`FACTS`): the
+questions an earlier run raised, asked of fresh networks (training seeds 5-9) and read as
+``docs/provenance.md`` declared before they trained.
+
+- ``bench-lenet-5-confirm`` asks ``bench-lenet-5``'s questions: one family of four tests, softmax and
+  Objectosphere against Entropic Open-Set on the log-FPR and the linear OSCR area (mean over the D_a
+  sets), read from the run's ``benchmark.json``.
+- ``bench-cifar-5-confirm`` asks the CIFAR split's primary question: one family of two tests,
+  softmax against Entropic Open-Set on both areas of the 10,000 unused CIFAR-10 training images of
+  dog and truck, read from the record ``near_set_study.py`` wrote (the same two tests on the 2,000
+  test images are secondary).
+
+Every test reads each row with max-softmax (its paper's detector). *Better*/*worse*: the
+minimum-effect test, Holm-adjusted over the whole declared family (a test not read counts with p 1),
+puts the difference beyond the margin; *equivalent*: its 90 % t interval inside the margin, with a
+standard error above 0; else not resolved."""
 from __future__ import annotations
 
-from typing import Callable, Dict, List, Optional
+import json
+from functools import lru_cache
+from typing import Callable, Dict, List, NamedTuple, Optional, Tuple, Union
 
 from agnostophobia.experiments.benchmark_comparisons import ALPHA, MARGIN
-from agnostophobia.metrics import PairedDifference, beyond_margin, paired_difference
+from agnostophobia.metrics import PairedDifference, holm, minimum_effect_p, paired_difference
 
+from result_pages import DOCS
 from result_runs import num, row, run, signed
 
-#: The confirmatory run and the run whose questions it asks again.
-CONFIRM, EXPLORATORY = "bench-lenet-5-confirm", "bench-lenet-5"
-#: The reference and the rows tested against it, each its approach with its paper's detector (max-softmax).
-REFERENCE, TESTED = "entropic", ("softmax", "objectosphere")
-#: The co-primary metrics, each the per-seed mean over the D_a sets: benchmark.json's key and its name.
+#: The reference every test reads against, and the detector every row is read with (max-softmax).
+REFERENCE, DETECTOR = "entropic", "softmax"
+#: The metrics, each a per-seed area: its key and its name.
 METRICS = {"oscr_log": "log-FPR OSCR area", "oscr": "linear OSCR area"}
 #: The approaches' names as the pages give them.
 NAMES = {"softmax": "softmax", "objectosphere": "Objectosphere", "entropic": "Entropic Open-Set"}
-#: What the declaration predicted from ``bench-lenet-5``, per (row, metric).
-PREDICTED = {("softmax", "oscr_log"): "worse", ("softmax", "oscr"): "not resolved",
-             ("objectosphere", "oscr_log"): "equivalent", ("objectosphere", "oscr"): "equivalent"}
+#: The CIFAR run's second reading, and its sets: the declared primary one and the secondary one.
+CIFAR_RECORD = DOCS / "results" / "near-set-cifar-confirm.json"
+PRIMARY_SET, SECONDARY_SET = "dog-truck-train", "cifar10-dog-truck"
 
 
-def _difference(label: str, name: str, metric: str) -> Optional[PairedDifference]:
-    """Row ``name`` minus the reference on ``metric``, paired by seed: the linear area's standard error
-    the benchmark's own (seeds and test-sample bootstrap, its primary test), the log-FPR area's the
-    seeds' alone; None where either row did not converge or the benchmark did not test the pair."""
+class Declared(NamedTuple):
+    """What a confirmatory run's entry in ``docs/provenance.md`` froze before it trained."""
+    label: str  # the confirmatory run
+    exploratory: str  # the run whose questions it asks again
+    threshold: float  # the protocol's convergence threshold (validation accuracy, mean over seeds)
+    tested: Tuple[str, ...]  # the rows tested against the reference
+    predicted: Dict[Tuple[str, str], str]  # the call predicted, per (row, metric)
+
+
+LENET = Declared("bench-lenet-5-confirm", "bench-lenet-5", 0.985, ("softmax", "objectosphere"),
+                 {("softmax", "oscr_log"): "worse", ("softmax", "oscr"): "not resolved",
+                  ("objectosphere", "oscr_log"): "equivalent", ("objectosphere", "oscr"): "equivalent"})
+CIFAR = Declared("bench-cifar-5-confirm", "bench-cifar-5-xeon", 0.90, ("softmax",),
+                 {("softmax", "oscr_log"): "worse", ("softmax", "oscr"): "worse"})
+#: The training seeds each run trained: the confirmatory runs' declared ones, the exploratory runs'.
+SEEDS = {LENET.label: [5, 6, 7, 8, 9], CIFAR.label: [5, 6, 7, 8, 9], LENET.exploratory: [0, 1, 2, 3, 4]}
+
+#: Why a declared test was not read.
+NOT_CONVERGED, SEEDS_DIFFER, NOT_TESTED = "not converged", "seeds differ", "not tested"
+
+
+def _unread(declared: Declared, label: str, name: str) -> Optional[str]:
+    """Why row ``name`` cannot be tested against the reference in run ``label`` (``declared``'s
+    confirmatory or exploratory run), or None."""
+    if run(label)["min_accuracy"] != declared.threshold:
+        raise ValueError(f"{label}: threshold {run(label)['min_accuracy']}, declared {declared.threshold}")
     first, reference = row(label, name), row(label, REFERENCE)
-    if not (first["converged"] and reference["converged"]) or first["seeds"] != reference["seeds"]:
-        return None
+    for r in (first, reference):
+        if r["detector"] != DETECTOR:
+            raise ValueError(f"{label}: row {r['row']} read with {r['detector']}, not max-softmax")
+    if not (first["converged"] and reference["converged"]):
+        return NOT_CONVERGED
+    if not first["seeds"] == reference["seeds"] == SEEDS[label]:
+        return SEEDS_DIFFER
+    return None
+
+
+def _stored(test: Dict) -> PairedDifference:
+    return PairedDifference(test["difference"], test["se"], test["se_seeds"], test["se_samples"], test["seeds"] - 1,
+                            float("nan") if test["p"] is None else test["p"], test["seeds"])
+
+
+def _primary_test(tests: Dict[str, List[Dict]], name: str) -> Optional[PairedDifference]:
+    found = [t for t in tests.get("primary", []) if t["row"] == name and t["against"] == REFERENCE]
+    return _stored(found[0]) if len(found) == 1 else None
+
+
+def lenet_difference(label: str, name: str, metric: str) -> Union[PairedDifference, str]:
+    """Row ``name`` minus the reference on ``metric`` in LeNet++ run ``label``, paired by seed: the
+    linear area's standard error the benchmark's own (seeds and test-sample bootstrap, its primary
+    test), the log-FPR area's the seeds' alone; or why it is not read."""
+    unread = _unread(LENET, label, name)
+    if unread:
+        return unread
     if metric == "oscr_log":
-        return paired_difference(first["mean_da_per_seed"][metric], reference["mean_da_per_seed"][metric])
-    tests = [t for t in run(label)["tests"].get("primary", []) if t["row"] == name and t["against"] == REFERENCE]
-    if len(tests) != 1:
-        return None
-    t = tests[0]
-    return PairedDifference(t["difference"], t["se"], t["se_seeds"], t["se_samples"], t["seeds"] - 1,
-                            float("nan") if t["p"] is None else t["p"], t["seeds"])
+        return paired_difference(row(label, name)["mean_da_per_seed"][metric],
+                                 row(label, REFERENCE)["mean_da_per_seed"][metric])
+    return _primary_test(run(label)["tests"], name) or NOT_TESTED
 
 
-def family(label: str = CONFIRM) -> List[Dict]:
-    """The four declared tests of run ``label``: row, metric, the difference and its 90 % interval, and
-    the call (better, worse, equivalent, not resolved, or not converged)."""
-    keys = [(name, metric) for name in TESTED for metric in METRICS]
-    differences = {key: _difference(label, *key) for key in keys}
-    tested = [key for key in keys if differences[key] is not None]
-    beyond = dict(zip(tested, beyond_margin([differences[key] for key in tested], MARGIN, ALPHA)))
+@lru_cache(maxsize=None)
+def cifar_record() -> Dict:
+    """The CIFAR confirmatory run's second reading, as ``near_set_study.py read`` wrote it."""
+    return json.loads(CIFAR_RECORD.read_text(encoding="utf-8"))
+
+
+def cifar_difference(name: str, metric: str, which: str = PRIMARY_SET) -> Union[PairedDifference, str]:
+    """Row ``name`` minus the reference on ``metric`` on the CIFAR run's set ``which``: the linear
+    area's the record's primary test (seeds and that set's sample bootstrap), the log-FPR area's
+    paired by seed with the seeds' spread alone; or why it is not read."""
+    unread = _unread(CIFAR, CIFAR.label, name)
+    if unread:
+        return unread
+    record = cifar_record()
+    if record["run"] != CIFAR.label or record["added_set"] != PRIMARY_SET:
+        raise ValueError(f"{CIFAR_RECORD.name}: a reading of {record['run']} on {record['added_set']}")
+    if metric == "oscr_log":
+        per_seed = record["oscr_log_per_seed"][which]
+        return paired_difference(per_seed[name], per_seed[REFERENCE])
+    return _primary_test(record["tests"][which], name) or NOT_TESTED
+
+
+def decide(differences: Dict[Tuple[str, str], Union[PairedDifference, str]]) -> List[Dict]:
+    """The declared calls of one family, in its order: row, metric, the difference and its 95 % and
+    90 % intervals, and the call (better, worse, equivalent, not resolved, or why it was not read)."""
+    keys = list(differences)
+    p = holm([minimum_effect_p(d, MARGIN) if isinstance(d, PairedDifference) else 1.0
+              for d in differences.values()])
     out = []
-    for key in keys:
-        d = differences[key]
-        if d is None:
-            out.append({"row": key[0], "metric": key[1], "call": "not converged", "difference": None})
+    for key, d, p_holm in zip(keys, differences.values(), p):
+        if not isinstance(d, PairedDifference):
+            out.append({"row": key[0], "metric": key[1], "call": d, "difference": None})
             continue
         ninety, ninety_five = d.interval(0.90), d.interval(0.95)
-        low, high = ninety.low, ninety.high
-        if beyond[key]:
+        if p_holm < ALPHA:
             call = "better" if d.difference > 0 else "worse"
-        elif -MARGIN < low and high < MARGIN:
+        elif d.se > 0 and -MARGIN < ninety.low and ninety.high < MARGIN:
             call = "equivalent"
         else:
             call = "not resolved"
-        out.append({"row": key[0], "metric": key[1], "call": call, "difference": d.difference,
-                    "interval": (ninety_five.low, ninety_five.high), "interval90": (low, high), "seeds": d.n})
+        out.append({"row": key[0], "metric": key[1], "call": call, "difference": d.difference, "p_holm": float(p_holm),
+                    "interval": (ninety_five.low, ninety_five.high), "interval90": (ninety.low, ninety.high),
+                    "seeds": d.n})
     return out
+
+
+def family(label: str = LENET.label) -> List[Dict]:
+    """The declared tests of LeNet++ run ``label`` (the confirmatory run or the exploratory one)."""
+    return decide({(name, metric): lenet_difference(label, name, metric)
+                   for name in LENET.tested for metric in METRICS})
+
+
+def cifar_family(which: str = PRIMARY_SET) -> List[Dict]:
+    """The declared tests of the CIFAR confirmatory run on set ``which`` (the primary set, or the
+    2,000 test images: secondary)."""
+    return decide({(name, metric): cifar_difference(name, metric, which)
+                   for name in CIFAR.tested for metric in METRICS})
 
 
 def _said(test: Dict) -> str:
     if test["difference"] is None:
-        return "*not converged*"
+        return f"*{test['call']}*"
     low, high = test["interval"]
     return f"{signed(test['difference'], 4)} [{signed(low, 4)}, {signed(high, 4)}] *{test['call']}*"
 
 
-def call_said(name: str, metric: str, label: str = CONFIRM) -> str:
+def call_said(name: str, metric: str, label: str = LENET.label) -> str:
     """``−0.041 [−0.052, −0.030] *worse*``: one declared test's difference, its 95 % interval and call."""
     return _said(next(t for t in family(label) if (t["row"], t["metric"]) == (name, metric)))
 
 
-def accuracy_said() -> str:
-    """Each approach's validation accuracy in the confirmatory run, mean over its seeds."""
-    return ", ".join(f"{NAMES[a]} {num(row(CONFIRM, a)['val_closed_set_accuracy']['mean'])}"
-                     for a in (*TESTED[:1], REFERENCE, *TESTED[1:]))
+def cifar_call_said(metric: str, which: str = PRIMARY_SET) -> str:
+    """The CIFAR run's softmax test on ``metric`` and set ``which``, as :func:`call_said` gives it."""
+    return _said(next(t for t in cifar_family(which) if t["metric"] == metric))
 
 
-def predictions_held() -> str:
-    """How many of the four declared predictions the confirmatory run bore out, and which did not."""
-    missed = [f"{NAMES[t['row']]} on the {METRICS[t['metric']]} ({t['call']}, predicted {PREDICTED[t['row'], t['metric']]})"
-              for t in family() if t["call"] != PREDICTED[t["row"], t["metric"]]]
-    return f"{4 - len(missed)} of 4" + (f"; not: {'; '.join(missed)}" if missed else "")
+def accuracy_said(declared: Declared = LENET) -> str:
+    """Each approach's validation accuracy in a confirmatory run, mean over its seeds."""
+    return ", ".join(f"{NAMES[a]} {num(row(declared.label, a)['val_closed_set_accuracy']['mean'])}"
+                     for a in (*declared.tested[:1], REFERENCE, *declared.tested[1:]))
+
+
+def predictions_held(declared: Declared = LENET) -> str:
+    """How many of a run's declared predictions it bore out, and which not."""
+    tests = family() if declared is LENET else cifar_family()
+    missed = [f"{NAMES[t['row']]} on the {METRICS[t['metric']]} ({t['call']}, predicted "
+              f"{declared.predicted[t['row'], t['metric']]})"
+              for t in tests if t["call"] != declared.predicted[t["row"], t["metric"]]]
+    return f"{len(tests) - len(missed)} of {len(tests)}" + (f"; not: {'; '.join(missed)}" if missed else "")
 
 
 FACTS: Dict[str, Callable[[], str]] = {
@@ -103,8 +195,17 @@ FACTS: Dict[str, Callable[[], str]] = {
     "confirm_objectosphere_log": lambda: call_said("objectosphere", "oscr_log"),
     "confirm_objectosphere_linear": lambda: call_said("objectosphere", "oscr"),
     "confirm_predictions": predictions_held,
-    "exploratory_softmax_log": lambda: call_said("softmax", "oscr_log", EXPLORATORY),
-    "exploratory_softmax_linear": lambda: call_said("softmax", "oscr", EXPLORATORY),
-    "exploratory_objectosphere_log": lambda: call_said("objectosphere", "oscr_log", EXPLORATORY),
-    "exploratory_objectosphere_linear": lambda: call_said("objectosphere", "oscr", EXPLORATORY),
+    "exploratory_softmax_log": lambda: call_said("softmax", "oscr_log", LENET.exploratory),
+    "exploratory_softmax_linear": lambda: call_said("softmax", "oscr", LENET.exploratory),
+    "exploratory_objectosphere_log": lambda: call_said("objectosphere", "oscr_log", LENET.exploratory),
+    "exploratory_objectosphere_linear": lambda: call_said("objectosphere", "oscr", LENET.exploratory),
+}
+#: The CIFAR run's facts, merged into :data:`FACTS` once the run is published.
+CIFAR_FACTS: Dict[str, Callable[[], str]] = {
+    "cconfirm_accuracy": lambda: accuracy_said(CIFAR),
+    "cconfirm_softmax_log": lambda: cifar_call_said("oscr_log"),
+    "cconfirm_softmax_linear": lambda: cifar_call_said("oscr"),
+    "cconfirm_softmax_log_test_images": lambda: cifar_call_said("oscr_log", SECONDARY_SET),
+    "cconfirm_softmax_linear_test_images": lambda: cifar_call_said("oscr", SECONDARY_SET),
+    "cconfirm_predictions": lambda: predictions_held(CIFAR),
 }

@@ -4,6 +4,7 @@ site build fills in from their committed benchmark.json (docs/result_facts.py), 
 cite results hold no decimal typed by hand, and the numbers are what the runs hold."""
 from __future__ import annotations
 
+import math
 import re
 
 import numpy as np
@@ -14,6 +15,7 @@ from agnostophobia.experiments.benchmark_comparisons import ALPHA, MARGIN
 from agnostophobia.experiments.benchmark_report import PAPER_GAP
 from agnostophobia.experiments.benchmark_rows import CEILING_GAP, papers_detector
 from agnostophobia.experiments.benchmark_summary import MARGINS_AGAIN
+from agnostophobia.metrics import PairedDifference, paired_difference
 from repo_paths import REPO as ROOT, load_module
 
 #: The pages that cite the published runs and may type no result by hand.
@@ -367,9 +369,13 @@ def test_the_confirmatory_reading_by_hand(facts_module, label):
                 se, seeds = d / paired.statistic, len(first)
                 intervals.append([paired.confidence_interval(c) for c in (0.90, 0.95)])
             else:
+                # the stored test's sample part only; its difference and seed part from the rows
                 stored = next(t for t in facts_module.run(label)["tests"]["primary"]
                               if t["row"] == name and t["against"] == "entropic")
-                d, se, seeds = stored["difference"], stored["se"], stored["seeds"]
+                per_seed = np.subtract(rows[name]["mean_da_per_seed"][metric], rows["entropic"]["mean_da_per_seed"][metric])
+                d, seeds = float(np.mean(per_seed)), len(per_seed)
+                se = math.hypot(np.std(per_seed, ddof=1) / math.sqrt(seeds), stored["se_samples"])
+                assert d == pytest.approx(stored["difference"], abs=1e-12) and se == pytest.approx(stored["se"], rel=1e-9)
                 half = [stats.t.ppf((1 + c) / 2, seeds - 1) * se for c in (0.90, 0.95)]
                 intervals.append([(d - h, d + h) for h in half])
             tests.append({"difference": d, "se": abs(se), "seeds": seeds, "name": name, "metric": metric})
@@ -380,3 +386,22 @@ def test_the_confirmatory_reading_by_hand(facts_module, label):
         call = ("better" if t["difference"] > 0 else "worse") if beyond else \
             "equivalent" if -MARGIN < ninety[0] and ninety[1] < MARGIN else "not resolved"
         assert said.endswith(f"*{call}*"), (said, call)
+
+
+def test_the_confirmatory_calls_on_edge_cases():
+    """The declared reading's calls where they are easy to get wrong: a difference with no spread is
+    not resolved (never equivalent), and a test that is not read stays in the Holm family with p 1,
+    so it still costs the tests that are read."""
+    confirmatory = load_module("result_confirmatory", ROOT / "docs/result_confirmatory.py")
+    still = paired_difference([0.70] * 5, [0.70] * 5)
+    (call,) = confirmatory.decide({("softmax", "oscr"): still})
+    assert still.se == 0 and call["call"] == "not resolved"
+    # the minimum-effect p is 0.035: below 0.05 alone, above it once Holm doubles it
+    se = 0.004
+    excess = stats.t.isf(0.035 / 2, 4) * se
+    beyond = PairedDifference(-(MARGIN + excess), se, se, 0.0, 4, 0.0, 5)
+    alone = confirmatory.decide({("softmax", "oscr"): beyond})
+    assert alone[0]["call"] == "worse" and alone[0]["p_holm"] == pytest.approx(0.035)
+    with_unread = confirmatory.decide({("softmax", "oscr"): beyond, ("softmax", "oscr_log"): "not converged"})
+    assert [t["call"] for t in with_unread] == ["not resolved", "not converged"]
+    assert with_unread[0]["p_holm"] == pytest.approx(0.07)
