@@ -92,6 +92,7 @@ ANSWERED_AT_ONCE = [
     (["reproduce", "lenet++", "--seeds", "0"], 2), (["calibrate", "run", "--fpr", "2"], 2),
     (["export", "run", "--out", "m", "--seed", "-1"], 2),
     (["calibrate", "run", "--fpr", "0.1", "--approach", "entropic", "--approach", "entropic"], 2),  # given twice
+    (["benchmark", "lenet++", "--ranking-metric", "oscr_area"], 2),  # no candidate of the ranking
 ]
 
 

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from agnostophobia.experiments.benchmark import benchmarked_approaches, experiment_for, summarise
+from agnostophobia.experiments.benchmark import Declared, benchmarked_approaches, experiment_for, summarise
 from agnostophobia.metrics import default_fpr
 from agnostophobia.experiments.benchmark_report import markdown
 from agnostophobia.experiments.benchmark_rows import REFERENCE_APPROACH, REFERENCE_DETECTOR, papers_detector
@@ -325,7 +325,7 @@ def test_a_diverged_approach_is_set_aside_with_its_fine_tunes_and_the_others_go_
     calls = _diverging_reproduce(monkeypatch, {"softmax", "energy-regularized"})
     written = {}
     monkeypatch.setattr(benchmark_module, "write_benchmark",
-                        lambda folder, min_accuracy, log, diverged, accuracy_margin: written.update(diverged)
+                        lambda folder, min_accuracy, log, diverged, accuracy_margin, ranking: written.update(diverged)
                         or folder / "benchmark.md")
     asked = ["softmax", "energy-regularized", "entropic", "outlier-exposure-ft", "mixoe-ft", "objectosphere"]
     request = RunRequest("lenet++", set_options=(("approaches", asked),), out=tmp_path / "bench")
@@ -767,6 +767,32 @@ def test_the_ranking_metric_is_chosen_by_the_declared_rule_on_validation_numbers
     table = [line for line in section.splitlines() if line.startswith("| ") and "| validation |" in line]
     assert len(table) == 4 and table[2].startswith("| AUROC | validation | 3 |") and table[2].endswith("chosen |")
     assert sum(line.startswith("| ") and "| test (D_a mean) |" in line for line in section.splitlines()) == 4
+
+
+def test_a_ranking_metric_declared_before_the_run_ranks_in_the_rules_place():
+    """``benchmark --ranking-metric``: a metric fixed before the run (as a pre-registration fixes one)
+    ranks the rows where the rule would have chosen another (AUROC here); the report says it was
+    declared, the candidates' table is still shown, and a name that is no candidate is refused."""
+    from agnostophobia.errors import AgnostophobiaError
+    from agnostophobia.experiments.benchmark_ranking import RANKING_CANDIDATES, ranking_metric
+
+    for metric in RANKING_CANDIDATES:
+        result = summarise(_three_approaches(), min_accuracy=0.985, declared=Declared(ranking=metric))
+        ranking = result["ranking"]
+        assert ranking["chosen"] == metric and ranking["declared"] and f"--ranking-metric {metric}" in ranking["why"]
+        means = {r["approach"]: np.mean(r["val"]["per_seed"][metric]) for r in result["rows"]}
+        order = [r["approach"] for r in result["rows"] if r["rank"] is not None]
+        assert [means[a] for a in order] == sorted(means.values(), reverse=True), (metric, means, order)
+    assert summarise(_three_approaches(), min_accuracy=0.985)["ranking"]["declared"] is False
+    text = _report(summarise(_three_approaches(), min_accuracy=0.985, declared=Declared(ranking="oscr")))
+    section = text.split("## Choosing the ranking metric", 1)[1].split("\n## ", 1)[0]
+    assert "Declared before the run: **linear OSCR area** (`--ranking-metric oscr`)" in section
+    assert "Validation rows decide" not in section and "| chosen |" not in section
+    table = [line for line in section.splitlines() if line.startswith("| linear OSCR area | validation |")]
+    assert len(table) == 1 and table[0].endswith("declared |")
+    assert "| the ranking metric | declared before the run | linear OSCR area" in text
+    with pytest.raises(AgnostophobiaError, match="--ranking-metric 'oscr_area': one of oscr, oscr_log"):
+        ranking_metric(result["rows"], declared="oscr_area")
 
 
 def test_the_rule_reads_the_knowns_only_approaches_where_some_trained_on_an_outside_set():
@@ -1308,7 +1334,7 @@ def test_the_accuracy_margin_converges_by_a_paired_interval_against_softmax():
     by_threshold = summarise(source, min_accuracy=0.985)
     assert {r["approach"]: r["converged"] for r in by_threshold["rows"]} == {
         "entropic": False, "softmax": True, "logitnorm": False}
-    result = summarise(source, min_accuracy=0.985, accuracy_margin=0.01)
+    result = summarise(source, min_accuracy=0.985, declared=Declared(accuracy_margin=0.01))
     low = stats.ttest_rel(close, softmax_val).confidence_interval(0.90).low
     assert -0.01 < low and stats.ttest_rel(far, softmax_val).confidence_interval(0.90).low < -0.01
     assert {r["approach"]: r["converged"] for r in result["rows"]} == {
@@ -1318,11 +1344,12 @@ def test_the_accuracy_margin_converges_by_a_paired_interval_against_softmax():
     assert "every other approach's not worse than softmax's by 0.01 or more" in text
     assert any(line.startswith("Not converged (by the rule: softmax's") for line in result["summary"])
     missed = [dict(r, val=_val([0.5] * 3, [0.8, 0.81, 0.82])) if r["approach"] == "softmax" else r for r in source]
-    assert not any(r["converged"] for r in summarise(missed, min_accuracy=0.985, accuracy_margin=0.01)["rows"])
+    missed_rows = summarise(missed, min_accuracy=0.985, declared=Declared(accuracy_margin=0.01))["rows"]
+    assert not any(r["converged"] for r in missed_rows)
     with pytest.raises(ValueError, match="softmax is not among the approaches"):
-        summarise([source[0], source[2]], min_accuracy=0.985, accuracy_margin=0.01)
+        summarise([source[0], source[2]], min_accuracy=0.985, declared=Declared(accuracy_margin=0.01))
     with pytest.raises(ValueError, match="needs a threshold"):
-        summarise(source, min_accuracy=None, accuracy_margin=0.01)
+        summarise(source, min_accuracy=None, declared=Declared(accuracy_margin=0.01))
 
 
 def test_the_accuracy_rule_reads_a_difference_alike_on_every_seed():

@@ -17,7 +17,7 @@ from agnostophobia.experiments.request import RunRequest
 
 TRAINING_COMMANDS = ("train", "reproduce", "tune", "benchmark", "ablate")
 #: Flags a handler reads itself, beside the request (what the command does, not how the run trains).
-HANDLER_ONLY = {"tune": {"param", "fpr", "detector"}, "benchmark": {"min_accuracy", "accuracy_margin", "protocol"},
+HANDLER_ONLY = {"tune": {"param", "fpr", "detector"}, "benchmark": {"min_accuracy", "accuracy_margin", "ranking_metric", "protocol"},
                 "ablate": {"step", "fpr"}, "reproduce": {"experiment"}, "train": {"config"}}
 ALIASES = {"no_progress": "progress", "no_plots": "plots", "no_fetch": "fetch", "approach": "approaches",
            "config": "experiment"}

@@ -78,7 +78,7 @@ COVERED_ELSEWHERE = {
     "experiments/__init__.py": ("tests/experiments/test_tune.py tests/experiments/test_request.py",
                                 "the public names of the experiments"),
     **_each_of("experiments", "benchmark_comparisons benchmark_ranking benchmark_recipes benchmark_report "
-                              "benchmark_rows benchmark_summary", _BENCHMARK),
+                              "benchmark_rows benchmark_summary ranking_candidates", _BENCHMARK),
     "experiments/cli.py": ("tests/test_cli.py tests/commands/test_reproduce.py", _COMMANDS[1]),
     "experiments/paper_numbers.py": ("tests/data/datasets/test_cifar.py tests/commands/test_reproduce.py",
                                      "the paper's numbers shown in a report"),

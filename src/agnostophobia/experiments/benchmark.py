@@ -80,7 +80,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 from agnostophobia._log import log_info
 from agnostophobia._runlock import run_lock
@@ -90,7 +90,8 @@ from agnostophobia.errors import AgnostophobiaError, TrainingDiverged
 from agnostophobia.experiments.benchmark_comparisons import (ALPHA, BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, FAMILIES,
                                                              MARGIN, compare_family, families, family_resolution,
                                                              sample_replicates)
-from agnostophobia.experiments.benchmark_ranking import RANKING_CANDIDATES, rank_rows, ranking_metric
+from agnostophobia.experiments.benchmark_ranking import (RANKING_CANDIDATES, check_ranking_metric, rank_rows,
+                                                         ranking_metric)
 from agnostophobia.experiments.benchmark_report import markdown
 from agnostophobia.experiments.benchmark_summary import what_the_data_says
 from agnostophobia.experiments.benchmark_rows import (cells, check_accuracy_rule, converged_by_rule, far_sets,
@@ -129,12 +130,15 @@ def experiment_for(target: str) -> Tuple[str, Tuple[Tuple[str, object], ...]]:
 
 
 def benchmark(target: str, request: Optional[RunRequest] = None, min_accuracy: Optional[float] = None,
-              log: Callable[[str], None] = log_info, accuracy_margin: Optional[float] = None) -> Path:
+              log: Callable[[str], None] = log_info, accuracy_margin: Optional[float] = None,
+              ranking: Optional[str] = None) -> Path:
     """Train, tune, score and report (the module docstring); returns ``benchmark.md``'s path.
     ``target``: a protocol's name, a protocol YAML or an image folder; ``request``: the budget,
     seeds (default 5), output folder and training choices (its ``experiment`` is set here, from
     ``target``); ``accuracy_margin``: converge by the rule with an interval
-    (:func:`~agnostophobia.experiments.benchmark_rows.converged_by_rule`) instead of the threshold."""
+    (:func:`~agnostophobia.experiments.benchmark_rows.converged_by_rule`) instead of the threshold;
+    ``ranking``: a ranking metric declared before the run, in the rule's place
+    (:func:`~agnostophobia.experiments.benchmark_ranking.ranking_metric`)."""
     from agnostophobia.experiments.reproduce import reproduce
     from agnostophobia.losses import LOSSES
 
@@ -143,6 +147,8 @@ def benchmark(target: str, request: Optional[RunRequest] = None, min_accuracy: O
     seeds, budget = (DEFAULT_SEEDS if request.seeds is None else request.seeds), request.budget
     _check_min_accuracy(min_accuracy)
     _check_accuracy_margin(accuracy_margin)
+    if ranking is not None:  # before any training
+        check_ranking_metric(ranking)
     name = Path(target).stem if target not in SHIPPED else target
     out = request.out or Path("runs") / f"benchmark-{name}-{budget or 'config'}"
     options = (*protocol_options, ("approaches", list(LOSSES.names())), *request.set_options)
@@ -162,8 +168,8 @@ def benchmark(target: str, request: Optional[RunRequest] = None, min_accuracy: O
             approaches = set_aside(error, approaches, diverged)
             log(f"set aside: {diverged[error.approach]}; the benchmark goes on with the other "
                 f"{len(approaches)} approaches")
-    tables = [write_benchmark(folder, min_accuracy, log=log, diverged=diverged, accuracy_margin=accuracy_margin)
-              for _, folder in runs]
+    tables = [write_benchmark(folder, min_accuracy, log=log, diverged=diverged, accuracy_margin=accuracy_margin,
+                              ranking=ranking) for _, folder in runs]
     if runs[0][0] is None:
         return tables[0]
     asked = [split for split, _ in runs]
@@ -254,12 +260,13 @@ def _tune(run_dir: Path, approaches: Sequence[str], log) -> str:
 
 
 def write_benchmark(run_dir, min_accuracy: Optional[float] = None, log: Callable[[str], None] = log_info,
-                    diverged: Optional[Dict[str, str]] = None, accuracy_margin: Optional[float] = None) -> Path:
+                    diverged: Optional[Dict[str, str]] = None, accuracy_margin: Optional[float] = None,
+                    ranking: Optional[str] = None) -> Path:
     """Tune the detectors on validation data, score every row and write ``benchmark.json`` and
     ``benchmark.md`` (each atomically, under the run's lock) from a trained run's stored outputs.
     ``diverged``: the approaches this call set aside and why (:func:`set_aside`), named in the
-    report's notes and under ``diverged`` in ``benchmark.json``; ``accuracy_margin``: as
-    :func:`benchmark`'s."""
+    report's notes and under ``diverged`` in ``benchmark.json``; ``accuracy_margin`` and
+    ``ranking``: as :func:`benchmark`'s."""
     from agnostophobia.deploy.compare import compare_models
     from agnostophobia.detectors.stored import run_scores
     from agnostophobia.losses import trained_on_negatives
@@ -280,7 +287,7 @@ def write_benchmark(run_dir, min_accuracy: Optional[float] = None, log: Callable
         extra, outside = extra_data_approaches(records.config.get("protocol"), approaches)
         result = summarise(comparison.rows, threshold, sample_replicates(models, run_scores(run_dir)),
                            extra_data=extra, negatives=trained_on_negatives(approaches),
-                           accuracy_margin=accuracy_margin)
+                           declared=Declared(accuracy_margin, ranking))
         notes = left_out_notes(left_out, diverged)
         if extra:  # a protocol whose negatives are an outside set (osr-mnist, osr-cifar10)
             notes.append(f"extra data: {', '.join(extra)} trained on negatives from an outside set ({outside}) that "
@@ -369,9 +376,14 @@ def _chosen_on_test_images(model: Optional[str]) -> Optional[str]:
 
 
 # ------------------------------------------------------------------------ benchmark.json
+class Declared(NamedTuple):
+    """The reading rules a run declares on the command line, beside the protocol's threshold."""
+    accuracy_margin: Optional[float] = None  # --accuracy-margin: converge by the rule with an interval
+    ranking: Optional[str] = None  # --ranking-metric: the metric that ranks, in the rule's place
+
+
 def summarise(rows: List[Dict], min_accuracy: Optional[float], replicates: Optional[Dict] = None,
-              extra_data: Sequence[str] = (), negatives: Sequence[str] = (),
-              accuracy_margin: Optional[float] = None) -> Dict:
+              extra_data: Sequence[str] = (), negatives: Sequence[str] = (), declared: Declared = Declared()) -> Dict:
     """Rows with intervals, convergence, ranks, tests and the paragraph (``benchmark.json``).
     ``replicates``: ``{(approach, detector): {seed: (B,) array}}``, each row's mean D_a OSCR on the
     paired bootstrap's resamples of the test samples
@@ -382,15 +394,17 @@ def summarise(rows: List[Dict], min_accuracy: Optional[float], replicates: Optio
     marked and ranked apart (:func:`~agnostophobia.experiments.benchmark_ranking.rank_rows`).
     ``negatives``: the approaches trained on negatives (:func:`~agnostophobia.losses.trained_on_negatives`),
     of the protocol or an outside set, whose images the validation negatives hold out: their rows are
-    ranked apart too, and the ranking metric's rule does not read them. ``accuracy_margin``: the
-    convergence rule with an interval instead of the threshold
-    (:func:`~agnostophobia.experiments.benchmark_rows.converged_by_rule`)."""
+    ranked apart too, and the ranking metric's rule does not read them. ``declared``: the convergence
+    rule with an interval instead of the threshold
+    (:func:`~agnostophobia.experiments.benchmark_rows.converged_by_rule`), and a ranking metric
+    declared before the run (:func:`~agnostophobia.experiments.benchmark_ranking.ranking_metric`)."""
     approaches = list(dict.fromkeys(r["approach"] for r in rows))
     sets = list(dict.fromkeys(name for r in rows for name in r["test"]))
     accuracy = {a: network_accuracy(rows, a) for a in approaches}
     val_accuracy = {a: network_accuracy(rows, a, "val") for a in approaches}
     run_seeds = max((len(r["seed_ids"]) for r in rows), default=0)
     # judged on the validation knowns: the test sets are read once, for the numbers reported
+    accuracy_margin = declared.accuracy_margin
     convergence = converged_by_rule(val_accuracy, min_accuracy, accuracy_margin)
     out_rows = []
     for row in rows:
@@ -409,7 +423,7 @@ def summarise(rows: List[Dict], min_accuracy: Optional[float], replicates: Optio
                          "mean_da_per_seed": {key: mean_oscr(row, key) for key in RANKING_CANDIDATES},
                          "val": row["val"],
                          "test": {name: cells(numbers) for name, numbers in row["test"].items()}})
-    ranking = ranking_metric(out_rows)
+    ranking = ranking_metric(out_rows, declared=declared.ranking)
     out_rows = rank_rows(out_rows, ranking["chosen"])
     reference = reference_approach(approaches, extra_data)
     tests = {family: compare_family(out_rows, family, replicates, reference) for family in FAMILIES}

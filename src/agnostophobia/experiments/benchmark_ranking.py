@@ -11,15 +11,9 @@ import numpy as np
 
 from agnostophobia.experiments.benchmark_comparisons import MARGIN
 from agnostophobia.experiments.benchmark_rows import papers_rows, rankable, saw_negatives
+from agnostophobia.experiments.ranking_candidates import RANKING_CANDIDATES, check_ranking_metric  # noqa: F401
 from agnostophobia.metrics import seed_interval
 
-#: The candidates for the metric rows are ranked by: the statistic (of each set's numbers,
-#: :func:`~agnostophobia.deploy.compare.compare_models`) and its name in the report. The linear OSCR
-#: area is the paper's (Eq. 3); the log-FPR area reads the low-FPR end from the smallest FPR a set
-#: resolves (10/#negatives); AUROC the OOD literature's; CCR at that smallest FPR (10/#negatives,
-#: not rounded to a series) the strictest operating point the set supports.
-RANKING_CANDIDATES = {"oscr": "linear OSCR area", "oscr_log": "log-FPR OSCR area", "auroc": "AUROC",
-                      "ccr_at_lowest_fpr": "CCR at the lowest resolved FPR"}
 #: The metric ranked by where the rule cannot decide (fewer than two converged approaches): the paper's.
 DEFAULT_RANKING_METRIC = "oscr"
 #: The rule that chooses the ranking metric (after the 3-seed LeNet++ report showed the linear area
@@ -102,11 +96,18 @@ def candidate_numbers(rows: List[Dict], split: str) -> List[Dict]:
     return out
 
 
-def ranking_metric(rows: List[Dict]) -> Dict:
+def ranking_metric(rows: List[Dict], declared: Optional[str] = None) -> Dict:
     """The metric rows are ranked by, chosen by :data:`RANKING_RULE` from the validation numbers of
     :func:`candidate_numbers` (the test's are computed beside them, shown, never read by the rule):
-    ``{"chosen", "title", "rule", "why", "candidates": {"val": [...], "test": [...]}}``."""
+    ``{"chosen", "title", "rule", "why", "declared", "candidates": {"val": [...], "test": [...]}}``.
+    ``declared``: a candidate fixed before the run (``benchmark --ranking-metric``, as a
+    pre-registration fixes one), which ranks in the rule's place; the candidates are still shown."""
     candidates = {split: candidate_numbers(rows, split) for split in ("val", "test")}
+    if declared is not None:
+        check_ranking_metric(declared)
+        return {"chosen": declared, "title": RANKING_CANDIDATES[declared], "rule": RANKING_RULE, "declared": True,
+                "why": f"declared before the run (--ranking-metric {declared}), so the rule is not read",
+                "split": "val", "candidates": candidates}
     decidable = [c for c in candidates["val"] if c["median_separation"] is not None]
     if decidable:  # max keeps the first of equal separations: the earlier candidate
         best = max(decidable, key=lambda c: c["median_separation"])
@@ -118,7 +119,8 @@ def ranking_metric(rows: List[Dict]) -> Dict:
         why = ("fewer than two converged approaches trained on every seed on the known classes only (the rule "
                "does not read the rows trained on negatives): the paper's linear OSCR area")
     return {"chosen": chosen, "title": RANKING_CANDIDATES[chosen], "rule": RANKING_RULE, "why": why,
-            "split": "val", "candidates": candidates}
+            "declared": False, "split": "val", "candidates": candidates}
+
 
 
 #: Below this, a difference of means is the margin itself, not short of it (floating-point rounding).

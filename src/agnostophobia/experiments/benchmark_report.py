@@ -383,7 +383,8 @@ def choices_and_splits(result: Dict) -> List[str]:
             "| choice | split | how |", "|---|---|---|",
             f"| convergence (*not converged*: neither ranked, tested nor bold) | validation | {convergence} |",
             f"| each detector's settings | validation | {result.get('tuning', '')} |",
-            f"| the ranking metric | validation | {ranking['title']}: {ranking['why']} "
+            f"| the ranking metric | {'declared before the run' if ranking.get('declared') else 'validation'} | "
+            f"{ranking['title']}: {ranking['why']} "
             f"(\"Choosing the ranking metric\") |",
             f"| rank | validation | the validation {ranking['title']}{_validation_fpr_said(result)}, mean over "
             f"seeds, through compare's ranking (equal means: the higher validation AUROC, then the registry's order "
@@ -405,16 +406,22 @@ def _ranking_metric_section(result: Dict) -> List[str]:
     ranking = result["ranking"]
     header = ["metric", "split", "approaches", "median gap to closed-set acc.", "spread of means",
               "median 95 % half-width", "median separation (half-widths)", ""]
+    declared = bool(ranking.get("declared"))
+    said = (f"Declared before the run: **{ranking['title']}** (`--ranking-metric {ranking['chosen']}`); the rule "
+            f"({ranking['rule']}) is not read, and the table shows what it would have read. " if declared else
+            f"Rule ({RANKING_RULE_HISTORY}): {ranking['rule']}. Chosen: **{ranking['title']}**, {ranking['why']}. ")
     lines = ["## Choosing the ranking metric", "",
-             f"Rule ({RANKING_RULE_HISTORY}): {ranking['rule']}. Chosen: **{ranking['title']}**, {ranking['why']}. "
+             said +
              "Gap: closed-set accuracy minus the metric (means over seeds; the linear OSCR area is at most the "
              "accuracy, so a gap near 0 says the metric reads little beyond accuracy). Separation: over every pair "
              "of converged approaches, each with its paper's detector, the difference of their means over the "
-             "pair's mean 95 % t half-width over seeds. Validation rows decide; test rows (mean over the D_a sets) "
-             "are shown beside and decide nothing.", "", _row_md(header), _rule(header)]
+             "pair's mean 95 % t half-width over seeds. " +
+             ("Test rows (mean over the D_a sets) are shown beside." if declared else
+              "Validation rows decide; test rows (mean over the D_a sets) are shown beside and decide nothing."),
+             "", _row_md(header), _rule(header)]
     for split, name in (("val", "validation"), ("test", "test (D_a mean)")):
         for c in ranking["candidates"][split]:
-            chosen = "chosen" if split == "val" and c["metric"] == ranking["chosen"] else ""
+            chosen = ("declared" if declared else "chosen") if split == "val" and c["metric"] == ranking["chosen"] else ""
             separation = c["median_separation"]
             lines.append(_row_md([c["title"], name, str(c["approaches"]), number(c["median_gap"], 4),
                                   number(c["spread"], 4), number(c["median_half_width"], 4),

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from agnostophobia.deploy.cli import fpr_rate
 from agnostophobia.experiments.preflight import before_loading
+from agnostophobia.experiments.ranking_candidates import RANKING_CANDIDATES
 from agnostophobia.rundir import DATA_FETCHED, TUNED_SETTINGS
 from agnostophobia.training.auto_options import check_batched_seeds, check_concurrent_runs
 
@@ -245,6 +246,9 @@ def _add_benchmark(subparsers, common, runs) -> None:
                    help="converge softmax by --min-accuracy and every other approach when its validation accuracy "
                         "is not worse than softmax's by M or more (the low end of the paired 90%% t interval over "
                         "seeds above -M), instead of the threshold (How the benchmark decides; needs softmax)")
+    p.add_argument("--ranking-metric", choices=tuple(RANKING_CANDIDATES), metavar="METRIC",
+                   help="rank by this metric, declared before the run, instead of the rule that chooses one on "
+                        "validation data (How the benchmark decides): " + ", ".join(RANKING_CANDIDATES))
     p.set_defaults(func=_benchmark)
 
 
@@ -330,7 +334,7 @@ def _benchmark(args) -> int:
     require_one_process("benchmark")
     # the positional PROTOCOL is the benchmark's target, not reproduce's --protocol variant
     benchmark(args.protocol, _request(args, None).but(protocol=None), min_accuracy=args.min_accuracy,
-              accuracy_margin=args.accuracy_margin)
+              accuracy_margin=args.accuracy_margin, ranking=args.ranking_metric)
     return 0
 
 
