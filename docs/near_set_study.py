@@ -28,7 +28,8 @@ from agnostophobia.data import load_dataset
 from agnostophobia.data.paper_protocols import CIFAR10_PARTITIONS
 from agnostophobia.deploy.compare import compare_models
 from agnostophobia.detectors.stored import run_scores
-from agnostophobia.experiments.benchmark_comparisons import FAMILIES, compare_family, sample_replicates
+from agnostophobia.metrics import oscr_area, resampled_se, smallest_supported_fpr
+from agnostophobia.experiments.benchmark_comparisons import FAMILIES, _bootstrap_weights, compare_family, sample_replicates
 from agnostophobia.experiments.benchmark_rows import ranked_sets
 from agnostophobia.training.device import cpu_model
 from agnostophobia.training.records import check_run
@@ -68,6 +69,27 @@ def tests_on(result: Dict, comparison, models, scores_of, name: str) -> Tuple[Di
     return tests, areas
 
 
+def log_area_se(models, scores_of, name: str, reference: str, detector: str = "softmax") -> Dict[str, float]:
+    """Per approach, the test samples' standard error of its mean log-FPR OSCR area minus
+    ``reference``'s, each with ``detector``, on set ``name``: the benchmark's paired bootstrap (the
+    same resamples of the knowns and of ``name`` as its linear area's), each resample's area
+    computed on the drawn samples themselves (``oscr_area`` of the repeated samples, from the
+    lowest FPR the set resolves), not by weights."""
+    replicates: Dict[str, Dict[int, np.ndarray]] = {}
+    for seed, approach, model_dir in models:
+        scores = scores_of(model_dir, approach)
+        both, labels = scores.known_vs_unknown(detector, name)
+        n_known, n_unknown = len(scores.labels["known"]), len(scores.labels[name])
+        lowest = smallest_supported_fpr(n_unknown)
+        counts = np.concatenate([_bootstrap_weights("known", n_known), _bootstrap_weights(name, n_unknown)], axis=1)
+        replicates.setdefault(approach, {})[seed] = np.array(
+            [oscr_area(both[drawn], labels[drawn], log_fpr=True, min_fpr=lowest)
+             for drawn in (np.repeat(np.arange(len(labels)), row) for row in counts)])
+    theirs = replicates[reference]
+    return {approach: resampled_se(np.stack([mine[s] for s in sorted(mine)]), np.stack([theirs[s] for s in sorted(mine)]))
+            for approach, mine in replicates.items() if approach != reference and sorted(mine) == sorted(theirs)}
+
+
 def _area(areas: Dict[str, Dict], key: str) -> Dict[str, List]:
     return {row: values[key] for row, values in areas.items()}
 
@@ -103,6 +125,7 @@ def read(run_dir: Path, name: str, out: Path) -> None:
               "tests": {published: _kept(again), name: _kept(added)},
               "oscr_per_seed": {published: _area(published_areas, "oscr"), name: _area(added_areas, "oscr")},
               "oscr_log_per_seed": {published: _area(published_areas, "oscr_log"), name: _area(added_areas, "oscr_log")},
+              "oscr_log_se_samples": {s: log_area_se(models, scores_of, s, result["reference"]) for s in (published, name)},
               "meta": {"commit": commit, "processor": cpu_model(), "torch": torch.__version__,
                        "read": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")}}
     tmp = out.with_suffix(".tmp")

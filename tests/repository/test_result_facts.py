@@ -4,6 +4,7 @@ site build fills in from their committed benchmark.json (docs/result_facts.py), 
 cite results hold no decimal typed by hand, and the numbers are what the runs hold."""
 from __future__ import annotations
 
+import json
 import math
 import re
 
@@ -385,6 +386,9 @@ def test_the_confirmatory_reading_by_hand(facts_module, label):
         assert said.startswith(f"{t['difference']:+.4f} [{low:+.4f}, {high:+.4f}]".replace("-", "−")), said
         call = ("better" if t["difference"] > 0 else "worse") if beyond else \
             "equivalent" if -MARGIN < ninety[0] and ninety[1] < MARGIN else "not resolved"
+        ceiling = all(rows[r]["closed_set_accuracy"]["mean"] - np.mean(rows[r]["mean_da_per_seed"][t["metric"]]) < CEILING_GAP
+                      for r in (t["name"], "entropic"))
+        call += " (at ceiling)" if call == "equivalent" and ceiling else ""
         assert said.endswith(f"*{call}*"), (said, call)
 
 
@@ -405,3 +409,36 @@ def test_the_confirmatory_calls_on_edge_cases():
     with_unread = confirmatory.decide({("softmax", "oscr"): beyond, ("softmax", "oscr_log"): "not converged"})
     assert [t["call"] for t in with_unread] == ["not resolved", "not converged"]
     assert with_unread[0]["p_holm"] == pytest.approx(0.07)
+
+
+def test_the_cifar_confirmatory_reading_by_hand(tmp_path, monkeypatch):
+    """The CIFAR reading of the exploratory run (its prediction) recomputed from the record alone:
+    the log-FPR area's paired t over seeds by scipy (and with the record's test-sample share added),
+    the linear area's stored test; a record of another run or set is refused."""
+    confirmatory = load_module("result_confirmatory", ROOT / "docs/result_confirmatory.py")
+    label = confirmatory.CIFAR.exploratory
+    record = json.loads(confirmatory.NEAR_RECORDS[label].read_text(encoding="utf-8"))
+    assert record["run"] == f"{label}-near"  # the copy that was scored: accepted under that name
+    for which in (confirmatory.PRIMARY_SET, confirmatory.SECONDARY_SET):
+        first, reference = (record["oscr_log_per_seed"][which][a] for a in ("softmax", "entropic"))
+        paired = stats.ttest_rel(first, reference)
+        low, high = paired.confidence_interval(0.95)
+        d = float(np.mean(np.subtract(first, reference)))
+        said = confirmatory.cifar_call_said("oscr_log", which, label)
+        assert said.startswith(f"{d:+.4f} [{low:+.4f}, {high:+.4f}]".replace("-", "−")), said
+        se = math.hypot(d / paired.statistic, record["oscr_log_se_samples"][which]["softmax"])
+        half = stats.t.ppf(0.975, len(first) - 1) * se
+        with_samples = confirmatory.cifar_call_said("oscr_log", which, label, log_samples=True)
+        assert with_samples.startswith(f"{d:+.4f} [{d - half:+.4f}, {d + half:+.4f}]".replace("-", "−")), with_samples
+        stored = next(t for t in record["tests"][which]["primary"] if t["row"] == "softmax")
+        low, high = stored["interval"]
+        linear = confirmatory.cifar_call_said("oscr", which, label)
+        assert linear.startswith(f"{stored['difference']:+.4f} [{low:+.4f}, {high:+.4f}]".replace("-", "−"))
+    assert confirmatory.cifar_call_said("oscr_log", label=label).endswith("*worse*")  # what was predicted
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps(dict(record, run="bench-cifar-b-5-near")))
+    monkeypatch.setitem(confirmatory.NEAR_RECORDS, label, other)
+    confirmatory.near_record.cache_clear()
+    with pytest.raises(ValueError, match="a reading of bench-cifar-b-5-near"):
+        confirmatory.cifar_family(label=label)
+    confirmatory.near_record.cache_clear()
