@@ -24,7 +24,7 @@ from agnostophobia.experiments.benchmark_rows import papers_rows, rows_at_ceilin
 from agnostophobia.experiments.benchmark_report import format_cell
 from agnostophobia.experiments.benchmark_summary import at_ceiling, validation_test_agreement, verdicts_at
 from agnostophobia.losses import LOSSES
-from agnostophobia.metrics import holm, seed_interval, smallest_resolved_difference
+from agnostophobia.metrics import PairedDifference, decide, holm, seed_interval, smallest_resolved_difference
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import result_against_softmax  # noqa: E402
@@ -160,17 +160,20 @@ def agreement(label: str, negatives: bool) -> str:
 @lru_cache(maxsize=None)
 def pooled_primary() -> Dict[str, float]:
     """The CIFAR split's distinct primary tests (parts that share networks repeat a test) in one Holm
-    family: the largest Holm p of a *worse* and the smallest of a *not resolved*."""
+    family: the largest Holm p of a *worse*, the smallest of a *not resolved*, and how many decisions
+    (``decide`` over the pooled family: Holm *and* the margin) differ from the parts' own."""
     distinct = {}
     for label in DECIDING_PARTS:
         for t in run(label)["tests"]["primary"]:
             distinct[(t["row"], t["against"], round(t["difference"], 12), round(t["se"], 12))] = t
     tests = list(distinct.values())
     pooled = holm([t["p"] for t in tests])
+    again = decide([PairedDifference(t["difference"], t["se"], t["se_seeds"], t["se_samples"] or 0.0, t["seeds"] - 1,
+                                     t["p"], t["seeds"]) for t in tests], MARGIN, ALPHA)
     return {"tests": len(tests),
             "worse": max(p for p, t in zip(pooled, tests) if t["decision"] == "worse"),
             "not_resolved": min(p for p, t in zip(pooled, tests) if t["decision"] == "not resolved"),
-            "changed": sum((p < 0.05) != (t["p_holm"] < 0.05) for p, t in zip(pooled, tests))}
+            "changed": sum(d.verdict != t["decision"] for d, t in zip(again, tests))}
 
 
 def holm_strictest_t(tests: int, seeds: int, digits: int = 1) -> str:

@@ -12,9 +12,10 @@ interval, and a difference with a decision that says what the data can and canno
   margin declared before the run: ``better``/``worse`` (Holm-adjusted p below alpha *and* the
   difference at least the margin), ``equivalent`` (the 1 - 2 alpha interval, 90 % at alpha 0.05,
   inside plus or minus the margin: two one-sided tests, Schuirmann 1987), or ``not resolved``.
-* :func:`smallest_resolved_difference`: the smallest observed difference that a comparison with a
-  given standard error, number of seeds and family size calls better or worse at any step of Holm's
-  (what an observed mean must reach; not a power calculation).
+* :func:`smallest_resolved_difference`: the observed difference that a comparison with a given
+  standard error, number of seeds and family size is sure to have called better or worse, the one
+  that clears Holm's strictest step (0.05 over the family's size) and the margin; a smaller one can
+  still pass at a later step (what an observed mean must reach; not a power calculation).
 * :func:`resample_weights`, :func:`oscr_area_resamples`, :func:`resampled_se`: the paired
   bootstrap over test samples (Efron & Tibshirani 1993, ch. 16) of the OSCR area, with the same
   resamples for every method and seed, and the standard error of a mean difference over seeds it
