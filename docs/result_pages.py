@@ -107,6 +107,12 @@ PAGES: Dict[str, ResultPage] = {
                                      "results/bench-cifar-5-xeon.json", "images/bench-cifar-5-xeon",
                                      measures="whether the networks of the split's first part repeat on a Xeon of "
                                               "another sitting (the same seeds, code and recipe)"),
+    "bench-cifar-5-confirm": ResultPage(
+        "guide/benchmark-cifar-confirm.md", "CIFAR-10 split, the confirmatory run on fresh seeds: the full report",
+        "results/bench-cifar-5-confirm.json", "images/bench-cifar-5-confirm",
+        measures="whether the split's primary answer (softmax against Entropic Open-Set) holds on fresh networks "
+                 "(training seeds 5-9) read by rules declared before they trained, on the 10,000 unused training "
+                 "images of dog and truck; this page reads the 2,000 test images, the secondary set"),
     "bench-cifar-b-5": ResultPage("guide/benchmark-cifar-b.md",
                                   "CIFAR-10 split, second class partition (cat and ship unknown): the full report",
                                   "results/bench-cifar-b-5.json", "images/bench-cifar-b-5"),

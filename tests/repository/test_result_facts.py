@@ -411,12 +411,14 @@ def test_the_confirmatory_calls_on_edge_cases():
     assert with_unread[0]["p_holm"] == pytest.approx(0.07)
 
 
-def test_the_cifar_confirmatory_reading_by_hand(tmp_path, monkeypatch):
-    """The CIFAR reading of the exploratory run (its prediction) recomputed from the record alone:
-    the log-FPR area's paired t over seeds by scipy (and with the record's test-sample share added),
-    the linear area's stored test; a record of another run or set is refused."""
+@pytest.mark.parametrize("which_run", ["exploratory", "label"])
+def test_the_cifar_confirmatory_reading_by_hand(which_run, tmp_path, monkeypatch):
+    """The CIFAR reading of the exploratory run (its prediction) and of the confirmatory run
+    recomputed from each record alone: the log-FPR area's paired t over seeds by scipy (and with the
+    record's test-sample share added), the linear area's stored test; a record of another run or
+    set is refused."""
     confirmatory = load_module("result_confirmatory", ROOT / "docs/result_confirmatory.py")
-    label = confirmatory.CIFAR.exploratory
+    label = getattr(confirmatory.CIFAR, which_run)
     record = json.loads(confirmatory.NEAR_RECORDS[label].read_text(encoding="utf-8"))
     assert record["run"] == f"{label}-near"  # the copy that was scored: accepted under that name
     for which in (confirmatory.PRIMARY_SET, confirmatory.SECONDARY_SET):
@@ -434,7 +436,8 @@ def test_the_cifar_confirmatory_reading_by_hand(tmp_path, monkeypatch):
         low, high = stored["interval"]
         linear = confirmatory.cifar_call_said("oscr", which, label)
         assert linear.startswith(f"{stored['difference']:+.4f} [{low:+.4f}, {high:+.4f}]".replace("-", "−"))
-    assert confirmatory.cifar_call_said("oscr_log", label=label).endswith("*worse*")  # what was predicted
+    if label == confirmatory.CIFAR.exploratory:
+        assert confirmatory.cifar_call_said("oscr_log", label=label).endswith("*worse*")  # what was predicted
     other = tmp_path / "other.json"
     other.write_text(json.dumps(dict(record, run="bench-cifar-b-5-near")))
     monkeypatch.setitem(confirmatory.NEAR_RECORDS, label, other)
