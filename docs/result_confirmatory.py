@@ -234,8 +234,6 @@ FACTS: Dict[str, Callable[[], str]] = {
     "exploratory_softmax_linear": lambda: call_said("softmax", "oscr", LENET.exploratory),
     "exploratory_objectosphere_log": lambda: call_said("objectosphere", "oscr_log", LENET.exploratory),
     "exploratory_objectosphere_linear": lambda: call_said("objectosphere", "oscr", LENET.exploratory),
-}
-FACTS.update({
     "cconfirm_accuracy": lambda: accuracy_said(CIFAR),
     "cconfirm_softmax_log": lambda: cifar_call_said("oscr_log"),
     "cconfirm_softmax_linear": lambda: cifar_call_said("oscr"),
@@ -245,4 +243,4 @@ FACTS.update({
     "cconfirm_softmax_log_samples": lambda: cifar_call_said("oscr_log", log_samples=True),
     "cexploratory_softmax_log": lambda: cifar_call_said("oscr_log", label=CIFAR.exploratory),
     "cexploratory_softmax_linear": lambda: cifar_call_said("oscr", label=CIFAR.exploratory),
-})
+}
