@@ -6,6 +6,7 @@ the real LeNet++ protocol under the ``slow`` marker (CI runs it)."""
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -278,10 +279,14 @@ def test_the_matrix_holds_every_approach_and_detector_with_the_best_of_each_appr
     assert header == "| approach | max-logit | softmax |"
     by_approach = {line.split(" | ")[0][2:]: line.split(" | ")[1:] for line in lines}
     assert set(by_approach) == {"entropic", "softmax (tied on validation)", "logitnorm (not converged)"}
-    assert by_approach["entropic"] == ["**0.650**", "0.610 |"]  # the mean of 0.64, 0.66, 0.65 and its best
+    # the mean of 0.64, 0.66, 0.65 with its 95 % t interval over the seeds, and the approach's best
+    half = stats.t.ppf(0.975, 2) * np.std([0.64, 0.66, 0.65], ddof=1) / np.sqrt(3)
+    assert by_approach["entropic"][0] == f"**0.650 [{0.65 - half:.3f}, {0.65 + half:.3f}]**"
+    assert by_approach["entropic"][1].startswith("0.610 [")
     # softmax's two detectors lie 0.003 apart on validation, within the margin: neither is bold
-    assert by_approach["softmax (tied on validation)"] == ["0.427", "0.423 |"]
-    assert by_approach["logitnorm (not converged)"] == ["—", "0.910 |"]  # no logitnorm/max-logit row; not bold
+    assert [cell.split(" [")[0] for cell in by_approach["softmax (tied on validation)"]] == ["0.427", "0.423"]
+    assert by_approach["logitnorm (not converged)"][0] == "—"  # no logitnorm/max-logit row; not bold
+    assert by_approach["logitnorm (not converged)"][1].startswith("0.910 [")
 
 
 def test_targets_and_the_tuning_fpr():
@@ -630,7 +635,9 @@ def _set_val(row, metric, values):
 def _matrix_of(text):
     section = text.split("## Every approach with every detector (mean D_a OSCR)", 1)[1].split("\n## ", 1)[0]
     _, _, *lines = [line for line in section.splitlines() if line.startswith("|")]
-    return {line.split(" | ")[0][2:]: [cell.strip(" |") for cell in line.split(" | ")[1:]] for line in lines}
+    # each cell's mean and bold mark, its interval left out ("**0.650 [0.625, 0.675]**" -> "**0.650**")
+    return {line.split(" | ")[0][2:]: [re.sub(r" \[[^]]*\]", "", cell.strip(" |")) for cell in line.split(" | ")[1:]]
+            for line in lines}
 
 
 def test_convergence_is_judged_on_the_validation_knowns_not_the_test_knowns():

@@ -323,32 +323,31 @@ def _columns_resolution(result: Dict) -> str:
 
 
 def _matrix(result: Dict) -> List[str]:
-    """Every approach (a line, in the order of the short table) with every detector (a column):
-    the test mean D_a OSCR over seeds; in bold each approach's best detector by the validation
-    ranking metric (:func:`~agnostophobia.experiments.benchmark_ranking.best_detectors`), none for an
-    approach not ranked, which is marked as the tables mark it, nor for one whose detectors tie on
-    validation (marked "tied on validation"); "—" where a detector does not apply to the approach or
-    was not scored."""
+    """Every approach (a line, in the order of the short table) with every detector (a column): the
+    test mean D_a OSCR over seeds [95 % t interval], as every table prints a cell, so that two cells are
+    read against the seeds' spread; in bold each approach's best detector by the validation ranking
+    metric (:func:`~agnostophobia.experiments.benchmark_ranking.best_detectors`), none for an approach
+    not ranked, which is marked as the tables mark it, nor for one whose detectors tie on validation
+    (marked "tied on validation"); "—" where a detector does not apply to the approach or was not scored."""
     rows = result["rows"]
     approaches = list(dict.fromkeys(r["approach"] for r in papers_rows(rows) + rows))
     detectors = sorted({r["detector"] for r in rows})
-    cell = {(r["approach"], r["detector"]): float(np.mean(r["mean_oscr_per_seed"]))
+    cell = {(r["approach"], r["detector"]): format_cell(interval_over_seeds(r["mean_oscr_per_seed"]))
             for r in rows if r["mean_oscr_per_seed"]}
-    first = {}
-    for row in rows:
-        first.setdefault(row["approach"], row)
+    first = {row["approach"]: row for row in reversed(rows)}  # each approach's first row
     best = best_detectors(rows, result["ranking"]["chosen"])
     header = ["approach", *detectors]
     lines = [f"## Every approach with every detector ({mean_said(result)})", "",
-             f"Test numbers. In bold, each approach's best detector by the validation {result['ranking']['title']} "
-             f"(the ranking metric): chosen on validation data, not on these numbers, and only where it beats each of the "
+             f"Test numbers: mean over seeds [95 % t interval], each cell's own (the tests compare pairs). In "
+             f"bold, each approach's best detector by the validation {result['ranking']['title']} (the ranking "
+             f"metric): chosen on validation data, not on these numbers, and only where it beats each of the "
              f"approach's other detectors there: by the margin ({MARGIN}) or more, and by a paired difference over "
              f"seeds whose 95 % t interval lies above 0; an approach where it does not is marked *tied on "
-             f"validation* and has none, and so has an approach not converged or not "
-             f"trained on every seed, which is marked.", "", _row_md(header), _rule(header)]
+             f"validation* and has none, and so has an approach not converged or not trained on every seed, "
+             f"which is marked.", "", _row_md(header), _rule(header)]
     for approach in approaches:
         texts = [("—" if (approach, d) not in cell else
-                  f"**{cell[(approach, d)]:.3f}**" if best.get(approach) == d else f"{cell[(approach, d)]:.3f}")
+                  f"**{cell[(approach, d)]}**" if best.get(approach) == d else cell[(approach, d)])
                  for d in detectors]
         tied = " (tied on validation)" if approach in best and best[approach] is None else ""
         lines.append(_row_md([_label(result, first[approach], "approach") + tied, *texts]))
