@@ -363,7 +363,7 @@ def _meta(meta: Optional[Dict]) -> Dict:
     """What the report's header says of the run, from its record (``run_meta.json``, already read)."""
     meta = meta or {}
     keys = ("experiment", "budget", "seeds", "command", "device", "wall_time_s", "precision", "versions",
-            "timings_s")
+            "code", "timings_s")
     return {key: meta[key] for key in keys if key in meta}
 
 

@@ -47,7 +47,8 @@ def _intro(result: Dict, run: str) -> List[str]:
     meta = result["meta"]
     return [f"Run {run}: budget {meta.get('budget')}, {seeds_said(meta.get('seeds'))}, device "
             f"{meta.get('device')}, precision {meta.get('precision')}, training wall time "
-            f"{meta.get('wall_time_s', 0) / 60:.1f} min, torch {meta.get('versions', {}).get('torch', '?')}. "
+            f"{meta.get('wall_time_s', 0) / 60:.1f} min, torch {meta.get('versions', {}).get('torch', '?')}"
+            f"{', code ' + meta['code'] if meta.get('code') else ''}. "
             f"Detector settings: {result['tuning']}.", "",
             "Each cell: mean over seeds [95 % t interval over seeds, cut to [0, 1]]. OSCR: area under the OSCR curve "
             "(CCR against FPR, linear FPR axis; at most the closed-set accuracy). Every number shown is a test "

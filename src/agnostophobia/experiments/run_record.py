@@ -27,7 +27,7 @@ from agnostophobia.training import distributed
 from agnostophobia.training.concurrent import threads_per_run
 from agnostophobia.training.device import cpu_model
 from agnostophobia.training.config import ExperimentConfig
-from agnostophobia.training.records import (RUN_ID_KEY, check_data_sources, library_versions, marked_run_id,
+from agnostophobia.training.records import (RUN_ID_KEY, check_data_sources, code_version, library_versions, marked_run_id,
                                             new_run_id, read_classes, read_data_sources, read_run_config, run_marker)
 
 
@@ -123,6 +123,7 @@ def write_run_record(out: Path, experiment: ExperimentConfig, stored: StoredTrai
         "data_notes": stored.data_notes,
         "timings_s": stored.timings_s,
         "versions": library_versions(),  # evaluate and predict name a library that differs later
+        "code": code_version(),  # which code made the run: the version, and the commit of a checkout
     }
     if stored.preprocessing_notes:  # preprocessing: authors, every quirk for the report
         meta["preprocessing_notes"] = stored.preprocessing_notes

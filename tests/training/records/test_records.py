@@ -450,6 +450,7 @@ def test_the_library_loaders_refuse_a_checkpoint_with_non_finite_weights(tiny_ru
 def test_runs_record_their_library_versions_and_a_mismatch_is_one_warning(tiny_run, tmp_path, capsys):
     meta = json.loads((tiny_run / "run_meta.json").read_text())
     assert meta["versions"] == records.library_versions()
+    assert meta["code"] == records.code_version()  # and the code: the version, a checkout's commit
     assert set(meta["versions"]) == {"torch", "torchvision", "numpy"}
     run = tmp_path / "run"
     shutil.copytree(tiny_run, run)
@@ -464,6 +465,32 @@ def test_runs_record_their_library_versions_and_a_mismatch_is_one_warning(tiny_r
     assert main(["predict", str(run), str(tmp_path / "x.npz")]) == 0
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "torch 1.0.0" in err[0], err
+
+
+def test_a_run_records_its_code_with_the_commit_of_a_checkout_that_tracks_it(tmp_path):
+    """A run's record names the code that made it (a review found published records without a
+    commit): the version, and the checkout's commit where git tracks the file, "+changes" where tracked
+    files differ from it; an untracked copy (an installed wheel, a venv inside a repository) gives the
+    version alone."""
+    import subprocess
+
+    from agnostophobia import __version__
+
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    repo = tmp_path / "checkout"
+    repo.mkdir()
+    source = repo / "module.py"
+    source.write_text("x = 1\n")
+    git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    assert records.code_version(source) == f"agnostophobia {__version__}"  # not tracked yet: no commit
+    subprocess.run([*git, "add", "module.py"], check=True)
+    subprocess.run([*git, "commit", "-qm", "one"], check=True)
+    head = subprocess.run([*git, "rev-parse", "--short=12", "HEAD"], capture_output=True, text=True).stdout.strip()
+    assert records.code_version(source) == f"agnostophobia {__version__}, commit {head}"
+    source.write_text("x = 2\n")
+    assert records.code_version(source) == f"agnostophobia {__version__}, commit {head}+changes"
 
 
 def test_a_run_recorded_before_versions_evaluates_calibrates_and_predicts_without_a_word(tiny_run, tmp_path, capsys):

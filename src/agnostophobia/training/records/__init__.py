@@ -37,7 +37,8 @@ from agnostophobia.training.records.run_config import (PER_MODEL_KEYS, RESUME_FR
                                                        read_run_config, trained_differently)
 from agnostophobia.training.records.run_marker import (MARKER_KEYS, PROJECT, RUN_FORMAT, RUN_ID_KEY, marked_run_id,
                                                        new_run_id, run_marker)
-from agnostophobia.training.records.run_meta import VERSIONED, library_versions, read_run_meta, version_mismatch
+from agnostophobia.training.records.run_meta import (VERSIONED, code_version, library_versions, read_run_meta,
+                                                     version_mismatch)
 from agnostophobia.training.records.training_summary import (check_training_records, read_classes, read_notes,
                                                              read_timings, read_wall_time)
 from agnostophobia.training.records.tuned_settings import read_tuned_settings
@@ -46,7 +47,8 @@ __all__ = ["DATA_NOTES", "FIELDS", "MARKER_KEYS", "PER_MODEL_KEYS", "PREPROCESSI
            "RESUME_FREE_KEYS", "RUN_FORMAT", "RUN_ID_KEY", "SPLIT_OF", "VALUE_WHEN_ABSENT", "VERSIONED",
            "RecordError", "RunRecords", "SplitOutputs", "check_agreement", "check_data_sources",
            "check_network_state", "check_run", "check_run_folder", "check_training_records", "checkpoint_config",
-           "is_run", "library_versions", "marked_run_id", "new_run_id", "parse_run_config", "read_calibration",
+           "code_version", "is_run", "library_versions", "marked_run_id", "new_run_id", "parse_run_config",
+           "read_calibration",
            "read_checkpoint_config", "read_classes", "read_data_sources", "read_detector_scores",
            "read_fitted_detectors", "read_last_layer", "read_metrics", "read_notes", "read_outputs",
            "read_run_config", "read_run_meta", "read_timings", "read_trained_checkpoint", "read_tuned_settings",

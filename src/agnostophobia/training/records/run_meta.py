@@ -3,6 +3,8 @@ record, ``experiments.run_record.write_run_record``), and the versions of the li
 is made with."""
 from __future__ import annotations
 
+import subprocess
+from pathlib import Path
 from typing import Any, Dict, Optional
 
 import numpy as np
@@ -42,6 +44,30 @@ def library_versions() -> Dict[str, str]:
     import torchvision
 
     return {"torch": torch.__version__, "torchvision": torchvision.__version__, "numpy": np.__version__}
+
+
+def code_version(source: Path = Path(__file__)) -> str:
+    """The code a run is made with, as its record names it: the package's version, and where the
+    package runs from a git checkout that tracks it (``pip install -e``), the commit, with
+    ``+changes`` where tracked files differ from it: ``agnostophobia 0.9.0, commit 2718196a1b2c``. An
+    installed copy, or a machine without git, gives the version alone (a wheel's code lies in no
+    repository, and a venv inside one must not borrow its commit: the file must be tracked there)."""
+    from agnostophobia import __version__
+
+    def git(*args: str) -> Optional[str]:
+        try:
+            done = subprocess.run(["git", "-C", str(source.parent), *args], capture_output=True, text=True,
+                                  timeout=20)
+        except (OSError, subprocess.SubprocessError):
+            return None
+        return done.stdout.strip() if done.returncode == 0 else None
+
+    said = f"agnostophobia {__version__}"
+    if git("ls-files", "--error-unmatch", source.name) is None:
+        return said
+    commit = git("rev-parse", "--short=12", "HEAD")
+    changes = git("status", "--porcelain", "--untracked-files=no")
+    return said + (f", commit {commit}{'+changes' if changes else ''}" if commit else "")
 
 
 def version_mismatch(run_dir, meta: Optional[Dict]) -> Optional[str]:
