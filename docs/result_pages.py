@@ -42,6 +42,9 @@ class ResultPage(NamedTuple):
     # the label of a later run that asks all of this run's questions again under conditions the others
     # share (one processor, one reference): this page stays, says so, and leaves the overview's decisions
     superseded_by: str = ""
+    # with superseded_by: why the later run's answers are the ones read, and what this page stays for
+    superseded_because: str = ""
+    kept_for: str = ""
     # what the run measures where it is not a part of its protocol's benchmark (the same networks
     # trained again on another machine): its page says so, and the overview's tables leave it out
     measures: str = ""
@@ -77,7 +80,9 @@ PAGES: Dict[str, ResultPage] = {
                  "Open-Set on the log-FPR and the linear OSCR area"),
     "bench-cifar-5": ResultPage("guide/benchmark-cifar.md", "CIFAR-10 split benchmark: the full report",
                                 "results/bench-cifar-5.json", "images/bench-cifar-5",
-                                superseded_by="bench-cifar-5-arpl-cac"),
+                                superseded_by="bench-cifar-5-arpl-cac",
+                                superseded_because="whose networks share the processor and reference of the other parts",
+                                kept_for="what its networks show across processors"),
     "bench-cifar-5-paper": ResultPage("guide/benchmark-cifar-paper.md",
                                       "CIFAR-10 split benchmark, the paper's losses: the full report",
                                       "results/bench-cifar-5-paper.json", "images/bench-cifar-5-paper"),
@@ -161,9 +166,8 @@ def generate(label: str) -> str:
         title, rest = page.split("\n", 1)
         link = Path(os.path.relpath(DOCS / later.page, here)).as_posix()
         page = (f"{title}\n\n```{{note}}\nThis run's questions were asked again in [{later.title.split(':')[0]}]({link}) "
-                f"([`{entry.superseded_by}`]({provenance}#{entry.superseded_by})), whose networks share the "
-                "processor and reference of the other parts; the overview's decisions are that run's. This page "
-                "stays for what its networks show across processors.\n```\n" + rest)
+                f"([`{entry.superseded_by}`]({provenance}#{entry.superseded_by})), {entry.superseded_because}; the "
+                f"overview's decisions are that run's. This page stays for {entry.kept_for}.\n```\n" + rest)
     return page
 
 
