@@ -32,6 +32,7 @@ import result_confirmatory  # noqa: E402
 import result_near_set  # noqa: E402
 import result_partition  # noqa: E402
 import result_preparation  # noqa: E402
+import result_trivial  # noqa: E402
 from result_pages import PAGES, published  # noqa: E402
 from result_runs import (CIFAR_PARTS, CIFAR_REPORT, DECIDING_PARTS, FINE_TUNE_PARTS, cell, comparison,  # noqa: E402
                          equivalence_se, near_da, num, paired, paper_row, row, run, run_marks, seed_accuracies,
@@ -419,6 +420,10 @@ FACTS: Dict[str, Callable[[], str]] = {
     **{f"{tag}_{family}_tests": (lambda label=label, family=family: family_size(label, family))
        for tag, label in (("osrmnist", "bench-osr-mnist-split-0"), ("osrcifar", "bench-osr-cifar10-split-0"))
        for family in ("primary", "approaches", "detectors")},
+    # what the 5-seed osr-mnist run resolved, against the projection from its 3-seed run
+    **{f"osrmnist5_{family}_{what}": (lambda family=family, what=what: resolved("bench-osr-mnist-split-0-5", family)
+                                      if what == "resolved" else family_size("bench-osr-mnist-split-0-5", family))
+       for family in ("primary", "approaches", "detectors") for what in ("resolved", "tests")},
     "floor_osrmnist": lambda: span([samples_floor("bench-osr-mnist-split-0", f) for f in ("primary", "approaches",
                                                                                           "detectors")]),
     "floor_osrcifar": lambda: span([samples_floor("bench-osr-cifar10-split-0", f) for f in ("primary", "approaches",
@@ -463,7 +468,7 @@ FACTS: Dict[str, Callable[[], str]] = {
        for tag, label in (("lenet", "bench-lenet-5"), ("cifar1", "bench-cifar-5"), ("cifar3", "bench-cifar-5-more"),
                           ("cifar4", "bench-cifar-5-ft"), ("cifar7", "bench-cifar-5-oe"),
                           ("cifar8", "bench-cifar-5-arpl-cac"),
-                          ("osrmnist", "bench-osr-mnist-split-0"),
+                          ("osrmnist", "bench-osr-mnist-split-0-5"),
                           ("osrcifar", "bench-osr-cifar10-split-0"))
        for group in ("knowns", "neg")},
     "agree_cifar2_neg": lambda: agreement("bench-cifar-5-paper", True),
@@ -558,7 +563,8 @@ FACTS: Dict[str, Callable[[], str]] = {
 }
 
 
-for _module in (result_against_softmax, result_confirmatory, result_near_set, result_partition, result_preparation):
+for _module in (result_against_softmax, result_confirmatory, result_near_set, result_partition, result_preparation,
+                result_trivial):
     if set(FACTS) & set(_module.FACTS):
         raise ValueError(f"numbers named twice: {sorted(set(FACTS) & set(_module.FACTS))}")
     FACTS.update(_module.FACTS)
