@@ -292,19 +292,6 @@ def _fine_tune_drop() -> List[float]:
     return drops
 
 
-def _against_reference(label: str, approach: str) -> np.ndarray:
-    """Per seed, an approach with its paper's detector minus its run's reference with its paper's."""
-    return paired(label, paper_row(label, approach)["row"], label, paper_row(label, run(label)["reference"])["row"])
-
-
-def _without_lowest_seed(label: str, approach: str) -> str:
-    """:func:`_against_reference` over the seeds but the approach's lowest: mean and 95 % t interval
-    over seeds (the seeds' share of the error alone)."""
-    differences = _against_reference(label, approach)
-    keep = np.argsort(paper_row(label, approach)["mean_oscr_per_seed"])[1:]
-    return f"{signed(differences[keep].mean())} {t_interval(differences[keep])}"
-
-
 def threshold_within_noise(converged: bool) -> str:
     """The CIFAR split's approaches (:func:`cifar_parts_rows`: each network set once, over the deciding
     parts) whose 95 % t interval over seeds of the mean validation accuracy contains the convergence
@@ -489,10 +476,6 @@ FACTS: Dict[str, Callable[[], str]] = {
     "lenet_scratch_minutes": lambda: minutes("bench-lenet-5", fine_tunes=False),
     "lenet_ft_minutes": lambda: minutes("bench-lenet-5", fine_tunes=True),
     # the list of results
-    "energy_ft_gain": lambda: signed(near_da("bench-cifar-5-energy-ft", "energy-regularized-ft/energy")
-                                     - near_da("bench-cifar-5-energy-ft", "entropic")),
-    "energy_ft_short": lambda: num(run("bench-cifar-5-energy-ft")["min_accuracy"]
-                                   - val_accuracy("bench-cifar-5-energy-ft", "energy-regularized-ft")),
     "cifar_parts_table": cifar_parts_table,
     "processor_table": processor_table,
     "cifar_tally": cifar_tally,
@@ -541,13 +524,7 @@ FACTS: Dict[str, Callable[[], str]] = {
                                          "entropic/objectosphere-scaled")["difference"]),
     "scaled_vs_eos_holm": lambda: num(comparison("bench-cifar-5-paper", "approaches", "objectosphere-scaled",
                                            "entropic/objectosphere-scaled")["p_holm"], 2),
-    "more_vos_low": lambda: num(min(paper_row("bench-cifar-5-more", "vos")["mean_oscr_per_seed"])),
-    "more_vos_others": lambda: span(sorted(paper_row("bench-cifar-5-more", "vos")["mean_oscr_per_seed"])[1:]),
-    "more_vos_difference": lambda: signed(np.mean(_against_reference("bench-cifar-5-more", "vos"))),
-    "more_vos_without_low": lambda: _without_lowest_seed("bench-cifar-5-more", "vos"),
     "ft_drop": lambda: span(_fine_tune_drop()),
-    "oe_scratch_vs_ft": lambda: signed(paired("bench-cifar-5-oe", "outlier-exposure/softmax", "bench-cifar-5-ft",
-                                              "outlier-exposure-ft/softmax").mean()),
     "xeon_again_same": xeon_again_same,
     "xeon_again_reading": lambda: ("a second sitting on one kind of processor moved none of them, so the shift "
                                    "comes with the change of machine (its processor, or anything else that "
