@@ -65,7 +65,7 @@ def knowns_only_table() -> str:
     """:func:`knowns_only` for every protocol, as a Markdown table."""
     lines = [f"| protocol | approach (its paper's detector) | its mean D_a OSCR (CIFAR: near) | "
              f"{KNOWNS_ONLY_REFERENCE}'s | difference [95 % interval] | SE: seeds, samples (at most) | p (Holm) | "
-             "decision |", "|---|---|---|---|---|---|---|---|"]
+             "decision | val acc., approach / reference |", "|---|---|---|---|---|---|---|---|---|"]
     for protocol in KNOWNS_ONLY_RUNS:
         family = knowns_only(protocol)
         beyond = beyond_margin([d for _, _, d, _ in family], MARGIN, ALPHA)
@@ -75,7 +75,8 @@ def knowns_only_table() -> str:
             lines.append(f"| {protocol} | {r['approach']} ({r['detector']}) | {cell(r['mean_oscr_per_seed'])} | "
                          f"{cell(base['mean_oscr_per_seed'])} | {signed(d.difference)} [{signed(interval.low)}, "
                          f"{signed(interval.high)}] | {num(d.se_seeds, 4)}, {num(d.se_samples, 4)} | "
-                         f"{num(decision.p_holm)} | {said} |")
+                         f"{num(decision.p_holm)} | {said} | "
+                         f"{' / '.join(cell(x['accuracy_per_seed']['val']) for x in (r, base))} |")
     return "\n".join(lines)
 
 

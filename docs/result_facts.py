@@ -107,11 +107,12 @@ def processor_table() -> str:
     """Each approach of the CIFAR split's first part (Xeon) beside its networks trained again on Zen 4
     (:data:`TRAINED_AGAIN`, where published), with its paper's detector: both means with their 95 %
     t intervals over seeds, the difference with Welch's interval and p, paired by seed, the per-seed
-    differences' range, and each set's seed SD."""
+    differences' range, each set's seed SD and its validation accuracy."""
     again = XEON_AGAIN in published()
     lines = ["| approach (its paper's detector) | Xeon | " + ("Xeon again (seeds repeating) | " if again else "")
              + "Zen 4 | Xeon − Zen 4 [Welch's 95 % interval] | p | paired by seed [95 % interval], p | per seed "
-             "| seed SD, Xeon / Zen 4 |", "|---|---|---|---|---|---|---|---|" + ("---|" if again else "")]
+             "| seed SD, Xeon / Zen 4 | val acc., Xeon / Zen 4 |", "|---|---|---|---|---|---|---|---|---|"
+             + ("---|" if again else "")]
     for approach, label in TRAINED_AGAIN.items():
         if label not in CIFAR_PARTS:
             continue
@@ -127,7 +128,8 @@ def processor_table() -> str:
                         else "not trained again | ")
         lines.append(f"| {approach} ({first['detector']}) | {cell(first['mean_oscr_per_seed'])}{marks[0]} | "
                      f"{repeated}{cell(second['mean_oscr_per_seed'])}{marks[1]} | {shift['shift']} {shift['interval']} | "
-                     f"{shift['p']} | {shift['paired']} | {shift['per_seed']} | {sds} |")
+                     f"{shift['p']} | {shift['paired']} | {shift['per_seed']} | {sds} | "
+                     f"{' / '.join(cell(r['accuracy_per_seed']['val']) for r in (first, second))} |")
     return "\n".join(lines)
 
 
@@ -341,7 +343,8 @@ def cifar_parts_rows() -> tuple:
                 continue
             val = r["accuracy_per_seed"]["val"]
             rows[key] = {"parts": [part], "label": label, "approach": approach, "detector": r["detector"],
-                         "val_per_seed": val, "val": f"{num(seed_interval(val).estimate)} ({span(val)})",
+                         "val_per_seed": val, "val": cell(val),
+                         "test_accuracy": format_cell(r["closed_set_accuracy"]),
                          "oscr": cell(r["mean_oscr_per_seed"]), "difference": difference,
                          "decision": decision, "mark": shown.get((r["row"], label), decision)}
     order = {"the reference": 0, "*not converged*": 2}
@@ -371,11 +374,11 @@ def cifar_parts_table() -> str:
     rows = cifar_parts_rows()
     shared = sum(r["decision"] == "the reference" for r in rows) == 1  # every part read the same EOS networks
     against = "against EOS" if shared else "against its part's EOS"
-    lines = [f"| part | approach | detector | validation accuracy (seeds) | near D_a OSCR | {against} | decision |",
-             "|---|---|---|---|---|---|---|"]
+    lines = [f"| part | approach | detector | val acc. | closed-set acc. | near D_a OSCR | {against} | decision |",
+             "|---|---|---|---|---|---|---|---|"]
     for r in rows:
         parts = ", ".join(f"[{part}]({Path(PAGES[CIFAR_PARTS[part - 1]].page).name})" for part in r["parts"])
-        lines.append(f"| {parts} | {r['approach']} | {r['detector']} | {r['val']} | {r['oscr']} | "
+        lines.append(f"| {parts} | {r['approach']} | {r['detector']} | {r['val']} | {r['test_accuracy']} | {r['oscr']} | "
                      f"{r['difference']} | {r['mark']} |")
     return "\n".join(lines)
 
