@@ -10,6 +10,7 @@ from typing import Callable, Dict, List, Optional, Tuple
 import numpy as np
 from scipy import stats
 
+from agnostophobia.experiments.benchmark_report import format_cell
 from agnostophobia.experiments.benchmark_rows import is_papers_detector
 
 import result_against_softmax
@@ -51,12 +52,12 @@ def compared() -> List[str]:
 
 
 def said(label: Optional[str], approach: str) -> str:
-    """``−0.031 [−0.045, −0.017] *worse*, accuracy 0.904`` (its validation accuracy, mean over the
-    seeds), or why there is no test."""
+    """``−0.031 [−0.045, −0.017] *worse*, accuracy 0.904 [0.899, 0.909]`` (its validation accuracy,
+    mean over the seeds [95 % t interval]), or why there is no test."""
     accuracy = None if label is None else run(label)["accuracy"].get(approach)
     if accuracy is None:
         return "not trained"
-    test, shown = primary(label, approach), f"accuracy {num(accuracy['val']['mean'])}"
+    test, shown = primary(label, approach), f"accuracy {format_cell(accuracy['val'])}"
     if test is not None:
         low, high = test["interval"]
         return f"{signed(test['difference'])} [{num(low)}, {num(high)}] *{run_marks(label)['primary'][test['row']]}*, {shown}"

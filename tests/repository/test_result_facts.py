@@ -267,7 +267,8 @@ def test_second_partition_beside_the_first(facts_module):
                 assert cell.startswith(f"{test['difference']:+.3f}".replace("-", "−"))
                 assert re.search(rf"\*{test['decision']}( \(beyond margin\)| \({test['seeds']} seeds\))?\*", cell), cell
             accuracy = f.run(label)["accuracy"].get(approach)
-            assert accuracy is None or cell.endswith(f"accuracy {accuracy['val']['mean']:.3f}"), cell
+            val = None if accuracy is None else accuracy["val"]
+            assert val is None or cell.endswith(f"accuracy {val['mean']:.3f} [{val['low']:.3f}, {val['high']:.3f}]"), cell
         first = next((t for t in f.run(part)["tests"]["primary"] if t["approach"] == approach
                          and t["detector"] == papers_detector(approach)), None)
         again = next((t for t in second["tests"]["primary"] if t["approach"] == approach
