@@ -1,22 +1,10 @@
 """The Mahalanobis check (benchmarks/mahalanobis_magnitude.py): its independent detector agrees with
 pytorch-ood's on random features, and on features whose within-class spread lies along the
 magnitude, with unknowns of a smaller norm, it reads below chance where the L2-normalised one does not."""
-import importlib.util
-
 import numpy as np
-from repo_paths import REPO
+from repo_paths import REPO, load_module
 
-
-
-def _script():
-    spec = importlib.util.spec_from_file_location("mahalanobis_magnitude",
-                                                  REPO / "benchmarks" / "mahalanobis_magnitude.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-check = _script()
+check = load_module("mahalanobis_magnitude", REPO / "benchmarks" / "mahalanobis_magnitude.py")
 
 
 def test_the_independent_detector_gives_pytorch_oods_auroc():

@@ -2,24 +2,14 @@
 names, the oriented AUROC is scikit-learn's with the better sign, and on images that differ only in
 ink near the border the border's statistic separates them while two draws of one distribution stay
 at chance; the committed records hold what the pages print."""
-import importlib.util
 import json
 
 import numpy as np
 import pytest
-from repo_paths import REPO
+from repo_paths import REPO, load_module
 from sklearn.metrics import roc_auc_score
 
-
-def _script():
-    spec = importlib.util.spec_from_file_location("trivial_separability",
-                                                  REPO / "benchmarks" / "trivial_separability.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-check = _script()
+check = load_module("trivial_separability", REPO / "benchmarks" / "trivial_separability.py")
 
 
 def _glyphs(rng, count, border_ink):
