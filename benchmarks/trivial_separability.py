@@ -44,6 +44,7 @@ BORDER = 4
 def _ink(images: np.ndarray) -> np.ndarray:
     """Each image's bright pixels: above the middle of its own intensity range (a glyph's strokes on
     its background, whichever way round the preparation puts them)."""
+    images = images.astype(np.float64)  # a protocol's images are uint8, where low + high would wrap at 256
     flat = images.reshape(len(images), -1)
     low, high = flat.min(axis=1, keepdims=True), flat.max(axis=1, keepdims=True)
     return (images > ((low + high) / 2).reshape(-1, 1, 1, 1)).astype(np.float64)

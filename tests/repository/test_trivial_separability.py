@@ -35,6 +35,17 @@ def test_each_statistic_reads_what_it_names():
     assert np.allclose(stats["intensity spread"], images.reshape(2, -1).std(axis=1))
 
 
+def test_ink_is_read_the_same_on_uint8_images_as_on_floats():
+    """A protocol's images are uint8: the ink threshold, half way between an image's darkest and
+    brightest pixel, must not wrap at 256 (13 and 255 give 134, not 6)."""
+    images = np.full((1, 1, 28, 28), 13, dtype=np.uint8)
+    images[0, 0, 10:14, 10:14] = 255
+    images[0, 0, 0, :] = 100  # below 134: not ink
+    for batch in (images, images.astype(np.float64)):
+        stats = check.statistics(batch)
+        assert np.allclose(stats["ink share"], [16 / 784]) and np.allclose(stats["ink in the border"], [0])
+
+
 def test_the_oriented_auroc_is_scikit_learns_with_the_better_sign():
     rng = np.random.default_rng(0)
     labels, scores = rng.integers(0, 2, 200), rng.normal(size=200)
