@@ -33,8 +33,8 @@ def _sets(protocol: str, role: str = "", proximity: str = "") -> List[str]:
 
 def extreme(protocol: str, statistic: str, proximity: str = "", pick: Callable = min) -> str:
     """The lowest (``pick=max``: highest) AUROC of ``statistic`` over the protocol's D_a sets of that
-    proximity."""
-    return num(pick(record(protocol)["sets"][name][statistic] for name in _sets(protocol, "D_a", proximity)), 4)
+    proximity, to five decimals (four would print 0.99996 as a perfect 1.0000)."""
+    return num(pick(record(protocol)["sets"][name][statistic] for name in _sets(protocol, "D_a", proximity)), 5)
 
 
 def table() -> str:
