@@ -134,8 +134,8 @@ PAGES: Dict[str, ResultPage] = {
                                           superseded_because="at 5 seeds on networks trained again on another "
                                                              "processor",
                                           kept_for="the projection of what 5 seeds would resolve, made from it "
-                                                   "before the 5-seed run ([How the benchmark decides]"
-                                                   "(benchmark-statistics.md#what-5-seeds-can-resolve))"),
+                                                   "before the 5-seed run (How the benchmark decides, \"What 5 seeds "
+                                                   "can resolve\")"),
     "bench-osr-mnist-split-0-5": ResultPage("guide/benchmark-osr-mnist-split-0-5.md",
                                             "MNIST 6/4, split 0 at 5 seeds: the full report with seed intervals",
                                             "results/bench-osr-mnist-split-0-5.json",
