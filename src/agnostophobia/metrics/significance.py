@@ -230,7 +230,7 @@ def paired_bootstrap(metric: Callable, first, second, labels, bootstrap: Bootstr
 def holm(p_values: Sequence[float]) -> np.ndarray:
     """Holm's step-down adjusted p-values, in the order given: the k-th smallest p is multiplied by
     (m - k + 1), made non-decreasing along that order, capped at 1. A cell is significant at level
-    alpha for the whole family where its adjusted p-value is at most alpha.
+    alpha for the whole family where its adjusted p-value is below alpha (as :func:`decide` reads it).
 
     Args:
         p_values: the family's p-values.
