@@ -295,6 +295,17 @@ def minutes(label: str, fine_tunes: bool) -> str:
     return f"{min(times):.1f}-{max(times):.1f}"
 
 
+def cifar_training_time() -> Dict[str, str]:
+    """The CIFAR split's networks over its deciding parts, each approach and seed counted once (a part
+    that copied another's networks repeats their times): how many, and their training hours summed."""
+    times: Dict[str, float] = {}
+    for label in DECIDING_PARTS:
+        for key, seconds in run(label)["meta"]["timings_s"].items():
+            times.setdefault(key, seconds)
+    return {"networks": str(len(times)), "hours": f"{sum(times.values()) / 3600:.1f}",
+            "parts": str(len(DECIDING_PARTS))}
+
+
 def _fine_tune_drop() -> List[float]:
     """Per seed, how far each fine-tune lowered its softmax start network's validation accuracy."""
     drops = []
@@ -484,6 +495,7 @@ FACTS: Dict[str, Callable[[], str]] = {
     # budgets and time
     "lenet_scratch_minutes": lambda: minutes("bench-lenet-5", fine_tunes=False),
     "lenet_ft_minutes": lambda: minutes("bench-lenet-5", fine_tunes=True),
+    **{f"cifar_training_{what}": (lambda what=what: cifar_training_time()[what]) for what in ("networks", "hours", "parts")},
     # the list of results
     "cifar_parts_table": cifar_parts_table,
     "processor_table": processor_table,
