@@ -212,8 +212,15 @@ def test_paired_tests_match_scipy_and_are_holm_adjusted_per_family():
     assert detectors["softmax/max-logit"]["p"] == pytest.approx(p)
     assert detectors["softmax/max-logit"]["p_holm"] == pytest.approx(min(1.0, 2 * p))  # the smaller of two: x2
     assert {t["family"] for family in result["tests"].values() for t in family} == {"primary", "approaches",
-                                                                                     "detectors"}
+                                                                                     "detectors", "log_area"}
     assert result["tests"]["knowns"] == []  # logitnorm, the one approach trained on the knowns alone, is unconverged
+    # the primary family's pairs again, on the log-FPR area (here the square of each seed's linear area)
+    (log_test,) = result["tests"]["log_area"]
+    assert (log_test["row"], log_test["against"]) == ("softmax/softmax", "entropic/softmax")
+    on_log = stats.ttest_rel(np.square([0.40, 0.45, 0.42]), np.square([0.60, 0.62, 0.61]))
+    assert log_test["p"] == pytest.approx(on_log.pvalue) and log_test["p"] != pytest.approx(reference.pvalue)
+    assert log_test["interval"] == pytest.approx(list(on_log.confidence_interval(0.95)))
+    assert result["families"]["log_area"]["kind"] == "secondary: log-FPR area"
 
 
 def test_the_knowns_only_family_compares_approaches_without_negatives_with_softmax():
@@ -587,6 +594,13 @@ def test_sample_replicates_resample_every_model_and_seed_alike():
                        for s, n in (("devanagari", 50), ("notmnist", 30))], axis=0)
     np.testing.assert_array_equal(replicates[("softmax", "energy")][1], by_hand)
     assert by_hand.shape == (BOOTSTRAP_RESAMPLES,)
+    # the log-FPR area's, each set's axis from the smallest FPR it resolves (10 / its size), on the same resamples
+    logs = sample_replicates(models, lambda key, approach: scores(*key), log_fpr=True)
+    by_hand_log = np.mean([oscr_area_resamples(*model.known_vs_unknown("energy", s), known, _bootstrap_weights(s, n),
+                                               log_fpr=True, min_fpr=10 / n)
+                           for s, n in (("devanagari", 50), ("notmnist", 30))], axis=0)
+    np.testing.assert_array_equal(logs[("softmax", "energy")][1], by_hand_log)
+    assert not np.allclose(by_hand_log, by_hand)
     np.testing.assert_array_equal(known, _bootstrap_weights("known", 60))  # seeded: deterministic
     assert not np.array_equal(_bootstrap_weights("devanagari", 50)[:, :30], _bootstrap_weights("notmnist", 30))
     # models whose test splits are not the same samples cannot be paired: no bootstrap
@@ -1034,7 +1048,7 @@ def test_an_equivalent_call_between_two_rows_at_the_ceiling_is_marked_so_and_the
     the ceiling, or a decision other than equivalent, keeps its plain mark; the report defines the
     mark only where a test carries it."""
     from agnostophobia.experiments.benchmark_comparisons import mark
-    from agnostophobia.experiments.benchmark_report import decision_rule
+    from agnostophobia.experiments.benchmark_summary import decision_rule
     from agnostophobia.experiments.benchmark_rows import rows_at_ceiling
 
     capped = [_row(REFERENCE_APPROACH, REFERENCE_DETECTOR, [0.9895, 0.9900, 0.9905], [0.99] * 3),
@@ -1060,13 +1074,41 @@ def test_an_equivalent_call_between_two_rows_at_the_ceiling_is_marked_so_and_the
     assert "at ceiling" not in decision_rule(result)[0]
 
 
+def test_a_difference_holm_puts_away_from_0_but_below_the_margin_is_marked_apart_from_not_resolved():
+    """A not-resolved test whose Holm-adjusted p is below ALPHA (its mean under the margin, its 90 %
+    interval not inside it) is marked "differs, below margin (n seeds)", one at or above ALPHA (or
+    with no p) keeps "not resolved (n seeds)"; the report defines the mark only where a test carries it.
+    Both read from decide's own verdicts on two families."""
+    from agnostophobia.experiments.benchmark_comparisons import ALPHA, MARGIN, mark
+    from agnostophobia.experiments.benchmark_summary import decision_rule
+    from agnostophobia.metrics import decide, paired_difference
+
+    # a difference of 0.8 margins, steady enough that Holm puts it away from 0, loose enough that its
+    # 90 % interval reaches past the margin: the margin alone keeps it from a verdict
+    steady = paired_difference([0.80 + 0.8 * MARGIN + e for e in (0.0, 0.002, -0.002, 0.001, -0.001)], [0.80] * 5)
+    spread = paired_difference([0.80, 0.78, 0.83, 0.79, 0.81], [0.80, 0.80, 0.80, 0.80, 0.80])
+    (small, unclear) = decide([steady, spread], MARGIN, ALPHA)
+    assert small.verdict == unclear.verdict == "not resolved" and small.p_holm < ALPHA <= unclear.p_holm
+    call = {"row": "softmax", "against": "entropic", "seeds": 5, "decision": small.verdict, "p_holm": small.p_holm}
+    assert mark(call) == "differs, below margin (5 seeds)"
+    assert mark({**call, "p_holm": unclear.p_holm}) == "not resolved (5 seeds)"
+    assert mark({**call, "p_holm": None}) == "not resolved (5 seeds)"
+    rows = [_row(REFERENCE_APPROACH, REFERENCE_DETECTOR, [0.80, 0.81, 0.82], [0.9] * 3)]
+    result = summarise(rows, min_accuracy=0.85)
+    result["tests"] = {"primary": [{**call, "difference": -0.003, "se": 0.0005, "se_seeds": 0.0005, "se_samples": 0.0,
+                                    "p": 0.001}]}
+    assert "**differs, below margin**" in decision_rule(result)[0]
+    result["tests"]["primary"][0]["p_holm"] = unclear.p_holm
+    assert "differs, below margin" not in decision_rule(result)[0]
+
+
 def test_a_call_beyond_the_margin_is_marked_so_within_its_family_and_the_report_says_what_it_means():
     """A better or worse test whose minimum-effect p, Holm-adjusted within its family, is below ALPHA
     is marked "(beyond margin)"; a worse call whose mean just passes the margin keeps its plain mark,
     as does any call of another family whose own tests do not reach it; the report defines the mark
     only where a test carries it."""
     from agnostophobia.experiments.benchmark_comparisons import marks
-    from agnostophobia.experiments.benchmark_report import decision_rule
+    from agnostophobia.experiments.benchmark_summary import decision_rule
 
     rows = [_row(REFERENCE_APPROACH, REFERENCE_DETECTOR, [0.80, 0.81, 0.82], [0.9] * 3),
             _row("softmax", REFERENCE_DETECTOR, [0.70, 0.71, 0.72], [0.9] * 3),

@@ -238,6 +238,31 @@ def test_oscr_area_resamples_are_the_oscr_areas_of_the_resamples():
         oscr_area_resamples(scores, labels, known_weights[:, 1:], unknown_weights)
 
 
+@pytest.mark.parametrize("min_fpr", [1e-3, 10 / 90, 0.5])
+def test_log_fpr_oscr_area_resamples_are_the_log_fpr_areas_of_the_resamples(min_fpr):
+    """The weighted log-FPR area is oscr_area(log_fpr=True) of the resample itself, drawn by repeating
+    the samples, for knowns tied with unknowns (a saturating score), with every weight 1, and with a
+    min_fpr below, at and above the set's smallest step."""
+    rng = np.random.default_rng(18)
+    labels = np.concatenate([rng.integers(0, 4, 120), np.full(90, -1)])
+    scores = rng.normal(size=(210, 4)) + np.where(labels[:, None] == np.arange(4), 1.5, 0.0)
+    scores[::7, 0] = 3.0
+    known, unknown = np.flatnonzero(labels >= 0), np.flatnonzero(labels < 0)
+    ones = oscr_area_resamples(scores, labels, np.ones((1, known.size)), np.ones((1, unknown.size)), log_fpr=True,
+                               min_fpr=min_fpr)
+    assert ones[0] == pytest.approx(oscr_area(scores, labels, log_fpr=True, min_fpr=min_fpr), abs=1e-12)
+    known_weights, unknown_weights = resample_weights(known.size, 20, 3), resample_weights(unknown.size, 20, 4)
+    areas = oscr_area_resamples(scores, labels, known_weights, unknown_weights, log_fpr=True, min_fpr=min_fpr)
+    for b in range(20):
+        index = np.concatenate([np.repeat(known, known_weights[b]), np.repeat(unknown, unknown_weights[b])])
+        assert areas[b] == pytest.approx(oscr_area(scores[index], labels[index], log_fpr=True, min_fpr=min_fpr),
+                                         abs=1e-12)
+    linear = oscr_area_resamples(scores, labels, known_weights, unknown_weights)
+    assert not np.allclose(areas, linear)  # the two axes weigh the curve apart
+    with pytest.raises(ValueError, match="min_fpr"):
+        oscr_area_resamples(scores, labels, known_weights, unknown_weights, log_fpr=True, min_fpr=0.0)
+
+
 def test_resampled_se_is_the_spread_of_the_mean_difference_over_resamples():
     rng = np.random.default_rng(9)
     first, second = rng.normal(0.8, 0.01, (3, 50)), rng.normal(0.79, 0.01, (3, 50))

@@ -29,12 +29,13 @@ scores follow closed-set accuracy, so an unconverged network ranks training leng
    :attr:`~agnostophobia.data.protocol_types.ProtocolSpec.converged_accuracy`) marked *not converged*
    and left out of ranks, tests and bold marks, as is an approach trained on fewer seeds than the
    others; the share of scores that ties decide (:func:`~agnostophobia.metrics.tied_share`, flagged
-   above 1 %); comparisons of the OSCR area averaged over the unknown-unknown (D_a) sets in four
+   above 1 %); comparisons of the OSCR area averaged over the unknown-unknown (D_a) sets in five
    families (:data:`~agnostophobia.experiments.benchmark_comparisons.FAMILIES`): the **primary** one,
    each approach with its paper's detector against Entropic Open-Set with its paper's, and three
    **secondary** ones, each approach trained on the knowns alone against softmax (both with their
    papers' detectors), each approach against Entropic Open-Set with the same detector and each
-   detector against max-softmax on the same network (on a protocol whose negatives are an outside set the
+   detector against max-softmax on the same network, and the primary family's pairs on the area over a
+   log FPR axis (on a protocol whose negatives are an outside set the
    others never saw, the literature's splits, or in a run without Entropic Open-Set, the approaches
    are compared with softmax instead: :func:`~agnostophobia.experiments.benchmark_rows.reference_approach`).
    Each comparison is the mean paired difference over seeds
@@ -88,7 +89,7 @@ from agnostophobia.data.protocols import unknown_set  # the registered protocols
 from agnostophobia.deploy.request import ModelRequest
 from agnostophobia.errors import AgnostophobiaError, TrainingDiverged
 from agnostophobia.experiments.benchmark_comparisons import (ALPHA, BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, FAMILIES,
-                                                             MARGIN, compare_family, families, family_resolution,
+                                                             MARGIN, compare_families, families, family_resolution,
                                                              sample_replicates)
 from agnostophobia.experiments.benchmark_ranking import (RANKING_CANDIDATES, check_ranking_metric, rank_rows,
                                                          ranking_metric)
@@ -285,9 +286,11 @@ def write_benchmark(run_dir, min_accuracy: Optional[float] = None, log: Callable
         comparison = compare_models(run_dir, approaches=approaches, curves=True)
         models = [m for m in records.models if m[1] in approaches]
         extra, outside = extra_data_approaches(records.config.get("protocol"), approaches)
-        result = summarise(comparison.rows, threshold, sample_replicates(models, run_scores(run_dir)),
+        scores_of = run_scores(run_dir)
+        result = summarise(comparison.rows, threshold, sample_replicates(models, scores_of),
                            extra_data=extra, negatives=trained_on_negatives(approaches),
-                           declared=Declared(accuracy_margin, ranking))
+                           declared=Declared(accuracy_margin, ranking),
+                           log_replicates=sample_replicates(models, scores_of, log_fpr=True))
         notes = left_out_notes(left_out, diverged)
         if extra:  # a protocol whose negatives are an outside set (osr-mnist, osr-cifar10)
             notes.append(f"extra data: {', '.join(extra)} trained on negatives from an outside set ({outside}) that "
@@ -383,12 +386,14 @@ class Declared(NamedTuple):
 
 
 def summarise(rows: List[Dict], min_accuracy: Optional[float], replicates: Optional[Dict] = None,
-              extra_data: Sequence[str] = (), negatives: Sequence[str] = (), declared: Declared = Declared()) -> Dict:
+              extra_data: Sequence[str] = (), negatives: Sequence[str] = (), declared: Declared = Declared(),
+              log_replicates: Optional[Dict] = None) -> Dict:
     """Rows with intervals, convergence, ranks, tests and the paragraph (``benchmark.json``).
     ``replicates``: ``{(approach, detector): {seed: (B,) array}}``, each row's mean D_a OSCR on the
     paired bootstrap's resamples of the test samples
     (:func:`~agnostophobia.experiments.benchmark_comparisons.sample_replicates`), which add to each
-    difference's standard error; None: the seeds' spread alone (the report says so).
+    difference's standard error; None: the seeds' spread alone (the report says so). ``log_replicates``:
+    the same of the area over a log FPR axis, for the family that tests it.
     ``extra_data``: the approaches trained on an outside set of negatives
     (:func:`~agnostophobia.experiments.benchmark_splits.extra_data_approaches`): their rows are
     marked and ranked apart (:func:`~agnostophobia.experiments.benchmark_ranking.rank_rows`).
@@ -426,7 +431,7 @@ def summarise(rows: List[Dict], min_accuracy: Optional[float], replicates: Optio
     ranking = ranking_metric(out_rows, declared=declared.ranking)
     out_rows = rank_rows(out_rows, ranking["chosen"])
     reference = reference_approach(approaches, extra_data)
-    tests = {family: compare_family(out_rows, family, replicates, reference) for family in FAMILIES}
+    tests = compare_families(out_rows, reference, replicates, log_replicates)
     bootstrapped = any(t["se_samples"] is not None for family in tests.values() for t in family)
     result = {"min_accuracy": min_accuracy, "accuracy_margin": accuracy_margin, "rows": out_rows, "tests": tests, "alpha": ALPHA, "margin": MARGIN,
               "reference": reference,

@@ -1,8 +1,8 @@
-"""The comparisons of a benchmark (:mod:`agnostophobia.experiments.benchmark`): its four families
-of paired comparisons of the mean D_a OSCR area (each difference's standard error: the seeds' spread
-and a paired bootstrap over the shared test samples, added in quadrature), each decided against
-the declared margin with Holm's correction within its family, and what a family resolves at the
-run's seeds."""
+"""The comparisons of a benchmark (:mod:`agnostophobia.experiments.benchmark`): its families of
+paired comparisons of the mean D_a OSCR area, four on the linear area and one on the area over a log
+FPR axis (each difference's standard error: the seeds' spread and a paired bootstrap over the shared
+test samples, added in quadrature), each decided against the declared margin with Holm's correction
+within its family, and what a family resolves at the run's seeds."""
 from __future__ import annotations
 
 import zlib
@@ -16,7 +16,8 @@ from agnostophobia.experiments.benchmark_rows import (KNOWNS_ONLY_REFERENCE, REF
                                                       in_primary_family, papers_detector, rankable, ranked_sets,
                                                       rows_at_ceiling, saw_negatives, seeds_said)
 from agnostophobia.metrics import (EQUIVALENT, NOT_RESOLVED, PairedDifference, beyond_margin, decide, oscr_area_resamples,
-                                   paired_difference, resample_weights, resampled_se, smallest_resolved_difference)
+                                   paired_difference, resample_weights, resampled_se, smallest_resolved_difference,
+                                   smallest_supported_fpr)
 
 #: The level of each family's tests: Holm's correction holds it within a family, not across them.
 ALPHA = 0.05
@@ -31,6 +32,10 @@ AT_CEILING = "(at ceiling)"
 #: What a better or worse test adds to its mark where the minimum-effect test
 #: (:func:`~agnostophobia.metrics.beyond_margin`, Holm over its family) puts the difference beyond the margin.
 BEYOND_MARGIN = "(beyond margin)"
+#: A not-resolved test's mark where Holm's correction puts its difference away from 0 while its observed
+#: mean is below the margin (and its 90 % interval is not inside it): real, too small to be called better
+#: or worse, and not something more seeds would turn into a verdict of its sign.
+BELOW_MARGIN = "differs, below margin"
 #: Resamples and seed of the paired bootstrap over the test samples whose share adds to each difference's
 #: standard error (the same resamples for every network, detector and seed: paired).
 BOOTSTRAP_RESAMPLES = 200
@@ -48,7 +53,13 @@ FAMILIES = {
     "approaches": ("secondary: approaches", "each approach against {reference} with the same detector, for "
                                             "the pairs the primary family does not compare"),
     "detectors": ("secondary: detectors", "each detector against max-softmax on the same network"),
+    "log_area": ("secondary: log-FPR area", "the primary family's pairs on the mean D_a OSCR area over a log "
+                                            "FPR axis, from the smallest FPR each set resolves (10 / its size) "
+                                            "to 1, which reads the low-FPR end the linear area hardly weighs"),
 }
+#: The family that tests the log-FPR area (the others test the linear one): a test of the low-FPR end,
+#: where the linear area sits at the closed-set accuracy (Sec. 4.1 and Table 2 read CCR down to 10⁻⁴).
+LOG_AREA = "log_area"
 
 
 def present_families(result: Dict) -> List[str]:
@@ -81,14 +92,16 @@ def _bootstrap_weights(split: str, n: int) -> np.ndarray:
 
 
 def sample_replicates(models: Sequence[Tuple[int, str, Path]], scores_of: Callable,
-                      sets: Optional[Sequence[str]] = None) -> Optional[Dict]:
+                      sets: Optional[Sequence[str]] = None, log_fpr: bool = False) -> Optional[Dict]:
     """Each row's mean D_a OSCR area (over the sets it is ranked on, ``ranked_sets``, or over ``sets``
     where given: a second reading of the networks on other unknowns) on every resample
     of the paired bootstrap over the test samples: ``{(approach, detector): {seed: (BOOTSTRAP_RESAMPLES,)
     array}}``, the knowns resampled once for every set (D_c is shared) and each D_a set on its own (:func:`_bootstrap_weights`).
     ``models``: the run's (seed, approach, model folder); ``scores_of(model_dir, approach)``: that
     model's :class:`~agnostophobia.detectors.stored.ModelScores`. None where the models' test
-    splits differ in their labels (they are then not the same samples: no pairing)."""
+    splits differ in their labels (they are then not the same samples: no pairing). ``log_fpr``: the
+    area over a log FPR axis from the smallest FPR each set resolves (none for a model with a set too
+    small to resolve one), as the rows' ``mean_oscr_log_per_seed``."""
     replicates: Dict[Tuple[str, str], Dict[int, np.ndarray]] = {}
     seen: Dict[str, np.ndarray] = {}
     for seed, approach, model_dir in models:
@@ -99,14 +112,16 @@ def sample_replicates(models: Sequence[Tuple[int, str, Path]], scores_of: Callab
         if sets is not None and not set(sets) <= set(scores.unknown_sets):
             continue  # a model that did not score every asked set has no replicates of them
         on = ranked_sets(scores.unknown_sets) if sets is None else list(sets)
-        if not on:
+        if not on or (log_fpr and any(smallest_supported_fpr(len(scores.labels[s])) >= 1 for s in on)):
             continue
         known = _bootstrap_weights("known", len(scores.labels["known"]))
         unknown = {s: _bootstrap_weights(s, len(scores.labels[s])) for s in on}
         for detector in scores.detectors:
             if any(s not in scores.top[detector] for s in ("known", *on)):
                 continue
-            areas = [oscr_area_resamples(*scores.known_vs_unknown(detector, s), known, unknown[s]) for s in on]
+            areas = [oscr_area_resamples(*scores.known_vs_unknown(detector, s), known, unknown[s], log_fpr=log_fpr,
+                                         min_fpr=smallest_supported_fpr(len(scores.labels[s])))
+                     for s in on]
             replicates.setdefault((approach, detector), {})[seed] = np.mean(areas, axis=0)
     return replicates
 
@@ -173,11 +188,14 @@ def compare_family(rows: List[Dict], family: str, replicates: Optional[Dict], re
     against :data:`MARGIN` (:func:`~agnostophobia.metrics.decide`: Holm within this family).
     ``reference``: the approach the approach families compare with
     (:func:`~agnostophobia.experiments.benchmark_rows.reference_approach`)."""
+    per_seed = "mean_oscr_log_per_seed" if family == LOG_AREA else "mean_oscr_per_seed"
     tests, differences = [], []
-    for row, base in family_pairs(rows, family, reference):
+    for row, base in family_pairs(rows, "primary" if family == LOG_AREA else family, reference):
+        if row.get(per_seed) is None or base.get(per_seed) is None:
+            continue  # a report written before the family was declared, or a set too small for the log axis
         mine, theirs = _replicates(row, replicates), _replicates(base, replicates)
         sample_se = resampled_se(mine, theirs) if mine is not None and theirs is not None else None
-        difference = paired_difference(row["mean_oscr_per_seed"], base["mean_oscr_per_seed"], sample_se=sample_se)
+        difference = paired_difference(row[per_seed], base[per_seed], sample_se=sample_se)
         interval = difference.interval(1 - ALPHA)
         differences.append(difference)
         tests.append({"row": row["row"], "approach": row["approach"], "detector": row["detector"],
@@ -190,6 +208,14 @@ def compare_family(rows: List[Dict], family: str, replicates: Optional[Dict], re
         test["equivalence_interval"] = [_finite(decision.equivalence.low), _finite(decision.equivalence.high)]
         test["decision"] = decision.verdict
     return tests
+
+
+def compare_families(rows: List[Dict], reference: str, replicates: Optional[Dict],
+                     log_replicates: Optional[Dict]) -> Dict[str, List[Dict]]:
+    """Every family of :data:`FAMILIES` (:func:`compare_family`), each with the replicates of the
+    area it tests: ``log_replicates`` for :data:`LOG_AREA`, ``replicates`` for the others."""
+    return {family: compare_family(rows, family, log_replicates if family == LOG_AREA else replicates, reference)
+            for family in FAMILIES}
 
 
 def family_resolution(tests: List[Dict], seeds: int) -> Optional[Dict]:
@@ -215,14 +241,16 @@ def rows_beyond_margin(family_tests: Sequence[Dict]) -> List[str]:
 
 def mark(test: Optional[Dict], at_ceiling: Collection[str] = (), beyond: Collection[str] = ()) -> str:
     """A test's decision as the tables print it: better, worse, equivalent, not resolved (n seeds);
-    "equivalent (at ceiling)" where both its rows are among ``at_ceiling``, the rows whose area sits
+    "differs, below margin (n seeds)" for a not-resolved test whose Holm-adjusted p is below
+    :data:`ALPHA` (:data:`BELOW_MARGIN`); "equivalent (at ceiling)" where both its rows are among ``at_ceiling``, the rows whose area sits
     at their closed-set accuracy (:func:`~agnostophobia.experiments.benchmark_rows.rows_at_ceiling`);
     "better (beyond margin)" or "worse (beyond margin)" where its row is among ``beyond``, its
     family's :func:`rows_beyond_margin`."""
     if test is None:
         return ""
     if test["decision"] == NOT_RESOLVED:
-        return f"not resolved ({seeds_said(test['seeds'])})"
+        below = test.get("p_holm") is not None and test["p_holm"] < ALPHA
+        return f"{BELOW_MARGIN if below else NOT_RESOLVED} ({seeds_said(test['seeds'])})"
     if test["decision"] == EQUIVALENT and test["row"] in at_ceiling and test["against"] in at_ceiling:
         return f"{EQUIVALENT} {AT_CEILING}"
     if test["decision"] != EQUIVALENT and test["row"] in beyond:

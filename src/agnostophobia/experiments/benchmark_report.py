@@ -15,15 +15,15 @@ import numpy as np
 from agnostophobia.data.protocol_types import FAR
 from agnostophobia.data.protocols import unknown_set  # the registered protocols declare their sets there
 from agnostophobia.deploy.compare import TIE_MARK
-from agnostophobia.experiments.benchmark_comparisons import ALPHA, AT_CEILING, BEYOND_MARGIN, MARGIN, marks, present_families
+from agnostophobia.experiments.benchmark_comparisons import MARGIN, marks, present_families
 from agnostophobia.experiments.benchmark_ranking import RANKING_RULE_HISTORY, best_detectors, tied_with_the_row_above
 from agnostophobia.experiments.benchmark_recipes import recipe_mark, recipes_section
-from agnostophobia.experiments.benchmark_rows import (CEILING_GAP, KNOWNS_ONLY_REFERENCE, REFERENCE_NAMES,
+from agnostophobia.experiments.benchmark_rows import (KNOWNS_ONLY_REFERENCE, REFERENCE_NAMES,
                                                       convergence_said, interval_over_seeds, papers_rows, reference_of,
                                                       saw_negatives, seeds_said)
-from agnostophobia.experiments.benchmark_summary import number
+from agnostophobia.experiments.benchmark_summary import decision_rule, mean_said, number
 from agnostophobia.experiments.paper_numbers import TABLE2_FPRS
-from agnostophobia.metrics import EQUIVALENT, TIE_FLAG, fpr_keys
+from agnostophobia.metrics import TIE_FLAG, fpr_keys
 
 
 def format_cell(cell: Optional[Dict], digits: int = 3) -> str:
@@ -272,12 +272,6 @@ def _papers_rows(result: Dict, sets: List[str], marks: Dict) -> List[str]:
     return [*lines, ""]
 
 
-def mean_said(result: Dict) -> str:
-    """The name of the mean the rows are ranked and tested on: over the near D_a sets where far ones
-    are averaged apart, else over every D_a set."""
-    return "mean near D_a OSCR" if result.get("far_sets") else "mean D_a OSCR"
-
-
 def _distances_said(result: Dict) -> List[str]:
     """Which unknown sets the mean the rows are ranked and tested on reads, and which far ones are
     averaged apart (near and far unknowns, as OpenOOD reports them)."""
@@ -464,21 +458,6 @@ def _tie(row: Dict, name: str) -> str:
     return " †" if cell is not None and cell["tied_share"] > TIE_FLAG else ""
 
 
-def _marks_said(result: Dict) -> str:
-    """What "equivalent (at ceiling)" and "(beyond margin)" mean, where a test of the report carries them."""
-    printed = [m for family in marks(result).values() for m in family.values()]
-    said = ""
-    if any(m.endswith(AT_CEILING) for m in printed):
-        said += (f" **{EQUIVALENT} {AT_CEILING}**: equivalent, and both rows' {mean_said(result)} lies within "
-                 f"{CEILING_GAP} of their closed-set accuracy, the area's ceiling: the test compares their accuracies, "
-                 f"not how they reject the unknowns (the log-FPR and CCR columns read that).")
-    if any(m.endswith(BEYOND_MARGIN) for m in printed):
-        said += (f" **{BEYOND_MARGIN}**, after better or worse: the minimum-effect test, the difference's 95 % "
-                 f"interval beyond ±{MARGIN}, Holm-adjusted within the family at {ALPHA}, so the difference itself, "
-                 f"not only its mean, exceeds the margin; a better or worse call without it may be smaller.")
-    return said
-
-
 def _bounds(ends: Sequence[Optional[float]]) -> str:
     return "[—]" if None in ends else f"[{ends[0]:+.4f}, {ends[1]:+.4f}]"
 
@@ -487,22 +466,6 @@ def _p(value: Optional[float]) -> str:
     return "undefined" if value is None else f"{value:.3g}"
 
 
-def decision_rule(result: Dict) -> List[str]:
-    """The report's paragraph on what its marks mean."""
-    seeds = result["seeds"]
-    return [f"Marks: each comparison of the {mean_said(result)} over seeds, decided against a margin declared in the code "
-            f"before this run, after the project's withdrawn 3-seed reports had been read (±{MARGIN}): "
-            f"**better**/**worse**, the difference is not 0 (Holm-adjusted p below {ALPHA} within its family) and "
-            f"its observed mean is at least the margin (its interval may reach below the margin); **equivalent**, "
-            f"the 90 % interval of the difference lies inside ±{MARGIN} (two one-sided tests at {ALPHA} for each "
-            f"pair, not adjusted for the family); **not resolved ({seeds_said(seeds)})**, neither: these data do not "
-            f"decide (each family's smallest resolved difference is stated under \"What the data says\"). The "
-            f"standard error of a difference is the seeds' spread and a paired bootstrap over the shared test "
-            f"samples, added in quadrature. "
-            f"Families, each Holm-adjusted on its own at {ALPHA} (not the whole report): "
-            + "; ".join(f"{result['families'][family]['kind']}, {result['families'][family]['compares']}"
-                        for family in present_families(result))
-            + "." + _marks_said(result)]
 
 
 def _reference_short(result: Dict) -> str:

@@ -12,7 +12,8 @@ from typing import Dict, List, NamedTuple, Optional, Tuple
 import numpy as np
 from scipy import stats
 
-from agnostophobia.experiments.benchmark_comparisons import ALPHA, MARGIN, present_families
+from agnostophobia.experiments.benchmark_comparisons import (ALPHA, AT_CEILING, BELOW_MARGIN, BEYOND_MARGIN, MARGIN,
+                                                             marks, present_families)
 from agnostophobia.experiments.benchmark_ranking import validation_choice
 from agnostophobia.experiments.benchmark_rows import (CEILING_GAP, convergence_said, interval_over_seeds, is_at_ceiling,
                                                       papers_rows, saw_negatives, seeds_said)
@@ -342,3 +343,47 @@ def _accuracy_said(accuracy: Optional[Dict], approach: str, per_seed: Optional[L
     said = [f"seeds {low}-{high}"] if low != high else []
     said += [f"test {test['mean']:.3f}"] if test else []
     return f"{approach} {accuracy['val']['mean']:.3f}" + (f" ({'; '.join(said)})" if said else "")
+
+
+def mean_said(result: Dict) -> str:
+    """The name of the mean the rows are ranked and tested on: over the near D_a sets where far ones
+    are averaged apart, else over every D_a set."""
+    return "mean near D_a OSCR" if result.get("far_sets") else "mean D_a OSCR"
+
+
+def _marks_said(result: Dict) -> str:
+    """What "equivalent (at ceiling)", "(beyond margin)" and "differs, below margin" mean, where a test of the
+    report carries them."""
+    printed = [m for family in marks(result).values() for m in family.values()]
+    said = ""
+    if any(m.endswith(AT_CEILING) for m in printed):
+        said += (f" **{EQUIVALENT} {AT_CEILING}**: equivalent, and both rows' {mean_said(result)} lies within "
+                 f"{CEILING_GAP} of their closed-set accuracy, the area's ceiling: the test compares their accuracies, "
+                 f"not how they reject the unknowns (the log-FPR and CCR columns read that).")
+    if any(m.endswith(BEYOND_MARGIN) for m in printed):
+        said += (f" **{BEYOND_MARGIN}**, after better or worse: the minimum-effect test, the difference's 95 % "
+                 f"interval beyond ±{MARGIN}, Holm-adjusted within the family at {ALPHA}, so the difference itself, "
+                 f"not only its mean, exceeds the margin; a better or worse call without it may be smaller.")
+    if any(m.startswith(BELOW_MARGIN) for m in printed):
+        said += (f" **{BELOW_MARGIN}**: not resolved, though Holm's correction puts the difference away from 0 at "
+                 f"{ALPHA}: its observed mean is below the margin and its 90 % interval is not inside it, so it is "
+                 f"real and too small to be called better or worse.")
+    return said
+
+
+def decision_rule(result: Dict) -> List[str]:
+    """The report's paragraph on what its marks mean."""
+    seeds = result["seeds"]
+    return [f"Marks: each comparison of the {mean_said(result)} over seeds, decided against a margin declared in the code "
+            f"before this run, after the project's withdrawn 3-seed reports had been read (±{MARGIN}): "
+            f"**better**/**worse**, the difference is not 0 (Holm-adjusted p below {ALPHA} within its family) and "
+            f"its observed mean is at least the margin (its interval may reach below the margin); **equivalent**, "
+            f"the 90 % interval of the difference lies inside ±{MARGIN} (two one-sided tests at {ALPHA} for each "
+            f"pair, not adjusted for the family); **not resolved ({seeds_said(seeds)})**, neither: these data do not "
+            f"decide (each family's smallest resolved difference is stated under \"What the data says\"). The "
+            f"standard error of a difference is the seeds' spread and a paired bootstrap over the shared test "
+            f"samples, added in quadrature. "
+            f"Families, each Holm-adjusted on its own at {ALPHA} (not the whole report): "
+            + "; ".join(f"{result['families'][family]['kind']}, {result['families'][family]['compares']}"
+                        for family in present_families(result))
+            + "." + _marks_said(result)]

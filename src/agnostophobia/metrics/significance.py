@@ -489,15 +489,24 @@ def resample_weights(n: int, resamples: int, seed: int) -> np.ndarray:
     return np.bincount((draws + offsets).ravel(), minlength=resamples * n).reshape(resamples, n)
 
 
-def oscr_area_resamples(scores, labels, known_weights: np.ndarray, unknown_weights: np.ndarray) -> np.ndarray:
-    r"""The area under the OSCR curve (linear FPR axis, :func:`~agnostophobia.metrics.oscr_area`)
-    of each bootstrap resample given as weights, without drawing a resample.
+def oscr_area_resamples(scores, labels, known_weights: np.ndarray, unknown_weights: np.ndarray, log_fpr: bool = False,
+                        min_fpr: float = 1e-4) -> np.ndarray:
+    r"""The area under the OSCR curve (:func:`~agnostophobia.metrics.oscr_area`, over a linear or a
+    log FPR axis) of each bootstrap resample given as weights, without drawing a resample.
 
-    .. math:: A_b = \frac{\sum_{i \in D_c} w_{bi}\, [\text{$i$ correct}]
-              \sum_{j \in D_a} v_{bj}\, [s_i > s_j]}{\sum_{i \in D_c} w_{bi} \sum_{j \in D_a} v_{bj}}.
+    A correct known :math:`i` counts towards CCR from the FPR that accepting it costs,
+    :math:`g_{bi} = \sum_{j \in D_a} v_{bj} [s_j \ge s_i] / \sum_{j \in D_a} v_{bj}`, to 1; so
 
-    With every weight 1 it is :func:`~agnostophobia.metrics.oscr_area` exactly (its step
-    function integrates to the share of (correct known, unknown) pairs the known wins).
+    .. math:: A_b = \frac{\sum_{i \in D_c} w_{bi}\, [\text{$i$ correct}]\, (1 - g_{bi})}{\sum_{i \in D_c} w_{bi}}
+
+    on the linear axis (the share of (correct known, unknown) pairs the known wins), and on the log
+    axis from ``min_fpr`` :math:`f_0` to 1, normalised (Sec. 4.1 reads CCR down to an FPR of 10⁻⁴),
+
+    .. math:: A_b = \frac{\sum_{i \in D_c} w_{bi}\, [\text{$i$ correct}]\,
+              \log_{10} \max(g_{bi}, f_0) / \log_{10} f_0}{\sum_{i \in D_c} w_{bi}}.
+
+    With every weight 1 it is :func:`~agnostophobia.metrics.oscr_area` (same ``log_fpr`` and
+    ``min_fpr``), and with integer weights the area of the resample drawn by them.
 
     Args:
         scores: (N, C) per-class scores (a detector's ``scores()``).
@@ -505,6 +514,9 @@ def oscr_area_resamples(scores, labels, known_weights: np.ndarray, unknown_weigh
         known_weights: (B, number of knowns) weights of the knowns, in their order in ``labels``
             (e.g. :func:`resample_weights`).
         unknown_weights: (B, number of unknowns) weights of the unknowns, likewise.
+        log_fpr: the area over a log FPR axis (normalised) instead of a linear one.
+        min_fpr: where the log axis starts, in (0, 1); the same for every resample (e.g. the smallest
+            FPR the set itself resolves, :func:`~agnostophobia.metrics.smallest_supported_fpr`).
 
     Returns:
         A float64 array of the B areas.
@@ -534,8 +546,14 @@ def oscr_area_resamples(scores, labels, known_weights: np.ndarray, unknown_weigh
     np.cumsum(unknown_weights[:, order], axis=1, out=below[:, 1:])  # weight of the unknowns below each rank
     correct = top.correct[top.known]
     beaten = np.searchsorted(unknown[order], top.score[top.known][correct].astype(np.float64), side="left")
-    wins = (known_weights[:, correct] * below[:, beaten]).sum(axis=1)
-    return wins / (known_weights.sum(axis=1) * below[:, -1])
+    if not log_fpr:
+        wins = (known_weights[:, correct] * below[:, beaten]).sum(axis=1)
+        return wins / (known_weights.sum(axis=1) * below[:, -1])
+    if not (isinstance(min_fpr, (int, float)) and 0 < min_fpr < 1):
+        raise ValueError(f"oscr_area_resamples: min_fpr must be in (0, 1), got {min_fpr!r}")
+    cost = 1.0 - below[:, beaten] / below[:, -1:]  # the FPR that accepting each correct known costs
+    gains = np.log10(np.maximum(cost, min_fpr)) / np.log10(min_fpr)
+    return (known_weights[:, correct] * gains).sum(axis=1) / known_weights.sum(axis=1)
 
 
 def resampled_se(first: np.ndarray, second: np.ndarray) -> float:
