@@ -32,6 +32,7 @@ import result_confirmatory  # noqa: E402
 import result_near_set  # noqa: E402
 import result_partition  # noqa: E402
 import result_preparation  # noqa: E402
+import result_ranking  # noqa: E402
 import result_trivial  # noqa: E402
 from result_pages import PAGES, published  # noqa: E402
 from result_runs import (CIFAR_PARTS, CIFAR_REPORT, DECIDING_PARTS, FINE_TUNE_PARTS, cell, comparison,  # noqa: E402
@@ -562,7 +563,7 @@ FACTS: Dict[str, Callable[[], str]] = {
 
 
 for _module in (result_against_softmax, result_confirmatory, result_near_set, result_partition, result_preparation,
-                result_trivial):
+                result_ranking, result_trivial):
     if set(FACTS) & set(_module.FACTS):
         raise ValueError(f"numbers named twice: {sorted(set(FACTS) & set(_module.FACTS))}")
     FACTS.update(_module.FACTS)

@@ -638,6 +638,36 @@ def test_sample_replicates_on_asked_sets_read_those_alone():
     assert set(sample_replicates(models, lacking, sets=["more-near"])[("softmax", "softmax")]) == {1}
 
 
+def test_pooled_candidates_read_pairs_within_each_run_and_group_once():
+    """The pooled ranking evidence: pairs within one run and one group (knowns only; trained on
+    negatives), never across groups or runs; a run that reads the same networks again adds no pair;
+    the separation is the rule's (difference of means over the mean 95 % half-width)."""
+    from agnostophobia.experiments.benchmark_ranking import _half_width, largest_separation, pooled_candidates
+
+    first = summarise([_row(REFERENCE_APPROACH, REFERENCE_DETECTOR, [0.60, 0.62, 0.61], [0.99] * 3),
+                       _row("outlier-exposure", papers_detector("outlier-exposure"), [0.50, 0.58, 0.55], [0.99] * 3),
+                       _row("softmax", REFERENCE_DETECTOR, [0.40, 0.45, 0.42], [0.99] * 3),
+                       _row("logitnorm", papers_detector("logitnorm"), [0.44, 0.47, 0.46], [0.99] * 3)],
+                      min_accuracy=0.985, negatives=["entropic", "outlier-exposure"])["rows"]
+    second = summarise([_row("softmax", REFERENCE_DETECTOR, [0.30, 0.31, 0.35], [0.99] * 3),
+                        _row("logitnorm", papers_detector("logitnorm"), [0.33, 0.36, 0.34], [0.99] * 3)],
+                       min_accuracy=0.985)["rows"]
+
+    def separation(a, b):
+        return abs(np.mean(a) - np.mean(b)) / ((_half_width(a) + _half_width(b)) / 2)
+
+    by_hand = sorted([separation([0.60, 0.62, 0.61], [0.50, 0.58, 0.55]),  # the group trained on negatives
+                      separation([0.40, 0.45, 0.42], [0.44, 0.47, 0.46]),  # the knowns-only group, first run
+                      separation([0.30, 0.31, 0.35], [0.33, 0.36, 0.34])])  # the second run
+    oscr = next(c for c in pooled_candidates([first, second]) if c["metric"] == "oscr")
+    assert oscr["pairs"] == 3 and oscr["median_separation"] == pytest.approx(by_hand[1])
+    assert pooled_candidates([first, second, first]) == pooled_candidates([first, second])  # read again: once
+    assert next(c for c in pooled_candidates([second]) if c["metric"] == "oscr")["pairs"] == 1
+    assert largest_separation([{"metric": "a", "median_separation": 1.0}, {"metric": "b", "median_separation": 1.0},
+                               {"metric": "c", "median_separation": None}])["metric"] == "a"  # ties: the earlier
+    assert largest_separation([{"metric": "c", "median_separation": None}]) is None
+
+
 # ------------------------------------------------------------------ issue 55, items 2-3: every choice on validation data
 def _set_val(row, metric, values):
     """Give ``row``'s validation ``metric`` these per-seed values (and their mean), as compare_models would."""

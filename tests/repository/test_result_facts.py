@@ -300,6 +300,40 @@ def test_partitions_rank_agreement_by_hand(facts_module):
     assert len(first) >= 20
 
 
+def test_the_declared_ranking_metrics_are_the_rules_choice_by_hand(facts_module):
+    """Each protocol's declared ranking metric is the candidate with the largest median separation of
+    its pooled validation pairs, recomputed here from the committed rows: every pair of converged
+    approaches with their papers' detectors within one run and one group (trained on negatives or
+    not), each pair of identical networks once; the runs read are every published ranking run of the
+    protocol, and no later run is among them."""
+    ranking = facts_module.result_ranking
+    from agnostophobia.experiments.benchmark_rows import papers_rows, rankable, saw_negatives
+    from agnostophobia.experiments.ranking_candidates import RANKING_CANDIDATES
+    from agnostophobia.metrics import seed_interval
+
+    assert set(ranking.DECLARED) == {facts_module.run(label)["meta"]["experiment"] for label in ranking.DECLARED_FROM}
+    for protocol, declared in ranking.DECLARED.items():
+        medians = {}
+        for metric in RANKING_CANDIDATES:
+            pairs = {}
+            for label in ranking.runs_of(protocol):
+                rows = [r for r in papers_rows(facts_module.run(label)["rows"]) if rankable(r)
+                        and len(r["val"]["per_seed"].get(metric) or []) >= 2 and None not in r["val"]["per_seed"][metric]]
+                for a in rows:
+                    for b in rows:
+                        va, vb = a["val"]["per_seed"][metric], b["val"]["per_seed"][metric]
+                        key = tuple(sorted([(a["approach"], tuple(va)), (b["approach"], tuple(vb))]))
+                        if saw_negatives(a) != saw_negatives(b) or key[0] == key[1]:
+                            continue
+                        half = [seed_interval(v).high - np.mean(v) for v in (va, vb)]
+                        pairs[key] = abs(np.mean(va) - np.mean(vb)) / np.mean(half) if np.mean(half) > 0 else math.inf
+            medians[metric] = float(np.median(list(pairs.values())))
+        assert max(medians, key=lambda m: (medians[m], -list(RANKING_CANDIDATES).index(m))) == declared, protocol
+        assert ranking.chosen(protocol) == declared
+    assert all(label in facts_module.PAGES and not facts_module.PAGES[label].over_splits
+               for label in ranking.DECLARED_FROM)
+
+
 def _beyond_by_hand(tests):
     """Each test's minimum-effect call by its formula: p = 2 P(T > (|d| - margin) / se) with seeds - 1
     degrees of freedom (1 where |d| <= margin), Holm's step-down by hand over the family."""

@@ -105,8 +105,9 @@ from agnostophobia.rundir import RunDir
 #: The keys of the run's config the report gives as the budget's recipe, the one every approach from
 #: scratch trains with.
 BUDGET_RECIPE = ("optimizer", "lr", "weight_decay", "scheduler", "epochs", "batch_size")
-_FORMAT = 4  # 4: the knowns-only family; 3: every choice on validation data, the ranking metric chosen by
-#              RANKING_RULE; 2: three families of tests, each with its decision against MARGIN (1: "significant")
+_FORMAT = 5  # 5: the log-FPR area's family; 4: the knowns-only family; 3: every choice on validation data, the
+#              ranking metric chosen by RANKING_RULE; 2: three families of tests, each with its decision against
+#              MARGIN (1: "significant")
 #: Seeds per approach unless ``--seeds`` says otherwise: five (issue 55: OpenOOD's three give a 95 % t
 #: half-width of 4.30 standard errors, against 2.78 at five); a paired test needs two.
 DEFAULT_SEEDS = 5

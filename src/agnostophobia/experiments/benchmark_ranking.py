@@ -108,9 +108,8 @@ def ranking_metric(rows: List[Dict], declared: Optional[str] = None) -> Dict:
         return {"chosen": declared, "title": RANKING_CANDIDATES[declared], "rule": RANKING_RULE, "declared": True,
                 "why": f"declared before the run (--ranking-metric {declared}), so the rule is not read",
                 "split": "val", "candidates": candidates}
-    decidable = [c for c in candidates["val"] if c["median_separation"] is not None]
-    if decidable:  # max keeps the first of equal separations: the earlier candidate
-        best = max(decidable, key=lambda c: c["median_separation"])
+    best = largest_separation(candidates["val"])
+    if best is not None:
         chosen = best["metric"]
         why = (f"the largest median separation on validation data: {best['median_separation']:.2f} half-widths "
                f"over {best['approaches']} converged approaches")
@@ -121,6 +120,55 @@ def ranking_metric(rows: List[Dict], declared: Optional[str] = None) -> Dict:
     return {"chosen": chosen, "title": RANKING_CANDIDATES[chosen], "rule": RANKING_RULE, "why": why,
             "declared": False, "split": "val", "candidates": candidates}
 
+
+
+def largest_separation(candidates: Sequence[Dict]) -> Optional[Dict]:
+    """The candidate :data:`RANKING_RULE` chooses from ``candidates`` (each with a ``median_separation``,
+    None where it could not be read): the largest, the earlier of equal ones; None where none was read."""
+    decidable = [c for c in candidates if c["median_separation"] is not None]
+    return max(decidable, key=lambda c: c["median_separation"]) if decidable else None  # max keeps the first
+
+
+def pooled_candidates(runs: Sequence[List[Dict]]) -> List[Dict]:
+    """Each of :data:`RANKING_CANDIDATES` on the validation numbers of several runs of one protocol
+    (each run's ``benchmark.json`` rows), pooled: every pair of converged approaches, each with its
+    paper's detector on every seed, within one run and one group, the approaches trained on the
+    known classes only or those trained on negatives (:func:`saw_negatives`: their validation
+    negatives are held-out images of their training set, so there a metric is read for how far it
+    separates the approaches, the question of saturation, not for their order), in units of the
+    pair's mean 95 % t half-width (:func:`_separation`, as :data:`RANKING_RULE` reads it). A pair of
+    networks that two runs share (a part that reads the same networks again) counts once.
+
+    Returns:
+        Per candidate ``{"metric", "title", "pairs", "median_separation", "median_gap"}``: the
+        number of pairs, their median separation and the median over the approaches read of
+        validation accuracy minus the metric (means over seeds); None where no pair was read.
+    """
+    separations: Dict[str, List[float]] = {metric: [] for metric in RANKING_CANDIDATES}
+    gaps: Dict[str, Dict[Tuple, float]] = {metric: {} for metric in RANKING_CANDIDATES}
+    counted = set()
+    for rows in runs:
+        read = [r for r in papers_rows(rows) if rankable(r)]
+        for metric in RANKING_CANDIDATES:
+            for group in (False, True):
+                means = {}
+                for row in (r for r in read if saw_negatives(r) == group):
+                    values, accuracy = row["val"]["per_seed"].get(metric), row["accuracy_per_seed"]["val"]
+                    if not values or None in values or len(values) < 2 or not accuracy:
+                        continue
+                    networks = (row["approach"], tuple(values))  # the same networks read again give the same values
+                    means[networks] = (float(np.mean(values)), _half_width(values))
+                    gaps[metric][networks] = float(np.mean(accuracy) - np.mean(values))
+                names = sorted(means)
+                for i, first in enumerate(names):
+                    for second in names[i + 1:]:
+                        if (metric, first, second) not in counted:
+                            counted.add((metric, first, second))
+                            separations[metric].append(_separation(means[first], means[second]))
+    return [{"metric": metric, "title": title, "pairs": len(separations[metric]),
+             "median_separation": float(np.median(separations[metric])) if separations[metric] else None,
+             "median_gap": float(np.median(list(gaps[metric].values()))) if separations[metric] else None}
+            for metric, title in RANKING_CANDIDATES.items()]
 
 
 #: Below this, a difference of means is the margin itself, not short of it (floating-point rounding).

@@ -1,0 +1,82 @@
+"""The ranking metric declared per protocol for the runs reported after 2026-12-05 (``result_facts``
+gathers its numbers into :data:`FACTS`): each candidate read on the validation numbers of every run
+of the protocol published by then, pooled over runs and over both groups of rows
+(:func:`~agnostophobia.experiments.benchmark_ranking.pooled_candidates`), and the candidate the
+ranking rule chooses from them (:func:`~agnostophobia.experiments.benchmark_ranking.largest_separation`).
+
+A review found that each run's rule read a single pair of knowns-only approaches, so the metric
+changed between runs of one protocol. The declaration fixes one per protocol, read from every pair
+published when it was made; a run reported later passes it as ``--ranking-metric``."""
+from __future__ import annotations
+
+from typing import Dict, List
+
+from agnostophobia.experiments.benchmark_ranking import largest_separation, pooled_candidates
+from agnostophobia.experiments.ranking_candidates import RANKING_CANDIDATES
+
+from result_runs import run
+
+#: When the declaration was made: before the osr-cifar10 5-seed report was written or read.
+DECLARED_ON = "2026-12-05"
+#: The runs it read: every published run that ranks its rows (a benchmark over splits summarises
+#: runs listed here), as published on :data:`DECLARED_ON`. Runs published later do not move it.
+DECLARED_FROM = ("bench-lenet-5", "bench-lenet-5-authors-prep", "bench-lenet-5-authors-net",
+                 "bench-lenet-5-authors-net-12", "bench-lenet-5-confirm", "bench-cifar-5", "bench-cifar-5-paper",
+                 "bench-cifar-5-more", "bench-cifar-5-ft", "bench-cifar-5-energy-ft", "bench-cifar-5-mixoe-ft",
+                 "bench-cifar-5-oe", "bench-cifar-5-arpl-cac", "bench-cifar-5-xeon", "bench-cifar-5-confirm",
+                 "bench-cifar-b-5", "bench-cifar-b-5-paper", "bench-osr-mnist-split-0", "bench-osr-mnist-split-0-5",
+                 "bench-osr-cifar10-split-0")
+#: The declaration, per protocol (the ``experiment`` its runs record): the metric its later runs rank by.
+#: A test checks that each is the rule's choice from :data:`DECLARED_FROM`.
+DECLARED = {"lenet++": "oscr_log", "cifar": "auroc", "osr-mnist": "auroc", "osr-cifar10": "auroc"}
+#: The protocols as the page names them.
+PROTOCOL_NAMES = {"lenet++": "LeNet++", "cifar": "CIFAR-10 split (both partitions)", "osr-mnist": "`osr-mnist`",
+                  "osr-cifar10": "`osr-cifar10`"}
+
+
+def runs_of(protocol: str) -> List[str]:
+    """The runs of :data:`DECLARED_FROM` that ``protocol`` recorded as their experiment."""
+    return [label for label in DECLARED_FROM if run(label)["meta"]["experiment"] == protocol]
+
+
+def pooled(protocol: str) -> List[Dict]:
+    """The candidates read on ``protocol``'s runs, pooled."""
+    return pooled_candidates([run(label)["rows"] for label in runs_of(protocol)])
+
+
+def chosen(protocol: str) -> str:
+    """The candidate the rule chooses from ``protocol``'s pooled pairs."""
+    return largest_separation(pooled(protocol))["metric"]
+
+
+def _cell(candidate: Dict) -> str:
+    if candidate["median_separation"] is None:
+        return "—"
+    return f"{candidate['median_separation']:.2f} ({candidate['median_gap']:+.3f})"
+
+
+def pooled_table() -> str:
+    """Per protocol: its runs, its pairs, each candidate's median separation in half-widths (its median
+    gap to validation accuracy) and the declared metric."""
+    head = ("| protocol | runs | pairs | " + " | ".join(RANKING_CANDIDATES.values())
+            + " | declared |")
+    lines = [head, "|---|---:|---:|" + "---:|" * len(RANKING_CANDIDATES) + "---|"]
+    for protocol, name in PROTOCOL_NAMES.items():
+        candidates = pooled(protocol)
+        lines.append(f"| {name} | {len(runs_of(protocol))} | {candidates[0]['pairs']} | "
+                     + " | ".join(_cell(c) for c in candidates)
+                     + f" | {RANKING_CANDIDATES[DECLARED[protocol]]} |")
+    return "\n".join(lines)
+
+
+def separation_range(protocol: str) -> str:
+    """The smallest and the largest of ``protocol``'s candidates' median separations."""
+    separations = [c["median_separation"] for c in pooled(protocol) if c["median_separation"] is not None]
+    return f"{min(separations):.2f} to {max(separations):.2f}"
+
+
+FACTS = {
+    "pooled_ranking_table": pooled_table,
+    "pooled_ranking_lenet_range": lambda: separation_range("lenet++"),
+    "pooled_ranking_runs": lambda: str(len(DECLARED_FROM)),
+}
