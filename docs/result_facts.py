@@ -29,13 +29,14 @@ from agnostophobia.metrics import PairedDifference, decide, holm, seed_interval,
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import result_against_softmax  # noqa: E402
 import result_confirmatory  # noqa: E402
+import result_fine_tunes  # noqa: E402
 import result_near_set  # noqa: E402
 import result_partition  # noqa: E402
 import result_preparation  # noqa: E402
 import result_ranking  # noqa: E402
 import result_trivial  # noqa: E402
 from result_pages import PAGES, published  # noqa: E402
-from result_runs import (CIFAR_PARTS, CIFAR_REPORT, DECIDING_PARTS, FINE_TUNE_PARTS, cell, comparison,  # noqa: E402
+from result_runs import (CIFAR_PARTS, CIFAR_REPORT, DECIDING_PARTS, cell, comparison,  # noqa: E402
                          equivalence_se, near_da, num, paired, paper_row, row, run, run_marks, seed_accuracies,
                          signed, span, t_interval, test_said, val_accuracy)
 
@@ -306,14 +307,6 @@ def cifar_training_time() -> Dict[str, str]:
             "parts": str(len(DECIDING_PARTS))}
 
 
-def _fine_tune_drop() -> List[float]:
-    """Per seed, how far each fine-tune lowered its softmax start network's validation accuracy."""
-    drops = []
-    for label, approach in FINE_TUNE_PARTS.items():
-        drops += list(np.asarray(seed_accuracies(label, "softmax")) - np.asarray(seed_accuracies(label, approach)))
-    return drops
-
-
 def threshold_within_noise(converged: bool) -> str:
     """The CIFAR split's approaches (:func:`cifar_parts_rows`: each network set once, over the deciding
     parts) whose 95 % t interval over seeds of the mean validation accuracy contains the convergence
@@ -545,7 +538,6 @@ FACTS: Dict[str, Callable[[], str]] = {
                                          "entropic/objectosphere-scaled")["difference"]),
     "scaled_vs_eos_holm": lambda: num(comparison("bench-cifar-5-paper", "approaches", "objectosphere-scaled",
                                            "entropic/objectosphere-scaled")["p_holm"], 2),
-    "ft_drop": lambda: span(_fine_tune_drop()),
     "xeon_again_same": xeon_again_same,
     "xeon_again_reading": lambda: ("a second sitting on one kind of processor moved none of them, so the shift "
                                    "comes with the change of machine (its processor, or anything else that "
@@ -562,7 +554,7 @@ FACTS: Dict[str, Callable[[], str]] = {
 }
 
 
-for _module in (result_against_softmax, result_confirmatory, result_near_set, result_partition, result_preparation,
+for _module in (result_against_softmax, result_confirmatory, result_fine_tunes, result_near_set, result_partition, result_preparation,
                 result_ranking, result_trivial):
     if set(FACTS) & set(_module.FACTS):
         raise ValueError(f"numbers named twice: {sorted(set(FACTS) & set(_module.FACTS))}")

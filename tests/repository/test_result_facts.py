@@ -14,7 +14,7 @@ from scipy import optimize, stats
 
 from agnostophobia.experiments.benchmark_comparisons import ALPHA, MARGIN
 from agnostophobia.experiments.benchmark_report import PAPER_GAP
-from agnostophobia.experiments.benchmark_rows import CEILING_GAP, papers_detector
+from agnostophobia.experiments.benchmark_rows import CEILING_GAP, papers_detector, papers_rows
 from agnostophobia.experiments.benchmark_summary import MARGINS_AGAIN
 from agnostophobia.metrics import PairedDifference, paired_difference
 from repo_paths import REPO as ROOT, load_module
@@ -332,6 +332,20 @@ def test_the_declared_ranking_metrics_are_the_rules_choice_by_hand(facts_module)
         assert ranking.chosen(protocol) == declared
     assert all(label in facts_module.PAGES and not facts_module.PAGES[label].over_splits
                for label in ranking.DECLARED_FROM)
+
+
+def test_fine_tunes_above_eos_by_hand(facts_module):
+    """The fine-tunes said to read above EOS on every seed are exactly those whose paper's-detector row
+    has a larger mean near D_a OSCR than EOS's on each seed of their part, with those differences."""
+    said = facts_module.facts()["ft_above_eos"]
+    for label, approach in facts_module.result_fine_tunes.FINE_TUNE_PARTS.items():
+        rows = papers_rows(facts_module.run(label)["rows"])
+        mine = next(r for r in rows if r["approach"] == approach)["mean_oscr_per_seed"]
+        eos = next(r for r in rows if r["approach"] == "entropic")["mean_oscr_per_seed"]
+        above = [a - b for a, b in zip(mine, eos)]
+        assert (f"`{approach}`" in said) == all(d > 0 for d in above)
+        if all(d > 0 for d in above):
+            assert f"+{min(above):.3f} to +{max(above):.3f} on each of {len(above)} seeds" in said
 
 
 def _beyond_by_hand(tests):
