@@ -248,7 +248,8 @@ def _add_benchmark(subparsers, common, runs) -> None:
                         "seeds above -M), instead of the threshold (How the benchmark decides; needs softmax)")
     p.add_argument("--ranking-metric", choices=tuple(RANKING_CANDIDATES), metavar="METRIC",
                    help="rank by this metric, declared before the run, instead of the rule that chooses one on "
-                        "validation data (How the benchmark decides): " + ", ".join(RANKING_CANDIDATES))
+                        "validation data (How the benchmark decides, which gives each protocol's declared "
+                        "metric): " + ", ".join(RANKING_CANDIDATES))
     p.set_defaults(func=_benchmark)
 
 
