@@ -29,7 +29,8 @@ from agnostophobia.data.paper_protocols import CIFAR10_PARTITIONS
 from agnostophobia.deploy.compare import compare_models
 from agnostophobia.detectors.stored import run_scores
 from agnostophobia.metrics import oscr_area_resamples, resampled_se, smallest_supported_fpr
-from agnostophobia.experiments.benchmark_comparisons import _bootstrap_weights, compare_families, sample_replicates
+from agnostophobia.experiments.benchmark_comparisons import (SampleReplicates, _bootstrap_weights, compare_families,
+                                                             sample_replicates)
 from agnostophobia.experiments.benchmark_rows import ranked_sets
 from agnostophobia.training.device import cpu_model
 from agnostophobia.training.records import check_run
@@ -64,8 +65,8 @@ def tests_on(result: Dict, comparison, models, scores_of, name: str) -> Tuple[Di
         areas[row["row"]] = {key: None if values is None or values.get(key) is None else [float(v) for v in values[key]]
                              for key in AREAS}
         rows.append(dict(row, mean_oscr_per_seed=areas[row["row"]]["oscr"], mean_oscr_log_per_seed=areas[row["row"]]["oscr_log"]))
-    tests = compare_families(rows, result["reference"], sample_replicates(models, scores_of, sets=[name]),
-                             sample_replicates(models, scores_of, sets=[name], log_fpr=True))
+    tests = compare_families(rows, result["reference"], SampleReplicates(
+        sample_replicates(models, scores_of, sets=[name]), sample_replicates(models, scores_of, sets=[name], log_fpr=True)))
     return tests, areas
 
 

@@ -75,8 +75,17 @@ def separation_range(protocol: str) -> str:
     return f"{min(separations):.2f} to {max(separations):.2f}"
 
 
+def declared_said() -> str:
+    """The declaration in words: each declared metric and the protocols that rank by it."""
+    by_metric: Dict[str, List[str]] = {}
+    for protocol, metric in DECLARED.items():
+        by_metric.setdefault(metric, []).append(PROTOCOL_NAMES[protocol])
+    return "; ".join(f"{RANKING_CANDIDATES[metric]} on {', '.join(names)}" for metric, names in by_metric.items())
+
+
 FACTS = {
     "pooled_ranking_table": pooled_table,
+    "declared_ranking_said": declared_said,
     "pooled_ranking_lenet_range": lambda: separation_range("lenet++"),
     "pooled_ranking_runs": lambda: str(len(DECLARED_FROM)),
 }

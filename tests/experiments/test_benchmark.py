@@ -13,6 +13,7 @@ import pytest
 from scipy import stats
 
 from agnostophobia.experiments.benchmark import Declared, benchmarked_approaches, experiment_for, summarise
+from agnostophobia.experiments.benchmark_comparisons import SampleReplicates
 from agnostophobia.metrics import default_fpr
 from agnostophobia.experiments.benchmark_report import markdown
 from agnostophobia.experiments.benchmark_rows import REFERENCE_APPROACH, REFERENCE_DETECTOR, papers_detector
@@ -469,7 +470,8 @@ def test_a_tiny_difference_that_barely_moves_between_seeds_is_not_called_worse()
     near = next(t for t in bare["tests"]["detectors"] if t["row"] == "entropic/energy")
     assert near["p"] < 1e-3 and near["se_samples"] is None
     assert near["decision"] != "worse"  # below the margin: never worse, even on the seeds alone
-    bootstrapped = summarise(_near_rows(), min_accuracy=0.985, replicates=_replicates_of(_near_rows(), 4e-4))
+    bootstrapped = summarise(_near_rows(), min_accuracy=0.985,
+                             replicates=SampleReplicates(_replicates_of(_near_rows(), 4e-4)))
     near = next(t for t in bootstrapped["tests"]["detectors"] if t["row"] == "entropic/energy")
     # the seeds' spread (about 1e-6) adds next to nothing in quadrature: the samples' share is the error
     assert near["se_samples"] == pytest.approx(4e-4, rel=0.15)
@@ -488,7 +490,7 @@ def test_the_samples_share_is_the_spread_of_the_mean_paired_difference_over_resa
 
     source = _near_rows()
     replicates = _replicates_of(source, 1e-3)
-    result = summarise(source, min_accuracy=0.985, replicates=replicates)
+    result = summarise(source, min_accuracy=0.985, replicates=SampleReplicates(replicates))
     test = next(t for t in result["tests"]["detectors"] if t["row"] == "entropic/energy")
     mine = np.stack([replicates[("entropic", "energy")][s] for s in range(3)])
     theirs = np.stack([replicates[("entropic", "softmax")][s] for s in range(3)])
@@ -500,7 +502,7 @@ def test_the_samples_share_is_the_spread_of_the_mean_paired_difference_over_resa
     assert test["equivalence_interval"] == pytest.approx([d - half, d + half])
     # a row whose replicates lack a seed falls back to the seeds' spread
     del replicates[("entropic", "energy")][1]
-    partial = summarise(source, min_accuracy=0.985, replicates=replicates)
+    partial = summarise(source, min_accuracy=0.985, replicates=SampleReplicates(replicates))
     assert next(t for t in partial["tests"]["detectors"] if t["row"] == "entropic/energy")["se_samples"] is None
 
 

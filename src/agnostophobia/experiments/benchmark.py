@@ -89,8 +89,8 @@ from agnostophobia.data.protocols import unknown_set  # the registered protocols
 from agnostophobia.deploy.request import ModelRequest
 from agnostophobia.errors import AgnostophobiaError, TrainingDiverged
 from agnostophobia.experiments.benchmark_comparisons import (ALPHA, BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, FAMILIES,
-                                                             MARGIN, compare_families, families, family_resolution,
-                                                             sample_replicates)
+                                                             MARGIN, SampleReplicates, compare_families, families,
+                                                             family_resolution, sample_replicates)
 from agnostophobia.experiments.benchmark_ranking import (RANKING_CANDIDATES, check_ranking_metric, rank_rows,
                                                          ranking_metric)
 from agnostophobia.experiments.benchmark_report import markdown
@@ -288,10 +288,10 @@ def write_benchmark(run_dir, min_accuracy: Optional[float] = None, log: Callable
         models = [m for m in records.models if m[1] in approaches]
         extra, outside = extra_data_approaches(records.config.get("protocol"), approaches)
         scores_of = run_scores(run_dir)
-        result = summarise(comparison.rows, threshold, sample_replicates(models, scores_of),
-                           extra_data=extra, negatives=trained_on_negatives(approaches),
-                           declared=Declared(accuracy_margin, ranking),
-                           log_replicates=sample_replicates(models, scores_of, log_fpr=True))
+        replicates = SampleReplicates(sample_replicates(models, scores_of),
+                                      sample_replicates(models, scores_of, log_fpr=True))
+        result = summarise(comparison.rows, threshold, replicates, extra_data=extra,
+                           negatives=trained_on_negatives(approaches), declared=Declared(accuracy_margin, ranking))
         notes = left_out_notes(left_out, diverged)
         if extra:  # a protocol whose negatives are an outside set (osr-mnist, osr-cifar10)
             notes.append(f"extra data: {', '.join(extra)} trained on negatives from an outside set ({outside}) that "
@@ -386,15 +386,13 @@ class Declared(NamedTuple):
     ranking: Optional[str] = None  # --ranking-metric: the metric that ranks, in the rule's place
 
 
-def summarise(rows: List[Dict], min_accuracy: Optional[float], replicates: Optional[Dict] = None,
-              extra_data: Sequence[str] = (), negatives: Sequence[str] = (), declared: Declared = Declared(),
-              log_replicates: Optional[Dict] = None) -> Dict:
+def summarise(rows: List[Dict], min_accuracy: Optional[float], replicates: SampleReplicates = SampleReplicates(),
+              extra_data: Sequence[str] = (), negatives: Sequence[str] = (), declared: Declared = Declared()) -> Dict:
     """Rows with intervals, convergence, ranks, tests and the paragraph (``benchmark.json``).
-    ``replicates``: ``{(approach, detector): {seed: (B,) array}}``, each row's mean D_a OSCR on the
-    paired bootstrap's resamples of the test samples
-    (:func:`~agnostophobia.experiments.benchmark_comparisons.sample_replicates`), which add to each
-    difference's standard error; None: the seeds' spread alone (the report says so). ``log_replicates``:
-    the same of the area over a log FPR axis, for the family that tests it.
+    ``replicates``: each row's mean D_a OSCR areas (linear and log-FPR) on the paired bootstrap's
+    resamples of the test samples
+    (:class:`~agnostophobia.experiments.benchmark_comparisons.SampleReplicates`), which add to each
+    difference's standard error; None in it: the seeds' spread alone (the report says so).
     ``extra_data``: the approaches trained on an outside set of negatives
     (:func:`~agnostophobia.experiments.benchmark_splits.extra_data_approaches`): their rows are
     marked and ranked apart (:func:`~agnostophobia.experiments.benchmark_ranking.rank_rows`).
@@ -432,7 +430,7 @@ def summarise(rows: List[Dict], min_accuracy: Optional[float], replicates: Optio
     ranking = ranking_metric(out_rows, declared=declared.ranking)
     out_rows = rank_rows(out_rows, ranking["chosen"])
     reference = reference_approach(approaches, extra_data)
-    tests = compare_families(out_rows, reference, replicates, log_replicates)
+    tests = compare_families(out_rows, reference, replicates)
     bootstrapped = any(t["se_samples"] is not None for family in tests.values() for t in family)
     result = {"min_accuracy": min_accuracy, "accuracy_margin": accuracy_margin, "rows": out_rows, "tests": tests, "alpha": ALPHA, "margin": MARGIN,
               "reference": reference,

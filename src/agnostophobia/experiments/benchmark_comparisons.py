@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import zlib
 from pathlib import Path
-from typing import Callable, Collection, Dict, List, Optional, Sequence, Tuple
+from typing import Callable, Collection, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -210,11 +210,18 @@ def compare_family(rows: List[Dict], family: str, replicates: Optional[Dict], re
     return tests
 
 
-def compare_families(rows: List[Dict], reference: str, replicates: Optional[Dict],
-                     log_replicates: Optional[Dict]) -> Dict[str, List[Dict]]:
+class SampleReplicates(NamedTuple):
+    """Each row's mean D_a OSCR area on the paired bootstrap's resamples (:func:`sample_replicates`),
+    of the linear area and of the area over a log FPR axis; None: the seeds' spread alone."""
+    linear: Optional[Dict] = None
+    log: Optional[Dict] = None
+
+
+def compare_families(rows: List[Dict], reference: str, replicates: SampleReplicates) -> Dict[str, List[Dict]]:
     """Every family of :data:`FAMILIES` (:func:`compare_family`), each with the replicates of the
-    area it tests: ``log_replicates`` for :data:`LOG_AREA`, ``replicates`` for the others."""
-    return {family: compare_family(rows, family, log_replicates if family == LOG_AREA else replicates, reference)
+    area it tests: the log-FPR area's for :data:`LOG_AREA`, the linear area's for the others."""
+    return {family: compare_family(rows, family, replicates.log if family == LOG_AREA else replicates.linear,
+                                   reference)
             for family in FAMILIES}
 
 
