@@ -222,6 +222,7 @@ def test_paired_tests_match_scipy_and_are_holm_adjusted_per_family():
     assert log_test["p"] == pytest.approx(on_log.pvalue) and log_test["p"] != pytest.approx(reference.pvalue)
     assert log_test["interval"] == pytest.approx(list(on_log.confidence_interval(0.95)))
     assert result["families"]["log_area"]["kind"] == "secondary: log-FPR area"
+    assert any(line.startswith("Secondary: log-FPR area family") for line in result["summary"])
 
 
 def test_the_knowns_only_family_compares_approaches_without_negatives_with_softmax():

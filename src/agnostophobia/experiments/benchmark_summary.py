@@ -39,8 +39,9 @@ def _decisions_said(result: Dict) -> List[str]:
     for family in present_families(result):  # as the run named them (its reference approach), in the declared order
         said = result["families"][family]
         kind, compares, tests = said["kind"], said["compares"], result["tests"][family]
+        kind = kind[:1].upper() + kind[1:]  # not str.capitalize, which would lower "FPR"
         if not tests:
-            lines.append(f"{kind.capitalize()} family, {compares}: nothing to test (no pair of converged rows on "
+            lines.append(f"{kind} family, {compares}: nothing to test (no pair of converged rows on "
                          f"two seeds or more: an approach it compares is not in this run, not converged, or on "
                          f"one seed).")
             continue
@@ -50,7 +51,7 @@ def _decisions_said(result: Dict) -> List[str]:
         # non-zero after Holm but below the margin, and not shown inside it: said apart, since "not resolved"
         # alone reads as "more seeds would decide", where the margin is what keeps them from a verdict
         small = [t["row"] for t in tests if t["decision"] == NOT_RESOLVED and t["p_holm"] < ALPHA]
-        lines.append(f"{kind.capitalize()} family, {compares}: {len(tests)} test{'s' if len(tests) != 1 else ''}, "
+        lines.append(f"{kind} family, {compares}: {len(tests)} test{'s' if len(tests) != 1 else ''}, "
                      f"Holm's correction within this family at {ALPHA}, margin {MARGIN}: {len(named[BETTER])} better "
                      f"({', '.join(named[BETTER]) or 'none'}), {len(named[WORSE])} worse "
                      f"({', '.join(named[WORSE]) or 'none'}), {counts[EQUIVALENT]} equivalent (within "
