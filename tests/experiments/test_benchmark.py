@@ -845,6 +845,9 @@ def test_a_ranking_metric_declared_before_the_run_ranks_in_the_rules_place():
     table = [line for line in section.splitlines() if line.startswith("| linear OSCR area | validation |")]
     assert len(table) == 1 and table[0].endswith("declared |")
     assert "| the ranking metric | declared before the run | linear OSCR area" in text
+    assert "the ranking metric declared before the run" in text and "the declared rule chose" not in text
+    assert "(the ranking metric, declared before the run)" in text and "metric, chosen on validation" not in text
+    assert "the declared rule chose" in _report(summarise(_three_approaches(), min_accuracy=0.985))
     with pytest.raises(AgnostophobiaError, match="--ranking-metric 'oscr_area': one of oscr, oscr_log"):
         ranking_metric(result["rows"], declared="oscr_area")
 

@@ -41,20 +41,23 @@ def _set_name(name: str) -> str:
     return f"{name} ({unknown_set(name).role})"
 
 
-def _intro(result: Dict, run: str) -> List[str]:
+def _intro(result: Dict, run: str, code: bool = True) -> List[str]:
     """The run's line (``run``: its name as Markdown, code or a link; budget, seeds, device, precision,
-    wall time, torch, detector settings) and how to read a cell."""
+    wall time, torch, the code that made it unless ``code`` is False, detector settings) and how to
+    read a cell."""
     meta = result["meta"]
     return [f"Run {run}: budget {meta.get('budget')}, {seeds_said(meta.get('seeds'))}, device "
             f"{meta.get('device')}, precision {meta.get('precision')}, training wall time "
             f"{meta.get('wall_time_s', 0) / 60:.1f} min, torch {meta.get('versions', {}).get('torch', '?')}"
-            f"{', code ' + meta['code'] if meta.get('code') else ''}. "
+            f"{', code ' + meta['code'] if code and meta.get('code') else ''}. "
             f"Detector settings: {result['tuning']}.", "",
             "Each cell: mean over seeds [95 % t interval over seeds, cut to [0, 1]]. OSCR: area under the OSCR curve "
             "(CCR against FPR, linear FPR axis; at most the closed-set accuracy). Every number shown is a test "
             f"number unless its column says validation; rows are ranked by the validation "
             f"{result['ranking']['title']}{_validation_fpr_said(result)} (mean over seeds), the ranking metric "
-            "the declared rule chose on validation data (\"Choosing the ranking metric\"), '=' after a rank where the "
+            + ("declared before the run" if result["ranking"].get("declared") else
+               "the declared rule chose on validation data")
+            + " (\"Choosing the ranking metric\"), '=' after a rank where the "
             "row's value equals the row above's (the tie-break ordered them); † more than 1 % of that "
             "set's samples tie with a sample of the other kind."
             + (" Rows marked (extra data) trained on negatives from an outside set the others never saw: "
@@ -502,7 +505,7 @@ def site_page(result: Dict, title: str, run_link: str, figures: str) -> str:
     marks_of = marks(result)
     sets = list(result["test_sets"])
     figure_paths = {unknown: f"{figures}/{Path(path).name}" for unknown, path in result.get("oscr_figures", {}).items()}
-    intro, _, reading = _intro(result, run_link)
+    intro, _, reading = _intro(result, run_link, code=False)  # the provenance entry it links names the code
     lines = [f"# {title}", "",
              f"Run {run_link}, {seeds_said(result['seeds'])}: each approach with the detector its paper uses, then "
              "its OSCR curves; what the data says, how to read the cells, the run and the full tables (collapsed: "

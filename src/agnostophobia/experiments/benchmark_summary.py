@@ -223,18 +223,20 @@ def _best_said(ranked: List[Dict], ranking: Dict, among: str) -> str:
     it out (:func:`~agnostophobia.experiments.benchmark_ranking.validation_choice`); else the rows tied
     for it, named, and that none is chosen."""
     metric, title = ranking["chosen"], ranking["title"]
+    title += " (the ranking metric, " + ("declared before the run)" if ranking.get("declared") else
+                                         "chosen on validation data)")
     chosen, tied = validation_choice(ranked, metric)
     top = ranked[0]
     if chosen is not None or not tied:
         value = top["val"].get(metric)
         lead = (f", ahead of every other by the margin ({MARGIN}) or more and by more than the seeds' noise (each "
                 f"paired difference's 95 % t interval above 0)" if chosen is not None and len(ranked) > 1 else "")
-        return (f"Best{among} by validation {title} (the ranking metric, chosen on validation data): {top['row']} "
+        return (f"Best{among} by validation {title}: {top['row']} "
                 f"({number(value)} on validation; its test mean D_a OSCR {np.mean(top['mean_oscr_per_seed']):.3f} "
                 f"over {seeds_said(len(top['seeds']))}), of {len(ranked)} ranked rows{among}{lead}.")
     names = [r["row"] for r in tied[1:]]  # tied[0] is the first row itself
     listed = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
-    return (f"No best row{among} by validation {title} (the ranking metric, chosen on validation data): the first, "
+    return (f"No best row{among} by validation {title}: the first, "
             f"{top['row']} ({number(top['val'].get(metric))} on validation), does not beat {len(names)} of the other "
             f"{len(ranked) - 1} ranked rows{among} by the margin ({MARGIN}) and by more than the seeds' noise "
             f"(a paired difference whose 95 % t interval lies above 0); tied with it: {listed}. The validation data do not "
