@@ -453,7 +453,8 @@ FACTS: Dict[str, Callable[[], str]] = {
     **{f"{tag}_{family}_{what}": (lambda label=label, family=family, what=what:
                                   resolved(label, family) if what == "resolved" else family_size(label, family))
        for tag, label in (("lenet", "bench-lenet-5"), ("cifar", CIFAR_REPORT),
-                          ("osrmnist5", "bench-osr-mnist-split-0-5"))  # the last: against its projection
+                          ("osrmnist5", "bench-osr-mnist-split-0-5"),  # the last two: against their projection
+                          ("osrcifar5", "bench-osr-cifar10-split-0-5"))
        for family in ("primary", "approaches", "detectors") for what in ("resolved", "tests")},
     # the margin decided again (LeNet++'s two primary pairs it would call worse at half the margin)
     "lenet_softmax_diff": lambda: signed(comparison("bench-lenet-5", "primary", "softmax", "entropic")["difference"],
@@ -469,7 +470,7 @@ FACTS: Dict[str, Callable[[], str]] = {
                           ("cifar4", "bench-cifar-5-ft"), ("cifar7", "bench-cifar-5-oe"),
                           ("cifar8", "bench-cifar-5-arpl-cac"),
                           ("osrmnist", "bench-osr-mnist-split-0-5"),
-                          ("osrcifar", "bench-osr-cifar10-split-0"))
+                          ("osrcifar", "bench-osr-cifar10-split-0-5"))
        for group in ("knowns", "neg")},
     "agree_cifar2_neg": lambda: agreement("bench-cifar-5-paper", True),
     # what the ranking rule chose

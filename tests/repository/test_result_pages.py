@@ -136,7 +136,7 @@ def _disagreements(result: dict) -> list:
     """What in a published ``benchmark.json`` its own per-seed numbers do not give again: each test's
     difference, Holm's p and decision (from the rows' per-seed values and the stored test samples'
     standard error), the ranking metric, every rank, and the sentences of "What the data says"."""
-    from agnostophobia.experiments.benchmark_comparisons import ALPHA, MARGIN
+    from agnostophobia.experiments.benchmark_comparisons import ALPHA, MARGIN, tested_per_seed
     from agnostophobia.experiments.benchmark_ranking import rank_rows, ranking_metric
     from agnostophobia.experiments.benchmark_summary import what_the_data_says
     from agnostophobia.metrics import decide, paired_difference
@@ -144,14 +144,16 @@ def _disagreements(result: dict) -> list:
     found = []
     rows = {r["row"]: r for r in result["rows"]}
     for family, tests in result["tests"].items():
-        differences = [paired_difference(rows[t["row"]]["mean_oscr_per_seed"], rows[t["against"]]["mean_oscr_per_seed"],
+        per_seed = tested_per_seed(family)
+        differences = [paired_difference(rows[t["row"]][per_seed], rows[t["against"]][per_seed],
                                          sample_se=t["se_samples"]) for t in tests]
         for test, difference, decision in zip(tests, differences, decide(differences, MARGIN, ALPHA)):
             if (abs(difference.difference - test["difference"]) > 1e-12 or decision.verdict != test["decision"]
                     or abs(decision.p_holm - test["p_holm"]) > 1e-9):
                 found.append(f"{family}: {test['row']} against {test['against']}")
     unranked = [{**r, "rank": None} for r in result["rows"]]
-    chosen = ranking_metric(unranked)["chosen"]
+    declared = result["ranking"]["chosen"] if result["ranking"].get("declared") else None
+    chosen = ranking_metric(unranked, declared=declared)["chosen"]
     if chosen != result["ranking"]["chosen"]:
         found.append(f"ranking metric {chosen}, stored {result['ranking']['chosen']}")
     ranks = {r["row"]: r["rank"] for r in rank_rows(unranked, result["ranking"]["chosen"])}

@@ -181,6 +181,12 @@ def _finite(value: float) -> Optional[float]:
     return float(value) if np.isfinite(value) else None
 
 
+def tested_per_seed(family: str) -> str:
+    """The rows' field of per-seed values that ``family`` tests: the mean log-FPR area for
+    :data:`LOG_AREA`, the mean linear area for the others."""
+    return "mean_oscr_log_per_seed" if family == LOG_AREA else "mean_oscr_per_seed"
+
+
 def compare_family(rows: List[Dict], family: str, replicates: Optional[Dict], reference: str) -> List[Dict]:
     """Each comparison of ``family`` on the per-seed mean D_a OSCR: the mean paired difference over
     seeds, its standard error (the seeds' spread and the paired bootstrap over the test
@@ -188,7 +194,7 @@ def compare_family(rows: List[Dict], family: str, replicates: Optional[Dict], re
     against :data:`MARGIN` (:func:`~agnostophobia.metrics.decide`: Holm within this family).
     ``reference``: the approach the approach families compare with
     (:func:`~agnostophobia.experiments.benchmark_rows.reference_approach`)."""
-    per_seed = "mean_oscr_log_per_seed" if family == LOG_AREA else "mean_oscr_per_seed"
+    per_seed = tested_per_seed(family)
     tests, differences = [], []
     for row, base in family_pairs(rows, "primary" if family == LOG_AREA else family, reference):
         if row.get(per_seed) is None or base.get(per_seed) is None:
