@@ -106,7 +106,8 @@ def ranking_metric(rows: List[Dict], declared: Optional[str] = None) -> Dict:
     if declared is not None:
         check_ranking_metric(declared)
         return {"chosen": declared, "title": RANKING_CANDIDATES[declared], "rule": RANKING_RULE, "declared": True,
-                "why": f"declared before the run (--ranking-metric {declared}), so the rule is not read",
+                "why": f"declared with --ranking-metric {declared} before the report was written, so the rule is "
+                       "not read",
                 "split": "val", "candidates": candidates}
     best = largest_separation(candidates["val"])
     if best is not None:
@@ -131,13 +132,12 @@ def largest_separation(candidates: Sequence[Dict]) -> Optional[Dict]:
 
 def pooled_candidates(runs: Sequence[List[Dict]]) -> List[Dict]:
     """Each of :data:`RANKING_CANDIDATES` on the validation numbers of several runs of one protocol
-    (each run's ``benchmark.json`` rows), pooled: every pair of converged approaches, each with its
-    paper's detector on every seed, within one run and one group, the approaches trained on the
-    known classes only or those trained on negatives (:func:`saw_negatives`: their validation
-    negatives are held-out images of their training set, so there a metric is read for how far it
-    separates the approaches, the question of saturation, not for their order), in units of the
-    pair's mean 95 % t half-width (:func:`_separation`, as :data:`RANKING_RULE` reads it). A pair of
-    networks that two runs share (a part that reads the same networks again) counts once.
+    (each run's ``benchmark.json`` rows), pooled: every pair of converged approaches trained on the
+    known classes only, each with its paper's detector on every seed, within one run, in units of
+    the pair's mean 95 % t half-width (:func:`_separation`), the rows :data:`RANKING_RULE` reads
+    (the rows trained on negatives are scored there on held-out images of their own training set,
+    near their ceiling, where tiny half-widths would inflate any separation). A pair of networks that
+    two runs share (a part that reads the same networks again) counts once.
 
     Returns:
         Per candidate ``{"metric", "title", "pairs", "median_separation", "median_gap"}``: the
@@ -148,23 +148,22 @@ def pooled_candidates(runs: Sequence[List[Dict]]) -> List[Dict]:
     gaps: Dict[str, Dict[Tuple, float]] = {metric: {} for metric in RANKING_CANDIDATES}
     counted = set()
     for rows in runs:
-        read = [r for r in papers_rows(rows) if rankable(r)]
+        read = [r for r in papers_rows(rows) if rankable(r) and not saw_negatives(r)]
         for metric in RANKING_CANDIDATES:
-            for group in (False, True):
-                means = {}
-                for row in (r for r in read if saw_negatives(r) == group):
-                    values, accuracy = row["val"]["per_seed"].get(metric), row["accuracy_per_seed"]["val"]
-                    if not values or None in values or len(values) < 2 or not accuracy:
-                        continue
-                    networks = (row["approach"], tuple(values))  # the same networks read again give the same values
-                    means[networks] = (float(np.mean(values)), _half_width(values))
-                    gaps[metric][networks] = float(np.mean(accuracy) - np.mean(values))
-                names = sorted(means)
-                for i, first in enumerate(names):
-                    for second in names[i + 1:]:
-                        if (metric, first, second) not in counted:
-                            counted.add((metric, first, second))
-                            separations[metric].append(_separation(means[first], means[second]))
+            means = {}
+            for row in read:
+                values, accuracy = row["val"]["per_seed"].get(metric), row["accuracy_per_seed"]["val"]
+                if not values or None in values or len(values) < 2 or not accuracy:
+                    continue
+                networks = (row["approach"], tuple(values))  # the same networks read again give the same values
+                means[networks] = (float(np.mean(values)), _half_width(values))
+                gaps[metric][networks] = float(np.mean(accuracy) - np.mean(values))
+            names = sorted(means)
+            for i, first in enumerate(names):
+                for second in names[i + 1:]:
+                    if (metric, first, second) not in counted:
+                        counted.add((metric, first, second))
+                        separations[metric].append(_separation(means[first], means[second]))
     return [{"metric": metric, "title": title, "pairs": len(separations[metric]),
              "median_separation": float(np.median(separations[metric])) if separations[metric] else None,
              "median_gap": float(np.median(list(gaps[metric].values()))) if separations[metric] else None}

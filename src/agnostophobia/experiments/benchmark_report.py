@@ -55,7 +55,7 @@ def _intro(result: Dict, run: str, code: bool = True) -> List[str]:
             "(CCR against FPR, linear FPR axis; at most the closed-set accuracy). Every number shown is a test "
             f"number unless its column says validation; rows are ranked by the validation "
             f"{result['ranking']['title']}{_validation_fpr_said(result)} (mean over seeds), the ranking metric "
-            + ("declared before the run" if result["ranking"].get("declared") else
+            + ("declared with --ranking-metric" if result["ranking"].get("declared") else
                "the declared rule chose on validation data")
             + " (\"Choosing the ranking metric\"), '=' after a rank where the "
             "row's value equals the row above's (the tie-break ordered them); † more than 1 % of that "
@@ -380,7 +380,7 @@ def choices_and_splits(result: Dict) -> List[str]:
             "| choice | split | how |", "|---|---|---|",
             f"| convergence (*not converged*: neither ranked, tested nor bold) | validation | {convergence} |",
             f"| each detector's settings | validation | {result.get('tuning', '')} |",
-            f"| the ranking metric | {'declared before the run' if ranking.get('declared') else 'validation'} | "
+            f"| the ranking metric | {'declared (--ranking-metric)' if ranking.get('declared') else 'validation'} | "
             f"{ranking['title']}: {ranking['why']} "
             f"(\"Choosing the ranking metric\") |",
             f"| rank | validation | the validation {ranking['title']}{_validation_fpr_said(result)}, mean over "
@@ -404,7 +404,7 @@ def _ranking_metric_section(result: Dict) -> List[str]:
     header = ["metric", "split", "approaches", "median gap to closed-set acc.", "spread of means",
               "median 95 % half-width", "median separation (half-widths)", ""]
     declared = bool(ranking.get("declared"))
-    said = (f"Declared before the run: **{ranking['title']}** (`--ranking-metric {ranking['chosen']}`); the rule "
+    said = (f"Declared with `--ranking-metric`: **{ranking['title']}** (`--ranking-metric {ranking['chosen']}`); the rule "
             f"({ranking['rule']}) is not read, and the table shows what it would have read. " if declared else
             f"Rule ({RANKING_RULE_HISTORY}): {ranking['rule']}. Chosen: **{ranking['title']}**, {ranking['why']}. ")
     lines = ["## Choosing the ranking metric", "",

@@ -223,7 +223,7 @@ def _best_said(ranked: List[Dict], ranking: Dict, among: str) -> str:
     it out (:func:`~agnostophobia.experiments.benchmark_ranking.validation_choice`); else the rows tied
     for it, named, and that none is chosen."""
     metric, title = ranking["chosen"], ranking["title"]
-    title += " (the ranking metric, " + ("declared before the run)" if ranking.get("declared") else
+    title += " (the ranking metric, " + ("declared with --ranking-metric)" if ranking.get("declared") else
                                          "chosen on validation data)")
     chosen, tied = validation_choice(ranked, metric)
     top = ranked[0]
