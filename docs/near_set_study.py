@@ -28,9 +28,8 @@ from agnostophobia.data import load_dataset
 from agnostophobia.data.paper_protocols import CIFAR10_PARTITIONS
 from agnostophobia.deploy.compare import compare_models
 from agnostophobia.detectors.stored import run_scores
-from agnostophobia.metrics import oscr_area_resamples, resampled_se, smallest_supported_fpr
-from agnostophobia.experiments.benchmark_comparisons import (SampleReplicates, _bootstrap_weights, compare_families,
-                                                             sample_replicates)
+from agnostophobia.metrics import resampled_se
+from agnostophobia.experiments.benchmark_comparisons import compare_families, sample_replicates
 from agnostophobia.experiments.benchmark_rows import ranked_sets
 from agnostophobia.training.device import cpu_model
 from agnostophobia.training.records import check_run
@@ -64,28 +63,22 @@ def tests_on(result: Dict, comparison, models, scores_of, name: str) -> Tuple[Di
             raise ValueError(f"{row['row']}: seeds {seeds} scored, {row['seeds']} reported")
         areas[row["row"]] = {key: None if values is None or values.get(key) is None else [float(v) for v in values[key]]
                              for key in AREAS}
-        rows.append(dict(row, mean_oscr_per_seed=areas[row["row"]]["oscr"], mean_oscr_log_per_seed=areas[row["row"]]["oscr_log"]))
-    tests = compare_families(rows, result["reference"], SampleReplicates(
-        sample_replicates(models, scores_of, sets=[name]), sample_replicates(models, scores_of, sets=[name], log_fpr=True)))
+        rows.append(dict(row, mean_oscr_per_seed=areas[row["row"]]["oscr"],
+                         mean_oscr_log_per_seed=areas[row["row"]]["oscr_log"]))
+    tests = compare_families(rows, result["reference"], sample_replicates(models, scores_of, sets=[name]))
     return tests, areas
 
 
 def log_area_se(models, scores_of, name: str, reference: str, detector: str = "softmax") -> Dict[str, float]:
     """Per approach, the test samples' standard error of its mean log-FPR OSCR area minus
-    ``reference``'s, each with ``detector``, on set ``name``: the benchmark's paired bootstrap (the
-    same resamples of the knowns and of ``name`` as its linear area's), each resample's area read
-    from the lowest FPR the set resolves (``oscr_area_resamples``, which equals the area of the
-    repeated samples themselves)."""
-    replicates: Dict[str, Dict[int, np.ndarray]] = {}
-    for seed, approach, model_dir in models:
-        scores = scores_of(model_dir, approach)
-        n_known, n_unknown = len(scores.labels["known"]), len(scores.labels[name])
-        replicates.setdefault(approach, {})[seed] = oscr_area_resamples(
-            *scores.known_vs_unknown(detector, name), _bootstrap_weights("known", n_known),
-            _bootstrap_weights(name, n_unknown), log_fpr=True, min_fpr=smallest_supported_fpr(n_unknown))
-    theirs = replicates[reference]
+    ``reference``'s, each with ``detector``, on set ``name``: the benchmark's paired bootstrap
+    (``sample_replicates``: the same resamples of the knowns and of ``name`` as its linear area's,
+    each resample's area read from the lowest FPR the set resolves)."""
+    log = sample_replicates(models, scores_of, sets=[name]).log or {}
+    theirs = log.get((reference, detector), {})
     return {approach: resampled_se(np.stack([mine[s] for s in sorted(mine)]), np.stack([theirs[s] for s in sorted(mine)]))
-            for approach, mine in replicates.items() if approach != reference and sorted(mine) == sorted(theirs)}
+            for (approach, scored), mine in log.items()
+            if scored == detector and approach != reference and sorted(mine) == sorted(theirs)}
 
 
 def _area(areas: Dict[str, Dict], key: str) -> Dict[str, List]:

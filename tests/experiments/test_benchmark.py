@@ -589,7 +589,7 @@ def test_sample_replicates_resample_every_model_and_seed_alike():
         return ModelScores(3, dict(labels), top)
 
     models = [(seed, approach, (seed, approach)) for seed in (0, 1) for approach in ("entropic", "softmax")]
-    replicates = sample_replicates(models, lambda key, approach: scores(*key))
+    replicates = sample_replicates(models, lambda key, approach: scores(*key)).linear
     assert set(replicates) == {(a, d) for a in ("entropic", "softmax") for d in ("softmax", "energy")}
     model = scores(1, "softmax")
     known = _bootstrap_weights("known", 60)
@@ -598,7 +598,7 @@ def test_sample_replicates_resample_every_model_and_seed_alike():
     np.testing.assert_array_equal(replicates[("softmax", "energy")][1], by_hand)
     assert by_hand.shape == (BOOTSTRAP_RESAMPLES,)
     # the log-FPR area's, each set's axis from the smallest FPR it resolves (10 / its size), on the same resamples
-    logs = sample_replicates(models, lambda key, approach: scores(*key), log_fpr=True)
+    logs = sample_replicates(models, lambda key, approach: scores(*key)).log
     by_hand_log = np.mean([oscr_area_resamples(*model.known_vs_unknown("energy", s), known, _bootstrap_weights(s, n),
                                                log_fpr=True, min_fpr=10 / n)
                            for s, n in (("devanagari", 50), ("notmnist", 30))], axis=0)
@@ -610,7 +610,7 @@ def test_sample_replicates_resample_every_model_and_seed_alike():
     other = dict(labels, known=np.roll(known_labels, 1))
     odd = lambda key, approach: ModelScores(3, other if key == (1, "softmax") else dict(labels),  # noqa: E731
                                             scores(*key).top)
-    assert sample_replicates(models, odd) is None
+    assert sample_replicates(models, odd) == (None, None)
 
 
 def test_sample_replicates_on_asked_sets_read_those_alone():
@@ -631,14 +631,14 @@ def test_sample_replicates_on_asked_sets_read_those_alone():
         return ModelScores(2, {split: labels[split] for split in sets}, top)
 
     models = [(seed, "softmax", seed) for seed in (0, 1)]
-    both = sample_replicates(models, lambda seed, approach: scores(seed))
-    alone = sample_replicates(models, lambda seed, approach: scores(seed), sets=["more-near"])
+    both = sample_replicates(models, lambda seed, approach: scores(seed)).linear
+    alone = sample_replicates(models, lambda seed, approach: scores(seed), sets=["more-near"]).linear
     by_hand = oscr_area_resamples(*scores(1).known_vs_unknown("softmax", "more-near"),
                                   _bootstrap_weights("known", 40), _bootstrap_weights("more-near", 70))
     np.testing.assert_array_equal(alone[("softmax", "softmax")][1], by_hand)
     assert not np.array_equal(both[("softmax", "softmax")][1], by_hand)  # by default: the mean over both near sets
     lacking = lambda seed, approach: scores(seed, ("known", "near") if seed == 0 else tuple(labels))  # noqa: E731
-    assert set(sample_replicates(models, lacking, sets=["more-near"])[("softmax", "softmax")]) == {1}
+    assert set(sample_replicates(models, lacking, sets=["more-near"]).linear[("softmax", "softmax")]) == {1}
 
 
 def test_pooled_candidates_read_knowns_only_pairs_within_each_run_once():

@@ -88,8 +88,8 @@ from agnostophobia._runlock import run_lock
 from agnostophobia.data.protocols import unknown_set  # the registered protocols declare their sets there
 from agnostophobia.deploy.request import ModelRequest
 from agnostophobia.errors import AgnostophobiaError, TrainingDiverged
-from agnostophobia.experiments.benchmark_comparisons import (ALPHA, BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, FAMILIES,
-                                                             MARGIN, SampleReplicates, compare_families, families,
+from agnostophobia.experiments.benchmark_comparisons import (ALPHA, BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, MARGIN,
+                                                             SampleReplicates, compare_families, families,
                                                              family_resolution, sample_replicates)
 from agnostophobia.experiments.benchmark_ranking import (RANKING_CANDIDATES, check_ranking_metric, rank_rows,
                                                          ranking_metric)
@@ -287,10 +287,7 @@ def write_benchmark(run_dir, min_accuracy: Optional[float] = None, log: Callable
         comparison = compare_models(run_dir, approaches=approaches, curves=True)
         models = [m for m in records.models if m[1] in approaches]
         extra, outside = extra_data_approaches(records.config.get("protocol"), approaches)
-        scores_of = run_scores(run_dir)
-        replicates = SampleReplicates(sample_replicates(models, scores_of),
-                                      sample_replicates(models, scores_of, log_fpr=True))
-        result = summarise(comparison.rows, threshold, replicates, extra_data=extra,
+        result = summarise(comparison.rows, threshold, sample_replicates(models, run_scores(run_dir)), extra_data=extra,
                            negatives=trained_on_negatives(approaches), declared=Declared(accuracy_margin, ranking))
         notes = left_out_notes(left_out, diverged)
         if extra:  # a protocol whose negatives are an outside set (osr-mnist, osr-cifar10)

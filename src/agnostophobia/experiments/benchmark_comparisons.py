@@ -91,39 +91,53 @@ def _bootstrap_weights(split: str, n: int) -> np.ndarray:
     return resample_weights(n, BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED + zlib.crc32(f"{split}:{n}".encode()))
 
 
+class SampleReplicates(NamedTuple):
+    """Each row's mean D_a OSCR area on the paired bootstrap's resamples (:func:`sample_replicates`),
+    of the linear area and of the area over a log FPR axis; None: the seeds' spread alone."""
+    linear: Optional[Dict] = None
+    log: Optional[Dict] = None
+
+
 def sample_replicates(models: Sequence[Tuple[int, str, Path]], scores_of: Callable,
-                      sets: Optional[Sequence[str]] = None, log_fpr: bool = False) -> Optional[Dict]:
-    """Each row's mean D_a OSCR area (over the sets it is ranked on, ``ranked_sets``, or over ``sets``
-    where given: a second reading of the networks on other unknowns) on every resample
-    of the paired bootstrap over the test samples: ``{(approach, detector): {seed: (BOOTSTRAP_RESAMPLES,)
-    array}}``, the knowns resampled once for every set (D_c is shared) and each D_a set on its own (:func:`_bootstrap_weights`).
+                      sets: Optional[Sequence[str]] = None) -> SampleReplicates:
+    """Each row's mean D_a OSCR areas (over the sets it is ranked on, ``ranked_sets``, or over ``sets``
+    where given: a second reading of the networks on other unknowns) on every resample of the paired
+    bootstrap over the test samples, each area as ``{(approach, detector): {seed: (BOOTSTRAP_RESAMPLES,)
+    array}}``: the linear one, and the one over a log FPR axis from the smallest FPR each set resolves,
+    as the rows' ``mean_oscr_log_per_seed`` (none for a model with a set too small to resolve one).
+    The knowns are resampled once for every set (D_c is shared) and each D_a set on its own
+    (:func:`_bootstrap_weights`); each model's scores are read once for both areas.
     ``models``: the run's (seed, approach, model folder); ``scores_of(model_dir, approach)``: that
-    model's :class:`~agnostophobia.detectors.stored.ModelScores`. None where the models' test
-    splits differ in their labels (they are then not the same samples: no pairing). ``log_fpr``: the
-    area over a log FPR axis from the smallest FPR each set resolves (none for a model with a set too
-    small to resolve one), as the rows' ``mean_oscr_log_per_seed``."""
-    replicates: Dict[Tuple[str, str], Dict[int, np.ndarray]] = {}
+    model's :class:`~agnostophobia.detectors.stored.ModelScores`. Neither area where the models' test
+    splits differ in their labels (they are then not the same samples: no pairing)."""
+    linear: Dict[Tuple[str, str], Dict[int, np.ndarray]] = {}
+    log: Dict[Tuple[str, str], Dict[int, np.ndarray]] = {}
     seen: Dict[str, np.ndarray] = {}
     for seed, approach, model_dir in models:
         scores = scores_of(model_dir, approach)
         for split, labels in scores.labels.items():
             if not np.array_equal(seen.setdefault(split, labels), labels):
-                return None
+                return SampleReplicates()
         if sets is not None and not set(sets) <= set(scores.unknown_sets):
             continue  # a model that did not score every asked set has no replicates of them
         on = ranked_sets(scores.unknown_sets) if sets is None else list(sets)
-        if not on or (log_fpr and any(smallest_supported_fpr(len(scores.labels[s])) >= 1 for s in on)):
+        if not on:
             continue
         known = _bootstrap_weights("known", len(scores.labels["known"]))
         unknown = {s: _bootstrap_weights(s, len(scores.labels[s])) for s in on}
+        lowest = {s: smallest_supported_fpr(len(scores.labels[s])) for s in on}
+        log_axis = all(f < 1 for f in lowest.values())
         for detector in scores.detectors:
             if any(s not in scores.top[detector] for s in ("known", *on)):
                 continue
-            areas = [oscr_area_resamples(*scores.known_vs_unknown(detector, s), known, unknown[s], log_fpr=log_fpr,
-                                         min_fpr=smallest_supported_fpr(len(scores.labels[s])))
-                     for s in on]
-            replicates.setdefault((approach, detector), {})[seed] = np.mean(areas, axis=0)
-    return replicates
+            both = {s: scores.known_vs_unknown(detector, s) for s in on}
+            linear.setdefault((approach, detector), {})[seed] = np.mean(
+                [oscr_area_resamples(*both[s], known, unknown[s]) for s in on], axis=0)
+            if log_axis:
+                log.setdefault((approach, detector), {})[seed] = np.mean(
+                    [oscr_area_resamples(*both[s], known, unknown[s], log_fpr=True, min_fpr=lowest[s]) for s in on],
+                    axis=0)
+    return SampleReplicates(linear, log)
 
 
 def family_pairs(rows: List[Dict], family: str, reference: str) -> List[Tuple[Dict, Dict]]:
@@ -134,7 +148,10 @@ def family_pairs(rows: List[Dict], family: str, reference: str) -> List[Tuple[Di
     ``KNOWNS_ONLY_REFERENCE`` (softmax) with its paper's (none where that is the reference: the
     primary family compares them);
     ``approaches``, each approach against ``reference`` with the same detector, less the pairs of
-    ``primary``; ``detectors``, each detector against max-softmax on the same network."""
+    ``primary``; ``detectors``, each detector against max-softmax on the same network; ``log_area``,
+    the pairs of ``primary`` (on the other area, :func:`tested_per_seed`)."""
+    if family == LOG_AREA:
+        family = "primary"
     by_key = {(r["approach"], r["detector"]): r for r in rows if rankable(r)}
     primary_reference = by_key.get((reference, papers_detector(reference)))
     pairs = []
@@ -196,7 +213,7 @@ def compare_family(rows: List[Dict], family: str, replicates: Optional[Dict], re
     (:func:`~agnostophobia.experiments.benchmark_rows.reference_approach`)."""
     per_seed = tested_per_seed(family)
     tests, differences = [], []
-    for row, base in family_pairs(rows, "primary" if family == LOG_AREA else family, reference):
+    for row, base in family_pairs(rows, family, reference):
         if row.get(per_seed) is None or base.get(per_seed) is None:
             continue  # a report written before the family was declared, or a set too small for the log axis
         mine, theirs = _replicates(row, replicates), _replicates(base, replicates)
@@ -214,13 +231,6 @@ def compare_family(rows: List[Dict], family: str, replicates: Optional[Dict], re
         test["equivalence_interval"] = [_finite(decision.equivalence.low), _finite(decision.equivalence.high)]
         test["decision"] = decision.verdict
     return tests
-
-
-class SampleReplicates(NamedTuple):
-    """Each row's mean D_a OSCR area on the paired bootstrap's resamples (:func:`sample_replicates`),
-    of the linear area and of the area over a log FPR axis; None: the seeds' spread alone."""
-    linear: Optional[Dict] = None
-    log: Optional[Dict] = None
 
 
 def compare_families(rows: List[Dict], reference: str, replicates: SampleReplicates) -> Dict[str, List[Dict]]:

@@ -62,6 +62,22 @@ def _separation(a: Tuple[float, float], b: Tuple[float, float]) -> float:
     return difference / half if half > 0 else (np.inf if difference > 0 else 0.0)
 
 
+def rule_values(rows: List[Dict], metric: str, split: str) -> List[Tuple[Dict, List[float], List[float]]]:
+    """The rows :data:`RANKING_RULE` reads, with their per-seed ``metric`` and closed-set accuracy on
+    ``split`` (``"val"``; ``"test"``: the mean over the D_a test sets): ``(row, values, accuracy)``
+    for each converged approach with its paper's detector, trained on the known classes only, that
+    has the metric on two seeds or more."""
+    read = []
+    for row in papers_rows(rows):
+        if not rankable(row) or saw_negatives(row):
+            continue
+        values = row["val"]["per_seed"].get(metric) if split == "val" else row["mean_da_per_seed"].get(metric)
+        accuracy = row["accuracy_per_seed"][split]
+        if values and None not in values and len(values) >= 2 and accuracy:
+            read.append((row, values, accuracy))
+    return read
+
+
 def candidate_numbers(rows: List[Dict], split: str) -> List[Dict]:
     """For each of :data:`RANKING_CANDIDATES`, on ``split`` (``"val"``: the validation knowns and
     negatives; ``"test"``: the mean over the D_a test sets), over the converged approaches each
@@ -73,15 +89,10 @@ def candidate_numbers(rows: List[Dict], split: str) -> List[Dict]:
     A statistic is None where fewer than two approaches have it on every seed. The rows trained on
     negatives (:func:`saw_negatives`) are not read: the validation negatives come from the set
     they trained on, so there they would be scored on their training distribution."""
-    chosen_rows = [r for r in papers_rows(rows) if rankable(r) and not saw_negatives(r)]
     out = []
     for metric, title in RANKING_CANDIDATES.items():
         means, gaps = {}, []
-        for row in chosen_rows:
-            values = row["val"]["per_seed"].get(metric) if split == "val" else row["mean_da_per_seed"].get(metric)
-            accuracy = row["accuracy_per_seed"][split]
-            if not values or None in values or len(values) < 2 or not accuracy:
-                continue
+        for row, values, accuracy in rule_values(rows, metric, split):
             means[row["approach"]] = (float(np.mean(values)), _half_width(values))
             gaps.append(float(np.mean(accuracy) - np.mean(values)))
         names = list(means)
@@ -148,13 +159,9 @@ def pooled_candidates(runs: Sequence[List[Dict]]) -> List[Dict]:
     gaps: Dict[str, Dict[Tuple, float]] = {metric: {} for metric in RANKING_CANDIDATES}
     counted = set()
     for rows in runs:
-        read = [r for r in papers_rows(rows) if rankable(r) and not saw_negatives(r)]
         for metric in RANKING_CANDIDATES:
             means = {}
-            for row in read:
-                values, accuracy = row["val"]["per_seed"].get(metric), row["accuracy_per_seed"]["val"]
-                if not values or None in values or len(values) < 2 or not accuracy:
-                    continue
+            for row, values, accuracy in rule_values(rows, metric, "val"):
                 networks = (row["approach"], tuple(values))  # the same networks read again give the same values
                 means[networks] = (float(np.mean(values)), _half_width(values))
                 gaps[metric][networks] = float(np.mean(accuracy) - np.mean(values))
