@@ -6,13 +6,15 @@ ranking rule chooses from them (:func:`~agnostophobia.experiments.benchmark_rank
 
 A review found that each run's rule read a single pair of knowns-only approaches, so the metric
 changed between runs of one protocol. The declaration fixes one per protocol, read from every pair
-published when it was made; a run reported later passes it as ``--ranking-metric``. Its first form
+published when it was made; each protocol registers it (``ProtocolSpec.ranking_metric``), and a run
+reported later ranks by it (the osr-cifar10 5-seed report passed it as ``--ranking-metric``). Its first form
 (:data:`FIRST_DECLARED`) also pooled the pairs of rows trained on negatives; a second review found
 that those pairs decided it, and it was amended to the rows the rule reads."""
 from __future__ import annotations
 
 from typing import Dict, List
 
+from agnostophobia.data.protocols import PROTOCOLS
 from agnostophobia.experiments.benchmark_ranking import largest_separation, pooled_candidates
 from agnostophobia.experiments.ranking_candidates import RANKING_CANDIDATES
 
@@ -28,9 +30,13 @@ DECLARED_FROM = ("bench-lenet-5", "bench-lenet-5-authors-prep", "bench-lenet-5-a
                  "bench-cifar-5-oe", "bench-cifar-5-arpl-cac", "bench-cifar-5-xeon", "bench-cifar-5-confirm",
                  "bench-cifar-b-5", "bench-cifar-b-5-paper", "bench-osr-mnist-split-0", "bench-osr-mnist-split-0-5",
                  "bench-osr-cifar10-split-0")
-#: The declaration, per protocol (the ``experiment`` its runs record): the metric its later runs rank by.
-#: A test checks that each is the rule's choice from :data:`DECLARED_FROM`.
-DECLARED = {"lenet++": "oscr_log", "cifar": "oscr_log", "osr-mnist": "auroc", "osr-cifar10": "oscr"}
+#: The protocols behind each ``experiment`` the runs record (the CIFAR split's runs record the ``cifar`` config).
+PROTOCOLS_OF = {"lenet++": ("lenet++",), "cifar": ("cifar10-split", "cifar10-split-b"), "osr-mnist": ("osr-mnist",),
+                "osr-cifar10": ("osr-cifar10",)}
+#: The declaration, per experiment: the metric its later runs rank by, as its protocols register it
+#: (``ProtocolSpec.ranking_metric``, which ``benchmark`` ranks by unless ``--ranking-metric`` is given). A
+#: test checks that each is the rule's choice from :data:`DECLARED_FROM`, and that an experiment's protocols agree.
+DECLARED = {experiment: PROTOCOLS.get(protocols[0]).ranking_metric for experiment, protocols in PROTOCOLS_OF.items()}
 #: The first form of the declaration (both groups of rows pooled), which ranked the `osr-cifar10`
 #: 5-seed report (AUROC) before the amendment.
 FIRST_DECLARED = {"lenet++": "oscr_log", "cifar": "auroc", "osr-mnist": "auroc", "osr-cifar10": "auroc"}

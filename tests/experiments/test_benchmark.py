@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from agnostophobia.data.protocols import PROTOCOLS
 from agnostophobia.experiments.benchmark import Declared, benchmarked_approaches, experiment_for, summarise
 from agnostophobia.experiments.benchmark_comparisons import SampleReplicates
 from agnostophobia.metrics import default_fpr
@@ -850,6 +851,31 @@ def test_a_ranking_metric_declared_before_the_run_ranks_in_the_rules_place():
     assert "the declared rule chose" in _report(summarise(_three_approaches(), min_accuracy=0.985))
     with pytest.raises(AgnostophobiaError, match="--ranking-metric 'oscr_area': one of oscr, oscr_log"):
         ranking_metric(result["rows"], declared="oscr_area")
+
+
+@pytest.mark.parametrize("protocol", sorted(PROTOCOLS.registered()))
+def test_each_protocol_declares_a_candidate_or_none_and_benchmark_ranks_by_it_unless_the_flag_says_otherwise(protocol):
+    """A registered protocol declares its ranking metric beside its other facts (``ranking_metric``):
+    a candidate, or "" (the rule chooses). ``benchmark`` ranks by it without ``--ranking-metric``, and
+    the flag overrides it; a user's protocol (a mapping) declares none. The report says who declared."""
+    from agnostophobia.experiments.benchmark import declared_ranking
+    from agnostophobia.experiments.benchmark_ranking import BY_FLAG, RANKING_CANDIDATES
+
+    metric = PROTOCOLS.get(protocol).ranking_metric
+    assert metric == "" or metric in RANKING_CANDIDATES
+    assert declared_ranking({"protocol": protocol}) == ((metric, protocol) if metric else (None, BY_FLAG))
+    assert declared_ranking({"protocol": protocol}, flag="auroc") == ("auroc", BY_FLAG)
+    assert declared_ranking({"protocol": {"type": "imagefolder", "root": "x"}}) == (None, BY_FLAG)
+    if not metric:
+        return
+    result = summarise(_three_approaches(), min_accuracy=0.985, declared=Declared(ranking=metric, ranking_by=protocol))
+    ranking = result["ranking"]
+    assert ranking["chosen"] == metric and ranking["declared"] and ranking["declared_by"] == protocol
+    assert f"declared for the protocol {protocol} (--ranking-metric overrides it) before" in ranking["why"]
+    text = _report(result)
+    assert f"Declared for the protocol `{protocol}` (`--ranking-metric` overrides it): **{RANKING_CANDIDATES[metric]}**" in text
+    assert f"| the ranking metric | declared (the protocol) | {RANKING_CANDIDATES[metric]}" in text
+    assert f"the ranking metric declared for the protocol {protocol}" in text and "--ranking-metric)" not in text
 
 
 def test_the_rule_reads_the_knowns_only_approaches_where_some_trained_on_an_outside_set():

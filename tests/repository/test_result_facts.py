@@ -329,6 +329,10 @@ def test_the_declared_ranking_metrics_are_the_rules_choice_by_hand(facts_module)
             medians[metric] = float(np.median(list(pairs.values())))
         assert max(medians, key=lambda m: (medians[m], -list(RANKING_CANDIDATES).index(m))) == declared, protocol
         assert ranking.chosen(protocol) == declared
+    from agnostophobia.data.protocols import PROTOCOLS
+
+    for experiment, protocols in ranking.PROTOCOLS_OF.items():  # one declaration, on every protocol of the experiment
+        assert {PROTOCOLS.get(name).ranking_metric for name in protocols} == {ranking.DECLARED[experiment]}
     assert all(label in facts_module.PAGES and not facts_module.PAGES[label].over_splits
                for label in ranking.DECLARED_FROM)
 

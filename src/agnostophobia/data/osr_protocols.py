@@ -85,7 +85,7 @@ def _osr_protocol(b: _Builder, dataset: str, class_names: Sequence[str], split: 
 
 
 @register_protocol("osr-mnist", LENET_INPUT, datasets=("mnist", "letters"), converged_accuracy=0.985,
-                   splits=OSR_MNIST_SPLITS, outside_negatives=OUTSIDE_NEGATIVES,
+                   splits=OSR_MNIST_SPLITS, outside_negatives=OUTSIDE_NEGATIVES, ranking_metric="auroc",
                    unknown_sets=(UnknownSet("osr-mnist-unknown", "MNIST test, the split's 4 unknown digits",
                                             proximity=NEAR),))
 def osr_mnist_protocol(data_dir=None, seed: int = 0, preprocessing: str = OURS, split: int = None,
@@ -95,7 +95,7 @@ def osr_mnist_protocol(data_dir=None, seed: int = 0, preprocessing: str = OURS, 
 
 
 @register_protocol("osr-cifar10", RESNET_INPUT, datasets=("cifar10", "letters"), converged_accuracy=0.90,
-                   splits=OSR_CIFAR10_SPLITS, outside_negatives=OUTSIDE_NEGATIVES,
+                   splits=OSR_CIFAR10_SPLITS, outside_negatives=OUTSIDE_NEGATIVES, ranking_metric="oscr",
                    unknown_sets=(UnknownSet("osr-cifar10-unknown", "CIFAR-10 test, the split's 4 unknown classes",
                                             proximity=NEAR),))
 def osr_cifar10_protocol(data_dir=None, seed: int = 0, preprocessing: str = OURS, split: int = None,

@@ -107,7 +107,7 @@ def _unknown(ds: DatasetSplit) -> np.ndarray:
 # counts notMNIST near (docs/guide/benchmark.md, "Near and far", says so).
 @register_protocol("lenet++", LENET_INPUT, datasets=("mnist", "letters", "devanagari", "notmnist", "cifar10"),
                    preprocessings=(OURS, AUTHORS),  # authors: the sets of their MNIST/data_prep.py
-                   converged_accuracy=0.985,
+                   converged_accuracy=0.985, ranking_metric="oscr_log",
                    unknown_sets=(UnknownSet("letters", "EMNIST letters test", known_unknowns=True,
                                             figures="supplementary figure", proximity=FAR),
                                  UnknownSet("devanagari", "Devanagari", figures="Figs. 1 and 2", proximity=FAR),
@@ -271,7 +271,7 @@ def _partition_sets(partition: CifarPartition) -> Tuple[UnknownSet, ...]:
 
 
 @register_protocol("cifar10-split", RESNET_INPUT, datasets=("cifar10", "mnist", "notmnist"), converged_accuracy=0.90,
-                   unknown_sets=(*_partition_sets(CIFAR10_SPLIT), *CIFAR10_FAR_SETS))
+                   ranking_metric="oscr_log", unknown_sets=(*_partition_sets(CIFAR10_SPLIT), *CIFAR10_FAR_SETS))
 def cifar10_split_protocol(data_dir=None, seed: int = 0, preprocessing: str = OURS, **limits) -> OpenSetProtocol:
     """CIFAR-10 alone for training: 6 known classes, 2 known-unknown classes; at test 2 unknown-unknown
     classes (near) and, as far unknowns (OpenOOD's near/far grouping, issue 55 item 4), the MNIST and
@@ -283,7 +283,7 @@ def cifar10_split_protocol(data_dir=None, seed: int = 0, preprocessing: str = OU
 
 
 @register_protocol("cifar10-split-b", RESNET_INPUT, datasets=("cifar10", "mnist", "notmnist"),
-                   converged_accuracy=0.90, unknown_sets=_partition_sets(CIFAR10_SPLIT_B))
+                   converged_accuracy=0.90, ranking_metric="oscr_log", unknown_sets=_partition_sets(CIFAR10_SPLIT_B))
 def cifar10_split_b_protocol(data_dir=None, seed: int = 0, preprocessing: str = OURS, **limits) -> OpenSetProtocol:
     """The CIFAR-10 split with a second class partition, built as ``cifar10-split`` is
     (:func:`cifar10_split_protocol`): :data:`CIFAR10_SPLIT_B`, known airplane, bird, dog, frog, horse,

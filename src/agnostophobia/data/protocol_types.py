@@ -130,6 +130,11 @@ class ProtocolSpec:
     # approach that trains on negatives are then *extra data* in reports (as OpenOOD keeps methods
     # trained with outliers apart); "" where the negatives are the protocol's own classes.
     outside_negatives: str = ""
+    # The metric its benchmark ranks rows by (a key of ``experiments.ranking_candidates.RANKING_CANDIDATES``),
+    # declared once from the validation pairs of every run published by 2026-12-05, pooled
+    # (docs/guide/benchmark-statistics.md, "Choosing the ranking metric"; docs/result_ranking.py recomputes it); ``benchmark
+    # --ranking-metric`` overrides it; "": none declared, and each run's rule chooses on its validation data.
+    ranking_metric: str = ""
     # True where building is what checks the protocol (its files): `reproduce` builds it before
     # anything of the run is written; the others' data is checked by `require_data`.
     check_by_building = False
@@ -263,14 +268,15 @@ def unknown_set(name: str) -> UnknownSet:
 def register_protocol(name: str, input: InputSpec, datasets: Tuple[str, ...] = (),
                       preprocessings: Tuple[str, ...] = (OURS,), data_hint: str = "",
                       unknown_sets: Tuple[UnknownSet, ...] = (), converged_accuracy: Optional[float] = None,
-                      splits: Tuple[Tuple[int, ...], ...] = (), outside_negatives: str = ""):
+                      splits: Tuple[Tuple[int, ...], ...] = (), outside_negatives: str = "",
+                      ranking_metric: str = ""):
     """Decorator: register the builder it decorates as protocol ``name``, with its declaration
     (:class:`ProtocolSpec`) and that of the unknown test sets it builds; the builder is returned
     unchanged. A builder of a protocol with ``splits`` takes ``split`` (an index into them)."""
     def add(build: Callable[..., OpenSetProtocol]) -> Callable[..., OpenSetProtocol]:
         PROTOCOLS.register(name)(ProtocolSpec(name, build, input, tuple(datasets), tuple(preprocessings), data_hint,
                                                 converged_accuracy, tuple(tuple(s) for s in splits),
-                                                outside_negatives))
+                                                outside_negatives, ranking_metric))
         declare_unknown_sets(*unknown_sets)
         return build
 

@@ -62,7 +62,10 @@ closed-set accuracy and its separation of the converged approaches in seed half-
 (:func:`~agnostophobia.experiments.benchmark_ranking.candidate_numbers`,
 :func:`~agnostophobia.experiments.benchmark_ranking.ranking_metric`): on LeNet++ the linear OSCR area is
 bounded by closed-set accuracy and nearly reaches it for every approach trained with negatives, so it
-cannot separate them. The families of comparisons still test the linear OSCR area against
+cannot separate them. A registered protocol declares the metric its benchmark ranks by
+(:attr:`~agnostophobia.data.protocol_types.ProtocolSpec.ranking_metric`, read from the pooled validation pairs
+of every run published by 2026-12-05), and ``--ranking-metric`` overrides it; the rule chooses where
+neither does (a user's protocol). The families of comparisons still test the linear OSCR area against
 :data:`~agnostophobia.experiments.benchmark_comparisons.MARGIN`, declared for that area.
 
 The report covers the approaches the run's ``config.yaml`` lists (the last call's, ``--set
@@ -91,8 +94,8 @@ from agnostophobia.errors import AgnostophobiaError, TrainingDiverged
 from agnostophobia.experiments.benchmark_comparisons import (ALPHA, BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, MARGIN,
                                                              SampleReplicates, compare_families, families,
                                                              family_resolution, sample_replicates)
-from agnostophobia.experiments.benchmark_ranking import (RANKING_CANDIDATES, check_ranking_metric, rank_rows,
-                                                         ranking_metric)
+from agnostophobia.experiments.benchmark_ranking import (BY_FLAG, RANKING_CANDIDATES, check_ranking_metric,
+                                                         rank_rows, ranking_metric)
 from agnostophobia.experiments.benchmark_report import markdown
 from agnostophobia.experiments.benchmark_summary import what_the_data_says
 from agnostophobia.experiments.benchmark_rows import (cells, check_accuracy_rule, converged_by_rule, far_sets,
@@ -139,7 +142,8 @@ def benchmark(target: str, request: Optional[RunRequest] = None, min_accuracy: O
     seeds (default 5), output folder and training choices (its ``experiment`` is set here, from
     ``target``); ``accuracy_margin``: converge by the rule with an interval
     (:func:`~agnostophobia.experiments.benchmark_rows.converged_by_rule`) instead of the threshold;
-    ``ranking``: a ranking metric declared before the run, in the rule's place
+    ``ranking``: a ranking metric declared before the run (``--ranking-metric``), in the place of the
+    protocol's declared one or the rule (:func:`declared_ranking`)
     (:func:`~agnostophobia.experiments.benchmark_ranking.ranking_metric`)."""
     from agnostophobia.experiments.reproduce import reproduce
     from agnostophobia.losses import LOSSES
@@ -288,7 +292,8 @@ def write_benchmark(run_dir, min_accuracy: Optional[float] = None, log: Callable
         models = [m for m in records.models if m[1] in approaches]
         extra, outside = extra_data_approaches(records.config.get("protocol"), approaches)
         result = summarise(comparison.rows, threshold, sample_replicates(models, run_scores(run_dir)), extra_data=extra,
-                           negatives=trained_on_negatives(approaches), declared=Declared(accuracy_margin, ranking))
+                           negatives=trained_on_negatives(approaches),
+                           declared=Declared(accuracy_margin, *declared_ranking(records.config, ranking)))
         notes = left_out_notes(left_out, diverged)
         if extra:  # a protocol whose negatives are an outside set (osr-mnist, osr-cifar10)
             notes.append(f"extra data: {', '.join(extra)} trained on negatives from an outside set ({outside}) that "
@@ -360,6 +365,19 @@ def _declared_accuracy(config: Dict) -> Optional[float]:
     return protocol_spec(protocol).converged_accuracy if isinstance(protocol, str) else None
 
 
+def declared_ranking(config: Dict, flag: Optional[str] = None) -> Tuple[Optional[str], str]:
+    """The ranking metric a run declares, and who declared it: ``--ranking-metric`` (``flag``) where
+    given, else the protocol's registration (:attr:`~agnostophobia.data.protocol_types.ProtocolSpec.ranking_metric`),
+    else ``(None, ...)``: the rule chooses on the run's validation data (a user's protocol)."""
+    from agnostophobia.data.protocols import protocol_spec
+
+    if flag is not None:
+        return flag, BY_FLAG
+    protocol = config.get("protocol")
+    metric = protocol_spec(protocol).ranking_metric if isinstance(protocol, str) else ""
+    return (metric or None), (protocol if metric else BY_FLAG)
+
+
 def _meta(meta: Optional[Dict]) -> Dict:
     """What the report's header says of the run, from its record (``run_meta.json``, already read)."""
     meta = meta or {}
@@ -378,9 +396,10 @@ def _chosen_on_test_images(model: Optional[str]) -> Optional[str]:
 
 # ------------------------------------------------------------------------ benchmark.json
 class Declared(NamedTuple):
-    """The reading rules a run declares on the command line, beside the protocol's threshold."""
+    """The reading rules a run declares on the command line or its protocol declares, beside the threshold."""
     accuracy_margin: Optional[float] = None  # --accuracy-margin: converge by the rule with an interval
-    ranking: Optional[str] = None  # --ranking-metric: the metric that ranks, in the rule's place
+    ranking: Optional[str] = None  # the metric that ranks, in the rule's place
+    ranking_by: str = BY_FLAG  # who declared it: --ranking-metric, or the protocol's name
 
 
 def summarise(rows: List[Dict], min_accuracy: Optional[float], replicates: SampleReplicates = SampleReplicates(),
@@ -424,7 +443,7 @@ def summarise(rows: List[Dict], min_accuracy: Optional[float], replicates: Sampl
                          "mean_da_per_seed": {key: mean_oscr(row, key) for key in RANKING_CANDIDATES},
                          "val": row["val"],
                          "test": {name: cells(numbers) for name, numbers in row["test"].items()}})
-    ranking = ranking_metric(out_rows, declared=declared.ranking)
+    ranking = ranking_metric(out_rows, declared=declared.ranking, declared_by=declared.ranking_by)
     out_rows = rank_rows(out_rows, ranking["chosen"])
     reference = reference_approach(approaches, extra_data)
     tests = compare_families(out_rows, reference, replicates)

@@ -107,18 +107,33 @@ def candidate_numbers(rows: List[Dict], split: str) -> List[Dict]:
     return out
 
 
-def ranking_metric(rows: List[Dict], declared: Optional[str] = None) -> Dict:
+#: How a run says a metric was declared with the flag (``ranking["declared_by"]``; a run written before
+#: protocols declared theirs has no such key and was declared with the flag).
+BY_FLAG = "--ranking-metric"
+
+
+def declared_said(ranking: Dict) -> str:
+    """How a report says where ``ranking``'s declared metric came from: ``with --ranking-metric`` or
+    ``for the protocol NAME`` (its registration, :attr:`~agnostophobia.data.protocol_types.ProtocolSpec.ranking_metric`)."""
+    by = ranking.get("declared_by", BY_FLAG)
+    return f"with {by}" if by == BY_FLAG else f"for the protocol {by}"
+
+
+def ranking_metric(rows: List[Dict], declared: Optional[str] = None, declared_by: str = BY_FLAG) -> Dict:
     """The metric rows are ranked by, chosen by :data:`RANKING_RULE` from the validation numbers of
     :func:`candidate_numbers` (the test's are computed beside them, shown, never read by the rule):
-    ``{"chosen", "title", "rule", "why", "declared", "candidates": {"val": [...], "test": [...]}}``.
-    ``declared``: a candidate fixed before the run (``benchmark --ranking-metric``, as a
-    pre-registration fixes one), which ranks in the rule's place; the candidates are still shown."""
+    ``{"chosen", "title", "rule", "why", "declared", "declared_by", "candidates": {"val": [...], "test": [...]}}``.
+    ``declared``: a candidate fixed before the run, which ranks in the rule's place (the candidates are
+    still shown); ``declared_by``: :data:`BY_FLAG` (``benchmark --ranking-metric``, as a
+    pre-registration fixes one) or the name of the protocol that declares it."""
     candidates = {split: candidate_numbers(rows, split) for split in ("val", "test")}
     if declared is not None:
         check_ranking_metric(declared)
+        flag = f" {declared}" if declared_by == BY_FLAG else f" ({BY_FLAG} overrides it)"
+        said = declared_said({"declared_by": declared_by})
         return {"chosen": declared, "title": RANKING_CANDIDATES[declared], "rule": RANKING_RULE, "declared": True,
-                "why": f"declared with --ranking-metric {declared} before the report was written, so the rule is "
-                       "not read",
+                "declared_by": declared_by,
+                "why": f"declared {said}{flag} before the report was written, so the rule is not read",
                 "split": "val", "candidates": candidates}
     best = largest_separation(candidates["val"])
     if best is not None:

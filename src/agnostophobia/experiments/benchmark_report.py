@@ -16,7 +16,8 @@ from agnostophobia.data.protocol_types import FAR
 from agnostophobia.data.protocols import unknown_set  # the registered protocols declare their sets there
 from agnostophobia.deploy.compare import TIE_MARK
 from agnostophobia.experiments.benchmark_comparisons import MARGIN, marks, present_families
-from agnostophobia.experiments.benchmark_ranking import RANKING_RULE_HISTORY, best_detectors, tied_with_the_row_above
+from agnostophobia.experiments.benchmark_ranking import (BY_FLAG, RANKING_RULE_HISTORY, best_detectors, declared_said,
+                                                         tied_with_the_row_above)
 from agnostophobia.experiments.benchmark_recipes import recipe_mark, recipes_section
 from agnostophobia.experiments.benchmark_rows import (KNOWNS_ONLY_REFERENCE, REFERENCE_NAMES,
                                                       convergence_said, interval_over_seeds, papers_rows, reference_of,
@@ -55,7 +56,7 @@ def _intro(result: Dict, run: str, code: bool = True) -> List[str]:
             "(CCR against FPR, linear FPR axis; at most the closed-set accuracy). Every number shown is a test "
             f"number unless its column says validation; rows are ranked by the validation "
             f"{result['ranking']['title']}{_validation_fpr_said(result)} (mean over seeds), the ranking metric "
-            + ("declared with --ranking-metric" if result["ranking"].get("declared") else
+            + (f"declared {declared_said(result['ranking'])}" if result["ranking"].get("declared") else
                "the declared rule chose on validation data")
             + " (\"Choosing the ranking metric\"), '=' after a rank where the "
             "row's value equals the row above's (the tie-break ordered them); † more than 1 % of that "
@@ -380,7 +381,7 @@ def choices_and_splits(result: Dict) -> List[str]:
             "| choice | split | how |", "|---|---|---|",
             f"| convergence (*not converged*: neither ranked, tested nor bold) | validation | {convergence} |",
             f"| each detector's settings | validation | {result.get('tuning', '')} |",
-            f"| the ranking metric | {'declared (--ranking-metric)' if ranking.get('declared') else 'validation'} | "
+            f"| the ranking metric | {_declared_where(ranking)} | "
             f"{ranking['title']}: {ranking['why']} "
             f"(\"Choosing the ranking metric\") |",
             f"| rank | validation | the validation {ranking['title']}{_validation_fpr_said(result)}, mean over "
@@ -396,6 +397,20 @@ def choices_and_splits(result: Dict) -> List[str]:
             "comparisons |"]
 
 
+def _declared_where(ranking: Dict) -> str:
+    """The split column of "the ranking metric" in the table of choices."""
+    if not ranking.get("declared"):
+        return "validation"
+    by = ranking.get("declared_by", BY_FLAG)
+    return f"declared ({by})" if by == BY_FLAG else "declared (the protocol)"
+
+
+def _declared_how(ranking: Dict) -> str:
+    """Where a declared metric came from, in the ranking section's first words."""
+    by = ranking.get("declared_by", BY_FLAG)
+    return f"with `{by}`" if by == BY_FLAG else f"for the protocol `{by}` (`{BY_FLAG}` overrides it)"
+
+
 def _ranking_metric_section(result: Dict) -> List[str]:
     """The table the ranking metric is chosen from: each candidate's gap to closed-set accuracy,
     spread across approaches and separation in seed half-widths, on validation data (what the
@@ -404,7 +419,7 @@ def _ranking_metric_section(result: Dict) -> List[str]:
     header = ["metric", "split", "approaches", "median gap to closed-set acc.", "spread of means",
               "median 95 % half-width", "median separation (half-widths)", ""]
     declared = bool(ranking.get("declared"))
-    said = (f"Declared with `--ranking-metric`: **{ranking['title']}** (`--ranking-metric {ranking['chosen']}`); the rule "
+    said = (f"Declared {_declared_how(ranking)}: **{ranking['title']}** (`--ranking-metric {ranking['chosen']}`); the rule "
             f"({ranking['rule']}) is not read, and the table shows what it would have read. " if declared else
             f"Rule ({RANKING_RULE_HISTORY}): {ranking['rule']}. Chosen: **{ranking['title']}**, {ranking['why']}. ")
     lines = ["## Choosing the ranking metric", "",

@@ -14,7 +14,7 @@ from scipy import stats
 
 from agnostophobia.experiments.benchmark_comparisons import (ALPHA, AT_CEILING, BELOW_MARGIN, BEYOND_MARGIN, MARGIN,
                                                              marks, present_families)
-from agnostophobia.experiments.benchmark_ranking import validation_choice
+from agnostophobia.experiments.benchmark_ranking import declared_said, validation_choice
 from agnostophobia.experiments.benchmark_rows import (CEILING_GAP, convergence_said, interval_over_seeds, is_at_ceiling,
                                                       papers_rows, saw_negatives, seeds_said)
 from agnostophobia.metrics import BETTER, EQUIVALENT, NOT_RESOLVED, TIE_FLAG, WORSE, PairedDifference, decide
@@ -223,7 +223,7 @@ def _best_said(ranked: List[Dict], ranking: Dict, among: str) -> str:
     it out (:func:`~agnostophobia.experiments.benchmark_ranking.validation_choice`); else the rows tied
     for it, named, and that none is chosen."""
     metric, title = ranking["chosen"], ranking["title"]
-    title += " (the ranking metric, " + ("declared with --ranking-metric)" if ranking.get("declared") else
+    title += " (the ranking metric, " + (f"declared {declared_said(ranking)})" if ranking.get("declared") else
                                          "chosen on validation data)")
     chosen, tied = validation_choice(ranked, metric)
     top = ranked[0]

@@ -247,9 +247,9 @@ def _add_benchmark(subparsers, common, runs) -> None:
                         "is not worse than softmax's by M or more (the low end of the paired 90%% t interval over "
                         "seeds above -M), instead of the threshold (How the benchmark decides; needs softmax)")
     p.add_argument("--ranking-metric", choices=tuple(RANKING_CANDIDATES), metavar="METRIC",
-                   help="rank by this metric, declared before the report, instead of the rule that chooses one on "
-                        "validation data (How the benchmark decides, which gives each protocol's declared "
-                        "metric): " + ", ".join(RANKING_CANDIDATES))
+                   help="rank by this metric, declared before the report (default: the metric the protocol "
+                        "declares, How the benchmark decides; a protocol that declares none, e.g. your own: the "
+                        "rule that chooses one on validation data): " + ", ".join(RANKING_CANDIDATES))
     p.set_defaults(func=_benchmark)
 
 
