@@ -766,7 +766,7 @@ def test_the_report_states_the_split_each_choice_used():
     assert said and "CIFAR-10 test images" in said and _chosen_on_test_images("lenet++") is None
     recipe = _report(result, chosen_on_test_images=said).split("## Which split each choice used", 1)[1]
     assert f"| the network's recipe, before this run | test | {said} |" in recipe
-    assert f"rows are ranked by the validation {result['ranking']['title']}" in text
+    assert f"rows are listed by the validation {result['ranking']['title']}" in text
 
 
 def _three_approaches():
@@ -1313,9 +1313,41 @@ def test_a_best_is_chosen_only_where_it_leads_by_the_margin_and_tied_rows_are_na
                       min_accuracy=0.985)
     chosen, within = validation_choice([r for r in noisy["rows"] if r["rank"]], "oscr")
     assert chosen is None and len(within) == 2
-    # equal validation values: the rank says the tie-break ordered them
+    # equal validation values: no row beats another, so all share rank 1, and '=' says the tie-break ordered them
     table = _report(tied).split("\n## OSCR\n", 1)[1]
-    assert "| 1 |" in table and "| 2= |" in table and "| 3= |" in table
+    assert "| 1 |" in table and "| 1= |" in table and "| 2" not in table
+
+
+def test_a_rank_counts_the_rows_that_beat_it_on_validation_within_its_group():
+    """Review of 2026-12-05 (N2): a ranked table ordered 65 rows by validation means that validation did
+    not resolve, and read as a finding. A row's rank is one more than the rows of its group that beat it
+    (the margin and a paired 95 % t interval above 0); a row listed lower but too noisy to be beaten
+    ranks first; the rows trained on negatives count among themselves; one seed resolves nothing."""
+    from agnostophobia.experiments.benchmark_comparisons import MARGIN
+    from agnostophobia.experiments.benchmark_ranking import rank_rows, resolved_ranks
+
+    clear = [0.90, 0.91, 0.92]
+    source = [_row("softmax", "a", [0.6] * 3, [0.99] * 3, val=clear),
+              _row("softmax", "b", [0.6] * 3, [0.99] * 3, val=[v - 4 * MARGIN for v in clear]),  # beaten by a
+              _row("softmax", "c", [0.6] * 3, [0.99] * 3, val=[v - 8 * MARGIN for v in clear]),  # by a and b
+              _row("softmax", "noisy", [0.6] * 3, [0.99] * 3, val=[0.99, 0.60, 0.80]),  # no one beats it
+              _row(REFERENCE_APPROACH, "x", [0.6] * 3, [0.99] * 3, val=[0.5, 0.51, 0.52])]  # apart, alone
+    ranked = rank_rows(summarise(source, min_accuracy=0.985, negatives=[REFERENCE_APPROACH])["rows"], "oscr")
+    got = dict(zip((r["row"] for r in ranked), resolved_ranks(ranked, "oscr")))
+    assert got == {"softmax/a": 1, "softmax/b": 2, "softmax/c": 3, "softmax/noisy": 1, f"{REFERENCE_APPROACH}/x": 1}
+    # a margin short, the paired difference clears nothing
+    close = [_row("softmax", "a", [0.6] * 3, [0.99] * 3, val=clear),
+             _row("softmax", "b", [0.6] * 3, [0.99] * 3, val=[v - MARGIN / 2 for v in clear])]
+    ranked = rank_rows(summarise(close, min_accuracy=0.985)["rows"], "oscr")
+    assert resolved_ranks(ranked, "oscr") == [1, 1]
+    one_seed = [_row("softmax", d, [0.6], [0.99], val=[v]) for d, v in (("a", 0.9), ("b", 0.5))]
+    ranked = rank_rows(summarise(one_seed, min_accuracy=0.985)["rows"], "oscr")
+    assert resolved_ranks(ranked, "oscr") == [1, 1]
+    unconverged = rank_rows(summarise(source[:1] + [_row("logitnorm", "y", [0.6] * 3, [0.5] * 3, val=clear)],
+                                      min_accuracy=0.985)["rows"], "oscr")
+    assert resolved_ranks(unconverged, "oscr") == [1, None]
+    table = _report(summarise(source, min_accuracy=0.985, negatives=[REFERENCE_APPROACH])).split("\n## OSCR\n", 1)[1]
+    assert "| 3 | softmax/c |" in table and "| 1 | softmax/noisy |" in table and "| N1 |" in table
 
 
 def test_rows_trained_on_the_protocols_negatives_are_ranked_apart_and_the_metric_rule_skips_them():

@@ -210,6 +210,25 @@ def validation_choice(ranked: List[Dict], metric: str) -> Tuple[Optional[Dict], 
     return (top if len(tied) == 1 else None), tied
 
 
+def resolved_ranks(ranked: List[Dict], metric: str) -> List[Optional[int]]:
+    """Per row of ``ranked`` (:func:`rank_rows`' order): the rank its validation numbers resolve, one
+    more than the rows of its group (ranked apart: :func:`saw_negatives`) that beat it (:func:`beats`:
+    by the margin and more than the seeds' noise); None for a row not ranked. Rows that share a rank are
+    not resolved apart on validation, whatever the order of their means says (a review found a
+    ranked table whose order validation did not resolve read as a finding); a run of one seed
+    resolves nothing, so its rows all rank 1. Not transitive: a row listed lower may rank higher
+    where its seeds spread too widely for any row to beat it."""
+    out: List[Optional[int]] = []
+    for row in ranked:
+        if row["rank"] is None:
+            out.append(None)
+            continue
+        group = [other for other in ranked if other["rank"] is not None and other is not row
+                 and saw_negatives(other) == saw_negatives(row)]
+        out.append(1 + sum(beats(other, row, metric) for other in group))
+    return out
+
+
 def beats(first: Dict, second: Dict, metric: str) -> bool:
     """Whether ``first`` beats ``second`` on the validation ``metric``: over the seeds both trained,
     their paired difference has a mean of at least :data:`MARGIN` (every candidate metric lies in

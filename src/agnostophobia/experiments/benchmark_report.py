@@ -17,7 +17,7 @@ from agnostophobia.data.protocols import unknown_set  # the registered protocols
 from agnostophobia.deploy.compare import TIE_MARK
 from agnostophobia.experiments.benchmark_comparisons import MARGIN, marks, present_families
 from agnostophobia.experiments.benchmark_ranking import (BY_FLAG, RANKING_RULE_HISTORY, best_detectors, declared_said,
-                                                         tied_with_the_row_above)
+                                                         resolved_ranks, tied_with_the_row_above)
 from agnostophobia.experiments.benchmark_recipes import recipe_mark, recipes_section
 from agnostophobia.experiments.benchmark_rows import (KNOWNS_ONLY_REFERENCE, REFERENCE_NAMES,
                                                       convergence_said, interval_over_seeds, papers_rows, reference_of,
@@ -54,11 +54,13 @@ def _intro(result: Dict, run: str, code: bool = True) -> List[str]:
             f"Detector settings: {result['tuning']}.", "",
             "Each cell: mean over seeds [95 % t interval over seeds, cut to [0, 1]]. OSCR: area under the OSCR curve "
             "(CCR against FPR, linear FPR axis; at most the closed-set accuracy). Every number shown is a test "
-            f"number unless its column says validation; rows are ranked by the validation "
+            f"number unless its column says validation; rows are listed by the validation "
             f"{result['ranking']['title']}{_validation_fpr_said(result)} (mean over seeds), the ranking metric "
             + (f"declared {declared_said(result['ranking'])}" if result["ranking"].get("declared") else
                "the declared rule chose on validation data")
-            + " (\"Choosing the ranking metric\"), '=' after a rank where the "
+            + " (\"Choosing the ranking metric\"); a row's rank is one more than the rows that beat it there "
+            f"(by the margin, {MARGIN}, and a paired 95 % t interval over seeds above 0), so rows that share a "
+            "rank are not resolved apart on validation; '=' after a rank where the "
             "row's value equals the row above's (the tie-break ordered them); † more than 1 % of that "
             "set's samples tie with a sample of the other kind."
             + (" Rows marked (extra data) trained on negatives from an outside set the others never saw: "
@@ -101,8 +103,9 @@ def _oscr_table(result: Dict, marks: Dict) -> List[str]:
               *(f"{_set_name(s)} OSCR" for s in sets), f"vs {_reference_short(result)}, same detector (secondary)",
               "vs MSP (secondary)"]
     lines = ["## OSCR", "", _row_md(header), _rule(header)]
-    for tied, row in zip(tied_with_the_row_above(result["rows"], metric), result["rows"]):
-        cells = [_rank_cell(row) + (TIE_MARK if tied else ""), _label(result, row),
+    rows = result["rows"]
+    for tied, resolved, row in zip(tied_with_the_row_above(rows, metric), resolved_ranks(rows, metric), rows):
+        cells = [_rank_cell(row, resolved) + (TIE_MARK if tied else ""), _label(result, row),
                  format_cell(row["closed_set_accuracy"]),
                  format_cell(row.get("val_closed_set_accuracy")), _val_cell(row, metric)]
         cells += [format_cell(row["test"].get(s, {}).get("oscr")) + _tie(row, s) for s in sets]
@@ -386,7 +389,8 @@ def choices_and_splits(result: Dict) -> List[str]:
             f"(\"Choosing the ranking metric\") |",
             f"| rank | validation | the validation {ranking['title']}{_validation_fpr_said(result)}, mean over "
             f"seeds, through compare's ranking (equal means: the higher validation AUROC, then the registry's order "
-            f"of approaches and the detector's name); the rows trained on negatives apart |",
+            f"of approaches and the detector's name), orders the rows; a row's rank is one more than the rows that "
+            f"beat it there (by the margin and a 95 % t interval above 0); the rows trained on negatives apart |",
             f"| best row, each approach's best detector (bold) | validation | the first by the rank's metric, only "
             f"where it beats every other candidate: a mean paired difference over seeds of at least the margin "
             f"({MARGIN}) and a 95 % t interval above 0; else none, and the rows it does not beat are named as tied |",
@@ -455,12 +459,13 @@ def _marked(row: Dict) -> str:
         ("" if row["complete"] else f" (incomplete: {len(row['seeds'])} seed(s))")
 
 
-def _rank_cell(row: Dict) -> str:
-    """A row's rank: E before the ranks of the rows with extra data, N before those of the rows trained
-    on the protocol's negatives, each counted among themselves."""
+def _rank_cell(row: Dict, resolved: Optional[int]) -> str:
+    """A row's rank, as validation resolves it (``resolved``, :func:`resolved_ranks`): E before the
+    ranks of the rows with extra data, N before those of the rows trained on the protocol's negatives,
+    each counted among themselves."""
     if not row["rank"]:
         return "—"
-    return ("E" if row.get("extra_data") else "N" if saw_negatives(row) else "") + str(row["rank"])
+    return ("E" if row.get("extra_data") else "N" if saw_negatives(row) else "") + str(resolved)
 
 
 def _has_extra(result: Dict) -> bool:
