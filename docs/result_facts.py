@@ -33,11 +33,12 @@ import result_fine_tunes  # noqa: E402
 import result_near_set  # noqa: E402
 import result_partition  # noqa: E402
 import result_preparation  # noqa: E402
+import result_osr_splits  # noqa: E402
 import result_ranking  # noqa: E402
 import result_trivial  # noqa: E402
 from result_pages import PAGES, published  # noqa: E402
 from result_runs import (CIFAR_PARTS, CIFAR_REPORT, DECIDING_PARTS, cell, comparison,  # noqa: E402
-                         equivalence_se, near_da, num, paired, paper_row, row, run, run_marks, seed_accuracies,
+                         equivalence_se, near_da, num, paired, paper_row, projected_resolution, row, run, run_marks, seed_accuracies,
                          signed, span, t_interval, test_said, val_accuracy)
 
 #: Where the CIFAR split's first part's rows (trained on a Xeon) were trained again on Zen 4.
@@ -200,15 +201,6 @@ def negatives_spread(label: str) -> float:
     its paper's detector."""
     return float(np.ptp([np.mean(r["mean_oscr_per_seed"]) for r in papers_rows(run(label)["rows"])
                          if r["converged"] and saw_negatives(r)]))
-
-
-def projected_resolution(label: str, family: str, seeds: int) -> float:
-    """The smallest difference a family of a 3-seed run would resolve at ``seeds`` seeds: each test's
-    seeds' part of the standard error scaled by sqrt(3 / seeds), its test samples' part kept, at the
-    family's median (:func:`~agnostophobia.metrics.smallest_resolved_difference`)."""
-    tests = run(label)["tests"][family]
-    se = np.median([np.hypot(t["se_seeds"] * np.sqrt(run(label)["seeds"] / seeds), t["se_samples"]) for t in tests])
-    return smallest_resolved_difference(se, seeds, family_size=len(tests), margin=MARGIN)
 
 
 def samples_floor(label: str, family: str) -> float:
@@ -555,8 +547,8 @@ FACTS: Dict[str, Callable[[], str]] = {
 }
 
 
-for _module in (result_against_softmax, result_confirmatory, result_fine_tunes, result_near_set, result_partition, result_preparation,
-                result_ranking, result_trivial):
+for _module in (result_against_softmax, result_confirmatory, result_fine_tunes, result_near_set, result_osr_splits,
+                result_partition, result_preparation, result_ranking, result_trivial):
     if set(FACTS) & set(_module.FACTS):
         raise ValueError(f"numbers named twice: {sorted(set(FACTS) & set(_module.FACTS))}")
     FACTS.update(_module.FACTS)

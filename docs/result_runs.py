@@ -15,7 +15,7 @@ from scipy import stats
 from agnostophobia.experiments.benchmark_comparisons import ALPHA, MARGIN, marks
 from agnostophobia.experiments.benchmark_report import format_cell
 from agnostophobia.experiments.benchmark_rows import interval_over_seeds, papers_rows
-from agnostophobia.metrics import seed_interval
+from agnostophobia.metrics import seed_interval, smallest_resolved_difference
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from result_pages import DOCS, PAGES, published  # noqa: E402
@@ -121,3 +121,12 @@ def test_said(test: Dict) -> str:
     """A test as the overview cites it: ``−0.0042 [−0.0062, −0.0022], *not resolved*``."""
     low, high = test["interval"]
     return f"{signed(test['difference'], 4)} [{signed(low, 4)}, {signed(high, 4)}], *{test['decision']}*"
+
+
+def projected_resolution(label: str, family: str, seeds: int) -> float:
+    """The smallest difference a family of a 3-seed run would resolve at ``seeds`` seeds: each test's
+    seeds' part of the standard error scaled by sqrt(3 / seeds), its test samples' part kept, at the
+    family's median (:func:`~agnostophobia.metrics.smallest_resolved_difference`)."""
+    tests = run(label)["tests"][family]
+    se = np.median([np.hypot(t["se_seeds"] * np.sqrt(run(label)["seeds"] / seeds), t["se_samples"]) for t in tests])
+    return smallest_resolved_difference(se, seeds, family_size=len(tests), margin=MARGIN)

@@ -498,3 +498,21 @@ def test_the_cifar_confirmatory_reading_by_hand(which_run, tmp_path, monkeypatch
     with pytest.raises(ValueError, match="a reading of bench-cifar-b-5-near"):
         confirmatory.cifar_family(label=label)
     confirmatory.near_record.cache_clear()
+
+
+def test_the_osr_splits_page_says_each_primary_call_of_the_osr_cifar10_5_seed_run(facts_module):
+    """Review of 2026-12-05 (m3): ``osr-splits.md`` typed the run's five calls and intervals by hand.
+    Each is now read from the JSON: the call is the test's decision, the interval printed is its 95 %
+    one and holds its difference, and the count of *better* calls is the family's."""
+    osr = facts_module.result_osr_splits
+    tests = {t["approach"]: t for t in facts_module.run(osr.OSR10_5)["tests"]["primary"]}
+    said = facts_module.facts()
+    for approach, test in tests.items():
+        text = said[f"osr10_5_{approach.replace('-', '_')}"]
+        below = test["decision"] == "not resolved" and test["p_holm"] < ALPHA  # the page's "differs, below margin"
+        assert text.startswith(f"*{'differs, below margin' if below else test['decision']}*"), (approach, text)
+        if test["decision"] in ("better", "worse"):
+            low, high = (float(v.replace("−", "-")) for v in text.split("[")[1].split("]")[0].split(", "))
+            assert low == pytest.approx(test["interval"][0], abs=5e-4) and high == pytest.approx(test["interval"][1], abs=5e-4)
+            assert low <= test["difference"] <= high
+    assert said["osr10_5_better"] == str(sum(t["decision"] == "better" for t in tests.values()))
