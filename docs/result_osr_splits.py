@@ -1,8 +1,8 @@
-"""The numbers ``osr-splits.md`` gives of the ``osr-cifar10`` split-0 run at 5 seeds, computed from its
+"""The numbers ``docs/osr-splits.md`` gives of the ``osr-cifar10`` split-0 run at 5 seeds, computed from its
 published ``benchmark.json`` (``result_facts`` gathers them into :data:`FACTS`): each approach's primary
 test against softmax, its mark as the run's page prints it, and the log-FPR family's calls; and how the
 two protocols' 5-seed runs resolve against the projection from their 3-seed runs
-(``benchmark-statistics.md``)."""
+(``docs/guide/benchmark-statistics.md``)."""
 from __future__ import annotations
 
 from typing import Callable, Dict

@@ -501,7 +501,7 @@ def test_the_cifar_confirmatory_reading_by_hand(which_run, tmp_path, monkeypatch
 
 
 def test_the_osr_splits_page_says_each_primary_call_of_the_osr_cifar10_5_seed_run(facts_module):
-    """Review of 2026-12-05 (m3): ``osr-splits.md`` typed the run's five calls and intervals by hand.
+    """Review of 2026-12-05 (m3): ``docs/osr-splits.md`` typed the run's five calls and intervals by hand.
     Each is now read from the JSON: the call is the test's decision, the interval printed is its 95 %
     one and holds its difference, and the count of *better* calls is the family's."""
     osr = facts_module.result_osr_splits
