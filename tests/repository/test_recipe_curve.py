@@ -41,7 +41,8 @@ def test_each_ablation_undoes_one_choice_of_the_cifar_budget_and_nothing_else():
     assert recipe_curve.ABLATIONS[0] == "w32-16" and set(recipe_curve.ABLATIONS) <= set(recipe_curve.TRIALS)
     for name in recipe_curve.ABLATIONS[1:]:
         changed = {k for k, v in vars(train_of(name)).items() if vars(control).get(k) != v}
-        assert len(changed) == 1, (name, changed)
+        assert changed == recipe_curve.SECOND_CHANGE[name] if name in recipe_curve.SECOND_CHANGE \
+            else len(changed) == 1, (name, changed)
     assert train_of("w32-16-no-tta").model_kwargs["tta"] == "none" and control.model_kwargs["tta"] == "flip-translate"
 
 
@@ -99,7 +100,7 @@ def _runs(accuracies):
 
 
 def test_a_choice_is_undone_only_where_undoing_it_beats_the_budget_by_the_margin_and_the_noise():
-    control, no_tta, zero_pad, lowest, pad4 = recipe_curve.ABLATIONS
+    control, no_tta, zero_pad, lowest, pad4 = recipe_curve.ABLATIONS[:5]
     table = {control: _runs([0.900, 0.905, 0.902]),
              no_tta: _runs([0.910, 0.912, 0.909]),      # +0.008, tight: undone
              zero_pad: _runs([0.930, 0.895, 0.903]),    # +0.007 on average, interval across 0: kept
