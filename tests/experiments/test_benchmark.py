@@ -124,7 +124,7 @@ def test_rows_trained_on_extra_data_are_marked_and_ranked_apart():
                and "tied with it: softmax/softmax." in line for line in result["summary"])
     assert any(line.startswith("Best with extra data") and "entropic/max-logit" in line for line in result["summary"])
     text = _report(result)
-    assert "| E1 | entropic/max-logit (extra data) |" in text and "| 1 | softmax/max-logit |" in text
+    assert "| E1 | entropic/max-logit (extra data) |" in text and "| 1–2 | softmax/max-logit |" in text
     assert "ranked apart" in text
     plain = summarise(rows(), min_accuracy=0.985)
     assert "extra data" not in _report(plain)  # a protocol without: the report is as before
@@ -1313,16 +1313,18 @@ def test_a_best_is_chosen_only_where_it_leads_by_the_margin_and_tied_rows_are_na
                       min_accuracy=0.985)
     chosen, within = validation_choice([r for r in noisy["rows"] if r["rank"]], "oscr")
     assert chosen is None and len(within) == 2
-    # equal validation values: no row beats another, so all share rank 1, and '=' says the tie-break ordered them
+    # equal validation values: no row beats another, so each may rank anywhere (1-4), and '=' says the
+    # tie-break ordered them
     table = _report(tied).split("\n## OSCR\n", 1)[1]
-    assert "| 1 |" in table and "| 1= |" in table and "| 2" not in table
+    assert "| 1–4 |" in table and "| 1–4= |" in table and "| 2" not in table
 
 
 def test_a_rank_counts_the_rows_that_beat_it_on_validation_within_its_group():
     """Review of 2026-12-05 (N2): a ranked table ordered 65 rows by validation means that validation did
-    not resolve, and read as a finding. A row's rank is one more than the rows of its group that beat it
-    (the margin and a paired 95 % t interval above 0); a row listed lower but too noisy to be beaten
-    ranks first; the rows trained on negatives count among themselves; one seed resolves nothing."""
+    not resolve, and read as a finding. A row's rank runs from one more than the rows of its group that
+    beat it (the margin and a paired 95 % t interval above 0) to the group's size less the rows it
+    beats; a row too noisy to be beaten or to beat may rank anywhere; the rows trained on negatives
+    count among themselves; one seed resolves nothing."""
     from agnostophobia.experiments.benchmark_comparisons import MARGIN
     from agnostophobia.experiments.benchmark_ranking import rank_rows, resolved_ranks
 
@@ -1334,20 +1336,21 @@ def test_a_rank_counts_the_rows_that_beat_it_on_validation_within_its_group():
               _row(REFERENCE_APPROACH, "x", [0.6] * 3, [0.99] * 3, val=[0.5, 0.51, 0.52])]  # apart, alone
     ranked = rank_rows(summarise(source, min_accuracy=0.985, negatives=[REFERENCE_APPROACH])["rows"], "oscr")
     got = dict(zip((r["row"] for r in ranked), resolved_ranks(ranked, "oscr")))
-    assert got == {"softmax/a": 1, "softmax/b": 2, "softmax/c": 3, "softmax/noisy": 1, f"{REFERENCE_APPROACH}/x": 1}
+    assert got == {"softmax/a": (1, 2), "softmax/b": (2, 3), "softmax/c": (3, 4), "softmax/noisy": (1, 4),
+                   f"{REFERENCE_APPROACH}/x": (1, 1)}
     # a margin short, the paired difference clears nothing
     close = [_row("softmax", "a", [0.6] * 3, [0.99] * 3, val=clear),
              _row("softmax", "b", [0.6] * 3, [0.99] * 3, val=[v - MARGIN / 2 for v in clear])]
     ranked = rank_rows(summarise(close, min_accuracy=0.985)["rows"], "oscr")
-    assert resolved_ranks(ranked, "oscr") == [1, 1]
+    assert resolved_ranks(ranked, "oscr") == [(1, 2), (1, 2)]
     one_seed = [_row("softmax", d, [0.6], [0.99], val=[v]) for d, v in (("a", 0.9), ("b", 0.5))]
     ranked = rank_rows(summarise(one_seed, min_accuracy=0.985)["rows"], "oscr")
-    assert resolved_ranks(ranked, "oscr") == [1, 1]
+    assert resolved_ranks(ranked, "oscr") == [(1, 2), (1, 2)]
     unconverged = rank_rows(summarise(source[:1] + [_row("logitnorm", "y", [0.6] * 3, [0.5] * 3, val=clear)],
                                       min_accuracy=0.985)["rows"], "oscr")
-    assert resolved_ranks(unconverged, "oscr") == [1, None]
+    assert resolved_ranks(unconverged, "oscr") == [(1, 1), None]
     table = _report(summarise(source, min_accuracy=0.985, negatives=[REFERENCE_APPROACH])).split("\n## OSCR\n", 1)[1]
-    assert "| 3 | softmax/c |" in table and "| 1 | softmax/noisy |" in table and "| N1 |" in table
+    assert "| 3–4 | softmax/c |" in table and "| 1–4 | softmax/noisy |" in table and "| N1 |" in table
 
 
 def test_rows_trained_on_the_protocols_negatives_are_ranked_apart_and_the_metric_rule_skips_them():

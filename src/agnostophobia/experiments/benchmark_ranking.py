@@ -210,22 +210,23 @@ def validation_choice(ranked: List[Dict], metric: str) -> Tuple[Optional[Dict], 
     return (top if len(tied) == 1 else None), tied
 
 
-def resolved_ranks(ranked: List[Dict], metric: str) -> List[Optional[int]]:
-    """Per row of ``ranked`` (:func:`rank_rows`' order): the rank its validation numbers resolve, one
-    more than the rows of its group (ranked apart: :func:`saw_negatives`) that beat it (:func:`beats`:
-    by the margin and more than the seeds' noise); None for a row not ranked. Rows that share a rank are
-    not resolved apart on validation, whatever the order of their means says (a review found a
-    ranked table whose order validation did not resolve read as a finding); a run of one seed
-    resolves nothing, so its rows all rank 1. Not transitive: a row listed lower may rank higher
-    where its seeds spread too widely for any row to beat it."""
-    out: List[Optional[int]] = []
+def resolved_ranks(ranked: List[Dict], metric: str) -> List[Optional[Tuple[int, int]]]:
+    """Per row of ``ranked`` (:func:`rank_rows`' order): the ranks its validation numbers allow it,
+    ``(best, worst)``: one more than the rows of its group (ranked apart: :func:`saw_negatives`) that
+    beat it (:func:`beats`: by the margin and more than the seeds' noise), and the group's size less
+    the rows it beats; None for a row not ranked. Where the two differ, validation does not place the
+    row (a review found a table ordering 65 rows by validation means that validation did not resolve
+    read as a finding, and that a lone lower bound put noisy rows first). A run of one seed resolves
+    nothing: each row may rank anywhere in its group."""
+    out: List[Optional[Tuple[int, int]]] = []
     for row in ranked:
         if row["rank"] is None:
             out.append(None)
             continue
         group = [other for other in ranked if other["rank"] is not None and other is not row
                  and saw_negatives(other) == saw_negatives(row)]
-        out.append(1 + sum(beats(other, row, metric) for other in group))
+        beaten_by = sum(beats(other, row, metric) for other in group)
+        out.append((1 + beaten_by, 1 + len(group) - sum(beats(row, other, metric) for other in group)))
     return out
 
 

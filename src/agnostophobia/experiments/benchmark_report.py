@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -58,9 +58,10 @@ def _intro(result: Dict, run: str, code: bool = True) -> List[str]:
             f"{result['ranking']['title']}{_validation_fpr_said(result)} (mean over seeds), the ranking metric "
             + (f"declared {declared_said(result['ranking'])}" if result["ranking"].get("declared") else
                "the declared rule chose on validation data")
-            + " (\"Choosing the ranking metric\"); a row's rank is one more than the rows that beat it there "
-            f"(by the margin, {MARGIN}, and a paired 95 % t interval over seeds above 0), so rows that share a "
-            "rank are not resolved apart on validation; '=' after a rank where the "
+            + " (\"Choosing the ranking metric\"); a row's rank runs from one more than the rows of its group "
+            f"that beat it there (by the margin, {MARGIN}, and a paired 95 % t interval over seeds above 0) to the "
+            "group's size less the rows it beats: a range says where validation does not place the row, and "
+            "rows whose ranges overlap are not resolved apart; '=' after a rank where the "
             "row's value equals the row above's (the tie-break ordered them); † more than 1 % of that "
             "set's samples tie with a sample of the other kind."
             + (" Rows marked (extra data) trained on negatives from an outside set the others never saw: "
@@ -389,8 +390,9 @@ def choices_and_splits(result: Dict) -> List[str]:
             f"(\"Choosing the ranking metric\") |",
             f"| rank | validation | the validation {ranking['title']}{_validation_fpr_said(result)}, mean over "
             f"seeds, through compare's ranking (equal means: the higher validation AUROC, then the registry's order "
-            f"of approaches and the detector's name), orders the rows; a row's rank is one more than the rows that "
-            f"beat it there (by the margin and a 95 % t interval above 0); the rows trained on negatives apart |",
+            f"of approaches and the detector's name), orders the rows; a row's rank runs from one more than the "
+            f"rows that beat it there (by the margin and a 95 % t interval above 0) to the group's size less the "
+            f"rows it beats; the rows trained on negatives apart |",
             f"| best row, each approach's best detector (bold) | validation | the first by the rank's metric, only "
             f"where it beats every other candidate: a mean paired difference over seeds of at least the margin "
             f"({MARGIN}) and a 95 % t interval above 0; else none, and the rows it does not beat are named as tied |",
@@ -459,13 +461,15 @@ def _marked(row: Dict) -> str:
         ("" if row["complete"] else f" (incomplete: {len(row['seeds'])} seed(s))")
 
 
-def _rank_cell(row: Dict, resolved: Optional[int]) -> str:
-    """A row's rank, as validation resolves it (``resolved``, :func:`resolved_ranks`): E before the
-    ranks of the rows with extra data, N before those of the rows trained on the protocol's negatives,
-    each counted among themselves."""
+def _rank_cell(row: Dict, resolved: Optional[Tuple[int, int]]) -> str:
+    """A row's rank, as validation resolves it (``resolved``, :func:`resolved_ranks`: one rank, or the
+    range validation leaves it): E before the ranks of the rows with extra data, N before those of the
+    rows trained on the protocol's negatives, each counted among themselves."""
     if not row["rank"]:
         return "—"
-    return ("E" if row.get("extra_data") else "N" if saw_negatives(row) else "") + str(resolved)
+    best, worst = resolved
+    return ("E" if row.get("extra_data") else "N" if saw_negatives(row) else "") + \
+        (str(best) if best == worst else f"{best}–{worst}")
 
 
 def _has_extra(result: Dict) -> bool:
