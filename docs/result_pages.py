@@ -181,6 +181,7 @@ def generate(label: str) -> str:
         title, rest = page.split("\n", 1)
         page = (f"{title}\n\n```{{note}}\nThis run measures {entry.measures}. It is not a part of the benchmark: "
                 "the overview's tables and decisions leave it out.\n```\n" + rest)
+    page = _with_declared_metric(page, result, here)
     if entry.superseded_by:
         later = PAGES[entry.superseded_by]
         title, rest = page.split("\n", 1)
@@ -189,6 +190,34 @@ def generate(label: str) -> str:
                 f"([`{entry.superseded_by}`]({provenance}#{entry.superseded_by})), {entry.superseded_because}; the "
                 f"overview's decisions are that run's. This page stays for {entry.kept_for}.\n```\n" + rest)
     return page
+
+
+def run_protocol(result: Dict) -> str:
+    """The protocol a run benchmarked: the first argument of its command (``agnostophobia benchmark
+    PROTOCOL ...``)."""
+    words = result.get("meta", {}).get("command", "").split()
+    return words[2] if len(words) > 2 and words[:2] == ["agnostophobia", "benchmark"] else ""
+
+
+def _with_declared_metric(page: str, result: Dict, here: Path) -> str:
+    """``page`` with a note where its run ranks by a metric other than the one its protocol declares
+    (:attr:`~agnostophobia.data.protocol_types.ProtocolSpec.ranking_metric`): the protocols declared
+    theirs after most published runs, whose ranks follow the metric the run chose then (a review
+    found 17 of 21 ranked pages ranking by another metric without saying so)."""
+    from agnostophobia.data.protocols import PROTOCOLS
+    from agnostophobia.experiments.ranking_candidates import RANKING_CANDIDATES
+
+    protocol, chosen = run_protocol(result), result.get("ranking", {}).get("chosen")
+    declared = PROTOCOLS.get(protocol).ranking_metric if protocol in PROTOCOLS else ""
+    if not declared or not chosen or declared == chosen:
+        return page
+    statistics = Path(os.path.relpath(DOCS / "guide/benchmark-statistics.md", here)).as_posix()
+    title, rest = page.split("\n", 1)
+    return (f"{title}\n\n```{{note}}\nThis run ranks by the {RANKING_CANDIDATES[chosen]}, which "
+            f"{'it declared with --ranking-metric' if result['ranking'].get('declared') else 'its rule chose on validation data'}; "
+            f"its protocol, `{protocol}`, now declares the {RANKING_CANDIDATES[declared]} "
+            f"([Choosing the ranking metric]({statistics}#choosing-the-ranking-metric)). The ranks and best rows "
+            "on this page follow the run's metric; the test numbers of every metric are in its tables.\n```\n" + rest)
 
 
 def portable_command(command: str) -> str:

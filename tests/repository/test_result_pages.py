@@ -248,3 +248,32 @@ def test_a_run_that_measures_a_machine_says_it_is_not_a_part():
     assert page.replace(f"\n```{{note}}{note}```\n", "", 1) == pages.generate(label)
     runs = load_module("result_runs", ROOT / "docs/result_runs.py")
     assert all(not pages.PAGES[part].measures for part in runs.CIFAR_PARTS)
+
+
+def test_a_page_ranked_by_a_metric_its_protocol_does_not_declare_says_so():
+    """Review of 2026-12-05: 17 of 21 ranked pages ranked by a metric other than the one their protocol
+    declares, without saying so. Such a page opens with a note naming both; a page whose metric is the
+    declared one has none; the rest of the page is unchanged."""
+    from agnostophobia.data.protocols import PROTOCOLS
+
+    pages = _pages()
+    noted = 0
+    for label in pages.published():
+        entry = pages.PAGES[label]
+        if entry.over_splits:
+            continue
+        result = json.loads((ROOT / "docs" / entry.results).read_text(encoding="utf-8"))
+        protocol = pages.run_protocol(result)
+        assert protocol in PROTOCOLS, f"{entry.results}: its command names no protocol"
+        differs = PROTOCOLS.get(protocol).ranking_metric != result["ranking"]["chosen"]
+        page = pages.generate(label)
+        assert ("now declares the" in page.split("\n## ", 1)[0]) == differs, label
+        noted += differs
+    assert noted >= 1
+    result = _result()
+    result["meta"]["command"] = "agnostophobia benchmark lenet++ --seeds 3"
+    result["ranking"]["chosen"] = PROTOCOLS.get("lenet++").ranking_metric
+    agreeing = pages._with_declared_metric("# t\nbody", result, ROOT / "docs/guide")
+    result["ranking"]["chosen"] = "auroc"
+    assert agreeing == "# t\nbody" and "`lenet++`, now declares" in pages._with_declared_metric("# t\nbody", result,
+                                                                                               ROOT / "docs/guide")
