@@ -14,8 +14,12 @@ from __future__ import annotations
 
 from typing import Dict, List
 
+import numpy as np
+
 from agnostophobia.data.protocols import PROTOCOLS
-from agnostophobia.experiments.benchmark_ranking import largest_separation, pooled_candidates
+from agnostophobia.experiments.benchmark_comparisons import MARGIN
+from agnostophobia.experiments.benchmark_ranking import largest_separation, pooled_candidates, rule_values
+from agnostophobia.metrics import seed_interval
 from agnostophobia.experiments.ranking_candidates import RANKING_CANDIDATES
 
 from result_runs import run
@@ -94,9 +98,29 @@ def declared_said() -> str:
     return "; ".join(f"{RANKING_CANDIDATES[metric]} on {', '.join(names)}" for metric, names in by_metric.items())
 
 
+def declared_half_width(protocol: str) -> float:
+    """The median 95 % t half-width over seeds of ``protocol``'s declared metric on validation, over the
+    rows the ranking rule reads on its runs (each network set once)."""
+    metric, widths = DECLARED[protocol], {}
+    for label in runs_of(protocol):
+        for row, values, _ in rule_values(run(label)["rows"], metric, "val"):
+            interval = seed_interval(values)
+            widths[(row["approach"], tuple(values))] = float(interval.high - interval.estimate)
+    return float(np.median(list(widths.values())))
+
+
+def margin_in_ranking_units() -> str:
+    """Per protocol, the margin against its declared metric's median validation half-width: what the
+    margin, declared for the linear area, means where the ranks and best rows borrow it."""
+    return "; ".join(f"{PROTOCOL_NAMES[protocol]} ({RANKING_CANDIDATES[DECLARED[protocol]]}): "
+                     f"{declared_half_width(protocol):.4f}, the margin {MARGIN / declared_half_width(protocol):.1f} of it"
+                     for protocol in PROTOCOL_NAMES)
+
+
 FACTS = {
     "pooled_ranking_table": pooled_table,
     "declared_ranking_said": declared_said,
     "pooled_ranking_lenet_range": lambda: separation_range("lenet++"),
     "pooled_ranking_runs": lambda: str(len(DECLARED_FROM)),
+    "margin_in_ranking_units": margin_in_ranking_units,
 }

@@ -337,6 +337,29 @@ def test_the_declared_ranking_metrics_are_the_rules_choice_by_hand(facts_module)
                for label in ranking.DECLARED_FROM)
 
 
+def test_the_margin_against_the_declared_metrics_half_width_by_hand(facts_module):
+    """The half-width the margin is set beside, per protocol: the median over the rows the ranking rule
+    reads (converged, paper's detector, knowns only, each network set once) of the declared metric's
+    95 % t half-width over seeds on validation, recomputed with scipy's t."""
+    from scipy import stats
+
+    from agnostophobia.experiments.benchmark_rows import papers_rows, rankable, saw_negatives
+
+    ranking = facts_module.result_ranking
+    for protocol, metric in ranking.DECLARED.items():
+        widths = {}
+        for label in ranking.runs_of(protocol):
+            for row in papers_rows(facts_module.run(label)["rows"]):
+                values = row["val"]["per_seed"].get(metric) or []
+                if rankable(row) and not saw_negatives(row) and len(values) >= 2 and None not in values:
+                    n = len(values)
+                    widths[(row["approach"], tuple(values))] = (stats.t.ppf(0.975, n - 1) * np.std(values, ddof=1)
+                                                                / math.sqrt(n))
+        assert ranking.declared_half_width(protocol) == pytest.approx(float(np.median(list(widths.values()))), rel=1e-9)
+    said = ranking.margin_in_ranking_units()
+    assert said.count("the margin") == len(ranking.DECLARED)
+
+
 def test_fine_tunes_above_eos_by_hand(facts_module):
     """The fine-tunes said to read above EOS on every seed are exactly those whose paper's-detector row
     has a larger mean near D_a OSCR than EOS's on each seed of their part, with those differences."""
