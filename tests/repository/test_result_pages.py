@@ -163,17 +163,21 @@ def _disagreements(result: dict) -> list:
     return found
 
 
+def _published_runs(pages):
+    """Each published run of one benchmark (not a summary over splits): its label, entry and result."""
+    for label in pages.published():
+        entry = pages.PAGES[label]
+        if not entry.over_splits:
+            yield label, entry, json.loads((ROOT / "docs" / entry.results).read_text(encoding="utf-8"))
+
+
 def test_every_published_decision_rank_and_sentence_follows_from_its_per_seed_numbers():
     """Review of 2026-12-02: a page regenerates from its JSON byte for byte, but a decision, rank or
     sentence edited in the JSON would regenerate an identical page. Each published run's derived
     fields are computed again from its per-seed numbers; a JSON with one decision changed is caught."""
     pages = _pages()
     checked = 0
-    for label in pages.published():
-        entry = pages.PAGES[label]
-        if entry.over_splits:
-            continue
-        result = json.loads((ROOT / "docs" / entry.results).read_text(encoding="utf-8"))
+    for label, entry, result in _published_runs(pages):
         assert _disagreements(result) == [], f"{entry.results}: stored fields its numbers do not give"
         tampered = json.loads(json.dumps(result))
         test = next((t for tests in tampered["tests"].values() for t in tests), None)
@@ -258,11 +262,7 @@ def test_a_page_ranked_by_a_metric_its_protocol_does_not_declare_says_so():
 
     pages = _pages()
     noted = 0
-    for label in pages.published():
-        entry = pages.PAGES[label]
-        if entry.over_splits:
-            continue
-        result = json.loads((ROOT / "docs" / entry.results).read_text(encoding="utf-8"))
+    for label, entry, result in _published_runs(pages):
         protocol = pages.run_protocol(result)
         assert protocol in PROTOCOLS, f"{entry.results}: its command names no protocol"
         differs = PROTOCOLS.get(protocol).ranking_metric != result["ranking"]["chosen"]
