@@ -21,6 +21,7 @@ from scipy import stats
 
 from agnostophobia.experiments.benchmark_comparisons import ALPHA, AT_CEILING, BEYOND_MARGIN, MARGIN, mark
 from agnostophobia.experiments.benchmark_rows import papers_rows, rows_at_ceiling, saw_negatives
+from agnostophobia.experiments.benchmark_recipes import recipe_mark
 from agnostophobia.experiments.benchmark_report import format_cell
 from agnostophobia.experiments.benchmark_summary import at_ceiling, validation_test_agreement, verdicts_at
 from agnostophobia.losses import LOSSES
@@ -347,7 +348,8 @@ def cifar_parts_rows() -> tuple:
                 rows[key]["parts"].append(part)
                 continue
             val = r["accuracy_per_seed"]["val"]
-            rows[key] = {"parts": [part], "label": label, "approach": approach, "detector": r["detector"],
+            rows[key] = {"parts": [part], "label": label, "approach": approach + recipe_mark(result, approach),
+                         "detector": r["detector"],
                          "val_per_seed": val, "val": cell(val),
                          "test_accuracy": format_cell(r["closed_set_accuracy"]),
                          "oscr": cell(r["mean_oscr_per_seed"]), "difference": difference,
@@ -507,14 +509,13 @@ FACTS: Dict[str, Callable[[], str]] = {
     "lenet_eos_devanagari": lambda: format_cell(row("bench-lenet-5", "entropic")["test"]["devanagari"]
                                                 ["ccr_at_lowest_fpr"]),
     "lenet_softmax_devanagari_paper": lambda: num(run("bench-lenet-5")["paper"]["ccr"]["devanagari"]["softmax"]["1e-3"]),
-    "lenet_softmax_vs_eos": lambda: test_said(comparison("bench-lenet-5", "primary", "softmax", "entropic")),
+    "lenet_softmax_vs_eos": lambda: test_said("bench-lenet-5", "primary", "softmax", "entropic"),
     "lenet_energy_val": lambda: num(val_accuracy("bench-lenet-5", "energy-regularized")),
     "lenet_logitnorm_val": lambda: num(val_accuracy("bench-lenet-5", "logitnorm")),
     "holm_t_9_3_seeds": lambda: holm_strictest_t(9, 3),
     "holm_t_9_5_seeds": lambda: holm_strictest_t(9, 5),
     "scaled": lambda: num(near_da("bench-cifar-5-paper", "objectosphere-scaled")),
-    "scaled_second": lambda: test_said(comparison("bench-cifar-b-5-paper", "primary", "objectosphere-scaled",
-                                                  "entropic")),
+    "scaled_second": lambda: test_said("bench-cifar-b-5-paper", "primary", "objectosphere-scaled", "entropic"),
     "scaled_val": lambda: num(row("bench-cifar-5-paper", "objectosphere-scaled")["val"]["oscr"]),
     "scaled_val_eos": lambda: num(row("bench-cifar-5-paper", "entropic")["val"]["oscr"]),
     "scaled_gain": lambda: signed(paired("bench-cifar-5-paper", "objectosphere-scaled",

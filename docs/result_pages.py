@@ -10,8 +10,11 @@ benchmark over splits, its ``benchmark-splits.json``)::
     python docs/result_pages.py publish RUN_DIR bench-lenet-5
     python docs/result_pages.py publish RUNS/osr-mnist bench-osr-mnist
 
-Regenerate every page from the committed files (``check`` only says which differ)::
+Derive the published runs' sentences again after a rule that reads their numbers changed
+(``resummarise``), then regenerate every page from the committed files (``check`` only says which
+differ)::
 
+    python docs/result_pages.py resummarise
     python docs/result_pages.py write
     python docs/result_pages.py check
 """
@@ -247,9 +250,35 @@ def publish(run_dir: Path, label: str) -> None:
     (DOCS / entry.page).write_text(generate(label), encoding="utf-8")
 
 
+def resummarise() -> List[str]:
+    """Derive each published run's "what the data says" (``summary``) again from its per-seed numbers
+    under the current rules, where a rule changed after the run (the rank's "beats", 2026-12-05:
+    Holm-adjusted over a group's pairs), and write the JSON back as :func:`publish` does; the labels
+    whose summary changed. The numbers are the run's; only sentences derived from them change."""
+    from agnostophobia.experiments.benchmark_summary import what_the_data_says
+
+    changed = []
+    for label in published():
+        entry = PAGES[label]
+        if entry.over_splits:
+            continue
+        result = json.loads((DOCS / entry.results).read_text(encoding="utf-8"))
+        summary = what_the_data_says(result)
+        if summary != result["summary"]:
+            result["summary"] = summary
+            (DOCS / entry.results).write_text(json.dumps(result, separators=(",", ":"), sort_keys=True) + "\n",
+                                              encoding="utf-8")
+            changed.append(label)
+    return changed
+
+
 def main(argv: List[str]) -> int:
     if argv[:1] == ["publish"] and len(argv) == 3:
         publish(Path(argv[1]), argv[2])
+        return 0
+    if argv == ["resummarise"]:
+        for label in resummarise():
+            print(f"{PAGES[label].results}: summary derived again")
         return 0
     if argv in (["write"], ["check"]):
         stale = [label for label in published()

@@ -17,8 +17,10 @@ from typing import Dict, List
 import numpy as np
 
 from agnostophobia.data.protocols import PROTOCOLS
-from agnostophobia.experiments.benchmark_comparisons import MARGIN
-from agnostophobia.experiments.benchmark_ranking import largest_separation, pooled_candidates, rule_values
+from agnostophobia.experiments.benchmark_comparisons import ALPHA, MARGIN
+from agnostophobia.experiments.benchmark_ranking import (_ROUNDING, group_tests, largest_separation,
+                                                          pooled_candidates, rule_values)
+from agnostophobia.experiments.benchmark_rows import rankable, saw_negatives
 from agnostophobia.metrics import seed_interval
 from agnostophobia.experiments.ranking_candidates import RANKING_CANDIDATES
 
@@ -117,10 +119,40 @@ def margin_in_ranking_units() -> str:
                      for protocol in PROTOCOL_NAMES)
 
 
+def binding_criteria(label: str) -> Dict[str, int]:
+    """Over the pairs of ranked rows within a group of run ``label`` (rows trained on negatives apart)
+    that differ on validation in its ranking metric: how many pass both criteria of a rank's "beats"
+    (the margin, and the paired t-test over seeds Holm-adjusted over the group's pairs,
+    :func:`~agnostophobia.experiments.benchmark_ranking.group_tests`), how many the margin alone
+    blocks, the test alone, and both."""
+    result = run(label)
+    metric, counts = result["ranking"]["chosen"], {"beats": 0, "margin": 0, "test": 0, "both": 0}
+    rows = [row for row in result["rows"] if rankable(row) and row["rank"] is not None]
+    for negatives in (False, True):
+        group = [row for row in rows if saw_negatives(row) == negatives]
+        for _, _, difference, p_holm in group_tests(group, metric):
+            if difference == 0:
+                continue
+            small, unresolved = difference < MARGIN - _ROUNDING, p_holm >= ALPHA
+            counts["both" if small and unresolved else "margin" if small else "test" if unresolved
+                   else "beats"] += 1
+    return counts
+
+
+def binding_said(label: str) -> str:
+    """:func:`binding_criteria` in words."""
+    counts = binding_criteria(label)
+    return (f"{counts['beats']} pairs beat, the margin alone blocks {counts['margin']}, the test alone "
+            f"{counts['test']}, both {counts['both']}")
+
+
 FACTS = {
     "pooled_ranking_table": pooled_table,
     "declared_ranking_said": declared_said,
     "pooled_ranking_lenet_range": lambda: separation_range("lenet++"),
     "pooled_ranking_runs": lambda: str(len(DECLARED_FROM)),
     "margin_in_ranking_units": margin_in_ranking_units,
+    "binding_lenet": lambda: binding_said("bench-lenet-5"),
+    "binding_cifar": lambda: binding_said("bench-cifar-5"),
+    "binding_osrcifar": lambda: binding_said("bench-osr-cifar10-split-0-5"),
 }

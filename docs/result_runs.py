@@ -117,10 +117,14 @@ def equivalence_se(seeds: int) -> float:
     return MARGIN / stats.t.ppf(1 - ALPHA, seeds - 1)
 
 
-def test_said(test: Dict) -> str:
-    """A test as the overview cites it: ``−0.0042 [−0.0062, −0.0022], *not resolved*``."""
+def test_said(label: str, family: str, name: str, against: str) -> str:
+    """The test of row ``name`` against ``against`` in ``family`` of run ``label`` as the overview cites
+    it, with the mark its page prints (:func:`~agnostophobia.experiments.benchmark_comparisons.marks`):
+    ``−0.0042 [−0.0062, −0.0022], *differs, below margin (5 seeds)*``."""
+    test = comparison(label, family, name, against)
     low, high = test["interval"]
-    return f"{signed(test['difference'], 4)} [{signed(low, 4)}, {signed(high, 4)}], *{test['decision']}*"
+    return (f"{signed(test['difference'], 4)} [{signed(low, 4)}, {signed(high, 4)}], "
+            f"*{marks(run(label))[family][test['row']]}*")
 
 
 def projected_resolution(label: str, family: str, seeds: int) -> float:

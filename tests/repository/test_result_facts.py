@@ -360,18 +360,51 @@ def test_the_margin_against_the_declared_metrics_half_width_by_hand(facts_module
     assert said.count("the margin") == len(ranking.DECLARED)
 
 
-def test_fine_tunes_above_eos_by_hand(facts_module):
-    """The fine-tunes said to read above EOS on every seed are exactly those whose paper's-detector row
-    has a larger mean near D_a OSCR than EOS's on each seed of their part, with those differences."""
-    said = facts_module.facts()["ft_above_eos"]
-    for label, approach in facts_module.result_fine_tunes.FINE_TUNE_PARTS.items():
+def test_which_criterion_binds_a_rank_by_hand(facts_module):
+    """The counts of pairs a rank's margin and its test block, recomputed on one run with scipy's paired
+    t-test and Holm's step-down written out: every pair of ranked rows within a group, the test's p
+    taken as 1 where the difference does not vary over seeds (to 1e-12)."""
+    from agnostophobia.experiments.benchmark_rows import rankable, saw_negatives
+
+    label = "bench-cifar-5"
+    result = facts_module.run(label)
+    metric = result["ranking"]["chosen"]
+    counts = {"beats": 0, "margin": 0, "test": 0, "both": 0}
+    for negatives in (False, True):
+        group = [r for r in result["rows"] if rankable(r) and r["rank"] is not None and saw_negatives(r) == negatives]
+        found = []
+        for i, a in enumerate(group):
+            for b in group[i + 1:]:
+                va, vb = np.asarray(a["val"]["per_seed"][metric]), np.asarray(b["val"]["per_seed"][metric])
+                d = va - vb
+                p = 1.0 if np.ptp(d) <= 1e-12 else stats.ttest_rel(va, vb).pvalue
+                found.append((abs(d.mean()), p))
+        order, running, adjusted = np.argsort([p for _, p in found], kind="stable"), 0.0, [0.0] * len(found)
+        for k, i in enumerate(order):
+            running = max(running, min(1.0, (len(found) - k) * found[i][1]))
+            adjusted[i] = running
+        for (difference, _), p_holm in zip(found, adjusted):
+            if difference == 0:
+                continue
+            small, unresolved = difference < MARGIN - 1e-12, p_holm >= ALPHA
+            counts["both" if small and unresolved else "margin" if small else "test" if unresolved else "beats"] += 1
+    assert facts_module.result_ranking.binding_criteria(label) == counts
+    assert sum(counts.values()) > 100
+
+
+def test_fine_tunes_against_eos_by_hand(facts_module):
+    """Every fine-tune is described against EOS alike: its paper's-detector row's mean near D_a OSCR
+    minus EOS's on each seed of its part, the smallest and largest difference and the seeds above."""
+    said = facts_module.facts()["ft_against_eos"]
+    parts = facts_module.result_fine_tunes.FINE_TUNE_PARTS
+    assert said.count("above on") == len(parts)
+    for label, approach in parts.items():
         rows = papers_rows(facts_module.run(label)["rows"])
         mine = next(r for r in rows if r["approach"] == approach)["mean_oscr_per_seed"]
         eos = next(r for r in rows if r["approach"] == "entropic")["mean_oscr_per_seed"]
         above = [a - b for a, b in zip(mine, eos)]
-        assert (f"`{approach}`" in said) == all(d > 0 for d in above)
-        if all(d > 0 for d in above):
-            assert f"+{min(above):.3f} to +{max(above):.3f} on each of {len(above)} seeds" in said
+        low, high = (f"{v:+.3f}".replace("-", "−") for v in (min(above), max(above)))
+        assert f"`{approach}` {low} to {high}, above on {sum(d > 0 for d in above)} of {len(above)} seeds" in said
 
 
 def _beyond_by_hand(tests):

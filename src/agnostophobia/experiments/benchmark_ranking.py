@@ -5,14 +5,14 @@ of the rows by the chosen metric, and the choices made on it (the best row, each
 detector), each made only where the validation numbers single one row out."""
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Set, Tuple
 
 import numpy as np
 
-from agnostophobia.experiments.benchmark_comparisons import MARGIN
+from agnostophobia.experiments.benchmark_comparisons import ALPHA, MARGIN
 from agnostophobia.experiments.benchmark_rows import papers_rows, rankable, saw_negatives
 from agnostophobia.experiments.ranking_candidates import RANKING_CANDIDATES, check_ranking_metric  # noqa: F401
-from agnostophobia.metrics import seed_interval
+from agnostophobia.metrics import holm, paired_seed_test, seed_interval
 
 #: The metric ranked by where the rule cannot decide (fewer than two converged approaches): the paper's.
 DEFAULT_RANKING_METRIC = "oscr"
@@ -194,53 +194,76 @@ def pooled_candidates(runs: Sequence[List[Dict]]) -> List[Dict]:
 
 #: Below this, a difference of means is the margin itself, not short of it (floating-point rounding).
 _ROUNDING = 1e-12
+#: How the reports say that one row beats another on validation (:func:`beaten_in_group`).
+BEATS_SAID = (f"by the margin ({MARGIN}) or more, and by a paired t-test over seeds whose p, Holm-adjusted over "
+              f"every pair of the rows compared, is below {ALPHA}")
 
 
 def validation_choice(ranked: List[Dict], metric: str) -> Tuple[Optional[Dict], List[Dict]]:
     """The row a choice on validation data picks from ``ranked`` (rows best first by the mean
     validation ``metric``, :func:`rank_rows`), and the rows tied for it. The first row is chosen only
-    where it beats every other (:func:`beats`: by the declared margin, :data:`MARGIN`, and by more than
-    the seeds' noise): ``(row, [row])``. Else the numbers do not single a row out, whatever the
+    where it beats every other (:func:`beaten_in_group`, :data:`BEATS_SAID`): ``(row, [row])``. Else the numbers do not single a row out, whatever the
     tie-break order says: ``(None, tied)``, the first row and those it does not beat. ``(None, [])``
     where nothing is ranked or the first row has no value."""
     if not ranked or _per_seed(ranked[0], metric) is None:
         return None, []
-    top = ranked[0]
-    tied = [top, *(row for row in ranked[1:] if not beats(top, row, metric))]
-    return (top if len(tied) == 1 else None), tied
+    beaten = beaten_in_group(ranked, metric)
+    tied = [ranked[0], *(row for j, row in enumerate(ranked) if j and (0, j) not in beaten)]
+    return (ranked[0] if len(tied) == 1 else None), tied
 
 
 def resolved_ranks(ranked: List[Dict], metric: str) -> List[Optional[Tuple[int, int]]]:
     """Per row of ``ranked`` (:func:`rank_rows`' order): the ranks its validation numbers allow it,
     ``(best, worst)``: one more than the rows of its group (ranked apart: :func:`saw_negatives`) that
-    beat it (:func:`beats`: by the margin and more than the seeds' noise), and the group's size less
-    the rows it beats; None for a row not ranked. Where the two differ, validation does not place the
-    row (a review found a table ordering 65 rows by validation means that validation did not resolve
-    read as a finding, and that a lone lower bound put noisy rows first). A run of one seed resolves
-    nothing: each row may rank anywhere in its group."""
-    out: List[Optional[Tuple[int, int]]] = []
-    for row in ranked:
-        if row["rank"] is None:
-            out.append(None)
-            continue
-        group = [other for other in ranked if other["rank"] is not None and other is not row
-                 and saw_negatives(other) == saw_negatives(row)]
-        beaten_by = sum(beats(other, row, metric) for other in group)
-        out.append((1 + beaten_by, 1 + len(group) - sum(beats(row, other, metric) for other in group)))
-    return out
+    beat it, and the group's size less the rows it beats, each pair read simultaneously over the
+    group (:func:`beaten_in_group`); None for a row not ranked. Where the two differ, validation does
+    not place the row (a review found a table ordering 65 rows by validation means that validation
+    did not resolve read as a finding, that a lone lower bound put noisy rows first, and that
+    unadjusted intervals over thousands of pairs made the ranges too narrow). A run of one seed
+    resolves nothing: each row may rank anywhere in its group."""
+    out: Dict[int, Tuple[int, int]] = {}
+    for negatives in (False, True):
+        group = [row for row in ranked if row["rank"] is not None and saw_negatives(row) == negatives]
+        beaten = beaten_in_group(group, metric)
+        for i, row in enumerate(group):
+            beaten_by = sum((j, i) in beaten for j in range(len(group)))
+            out[id(row)] = (1 + beaten_by, len(group) - sum((i, j) in beaten for j in range(len(group))))
+    return [out.get(id(row)) for row in ranked]
 
 
-def beats(first: Dict, second: Dict, metric: str) -> bool:
-    """Whether ``first`` beats ``second`` on the validation ``metric``: over the seeds both trained,
-    their paired difference has a mean of at least :data:`MARGIN` (every candidate metric lies in
-    [0, 1]; the margin is the smallest difference the benchmark counts) and a 95 % t interval above
-    0. One shared seed has no interval and beats nothing; a row without the value is beaten."""
-    mine, theirs = _per_seed(first, metric), _per_seed(second, metric)
-    if mine is None:
-        return False
-    if theirs is None:
-        return True
-    return clears_margin(paired_difference(mine, theirs))
+def beaten_in_group(group: List[Dict], metric: str) -> Set[Tuple[int, int]]:
+    """The ordered pairs ``(i, j)`` of ``group`` where row i beats row j on the validation ``metric``,
+    read simultaneously over the group (:func:`group_tests`): a mean paired difference of at least
+    :data:`MARGIN` and a Holm-adjusted p below :data:`ALPHA`. A row without the value is beaten by
+    every row with it. The seeds' noise only: the validation samples every seed shares add none here."""
+    values = [_per_seed(row, metric) for row in group]
+    beaten = {(i, j) for i, mine in enumerate(values) for j, theirs in enumerate(values)
+              if mine is not None and theirs is None}
+    return beaten | {(i, j) for i, j, difference, p_holm in group_tests(group, metric)
+                     if difference >= MARGIN - _ROUNDING and p_holm < ALPHA}
+
+
+def group_tests(group: List[Dict], metric: str) -> List[Tuple[int, int, float, float]]:
+    """Every pair of ``group`` with two shared seeds or more on the validation ``metric``, as
+    ``(i, j, difference, p_holm)``: row i the one ahead, ``difference`` the mean of i - j over the
+    shared seeds, ``p_holm`` its paired t-test's two-sided p
+    (:func:`~agnostophobia.metrics.paired_seed_test`; a difference without spread over seeds, to the
+    stored numbers' rounding, is no evidence and counts as p = 1) Holm-adjusted over the group's pairs (:func:`~agnostophobia.metrics.holm`)."""
+    values = [_per_seed(row, metric) for row in group]
+    pairs, p_values = [], []
+    for i, mine in enumerate(values):
+        for j in range(i + 1, len(values)):
+            shared = [seed for seed in (mine or {}) if seed in (values[j] or {})]
+            if len(shared) < 2:
+                continue
+            first, second = [mine[seed] for seed in shared], [values[j][seed] for seed in shared]
+            differences = np.subtract(first, second)
+            mean = float(differences.mean())
+            pairs.append((i, j, mean) if mean >= 0 else (j, i, -mean))
+            # a spread at the stored numbers' rounding is none: t would divide by it
+            p = 1.0 if np.ptp(differences) <= _ROUNDING else paired_seed_test(first, second).p_value
+            p_values.append(1.0 if np.isnan(p) else p)
+    return [(*pair, float(p)) for pair, p in zip(pairs, holm(p_values) if p_values else [])]
 
 
 def paired_difference(mine: Dict[int, float], theirs: Dict[int, float]):
@@ -251,9 +274,9 @@ def paired_difference(mine: Dict[int, float], theirs: Dict[int, float]):
 
 
 def clears_margin(difference) -> bool:
-    """The rule of :func:`beats` on a :func:`paired_difference`: a mean of at least :data:`MARGIN` and
-    a 95 % t interval above 0 (None, fewer than two shared seeds, clears nothing). Also the rule of
-    the CIFAR recipe trials (``benchmarks/recipe_curve.py``) for undoing a choice."""
+    """The rule of the CIFAR recipe trials (``benchmarks/recipe_curve.py``) for undoing a choice, on a
+    :func:`paired_difference`: a mean of at least :data:`MARGIN` and a 95 % t interval above 0 (None,
+    fewer than two shared seeds, clears nothing)."""
     return difference is not None and difference.estimate >= MARGIN - _ROUNDING and difference.low > 0
 
 

@@ -16,8 +16,8 @@ from agnostophobia.data.protocol_types import FAR
 from agnostophobia.data.protocols import unknown_set  # the registered protocols declare their sets there
 from agnostophobia.deploy.compare import TIE_MARK
 from agnostophobia.experiments.benchmark_comparisons import MARGIN, marks, present_families
-from agnostophobia.experiments.benchmark_ranking import (BY_FLAG, RANKING_RULE_HISTORY, best_detectors, declared_said,
-                                                         resolved_ranks, tied_with_the_row_above)
+from agnostophobia.experiments.benchmark_ranking import (BEATS_SAID, BY_FLAG, RANKING_RULE_HISTORY, best_detectors,
+                                                         declared_said, resolved_ranks, tied_with_the_row_above)
 from agnostophobia.experiments.benchmark_recipes import recipe_mark, recipes_section
 from agnostophobia.experiments.benchmark_rows import (KNOWNS_ONLY_REFERENCE, REFERENCE_NAMES,
                                                       convergence_said, interval_over_seeds, papers_rows, reference_of,
@@ -59,8 +59,9 @@ def _intro(result: Dict, run: str, code: bool = True) -> List[str]:
             + (f"declared {declared_said(result['ranking'])}" if result["ranking"].get("declared") else
                "the declared rule chose on validation data")
             + " (\"Choosing the ranking metric\"); a row's rank runs from one more than the rows of its group "
-            f"that beat it there (by the margin, {MARGIN}, and a paired 95 % t interval over seeds above 0) to the "
-            "group's size less the rows it beats: a range says where validation does not place the row, and "
+            f"that beat it there ({BEATS_SAID}) to the group's size less the rows it beats; the seeds' noise "
+            "only, not the validation samples' that every seed shares: a range says where validation does not "
+            "place the row, and "
             "rows whose ranges overlap are not resolved apart; '=' after a rank where the "
             "row's value equals the row above's (the tie-break ordered them); † more than 1 % of that "
             "set's samples tie with a sample of the other kind."
@@ -344,8 +345,7 @@ def _matrix(result: Dict) -> List[str]:
              f"Test numbers: mean over seeds [95 % t interval], each cell's own (the tests compare pairs). In "
              f"bold, each approach's best detector by the validation {result['ranking']['title']} (the ranking "
              f"metric): chosen on validation data, not on these numbers, and only where it beats each of the "
-             f"approach's other detectors there: by the margin ({MARGIN}) or more, and by a paired difference over "
-             f"seeds whose 95 % t interval lies above 0; an approach where it does not is marked *tied on "
+             f"approach's other detectors there, {BEATS_SAID}; an approach where it does not is marked *tied on "
              f"validation* and has none, and so has an approach not converged or not trained on every seed, "
              f"which is marked.", "", _row_md(header), _rule(header)]
     for approach in approaches:
@@ -391,11 +391,11 @@ def choices_and_splits(result: Dict) -> List[str]:
             f"| rank | validation | the validation {ranking['title']}{_validation_fpr_said(result)}, mean over "
             f"seeds, through compare's ranking (equal means: the higher validation AUROC, then the registry's order "
             f"of approaches and the detector's name), orders the rows; a row's rank runs from one more than the "
-            f"rows that beat it there (by the margin and a 95 % t interval above 0) to the group's size less the "
-            f"rows it beats; the rows trained on negatives apart |",
-            f"| best row, each approach's best detector (bold) | validation | the first by the rank's metric, only "
-            f"where it beats every other candidate: a mean paired difference over seeds of at least the margin "
-            f"({MARGIN}) and a 95 % t interval above 0; else none, and the rows it does not beat are named as tied |",
+            f"rows that beat it there ({BEATS_SAID}) to the group's size less the rows it beats; the rows trained "
+            "on negatives apart |",
+            "| best row, each approach's best detector (bold) | validation | the first by the rank's metric, only "
+            "where it beats every other candidate, as a rank does; else none, and the rows it does not beat are "
+            "named as tied |",
             *([f"| the network's recipe, before this run | test | {result['chosen_on_test_images']} |"]
               if result.get("chosen_on_test_images") else []),
             "| the numbers reported, the tests and their decisions | test | read once in this run, after every choice "

@@ -14,7 +14,7 @@ from scipy import stats
 
 from agnostophobia.experiments.benchmark_comparisons import (ALPHA, AT_CEILING, BELOW_MARGIN, BEYOND_MARGIN, MARGIN,
                                                              marks, present_families)
-from agnostophobia.experiments.benchmark_ranking import declared_said, validation_choice
+from agnostophobia.experiments.benchmark_ranking import BEATS_SAID, declared_said, validation_choice
 from agnostophobia.experiments.benchmark_rows import (CEILING_GAP, convergence_said, interval_over_seeds, is_at_ceiling,
                                                       papers_rows, saw_negatives, seeds_said)
 from agnostophobia.metrics import BETTER, EQUIVALENT, NOT_RESOLVED, TIE_FLAG, WORSE, PairedDifference, decide
@@ -229,8 +229,7 @@ def _best_said(ranked: List[Dict], ranking: Dict, among: str) -> str:
     top = ranked[0]
     if chosen is not None or not tied:
         value = top["val"].get(metric)
-        lead = (f", ahead of every other by the margin ({MARGIN}) or more and by more than the seeds' noise (each "
-                f"paired difference's 95 % t interval above 0)" if chosen is not None and len(ranked) > 1 else "")
+        lead = f", ahead of every other {BEATS_SAID}" if chosen is not None and len(ranked) > 1 else ""
         return (f"Best{among} by validation {title}: {top['row']} "
                 f"({number(value)} on validation; its test mean D_a OSCR {np.mean(top['mean_oscr_per_seed']):.3f} "
                 f"over {seeds_said(len(top['seeds']))}), of {len(ranked)} ranked rows{among}{lead}.")
@@ -238,8 +237,7 @@ def _best_said(ranked: List[Dict], ranking: Dict, among: str) -> str:
     listed = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
     return (f"No best row{among} by validation {title}: the first, "
             f"{top['row']} ({number(top['val'].get(metric))} on validation), does not beat {len(names)} of the other "
-            f"{len(ranked) - 1} ranked rows{among} by the margin ({MARGIN}) and by more than the seeds' noise "
-            f"(a paired difference whose 95 % t interval lies above 0); tied with it: {listed}. The validation data do not "
+            f"{len(ranked) - 1} ranked rows{among} {BEATS_SAID}; tied with it: {listed}. The validation data do not "
             f"single one out, and their order is the mean's or the tie-break's, not a finding.")
 
 

@@ -28,7 +28,8 @@ interval, and a difference with a decision that says what the data can and canno
   and a two-sided p-value; :class:`Bootstrap` says how many resamples, from which seed, at which level.
 * :func:`holm`: Holm's step-down adjustment of a family of p-values (Holm 1979): "below alpha
   after Holm" bounds the chance of any false rejection *within that family* by alpha. A report
-  with several families (the benchmark has four) controls each at alpha, not the whole report.
+  with several families (the benchmark's are its ``FAMILIES``) controls each at alpha, not the
+  whole report.
 
 Each function says in one line what it needs when given less (fewer than two seeds, unequal
 lengths, p-values outside [0, 1]).
