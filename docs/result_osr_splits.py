@@ -23,8 +23,8 @@ def primary_said(approach: str) -> str:
     mean difference of the linear area, with its 95 % interval where the test calls a difference, with
     its 90 % interval's place where it calls the rows equivalent."""
     test = _test(approach)
-    said = marks(run(OSR10_5))["primary"][test["row"]].split(" (")[0]
-    said = f"*{said}*" + (" beyond the margin" if "beyond margin" in marks(run(OSR10_5))["primary"][test["row"]] else "")
+    mark = marks(run(OSR10_5))["primary"][test["row"]]
+    said = f"*{mark.split(' (')[0]}*" + (" beyond the margin" if "beyond margin" in mark else "")
     difference = signed(test["difference"], 4 if abs(test["difference"]) < 0.01 else 3)
     if test["decision"] in ("better", "worse"):
         low, high = test["interval"]

@@ -18,10 +18,8 @@ import numpy as np
 
 from agnostophobia.data.protocols import PROTOCOLS
 from agnostophobia.experiments.benchmark_comparisons import ALPHA, MARGIN
-from agnostophobia.experiments.benchmark_ranking import (_ROUNDING, group_tests, largest_separation,
-                                                          pooled_candidates, rule_values)
-from agnostophobia.experiments.benchmark_rows import rankable, saw_negatives
-from agnostophobia.metrics import seed_interval
+from agnostophobia.experiments.benchmark_ranking import (group_tests, half_width, largest_separation, pooled_candidates,
+                                                          ranked_group, reaches_margin, rule_values)
 from agnostophobia.experiments.ranking_candidates import RANKING_CANDIDATES
 
 from result_runs import run
@@ -103,20 +101,17 @@ def declared_said() -> str:
 def declared_half_width(protocol: str) -> float:
     """The median 95 % t half-width over seeds of ``protocol``'s declared metric on validation, over the
     rows the ranking rule reads on its runs (each network set once)."""
-    metric, widths = DECLARED[protocol], {}
-    for label in runs_of(protocol):
-        for row, values, _ in rule_values(run(label)["rows"], metric, "val"):
-            interval = seed_interval(values)
-            widths[(row["approach"], tuple(values))] = float(interval.high - interval.estimate)
+    widths = {(row["approach"], tuple(values)): half_width(values)
+              for label in runs_of(protocol) for row, values, _ in rule_values(run(label)["rows"], DECLARED[protocol], "val")}
     return float(np.median(list(widths.values())))
 
 
 def margin_in_ranking_units() -> str:
     """Per protocol, the margin against its declared metric's median validation half-width: what the
     margin, declared for the linear area, means where the ranks and best rows borrow it."""
+    widths = {protocol: declared_half_width(protocol) for protocol in PROTOCOL_NAMES}
     return "; ".join(f"{PROTOCOL_NAMES[protocol]} ({RANKING_CANDIDATES[DECLARED[protocol]]}): "
-                     f"{declared_half_width(protocol):.4f}, the margin {MARGIN / declared_half_width(protocol):.1f} of it"
-                     for protocol in PROTOCOL_NAMES)
+                     f"{width:.4f}, the margin {MARGIN / width:.1f} of it" for protocol, width in widths.items())
 
 
 def binding_criteria(label: str) -> Dict[str, int]:
@@ -127,13 +122,11 @@ def binding_criteria(label: str) -> Dict[str, int]:
     blocks, the test alone, and both."""
     result = run(label)
     metric, counts = result["ranking"]["chosen"], {"beats": 0, "margin": 0, "test": 0, "both": 0}
-    rows = [row for row in result["rows"] if rankable(row) and row["rank"] is not None]
     for negatives in (False, True):
-        group = [row for row in rows if saw_negatives(row) == negatives]
-        for _, _, difference, p_holm in group_tests(group, metric):
+        for _, _, difference, p_holm in group_tests(ranked_group(result["rows"], negatives), metric):
             if difference == 0:
                 continue
-            small, unresolved = difference < MARGIN - _ROUNDING, p_holm >= ALPHA
+            small, unresolved = not reaches_margin(difference), p_holm >= ALPHA
             counts["both" if small and unresolved else "margin" if small else "test" if unresolved
                    else "beats"] += 1
     return counts

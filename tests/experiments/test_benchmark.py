@@ -654,7 +654,7 @@ def test_pooled_candidates_read_knowns_only_pairs_within_each_run_once():
     run, never across runs, and never a row trained on negatives (scored on its own training set); a
     run that reads the same networks again adds no pair; the separation is the rule's (difference of
     means over the mean 95 % half-width)."""
-    from agnostophobia.experiments.benchmark_ranking import _half_width, largest_separation, pooled_candidates
+    from agnostophobia.experiments.benchmark_ranking import half_width, largest_separation, pooled_candidates
 
     first = summarise([_row(REFERENCE_APPROACH, REFERENCE_DETECTOR, [0.60, 0.62, 0.61], [0.99] * 3),
                        _row("outlier-exposure", papers_detector("outlier-exposure"), [0.50, 0.58, 0.55], [0.99] * 3),
@@ -666,7 +666,7 @@ def test_pooled_candidates_read_knowns_only_pairs_within_each_run_once():
                        min_accuracy=0.985)["rows"]
 
     def separation(a, b):
-        return abs(np.mean(a) - np.mean(b)) / ((_half_width(a) + _half_width(b)) / 2)
+        return abs(np.mean(a) - np.mean(b)) / ((half_width(a) + half_width(b)) / 2)
 
     by_hand = [separation([0.40, 0.45, 0.42], [0.44, 0.47, 0.46]),  # the first run's knowns-only pair
                separation([0.30, 0.31, 0.35], [0.33, 0.36, 0.34])]  # the second run's

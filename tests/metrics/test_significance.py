@@ -147,6 +147,11 @@ def test_a_constant_difference_is_never_certain():
     bare = paired_difference(a + 1e-5, a)
     assert np.isnan(bare.p_value) and np.isnan(bare.interval().low)
     assert decide([bare], margin=0.005)[0].verdict == NOT_RESOLVED  # nothing measured the noise
+    # shifted by a constant, the differences keep only floating-point rounding (0.1 and 0.09999999999999998):
+    # still no spread, where the t-test would divide by it and call the difference certain
+    shifted, base = np.array([0.8, 0.9, 0.7]), np.array([0.7, 0.8, 0.6])
+    assert np.ptp(shifted - base) > 0 and np.isnan(paired_seed_test(shifted, base).p_value)
+    assert np.isnan(paired_difference(shifted, base).p_value) and paired_difference(shifted, base).se_seeds == 0
     floored = paired_difference(a + 1e-5, a, sample_se=1e-3)
     assert 0.9 < floored.p_value < 1
     assert decide([floored], margin=0.005)[0].verdict == EQUIVALENT

@@ -49,7 +49,7 @@ def rank_rows(rows: List[Dict], metric: str) -> List[Dict]:
     return [*ranked, *({**row, "rank": None} for row in others)]
 
 
-def _half_width(values: Sequence[float]) -> float:
+def half_width(values: Sequence[float]) -> float:
     """The 95 % t interval's half-width over seeds (0 where the seeds agree)."""
     interval = seed_interval(values)
     return float(interval.high - interval.estimate)
@@ -93,7 +93,7 @@ def candidate_numbers(rows: List[Dict], split: str) -> List[Dict]:
     for metric, title in RANKING_CANDIDATES.items():
         means, gaps = {}, []
         for row, values, accuracy in rule_values(rows, metric, split):
-            means[row["approach"]] = (float(np.mean(values)), _half_width(values))
+            means[row["approach"]] = (float(np.mean(values)), half_width(values))
             gaps.append(float(np.mean(accuracy) - np.mean(values)))
         names = list(means)
         pairs = [_separation(means[a], means[b]) for i, a in enumerate(names) for b in names[i + 1:]]
@@ -178,7 +178,7 @@ def pooled_candidates(runs: Sequence[List[Dict]]) -> List[Dict]:
             means = {}
             for row, values, accuracy in rule_values(rows, metric, "val"):
                 networks = (row["approach"], tuple(values))  # the same networks read again give the same values
-                means[networks] = (float(np.mean(values)), _half_width(values))
+                means[networks] = (float(np.mean(values)), half_width(values))
                 gaps[metric][networks] = float(np.mean(accuracy) - np.mean(values))
             names = sorted(means)
             for i, first in enumerate(names):
@@ -194,6 +194,12 @@ def pooled_candidates(runs: Sequence[List[Dict]]) -> List[Dict]:
 
 #: Below this, a difference of means is the margin itself, not short of it (floating-point rounding).
 _ROUNDING = 1e-12
+def reaches_margin(difference: float) -> bool:
+    """Whether a mean difference reaches :data:`MARGIN`, a difference at the margin but for
+    floating-point rounding included."""
+    return difference >= MARGIN - _ROUNDING
+
+
 #: How the reports say that one row beats another on validation (:func:`beaten_in_group`).
 BEATS_SAID = (f"by the margin ({MARGIN}) or more, and by a paired t-test over seeds whose p, Holm-adjusted over "
               f"every pair of the rows compared, is below {ALPHA}")
@@ -212,6 +218,12 @@ def validation_choice(ranked: List[Dict], metric: str) -> Tuple[Optional[Dict], 
     return (ranked[0] if len(tied) == 1 else None), tied
 
 
+def ranked_group(rows: List[Dict], negatives: bool) -> List[Dict]:
+    """The ranked rows of one group ranked apart (trained on negatives, :func:`saw_negatives`, or not), in
+    ``rows``' order."""
+    return [row for row in rows if row["rank"] is not None and saw_negatives(row) == negatives]
+
+
 def resolved_ranks(ranked: List[Dict], metric: str) -> List[Optional[Tuple[int, int]]]:
     """Per row of ``ranked`` (:func:`rank_rows`' order): the ranks its validation numbers allow it,
     ``(best, worst)``: one more than the rows of its group (ranked apart: :func:`saw_negatives`) that
@@ -223,7 +235,7 @@ def resolved_ranks(ranked: List[Dict], metric: str) -> List[Optional[Tuple[int, 
     resolves nothing: each row may rank anywhere in its group."""
     out: Dict[int, Tuple[int, int]] = {}
     for negatives in (False, True):
-        group = [row for row in ranked if row["rank"] is not None and saw_negatives(row) == negatives]
+        group = ranked_group(ranked, negatives)
         beaten = beaten_in_group(group, metric)
         for i, row in enumerate(group):
             beaten_by = sum((j, i) in beaten for j in range(len(group)))
@@ -240,15 +252,15 @@ def beaten_in_group(group: List[Dict], metric: str) -> Set[Tuple[int, int]]:
     beaten = {(i, j) for i, mine in enumerate(values) for j, theirs in enumerate(values)
               if mine is not None and theirs is None}
     return beaten | {(i, j) for i, j, difference, p_holm in group_tests(group, metric)
-                     if difference >= MARGIN - _ROUNDING and p_holm < ALPHA}
+                     if reaches_margin(difference) and p_holm < ALPHA}
 
 
 def group_tests(group: List[Dict], metric: str) -> List[Tuple[int, int, float, float]]:
     """Every pair of ``group`` with two shared seeds or more on the validation ``metric``, as
     ``(i, j, difference, p_holm)``: row i the one ahead, ``difference`` the mean of i - j over the
     shared seeds, ``p_holm`` its paired t-test's two-sided p
-    (:func:`~agnostophobia.metrics.paired_seed_test`; a difference without spread over seeds, to the
-    stored numbers' rounding, is no evidence and counts as p = 1) Holm-adjusted over the group's pairs (:func:`~agnostophobia.metrics.holm`)."""
+    (:func:`~agnostophobia.metrics.paired_seed_test`; a difference without spread over seeds, to
+    floating-point rounding, is no evidence and counts as p = 1) Holm-adjusted over the group's pairs (:func:`~agnostophobia.metrics.holm`)."""
     values = [_per_seed(row, metric) for row in group]
     pairs, p_values = [], []
     for i, mine in enumerate(values):
@@ -256,13 +268,9 @@ def group_tests(group: List[Dict], metric: str) -> List[Tuple[int, int, float, f
             shared = [seed for seed in (mine or {}) if seed in (values[j] or {})]
             if len(shared) < 2:
                 continue
-            first, second = [mine[seed] for seed in shared], [values[j][seed] for seed in shared]
-            differences = np.subtract(first, second)
-            mean = float(differences.mean())
-            pairs.append((i, j, mean) if mean >= 0 else (j, i, -mean))
-            # a spread at the stored numbers' rounding is none: t would divide by it
-            p = 1.0 if np.ptp(differences) <= _ROUNDING else paired_seed_test(first, second).p_value
-            p_values.append(1.0 if np.isnan(p) else p)
+            test = paired_seed_test([mine[seed] for seed in shared], [values[j][seed] for seed in shared])
+            pairs.append((i, j, test.difference) if test.difference >= 0 else (j, i, -test.difference))
+            p_values.append(1.0 if np.isnan(test.p_value) else test.p_value)
     return [(*pair, float(p)) for pair, p in zip(pairs, holm(p_values) if p_values else [])]
 
 
@@ -277,7 +285,7 @@ def clears_margin(difference) -> bool:
     """The rule of the CIFAR recipe trials (``benchmarks/recipe_curve.py``) for undoing a choice, on a
     :func:`paired_difference`: a mean of at least :data:`MARGIN` and a 95 % t interval above 0 (None,
     fewer than two shared seeds, clears nothing)."""
-    return difference is not None and difference.estimate >= MARGIN - _ROUNDING and difference.low > 0
+    return difference is not None and reaches_margin(difference.estimate) and difference.low > 0
 
 
 def _per_seed(row: Dict, metric: str) -> Optional[Dict[int, float]]:

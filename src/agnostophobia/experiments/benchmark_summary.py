@@ -14,9 +14,9 @@ from scipy import stats
 
 from agnostophobia.experiments.benchmark_comparisons import (ALPHA, AT_CEILING, BELOW_MARGIN, BEYOND_MARGIN, MARGIN,
                                                              marks, present_families)
-from agnostophobia.experiments.benchmark_ranking import BEATS_SAID, declared_said, validation_choice
+from agnostophobia.experiments.benchmark_ranking import BEATS_SAID, declared_said, ranked_group, validation_choice
 from agnostophobia.experiments.benchmark_rows import (CEILING_GAP, convergence_said, interval_over_seeds, is_at_ceiling,
-                                                      papers_rows, saw_negatives, seeds_said)
+                                                      papers_rows, seeds_said)
 from agnostophobia.metrics import BETTER, EQUIVALENT, NOT_RESOLVED, TIE_FLAG, WORSE, PairedDifference, decide
 
 #: The margins each family is decided at again, beside the declared one (:data:`MARGIN`): half, twice
@@ -78,7 +78,7 @@ def what_the_data_says(result: Dict) -> List[str]:
     lines = []
     ranking = result["ranking"]
     for seen in (False, True):
-        ranked = _ranked_group(rows, seen)
+        ranked = ranked_group(rows, seen)
         if ranked:
             lines.append(_best_said(ranked, ranking, _group_said(ranked) if seen else ""))
     lines += _separation_said(ranking) + _agreement_said(result)
@@ -158,7 +158,7 @@ def validation_test_agreement(result: Dict) -> List[Agreement]:
     agreements = []
     for seen in (False, True):
         # in the page's order: its first row is the group's rank 1
-        rows = [r for r in _ranked_group(result["rows"], seen) if r["val"].get(metric) is not None]
+        rows = [r for r in ranked_group(result["rows"], seen) if r["val"].get(metric) is not None]
         val = np.array([r["val"][metric] for r in rows])
         test = np.array([float(np.mean(r["mean_da_per_seed"][metric])) for r in rows])
         if len(rows) < 3 or np.ptp(val) == 0 or np.ptp(test) == 0:
@@ -174,7 +174,7 @@ def _agreement_said(result: Dict) -> List[str]:
     unknowns, which validation does not hold."""
     said = []
     for a in validation_test_agreement(result):
-        ranked = _ranked_group(result["rows"], a.negatives)
+        ranked = ranked_group(result["rows"], a.negatives)
         group = _group_said(ranked) if a.negatives else " trained on the knowns only"
         said.append(f"{a.rows} rows{group}: {a.rho:.2f}, their first ({a.first}) {a.place} of {a.rows} on test")
     if not said:
@@ -206,11 +206,6 @@ def _seeds_below_said(result: Dict) -> List[str]:
     below = "it" if result.get("accuracy_margin") is None else str(threshold)
     return [f"Converged by the rule ({rule}), with single seeds below {below}; seeds at or above it: "
             f"{', '.join(said.values())}."]
-
-
-def _ranked_group(rows: List[Dict], seen: bool) -> List[Dict]:
-    """The ranked rows of one group the page ranks apart (trained on negatives or not), in its order."""
-    return [r for r in rows if r["rank"] is not None and saw_negatives(r) == seen]
 
 
 def _group_said(ranked: List[Dict]) -> str:

@@ -118,12 +118,17 @@ def seed_interval(values: Sequence[float], confidence: float = 0.95) -> Interval
     return Interval(mean, float(low), float(high), confidence, int(array.size))
 
 
+#: A spread of paired differences at or below this is none (:func:`paired_seed_test`): what is left of a
+#: constant difference after floating-point rounding (a - c - (b - c) need not equal a - b).
+SPREAD_ROUNDING = 1e-12
+
+
 def paired_seed_test(first: Sequence[float], second: Sequence[float], test: str = "t") -> PairedTest:
     """Whether ``first`` and ``second`` (one value per seed each, the same seeds in the same order)
     differ: the paired t-test (``test="t"``) or Wilcoxon's signed-rank test (``"wilcoxon"``; with
     fewer than 6 seeds it cannot reach p < 0.05). Two identical lists give p = 1; differences
-    that are all equal but not 0 give p = NaN: without a spread the test is undefined (not 0: a
-    constant difference of 10⁻⁵ is no evidence of anything).
+    that are all equal but not 0, to :data:`SPREAD_ROUNDING`, give p = NaN: without a spread the test
+    is undefined (not 0: a constant difference of 10⁻⁵ is no evidence of anything).
 
     This test sees the seeds' noise only. Where the two methods share the test samples (two
     detectors on one network, two networks on one test set) use :func:`paired_difference` with
@@ -149,8 +154,9 @@ def paired_seed_test(first: Sequence[float], second: Sequence[float], test: str 
     if a.size != b.size:
         raise ValueError(f"paired_seed_test: one value per seed in both, got {a.size} and {b.size}")
     difference = a - b
-    if np.all(difference == difference[0]):  # no spread: t is undefined
-        p = 1.0 if difference[0] == 0 else float("nan")
+    # no spread, or one at floating-point rounding (values shifted by a constant): t is undefined
+    if np.ptp(difference) <= SPREAD_ROUNDING:
+        p = 1.0 if np.all(difference == 0) else float("nan")
         return PairedTest(float(difference.mean()), p, test, int(a.size))
     if test == "t":
         p = stats.ttest_rel(a, b).pvalue
@@ -346,7 +352,8 @@ def paired_difference(first: Sequence[float], second: Sequence[float],
     difference = a - b
     n = int(a.size)
     mean = float(difference.mean())
-    se_seeds = float(difference.std(ddof=1) / np.sqrt(n))
+    # a spread at floating-point rounding is none (:func:`paired_seed_test`)
+    se_seeds = 0.0 if np.ptp(difference) <= SPREAD_ROUNDING else float(difference.std(ddof=1) / np.sqrt(n))
     se = float(np.hypot(se_seeds, samples_se))
     if se == 0:
         p = 1.0 if np.all(difference == 0) else float("nan")
