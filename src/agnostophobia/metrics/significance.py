@@ -127,7 +127,7 @@ def paired_seed_test(first: Sequence[float], second: Sequence[float], test: str 
     """Whether ``first`` and ``second`` (one value per seed each, the same seeds in the same order)
     differ: the paired t-test (``test="t"``) or Wilcoxon's signed-rank test (``"wilcoxon"``; with
     fewer than 6 seeds it cannot reach p < 0.05). Two identical lists give p = 1; differences
-    that are all equal but not 0, to :data:`SPREAD_ROUNDING`, give p = NaN: without a spread the test
+    that are all equal but not 0, to ``SPREAD_ROUNDING``, give p = NaN: without a spread the test
     is undefined (not 0: a constant difference of 10⁻⁵ is no evidence of anything).
 
     This test sees the seeds' noise only. Where the two methods share the test samples (two
