@@ -10,8 +10,8 @@ from typing import Callable, Dict
 import numpy as np
 
 from agnostophobia.experiments.benchmark_comparisons import ALPHA, MARGIN, bounded_sample_se, family_pairs, mark
-from agnostophobia.experiments.benchmark_rows import (ACCURACY_MARGIN, KNOWNS_ONLY_REFERENCE, accuracy_not_worse,
-                                                      papers_rows, saw_negatives)
+from agnostophobia.experiments.benchmark_rows import (ACCURACY_MARGIN_SES, KNOWNS_ONLY_REFERENCE, accuracy_margin_for,
+                                                      accuracy_not_worse, papers_rows, saw_negatives)
 from agnostophobia.metrics import beyond_margin, decide, paired_difference, smallest_resolved_difference
 from result_runs import CIFAR_REPORT, DECIDING_PARTS, cell, equivalence_se, num, paper_row, run, signed
 
@@ -80,16 +80,17 @@ def knowns_only_table() -> str:
     return "\n".join(lines)
 
 
-#: The margins the published parts are read at again (they decide nothing published).
-ACCURACY_MARGINS_AGAIN = (ACCURACY_MARGIN / 2, ACCURACY_MARGIN, 2 * ACCURACY_MARGIN)
-
-
-def single_network_se() -> float:
-    """The binomial standard error of one network's validation accuracy at softmax's mean accuracy,
-    on the CIFAR split's validation knowns: what one validation set alone lets an accuracy move."""
+def derived_margin() -> float:
+    """The rule's margin on the CIFAR split (:func:`accuracy_margin_for`): two binomial standard errors
+    at the threshold on the split's validation knowns, read from the published run."""
     softmax = paper_row(CIFAR_REPORT, KNOWNS_ONLY_REFERENCE)
-    accuracy = np.mean(softmax["accuracy_per_seed"]["val"])
-    return float(np.sqrt(accuracy * (1 - accuracy) / softmax["val"]["num_known"]))
+    return accuracy_margin_for(run(CIFAR_REPORT)["min_accuracy"], softmax["val"]["num_known"])
+
+
+def margins_again() -> tuple:
+    """The margins the published parts are read at again (they decide nothing published): the derived
+    one, half and twice it."""
+    return (derived_margin() / 2, derived_margin(), 2 * derived_margin())
 
 
 @lru_cache(maxsize=None)
@@ -113,34 +114,34 @@ def _admitted(r: Dict, margin: float) -> bool:
 
 
 def accuracy_rule_said() -> str:
-    """At each margin of :data:`ACCURACY_MARGINS_AGAIN`, which approaches the rule with an interval
+    """At each margin of :func:`margins_again`, which approaches the rule with an interval
     converges beyond, or short of, the declared threshold's."""
     threshold = run(CIFAR_REPORT)["min_accuracy"]
     said = []
     rows = _accuracy_rows()
-    for margin in ACCURACY_MARGINS_AGAIN:
+    for margin in margins_again():
         more = [r["approach"] for r in rows if _admitted(r, margin) and np.mean(r["accuracy_per_seed"]["val"]) < threshold]
         fewer = [r["approach"] for r in rows if not _admitted(r, margin)
                  and np.mean(r["accuracy_per_seed"]["val"]) >= threshold]
         change = ", ".join([*([f"{len(more)} more ({', '.join(more)})"] if more else []),
                             *([f"{len(fewer)} fewer ({', '.join(fewer)})"] if fewer else [])])
-        said.append(f"at {margin:g}, {change or 'the same approaches'}")
+        said.append(f"at {margin:.4f}, {change or 'the same approaches'}")
     return "; ".join(said)
 
 
 def accuracy_rule_table() -> str:
     """The CIFAR split's approaches under the declared threshold and under the rule with an interval
-    (:data:`ACCURACY_MARGIN`), at the margins of :data:`ACCURACY_MARGINS_AGAIN`."""
+    (:func:`derived_margin`), at the margins of :func:`margins_again`."""
     softmax = paper_row(CIFAR_REPORT, KNOWNS_ONLY_REFERENCE)
     threshold = run(CIFAR_REPORT)["min_accuracy"]
-    margins = " | ".join(f"δ {margin:g}" + (" (declared)" if margin == ACCURACY_MARGIN else "")
-                         for margin in ACCURACY_MARGINS_AGAIN)
+    margins = " | ".join(f"δ {margin:.4f}" + (" (derived)" if margin == derived_margin() else "")
+                         for margin in margins_again())
     lines = [f"| approach | validation accuracy | minus softmax's [90 % interval] | mean ≥ {threshold:g} | {margins} |",
-             "|---|---|---|---|" + "---|" * len(ACCURACY_MARGINS_AGAIN)]
+             "|---|---|---|---|" + "---|" * len(margins_again())]
     for r in _accuracy_rows():
         mine, theirs = r["accuracy_per_seed"]["val"], softmax["accuracy_per_seed"]["val"]
         interval = paired_difference(mine, theirs).interval(1 - 2 * ALPHA)
-        admitted = ["yes" if _admitted(r, margin) else "no" for margin in ACCURACY_MARGINS_AGAIN]
+        admitted = ["yes" if _admitted(r, margin) else "no" for margin in margins_again()]
         lines.append(f"| {r['approach']} | {cell(mine)} | {signed(interval.estimate)} [{signed(interval.low)}, "
                      f"{signed(interval.high)}] | {'yes' if np.mean(mine) >= threshold else 'no'} | "
                      f"{' | '.join(admitted)} |")
@@ -170,9 +171,8 @@ FACTS: Dict[str, Callable[[], str]] = {
     "knowns_only_reach": lambda: knowns_only_reach()["reach"],
     "accuracy_rule_table": accuracy_rule_table,
     "accuracy_rule_said": accuracy_rule_said,
-    "accuracy_margin": lambda: f"{ACCURACY_MARGIN:g}",
-    "single_network_se": lambda: num(single_network_se(), 4),
-    "single_network_se_times": lambda: f"{ACCURACY_MARGIN / single_network_se():.1f}",
+    "accuracy_margin": lambda: num(derived_margin(), 4),
+    "accuracy_margin_ses": lambda: str(ACCURACY_MARGIN_SES),
     "knowns_only_table": knowns_only_table,
     "knowns_only_untested": knowns_only_untested,
     "knowns_only_tally": lambda: ", ".join(

@@ -1524,6 +1524,20 @@ def test_the_accuracy_rule_reads_a_difference_alike_on_every_seed():
         converged_by_rule({"softmax": [0.91], "cac": [0.90]}, 0.9, 0.01)
 
 
+def test_the_accuracy_margin_is_two_binomial_standard_errors_at_the_threshold():
+    """The rule's margin is derived from the validation set alone: twice scipy's binomial standard
+    deviation of one network's count of right answers at the threshold, as a share of the knowns."""
+    from scipy import stats
+
+    from agnostophobia.experiments.benchmark_rows import accuracy_margin_for
+
+    for threshold, knowns in ((0.90, 2000), (0.985, 12000), (0.5, 7)):
+        assert accuracy_margin_for(threshold, knowns) == pytest.approx(2 * stats.binom(knowns, threshold).std() / knowns)
+    for threshold, knowns in ((1.0, 100), (0.9, 0)):
+        with pytest.raises(ValueError, match="threshold in"):
+            accuracy_margin_for(threshold, knowns)
+
+
 def test_a_refused_accuracy_margin_leaves_the_run_byte_for_byte(tiny_run, tmp_path):
     """``write_benchmark`` with the interval rule on a trained run of one seed (the rule reads a paired
     interval over seeds) is refused before it tunes or scores anything: every file of the run, a

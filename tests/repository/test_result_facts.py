@@ -196,7 +196,8 @@ def test_accuracy_rule_by_hand(facts_module):
         low = stats.ttest_rel(mine, softmax).confidence_interval(0.90).low
         assert cells[2].startswith(f"{np.mean(np.subtract(mine, softmax)):+.3f} [{low:+.3f},".replace("-", "−"))
         assert cells[3] == ("yes" if np.mean(mine) >= 0.9 else "no")
-        assert cells[4:] == ["yes" if low > -margin else "no" for margin in (0.005, 0.01, 0.02)]
+        derived = 2 * np.sqrt(0.9 * 0.1 / f.paper_row(f.CIFAR_REPORT, "softmax")["val"]["num_known"])
+        assert cells[4:] == ["yes" if low > -margin else "no" for margin in (derived / 2, derived, 2 * derived)]
 
 
 def test_near_set_by_hand(facts_module):
