@@ -1,0 +1,54 @@
+"""The overview's numbers of the centred-unknowns reading (``result_facts`` gathers them into
+:data:`FACTS`): whether the frame that MNIST leaves empty, and the D_a glyph sets fill, accounts for
+the converged softmax's CCR gap to the paper on Devanagari, read as ``docs/provenance.md`` declared
+before the networks trained (``lenet-centred-unknowns``): the same networks read on each set as
+prepared and centred, the paired difference over the seeds against the benchmark's margin
+(``benchmarks/centred_unknowns.py`` wrote the record)."""
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from pathlib import Path
+from typing import Callable, Dict
+
+from result_runs import num, signed
+
+RECORD = Path(__file__).resolve().parent / "results" / "centred-unknowns-lenet.json"
+#: The names the pages give the approaches and sets of the record.
+APPROACHES = {"softmax": "softmax", "entropic": "Entropic Open-Set"}
+SETS = {"devanagari": "Devanagari", "notmnist": "notMNIST"}
+
+
+@lru_cache(maxsize=None)
+def record() -> Dict:
+    return json.loads(RECORD.read_text(encoding="utf-8"))
+
+
+def reading_said(approach: str, name: str) -> str:
+    """One approach on one set: its mean CCR as prepared → centred, and the paired difference with its
+    95 % t interval over the seeds and the declared verdict."""
+    reading = record()["readings"][approach][name]
+    difference, low, high = reading["difference"][:3]
+    return (f"{num(reading['prepared_interval'][0])} → {num(reading['centred_interval'][0])}, "
+            f"{signed(difference)} [{signed(low)}, {signed(high)}], *{reading['verdict']}*")
+
+
+def readings_said(approach: str) -> str:
+    return "; ".join(f"{SETS[name]} {reading_said(approach, name)}" for name in SETS)
+
+
+def frame_said() -> str:
+    """The frame's-ink AUROC of each set against the knowns, as prepared → centred."""
+    auroc = record()["frame_ink_auroc"]
+    return ", ".join(f"{SETS[name]} {num(auroc['prepared'][name], 3)} → {num(auroc['centred'][name], 3)}"
+                     for name in SETS)
+
+
+FACTS: Dict[str, Callable[[], str]] = {
+    "centred_softmax_devanagari": lambda: reading_said("softmax", "devanagari"),
+    "centred_softmax": lambda: readings_said("softmax"),
+    "centred_eos": lambda: readings_said("entropic"),
+    "centred_frame": frame_said,
+    "centred_seeds": lambda: str(len(record()["seeds"])),
+    "centred_fpr": lambda: f"{record()['fpr']:g}",
+}
