@@ -18,9 +18,7 @@ processor and the libraries' versions; ``docs/result_centred.py`` reads it for t
 from __future__ import annotations
 
 import argparse
-import json
 import sys
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Dict, List
 
@@ -29,20 +27,17 @@ from PIL import Image
 from scipy import ndimage
 from scipy.special import softmax
 
+from agnostophobia.experiments.benchmark_comparisons import MARGIN  # the declared reading's margin, in CCR
 from agnostophobia.metrics import ccr_at_fpr, seed_interval
 from agnostophobia.rundir import RunDir
 from agnostophobia.training import load_trained_model, protocol_for
-from agnostophobia.training.device import cpu_model
-from agnostophobia.training.records import code_version, library_versions
-from trivial_separability import oriented_auroc, statistics
+from trivial_separability import oriented_auroc, statistics, write_record
 
 #: MNIST's box for a digit's longer side, and the lowest grey counted as the glyph when its box is found
 #: (antialiased edges below it would widen the box by a faint pixel).
 BOX, INK = 20, 32
 #: The operating point read, the lowest the 10,000-image test sets resolve (Table 2's 1e-3 column).
 FPR = 1e-3
-#: The declared reading's margin: the benchmark's (``MARGIN``), in CCR.
-MARGIN = 0.005
 GLYPH_SETS = ("devanagari", "notmnist")
 
 
@@ -127,14 +122,8 @@ def main(argv=None) -> int:
               "samples": {name: len(images) for name, images in prepared.items()},
               "frame_ink_auroc": {"prepared": frame_ink(known, prepared), "centred": frame_ink(known, centred)},
               "readings": {approach: {name: reading(d["prepared"], d["centred"]) for name, d in sets.items()}
-                           for approach, sets in values.items()},
-              "meta": {"date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), "code": code_version(),
-                       "processor": cpu_model(), "versions": library_versions(),
-                       "command": "python benchmarks/centred_unknowns.py " + " ".join(
-                           str(a) for a in (argv if argv is not None else sys.argv[1:]))}}
-    partial = args.out.with_name(args.out.name + ".partial")  # whole or not at all: the last good file stays
-    partial.write_text(json.dumps(record, indent=1, sort_keys=True) + "\n", encoding="utf-8")
-    partial.replace(args.out)
+                           for approach, sets in values.items()}}
+    write_record(args.out, record, __file__, argv)
     return 0
 
 

@@ -97,15 +97,23 @@ def main(argv=None) -> int:
         sets[name] = {"samples": len(split.images), **separability(known, split.images)}
         print(name, {k: round(v, 4) for k, v in sets[name].items()})
     record = {"protocol": args.protocol, "known_samples": len(known), "sets": sets, "border_pixels": BORDER,
-              "cross_validation": "5-fold, stratified, shuffled with seed 0; standardised, logistic regression",
-              "meta": {"date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), "code": code_version(),
-                       "processor": cpu_model(), "versions": {**library_versions(), "scikit-learn": sklearn.__version__},
-                       "command": "python benchmarks/trivial_separability.py " + " ".join(
-                           str(a) for a in (argv if argv is not None else sys.argv[1:]))}}
-    partial = args.out.with_name(args.out.name + ".partial")  # whole or not at all: the last good file stays
-    partial.write_text(json.dumps(record, indent=1, sort_keys=True) + "\n", encoding="utf-8")
-    partial.replace(args.out)
+              "cross_validation": "5-fold, stratified, shuffled with seed 0; standardised, logistic regression"}
+    write_record(args.out, record, __file__, argv)
     return 0
+
+
+def write_record(out: Path, record: Dict, script: str, argv=None) -> None:
+    """``record`` with its ``meta`` (date, the code's commit, the processor, the libraries' versions and
+    the command that made it, ``script`` run with ``argv``) written to ``out`` as JSON, whole or not at
+    all: the last good file stays if anything fails."""
+    command = " ".join(["python", f"benchmarks/{Path(script).name}",
+                        *map(str, argv if argv is not None else sys.argv[1:])])
+    meta = {"date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), "code": code_version(),
+            "processor": cpu_model(), "versions": {**library_versions(), "scikit-learn": sklearn.__version__},
+            "command": command}
+    partial = out.with_name(out.name + ".partial")
+    partial.write_text(json.dumps({**record, "meta": meta}, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    partial.replace(out)
 
 
 if __name__ == "__main__":
