@@ -618,7 +618,7 @@ def test_sample_replicates_resample_every_model_and_seed_alike():
     other = dict(labels, known=np.roll(known_labels, 1))
     odd = lambda key, approach: ModelScores(3, other if key == (1, "softmax") else dict(labels),  # noqa: E731
                                             scores(*key).top)
-    assert sample_replicates(models, odd) == (None, None)
+    assert sample_replicates(models, odd) == SampleReplicates()  # no area of either axis (nor, here, validation)
 
 
 def test_sample_replicates_on_asked_sets_read_those_alone():
@@ -1571,3 +1571,36 @@ def test_a_rank_reads_its_group_simultaneously_and_a_constant_difference_is_no_e
     crowd = [row("a", a), row("b", b), *far]
     tests = {(i, j): p for i, j, _, p in group_tests(crowd, "oscr")}
     assert tests[(0, 1)] > p_alone and (0, 1) not in beaten_in_group(crowd, "oscr")
+
+
+# ------------------------------------------------------------------ M3: the validation samples' share of a rank's noise
+def test_the_validation_resamples_are_the_rows_statistics_on_each_resample_and_paired():
+    """With every weight 1 the resampled statistics are the row's own numbers (one definition,
+    compare's ranking_statistic, and the test side's oscr_area_resamples); the default resamples are
+    the same for every detector and seed of one split (paired); models whose validation labels
+    differ are not paired, and nothing is kept."""
+    from agnostophobia.deploy.compare import ranking_statistic
+    from agnostophobia.experiments.benchmark_comparisons import ValidationBootstrap, validation_resamples
+    from agnostophobia.experiments.ranking_candidates import RANKING_CANDIDATES
+    from agnostophobia.metrics import smallest_supported_fpr
+
+    rng = np.random.default_rng(2)
+    labels = np.concatenate([rng.integers(0, 3, 60), np.full(40, -1)])
+    scores = rng.random((100, 3)) + 0.5 * np.eye(3)[np.clip(labels, 0, 2)] * (labels >= 0)[:, None]
+    ones = (np.ones((2, 60), np.int64), np.ones((2, 40), np.int64))
+    resampled = validation_resamples(scores, labels, list(RANKING_CANDIDATES), weights=ones)
+    lowest = smallest_supported_fpr(40)
+    for metric in RANKING_CANDIDATES:
+        assert resampled[metric] == pytest.approx([ranking_statistic(metric, scores, labels, lowest)] * 2, abs=1e-12)
+    drawn = validation_resamples(scores, labels, ["oscr", "auroc"])
+    assert {m: v.shape for m, v in drawn.items()} == {"oscr": (200,), "auroc": (200,)} and np.std(drawn["oscr"]) > 0
+    assert np.array_equal(drawn["auroc"], validation_resamples(scores, labels, ["auroc"])["auroc"])
+    few = validation_resamples(scores[:68], labels[:68], list(RANKING_CANDIDATES))  # 8 negatives: no FPR of 10/8
+    assert few.keys() == {"oscr", "auroc"}
+    bootstrap = ValidationBootstrap(["auroc"])
+    assert bootstrap.replicates is None
+    bootstrap(0, "softmax", "softmax", scores, labels)
+    bootstrap(1, "softmax", "softmax", scores, labels)
+    assert np.array_equal(bootstrap.replicates["auroc"]["softmax", "softmax"][1], drawn["auroc"])
+    bootstrap(2, "softmax", "softmax", scores, labels[::-1])  # other samples: no pairing
+    assert bootstrap.replicates is None
