@@ -218,6 +218,23 @@ def test_the_kept_test_curves_are_the_oscr_of_the_scores_and_are_kept_only_when_
         assert unknowns == expected[key][2]
 
 
+def test_the_validation_scores_handed_on_are_those_the_rows_numbers_were_read_from(run):
+    """The benchmark's bootstrap over the validation samples reads the scores compare scored, once
+    each (seed, approach, detector), not a second scoring: its statistics are the row's numbers."""
+    from agnostophobia.deploy.compare import RANKING_STATISTICS, compare_models, ranking_statistic
+
+    handed = []
+    comparison = compare_models(run, with_tests=False, val_scores=lambda *call: handed.append(call))
+    by_model = {(seed, approach, detector): (scores, labels) for seed, approach, detector, scores, labels in handed}
+    assert handed and len(by_model) == len(handed)
+    for row in comparison.rows:
+        for position, seed in enumerate(row["seed_ids"]):
+            scores, labels = by_model[seed, row["approach"], row["detector"]]
+            lowest = smallest_supported_fpr(int((labels < 0).sum()))
+            for name in RANKING_STATISTICS:
+                assert ranking_statistic(name, scores, labels, lowest) == row["val"]["per_seed"][name][position]
+
+
 def test_each_row_has_the_oscr_area_over_the_log_fpr_axis_from_the_smallest_resolved_fpr(run):
     """``oscr_log`` reads the curve from 10/#negatives (32 validation negatives: 10/32) up, on a log
     axis: the area the linear one hardly weighs; checked against the metric called directly, and

@@ -422,6 +422,21 @@ def test_benchmark_smoke_runs_every_approach_and_resumes(real_data_dir, tmp_path
                for f in ranked["tests"].values() for t in f)
     assert all(t["se_samples"] is not None and t["se"] >= t["se_samples"] > 0 for f in ranked["tests"].values()
                for t in f if t["difference"] != 0)  # every difference carries the test samples' bootstrap
+    # the ranks read the validation samples' share too (M3): one number a pair of ranked rows, stored with them
+    from agnostophobia.experiments.benchmark_ranking import (VAL_SE_SAMPLES, group_tests, ranked_group, resolved_ranks,
+                                                             validation_se)
+
+    chosen = ranked["ranking"]["chosen"]
+    assert ranked["val_bootstrap"] == {"resamples": 200, "seed": 55, "metric": chosen}
+    group = ranked_group(ranked["rows"], False)
+    assert len(group) > 2 and all(set(r[VAL_SE_SAMPLES]) == {chosen} for r in group)
+    assert all(validation_se(a, b, chosen) > 0 for i, a in enumerate(group) for b in group[i + 1:])
+    first, second = next((a, b) for i, a in enumerate(group) for b in group[i + 1:]
+                         if a["val"]["per_seed"][chosen] != b["val"]["per_seed"][chosen])
+    bare = [{k: v for k, v in r.items() if k != VAL_SE_SAMPLES} for r in (first, second)]
+    assert group_tests([first, second], chosen)[0][3] != group_tests(bare, chosen)[0][3]  # the ranks' tests read it
+    assert len(resolved_ranks(ranked["rows"], chosen)) == len(ranked["rows"])
+    assert "adds the validation samples' share" in (out / BENCHMARK_MD).read_text()
 
 
 # ------------------------------------------------------------------ issue 55: decisions that mean what they say
@@ -618,7 +633,7 @@ def test_sample_replicates_resample_every_model_and_seed_alike():
     other = dict(labels, known=np.roll(known_labels, 1))
     odd = lambda key, approach: ModelScores(3, other if key == (1, "softmax") else dict(labels),  # noqa: E731
                                             scores(*key).top)
-    assert sample_replicates(models, odd) == (None, None)
+    assert sample_replicates(models, odd) == SampleReplicates()  # no area of either axis (nor, here, validation)
 
 
 def test_sample_replicates_on_asked_sets_read_those_alone():
@@ -1585,3 +1600,116 @@ def test_a_rank_reads_its_group_simultaneously_and_a_constant_difference_is_no_e
     crowd = [row("a", a), row("b", b), *far]
     tests = {(i, j): p for i, j, _, p in group_tests(crowd, "oscr")}
     assert tests[(0, 1)] > p_alone and (0, 1) not in beaten_in_group(crowd, "oscr")
+
+
+# ------------------------------------------------------------------ M3: the validation samples' share of a rank's noise
+def _together(se, spread=1e-4):
+    """Two detectors on one network whose validation ``oscr`` moves together over 3 seeds, 0.01 apart
+    with a spread of ``spread`` (alone: p about 1e-4, beaten), and replicates of their validation
+    numbers on the resamples of the validation samples whose share of the pair's standard error is
+    about ``se``: each row's own normal draw per resample, the same for every seed (the seeds share
+    the validation samples)."""
+    base = [0.800, 0.830, 0.770]
+    group = [{"approach": "softmax", "detector": detector, "row": f"softmax/{detector}", "seeds": [0, 1, 2],
+              "rank": rank, "val": {"per_seed": {"oscr": values}}}
+             for rank, (detector, values) in enumerate((("softmax", base),
+                                                        ("max-logit", [b - 0.01 + spread * k
+                                                                       for k, b in enumerate(base)])), 1)]
+    rng = np.random.default_rng(0)
+    noise = {r["detector"]: rng.normal(0, se / np.sqrt(2), 200) for r in group}
+    return group, {"oscr": {(r["approach"], r["detector"]): {s: v + noise[r["detector"]] for s, v in
+                                                               zip(r["seeds"], r["val"]["per_seed"]["oscr"])}
+                            for r in group}}
+
+
+def test_a_pair_that_moves_together_over_seeds_is_not_beaten_once_the_validation_samples_add_their_share():
+    """Review-1205e, M3 remainder: every seed scores the same validation samples, so two detectors on
+    one network move together and a 0.01 difference with a seed spread of 1e-4 "beats" on the seeds
+    alone. With the validation samples' share added in quadrature (the test side's statistic,
+    paired_difference with resampled_se) the pair is not resolved and both rows share ranks 1-2; the
+    share is stored once a pair and read back from the rows alone."""
+    from agnostophobia.experiments.benchmark_ranking import (VAL_SE_SAMPLES, beaten_in_group, group_tests,
+                                                             resolved_ranks, validation_se, with_validation_se)
+    from agnostophobia.metrics import paired_difference, resampled_se
+
+    group, replicates = _together(se=0.02)
+    assert beaten_in_group(group, "oscr") == {(0, 1)} and resolved_ranks(group, "oscr") == [(1, 1), (2, 2)]
+    floored = json.loads(json.dumps(with_validation_se(group, "oscr", replicates)))  # as benchmark.json holds it
+    stacked = [np.stack([replicates["oscr"][r["approach"], r["detector"]][s] for s in r["seeds"]]) for r in group]
+    assert floored[0][VAL_SE_SAMPLES] == {"oscr": {"softmax/max-logit": pytest.approx(resampled_se(*stacked))}}
+    assert floored[1][VAL_SE_SAMPLES] == {"oscr": {}}  # the pair is stored once, on the row ahead
+    assert validation_se(floored[1], floored[0], "oscr") == validation_se(floored[0], floored[1], "oscr") > 0.01
+    assert validation_se(floored[0], floored[1], "auroc") is None  # a share of another metric is not read
+    expected = paired_difference(*(r["val"]["per_seed"]["oscr"] for r in group),
+                                 sample_se=resampled_se(*stacked))
+    (_, _, difference, p_holm), = group_tests(floored, "oscr")
+    assert difference == pytest.approx(0.01, abs=2e-4) and p_holm == pytest.approx(expected.p_value)
+    assert p_holm > 0.05
+    assert beaten_in_group(floored, "oscr") == set() and resolved_ranks(floored, "oscr") == [(1, 2), (1, 2)]
+    # a share small beside the difference leaves it beaten: the floor adds noise, it does not forbid
+    group, replicates = _together(se=1e-4)
+    small = with_validation_se(group, "oscr", replicates)
+    assert beaten_in_group(small, "oscr") == {(0, 1)}
+
+
+def test_a_run_with_the_validation_bootstrap_stores_it_ranks_with_it_and_says_so():
+    """summarise stores the validation samples' share per pair of ranked rows and ``val_bootstrap``; the
+    ranks of the report read it back from the JSON alone; a run without it (every published run)
+    ranks on the seeds and its report says so, computed from the JSON."""
+    from agnostophobia.experiments.benchmark_ranking import VAL_SE_SAMPLES, resolved_ranks
+    from agnostophobia.experiments.ranking_candidates import RANKING_CANDIDATES
+
+    source = rows()
+    rng = np.random.default_rng(1)
+    noise = {(r["approach"], r["detector"]): rng.normal(0, 0.05, 200) for r in source}
+    val = {metric: {key: {s: v + noise[key] for s, v in enumerate(r["val"]["per_seed"][metric])}
+                    for r in source for key in [(r["approach"], r["detector"])]} for metric in RANKING_CANDIDATES}
+    bare = json.loads(json.dumps(summarise(source, min_accuracy=0.985), default=float))
+    floored = json.loads(json.dumps(summarise(source, min_accuracy=0.985, replicates=SampleReplicates(val=val)),
+                                    default=float))
+    chosen = floored["ranking"]["chosen"]
+    assert floored["val_bootstrap"] == {"resamples": 200, "seed": 55, "metric": chosen}
+    assert bare.get("val_bootstrap") is None and not any(VAL_SE_SAMPLES in r for r in bare["rows"])
+    ranked = [r for r in floored["rows"] if r["rank"] is not None]
+    assert len(ranked) == 4 and all(set(r[VAL_SE_SAMPLES]) == {chosen} for r in ranked)
+    assert sum(len(r[VAL_SE_SAMPLES][chosen]) for r in ranked) == 4 * 3 // 2  # every pair of the group, once
+    assert not any(VAL_SE_SAMPLES in r for r in floored["rows"] if r["rank"] is None)
+    # a share of 0.05 a row leaves nothing resolved; the seeds alone resolve some pairs
+    assert resolved_ranks(floored["rows"], chosen)[:4] == [(1, 4)] * 4
+    assert resolved_ranks(bare["rows"], chosen)[:4] != [(1, 4)] * 4
+    with_text, bare_text = _report(floored), _report(bare)
+    assert "adds the validation samples' share, from a paired bootstrap over them (200 resamples" in with_text
+    assert "stored no validation bootstrap" not in with_text
+    assert "ranks read the seeds' spread alone: this run stored no validation bootstrap" in bare_text
+
+
+def test_the_validation_resamples_are_the_rows_statistics_on_each_resample_and_paired():
+    """With every weight 1 the resampled statistics are the row's own numbers (one definition,
+    compare's ranking_statistic, and the test side's oscr_area_resamples); the default resamples are
+    the same for every detector and seed of one split (paired); models whose validation labels
+    differ are not paired, and nothing is kept."""
+    from agnostophobia.deploy.compare import ranking_statistic
+    from agnostophobia.experiments.benchmark_comparisons import ValidationBootstrap, validation_resamples
+    from agnostophobia.experiments.ranking_candidates import RANKING_CANDIDATES
+    from agnostophobia.metrics import smallest_supported_fpr
+
+    rng = np.random.default_rng(2)
+    labels = np.concatenate([rng.integers(0, 3, 60), np.full(40, -1)])
+    scores = rng.random((100, 3)) + 0.5 * np.eye(3)[np.clip(labels, 0, 2)] * (labels >= 0)[:, None]
+    ones = (np.ones((2, 60), np.int64), np.ones((2, 40), np.int64))
+    resampled = validation_resamples(scores, labels, list(RANKING_CANDIDATES), weights=ones)
+    lowest = smallest_supported_fpr(40)
+    for metric in RANKING_CANDIDATES:
+        assert resampled[metric] == pytest.approx([ranking_statistic(metric, scores, labels, lowest)] * 2, abs=1e-12)
+    drawn = validation_resamples(scores, labels, ["oscr", "auroc"])
+    assert {m: v.shape for m, v in drawn.items()} == {"oscr": (200,), "auroc": (200,)} and np.std(drawn["oscr"]) > 0
+    assert np.array_equal(drawn["auroc"], validation_resamples(scores, labels, ["auroc"])["auroc"])
+    few = validation_resamples(scores[:68], labels[:68], list(RANKING_CANDIDATES))  # 8 negatives: no FPR of 10/8
+    assert few.keys() == {"oscr", "auroc"}
+    bootstrap = ValidationBootstrap(["auroc"])
+    assert bootstrap.replicates is None
+    bootstrap(0, "softmax", "softmax", scores, labels)
+    bootstrap(1, "softmax", "softmax", scores, labels)
+    assert np.array_equal(bootstrap.replicates["auroc"]["softmax", "softmax"][1], drawn["auroc"])
+    bootstrap(2, "softmax", "softmax", scores, labels[::-1])  # other samples: no pairing
+    assert bootstrap.replicates is None

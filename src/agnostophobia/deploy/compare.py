@@ -92,6 +92,30 @@ def _validation(model_dir: ModelDir, run_dir: Path) -> Dict[str, np.ndarray]:
                                      f"them, then compare", "detectors cannot be compared on validation data")
 
 
+#: The statistics of :func:`_numbers` a benchmark may rank by (its ranking candidates), each computed by
+#: :func:`ranking_statistic`.
+RANKING_STATISTICS = ("auroc", "oscr", "oscr_log", "ccr_at_lowest_fpr")
+
+
+def ranking_statistic(name: str, scores: np.ndarray, labels: np.ndarray, lowest: float) -> Optional[float]:
+    """One of :data:`RANKING_STATISTICS` of (N, C) ``scores`` and labels (N,) (< 0: negative), as every
+    row's numbers read it and as the benchmark's bootstrap over the validation samples reads it again
+    on each resample (one definition for both): the AUROC of the per-sample score (the maximum over
+    classes), the OSCR area over a linear FPR axis, over a log one from ``lowest`` (the smallest FPR
+    the negatives resolve, 10/#negatives) to 1, and the CCR at ``lowest``. None where the negatives
+    do not define it (the log area with ``lowest`` at 1 or above, the CCR above 1 or not finite)."""
+    if name == "auroc":
+        return float(auroc(scores.max(axis=1), labels))
+    if name == "oscr":
+        return float(oscr_area(scores, labels))
+    if name == "oscr_log":
+        return float(oscr_area(scores, labels, log_fpr=True, min_fpr=lowest)) if lowest < 1 else None
+    if name != "ccr_at_lowest_fpr":
+        raise ValueError(f"ranking_statistic({name!r}): one of {', '.join(RANKING_STATISTICS)}")
+    at_lowest = float(ccr_at_fpr(scores, labels, [lowest])[0]) if lowest <= 1 else None
+    return at_lowest if at_lowest is not None and np.isfinite(at_lowest) else None
+
+
 def _numbers(scores: np.ndarray, labels: np.ndarray, fprs: Sequence[float], num_negatives: int) -> Dict:
     """AUROC of the per-sample score, the area under the OSCR curve (linear FPR axis; ``oscr_log``:
     over a log FPR axis from the smallest FPR the negatives resolve, 10/#negatives, to 1, which
@@ -105,10 +129,7 @@ def _numbers(scores: np.ndarray, labels: np.ndarray, fprs: Sequence[float], num_
     ccr = ccr_at_fpr(scores, labels, fprs) if len(fprs) else []
     top = scores.max(axis=1)
     lowest = smallest_supported_fpr(num_negatives)
-    at_lowest = float(ccr_at_fpr(scores, labels, [lowest])[0]) if lowest <= 1 else None
-    return {"auroc": float(auroc(top, labels)), "oscr": float(oscr_area(scores, labels)),
-            "oscr_log": float(oscr_area(scores, labels, log_fpr=True, min_fpr=lowest)) if lowest < 1 else None,
-            "ccr_at_lowest_fpr": at_lowest if at_lowest is not None and np.isfinite(at_lowest) else None,
+    return {**{name: ranking_statistic(name, scores, labels, lowest) for name in RANKING_STATISTICS},
             "fpr_at_95tpr": float(fpr_at_tpr(top, labels, 0.95)), "aupr_in": float(aupr_in(top, labels)),
             "aupr_out": float(aupr_out(top, labels)),
             "tied_share": float(tied_share(top, labels)),
@@ -119,10 +140,11 @@ def _numbers(scores: np.ndarray, labels: np.ndarray, fprs: Sequence[float], num_
 
 
 def _model_rows(model: Tuple[int, str, Path], settings: Dict, val: Dict[str, np.ndarray], fprs: Sequence[float],
-                with_tests: bool, curves: Optional[Dict] = None) -> Tuple[Dict[str, Dict], Dict[str, str]]:
+                with_tests: bool, curves: Optional[Dict] = None) -> Tuple[Dict[str, Dict], Dict[str, str], ModelScores]:
     """{detector: {"val": numbers, "test": {set: numbers}}} of one ``model`` (``(seed, approach,
-    model_dir)``, as the run's records list it), and {detector: note}; each test OSCR curve into
-    ``curves`` where given (see :attr:`Comparison.curves`)."""
+    model_dir)``, as the run's records list it), {detector: note} and the validation scores the
+    numbers were read from (for :func:`compare_models`' ``val_scores``: scored once); each test OSCR
+    curve into ``curves`` where given (see :attr:`Comparison.curves`)."""
     seed, approach, model_dir = model
     tests: Optional[ModelScores] = model_scores(model_dir, approach, settings) if with_tests else None
     fits = KeptFits(model_dir)  # the fits model_scores kept: restored, not fitted again
@@ -140,7 +162,7 @@ def _model_rows(model: Tuple[int, str, Path], settings: Dict, val: Dict[str, np.
                     curves[seed, approach, detector, unknown] = (*oscr(values, test_labels)[:2],
                                                                  int((test_labels < 0).sum()))
         rows[detector] = row
-    return rows, dict(held.notes)
+    return rows, dict(held.notes), held
 
 
 # ------------------------------------------------------------------------ the whole run
@@ -218,12 +240,16 @@ def validation_negatives(run_dir) -> int:
 
 
 def compare_models(run_dir, fpr: Optional[float] = None, approaches: Optional[Sequence[str]] = None,
-                   with_tests: bool = True, curves: bool = False) -> Comparison:
+                   with_tests: bool = True, curves: bool = False,
+                   val_scores: Optional[Callable[[int, str, str, np.ndarray, np.ndarray], None]] = None) -> Comparison:
     """Score and rank every (approach, detector) of the run (or of ``approaches``); nothing is
     written but the detector caches. Refused (one line) before any scoring where the run has no
     validation negatives or ``fpr`` is not supported by them; without ``fpr``, ranked at
     :func:`~agnostophobia.metrics.default_fpr` of the validation negatives. ``curves``: keep every
-    test OSCR curve in :attr:`Comparison.curves`."""
+    test OSCR curve in :attr:`Comparison.curves`. ``val_scores(seed, approach, detector, scores,
+    labels)``: called with each model's validation (N, C) scores of each detector and their labels,
+    the ones its validation numbers were read from, for a caller that reads them further without
+    scoring them again (the benchmark's bootstrap over the validation samples)."""
     run_dir = Path(run_dir)
     records, models, validation, negatives = _checked(run_dir, fpr, approaches)
     trained = list(dict.fromkeys(a for _, a, _ in records.models))
@@ -236,7 +262,9 @@ def compare_models(run_dir, fpr: Optional[float] = None, approaches: Optional[Se
     for model in models:
         seed, approach, model_dir = model
         settings = scoring.for_approach(approach)
-        rows, why = _model_rows(model, settings, validation[model_dir], fprs, with_tests, kept_curves)
+        rows, why, held = _model_rows(model, settings, validation[model_dir], fprs, with_tests, kept_curves)
+        for detector in held.detectors if val_scores is not None else ():
+            val_scores(seed, approach, detector, held.scores(detector, VALIDATION), held.labels[VALIDATION])
         for detector, numbers in rows.items():
             per_row.setdefault((approach, detector), []).append({**numbers, "settings": settings, "seed": seed})
         notes += [f"{approach}/{detector} (seed {seed}): {note}" for detector, note in why.items()]

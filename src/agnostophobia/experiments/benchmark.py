@@ -51,7 +51,9 @@ scores follow closed-set accuracy, so an unconverged network ranks training leng
 
 **The benchmark's choices on validation data, the test sets read once.** Convergence, the detectors' settings, the
 ranking metric, the rank, the best row and each approach's best (bold) detector are read from the
-validation split (held-out knowns and the negatives held out of training, as ``compare`` scores them);
+validation split (held-out knowns and the negatives held out of training, as ``compare`` scores them;
+a rank's tests add the validation samples' share from a paired bootstrap over them to the seeds' spread,
+:func:`~agnostophobia.experiments.benchmark_ranking.with_validation_se`);
 the test sets give only the numbers reported and the comparisons' decisions, and the report has a table
 of which split each choice used
 (:func:`~agnostophobia.experiments.benchmark_report.choices_and_splits`), with any choice of the
@@ -92,10 +94,11 @@ from agnostophobia.data.protocols import unknown_set  # the registered protocols
 from agnostophobia.deploy.request import ModelRequest
 from agnostophobia.errors import AgnostophobiaError, TrainingDiverged
 from agnostophobia.experiments.benchmark_comparisons import (ALPHA, BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, MARGIN,
-                                                             SampleReplicates, compare_families, families,
-                                                             family_resolution, sample_replicates)
+                                                             SampleReplicates, ValidationBootstrap, compare_families,
+                                                             families, family_resolution, sample_replicates)
 from agnostophobia.experiments.benchmark_ranking import (BY_FLAG, RANKING_CANDIDATES, check_ranking_metric,
-                                                         rank_rows, ranking_metric)
+                                                         rank_rows, ranking_metric, validation_bootstrap,
+                                                         with_validation_se)
 from agnostophobia.experiments.benchmark_report import markdown
 from agnostophobia.experiments.benchmark_summary import what_the_data_says
 from agnostophobia.experiments.benchmark_rows import (cells, check_accuracy_rule, converged_by_rule, far_sets,
@@ -108,9 +111,9 @@ from agnostophobia.rundir import RunDir
 #: The keys of the run's config the report gives as the budget's recipe, the one every approach from
 #: scratch trains with.
 BUDGET_RECIPE = ("optimizer", "lr", "weight_decay", "scheduler", "epochs", "batch_size")
-_FORMAT = 5  # 5: the log-FPR area's family; 4: the knowns-only family; 3: every choice on validation data, the
-#              ranking metric chosen by RANKING_RULE; 2: three families of tests, each with its decision against
-#              MARGIN (1: "significant")
+_FORMAT = 6  # 6: the ranks' validation bootstrap (val_se_samples, val_bootstrap); 5: the log-FPR area's family;
+#              4: the knowns-only family; 3: every choice on validation data, the ranking metric chosen by
+#              RANKING_RULE; 2: three families of tests, each with its decision against MARGIN (1: "significant")
 #: Seeds per approach unless ``--seeds`` says otherwise: five (issue 55: OpenOOD's three give a 95 % t
 #: half-width of 4.30 standard errors, against 2.78 at five); a paired test needs two.
 DEFAULT_SEEDS = 5
@@ -287,13 +290,16 @@ def write_benchmark(run_dir, min_accuracy: Optional[float] = None, log: Callable
     check_accuracy_rule(threshold, accuracy_margin, approaches,  # before the tuning and scoring it would waste
                         seeds=len({seed for seed, approach, _ in records.models if approach in approaches}))
     tuning = _tune(run_dir, approaches, log)
+    declared = Declared(accuracy_margin, *declared_ranking(records.config, ranking))
+    # the bootstrap over the validation samples, of the metric that will rank (every candidate where the rule chooses)
+    val_bootstrap = ValidationBootstrap([declared.ranking] if declared.ranking else list(RANKING_CANDIDATES))
     with run_lock(run_dir, create=False):
-        comparison = compare_models(run_dir, approaches=approaches, curves=True)
+        comparison = compare_models(run_dir, approaches=approaches, curves=True, val_scores=val_bootstrap)
         models = [m for m in records.models if m[1] in approaches]
         extra, outside = extra_data_approaches(records.config.get("protocol"), approaches)
-        result = summarise(comparison.rows, threshold, sample_replicates(models, run_scores(run_dir)), extra_data=extra,
-                           negatives=trained_on_negatives(approaches),
-                           declared=Declared(accuracy_margin, *declared_ranking(records.config, ranking)))
+        replicates = sample_replicates(models, run_scores(run_dir))._replace(val=val_bootstrap.replicates)
+        result = summarise(comparison.rows, threshold, replicates, extra_data=extra,
+                           negatives=trained_on_negatives(approaches), declared=declared)
         notes = left_out_notes(left_out, diverged)
         if extra:  # a protocol whose negatives are an outside set (osr-mnist, osr-cifar10)
             notes.append(f"extra data: {', '.join(extra)} trained on negatives from an outside set ({outside}) that "
@@ -406,9 +412,11 @@ def summarise(rows: List[Dict], min_accuracy: Optional[float], replicates: Sampl
               extra_data: Sequence[str] = (), negatives: Sequence[str] = (), declared: Declared = Declared()) -> Dict:
     """Rows with intervals, convergence, ranks, tests and the paragraph (``benchmark.json``).
     ``replicates``: each row's mean D_a OSCR areas (linear and log-FPR) on the paired bootstrap's
-    resamples of the test samples
-    (:class:`~agnostophobia.experiments.benchmark_comparisons.SampleReplicates`), which add to each
-    difference's standard error; None in it: the seeds' spread alone (the report says so).
+    resamples of the test samples, and its validation ranking metrics on those of the validation
+    samples (:class:`~agnostophobia.experiments.benchmark_comparisons.SampleReplicates`), which add
+    to each comparison's and each rank's standard error (the ranks' as one number a pair of ranked
+    rows, :func:`~agnostophobia.experiments.benchmark_ranking.with_validation_se`, and
+    ``val_bootstrap``); None in it: the seeds' spread alone (the report says so).
     ``extra_data``: the approaches trained on an outside set of negatives
     (:func:`~agnostophobia.experiments.benchmark_splits.extra_data_approaches`): their rows are
     marked and ranked apart (:func:`~agnostophobia.experiments.benchmark_ranking.rank_rows`).
@@ -444,7 +452,7 @@ def summarise(rows: List[Dict], min_accuracy: Optional[float], replicates: Sampl
                          "val": row["val"],
                          "test": {name: cells(numbers) for name, numbers in row["test"].items()}})
     ranking = ranking_metric(out_rows, declared=declared.ranking, declared_by=declared.ranking_by)
-    out_rows = rank_rows(out_rows, ranking["chosen"])
+    out_rows = with_validation_se(rank_rows(out_rows, ranking["chosen"]), ranking["chosen"], replicates.val)
     reference = reference_approach(approaches, extra_data)
     tests = compare_families(out_rows, reference, replicates)
     bootstrapped = any(t["se_samples"] is not None for family in tests.values() for t in family)
@@ -455,6 +463,7 @@ def summarise(rows: List[Dict], min_accuracy: Optional[float], replicates: Sampl
                            for family, (kind, compares) in families(reference).items()},
               "sample_bootstrap": ({"resamples": BOOTSTRAP_RESAMPLES, "seed": BOOTSTRAP_SEED}
                                    if bootstrapped else None),
+              "val_bootstrap": validation_bootstrap(out_rows, ranking["chosen"]),
               "seeds": run_seeds, "ranking": ranking, "ranked_sets": ranked_sets(sets), "far_sets": far_sets(sets),
               "accuracy": {a: {"val": interval_over_seeds(val_accuracy[a]) if val_accuracy[a] else None,
                                "test": interval_over_seeds(accuracy[a]) if accuracy[a] else None}

@@ -93,9 +93,12 @@ def _bootstrap_weights(split: str, n: int) -> np.ndarray:
 
 class SampleReplicates(NamedTuple):
     """Each row's mean D_a OSCR area on the paired bootstrap's resamples (:func:`sample_replicates`),
-    of the linear area and of the area over a log FPR axis; None: the seeds' spread alone."""
+    of the linear area and of the area over a log FPR axis, and its validation ranking metrics on the
+    resamples of the validation samples (:class:`ValidationBootstrap`, ``{metric: {(approach,
+    detector): {seed: array}}}``); None: the seeds' spread alone."""
     linear: Optional[Dict] = None
     log: Optional[Dict] = None
+    val: Optional[Dict] = None
 
 
 def sample_replicates(models: Sequence[Tuple[int, str, Path]], scores_of: Callable,
@@ -138,6 +141,82 @@ def sample_replicates(models: Sequence[Tuple[int, str, Path]], scores_of: Callab
                     [oscr_area_resamples(*both[s], known, unknown[s], log_fpr=True, min_fpr=lowest[s]) for s in on],
                     axis=0)
     return SampleReplicates(linear, log)
+
+
+def validation_resamples(scores: np.ndarray, labels: np.ndarray, metrics: Sequence[str],
+                         weights: Optional[Tuple[np.ndarray, np.ndarray]] = None) -> Dict[str, np.ndarray]:
+    """Each of ``metrics`` (the ranking candidates) of one detector's validation (N, C) ``scores`` on
+    every resample of the paired bootstrap over the validation samples, what the ranks' tests add
+    to the seeds' spread, as the test side's (:func:`sample_replicates`) adds to the comparisons':
+    every seed of a run scores the same validation samples, so two detectors on one network move
+    together over seeds and their spread alone overstates what the samples resolve. The knowns and
+    the negatives are each resampled on their own (:func:`_bootstrap_weights`: the same resamples
+    for every network, detector and seed, so paired); the OSCR areas as the test side reads them
+    (:func:`~agnostophobia.metrics.oscr_area_resamples`), the other metrics by the one definition
+    the row's numbers use (:func:`~agnostophobia.deploy.compare.ranking_statistic`) on each
+    resample drawn. A metric the negatives do not define (the log area or the CCR at 10/#negatives
+    with too few) is left out. ``weights``: (knowns', negatives') weights of shape (B, count) in
+    the bootstrap's place (all ones: the numbers themselves).
+
+    Returns:
+        ``{metric: (B,) array}``, B the resamples (:data:`BOOTSTRAP_RESAMPLES`).
+    """
+    from agnostophobia.deploy.compare import ranking_statistic
+
+    labels = np.asarray(labels, dtype=np.int64)
+    known, negative = np.flatnonzero(labels >= 0), np.flatnonzero(labels < 0)
+    known_weights, negative_weights = weights if weights is not None else (
+        _bootstrap_weights("val:known", len(known)), _bootstrap_weights("val:negatives", len(negative)))
+    lowest = smallest_supported_fpr(len(negative))
+    out = {}
+    for metric in metrics:
+        if metric == "oscr":
+            out[metric] = oscr_area_resamples(scores, labels, known_weights, negative_weights)
+            continue
+        if metric == "oscr_log":
+            if lowest < 1:
+                out[metric] = oscr_area_resamples(scores, labels, known_weights, negative_weights, log_fpr=True,
+                                                  min_fpr=lowest)
+            continue
+        values = []
+        for known_counts, negative_counts in zip(known_weights, negative_weights):
+            drawn = np.concatenate([np.repeat(known, known_counts), np.repeat(negative, negative_counts)])
+            values.append(ranking_statistic(metric, scores[drawn], labels[drawn], lowest))
+        if None not in values:
+            out[metric] = np.asarray(values, dtype=np.float64)
+    return out
+
+
+class ValidationBootstrap:
+    """The validation ranking metrics of every (approach, detector) and seed on the resamples of the
+    validation samples (:func:`validation_resamples`), gathered while ``compare`` scores them:
+    called as its ``val_scores`` (:func:`~agnostophobia.deploy.compare.compare_models`), so nothing
+    is scored twice. ``metrics``: those the ranks may read (the declared one, or every candidate
+    where the rule chooses after the scoring). :attr:`replicates` is None where the models'
+    validation labels differ: they are then not the same samples, and nothing is paired (as
+    :func:`sample_replicates` does on the test splits)."""
+
+    def __init__(self, metrics: Sequence[str]):
+        self.metrics = list(metrics)
+        self._by_metric: Dict[str, Dict[Tuple[str, str], Dict[int, np.ndarray]]] = {m: {} for m in self.metrics}
+        self._labels: Optional[np.ndarray] = None
+        self._paired = True
+
+    def __call__(self, seed: int, approach: str, detector: str, scores: np.ndarray, labels: np.ndarray) -> None:
+        """Add one model's detector: its validation (N, C) ``scores`` and their ``labels``."""
+        if self._labels is None:
+            self._labels = np.asarray(labels)
+        self._paired = self._paired and np.array_equal(self._labels, labels)
+        if not self._paired:
+            return
+        for metric, values in validation_resamples(scores, labels, self.metrics).items():
+            self._by_metric[metric].setdefault((approach, detector), {})[seed] = values
+
+    @property
+    def replicates(self) -> Optional[Dict[str, Dict[Tuple[str, str], Dict[int, np.ndarray]]]]:
+        """``{metric: {(approach, detector): {seed: (B,) array}}}`` (:attr:`SampleReplicates.val`);
+        None where nothing was added or the models' validation samples differ."""
+        return self._by_metric if self._paired and self._labels is not None else None
 
 
 def family_pairs(rows: List[Dict], family: str, reference: str) -> List[Tuple[Dict, Dict]]:
@@ -183,9 +262,10 @@ def family_pairs(rows: List[Dict], family: str, reference: str) -> List[Tuple[Di
     return pairs
 
 
-def _replicates(row: Dict, replicates: Optional[Dict]) -> Optional[np.ndarray]:
-    """(seeds, B) bootstrap replicates of the row's mean D_a OSCR, in the row's seed order; None
-    where any seed lacks them."""
+def row_replicates(row: Dict, replicates: Optional[Dict]) -> Optional[np.ndarray]:
+    """(seeds, B) bootstrap replicates of the row's statistic (``replicates``: ``{(approach,
+    detector): {seed: (B,) array}}``, e.g. the mean D_a OSCR), in the row's seed order; None where
+    any seed lacks them."""
     if not replicates:
         return None
     by_seed = replicates.get((row["approach"], row["detector"]))
@@ -216,7 +296,7 @@ def compare_family(rows: List[Dict], family: str, replicates: Optional[Dict], re
     for row, base in family_pairs(rows, family, reference):
         if row.get(per_seed) is None or base.get(per_seed) is None:
             continue  # a report written before the family was declared, or a set too small for the log axis
-        mine, theirs = _replicates(row, replicates), _replicates(base, replicates)
+        mine, theirs = row_replicates(row, replicates), row_replicates(base, replicates)
         sample_se = resampled_se(mine, theirs) if mine is not None and theirs is not None else None
         difference = paired_difference(row[per_seed], base[per_seed], sample_se=sample_se)
         interval = difference.interval(1 - ALPHA)

@@ -9,10 +9,13 @@ from typing import Dict, List, Optional, Sequence, Set, Tuple
 
 import numpy as np
 
-from agnostophobia.experiments.benchmark_comparisons import ALPHA, MARGIN
+from agnostophobia.experiments.benchmark_comparisons import (ALPHA, BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, MARGIN,
+                                                             row_replicates)
 from agnostophobia.experiments.benchmark_rows import papers_rows, rankable, saw_negatives
 from agnostophobia.experiments.ranking_candidates import RANKING_CANDIDATES, check_ranking_metric  # noqa: F401
-from agnostophobia.metrics import holm, paired_seed_test, seed_interval
+from agnostophobia.metrics import holm, paired_seed_test, resampled_se, seed_interval
+# the test side's difference with the samples' share (this module's paired_difference is the recipe trials')
+from agnostophobia.metrics import paired_difference as difference_with_samples
 
 #: The metric ranked by where the rule cannot decide (fewer than two converged approaches): the paper's.
 DEFAULT_RANKING_METRIC = "oscr"
@@ -247,7 +250,8 @@ def beaten_in_group(group: List[Dict], metric: str) -> Set[Tuple[int, int]]:
     """The ordered pairs ``(i, j)`` of ``group`` where row i beats row j on the validation ``metric``,
     read simultaneously over the group (:func:`group_tests`): a mean paired difference of at least
     :data:`MARGIN` and a Holm-adjusted p below :data:`ALPHA`. A row without the value is beaten by
-    every row with it. The seeds' noise only: the validation samples every seed shares add none here."""
+    every row with it. Each pair's standard error adds the validation samples' share where the run
+    stored it (:func:`with_validation_se`), else the seeds' noise alone."""
     values = [_per_seed(row, metric) for row in group]
     beaten = {(i, j) for i, mine in enumerate(values) for j, theirs in enumerate(values)
               if mine is not None and theirs is None}
@@ -258,9 +262,14 @@ def beaten_in_group(group: List[Dict], metric: str) -> Set[Tuple[int, int]]:
 def group_tests(group: List[Dict], metric: str) -> List[Tuple[int, int, float, float]]:
     """Every pair of ``group`` with two shared seeds or more on the validation ``metric``, as
     ``(i, j, difference, p_holm)``: row i the one ahead, ``difference`` the mean of i - j over the
-    shared seeds, ``p_holm`` its paired t-test's two-sided p
-    (:func:`~agnostophobia.metrics.paired_seed_test`; a difference without spread over seeds, to
-    floating-point rounding, is no evidence and counts as p = 1) Holm-adjusted over the group's pairs (:func:`~agnostophobia.metrics.holm`)."""
+    shared seeds, ``p_holm`` its two-sided p Holm-adjusted over the group's pairs
+    (:func:`~agnostophobia.metrics.holm`). The p is the test side's
+    (:func:`~agnostophobia.metrics.paired_difference`: the seeds' spread and the validation samples'
+    share, :func:`validation_se`, in quadrature) where the run stored that share for the pair, so that
+    two detectors on one network, which move together over seeds, are not resolved by the seeds'
+    tiny spread alone; else the paired t-test over seeds (:func:`~agnostophobia.metrics.paired_seed_test`,
+    the published runs' ranks, which stored none). A difference without any noise, to floating-point
+    rounding, is no evidence and counts as p = 1."""
     values = [_per_seed(row, metric) for row in group]
     pairs, p_values = [], []
     for i, mine in enumerate(values):
@@ -268,10 +277,73 @@ def group_tests(group: List[Dict], metric: str) -> List[Tuple[int, int, float, f
             shared = [seed for seed in (mine or {}) if seed in (values[j] or {})]
             if len(shared) < 2:
                 continue
-            test = paired_seed_test([mine[seed] for seed in shared], [values[j][seed] for seed in shared])
+            first, second = [mine[seed] for seed in shared], [values[j][seed] for seed in shared]
+            sample_se = validation_se(group[i], group[j], metric)
+            test = (paired_seed_test(first, second) if sample_se is None else
+                    difference_with_samples(first, second, sample_se=sample_se))
             pairs.append((i, j, test.difference) if test.difference >= 0 else (j, i, -test.difference))
             p_values.append(1.0 if np.isnan(test.p_value) else test.p_value)
     return [(*pair, float(p)) for pair, p in zip(pairs, holm(p_values) if p_values else [])]
+
+
+#: The key of a row of ``benchmark.json`` holding the validation samples' share of its pairs' standard
+#: errors (:func:`with_validation_se`): ``{metric: {later row of its group: se}}``.
+VAL_SE_SAMPLES = "val_se_samples"
+
+
+def with_validation_se(rows: List[Dict], metric: str, replicates: Optional[Dict]) -> List[Dict]:
+    """``rows`` (ranked, :func:`rank_rows`) with, on each ranked row that has the validation bootstrap
+    of ``metric`` on every seed (``replicates``: the ``val`` of
+    :class:`~agnostophobia.experiments.benchmark_comparisons.SampleReplicates`), the validation
+    samples' share of the standard error of its mean paired difference with every later row of its
+    group on the same seeds (:func:`~agnostophobia.metrics.resampled_se`, as the test side's), under
+    :data:`VAL_SE_SAMPLES`. One number a pair, stored once, is what lets the ranks be derived again
+    from ``benchmark.json`` alone (the replicates, rows × seeds × resamples, are not kept); rows
+    unchanged where ``replicates`` lack the metric."""
+    by_row = (replicates or {}).get(metric)
+    if not by_row:
+        return rows
+    stored: Dict[str, Dict] = {}
+    for negatives in (False, True):
+        group = ranked_group(rows, negatives)
+        stacked = [row_replicates(row, by_row) for row in group]
+        for i, (row, mine) in enumerate(zip(group, stacked)):
+            if mine is not None:
+                stored[row["row"]] = {metric: {other["row"]: resampled_se(mine, theirs)
+                                               for other, theirs in zip(group[i + 1:], stacked[i + 1:])
+                                               if theirs is not None and other["seeds"] == row["seeds"]}}
+    return [{**row, VAL_SE_SAMPLES: stored[row["row"]]} if row["row"] in stored else row for row in rows]
+
+
+def validation_se(first: Dict, second: Dict, metric: str) -> Optional[float]:
+    """The validation samples' share of the standard error of ``first`` - ``second`` on ``metric``, as
+    :func:`with_validation_se` stored it on either row; None where the run stored none for the pair."""
+    for mine, theirs in ((first, second), (second, first)):
+        value = mine.get(VAL_SE_SAMPLES, {}).get(metric, {}).get(theirs["row"])
+        if value is not None:
+            return float(value)
+    return None
+
+
+def validation_bootstrap(rows: List[Dict], metric: str) -> Optional[Dict]:
+    """What ``benchmark.json`` says of the validation bootstrap its ranks read (``val_bootstrap``): its
+    resamples, seed and metric where a row stored the share (:func:`with_validation_se`), else None."""
+    if not any(metric in row.get(VAL_SE_SAMPLES, {}) for row in rows):
+        return None
+    return {"resamples": BOOTSTRAP_RESAMPLES, "seed": BOOTSTRAP_SEED, "metric": metric}
+
+
+def rank_noise_said(result: Dict) -> str:
+    """What a report says of the noise its ranks read: the seeds' spread and the validation samples'
+    share where the run stored the validation bootstrap (``val_bootstrap``), else that the seeds'
+    spread alone was read and why (the published runs stored none), computed from ``result``."""
+    bootstrap = result.get("val_bootstrap")
+    if not bootstrap:
+        return ("ranks read the seeds' spread alone: this run stored no validation bootstrap, so the noise of "
+                "the validation samples, which every seed shares, is left out")
+    return (f"each pair's standard error adds the validation samples' share, from a paired bootstrap over them "
+            f"({bootstrap['resamples']} resamples, the same for every row and seed), to the seeds' spread in "
+            f"quadrature, as the tests do")
 
 
 def paired_difference(mine: Dict[int, float], theirs: Dict[int, float]):

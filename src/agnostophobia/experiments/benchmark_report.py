@@ -17,7 +17,8 @@ from agnostophobia.data.protocols import unknown_set  # the registered protocols
 from agnostophobia.deploy.compare import TIE_MARK
 from agnostophobia.experiments.benchmark_comparisons import MARGIN, marks, present_families
 from agnostophobia.experiments.benchmark_ranking import (BEATS_SAID, BY_FLAG, RANKING_RULE_HISTORY, best_detectors,
-                                                         declared_said, resolved_ranks, tied_with_the_row_above)
+                                                         declared_said, rank_noise_said, resolved_ranks,
+                                                         tied_with_the_row_above)
 from agnostophobia.experiments.benchmark_recipes import recipe_mark, recipes_section
 from agnostophobia.experiments.benchmark_rows import (KNOWNS_ONLY_REFERENCE, REFERENCE_NAMES,
                                                       convergence_said, interval_over_seeds, papers_rows, reference_of,
@@ -59,9 +60,9 @@ def _intro(result: Dict, run: str, code: bool = True) -> List[str]:
             + (f"declared {declared_said(result['ranking'])}" if result["ranking"].get("declared") else
                "the declared rule chose on validation data")
             + " (\"Choosing the ranking metric\"); a row's rank runs from one more than the rows of its group "
-            f"that beat it there ({BEATS_SAID}) to the group's size less the rows it beats; the seeds' noise "
-            "only, not the validation samples' that every seed shares: a range says where validation does not "
-            "place the row, and "
+            f"that beat it there ({BEATS_SAID}) to the group's size less the rows it beats "
+            f"({rank_noise_said(result)}): "
+            "a range says where validation does not place the row, and "
             "rows whose ranges overlap are not resolved apart; '=' after a rank where the "
             "row's value equals the row above's (the tie-break ordered them); † more than 1 % of that "
             "set's samples tie with a sample of the other kind."
