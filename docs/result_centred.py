@@ -11,7 +11,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Callable, Dict
 
-from result_runs import num, signed
+from result_preparation import OURS, PAPER_FPR
+from result_runs import num, run, signed
 
 RECORD = Path(__file__).resolve().parent / "results" / "centred-unknowns-lenet.json"
 #: The names the pages give the approaches and sets of the record.
@@ -30,7 +31,7 @@ def reading_said(approach: str, name: str) -> str:
     reading = record()["readings"][approach][name]
     difference, low, high = reading["difference"][:3]
     return (f"{num(reading['prepared_interval'][0])} → {num(reading['centred_interval'][0])}, "
-            f"{signed(difference)} [{signed(low)}, {signed(high)}], *{reading['verdict']}*")
+            f"{signed(difference, 4)} [{signed(low, 4)}, {signed(high, 4)}], *{reading['verdict']}*")
 
 
 def readings_said(approach: str) -> str:
@@ -44,11 +45,26 @@ def frame_said() -> str:
                      for name in SETS)
 
 
+def paper(name: str) -> float:
+    """The paper's softmax CCR on ``name`` at the FPR its Table 2 column gives for the lowest the test
+    sets resolve."""
+    return run(OURS)["paper"]["ccr"][name]["softmax"][PAPER_FPR]
+
+
+def gap_share(name: str = "devanagari") -> str:
+    """The most of the gap between softmax's CCR as prepared and the paper's that centring can account
+    for, by the far end of the paired interval: a share, in per cent."""
+    reading = record()["readings"]["softmax"][name]
+    gap = reading["prepared_interval"][0] - paper(name)
+    return f"{100 * abs(reading['difference'][1]) / gap:.0f} %"
+
+
 FACTS: Dict[str, Callable[[], str]] = {
     "centred_softmax_devanagari": lambda: reading_said("softmax", "devanagari"),
     "centred_softmax": lambda: readings_said("softmax"),
     "centred_eos": lambda: readings_said("entropic"),
     "centred_frame": frame_said,
-    "centred_seeds": lambda: str(len(record()["seeds"])),
-    "centred_fpr": lambda: f"{record()['fpr']:g}",
+    "centred_share": gap_share,
+    "centred_notmnist_paper": lambda: num(paper("notmnist")),
+    "centred_notmnist": lambda: num(record()["readings"]["softmax"]["notmnist"]["centred_interval"][0]),
 }

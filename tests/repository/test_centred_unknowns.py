@@ -77,7 +77,6 @@ def test_the_verdict_follows_the_declared_reading(shift, noise, verdict):
     assert centred.reading(prepared, moved)["verdict"] == verdict
 
 
-@pytest.mark.skipif(not RECORD.exists(), reason="the record is written by the run it reads")
 def test_the_committed_record_reads_as_its_numbers_say():
     record = json.loads(RECORD.read_text())
     for sets in record["readings"].values():
