@@ -430,7 +430,10 @@ def test_benchmark_smoke_runs_every_approach_and_resumes(real_data_dir, tmp_path
     assert ranked["val_bootstrap"] == {"resamples": 200, "seed": 55, "metric": chosen}
     group = ranked_group(ranked["rows"], False)
     assert len(group) > 2 and all(set(r[VAL_SE_SAMPLES]) == {chosen} for r in group)
-    assert all(validation_se(a, b, chosen) > 0 for i, a in enumerate(group) for b in group[i + 1:])
+    # every pair has its share; two detectors that order the validation samples alike on every seed
+    # read the same value on every resample, a share of 0 (it happened on CI's tiny networks)
+    shares = [validation_se(a, b, chosen) for i, a in enumerate(group) for b in group[i + 1:]]
+    assert all(share is not None and share >= 0 for share in shares) and max(shares) > 0
     first, second = next((a, b) for i, a in enumerate(group) for b in group[i + 1:]
                          if a["val"]["per_seed"][chosen] != b["val"]["per_seed"][chosen])
     bare = [{k: v for k, v in r.items() if k != VAL_SE_SAMPLES} for r in (first, second)]
