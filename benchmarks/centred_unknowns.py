@@ -63,10 +63,10 @@ def centre(images: np.ndarray, box: int = BOX, ink: int = INK) -> np.ndarray:
     return out
 
 
-def ccr(trained, known: np.ndarray, known_labels: np.ndarray, unknown: np.ndarray) -> float:
-    """CCR at :data:`FPR` with max-softmax: the network's softmax over its logits, knowns against ``unknown``."""
-    logits = np.concatenate([trained.outputs(known)[0], trained.outputs(unknown)[0]])
-    labels = np.r_[known_labels, -np.ones(len(unknown), dtype=known_labels.dtype)]
+def ccr(known_logits: np.ndarray, known_labels: np.ndarray, unknown_logits: np.ndarray) -> float:
+    """CCR at :data:`FPR` with max-softmax: the network's softmax over its logits, knowns against the unknowns."""
+    logits = np.concatenate([known_logits, unknown_logits])
+    labels = np.r_[known_labels, -np.ones(len(unknown_logits), dtype=known_labels.dtype)]
     return float(ccr_at_fpr(softmax(logits.astype(np.float64), axis=1), labels, [FPR])[0])
 
 
@@ -112,10 +112,11 @@ def main(argv=None) -> int:
     values: Dict = {}
     for seed, approach in models:
         trained = load_trained_model(run.model(seed, approach), device="cpu")
+        known_logits = trained.outputs(known)[0]  # once a network: every set and way reads the same knowns
         for name in GLYPH_SETS:
             for way, sets in (("prepared", prepared), ("centred", centred)):
                 values.setdefault(approach, {}).setdefault(name, {}).setdefault(way, []).append(
-                    ccr(trained, known, known_labels, sets[name]))
+                    ccr(known_logits, known_labels, trained.outputs(sets[name])[0]))
         print(seed, approach, {n: {w: round(v[-1], 4) for w, v in d.items()} for n, d in values[approach].items()})
     record = {"run": str(args.run), "fpr": FPR, "margin": MARGIN, "box": BOX, "ink": INK,
               "seeds": sorted({seed for seed, _ in models}), "known_samples": len(known),
