@@ -15,8 +15,9 @@ from agnostophobia.detectors import DETECTORS
 from agnostophobia.experiments.benchmark_rows import (KNOWNS_ONLY_REFERENCE, REFERENCE_DETECTOR, REFERENCE_NAMES,
                                                       in_primary_family, papers_detector, rankable, ranked_sets,
                                                       rows_at_ceiling, saw_negatives, seeds_said)
-from agnostophobia.metrics import (EQUIVALENT, NOT_RESOLVED, PairedDifference, beyond_margin, decide, oscr_area_resamples,
-                                   paired_difference, resample_weights, resampled_se, smallest_resolved_difference,
+from agnostophobia.metrics import (EQUIVALENT, NOT_RESOLVED, PairedDifference, auroc_resamples, beyond_margin,
+                                   ccr_at_fpr_resamples, decide, oscr_area_resamples, paired_difference,
+                                   resample_weights, resampled_se, smallest_resolved_difference,
                                    smallest_supported_fpr)
 
 #: The level of each family's tests: Holm's correction holds it within a family, not across them.
@@ -151,39 +152,34 @@ def validation_resamples(scores: np.ndarray, labels: np.ndarray, metrics: Sequen
     every seed of a run scores the same validation samples, so two detectors on one network move
     together over seeds and their spread alone overstates what the samples resolve. The knowns and
     the negatives are each resampled on their own (:func:`_bootstrap_weights`: the same resamples
-    for every network, detector and seed, so paired); the OSCR areas as the test side reads them
-    (:func:`~agnostophobia.metrics.oscr_area_resamples`), the other metrics by the one definition
-    the row's numbers use (:func:`~agnostophobia.deploy.compare.ranking_statistic`) on each
-    resample drawn. A metric the negatives do not define (the log area or the CCR at 10/#negatives
+    for every network, detector and seed, so paired), each metric read on the weights without
+    drawing a resample (:func:`~agnostophobia.metrics.oscr_area_resamples` as the test side reads
+    the areas, :func:`~agnostophobia.metrics.auroc_resamples`,
+    :func:`~agnostophobia.metrics.ccr_at_fpr_resamples`): with every weight 1, the row's own
+    number (:func:`~agnostophobia.deploy.compare.ranking_statistic`). A metric the negatives do not define (the log area or the CCR at 10/#negatives
     with too few) is left out. ``weights``: (knowns', negatives') weights of shape (B, count) in
     the bootstrap's place (all ones: the numbers themselves).
 
     Returns:
         ``{metric: (B,) array}``, B the resamples (:data:`BOOTSTRAP_RESAMPLES`).
     """
-    from agnostophobia.deploy.compare import ranking_statistic
-
     labels = np.asarray(labels, dtype=np.int64)
     known, negative = np.flatnonzero(labels >= 0), np.flatnonzero(labels < 0)
-    known_weights, negative_weights = weights if weights is not None else (
+    both = weights if weights is not None else (
         _bootstrap_weights("val:known", len(known)), _bootstrap_weights("val:negatives", len(negative)))
     lowest = smallest_supported_fpr(len(negative))
+    read = {"oscr": lambda: oscr_area_resamples(scores, labels, *both),
+            "oscr_log": lambda: oscr_area_resamples(scores, labels, *both, log_fpr=True, min_fpr=lowest)
+            if lowest < 1 else None,
+            "auroc": lambda: auroc_resamples(scores, labels, *both),
+            "ccr_at_lowest_fpr": lambda: ccr_at_fpr_resamples(scores, labels, *both, lowest) if lowest <= 1 else None}
     out = {}
     for metric in metrics:
-        if metric == "oscr":
-            out[metric] = oscr_area_resamples(scores, labels, known_weights, negative_weights)
-            continue
-        if metric == "oscr_log":
-            if lowest < 1:
-                out[metric] = oscr_area_resamples(scores, labels, known_weights, negative_weights, log_fpr=True,
-                                                  min_fpr=lowest)
-            continue
-        values = []
-        for known_counts, negative_counts in zip(known_weights, negative_weights):
-            drawn = np.concatenate([np.repeat(known, known_counts), np.repeat(negative, negative_counts)])
-            values.append(ranking_statistic(metric, scores[drawn], labels[drawn], lowest))
-        if None not in values:
-            out[metric] = np.asarray(values, dtype=np.float64)
+        if metric not in read:
+            raise ValueError(f"validation_resamples: a metric of {', '.join(read)}, got {metric!r}")
+        values = read[metric]()
+        if values is not None and np.isfinite(values).all():
+            out[metric] = values
     return out
 
 

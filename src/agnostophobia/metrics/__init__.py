@@ -10,6 +10,7 @@
 * :mod:`.significance`: intervals over seeds, paired differences whose standard error adds a
   bootstrap over the shared test samples to the seeds' spread, decisions against a declared margin (better,
   worse, equivalent, not resolved) with Holm's adjustment within a family of comparisons.
+* :mod:`.resampled`: AUROC and CCR at one FPR on every resample of a bootstrap given as weights.
 * ``ties``: the share of samples whose score ties with a sample of the other kind (known vs
   unknown), the part of a ranking that ties decide.
 * :mod:`.summary`: every number of one evaluation row (``CCR@FPR``, AUROC, OSCR areas,
@@ -29,6 +30,7 @@ from .ood import (ConfidenceCurve, PRCurve, accuracy_vs_confidence, aupr_in, aup
 from .minimum_effect import beyond_margin, minimum_effect_p
 from .oscr import (PAPER_FPR_VALUES, OperatingPoint, OSCRCurve, ccr_at_fpr, class_ccr_at_fpr, oscr, oscr_area,
                    rates_at_threshold, threshold_at_fpr)
+from .resampled import auroc_resamples, ccr_at_fpr_resamples
 from .resolution import (DEFAULT_FPR, MIN_FALSE_POSITIVES, default_fpr, reported_fprs, smallest_supported_fpr, supported_fprs,
                          supports_fpr, unsupported_fpr_message)
 from .significance import (BETTER, EQUIVALENT, NOT_RESOLVED, WORSE, Bootstrap, Decision, Interval, PairedDifference, PairedTest,
@@ -50,6 +52,7 @@ __all__ = [
     "seed_interval", "paired_seed_test", "paired_bootstrap", "Bootstrap", "holm", "Interval", "PairedTest",
     "paired_difference", "PairedDifference", "decide", "Decision", "smallest_resolved_difference",
     "minimum_effect_p", "beyond_margin",
-    "resample_weights", "oscr_area_resamples", "resampled_se", "BETTER", "WORSE", "EQUIVALENT", "NOT_RESOLVED",
+    "resample_weights", "oscr_area_resamples", "auroc_resamples", "ccr_at_fpr_resamples", "resampled_se",
+    "BETTER", "WORSE", "EQUIVALENT", "NOT_RESOLVED",
     "tied_share", "TIE_FLAG",
 ]
