@@ -10,7 +10,8 @@
 * :mod:`.significance`: intervals over seeds, paired differences whose standard error adds a
   bootstrap over the shared test samples to the seeds' spread, decisions against a declared margin (better,
   worse, equivalent, not resolved) with Holm's adjustment within a family of comparisons.
-* :mod:`.resampled`: AUROC and CCR at one FPR on every resample of a bootstrap given as weights.
+* ``resampled``: :func:`auroc_resamples` and :func:`ccr_at_fpr_resamples`, AUROC and CCR at one FPR
+  on every resample of a bootstrap given as weights.
 * ``ties``: the share of samples whose score ties with a sample of the other kind (known vs
   unknown), the part of a ranking that ties decide.
 * :mod:`.summary`: every number of one evaluation row (``CCR@FPR``, AUROC, OSCR areas,
