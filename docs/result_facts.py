@@ -37,6 +37,7 @@ import result_partition  # noqa: E402
 import result_preparation  # noqa: E402
 import result_osr_splits  # noqa: E402
 import result_ranking  # noqa: E402
+import result_room  # noqa: E402
 import result_trivial  # noqa: E402
 from result_pages import PAGES, published  # noqa: E402
 from result_runs import (CIFAR_PARTS, CIFAR_REPORT, DECIDING_PARTS, cell, comparison,  # noqa: E402
@@ -550,7 +551,7 @@ FACTS: Dict[str, Callable[[], str]] = {
 
 
 for _module in (result_against_softmax, result_centred, result_confirmatory, result_fine_tunes, result_near_set, result_osr_splits,
-                result_partition, result_preparation, result_ranking, result_trivial):
+                result_partition, result_preparation, result_ranking, result_room, result_trivial):
     if set(FACTS) & set(_module.FACTS):
         raise ValueError(f"numbers named twice: {sorted(set(FACTS) & set(_module.FACTS))}")
     FACTS.update(_module.FACTS)

@@ -573,3 +573,27 @@ def test_the_osr_splits_page_says_each_primary_call_of_the_osr_cifar10_5_seed_ru
             assert low == pytest.approx(test["interval"][0], abs=5e-4) and high == pytest.approx(test["interval"][1], abs=5e-4)
             assert low <= test["difference"] <= high
     assert said["osr10_5_better"] == str(sum(t["decision"] == "better" for t in tests.values()))
+
+
+def test_the_fine_tunes_at_a_budget_with_room_by_hand(facts_module):
+    """The 20-epoch rerun of the CIFAR fine-tunes read as declared: each fine-tune's validation accuracy
+    minus its own start network's (softmax of the same seed), scipy's paired 90 % interval, its low end
+    against minus the run's margin; the converged ones tested against EOS as the run's JSON says, the
+    others named untested."""
+    room = facts_module.result_room
+    result = facts_module.run(room.LABEL)
+    softmax = facts_module.paper_row(room.LABEL, "softmax")["accuracy_per_seed"]["val"]
+    drops = facts_module.facts()["room_drops"]
+    primary = facts_module.facts()["room_primary"]
+    for approach in room.FINE_TUNES:
+        mine = facts_module.paper_row(room.LABEL, approach)["accuracy_per_seed"]["val"]
+        low = stats.ttest_rel(mine, softmax).confidence_interval(0.90).low
+        converged = low > -result["accuracy_margin"]
+        said = f"`{approach}` {np.mean(np.subtract(mine, softmax)):+.4f} (90 % low end {low:+.4f}; ".replace("-", "−")
+        assert said + ("converged" if converged else "not converged") in drops
+        tested = [t for t in result["tests"]["primary"] if t["approach"] == approach and t["against"] == "entropic"]
+        assert bool(tested) == (converged and np.mean(softmax) >= result["min_accuracy"])
+        if tested:
+            assert f"`{approach}` {tested[0]['difference']:+.4f} [".replace("-", "−") in primary
+        else:
+            assert f"`{approach}` *not converged*, untested" in primary
