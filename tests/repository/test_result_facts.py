@@ -589,11 +589,12 @@ def test_the_fine_tunes_at_a_budget_with_room_by_hand(facts_module):
         mine = facts_module.paper_row(room.LABEL, approach)["accuracy_per_seed"]["val"]
         low = stats.ttest_rel(mine, softmax).confidence_interval(0.90).low
         converged = low > -result["accuracy_margin"]
-        said = f"`{approach}` {np.mean(np.subtract(mine, softmax)):+.4f} (90 % low end {low:+.4f}; ".replace("-", "−")
+        drop, end = (f"{v:+.4f}".replace("-", "−") for v in (np.mean(np.subtract(mine, softmax)), low))
+        said = f"`{approach}` {drop} (90 % low end {end}; "
         assert said + ("converged" if converged else "not converged") in drops
         tested = [t for t in result["tests"]["primary"] if t["approach"] == approach and t["against"] == "entropic"]
         assert bool(tested) == (converged and np.mean(softmax) >= result["min_accuracy"])
         if tested:
-            assert f"`{approach}` {tested[0]['difference']:+.4f} [".replace("-", "−") in primary
+            assert f"`{approach}` " + f"{tested[0]['difference']:+.4f} [".replace("-", "−") in primary
         else:
             assert f"`{approach}` *not converged*, untested" in primary
