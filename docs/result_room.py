@@ -47,12 +47,12 @@ def tests_said(family: str) -> str:
     """Each fine-tune against Entropic Open-Set in ``family`` (``primary``: the near D_a OSCR area;
     ``log_area``: over a log FPR axis), with the mark its page prints; a fine-tune the rule left
     untested says so."""
+    against_reference = {t["row"] for t in run(LABEL)["tests"].get(family, []) if t["against"] == REFERENCE}
     said = []
     for approach in FINE_TUNES:
-        tested = any(t["row"] == paper_row(LABEL, approach)["row"] and t["against"] == REFERENCE
-                     for t in run(LABEL)["tests"].get(family, []))
-        said.append(f"`{approach}` " + (test_said(LABEL, family, paper_row(LABEL, approach)["row"], REFERENCE)
-                                         if tested else "*not converged*, untested"))
+        name = paper_row(LABEL, approach)["row"]
+        said.append(f"`{approach}` " + (test_said(LABEL, family, name, REFERENCE) if name in against_reference
+                                         else "*not converged*, untested"))
     return "; ".join(said)
 
 

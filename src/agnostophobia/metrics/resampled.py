@@ -16,13 +16,31 @@ import numpy as np
 from ._common import check_confidence, top_class
 
 
-def _check_weights(known_weights, unknown_weights, n_known: int, n_unknown: int, caller: str):
+def check_resample_weights(known_weights, unknown_weights, n_known: int, n_unknown: int, caller: str):
+    """``(known_weights, unknown_weights)`` as float64 arrays of shape (B, ``n_known``) and (B,
+    ``n_unknown``), or a ValueError naming ``caller`` and the shapes given."""
     known_weights = np.asarray(known_weights, dtype=np.float64)
     unknown_weights = np.asarray(unknown_weights, dtype=np.float64)
     if known_weights.ndim != 2 or unknown_weights.ndim != 2 or known_weights.shape[0] != unknown_weights.shape[0] \
             or known_weights.shape[1] != n_known or unknown_weights.shape[1] != n_unknown:
         raise ValueError(f"{caller}: weights of shape (B, {n_known}) and (B, {n_unknown}) (knowns, unknowns), got "
                          f"{known_weights.shape} and {unknown_weights.shape}")
+    return known_weights, unknown_weights
+
+
+def weight_below(unknown: np.ndarray, unknown_weights: np.ndarray):
+    """The unknown scores sorted increasing, and (B, count + 1) the weight of the unknowns below each
+    rank on every resample (column r: the r lowest), which a ``searchsorted`` of a known's score
+    into the sorted scores indexes."""
+    order = np.argsort(unknown, kind="stable")
+    below = np.zeros((unknown_weights.shape[0], unknown.size + 1))
+    np.cumsum(unknown_weights[:, order], axis=1, out=below[:, 1:])
+    return unknown[order], below
+
+
+def _check_weights(known_weights, unknown_weights, n_known: int, n_unknown: int, caller: str):
+    known_weights, unknown_weights = check_resample_weights(known_weights, unknown_weights, n_known, n_unknown,
+                                                            caller)
     if (known_weights < 0).any() or (unknown_weights < 0).any() or not (
             known_weights.sum(axis=1) > 0).all() or not (unknown_weights.sum(axis=1) > 0).all():
         raise ValueError(f"{caller}: weights must be >= 0 with a positive sum for the knowns and for the unknowns of "
@@ -61,13 +79,10 @@ def auroc_resamples(confidence, labels, known_weights, unknown_weights) -> np.nd
     confidence, known = check_confidence(confidence, labels)
     known_weights, unknown_weights = _check_weights(known_weights, unknown_weights, int(known.sum()),
                                                     int((~known).sum()), "auroc_resamples")
-    unknown = confidence[~known].astype(np.float64)
-    order = np.argsort(unknown, kind="stable")
-    below = np.zeros((unknown_weights.shape[0], unknown.size + 1))
-    np.cumsum(unknown_weights[:, order], axis=1, out=below[:, 1:])  # weight of the unknowns below each rank
+    unknown, below = weight_below(confidence[~known].astype(np.float64), unknown_weights)
     mine = confidence[known].astype(np.float64)
-    strictly_below = below[:, np.searchsorted(unknown[order], mine, side="left")]
-    at_or_below = below[:, np.searchsorted(unknown[order], mine, side="right")]
+    strictly_below = below[:, np.searchsorted(unknown, mine, side="left")]
+    at_or_below = below[:, np.searchsorted(unknown, mine, side="right")]
     wins = (known_weights * (strictly_below + at_or_below) / 2).sum(axis=1)
     return wins / (known_weights.sum(axis=1) * below[:, -1])
 

@@ -539,21 +539,14 @@ def oscr_area_resamples(scores, labels, known_weights: np.ndarray, unknown_weigh
         (0.625, 0.625)
     """
     from ._common import top_class
+    from .resampled import check_resample_weights, weight_below
 
     top = top_class(scores, labels)
-    known_weights = np.asarray(known_weights, dtype=np.float64)
-    unknown_weights = np.asarray(unknown_weights, dtype=np.float64)
-    n_known, n_unknown = int(top.known.sum()), int((~top.known).sum())
-    if known_weights.ndim != 2 or unknown_weights.ndim != 2 or known_weights.shape[0] != unknown_weights.shape[0] \
-            or known_weights.shape[1] != n_known or unknown_weights.shape[1] != n_unknown:
-        raise ValueError(f"oscr_area_resamples: weights of shape (B, {n_known}) and (B, {n_unknown}) (knowns, "
-                         f"unknowns), got {known_weights.shape} and {unknown_weights.shape}")
-    unknown = top.score[~top.known].astype(np.float64)
-    order = np.argsort(unknown, kind="stable")
-    below = np.zeros((unknown_weights.shape[0], n_unknown + 1))
-    np.cumsum(unknown_weights[:, order], axis=1, out=below[:, 1:])  # weight of the unknowns below each rank
+    known_weights, unknown_weights = check_resample_weights(known_weights, unknown_weights, int(top.known.sum()),
+                                                            int((~top.known).sum()), "oscr_area_resamples")
+    unknown, below = weight_below(top.score[~top.known].astype(np.float64), unknown_weights)
     correct = top.correct[top.known]
-    beaten = np.searchsorted(unknown[order], top.score[top.known][correct].astype(np.float64), side="left")
+    beaten = np.searchsorted(unknown, top.score[top.known][correct].astype(np.float64), side="left")
     if not log_fpr:
         wins = (known_weights[:, correct] * below[:, beaten]).sum(axis=1)
         return wins / (known_weights.sum(axis=1) * below[:, -1])
