@@ -129,12 +129,15 @@ PAGES: Dict[str, ResultPage] = {
                  "(training seeds 5-9) read by rules declared before they trained, on the 10,000 unused training "
                  "images of dog and truck; this page reads the 2,000 test images, the secondary set"),
     "bench-cifar-5-room": ResultPage(
-        "guide/benchmark-cifar-room.md", "CIFAR-10 split, the fine-tunes at a budget with room: the full report",
+        "guide/benchmark-cifar-room.md", "CIFAR-10 split, the fine-tunes at 20 epochs: the full report",
         "results/bench-cifar-5-room.json", "images/bench-cifar-5-room",
-        measures="whether the three fine-tunes, below the threshold at the split's 16-epoch budget, converge and "
-                 "how they read against Entropic Open-Set at 20 epochs, where softmax has room above the "
-                 "threshold, by rules declared before the networks trained (convergence against each "
-                 "fine-tune's own start network, with an interval)"),
+        measures="whether the three fine-tunes, below the threshold at the split's 16-epoch budget, keep their "
+                 "start networks' accuracy at 20 epochs, and how they then read against Entropic Open-Set, by "
+                 "rules declared before the networks trained. *Converged* on this page means kept: not worse "
+                 "than the fine-tune's own start network by a declared tolerance, on an interval; it is not "
+                 "the threshold. The 20 epochs were meant to give softmax room above the threshold and gave "
+                 "none, and the 20-epoch EOS reads higher than the 16-epoch one (How the benchmark decides, "
+                 "\"What the convergence threshold costs\", sets both beside the 16-epoch networks)"),
     "bench-cifar-b-5": ResultPage("guide/benchmark-cifar-b.md",
                                   "CIFAR-10 split, second class partition (cat and ship unknown): the full report",
                                   "results/bench-cifar-b-5.json", "images/bench-cifar-b-5"),

@@ -1,22 +1,39 @@
-"""The overview's numbers of the CIFAR split's fine-tunes at a budget with room (``result_facts``
-gathers them into :data:`FACTS`): ``bench-cifar-5-room`` in ``docs/provenance.md``, declared before
-its networks trained (review 1205e, M1). At the split's 16-epoch budget softmax only just clears the
-0.90 threshold, so the fine-tunes, which lose a little accuracy from their start network, fell below
-it untested; at 20 epochs each fine-tune is judged against its own start network by the rule with an
-interval, and the converged ones are tested against Entropic Open-Set as the declaration says."""
+"""The overview's numbers of the CIFAR split's fine-tunes at 20 epochs (``result_facts`` gathers them
+into :data:`FACTS`): ``bench-cifar-5-room`` in ``docs/provenance.md``, declared before its networks
+trained (review 1205e, M1). At the split's 16-epoch budget softmax only just clears the 0.90
+threshold, so the fine-tunes, which lose a little accuracy from their start network, fell below it
+untested. The run trained 20 epochs, meant to give softmax room above the threshold; it gave none
+(:func:`beside_16_epochs`, the declaration's item 4). Each fine-tune is judged against its own start
+network by the rule with an interval, a declared tolerance, and the ones it keeps are tested against
+Entropic Open-Set as the declaration says (review 1206a, M1)."""
 from __future__ import annotations
 
-from typing import Callable, Dict
+from typing import Callable, Dict, Sequence
 
 import numpy as np
+from scipy import stats
 
+from agnostophobia.experiments.benchmark_ranking import VAL_SE_SAMPLES, beaten_in_group, ranked_group
+from agnostophobia.experiments.benchmark_recipes import recipe_mark
 from agnostophobia.experiments.benchmark_rows import accuracy_not_worse
 from agnostophobia.metrics import paired_difference
-from result_runs import ALPHA, num, paper_row, run, seed_accuracies, signed, span, test_said
+from result_runs import ALPHA, cell, num, paper_row, run, seed_accuracies, signed, span, test_said
 
 LABEL = "bench-cifar-5-room"
 FINE_TUNES = ("outlier-exposure-ft", "energy-regularized-ft", "mixoe-ft")
 REFERENCE = "entropic"
+# Item 4 of the declaration: this run's softmax and EOS beside 16-epoch networks of the same seeds.
+# The declaration named bench-cifar-5-paper (Zen 4), which has no softmax row: softmax is read from
+# bench-cifar-5-ft, the same sitting's networks that parts 4 to 7 share with it. bench-cifar-5-xeon,
+# trained on this run's processor model, was added when the table was written (review 1206a, M1): it
+# tells the epochs apart from the processor, which the declared comparison cannot.
+BESIDE = {"softmax": ("bench-cifar-5-xeon", "bench-cifar-5-ft"),
+          "entropic": ("bench-cifar-5-xeon", "bench-cifar-5-paper")}
+TRAINED_ON = {"bench-cifar-5-xeon": "16 epochs, Xeon of the same model", "bench-cifar-5-ft": "16 epochs, Zen 4",
+              "bench-cifar-5-paper": "16 epochs, Zen 4", LABEL: "20 epochs, Xeon (this run)"}
+COLUMNS = (("validation accuracy", lambda r: r["accuracy_per_seed"]["val"]),
+           ("near D_a OSCR area", lambda r: r["mean_oscr_per_seed"]),
+           ("log-FPR area", lambda r: r["mean_oscr_log_per_seed"]))
 
 
 def softmax_said() -> str:
@@ -39,21 +56,97 @@ def drop_said(approach: str) -> str:
     by_interval = accuracy_not_worse(mine, start, result["accuracy_margin"])
     by_threshold = np.mean(mine) >= result["min_accuracy"]
     return (f"`{approach}` {signed(difference.difference, 4)} (90 % low end {signed(low, 4)}; "
-            f"{'converged' if by_interval else 'not converged'} by the interval, "
+            f"{'kept within' if by_interval else 'lost more than'} the tolerance, "
             f"{'above' if by_threshold else 'below'} the threshold at {num(np.mean(mine), 4)})")
 
 
 def tests_said(family: str) -> str:
     """Each fine-tune against Entropic Open-Set in ``family`` (``primary``: the near D_a OSCR area;
-    ``log_area``: over a log FPR axis), with the mark its page prints; a fine-tune the rule left
-    untested says so."""
-    against_reference = {t["row"] for t in run(LABEL)["tests"].get(family, []) if t["against"] == REFERENCE}
+    ``log_area``: over a log FPR axis), with the mark its page prints and its Holm-adjusted p (its
+    interval is the unadjusted one, so it can exclude 0 beside *not resolved*) and the recipe mark of
+    a fine-tune that departs from its authors'; a fine-tune the rule left untested says so."""
+    result = run(LABEL)
+    tests = {t["row"]: t for t in result["tests"].get(family, []) if t["against"] == REFERENCE}
     said = []
     for approach in FINE_TUNES:
         name = paper_row(LABEL, approach)["row"]
-        said.append(f"`{approach}` " + (test_said(LABEL, family, name, REFERENCE) if name in against_reference
-                                         else "*not converged*, untested"))
+        test = tests.get(name)
+        said.append(f"`{approach}`{recipe_mark(result, approach)} "
+                    + (f"{test_said(LABEL, family, name, REFERENCE)} (Holm p {two_digits(test['p_holm'])})" if test
+                       else "*not converged*, untested"))
     return "; ".join(said)
+
+
+def drops_per_seed() -> str:
+    """The declaration's item 4, first half, as a table: per seed, softmax's validation accuracy and
+    each fine-tune's, with its drop from that seed's softmax network, its own start."""
+    start = seed_accuracies(LABEL, "softmax")
+    tunes = {approach: seed_accuracies(LABEL, approach) for approach in FINE_TUNES}
+    seeds = paper_row(LABEL, "softmax")["seeds"]
+    lines = ["| seed | softmax (the start) | " + " | ".join(f"`{a}`" for a in FINE_TUNES) + " |",
+             "|---" * (2 + len(FINE_TUNES)) + "|"]
+    for i, seed in enumerate(seeds):
+        lines.append(f"| {seed} | {num(start[i], 4)} | " + " | ".join(
+            f"{num(tunes[a][i], 4)} ({signed(tunes[a][i] - start[i], 4)})" for a in FINE_TUNES) + " |")
+    return "\n".join(lines)
+
+
+def rank_beats(with_share: bool) -> int:
+    """The ordered pairs of ranked rows where one beats the other on validation in this run, the first
+    to store the validation samples' share (``val_se_samples``), with that share or, as the runs
+    published before it read them, with the seeds' spread alone: how much narrower the older pages'
+    rank ranges are than validation supports (review 1206a, m7)."""
+    result = run(LABEL)
+    rows = result["rows"] if with_share else [
+        {key: value for key, value in row.items() if key != VAL_SE_SAMPLES} for row in result["rows"]]
+    metric = result["ranking"]["chosen"]
+    return sum(len(beaten_in_group(ranked_group(rows, negatives), metric)) for negatives in (False, True))
+
+
+def two_digits(p: float) -> str:
+    """A p-value to two significant digits, trailing zeros kept: 0.20, 0.0044."""
+    return f"{p:#.2g}"
+
+
+def welch(longer: Sequence[float], shorter: Sequence[float]) -> str:
+    """The difference of two means over other networks (unpaired) with Welch's 95 % interval."""
+    interval = stats.ttest_ind(longer, shorter, equal_var=False).confidence_interval(0.95)
+    return (f"{signed(np.mean(longer) - np.mean(shorter), 4)} "
+            f"[{signed(interval.low, 4)}, {signed(interval.high, 4)}]")
+
+
+def beside_16_epochs() -> str:
+    """The declaration's item 4 as a table: this run's softmax and Entropic Open-Set (20 epochs) beside
+    16-epoch networks of the same seeds (:data:`BESIDE`), each cell the mean over seeds with its 95 % t
+    interval, and under each 16-epoch row the 20-epoch run's difference from it with Welch's interval
+    (other networks: unpaired). A description, not a test: no family holds these differences."""
+    header = ("| approach | networks | " + " | ".join(name for name, _ in COLUMNS) + " |\n"
+              + "|---" * (2 + len(COLUMNS)) + "|")
+    lines = [header]
+    for approach, labels in BESIDE.items():
+        room = paper_row(LABEL, approach)
+        lines.append(f"| {approach} | {TRAINED_ON[LABEL]} | "
+                     + " | ".join(cell(values(room)) for _, values in COLUMNS) + " |")
+        for label in labels:
+            other = paper_row(label, approach)
+            lines.append(f"| {approach} | {TRAINED_ON[label]} (`{label}`) | "
+                         + " | ".join(cell(values(other)) for _, values in COLUMNS) + " |")
+            lines.append(f"| | 20 − 16 epochs, Welch | "
+                         + " | ".join(welch(values(room), values(other)) for _, values in COLUMNS) + " |")
+    return "\n".join(lines)
+
+
+def reference_gain() -> str:
+    """How far this run's Entropic Open-Set reads above the 16-epoch one of the same processor model on
+    the near D_a OSCR area (unpaired, Welch): the reference the 20-epoch verdicts are read against."""
+    room, xeon = paper_row(LABEL, REFERENCE), paper_row(BESIDE[REFERENCE][0], REFERENCE)
+    return welch(room["mean_oscr_per_seed"], xeon["mean_oscr_per_seed"])
+
+
+def softmax_gain() -> str:
+    """Softmax's validation accuracy at 20 epochs against 16 on the same processor model (Welch)."""
+    room, xeon = paper_row(LABEL, "softmax"), paper_row(BESIDE["softmax"][0], "softmax")
+    return welch(room["accuracy_per_seed"]["val"], xeon["accuracy_per_seed"]["val"])
 
 
 FACTS: Dict[str, Callable[[], str]] = {
@@ -61,4 +154,10 @@ FACTS: Dict[str, Callable[[], str]] = {
     "room_drops": lambda: "; ".join(drop_said(approach) for approach in FINE_TUNES),
     "room_primary": lambda: tests_said("primary"),
     "room_log_area": lambda: tests_said("log_area"),
+    "room_beside_16": beside_16_epochs,
+    "room_drops_per_seed": drops_per_seed,
+    "rank_beats_with_share": lambda: f"{rank_beats(True):,}",
+    "rank_beats_seed_only": lambda: f"{rank_beats(False):,}",
+    "room_eos_gain": reference_gain,
+    "room_softmax_gain": softmax_gain,
 }

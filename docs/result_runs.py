@@ -88,6 +88,14 @@ def signed(x: float, digits: int = 3) -> str:
     return f"{x:+.{digits}f}".replace("-", "−")
 
 
+def bound(x: float) -> str:
+    """An interval's end to 4 decimals, or to its first significant digit where 4 decimals would print
+    a non-zero end as ±0.0000 (an interval that excludes 0 by a hair must say so)."""
+    if x != 0 and round(x, 4) == 0:
+        return signed(float(f"{x:.1g}"), int(-np.floor(np.log10(abs(x)))))
+    return signed(x, 4)
+
+
 def span(values: Sequence[float], digits: int = 3) -> str:
     return f"{num(min(values), digits)}-{num(max(values), digits)}"
 
@@ -123,7 +131,7 @@ def test_said(label: str, family: str, name: str, against: str) -> str:
     ``−0.0042 [−0.0062, −0.0022], *differs, below margin (5 seeds)*``."""
     test = comparison(label, family, name, against)
     low, high = test["interval"]
-    return (f"{signed(test['difference'], 4)} [{signed(low, 4)}, {signed(high, 4)}], "
+    return (f"{signed(test['difference'], 4)} [{bound(low)}, {bound(high)}], "
             f"*{marks(run(label))[family][test['row']]}*")
 
 
