@@ -38,7 +38,10 @@ ACCURACY_MARGIN_SES = 2
 def accuracy_margin_for(threshold: float, num_known: int) -> float:
     """The margin of the convergence rule with an interval: :data:`ACCURACY_MARGIN_SES` binomial
     standard errors of one network's accuracy at the protocol's ``threshold`` on ``num_known``
-    validation knowns, ``2 sqrt(t (1 - t) / n)``: what one validation set alone lets an accuracy move.
+    validation knowns, ``2 sqrt(t (1 - t) / n)``: what one validation set alone lets one network's
+    accuracy move. The rule reads a paired difference on the same images, whose sampling error is
+    smaller (``sqrt(d / n)`` for a share ``d`` of images the two networks classify differently), so
+    this is a declared tolerance, a lenient one, not the paired reading's noise (review 1206a, m2).
     A review found the first margin (0.01) chosen where it reproduced the published verdicts; this one
     reads no accuracy.
 
