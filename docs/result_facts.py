@@ -29,6 +29,7 @@ from agnostophobia.metrics import PairedDifference, decide, holm, seed_interval,
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import result_against_softmax  # noqa: E402
+import result_budget  # noqa: E402
 import result_centred  # noqa: E402
 import result_confirmatory  # noqa: E402
 import result_fine_tunes  # noqa: E402
@@ -550,8 +551,9 @@ FACTS: Dict[str, Callable[[], str]] = {
 }
 
 
-for _module in (result_against_softmax, result_centred, result_confirmatory, result_fine_tunes, result_near_set, result_osr_splits,
-                result_partition, result_preparation, result_ranking, result_room, result_trivial):
+for _module in (result_against_softmax, result_budget, result_centred, result_confirmatory, result_fine_tunes,
+                result_near_set, result_osr_splits, result_partition, result_preparation, result_ranking, result_room,
+                result_trivial):
     if set(FACTS) & set(_module.FACTS):
         raise ValueError(f"numbers named twice: {sorted(set(FACTS) & set(_module.FACTS))}")
     FACTS.update(_module.FACTS)
