@@ -24,18 +24,20 @@ import sys
 from pathlib import Path
 from typing import Dict, List
 
-from agnostophobia._yaml import load_yaml
+from agnostophobia.rundir import RunDir
+from agnostophobia.training.records import read_run_config, read_timings, read_wall_time
 from trivial_separability import write_record
 
 
 def seed_seconds(run: Path, seed: int) -> Dict[str, float]:
     """Seconds of training of each of ``seed``'s finished networks in benchmark run ``run``, by
-    approach; an error naming the file where the run holds none of that seed."""
-    timings = json.loads((run / "timings.json").read_text(encoding="utf-8"))
+    approach (the run's checked ``timings.json``); an error naming the file where the run holds none
+    of that seed."""
     prefix = f"seed{seed}/"
-    seconds = {key[len(prefix):]: float(value) for key, value in timings.items() if key.startswith(prefix)}
+    seconds = {key[len(prefix):]: float(value) for key, value in read_timings(run).items()
+               if key.startswith(prefix)}
     if not seconds:
-        raise SystemExit(f"{run / 'timings.json'}: no network of seed {seed} has finished")
+        raise SystemExit(f"{RunDir(run).timings}: no network of seed {seed} has finished")
     return seconds
 
 
@@ -45,10 +47,11 @@ def main(argv: List[str] = None) -> int:
     parser.add_argument("out", type=Path, help="the JSON record to write")
     parser.add_argument("--seed", type=int, default=0, help="the seed whose networks are read (default 0)")
     args = parser.parse_args(argv)
-    wall = json.loads((args.run / "wall_time.json").read_text(encoding="utf-8"))
-    config = load_yaml((args.run / "config.yaml").read_text(encoding="utf-8"))
+    wall = read_wall_time(args.run)
+    if wall is None:
+        raise SystemExit(f"{RunDir(args.run).wall_time}: missing; the run has trained no network yet")
     record = {"seed": args.seed, "seconds": seed_seconds(args.run, args.seed),
-              "concurrent_runs": int(wall["concurrent_runs"]), "config": config}
+              "concurrent_runs": wall["concurrent_runs"], "config": read_run_config(args.run)}
     write_record(args.out, record, __file__, argv)
     print(json.dumps({key: record[key] for key in ("seconds", "concurrent_runs")}, indent=1))
     return 0

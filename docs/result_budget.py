@@ -10,6 +10,7 @@ import json
 from functools import lru_cache
 from typing import Callable, Dict, List
 
+from agnostophobia.training.fine_tune import start_approach
 from result_pages import DOCS
 from result_runs import run
 
@@ -26,7 +27,7 @@ def record() -> Dict:
 def from_scratch() -> List[str]:
     """The approaches the recorded benchmark trains from scratch (every one that is not a fine-tune);
     an error where the record lacks one of them, since the projection would leave it out."""
-    approaches = [a for a in record()["config"]["approaches"] if not a.endswith("-ft")]
+    approaches = [a for a in record()["config"]["approaches"] if start_approach(a) is None]
     missing = sorted(set(approaches) - set(record()["seconds"]))
     if missing:
         raise ValueError(f"{RECORD}: seed {record()['seed']} lacks {missing}: the timing run stopped early")
@@ -35,7 +36,7 @@ def from_scratch() -> List[str]:
 
 def fine_tune_seconds() -> float:
     """The seconds of every fine-tune of every seed, summed, as :data:`FINE_TUNES_FROM` timed them."""
-    asked = {a for a in record()["config"]["approaches"] if a.endswith("-ft")}
+    asked = {a for a in record()["config"]["approaches"] if start_approach(a) is not None}
     timings = run(FINE_TUNES_FROM)["meta"]["timings_s"]
     found = {key.split("/", 1)[1] for key in timings if key.split("/", 1)[1] in asked}
     if found != asked:

@@ -24,16 +24,17 @@ FINE_TUNES = ("outlier-exposure-ft", "energy-regularized-ft", "mixoe-ft")
 REFERENCE = "entropic"
 # Item 4 of the declaration: this run's softmax and EOS beside 16-epoch networks of the same seeds.
 # The declaration named bench-cifar-5-paper (Zen 4), which has no softmax row: softmax is read from
-# bench-cifar-5-ft, the same sitting's networks that parts 4 to 7 share with it. bench-cifar-5-xeon,
-# trained on this run's processor model, was added when the table was written (review 1206a, M1): it
-# tells the epochs apart from the processor, which the declared comparison cannot.
-BESIDE = {"softmax": ("bench-cifar-5-xeon", "bench-cifar-5-ft"),
-          "entropic": ("bench-cifar-5-xeon", "bench-cifar-5-paper")}
-TRAINED_ON = {"bench-cifar-5-xeon": "16 epochs, Xeon of the same model", "bench-cifar-5-ft": "16 epochs, Zen 4",
+# bench-cifar-5-ft, whose EOS networks are part 2's. bench-cifar-5-xeon (SAME_PROCESSOR), trained on
+# this run's processor model, was added when the table was written (review 1206a, M1): it tells the
+# epochs apart from the processor, which the declared comparison cannot.
+SAME_PROCESSOR = "bench-cifar-5-xeon"
+BESIDE = {"softmax": (SAME_PROCESSOR, "bench-cifar-5-ft"), "entropic": (SAME_PROCESSOR, "bench-cifar-5-paper")}
+TRAINED_ON = {SAME_PROCESSOR: "16 epochs, Xeon of the same model", "bench-cifar-5-ft": "16 epochs, Zen 4",
               "bench-cifar-5-paper": "16 epochs, Zen 4", LABEL: "20 epochs, Xeon (this run)"}
-COLUMNS = (("validation accuracy", lambda r: r["accuracy_per_seed"]["val"]),
-           ("near D_a OSCR area", lambda r: r["mean_oscr_per_seed"]),
-           ("log-FPR area", lambda r: r["mean_oscr_log_per_seed"]))
+#: The table's columns, each a row's per-seed values: (heading, values).
+VAL_ACCURACY = ("validation accuracy", lambda r: r["accuracy_per_seed"]["val"])
+NEAR_OSCR = ("near D_a OSCR area", lambda r: r["mean_oscr_per_seed"])
+COLUMNS = (VAL_ACCURACY, NEAR_OSCR, ("log-FPR area", lambda r: r["mean_oscr_log_per_seed"]))
 
 
 def softmax_said() -> str:
@@ -115,6 +116,12 @@ def welch(longer: Sequence[float], shorter: Sequence[float]) -> str:
             f"[{signed(interval.low, 4)}, {signed(interval.high, 4)}]")
 
 
+def epochs_gain(approach: str, label: str, values: Callable) -> str:
+    """``approach`` at 20 epochs (this run) minus at 16 (run ``label``) on a column's per-seed
+    ``values``, with Welch's interval: one cell of :func:`beside_16_epochs`."""
+    return welch(values(paper_row(LABEL, approach)), values(paper_row(label, approach)))
+
+
 def beside_16_epochs() -> str:
     """The declaration's item 4 as a table: this run's softmax and Entropic Open-Set (20 epochs) beside
     16-epoch networks of the same seeds (:data:`BESIDE`), each cell the mean over seeds with its 95 % t
@@ -132,21 +139,8 @@ def beside_16_epochs() -> str:
             lines.append(f"| {approach} | {TRAINED_ON[label]} (`{label}`) | "
                          + " | ".join(cell(values(other)) for _, values in COLUMNS) + " |")
             lines.append(f"| | 20 − 16 epochs, Welch | "
-                         + " | ".join(welch(values(room), values(other)) for _, values in COLUMNS) + " |")
+                         + " | ".join(epochs_gain(approach, label, values) for _, values in COLUMNS) + " |")
     return "\n".join(lines)
-
-
-def reference_gain() -> str:
-    """How far this run's Entropic Open-Set reads above the 16-epoch one of the same processor model on
-    the near D_a OSCR area (unpaired, Welch): the reference the 20-epoch verdicts are read against."""
-    room, xeon = paper_row(LABEL, REFERENCE), paper_row(BESIDE[REFERENCE][0], REFERENCE)
-    return welch(room["mean_oscr_per_seed"], xeon["mean_oscr_per_seed"])
-
-
-def softmax_gain() -> str:
-    """Softmax's validation accuracy at 20 epochs against 16 on the same processor model (Welch)."""
-    room, xeon = paper_row(LABEL, "softmax"), paper_row(BESIDE["softmax"][0], "softmax")
-    return welch(room["accuracy_per_seed"]["val"], xeon["accuracy_per_seed"]["val"])
 
 
 FACTS: Dict[str, Callable[[], str]] = {
@@ -158,6 +152,7 @@ FACTS: Dict[str, Callable[[], str]] = {
     "room_drops_per_seed": drops_per_seed,
     "rank_beats_with_share": lambda: f"{rank_beats(True):,}",
     "rank_beats_seed_only": lambda: f"{rank_beats(False):,}",
-    "room_eos_gain": reference_gain,
-    "room_softmax_gain": softmax_gain,
+    # the overview's two cells of that table: the reference's gain, and softmax's room (none)
+    "room_eos_gain": lambda: epochs_gain(REFERENCE, SAME_PROCESSOR, NEAR_OSCR[1]),
+    "room_softmax_gain": lambda: epochs_gain("softmax", SAME_PROCESSOR, VAL_ACCURACY[1]),
 }
